@@ -1,0 +1,72 @@
+// Failures of formats, destinations and exports. One base class so callers (the CLI's exit-code
+// table) can branch on `code` without knowing every connector. If the project grows a shared
+// base error elsewhere, KitError should extend it; nothing here depends on being the root.
+
+export interface KitErrorOptions {
+  cause?: unknown;
+  retryable?: boolean;
+}
+
+export class KitError extends Error {
+  readonly code: string;
+  readonly retryable: boolean;
+
+  constructor(code: string, message: string, options: KitErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+export interface ConfigIssue {
+  /** Dotted path of the offending field, e.g. `s3.storage_class` or `format_options.compression`. */
+  path: string;
+  message: string;
+  /** The value that was given (undefined when the field is missing). */
+  value: unknown;
+}
+
+/** A configuration object did not validate; every issue names the field and the value given. */
+export class ConfigError extends KitError {
+  readonly issues: readonly ConfigIssue[];
+
+  constructor(subject: string, issues: readonly ConfigIssue[]) {
+    const lines = issues.map((i) => `  ${i.path || '(root)'}: ${i.message}${describeValue(i.value)}`);
+    super('config_invalid', `invalid ${subject}:\n${lines.join('\n')}`);
+    this.issues = issues;
+  }
+}
+
+/** A destination (disk, S3, stdout) failed to store or publish bytes. */
+export class DestinationError extends KitError {
+  readonly url: string;
+
+  constructor(url: string, action: string, cause: unknown, retryable = false) {
+    super('destination_failed', `${action} ${url} failed: ${messageOf(cause)}`, { cause, retryable });
+    this.url = url;
+  }
+}
+
+/** An encoder could not turn a batch into bytes (bad value for the type, wasm failure). */
+export class FormatError extends KitError {
+  constructor(format: string, message: string, cause?: unknown) {
+    super('format_failed', `${format}: ${message}${cause === undefined ? '' : `: ${messageOf(cause)}`}`, { cause });
+  }
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function describeValue(value: unknown): string {
+  if (value === undefined) return '';
+  let text: string;
+  try {
+    text = typeof value === 'string' ? JSON.stringify(value) : JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+  } catch {
+    text = String(value);
+  }
+  if (text === undefined) text = String(value);
+  return ` (got ${text.length > 120 ? `${text.slice(0, 117)}...` : text})`;
+}

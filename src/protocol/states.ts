@@ -1,0 +1,39 @@
+import { z } from 'zod';
+
+/** The states our service emits (service-interface.md section 3, the cancelled state spelled as there). */
+export const EXECUTION_STATES = [
+  'QUERY_STATE_PENDING',
+  'QUERY_STATE_EXECUTING',
+  'QUERY_STATE_FAILED',
+  'QUERY_STATE_COMPLETED',
+  'QUERY_STATE_CANCELED',
+  'QUERY_STATE_EXPIRED',
+  'QUERY_STATE_COMPLETED_PARTIAL',
+] as const;
+
+export type ExecutionState = (typeof EXECUTION_STATES)[number];
+
+/**
+ * A state as read from the wire. The real service spells the cancelled state `QUERY_STATE_CANCELLED`;
+ * both spellings parse to `QUERY_STATE_CANCELED`, so callers compare against one value only.
+ */
+export const ExecutionStateSchema = z
+  .enum([...EXECUTION_STATES, 'QUERY_STATE_CANCELLED'])
+  .transform((s): ExecutionState => (s === 'QUERY_STATE_CANCELLED' ? 'QUERY_STATE_CANCELED' : s));
+
+export const TERMINAL_STATES: ReadonlySet<ExecutionState> = new Set<ExecutionState>([
+  'QUERY_STATE_COMPLETED',
+  'QUERY_STATE_COMPLETED_PARTIAL',
+  'QUERY_STATE_FAILED',
+  'QUERY_STATE_CANCELED',
+  'QUERY_STATE_EXPIRED',
+]);
+
+export function isTerminal(state: ExecutionState): boolean {
+  return TERMINAL_STATES.has(state);
+}
+
+/** States whose result can be read (the partial one only with `allow_partial_results=true`). */
+export function hasResult(state: ExecutionState): boolean {
+  return state === 'QUERY_STATE_COMPLETED' || state === 'QUERY_STATE_COMPLETED_PARTIAL';
+}

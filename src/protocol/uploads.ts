@@ -1,0 +1,12 @@
+import { z } from 'zod';
+
+/** POST /v1/uploads/csv */
+export const UploadCsvRequestSchema = z.strictObject({
+  table_name: z.string().regex(/^[a-z][a-z0-9_]*$/, 'a table name starts with a letter and holds a-z, 0-9 and _').describe('Becomes service.<team>.dataset_<table_name>'),
+  data: z.string().min(1).describe('The CSV text, header row first'),
+  description: z.string().optional(),
+  is_private: z.boolean().optional(),
+});
+export type UploadCsvRequest = z.infer<typeof UploadCsvRequestSchema>;
+
+export const UploadCsvResponseSchema = z.object({ success: z.boolean(), table_name: z.string() });

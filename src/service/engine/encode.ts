@@ -1,0 +1,146 @@
+// SQL expressions that render stored values as protocol.md section 5 JSON, and as the text of
+// a CSV field, inside DuckDB: pages are built by the engine without moving rows through JS.
+// Every expression yields VARCHAR and is NULL exactly when the value is NULL.
+//
+// Decisions beyond section 5 (documented for the client):
+// - real/double NaN and +-Infinity are the JSON strings "NaN", "Infinity", "-Infinity".
+// - hugeint, uhugeint, bignum, ubigint, decimal, uint256, int256: JSON strings of digits.
+// - interval day to second: "D HH:MM:SS.mmm" like Trino ("-1 02:03:04.567"), milliseconds,
+//   months counted as 30 days; interval year to month: "Y-M" ("1-2", "-0-3").
+// - time(p): "HH:MM:SS.ffffff"; timestamps carry exactly p fraction digits; with time zone in
+//   UTC with the suffix " UTC".
+// - map keys are the text of the key; json is a JSON string holding the JSON text.
+import { DuckDBTypeId, type DuckDBType } from '@duckdb/node-api';
+import { customUnionTag } from './customTypes.ts';
+
+export function sqlString(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+export function sqlIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+const TS_FORMAT: Partial<Record<DuckDBTypeId, string>> = {
+  [DuckDBTypeId.TIMESTAMP_S]: '%Y-%m-%d %H:%M:%S',
+  [DuckDBTypeId.TIMESTAMP_MS]: '%Y-%m-%d %H:%M:%S.%g',
+  [DuckDBTypeId.TIMESTAMP]: '%Y-%m-%d %H:%M:%S.%f',
+  [DuckDBTypeId.TIMESTAMP_NS]: '%Y-%m-%d %H:%M:%S.%n',
+};
+
+function isNested(type: DuckDBType): boolean {
+  switch (type.typeId) {
+    case DuckDBTypeId.LIST:
+    case DuckDBTypeId.ARRAY:
+    case DuckDBTypeId.MAP:
+    case DuckDBTypeId.STRUCT:
+      return true;
+    case DuckDBTypeId.UNION:
+      return customUnionTag(type) === undefined;
+    default:
+      return false;
+  }
+}
+
+function intervalDayToSecond(v: string): string {
+  const us = `abs(epoch_us(${v}))`;
+  const part = (div: string, mod: string, width: number): string =>
+    `lpad(((${us} // ${div}) % ${mod})::VARCHAR, ${width}, '0')`;
+  return `(CASE WHEN epoch_us(${v}) < 0 THEN '-' ELSE '' END || (${us} // 86400000000)::VARCHAR || ' ' || ${part('3600000000', '24', 2)} || ':' || ${part('60000000', '60', 2)} || ':' || ${part('1000000', '60', 2)} || '.' || ${part('1000', '1000', 3)})`;
+}
+
+/** The text of a value as a CSV field holds it (unquoted), and as result_set_bytes counts it. */
+export function textExpr(v: string, type: DuckDBType, depth = 0): string {
+  if (isNested(type)) return jsonExpr(v, type, depth);
+  switch (type.typeId) {
+    case DuckDBTypeId.FLOAT:
+    case DuckDBTypeId.DOUBLE:
+      return `(CASE WHEN isnan(${v}) THEN 'NaN' WHEN isinf(${v}) THEN (CASE WHEN ${v} > 0 THEN 'Infinity' ELSE '-Infinity' END) ELSE ${v}::VARCHAR END)`;
+    case DuckDBTypeId.BLOB:
+      return `('0x' || lower(hex(${v})))`;
+    case DuckDBTypeId.TIME:
+      return `strftime(DATE '1970-01-01' + ${v}, '%H:%M:%S.%f')`;
+    case DuckDBTypeId.TIMESTAMP_S:
+    case DuckDBTypeId.TIMESTAMP_MS:
+    case DuckDBTypeId.TIMESTAMP:
+    case DuckDBTypeId.TIMESTAMP_NS:
+      return `strftime(${v}, '${TS_FORMAT[type.typeId]}')`;
+    case DuckDBTypeId.TIMESTAMP_TZ:
+      return `(strftime(timezone('UTC', ${v}), '%Y-%m-%d %H:%M:%S.%f') || ' UTC')`;
+    case DuckDBTypeId.INTERVAL:
+      return intervalDayToSecond(v);
+    case DuckDBTypeId.UNION: {
+      const tag = customUnionTag(type)!;
+      const inner = `union_extract(${v}, ${sqlString(tag)})`;
+      if (tag !== 'interval_year_to_month') return `${inner}::VARCHAR`;
+      return `(CASE WHEN ${inner} < 0 THEN '-' ELSE '' END || (abs(${inner}) // 12)::VARCHAR || '-' || (abs(${inner}) % 12)::VARCHAR)`;
+    }
+    default:
+      return `${v}::VARCHAR`;
+  }
+}
+
+/** JSON text of a value (NULL when the value is NULL). */
+export function jsonExpr(v: string, type: DuckDBType, depth = 0): string {
+  const x = `x${depth}`;
+  switch (type.typeId) {
+    case DuckDBTypeId.BOOLEAN:
+    case DuckDBTypeId.TINYINT:
+    case DuckDBTypeId.SMALLINT:
+    case DuckDBTypeId.INTEGER:
+    case DuckDBTypeId.BIGINT:
+    case DuckDBTypeId.UTINYINT:
+    case DuckDBTypeId.USMALLINT:
+    case DuckDBTypeId.UINTEGER:
+      return `${v}::VARCHAR`;
+    case DuckDBTypeId.FLOAT:
+    case DuckDBTypeId.DOUBLE:
+      return `(CASE WHEN isnan(${v}) THEN '"NaN"' WHEN isinf(${v}) THEN (CASE WHEN ${v} > 0 THEN '"Infinity"' ELSE '"-Infinity"' END) ELSE ${v}::VARCHAR END)`;
+    // Texts made only of digits, signs, '.', ':', '-', ' ' and hex need no JSON escaping.
+    case DuckDBTypeId.UBIGINT:
+    case DuckDBTypeId.HUGEINT:
+    case DuckDBTypeId.UHUGEINT:
+    case DuckDBTypeId.BIGNUM:
+    case DuckDBTypeId.DECIMAL:
+    case DuckDBTypeId.BLOB:
+    case DuckDBTypeId.DATE:
+    case DuckDBTypeId.TIME:
+    case DuckDBTypeId.TIME_NS:
+    case DuckDBTypeId.TIME_TZ:
+    case DuckDBTypeId.TIMESTAMP_S:
+    case DuckDBTypeId.TIMESTAMP_MS:
+    case DuckDBTypeId.TIMESTAMP:
+    case DuckDBTypeId.TIMESTAMP_NS:
+    case DuckDBTypeId.TIMESTAMP_TZ:
+    case DuckDBTypeId.INTERVAL:
+    case DuckDBTypeId.UUID:
+      return `('"' || ${textExpr(v, type, depth)} || '"')`;
+    case DuckDBTypeId.LIST:
+    case DuckDBTypeId.ARRAY:
+      return `('[' || array_to_string(list_transform(${v}, lambda ${x}: coalesce(${jsonExpr(x, type.valueType, depth + 1)}, 'null')), ',') || ']')`;
+    case DuckDBTypeId.MAP:
+      return `('{' || array_to_string(list_transform(map_entries(${v}), lambda ${x}: to_json(${textExpr(`${x}.key`, type.keyType, depth + 1)})::VARCHAR || ':' || coalesce(${jsonExpr(`${x}.value`, type.valueType, depth + 1)}, 'null')), ',') || '}')`;
+    case DuckDBTypeId.STRUCT: {
+      if (type.entryNames.length === 0) return `(CASE WHEN ${v} IS NULL THEN NULL ELSE '{}' END)`;
+      const fields = type.entryNames.map((name, i) => {
+        const key = sqlString(`${JSON.stringify(name)}:`);
+        const value = jsonExpr(`struct_extract(${v}, ${sqlString(name)})`, type.entryTypes[i]!, depth + 1);
+        return `${key} || coalesce(${value}, 'null')`;
+      });
+      return `(CASE WHEN ${v} IS NULL THEN NULL ELSE '{' || ${fields.join(` || ',' || `)} || '}' END)`;
+    }
+    case DuckDBTypeId.UNION: {
+      const tag = customUnionTag(type);
+      if (tag === 'uint256' || tag === 'int256' || tag === 'interval_year_to_month') {
+        return `('"' || ${textExpr(v, type, depth)} || '"')`;
+      }
+      const branches = type.memberTags.map(
+        (name, i) => `WHEN ${sqlString(name)} THEN ${jsonExpr(`union_extract(${v}, ${sqlString(name)})`, type.memberTypes[i]!, depth + 1)}`,
+      );
+      return `(CASE union_tag(${v}) ${branches.join(' ')} END)`;
+    }
+    default:
+      // varchar, enum, json (a JSON string holding its text), bit, unknown types
+      return `to_json(${v}::VARCHAR)::VARCHAR`;
+  }
+}

@@ -1,0 +1,48 @@
+// Opens the engine over dataDir: dataDir/engine.duckdb (custom types, macros, datasets),
+// dataDir/service.duckdb attached as catalog `service` (one schema per team, so
+// `service.<team>.<name>` resolves), dataDir/results/<id>.duckdb (one file per stored result).
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { DuckDbEngine } from './engine.ts';
+import { customTypeStatements } from './customTypes.ts';
+import { loadSampleDataset } from './sampleDataset.ts';
+import { sqlString } from './encode.ts';
+import type { OpenEngineOptions, SqlEngine } from './types.ts';
+
+export * from './types.ts';
+
+export const DEFAULT_SAMPLE_ROWS = 1_000_000;
+const KNOWN_DATASETS = new Set(['sample']);
+
+export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
+  for (const name of opts.datasets ?? []) {
+    if (!KNOWN_DATASETS.has(name)) throw new Error(`unknown dataset "${name}" (known: ${[...KNOWN_DATASETS].join(', ')})`);
+  }
+  const resultsDir = join(opts.dataDir, 'results');
+  await mkdir(resultsDir, { recursive: true });
+  await DuckDbEngine.removeIncomplete(resultsDir);
+  const config: Record<string, string> = {};
+  if (opts.defaultThreads !== undefined) config['threads'] = String(opts.defaultThreads);
+  const instance = await DuckDBInstance.create(join(opts.dataDir, 'engine.duckdb'), config);
+  try {
+    const conn = await instance.connect();
+    try {
+      await conn.run('SET GLOBAL errors_as_json = true');
+      await conn.run("SET GLOBAL TimeZone = 'UTC'");
+      await conn.run(`ATTACH IF NOT EXISTS ${sqlString(join(opts.dataDir, 'service.duckdb'))} AS service`);
+      const types = await conn.runAndReadAll(
+        'SELECT type_name FROM duckdb_types() WHERE database_name = current_database()',
+      );
+      const existing = new Set(types.getRowsJson().map((r) => String(r[0])));
+      for (const stmt of customTypeStatements(existing)) await conn.run(stmt);
+      if (opts.datasets?.includes('sample')) await loadSampleDataset(conn, opts.sampleRows ?? DEFAULT_SAMPLE_ROWS);
+    } finally {
+      conn.closeSync();
+    }
+  } catch (err) {
+    instance.closeSync();
+    throw err;
+  }
+  return new DuckDbEngine(instance, opts.dataDir);
+}

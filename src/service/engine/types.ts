@@ -1,0 +1,129 @@
+// The narrow seam between the HTTP service and the SQL engine: the service calls the engine
+// only through these types, so the engine can be swapped or faked without touching routes.
+
+export interface ResultInfo {
+  columnNames: string[];
+  /** protocol.md section 5 names: 'bigint', 'decimal(38, 10)', 'array(row(a bigint))', 'uint256', ... */
+  columnTypes: string[];
+  /** Total rows stored (after truncation). */
+  rowCount: number;
+  /**
+   * total_result_set_bytes: UTF-8 length of the CSV rendering of the whole result without
+   * quoting: a header line (names joined by ',') plus one line per row (value texts joined by
+   * ','; NULL is empty), every line ended by '\n'. A value's text is its CSV page text.
+   */
+  bytes: number;
+  /** The result was cut to fit maxResultBytes: the execution is COMPLETED_PARTIAL. */
+  truncated: boolean;
+}
+
+export interface ExecuteOptions {
+  /** Where to store the result (the execution id); letters, digits, '_' and '-' only. */
+  resultId: string;
+  /** Abort interrupts the running DuckDB query and rejects with EngineError kind 'canceled'. */
+  signal: AbortSignal;
+  /**
+   * Engine threads wanted. DuckDB's `threads` is an instance-wide setting (it cannot be set
+   * per connection), so this is advisory: see engine README notes in engine.ts.
+   */
+  threads?: number;
+  /** Rejects with EngineError kind 'timeout' when exceeded. */
+  timeoutMs?: number;
+  /** Results larger than this (in ResultInfo.bytes terms) are cut and flagged truncated. */
+  maxResultBytes?: number;
+  /** The team whose schema `service.<team>` is created on demand for views and datasets. */
+  team?: string;
+}
+
+export interface PageRequest {
+  offset: number;
+  limit: number;
+  /** Already-parsed column names; unknown names are EngineError kind 'bad_request'. */
+  columns?: string[];
+  /** Raw `filters` text of protocol.md section 4. */
+  filters?: string;
+  /** Raw `sort_by` text: `col [asc|desc], ...`. */
+  sortBy?: string;
+  /** Uniform random sample of about this many rows (never combined with offset/filters). */
+  sampleCount?: number;
+}
+
+export interface Page {
+  /** JSON array text of row objects, values encoded per protocol.md section 5. */
+  rowsJson: string;
+  /** Rows on this page. */
+  rowCount: number;
+  /** result_set_bytes of this page: header line + these rows, as ResultInfo.bytes defines. */
+  bytes: number;
+  /** Rows matching (after filters / sample), to compute next_offset. */
+  totalRowCount: number;
+  /** After the `columns` projection. */
+  columnNames: string[];
+  columnTypes: string[];
+}
+
+export interface CsvPage {
+  /** Header row always, '\n' line ends, RFC 4180 quoting, NULL as an empty field. */
+  csv: string;
+  rowCount: number;
+  totalRowCount: number;
+}
+
+export interface SqlEngine {
+  /** Runs the SQL and stores its result durably under dataDir. */
+  execute(sql: string, opts: ExecuteOptions): Promise<ResultInfo>;
+  page(resultId: string, req: PageRequest): Promise<Page>;
+  csvPage(resultId: string, req: PageRequest): Promise<CsvPage>;
+  hasResult(resultId: string): Promise<boolean>;
+  /** Metadata of a stored result (addition: lets the HTTP side rebuild status after restart). */
+  resultInfo(resultId: string): Promise<ResultInfo>;
+  /** Deletes the stored result and frees its disk space. */
+  dropResult(resultId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type EngineErrorKind =
+  | 'syntax'
+  | 'semantic'
+  | 'internal'
+  | 'capacity'
+  | 'canceled'
+  | 'timeout'
+  | 'bad_request'
+  | 'not_found';
+
+export interface EngineErrorOptions {
+  /** 1-based line in the submitted SQL text. */
+  line?: number;
+  /** 1-based column (in code points) in the submitted SQL text. */
+  column?: number;
+  /** 0-based position in the `filters` / `sort_by` text, for bad_request. */
+  position?: number;
+  cause?: unknown;
+}
+
+export class EngineError extends Error {
+  override readonly name = 'EngineError';
+  readonly kind: EngineErrorKind;
+  readonly line?: number;
+  readonly column?: number;
+  readonly position?: number;
+
+  constructor(kind: EngineErrorKind, message: string, options: EngineErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.kind = kind;
+    if (options.line !== undefined) this.line = options.line;
+    if (options.column !== undefined) this.column = options.column;
+    if (options.position !== undefined) this.position = options.position;
+  }
+}
+
+export interface OpenEngineOptions {
+  dataDir: string;
+  /** Datasets to load on open (idempotent): 'sample'. */
+  datasets?: string[];
+  /** Rows of sample.events (default 1,000,000). */
+  sampleRows?: number;
+  /** DuckDB threads for the instance (default: DuckDB's default, the core count). */
+  defaultThreads?: number;
+}

@@ -1,0 +1,129 @@
+// Sinks benchmark: rows/s and peak RSS per format, to local disk and to a local S3 (fauxqs,
+// in this process, objects stored on disk). 1M rows x 8 columns; BENCH_BIG=1 adds 5M.
+// Baseline: generating the same batches and discarding them, measured in the same run.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  Bool, DateDay, Decimal, Field, Float64, Int32, Int64, makeData, RecordBatch, Schema, Struct, TimeUnit, Timestamp, Utf8, vectorFromArray,
+} from 'apache-arrow';
+import { writeExport } from '../src/export/index.ts';
+import { startLocalS3 } from '../test/helpers/s3.ts';
+
+const BATCH = 65_536;
+
+const schema = new Schema([
+  new Field('id', new Int64(), false),
+  new Field('ts', new Timestamp(TimeUnit.MICROSECOND, 'UTC'), false),
+  new Field('amount', new Decimal(2, 18, 128), false),
+  new Field('price', new Float64(), false),
+  new Field('qty', new Int32(), false),
+  new Field('name', new Utf8(), false),
+  new Field('flag', new Bool(), false),
+  new Field('day', new DateDay(), false),
+]);
+
+/** Batches made one at a time, so the generator never holds the whole result. */
+async function* generate(rows: number): AsyncIterable<RecordBatch> {
+  for (let start = 0; start < rows; start += BATCH) {
+    const n = Math.min(BATCH, rows - start);
+    const id = new BigInt64Array(n);
+    const ts = new BigInt64Array(n);
+    const amount = new Uint32Array(n * 4);
+    const price = new Float64Array(n);
+    const qty = new Int32Array(n);
+    const names: string[] = new Array(n);
+    const flags: boolean[] = new Array(n);
+    const day = new Int32Array(n);
+    for (let i = 0; i < n; i++) {
+      const r = start + i;
+      id[i] = BigInt(r) + 9_007_199_254_740_993n;
+      ts[i] = 1_700_000_000_000_000n + BigInt(r) * 1_000n;
+      amount[i * 4] = (r * 7919) % 1_000_000;
+      price[i] = r * 0.25;
+      qty[i] = r % 1000;
+      names[i] = `customer-${r % 50_000}`;
+      flags[i] = (r & 1) === 0;
+      day[i] = 19_700 + (r % 365);
+    }
+    const children = [
+      makeData({ type: new Int64(), length: n, nullCount: 0, data: id }),
+      makeData({ type: new Timestamp(TimeUnit.MICROSECOND, 'UTC'), length: n, nullCount: 0, data: ts }),
+      makeData({ type: new Decimal(2, 18, 128), length: n, nullCount: 0, data: amount }),
+      makeData({ type: new Float64(), length: n, nullCount: 0, data: price }),
+      makeData({ type: new Int32(), length: n, nullCount: 0, data: qty }),
+      vectorFromArray(names, new Utf8()).data[0]!,
+      vectorFromArray(flags, new Bool()).data[0]!,
+      makeData({ type: new DateDay(), length: n, nullCount: 0, data: day }),
+    ];
+    yield new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: n, nullCount: 0, children }));
+  }
+}
+
+async function measure(run: () => Promise<unknown>): Promise<{ seconds: number; peakRssMb: number }> {
+  globalThis.gc?.();
+  let peak = process.memoryUsage.rss();
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 20);
+  const started = performance.now();
+  try {
+    await run();
+  } finally {
+    clearInterval(timer);
+  }
+  peak = Math.max(peak, process.memoryUsage.rss());
+  return { seconds: (performance.now() - started) / 1000, peakRssMb: peak / 2 ** 20 };
+}
+
+const FORMATS = [
+  { format: 'csv' },
+  { format: 'ndjson' },
+  { format: 'arrow' },
+  { format: 'parquet', format_options: { compression: 'snappy' } },
+  { format: 'parquet', format_options: { compression: 'zstd' } },
+] as const;
+
+export async function run(): Promise<void> {
+  const sizes = process.env.BENCH_BIG === '1' ? [1_000_000, 5_000_000] : [1_000_000];
+  const scratch = await mkdtemp(join(tmpdir(), 'sluice-bench-sinks-'));
+  const s3 = await startLocalS3({ storageDir: join(scratch, 's3') });
+  await s3.createBucket('bench');
+  try {
+    for (const rows of sizes) {
+      const base = await measure(async () => {
+        for await (const _ of generate(rows)) void _;
+      });
+      const baseRate = rows / base.seconds;
+      console.log(`\nsinks: ${rows.toLocaleString('en')} rows x 8 columns, batches of ${BATCH}`);
+      console.log(`  baseline (generate only)      ${fmt(baseRate)} rows/s   peak RSS ${base.peakRssMb.toFixed(0)} MB`);
+      for (const f of FORMATS) {
+        for (const target of ['disk', 's3'] as const) {
+          const label = `${f.format}${'format_options' in f ? `/${f.format_options.compression}` : ''} -> ${target}`;
+          const path = target === 'disk' ? join(scratch, `${label.replace(/\W+/g, '-')}-${rows}`) : `s3://bench/${label.replace(/\W+/g, '-')}-${rows}`;
+          let bytes = 0;
+          const m = await measure(async () => {
+            const summary = await writeExport(
+              { schema, batches: generate(rows), meta: { executionId: `bench-${rows}`, totalRowCount: rows } },
+              { ...f, path, ...(target === 's3' ? { s3: { endpoint: s3.endpoint, region: s3.region } } : {}) },
+            );
+            bytes = summary.bytes;
+          });
+          const rate = rows / m.seconds;
+          console.log(
+            `  ${label.padEnd(28)}  ${fmt(rate)} rows/s  ${(bytes / 2 ** 20 / m.seconds).toFixed(1).padStart(6)} MB/s  ` +
+              `${(bytes / 2 ** 20).toFixed(1).padStart(7)} MB  peak RSS ${m.peakRssMb.toFixed(0)} MB  (${(rate / baseRate).toFixed(2)}x baseline)`,
+          );
+          if (target === 'disk') await rm(path, { recursive: true, force: true });
+        }
+      }
+    }
+  } finally {
+    await s3.stop();
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+function fmt(n: number): string {
+  return Math.round(n).toLocaleString('en').padStart(10);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await run();

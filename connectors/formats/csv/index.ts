@@ -1,0 +1,72 @@
+import type { Data, RecordBatch, Schema } from 'apache-arrow';
+import { z } from 'zod';
+import { defineFormat, valueText } from '../../../src/kit/index.ts';
+
+export const csvConfig = z.strictObject({
+  delimiter: z
+    .string()
+    .length(1)
+    .refine((d) => d !== '"' && d !== '\r' && d !== '\n', 'the delimiter cannot be a quote or a line break')
+    .default(',')
+    .describe('Field separator, one character (",", ";", "\\t", "|").'),
+  header: z.boolean().default(true).describe('Write the column names as the first line.'),
+  line_terminator: z
+    .enum(['crlf', 'lf'])
+    .default('crlf')
+    .describe('Record separator: crlf as RFC 4180 says, or lf.'),
+});
+export type CsvConfig = z.output<typeof csvConfig>;
+
+export const csv = defineFormat({
+  type: 'csv',
+  description: 'RFC 4180 CSV: header, NULL as an empty field, the empty string as "", exact text for every type.',
+  config: csvConfig,
+  create: (config: CsvConfig) => ({
+    extension: 'csv',
+    contentType: 'text/csv; charset=utf-8',
+    encode: (schema, batches, signal) => encodeCsv(schema, batches, config, signal),
+  }),
+});
+
+/** Rows per string built: bounds the text held at once whatever the batch size. */
+const ROWS_PER_CHUNK = 8192;
+
+async function* encodeCsv(
+  schema: Schema,
+  batches: AsyncIterable<RecordBatch>,
+  config: CsvConfig,
+  signal?: AbortSignal,
+): AsyncIterable<Uint8Array> {
+  const encoder = new TextEncoder();
+  const eol = config.line_terminator === 'crlf' ? '\r\n' : '\n';
+  const { delimiter } = config;
+  const needsQuotes = new RegExp(`[${delimiter === '\t' ? '\\t' : escapeClass(delimiter)}"\\r\\n]`);
+  const cell = (text: string | null): string => {
+    if (text === null) return '';
+    // An empty string is quoted so it stays distinct from NULL (an empty field).
+    if (text === '' || needsQuotes.test(text)) return `"${text.replaceAll('"', '""')}"`;
+    return text;
+  };
+  const columns = schema.fields.map((f) => valueText(f));
+  if (config.header) yield encoder.encode(schema.fields.map((f) => cell(f.name)).join(delimiter) + eol);
+  for await (const batch of batches) {
+    signal?.throwIfAborted();
+    const data = batch.data.children as Data[];
+    for (let start = 0; start < batch.numRows; start += ROWS_PER_CHUNK) {
+      const end = Math.min(batch.numRows, start + ROWS_PER_CHUNK);
+      let out = '';
+      for (let row = start; row < end; row++) {
+        for (let c = 0; c < columns.length; c++) {
+          if (c > 0) out += delimiter;
+          out += cell(columns[c]!.text(data[c]!, row));
+        }
+        out += eol;
+      }
+      yield encoder.encode(out);
+    }
+  }
+}
+
+function escapeClass(ch: string): string {
+  return ch.replace(/[\\\]^-]/g, '\\$&');
+}

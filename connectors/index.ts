@@ -1,0 +1,14 @@
+// The built-in connectors, listed explicitly: adding one is a line here, not a side-effect import.
+import type { FormatDescriptor, SinkDescriptor } from '../src/kit/index.ts';
+import { arrow } from './formats/arrow/index.ts';
+import { csv } from './formats/csv/index.ts';
+import { ndjson } from './formats/ndjson/index.ts';
+import { parquet } from './formats/parquet/index.ts';
+import { file } from './sinks/file/index.ts';
+import { s3 } from './sinks/s3/index.ts';
+import { stdout } from './sinks/stdout/index.ts';
+
+export const formats = [parquet, arrow, csv, ndjson] as const satisfies readonly FormatDescriptor[];
+export const sinks = [s3, stdout, file] as const satisfies readonly SinkDescriptor[];
+
+export { arrow, csv, file, ndjson, parquet, s3, stdout };

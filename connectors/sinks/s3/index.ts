@@ -1,0 +1,184 @@
+import type { S3ClientConfig } from '@aws-sdk/client-s3';
+import { z } from 'zod';
+import {
+  type BeginOptions,
+  defineSink,
+  type Destination,
+  DestinationError,
+  type Marker,
+  type Transaction,
+} from '../../../src/kit/index.ts';
+import { type ObjectStore, sdkObjectStore } from './objectStore.ts';
+import { keyOf, parseS3Url, type S3Location } from './url.ts';
+
+const STORAGE_CLASSES = [
+  'STANDARD',
+  'REDUCED_REDUNDANCY',
+  'STANDARD_IA',
+  'ONEZONE_IA',
+  'INTELLIGENT_TIERING',
+  'GLACIER',
+  'DEEP_ARCHIVE',
+  'GLACIER_IR',
+  'EXPRESS_ONEZONE',
+] as const;
+
+/** S3 settings other than the URL; the export's `s3:` block. */
+export const s3Options = z.strictObject({
+  region: z.string().min(1).optional().describe('AWS region; defaults to the standard chain (AWS_REGION, profile).'),
+  endpoint: z.url().optional().describe('Custom endpoint for S3-compatible stores (MinIO, a local server).'),
+  force_path_style: z.boolean().default(false).describe('Address buckets as https://host/bucket instead of https://bucket.host.'),
+  sse: z.enum(['AES256', 'aws:kms', 'aws:kms:dsse']).optional().describe('Server-side encryption for every object written.'),
+  sse_kms_key_id: z.string().min(1).optional().describe('KMS key id or ARN when sse is aws:kms.'),
+  storage_class: z.enum(STORAGE_CLASSES).optional().describe('Storage class for every object written.'),
+  profile: z.string().min(1).optional().describe('Named profile from ~/.aws/config; otherwise the standard credential chain.'),
+  access_key_id: z.string().min(1).optional().describe('Static credentials; usually leave unset and use the standard chain.'),
+  secret_access_key: z.string().min(1).optional().describe('Secret for access_key_id.'),
+  session_token: z.string().min(1).optional().describe('Session token for temporary static credentials.'),
+  part_size_mb: z.int().min(5).max(5120).default(8).describe('Multipart upload part size in MiB (S3 minimum is 5).'),
+  queue_size: z.int().min(1).max(32).default(4).describe('Parts uploaded concurrently per object.'),
+});
+
+export const s3Config = s3Options
+  .extend({
+    url: z
+      .string()
+      .refine((u) => parseS3Url(u) !== undefined, 'expected s3://bucket/prefix with a valid bucket name (3-63 lowercase letters, digits, dots, hyphens)')
+      .describe('Where the export lives: s3://bucket/prefix.'),
+  })
+  .refine((c) => (c.access_key_id === undefined) === (c.secret_access_key === undefined), {
+    message: 'access_key_id and secret_access_key go together: give both or neither',
+    path: ['secret_access_key'],
+  })
+  .refine((c) => c.sse_kms_key_id === undefined || c.sse?.startsWith('aws:kms') === true, {
+    message: 'sse_kms_key_id needs sse: aws:kms or aws:kms:dsse',
+    path: ['sse_kms_key_id'],
+  });
+export type S3Config = z.output<typeof s3Config>;
+
+/**
+ * S3 has no rename, so the guarantee differs from the file sink. Data objects are written under
+ * their final keys through multipart uploads (an object appears only when complete); commit
+ * then puts `_manifest.json` and `_SUCCESS` (each PUT replaces atomically) and finally deletes
+ * the previous manifest's objects that the new one does not list. Readers that go through the
+ * manifest (or wait for `_SUCCESS`) always see one complete output. A reader listing the prefix
+ * during a run can see new objects next to old ones; names carry the execution id, and the same
+ * execution id always has the same rows, so an overwritten key holds the same data. Abort and
+ * failure abort in-flight uploads (after their parts settle) and delete the objects this run
+ * wrote, except keys the committed output still lists.
+ */
+export const s3 = defineSink({
+  type: 's3',
+  description: 'Amazon S3 or a compatible store, multipart uploads, manifest as the commit point.',
+  config: s3Config,
+  accepts: (url) => url.startsWith('s3://'),
+  create: (config: S3Config) => {
+    const location = parseS3Url(config.url)!;
+    return s3Destination(location, sdkObjectStore({
+      bucket: location.bucket,
+      client: clientConfig(config),
+      sse: config.sse,
+      sseKmsKeyId: config.sse_kms_key_id,
+      storageClass: config.storage_class,
+      partSize: config.part_size_mb * 1024 * 1024,
+      queueSize: config.queue_size,
+    }));
+  },
+});
+
+function clientConfig(config: S3Config): S3ClientConfig {
+  return {
+    ...(config.region ? { region: config.region } : {}),
+    ...(config.endpoint ? { endpoint: config.endpoint } : {}),
+    ...(config.profile ? { profile: config.profile } : {}),
+    forcePathStyle: config.force_path_style,
+    ...(config.access_key_id && config.secret_access_key
+      ? {
+          credentials: {
+            accessKeyId: config.access_key_id,
+            secretAccessKey: config.secret_access_key,
+            ...(config.session_token ? { sessionToken: config.session_token } : {}),
+          },
+        }
+      : {}),
+  };
+}
+
+export function s3Destination(location: S3Location, store: ObjectStore): Destination {
+  const url = `s3://${location.bucket}${location.prefix ? `/${location.prefix}` : ''}`;
+  return {
+    url,
+    multiFile: true,
+    async read(name, signal) {
+      try {
+        return await store.get(keyOf(location, name), signal);
+      } catch (error) {
+        throw new DestinationError(url, `reading ${name} from`, error, true);
+      }
+    },
+    async begin(options) {
+      return s3Transaction(location, store, url, options);
+    },
+    async close() {
+      store.close();
+    },
+  };
+}
+
+function s3Transaction(location: S3Location, store: ObjectStore, url: string, options: BeginOptions): Transaction {
+  const previous = new Set(options.previous.map((n) => keyOf(location, n)));
+  const written = new Set<string>();
+  const inFlight = new Map<Promise<unknown>, AbortController>();
+
+  return {
+    async write(name, body, opts = {}) {
+      const key = keyOf(location, name);
+      const controller = new AbortController();
+      const signal = opts.signal ? AbortSignal.any([opts.signal, controller.signal]) : controller.signal;
+      let bytes = 0;
+      async function* counted() {
+        for await (const chunk of body) {
+          bytes += chunk.byteLength;
+          yield chunk;
+        }
+      }
+      // Recorded before the upload starts: an upload that completes after abort began is still cleaned up.
+      written.add(key);
+      const done = store.upload(key, counted(), { contentType: opts.contentType, signal });
+      inFlight.set(done, controller);
+      try {
+        await done;
+      } catch (error) {
+        if (signal.aborted) throw signal.reason;
+        throw error instanceof DestinationError ? error : new DestinationError(url, `uploading ${name} to`, error, true);
+      } finally {
+        inFlight.delete(done);
+      }
+      return { bytes };
+    },
+
+    async commit(markers: readonly Marker[]) {
+      await Promise.allSettled([...inFlight.keys()]);
+      try {
+        for (const marker of markers) await store.put(keyOf(location, marker.name), marker.body, marker.contentType);
+      } catch (error) {
+        throw new DestinationError(url, 'writing the manifest to', error, true);
+      }
+      const keep = new Set([...written, ...markers.map((m) => keyOf(location, m.name))]);
+      const stale = [...previous].filter((k) => !keep.has(k));
+      try {
+        await store.delete(stale);
+      } catch (error) {
+        // The new output is committed; leftovers are unreferenced by the manifest. Say so loudly.
+        throw new DestinationError(url, `committed, but removing ${stale.length} objects of the previous output from`, error, true);
+      }
+    },
+
+    async abort() {
+      for (const controller of inFlight.values()) controller.abort(new Error('transaction aborted'));
+      await Promise.allSettled([...inFlight.keys()]);
+      const ours = [...written].filter((k) => !previous.has(k));
+      await store.delete(ours).catch(() => undefined);
+    },
+  };
+}

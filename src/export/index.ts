@@ -1,0 +1,14 @@
+export {
+  writeExport,
+  type ExportInput,
+  type ExportMeta,
+  type ExportProgress,
+  type ExportSummary,
+  type WriteExportOptions,
+} from './writeExport.ts';
+export { builtins, outputConfigSchema, resolveOutput, type OutputConfig, type Registry, type ResolvedOutput } from './outputConfig.ts';
+export { MANIFEST_NAME, SUCCESS_NAME, type Manifest, type ManifestField } from './manifest.ts';
+export type { FileEntry } from './partFile.ts';
+export { escapeHivePathName, hiveSegment, HIVE_DEFAULT_PARTITION } from './hive.ts';
+export { partFileName } from './partFileName.ts';
+export { ManifestInvalidError, RowCountMismatchError } from './errors.ts';

@@ -1,0 +1,65 @@
+import type { Field, Schema } from 'apache-arrow';
+import { z } from 'zod';
+import type { FileEntry } from './partFile.ts';
+
+export const MANIFEST_NAME = '_manifest.json';
+export const SUCCESS_NAME = '_SUCCESS';
+
+const relativeName = z
+  .string()
+  .min(1)
+  .refine((n) => !n.startsWith('/') && !n.split('/').some((s) => s === '' || s === '.' || s === '..'), 'must be a relative path');
+
+/**
+ * The manifest is the commit record. Only what the next run relies on (the file list) is
+ * validated strictly when read back; the rest is for people and downstream tools.
+ */
+export const manifestSchema = z.object({
+  version: z.literal(1),
+  execution_id: z.string(),
+  files: z.array(z.object({ path: relativeName, rows: z.number(), bytes: z.number(), sha256: z.string() })),
+});
+
+export interface ManifestField {
+  name: string;
+  type: string;
+  nullable: boolean;
+  metadata: Record<string, string>;
+  children?: ManifestField[];
+}
+
+export interface Manifest {
+  version: 1;
+  execution_id: string;
+  query_id: number | null;
+  parameters: Record<string, unknown> | null;
+  ended_at: string | null;
+  written_at: string;
+  format: string;
+  partition_by: string[];
+  total_rows: number;
+  total_bytes: number;
+  files: FileEntry[];
+  schema: { fields: ManifestField[]; metadata: Record<string, string> };
+}
+
+export function describeField(field: Field): ManifestField {
+  const children = field.type.children as Field[] | undefined;
+  return {
+    name: field.name,
+    type: String(field.type),
+    nullable: field.nullable,
+    metadata: Object.fromEntries(field.metadata),
+    ...(children && children.length > 0 ? { children: children.map(describeField) } : {}),
+  };
+}
+
+export function describeSchema(schema: Schema): Manifest['schema'] {
+  return { fields: schema.fields.map(describeField), metadata: Object.fromEntries(schema.metadata) };
+}
+
+export function encodeManifest(manifest: Manifest): Uint8Array {
+  // Parameters may hold bigints; JSON.stringify would throw on them.
+  const text = JSON.stringify(manifest, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2);
+  return new TextEncoder().encode(`${text}\n`);
+}

@@ -1,0 +1,68 @@
+import { createHash } from 'node:crypto';
+import type { RecordBatch, Schema } from 'apache-arrow';
+import type { Format, Transaction } from '../kit/index.ts';
+import { Channel } from './channel.ts';
+
+export interface FileEntry {
+  /** Name relative to the export root, `/`-separated. */
+  readonly path: string;
+  readonly rows: number;
+  readonly bytes: number;
+  readonly sha256: string;
+  /** Partition column -> value text (null for SQL NULL); empty without partitioning. */
+  readonly partition: Readonly<Record<string, string | null>>;
+}
+
+/** One output file being written: batches in through a channel, bytes out to the transaction. */
+export class PartFile {
+  readonly name: string;
+  rows = 0;
+  bytes = 0;
+  readonly #channel = new Channel<RecordBatch>();
+  readonly #done: Promise<FileEntry>;
+
+  constructor(
+    tx: Transaction,
+    format: Format,
+    schema: Schema,
+    name: string,
+    partition: Readonly<Record<string, string | null>>,
+    signal: AbortSignal | undefined,
+  ) {
+    this.name = name;
+    const hash = createHash('sha256');
+    const counted = async function* (this: PartFile, chunks: AsyncIterable<Uint8Array>) {
+      for await (const chunk of chunks) {
+        hash.update(chunk);
+        this.bytes += chunk.byteLength;
+        yield chunk;
+      }
+    }.call(this, format.encode(schema, this.#channel, signal));
+    this.#done = tx.write(name, counted, { contentType: format.contentType, signal }).then(() => ({
+      path: name,
+      rows: this.rows,
+      bytes: this.bytes,
+      sha256: hash.digest('hex'),
+      partition,
+    }));
+    // If the write fails, the encoder stops pulling: refuse further pushes instead of hanging.
+    this.#done.catch((error: unknown) => this.#channel.cancel(error));
+  }
+
+  async push(batch: RecordBatch): Promise<void> {
+    this.rows += batch.numRows;
+    await this.#channel.push(batch);
+  }
+
+  /** Ends the file and resolves once it is stored. */
+  finish(): Promise<FileEntry> {
+    this.#channel.close();
+    return this.#done;
+  }
+
+  /** Ends the file with `error` (the encoder throws it, so the write fails) and waits for that. */
+  async fail(error: unknown): Promise<void> {
+    this.#channel.fail(error);
+    await this.#done.catch(() => undefined);
+  }
+}

@@ -1,0 +1,16 @@
+export { defineFormat, type Format, type FormatDescriptor } from './format.ts';
+export {
+  defineSink,
+  type BeginOptions,
+  type Destination,
+  type Marker,
+  type SinkDescriptor,
+  type Transaction,
+  type WriteOptions,
+  type WriteResult,
+} from './destination.ts';
+export { ConfigError, DestinationError, FormatError, KitError, messageOf, type ConfigIssue, type KitErrorOptions } from './errors.ts';
+export { issuesOf, joinPath, parseConfig } from './parseConfig.ts';
+export { decimalText, hex, isoTimestamp, valueText, type ValueText } from './valueText.ts';
+export { coalesce, concat } from './bytes.ts';
+export { emptyBatch } from './emptyBatch.ts';

@@ -1,0 +1,284 @@
+import { type Data, type DataType, type Field, makeVector, Type, TimeUnit, DateUnit, Precision } from 'apache-arrow';
+
+/**
+ * Exact text for every Arrow value, per ../shared/spec/types.md: CSV cells and NDJSON values
+ * come from here so both formats agree. Values are read from the Arrow buffers, never through
+ * `Vector.get`, which turns int64 timestamps into float milliseconds and decimals into objects.
+ */
+export interface ValueText {
+  /** Text of the value at `index` (CSV cell), or null for SQL NULL. Nested values are JSON. */
+  text(data: Data, index: number): string | null;
+  /** JSON text of the value at `index`; `null` for SQL NULL. */
+  json(data: Data, index: number): string;
+}
+
+type Reader = (data: Data, index: number) => string;
+
+export function valueText(field: Field): ValueText {
+  return compile(field.type);
+}
+
+function compile(type: DataType): ValueText {
+  const { text, json } = readers(type);
+  return {
+    text: (data, index) => (data.getValid(index) ? text(data, index) : null),
+    json: (data, index) => (data.getValid(index) ? json(data, index) : 'null'),
+  };
+}
+
+const quote = (s: string): string => JSON.stringify(s);
+
+function readers(type: DataType): { text: Reader; json: Reader } {
+  switch (type.typeId) {
+    case Type.Null:
+      return same(() => 'null');
+    case Type.Bool: {
+      const read: Reader = (d, i) => {
+        const bit = d.offset + i;
+        return ((d.values as Uint8Array)[bit >> 3]! >> (bit & 7)) & 1 ? 'true' : 'false';
+      };
+      return same(read);
+    }
+    case Type.Int:
+      return same((d, i) => String((d.values as ArrayLike<number | bigint>)[i]));
+    case Type.Float: {
+      const precision = (type as unknown as { precision: Precision }).precision;
+      const read: (v: number) => string = precision === Precision.SINGLE ? float32Text : float64Text;
+      if (precision === Precision.HALF) {
+        const get = (d: Data, i: number): number => makeVector(d).get(i) as number;
+        return { text: (d, i) => read(get(d, i)), json: (d, i) => floatJson(get(d, i), read) };
+      }
+      return {
+        text: (d, i) => read((d.values as Float32Array | Float64Array)[i]!),
+        json: (d, i) => floatJson((d.values as Float32Array | Float64Array)[i]!, read),
+      };
+    }
+    case Type.Decimal: {
+      const { scale, bitWidth } = type as unknown as { scale: number; bitWidth: number };
+      const words = bitWidth / 32;
+      const read: Reader = (d, i) => decimalText(d.values as Uint32Array, i * words, words, scale);
+      // JSON numbers with 20+ significant digits are rounded by most readers: keep them strings.
+      return { text: read, json: (d, i) => quote(read(d, i)) };
+    }
+    case Type.Utf8:
+    case Type.LargeUtf8: {
+      const read: Reader = (d, i) => utf8.decode(bytesAt(d, i));
+      return { text: read, json: (d, i) => quote(read(d, i)) };
+    }
+    case Type.Binary:
+    case Type.LargeBinary: {
+      const read: Reader = (d, i) => hex(bytesAt(d, i));
+      return { text: read, json: (d, i) => quote(read(d, i)) };
+    }
+    case Type.FixedSizeBinary: {
+      const width = (type as unknown as { byteWidth: number }).byteWidth;
+      const read: Reader = (d, i) => hex((d.values as Uint8Array).subarray(i * width, (i + 1) * width));
+      return { text: read, json: (d, i) => quote(read(d, i)) };
+    }
+    case Type.Date: {
+      const unit = (type as unknown as { unit: DateUnit }).unit;
+      const read: Reader =
+        unit === DateUnit.DAY
+          ? (d, i) => isoDate((d.values as Int32Array)[i]! * 86_400_000)
+          : (d, i) => isoDate(Number((d.values as unknown as ArrayLike<bigint | number>)[i]));
+      return { text: read, json: (d, i) => quote(read(d, i)) };
+    }
+    case Type.Time: {
+      const unit = (type as unknown as { unit: TimeUnit }).unit;
+      const read: Reader = (d, i) => timeOfDay(BigInt((d.values as ArrayLike<number | bigint>)[i]!), unit);
+      return { text: read, json: (d, i) => quote(read(d, i)) };
+    }
+    case Type.Timestamp: {
+      const { unit, timezone } = type as unknown as { unit: TimeUnit; timezone: string | null };
+      // Values are UTC instants whenever a zone is set, so `Z` is exact for any zone name.
+      const suffix = timezone ? 'Z' : '';
+      const read: Reader = (d, i) => isoTimestamp((d.values as BigInt64Array)[i]!, unit) + suffix;
+      return { text: read, json: (d, i) => quote(read(d, i)) };
+    }
+    case Type.Duration:
+      return same((d, i) => String((d.values as BigInt64Array)[i]));
+    case Type.List:
+    case Type.LargeList:
+    case Type.Map: {
+      const child = () => (type.children[0] as Field).type;
+      let item: ValueText | undefined;
+      let entries: { key: ValueText; value: ValueText } | undefined;
+      const isMap = type.typeId === Type.Map;
+      const read: Reader = (d, i) => {
+        const offsets = d.valueOffsets as ArrayLike<number | bigint>;
+        const start = Number(offsets[i]);
+        const end = Number(offsets[i + 1]);
+        const inner = d.children[0]!;
+        if (isMap) {
+          entries ??= mapEntries(child());
+          const [keys, values] = inner.children as [Data, Data];
+          const parts: string[] = [];
+          for (let j = start; j < end; j++) {
+            parts.push(`${quote(entries.key.text(keys, j) ?? 'null')}:${entries.value.json(values, j)}`);
+          }
+          return `{${parts.join(',')}}`;
+        }
+        item ??= compile(child());
+        const parts: string[] = [];
+        for (let j = start; j < end; j++) parts.push(item.json(inner, j));
+        return `[${parts.join(',')}]`;
+      };
+      return same(read);
+    }
+    case Type.FixedSizeList: {
+      const size = (type as unknown as { listSize: number }).listSize;
+      let item: ValueText | undefined;
+      return same((d, i) => {
+        item ??= compile((type.children[0] as Field).type);
+        const parts: string[] = [];
+        for (let j = i * size; j < (i + 1) * size; j++) parts.push(item.json(d.children[0]!, j));
+        return `[${parts.join(',')}]`;
+      });
+    }
+    case Type.Struct: {
+      const fields = type.children as Field[];
+      let members: ValueText[] | undefined;
+      return same((d, i) => {
+        members ??= fields.map((f) => compile(f.type));
+        const parts = fields.map((f, k) => `${quote(f.name)}:${members![k]!.json(d.children[k]!, i)}`);
+        return `{${parts.join(',')}}`;
+      });
+    }
+    default: {
+      // Dictionary, unions, intervals: rare here; Vector.get is exact enough for them.
+      const get = (d: Data, i: number): unknown => makeVector(d).get(i);
+      return {
+        text: (d, i) => {
+          const v = get(d, i);
+          return typeof v === 'string' ? v : jsonOfUnknown(v);
+        },
+        json: (d, i) => jsonOfUnknown(get(d, i)),
+      };
+    }
+  }
+}
+
+function same(read: Reader): { text: Reader; json: Reader } {
+  return { text: read, json: read };
+}
+
+function mapEntries(entryType: DataType): { key: ValueText; value: ValueText } {
+  const [key, value] = entryType.children as [Field, Field];
+  return { key: compile(key.type), value: compile(value.type) };
+}
+
+function jsonOfUnknown(value: unknown): string {
+  return (
+    JSON.stringify(value, (_k, v: unknown) => {
+      if (typeof v === 'bigint') return v.toString();
+      if (v instanceof Map) return Object.fromEntries(v);
+      return v;
+    }) ?? 'null'
+  );
+}
+
+const utf8 = new TextDecoder();
+
+function bytesAt(d: Data, i: number): Uint8Array {
+  const offsets = d.valueOffsets as ArrayLike<number | bigint>;
+  return (d.values as Uint8Array).subarray(Number(offsets[i]), Number(offsets[i + 1]));
+}
+
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
+
+export function hex(bytes: Uint8Array): string {
+  let out = '0x';
+  for (let k = 0; k < bytes.length; k++) out += HEX[bytes[k]!];
+  return out;
+}
+
+function float64Text(v: number): string {
+  // String() is the shortest text that round-trips, and already spells NaN and Infinity.
+  return Object.is(v, -0) ? '-0' : String(v);
+}
+
+function float32Text(v: number): string {
+  if (!Number.isFinite(v) || v === 0) return float64Text(v);
+  for (let p = 1; p < 9; p++) {
+    const candidate = Number(v.toPrecision(p));
+    if (Math.fround(candidate) === v) return String(candidate);
+  }
+  return String(v);
+}
+
+function floatJson(v: number, read: (v: number) => string): string {
+  return Number.isFinite(v) ? read(v) : quote(read(v));
+}
+
+export function decimalText(words: Uint32Array, at: number, count: number, scale: number): string {
+  // Fast path, no BigInt: non-negative values below 2^53 (most amounts).
+  let small = words[at + 1]! < 0x20_0000;
+  for (let k = 2; small && k < count; k++) small = words[at + k] === 0;
+  if (small) return withScale(String(words[at + 1]! * 0x1_0000_0000 + words[at]!), scale, false);
+  let value = 0n;
+  for (let k = count - 1; k >= 0; k--) value = (value << 32n) | BigInt(words[at + k]!);
+  if (words[at + count - 1]! & 0x8000_0000) value -= 1n << BigInt(count * 32);
+  const negative = value < 0n;
+  return withScale((negative ? -value : value).toString(), scale, negative);
+}
+
+function withScale(digits: string, scale: number, negative: boolean): string {
+  if (scale > 0) {
+    digits = digits.padStart(scale + 1, '0');
+    digits = `${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
+  } else if (scale < 0) {
+    digits += '0'.repeat(-scale);
+  }
+  return negative ? `-${digits}` : digits;
+}
+
+function isoDate(ms: number): string {
+  return new Date(ms).toISOString().slice(0, -14);
+}
+
+const PER_SECOND: Record<TimeUnit, bigint> = {
+  [TimeUnit.SECOND]: 1n,
+  [TimeUnit.MILLISECOND]: 1_000n,
+  [TimeUnit.MICROSECOND]: 1_000_000n,
+  [TimeUnit.NANOSECOND]: 1_000_000_000n,
+};
+const FRACTION_DIGITS: Record<TimeUnit, number> = {
+  [TimeUnit.SECOND]: 0,
+  [TimeUnit.MILLISECOND]: 3,
+  [TimeUnit.MICROSECOND]: 6,
+  [TimeUnit.NANOSECOND]: 9,
+};
+
+function splitSeconds(value: bigint, unit: TimeUnit): [seconds: bigint, fraction: string] {
+  const per = PER_SECOND[unit];
+  let seconds = value / per;
+  let rest = value % per;
+  if (rest < 0n) {
+    rest += per;
+    seconds -= 1n;
+  }
+  const digits = FRACTION_DIGITS[unit];
+  return [seconds, digits === 0 ? '' : `.${rest.toString().padStart(digits, '0')}`];
+}
+
+/** ISO 8601 without zone, with as many fraction digits as the unit carries. */
+export function isoTimestamp(value: bigint, unit: TimeUnit): string {
+  if (unit === TimeUnit.MILLISECOND) return new Date(Number(value)).toISOString().slice(0, -1);
+  if (unit === TimeUnit.MICROSECOND && value >= 0n && value < 9_007_199_254_740_992n) {
+    // Fast path without BigInt division: exact while the value fits a double.
+    const us = Number(value);
+    const micros = us % 1_000_000;
+    return `${new Date((us - micros) / 1000).toISOString().slice(0, -5)}.${String(micros).padStart(6, '0')}`;
+  }
+  const [seconds, fraction] = splitSeconds(value, unit);
+  return new Date(Number(seconds) * 1000).toISOString().slice(0, -5) + fraction;
+}
+
+function timeOfDay(value: bigint, unit: TimeUnit): string {
+  const [seconds, fraction] = splitSeconds(value, unit);
+  const s = Number(seconds);
+  const hh = String(Math.floor(s / 3600)).padStart(2, '0');
+  const mm = String(Math.floor((s % 3600) / 60)).padStart(2, '0');
+  const ss = String(s % 60).padStart(2, '0');
+  return `${hh}:${mm}:${ss}${fraction}`;
+}

@@ -1,0 +1,585 @@
+import { DataType, makeData, type Data, type Field, type Map_, type Struct } from 'apache-arrow';
+import { unscaledDigits, writeDecimalWords } from './decimal.ts';
+import { Misfit, atPath } from './errors.ts';
+import type { SqlType } from './sql-type.ts';
+import { dateToDays, fracToUnits, parseDateDays, parseTimeMicros, parseTimestamp, type TimestampParts } from './temporal.ts';
+import { Validity } from './validity.ts';
+
+/**
+ * Column builders: append the JS values of decode.ts (types.md), finish into an Arrow Data
+ * of exactly the field's type. Typed arrays grow by doubling; `finish` hands the filled
+ * part to Arrow and starts fresh buffers, so a batch never shares memory with the next.
+ * A builder throws a Misfit on a value its column cannot hold; nothing is coerced.
+ */
+export interface ColumnBuilder {
+  /** Append one value; `null` and `undefined` are SQL NULL. */
+  append(value: unknown): void;
+  /** The values appended since the last finish, as Arrow Data; resets the builder. */
+  finish(): Data;
+}
+
+const INITIAL = 1024;
+
+type FixedArray = Int8Array | Int16Array | Int32Array | Float32Array | Float64Array;
+type FixedArrayCtor = new (length: number) => FixedArray;
+
+function grown<T extends FixedArray | Uint8Array | Uint32Array | Int32Array>(values: T, needed: number): T {
+  const Ctor = values.constructor as new (n: number) => T;
+  const next = new Ctor(Math.max(values.length * 2, needed));
+  next.set(values);
+  return next;
+}
+
+/** Numbers into an Int8/16/32 or Float32/64 array; `check` says why a value does not fit. */
+class NumberColumn implements ColumnBuilder {
+  private values: FixedArray;
+  private length = 0;
+  private readonly validity = new Validity();
+  private readonly type: DataType;
+  private readonly Ctor: FixedArrayCtor;
+  private readonly check: (v: unknown) => string | undefined;
+
+  constructor(type: DataType, Ctor: FixedArrayCtor, check: (v: unknown) => string | undefined) {
+    this.type = type;
+    this.Ctor = Ctor;
+    this.check = check;
+    this.values = new Ctor(INITIAL);
+  }
+
+  append(v: unknown): void {
+    const i = this.length;
+    if (i === this.values.length) this.values = grown(this.values, i + 1);
+    if (v == null) {
+      this.validity.setNull(i);
+    } else {
+      const problem = this.check(v);
+      if (problem !== undefined) throw new Misfit(v, problem);
+      this.values[i] = v as number;
+      this.validity.setValid(i);
+    }
+    this.length = i + 1;
+  }
+
+  finish(): Data {
+    const length = this.length;
+    const data = makeData({ type: this.type, length, data: this.values.subarray(0, length), ...this.validity.take(length) } as never);
+    this.values = new this.Ctor(Math.max(INITIAL, length));
+    this.length = 0;
+    return data;
+  }
+}
+
+function intCheck(min: number, max: number, name: string): (v: unknown) => string | undefined {
+  return (v) =>
+    typeof v !== 'number' || !Number.isInteger(v)
+      ? `is not an integer (${name})`
+      : v < min || v > max
+        ? `is out of range for ${name}`
+        : undefined;
+}
+
+function floatCheck(v: unknown): string | undefined {
+  return typeof v === 'number' ? undefined : 'is not a number';
+}
+
+class BoolColumn implements ColumnBuilder {
+  private bits = new Uint8Array(INITIAL >> 3);
+  private length = 0;
+  private readonly validity = new Validity();
+  private readonly type: DataType;
+
+  constructor(type: DataType) {
+    this.type = type;
+  }
+
+  append(v: unknown): void {
+    const i = this.length;
+    if (i >> 3 >= this.bits.length) this.bits = grown(this.bits, (i >> 3) + 1);
+    if (v == null) {
+      this.validity.setNull(i);
+    } else {
+      if (typeof v !== 'boolean') throw new Misfit(v, 'is not a boolean');
+      if (v) this.bits[i >> 3]! |= 1 << (i & 7);
+      this.validity.setValid(i);
+    }
+    this.length = i + 1;
+  }
+
+  finish(): Data {
+    const length = this.length;
+    const data = makeData({ type: this.type, length, data: this.bits.subarray(0, (length + 7) >> 3), ...this.validity.take(length) } as never);
+    this.bits = new Uint8Array(Math.max(INITIAL, length) >> 3);
+    this.length = 0;
+    return data;
+  }
+}
+
+const TWO_32 = 4_294_967_296;
+const SAFE = 2 ** 53;
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+/**
+ * 64-bit slots (Int64, Timestamp, Time64, Duration). A safe integer is written as two
+ * 32-bit halves, so the common case allocates no bigint; `toSlot` turns a JS value into
+ * a number (safe integer) or a bigint, or throws a Misfit.
+ */
+class Int64Column implements ColumnBuilder {
+  private words = new Uint32Array(INITIAL * 2);
+  /** The same memory as `words`, for values that arrive as bigints. */
+  private big = new BigInt64Array(this.words.buffer);
+  private length = 0;
+  private readonly validity = new Validity();
+  private readonly type: DataType;
+  private readonly toSlot: (v: unknown) => number | bigint;
+
+  constructor(type: DataType, toSlot: (v: unknown) => number | bigint) {
+    this.type = type;
+    this.toSlot = toSlot;
+  }
+
+  append(v: unknown): void {
+    const i = this.length;
+    if (i === this.big.length) {
+      this.words = grown(this.words, i * 2 + 2);
+      this.big = new BigInt64Array(this.words.buffer);
+    }
+    if (v == null) {
+      this.validity.setNull(i);
+    } else {
+      const n = this.toSlot(v);
+      if (typeof n === 'number') {
+        this.words[2 * i] = n >>> 0;
+        this.words[2 * i + 1] = Math.floor(n / TWO_32) >>> 0;
+      } else {
+        if (n < INT64_MIN || n > INT64_MAX) throw new Misfit(v, 'does not fit in 64 bits');
+        this.big[i] = n;
+      }
+      this.validity.setValid(i);
+    }
+    this.length = i + 1;
+  }
+
+  finish(): Data {
+    const length = this.length;
+    const data = makeData({ type: this.type, length, data: this.big.subarray(0, length), ...this.validity.take(length) } as never);
+    this.words = new Uint32Array(Math.max(INITIAL, length) * 2);
+    this.big = new BigInt64Array(this.words.buffer);
+    this.length = 0;
+    return data;
+  }
+}
+
+function bigintSlot(v: unknown): number | bigint {
+  if (typeof v === 'bigint') return v;
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
+  throw new Misfit(v, 'is not an integer (bigint)');
+}
+
+function durationSlot(v: unknown): number | bigint {
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
+  throw new Misfit(v, 'is not a whole number of milliseconds');
+}
+
+function timeSlot(v: unknown): number | bigint {
+  const us = typeof v === 'string' ? parseTimeMicros(v) : Number.NaN;
+  if (Number.isNaN(us)) throw new Misfit(v, 'is not a time HH:MM:SS[.ffffff] (microseconds at most)');
+  return us;
+}
+
+/** Timestamp slots by unit: 3 = ms, 6 = us, 9 = ns. */
+function timestampSlot(digits: 3 | 6 | 9): (v: unknown) => number | bigint {
+  const parts: TimestampParts = { seconds: 0, frac: '', zoned: false };
+  const perMs = digits === 3 ? 1 : digits === 6 ? 1000 : 1_000_000;
+  return (v) => {
+    if (v instanceof Date) {
+      const ms = v.getTime();
+      if (Number.isNaN(ms)) throw new Misfit(v, 'is an invalid Date');
+      const n = ms * perMs;
+      return n < SAFE && n > -SAFE ? n : BigInt(ms) * BigInt(perMs);
+    }
+    if (typeof v !== 'string' || !parseTimestamp(v, parts)) throw new Misfit(v, 'is not a timestamp (Date or text)');
+    const { units, exact } = fracToUnits(parts.frac, digits);
+    if (!exact) throw new Misfit(v, `has more fractional digits than the column's unit holds`);
+    if (digits === 9) return BigInt(parts.seconds) * 1_000_000_000n + BigInt(units);
+    const n = parts.seconds * (digits === 3 ? 1000 : 1_000_000) + units;
+    return n < SAFE && n > -SAFE ? n : BigInt(parts.seconds) * BigInt(digits === 3 ? 1000 : 1_000_000) + BigInt(units);
+  };
+}
+
+class DateDayColumn extends NumberColumn {
+  override append(v: unknown): void {
+    if (v == null) return super.append(null);
+    const days = typeof v === 'string' ? parseDateDays(v) : v instanceof Date ? dateToDays(v) : Number.NaN;
+    if (Number.isNaN(days) || days < -2_147_483_648 || days > 2_147_483_647) {
+      throw new Misfit(v, 'is not a date (YYYY-MM-DD text or Date)');
+    }
+    super.append(days);
+  }
+}
+
+/** Decimal128/256 slots from exact decimal text (decimal columns) or bigints (int256 as Decimal256). */
+class DecimalColumn implements ColumnBuilder {
+  private words: Uint32Array;
+  private length = 0;
+  private readonly validity = new Validity();
+  private readonly type: DataType;
+  private readonly stride: number;
+  private readonly toUnscaled: (v: unknown) => number | bigint;
+
+  constructor(type: DataType, bitWidth: number, toUnscaled: (v: unknown) => number | bigint) {
+    this.type = type;
+    this.stride = bitWidth / 32;
+    this.toUnscaled = toUnscaled;
+    this.words = new Uint32Array(INITIAL * this.stride);
+  }
+
+  append(v: unknown): void {
+    const i = this.length;
+    const at = i * this.stride;
+    if (at === this.words.length) this.words = grown(this.words, at + this.stride);
+    if (v == null) {
+      this.validity.setNull(i);
+    } else {
+      writeDecimalWords(this.words, at, this.stride, this.toUnscaled(v));
+      this.validity.setValid(i);
+    }
+    this.length = i + 1;
+  }
+
+  finish(): Data {
+    const length = this.length;
+    const data = makeData({
+      type: this.type,
+      length,
+      data: this.words.subarray(0, length * this.stride),
+      ...this.validity.take(length),
+    } as never);
+    this.words = new Uint32Array(Math.max(INITIAL, length) * this.stride);
+    this.length = 0;
+    return data;
+  }
+}
+
+function decimalText(precision: number, scale: number): (v: unknown) => number | bigint {
+  return (v) => {
+    if (typeof v !== 'string') throw new Misfit(v, `is not decimal text (decimal(${precision}, ${scale}))`);
+    const digits = unscaledDigits(v, precision, scale);
+    const length = digits.charCodeAt(0) === 45 ? digits.length - 1 : digits.length;
+    return length <= 15 ? Number(digits) : BigInt(digits);
+  };
+}
+
+const DECIMAL256_LIMIT = 10n ** 76n;
+
+function int256Decimal(v: unknown): bigint {
+  if (typeof v !== 'bigint') throw new Misfit(v, 'is not a bigint');
+  if (v >= DECIMAL256_LIMIT || v <= -DECIMAL256_LIMIT) {
+    throw new Misfit(v, "has more than 76 digits: it does not fit Decimal256(76, 0); use int256As: 'utf8'");
+  }
+  return v;
+}
+
+/**
+ * Utf8: strings are kept until finish, then joined and encoded once. For ASCII text (the
+ * byte length equals the character length) the offsets are the character offsets already
+ * counted; otherwise they are recounted per value.
+ */
+class Utf8Column implements ColumnBuilder {
+  private parts: string[] = [];
+  private offsets: Int32Array = new Int32Array(INITIAL + 1);
+  private length = 0;
+  private chars = 0;
+  private readonly validity = new Validity();
+  private readonly type: DataType;
+  private readonly toText: (v: unknown) => string;
+
+  constructor(type: DataType, toText: (v: unknown) => string) {
+    this.type = type;
+    this.toText = toText;
+  }
+
+  append(v: unknown): void {
+    const i = this.length;
+    if (i + 1 === this.offsets.length) this.offsets = grown(this.offsets, i + 2);
+    if (v == null) {
+      this.parts.push('');
+      this.validity.setNull(i);
+    } else {
+      const s = this.toText(v);
+      this.parts.push(s);
+      this.chars += s.length;
+      if (this.chars > 0x7fff_ffff) throw new Misfit(v, 'overflows the 2 GiB of a Utf8 batch: flush smaller batches');
+      this.validity.setValid(i);
+    }
+    this.offsets[i + 1] = this.chars;
+    this.length = i + 1;
+  }
+
+  finish(): Data {
+    const length = this.length;
+    const joined = this.parts.join('');
+    const bytes = Buffer.from(joined, 'utf8');
+    if (bytes.length > 0x7fff_ffff) throw new RangeError('a Utf8 column exceeds 2 GiB in one batch: flush smaller batches');
+    let offsets = this.offsets.subarray(0, length + 1);
+    if (bytes.length !== joined.length) {
+      offsets = new Int32Array(length + 1);
+      let at = 0;
+      for (let i = 0; i < length; i++) {
+        at += Buffer.byteLength(this.parts[i]!, 'utf8');
+        offsets[i + 1] = at;
+      }
+    }
+    const data = makeData({
+      type: this.type,
+      length,
+      valueOffsets: offsets,
+      data: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length),
+      ...this.validity.take(length),
+    } as never);
+    this.parts = [];
+    this.offsets = new Int32Array(Math.max(INITIAL, length) + 1);
+    this.length = 0;
+    this.chars = 0;
+    return data;
+  }
+}
+
+function stringText(v: unknown): string {
+  if (typeof v === 'string') return v;
+  throw new Misfit(v, 'is not a string');
+}
+
+function int256Text(v: unknown): string {
+  if (typeof v === 'bigint') return v.toString();
+  throw new Misfit(v, 'is not a bigint');
+}
+
+class BinaryColumn implements ColumnBuilder {
+  private bytes = new Uint8Array(INITIAL * 16);
+  private offsets: Int32Array = new Int32Array(INITIAL + 1);
+  private length = 0;
+  private readonly validity = new Validity();
+  private readonly type: DataType;
+
+  constructor(type: DataType) {
+    this.type = type;
+  }
+
+  append(v: unknown): void {
+    const i = this.length;
+    if (i + 1 === this.offsets.length) this.offsets = grown(this.offsets, i + 2);
+    const at = this.offsets[i]!;
+    if (v == null) {
+      this.validity.setNull(i);
+      this.offsets[i + 1] = at;
+    } else {
+      if (!(v instanceof Uint8Array)) throw new Misfit(v, 'is not a Uint8Array');
+      if (at + v.length > 0x7fff_ffff) throw new Misfit(v, 'overflows the 2 GiB of a Binary batch: flush smaller batches');
+      if (at + v.length > this.bytes.length) this.bytes = grown(this.bytes, at + v.length);
+      this.bytes.set(v, at);
+      this.offsets[i + 1] = at + v.length;
+      this.validity.setValid(i);
+    }
+    this.length = i + 1;
+  }
+
+  finish(): Data {
+    const length = this.length;
+    const data = makeData({
+      type: this.type,
+      length,
+      valueOffsets: this.offsets.subarray(0, length + 1),
+      data: this.bytes.subarray(0, this.offsets[length]),
+      ...this.validity.take(length),
+    } as never);
+    this.bytes = new Uint8Array(Math.max(INITIAL * 16, this.offsets[length]!));
+    this.offsets = new Int32Array(Math.max(INITIAL, length) + 1);
+    this.length = 0;
+    return data;
+  }
+}
+
+/** List<T> from JS arrays, and Map<K, V> (a list of key/value structs) from Maps. */
+class ListColumn implements ColumnBuilder {
+  private offsets: Int32Array = new Int32Array(INITIAL + 1);
+  private length = 0;
+  private readonly validity = new Validity();
+  private readonly type: DataType;
+  private readonly child: ColumnBuilder;
+  private readonly map: { key: ColumnBuilder; value: ColumnBuilder; type: DataType } | undefined;
+
+  constructor(type: DataType, child: ColumnBuilder, map?: { key: ColumnBuilder; value: ColumnBuilder; type: DataType }) {
+    this.type = type;
+    this.child = child;
+    this.map = map;
+  }
+
+  append(v: unknown): void {
+    const i = this.length;
+    if (i + 1 === this.offsets.length) this.offsets = grown(this.offsets, i + 2);
+    let end = this.offsets[i]!;
+    if (v == null) {
+      this.validity.setNull(i);
+    } else if (this.map === undefined) {
+      if (!Array.isArray(v)) throw new Misfit(v, 'is not an array');
+      for (let j = 0; j < v.length; j++) {
+        try {
+          this.child.append(v[j]);
+        } catch (error) {
+          throw atPath(error, `[${j}]`);
+        }
+      }
+      end += v.length;
+      this.validity.setValid(i);
+    } else {
+      const entries = v instanceof Map ? v : isPlainObject(v) ? new Map(Object.entries(v)) : undefined;
+      if (entries === undefined) throw new Misfit(v, 'is not a Map');
+      for (const [key, value] of entries) {
+        if (key == null) throw new Misfit(key, 'is a null map key');
+        try {
+          this.map.key.append(key);
+        } catch (error) {
+          throw atPath(error, `{${String(key)}}`);
+        }
+        try {
+          this.map.value.append(value);
+        } catch (error) {
+          throw atPath(error, `[${JSON.stringify(String(key))}]`);
+        }
+      }
+      end += entries.size;
+      this.validity.setValid(i);
+    }
+    this.offsets[i + 1] = end;
+    this.length = i + 1;
+  }
+
+  finish(): Data {
+    const length = this.length;
+    const valueOffsets = this.offsets.subarray(0, length + 1);
+    const child =
+      this.map === undefined
+        ? this.child.finish()
+        : makeData({
+            type: this.map.type as Struct,
+            length: valueOffsets[length]!,
+            nullCount: 0,
+            children: [this.map.key.finish(), this.map.value.finish()],
+          });
+    const data = makeData({ type: this.type, length, valueOffsets, child, ...this.validity.take(length) } as never);
+    this.offsets = new Int32Array(Math.max(INITIAL, length) + 1);
+    this.length = 0;
+    return data;
+  }
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array) && !(v instanceof Date);
+}
+
+/** Struct from row objects keyed by field name; a null row is null in every child too. */
+class StructColumn implements ColumnBuilder {
+  private length = 0;
+  private readonly validity = new Validity();
+  private readonly type: DataType;
+  private readonly names: string[];
+  private readonly children: ColumnBuilder[];
+
+  constructor(type: DataType, names: string[], children: ColumnBuilder[]) {
+    this.type = type;
+    this.names = names;
+    this.children = children;
+  }
+
+  append(v: unknown): void {
+    const i = this.length;
+    if (v == null) {
+      for (const child of this.children) child.append(null);
+      this.validity.setNull(i);
+    } else {
+      if (!isPlainObject(v)) throw new Misfit(v, 'is not a row object');
+      for (let j = 0; j < this.children.length; j++) {
+        try {
+          this.children[j]!.append(v[this.names[j]!]);
+        } catch (error) {
+          throw atPath(error, `.${this.names[j]}`);
+        }
+      }
+      this.validity.setValid(i);
+    }
+    this.length = i + 1;
+  }
+
+  finish(): Data {
+    const length = this.length;
+    const children = this.children.map((c) => c.finish());
+    const data = makeData({ type: this.type as Struct, length, children, ...this.validity.take(length) });
+    this.length = 0;
+    return data;
+  }
+}
+
+/**
+ * The builder of a column of SQL type `sql` into Arrow field `field` (as `arrowField`
+ * made it). The Arrow type decides the representation where types.md allows a choice
+ * (uint256/int256 as Utf8 or Decimal256).
+ */
+export function columnBuilder(sql: SqlType, field: Field): ColumnBuilder {
+  const type = field.type as DataType;
+  switch (sql.kind) {
+    case 'boolean':
+      return new BoolColumn(type);
+    case 'tinyint':
+      return new NumberColumn(type, Int8Array, intCheck(-128, 127, 'tinyint'));
+    case 'smallint':
+      return new NumberColumn(type, Int16Array, intCheck(-32_768, 32_767, 'smallint'));
+    case 'integer':
+      return new NumberColumn(type, Int32Array, intCheck(-2_147_483_648, 2_147_483_647, 'integer'));
+    case 'interval_year_to_month':
+      return new NumberColumn(type, Int32Array, intCheck(-2_147_483_648, 2_147_483_647, 'months'));
+    case 'real':
+      return new NumberColumn(type, Float32Array, floatCheck);
+    case 'double':
+      return new NumberColumn(type, Float64Array, floatCheck);
+    case 'bigint':
+      return new Int64Column(type, bigintSlot);
+    case 'uint256':
+    case 'int256':
+      return DataType.isDecimal(type) ? new DecimalColumn(type, 256, int256Decimal) : new Utf8Column(type, int256Text);
+    case 'decimal':
+      return new DecimalColumn(type, sql.precision <= 38 ? 128 : 256, decimalText(sql.precision, sql.scale));
+    case 'varbinary':
+      return new BinaryColumn(type);
+    case 'date':
+      return new DateDayColumn(type, Int32Array, intCheck(-2_147_483_648, 2_147_483_647, 'date'));
+    case 'time':
+      return new Int64Column(type, timeSlot);
+    case 'timestamp':
+      return new Int64Column(type, timestampSlot(sql.precision <= 3 ? 3 : sql.precision <= 6 ? 6 : 9));
+    case 'interval_day_to_second':
+      return new Int64Column(type, durationSlot);
+    case 'array':
+      return new ListColumn(type, columnBuilder(sql.element, type.children[0]!));
+    case 'map': {
+      const entries = (type as Map_).children[0]!;
+      const [keyField, valueField] = entries.type.children as Field[];
+      const key = columnBuilder(sql.key, keyField!);
+      const value = columnBuilder(sql.value, valueField!);
+      return new ListColumn(type, key, { key, value, type: entries.type as DataType });
+    }
+    case 'row':
+      return new StructColumn(
+        type,
+        sql.fields.map((f) => f.name),
+        sql.fields.map((f, j) => columnBuilder(f.type, type.children[j]!)),
+      );
+    case 'varchar':
+    case 'char':
+    case 'json':
+    case 'uuid':
+    case 'ipaddress':
+    case 'unknown':
+      return new Utf8Column(type, stringText);
+  }
+}

@@ -1,0 +1,435 @@
+import { normalizeDecimal } from './decimal.ts';
+import { Misfit, ValueDecodeError, atPath } from './errors.ts';
+import { stringifyLossless } from './json.ts';
+import { parseType } from './parse.ts';
+import { formatType, type SqlType } from './sql-type.ts';
+import {
+  isTimeText,
+  parseDateDays,
+  parseIntervalDayToSecondMs,
+  parseIntervalYearToMonth,
+  parseTimestamp,
+  timestampMillis,
+  MS_PER_DAY,
+  type TimestampParts,
+} from './temporal.ts';
+
+/**
+ * Decoding JSON wire values (protocol.md section 5) into the JS values of types.md.
+ *
+ * Wire forms accepted, per type (`null`, and a missing key, are SQL NULL everywhere):
+ * - boolean: `true`/`false`. tinyint/smallint/integer: integral numbers in range.
+ * - bigint: numbers that are safe integers, or bigints from {@link parseJsonLossless};
+ *   an unsafe integer as a plain number means the page was parsed lossily: an error.
+ * - uint256/int256: decimal strings, safe-integer numbers, bigints; range-checked.
+ * - real/double: numbers, bigints, and the strings `NaN`, `Infinity`, `-Infinity`.
+ * - decimal(p, s): decimal strings or numbers; normalized to exactly `s` fraction digits.
+ * - varchar/char/uuid/ipaddress: strings. json: its text (a non-string value is re-serialized).
+ * - varbinary: `0x` + hex. date: `YYYY-MM-DD`. time(p): `HH:MM:SS[.f]`.
+ * - timestamp(p): `YYYY-MM-DD HH:MM:SS[.f]` (also `T`); with time zone the same plus
+ *   ` UTC`, `Z` or `±HH:MM`.
+ * - interval day to second: milliseconds as a number, or text `[-]D HH:MM:SS[.fff]`
+ *   (Trino's form; also without the day part).
+ * - interval year to month: months as a number, or text `[-]Y-M` (Trino's form).
+ * - array: JSON arrays. map: JSON objects (keys decoded from their text) or `[key, value]`
+ *   pairs. row: JSON objects keyed by field name (or arrays, positionally).
+ * - unknown types: strings as they are, other values as JSON text.
+ */
+
+/** Options of {@link compileRowDecoder}. */
+export interface DecodeOptions {
+  /** `date` columns as `YYYY-MM-DD` strings (default) or as Dates at UTC midnight. */
+  dates?: 'string' | 'date';
+  /**
+   * `auto` (default) follows types.md: Date for timestamp(p <= 3) and for every
+   * `with time zone`, exact string for timestamp(p > 3). A zoneless timestamp's Date has
+   * the wall-clock time as its UTC fields (`2026-11-20 10:15:30` is `2026-11-20T10:15:30Z`). `string` keeps the wire text for
+   * every timestamp: what the Arrow batch path wants, since a Date drops sub-millisecond
+   * digits of `timestamp(6) with time zone`.
+   */
+  timestamps?: 'auto' | 'string';
+}
+
+/** One value from the wire to its JS value; throws a Misfit when it does not fit. */
+export type ValueDecoder = (value: unknown) => unknown;
+
+/** A column as the service describes it: name and `column_types` entry. */
+export interface ColumnSpec {
+  name: string;
+  type: string;
+}
+
+/** A decoded row: keyed by column name, in `column_names` order. */
+export type Row = Record<string, unknown>;
+
+/**
+ * Decode one raw row (an object keyed by column name, as on a JSON page) into typed JS
+ * values. `rowOffset` is the row's offset in the whole result, for error messages.
+ * Throws {@link ValueDecodeError}.
+ */
+export type RowDecoder = (raw: unknown, rowOffset: number) => Row;
+
+/**
+ * Compile the row decoder of a result's columns once; call it for every row.
+ * Types are parsed here, never per row.
+ */
+export function compileRowDecoder(columns: readonly ColumnSpec[], options: DecodeOptions = {}): RowDecoder {
+  const names = columns.map((c) => c.name);
+  const decoders = columns.map((c) => compileDecoder(parseType(c.type), options));
+  const n = columns.length;
+  const assign = makeAssigner(names);
+  return (raw, rowOffset) => {
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+      throw new ValueDecodeError({
+        column: '*',
+        type: 'row',
+        rowOffset,
+        path: '',
+        value: raw,
+        reason: 'is not a row object',
+      });
+    }
+    const source = raw as Record<string, unknown>;
+    const out: Row = {};
+    for (let i = 0; i < n; i++) {
+      const name = names[i]!;
+      const value = source[name];
+      try {
+        assign(out, name, decoders[i]!(value));
+      } catch (error) {
+        throw toDecodeError(error, columns[i]!, rowOffset, value);
+      }
+    }
+    return out;
+  };
+}
+
+function toDecodeError(error: unknown, column: ColumnSpec, rowOffset: number, value: unknown): unknown {
+  if (!(error instanceof Misfit)) return error;
+  return new ValueDecodeError({
+    column: column.name,
+    type: column.type,
+    rowOffset,
+    path: error.path,
+    value: error.value === undefined ? value : error.value,
+    reason: error.message,
+  });
+}
+
+/**
+ * Plain assignment, except for a key `__proto__`, which would set the prototype instead of
+ * a property; checked once per compile, so ordinary rows keep the fast path.
+ */
+function makeAssigner(names: readonly string[]): (o: Row, k: string, v: unknown) => void {
+  if (!names.includes('__proto__')) {
+    return (o, k, v) => {
+      o[k] = v;
+    };
+  }
+  return (o, k, v) => {
+    Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+  };
+}
+
+/** The decoder of one SQL type (nested types compile their children once, here). */
+export function compileDecoder(type: SqlType, options: DecodeOptions = {}): ValueDecoder {
+  switch (type.kind) {
+    case 'boolean':
+      return decodeBoolean;
+    case 'tinyint':
+      return intDecoder(-128, 127, 'tinyint');
+    case 'smallint':
+      return intDecoder(-32_768, 32_767, 'smallint');
+    case 'integer':
+      return intDecoder(-2_147_483_648, 2_147_483_647, 'integer');
+    case 'bigint':
+      return bigIntDecoder(-(2n ** 63n), 2n ** 63n - 1n, 'bigint');
+    case 'uint256':
+      return bigIntDecoder(0n, 2n ** 256n - 1n, 'uint256');
+    case 'int256':
+      return bigIntDecoder(-(2n ** 255n), 2n ** 255n - 1n, 'int256');
+    case 'real':
+    case 'double':
+      return decodeFloat;
+    case 'decimal':
+      return decimalDecoder(type.precision, type.scale);
+    case 'varchar':
+    case 'char':
+    case 'uuid':
+    case 'ipaddress':
+      return decodeString;
+    case 'json':
+    case 'unknown':
+      return decodeText;
+    case 'varbinary':
+      return decodeVarbinary;
+    case 'date':
+      return options.dates === 'date' ? decodeDateAsDate : decodeDateAsString;
+    case 'time':
+      return decodeTime;
+    case 'timestamp':
+      return timestampDecoder(type.precision, type.withTimeZone, options.timestamps ?? 'auto');
+    case 'interval_day_to_second':
+      return decodeIntervalDayToSecond;
+    case 'interval_year_to_month':
+      return decodeIntervalYearToMonth;
+    case 'array':
+      return arrayDecoder(compileDecoder(type.element, options));
+    case 'map':
+      return mapDecoder(type, options);
+    case 'row':
+      return rowDecoder(type, options);
+  }
+}
+
+function decodeBoolean(v: unknown): unknown {
+  if (v == null) return null;
+  if (typeof v === 'boolean') return v;
+  throw new Misfit(v, 'is not a boolean');
+}
+
+function intDecoder(min: number, max: number, name: string): ValueDecoder {
+  return (v) => {
+    if (v == null) return null;
+    if (typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max) return v;
+    const inRangeKind = (typeof v === 'number' && Number.isInteger(v)) || typeof v === 'bigint';
+    throw new Misfit(v, inRangeKind ? `is out of range for ${name}` : `is not an integer (${name})`);
+  };
+}
+
+const TOO_LONG = 90;
+const INTEGER_TEXT = /^-?\d+$/;
+
+function bigIntDecoder(min: bigint, max: bigint, name: string): ValueDecoder {
+  const acceptsText = name !== 'bigint';
+  return (v) => {
+    if (v == null) return null;
+    let n: bigint;
+    if (typeof v === 'number') {
+      if (!Number.isSafeInteger(v)) {
+        throw new Misfit(
+          v,
+          Number.isInteger(v)
+            ? 'is an integer beyond 2^53 parsed as a double, maybe rounded (parse pages with parseJsonLossless)'
+            : `is not an integer (${name})`,
+        );
+      }
+      n = BigInt(v);
+    } else if (typeof v === 'bigint') {
+      n = v;
+    } else if (acceptsText && typeof v === 'string' && v.length < TOO_LONG && INTEGER_TEXT.test(v)) {
+      n = BigInt(v);
+    } else {
+      throw new Misfit(v, `is not an integer (${name})`);
+    }
+    if (n < min || n > max) return outOfRange(v, name);
+    return n;
+  };
+}
+
+function outOfRange(v: unknown, name: string): never {
+  throw new Misfit(v, `is out of range for ${name}`);
+}
+
+function decodeFloat(v: unknown): unknown {
+  if (v == null) return null;
+  if (typeof v === 'number') return v;
+  if (typeof v === 'bigint') return Number(v);
+  if (v === 'NaN') return Number.NaN;
+  if (v === 'Infinity') return Number.POSITIVE_INFINITY;
+  if (v === '-Infinity') return Number.NEGATIVE_INFINITY;
+  throw new Misfit(v, 'is not a floating-point number');
+}
+
+function decimalDecoder(precision: number, scale: number): ValueDecoder {
+  return (v) => {
+    if (v == null) return null;
+    if (typeof v === 'string') return normalizeDecimal(v, precision, scale);
+    if (typeof v === 'bigint' || (typeof v === 'number' && Number.isFinite(v))) {
+      return normalizeDecimal(String(v), precision, scale);
+    }
+    throw new Misfit(v, `is not a decimal(${precision}, ${scale})`);
+  };
+}
+
+function decodeString(v: unknown): unknown {
+  if (v == null) return null;
+  if (typeof v === 'string') return v;
+  throw new Misfit(v, 'is not a string');
+}
+
+function decodeText(v: unknown): unknown {
+  if (v == null) return null;
+  return typeof v === 'string' ? v : stringifyLossless(v);
+}
+
+const HEX = /^0x(?:[0-9a-fA-F]{2})*$/;
+
+function decodeVarbinary(v: unknown): unknown {
+  if (v == null) return null;
+  if (typeof v !== 'string' || !HEX.test(v)) throw new Misfit(v, 'is not 0x-prefixed hex (varbinary)');
+  const bytes = Buffer.from(v.slice(2), 'hex');
+  // A plain Uint8Array, not a Buffer view into Node's shared pool.
+  return new Uint8Array(bytes);
+}
+
+function decodeDateAsString(v: unknown): unknown {
+  if (v == null) return null;
+  if (typeof v === 'string' && !Number.isNaN(parseDateDays(v))) return v;
+  throw new Misfit(v, 'is not a valid date (YYYY-MM-DD)');
+}
+
+function decodeDateAsDate(v: unknown): unknown {
+  if (v == null) return null;
+  const days = typeof v === 'string' ? parseDateDays(v) : Number.NaN;
+  if (Number.isNaN(days)) throw new Misfit(v, 'is not a valid date (YYYY-MM-DD)');
+  return new Date(days * MS_PER_DAY);
+}
+
+function decodeTime(v: unknown): unknown {
+  if (v == null) return null;
+  if (typeof v === 'string' && isTimeText(v)) return v;
+  throw new Misfit(v, 'is not a valid time (HH:MM:SS[.fraction])');
+}
+
+function timestampDecoder(precision: number, withTimeZone: boolean, mode: 'auto' | 'string'): ValueDecoder {
+  const parts: TimestampParts = { seconds: 0, frac: '', zoned: false };
+  const asDate = mode === 'auto' && (withTimeZone || precision <= 3);
+  const expected = withTimeZone ? 'YYYY-MM-DD HH:MM:SS[.fraction] UTC' : 'YYYY-MM-DD HH:MM:SS[.fraction]';
+  return (v) => {
+    if (v == null) return null;
+    if (typeof v !== 'string' || !parseTimestamp(v, parts)) {
+      throw new Misfit(v, `is not a valid timestamp (${expected})`);
+    }
+    if (parts.zoned !== withTimeZone) {
+      throw new Misfit(v, withTimeZone ? 'has no time zone (UTC or ±HH:MM expected)' : 'has a time zone in a timestamp without time zone');
+    }
+    if (parts.frac.length > precision && /[1-9]/.test(parts.frac.slice(precision))) {
+      throw new Misfit(v, `has more fractional digits than timestamp(${precision})`);
+    }
+    if (!asDate) return v;
+    const ms = timestampMillis(parts);
+    if (!(Math.abs(ms) <= 8.64e15)) throw new Misfit(v, 'is outside the range of a JS Date');
+    return new Date(ms);
+  };
+}
+
+function decodeIntervalDayToSecond(v: unknown): unknown {
+  if (v == null) return null;
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
+  if (typeof v === 'string') {
+    const ms = parseIntervalDayToSecondMs(v);
+    if (!Number.isNaN(ms)) return ms;
+  }
+  throw new Misfit(v, 'is not an interval day to second (milliseconds, or [-]D HH:MM:SS[.fff])');
+}
+
+function decodeIntervalYearToMonth(v: unknown): unknown {
+  if (v == null) return null;
+  if (typeof v === 'number' && Number.isInteger(v) && Math.abs(v) <= 2_147_483_647) return v;
+  if (typeof v === 'string') {
+    const months = parseIntervalYearToMonth(v);
+    if (!Number.isNaN(months)) return months;
+  }
+  throw new Misfit(v, 'is not an interval year to month (months, or [-]Y-M)');
+}
+
+function arrayDecoder(element: ValueDecoder): ValueDecoder {
+  return (v) => {
+    if (v == null) return null;
+    if (!Array.isArray(v)) throw new Misfit(v, 'is not an array');
+    const out = new Array<unknown>(v.length);
+    for (let i = 0; i < v.length; i++) {
+      try {
+        out[i] = element(v[i]);
+      } catch (error) {
+        throw atPath(error, `[${i}]`);
+      }
+    }
+    return out;
+  };
+}
+
+function mapDecoder(type: Extract<SqlType, { kind: 'map' }>, options: DecodeOptions): ValueDecoder {
+  const keyOf = mapKeyDecoder(type.key, options);
+  const valueOf = compileDecoder(type.value, options);
+  const entry = (out: Map<unknown, unknown>, k: unknown, val: unknown): void => {
+    let key: unknown;
+    try {
+      key = keyOf(k);
+    } catch (error) {
+      throw atPath(error, `{${String(k)}}`);
+    }
+    if (key === null) throw new Misfit(k, 'is a null map key');
+    try {
+      out.set(key, valueOf(val));
+    } catch (error) {
+      throw atPath(error, `[${JSON.stringify(String(k))}]`);
+    }
+  };
+  return (v) => {
+    if (v == null) return null;
+    if (typeof v !== 'object') throw new Misfit(v, `is not a map (${formatType(type)})`);
+    const out = new Map<unknown, unknown>();
+    if (Array.isArray(v)) {
+      for (const pair of v) {
+        if (!Array.isArray(pair) || pair.length !== 2) throw new Misfit(pair, 'is not a [key, value] map entry');
+        entry(out, pair[0], pair[1]);
+      }
+      return out;
+    }
+    for (const k of Object.keys(v)) entry(out, k, (v as Record<string, unknown>)[k]);
+    return out;
+  };
+}
+
+/**
+ * JSON object keys are always strings; a map(bigint, ...) key arrives as `"42"`. Turn the key
+ * text into the wire value its type expects, then decode it like any value.
+ */
+function mapKeyDecoder(type: SqlType, options: DecodeOptions): ValueDecoder {
+  const decode = compileDecoder(type, options);
+  switch (type.kind) {
+    case 'tinyint':
+    case 'smallint':
+    case 'integer':
+    case 'bigint':
+      return (k) => decode(typeof k === 'string' && INTEGER_TEXT.test(k) && k.length < TOO_LONG ? wireInteger(k) : k);
+    case 'real':
+    case 'double':
+      return (k) => decode(typeof k === 'string' && k.trim() !== '' && !Number.isNaN(Number(k)) ? Number(k) : k);
+    case 'boolean':
+      return (k) => decode(k === 'true' ? true : k === 'false' ? false : k);
+    default:
+      return decode;
+  }
+}
+
+function wireInteger(text: string): number | bigint {
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : BigInt(text);
+}
+
+function rowDecoder(type: Extract<SqlType, { kind: 'row' }>, options: DecodeOptions): ValueDecoder {
+  const names = type.fields.map((f) => f.name);
+  const decoders = type.fields.map((f) => compileDecoder(f.type, options));
+  const assign = makeAssigner(names);
+  const n = names.length;
+  return (v) => {
+    if (v == null) return null;
+    if (typeof v !== 'object') throw new Misfit(v, `is not a row object (${formatType(type)})`);
+    const out: Row = {};
+    const positional = Array.isArray(v);
+    if (positional && v.length !== n) throw new Misfit(v, `has ${v.length} values for a row of ${n} fields`);
+    for (let i = 0; i < n; i++) {
+      const name = names[i]!;
+      const value = positional ? v[i] : (v as Record<string, unknown>)[name];
+      try {
+        assign(out, name, decoders[i]!(value));
+      } catch (error) {
+        throw atPath(error, `.${name}`);
+      }
+    }
+    return out;
+  };
+}

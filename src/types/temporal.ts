@@ -1,0 +1,206 @@
+/**
+ * Date, time, timestamp and interval text of the wire, parsed by hand: these run once per
+ * value on the hot path, where a regex and a `Date.parse` would cost several times more.
+ * Functions return NaN / false on anything malformed; callers raise the typed error.
+ */
+
+const MS_PER_DAY = 86_400_000;
+
+/** Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's days_from_civil). */
+export function daysFromCivil(year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yoe = y - era * 400;
+  const doy = Math.floor((153 * (month + (month > 2 ? -3 : 9)) + 2) / 5) + day - 1;
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+  return era * 146_097 + doe - 719_468;
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+}
+
+/** Value of `len` ASCII digits at `at`, or -1. */
+function digits(s: string, at: number, len: number): number {
+  let n = 0;
+  for (let i = at; i < at + len; i++) {
+    const c = s.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return -1;
+    n = n * 10 + c;
+  }
+  return n;
+}
+
+/** Scratch result of the parsers below, reused so the hot path allocates nothing. */
+interface Scan {
+  /** Index just past what was parsed. */
+  end: number;
+  /** Whole value in the unit of the parser (days, or seconds). */
+  whole: number;
+  /** Fractional second digits, possibly empty. */
+  frac: string;
+}
+
+const scan: Scan = { end: 0, whole: 0, frac: '' };
+
+/** `[-]YYYY-MM-DD` (year of 4+ digits) at `from`; sets scan.whole to days since epoch. */
+function scanDate(s: string, from: number): boolean {
+  let i = from;
+  const negative = s.charCodeAt(i) === 45; /* - */
+  if (negative || s.charCodeAt(i) === 43 /* + */) i++;
+  let dash = i;
+  while (dash < s.length && s.charCodeAt(dash) !== 45) dash++;
+  const yearLength = dash - i;
+  if (yearLength < 4 || yearLength > 6) return false;
+  const y = digits(s, i, yearLength);
+  if (y < 0 || s.charCodeAt(dash + 3) !== 45) return false;
+  const month = digits(s, dash + 1, 2);
+  const day = digits(s, dash + 4, 2);
+  const year = negative ? -y : y;
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return false;
+  scan.whole = daysFromCivil(year, month, day);
+  scan.end = dash + 6;
+  return true;
+}
+
+/** `HH:MM:SS[.fraction]` (1..12 fraction digits) at `from`; sets scan.whole to seconds of day. */
+function scanTime(s: string, from: number): boolean {
+  const h = digits(s, from, 2);
+  const m = digits(s, from + 3, 2);
+  const sec = digits(s, from + 6, 2);
+  if (h < 0 || h > 23 || m < 0 || m > 59 || sec < 0 || sec > 59) return false;
+  if (s.charCodeAt(from + 2) !== 58 || s.charCodeAt(from + 5) !== 58) return false;
+  let i = from + 8;
+  scan.frac = '';
+  if (s.charCodeAt(i) === 46 /* . */) {
+    const start = ++i;
+    while (i < s.length) {
+      const c = s.charCodeAt(i);
+      if (c < 48 || c > 57) break;
+      i++;
+    }
+    if (i === start || i - start > 12) return false;
+    scan.frac = s.slice(start, i);
+  }
+  scan.whole = h * 3600 + m * 60 + sec;
+  scan.end = i;
+  return true;
+}
+
+/** Days since 1970-01-01 of a `YYYY-MM-DD` string, or NaN. */
+export function parseDateDays(s: string): number {
+  return scanDate(s, 0) && scan.end === s.length ? scan.whole : Number.NaN;
+}
+
+/** A parsed timestamp: whole seconds since the epoch (UTC) and the fraction digits. */
+export interface TimestampParts {
+  seconds: number;
+  frac: string;
+  /** Whether the text carried a zone (`UTC`, `Z`, `+02:00`); its offset is already applied. */
+  zoned: boolean;
+}
+
+/**
+ * `YYYY-MM-DD[ T]HH:MM:SS[.f{1,12}][ zone]`, zone `UTC`, `Z` or `±HH:MM`. Without a zone the
+ * wall clock is read as UTC. Returns false when malformed. Writes into `out`.
+ */
+export function parseTimestamp(s: string, out: TimestampParts): boolean {
+  if (!scanDate(s, 0)) return false;
+  const sep = s.charCodeAt(scan.end);
+  if (sep !== 32 && sep !== 84 /* T */) return false;
+  const days = scan.whole;
+  if (!scanTime(s, scan.end + 1)) return false;
+  let seconds = days * 86_400 + scan.whole;
+  let i = scan.end;
+  out.frac = scan.frac;
+  out.zoned = false;
+  if (i < s.length) {
+    if (s.charCodeAt(i) === 32) i++;
+    const zone = s.slice(i);
+    if (zone === 'UTC' || zone === 'Z' || zone === 'utc') {
+      out.zoned = true;
+    } else if (/^[+-]\d{2}:\d{2}$/.test(zone)) {
+      const offset = (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4, 6))) * 60;
+      if (offset > 18 * 3600) return false;
+      seconds -= zone.charCodeAt(0) === 45 ? -offset : offset;
+      out.zoned = true;
+    } else {
+      return false;
+    }
+  }
+  out.seconds = seconds;
+  return true;
+}
+
+/** Microseconds of day of `HH:MM:SS[.f]`, or NaN; NaN too when digits beyond the 6th are not 0. */
+export function parseTimeMicros(s: string): number {
+  if (!scanTime(s, 0) || scan.end !== s.length) return Number.NaN;
+  const { units: micros, exact } = fracToUnits(scan.frac, 6);
+  return exact ? scan.whole * 1_000_000 + micros : Number.NaN;
+}
+
+/** Validate `HH:MM:SS[.f]` without converting. */
+export function isTimeText(s: string): boolean {
+  return scanTime(s, 0) && scan.end === s.length;
+}
+
+const unitsScratch = { units: 0, exact: true };
+
+/**
+ * The first `width` fraction digits as an integer (right-padded), and whether the digits
+ * beyond `width` are all zero.
+ */
+export function fracToUnits(frac: string, width: number): { units: number; exact: boolean } {
+  let n = 0;
+  for (let i = 0; i < width; i++) n = n * 10 + (i < frac.length ? frac.charCodeAt(i) - 48 : 0);
+  let exact = true;
+  for (let i = width; i < frac.length; i++) if (frac.charCodeAt(i) !== 48) exact = false;
+  unitsScratch.units = n;
+  unitsScratch.exact = exact;
+  return unitsScratch;
+}
+
+/** Epoch milliseconds of a Date-precision timestamp (fraction truncated to ms). */
+export function timestampMillis(parts: TimestampParts): number {
+  return parts.seconds * 1000 + fracToUnits(parts.frac, 3).units;
+}
+
+/**
+ * `interval day to second` text as milliseconds: `[-]D HH:MM:SS[.fff]` (Trino's form) or
+ * `[-]HH:MM:SS[.fff]`. NaN when malformed or when digits beyond milliseconds are not zero.
+ */
+export function parseIntervalDayToSecondMs(s: string): number {
+  let i = 0;
+  const negative = s.charCodeAt(0) === 45;
+  if (negative) i++;
+  let days = 0;
+  const space = s.indexOf(' ', i);
+  if (space >= 0) {
+    if (space === i || space - i > 9) return Number.NaN;
+    days = digits(s, i, space - i);
+    if (days < 0) return Number.NaN;
+    i = space + 1;
+  }
+  if (!scanTime(s, i) || scan.end !== s.length) return Number.NaN;
+  const { units: ms, exact } = fracToUnits(scan.frac, 3);
+  if (!exact) return Number.NaN;
+  const total = days * MS_PER_DAY + scan.whole * 1000 + ms;
+  return negative ? -total : total;
+}
+
+/** `interval year to month` text `[-]Y-M` (Trino's form) as months, or NaN. */
+export function parseIntervalYearToMonth(s: string): number {
+  const match = /^(-?)(\d{1,9})-(\d{1,2})$/.exec(s);
+  if (match === null) return Number.NaN;
+  const months = Number(match[2]) * 12 + Number(match[3]);
+  if (Number(match[3]) > 11) return Number.NaN;
+  return match[1] === '-' ? -months : months;
+}
+
+/** Days since epoch of a Date (UTC calendar day). */
+export function dateToDays(d: Date): number {
+  return Math.floor(d.getTime() / MS_PER_DAY);
+}
+
+export { MS_PER_DAY };

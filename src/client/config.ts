@@ -1,0 +1,82 @@
+import type { Dispatcher } from 'undici';
+import { ConfigError } from './errors.ts';
+import { DEFAULT_RETRY, type RetryPolicy } from './retry-policy.ts';
+import type { RequestEvent, RetryEvent } from './hooks.ts';
+
+export const API_KEY_ENV = 'SERVICE_API_KEY';
+export const BASE_URL_ENV = 'SERVICE_BASE_URL';
+
+/** Per-request timeout (connect to last body byte) unless the caller sets `timeoutMs`. */
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+export interface ClientOptions {
+  /** Defaults to `$SERVICE_API_KEY`. */
+  apiKey?: string;
+  /** Origin plus the API prefix, e.g. `http://127.0.0.1:8080/api`. Defaults to `$SERVICE_BASE_URL`. */
+  baseUrl?: string;
+  /** Send the key as `X-Service-Api-Key` (default) or as the `api_key` query parameter. */
+  apiKeyIn?: 'header' | 'query';
+  /** Timeout of one HTTP attempt, connect to last body byte. */
+  timeoutMs?: number;
+  /** Overrides of `DEFAULT_RETRY`; `{ attempts: 1 }` turns retries off. */
+  retry?: Partial<RetryPolicy>;
+  /** An undici dispatcher; default: a keep-alive `Agent` owned (and closed) by the client. */
+  dispatcher?: Dispatcher;
+  /** False opens a fresh connection per request (benchmarks; proxies that mishandle keep-alive). */
+  keepAlive?: boolean;
+  userAgent?: string;
+  /** Called before every HTTP attempt (the URL is key-free). */
+  onRequest?: (event: RequestEvent) => void;
+  /** Called before every retry, with the error that caused it and the delay chosen. */
+  onRetry?: (event: RetryEvent) => void;
+  /** Environment to read defaults from (tests); default `process.env`. */
+  env?: Record<string, string | undefined>;
+}
+
+export interface ResolvedConfig {
+  apiKey: string;
+  baseUrl: string;
+  apiKeyIn: 'header' | 'query';
+  timeoutMs: number;
+  retry: RetryPolicy;
+  keepAlive: boolean;
+  userAgent: string;
+}
+
+export function resolveConfig(options: ClientOptions): ResolvedConfig {
+  const env = options.env ?? process.env;
+  const apiKey = options.apiKey ?? env[API_KEY_ENV];
+  const baseUrl = options.baseUrl ?? env[BASE_URL_ENV];
+  const missing: string[] = [];
+  if (!apiKey) missing.push(`the API key: set ${API_KEY_ENV} or pass { apiKey }`);
+  if (!baseUrl) missing.push(`the base URL: set ${BASE_URL_ENV} (origin plus /api, e.g. http://127.0.0.1:8080/api) or pass { baseUrl }`);
+  if (!apiKey || !baseUrl) throw new ConfigError(`ServiceClient is missing ${missing.join('; and ')}`);
+  let parsed: URL;
+  try {
+    parsed = new URL(baseUrl);
+  } catch {
+    throw new ConfigError(`ServiceClient baseUrl is not a URL: ${JSON.stringify(redactBase(baseUrl))} (expected e.g. http://127.0.0.1:8080/api)`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new ConfigError(`ServiceClient baseUrl must be http or https, got ${parsed.protocol} (expected e.g. http://127.0.0.1:8080/api)`);
+  }
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!(timeoutMs > 0)) throw new ConfigError(`ServiceClient timeoutMs must be a positive number of milliseconds, got ${timeoutMs}`);
+  const retry = { ...DEFAULT_RETRY, ...options.retry };
+  if (!Number.isInteger(retry.attempts) || retry.attempts < 1) {
+    throw new ConfigError(`ServiceClient retry.attempts must be an integer >= 1 (1 = no retries), got ${retry.attempts}`);
+  }
+  return {
+    apiKey,
+    baseUrl: `${parsed.origin}${parsed.pathname.replace(/\/+$/, '')}`,
+    apiKeyIn: options.apiKeyIn ?? 'header',
+    timeoutMs,
+    retry,
+    keepAlive: options.keepAlive ?? true,
+    userAgent: options.userAgent ?? 'sluice-client/0.1',
+  };
+}
+
+function redactBase(url: string): string {
+  return url.replace(/api_key=[^&#]*/gi, 'api_key=***');
+}

@@ -1,0 +1,186 @@
+/**
+ * Every failure the client reports is a `ServiceError`: one base class, one subclass per failure mode.
+ * Each carries `code`, the HTTP `status` where there is one, whether retrying the same request could
+ * help (`retryable`), the underlying `cause`, and the context a reader needs: the client method, the
+ * URL (the API key is never part of it) and the execution id when one is involved.
+ *
+ * Errors are created once, at the layer that understands the failure, and passed up unchanged
+ * ("wrap once, never re-wrap"): the retry layer and the high-level calls rethrow them as they are.
+ */
+
+export interface ErrorContext {
+  /** Client method that failed, e.g. `getStatus`. */
+  method?: string;
+  /** `GET http://host/api/v1/...` style target, key stripped. */
+  url?: string;
+  executionId?: string;
+  status?: number;
+  /** The service's own words (`{"error": ...}`), for callers that branch on them. */
+  serverMessage?: string;
+  cause?: unknown;
+}
+
+export class ServiceError extends Error {
+  readonly code: string = 'SERVICE_ERROR';
+  readonly retryable: boolean = false;
+  readonly status: number | undefined;
+  readonly method: string | undefined;
+  readonly url: string | undefined;
+  readonly executionId: string | undefined;
+  readonly serverMessage: string | undefined;
+
+  constructor(detail: string, ctx: ErrorContext = {}) {
+    super(formatMessage(detail, ctx), ctx.cause === undefined ? undefined : { cause: ctx.cause });
+    this.name = new.target.name;
+    this.status = ctx.status;
+    this.method = ctx.method;
+    this.url = ctx.url;
+    this.executionId = ctx.executionId;
+    this.serverMessage = ctx.serverMessage;
+  }
+}
+
+function formatMessage(detail: string, ctx: ErrorContext): string {
+  const where = [ctx.method, ctx.url].filter(Boolean).join(' ');
+  const exec = ctx.executionId ? ` (execution ${ctx.executionId})` : '';
+  return where || exec ? `${where}${exec}: ${detail}` : detail;
+}
+
+// ---- configuration and arguments (raised before any request is sent) ----
+
+export class ConfigError extends ServiceError {
+  override readonly code = 'CONFIG';
+}
+
+export class InvalidArgumentError extends ServiceError {
+  override readonly code = 'INVALID_ARGUMENT';
+}
+
+// ---- HTTP statuses ----
+
+export class BadRequestError extends ServiceError {
+  override readonly code = 'BAD_REQUEST';
+}
+
+export class InvalidApiKeyError extends ServiceError {
+  override readonly code = 'INVALID_API_KEY';
+}
+
+export class PaymentRequiredError extends ServiceError {
+  override readonly code = 'PAYMENT_REQUIRED';
+}
+
+export class ForbiddenError extends ServiceError {
+  override readonly code = 'FORBIDDEN';
+}
+
+export class NotFoundError extends ServiceError {
+  override readonly code = 'NOT_FOUND';
+}
+
+export class ConflictError extends ServiceError {
+  override readonly code = 'CONFLICT';
+}
+
+export class RateLimitedError extends ServiceError {
+  override readonly code = 'RATE_LIMITED';
+  override readonly retryable = true;
+  /** From `Retry-After` (seconds or an HTTP date), when the service sent one. */
+  readonly retryAfterMs: number | undefined;
+  constructor(detail: string, ctx: ErrorContext & { retryAfterMs?: number | undefined }) {
+    super(detail, ctx);
+    this.retryAfterMs = ctx.retryAfterMs;
+  }
+}
+
+export class ServerError extends ServiceError {
+  override readonly code = 'SERVER_ERROR';
+  override readonly retryable = true;
+}
+
+// ---- transport ----
+
+/** Where a connection failure happened; decides whether a non-idempotent request may be resent. */
+export type NetworkPhase = 'connect' | 'response-headers' | 'response-body';
+
+export class NetworkError extends ServiceError {
+  override readonly code: string = 'NETWORK';
+  override readonly retryable: boolean = true;
+  readonly phase: NetworkPhase;
+  constructor(detail: string, ctx: ErrorContext & { phase: NetworkPhase }) {
+    super(detail, ctx);
+    this.phase = ctx.phase;
+  }
+  /** False only when the connection failed before the request could be written. */
+  get requestSent(): boolean {
+    return this.phase !== 'connect';
+  }
+}
+
+/**
+ * A submission (execute, refresh, create) whose request reached the service but whose answer was lost.
+ * The service may have accepted it; resending could start a second execution, so the client does not.
+ */
+export class SubmissionOutcomeUnknownError extends NetworkError {
+  override readonly code = 'SUBMISSION_OUTCOME_UNKNOWN';
+  override readonly retryable = false;
+}
+
+export class TimeoutError extends ServiceError {
+  override readonly code = 'TIMEOUT';
+  override readonly retryable: boolean;
+  constructor(detail: string, ctx: ErrorContext & { retryable: boolean }) {
+    super(detail, ctx);
+    this.retryable = ctx.retryable;
+  }
+}
+
+/** The caller's `AbortSignal` fired. Named `AbortError` so `err.name === 'AbortError'` checks work. */
+export class AbortedError extends ServiceError {
+  override readonly code = 'ABORTED';
+  constructor(detail: string, ctx: ErrorContext) {
+    super(detail, ctx);
+    this.name = 'AbortError';
+  }
+}
+
+export class InvalidResponseError extends ServiceError {
+  override readonly code = 'INVALID_RESPONSE';
+}
+
+// ---- execution outcomes ----
+
+export interface SqlPosition {
+  line?: number | undefined;
+  column?: number | undefined;
+}
+
+export class ExecutionFailedError extends ServiceError {
+  override readonly code = 'EXECUTION_FAILED';
+  readonly line: number | undefined;
+  readonly column: number | undefined;
+  /** The service's error type, e.g. `FAILED_TYPE_EXECUTION_FAILED`. */
+  readonly errorType: string | undefined;
+  /** The offending line of SQL with a caret under the column, when the SQL text is known. */
+  readonly excerpt: string | undefined;
+  constructor(detail: string, ctx: ErrorContext & SqlPosition & { errorType?: string; excerpt?: string | undefined }) {
+    super(ctx.excerpt ? `${detail}\n${ctx.excerpt}` : detail, ctx);
+    this.line = ctx.line;
+    this.column = ctx.column;
+    this.errorType = ctx.errorType;
+    this.excerpt = ctx.excerpt;
+  }
+}
+
+export class ExecutionCanceledError extends ServiceError {
+  override readonly code = 'EXECUTION_CANCELED';
+}
+
+export class ExecutionExpiredError extends ServiceError {
+  override readonly code = 'EXECUTION_EXPIRED';
+}
+
+/** A COMPLETED_PARTIAL (truncated) result read without `allowPartialResults`. */
+export class PartialResultError extends ServiceError {
+  override readonly code = 'PARTIAL_RESULT';
+}

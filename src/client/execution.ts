@@ -1,0 +1,225 @@
+import {
+  isTerminal,
+  MESSAGES,
+  PATHS,
+  type ExecutionError,
+  type ExecutionState,
+  type ExecutionStatus,
+  type ParameterValue,
+  type Performance,
+  type ResultOptions,
+  type ResultPage,
+} from '../protocol/index.ts';
+import {
+  AbortedError,
+  ExecutionCanceledError,
+  ExecutionExpiredError,
+  ExecutionFailedError,
+  InvalidArgumentError,
+  InvalidResponseError,
+  NotFoundError,
+  PartialResultError,
+  TimeoutError,
+  type ErrorContext,
+} from './errors.ts';
+import { sleep } from './retry.ts';
+import type { Row, ServiceClient } from './service-client.ts';
+import { sqlExcerpt } from './sql-excerpt.ts';
+
+export type ExecuteInput = { sql: string } | { queryId: number; parameters?: Record<string, ParameterValue> };
+
+/** Polling starts fast (most executions here take milliseconds) and backs off to a cap. */
+export const DEFAULT_WAIT = Object.freeze({ pollIntervalMs: 50, maxPollIntervalMs: 2_000, backoffFactor: 2 });
+
+export interface WaitOptions {
+  signal?: AbortSignal;
+  /** Give up (TimeoutError) when the execution is not finished this many ms after `wait()` began. */
+  deadlineMs?: number;
+  /** First poll interval; doubles up to `maxPollIntervalMs`. */
+  pollIntervalMs?: number;
+  maxPollIntervalMs?: number;
+  /** Accept a COMPLETED_PARTIAL (truncated) result instead of raising PartialResultError. */
+  allowPartialResults?: boolean;
+}
+
+export interface RowsOptions extends ResultOptions {
+  signal?: AbortSignal;
+}
+
+export interface RunOptions extends WaitOptions, Omit<RowsOptions, 'signal' | 'allowPartialResults'> {
+  performance?: Performance;
+}
+
+export interface LatestResultOptions {
+  /** Re-execute when the stored result ended longer ago than this; absent: any age will do. */
+  maxAgeHours?: number;
+  parameters?: Record<string, ParameterValue>;
+  /** Tier of the fresh execution, when one is needed. */
+  performance?: Performance;
+  signal?: AbortSignal;
+}
+
+type Outcome = Pick<ExecutionStatus, 'state'> & { error?: ExecutionError | undefined; cancelled_at?: string | undefined; expires_at?: string | undefined };
+
+/**
+ * A handle on one execution: `status()`, `wait()`, `cancel()`, and `rows()` / `pages()` over the whole
+ * result. It holds no result data; every call asks the service.
+ */
+export class Execution {
+  readonly id: string;
+  /** The SQL text when known (executions submitted as SQL): used to point at a failure. */
+  readonly sql: string | undefined;
+  /** True when `getLatestResult` returned a stored result instead of starting an execution. */
+  readonly reused: boolean;
+  readonly #client: ServiceClient;
+  #finished: ExecutionStatus | undefined;
+
+  constructor(client: ServiceClient, id: string, sql?: string, reused = false) {
+    this.#client = client;
+    this.id = id;
+    this.sql = sql;
+    this.reused = reused;
+  }
+
+  static fromId(client: ServiceClient, id: string, sql?: string): Execution {
+    if (typeof id !== 'string' || id === '') {
+      throw new InvalidArgumentError(`executionId must be a non-empty string, got ${JSON.stringify(id)}`, { method: 'execution' });
+    }
+    return new Execution(client, id, sql);
+  }
+
+  static async latest(client: ServiceClient, queryId: number, options: LatestResultOptions = {}): Promise<Execution> {
+    const { maxAgeHours, parameters, signal } = options;
+    if (maxAgeHours !== undefined && !(maxAgeHours >= 0)) {
+      throw new InvalidArgumentError(`maxAgeHours must be a number >= 0, got ${maxAgeHours}`, { method: 'getLatestResult' });
+    }
+    let page: ResultPage | undefined;
+    try {
+      // One row is enough to learn which execution holds the latest result and when it ended.
+      page = await client.getLatestResultPage(queryId, { parameters, limit: 1, allowPartialResults: true, signal });
+    } catch (err) {
+      if (!(err instanceof NotFoundError && err.serverMessage === MESSAGES.noLatestResult)) throw err;
+    }
+    if (page && isFresh(page, maxAgeHours)) return new Execution(client, page.execution_id, undefined, true);
+    return client.execute({ queryId, parameters }, { performance: options.performance, signal });
+  }
+
+  status(options: { signal?: AbortSignal } = {}): Promise<ExecutionStatus> {
+    return this.#client.getStatus(this.id, options);
+  }
+
+  /** Asks the service to stop the execution; true when it accepted. */
+  cancel(options: { signal?: AbortSignal } = {}): Promise<boolean> {
+    return this.#client.cancel(this.id, options);
+  }
+
+  /**
+   * Polls until the execution is finished and returns its final status when it completed.
+   * FAILED, CANCELED, EXPIRED and (unless allowed) COMPLETED_PARTIAL are raised as their error classes.
+   * The caller's signal stops polling at once, also in the middle of a wait between polls.
+   */
+  async wait(options: WaitOptions = {}): Promise<ExecutionStatus> {
+    const started = Date.now();
+    const deadline = options.deadlineMs === undefined ? Infinity : started + options.deadlineMs;
+    const cap = options.maxPollIntervalMs ?? DEFAULT_WAIT.maxPollIntervalMs;
+    let interval = Math.min(options.pollIntervalMs ?? DEFAULT_WAIT.pollIntervalMs, cap);
+    for (;;) {
+      const status = await this.#pollWithin(deadline, started, options);
+      if (isTerminal(status.state)) {
+        this.settle(status, 'wait', options.allowPartialResults ?? false);
+        this.#finished = status;
+        return status;
+      }
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) throw this.#deadlineError(started, options.deadlineMs, status.state);
+      await sleep(Math.min(interval, remaining), options.signal, this.#ctx('wait'));
+      interval = Math.min(cap, interval * DEFAULT_WAIT.backoffFactor);
+    }
+  }
+
+  /** One status request, cut short by the deadline too (a slow answer must not stretch `deadlineMs`). */
+  async #pollWithin(deadline: number, started: number, options: WaitOptions): Promise<ExecutionStatus> {
+    if (deadline === Infinity) return this.status({ signal: options.signal });
+    const timer = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
+    const signal = options.signal ? AbortSignal.any([options.signal, timer]) : timer;
+    try {
+      return await this.status({ signal });
+    } catch (err) {
+      if (err instanceof AbortedError && timer.aborted && !options.signal?.aborted) throw this.#deadlineError(started, options.deadlineMs, undefined);
+      throw err;
+    }
+  }
+
+  #deadlineError(started: number, deadlineMs: number | undefined, state: ExecutionState | undefined): TimeoutError {
+    const what = state === undefined ? 'status request unanswered' : `execution still ${state}`;
+    return new TimeoutError(`${what} after ${Date.now() - started} ms (deadlineMs ${deadlineMs})`, { ...this.#ctx('wait'), retryable: false });
+  }
+
+  /**
+   * Every page of the result, in order, following `next_offset` as the service gives it (a page may
+   * hold fewer rows than asked before the end, so offsets are never computed from `limit`). Waits for
+   * the execution first if it is not known to be finished. `limit` is the page size asked for.
+   */
+  async *pages(options: RowsOptions = {}): AsyncGenerator<ResultPage> {
+    if (!this.#finished) await this.wait({ signal: options.signal, allowPartialResults: options.allowPartialResults });
+    let offset = options.offset;
+    for (;;) {
+      const page = await this.#client.getResults(this.id, { ...options, offset });
+      if (!page.result) {
+        this.settle(page, 'rows', options.allowPartialResults ?? false);
+        throw new InvalidResponseError(`page of a ${page.state} execution has no result`, this.#ctx('rows'));
+      }
+      yield page;
+      const next = page.next_offset;
+      if (next === undefined) return;
+      if (next <= (offset ?? 0)) {
+        throw new InvalidResponseError(`next_offset ${next} does not advance past offset ${offset ?? 0}`, this.#ctx('rows'));
+      }
+      offset = next;
+    }
+  }
+
+  /** Every row of the result as an object keyed by column name, values exactly as sent. */
+  async *rows(options: RowsOptions = {}): AsyncGenerator<Row> {
+    for await (const page of this.pages(options)) yield* page.result?.rows ?? [];
+  }
+
+  /** Raises the error class of a terminal state that is not a (permitted) completion. */
+  settle(outcome: Outcome, method: string, allowPartial: boolean): void {
+    const ctx = this.#ctx(method);
+    const state: ExecutionState = outcome.state;
+    switch (state) {
+      case 'QUERY_STATE_FAILED': {
+        const e = outcome.error;
+        const line = e?.metadata?.line;
+        const column = e?.metadata?.column;
+        throw new ExecutionFailedError(`execution failed: ${e?.message ?? '(no error details)'}`, {
+          ...ctx,
+          line,
+          column,
+          errorType: e?.type,
+          excerpt: this.sql === undefined ? undefined : sqlExcerpt(this.sql, line, column),
+        });
+      }
+      case 'QUERY_STATE_CANCELED':
+        throw new ExecutionCanceledError(`execution was canceled${outcome.cancelled_at ? ` at ${outcome.cancelled_at}` : ''}`, ctx);
+      case 'QUERY_STATE_EXPIRED':
+        throw new ExecutionExpiredError(`result expired${outcome.expires_at ? ` at ${outcome.expires_at}` : ''}; execute the query again`, ctx);
+      case 'QUERY_STATE_COMPLETED_PARTIAL':
+        if (!allowPartial) {
+          throw new PartialResultError('the result was truncated (COMPLETED_PARTIAL); pass allowPartialResults: true to read it', ctx);
+        }
+    }
+  }
+
+  #ctx(method: string): ErrorContext {
+    return { method, url: `GET ${this.#client.baseUrl}${PATHS.status(this.id)}`, executionId: this.id };
+  }
+}
+
+function isFresh(page: ResultPage, maxAgeHours: number | undefined): boolean {
+  if (page.state !== 'QUERY_STATE_COMPLETED' && page.state !== 'QUERY_STATE_COMPLETED_PARTIAL') return false;
+  if (maxAgeHours === undefined) return true;
+  const ended = page.execution_ended_at === undefined ? NaN : Date.parse(page.execution_ended_at);
+  return Number.isFinite(ended) && Date.now() - ended <= maxAgeHours * 3_600_000;
+}

@@ -1,0 +1,73 @@
+import type { z } from 'zod';
+import { InvalidResponseError, type ErrorContext } from './errors.ts';
+import type { ResolvedConfig } from './config.ts';
+import type { ClientStats, RetryEvent } from './hooks.ts';
+import { withRetry } from './retry.ts';
+import type { RawResponse, RequestSpec, Transport } from './transport.ts';
+
+/**
+ * The top of the HTTP stack: a call goes through the retry layer to the transport, and its JSON body
+ * is parsed and checked against the protocol schema. No network data leaves here unvalidated.
+ */
+export class Http {
+  readonly #transport: Transport;
+  readonly #config: ResolvedConfig;
+  readonly #stats: ClientStats;
+  readonly #onRetry: ((event: RetryEvent) => void) | undefined;
+
+  constructor(transport: Transport, config: ResolvedConfig, stats: ClientStats, onRetry?: (event: RetryEvent) => void) {
+    this.#transport = transport;
+    this.#config = config;
+    this.#stats = stats;
+    this.#onRetry = onRetry;
+  }
+
+  context(spec: RequestSpec): ErrorContext {
+    return { method: spec.operation, url: `${spec.httpMethod} ${this.#transport.displayUrl(spec)}`, executionId: spec.executionId };
+  }
+
+  call(spec: RequestSpec): Promise<RawResponse> {
+    return withRetry((n) => this.#transport.send(spec, n), {
+      operation: spec.operation,
+      idempotency: spec.idempotency,
+      policy: this.#config.retry,
+      signal: spec.signal,
+      stats: this.#stats,
+      onRetry: this.#onRetry,
+      errorContext: this.context(spec),
+    });
+  }
+
+  /** Call, parse (`parse` defaults to `JSON.parse`; result pages pass the lossless parser) and validate. */
+  async json<S extends z.ZodType>(spec: RequestSpec, schema: S, parse: (text: string) => unknown = JSON.parse): Promise<z.output<S>> {
+    const res = await this.call(spec);
+    return validate(res, schema, parse, this.context(spec));
+  }
+}
+
+export function validate<S extends z.ZodType>(
+  res: RawResponse,
+  schema: S,
+  parse: (text: string) => unknown,
+  ctx: ErrorContext,
+): z.output<S> {
+  let value: unknown;
+  try {
+    value = parse(res.text);
+  } catch (err) {
+    const excerpt = res.text.slice(0, 80);
+    throw new InvalidResponseError(`response is not JSON (${(err as Error).message}); body starts ${JSON.stringify(excerpt)}`, { ...ctx, cause: err });
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    throw new InvalidResponseError(`response does not match the protocol: ${describeIssues(parsed.error)}`, { ...ctx, cause: parsed.error });
+  }
+  return parsed.data;
+}
+
+/** `result.metadata.row_count: expected number, received string; ...` (the first few issues). */
+export function describeIssues(error: z.ZodError): string {
+  const shown = error.issues.slice(0, 3).map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`);
+  const more = error.issues.length > 3 ? `; and ${error.issues.length - 3} more` : '';
+  return shown.join('; ') + more;
+}

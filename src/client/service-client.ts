@@ -1,0 +1,348 @@
+import { Agent, type Dispatcher } from 'undici';
+import type { z } from 'zod';
+import {
+  CancelResponseSchema,
+  CreateQueryRequestSchema,
+  CSV_NEXT_OFFSET_HEADER,
+  CSV_NEXT_URI_HEADER,
+  DeleteViewResponseSchema,
+  ExecuteQueryRequestSchema,
+  ExecuteResponseSchema,
+  ExecuteSqlRequestSchema,
+  ExecutionStatusSchema,
+  PATHS,
+  QueryIdResponseSchema,
+  QuerySchema,
+  RefreshViewRequestSchema,
+  RefreshViewResponseSchema,
+  UpdateQueryRequestSchema,
+  UploadCsvRequestSchema,
+  UploadCsvResponseSchema,
+  UpsertViewRequestSchema,
+  UpsertViewResponseSchema,
+  UsageSchema,
+  ViewListSchema,
+  ViewSchema,
+  type CreateQueryRequest,
+  type ExecuteResponse,
+  type ExecutionStatus,
+  type ParameterValue,
+  type Performance,
+  type Query,
+  type ResultOptions,
+  type ResultPage,
+  type UpdateQueryRequest,
+  type UploadCsvRequest,
+  type UpsertViewRequest,
+  type Usage,
+  type View,
+  type ViewList,
+} from '../protocol/index.ts';
+import { InvalidArgumentError, InvalidResponseError } from './errors.ts';
+import { resolveConfig, type ClientOptions, type ResolvedConfig } from './config.ts';
+import { Execution, type ExecuteInput, type LatestResultOptions, type RunOptions } from './execution.ts';
+import type { ClientStats } from './hooks.ts';
+import { describeIssues, Http } from './http.ts';
+import { parseResultPage } from './result-page.ts';
+import { resultParams } from './result-options.ts';
+import { salvageExecuteResponse, salvageQueryIdResponse, salvageRefreshResponse } from './salvage.ts';
+import { Transport, type RequestSpec } from './transport.ts';
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export interface ExecuteOptions extends CallOptions {
+  performance?: Performance;
+}
+
+export interface ExecuteQueryOptions extends ExecuteOptions {
+  parameters?: Record<string, ParameterValue>;
+}
+
+export interface ResultCallOptions extends ResultOptions, CallOptions {}
+
+export interface LatestResultPageOptions extends ResultCallOptions {
+  /** Sent as `params.<name>=<value>`: the newest execution run with these values. */
+  parameters?: Record<string, ParameterValue>;
+}
+
+/** A CSV page: the text (header row included) and where the next page starts, if there is one. */
+export interface CsvPage {
+  text: string;
+  nextOffset?: number;
+  nextUri?: string;
+}
+
+/** A JSON row, values exactly as sent (integers beyond 2^53 as bigint). */
+export type Row = Record<string, unknown>;
+
+/**
+ * Client of the query service (protocol.md): one typed method per operation, plus `execute`, `run`
+ * and `getLatestResult` on top. Layers: `Transport` (one undici attempt) -> `withRetry` -> `Http`
+ * (parse and validate) -> these methods. Retry defaults: `DEFAULT_RETRY` in retry-policy.ts; the rule
+ * for requests that create executions is documented on `mayRetry` there.
+ *
+ * Without options it reads `SERVICE_API_KEY` and `SERVICE_BASE_URL` (origin plus `/api`).
+ * Call `close()` when done (it closes the keep-alive connections the client opened).
+ */
+export class ServiceClient {
+  /** Counters of HTTP attempts and retries, for observing retry behaviour. */
+  readonly stats: ClientStats = { requests: 0, retries: 0 };
+  readonly baseUrl: string;
+  readonly #config: ResolvedConfig;
+  readonly #dispatcher: Dispatcher;
+  readonly #ownsDispatcher: boolean;
+  readonly #http: Http;
+
+  constructor(options: ClientOptions = {}) {
+    this.#config = resolveConfig(options);
+    this.baseUrl = this.#config.baseUrl;
+    this.#ownsDispatcher = options.dispatcher === undefined;
+    // Idle sockets are dropped well before common server keep-alive timeouts (Node's is 5 s; undici also
+    // honours a `Keep-Alive: timeout=` hint): a submission sent on a socket the server is closing would
+    // be lost after it was written, and the resubmission rule could then not resend it.
+    this.#dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 4_000, connections: 16 });
+    const transport = new Transport(this.#config, this.#dispatcher, this.stats, options.onRequest);
+    this.#http = new Http(transport, this.#config, this.stats, options.onRetry);
+  }
+
+  async close(): Promise<void> {
+    if (this.#ownsDispatcher) await this.#dispatcher.close();
+  }
+
+  // ---- executions ----
+
+  async executeSql(sql: string, options: ExecuteOptions = {}): Promise<ExecuteResponse> {
+    const body = checkRequest('executeSql', ExecuteSqlRequestSchema, { sql, performance: options.performance });
+    return this.#http.json(
+      { operation: 'executeSql', httpMethod: 'POST', path: PATHS.executeSql(), body, idempotency: 'creates', signal: options.signal, salvage: salvageExecuteResponse },
+      ExecuteResponseSchema,
+    );
+  }
+
+  async executeQuery(queryId: number, options: ExecuteQueryOptions = {}): Promise<ExecuteResponse> {
+    checkQueryId('executeQuery', queryId);
+    const body = checkRequest('executeQuery', ExecuteQueryRequestSchema, { query_parameters: options.parameters, performance: options.performance });
+    return this.#http.json(
+      { operation: 'executeQuery', httpMethod: 'POST', path: PATHS.executeQuery(queryId), body, idempotency: 'creates', signal: options.signal, salvage: salvageExecuteResponse },
+      ExecuteResponseSchema,
+    );
+  }
+
+  async getStatus(executionId: string, options: CallOptions = {}): Promise<ExecutionStatus> {
+    return this.#http.json(this.#exec('getStatus', 'GET', PATHS.status(executionId), executionId, options), ExecutionStatusSchema);
+  }
+
+  /** True when the service accepted the cancel; cancelling twice is harmless, so it is retried like a read. */
+  async cancel(executionId: string, options: CallOptions = {}): Promise<boolean> {
+    const res = await this.#http.json(this.#exec('cancel', 'POST', PATHS.cancel(executionId), executionId, options), CancelResponseSchema);
+    return res.success;
+  }
+
+  /** One JSON page, parsed losslessly (integers beyond 2^53 as bigint) and validated. */
+  async getResults(executionId: string, options: ResultCallOptions = {}): Promise<ResultPage> {
+    const spec = this.#exec('getResults', 'GET', PATHS.results(executionId), executionId, options);
+    spec.query = resultParams('getResults', options);
+    return this.#resultPage(spec);
+  }
+
+  async getResultsCsv(executionId: string, options: ResultCallOptions = {}): Promise<CsvPage> {
+    const spec = this.#exec('getResultsCsv', 'GET', PATHS.resultsCsv(executionId), executionId, options);
+    spec.query = resultParams('getResultsCsv', options);
+    return this.#csvPage(spec);
+  }
+
+  /** One page of the latest stored result of a saved query (no execution is started). */
+  async getLatestResultPage(queryId: number, options: LatestResultPageOptions = {}): Promise<ResultPage> {
+    checkQueryId('getLatestResultPage', queryId);
+    return this.#resultPage({
+      operation: 'getLatestResultPage',
+      httpMethod: 'GET',
+      path: PATHS.latestResults(queryId),
+      query: resultParams('getLatestResultPage', options, options.parameters),
+      idempotency: 'idempotent',
+      signal: options.signal,
+    });
+  }
+
+  async getLatestResultCsv(queryId: number, options: LatestResultPageOptions = {}): Promise<CsvPage> {
+    checkQueryId('getLatestResultCsv', queryId);
+    return this.#csvPage({
+      operation: 'getLatestResultCsv',
+      httpMethod: 'GET',
+      path: PATHS.latestResultsCsv(queryId),
+      query: resultParams('getLatestResultCsv', options, options.parameters),
+      idempotency: 'idempotent',
+      signal: options.signal,
+    });
+  }
+
+  // ---- saved queries ----
+
+  /** Not idempotent: a resend after a lost answer could create a second query, so it is not resent. */
+  async createQuery(query: CreateQueryRequest, options: CallOptions = {}): Promise<z.output<typeof QueryIdResponseSchema>> {
+    const body = checkRequest('createQuery', CreateQueryRequestSchema, query);
+    return this.#http.json(
+      { operation: 'createQuery', httpMethod: 'POST', path: PATHS.createQuery(), body, idempotency: 'creates', signal: options.signal, salvage: salvageQueryIdResponse },
+      QueryIdResponseSchema,
+    );
+  }
+
+  async getQuery(queryId: number, options: CallOptions = {}): Promise<Query> {
+    checkQueryId('getQuery', queryId);
+    return this.#http.json(this.#plain('getQuery', 'GET', PATHS.query(queryId), options), QuerySchema);
+  }
+
+  async updateQuery(queryId: number, patch: UpdateQueryRequest, options: CallOptions = {}): Promise<z.output<typeof QueryIdResponseSchema>> {
+    checkQueryId('updateQuery', queryId);
+    const spec = this.#plain('updateQuery', 'PATCH', PATHS.query(queryId), options);
+    spec.body = checkRequest('updateQuery', UpdateQueryRequestSchema, patch);
+    return this.#http.json(spec, QueryIdResponseSchema);
+  }
+
+  async archiveQuery(queryId: number, options: CallOptions = {}): Promise<z.output<typeof QueryIdResponseSchema>> {
+    checkQueryId('archiveQuery', queryId);
+    return this.#http.json(this.#plain('archiveQuery', 'POST', PATHS.archiveQuery(queryId), options), QueryIdResponseSchema);
+  }
+
+  async unarchiveQuery(queryId: number, options: CallOptions = {}): Promise<z.output<typeof QueryIdResponseSchema>> {
+    checkQueryId('unarchiveQuery', queryId);
+    return this.#http.json(this.#plain('unarchiveQuery', 'POST', PATHS.unarchiveQuery(queryId), options), QueryIdResponseSchema);
+  }
+
+  // ---- uploads, views, usage ----
+
+  /** Replaces the table on a second upload of the same name, so it is retried like a read. */
+  async uploadCsv(upload: UploadCsvRequest, options: CallOptions = {}): Promise<z.output<typeof UploadCsvResponseSchema>> {
+    const spec = this.#plain('uploadCsv', 'POST', PATHS.uploadCsv(), options);
+    spec.body = checkRequest('uploadCsv', UploadCsvRequestSchema, upload);
+    return this.#http.json(spec, UploadCsvResponseSchema);
+  }
+
+  /**
+   * Creates or updates the view of `query_id`. It starts a refresh execution, so like execute it is
+   * resent only when the first attempt provably changed nothing.
+   */
+  async upsertView(view: UpsertViewRequest, options: CallOptions = {}): Promise<z.output<typeof UpsertViewResponseSchema>> {
+    const body = checkRequest('upsertView', UpsertViewRequestSchema, view);
+    return this.#http.json(
+      { operation: 'upsertView', httpMethod: 'POST', path: PATHS.views(), body, idempotency: 'creates', signal: options.signal },
+      UpsertViewResponseSchema,
+    );
+  }
+
+  async getView(fullName: string, options: CallOptions = {}): Promise<View> {
+    return this.#http.json(this.#plain('getView', 'GET', PATHS.view(fullName), options), ViewSchema);
+  }
+
+  async listViews(options: CallOptions & { limit?: number; offset?: number } = {}): Promise<ViewList> {
+    const spec = this.#plain('listViews', 'GET', PATHS.views(), options);
+    spec.query = { limit: options.limit?.toString(), offset: options.offset?.toString() };
+    return this.#http.json(spec, ViewListSchema);
+  }
+
+  async deleteView(fullName: string, options: CallOptions = {}): Promise<z.output<typeof DeleteViewResponseSchema>> {
+    return this.#http.json(this.#plain('deleteView', 'DELETE', PATHS.view(fullName), options), DeleteViewResponseSchema);
+  }
+
+  /** Starts an execution: resent only when the first attempt provably started nothing. */
+  async refreshView(name: string, options: ExecuteOptions = {}): Promise<z.output<typeof RefreshViewResponseSchema>> {
+    const body = checkRequest('refreshView', RefreshViewRequestSchema, { performance: options.performance });
+    return this.#http.json(
+      { operation: 'refreshView', httpMethod: 'POST', path: PATHS.refreshView(name), body, idempotency: 'creates', signal: options.signal, salvage: salvageRefreshResponse },
+      RefreshViewResponseSchema,
+    );
+  }
+
+  async getUsage(options: CallOptions = {}): Promise<Usage> {
+    return this.#http.json(this.#plain('getUsage', 'GET', PATHS.usage(), options), UsageSchema);
+  }
+
+  // ---- high level ----
+
+  /** Submits SQL or a saved query and returns a handle on the new execution. */
+  async execute(input: ExecuteInput, options: ExecuteOptions = {}): Promise<Execution> {
+    const submitted =
+      'sql' in input
+        ? await this.executeSql(input.sql, options)
+        : await this.executeQuery(input.queryId, { ...options, parameters: input.parameters });
+    return new Execution(this, submitted.execution_id, 'sql' in input ? input.sql : undefined);
+  }
+
+  /** A handle on an execution that already exists. */
+  execution(executionId: string, sql?: string): Execution {
+    return Execution.fromId(this, executionId, sql);
+  }
+
+  /** Submit, wait, and return every row (pages followed by `next_offset`). */
+  async run(input: string | ExecuteInput, options: RunOptions = {}): Promise<Row[]> {
+    const execution = await this.execute(typeof input === 'string' ? { sql: input } : input, options);
+    await execution.wait(options);
+    const rows: Row[] = [];
+    for await (const row of execution.rows(options)) rows.push(row);
+    return rows;
+  }
+
+  /**
+   * The latest stored result of a saved query as an execution handle; a fresh execution is started
+   * when there is none (404) or when it ended more than `maxAgeHours` ago (or did not complete).
+   * `handle.reused` tells which.
+   */
+  async getLatestResult(queryId: number, options: LatestResultOptions = {}): Promise<Execution> {
+    return Execution.latest(this, queryId, options);
+  }
+
+  // ---- internals ----
+
+  #plain(operation: string, httpMethod: RequestSpec['httpMethod'], path: string, options: CallOptions): RequestSpec {
+    return { operation, httpMethod, path, idempotency: 'idempotent', signal: options.signal };
+  }
+
+  #exec(operation: string, httpMethod: RequestSpec['httpMethod'], path: string, executionId: string, options: CallOptions): RequestSpec {
+    if (typeof executionId !== 'string' || executionId === '') {
+      throw new InvalidArgumentError(`executionId must be a non-empty string, got ${JSON.stringify(executionId)}`, { method: operation });
+    }
+    return { ...this.#plain(operation, httpMethod, path, options), executionId };
+  }
+
+  async #resultPage(spec: RequestSpec): Promise<ResultPage> {
+    return parseResultPage(await this.#http.call(spec), this.#http.context(spec));
+  }
+
+  async #csvPage(spec: RequestSpec): Promise<CsvPage> {
+    const res = await this.#http.call(spec);
+    const page: CsvPage = { text: res.text };
+    const next = header(res.headers[CSV_NEXT_OFFSET_HEADER]);
+    if (next !== undefined) {
+      if (!/^\d+$/.test(next)) {
+        throw new InvalidResponseError(`header ${CSV_NEXT_OFFSET_HEADER} is not a row offset: ${JSON.stringify(next)}`, this.#http.context(spec));
+      }
+      page.nextOffset = Number(next);
+    }
+    const uri = header(res.headers[CSV_NEXT_URI_HEADER]);
+    if (uri !== undefined) page.nextUri = uri;
+    return page;
+  }
+}
+
+function header(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function checkRequest<S extends z.ZodType>(operation: string, schema: S, value: unknown): z.output<S> {
+  const parsed = schema.safeParse(stripUndefined(value));
+  if (!parsed.success) throw new InvalidArgumentError(`invalid request: ${describeIssues(parsed.error)}`, { method: operation });
+  return parsed.data;
+}
+
+function stripUndefined(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined));
+}
+
+function checkQueryId(operation: string, queryId: number): void {
+  if (!Number.isSafeInteger(queryId) || queryId < 0) {
+    throw new InvalidArgumentError(`queryId must be a non-negative integer, got ${JSON.stringify(queryId)}`, { method: operation });
+  }
+}

@@ -1,0 +1,59 @@
+import { ErrorBodySchema, MESSAGES } from '../protocol/index.ts';
+import {
+  BadRequestError,
+  ConflictError,
+  ForbiddenError,
+  InvalidApiKeyError,
+  NotFoundError,
+  PartialResultError,
+  PaymentRequiredError,
+  RateLimitedError,
+  ServerError,
+  ServiceError,
+  type ErrorContext,
+} from './errors.ts';
+import { parseRetryAfter } from './retry-policy.ts';
+
+/** The `{"error": ...}` text of an error body, or a short excerpt of whatever came instead. */
+export function errorText(body: string): string {
+  try {
+    const parsed = ErrorBodySchema.safeParse(JSON.parse(body));
+    if (parsed.success) return parsed.data.error;
+  } catch {
+    // not JSON: fall through to the excerpt
+  }
+  const excerpt = body.trim().slice(0, 200);
+  return excerpt ? `(no JSON error body) ${excerpt}` : '(empty body)';
+}
+
+/** Maps a non-2xx answer to its error class; 400 carrying the partial-result message is its own class. */
+export function statusError(
+  status: number,
+  message: string,
+  retryAfter: string | string[] | undefined,
+  ctx: ErrorContext,
+): ServiceError {
+  const c = { ...ctx, status, serverMessage: message };
+  const detail = `${status} ${message}`;
+  switch (status) {
+    case 400:
+      return message === MESSAGES.partialResult
+        ? new PartialResultError(`${detail} (the result was truncated; pass allowPartialResults: true to read it)`, c)
+        : new BadRequestError(detail, c);
+    case 401:
+      return new InvalidApiKeyError(`${detail} (check SERVICE_API_KEY or the apiKey option)`, c);
+    case 402:
+      return new PaymentRequiredError(detail, c);
+    case 403:
+      return new ForbiddenError(detail, c);
+    case 404:
+      return new NotFoundError(detail, c);
+    case 409:
+      return new ConflictError(detail, c);
+    case 429:
+      return new RateLimitedError(detail, { ...c, retryAfterMs: parseRetryAfter(retryAfter) });
+  }
+  if (status >= 500) return new ServerError(detail, c);
+  if (status >= 400) return new BadRequestError(detail, c);
+  return new ServiceError(`unexpected status ${detail}`, c);
+}

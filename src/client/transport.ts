@@ -1,0 +1,196 @@
+import { request, type Dispatcher } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import {
+  AbortedError,
+  InvalidArgumentError,
+  NetworkError,
+  SubmissionOutcomeUnknownError,
+  TimeoutError,
+  type ErrorContext,
+  type NetworkPhase,
+  ServiceError,
+} from './errors.ts';
+import type { ResolvedConfig } from './config.ts';
+import type { ClientStats, RequestEvent } from './hooks.ts';
+import type { Idempotency } from './retry-policy.ts';
+import { redactUrl, scrub } from './redact.ts';
+import { errorText, statusError } from './status-errors.ts';
+
+export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
+/** One logical call; the retry layer may send it several times. */
+export interface RequestSpec {
+  /** Client method name, used in errors and hooks. */
+  operation: string;
+  httpMethod: HttpMethod;
+  /** Path under the base URL (`PATHS.*`). */
+  path: string;
+  /** Query parameters in order; undefined values are left out. */
+  query?: Record<string, string | undefined> | undefined;
+  /** JSON-serialised as the body. */
+  body?: unknown;
+  idempotency: Idempotency;
+  executionId?: string | undefined;
+  signal?: AbortSignal | undefined;
+  /**
+   * For a 200 whose body was cut off: rebuild the body from the part that arrived, when that part
+   * already holds everything the caller needs (the execution id of a submission). Undefined = lost.
+   */
+  salvage?: (partialBody: string) => string | undefined;
+}
+
+export interface RawResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  text: string;
+  /** Key-free URL of the request. */
+  url: string;
+}
+
+/** Errors raised while connecting: the request cannot have been written. */
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+const TIMEOUT = Symbol('timeout');
+
+/**
+ * The bottom layer: one HTTP attempt through undici `request()` (measured ~30% faster than `fetch` or
+ * `body.json()` for our pages), turned into either a 2xx `RawResponse` or exactly one `ServiceError`.
+ */
+export class Transport {
+  readonly #config: ResolvedConfig;
+  readonly #dispatcher: Dispatcher;
+  readonly #stats: ClientStats;
+  readonly #onRequest: ((event: RequestEvent) => void) | undefined;
+
+  constructor(config: ResolvedConfig, dispatcher: Dispatcher, stats: ClientStats, onRequest?: (event: RequestEvent) => void) {
+    this.#config = config;
+    this.#dispatcher = dispatcher;
+    this.#stats = stats;
+    this.#onRequest = onRequest;
+  }
+
+  /** Key-free URL of a spec, for messages and hooks. */
+  displayUrl(spec: Pick<RequestSpec, 'path' | 'query'>): string {
+    return redactUrl(this.#url(spec, false));
+  }
+
+  #url(spec: Pick<RequestSpec, 'path' | 'query'>, withKey: boolean): string {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined) params.append(k, v);
+    if (withKey && this.#config.apiKeyIn === 'query') params.append('api_key', this.#config.apiKey);
+    const qs = params.toString();
+    return `${this.#config.baseUrl}${spec.path}${qs ? `?${qs}` : ''}`;
+  }
+
+  async send(spec: RequestSpec, attempt: number): Promise<RawResponse> {
+    const url = this.displayUrl(spec);
+    const ctx: ErrorContext = { method: spec.operation, url: `${spec.httpMethod} ${url}`, executionId: spec.executionId };
+    if (spec.signal?.aborted) throw abortError(ctx, spec.signal);
+
+    this.#stats.requests++;
+    this.#onRequest?.({ operation: spec.operation, httpMethod: spec.httpMethod, url, attempt });
+
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.#config.userAgent };
+    if (this.#config.apiKeyIn === 'header') headers['x-service-api-key'] = this.#config.apiKey;
+    let body: string | undefined;
+    if (spec.body !== undefined) {
+      body = JSON.stringify(spec.body);
+      headers['content-type'] = 'application/json';
+    }
+
+    // One controller per attempt: fired by the caller's signal or by the per-attempt timeout.
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(spec.signal?.reason);
+    spec.signal?.addEventListener('abort', onAbort, { once: true });
+    const timer = setTimeout(() => controller.abort(TIMEOUT), this.#config.timeoutMs);
+
+    let phase: NetworkPhase = 'response-headers';
+    let status = 0;
+    let resHeaders: IncomingHttpHeaders = {};
+    const chunks: Buffer[] = [];
+    try {
+      const res = await request(this.#url(spec, true), {
+        method: spec.httpMethod,
+        headers,
+        body,
+        dispatcher: this.#dispatcher,
+        signal: controller.signal,
+        reset: !this.#config.keepAlive,
+      });
+      status = res.statusCode;
+      resHeaders = res.headers;
+      phase = 'response-body';
+      for await (const chunk of res.body) chunks.push(chunk as Buffer);
+      const text = Buffer.concat(chunks).toString('utf8');
+      if (status >= 200 && status < 300) return { status, headers: res.headers, text, url };
+      throw statusError(status, scrub(errorText(text), this.#config.apiKey), res.headers['retry-after'], ctx);
+    } catch (err) {
+      if (err instanceof ServiceError) throw err;
+      const answered = status !== 0 && !controller.signal.aborted;
+      if (answered && (status < 200 || status >= 300)) {
+        // The status line already tells what happened; only the explanation was lost.
+        throw statusError(status, `(error body cut off: ${describe(err)})`, resHeaders['retry-after'], ctx);
+      }
+      if (answered && spec.salvage) {
+        const rebuilt = spec.salvage(Buffer.concat(chunks).toString('utf8'));
+        if (rebuilt !== undefined) return { status, headers: {}, text: rebuilt, url };
+      }
+      throw this.#failure(err, spec, ctx, controller.signal, connectPhase(err) ? 'connect' : phase);
+    } finally {
+      clearTimeout(timer);
+      spec.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  #failure(err: unknown, spec: RequestSpec, ctx: ErrorContext, signal: AbortSignal, phase: NetworkPhase): ServiceError {
+    const c = { ...ctx, cause: sanitizeCause(err, this.#config.apiKey) };
+    if (spec.signal?.aborted) return abortError(ctx, spec.signal);
+    const timedOut = signal.aborted && signal.reason === TIMEOUT;
+    if (spec.idempotency === 'creates' && phase !== 'connect') {
+      const what = timedOut ? `no complete answer within ${this.#config.timeoutMs} ms` : `connection lost (${describe(err)})`;
+      return new SubmissionOutcomeUnknownError(
+        `${what} after the request was sent; the service may have accepted it, so it is not resent (a resend could start a second execution)`,
+        { ...c, phase },
+      );
+    }
+    if (timedOut) {
+      return new TimeoutError(`no complete answer within ${this.#config.timeoutMs} ms (timeoutMs)`, { ...c, retryable: true });
+    }
+    if (err instanceof Error && err.name === 'InvalidArgumentError') {
+      return new InvalidArgumentError(`request rejected by the HTTP client: ${err.message}`, c);
+    }
+    return new NetworkError(`${describe(err)} (${phase === 'connect' ? 'while connecting' : `before the ${phase === 'response-body' ? 'response body ended' : 'response arrived'}`})`, {
+      ...c,
+      phase,
+    });
+  }
+}
+
+function abortError(ctx: ErrorContext, signal: AbortSignal): AbortedError {
+  return new AbortedError('aborted by the caller', { ...ctx, cause: signal.reason });
+}
+
+function connectPhase(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && CONNECT_CODES.has(code);
+}
+
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && !err.message.includes(code) ? `${code}: ${err.message}` : err.message;
+}
+
+/** undici errors carry no request options, but be sure the key cannot ride along in a message. */
+function sanitizeCause(err: unknown, key: string): unknown {
+  if (err instanceof Error && err.message.includes(key)) err.message = scrub(err.message, key);
+  return err;
+}

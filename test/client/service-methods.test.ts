@@ -1,0 +1,213 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Execution, NotFoundError, PaymentRequiredError, ServiceClient } from '../../src/client/index.ts';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startService } from '../../src/service/index.ts';
+import { startTestService, type TestService } from '../helpers/service.ts';
+
+// Every operation of protocol.md section 3 through the client, against the real local service.
+let svc: TestService;
+let client: ServiceClient;
+
+beforeAll(async () => {
+  svc = await startTestService({ limits: { page_rows: 300 } });
+  client = new ServiceClient({ apiKey: svc.keys.demo.admin, baseUrl: svc.url });
+});
+
+afterAll(async () => {
+  await client.close();
+  await svc.close();
+});
+
+describe('executions', () => {
+  it('executeSql, getStatus and wait report the lifecycle', async () => {
+    const submitted = await client.executeSql('SELECT 42 AS answer', { performance: 'large' });
+    expect(submitted.state).toBe('QUERY_STATE_PENDING');
+    expect(submitted.execution_id).toMatch(/^01[0-9A-Z]{24}$/);
+    const done = await client.execution(submitted.execution_id).wait();
+    expect(done).toMatchObject({ state: 'QUERY_STATE_COMPLETED', is_execution_finished: true, query_id: 0 });
+    expect(done.result_metadata).toMatchObject({ column_names: ['answer'], column_types: ['integer'], total_row_count: 1 });
+    expect(done.execution_cost_credits).toBe(20);
+    const status = await client.getStatus(submitted.execution_id);
+    expect(status.execution_ended_at).toBe(done.execution_ended_at);
+  });
+
+  it('run returns every row across pages, following next_offset', async () => {
+    const pages: number[] = [];
+    const rows = await client.run('SELECT id, name FROM sample.events ORDER BY id', { limit: 700 });
+    expect(rows).toHaveLength(2000);
+    expect(rows[1999]).toEqual({ id: 1999, name: 'event_999' });
+    // The server lowered the page size to its cap (300): offsets come from next_offset, not from limit.
+    const exec = await client.execute({ sql: 'SELECT id FROM sample.events' });
+    for await (const page of exec.pages({ limit: 700 })) pages.push(page.result?.rows.length ?? -1);
+    expect(pages).toEqual([300, 300, 300, 300, 300, 300, 200]);
+  });
+
+  it('keeps integers beyond 2^53 exact (lossless parse)', async () => {
+    const rows = await client.run('SELECT id, c_bigint FROM sample.all_types ORDER BY id');
+    expect(rows.map((r) => r['c_bigint'])).toEqual([9007199254740993n, 9223372036854775807n, -9223372036854775808n, null]);
+  });
+
+  it('getResults shapes a page: columns, filters, sortBy, limit, offset, sampleCount', async () => {
+    const exec = await client.execute({ sql: 'SELECT id, name, quantity FROM sample.events' });
+    await exec.wait();
+    const page = await client.getResults(exec.id, { columns: ['id', 'quantity'], filters: 'quantity < 3 AND id > 10', sortBy: 'id desc', limit: 2, offset: 1 });
+    expect(page.result?.rows).toEqual([
+      { id: 1001, quantity: 1 },
+      { id: 1000, quantity: 0 },
+    ]);
+    expect(page.result?.metadata.column_names).toEqual(['id', 'quantity']);
+    expect(page.next_offset).toBeUndefined();
+    const sample = await client.getResults(exec.id, { sampleCount: 50, ignoreMaxDatapointsPerRequest: true });
+    expect(sample.result?.rows.length).toBeGreaterThan(0);
+    expect(sample.result?.rows.length).toBeLessThanOrEqual(300);
+  });
+
+  it('getResultsCsv pages through x-service-next-offset', async () => {
+    const exec = await client.execute({ sql: 'SELECT id, name FROM sample.events WHERE id < 5 ORDER BY id' });
+    await exec.wait();
+    const first = await client.getResultsCsv(exec.id, { limit: 3 });
+    expect(first.text).toBe('id,name\n0,event_0\n1,event_1\n2,event_2\n');
+    expect(first.nextOffset).toBe(3);
+    expect(first.nextUri).toContain(`/v1/execution/${exec.id}/results/csv`);
+    const second = await client.getResultsCsv(exec.id, { limit: 3, offset: first.nextOffset });
+    expect(second.text).toBe('id,name\n3,event_3\n4,event_4\n');
+    expect(second.nextOffset).toBeUndefined();
+  });
+
+  it('cancel stops a running execution; the handle reports it', async () => {
+    const exec = await client.execute({ sql: 'SELECT sum(hash(a.range * b.range)) FROM range(200000) a, range(200000) b' });
+    expect(await exec.cancel()).toBe(true);
+    await expect(exec.wait()).rejects.toMatchObject({ code: 'EXECUTION_CANCELED', executionId: exec.id });
+    expect((await exec.status()).state).toBe('QUERY_STATE_CANCELED');
+  });
+
+  it('Execution.fromId and client.execution give handles on existing executions', async () => {
+    const { execution_id } = await client.executeSql('SELECT 1 AS one');
+    const a = Execution.fromId(client, execution_id);
+    const b = client.execution(execution_id);
+    expect((await a.wait()).state).toBe('QUERY_STATE_COMPLETED');
+    const rows: unknown[] = [];
+    for await (const row of b.rows()) rows.push(row);
+    expect(rows).toEqual([{ one: 1 }]);
+  });
+});
+
+describe('saved queries', () => {
+  it('create, get, update, archive, unarchive, execute with parameters', async () => {
+    const { query_id } = await client.createQuery({
+      name: 'events by quantity',
+      query_sql: 'SELECT id FROM sample.events WHERE quantity = {{q}} ORDER BY id LIMIT 3',
+      parameters: [{ key: 'q', type: 'number', value: 5 }],
+      tags: ['t1'],
+    });
+    const q = await client.getQuery(query_id);
+    expect(q).toMatchObject({ query_id, name: 'events by quantity', version: 1, is_archived: false, tags: ['t1'] });
+    expect(await client.updateQuery(query_id, { description: 'updated' })).toEqual({ query_id });
+    expect((await client.getQuery(query_id)).description).toBe('updated');
+
+    expect(await client.run({ queryId: query_id })).toEqual([{ id: 5 }, { id: 1005 }]);
+    expect(await client.run({ queryId: query_id, parameters: { q: 7 } })).toEqual([{ id: 7 }, { id: 1007 }]);
+
+    expect(await client.archiveQuery(query_id)).toEqual({ query_id });
+    expect((await client.getQuery(query_id)).is_archived).toBe(true);
+    expect(await client.unarchiveQuery(query_id)).toEqual({ query_id });
+    const exec = await client.executeQuery(query_id, { parameters: { q: 9 } });
+    expect(exec.state).toBe('QUERY_STATE_PENDING');
+  });
+
+  it('latest result: page and CSV, with params.<name>', async () => {
+    const { query_id } = await client.createQuery({
+      name: 'latest',
+      query_sql: "SELECT {{label}} AS label, count(*) AS n FROM sample.events WHERE quantity = 1",
+      parameters: [{ key: 'label', type: 'text', value: 'dflt' }],
+    });
+    await expect(client.getLatestResultPage(query_id)).rejects.toThrow(NotFoundError);
+    await client.run({ queryId: query_id, parameters: { label: 'a' } });
+    await client.run({ queryId: query_id, parameters: { label: 'b' } });
+    const latest = await client.getLatestResultPage(query_id);
+    expect(latest.result?.rows).toEqual([{ label: 'b', n: 2 }]);
+    const a = await client.getLatestResultPage(query_id, { parameters: { label: 'a' } });
+    expect(a.result?.rows).toEqual([{ label: 'a', n: 2 }]);
+    const csv = await client.getLatestResultCsv(query_id, { parameters: { label: 'a' } });
+    expect(csv.text).toBe('label,n\na,2\n');
+  });
+
+  it('getLatestResult reuses a stored result, or executes when missing or too old', async () => {
+    const { query_id } = await client.createQuery({ name: 'fresh', query_sql: 'SELECT {{x}} AS x', parameters: [{ key: 'x', type: 'number', value: 1 }] });
+    const first = await client.getLatestResult(query_id, { maxAgeHours: 1, parameters: { x: 3 } });
+    expect(first.reused).toBe(false);
+    await first.wait();
+    const again = await client.getLatestResult(query_id, { maxAgeHours: 1, parameters: { x: 3 } });
+    expect(again.reused).toBe(true);
+    expect(again.id).toBe(first.id);
+    const rows: unknown[] = [];
+    for await (const r of again.rows()) rows.push(r);
+    expect(rows).toEqual([{ x: 3 }]);
+    const stale = await client.getLatestResult(query_id, { maxAgeHours: 0, parameters: { x: 3 } });
+    expect(stale.reused).toBe(false);
+    expect(stale.id).not.toBe(first.id);
+  });
+});
+
+describe('uploads, views and usage (when the service has them)', () => {
+  it('uploadCsv, upsertView, getView, listViews, refreshView, deleteView, getUsage', async (ctx) => {
+    const probe = await client.getUsage().catch((e: unknown) => e);
+    if (probe instanceof NotFoundError && /no operation/.test(probe.message)) ctx.skip();
+    const usage = await client.getUsage();
+    expect(usage.team).toBe('demo');
+
+    const up = await client.uploadCsv({ table_name: 'client_test', data: 'a,b\n1,x\n2,y\n' });
+    expect(up).toEqual({ success: true, table_name: 'service.demo.dataset_client_test' });
+    expect(await client.run(`SELECT * FROM ${up.table_name} ORDER BY a`)).toEqual([
+      { a: 1, b: 'x' },
+      { a: 2, b: 'y' },
+    ]);
+
+    const { query_id } = await client.createQuery({ name: 'for view', query_sql: `SELECT count(*) AS n FROM ${up.table_name}` });
+    const view = await client.upsertView({ name: 'result_client_test', query_id });
+    expect(view.name).toBe('service.demo.result_client_test');
+    await client.execution(view.execution_id).wait();
+    expect((await client.getView(view.name)).query_id).toBe(query_id);
+    expect((await client.listViews()).materialized_views.map((v) => v.name)).toContain(view.name);
+    const refresh = await client.refreshView('result_client_test');
+    await client.execution(refresh.execution_id).wait();
+    expect(await client.run(`SELECT n FROM ${view.name}`)).toEqual([{ n: 2 }]);
+    const other = await client.createQuery({ name: 'other', query_sql: 'SELECT 1' });
+    await expect(client.upsertView({ name: 'result_client_test', query_id: other.query_id })).rejects.toMatchObject({ code: 'CONFLICT', status: 409 });
+    expect((await client.deleteView(view.name)).message).toBeTruthy();
+    await expect(client.getView(view.name)).rejects.toThrow(NotFoundError);
+  });
+});
+
+describe('billing limit (when the service enforces it)', () => {
+  it('402 once the cycle credits are spent: PaymentRequiredError, not retried', async (ctx) => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'sluice-client-402-'));
+    const key = 'sk_poor_team';
+    const own = await startService({
+      dataDir,
+      sampleRows: 10,
+      settings: { teams: [{ name: 'poor', plan: { credits_per_cycle: 15, max_inflight: 3, storage_quota_bytes: 1_048_576 }, keys: [{ key, scopes: ['Write'] }] }] },
+    });
+    const c = new ServiceClient({ apiKey: key, baseUrl: own.url });
+    try {
+      let err: unknown;
+      // 10 credits an execution against 15 in the cycle: the second or third submission must be refused.
+      for (let i = 0; i < 3 && err === undefined; i++) {
+        err = await c.run('SELECT 1').then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      }
+      if (err === undefined) ctx.skip();
+      expect(err).toBeInstanceOf(PaymentRequiredError);
+      expect((err as Error).message).toContain('402 This API request would exceed your configured limits per billing cycle.');
+      expect(c.stats.retries).toBe(0);
+    } finally {
+      await c.close();
+      await own.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,65 @@
+import { parseArgs } from 'node:util';
+import { startService } from '../../service/index.ts';
+import { SettingsError } from '../../service/settings.ts';
+import type { Command } from '../main.ts';
+
+const USAGE = `usage: sluice serve [--host 127.0.0.1] [--port 8080] [--data-dir ./data] [--config FILE]
+
+Runs the local query service until SIGTERM or SIGINT.
+  --host      interface to bind (default 127.0.0.1)
+  --port      port (default 8080; 0 picks a free one)
+  --data-dir  where queries, executions and results are kept (default ./data)
+  --config    service settings YAML (teams, keys, limits, faults); without it: team demo with
+              one Admin key from SERVICE_API_KEY, or a generated key printed once`;
+
+export const serveCommand: Command = {
+  name: 'serve',
+  summary: 'run the local query service',
+  usage: USAGE,
+  async run(argv) {
+    let values: { host: string; port: string; 'data-dir': string; config?: string | undefined };
+    try {
+      ({ values } = parseArgs({
+        args: argv,
+        strict: true,
+        options: {
+          host: { type: 'string', default: '127.0.0.1' },
+          port: { type: 'string', default: '8080' },
+          'data-dir': { type: 'string', default: './data' },
+          config: { type: 'string' },
+        },
+      }));
+    } catch (err) {
+      process.stderr.write(`sluice serve: ${(err as Error).message}\n\n${USAGE}\n`);
+      return 2;
+    }
+    const port = Number(values.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      process.stderr.write(`sluice serve: --port must be an integer from 0 to 65535, got "${values.port}"\n`);
+      return 2;
+    }
+    let service;
+    try {
+      service = await startService({
+        host: values.host,
+        port,
+        dataDir: values['data-dir'],
+        ...(values.config === undefined ? {} : { settings: values.config }),
+      });
+    } catch (err) {
+      process.stderr.write(`sluice serve: ${err instanceof SettingsError ? err.message : String(err)}\n`);
+      return 1;
+    }
+    if (service.generatedKey !== undefined) {
+      process.stdout.write(`generated API key (team demo, Admin scope; set SERVICE_API_KEY to choose one): ${service.generatedKey}\n`);
+    }
+    process.stdout.write(`listening on ${service.url}\n`);
+    const signal = await new Promise<string>((resolve) => {
+      process.once('SIGTERM', () => resolve('SIGTERM'));
+      process.once('SIGINT', () => resolve('SIGINT'));
+    });
+    process.stdout.write(`${signal}: stopping\n`);
+    await service.close();
+    return 0;
+  },
+};

@@ -1,0 +1,261 @@
+import { monotonicFactory } from 'ulid';
+import type { Performance, ParameterValue } from '../protocol/index.ts';
+import { EngineError, type SqlEngine } from './engine/types.ts';
+import type { Clock } from './clock.ts';
+import type { JsonStore } from './store.ts';
+import { TeamQueues } from './teamQueues.ts';
+import { resolveTier, type ServiceSettings } from './settings.ts';
+import { baseOf, ExecutionRecordSchema, type ExecutionFailure, type ExecutionRecord } from './executionRecord.ts';
+
+export interface Submission {
+  team: string;
+  sql: string;
+  queryId: number;
+  queryVersion: number;
+  parameters: Record<string, ParameterValue>;
+  performance: Performance;
+}
+
+const DAY_MS = 86_400_000;
+
+/** Why executions found unfinished at start-up are FAILED: the process that ran them is gone. */
+export const RESTART_MESSAGE =
+  'The service restarted while this execution was pending or running; its result was not stored. Submit it again.';
+
+/**
+ * The executions state machine (protocol.md section 2):
+ * PENDING -> EXECUTING -> COMPLETED | COMPLETED_PARTIAL | FAILED; PENDING | EXECUTING -> CANCELED;
+ * COMPLETED* -> EXPIRED at expires_at (checked lazily on every read, and by a periodic sweep).
+ * Every transition is persisted before it is reported, so a restart on the same data directory
+ * finds what clients were told.
+ */
+export class Executions {
+  readonly #records = new Map<string, ExecutionRecord>();
+  readonly #queues = new TeamQueues();
+  readonly #aborts = new Map<string, AbortController>();
+  readonly #runs = new Set<Promise<void>>();
+  readonly #ulid = monotonicFactory();
+  readonly #engine: SqlEngine;
+  readonly #store: JsonStore<ExecutionRecord>;
+  readonly #clock: Clock;
+  readonly #settings: ServiceSettings;
+  #closing = false;
+
+  constructor(deps: { engine: SqlEngine; store: JsonStore<ExecutionRecord>; clock: Clock; settings: ServiceSettings }) {
+    this.#engine = deps.engine;
+    this.#store = deps.store;
+    this.#clock = deps.clock;
+    this.#settings = deps.settings;
+  }
+
+  /** Loads persisted executions; the unfinished ones become FAILED (cost 0) with RESTART_MESSAGE. */
+  async load(): Promise<void> {
+    const loaded = await this.#store.loadAll((raw) => ExecutionRecordSchema.parse(raw));
+    const now = this.#clock.now();
+    for (const rec of loaded.values()) {
+      if (rec.state === 'QUERY_STATE_PENDING' || rec.state === 'QUERY_STATE_EXECUTING') {
+        const failed: ExecutionRecord = {
+          ...baseOf(rec),
+          state: 'QUERY_STATE_FAILED',
+          ...(rec.state === 'QUERY_STATE_EXECUTING' ? { startedAt: rec.startedAt } : {}),
+          endedAt: now,
+          costCredits: 0,
+          error: { message: RESTART_MESSAGE },
+        };
+        this.#records.set(rec.id, failed);
+        await this.#store.put(rec.id, failed);
+        // A result the engine stored just before the crash belongs to no one now.
+        await this.#engine.dropResult(rec.id).catch(() => {});
+      } else {
+        this.#records.set(rec.id, rec);
+      }
+    }
+  }
+
+  maxInflight(team: string): number {
+    return this.#settings.teams.find((t) => t.name === team)?.plan.max_inflight ?? 3;
+  }
+
+  running(team: string): number {
+    return this.#queues.running(team);
+  }
+
+  queuePosition(rec: ExecutionRecord): number | undefined {
+    return this.#queues.position(rec.team, rec.id);
+  }
+
+  /** Records the execution (persisted before this resolves) and queues it. */
+  async submit(sub: Submission): Promise<ExecutionRecord> {
+    const submittedAt = this.#clock.now();
+    const rec: ExecutionRecord = { id: this.#ulid(Math.floor(submittedAt)), state: 'QUERY_STATE_PENDING', submittedAt, ...sub };
+    this.#records.set(rec.id, rec);
+    await this.#store.put(rec.id, rec);
+    this.#queues.enqueue(rec.team, rec.id);
+    this.#pump(rec.team);
+    return rec;
+  }
+
+  /** The record, moved to EXPIRED first when its retention is over. */
+  get(id: string): ExecutionRecord | undefined {
+    const rec = this.#records.get(id);
+    if (rec === undefined) return undefined;
+    return this.#expireIfDue(rec);
+  }
+
+  /** Executions of a query submitted by a team, newest first. */
+  ofQuery(team: string, queryId: number): ExecutionRecord[] {
+    const out: ExecutionRecord[] = [];
+    for (const rec of this.#records.values()) if (rec.team === team && rec.queryId === queryId) out.push(this.#expireIfDue(rec));
+    return out.sort((a, b) => b.submittedAt - a.submittedAt || (a.id < b.id ? 1 : -1));
+  }
+
+  /**
+   * Cancels a waiting or running execution: true when it is (now or already) CANCELED, false when it
+   * had already finished otherwise. A running one is reported CANCELED at once; its engine slot is
+   * released when DuckDB has actually stopped.
+   */
+  async cancel(id: string): Promise<boolean> {
+    const rec = this.#records.get(id);
+    if (rec === undefined) return false;
+    if (rec.state === 'QUERY_STATE_CANCELED') return true;
+    if (rec.state !== 'QUERY_STATE_PENDING' && rec.state !== 'QUERY_STATE_EXECUTING') return false;
+    const now = this.#clock.now();
+    const canceled: ExecutionRecord =
+      rec.state === 'QUERY_STATE_EXECUTING'
+        ? // It held an engine slot and computed: it costs what it would have cost (documented decision).
+          { ...baseOf(rec), state: 'QUERY_STATE_CANCELED', startedAt: rec.startedAt, cancelledAt: now, costCredits: this.#cost(rec.performance) }
+        : { ...baseOf(rec), state: 'QUERY_STATE_CANCELED', cancelledAt: now, costCredits: 0 };
+    this.#records.set(id, canceled);
+    if (rec.state === 'QUERY_STATE_PENDING') {
+      this.#queues.removePending(rec.team, id);
+      this.#pump(rec.team);
+    } else {
+      this.#aborts.get(id)?.abort();
+    }
+    await this.#store.put(id, canceled);
+    return true;
+  }
+
+  /** Moves every result past its retention to EXPIRED. */
+  sweep(): void {
+    for (const rec of this.#records.values()) this.#expireIfDue(rec);
+  }
+
+  /**
+   * Stops admitting, interrupts running executions and waits for them to settle. Their records stay
+   * EXECUTING on disk (nothing is written for them), so the next start marks them FAILED.
+   */
+  async close(): Promise<void> {
+    this.#closing = true;
+    for (const ac of this.#aborts.values()) ac.abort();
+    // Bounded: an interrupt that reaches DuckDB before its statement starts can be lost, and the
+    // engine's close() interrupts whatever is still running anyway.
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((ok) => (timer = setTimeout(ok, 3_000)));
+    await Promise.race([Promise.allSettled([...this.#runs]), deadline]);
+    clearTimeout(timer);
+    await this.#store.flush();
+  }
+
+  #cost(performance: Performance): number {
+    return this.#settings.limits.credits_per_execution * resolveTier(this.#settings, performance).cost_factor;
+  }
+
+  #expireIfDue(rec: ExecutionRecord): ExecutionRecord {
+    if (rec.state !== 'QUERY_STATE_COMPLETED' && rec.state !== 'QUERY_STATE_COMPLETED_PARTIAL') return rec;
+    if (this.#clock.now() < rec.expiresAt) return rec;
+    const expired: ExecutionRecord = {
+      ...baseOf(rec),
+      state: 'QUERY_STATE_EXPIRED',
+      startedAt: rec.startedAt,
+      endedAt: rec.endedAt,
+      expiresAt: rec.expiresAt,
+      costCredits: rec.costCredits,
+    };
+    this.#records.set(rec.id, expired);
+    // The state change is durable before the result goes, so a crash in between leaves an EXPIRED
+    // execution with an orphaned result, never a COMPLETED one without its result.
+    void this.#store
+      .put(rec.id, expired)
+      .then(() => this.#engine.dropResult(rec.id))
+      .catch((err: unknown) => console.error(`sluice service: expiring ${rec.id}:`, err));
+    return expired;
+  }
+
+  #pump(team: string): void {
+    if (this.#closing) return;
+    for (const id of this.#queues.admit(team, this.maxInflight(team))) {
+      const run = this.#run(id).finally(() => {
+        this.#runs.delete(run);
+        this.#queues.finish(team, id);
+        this.#aborts.delete(id);
+        this.#pump(team);
+      });
+      this.#runs.add(run);
+    }
+  }
+
+  async #run(id: string): Promise<void> {
+    const rec = this.#records.get(id);
+    if (rec === undefined || rec.state !== 'QUERY_STATE_PENDING') return;
+    const startedAt = this.#clock.now();
+    const executing: ExecutionRecord = { ...baseOf(rec), state: 'QUERY_STATE_EXECUTING', startedAt };
+    this.#records.set(id, executing);
+    const ac = new AbortController();
+    this.#aborts.set(id, ac);
+    const persisted = this.#store.put(id, executing);
+    const tier = resolveTier(this.#settings, rec.performance);
+    let next: ExecutionRecord;
+    try {
+      const info = await this.#engine.execute(rec.sql, {
+        resultId: id,
+        signal: ac.signal,
+        threads: tier.threads,
+        timeoutMs: tier.timeout_ms,
+        maxResultBytes: this.#settings.limits.max_result_bytes,
+        team: rec.team,
+      });
+      const endedAt = this.#clock.now();
+      next = {
+        ...baseOf(rec),
+        state: info.truncated ? 'QUERY_STATE_COMPLETED_PARTIAL' : 'QUERY_STATE_COMPLETED',
+        startedAt,
+        endedAt,
+        expiresAt: endedAt + this.#settings.limits.retention_days * DAY_MS,
+        costCredits: this.#cost(rec.performance),
+        result: info,
+      };
+    } catch (err) {
+      next = { ...baseOf(rec), state: 'QUERY_STATE_FAILED', startedAt, endedAt: this.#clock.now(), costCredits: 0, error: failureOf(err, id) };
+    }
+    await persisted.catch(() => {});
+    if (this.#closing) return;
+    if (this.#records.get(id)?.state === 'QUERY_STATE_CANCELED') {
+      // Canceled while the engine finished anyway: the result belongs to no one.
+      if (next.state !== 'QUERY_STATE_FAILED') await this.#engine.dropResult(id).catch(() => {});
+      return;
+    }
+    // On disk before anyone can see it; the slot is released (in `#pump`'s finally) in the same
+    // tick as the state changes, so no status shows a finished execution still holding its slot.
+    await this.#store.put(id, next);
+    if (this.#records.get(id)?.state === 'QUERY_STATE_CANCELED') {
+      // Canceled while this was being written: the cancel's write is queued after this one and
+      // wins on disk too; the result belongs to no one.
+      if (next.state !== 'QUERY_STATE_FAILED') await this.#engine.dropResult(id).catch(() => {});
+      return;
+    }
+    this.#records.set(id, next);
+  }
+}
+
+/** The error of a FAILED execution; the message carries `line L:C` when the engine located it. */
+function failureOf(err: unknown, id: string): ExecutionFailure {
+  if (!(err instanceof EngineError)) {
+    console.error(`sluice service: execution ${id} failed inside the engine:`, err);
+    return { message: 'Internal error while executing the query' };
+  }
+  const { line, column } = err;
+  if (line === undefined || column === undefined) return { message: err.message };
+  const where = `line ${line}:${column}`;
+  return { message: err.message.includes(where) ? err.message : `${err.message} (at ${where})`, line, column };
+}

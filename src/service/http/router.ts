@@ -1,0 +1,71 @@
+import type { IncomingMessage } from 'node:http';
+import type { Scope } from '../../protocol/index.ts';
+import type { Principal } from '../auth.ts';
+import type { Reply } from './reply.ts';
+import { HttpError } from './errors.ts';
+
+export interface RequestContext {
+  req: IncomingMessage;
+  url: URL;
+  /** Decoded path parameters, by the names in the route pattern. */
+  params: Record<string, string>;
+  principal: Principal;
+  /** `http://host:port` as the client addressed us (the Host header), for absolute next_uri. */
+  origin: string;
+  /** The JSON body (undefined when empty), read lazily under the body size limit. */
+  body(): Promise<unknown>;
+}
+
+export interface Route {
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  /** Path under `/api`, with `:name` segments. */
+  path: string;
+  scope: Scope;
+  handle(ctx: RequestContext): Promise<Reply>;
+}
+
+interface Compiled {
+  route: Route;
+  regex: RegExp;
+  names: string[];
+}
+
+export type Match = { kind: 'found'; route: Route; params: Record<string, string> } | { kind: 'wrong-method'; allow: string[] } | { kind: 'none' };
+
+/** An explicit table of routes: 404 when no path matches, 405 (with Allow) when only the method is wrong. */
+export class Router {
+  readonly #routes: Compiled[];
+
+  constructor(routes: Route[]) {
+    this.#routes = routes.map((route) => {
+      const names: string[] = [];
+      const pattern = route.path.replace(/:([a-z_]+)/g, (_m, name: string) => {
+        names.push(name);
+        return '([^/]+)';
+      });
+      return { route, regex: new RegExp(`^${pattern}$`), names };
+    });
+  }
+
+  match(method: string, path: string): Match {
+    const allow: string[] = [];
+    for (const c of this.#routes) {
+      const m = c.regex.exec(path);
+      if (m === null) continue;
+      if (c.route.method !== method) {
+        allow.push(c.route.method);
+        continue;
+      }
+      const params: Record<string, string> = {};
+      c.names.forEach((name, i) => {
+        try {
+          params[name] = decodeURIComponent(m[i + 1] ?? '');
+        } catch {
+          throw new HttpError(400, `Bad Request: the path segment "${m[i + 1]}" is not valid percent-encoding`);
+        }
+      });
+      return { kind: 'found', route: c.route, params };
+    }
+    return allow.length > 0 ? { kind: 'wrong-method', allow } : { kind: 'none' };
+  }
+}

@@ -1,0 +1,97 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { API_PREFIX, MESSAGES } from '../../protocol/index.ts';
+import { requireScope, type KeyRing } from '../auth.ts';
+import { HttpError } from './errors.ts';
+import type { Faults } from './faults.ts';
+import { errorReply, type Reply } from './reply.ts';
+import type { Router } from './router.ts';
+import { parseJson, readBody } from './body.ts';
+
+export interface HandlerDeps {
+  router: Router;
+  keys: KeyRing;
+  faults: Faults;
+  maxBodyBytes: () => number;
+  /** Used when a request has no usable Host header. */
+  fallbackOrigin: () => string;
+}
+
+const HOST = /^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
+
+/**
+ * The order of protocol.md section 1: faults (they stand in for the network and proxies in front
+ * of the service), then the API key (before anything else, even before an unknown path is 404),
+ * then route, scope and handler.
+ */
+export function createRequestHandler(deps: HandlerDeps): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    void handle(deps, req)
+      .catch((err: unknown) => replyForError(err))
+      .then((reply) => send(req, res, reply, deps.faults.shouldReset(req.method)))
+      .catch((err: unknown) => {
+        console.error('sluice service: writing a response failed:', err);
+        res.destroy();
+      });
+  };
+}
+
+async function handle(deps: HandlerDeps, req: IncomingMessage): Promise<Reply> {
+  await deps.faults.delay();
+  const faulted = deps.faults.error();
+  if (faulted !== undefined) return faulted;
+
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '/', 'http://service.invalid');
+  } catch {
+    throw new HttpError(400, 'Bad Request: the request target is not a valid URL');
+  }
+  const principal = deps.keys.authenticate(req.headers['x-service-api-key'], url.searchParams.get('api_key'));
+
+  const path = url.pathname.startsWith(`${API_PREFIX}/`) ? url.pathname.slice(API_PREFIX.length) : undefined;
+  const match = path === undefined ? ({ kind: 'none' } as const) : deps.router.match(req.method ?? 'GET', path);
+  if (match.kind === 'none') throw new HttpError(404, `Not found: no operation at ${req.method} ${url.pathname}`);
+  if (match.kind === 'wrong-method') {
+    throw new HttpError(405, `Method not allowed: ${url.pathname} accepts ${match.allow.join(', ')}`, { allow: match.allow.join(', ') });
+  }
+  requireScope(principal, match.route.scope);
+
+  const host = req.headers.host;
+  const origin = host !== undefined && HOST.test(host) ? `http://${host}` : deps.fallbackOrigin();
+  let body: Promise<unknown> | undefined;
+  return match.route.handle({
+    req,
+    url,
+    params: match.params,
+    principal,
+    origin,
+    body: () => (body ??= readBody(req, deps.maxBodyBytes()).then(parseJson)),
+  });
+}
+
+function replyForError(err: unknown): Reply {
+  if (err instanceof HttpError) return errorReply(err.status, err.message, err.headers);
+  console.error('sluice service: internal error:', err);
+  return errorReply(500, MESSAGES.internal);
+}
+
+function send(req: IncomingMessage, res: ServerResponse, reply: Reply, reset: boolean): void {
+  const body = Buffer.from(reply.body, 'utf8');
+  res.statusCode = reply.status;
+  res.setHeader('content-type', reply.contentType);
+  res.setHeader('content-length', body.length);
+  for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
+  if (reset && body.length > 1) {
+    // Half the body, then the connection dies: the client sees a truncated response.
+    res.write(body.subarray(0, Math.floor(body.length / 2)), () => res.destroy());
+    return;
+  }
+  if (reply.headers?.connection === 'close' && !req.complete) {
+    // Refused before the body was read (413): close instead of draining an unwanted upload.
+    const socket: Socket | null = req.socket;
+    res.end(body, () => socket?.destroy());
+    return;
+  }
+  res.end(body);
+}

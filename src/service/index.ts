@@ -1,0 +1,137 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { API_PREFIX } from '../protocol/index.ts';
+import { KeyRing } from './auth.ts';
+import { systemClock, type Clock } from './clock.ts';
+import type { ServiceContext } from './context.ts';
+import { openEngine } from './engine/index.ts';
+import type { ExecutionRecord } from './executionRecord.ts';
+import { Executions } from './executions.ts';
+import { Faults, type FaultCounts } from './http/faults.ts';
+import { Router } from './http/router.ts';
+import { createRequestHandler } from './http/server.ts';
+import { executionRoutes } from './routes/executionRoutes.ts';
+import { queryRoutes } from './routes/queryRoutes.ts';
+import { resultRoutes } from './routes/resultRoutes.ts';
+import { SavedQueries, type QueryRecord } from './savedQueries.ts';
+import { defaultSettings, loadSettingsFile, parseSettings, type FaultSettings, type FaultSettingsInput, type ServiceSettings, type ServiceSettingsInput } from './settings.ts';
+import { JsonStore } from './store.ts';
+
+export interface ServiceOptions {
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0: any free port (see `url`). */
+  port?: number;
+  /** Where queries, executions and stored results live; a restart on the same directory finds them. */
+  dataDir: string;
+  /** Settings, or the path of a YAML settings file. Default: team `demo` with one Admin key (SERVICE_API_KEY or generated). */
+  settings?: ServiceSettingsInput | string;
+  /** Rows of the generated sample.events table (default: the engine's, 1,000,000). Tests pass a few thousand. */
+  sampleRows?: number;
+  clock?: Clock;
+}
+
+export interface ServiceHandle {
+  /** Base URL including the API prefix: `http://127.0.0.1:PORT/api`. */
+  url: string;
+  /** `http://127.0.0.1:PORT`. */
+  origin: string;
+  settings: ServiceSettings;
+  /** Set when no settings were given and no SERVICE_API_KEY either: the Admin key of team `demo`. */
+  generatedKey?: string;
+  clock: Clock;
+  /** Changes the faults at runtime (the given fields only). */
+  setFaults(patch: FaultSettingsInput): void;
+  readonly faults: FaultSettings;
+  /** How many requests were delayed, answered with a faulted error, or reset. */
+  readonly faultCounts: FaultCounts;
+  /** Stops accepting connections, interrupts running executions, closes the engine. */
+  close(): Promise<void>;
+}
+
+/** Starts the local query service (protocol.md) on an embedded DuckDB. */
+export async function startService(options: ServiceOptions): Promise<ServiceHandle> {
+  const clock = options.clock ?? systemClock;
+  const { settings, generatedKey } = await resolveSettings(options.settings);
+  const dataDir = resolve(options.dataDir);
+  await mkdir(dataDir, { recursive: true });
+
+  const executionStore = new JsonStore<ExecutionRecord>(join(dataDir, 'catalog', 'executions'));
+  const queryStore = new JsonStore<QueryRecord>(join(dataDir, 'catalog', 'queries'));
+  await executionStore.init();
+  await queryStore.init();
+
+  const engine = await openEngine({
+    dataDir: join(dataDir, 'engine'),
+    datasets: settings.datasets,
+    ...(options.sampleRows === undefined ? {} : { sampleRows: options.sampleRows }),
+  });
+  let server: Server | undefined;
+  try {
+    const executions = new Executions({ engine, store: executionStore, clock, settings });
+    const queries = new SavedQueries({ store: queryStore, clock });
+    await executions.load();
+    await queries.load();
+    const svc: ServiceContext = { settings, clock, engine, executions, queries };
+    const faults = new Faults(settings.faults);
+    const router = new Router([...executionRoutes(svc), ...queryRoutes(svc), ...resultRoutes(svc)]);
+
+    const host = options.host ?? '127.0.0.1';
+    const srv = createServer({ keepAliveTimeout: 5_000 });
+    server = srv;
+    let origin = '';
+    srv.on('request', createRequestHandler({ router, keys: new KeyRing(settings), faults, maxBodyBytes: () => settings.limits.max_body_bytes, fallbackOrigin: () => origin }));
+    await new Promise<void>((ok, fail) => {
+      srv.once('error', fail);
+      srv.listen(options.port ?? 0, host, () => {
+        srv.off('error', fail);
+        ok();
+      });
+    });
+    const port = (srv.address() as AddressInfo).port;
+    origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+    const sweep = setInterval(() => executions.sweep(), settings.limits.sweep_interval_ms);
+    sweep.unref();
+
+    let closing: Promise<void> | undefined;
+    const handle: ServiceHandle = {
+      url: `${origin}${API_PREFIX}`,
+      origin,
+      settings,
+      clock,
+      setFaults: (patch) => faults.set(patch),
+      get faults() {
+        return faults.settings;
+      },
+      faultCounts: faults.counts,
+      close: () => (closing ??= shutdown(srv, executions, engine, sweep)),
+    };
+    if (generatedKey !== undefined) handle.generatedKey = generatedKey;
+    return handle;
+  } catch (err) {
+    server?.close();
+    await engine.close();
+    throw err;
+  }
+}
+
+async function resolveSettings(given: ServiceOptions['settings']): Promise<{ settings: ServiceSettings; generatedKey?: string }> {
+  if (given === undefined) return defaultSettings();
+  if (typeof given === 'string') return { settings: await loadSettingsFile(given) };
+  return { settings: parseSettings(given) };
+}
+
+/** Stop accepting, let in-flight requests finish (briefly), stop executions, then the engine. */
+async function shutdown(server: Server, executions: Executions, engine: { close(): Promise<void> }, sweep: NodeJS.Timeout): Promise<void> {
+  clearInterval(sweep);
+  const closed = new Promise<void>((ok) => server.close(() => ok()));
+  server.closeIdleConnections();
+  await executions.close();
+  const grace = setTimeout(() => server.closeAllConnections(), 2_000);
+  await closed;
+  clearTimeout(grace);
+  await engine.close();
+}

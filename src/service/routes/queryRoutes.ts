@@ -1,0 +1,92 @@
+import { CreateQueryRequestSchema, ExecuteQueryRequestSchema, UpdateQueryRequestSchema } from '../../protocol/index.ts';
+import type { ExecuteResponse } from '../../protocol/index.ts';
+import type { ServiceContext } from '../context.ts';
+import { validateBody } from '../http/body.ts';
+import { HttpError } from '../http/errors.ts';
+import { json } from '../http/reply.ts';
+import type { Route } from '../http/router.ts';
+import { ParameterError, resolveParameters, substitute } from '../parameters.ts';
+import { queryView } from '../savedQueries.ts';
+import { queryOf } from './lookup.ts';
+
+/** Saved queries: create, get, update, archive, unarchive, execute. */
+export function queryRoutes(svc: ServiceContext): Route[] {
+  const setArchived = (archived: boolean): Route => ({
+    method: 'POST',
+    path: `/v1/query/:query_id/${archived ? 'archive' : 'unarchive'}`,
+    scope: 'Write',
+    async handle(ctx) {
+      const q = queryOf(svc, ctx.principal, ctx.params.query_id, 'modify');
+      await svc.queries.update(q.id, { is_archived: archived });
+      return json(200, { query_id: q.id });
+    },
+  });
+  return [
+    {
+      method: 'POST',
+      path: '/v1/query',
+      scope: 'Write',
+      async handle(ctx) {
+        const body = validateBody(CreateQueryRequestSchema, await ctx.body());
+        const q = await asBadRequest(() => svc.queries.create(ctx.principal.team, body));
+        return json(200, { query_id: q.id });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/query/:query_id',
+      scope: 'Read',
+      async handle(ctx) {
+        return json(200, queryView(queryOf(svc, ctx.principal, ctx.params.query_id, 'read')));
+      },
+    },
+    {
+      method: 'PATCH',
+      path: '/v1/query/:query_id',
+      scope: 'Write',
+      async handle(ctx) {
+        const q = queryOf(svc, ctx.principal, ctx.params.query_id, 'modify');
+        const body = validateBody(UpdateQueryRequestSchema, await ctx.body());
+        await asBadRequest(() => svc.queries.update(q.id, body));
+        return json(200, { query_id: q.id });
+      },
+    },
+    setArchived(true),
+    setArchived(false),
+    {
+      method: 'POST',
+      path: '/v1/query/:query_id/execute',
+      scope: 'Write',
+      async handle(ctx) {
+        const q = queryOf(svc, ctx.principal, ctx.params.query_id, 'read');
+        const body = validateBody(ExecuteQueryRequestSchema, (await ctx.body()) ?? {});
+        if (q.isArchived) throw new HttpError(403, `Not allowed: query ${q.id} is archived; unarchive it to execute it`);
+        const parameters = await asBadRequest(async () => resolveParameters(q.parameters, body.query_parameters ?? {}));
+        const sql = substitute(q.sql, q.parameters, parameters);
+        // Issue 7 checks the team's billing cycle here (402) before anything is recorded.
+        const rec = await svc.executions.submit({
+          team: ctx.principal.team,
+          sql,
+          queryId: q.id,
+          queryVersion: q.version,
+          parameters,
+          performance: body.performance ?? 'medium',
+        });
+        const out: ExecuteResponse = { execution_id: rec.id, state: 'QUERY_STATE_PENDING' };
+        return json(200, out);
+      },
+    },
+  ];
+}
+
+/** ParameterError is the caller's mistake: 400 with its message (which names the parameter). */
+async function asBadRequest<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof ParameterError) {
+      throw new HttpError(400, err.message.startsWith('unknown parameters') ? err.message : `Bad Request: ${err.message}`);
+    }
+    throw err;
+  }
+}

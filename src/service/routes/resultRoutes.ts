@@ -1,0 +1,131 @@
+import { CSV_NEXT_OFFSET_HEADER, CSV_NEXT_URI_HEADER, MESSAGES, PATHS } from '../../protocol/index.ts';
+import type { ResultMetadata } from '../../protocol/index.ts';
+import type { ServiceContext } from '../context.ts';
+import { EngineError, type PageRequest } from '../engine/types.ts';
+import type { CompletedExecution, ExecutionRecord } from '../executionRecord.ts';
+import { HttpError } from '../http/errors.ts';
+import { jsonText, type Reply } from '../http/reply.ts';
+import type { RequestContext, Route } from '../http/router.ts';
+import { canonicalValue, ParameterError } from '../parameters.ts';
+import { effectiveLimit, nextUri, parseResultShape, type ResultShape } from '../resultShape.ts';
+import { executionFields, timingOf } from '../statusView.ts';
+import { executionOf, queryOf } from './lookup.ts';
+
+type Format = 'json' | 'csv';
+
+/** Results of an execution, and the latest result of a saved query, as JSON or CSV pages. */
+export function resultRoutes(svc: ServiceContext): Route[] {
+  const byExecution = (format: Format): Route => ({
+    method: 'GET',
+    path: `/v1/execution/:id/results${format === 'csv' ? '/csv' : ''}`,
+    scope: 'Read',
+    async handle(ctx) {
+      const shape = parseResultShape(ctx.url, false);
+      return serve(svc, ctx, executionOf(svc, ctx.principal, ctx.params.id), shape, format);
+    },
+  });
+  const latest = (format: Format): Route => ({
+    method: 'GET',
+    path: `/v1/query/:query_id/results${format === 'csv' ? '/csv' : ''}`,
+    scope: 'Read',
+    async handle(ctx) {
+      const shape = parseResultShape(ctx.url, true);
+      const q = queryOf(svc, ctx.principal, ctx.params.query_id, 'read');
+      const unknown = Object.keys(shape.queryParams).filter((k) => !q.parameters.some((p) => p.key === k));
+      if (unknown.length > 0) throw new HttpError(400, MESSAGES.unknownParameters(unknown));
+      const wanted: Record<string, string> = {};
+      for (const p of q.parameters) {
+        const given = shape.queryParams[p.key];
+        if (given === undefined) continue;
+        try {
+          wanted[p.key] = canonicalValue(p, given, 'parameter');
+        } catch (err) {
+          if (err instanceof ParameterError) throw new HttpError(400, `Bad Request: ${err.message}`);
+          throw err;
+        }
+      }
+      const rec = svc.executions
+        .ofQuery(ctx.principal.team, q.id)
+        .find(
+          (e) =>
+            e.queryVersion === q.version &&
+            (e.state === 'QUERY_STATE_COMPLETED' || e.state === 'QUERY_STATE_COMPLETED_PARTIAL') &&
+            Object.entries(wanted).every(([k, v]) => e.parameters[k] === v),
+        );
+      if (rec === undefined) throw new HttpError(404, MESSAGES.noLatestResult);
+      return serve(svc, ctx, rec, shape, format);
+    },
+  });
+  return [byExecution('json'), byExecution('csv'), latest('json'), latest('csv')];
+}
+
+async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRecord, shape: ResultShape, format: Format): Promise<Reply> {
+  if (rec.state !== 'QUERY_STATE_COMPLETED' && rec.state !== 'QUERY_STATE_COMPLETED_PARTIAL') {
+    if (format === 'csv') throw new HttpError(400, MESSAGES.csvNotReady(rec.state));
+    // Not finished, failed, canceled or expired: the state (and error) without a result.
+    return jsonText(200, JSON.stringify(executionFields(rec)));
+  }
+  if (rec.state === 'QUERY_STATE_COMPLETED_PARTIAL' && !shape.allowPartial) throw new HttpError(400, MESSAGES.partialResult);
+
+  const columnCount = shape.columns?.length ?? rec.result.columnNames.length;
+  const req: PageRequest = { offset: shape.offset, limit: effectiveLimit(shape, svc.settings, columnCount) };
+  if (shape.columns !== undefined) req.columns = shape.columns;
+  if (shape.params.filters !== undefined) req.filters = shape.params.filters;
+  if (shape.params.sort_by !== undefined) req.sortBy = shape.params.sort_by;
+  if (shape.params.sample_count !== undefined) req.sampleCount = Math.min(shape.params.sample_count, req.limit);
+
+  // next_uri names the execution, not the query: following it keeps reading the same result even
+  // when a newer execution of the query completes meanwhile.
+  const apiPath = format === 'csv' ? PATHS.resultsCsv(rec.id) : PATHS.results(rec.id);
+  const nextOf = (rowCount: number, matching: number): { offset: number; uri: string } | undefined => {
+    const next = shape.offset + rowCount;
+    if (req.sampleCount !== undefined || rowCount === 0 || next >= matching) return undefined;
+    return { offset: next, uri: nextUri(ctx.origin, apiPath, shape, next) };
+  };
+
+  if (format === 'csv') {
+    const page = await engineCall(() => svc.engine.csvPage(rec.id, req));
+    const next = nextOf(page.rowCount, page.totalRowCount);
+    const headers: Record<string, string> = next === undefined ? {} : { [CSV_NEXT_OFFSET_HEADER]: String(next.offset), [CSV_NEXT_URI_HEADER]: next.uri };
+    return { status: 200, contentType: 'text/csv; charset=utf-8', body: page.csv, headers };
+  }
+
+  const page = await engineCall(() => svc.engine.page(rec.id, req));
+  const next = nextOf(page.rowCount, page.totalRowCount);
+  return jsonText(200, resultPageJson(rec, page, next));
+}
+
+/**
+ * The JSON page, with the engine's row text spliced in verbatim: re-parsing it would round
+ * bigints beyond 2^53 and cost a parse and a stringify per page.
+ */
+function resultPageJson(
+  rec: CompletedExecution,
+  page: { rowsJson: string; rowCount: number; bytes: number; columnNames: string[]; columnTypes: string[] },
+  next: { offset: number; uri: string } | undefined,
+): string {
+  const metadata: ResultMetadata = {
+    column_names: page.columnNames,
+    column_types: page.columnTypes,
+    row_count: page.rowCount,
+    result_set_bytes: page.bytes,
+    total_row_count: rec.result.rowCount,
+    total_result_set_bytes: rec.result.bytes,
+    datapoint_count: page.rowCount * page.columnNames.length,
+    ...timingOf(rec),
+  };
+  const head = JSON.stringify(executionFields(rec)).slice(0, -1);
+  const tail = next === undefined ? '' : `,"next_offset":${next.offset},"next_uri":${JSON.stringify(next.uri)}`;
+  return `${head},"result":{"rows":${page.rowsJson},"metadata":${JSON.stringify(metadata)}}${tail}}`;
+}
+
+/** A bad filter, sort or column is the caller's mistake (400 with the engine's reason). */
+async function engineCall<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof EngineError && err.kind === 'bad_request') throw new HttpError(400, `Bad Request: ${err.message}`);
+    if (err instanceof EngineError && err.kind === 'not_found') throw new HttpError(404, MESSAGES.notFound);
+    throw err;
+  }
+}

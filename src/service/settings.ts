@@ -1,0 +1,148 @@
+import { readFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { parse as parseYaml } from 'yaml';
+import { SCOPES, TEAM_NAME } from '../protocol/index.ts';
+
+const GiB = 1024 ** 3;
+const MiB = 1024 ** 2;
+
+const nonNegInt = () => z.number().int().nonnegative();
+const posInt = () => z.number().int().positive();
+const share = () => z.number().min(0).max(1);
+
+export const PlanSchema = z.strictObject({
+  credits_per_cycle: nonNegInt().default(10_000).describe('Credits a team may spend per billing cycle (enforced with issue 7)'),
+  max_inflight: posInt().default(3).describe('Executions of the team running at once; more wait PENDING in FIFO order'),
+  storage_quota_bytes: nonNegInt().default(MiB).describe('Materialized view storage quota (issue 7)'),
+});
+
+export const KeySchema = z.strictObject({
+  key: z.string().min(8, 'an API key has at least 8 characters').describe('The API key as clients send it'),
+  scopes: z.array(z.enum(SCOPES)).min(1).describe('Read, Write and/or Admin; each includes the ones before'),
+});
+
+export const TeamSchema = z.strictObject({
+  name: z.string().regex(TEAM_NAME, 'a team name starts with a-z and holds a-z, 0-9 and _').describe('Team name'),
+  plan: PlanSchema.prefault({}),
+  keys: z.array(KeySchema).default([]),
+});
+
+export const TierSchema = z.strictObject({
+  threads: posInt().describe('Engine threads wanted by an execution of this tier'),
+  timeout_ms: posInt().describe('Execution timeout; a timed-out execution is FAILED and costs 0'),
+  cost_factor: z.number().positive().describe('Multiplier of limits.credits_per_execution'),
+});
+
+export const LimitsSchema = z.strictObject({
+  page_rows: posInt().default(32_000).describe('Most rows on one result page'),
+  datapoints_per_request: posInt().default(250_000).describe('Most cells on one result page unless ignore_max_datapoints_per_request=true'),
+  retention_days: z.number().positive().default(90).describe('Results expire this long after the execution ended'),
+  max_result_bytes: posInt().default(8 * GiB).describe('Larger results are truncated: COMPLETED_PARTIAL'),
+  execution_timeout_ms: posInt().default(30 * 60_000).describe('Default execution timeout of both tiers'),
+  credits_per_execution: nonNegInt().default(10).describe('Base cost of an execution that ran, times the tier factor'),
+  max_body_bytes: posInt().default(10 * MiB).describe('Larger request bodies get 413'),
+  sweep_interval_ms: posInt().default(60_000).describe('How often expired results are looked for (they also expire lazily on read)'),
+  // Issue 7 (rate limits, billing cycle): parsed now so settings files stay valid when they land.
+  read_requests_per_minute: nonNegInt().default(0).describe('Per-key rate limit of read operations; 0 = off (issue 7)'),
+  write_requests_per_minute: nonNegInt().default(0).describe('Per-key rate limit of write operations; 0 = off (issue 7)'),
+  billing_cycle_days: posInt().default(30).describe('Length of a billing cycle (issue 7)'),
+});
+
+export const FaultsSchema = z.strictObject({
+  latency_ms: nonNegInt().default(0).describe('Added to every request before it is handled'),
+  error_rate: share().default(0).describe('Share of requests answered with an error status instead of being handled'),
+  error_statuses: z.array(z.union([z.literal(500), z.literal(429), z.literal(502), z.literal(503)])).min(1).default([500, 429])
+    .describe('Statuses a faulted request gets, picked at random'),
+  retry_after_seconds: nonNegInt().default(1).describe('Retry-After of a faulted 429'),
+  reset_rate: share().default(0).describe('Share of GET responses whose connection is reset halfway through the body'),
+});
+
+export const ServiceSettingsSchema = z
+  .strictObject({
+    teams: z.array(TeamSchema).min(1).describe('Teams, their plans and API keys'),
+    limits: LimitsSchema.prefault({}),
+    tiers: z
+      .strictObject({ medium: TierSchema.partial().prefault({}), large: TierSchema.partial().prefault({}) })
+      .prefault({})
+      .describe('Performance tiers; unset fields: medium 1 thread x1, large 2 threads x2, timeout limits.execution_timeout_ms'),
+    faults: FaultsSchema.prefault({}),
+    datasets: z.array(z.enum(['sample'])).default(['sample']).describe('Datasets loaded when the service starts'),
+  })
+  .superRefine((s, ctx) => {
+    const teams = new Set<string>();
+    const keys = new Set<string>();
+    s.teams.forEach((team, i) => {
+      if (teams.has(team.name)) ctx.addIssue({ code: 'custom', path: ['teams', i, 'name'], message: `duplicate team name "${team.name}"` });
+      teams.add(team.name);
+      team.keys.forEach((k, j) => {
+        if (keys.has(k.key)) ctx.addIssue({ code: 'custom', path: ['teams', i, 'keys', j, 'key'], message: 'duplicate API key (keys identify one team)' });
+        keys.add(k.key);
+      });
+    });
+  });
+
+export type ServiceSettings = z.infer<typeof ServiceSettingsSchema>;
+export type ServiceSettingsInput = z.input<typeof ServiceSettingsSchema>;
+export type Tier = z.infer<typeof TierSchema>;
+export type FaultSettings = z.infer<typeof FaultsSchema>;
+export type FaultSettingsInput = z.input<typeof FaultsSchema>;
+
+export class SettingsError extends Error {
+  override readonly name = 'SettingsError';
+}
+
+/** `teams[0].keys[1].scopes[0]`: the path a YAML author can find. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out === '' ? String(p) : `.${String(p)}`;
+  return out === '' ? '(root)' : out;
+}
+
+export function formatZodIssues(error: z.ZodError): string {
+  return error.issues.map((i) => `${formatPath(i.path)}: ${i.message}`).join('; ');
+}
+
+export function parseSettings(input: unknown, source = 'settings'): ServiceSettings {
+  const parsed = ServiceSettingsSchema.safeParse(input);
+  if (!parsed.success) throw new SettingsError(`${source}: ${formatZodIssues(parsed.error)}`);
+  return parsed.data;
+}
+
+export async function loadSettingsFile(path: string): Promise<ServiceSettings> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (cause) {
+    throw new SettingsError(`${path}: cannot read the settings file (${(cause as Error).message})`, { cause });
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (cause) {
+    throw new SettingsError(`${path}: not valid YAML (${(cause as Error).message})`, { cause });
+  }
+  return parseSettings(doc, path);
+}
+
+/**
+ * Settings when none are given: team `demo` with one Admin key, taken from SERVICE_API_KEY or
+ * generated (then `generatedKey` is set, so `sluice serve` can print it once).
+ */
+export function defaultSettings(env: NodeJS.ProcessEnv = process.env): { settings: ServiceSettings; generatedKey?: string } {
+  const fromEnv = env.SERVICE_API_KEY;
+  const key = fromEnv !== undefined && fromEnv !== '' ? fromEnv : `sk_${randomBytes(18).toString('base64url')}`;
+  const settings = parseSettings({ teams: [{ name: 'demo', keys: [{ key, scopes: ['Admin'] }] }] }, 'default settings (SERVICE_API_KEY)');
+  return fromEnv ? { settings } : { settings, generatedKey: key };
+}
+
+/** A tier with every field resolved. */
+export function resolveTier(settings: ServiceSettings, tier: 'medium' | 'large'): Tier {
+  const given = settings.tiers[tier];
+  const dflt = tier === 'large' ? { threads: 2, cost_factor: 2 } : { threads: 1, cost_factor: 1 };
+  return {
+    threads: given.threads ?? dflt.threads,
+    cost_factor: given.cost_factor ?? dflt.cost_factor,
+    timeout_ms: given.timeout_ms ?? settings.limits.execution_timeout_ms,
+  };
+}

@@ -1,0 +1,69 @@
+import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+/**
+ * A directory of JSON documents, one file per record, each written crash-safely: a temp file is
+ * written and fsynced, then renamed over the old one, so a reader (or a restart after a crash)
+ * sees the old document or the new one, never half of either. Writes to one record are chained
+ * so a slow earlier write cannot land after, and clobber, a later one.
+ */
+export class JsonStore<T> {
+  readonly dir: string;
+  readonly #chains = new Map<string, Promise<void>>();
+
+  constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  async init(): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    // Temp files of writes interrupted by a crash.
+    for (const name of await readdir(this.dir)) if (name.includes('.tmp-')) await rm(join(this.dir, name), { force: true });
+  }
+
+  async loadAll(parse: (raw: unknown, id: string) => T): Promise<Map<string, T>> {
+    const out = new Map<string, T>();
+    for (const name of await readdir(this.dir)) {
+      if (!name.endsWith('.json')) continue;
+      const id = name.slice(0, -'.json'.length);
+      const path = join(this.dir, name);
+      try {
+        out.set(id, parse(JSON.parse(await readFile(path, 'utf8')), id));
+      } catch (cause) {
+        throw new Error(`${path}: not a valid stored record (${(cause as Error).message})`, { cause });
+      }
+    }
+    return out;
+  }
+
+  put(id: string, doc: T): Promise<void> {
+    const text = JSON.stringify(doc);
+    const prev = this.#chains.get(id) ?? Promise.resolve();
+    const next = prev.then(() => this.#write(id, text));
+    const settled = next.catch(() => {});
+    this.#chains.set(id, settled);
+    void settled.then(() => {
+      if (this.#chains.get(id) === settled) this.#chains.delete(id);
+    });
+    return next;
+  }
+
+  /** Resolves when every write started so far has landed. */
+  async flush(): Promise<void> {
+    await Promise.all([...this.#chains.values()]);
+  }
+
+  async #write(id: string, text: string): Promise<void> {
+    const path = join(this.dir, `${id}.json`);
+    const tmp = `${path}.tmp-${randomBytes(4).toString('hex')}`;
+    const fh = await open(tmp, 'w');
+    try {
+      await fh.writeFile(text);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, path);
+  }
+}

@@ -1,0 +1,97 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/service/clock.ts';
+import { RESTART_MESSAGE } from '../../src/service/executions.ts';
+import { startTestService } from '../helpers/service.ts';
+import { call, executeSql, LONG_SQL, runSql, status, waitRunning } from './api.ts';
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+describe('restart on the same data directory', () => {
+  it('keeps queries, executions and stored results; unfinished executions become FAILED', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'sluice-restart-'));
+    dirs.push(dataDir);
+    const first = await startTestService({ dataDir });
+    const done = await runSql(first, 'SELECT id, name FROM sample.events ORDER BY id LIMIT 5');
+    const q = await call(first, 'POST', '/v1/query', { key: first.keys.demo.write, body: { name: 'kept', query_sql: 'SELECT 1 AS x' } });
+    const before = await status(first, done);
+    const page = await call(first, 'GET', `/v1/execution/${done}/results`, { key: first.keys.demo.read });
+    const running = await executeSql(first, LONG_SQL);
+    await waitRunning(first, running);
+    await first.close();
+
+    const second = await startTestService({ dataDir });
+    try {
+      expect(await status(second, done)).toEqual(before);
+      const again = await call(second, 'GET', `/v1/execution/${done}/results`, { key: second.keys.demo.read });
+      expect(again.json.result).toEqual(page.json.result);
+      expect((await call(second, 'GET', `/v1/query/${q.json.query_id}`, { key: second.keys.demo.read })).json.name).toBe('kept');
+      const failed = await status(second, running);
+      expect(failed.state).toBe('QUERY_STATE_FAILED');
+      expect(failed.execution_cost_credits).toBe(0);
+      expect(failed.error).toEqual({ type: 'FAILED_TYPE_EXECUTION_FAILED', message: RESTART_MESSAGE });
+      // New ids keep counting after the persisted ones.
+      const q2 = await call(second, 'POST', '/v1/query', { key: second.keys.demo.write, body: { name: 'next', query_sql: 'SELECT 2' } });
+      expect(q2.json.query_id).toBe(q.json.query_id + 1);
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+describe('expiry', () => {
+  it('moves a result to EXPIRED at expires_at (lazily, against the service clock)', async () => {
+    const clock = new ManualClock();
+    const svc = await startTestService({ clock, limits: { retention_days: 1 } });
+    try {
+      const id = await runSql(svc, 'SELECT 1 AS x');
+      const s = await status(svc, id);
+      const stored = join(svc.dataDir, 'engine', 'results', `${id}.duckdb`);
+      expect(existsSync(stored)).toBe(true);
+      expect(Date.parse(s.expires_at) - Date.parse(s.execution_ended_at)).toBe(86_400_000);
+      clock.advance(86_400_000 - 10_000);
+      expect((await status(svc, id)).state).toBe('QUERY_STATE_COMPLETED');
+      clock.advance(20_000);
+      const expired = await status(svc, id);
+      expect(expired.state).toBe('QUERY_STATE_EXPIRED');
+      expect(expired.is_execution_finished).toBe(true);
+      expect(expired.expires_at).toBe(s.expires_at);
+      expect(expired.execution_ended_at).toBe(s.execution_ended_at);
+      expect(expired).not.toHaveProperty('result_metadata');
+      const r = await call(svc, 'GET', `/v1/execution/${id}/results`, { key: svc.keys.demo.read });
+      expect(r.status).toBe(200);
+      expect(r.json.state).toBe('QUERY_STATE_EXPIRED');
+      expect(r.json).not.toHaveProperty('result');
+      const csv = await call(svc, 'GET', `/v1/execution/${id}/results/csv`, { key: svc.keys.demo.read });
+      expect(csv.status).toBe(400);
+      expect(csv.json.error).toBe('Query state is QUERY_STATE_EXPIRED, cannot provide CSV result');
+      // Its stored result is deleted.
+      for (let i = 0; i < 100 && existsSync(stored); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(existsSync(stored)).toBe(false);
+    } finally {
+      await svc.close();
+    }
+  });
+
+  it('sweeps expired results without any read', async () => {
+    const clock = new ManualClock();
+    const svc = await startTestService({ clock, limits: { retention_days: 1, sweep_interval_ms: 50 } });
+    try {
+      const id = await runSql(svc, 'SELECT 1 AS x');
+      const stored = join(svc.dataDir, 'engine', 'results', `${id}.duckdb`);
+      expect(existsSync(stored)).toBe(true);
+      clock.advance(2 * 86_400_000);
+      for (let i = 0; i < 100 && existsSync(stored); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(existsSync(stored)).toBe(false);
+      expect((await status(svc, id)).state).toBe('QUERY_STATE_EXPIRED');
+    } finally {
+      await svc.close();
+    }
+  });
+});

@@ -1,0 +1,67 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SettingsError, defaultSettings, loadSettingsFile, parseSettings, resolveTier } from '../../src/service/settings.ts';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sluice-settings-'));
+});
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+const ISSUE_YAML = `
+teams:
+  - name: demo
+    plan: { credits_per_cycle: 10000, max_inflight: 3, storage_quota_bytes: 1048576 }
+    keys:
+      - { key: "sk_demo_admin", scopes: [Admin] }
+      - { key: "sk_demo_read", scopes: [Read] }
+limits: { page_rows: 32000, datapoints_per_request: 250000, retention_days: 90 }
+faults: { latency_ms: 0, error_rate: 0, reset_rate: 0 }
+datasets: [sample]
+`;
+
+describe('service settings', () => {
+  it('loads the YAML of the issue with defaults for the rest', async () => {
+    const path = join(dir, 'ok.yaml');
+    await writeFile(path, ISSUE_YAML);
+    const s = await loadSettingsFile(path);
+    expect(s.teams[0]?.keys.map((k) => k.key)).toEqual(['sk_demo_admin', 'sk_demo_read']);
+    expect(s.limits).toMatchObject({ page_rows: 32000, max_result_bytes: 8 * 1024 ** 3, execution_timeout_ms: 1_800_000, max_body_bytes: 10 * 1024 ** 2 });
+    expect(s.faults).toMatchObject({ error_statuses: [500, 429], retry_after_seconds: 1 });
+    expect(resolveTier(s, 'medium')).toEqual({ threads: 1, cost_factor: 1, timeout_ms: 1_800_000 });
+    expect(resolveTier(s, 'large')).toEqual({ threads: 2, cost_factor: 2, timeout_ms: 1_800_000 });
+  });
+
+  it('names the YAML path of every error', async () => {
+    const path = join(dir, 'bad.yaml');
+    await writeFile(path, ISSUE_YAML.replace('[Read]', '[Reader]').replace('page_rows: 32000', 'page_rows: -1, pages: 3'));
+    const err = await loadSettingsFile(path).then(() => new Error('no error'), (e: unknown) => e as Error);
+    expect(err).toBeInstanceOf(SettingsError);
+    expect(err.message).toContain(path);
+    expect(err.message).toContain('teams[0].keys[1].scopes[0]');
+    expect(err.message).toContain('limits.page_rows');
+    expect(err.message).toMatch(/limits: .*"pages"/);
+  });
+
+  it('refuses duplicate keys and team names, bad team names, unreadable files', async () => {
+    const team = (name: string, key: string) => ({ name, keys: [{ key, scopes: ['Read'] }] });
+    expect(() => parseSettings({ teams: [team('a', 'sk_1234567'), team('b', 'sk_1234567')] })).toThrow(/teams\[1\]\.keys\[0\]\.key: duplicate API key/);
+    expect(() => parseSettings({ teams: [team('a', 'sk_1234567'), team('a', 'sk_7654321')] })).toThrow(/teams\[1\]\.name: duplicate team name/);
+    expect(() => parseSettings({ teams: [team('Bad-Name', 'sk_1234567')] })).toThrow(/teams\[0\]\.name/);
+    expect(() => parseSettings({ teams: [] })).toThrow(/teams/);
+    await expect(loadSettingsFile(join(dir, 'missing.yaml'))).rejects.toThrow(/cannot read/);
+    await writeFile(join(dir, 'broken.yaml'), 'teams: [\n');
+    await expect(loadSettingsFile(join(dir, 'broken.yaml'))).rejects.toThrow(/not valid YAML/);
+  });
+
+  it('defaults to team demo with one Admin key from SERVICE_API_KEY, or a generated one', () => {
+    const fromEnv = defaultSettings({ SERVICE_API_KEY: 'sk_from_env_1' });
+    expect(fromEnv.generatedKey).toBeUndefined();
+    expect(fromEnv.settings.teams).toEqual([expect.objectContaining({ name: 'demo', keys: [{ key: 'sk_from_env_1', scopes: ['Admin'] }] })]);
+    const generated = defaultSettings({});
+    expect(generated.generatedKey).toMatch(/^sk_.{20,}$/);
+    expect(generated.settings.teams[0]?.keys[0]?.key).toBe(generated.generatedKey);
+  });
+});

@@ -1,0 +1,55 @@
+import type { Clock } from '../clock.ts';
+
+/** Read operations (Read scope) and write operations (Write and Admin) are limited apart. */
+export type RateClass = 'read' | 'write';
+
+export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+/** Buckets idle long enough to be full again are forgotten past this many keys. */
+const PRUNE_ABOVE = 10_000;
+
+/**
+ * Requests per minute per key and class, as a token bucket: a key may burst up to its per-minute
+ * allowance, then gets one request per 60/N seconds. A refused request consumes nothing, and its
+ * Retry-After is when the next token arrives (whole seconds, at least 1).
+ */
+export class RateLimiter {
+  readonly #clock: Clock;
+  readonly #perMinute: (cls: RateClass) => number;
+  readonly #buckets = new Map<string, Bucket>();
+
+  /** `perMinute(cls)` of 0 turns that class off. */
+  constructor(deps: { clock: Clock; perMinute(cls: RateClass): number }) {
+    this.#clock = deps.clock;
+    this.#perMinute = deps.perMinute;
+  }
+
+  take(key: string, cls: RateClass): RateDecision {
+    const rpm = this.#perMinute(cls);
+    if (!(rpm > 0)) return { allowed: true };
+    const now = this.#clock.now();
+    const perMs = rpm / 60_000;
+    const id = `${cls}\u0000${key}`;
+    const b = this.#buckets.get(id) ?? { tokens: rpm, at: now };
+    const tokens = Math.min(rpm, b.tokens + Math.max(0, now - b.at) * perMs);
+    if (tokens >= 1) {
+      this.#buckets.set(id, { tokens: tokens - 1, at: now });
+      if (this.#buckets.size > PRUNE_ABOVE) this.#prune(now);
+      return { allowed: true };
+    }
+    this.#buckets.set(id, { tokens, at: now });
+    return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / perMs / 1000)) };
+  }
+
+  #prune(now: number): void {
+    for (const [id, b] of this.#buckets) {
+      const cls: RateClass = id.startsWith('read') ? 'read' : 'write';
+      if (b.tokens + (now - b.at) * (this.#perMinute(cls) / 60_000) >= this.#perMinute(cls)) this.#buckets.delete(id);
+    }
+  }
+}

@@ -1,0 +1,90 @@
+/** An execution as the sweeper sees it. */
+export interface RetainedExecution {
+  id: string;
+  /** COMPLETED and COMPLETED_PARTIAL hold a result; EXPIRED may still hold one after a crash. */
+  state: string;
+  expiresAt?: number;
+}
+
+/** The few operations the sweeper needs from the executions and the engine. */
+export interface RetentionTarget {
+  executions(): Iterable<RetainedExecution>;
+  /** Moves a finished execution to EXPIRED and persists it (no-op when it already is). */
+  markExpired(id: string): Promise<void>;
+  hasResult(id: string): Promise<boolean>;
+  /** Deletes the stored result and frees its space. */
+  dropResult(id: string): Promise<void>;
+}
+
+export interface SweepReport {
+  /** Executions moved to EXPIRED by this sweep. */
+  expired: string[];
+  /** Stored results deleted by this sweep. */
+  reclaimed: string[];
+}
+
+const HOLDS_RESULT = new Set(['QUERY_STATE_COMPLETED', 'QUERY_STATE_COMPLETED_PARTIAL']);
+
+/**
+ * Retention (protocol.md section 6): at `expires_at` a result's execution becomes EXPIRED and its
+ * stored result is deleted. The state change is persisted before the result goes, so a crash in
+ * between leaves an EXPIRED execution with an orphaned result, which the next sweep (after a
+ * restart, too) deletes. Sweeping again changes nothing: it is idempotent.
+ */
+export async function sweepExpired(target: RetentionTarget, now: number): Promise<SweepReport> {
+  const report: SweepReport = { expired: [], reclaimed: [] };
+  for (const e of [...target.executions()]) {
+    if (HOLDS_RESULT.has(e.state)) {
+      if (e.expiresAt === undefined || now < e.expiresAt) continue;
+      await target.markExpired(e.id);
+      report.expired.push(e.id);
+    } else if (e.state !== 'QUERY_STATE_EXPIRED') {
+      continue;
+    }
+    if (await target.hasResult(e.id)) {
+      await target.dropResult(e.id);
+      report.reclaimed.push(e.id);
+    }
+  }
+  return report;
+}
+
+/**
+ * Runs sweepExpired every `intervalMs` (unref'd timer) and on demand; overlapping sweeps are
+ * coalesced into the one already running.
+ */
+export class RetentionSweeper {
+  readonly #target: RetentionTarget;
+  readonly #now: () => number;
+  #running: Promise<SweepReport> | undefined;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(target: RetentionTarget, now: () => number) {
+    this.#target = target;
+    this.#now = now;
+  }
+
+  sweep(): Promise<SweepReport> {
+    this.#running ??= sweepExpired(this.#target, this.#now()).finally(() => {
+      this.#running = undefined;
+    });
+    return this.#running;
+  }
+
+  start(intervalMs: number, onError: (err: unknown) => void): void {
+    this.stop();
+    this.#timer = setInterval(() => void this.sweep().catch(onError), intervalMs);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Stops the timer and waits for a sweep in progress. */
+  async close(): Promise<void> {
+    this.stop();
+    await this.#running?.catch(() => {});
+  }
+}

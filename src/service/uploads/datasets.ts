@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import type { UploadCsvRequest } from '../../protocol/index.ts';
+import type { Clock } from '../clock.ts';
+import type { JsonStore } from '../store.ts';
+import type { TableHost } from '../views/tableHost.ts';
+import { ingestCsv } from './csvIngest.ts';
+
+export const DatasetRecordSchema = z.object({
+  team: z.string(),
+  /** `dataset_<table_name>`. */
+  name: z.string(),
+  description: z.string(),
+  isPrivate: z.boolean(),
+  columns: z.array(z.object({ name: z.string(), type: z.string() })),
+  rowCount: z.number().int().nonnegative(),
+  bytes: z.number().int().nonnegative(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+});
+export type DatasetRecord = z.infer<typeof DatasetRecordSchema>;
+
+/** Uploaded CSV datasets: their tables live in DuckDB, their descriptions here (one file each). */
+export class Datasets {
+  readonly #records = new Map<string, DatasetRecord>();
+  readonly #deps: { host: TableHost; clock: Clock; tmpDir: string; store?: JsonStore<DatasetRecord> };
+
+  constructor(deps: { host: TableHost; clock: Clock; tmpDir: string; store?: JsonStore<DatasetRecord> }) {
+    this.#deps = deps;
+  }
+
+  async load(): Promise<void> {
+    const loaded = await this.#deps.store?.loadAll((raw) => DatasetRecordSchema.parse(raw));
+    for (const rec of loaded?.values() ?? []) this.#records.set(`${rec.team}.${rec.name}`, rec);
+  }
+
+  /** POST /v1/uploads/csv: creates or replaces `service.<team>.dataset_<table_name>`. Throws UploadError (400). */
+  async upload(team: string, req: UploadCsvRequest): Promise<{ success: true; table_name: string }> {
+    const t = await ingestCsv(this.#deps.host, { team, tableName: req.table_name, data: req.data, tmpDir: this.#deps.tmpDir });
+    const name = `dataset_${req.table_name}`;
+    const now = this.#deps.clock.now();
+    const prev = this.#records.get(`${team}.${name}`);
+    const rec: DatasetRecord = {
+      team,
+      name,
+      description: req.description ?? '',
+      isPrivate: req.is_private ?? false,
+      columns: t.columns,
+      rowCount: t.rowCount,
+      bytes: t.bytes,
+      createdAt: prev?.createdAt ?? now,
+      updatedAt: now,
+    };
+    this.#records.set(`${team}.${name}`, rec);
+    await this.#deps.store?.put(`${team}.${name}`, rec);
+    return { success: true, table_name: t.fullName };
+  }
+
+  get(team: string, name: string): DatasetRecord | undefined {
+    return this.#records.get(`${team}.${name}`);
+  }
+
+  storageBytes(team: string): number {
+    let sum = 0;
+    for (const r of this.#records.values()) if (r.team === team) sum += r.bytes;
+    return sum;
+  }
+}

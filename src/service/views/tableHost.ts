@@ -1,0 +1,95 @@
+import { join } from 'node:path';
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+
+/** The part of a DuckDB connection the table code uses. */
+export type TableConnection = Pick<DuckDBConnection, 'run' | 'runAndReadAll'>;
+
+/**
+ * What views and uploads need of the engine's DuckDB: a connection of the instance that has the
+ * catalog `service` attached (so `service.<team>.<name>` is the table queries read), and where a
+ * stored result lives. The engine owns the instance; this is the narrow seam to it.
+ */
+export interface TableHost {
+  /** Runs `fn` on a connection of the engine's instance; the connection is closed afterwards. */
+  withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T>;
+  /** The DuckDB file of a stored result: table `result` with columns c0..cN-1, rows in result order. */
+  resultPath(resultId: string): string;
+  /**
+   * A path for a temporary file DuckDB may read (the engine's lockdown allows one directory);
+   * absent: uploads use their own temporary directory.
+   */
+  scratchPath?(name: string): string;
+}
+
+/** A TableHost over an instance laid out as the engine lays it out (dataDir/results/<id>.duckdb). */
+export function tableHostOver(instance: DuckDBInstance, engineDataDir: string): TableHost {
+  return {
+    async withConnection(fn) {
+      const conn = await instance.connect();
+      try {
+        return await fn(conn);
+      } finally {
+        conn.closeSync();
+      }
+    },
+    resultPath: (id) => join(engineDataDir, 'results', `${id}.duckdb`),
+  };
+}
+
+export function sqlIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+export function sqlString(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
+
+/** Column names made unique the way DuckDB does it (`a`, `a_1`, ...), so any result can be a table. */
+export function uniqueColumnNames(names: readonly string[]): string[] {
+  const seen = new Set<string>();
+  return names.map((n) => {
+    const base = n === '' ? 'column' : n;
+    let out = base;
+    for (let i = 1; seen.has(out.toLowerCase()); i += 1) out = `${base}_${i}`;
+    seen.add(out.toLowerCase());
+    return out;
+  });
+}
+
+/** Serialises async work per key (two refreshes of one view must not swap its table at once). */
+export class KeyedMutex {
+  readonly #tails = new Map<string, Promise<void>>();
+
+  async run<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.#tails.get(key) ?? Promise.resolve();
+    const result = prev.then(fn);
+    const tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#tails.set(key, tail);
+    void tail.then(() => {
+      if (this.#tails.get(key) === tail) this.#tails.delete(key);
+    });
+    return result;
+  }
+}
+
+/**
+ * Replaces `service.<team>.<name>` by the staging table in one transaction (dropping the staging
+ * table on failure). DuckDB's catalog is MVCC: queries that started before the commit read the
+ * old table to their end, later ones the new; none sees a mix or no table at all.
+ */
+export async function swapTable(conn: TableConnection, team: string, stagingName: string, name: string): Promise<void> {
+  const schema = `service.${sqlIdent(team)}`;
+  try {
+    await conn.run('BEGIN TRANSACTION');
+    await conn.run(`DROP TABLE IF EXISTS ${schema}.${sqlIdent(name)}`);
+    await conn.run(`ALTER TABLE ${schema}.${sqlIdent(stagingName)} RENAME TO ${sqlIdent(name)}`);
+    await conn.run('COMMIT');
+  } catch (err) {
+    await conn.run('ROLLBACK').catch(() => undefined);
+    await conn.run(`DROP TABLE IF EXISTS ${schema}.${sqlIdent(stagingName)}`).catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,45 @@
+// A DuckDB instance laid out as the engine lays it out: catalog `service` attached, stored results
+// as dataDir/results/<id>.duckdb with table `result` (c0..cN-1). Views and uploads tests run on it.
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { sqlString, tableHostOver, type TableHost } from '../../../src/service/views/tableHost.ts';
+
+export interface DuckFixture {
+  dataDir: string;
+  host: TableHost;
+  instance: DuckDBInstance;
+  /** Stores `SELECT ...` as result `id`, the way the engine does; returns its column names. */
+  storeResult(id: string, select: string): Promise<string[]>;
+  rows(sql: string): Promise<unknown[][]>;
+  close(): Promise<void>;
+}
+
+export async function startDuck(): Promise<DuckFixture> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-views-'));
+  await mkdir(join(dataDir, 'results'), { recursive: true });
+  const instance = await DuckDBInstance.create(join(dataDir, 'engine.duckdb'));
+  const host = tableHostOver(instance, dataDir);
+  await host.withConnection((c) => c.run(`ATTACH ${sqlString(join(dataDir, 'service.duckdb'))} AS service`));
+  return {
+    dataDir,
+    host,
+    instance,
+    storeResult: (id, select) =>
+      host.withConnection(async (c) => {
+        const alias = `w_${id}`;
+        await c.run(`ATTACH ${sqlString(host.resultPath(id))} AS ${alias}`);
+        const probe = await c.runAndReadAll(`SELECT * FROM (${select}) LIMIT 0`);
+        const names = probe.columnNames();
+        await c.run(`CREATE TABLE ${alias}.main.result AS SELECT * FROM (${select}) AS t(${names.map((_, i) => `c${i}`).join(', ')})`);
+        await c.run(`DETACH ${alias}`);
+        return names;
+      }),
+    rows: (sql) => host.withConnection(async (c) => (await c.runAndReadAll(sql)).getRowsJson()),
+    async close() {
+      instance.closeSync();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}

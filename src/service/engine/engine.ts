@@ -8,9 +8,16 @@
 // groups of a page. The file is written under a .tmp name and renamed when complete, so a
 // stored result is either whole or absent; dropping it is deleting the file.
 //
+// Sandbox: every statement of user SQL is judged before DuckDB binds it (sandbox.ts,
+// accessPolicy.ts), under an engine-wide lockdown (lockdown.ts). A denied statement fails the
+// execution with kind 'semantic' before any statement of it ran.
+//
 // Threads: DuckDB's `threads` setting is per instance ("cannot be set locally"), so
 // ExecuteOptions.threads cannot give one execution more threads than another; the instance
-// runs with defaultThreads and the option is accepted and ignored.
+// runs with defaultThreads and the option is accepted and ignored. A second instance for the
+// large tier would need its own copy of every database (a DuckDB file is opened read-write by
+// one instance only), and the task scheduler already shares the instance's threads among the
+// queries running at once, so a lone large query gets all of them anyway.
 import { existsSync } from 'node:fs';
 import { readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -18,6 +25,7 @@ import { StatementType, type DuckDBConnection, type DuckDBInstance, type DuckDBP
 import {
   EngineError,
   type CsvPage,
+  type EngineErrorOptions,
   type ExecuteOptions,
   type Page,
   type PageRequest,
@@ -29,6 +37,9 @@ import { toEngineError, type SqlOrigin } from './duckdbError.ts';
 import { sqlIdent, sqlString } from './encode.ts';
 import { protocolTypeName } from './typeNames.ts';
 import { headerBytes, planPage, rowBytesSql, type StoredColumns } from './pageQuery.ts';
+import { Sandbox } from './sandbox.ts';
+import { hideUnreadableHints, type AccessContext } from './accessPolicy.ts';
+import { lineColumnAt } from './sqlPosition.ts';
 
 const RESULT_ID = /^[A-Za-z0-9_-]{1,100}$/;
 const TEAM_NAME = /^[A-Za-z0-9_-]{1,100}$/;
@@ -79,9 +90,38 @@ export class DuckDbEngine implements SqlEngine {
   readonly #running = new Set<DuckDBConnection>();
   #closed = false;
 
-  constructor(instance: DuckDBInstance, dataDir: string) {
+  readonly #systemViews: ReadonlySet<string>;
+
+  /** `systemViews`: DuckDB's built-in catalog views, which user SQL may not read. */
+  constructor(instance: DuckDBInstance, dataDir: string, systemViews: ReadonlySet<string> = new Set()) {
     this.#instance = instance;
     this.#resultsDir = join(dataDir, 'results');
+    this.#systemViews = systemViews;
+  }
+
+  /** Refuses the user's SQL before any of it runs when one statement is not allowed. */
+  async #checkAccess(conn: DuckDBConnection, sql: string, statements: SqlStatement[], opts: ExecuteOptions): Promise<AccessContext> {
+    const db = await conn.runAndReadAll(
+      "SELECT current_database() AS db, list(lower(schema_name)) AS schemas FROM duckdb_schemas() WHERE database_name = current_database() AND schema_name NOT IN ('information_schema', 'pg_catalog')",
+    );
+    const row = db.getRowsJson()[0] ?? [];
+    const schemas = Array.isArray(row[1]) ? row[1].map(String) : [];
+    const ctx: AccessContext = {
+      mainCatalog: String(row[0]).toLowerCase(),
+      readableSchemas: new Set(schemas),
+      systemViews: this.#systemViews,
+    };
+    if (opts.team !== undefined) ctx.team = opts.team;
+    if (opts.canRead !== undefined) ctx.canRead = opts.canRead;
+    const sandbox = new Sandbox(conn, ctx);
+    for (const st of statements) {
+      const denial = await sandbox.check(st.text);
+      if (denial) {
+        const { line, column } = lineColumnAt(sql, st.start + denial.offset);
+        throw new EngineError('semantic', `line ${line}:${column}: ${denial.message}`, { line, column });
+      }
+    }
+    return ctx;
   }
 
   #path(id: string): string {
@@ -124,9 +164,11 @@ export class DuckDbEngine implements SqlEngine {
     const tmpPath = join(this.#resultsDir, `${opts.resultId}.tmp.duckdb`);
     const alias = sqlIdent(`w_${opts.resultId}`);
     let attached = false;
+    let access: AccessContext | undefined;
     try {
       check();
       if (opts.team !== undefined) await conn.run(`CREATE SCHEMA IF NOT EXISTS service.${sqlIdent(opts.team)}`);
+      access = await this.#checkAccess(conn, sql, statements, opts);
       for (const st of statements.slice(0, -1)) {
         check();
         await runStatement(conn, sql, st);
@@ -156,7 +198,8 @@ export class DuckDbEngine implements SqlEngine {
       await rm(tmpPath, { force: true }).catch(() => undefined);
       await rm(`${tmpPath}.wal`, { force: true }).catch(() => undefined);
       if (stop) throw stopError(stop, opts.timeoutMs);
-      throw toEngineError(err);
+      const mapped = toEngineError(err);
+      throw access === undefined ? mapped : withoutHiddenHints(mapped, access);
     } finally {
       if (timer) clearTimeout(timer);
       opts.signal.removeEventListener('abort', onAbort);
@@ -400,6 +443,17 @@ export class DuckDbEngine implements SqlEngine {
       if (name.includes('.tmp.duckdb')) await rm(join(resultsDir, name), { force: true });
     }
   }
+}
+
+/** DuckDB's "Did you mean" hints search every catalog: they must not name hidden tables. */
+function withoutHiddenHints(err: EngineError, ctx: AccessContext): EngineError {
+  const message = hideUnreadableHints(err.message, ctx);
+  if (message === err.message) return err;
+  const options: EngineErrorOptions = { cause: err.cause };
+  if (err.line !== undefined) options.line = err.line;
+  if (err.column !== undefined) options.column = err.column;
+  if (err.position !== undefined) options.position = err.position;
+  return new EngineError(err.kind, message, options);
 }
 
 function csvHeaderField(name: string): string {

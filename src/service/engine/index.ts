@@ -1,6 +1,7 @@
 // Opens the engine over dataDir: dataDir/engine.duckdb (custom types, macros, datasets),
 // dataDir/service.duckdb attached as catalog `service` (one schema per team, so
 // `service.<team>.<name>` resolves), dataDir/results/<id>.duckdb (one file per stored result).
+// After setting up, the instance is locked down (lockdown.ts): user SQL runs sandboxed.
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -8,6 +9,7 @@ import { DuckDbEngine } from './engine.ts';
 import { customTypeStatements } from './customTypes.ts';
 import { loadSampleDataset } from './sampleDataset.ts';
 import { sqlString } from './encode.ts';
+import { lockDown } from './lockdown.ts';
 import type { OpenEngineOptions, SqlEngine } from './types.ts';
 
 export * from './types.ts';
@@ -25,6 +27,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
   const config: Record<string, string> = {};
   if (opts.defaultThreads !== undefined) config['threads'] = String(opts.defaultThreads);
   const instance = await DuckDBInstance.create(join(opts.dataDir, 'engine.duckdb'), config);
+  let systemViews: Set<string>;
   try {
     const conn = await instance.connect();
     try {
@@ -37,6 +40,11 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
       const existing = new Set(types.getRowsJson().map((r) => String(r[0])));
       for (const stmt of customTypeStatements(existing)) await conn.run(stmt);
       if (opts.datasets?.includes('sample')) await loadSampleDataset(conn, opts.sampleRows ?? DEFAULT_SAMPLE_ROWS);
+      const views = await conn.runAndReadAll(
+        "SELECT lower(view_name) FROM duckdb_views() WHERE internal AND database_name = 'system' AND schema_name IN ('main', 'pg_catalog')",
+      );
+      systemViews = new Set(views.getRowsJson().map((r) => String(r[0])));
+      await lockDown(conn, resultsDir);
     } finally {
       conn.closeSync();
     }
@@ -44,5 +52,5 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
     instance.closeSync();
     throw err;
   }
-  return new DuckDbEngine(instance, opts.dataDir);
+  return new DuckDbEngine(instance, opts.dataDir, systemViews);
 }

@@ -23,16 +23,27 @@ export interface ExecuteOptions {
   /** Abort interrupts the running DuckDB query and rejects with EngineError kind 'canceled'. */
   signal: AbortSignal;
   /**
-   * Engine threads wanted. DuckDB's `threads` is an instance-wide setting (it cannot be set
-   * per connection), so this is advisory: see engine README notes in engine.ts.
+   * Engine threads wanted. Accepted and ignored: DuckDB's `threads` is an instance-wide setting
+   * (it cannot be set per connection, and the configuration is locked), see engine.ts.
    */
   threads?: number;
   /** Rejects with EngineError kind 'timeout' when exceeded. */
   timeoutMs?: number;
   /** Results larger than this (in ResultInfo.bytes terms) are cut and flagged truncated. */
   maxResultBytes?: number;
-  /** The team whose schema `service.<team>` is created on demand for views and datasets. */
+  /**
+   * The team running the SQL: its schema `service.<team>` is created on demand, and is the only
+   * schema of `service` the SQL may read or write (besides what canRead allows). Without a team,
+   * no `service.*` object is visible.
+   */
   team?: string;
+  /**
+   * Lets the SQL read `service.<owner>.<name>` of another team, e.g. a view that is not private.
+   * Called while the SQL is checked, before it runs, once per reference; `owner` and `name` are
+   * lowercased as DuckDB matches them. Absent: other teams' schemas are invisible. Writes to
+   * another team's schema are never allowed.
+   */
+  canRead?: (owner: string, name: string) => boolean;
 }
 
 export interface PageRequest {

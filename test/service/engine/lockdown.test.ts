@@ -1,0 +1,68 @@
+// The engine-wide wall under the sandbox, checked on its own: DuckDB itself refuses what
+// lockdown.ts says it refuses, and still lets the engine attach result files.
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { lockDown } from '../../../src/service/engine/lockdown.ts';
+
+let dir: string;
+let instance: DuckDBInstance;
+let conn: DuckDBConnection;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sluice-lockdown-test-'));
+  await mkdir(join(dir, 'results'));
+  instance = await DuckDBInstance.create(join(dir, 'engine.duckdb'), { threads: '2' });
+  conn = await instance.connect();
+  await lockDown(conn, join(dir, 'results'));
+});
+afterAll(async () => {
+  conn.closeSync();
+  instance.closeSync();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function failure(sql: string): Promise<string> {
+  try {
+    await conn.run(sql);
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
+  throw new Error(`expected ${sql} to fail`);
+}
+
+test('files outside the results directory are refused by DuckDB', async () => {
+  for (const sql of [
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT * FROM read_text('/etc/passwd')",
+    "SELECT * FROM glob('/etc/*')",
+    `COPY (SELECT 1) TO '${join(dir, 'out.csv')}'`,
+    "ATTACH '/tmp/sluice-lockdown-evil.duckdb' AS evil",
+    `EXPORT DATABASE '${join(dir, 'export')}'`,
+  ]) {
+    expect(await failure(sql), sql).toContain('file system operations are disabled by configuration');
+  }
+});
+
+test('extensions cannot be installed or loaded', async () => {
+  expect(await failure('INSTALL httpfs')).toContain('Permission Error');
+  expect(await failure('LOAD httpfs')).toContain('Loading external extensions is disabled');
+});
+
+test('the configuration is locked, the lock included', async () => {
+  for (const sql of ['SET threads = 1', 'SET errors_as_json = true', 'RESET memory_limit', 'PRAGMA threads = 1', 'SET GLOBAL lock_configuration = false']) {
+    expect(await failure(sql), sql).toContain('the configuration has been locked');
+  }
+  const threads = await conn.runAndReadAll("SELECT current_setting('threads')");
+  expect(Number(threads.getRowsJson()[0]![0])).toBe(2);
+});
+
+test('the engine can still write and attach result files', async () => {
+  const file = join(dir, 'results', 'r1.duckdb');
+  await conn.run(`ATTACH '${file}' AS w1`);
+  await conn.run('CREATE TABLE w1.main.result AS SELECT 7 AS v');
+  await conn.run('DETACH w1');
+  await conn.run(`ATTACH '${file}' AS r1 (READ_ONLY)`);
+  expect((await conn.runAndReadAll('SELECT v FROM r1.main.result')).getRowsJson()).toEqual([[7]]);
+});

@@ -1,7 +1,14 @@
 import { parseArgs } from 'node:util';
 import { startService } from '../../service/index.ts';
 import { SettingsError } from '../../service/settings.ts';
-import type { Command } from '../main.ts';
+
+/** `serve` parses its own arguments; the CLI table wraps it as a passthrough command. */
+interface ServeCommand {
+  name: string;
+  summary: string;
+  usage: string;
+  run(argv: string[]): Promise<number>;
+}
 
 const USAGE = `usage: sluice serve [--host 127.0.0.1] [--port 8080] [--data-dir ./data] [--config FILE]
 
@@ -12,7 +19,7 @@ Runs the local query service until SIGTERM or SIGINT.
   --config    service settings YAML (teams, keys, limits, faults); without it: team demo with
               one Admin key from SERVICE_API_KEY, or a generated key printed once`;
 
-export const serveCommand: Command = {
+export const serveCommand: ServeCommand = {
   name: 'serve',
   summary: 'run the local query service',
   usage: USAGE,

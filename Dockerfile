@@ -1,0 +1,44 @@
+# syntax=docker/dockerfile:1
+# sluice in a container: `sluice schedule` runs the jobs of /etc/sluice/jobs.yaml on their cron.
+#   docker build -t sluice .
+#   docker run --rm -v "$PWD/jobs.yaml:/etc/sluice/jobs.yaml:ro" -e SERVICE_API_KEY sluice
+# Node 24 runs the TypeScript sources directly (type stripping): there is no build output, so the
+# build stage only installs dependencies and drops the dev ones.
+
+FROM node:24-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# The full install first (the lock file is the truth), then the dev dependencies go: the image's
+# own node is 24, so the `node` dev dependency that pins 24 on older machines is not needed.
+RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund
+COPY bin ./bin
+COPY src ./src
+COPY connectors ./connectors
+COPY config ./config
+
+FROM node:24-slim
+ENV NODE_ENV=production \
+    SLUICE_HEALTH_PORT=9464
+WORKDIR /app
+COPY --from=build /app/package.json /app/package-lock.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/bin ./bin
+COPY --from=build /app/src ./src
+COPY --from=build /app/connectors ./connectors
+COPY --from=build /app/config ./config
+COPY config/docker/jobs.yaml /etc/sluice/jobs.yaml
+# `sluice` on PATH, as `npm install -g` would link it (package.json "bin").
+RUN chmod 0755 /app/bin/sluice.js \
+ && ln -s /app/bin/sluice.js /usr/local/bin/sluice \
+ && mkdir -p /data \
+ && chown node:node /data
+# The unprivileged user of the node image (uid 1000). Outputs, run state and the embedded
+# service's data go under /data (mount a volume there to keep them).
+USER node
+WORKDIR /data
+EXPOSE 9464
+STOPSIGNAL SIGTERM
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+process.env.SLUICE_HEALTH_PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+ENTRYPOINT ["sluice"]
+CMD ["schedule", "/etc/sluice/jobs.yaml"]

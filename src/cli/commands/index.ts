@@ -1,0 +1,49 @@
+import type { Command } from '../command.ts';
+import { dispatch, type RunCliOptions } from '../dispatch.ts';
+import { queriesArchiveCommand, queriesCreateCommand, queriesGetCommand, queriesUpdateCommand } from './queries.ts';
+import { queryCommand } from './query.ts';
+import { resultsCommand } from './results.ts';
+import { runCommand } from './run.ts';
+import { scheduleCommand } from './schedule.ts';
+import { schemaCommand } from './schema.ts';
+import { serveCommand } from './serve.ts';
+import { cancelCommand, statusCommand } from './status.ts';
+import { uploadCommand } from './upload.ts';
+import { validateCommand } from './validate.ts';
+import { viewsDeleteCommand, viewsGetCommand, viewsListCommand, viewsRefreshCommand, viewsUpsertCommand } from './views.ts';
+
+/** `serve` parses its own arguments (it belongs to the service); it is listed here like any other. */
+const serve: Command = {
+  name: 'serve',
+  summary: 'Run the local query service (options: sluice serve --help)',
+  passthrough: (argv) => serveCommand.run(argv),
+  run: () => serveCommand.run([]),
+};
+
+/** Every command of the CLI, in the order `sluice --help` lists them. */
+export const COMMANDS: readonly Command[] = [
+  runCommand,
+  validateCommand,
+  schemaCommand,
+  scheduleCommand,
+  queryCommand,
+  statusCommand,
+  cancelCommand,
+  resultsCommand,
+  viewsListCommand,
+  viewsGetCommand,
+  viewsUpsertCommand,
+  viewsDeleteCommand,
+  viewsRefreshCommand,
+  queriesCreateCommand,
+  queriesGetCommand,
+  queriesUpdateCommand,
+  queriesArchiveCommand,
+  uploadCommand,
+  serve,
+];
+
+/** The CLI: `argv` without the node and script paths; resolves to the exit code (src/cli/exit-codes.ts). */
+export function runCli(argv: readonly string[], options: RunCliOptions = {}): Promise<number> {
+  return dispatch(COMMANDS, argv, options);
+}

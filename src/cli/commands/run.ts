@@ -1,0 +1,83 @@
+import { resolve } from 'node:path';
+import { loadJobFile } from '../../config/loadJobFile.ts';
+import { DEFAULT_STATE_DIR, type Job } from '../../config/jobSchema.ts';
+import { connect } from '../../jobs/connect.ts';
+import { runJob, type JobSummary } from '../../jobs/runJob.ts';
+import { defineCommand, flag, listOption, stringOption } from '../command.ts';
+import { EXIT, exitCodeOf } from '../exit-codes.ts';
+import { writeOut } from '../io.ts';
+import { jobEvents } from '../jobEvents.ts';
+import { formatSummary, summaryFields } from '../output/summary.ts';
+import { UsageError } from '../usage-error.ts';
+
+export const runCommand = defineCommand({
+  name: 'run',
+  summary: 'Run the jobs of a job file once, now (all of them, or those named with --job)',
+  args: 'FILE',
+  minArgs: 1,
+  options: {
+    job: { type: 'string', short: 'j', multiple: true, valueName: 'NAME', description: 'Run only this job (repeatable)' },
+    execution: { type: 'string', valueName: 'ID', description: 'Export this existing execution instead of running the source (one job only)' },
+    fresh: { type: 'boolean', description: 'Do not resume an interrupted run: start a new execution' },
+    json: { type: 'boolean', description: 'Print each job summary as one JSON object instead of text' },
+    'no-progress': { type: 'boolean', description: 'No progress bar, even on a terminal' },
+  },
+  details: [
+    'A run that was interrupted (killed, or stopped by SIGTERM after its execution finished)',
+    'resumes on the next run: the same execution while it has not expired, outputs already',
+    'committed skipped. The summary (rows, files, bytes, credits) goes to stdout, logs to stderr.',
+  ].join('\n'),
+  async run({ io, values, positionals, log, signal }) {
+    const file = positionals[0]!;
+    const jobFile = await loadJobFile(file, io.env);
+    const jobs = selectJobs(jobFile.jobs, listOption(values, 'job'));
+    const executionId = stringOption(values, 'execution');
+    if (executionId !== undefined && jobs.length !== 1) throw new UsageError(`--execution exports one execution: name exactly one job with --job (the file has ${jobFile.jobs.length})`);
+    const stateDir = resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
+    const showBar = io.stderr.isTTY === true && log.format === 'text' && !flag(values, 'no-progress');
+
+    const connection = await connect(jobFile.connection, {
+      env: io.env,
+      cwd: io.cwd,
+      onEmbedded: ({ url, dataDir }) => log.info('started the embedded local service', { url, data_dir: dataDir }),
+    });
+    let exit: number = EXIT.ok;
+    try {
+      for (const job of jobs) {
+        if (signal.aborted) break;
+        const { events, done } = jobEvents(job.name, log, io.stderr, showBar);
+        let summary: JobSummary;
+        try {
+          summary = await runJob(job, {
+            client: connection.client,
+            stateDir,
+            signal,
+            events,
+            ...(executionId === undefined ? {} : { executionId }),
+            resume: !flag(values, 'fresh'),
+          });
+        } catch (error) {
+          done();
+          if (signal.aborted) throw error;
+          // One failing job does not stop the others; the exit code is the first failure's.
+          log.error(error instanceof Error ? error.message : String(error), { job: job.name, error: (error as { code?: unknown }).code ?? (error as Error).name });
+          if (exit === EXIT.ok) exit = exitCodeOf(error);
+          continue;
+        }
+        done();
+        log.info('job finished', summaryFields(summary));
+        await writeOut(io.stdout, flag(values, 'json') ? `${JSON.stringify(summaryFields(summary))}\n` : formatSummary(summary));
+      }
+    } finally {
+      await connection.close();
+    }
+    return exit;
+  },
+});
+
+function selectJobs(jobs: readonly Job[], names: readonly string[]): Job[] {
+  if (names.length === 0) return [...jobs];
+  const unknown = names.filter((n) => !jobs.some((j) => j.name === n));
+  if (unknown.length > 0) throw new UsageError(`no job named ${unknown.map((n) => JSON.stringify(n)).join(', ')} (the file has: ${jobs.map((j) => j.name).join(', ')})`);
+  return jobs.filter((j) => names.includes(j.name));
+}

@@ -1,0 +1,106 @@
+import { resolve } from 'node:path';
+import { loadJobFile } from '../../config/loadJobFile.ts';
+import { DEFAULT_STATE_DIR } from '../../config/jobSchema.ts';
+import { connect } from '../../jobs/connect.ts';
+import { runJob } from '../../jobs/runJob.ts';
+import { systemClock } from '../../scheduler/clock.ts';
+import { startHealthServer, type HealthServer } from '../../scheduler/healthServer.ts';
+import { Metrics } from '../../scheduler/metrics.ts';
+import { Scheduler } from '../../scheduler/scheduler.ts';
+import { defineCommand, flag, stringOption } from '../command.ts';
+import { EXIT } from '../exit-codes.ts';
+import { jobEvents } from '../jobEvents.ts';
+import { summaryFields } from '../output/summary.ts';
+import { UsageError } from '../usage-error.ts';
+
+/** Runs get this long after SIGTERM to cancel executions and abort uploads (Docker waits 10 s). */
+const DEFAULT_GRACE_SECONDS = 8;
+
+export const scheduleCommand = defineCommand({
+  name: 'schedule',
+  summary: 'Run each job of a job file on its cron schedule until SIGTERM',
+  args: 'FILE',
+  minArgs: 1,
+  handlesSignals: true,
+  options: {
+    'health-port': { type: 'string', valueName: 'PORT', description: 'Serve /healthz and /metrics on this port (default $SLUICE_HEALTH_PORT; 0 = any free port)' },
+    'health-host': { type: 'string', valueName: 'HOST', description: 'Interface of the health server', default: '0.0.0.0' },
+    'grace-seconds': { type: 'string', valueName: 'S', description: 'On SIGTERM, how long runs in flight get to stop', default: String(DEFAULT_GRACE_SECONDS) },
+    'run-now': { type: 'boolean', description: 'Also run every scheduled job once at start' },
+  },
+  details: [
+    'Never two runs of one job at once: a tick that comes while the previous run is going is skipped.',
+    'On SIGTERM or SIGINT: no new runs; runs in flight cancel their executions and abort their',
+    'uploads; exits 0 within the grace period (1 if a run had to be abandoned).',
+  ].join('\n'),
+  async run({ io, values, positionals, log, signal }) {
+    const file = positionals[0]!;
+    const jobFile = await loadJobFile(file, io.env);
+    const scheduled = jobFile.jobs.filter((j) => j.schedule !== undefined);
+    for (const job of jobFile.jobs) if (job.schedule === undefined) log.warn('job has no schedule: not run by `sluice schedule`', { job: job.name });
+    if (scheduled.length === 0) throw new UsageError(`${file}: no job has a schedule (add schedule: "<cron>" to a job, or use sluice run)`);
+    const grace = Number(stringOption(values, 'grace-seconds') ?? DEFAULT_GRACE_SECONDS);
+    if (!(grace >= 0)) throw new UsageError(`--grace-seconds must be a number of seconds, got ${JSON.stringify(stringOption(values, 'grace-seconds'))}`);
+    const portText = stringOption(values, 'health-port') ?? io.env.SLUICE_HEALTH_PORT;
+    const port = portText === undefined || portText === '' ? undefined : Number(portText);
+    if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) throw new UsageError(`--health-port must be a port number, got ${JSON.stringify(portText)}`);
+
+    const stateDir = resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
+    const connection = await connect(jobFile.connection, {
+      env: io.env,
+      cwd: io.cwd,
+      onEmbedded: ({ url, dataDir }) => log.info('started the embedded local service', { url, data_dir: dataDir }),
+    });
+    const metrics = new Metrics(scheduled.map((j) => j.name));
+    let health: HealthServer | undefined;
+    let scheduler: Scheduler | undefined;
+    try {
+      scheduler = new Scheduler({
+        jobs: scheduled.map((j) => ({ name: j.name, schedule: j.schedule!, timezone: j.timezone })),
+        clock: systemClock,
+        metrics,
+        run: async (name, runSignal) => {
+          const job = scheduled.find((j) => j.name === name)!;
+          const { events } = jobEvents(name, log, io.stderr, false);
+          const summary = await runJob(job, { client: connection.client, stateDir, signal: runSignal, events });
+          log.info('job finished', summaryFields(summary));
+          return { rows: summary.rows, bytes: summary.bytes, credits: summary.credits };
+        },
+        events: {
+          onStart: (job) => log.info('run started', { job }),
+          onSkip: (job, at) => log.warn('previous run still going: tick skipped', { job, tick: at.toISOString() }),
+          onFinish: (job, outcome) => {
+            if (!outcome.ok && !signal.aborted) log.error(outcome.error instanceof Error ? outcome.error.message : String(outcome.error), { job, duration_ms: Math.round(outcome.durationMs) });
+          },
+        },
+      });
+      if (port !== undefined) {
+        const s = scheduler;
+        health = await startHealthServer({ port, host: stringOption(values, 'health-host') ?? '0.0.0.0', metrics, healthy: () => !s.stopping });
+        log.info('health server listening', { url: health.url });
+      }
+      scheduler.start();
+      for (const job of scheduled) {
+        log.info('scheduled', { job: job.name, schedule: job.schedule, next: Scheduler.nextRun({ name: job.name, schedule: job.schedule!, timezone: job.timezone }, new Date())?.toISOString() });
+      }
+      if (flag(values, 'run-now')) for (const job of scheduled) scheduler.trigger(job.name);
+
+      await new Promise<void>((resolveWait) => {
+        if (signal.aborted) resolveWait();
+        signal.addEventListener('abort', () => resolveWait(), { once: true });
+      });
+      log.info('stopping: no new runs; cancelling runs in flight', { running: scheduler.running, grace_seconds: grace });
+      const { abandoned } = await scheduler.stop(grace * 1000, signal.reason);
+      if (abandoned.length > 0) {
+        log.error('runs did not stop within the grace period', { jobs: abandoned });
+        return EXIT.other;
+      }
+      log.info('stopped');
+      return EXIT.ok;
+    } finally {
+      await health?.close();
+      // Closing the embedded service interrupts whatever is left; bounded so exit stays prompt.
+      await Promise.race([connection.close(), new Promise((r) => setTimeout(r, 2000).unref())]);
+    }
+  },
+});

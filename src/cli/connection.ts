@@ -1,0 +1,42 @@
+import type { OptionSpec, OptionValues } from './command.ts';
+import { stringOption } from './command.ts';
+import type { CliIo } from './io.ts';
+import type { Logger } from './log.ts';
+import { connect, type Connected } from '../jobs/connect.ts';
+import { UsageError } from './usage-error.ts';
+
+/** Options of every command that talks to the service. */
+export const CONNECTION_OPTIONS: Readonly<Record<string, OptionSpec>> = {
+  'base-url': { type: 'string', valueName: 'URL', description: 'Service URL (default $SERVICE_BASE_URL; unset: the embedded local service)' },
+  'api-key-env': { type: 'string', valueName: 'NAME', description: 'Environment variable holding the API key', default: 'SERVICE_API_KEY' },
+  'data-dir': { type: 'string', valueName: 'DIR', description: 'Data directory of the embedded local service', default: '.sluice/service' },
+  'sample-rows': { type: 'string', valueName: 'N', description: 'Rows of sample.events when the embedded service creates it (default 1,000,000)' },
+};
+
+/** Connects as the flags and the environment say (the same rules as a job file's `connection`). */
+export async function connectFromFlags(values: OptionValues, io: CliIo, log: Logger): Promise<Connected> {
+  const sampleRows = stringOption(values, 'sample-rows');
+  if (sampleRows !== undefined && !/^\d+$/.test(sampleRows)) throw new UsageError(`--sample-rows must be a whole number, got ${JSON.stringify(sampleRows)}`);
+  const baseUrl = stringOption(values, 'base-url') ?? io.env.SERVICE_BASE_URL;
+  return connect(
+    {
+      ...(baseUrl ? { base_url: baseUrl } : {}),
+      api_key_env: stringOption(values, 'api-key-env') ?? 'SERVICE_API_KEY',
+      embedded: {
+        data_dir: stringOption(values, 'data-dir') ?? '.sluice/service',
+        ...(sampleRows === undefined ? {} : { sample_rows: Number(sampleRows) }),
+      },
+    },
+    { env: io.env, cwd: io.cwd, onEmbedded: ({ url, dataDir }) => log.info('started the embedded local service', { url, data_dir: dataDir }) },
+  );
+}
+
+/** Runs `fn` with a connection and always closes it. */
+export async function withConnection<T>(values: OptionValues, io: CliIo, log: Logger, fn: (c: Connected) => Promise<T>): Promise<T> {
+  const connection = await connectFromFlags(values, io, log);
+  try {
+    return await fn(connection);
+  } finally {
+    await connection.close();
+  }
+}

@@ -1,0 +1,161 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
+import type { Command, OptionSpec, OptionValues } from './command.ts';
+import { EXIT, exitCodeOf } from './exit-codes.ts';
+import { commandHelp, commandUsage, mainHelp } from './help.ts';
+import { processIo, type CliIo } from './io.ts';
+import { createLogger, resolveLogFormat, type Logger } from './log.ts';
+import { UsageError } from './usage-error.ts';
+
+/** Options every command takes. */
+export const COMMON_OPTIONS: Readonly<Record<string, OptionSpec>> = {
+  help: { type: 'boolean', short: 'h', description: 'Show the help of this command' },
+  'log-format': { type: 'string', valueName: 'text|json', description: 'Log lines on stderr: text, or one JSON object per line (default: json unless stderr is a terminal)' },
+  quiet: { type: 'boolean', short: 'q', description: 'Log warnings and errors only' },
+};
+
+export interface RunCliOptions {
+  readonly io?: CliIo;
+  /** Supplied by tests; otherwise SIGINT/SIGTERM of this process abort the command. */
+  readonly signal?: AbortSignal;
+}
+
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
+}
+
+/** Finds the command, parses its options, runs it, and maps what it throws to an exit code. */
+export async function dispatch(commands: readonly Command[], argv: readonly string[], options: RunCliOptions = {}): Promise<number> {
+  const io = options.io ?? processIo();
+  const first = argv[0];
+  if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+    const target = first === 'help' ? findCommand(commands, argv.slice(1)) : undefined;
+    io.stdout.write(target ? commandHelp(target.command, COMMON_OPTIONS) : mainHelp(commands, packageVersion()));
+    return first === undefined ? EXIT.config : EXIT.ok;
+  }
+  if (first === '--version' || first === '-V' || first === 'version') {
+    io.stdout.write(`${packageVersion()}\n`);
+    return EXIT.ok;
+  }
+
+  const found = findCommand(commands, argv);
+  if (!found) {
+    const group = commands.filter((c) => c.name.startsWith(`${first} `));
+    const message = group.length > 0
+      ? `sluice ${first}: expected a subcommand: ${group.map((c) => c.name.split(' ')[1]).join(', ')}`
+      : `unknown command "${first}" (run \`sluice --help\` for the list)`;
+    io.stderr.write(`error: ${message}\n`);
+    return EXIT.config;
+  }
+  const { command, rest } = found;
+  if (command.passthrough) return command.passthrough([...rest]);
+  const specs = { ...COMMON_OPTIONS, ...command.options };
+
+  let values: OptionValues;
+  let positionals: string[];
+  try {
+    const parsed = parseArgs({
+      args: [...rest],
+      options: toParseArgs(specs),
+      allowPositionals: true,
+      strict: true,
+    });
+    values = parsed.values as OptionValues;
+    positionals = parsed.positionals;
+  } catch (error) {
+    io.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\nusage: ${commandUsage(command)} (see --help)\n`);
+    return EXIT.config;
+  }
+  if (values.help === true) {
+    io.stdout.write(commandHelp(command, COMMON_OPTIONS));
+    return EXIT.ok;
+  }
+  const min = command.minArgs ?? 0;
+  const max = command.maxArgs ?? min;
+  if (positionals.length < min || positionals.length > max) {
+    const expected = min === max ? `${min}` : max === Number.POSITIVE_INFINITY ? `at least ${min}` : `${min} to ${max}`;
+    io.stderr.write(`error: sluice ${command.name} takes ${expected} argument(s), got ${positionals.length}\nusage: ${commandUsage(command)} (see --help)\n`);
+    return EXIT.config;
+  }
+
+  const logFormat = values['log-format'];
+  if (logFormat !== undefined && logFormat !== 'text' && logFormat !== 'json') {
+    io.stderr.write(`error: --log-format must be text or json, got ${JSON.stringify(logFormat)}\n`);
+    return EXIT.config;
+  }
+  const log: Logger = createLogger(io.stderr, { format: resolveLogFormat(logFormat, io.stderr), level: values.quiet === true ? 'warn' : 'info' });
+
+  const controller = new AbortController();
+  const cleanup = options.signal ? linkSignal(options.signal, controller) : trapProcessSignals(controller, log);
+  try {
+    const code = await command.run({ io, values, positionals, log, signal: controller.signal });
+    return controller.signal.aborted && !command.handlesSignals ? EXIT.interrupted : code;
+  } catch (error) {
+    const code = exitCodeOf(error, controller.signal.aborted);
+    if (error instanceof UsageError) {
+      io.stderr.write(`error: ${error.message}\nusage: ${commandUsage(command)} (see --help)\n`);
+    } else if (code === EXIT.interrupted) {
+      log.warn('interrupted', { command: command.name });
+    } else {
+      log.error(error instanceof Error ? error.message : String(error), { command: command.name, error: errorName(error), exit_code: code });
+    }
+    return code;
+  } finally {
+    cleanup();
+  }
+}
+
+function toParseArgs(specs: Readonly<Record<string, OptionSpec>>): ParseArgsOptionsConfig {
+  // parseArgs rejects keys present with an undefined value, so only set what is given.
+  const out: ParseArgsOptionsConfig = {};
+  for (const [name, s] of Object.entries(specs)) {
+    const option: ParseArgsOptionsConfig[string] = { type: s.type };
+    if (s.short !== undefined) option.short = s.short;
+    if (s.multiple !== undefined) option.multiple = s.multiple;
+    if (typeof s.default === 'string' && s.type === 'string') option.default = s.default;
+    out[name] = option;
+  }
+  return out;
+}
+
+function findCommand(commands: readonly Command[], argv: readonly string[]): { command: Command; rest: readonly string[] } | undefined {
+  const two = argv.length >= 2 ? commands.find((c) => c.name === `${argv[0]} ${argv[1]}`) : undefined;
+  if (two) return { command: two, rest: argv.slice(2) };
+  const one = commands.find((c) => c.name === argv[0]);
+  return one ? { command: one, rest: argv.slice(1) } : undefined;
+}
+
+function errorName(error: unknown): string {
+  if (error instanceof Error) return (error as { code?: unknown }).code !== undefined ? String((error as { code?: unknown }).code) : error.name;
+  return typeof error;
+}
+
+function linkSignal(signal: AbortSignal, controller: AbortController): () => void {
+  const abort = (): void => controller.abort(signal.reason);
+  if (signal.aborted) abort();
+  signal.addEventListener('abort', abort, { once: true });
+  return () => signal.removeEventListener('abort', abort);
+}
+
+/**
+ * The first SIGINT/SIGTERM aborts the command, which cancels remote executions and aborts
+ * uploads before it returns 130; a second one exits at once (the user means it).
+ */
+function trapProcessSignals(controller: AbortController, log: Logger): () => void {
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (controller.signal.aborted) {
+      process.exit(EXIT.interrupted);
+    }
+    log.warn(`received ${signal}: stopping (send it again to exit at once)`, { signal });
+    const error = new Error(`interrupted by ${signal}`);
+    error.name = 'AbortError';
+    controller.abort(error);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return () => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+}

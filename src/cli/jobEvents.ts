@@ -1,0 +1,40 @@
+import type { RunEvents } from '../jobs/runJob.ts';
+import type { OutputStream } from './io.ts';
+import type { Logger } from './log.ts';
+import { createProgressBar, type ProgressBar } from './progress.ts';
+
+/**
+ * How a run shows itself: log lines for its milestones, and on a terminal a progress bar
+ * (rows, pages, MB/s, time left) that log lines print above. `done()` ends the bar.
+ */
+export function jobEvents(job: string, log: Logger, stderr: OutputStream, showBar: boolean): { events: RunEvents; done(): void } {
+  let bar: ProgressBar | undefined;
+  const jobLog = log.child({ job });
+  const events: RunEvents = {
+    onExecution: ({ executionId, started, resumed }) => {
+      bar?.clear();
+      const what = resumed ? 'resuming the execution of an interrupted run' : started ? 'execution started' : 'exporting a stored result';
+      jobLog.info(what, { execution_id: executionId });
+    },
+    onProgress: (p) => {
+      if (!showBar) return;
+      bar ??= createProgressBar(stderr, job);
+      bar.update({ rows: p.rows, totalRows: p.totalRows, pages: p.pages, totalPages: p.totalPages, bytes: p.bytes, elapsedMs: p.elapsedMs, etaMs: p.etaMs });
+    },
+    onOutput: (o) => {
+      bar?.clear();
+      jobLog.info(o.skipped ? 'output already committed by the interrupted run' : 'output committed', { url: o.url, rows: o.rows, files: o.files, bytes: o.bytes });
+    },
+    onRetry: ({ attempt, error, delayMs }) => {
+      bar?.clear();
+      jobLog.warn(`run failed, retrying in ${Math.round(delayMs / 1000)} s`, { attempt, error: error instanceof Error ? error.message : String(error) });
+    },
+  };
+  return {
+    events,
+    done: () => {
+      bar?.done();
+      bar = undefined;
+    },
+  };
+}

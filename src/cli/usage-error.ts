@@ -1,0 +1,12 @@
+/** A command line that cannot be run as given (unknown option, missing argument). Exit code 2. */
+export class UsageError extends Error {
+  readonly code = 'usage';
+  /** The command whose usage to show with the message, e.g. `views get`. */
+  readonly command: string | undefined;
+
+  constructor(message: string, command?: string) {
+    super(message);
+    this.name = 'UsageError';
+    this.command = command;
+  }
+}

@@ -1,0 +1,181 @@
+import { z } from 'zod';
+import { PerformanceSchema } from '../protocol/common.ts';
+import { cronProblem, timezoneProblem } from './cron.ts';
+import { OutputConfigSchema } from './outputSchema.ts';
+
+// The one truth about job files: validation, types (z.infer), `sluice schema` and the README's
+// field reference all come from here. Fields are snake_case like the wire protocol.
+
+const ParameterValue = z.union([z.string(), z.number(), z.boolean()]);
+const Parameters = z.record(z.string(), ParameterValue).describe('Query parameter values by name (`{{name}}` in the query SQL)');
+const QueryId = z.number().int().positive().describe('A saved query id');
+
+export const SqlSourceSchema = z
+  .strictObject({ sql: z.string().min(1).describe('SQL to execute (DuckDB dialect on the local service)') })
+  .describe('Run this SQL');
+
+export const QuerySourceSchema = z
+  .strictObject({ query_id: QueryId, parameters: Parameters.optional() })
+  .describe('Execute a saved query with parameters');
+
+export const LatestSourceSchema = z
+  .strictObject({
+    latest: z
+      .strictObject({
+        query_id: QueryId,
+        parameters: Parameters.optional(),
+        max_age_hours: z
+          .number()
+          .positive()
+          .optional()
+          .describe('Use the newest finished result if it ended at most this long ago; otherwise execute the query afresh. Absent: any age'),
+      })
+      .describe('The latest result of a saved query'),
+  })
+  .describe('Export the latest result of a saved query, executing it only when that is too old');
+
+export const ViewRefreshSourceSchema = z
+  .strictObject({
+    view_refresh: z
+      .strictObject({ name: z.string().min(1).describe('The view: result_<x> or its full name service.<team>.result_<x>') })
+      .describe('A materialized view to refresh'),
+  })
+  .describe('Refresh a materialized view, then export the refresh result');
+
+export const SourceSchema = z
+  .union([SqlSourceSchema, QuerySourceSchema, LatestSourceSchema, ViewRefreshSourceSchema])
+  .describe('Where the rows come from: exactly one of sql, query_id (+ parameters), latest, view_refresh');
+export type Source = z.infer<typeof SourceSchema>;
+
+export const ResultShapingSchema = z
+  .strictObject({
+    columns: z.array(z.string().min(1)).min(1).optional().describe('Only these columns, in this order'),
+    filters: z.string().min(1).optional().describe("Row filter, WHERE-like: `amount > 10 AND kind IN ('a', 'b')`"),
+    sort_by: z.string().min(1).optional().describe('`col [asc|desc], ...`'),
+    allow_partial: z.boolean().optional().describe('Export a COMPLETED_PARTIAL (truncated) result instead of failing'),
+  })
+  .describe('Shape the result server-side before it is fetched');
+
+export const BudgetSchema = z
+  .strictObject({
+    max_credits: z
+      .number()
+      .nonnegative()
+      .optional()
+      .describe('Refuse to start a run whose execution would cost more credits than this (10 x tier factor per execution)'),
+    max_bytes: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe("Stop (and commit nothing) when the result's total_result_set_bytes exceeds this"),
+  })
+  .describe('Limits on what one run may spend');
+
+const JOB_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+export const JobSchema = z
+  .strictObject({
+    name: z.string().regex(JOB_NAME, 'a job name is letters, digits, _ . and -, starting with a letter or digit').describe('Unique name of the job (used by `sluice run FILE --job NAME`, logs, metrics and resume state)'),
+    description: z.string().optional().describe('Free text'),
+    source: SourceSchema,
+    performance: PerformanceSchema.optional(),
+    result: ResultShapingSchema.optional(),
+    outputs: z.array(OutputConfigSchema).min(1).describe('One or more outputs; the rows are fetched once and written to each'),
+    schedule: z
+      .string()
+      .min(1)
+      .superRefine((expression, ctx) => {
+        // The syntax does not depend on the time zone; the zone itself is checked on the job.
+        const problem = cronProblem(expression);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      })
+      .optional()
+      .describe('Cron expression for `sluice schedule` (five fields, UTC unless timezone is set)'),
+    timezone: z
+      .string()
+      .min(1)
+      .superRefine((zone, ctx) => {
+        const problem = timezoneProblem(zone);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      })
+      .optional()
+      .describe('IANA time zone of the schedule (default UTC)'),
+    concurrency: z.number().int().min(1).max(32).optional().describe('Result pages fetched in parallel (default 4)'),
+    retries: z.number().int().min(0).max(20).optional().describe('Times a failed run is retried (default 0)'),
+    retry_delay_seconds: z.number().nonnegative().optional().describe('Delay before the first retry, doubled for each next one (default 5)'),
+    budget: BudgetSchema.optional(),
+  })
+  .superRefine((job, ctx) => {
+    const columns = job.result?.columns;
+    const paths = new Map<string, number>();
+    job.outputs.forEach((output, i) => {
+      const partitions = (output as { partition_by?: unknown }).partition_by;
+      if (columns && Array.isArray(partitions)) {
+        partitions.forEach((column, j) => {
+          if (typeof column === 'string' && !columns.includes(column)) {
+            ctx.addIssue({ code: 'custom', path: ['outputs', i, 'partition_by', j], message: `partition column "${column}" is not among result.columns (${columns.join(', ')})` });
+          }
+        });
+      }
+      // Two outputs into one place would replace each other's files and manifest.
+      const path = (output as { path?: unknown }).path;
+      if (typeof path === 'string') {
+        const key = path.replace(/\/+$/, '');
+        const first = paths.get(key);
+        if (first !== undefined) ctx.addIssue({ code: 'custom', path: ['outputs', i, 'path'], message: `same path as outputs[${first}].path: each output needs its own directory or prefix` });
+        else paths.set(key, i);
+      }
+    });
+  })
+  .describe('One job: a source, result shaping and outputs');
+export type Job = z.infer<typeof JobSchema>;
+
+export const EmbeddedServiceSchema = z
+  .strictObject({
+    data_dir: z.string().min(1).optional().describe('Where the embedded service keeps its database (default ./.sluice/service)'),
+    settings: z.string().min(1).optional().describe('A service settings file (YAML), e.g. config/service.yaml'),
+    sample_rows: z.number().int().nonnegative().optional().describe('Rows of the sample tables to create on first start'),
+  })
+  .describe('The local service started in-process when base_url is absent');
+
+export const ConnectionSchema = z
+  .strictObject({
+    base_url: z
+      .union([z.url(), z.literal('')])
+      .optional()
+      .describe('The service origin, e.g. https://api.example.com (with or without /api); absent or empty: start the embedded local service'),
+    api_key_env: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')
+      .optional()
+      .describe('Name of the environment variable holding the API key (default SERVICE_API_KEY)'),
+    embedded: EmbeddedServiceSchema.optional(),
+  })
+  .describe('How to reach the service');
+export type Connection = z.infer<typeof ConnectionSchema>;
+
+export const JobFileSchema = z
+  .strictObject({
+    version: z.literal(1).optional().describe('Job file format version (1)'),
+    connection: ConnectionSchema.optional(),
+    state_dir: z.string().min(1).optional().describe('Where run state for resume is kept (default ./.sluice/state)'),
+    jobs: z.array(JobSchema).min(1).describe('The jobs of this file'),
+  })
+  .superRefine((file, ctx) => {
+    const seen = new Map<string, number>();
+    file.jobs.forEach((job, index) => {
+      const first = seen.get(job.name);
+      if (first !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['jobs', index, 'name'], message: `duplicate job name "${job.name}" (also jobs[${first}].name)` });
+      } else {
+        seen.set(job.name, index);
+      }
+    });
+  })
+  .describe('A sluice job file');
+export type JobFile = z.infer<typeof JobFileSchema>;
+
+export const DEFAULT_API_KEY_ENV = 'SERVICE_API_KEY';
+export const DEFAULT_EMBEDDED_DATA_DIR = '.sluice/service';
+export const DEFAULT_STATE_DIR = '.sluice/state';

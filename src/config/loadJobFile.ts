@@ -1,0 +1,51 @@
+import { readFile } from 'node:fs/promises';
+import { LineCounter, parseDocument } from 'yaml';
+import { describeIssues } from './describeIssues.ts';
+import { JobFileError, type JobFileIssue } from './errors.ts';
+import { interpolateDocument, type Env } from './interpolate.ts';
+import { JobFileSchema, type JobFile } from './jobSchema.ts';
+
+export interface ParseOptions {
+  /** Name used in messages (`jobs.yaml:12:7 ...`). */
+  readonly file: string;
+  /** Variables for `${VAR}`; defaults to process.env. */
+  readonly env?: Env;
+}
+
+/**
+ * Pure: YAML text -> a validated job file. Order matters: YAML syntax, then `${VAR}`
+ * interpolation (so a variable can hold a number or a cron expression), then the strict schema.
+ * Every problem found at one stage is reported together; later stages do not run.
+ */
+export function parseJobFile(text: string, options: ParseOptions): JobFile {
+  const { file } = options;
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    const issues: JobFileIssue[] = doc.errors.map((e) => {
+      const pos = lineCounter.linePos(e.pos[0]);
+      return { path: '', line: pos.line, col: pos.col, message: `YAML syntax: ${e.message.split('\n')[0]}` };
+    });
+    throw new JobFileError(file, issues);
+  }
+  const envIssues = interpolateDocument(doc, options.env ?? process.env, lineCounter);
+  if (envIssues.length > 0) throw new JobFileError(file, envIssues);
+
+  const data: unknown = doc.toJS({ maxAliasCount: 100 });
+  if (data === null || data === undefined) throw new JobFileError(file, [{ path: '', line: 1, col: 1, message: 'the file is empty (expected a mapping with `jobs:`)' }]);
+  const result = JobFileSchema.safeParse(data);
+  if (result.success) return result.data;
+  throw new JobFileError(file, describeIssues(result.error.issues, data, doc, lineCounter, JobFileSchema));
+}
+
+/** Reads and parses a job file; a file that cannot be read is a JobFileError too (exit code 2). */
+export async function loadJobFile(path: string, env?: Env): Promise<JobFile> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : error instanceof Error ? error.message : String(error);
+    throw new JobFileError(path, [{ path: '', message: `cannot read the job file: ${reason}` }], { cause: error });
+  }
+  return parseJobFile(text, { file: path, env });
+}

@@ -1,0 +1,276 @@
+import type { Execution } from '../client/execution.ts';
+import type { ServiceClient } from '../client/service-client.ts';
+import type { Job } from '../config/jobSchema.ts';
+import { writeExport, type ExportSummary } from '../export/index.ts';
+import { stream } from '../pipeline/stream.ts';
+import type { Progress } from '../pipeline/progress.ts';
+import { isTerminal, type ExecutionStatus } from '../protocol/index.ts';
+import { checkBytes, creditsAllowed } from './budget.ts';
+import { committedExport } from './committedOutput.ts';
+import { BudgetExceededError } from './errors.ts';
+import { worthRetrying } from './retryable.ts';
+import { jobFingerprint, RunStateStore } from './runState.ts';
+import { startExecution, TIER_COST } from './startExecution.ts';
+import { tee } from './tee.ts';
+
+export interface OutputSummary {
+  readonly url: string;
+  readonly format: string;
+  readonly rows: number;
+  readonly files: number;
+  readonly bytes: number;
+  /** Already committed for this execution by an earlier (interrupted) run. */
+  readonly skipped: boolean;
+}
+
+export interface JobSummary {
+  readonly job: string;
+  readonly executionId: string;
+  /** This run started the execution (false: a stored result, or one resumed from a killed run). */
+  readonly startedExecution: boolean;
+  /** Picked up the execution of an earlier run that did not finish. */
+  readonly resumed: boolean;
+  readonly rows: number;
+  readonly files: number;
+  readonly bytes: number;
+  /** Credits spent by this run's executions (failed attempts included). */
+  readonly credits: number;
+  readonly durationMs: number;
+  readonly attempts: number;
+  readonly outputs: readonly OutputSummary[];
+}
+
+export interface RunEvents {
+  onExecution?(event: { executionId: string; started: boolean; resumed: boolean }): void;
+  onProgress?(progress: Progress & { totalPages: number | undefined }): void;
+  onOutput?(output: OutputSummary): void;
+  onRetry?(event: { attempt: number; error: unknown; delayMs: number }): void;
+}
+
+export interface RunJobOptions {
+  readonly client: ServiceClient;
+  /** Where run state (for resume) and the job lock live. */
+  readonly stateDir: string;
+  /** Abort = stop: cancel the execution if it is still running, abort uploads, commit nothing. */
+  readonly signal: AbortSignal;
+  /** Export this existing execution instead of running the job's source. */
+  readonly executionId?: string;
+  /** Pick up the execution of a killed run (default true). */
+  readonly resume?: boolean;
+  readonly events?: RunEvents;
+  /** Waits between retries (tests shorten it). */
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+const CANCEL_TIMEOUT_MS = 5_000;
+
+/**
+ * One run of a job: find or start the execution -> wait -> budget check -> stream the result
+ * once -> tee the Arrow batches into every output still to write -> commit each (src/export)
+ * -> forget the run state. Retries the whole run up to `job.retries` times; a retry (and the
+ * next run after a kill) resumes the same execution while it is valid.
+ */
+export async function runJob(job: Job, options: RunJobOptions): Promise<JobSummary> {
+  const store = new RunStateStore(options.stateDir);
+  const release = await store.lock(job.name);
+  const began = performance.now();
+  const spent = { credits: 0 };
+  try {
+    const retries = job.retries ?? 0;
+    let delay = (job.retry_delay_seconds ?? 5) * 1000;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const result = await attemptRun(job, options, store, spent);
+        return { ...result, credits: spent.credits, attempts: attempt, durationMs: performance.now() - began };
+      } catch (error) {
+        if (attempt > retries || !worthRetrying(error, options.signal)) throw error;
+        options.events?.onRetry?.({ attempt, error, delayMs: delay });
+        await (options.sleep ?? abortableSleep)(delay, options.signal);
+        delay *= 2;
+      }
+    }
+  } finally {
+    await release();
+  }
+}
+
+type AttemptResult = Omit<JobSummary, 'credits' | 'attempts' | 'durationMs'>;
+
+async function attemptRun(job: Job, options: RunJobOptions, store: RunStateStore, spent: { credits: number }): Promise<AttemptResult> {
+  const { client, signal, events } = options;
+  const fingerprint = jobFingerprint(job);
+  const performance = job.performance ?? 'medium';
+
+  // 1. The execution: given, resumed from a killed run, or started now.
+  let execution: Execution | undefined;
+  let started = false;
+  let resumed = false;
+  if (options.executionId !== undefined) {
+    execution = client.execution(options.executionId);
+  } else if (options.resume !== false) {
+    const previous = await store.read(job.name);
+    if (previous && previous.fingerprint === fingerprint && (await resumable(client, previous.execution_id, signal))) {
+      execution = client.execution(previous.execution_id);
+      started = previous.started;
+      resumed = true;
+    } else if (previous) {
+      await store.clear(job.name);
+    }
+  }
+  if (!execution) {
+    const cost = TIER_COST[performance];
+    if (!('latest' in job.source) && !creditsAllowed(job, spent.credits, cost)) {
+      throw new BudgetExceededError(job.name, 'max_credits', `an execution costs ${cost} credits (${performance} tier) and the budget has ${(job.budget?.max_credits ?? 0) - spent.credits} left of max_credits ${job.budget?.max_credits}; nothing was started`);
+    }
+    const begun = await startExecution(client, job, signal);
+    execution = begun.execution;
+    started = begun.started;
+    if (started) {
+      // Remember it before waiting: a kill from here on resumes this execution.
+      await store.write({ version: 1, job: job.name, fingerprint, execution_id: execution.id, started, started_at: new Date().toISOString() });
+    }
+  }
+  events?.onExecution?.({ executionId: execution.id, started: started && !resumed, resumed });
+
+  // 2. Wait; on abort, cancel what this job started and is still running.
+  let status: ExecutionStatus;
+  try {
+    status = await execution.wait({ signal, allowPartialResults: job.result?.allow_partial ?? false });
+  } catch (error) {
+    if (signal.aborted) {
+      if (started) await cancelQuietly(execution);
+    }
+    // A failed, cancelled or expired execution cannot be resumed; an abort mid-wait was cancelled.
+    if (signal.aborted || !worthRetrying(error, signal) || isExecutionOutcome(error)) await store.clear(job.name);
+    throw error;
+  }
+  if (started && !resumed) spent.credits += status.execution_cost_credits ?? TIER_COST[performance];
+  const overBytes = checkBytes(job, status);
+  if (overBytes) {
+    await store.clear(job.name);
+    throw overBytes;
+  }
+
+  // 3. Outputs: skip those already committed for this execution, write the rest from one read.
+  const totalRows = job.result?.filters === undefined ? status.result_metadata?.total_row_count : undefined;
+  const summaries: (OutputSummary | undefined)[] = new Array(job.outputs.length).fill(undefined);
+  const pending: number[] = [];
+  for (const [i, output] of job.outputs.entries()) {
+    const done = await committedExport(output, execution.id, totalRows, signal);
+    if (done) {
+      summaries[i] = { url: done.url, format: output.format, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true };
+      events?.onOutput?.(summaries[i]!);
+    } else {
+      pending.push(i);
+    }
+  }
+  if (pending.length > 0) {
+    const written = await exportAll(job, pending, execution.id, options);
+    pending.forEach((index, k) => {
+      const s = written[k]!;
+      summaries[index] = { url: s.url, format: job.outputs[index]!.format, rows: s.rows, files: s.files.length, bytes: s.bytes, skipped: false };
+      events?.onOutput?.(summaries[index]!);
+    });
+  }
+  await store.clear(job.name);
+
+  const outputs = summaries.map((s) => s!);
+  return {
+    job: job.name,
+    executionId: execution.id,
+    startedExecution: started && !resumed,
+    resumed,
+    rows: outputs[0]?.rows ?? 0,
+    files: outputs.reduce((n, o) => n + o.files, 0),
+    bytes: outputs.reduce((n, o) => n + o.bytes, 0),
+    outputs,
+  };
+}
+
+/** Streams the result once and writes it to every pending output; one failing aborts the rest. */
+async function exportAll(job: Job, pending: readonly number[], executionId: string, options: RunJobOptions): Promise<ExportSummary[]> {
+  const controller = new AbortController();
+  const onAbort = (): void => controller.abort(options.signal.reason);
+  options.signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    let pageSize: number | undefined;
+    const result = stream(options.client, { executionId }, {
+      signal: controller.signal,
+      ...(job.concurrency === undefined ? {} : { concurrency: job.concurrency }),
+      ...(job.result?.columns === undefined ? {} : { columns: job.result.columns }),
+      ...(job.result?.filters === undefined ? {} : { filters: job.result.filters }),
+      ...(job.result?.sort_by === undefined ? {} : { sortBy: job.result.sort_by }),
+      allowPartialResults: job.result?.allow_partial ?? false,
+      onProgress: (p) => {
+        const totalPages = pageSize !== undefined && p.totalRows !== undefined ? Math.max(1, Math.ceil(p.totalRows / pageSize)) : undefined;
+        options.events?.onProgress?.({ ...p, totalPages });
+      },
+    });
+    const info = await result.info();
+    pageSize = info.pageSize;
+    const schema = await result.schema();
+    const meta = {
+      executionId,
+      ...(info.queryId === undefined ? {} : { queryId: info.queryId }),
+      ...(info.status.execution_ended_at === undefined ? {} : { endedAt: info.status.execution_ended_at }),
+      ...(job.result?.filters === undefined ? { totalRowCount: info.totalRows } : {}),
+      ...('query_id' in job.source && job.source.parameters ? { parameters: job.source.parameters } : {}),
+      ...('latest' in job.source && job.source.latest.parameters ? { parameters: job.source.latest.parameters } : {}),
+    };
+    const branches = tee(result.batches(), pending.length, 2, controller.signal);
+    const settled = await Promise.allSettled(
+      pending.map((index, k) =>
+        writeExport({ schema, batches: branches[k]!, meta }, job.outputs[index], { signal: controller.signal }).catch((error: unknown) => {
+          // Stop the others: outputs of one run are all written, or the run fails. The abort also
+          // releases an output waiting on this one's unread branch.
+          controller.abort(error);
+          throw error;
+        }),
+      ),
+    );
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw options.signal.aborted ? options.signal.reason : failed.reason;
+    return settled.map((s) => (s as PromiseFulfilledResult<ExportSummary>).value);
+  } finally {
+    options.signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** Whether an execution from an earlier run can still be read (or is still going). */
+async function resumable(client: ServiceClient, executionId: string, signal: AbortSignal): Promise<boolean> {
+  try {
+    const status = await client.getStatus(executionId, { signal });
+    return !isTerminal(status.state) || status.state === 'QUERY_STATE_COMPLETED' || status.state === 'QUERY_STATE_COMPLETED_PARTIAL';
+  } catch (error) {
+    if (signal.aborted) throw error;
+    return false;
+  }
+}
+
+function isExecutionOutcome(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'EXECUTION_FAILED' || code === 'EXECUTION_CANCELED' || code === 'EXECUTION_EXPIRED' || code === 'PARTIAL_RESULT';
+}
+
+async function cancelQuietly(execution: Execution): Promise<void> {
+  try {
+    await execution.cancel({ signal: AbortSignal.timeout(CANCEL_TIMEOUT_MS) });
+  } catch {
+    // Best effort: the execution may have finished meanwhile, or the service be unreachable.
+  }
+}
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    signal.throwIfAborted();
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

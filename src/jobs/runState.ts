@@ -1,0 +1,103 @@
+import { createHash } from 'node:crypto';
+import { mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { Job } from '../config/jobSchema.ts';
+import { JobBusyError } from './errors.ts';
+
+/**
+ * What survives a killed run: which execution the job was exporting. The next run of the job
+ * resumes with that execution (no second execution, no second charge) when it has not expired
+ * and the job's source has not changed since (the fingerprint); outputs whose committed
+ * manifest already names that execution are skipped.
+ */
+const RunStateSchema = z.object({
+  version: z.literal(1),
+  job: z.string(),
+  fingerprint: z.string(),
+  execution_id: z.string(),
+  /** True when this job started the execution (it is then cancelled on SIGTERM while running). */
+  started: z.boolean(),
+  started_at: z.string(),
+});
+export type RunState = z.infer<typeof RunStateSchema>;
+
+/** Changes when anything that decides the rows changes; outputs may change freely. */
+export function jobFingerprint(job: Job): string {
+  const basis = JSON.stringify({ source: job.source, result: job.result ?? null, performance: job.performance ?? 'medium' });
+  return createHash('sha256').update(basis).digest('hex').slice(0, 32);
+}
+
+export class RunStateStore {
+  readonly dir: string;
+
+  constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  #file(job: string): string {
+    return join(this.dir, `${encodeURIComponent(job)}.json`);
+  }
+
+  async read(job: string): Promise<RunState | undefined> {
+    let text: string;
+    try {
+      text = await readFile(this.#file(job), 'utf8');
+    } catch {
+      return undefined;
+    }
+    try {
+      const parsed = RunStateSchema.safeParse(JSON.parse(text));
+      return parsed.success && parsed.data.job === job ? parsed.data : undefined;
+    } catch {
+      return undefined; // a torn or foreign file: start afresh
+    }
+  }
+
+  /** Written atomically (temp file + rename): a kill leaves the old state or the new one. */
+  async write(state: RunState): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    const file = this.#file(state.job);
+    const tmp = `${file}.${process.pid}.tmp`;
+    await writeFile(tmp, `${JSON.stringify(state, null, 2)}\n`);
+    await rename(tmp, file);
+  }
+
+  async clear(job: string): Promise<void> {
+    await rm(this.#file(job), { force: true });
+  }
+
+  /**
+   * Takes the job's lock file so two processes (a `sluice run` next to `sluice schedule`) never
+   * run one job at once. A lock left by a process that no longer exists is taken over.
+   */
+  async lock(job: string): Promise<() => Promise<void>> {
+    await mkdir(this.dir, { recursive: true });
+    const file = join(this.dir, `${encodeURIComponent(job)}.lock`);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        const handle = await open(file, 'wx');
+        await handle.writeFile(`${process.pid}\n`);
+        await handle.close();
+        return () => rm(file, { force: true });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        const pid = Number((await readFile(file, 'utf8').catch(() => '')).trim());
+        if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+          throw new JobBusyError(job, `process ${pid} holds ${file}`);
+        }
+        await rm(file, { force: true });
+      }
+    }
+    throw new JobBusyError(job, `could not take ${file}`);
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,134 @@
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadJobFile, type JobFile } from '../../src/config/index.ts';
+import { connect } from '../../src/jobs/connect.ts';
+import { runJob, type JobSummary } from '../../src/jobs/runJob.ts';
+import { loadSettingsFile } from '../../src/service/settings.ts';
+import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
+import { startTestService, type TestService } from '../helpers/service.ts';
+import { ROOT } from '../cli/sluiceProcess.ts';
+import { duck } from '../jobs/duck.ts';
+
+// Habit 11: every file in config/ is loaded and run here. A new file without a case below
+// fails the first test, so examples cannot rot unnoticed.
+
+const CONFIG = join(ROOT, 'config');
+const files = (function walk(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? walk(path) : [relative(CONFIG, path)];
+  });
+})(CONFIG).sort();
+
+const JOB_FILES = ['docker/jobs.yaml', 'examples/csv.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
+const OTHER_FILES = ['examples/stream-rows.ts', 'service.yaml'];
+
+let work: string;
+let s3: LocalS3;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'sluice-examples-'));
+  s3 = await startLocalS3();
+  await s3.createBucket('examples');
+  env = {
+    SLUICE_SAMPLE_ROWS: '3000',
+    SLUICE_OUT: join(work, 'out'),
+    SLUICE_DATA: join(work, 'docker'),
+    S3_BUCKET: 'examples',
+    S3_PREFIX: 'exports/events',
+    S3_ENDPOINT: s3.endpoint,
+    S3_PATH_STYLE: 'true',
+    AWS_REGION: s3.region,
+  };
+});
+afterAll(async () => {
+  await s3?.stop();
+  await rm(work, { recursive: true, force: true });
+});
+
+/** Runs every job of a file the way `sluice run` does, in this process. */
+async function runFile(file: JobFile): Promise<JobSummary[]> {
+  const connection = await connect(file.connection, { env, cwd: work });
+  try {
+    const summaries: JobSummary[] = [];
+    for (const job of file.jobs) {
+      summaries.push(await runJob(job, { client: connection.client, stateDir: join(work, 'state'), signal: new AbortController().signal }));
+    }
+    return summaries;
+  } finally {
+    await connection.close();
+  }
+}
+
+describe('config/', () => {
+  it('every file has a test case', () => {
+    expect(files).toEqual([...JOB_FILES, ...OTHER_FILES].sort());
+  });
+
+  it.each(JOB_FILES)('%s validates and every job in it runs', async (name) => {
+    const file = await loadJobFile(join(CONFIG, name), env);
+    const summaries = await runFile(file);
+    expect(summaries.map((s) => s.job)).toEqual(file.jobs.map((j) => j.name));
+    for (const summary of summaries) {
+      expect(summary.rows).toBeGreaterThan(0);
+      for (const output of summary.outputs) {
+        expect(output.rows).toBe(summary.rows);
+        if (output.url.startsWith('file://')) expect(existsSync(join(new URL(output.url).pathname, '_SUCCESS'))).toBe(true);
+      }
+    }
+    if (name === 'examples/s3.yaml') {
+      const keys = await s3.list('examples', 'exports/events/');
+      expect(keys).toContain('exports/events/_SUCCESS');
+      expect(keys.filter((k) => k.endsWith('.parquet')).length).toBe(1);
+    }
+    if (name === 'examples/partitioned.yaml') {
+      const [row] = await duck(
+        `select count(*)::int as n, count(distinct day)::int as days from read_parquet('${env.SLUICE_OUT}/events-by-day/*/*.parquet', hive_partitioning = true)`,
+      );
+      expect(row).toEqual({ n: summaries[0]!.rows, days: 7 });
+    }
+    if (name === 'examples/csv.yaml') {
+      const dir = join(env.SLUICE_OUT!, 'daily-totals-csv');
+      const csv = readdirSync(dir).find((n) => n.endsWith('.csv'))!;
+      expect(readFileSync(join(dir, csv), 'utf8').split('\n')[0]).toBe('day;events;amount;avg_value');
+    }
+  });
+
+  it('service.yaml is valid service settings and an embedded service started with it runs a job', async () => {
+    const settings = await loadSettingsFile(join(CONFIG, 'service.yaml'));
+    expect(settings.teams[0]!.keys.some((k) => k.scopes.includes('Admin'))).toBe(true);
+    const [summary] = await runFile({
+      connection: { embedded: { settings: join(CONFIG, 'service.yaml'), data_dir: join(work, 'settings-service'), sample_rows: 100 } },
+      jobs: [{ name: 'with-settings', source: { sql: 'select count(*) as n from sample.events' }, outputs: [{ format: 'ndjson', path: join(work, 'with-settings') }] }],
+    } as JobFile);
+    expect(summary!.rows).toBe(1);
+  });
+
+  it('examples/stream-rows.ts streams typed rows from the library', async () => {
+    const svc: TestService = await startTestService({ sampleRows: 100 });
+    try {
+      const { spawn } = await import('node:child_process');
+      const child = spawn('node', [join(CONFIG, 'examples/stream-rows.ts'), 'select id, amount from sample.events order by id limit 3'], {
+        env: { ...process.env, PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`, SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: svc.keys.demo.admin },
+      });
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      expect(err).toContain('3 rows in 1 pages');
+      expect(code).toBe(0);
+      expect(out.trim().split('\n').map((l) => JSON.parse(l) as unknown)).toEqual([
+        { id: '0', amount: '0.0000' },
+        { id: '1', amount: '10.4729' },
+        { id: '2', amount: '20.9458' },
+      ]);
+    } finally {
+      await svc.close();
+    }
+  });
+});

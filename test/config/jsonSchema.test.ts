@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { jobFileJsonSchema } from '../../src/config/index.ts';
+
+describe('jobFileJsonSchema', () => {
+  it('describes every field and forbids unknown ones', () => {
+    const schema = jobFileJsonSchema() as { properties: Record<string, { description?: string; items?: unknown }>; additionalProperties: boolean };
+    expect(schema.additionalProperties).toBe(false);
+    expect(schema.properties.jobs?.description).toMatch(/jobs/);
+    const text = JSON.stringify(schema);
+    for (const field of ['max_credits', 'max_bytes', 'view_refresh', 'max_age_hours', 'partition_by', 'format_options', 'api_key_env', 'schedule']) {
+      expect(text).toContain(`"${field}"`);
+    }
+    // Every property at every depth has a description (the schema is the field reference).
+    const missing: string[] = [];
+    const walk = (node: unknown, path: string): void => {
+      if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${path}[${i}]`));
+      if (typeof node !== 'object' || node === null) return;
+      const record = node as Record<string, unknown>;
+      if (record.properties && typeof record.properties === 'object') {
+        for (const [key, value] of Object.entries(record.properties as Record<string, Record<string, unknown>>)) {
+          if (typeof value.description !== 'string') missing.push(`${path}.${key}`);
+        }
+      }
+      for (const [key, value] of Object.entries(record)) walk(value, `${path}.${key}`);
+    };
+    walk(schema, '$');
+    expect(missing.filter((p) => !p.includes('.s3.'))).toEqual([]);
+  });
+});

@@ -1,0 +1,96 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadJobFile } from '../../src/config/index.ts';
+import { logLines, ROOT, startSluice } from '../cli/sluiceProcess.ts';
+
+// Docker cannot build here; what the image relies on is checked instead: its instructions, the
+// files it copies, the job file it runs, and how that `sluice schedule` process ends on SIGTERM.
+
+interface Instruction {
+  stage: number;
+  op: string;
+  args: string;
+}
+
+function instructions(): Instruction[] {
+  const text = readFileSync(join(ROOT, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
+  let stage = -1;
+  const out: Instruction[] = [];
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const [op, ...rest] = line.split(/\s+/);
+    if (op!.toUpperCase() === 'FROM') stage += 1;
+    out.push({ stage, op: op!.toUpperCase(), args: rest.join(' ') });
+  }
+  return out;
+}
+
+describe('Dockerfile', () => {
+  const all = instructions();
+  const final = all.filter((i) => i.stage === Math.max(...all.map((x) => x.stage)));
+
+  it('is multi-stage on node:24-slim, installs with npm ci and prunes dev dependencies', () => {
+    const froms = all.filter((i) => i.op === 'FROM').map((i) => i.args);
+    expect(froms.length).toBeGreaterThanOrEqual(2);
+    for (const from of froms) expect(from).toMatch(/^node:24-slim\b/);
+    const runs = all.filter((i) => i.op === 'RUN' && i.stage === 0).map((i) => i.args).join(' && ');
+    expect(runs).toMatch(/\bnpm ci\b/);
+    expect(runs).toMatch(/\bnpm prune --omit=dev\b/);
+    // `npm ci` needs the lock file, which is in the repository.
+    expect(all.some((i) => i.op === 'COPY' && i.args.includes('package-lock.json'))).toBe(true);
+    expect(existsSync(join(ROOT, 'package-lock.json'))).toBe(true);
+  });
+
+  it('runs as a non-root user, with sluice on PATH as the entrypoint and schedule as the command', () => {
+    const users = final.filter((i) => i.op === 'USER').map((i) => i.args);
+    expect(users.length).toBeGreaterThan(0);
+    expect(users.at(-1)).not.toMatch(/^(root|0)(:|$)/);
+    const entry = final.find((i) => i.op === 'ENTRYPOINT');
+    expect(JSON.parse(entry!.args)).toEqual(['sluice']);
+    expect(JSON.parse(final.find((i) => i.op === 'CMD')!.args)).toEqual(['schedule', '/etc/sluice/jobs.yaml']);
+    // `sluice` is linked to package.json's bin, which is an executable script with a node shebang.
+    const bin = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: { sluice: string } }).bin.sluice;
+    const link = final.filter((i) => i.op === 'RUN').map((i) => i.args).join(' ');
+    expect(link).toContain(`ln -s /app/${bin} /usr/local/bin/sluice`);
+    expect(readFileSync(join(ROOT, bin), 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+    expect(statSync(join(ROOT, bin)).isFile()).toBe(true);
+  });
+
+  it('copies only files that exist, and the default job file validates', async () => {
+    for (const copy of all.filter((i) => i.op === 'COPY' && !i.args.startsWith('--from'))) {
+      const sources = copy.args.split(/\s+/).slice(0, -1);
+      for (const source of sources) expect(existsSync(join(ROOT, source)), source).toBe(true);
+    }
+    const jobCopy = final.find((i) => i.op === 'COPY' && i.args.endsWith('/etc/sluice/jobs.yaml'));
+    const source = jobCopy!.args.split(/\s+/)[0]!;
+    const jobFile = await loadJobFile(join(ROOT, source), {});
+    expect(jobFile.jobs.length).toBeGreaterThan(0);
+    expect(jobFile.jobs.every((j) => j.schedule !== undefined)).toBe(true);
+    const dockerignore = readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n');
+    for (const entry of ['node_modules', '.git', '.sluice', 'out']) expect(dockerignore).toContain(entry);
+  });
+
+  it('the schedule process the image runs stops within the bound on SIGTERM with exit code 0', async () => {
+    const data = await mkdtemp(join(tmpdir(), 'sluice-docker-'));
+    try {
+      const proc = startSluice(['schedule', join(ROOT, 'config/docker/jobs.yaml')], {
+        cwd: data,
+        env: { SLUICE_DATA: data, SLUICE_SAMPLE_ROWS: '1000', SLUICE_HEALTH_PORT: '0', SLUICE_SCHEDULE: '0 0 1 1 *' },
+      });
+      await proc.waitFor(/"msg":"scheduled"/, 60_000);
+      const sent = performance.now();
+      proc.child.kill('SIGTERM');
+      const result = await proc.done;
+      expect(result.code).toBe(0);
+      // Docker sends SIGKILL 10 s after SIGTERM; the process must be gone well before.
+      expect(performance.now() - sent).toBeLessThan(10_000);
+      expect(logLines(result.stderr).some((l) => l.msg === 'health server listening')).toBe(true);
+    } finally {
+      await rm(data, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,193 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ServiceClient } from '../../src/client/index.ts';
+import { parseJobFile, type Job } from '../../src/config/index.ts';
+import { BudgetExceededError } from '../../src/jobs/errors.ts';
+import { runJob } from '../../src/jobs/runJob.ts';
+import { RunStateStore, jobFingerprint } from '../../src/jobs/runState.ts';
+import { startTestService, type TestService } from '../helpers/service.ts';
+import { duck } from './duck.ts';
+
+let svc: TestService;
+let client: ServiceClient;
+let dir: string;
+
+beforeAll(async () => {
+  svc = await startTestService({ sampleRows: 3000, limits: { page_rows: 500 } });
+  client = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.admin, env: {} });
+  dir = await mkdtemp(join(tmpdir(), 'sluice-jobs-'));
+});
+afterAll(async () => {
+  await client.close();
+  await svc.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function job(yaml: string): Job {
+  return parseJobFile(`jobs:\n${yaml}`, { file: 'test.yaml', env: { DIR: dir } }).jobs[0]!;
+}
+
+const signal = () => new AbortController().signal;
+
+describe('runJob', () => {
+  it('streams the result once into two outputs and commits both', async () => {
+    const j = job(`  - name: two-outputs
+    source: { sql: "select id, name, amount from sample.events order by id" }
+    outputs:
+      - { format: parquet, path: "\${DIR}/two/parquet", max_rows_per_file: 1000 }
+      - { format: csv, path: "\${DIR}/two/csv" }
+`);
+    const progress: number[] = [];
+    const summary = await runJob(j, { client, stateDir: join(dir, 'state'), signal: signal(), events: { onProgress: (p) => progress.push(p.rows) } });
+    expect(summary).toMatchObject({ job: 'two-outputs', rows: 3000, files: 4, credits: 10, startedExecution: true, resumed: false, attempts: 1 });
+    expect(summary.outputs.map((o) => [o.format, o.rows, o.files, o.skipped])).toEqual([
+      ['parquet', 3000, 3, false],
+      ['csv', 3000, 1, false],
+    ]);
+    expect(summary.bytes).toBe(summary.outputs[0]!.bytes + summary.outputs[1]!.bytes);
+    // Pages of 500 rows: progress was reported per page, up to the total.
+    expect(progress.at(-1)).toBe(3000);
+    expect(progress.length).toBeGreaterThanOrEqual(6);
+    const [pq] = await duck(`select count(*)::int as n, sum(id)::bigint as s from read_parquet('${dir}/two/parquet/*.parquet')`);
+    expect(pq).toEqual({ n: 3000, s: String((2999 * 3000) / 2) });
+    const [csv] = await duck(`select count(*)::int as n from read_csv('${dir}/two/csv/*.csv')`);
+    expect(csv).toEqual({ n: 3000 });
+    // The run is complete: no state left to resume.
+    expect(await new RunStateStore(join(dir, 'state')).read('two-outputs')).toBeUndefined();
+  });
+
+  it('when one output fails the others are aborted too: the run fails, nothing is committed, nothing hangs', async () => {
+    const j = job(`  - name: one-bad
+    source: { sql: "select id, name from sample.events" }
+    outputs:
+      - { format: csv, path: "\${DIR}/one-bad/good" }
+      - { format: parquet, path: "\${DIR}/one-bad/bad", partition_by: [no_such_column] }
+`);
+    const error = await runJob(j, { client, stateDir: join(dir, 'state'), signal: signal() }).catch((e: unknown) => e);
+    expect(String(error)).toMatch(/partition_by\[0\]: no such column in the result/);
+    expect(existsSync(join(dir, 'one-bad', 'good', '_SUCCESS'))).toBe(false);
+  });
+
+  it('applies result shaping: columns, filters and sort', async () => {
+    const j = job(`  - name: shaped
+    source: { sql: "select id, name, quantity from sample.events" }
+    result: { columns: [id, quantity], filters: "quantity < 3", sort_by: id desc }
+    outputs:
+      - { format: ndjson, path: "\${DIR}/shaped" }
+`);
+    const summary = await runJob(j, { client, stateDir: join(dir, 'state'), signal: signal() });
+    const names = (await readdir(join(dir, 'shaped'))).filter((n) => n.endsWith('.ndjson'));
+    const lines = (await readFile(join(dir, 'shaped', names[0]!), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Record<string, number>);
+    expect(summary.rows).toBe(lines.length);
+    expect(lines.length).toBe(9); // quantity = id % 1000 < 3 for ids 0..2999
+    expect(Object.keys(lines[0]!)).toEqual(['id', 'quantity']);
+    expect(lines.map((l) => l.id)).toEqual([2002, 2001, 2000, 1002, 1001, 1000, 2, 1, 0]);
+  });
+
+  it('refuses to start an execution that would exceed max_credits', async () => {
+    const j = job(`  - name: too-dear
+    source: { sql: "select 1 as x" }
+    performance: large
+    budget: { max_credits: 15 }
+    outputs: [{ format: csv, path: "\${DIR}/too-dear" }]
+`);
+    const error = await runJob(j, { client, stateDir: join(dir, 'state'), signal: signal() }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BudgetExceededError);
+    expect(String(error)).toMatch(/costs 20 credits \(large tier\).*max_credits 15; nothing was started/);
+    expect(existsSync(join(dir, 'too-dear'))).toBe(false);
+  });
+
+  it('stops before fetching when the result is larger than max_bytes', async () => {
+    const j = job(`  - name: too-big
+    source: { sql: "select * from sample.events" }
+    budget: { max_bytes: 10000 }
+    outputs: [{ format: parquet, path: "\${DIR}/too-big" }]
+`);
+    const error = await runJob(j, { client, stateDir: join(dir, 'state'), signal: signal() }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BudgetExceededError);
+    expect((error as BudgetExceededError).limit).toBe('max_bytes');
+    expect(String(error)).toMatch(/over max_bytes 10000; nothing was fetched or written/);
+    expect(existsSync(join(dir, 'too-big'))).toBe(false);
+  });
+
+  it('retries a failed run with a growing delay, then gives up with the error', async () => {
+    const j = job(`  - name: failing
+    source: { sql: "select * from no_such_table" }
+    retries: 2
+    retry_delay_seconds: 3
+    outputs: [{ format: csv, path: "\${DIR}/failing" }]
+`);
+    const delays: number[] = [];
+    const error = await runJob(j, {
+      client,
+      stateDir: join(dir, 'state'),
+      signal: signal(),
+      sleep: async (ms) => void delays.push(ms),
+    }).catch((e: unknown) => e);
+    expect((error as { code?: string }).code).toBe('EXECUTION_FAILED');
+    expect(delays).toEqual([3000, 6000]);
+  });
+
+  it('resumes the execution of a killed run: no new execution, committed outputs skipped', async () => {
+    const j = job(`  - name: resumable
+    source: { sql: "select id, amount from sample.events order by id" }
+    outputs:
+      - { format: parquet, path: "\${DIR}/resume/a" }
+      - { format: csv, path: "\${DIR}/resume/b" }
+`);
+    const stateDir = join(dir, 'state-resume');
+    // A first run that got as far as committing output a, then died: its state file remains.
+    const first = await runJob({ ...j, outputs: [j.outputs[0]!] }, { client, stateDir, signal: signal() });
+    await new RunStateStore(stateDir).write({
+      version: 1,
+      job: 'resumable',
+      fingerprint: jobFingerprint(j),
+      execution_id: first.executionId,
+      started: true,
+      started_at: new Date().toISOString(),
+    });
+    const summary = await runJob(j, { client, stateDir, signal: signal() });
+    expect(summary).toMatchObject({ executionId: first.executionId, resumed: true, startedExecution: false, credits: 0, rows: 3000 });
+    expect(summary.outputs.map((o) => o.skipped)).toEqual([true, false]);
+    const [b] = await duck(`select count(*)::int as n from read_csv('${dir}/resume/b/*.csv')`);
+    expect(b).toEqual({ n: 3000 });
+  });
+
+  it('does not resume when the source changed since the killed run', async () => {
+    const stateDir = join(dir, 'state-changed');
+    const old = await client.execute({ sql: 'select 1 as x' });
+    await old.wait();
+    const j = job(`  - name: changed
+    source: { sql: "select 2 as x" }
+    outputs: [{ format: ndjson, path: "\${DIR}/changed" }]
+`);
+    await new RunStateStore(stateDir).write({ version: 1, job: 'changed', fingerprint: 'something-else', execution_id: old.id, started: true, started_at: new Date().toISOString() });
+    const summary = await runJob(j, { client, stateDir, signal: signal() });
+    expect(summary.resumed).toBe(false);
+    expect(summary.executionId).not.toBe(old.id);
+  });
+
+  it('on abort while the execution runs, cancels it and forgets the run', async () => {
+    const j = job(`  - name: slow
+    source: { sql: "select sum(a.i * b.i) as s from range(100000) a(i), range(100000) b(i)" }
+    outputs: [{ format: csv, path: "\${DIR}/slow" }]
+`);
+    const controller = new AbortController();
+    let executionId = '';
+    const stateDir = join(dir, 'state-slow');
+    const run = runJob(j, {
+      client,
+      stateDir,
+      signal: controller.signal,
+      events: { onExecution: (e) => ((executionId = e.executionId), setTimeout(() => controller.abort(new Error('stop')), 200)) },
+    });
+    await expect(run).rejects.toThrow();
+    const status = await client.getStatus(executionId);
+    expect(status.state).toBe('QUERY_STATE_CANCELED');
+    expect(await new RunStateStore(stateDir).read('slow')).toBeUndefined();
+    expect(existsSync(join(dir, 'slow'))).toBe(false);
+  });
+});

@@ -1,0 +1,20 @@
+/**
+ * sluice as a library: the client of the query service, typed streaming of results, the column
+ * type system, and the export writer with its formats and destinations.
+ *
+ * ```ts
+ * import { ServiceClient, stream } from 'sluice';
+ * const client = new ServiceClient();            // SERVICE_API_KEY, SERVICE_BASE_URL
+ * for await (const row of stream(client, { sql: 'SELECT * FROM sample.events' })) { ... }
+ * ```
+ * The local query service is exported separately: `import { startService } from 'sluice/service'`.
+ */
+export * from './client/index.ts';
+export * from './pipeline/index.ts';
+export * from './types/index.ts';
+// Both the client (raw rows) and the types (decoded rows) name a Row; the decoded one is what users see.
+export type { Row } from './types/index.ts';
+export * from './export/index.ts';
+export * as protocol from './protocol/index.ts';
+export { defineFormat, defineSink } from './kit/index.ts';
+export { formats, sinks } from '../connectors/index.ts';

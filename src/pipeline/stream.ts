@@ -1,0 +1,334 @@
+import { Readable } from 'node:stream';
+import type { RecordBatch, Schema } from 'apache-arrow';
+import { AbortedError, InvalidArgumentError, InvalidResponseError } from '../client/errors.ts';
+import type { ExecutionStatus, ResultMetadata, ResultPage } from '../protocol/index.ts';
+import { arrowSchema, type ArrowTypeOptions } from '../types/arrow.ts';
+import { createBatchBuilder } from '../types/batch.ts';
+import { compileRowDecoder, type ColumnSpec, type DecodeOptions, type Row } from '../types/decode.ts';
+import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
+import { DEFAULT_CONCURRENCY, DEFAULT_PREFETCH, fetchOrdered, type PageRequest, type PageShape } from './fetchOrdered.ts';
+import { ProgressTracker, type Progress, type ProgressListener } from './progress.ts';
+import { resolveSource, type ResolvedSource, type StreamClient, type StreamSource } from './source.ts';
+
+export interface StreamOptions {
+  /** Page requests in flight at most (default 4). */
+  concurrency?: number;
+  /** Pages fetched ahead beyond `concurrency`, waiting for a slow consumer (default 2). */
+  prefetch?: number;
+  /** Rows per page asked for; the service may lower it. Default: the service's page cap. */
+  pageSize?: number;
+  /** Only these columns, in this order. */
+  columns?: string[];
+  /** Server-side filter (protocol.md section 4). */
+  filters?: string;
+  /** Server-side order, `col [asc|desc], ...`. */
+  sortBy?: string;
+  /** Stops waiting and every page request; the stream rejects with an `AbortError`. */
+  signal?: AbortSignal;
+  /** On abort, also cancel the execution if it is still running (default false). */
+  cancelOnAbort?: boolean;
+  /** Read a COMPLETED_PARTIAL (truncated) result instead of failing with PartialResultError. */
+  allowPartialResults?: boolean;
+  /** Called after every page handed to the consumer. */
+  onProgress?: ProgressListener;
+  /** Called once the execution is known (started or found), before waiting for it: to log or cancel it. */
+  onExecution?: (executionId: string) => void;
+  /** `date` values in rows as `YYYY-MM-DD` strings (default) or Dates at UTC midnight. */
+  dates?: DecodeOptions['dates'];
+  /** uint256 / int256 in Arrow as Utf8 text (default) or Decimal256(76, 0). */
+  int256As?: ArrowTypeOptions['int256As'];
+}
+
+export interface BatchOptions {
+  /** Rows per RecordBatch; default: one batch per page. */
+  batchSize?: number;
+}
+
+/** What the first page told about the result. */
+export interface ResultInfo {
+  readonly executionId: string;
+  readonly queryId: number | undefined;
+  /** False when a stored result was reused (a query's latest result, or an execution id). */
+  readonly started: boolean;
+  readonly columns: readonly ColumnSpec[];
+  /** `total_row_count` (with `filters`, the unfiltered total: the service does not count matches). */
+  readonly totalRows: number;
+  /** Rows per page the service actually returns. */
+  readonly pageSize: number;
+  readonly status: ExecutionStatus;
+}
+
+/** One page as the pipeline passes it on: raw rows of the wire, and where they sit in the result. */
+interface RawPage extends PageShape {
+  readonly rows: readonly unknown[];
+  readonly bytes: number;
+  readonly metadata: ResultMetadata;
+}
+
+interface Started {
+  readonly info: ResultInfo;
+  readonly resolved: ResolvedSource;
+  /** Kept for the first read only, then dropped: nothing holds pages the consumer has had. */
+  first: RawPage | undefined;
+  /** When the first page was requested: the first read's rates count from there. */
+  firstRequestedAt: number | undefined;
+}
+
+/**
+ * Streams the result of `source` as typed rows. Nothing is requested until the stream is consumed
+ * (or `schema()` / `info()` is asked). Each consumption reads the result again from the service; the
+ * execution is found or started only once.
+ *
+ * ```ts
+ * for await (const row of stream(client, { sql: 'SELECT ...' }, { concurrency: 4 })) ...
+ * ```
+ */
+export function stream(client: StreamClient, source: StreamSource, options: StreamOptions = {}): ResultStream {
+  return new ResultStream(client, source, options);
+}
+
+export class ResultStream implements AsyncIterable<Row> {
+  readonly #client: StreamClient;
+  readonly #source: StreamSource;
+  readonly #options: StreamOptions;
+  #started: Promise<Started> | undefined;
+  #schema: Schema | undefined;
+  #progress: ProgressTracker | undefined;
+
+  constructor(client: StreamClient, source: StreamSource, options: StreamOptions = {}) {
+    checkOptions(options);
+    this.#client = client;
+    this.#source = source;
+    this.#options = options;
+  }
+
+  /** Typed rows, keyed by column name in `column_names` order. */
+  [Symbol.asyncIterator](): AsyncIterator<Row> {
+    return this.rows();
+  }
+
+  async *rows(): AsyncGenerator<Row, void, undefined> {
+    const started = await this.#start();
+    const decode = compileRowDecoder(started.info.columns, { dates: this.#options.dates });
+    for await (const { page, offset, skip } of this.#pages(started)) {
+      const rows = page.rows;
+      for (let i = skip; i < rows.length; i++) yield decode(rows[i], offset + i);
+    }
+  }
+
+  /** Arrow RecordBatches, all with the one schema of `schema()`. */
+  async *batches(options: BatchOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
+    const batchSize = options.batchSize;
+    if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize > 0)) {
+      throw new InvalidArgumentError(`batchSize must be a positive integer, got ${batchSize}`, { method: 'batches' });
+    }
+    const started = await this.#start();
+    // Exact timestamp text: a Date would drop the microseconds of `timestamp(6) with time zone`.
+    const decode = compileRowDecoder(started.info.columns, { timestamps: 'string' });
+    const builder = createBatchBuilder(this.#arrowSchema(started.info));
+    for await (const { page, offset, skip } of this.#pages(started)) {
+      const rows = page.rows;
+      for (let i = skip; i < rows.length; i++) {
+        builder.append(decode(rows[i], offset + i));
+        if (builder.length === batchSize) yield builder.flush();
+      }
+      if (batchSize === undefined && builder.length > 0) yield builder.flush();
+    }
+    if (builder.length > 0) yield builder.flush();
+  }
+
+  /** The Arrow schema of the result (reads the first page if it was not read yet). */
+  async schema(): Promise<Schema> {
+    return this.#arrowSchema((await this.#start()).info);
+  }
+
+  /** Execution, columns, total and page size (reads the first page if it was not read yet). */
+  async info(): Promise<ResultInfo> {
+    return (await this.#start()).info;
+  }
+
+  /** Progress of the current (or last) read. */
+  get progress(): Progress | undefined {
+    return this.#progress?.snapshot();
+  }
+
+  /** Rows as an object-mode Readable, for `stream.pipeline`; destroying it stops the fetching. */
+  toNodeStream(): Readable {
+    return Readable.from(this.rows(), { objectMode: true, highWaterMark: 64 });
+  }
+
+  /**
+   * The whole result as a nodejs-polars DataFrame, built from Arrow IPC (building Series from JS
+   * arrays page by page leaks native memory in polars). nodejs-polars is an optional peer dependency.
+   */
+  async toDataFrame(options: BatchOptions = {}): Promise<PolarsDataFrame> {
+    return toDataFrame(await this.schema(), this.batches(options));
+  }
+
+  #arrowSchema(info: ResultInfo): Schema {
+    const source = this.#source;
+    this.#schema ??= arrowSchema(
+      info.columns,
+      {
+        executionId: info.executionId,
+        ...(info.queryId === undefined ? {} : { queryId: info.queryId }),
+        ...('queryId' in source && source.parameters !== undefined ? { parameters: source.parameters } : {}),
+        ...(info.status.execution_ended_at === undefined ? {} : { endedAt: info.status.execution_ended_at }),
+      },
+      this.#options.int256As === undefined ? {} : { int256As: this.#options.int256As },
+    );
+    return this.#schema;
+  }
+
+  #start(): Promise<Started> {
+    this.#started ??= this.#begin();
+    return this.#started;
+  }
+
+  async #begin(): Promise<Started> {
+    const { signal, cancelOnAbort, allowPartialResults } = this.#options;
+    let resolved: ResolvedSource | undefined;
+    let finished = false;
+    try {
+      const found = await resolveSource(this.#client, this.#source, {
+        signal,
+        allowPartialResults,
+        onExecution: (r) => {
+          resolved = r;
+          this.#options.onExecution?.(r.execution.id);
+        },
+      });
+      resolved = found.resolved;
+      finished = true;
+      const firstRequestedAt = performance.now();
+      const firstPage = await this.#fetch(resolved, { offset: 0, limit: this.#options.pageSize }, signal);
+      const first = this.#check(resolved, firstPage, undefined);
+      const metadata = first.metadata;
+      const columns = metadata.column_names.map((name, i) => ({ name, type: metadata.column_types[i] ?? 'varchar' }));
+      // The first page tells the real page size: the service may have lowered the limit asked for.
+      const pageSize = first.nextOffset !== undefined && first.rowCount > 0 ? first.rowCount : (this.#options.pageSize ?? Math.max(1, first.rowCount));
+      const queryId = resolved.queryId ?? (firstPage.query_id || undefined);
+      const info: ResultInfo = {
+        executionId: resolved.execution.id,
+        queryId,
+        started: resolved.started,
+        columns,
+        totalRows: metadata.total_row_count,
+        pageSize,
+        status: found.status,
+      };
+      return { info, resolved, first, firstRequestedAt };
+    } catch (error) {
+      // Only an execution still running is worth cancelling: a finished one has nothing to stop.
+      if (signal?.aborted && cancelOnAbort && resolved !== undefined && !finished) await cancelQuietly(resolved);
+      // A later call must not see this failure cached: let it try again.
+      this.#started = undefined;
+      throw abortError(error, signal, 'stream');
+    }
+  }
+
+  async *#pages(started: Started) {
+    const { signal } = this.#options;
+    const { info, resolved } = started;
+    let first = started.first;
+    started.first = undefined;
+    const progress = new ProgressTracker(this.#options.onProgress, started.firstRequestedAt);
+    started.firstRequestedAt = undefined;
+    this.#progress = progress;
+    // With filters, total_row_count counts every row, not the matches: no estimate of time left.
+    const total = this.#options.filters === undefined ? info.totalRows : undefined;
+    try {
+      first ??= this.#check(resolved, await this.#fetch(resolved, { offset: 0, limit: info.pageSize }, signal), info.columns);
+      progress.page(first.rowCount, first.bytes, total);
+      yield { page: first, offset: 0, skip: 0 };
+      if (first.nextOffset === undefined) return;
+
+      const fetchPage = async (request: PageRequest, pageSignal: AbortSignal) =>
+        this.#check(resolved, await this.#fetch(resolved, request, pageSignal), info.columns);
+      const pages = fetchOrdered(fetchPage, {
+        start: first.nextOffset,
+        pageSize: info.pageSize,
+        totalRows: info.totalRows,
+        concurrency: this.#options.concurrency ?? DEFAULT_CONCURRENCY,
+        prefetch: this.#options.prefetch ?? DEFAULT_PREFETCH,
+        signal,
+      });
+      first = undefined;
+      for await (const ordered of pages) {
+        progress.page(ordered.page.rowCount - ordered.skip, ordered.page.bytes, total);
+        yield ordered;
+      }
+    } catch (error) {
+      throw abortError(error, signal, 'stream');
+    }
+  }
+
+  #fetch(resolved: ResolvedSource, request: { offset: number; limit: number | undefined }, signal: AbortSignal | undefined): Promise<ResultPage> {
+    const o = this.#options;
+    return this.#client.getResults(resolved.execution.id, {
+      offset: request.offset,
+      ...(request.limit === undefined ? {} : { limit: request.limit }),
+      ...(o.columns === undefined ? {} : { columns: o.columns }),
+      ...(o.filters === undefined ? {} : { filters: o.filters }),
+      ...(o.sortBy === undefined ? {} : { sortBy: o.sortBy }),
+      ...(o.allowPartialResults ? { allowPartialResults: true } : {}),
+      ...(signal === undefined ? {} : { signal }),
+    });
+  }
+
+  /** A page with a result, and the same columns as the first page: one schema for the whole stream. */
+  #check(resolved: ResolvedSource, page: ResultPage, columns: readonly ColumnSpec[] | undefined): RawPage {
+    const result = page.result;
+    const ctx = { method: 'stream', executionId: resolved.execution.id };
+    if (result === undefined) {
+      resolved.execution.settle(page, 'stream', this.#options.allowPartialResults ?? false);
+      throw new InvalidResponseError(`result page of a ${page.state} execution has no result`, ctx);
+    }
+    const m = result.metadata;
+    if (m.column_names.length !== m.column_types.length) {
+      throw new InvalidResponseError(`result page has ${m.column_names.length} column_names but ${m.column_types.length} column_types`, ctx);
+    }
+    if (columns !== undefined && !sameColumns(columns, m.column_names, m.column_types)) {
+      throw new InvalidResponseError(
+        `columns changed between pages: first ${describeColumns(columns)}, now ${describeColumns(m.column_names.map((name, i) => ({ name, type: m.column_types[i]! })))}`,
+        ctx,
+      );
+    }
+    return { rows: result.rows, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, metadata: m };
+  }
+}
+
+function sameColumns(columns: readonly ColumnSpec[], names: readonly string[], types: readonly string[]): boolean {
+  return columns.length === names.length && columns.every((c, i) => c.name === names[i] && c.type === types[i]);
+}
+
+function describeColumns(columns: readonly ColumnSpec[]): string {
+  return `(${columns.map((c) => `${c.name} ${c.type}`).join(', ')})`;
+}
+
+/** After an abort, every failure is reported as one `AbortError` (the client's, wrapped once). */
+function abortError(error: unknown, signal: AbortSignal | undefined, method: string): unknown {
+  if (!signal?.aborted || error instanceof AbortedError) return error;
+  return new AbortedError('aborted by the caller', { method, cause: signal.reason });
+}
+
+async function cancelQuietly(resolved: ResolvedSource): Promise<void> {
+  try {
+    // The caller's signal has fired; the cancel gets its own short deadline instead.
+    await resolved.execution.cancel({ signal: AbortSignal.timeout(5_000) });
+  } catch {
+    // Best effort: the abort is what the caller asked for and what they get; a cancel that failed
+    // leaves the execution to finish on its own (it costs what it would have cost anyway).
+  }
+}
+
+function checkOptions(options: StreamOptions): void {
+  const positive = (name: string, v: number | undefined) => {
+    if (v !== undefined && !(Number.isInteger(v) && v > 0)) throw new InvalidArgumentError(`${name} must be a positive integer, got ${v}`, { method: 'stream' });
+  };
+  positive('concurrency', options.concurrency);
+  positive('pageSize', options.pageSize);
+  if (options.prefetch !== undefined && !(Number.isInteger(options.prefetch) && options.prefetch >= 0)) {
+    throw new InvalidArgumentError(`prefetch must be a non-negative integer, got ${options.prefetch}`, { method: 'stream' });
+  }
+}

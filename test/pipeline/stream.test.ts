@@ -1,0 +1,301 @@
+// The streaming API against the real local service (DuckDB, HTTP on 127.0.0.1:0): paging, faults,
+// sources, abort and cancel, Node streams and DataFrames.
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { BadRequestError, ExecutionFailedError, InvalidArgumentError, PartialResultError, ServiceClient } from '../../src/client/index.ts';
+import { stream } from '../../src/pipeline/stream.ts';
+import type { Progress } from '../../src/pipeline/progress.ts';
+import { startTestService, type TestService } from '../helpers/service.ts';
+
+const PAGE_ROWS = 100;
+const EVENTS = 'SELECT * FROM sample.events ORDER BY id';
+const NO_FAULTS = { latency_ms: 0, error_rate: 0, reset_rate: 0 };
+/** A query that runs for many seconds unless it is cancelled. */
+const SLOW_SQL = 'SELECT sum(a.range * b.range) AS s FROM range(300000) a, range(300000) b';
+
+let svc: TestService;
+let client: ServiceClient;
+let events: Record<string, unknown>[];
+
+const collect = async (iterable: AsyncIterable<Record<string, unknown>>) => {
+  const rows: Record<string, unknown>[] = [];
+  for await (const row of iterable) rows.push(row);
+  return rows;
+};
+
+beforeAll(async () => {
+  svc = await startTestService({ limits: { page_rows: PAGE_ROWS } });
+  client = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.write, retry: { attempts: 20, baseDelayMs: 1, maxDelayMs: 20 } });
+  events = await collect(stream(client, { sql: EVENTS }, { concurrency: 1 }));
+});
+afterEach(() => svc.setFaults(NO_FAULTS));
+afterAll(async () => {
+  await client?.close();
+  await svc?.close();
+});
+
+describe('paging', () => {
+  it('reads every row of a multi-page result in order', async () => {
+    expect(events).toHaveLength(2000);
+    expect(events.map((r) => r['id'])).toEqual(Array.from({ length: 2000 }, (_, i) => BigInt(i)));
+    expect(Object.keys(events[0]!)).toEqual(['id', 'ts', 'name', 'value', 'amount', 'quantity', 'flag', 'day']);
+  });
+
+  it.each([2, 8])('concurrency %i gives exactly the rows of concurrency 1', async (concurrency) => {
+    const progress: Progress[] = [];
+    const s = stream(client, { sql: EVENTS }, { concurrency, onProgress: (p) => progress.push(p) });
+    expect(await collect(s)).toEqual(events);
+    expect(progress.map((p) => p.pages)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    expect(progress.at(-1)).toMatchObject({ pages: 20, rows: 2000, totalRows: 2000, etaMs: 0 });
+    expect(progress.at(-1)!.bytes).toBeGreaterThan(2000 * 8);
+    expect(progress.every((p, i) => i === 0 || p.rows > progress[i - 1]!.rows)).toBe(true);
+  });
+
+  it('learns the page size the service really uses (it lowers a larger limit)', async () => {
+    const s = stream(client, { sql: EVENTS }, { pageSize: 5000, concurrency: 4 });
+    expect(await collect(s)).toEqual(events);
+    expect((await s.info()).pageSize).toBe(PAGE_ROWS);
+  });
+
+  it('pages with a smaller page size asked for', async () => {
+    const s = stream(client, { sql: EVENTS }, { pageSize: 64, concurrency: 3 });
+    expect(await collect(s)).toEqual(events);
+    expect((await s.info()).pageSize).toBe(64);
+    expect(s.progress?.pages).toBe(Math.ceil(2000 / 64));
+  });
+
+  it('passes columns, filters and sort order to the service', async () => {
+    const s = stream(client, { sql: EVENTS }, { columns: ['name', 'id'], filters: 'quantity < 10', sortBy: 'id desc', pageSize: 7 });
+    const expected = events
+      .filter((r) => (r['quantity'] as number) < 10)
+      .reverse()
+      .map((r) => ({ name: r['name'], id: r['id'] }));
+    const rows = await collect(s);
+    expect(rows.length).toBeGreaterThan(14);
+    expect(rows).toEqual(expected);
+  });
+
+  it('an empty result: no rows, no batches, still a schema', async () => {
+    const s = stream(client, { sql: 'SELECT * FROM sample.events WHERE id < 0' });
+    expect(await collect(s)).toEqual([]);
+    const batches = [];
+    for await (const b of s.batches()) batches.push(b);
+    expect(batches).toEqual([]);
+    expect((await s.schema()).fields.map((f) => f.name)).toEqual(Object.keys(events[0]!));
+  });
+
+  it('reads the result again on a second iteration, without executing again', async () => {
+    const s = stream(client, { sql: 'SELECT id FROM sample.events WHERE id < 250 ORDER BY id' });
+    const first = await collect(s);
+    const requests = client.stats.requests;
+    const second = await collect(s);
+    expect(second).toEqual(first);
+    expect(first).toHaveLength(250);
+    // Three pages, no execute, no status poll.
+    expect(client.stats.requests - requests).toBe(3);
+  });
+});
+
+describe('under faults (500, 429, 502, 503, connection resets, latency)', () => {
+  it('gives exactly the fault-free rows', async () => {
+    svc.setFaults({ latency_ms: 2, error_rate: 0.25, reset_rate: 0.2, error_statuses: [500, 429, 502, 503], retry_after_seconds: 0 });
+    const before = { ...svc.faultCounts };
+    const retries = client.stats.retries;
+    const rows = await collect(stream(client, { sql: EVENTS }, { concurrency: 4, pageSize: 50 }));
+    expect(rows).toEqual(events);
+    expect(svc.faultCounts.errors).toBeGreaterThan(before.errors);
+    expect(svc.faultCounts.resets).toBeGreaterThan(before.resets);
+    expect(client.stats.retries).toBeGreaterThan(retries);
+  });
+
+  it('Arrow batches under faults hold the fault-free values', async () => {
+    const clean = stream(client, { sql: EVENTS });
+    const expected = [];
+    for await (const b of clean.batches({ batchSize: 512 })) expected.push(...b.toArray().map((r) => r.toJSON()));
+    svc.setFaults({ error_rate: 0.2, reset_rate: 0.2, retry_after_seconds: 0 });
+    const actual = [];
+    for await (const b of stream(client, { sql: EVENTS }, { concurrency: 8 }).batches({ batchSize: 512 })) actual.push(...b.toArray().map((r) => r.toJSON()));
+    expect(actual).toEqual(expected);
+    expect(actual).toHaveLength(2000);
+  });
+});
+
+describe('sources', () => {
+  it('an execution id: reads that execution, starts nothing', async () => {
+    const execution = await client.execute({ sql: EVENTS });
+    const s = stream(client, { executionId: execution.id });
+    expect(await collect(s)).toEqual(events);
+    expect(await s.info()).toMatchObject({ executionId: execution.id, started: false });
+  });
+
+  it('a saved query: fresh runs, latest result reused within maxAgeHours, parameters in the schema', async () => {
+    const { query_id: queryId } = await client.createQuery({
+      name: 'pipeline events below n',
+      query_sql: 'SELECT id, name FROM sample.events WHERE id < {{n}} ORDER BY id',
+      parameters: [{ key: 'n', type: 'number', value: 10 }],
+    });
+    const fresh = stream(client, { queryId, parameters: { n: 150 }, fresh: true });
+    const rows = await collect(fresh);
+    expect(rows).toEqual(events.slice(0, 150).map((r) => ({ id: r['id'], name: r['name'] })));
+    const freshInfo = await fresh.info();
+    expect(freshInfo).toMatchObject({ started: true, queryId });
+
+    const latest = stream(client, { queryId, parameters: { n: 150 }, maxAgeHours: 1 });
+    expect(await collect(latest)).toEqual(rows);
+    expect(await latest.info()).toMatchObject({ started: false, executionId: freshInfo.executionId });
+    const schema = await latest.schema();
+    expect(schema.metadata.get('service.query_id')).toBe(String(queryId));
+    expect(JSON.parse(schema.metadata.get('service.parameters')!)).toEqual({ n: 150 });
+
+    // No stored result for other parameter values: a fresh execution.
+    const other = stream(client, { queryId, parameters: { n: 5 } });
+    expect(await collect(other)).toHaveLength(5);
+    expect((await other.info()).started).toBe(true);
+  });
+
+  it('a failed execution rejects with ExecutionFailedError', async () => {
+    await expect(collect(stream(client, { sql: 'SELECT no_such_column FROM sample.events' }))).rejects.toThrow(ExecutionFailedError);
+  });
+
+  it('a bad filter rejects with the service reason', async () => {
+    await expect(collect(stream(client, { sql: EVENTS }, { filters: 'quantity <' }))).rejects.toThrow(BadRequestError);
+  });
+
+  it('bad options are rejected before any request, naming the option', () => {
+    expect(() => stream(client, { sql: EVENTS }, { concurrency: 0 })).toThrow(InvalidArgumentError);
+    expect(() => stream(client, { sql: EVENTS }, { pageSize: 1.5 })).toThrow('pageSize must be a positive integer, got 1.5');
+    expect(() => stream(client, { sql: EVENTS }, { prefetch: -1 })).toThrow('prefetch must be a non-negative integer, got -1');
+  });
+
+  it('a source with none of executionId, sql, queryId is rejected', async () => {
+    await expect(stream(client, {} as never).info()).rejects.toThrow('source must have executionId, sql or queryId, got an empty object');
+  });
+});
+
+describe('partial results', () => {
+  let small: TestService;
+  let smallClient: ServiceClient;
+  beforeAll(async () => {
+    small = await startTestService({ limits: { page_rows: PAGE_ROWS, max_result_bytes: 20_000 } });
+    smallClient = new ServiceClient({ baseUrl: small.url, apiKey: small.keys.demo.write });
+  });
+  afterAll(async () => {
+    await smallClient?.close();
+    await small?.close();
+  });
+
+  it('a truncated result fails unless allowPartialResults, then reads the rows kept, in order', async () => {
+    await expect(collect(stream(smallClient, { sql: EVENTS }))).rejects.toThrow(PartialResultError);
+    const rows = await collect(stream(smallClient, { sql: EVENTS }, { allowPartialResults: true, concurrency: 4 }));
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.length).toBeLessThan(2000);
+    expect(rows).toEqual(events.slice(0, rows.length));
+  });
+});
+
+describe('abort and cancel', () => {
+  it('an abort while pages are in flight rejects promptly with AbortError and starts no more requests', async () => {
+    const controller = new AbortController();
+    const s = stream(client, { sql: EVENTS }, { concurrency: 4, signal: controller.signal });
+    await s.info(); // the execution is done and the first page read
+    svc.setFaults({ latency_ms: 5_000 });
+    const seen: unknown[] = [];
+    const started = performance.now();
+    const run = (async () => {
+      for await (const row of s) {
+        seen.push(row['id']);
+        if (seen.length === 1) setTimeout(() => controller.abort(new Error('enough')), 50);
+      }
+    })();
+    await expect(run).rejects.toMatchObject({ name: 'AbortError' });
+    // The pages in flight would have taken 5 s: the abort did not wait for them.
+    expect(performance.now() - started).toBeLessThan(2_500);
+    const requests = client.stats.requests;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(client.stats.requests).toBe(requests);
+    expect(seen).toHaveLength(PAGE_ROWS);
+  });
+
+  it('cancelOnAbort cancels the execution still running', async () => {
+    const controller = new AbortController();
+    let executionId: string | undefined;
+    const s = stream(client, { sql: SLOW_SQL }, {
+      signal: controller.signal,
+      cancelOnAbort: true,
+      onExecution: (id) => {
+        executionId = id;
+        setTimeout(() => controller.abort(), 300);
+      },
+    });
+    await expect(s.info()).rejects.toMatchObject({ name: 'AbortError' });
+    expect(executionId).toBeDefined();
+    const status = await client.getStatus(executionId!);
+    expect(status.state).toBe('QUERY_STATE_CANCELED');
+  });
+
+  it('without cancelOnAbort, an abort leaves the execution running', async () => {
+    const controller = new AbortController();
+    let executionId: string | undefined;
+    const s = stream(client, { sql: SLOW_SQL }, {
+      signal: controller.signal,
+      onExecution: (id) => {
+        executionId = id;
+        setTimeout(() => controller.abort(), 300);
+      },
+    });
+    await expect(s.info()).rejects.toMatchObject({ name: 'AbortError' });
+    const status = await client.getStatus(executionId!);
+    expect(['QUERY_STATE_PENDING', 'QUERY_STATE_EXECUTING']).toContain(status.state);
+    await client.cancel(executionId!);
+  });
+});
+
+describe('edges: Node stream, DataFrame', () => {
+  it('toNodeStream works in stream.pipeline, in order', async () => {
+    const ids: unknown[] = [];
+    const sink = new Writable({
+      objectMode: true,
+      write(row: Record<string, unknown>, _enc, done) {
+        ids.push(row['id']);
+        done();
+      },
+    });
+    await pipeline(stream(client, { sql: EVENTS }, { concurrency: 4 }).toNodeStream(), sink);
+    expect(ids).toEqual(events.map((r) => r['id']));
+  });
+
+  it('a failing sink stops the fetching: pipeline rejects, no request left running', async () => {
+    const requestsBefore = client.stats.requests;
+    const sink = new Writable({
+      objectMode: true,
+      write(row: Record<string, unknown>, _enc, done) {
+        done(row['id'] === 150n ? new Error('disk full') : null);
+      },
+    });
+    await expect(pipeline(stream(client, { sql: EVENTS }, { concurrency: 2, prefetch: 0 }).toNodeStream(), sink)).rejects.toThrow('disk full');
+    const requests = client.stats.requests;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(client.stats.requests).toBe(requests);
+    // execute + status + at most a few pages, not all 20.
+    expect(requests - requestsBefore).toBeLessThan(12);
+  });
+
+  it('toDataFrame builds a polars DataFrame from Arrow IPC with the same values', async () => {
+    const df = await stream(client, { sql: EVENTS }, { concurrency: 4 }).toDataFrame();
+    expect(df.height).toBe(2000);
+    expect(df.columns).toEqual(Object.keys(events[0]!));
+    // Only columns polars can hand to JS (it refuses decimals there; they stay decimals in the frame).
+    expect(String(df.getColumn('amount').dtype)).toMatch(/Decimal/);
+    const records = df.select('id', 'name', 'quantity', 'flag').toRecords();
+    expect(records.map((r) => [BigInt(r['id'] as number | bigint), r['name'], r['quantity'], r['flag']])).toEqual(
+      events.map((r) => [r['id'], r['name'], r['quantity'], r['flag']]),
+    );
+  });
+
+  it('toDataFrame of an empty result keeps the columns', async () => {
+    const df = await stream(client, { sql: 'SELECT id, name FROM sample.events WHERE id < 0' }).toDataFrame();
+    expect(df.height).toBe(0);
+    expect(df.columns).toEqual(['id', 'name']);
+  });
+});

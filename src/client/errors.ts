@@ -96,6 +96,12 @@ export class RateLimitedError extends ServiceError {
 export class ServerError extends ServiceError {
   override readonly code = 'SERVER_ERROR';
   override readonly retryable = true;
+  /** From `Retry-After`, which a 503 (or a proxy in front of the service) may send too. */
+  readonly retryAfterMs: number | undefined;
+  constructor(detail: string, ctx: ErrorContext & { retryAfterMs?: number | undefined }) {
+    super(detail, ctx);
+    this.retryAfterMs = ctx.retryAfterMs;
+  }
 }
 
 // ---- transport ----

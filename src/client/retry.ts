@@ -1,4 +1,4 @@
-import { AbortedError, RateLimitedError, ServiceError, type ErrorContext } from './errors.ts';
+import { AbortedError, RateLimitedError, ServerError, ServiceError, type ErrorContext } from './errors.ts';
 import type { ClientStats, RetryEvent } from './hooks.ts';
 import { backoffDelay, mayRetry, type Idempotency, type RetryPolicy } from './retry-policy.ts';
 
@@ -16,7 +16,7 @@ export interface RetryContext {
 /**
  * The middle layer: runs `attempt` until it succeeds, the error is final (see `mayRetry`), the attempts
  * are used up, or the next wait would cross `maxElapsedMs`. The last error is rethrown unchanged.
- * A 429's `Retry-After` is a floor on the wait; when it lies beyond the time budget we give up at once
+ * A `Retry-After` (on a 429, or a 5xx such as 503) is a floor on the wait; when it lies beyond the time budget we give up at once
  * rather than retry early into another 429.
  */
 export async function withRetry<T>(attempt: (n: number) => Promise<T>, ctx: RetryContext): Promise<T> {
@@ -27,7 +27,9 @@ export async function withRetry<T>(attempt: (n: number) => Promise<T>, ctx: Retr
     } catch (err) {
       if (!(err instanceof ServiceError) || n >= ctx.policy.attempts || !mayRetry(err, ctx.idempotency)) throw err;
       let delayMs = backoffDelay(ctx.policy, n);
-      if (err instanceof RateLimitedError && err.retryAfterMs !== undefined) delayMs = Math.max(delayMs, err.retryAfterMs);
+      if ((err instanceof RateLimitedError || err instanceof ServerError) && err.retryAfterMs !== undefined) {
+        delayMs = Math.max(delayMs, err.retryAfterMs);
+      }
       if (Date.now() - started + delayMs > ctx.policy.maxElapsedMs) throw err;
       ctx.stats.retries++;
       ctx.onRetry?.({ operation: ctx.operation, attempt: n, delayMs, error: err });

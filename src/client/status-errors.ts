@@ -53,7 +53,7 @@ export function statusError(
     case 429:
       return new RateLimitedError(detail, { ...c, retryAfterMs: parseRetryAfter(retryAfter) });
   }
-  if (status >= 500) return new ServerError(detail, c);
+  if (status >= 500) return new ServerError(detail, { ...c, retryAfterMs: parseRetryAfter(retryAfter) });
   if (status >= 400) return new BadRequestError(detail, c);
   return new ServiceError(`unexpected status ${detail}`, c);
 }

@@ -9,6 +9,7 @@
  * ```
  * The local query service is exported separately: `import { startService } from 'sluice/service'`.
  */
+export { SluiceError, type SluiceErrorOptions } from './errors.ts';
 export * from './client/index.ts';
 export * from './pipeline/index.ts';
 export * from './types/index.ts';

@@ -12,8 +12,9 @@ import {
   PaymentRequiredError,
 } from '../client/errors.ts';
 import { JobFileError } from '../config/errors.ts';
-import { KitError } from '../kit/errors.ts';
+import { SluiceError } from '../errors.ts';
 import { BudgetExceededError } from '../jobs/errors.ts';
+import { ConfigError as KitConfigError, DestinationError } from '../kit/errors.ts';
 import { SettingsError } from '../service/settings.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -44,29 +45,55 @@ export const EXIT_CODE_DOCS: readonly { code: ExitCode; meaning: string }[] = [
   { code: EXIT.interrupted, meaning: 'interrupted by SIGINT or SIGTERM (in-flight executions were cancelled)' },
 ];
 
-type Rule = readonly [predicate: (error: unknown) => boolean, code: ExitCode];
+type ErrorClass = abstract new (...args: never[]) => Error;
 
-const is =
-  (...classes: (abstract new (...args: never[]) => unknown)[]) =>
-  (error: unknown): boolean =>
-    classes.some((c) => error instanceof c);
+/**
+ * Error class -> exit code. An error takes the code of its nearest class in this table, walking up
+ * its prototype chain, so the order of the rows does not matter and a new subclass inherits its
+ * parent's code. A SluiceError already says what failed (errors are wrapped once), so one with no
+ * closer row is `other` and its cause is not consulted.
+ */
+const EXIT_BY_CLASS: ReadonlyMap<ErrorClass, ExitCode> = new Map<ErrorClass, ExitCode>([
+  [SluiceError, EXIT.other],
+  [AbortedError, EXIT.interrupted],
+  [UsageError, EXIT.config],
+  [JobFileError, EXIT.config],
+  [ClientConfigError, EXIT.config],
+  [InvalidArgumentError, EXIT.config],
+  [BadRequestError, EXIT.config],
+  [KitConfigError, EXIT.config],
+  // The local service's settings file: its errors belong to the service, not to the SluiceError tree.
+  [SettingsError, EXIT.config],
+  [InvalidApiKeyError, EXIT.auth],
+  [ForbiddenError, EXIT.auth],
+  [PaymentRequiredError, EXIT.payment],
+  [BudgetExceededError, EXIT.payment],
+  [ExecutionFailedError, EXIT.execution],
+  [ExecutionCanceledError, EXIT.execution],
+  [ExecutionExpiredError, EXIT.execution],
+  [PartialResultError, EXIT.execution],
+  [DestinationError, EXIT.io],
+]);
 
 const IO_CODES = new Set(['ENOENT', 'EACCES', 'EPERM', 'ENOSPC', 'EISDIR', 'ENOTDIR', 'EROFS', 'EPIPE', 'EEXIST', 'EMFILE', 'EDQUOT']);
 
-const RULES: readonly Rule[] = [
-  [(e) => e instanceof AbortedError || (e instanceof Error && e.name === 'AbortError'), EXIT.interrupted],
-  [is(JobFileError, UsageError, SettingsError, ClientConfigError, InvalidArgumentError, BadRequestError), EXIT.config],
-  [(e) => e instanceof KitError && e.code === 'config_invalid', EXIT.config],
-  [is(InvalidApiKeyError, ForbiddenError), EXIT.auth],
-  [is(PaymentRequiredError, BudgetExceededError), EXIT.payment],
-  [is(ExecutionFailedError, ExecutionCanceledError, ExecutionExpiredError, PartialResultError), EXIT.execution],
-  [(e) => e instanceof KitError && e.code === 'destination_failed', EXIT.io],
-  [(e) => e instanceof Error && typeof (e as NodeJS.ErrnoException).code === 'string' && IO_CODES.has((e as NodeJS.ErrnoException).code!), EXIT.io],
-];
+/** The table's code for `error`'s nearest listed class; for errors from outside (Node, the platform), their well-known marks. */
+function ownExitCode(error: unknown): ExitCode | undefined {
+  for (let proto: unknown = Object.getPrototypeOf(error); proto !== null && proto !== undefined; proto = Object.getPrototypeOf(proto)) {
+    const code = EXIT_BY_CLASS.get((proto as { constructor: ErrorClass }).constructor);
+    if (code !== undefined) return code;
+  }
+  if (!(error instanceof Error)) return undefined;
+  // `AbortSignal.abort()` rejects with a DOMException named AbortError.
+  if (error.name === 'AbortError') return EXIT.interrupted;
+  const errno = (error as NodeJS.ErrnoException).code;
+  if (typeof errno === 'string' && IO_CODES.has(errno)) return EXIT.io;
+  return undefined;
+}
 
 /**
- * The exit code for an error. Errors are wrapped once at most, so the error itself decides;
- * when nothing matches, the cause chain (and the first error of an AggregateError) is tried.
+ * The exit code for an error. A SluiceError decides by its class; a foreign error that says
+ * nothing (a plain Error, an AggregateError) defers to its cause, or to its first error.
  */
 export function exitCodeOf(error: unknown, interrupted = false): ExitCode {
   if (interrupted) return EXIT.interrupted;
@@ -74,7 +101,8 @@ export function exitCodeOf(error: unknown, interrupted = false): ExitCode {
   let current: unknown = error;
   while (current !== undefined && current !== null && !seen.has(current)) {
     seen.add(current);
-    for (const [predicate, code] of RULES) if (predicate(current)) return code;
+    const code = ownExitCode(current);
+    if (code !== undefined) return code;
     if (current instanceof AggregateError && current.errors.length > 0) current = current.errors[0];
     else current = current instanceof Error ? current.cause : undefined;
   }

@@ -1,12 +1,14 @@
 /**
- * Every failure the client reports is a `ServiceError`: one base class, one subclass per failure mode.
- * Each carries `code`, the HTTP `status` where there is one, whether retrying the same request could
- * help (`retryable`), the underlying `cause`, and the context a reader needs: the client method, the
- * URL (the API key is never part of it) and the execution id when one is involved.
+ * Every failure the client reports is a `ServiceError` (a `SluiceError`), one subclass per failure mode.
+ * Besides the shared `code`, `status`, `retryable` and `cause`, each carries the context a reader
+ * needs: the client method, the URL (the API key is never part of it) and the execution id when one
+ * is involved.
  *
  * Errors are created once, at the layer that understands the failure, and passed up unchanged
  * ("wrap once, never re-wrap"): the retry layer and the high-level calls rethrow them as they are.
  */
+
+import { SluiceError } from '../errors.ts';
 
 export interface ErrorContext {
   /** Client method that failed, e.g. `getStatus`. */
@@ -20,19 +22,15 @@ export interface ErrorContext {
   cause?: unknown;
 }
 
-export class ServiceError extends Error {
+export class ServiceError extends SluiceError {
   readonly code: string = 'SERVICE_ERROR';
-  readonly retryable: boolean = false;
-  readonly status: number | undefined;
   readonly method: string | undefined;
   readonly url: string | undefined;
   readonly executionId: string | undefined;
   readonly serverMessage: string | undefined;
 
-  constructor(detail: string, ctx: ErrorContext = {}) {
-    super(formatMessage(detail, ctx), ctx.cause === undefined ? undefined : { cause: ctx.cause });
-    this.name = new.target.name;
-    this.status = ctx.status;
+  constructor(detail: string, ctx: ErrorContext & { retryable?: boolean } = {}) {
+    super(formatMessage(detail, ctx), ctx);
     this.method = ctx.method;
     this.url = ctx.url;
     this.executionId = ctx.executionId;
@@ -134,10 +132,9 @@ export class SubmissionOutcomeUnknownError extends NetworkError {
 
 export class TimeoutError extends ServiceError {
   override readonly code = 'TIMEOUT';
-  override readonly retryable: boolean;
+  // Retryable or not depends on the call (a resubmission may not be resent), so the caller says.
   constructor(detail: string, ctx: ErrorContext & { retryable: boolean }) {
     super(detail, ctx);
-    this.retryable = ctx.retryable;
   }
 }
 

@@ -1,3 +1,5 @@
+import { SluiceError } from '../errors.ts';
+
 // Errors of job files. The CLI maps JobFileError to exit code 2 (configuration error).
 
 /** One problem in a job file, located by YAML path and by line and column (both 1-based). */
@@ -9,14 +11,13 @@ export interface JobFileIssue {
   readonly message: string;
 }
 
-export class JobFileError extends Error {
+export class JobFileError extends SluiceError {
   readonly code = 'job_file_invalid';
   readonly file: string;
   readonly issues: readonly JobFileIssue[];
 
   constructor(file: string, issues: readonly JobFileIssue[], options?: { cause?: unknown }) {
     super(issues.map((issue) => formatIssue(file, issue)).join('\n'), options);
-    this.name = 'JobFileError';
     this.file = file;
     this.issues = issues;
   }

@@ -1,22 +1,22 @@
+import { SluiceError } from '../errors.ts';
+
 /** A run refused or stopped by its job's budget (exit code 4, like the service's 402). */
-export class BudgetExceededError extends Error {
+export class BudgetExceededError extends SluiceError {
   readonly code = 'budget_exceeded';
   readonly job: string;
   readonly limit: 'max_credits' | 'max_bytes';
 
   constructor(job: string, limit: 'max_credits' | 'max_bytes', message: string) {
     super(`job ${job}: ${message}`);
-    this.name = 'BudgetExceededError';
     this.job = job;
     this.limit = limit;
   }
 }
 
 /** A run that cannot start because another run of the same job holds its lock. */
-export class JobBusyError extends Error {
+export class JobBusyError extends SluiceError {
   readonly code = 'job_busy';
   constructor(job: string, detail: string) {
     super(`job ${job} is already running (${detail})`);
-    this.name = 'JobBusyError';
   }
 }

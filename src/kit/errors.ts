@@ -1,21 +1,16 @@
-// Failures of formats, destinations and exports. One base class so callers (the CLI's exit-code
-// table) can branch on `code` without knowing every connector. If the project grows a shared
-// base error elsewhere, KitError should extend it; nothing here depends on being the root.
+import { SluiceError, type SluiceErrorOptions } from '../errors.ts';
 
-export interface KitErrorOptions {
-  cause?: unknown;
-  retryable?: boolean;
-}
+// Failures of formats, destinations and exports. Connectors throw these (they import only src/kit),
+// and callers branch on the class or on `code` without knowing every connector.
 
-export class KitError extends Error {
+export type KitErrorOptions = Pick<SluiceErrorOptions, 'cause' | 'retryable'>;
+
+export class KitError extends SluiceError {
   readonly code: string;
-  readonly retryable: boolean;
 
   constructor(code: string, message: string, options: KitErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
+    super(message, options);
     this.code = code;
-    this.retryable = options.retryable ?? false;
   }
 }
 

@@ -1,3 +1,5 @@
+import { SluiceError } from '../errors.ts';
+
 /** What the fetcher needs to know of a page: how many rows it holds and where the next one starts. */
 export interface PageShape {
   readonly rowCount: number;
@@ -215,10 +217,8 @@ export async function* fetchOrdered<P extends PageShape>(
 }
 
 /** The service's `next_offset` does not move forward: following it would loop forever. */
-export class PageSequenceError extends Error {
-  override name = 'PageSequenceError';
+export class PageSequenceError extends SluiceError {
   readonly code = 'PAGE_SEQUENCE';
-  readonly retryable = false;
   readonly offset: number;
   readonly nextOffset: number;
   constructor(offset: number, nextOffset: number) {

@@ -1,13 +1,21 @@
+import { SluiceError } from '../errors.ts';
 import { previewValue } from './json.ts';
 
+/** Where a value that does not fit its column was found, and why it does not fit. */
+export interface ColumnValueDetail {
+  column: string;
+  type: string;
+  rowOffset: number;
+  path: string;
+  value: unknown;
+  reason: string;
+}
+
 /**
- * A value from the service does not fit its column's declared type: a string in a bigint
- * column, a 79-digit uint256, a bad date. Never retried: the same page gives the same value.
+ * A value does not fit its column's type. Never retryable: the same data gives the same value.
+ * The two concrete classes differ in direction (wire -> JS, JS -> Arrow) and in their message prefix.
  */
-export class ValueDecodeError extends Error {
-  override name = 'ValueDecodeError';
-  readonly code = 'VALUE_DECODE';
-  readonly retryable = false;
+export abstract class ColumnValueError extends SluiceError {
   /** Column name. */
   readonly column: string;
   /** The column's type string as the service reported it. */
@@ -19,9 +27,9 @@ export class ValueDecodeError extends Error {
   /** The offending (innermost) value as received. */
   readonly value: unknown;
 
-  constructor(args: { column: string; type: string; rowOffset: number; path: string; value: unknown; reason: string }) {
+  constructor(prefix: string, args: ColumnValueDetail) {
     super(
-      `column "${args.column}" (${args.type}), row ${args.rowOffset}${args.path ? `, at ${args.path}` : ''}: ` +
+      `${prefix}"${args.column}" (${args.type}), row ${args.rowOffset}${args.path ? `, at ${args.path}` : ''}: ` +
         `${previewValue(args.value)} ${args.reason}`,
     );
     this.column = args.column;
@@ -33,30 +41,25 @@ export class ValueDecodeError extends Error {
 }
 
 /**
- * A JS row value does not fit the Arrow column it is appended to (a decimal with too many
- * digits, an int256 beyond Decimal256(76, 0), a value of the wrong JS type).
+ * A value from the service does not fit its column's declared type: a string in a bigint
+ * column, a 79-digit uint256, a bad date.
  */
-export class ArrowValueError extends Error {
-  override name = 'ArrowValueError';
-  readonly code = 'ARROW_VALUE';
-  readonly retryable = false;
-  readonly column: string;
-  readonly type: string;
-  /** Rows appended to the builder before this one, over all batches. */
-  readonly rowOffset: number;
-  readonly path: string;
-  readonly value: unknown;
+export class ValueDecodeError extends ColumnValueError {
+  readonly code = 'VALUE_DECODE';
+  constructor(args: ColumnValueDetail) {
+    super('column ', args);
+  }
+}
 
-  constructor(args: { column: string; type: string; rowOffset: number; path: string; value: unknown; reason: string }) {
-    super(
-      `Arrow column "${args.column}" (${args.type}), row ${args.rowOffset}${args.path ? `, at ${args.path}` : ''}: ` +
-        `${previewValue(args.value)} ${args.reason}`,
-    );
-    this.column = args.column;
-    this.type = args.type;
-    this.rowOffset = args.rowOffset;
-    this.path = args.path;
-    this.value = args.value;
+/**
+ * A JS row value does not fit the Arrow column it is appended to (a decimal with too many
+ * digits, an int256 beyond Decimal256(76, 0), a value of the wrong JS type). `rowOffset` counts
+ * the rows appended to the builder before this one, over all batches.
+ */
+export class ArrowValueError extends ColumnValueError {
+  readonly code = 'ARROW_VALUE';
+  constructor(args: ColumnValueDetail) {
+    super('Arrow column ', args);
   }
 }
 

@@ -1,5 +1,8 @@
 export {
+  openExport,
   writeExport,
+  type OpenedExport,
+  type OpenExportOptions,
   type ExportInput,
   type ExportMeta,
   type ExportProgress,

@@ -16,6 +16,8 @@ export interface FileEntry {
 /** One output file being written: batches in through a channel, bytes out to the transaction. */
 export class PartFile {
   readonly name: string;
+  /** Offset in the result of the file's first row. */
+  readonly firstRow: number;
   rows = 0;
   bytes = 0;
   readonly #channel = new Channel<RecordBatch>();
@@ -28,8 +30,10 @@ export class PartFile {
     name: string,
     partition: Readonly<Record<string, string | null>>,
     signal: AbortSignal | undefined,
+    firstRow = 0,
   ) {
     this.name = name;
+    this.firstRow = firstRow;
     const hash = createHash('sha256');
     const counted = async function* (this: PartFile, chunks: AsyncIterable<Uint8Array>) {
       for await (const chunk of chunks) {

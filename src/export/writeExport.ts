@@ -7,6 +7,16 @@ import { partFileName } from './partFileName.ts';
 import { type FileEntry, PartFile } from './partFile.ts';
 import { partitioner } from './partitions.ts';
 import { builtins, type Registry, resolveOutput, type ResolvedOutput } from './outputConfig.ts';
+import {
+  encodeJournal,
+  fileEntryOf,
+  type Journal,
+  type JournalPart,
+  layoutFingerprint,
+  parseJournal,
+  resumableLayout,
+  resumablePrefix,
+} from './journal.ts';
 
 /** What the pipeline hands over: one schema, batches that all use it, and the execution's identity. */
 export interface ExportInput {
@@ -22,6 +32,8 @@ export interface ExportMeta {
   endedAt?: string;
   /** When given, the export fails and commits nothing unless exactly this many rows were written. */
   totalRowCount?: number;
+  /** Rows per page of the read feeding the export; kept in the resume journal (see `openExport`). */
+  pageSize?: number;
 }
 
 export interface ExportProgress {
@@ -42,6 +54,9 @@ export interface ExportSummary {
   rows: number;
   bytes: number;
   files: FileEntry[];
+  /** Parts (and the rows they hold) kept from a killed run instead of written again. */
+  resumedFiles: number;
+  resumedRows: number;
   /** The manifest as written, or undefined for a single-stream destination. */
   manifest?: Manifest;
 }
@@ -53,39 +68,162 @@ export interface ExportSummary {
  * in-flight write, discards what was staged and rethrows: nothing new becomes visible.
  */
 export async function writeExport(input: ExportInput, output: unknown, options: WriteExportOptions = {}): Promise<ExportSummary> {
+  const opened = await openExport(output, input.meta, options);
+  return opened.write(input, options);
+}
+
+export interface OpenExportOptions {
+  signal?: AbortSignal;
+  registry?: Registry;
+  /**
+   * Make this export resumable: `attemptId` names its staging area and must be the same for
+   * every run that exports this execution to this output (and differ otherwise). A run killed
+   * mid-export leaves its complete parts and a journal there; the next `openExport` with the
+   * same id keeps those parts and asks for the rows after them (`startRow`).
+   */
+  resume?: { readonly attemptId: string };
+}
+
+/** An export whose staging area is open: where its rows must start, then `write` (or `discard`). */
+export interface OpenedExport {
+  /** The result's first row this export still needs; `input.batches` of `write` start there. */
+  readonly startRow: number;
+  /** Rows per page of the read that wrote the kept parts: read with it to cut batches the same way. */
+  readonly pageSize: number | undefined;
+  /** Parts kept from a killed run. */
+  readonly resumedFiles: readonly FileEntry[];
+  /** Writes the rows from `startRow` on, then commits; a failure discards everything staged (kept parts too). */
+  write(input: ExportInput, options?: Pick<WriteExportOptions, 'onProgress' | 'signal'>): Promise<ExportSummary>;
+  /** Gives up before writing: discards the staging area, closes the destination. */
+  discard(reason?: unknown): Promise<void>;
+}
+
+/**
+ * Opens an export: validate -> create the destination -> begin its transaction, and with
+ * `resume`, recover what a killed run with the same attempt id staged.
+ *
+ * Guarantee of resume: a part is kept only if the journal lists it (written after the part was
+ * synced or uploaded), it still exists with the recorded size, the journal names the same
+ * execution and the same layout (format, options, rows per file), and every part before it is
+ * kept too. Part k of a row-rolled, unpartitioned output holds rows [k * max, (k + 1) * max) of
+ * the execution's result, which is the same on every read, so the kept parts plus the parts
+ * written from `startRow` on are byte for byte what one uninterrupted run writes, provided
+ * batches are cut at the same rows (read on the same page grid: `pageSize`). Outputs rolled by
+ * bytes or partitioned start from row 0 (their staging is emptied and rewritten).
+ */
+export async function openExport(output: unknown, meta: Pick<ExportMeta, 'executionId'>, options: OpenExportOptions = {}): Promise<OpenedExport> {
   const resolved = resolveOutput(output, options.registry ?? builtins);
-  checkColumns(input.schema, resolved);
   const format = resolved.format.create(resolved.formatConfig);
   const destination = resolved.sink.create(resolved.sinkConfig);
   const { signal } = options;
+  const resumable = options.resume !== undefined && destination.multiFile && resumableLayout(resolved);
+  let tx: Transaction;
   try {
     signal?.throwIfAborted();
     const previous = destination.multiFile ? await previousFiles(destination, signal) : [];
-    const tx = await destination.begin({ attemptId: attemptId(), previous, ...(signal ? { signal } : {}) });
-    try {
-      const files = await writeFiles(input, resolved, format, tx, options);
-      const rows = files.reduce((n, f) => n + f.rows, 0);
-      if (input.meta.totalRowCount !== undefined && rows !== input.meta.totalRowCount) {
-        throw new RowCountMismatchError(input.meta.executionId, input.meta.totalRowCount, rows);
-      }
-      signal?.throwIfAborted();
-      const manifest = buildManifest(input, resolved, files);
-      await tx.commit(
-        destination.multiFile
-          ? [
-              { name: MANIFEST_NAME, body: encodeManifest(manifest), contentType: 'application/json' },
-              { name: SUCCESS_NAME, body: new Uint8Array(), contentType: 'text/plain' },
-            ]
-          : [],
-      );
-      return { url: destination.url, rows, bytes: manifest.total_bytes, files, ...(destination.multiFile ? { manifest } : {}) };
-    } catch (error) {
-      await tx.abort(error);
-      throw error;
-    }
-  } finally {
+    tx = await destination.begin({ attemptId: options.resume?.attemptId ?? attemptId(), previous, resume: resumable, ...(signal ? { signal } : {}) });
+  } catch (error) {
     await destination.close();
+    throw error;
   }
+  const layout = layoutFingerprint(resolved);
+  const partName = (part: number) => partFileName(meta.executionId, part, format.extension);
+  const journaling = resumable && tx.saveJournal !== undefined && tx.retain !== undefined;
+  let kept: JournalPart[] = [];
+  let pageSize: number | undefined;
+  try {
+    if (tx.journal !== undefined && tx.retain) {
+      const journal = parseJournal(tx.journal);
+      const usable = journaling && journal !== undefined && journal.execution_id === meta.executionId && journal.layout === layout;
+      const candidates = usable ? resumablePrefix(journal, partName, resolved.maxRowsPerFile) : [];
+      const intact = new Set(await tx.retain(candidates.map((p) => ({ name: p.path, bytes: p.bytes }))));
+      const firstMissing = candidates.findIndex((p) => !intact.has(p.path));
+      kept = firstMissing === -1 ? candidates : candidates.slice(0, firstMissing);
+      pageSize = journal?.page_size ?? undefined;
+    }
+  } catch (error) {
+    await tx.abort(error);
+    await destination.close();
+    throw error;
+  }
+
+  const startRow = kept.reduce((n, p) => n + p.rows, 0);
+  const resumedFiles = kept.map(fileEntryOf);
+  let used = false;
+  return {
+    startRow,
+    pageSize: kept.length > 0 ? pageSize : undefined,
+    resumedFiles,
+    async write(input, writeOptions = {}) {
+      if (used) throw new Error('openExport: write or discard may be called once');
+      used = true;
+      const signal = writeOptions.signal ?? options.signal;
+      try {
+        checkColumns(input.schema, resolved);
+        signal?.throwIfAborted();
+        const journal: Journal = { version: 1, execution_id: input.meta.executionId, layout, page_size: input.meta.pageSize ?? null, parts: [...kept] };
+        let saving = Promise.resolve();
+        const record = journaling
+          ? (part: JournalPart): Promise<void> => {
+              // One save at a time, each with every part complete so far, in part order.
+              saving = saving.then(() => {
+                journal.parts.push(part);
+                journal.parts.sort((a, b) => a.first_row - b.first_row);
+                return tx.saveJournal!(encodeJournal(journal));
+              });
+              return saving;
+            }
+          : undefined;
+        const files = await writeFiles(input, resolved, format, tx, { ...writeOptions, signal }, { startRow, startPart: kept.length, resumed: resumedFiles, record });
+        const rows = files.reduce((n, f) => n + f.rows, 0);
+        if (input.meta.totalRowCount !== undefined && rows !== input.meta.totalRowCount) {
+          throw new RowCountMismatchError(input.meta.executionId, input.meta.totalRowCount, rows);
+        }
+        signal?.throwIfAborted();
+        const manifest = buildManifest(input, resolved, files);
+        await tx.commit(
+          destination.multiFile
+            ? [
+                { name: MANIFEST_NAME, body: encodeManifest(manifest), contentType: 'application/json' },
+                { name: SUCCESS_NAME, body: new Uint8Array(), contentType: 'text/plain' },
+              ]
+            : [],
+        );
+        return {
+          url: destination.url,
+          rows,
+          bytes: manifest.total_bytes,
+          files,
+          resumedFiles: resumedFiles.length,
+          resumedRows: startRow,
+          ...(destination.multiFile ? { manifest } : {}),
+        };
+      } catch (error) {
+        await tx.abort(error);
+        throw error;
+      } finally {
+        await destination.close();
+      }
+    },
+    async discard(reason) {
+      if (used) return;
+      used = true;
+      try {
+        await tx.abort(reason);
+      } finally {
+        await destination.close();
+      }
+    },
+  };
+}
+
+interface Resumed {
+  /** Rows (of the result) the kept parts hold: the first batch is row `startRow`. */
+  readonly startRow: number;
+  readonly startPart: number;
+  readonly resumed: readonly FileEntry[];
+  /** Records a complete part in the journal; the part counts as written once this resolves. */
+  readonly record: ((part: JournalPart) => Promise<void>) | undefined;
 }
 
 async function writeFiles(
@@ -93,25 +231,27 @@ async function writeFiles(
   resolved: ResolvedOutput,
   format: Format,
   tx: Transaction,
-  options: WriteExportOptions,
+  options: Pick<WriteExportOptions, 'onProgress' | 'signal'>,
+  from: Resumed,
 ): Promise<FileEntry[]> {
   const { signal, onProgress } = options;
   const split = partitioner(input.schema, resolved.partitionBy);
   const open = new Map<string, PartFile>();
   const finishing: Promise<FileEntry>[] = [];
-  let part = 0;
-  let rows = 0;
-  let doneBytes = 0;
+  let part = from.startPart;
+  let rows = from.startRow;
+  let doneBytes = from.resumed.reduce((n, f) => n + f.bytes, 0);
 
   const openFile = (directory: string, values: Record<string, string | null>): PartFile => {
     const name = partFileName(input.meta.executionId, part++, format.extension, directory);
-    const file = new PartFile(tx, format, split.dataSchema, name, values, signal);
+    const file = new PartFile(tx, format, split.dataSchema, name, values, signal, rows);
     open.set(directory, file);
     return file;
   };
   const finish = (directory: string, file: PartFile): void => {
     open.delete(directory);
-    const done = file.finish().then((entry) => {
+    const done = file.finish().then(async (entry) => {
+      await from.record?.({ path: entry.path, first_row: file.firstRow, rows: entry.rows, bytes: entry.bytes, sha256: entry.sha256 });
       doneBytes += entry.bytes;
       return entry;
     });
@@ -144,7 +284,7 @@ async function writeFiles(
     const settled = await Promise.allSettled(finishing);
     const failed = settled.find((s) => s.status === 'rejected');
     if (failed) throw failed.reason;
-    return settled.map((s) => (s as PromiseFulfilledResult<FileEntry>).value);
+    return [...from.resumed, ...settled.map((s) => (s as PromiseFulfilledResult<FileEntry>).value)];
   } catch (error) {
     // Settle every writer before the transaction is aborted (their uploads must not outlive it).
     await Promise.allSettled([...[...open.values()].map((f) => f.fail(error)), ...finishing]);

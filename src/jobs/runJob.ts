@@ -1,16 +1,18 @@
 import type { Execution } from '../client/execution.ts';
 import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
-import { writeExport, type ExportSummary } from '../export/index.ts';
+import { openExport, type ExportSummary, type OpenedExport } from '../export/index.ts';
 import { stream } from '../pipeline/stream.ts';
 import type { Progress } from '../pipeline/progress.ts';
 import { isTerminal, type ExecutionStatus } from '../protocol/index.ts';
+import { resumeAttemptId } from './attemptId.ts';
 import { checkBytes, creditsAllowed } from './budget.ts';
 import { committedExport } from './committedOutput.ts';
 import { BudgetExceededError } from './errors.ts';
 import { worthRetrying } from './retryable.ts';
 import { jobFingerprint, RunStateStore } from './runState.ts';
 import { startExecution, TIER_COST } from './startExecution.ts';
+import { skipRows } from './skipRows.ts';
 import { tee } from './tee.ts';
 
 export interface OutputSummary {
@@ -21,6 +23,8 @@ export interface OutputSummary {
   readonly bytes: number;
   /** Already committed for this execution by an earlier (interrupted) run. */
   readonly skipped: boolean;
+  /** Part files a killed run had completed and this run kept instead of writing them again. */
+  readonly resumedFiles: number;
 }
 
 export interface JobSummary {
@@ -31,6 +35,8 @@ export interface JobSummary {
   /** Picked up the execution of an earlier run that did not finish. */
   readonly resumed: boolean;
   readonly rows: number;
+  /** Rows this run read from the service and handed to the outputs (fewer than `rows` when parts of a killed run were kept). */
+  readonly fetchedRows: number;
   readonly files: number;
   readonly bytes: number;
   /** Credits spent by this run's executions (failed attempts included). */
@@ -96,6 +102,12 @@ export async function runJob(job: Job, options: RunJobOptions): Promise<JobSumma
 
 type AttemptResult = Omit<JobSummary, 'credits' | 'attempts' | 'durationMs'>;
 
+/** What the outputs written by this run add up to. */
+interface Written {
+  readonly summaries: ExportSummary[];
+  readonly fetchedRows: number;
+}
+
 async function attemptRun(job: Job, options: RunJobOptions, store: RunStateStore, spent: { credits: number }): Promise<AttemptResult> {
   const { client, signal, events } = options;
   const fingerprint = jobFingerprint(job);
@@ -158,17 +170,27 @@ async function attemptRun(job: Job, options: RunJobOptions, store: RunStateStore
   for (const [i, output] of job.outputs.entries()) {
     const done = await committedExport(output, execution.id, totalRows, signal);
     if (done) {
-      summaries[i] = { url: done.url, format: output.format, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true };
+      summaries[i] = { url: done.url, format: output.format, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0 };
       events?.onOutput?.(summaries[i]!);
     } else {
       pending.push(i);
     }
   }
+  let fetchedRows = 0;
   if (pending.length > 0) {
     const written = await exportAll(job, pending, execution.id, options);
+    fetchedRows = written.fetchedRows;
     pending.forEach((index, k) => {
-      const s = written[k]!;
-      summaries[index] = { url: s.url, format: job.outputs[index]!.format, rows: s.rows, files: s.files.length, bytes: s.bytes, skipped: false };
+      const s = written.summaries[k]!;
+      summaries[index] = {
+        url: s.url,
+        format: job.outputs[index]!.format,
+        rows: s.rows,
+        files: s.files.length,
+        bytes: s.bytes,
+        skipped: false,
+        resumedFiles: s.resumedFiles,
+      };
       events?.onOutput?.(summaries[index]!);
     });
   }
@@ -181,36 +203,56 @@ async function attemptRun(job: Job, options: RunJobOptions, store: RunStateStore
     startedExecution: started && !resumed,
     resumed,
     rows: outputs[0]?.rows ?? 0,
+    fetchedRows,
     files: outputs.reduce((n, o) => n + o.files, 0),
     bytes: outputs.reduce((n, o) => n + o.bytes, 0),
     outputs,
   };
 }
 
-/** Streams the result once and writes it to every pending output; one failing aborts the rest. */
-async function exportAll(job: Job, pending: readonly number[], executionId: string, options: RunJobOptions): Promise<ExportSummary[]> {
+/**
+ * Streams the result once and writes it to every pending output; one failing aborts the rest.
+ *
+ * Per-part resume: each output's staging area is named after (job, execution, output), so the
+ * parts a killed run completed are found again (see `openExport` for what is kept and why the
+ * result is byte-identical). The read starts at the lowest row an output still needs, on the page
+ * grid the killed run used; outputs that need less skip ahead. A kill at any point therefore
+ * costs at most the part being written per output, not the rows already stored.
+ */
+async function exportAll(job: Job, pending: readonly number[], executionId: string, options: RunJobOptions): Promise<Written> {
   const controller = new AbortController();
   const onAbort = (): void => controller.abort(options.signal.reason);
   options.signal.addEventListener('abort', onAbort, { once: true });
+  const opened: OpenedExport[] = [];
   try {
-    let pageSize: number | undefined;
+    for (const index of pending) {
+      const output = job.outputs[index];
+      opened.push(await openExport(output, { executionId }, { signal: controller.signal, resume: { attemptId: resumeAttemptId(job.name, executionId, output) } }));
+    }
+    const startRow = Math.min(...opened.map((o) => o.startRow));
+    const pageSize = opened.find((o) => o.pageSize !== undefined)?.pageSize;
+    let reportedPageSize: number | undefined;
     const result = stream(options.client, { executionId }, {
       signal: controller.signal,
+      ...(startRow > 0 ? { startOffset: startRow } : {}),
+      // Same page grid as the killed run: batches (so row groups, so bytes) are cut at the same rows.
+      ...(pageSize === undefined ? {} : { pageSize }),
       ...(job.concurrency === undefined ? {} : { concurrency: job.concurrency }),
       ...(job.result?.columns === undefined ? {} : { columns: job.result.columns }),
       ...(job.result?.filters === undefined ? {} : { filters: job.result.filters }),
       ...(job.result?.sort_by === undefined ? {} : { sortBy: job.result.sort_by }),
       allowPartialResults: job.result?.allow_partial ?? false,
       onProgress: (p) => {
-        const totalPages = pageSize !== undefined && p.totalRows !== undefined ? Math.max(1, Math.ceil(p.totalRows / pageSize)) : undefined;
+        const totalPages = reportedPageSize !== undefined && p.totalRows !== undefined ? Math.max(1, Math.ceil(p.totalRows / reportedPageSize)) : undefined;
         options.events?.onProgress?.({ ...p, totalPages });
       },
     });
     const info = await result.info();
-    pageSize = info.pageSize;
+    reportedPageSize = info.pageSize;
     const schema = await result.schema();
     const meta = {
       executionId,
+      pageSize: info.pageSize,
       ...(info.queryId === undefined ? {} : { queryId: info.queryId }),
       ...(info.status.execution_ended_at === undefined ? {} : { endedAt: info.status.execution_ended_at }),
       ...(job.result?.filters === undefined ? { totalRowCount: info.totalRows } : {}),
@@ -218,20 +260,24 @@ async function exportAll(job: Job, pending: readonly number[], executionId: stri
       ...('latest' in job.source && job.source.latest.parameters ? { parameters: job.source.latest.parameters } : {}),
     };
     const branches = tee(result.batches(), pending.length, 2, controller.signal);
+    let first: { error: unknown } | undefined;
     const settled = await Promise.allSettled(
-      pending.map((index, k) =>
-        writeExport({ schema, batches: branches[k]!, meta }, job.outputs[index], { signal: controller.signal }).catch((error: unknown) => {
+      opened.map((export_, k) =>
+        export_.write({ schema, batches: skipRows(branches[k]!, export_.startRow - startRow), meta }, { signal: controller.signal }).catch((error: unknown) => {
           // Stop the others: outputs of one run are all written, or the run fails. The abort also
-          // releases an output waiting on this one's unread branch.
+          // releases an output waiting on this one's unread branch. The first failure is the cause;
+          // the others only report that abort.
+          first ??= { error };
           controller.abort(error);
           throw error;
         }),
       ),
     );
-    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-    if (failed) throw options.signal.aborted ? options.signal.reason : failed.reason;
-    return settled.map((s) => (s as PromiseFulfilledResult<ExportSummary>).value);
+    if (first) throw options.signal.aborted ? options.signal.reason : first.error;
+    return { summaries: settled.map((s) => (s as PromiseFulfilledResult<ExportSummary>).value), fetchedRows: result.progress?.rows ?? 0 };
   } finally {
+    // Exports that never got to write (the read could not start) give their staging back.
+    await Promise.allSettled(opened.map((o) => o.discard(controller.signal.reason)));
     options.signal.removeEventListener('abort', onAbort);
   }
 }

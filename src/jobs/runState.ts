@@ -9,7 +9,9 @@ import { JobBusyError } from './errors.ts';
  * What survives a killed run: which execution the job was exporting. The next run of the job
  * resumes with that execution (no second execution, no second charge) when it has not expired
  * and the job's source has not changed since (the fingerprint); outputs whose committed
- * manifest already names that execution are skipped.
+ * manifest already names that execution are skipped, and within the others the parts the
+ * killed run completed are kept (their journal lives in each output's staging area, see
+ * `openExport` and `resumeAttemptId`).
  */
 const RunStateSchema = z.object({
   version: z.literal(1),

@@ -23,10 +23,26 @@ export interface Destination {
 }
 
 export interface BeginOptions {
-  /** Identifies this attempt (used in staging names); unique per run. */
+  /**
+   * Identifies this attempt (used in staging names). Unique per run, or stable across the runs
+   * that export one execution to one output (so a killed run's staging area is found again).
+   * Staging areas of other attempts at the same place, whose writer is gone, are removed.
+   */
   readonly attemptId: string;
   readonly previous: readonly string[];
   readonly signal?: AbortSignal;
+  /**
+   * Reopen what an earlier attempt with the same `attemptId` staged (it was killed) instead of
+   * starting empty: its journal shows up as `Transaction.journal`, and the caller then says with
+   * `retain` which of its streams to keep. Without it, that staging area is emptied.
+   */
+  readonly resume?: boolean;
+}
+
+/** A stream an earlier attempt wrote completely, with the size its journal recorded. */
+export interface StagedStream {
+  readonly name: string;
+  readonly bytes: number;
 }
 
 export interface WriteResult {
@@ -41,8 +57,25 @@ export interface Transaction {
    * then removes stale names of the previous output. Call only after every write settled.
    */
   commit(markers: readonly Marker[]): Promise<void>;
-  /** Discards everything written; settles in-flight work first. Never throws. */
+  /** Discards everything written (retained streams too); settles in-flight work first. Never throws. */
   abort(reason?: unknown): Promise<void>;
+  /**
+   * Resume support (all three or none; a destination without them always starts afresh).
+   * `journal`: what the killed attempt last saved with `saveJournal` (begin with `resume`).
+   */
+  readonly journal?: Uint8Array | undefined;
+  /**
+   * Keeps those streams of the killed attempt that still exist with the recorded size and
+   * forgets the rest of what it staged; resolves to the names kept. Call once, before writing,
+   * whenever `journal` is set (with [] to keep nothing).
+   */
+  retain?(streams: readonly StagedStream[]): Promise<string[]>;
+  /**
+   * Durably replaces this attempt's journal: a small blob the caller owns (which streams are
+   * complete), read back by the next `begin` with `resume`. Removed on commit and abort. Calls
+   * must not overlap.
+   */
+  saveJournal?(body: Uint8Array): Promise<void>;
 }
 
 export interface WriteOptions {

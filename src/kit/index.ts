@@ -5,6 +5,7 @@ export {
   type Destination,
   type Marker,
   type SinkDescriptor,
+  type StagedStream,
   type Transaction,
   type WriteOptions,
   type WriteResult,

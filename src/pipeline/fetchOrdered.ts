@@ -28,7 +28,7 @@ export interface OrderedPage<P> {
 }
 
 export interface FetchOrderedOptions {
-  /** Offset of the first row to deliver (after a first page read separately, its `next_offset`). */
+  /** Offset of the first row to deliver, where page planning starts (after a first page read separately, its `next_offset`; a resumed read, its `startOffset`). */
   start: number;
   /** Rows per request: the page size the service actually returned. */
   pageSize: number;

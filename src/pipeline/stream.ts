@@ -17,6 +17,12 @@ export interface StreamOptions {
   prefetch?: number;
   /** Rows per page asked for; the service may lower it. Default: the service's page cap. */
   pageSize?: number;
+  /**
+   * Deliver rows from this offset of the result on (a resumed export). Pages stay on the grid
+   * of `pageSize` when it is given: the page holding `startOffset` is read from its start and
+   * its leading rows skipped, so batches are cut where a read from row 0 cuts them.
+   */
+  startOffset?: number;
   /** Only these columns, in this order. */
   columns?: string[];
   /** Server-side filter (protocol.md section 4). */
@@ -70,6 +76,8 @@ interface Started {
   readonly resolved: ResolvedSource;
   /** Kept for the first read only, then dropped: nothing holds pages the consumer has had. */
   first: RawPage | undefined;
+  /** Where the first page starts: `startOffset`, or the start of the page of the grid holding it. */
+  readonly firstOffset: number;
   /** When the first page was requested: the first read's rates count from there. */
   firstRequestedAt: number | undefined;
 }
@@ -201,7 +209,9 @@ export class ResultStream implements AsyncIterable<Row> {
       resolved = found.resolved;
       finished = true;
       const firstRequestedAt = performance.now();
-      const firstPage = await this.#fetch(resolved, { offset: 0, limit: this.#options.pageSize }, signal);
+      const start = this.#options.startOffset ?? 0;
+      const firstOffset = this.#options.pageSize === undefined ? start : start - (start % this.#options.pageSize);
+      const firstPage = await this.#fetch(resolved, { offset: firstOffset, limit: this.#options.pageSize }, signal);
       const first = this.#check(resolved, firstPage, undefined);
       const metadata = first.metadata;
       const columns = metadata.column_names.map((name, i) => ({ name, type: metadata.column_types[i] ?? 'varchar' }));
@@ -217,7 +227,7 @@ export class ResultStream implements AsyncIterable<Row> {
         pageSize,
         status: found.status,
       };
-      return { info, resolved, first, firstRequestedAt };
+      return { info, resolved, first, firstOffset, firstRequestedAt };
     } catch (error) {
       // Only an execution still running is worth cancelling: a finished one has nothing to stop.
       if (signal?.aborted && cancelOnAbort && resolved !== undefined && !finished) await cancelQuietly(resolved);
@@ -235,18 +245,23 @@ export class ResultStream implements AsyncIterable<Row> {
     const progress = new ProgressTracker(this.#options.onProgress, started.firstRequestedAt);
     started.firstRequestedAt = undefined;
     this.#progress = progress;
+    const start = this.#options.startOffset ?? 0;
+    const firstOffset = started.firstOffset;
     // With filters, total_row_count counts every row, not the matches: no estimate of time left.
-    const total = this.#options.filters === undefined ? info.totalRows : undefined;
+    // A resumed read counts what is left from `startOffset`.
+    const total = this.#options.filters === undefined ? Math.max(0, info.totalRows - start) : undefined;
     try {
-      first ??= this.#check(resolved, await this.#fetch(resolved, { offset: 0, limit: info.pageSize }, signal), info.columns);
-      progress.page(first.rowCount, first.bytes, total);
-      yield { page: first, offset: 0, skip: 0 };
+      first ??= this.#check(resolved, await this.#fetch(resolved, { offset: firstOffset, limit: info.pageSize }, signal), info.columns);
+      const skip = Math.min(start - firstOffset, first.rowCount);
+      progress.page(first.rowCount - skip, first.bytes, total);
+      if (skip < first.rowCount) yield { page: first, offset: firstOffset, skip };
       if (first.nextOffset === undefined) return;
 
       const fetchPage = async (request: PageRequest, pageSignal: AbortSignal) =>
         this.#check(resolved, await this.#fetch(resolved, request, pageSignal), info.columns);
       const pages = fetchOrdered(fetchPage, {
-        start: first.nextOffset,
+        // A first page shorter than the grid leaves rows before `startOffset`: start there instead.
+        start: Math.max(first.nextOffset, start),
         pageSize: info.pageSize,
         totalRows: info.totalRows,
         concurrency: this.#options.concurrency ?? DEFAULT_CONCURRENCY,
@@ -328,6 +343,9 @@ function checkOptions(options: StreamOptions): void {
   };
   positive('concurrency', options.concurrency);
   positive('pageSize', options.pageSize);
+  if (options.startOffset !== undefined && !(Number.isInteger(options.startOffset) && options.startOffset >= 0)) {
+    throw new InvalidArgumentError(`startOffset must be a non-negative integer, got ${options.startOffset}`, { method: 'stream' });
+  }
   if (options.prefetch !== undefined && !(Number.isInteger(options.prefetch) && options.prefetch >= 0)) {
     throw new InvalidArgumentError(`prefetch must be a non-negative integer, got ${options.prefetch}`, { method: 'stream' });
   }

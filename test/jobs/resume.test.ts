@@ -1,40 +1,56 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/service.ts';
-import { logLines, sluice, startSluice } from '../cli/sluiceProcess.ts';
+import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
+import { logLines, sluice, startSluice, type Running } from '../cli/sluiceProcess.ts';
 import { duck } from './duck.ts';
 
 let svc: TestService;
+let s3: LocalS3;
 let dir: string;
 let env: Record<string, string>;
+const BUCKET = 'resume';
 
 beforeAll(async () => {
   // Small pages and some latency so that the export takes long enough to be killed halfway.
+  // The latency also counts requests: every request the service answers is delayed once.
   svc = await startTestService({ sampleRows: 20_000, limits: { page_rows: 500 }, faults: { latency_ms: 40 } });
+  s3 = await startLocalS3();
+  await s3.createBucket(BUCKET);
   dir = await mkdtemp(join(tmpdir(), 'sluice-resume-'));
-  env = { SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: svc.keys.demo.admin };
+  env = { SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: svc.keys.demo.admin, S3_ENDPOINT: s3.endpoint };
 });
 afterAll(async () => {
-  await svc.close();
+  await s3?.stop();
+  await svc?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
-const jobYaml = (out: string) => `connection:
+const jobYaml = (name: string, outputs: string) => `connection:
   base_url: \${SERVICE_BASE_URL}
 state_dir: ${join(dir, 'state')}
 jobs:
-  - name: resumable
+  - name: ${name}
     source: { sql: "select * from sample.events order by id" }
     concurrency: 1
     outputs:
-      - format: parquet
-        path: ${out}
+${outputs}`;
+
+const parquetOut = (path: string, extra = '') => `      - format: parquet
+        path: ${path}
         max_rows_per_file: 2000
-`;
+${extra}`;
+const s3Settings = '        s3: { endpoint: "${S3_ENDPOINT}", region: us-east-1, force_path_style: true }\n';
+
+interface JournalPart {
+  path: string;
+  first_row: number;
+  rows: number;
+}
 
 /** Every file of a directory with its sha256, manifest aside (it carries the time it was written). */
 async function snapshot(root: string): Promise<Record<string, string>> {
@@ -47,45 +63,86 @@ async function snapshot(root: string): Promise<Record<string, string>> {
   return out;
 }
 
-function stagingFiles(target: string): number {
+function stagingDirs(target: string): string[] {
   const parent = dirname(target);
-  if (!existsSync(parent)) return 0;
-  return readdirSync(parent)
-    .filter((n) => n.includes('sluice-staging'))
-    .reduce((n, d) => n + readdirSync(join(parent, d), { recursive: true }).length, 0);
+  if (!existsSync(parent)) return [];
+  return readdirSync(parent).filter((n) => n.startsWith(`.${basename(target)}.sluice-staging-`));
+}
+
+/** The parts a local staging area's journal lists (none when there is no journal yet). */
+async function localJournal(target: string): Promise<JournalPart[]> {
+  for (const staging of stagingDirs(target)) {
+    const text = await readFile(join(dirname(target), staging, '.sluice-journal'), 'utf8').catch(() => undefined);
+    if (text !== undefined) return (JSON.parse(text) as { parts: JournalPart[] }).parts;
+  }
+  return [];
+}
+
+async function s3Journal(prefix: string): Promise<JournalPart[]> {
+  const key = (await s3.list(BUCKET, `${prefix}/`)).find((k) => k.includes('.sluice-journal-'));
+  if (key === undefined) return [];
+  return (JSON.parse(new TextDecoder().decode(await s3.get(BUCKET, key))) as { parts: JournalPart[] }).parts;
+}
+
+/** Starts `sluice run`, waits until `journal()` lists at least `parts` parts, then kills it with SIGKILL. */
+async function killMidExport(file: string, journal: () => Promise<JournalPart[]>, parts = 2): Promise<{ executionId: string; journaled: JournalPart[] }> {
+  const first: Running = startSluice(['run', file], { env });
+  const [, executionId] = (await first.waitFor(/"execution started".*"execution_id":"(01[0-9A-Z]{24})"/)) as unknown as [string, string];
+  const deadline = Date.now() + 30_000;
+  while ((await journal()).length < parts && first.child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  first.child.kill('SIGKILL');
+  const killed = await first.done;
+  expect(killed.signal, killed.stderr).toBe('SIGKILL');
+  const journaled = await journal();
+  expect(journaled.length).toBeGreaterThanOrEqual(parts);
+  // The middle of the export: some parts done, not all of them.
+  expect(journaled.length).toBeLessThan(10);
+  return { executionId, journaled };
+}
+
+/** Runs `sluice run --json` and counts the requests the service answered meanwhile. */
+async function runCounted(args: string[]): Promise<{ summary: Record<string, unknown>; requests: number; stderr: string }> {
+  const before = svc.faultCounts.delayed;
+  const result = await sluice([...args, '--json'], { env });
+  expect(result.code, result.stderr).toBe(0);
+  return { summary: JSON.parse(result.stdout) as Record<string, unknown>, requests: svc.faultCounts.delayed - before, stderr: result.stderr };
 }
 
 describe('resume after a kill', () => {
-  it('the next run resumes the same execution and its output is identical to an uninterrupted run', async () => {
+  it('keeps the parts written before the kill, fetches only the rest, and the output is identical to an uninterrupted run', async () => {
     const out = join(dir, 'out', 'events');
     const file = join(dir, 'jobs.yaml');
-    await writeFile(file, jobYaml(out));
+    await writeFile(file, jobYaml('resumable', parquetOut(out)));
 
-    const first = startSluice(['run', file], { env });
-    const [, executionId] = (await first.waitFor(/"execution started".*"execution_id":"(01[0-9A-Z]{24})"/)) as unknown as [string, string];
-    // Kill -9 once some part files are staged: the middle of the export, nothing committed yet.
-    const deadline = Date.now() + 30_000;
-    while (stagingFiles(out) < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(stagingFiles(out)).toBeGreaterThanOrEqual(2);
-    first.child.kill('SIGKILL');
-    const killed = await first.done;
-    expect(killed.signal).toBe('SIGKILL');
+    const { executionId, journaled } = await killMidExport(file, () => localJournal(out));
     expect(existsSync(join(out, '_SUCCESS'))).toBe(false);
     expect(JSON.parse(await readFile(join(dir, 'state', 'resumable.json'), 'utf8'))).toMatchObject({ execution_id: executionId });
+    expect(journaled.map((p) => p.first_row)).toEqual(journaled.map((_, i) => i * 2000));
+    const [ours] = stagingDirs(out);
+    const kept = Object.fromEntries(journaled.map((p) => [p.path, statSync(join(dirname(out), ours!, p.path))]));
+    // A staging area of another attempt whose process is gone (another execution, killed long ago).
+    const stale = join(dirname(out), '.events.sluice-staging-1abc-deadbeef');
+    await mkdir(stale, { recursive: true });
+    await writeFile(join(stale, 'part-00000-01OTHER.parquet'), 'half a file');
 
-    const second = await sluice(['run', file, '--json'], { env });
-    expect(second.code).toBe(0);
-    const summary = JSON.parse(second.stdout) as { execution_id: string; resumed: boolean; credits: number; rows: number; files: number };
-    expect(summary).toMatchObject({ execution_id: executionId, resumed: true, credits: 0, rows: 20_000, files: 10 });
+    const second = await runCounted(['run', file]);
+    expect(second.summary).toMatchObject({ execution_id: executionId, resumed: true, credits: 0, rows: 20_000, files: 10 });
     expect(logLines(second.stderr).some((l) => l.msg === 'resuming the execution of an interrupted run' && l.execution_id === executionId)).toBe(true);
     expect(existsSync(join(dir, 'state', 'resumable.json'))).toBe(false);
+    // The parts of the killed run were kept as they were: same inode, same modification time.
+    for (const [path, before] of Object.entries(kept)) {
+      const after = statSync(join(out, path));
+      expect([after.ino, after.mtimeMs], path).toEqual([before.ino, before.mtimeMs]);
+    }
+    expect(stagingDirs(out)).toEqual([]);
 
     // The reference: the same execution exported without interruption, into another directory.
     const refOut = join(dir, 'ref', 'events');
     const refFile = join(dir, 'ref.yaml');
-    await writeFile(refFile, jobYaml(refOut));
-    const ref = await sluice(['run', refFile, '--execution', executionId], { env });
-    expect(ref.code).toBe(0);
+    await writeFile(refFile, jobYaml('reference', parquetOut(refOut)));
+    const ref = await runCounted(['run', refFile, '--execution', executionId]);
+    // 40 pages of 500 rows; the resumed run skipped the pages of the kept parts (4 per part).
+    expect(ref.requests - second.requests).toBeGreaterThanOrEqual(journaled.length * 4 - 1);
 
     const resumed = await snapshot(out);
     expect(Object.keys(resumed)).toHaveLength(11); // 10 parts and _SUCCESS
@@ -96,5 +153,67 @@ describe('resume after a kill', () => {
     expect(manifest.total_rows).toBe(20_000);
     const [check] = await duck(`select count(*)::int as n, count(distinct id)::int as ids, min(id)::int as lo, max(id)::int as hi from read_parquet('${out}/*.parquet')`);
     expect(check).toEqual({ n: 20_000, ids: 20_000, lo: 0, hi: 19_999 });
+  });
+
+  it('on S3: keeps the uploaded parts, fetches only the rest, removes what abandoned attempts left, identical output', async () => {
+    const prefix = 'events';
+    const file = join(dir, 's3.yaml');
+    await writeFile(file, jobYaml('to-s3', parquetOut(`s3://${BUCKET}/${prefix}`, s3Settings)));
+    const { executionId, journaled } = await killMidExport(file, () => s3Journal(prefix));
+    const keys = await s3.list(BUCKET, `${prefix}/`);
+    for (const p of journaled) expect(keys).toContain(`${prefix}/${p.path}`);
+    // What an attempt abandoned long ago left (a part no manifest lists), and an object sluice did not write.
+    await s3.client.send(new (await import('@aws-sdk/client-s3')).PutObjectCommand({ Bucket: BUCKET, Key: `${prefix}/part-00042-01ABANDONED.parquet`, Body: 'x' }));
+    await s3.client.send(new (await import('@aws-sdk/client-s3')).PutObjectCommand({ Bucket: BUCKET, Key: `${prefix}/README.txt`, Body: 'keep' }));
+
+    const second = await runCounted(['run', file]);
+    expect(second.summary).toMatchObject({ execution_id: executionId, resumed: true, rows: 20_000, files: 10 });
+
+    const refFile = join(dir, 's3-ref.yaml');
+    await writeFile(refFile, jobYaml('to-s3-ref', parquetOut(`s3://${BUCKET}/ref`, s3Settings)));
+    const ref = await runCounted(['run', refFile, '--execution', executionId]);
+    expect(ref.requests - second.requests).toBeGreaterThanOrEqual(journaled.length * 4 - 1);
+
+    const after = await s3.list(BUCKET, `${prefix}/`);
+    expect(after.filter((k) => k.includes('ABANDONED') || k.includes('.sluice-journal'))).toEqual([]);
+    expect(after).toContain(`${prefix}/README.txt`);
+    const got = join(dir, 's3-got');
+    const want = join(dir, 's3-want');
+    await s3.download(BUCKET, prefix, got);
+    await s3.download(BUCKET, 'ref', want);
+    await rm(join(got, 'README.txt'));
+    const resumed = await snapshot(got);
+    expect(Object.keys(resumed)).toHaveLength(11);
+    expect(resumed).toEqual(await snapshot(want));
+  });
+
+  it('outputs rolled by bytes or partitioned are rewritten from the start, and are identical too', async () => {
+    const base = join(dir, 'mixed');
+    const outputs = (root: string) =>
+      `${parquetOut(join(root, 'rows'))}      - { format: csv, path: ${join(root, 'bytes')}, max_bytes_per_file: 65536 }
+      - { format: ndjson, path: ${join(root, 'parts')}, partition_by: [flag] }
+`;
+    const file = join(dir, 'mixed.yaml');
+    await writeFile(file, jobYaml('mixed', outputs(base)));
+    const { executionId, journaled } = await killMidExport(file, () => localJournal(join(base, 'rows')));
+    // Only the row-rolled output journals its parts.
+    expect(await localJournal(join(base, 'bytes'))).toEqual([]);
+    expect(stagingDirs(join(base, 'bytes'))).toHaveLength(1);
+    const kept = statSync(join(base, stagingDirs(join(base, 'rows'))[0]!, journaled[0]!.path));
+
+    const second = await runCounted(['run', file]);
+    expect(second.summary).toMatchObject({ execution_id: executionId, resumed: true, rows: 20_000 });
+    expect(statSync(join(base, 'rows', journaled[0]!.path)).ino).toBe(kept.ino);
+
+    const refBase = join(dir, 'mixed-ref');
+    const refFile = join(dir, 'mixed-ref.yaml');
+    await writeFile(refFile, jobYaml('mixed-ref', outputs(refBase)));
+    await runCounted(['run', refFile, '--execution', executionId]);
+    for (const name of ['rows', 'bytes', 'parts']) {
+      const resumed = await snapshot(join(base, name));
+      expect(Object.keys(resumed).length, name).toBeGreaterThan(2);
+      expect(resumed, name).toEqual(await snapshot(join(refBase, name)));
+      expect(stagingDirs(join(base, name)), name).toEqual([]);
+    }
   });
 });

@@ -42,7 +42,8 @@ describe('runJob', () => {
 `);
     const progress: number[] = [];
     const summary = await runJob(j, { client, stateDir: join(dir, 'state'), signal: signal(), events: { onProgress: (p) => progress.push(p.rows) } });
-    expect(summary).toMatchObject({ job: 'two-outputs', rows: 3000, files: 4, credits: 10, startedExecution: true, resumed: false, attempts: 1 });
+    expect(summary).toMatchObject({ job: 'two-outputs', rows: 3000, fetchedRows: 3000, files: 4, credits: 10, startedExecution: true, resumed: false, attempts: 1 });
+    expect(summary.outputs.map((o) => o.resumedFiles)).toEqual([0, 0]);
     expect(summary.outputs.map((o) => [o.format, o.rows, o.files, o.skipped])).toEqual([
       ['parquet', 3000, 3, false],
       ['csv', 3000, 1, false],

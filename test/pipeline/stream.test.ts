@@ -65,6 +65,24 @@ describe('paging', () => {
     expect(s.progress?.pages).toBe(Math.ceil(2000 / 64));
   });
 
+  it('startOffset: rows from there on, pages on the grid of a read from row 0, nothing before requested', async () => {
+    const executionId = (await stream(client, { sql: EVENTS }).info()).executionId;
+    const s = stream(client, { executionId }, { startOffset: 1250, pageSize: 100, concurrency: 2 });
+    const lengths: number[] = [];
+    const ids: bigint[] = [];
+    for await (const b of s.batches()) {
+      lengths.push(b.numRows);
+      for (const id of b.getChild('id')!) ids.push(id as bigint);
+    }
+    // The page holding row 1250 is read from 1200 and its first 50 rows skipped: batches end where a full read's do.
+    expect(lengths).toEqual([50, 100, 100, 100, 100, 100, 100, 100]);
+    expect(ids).toEqual(events.slice(1250).map((r) => r['id']));
+    expect(s.progress).toMatchObject({ pages: 8, rows: 750, totalRows: 750, etaMs: 0 });
+    expect(await collect(stream(client, { executionId }, { startOffset: 1999 }))).toEqual(events.slice(1999));
+    expect(await collect(stream(client, { executionId }, { startOffset: 2000, pageSize: 100 }))).toEqual([]);
+    expect(() => stream(client, { executionId }, { startOffset: -1 })).toThrow(/startOffset must be a non-negative integer, got -1/);
+  });
+
   it('passes columns, filters and sort order to the service', async () => {
     const s = stream(client, { sql: EVENTS }, { columns: ['name', 'id'], filters: 'quantity < 10', sortBy: 'id desc', pageSize: 7 });
     const expected = events

@@ -1,5 +1,6 @@
-import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import {
@@ -8,6 +9,7 @@ import {
   type Destination,
   DestinationError,
   type Marker,
+  type StagedStream,
   type Transaction,
   type WriteOptions,
   type WriteResult,
@@ -27,6 +29,12 @@ export type FileConfig = z.output<typeof fileConfig>;
  * directory; commit swaps it in with two renames (old away, new in), so a reader sees the
  * complete old output, the complete new output, or (for the instant between the renames) no
  * directory — never a mix. Abort removes the staging directory; the old output is untouched.
+ *
+ * Resume: the staging directory is named after the attempt id, so a run killed mid-export
+ * leaves `.<dir>.sluice-staging-<attemptId>` behind; a later `begin` with the same id and
+ * `resume` reopens it (its journal, its complete files). Staging directories of other attempts
+ * of the same output are removed at `begin` unless their owner (host and pid, written at
+ * begin) is still running.
  */
 export const file = defineSink({
   type: 'file',
@@ -39,11 +47,17 @@ export const file = defineSink({
 export function fileDestination(path: string): Destination {
   const target = resolve(path);
   const url = `file://${target}`;
+  const parent = dirname(target);
+  const prefix = `.${basename(target)}.sluice-staging-`;
+  // Before anything reads the committed output: undo a commit killed between its renames.
+  let restored: Promise<void> | undefined;
+  const restore = (): Promise<void> => (restored ??= restoreAside(parent, prefix, target));
   return {
     url,
     multiFile: true,
     async read(name) {
       try {
+        await restore();
         return new Uint8Array(await readFile(inside(target, name)));
       } catch (error) {
         if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR')) return undefined;
@@ -51,19 +65,31 @@ export function fileDestination(path: string): Destination {
       }
     },
     async begin(options) {
-      const staging = join(dirname(target), `.${basename(target)}.sluice-staging-${options.attemptId}`);
+      const staging = join(parent, `${prefix}${options.attemptId}`);
+      let journal: Uint8Array | undefined;
       try {
+        await mkdir(parent, { recursive: true });
+        await restore();
+        await removeStale(parent, prefix, options.attemptId, target);
+        if (options.resume) journal = await readFile(join(staging, JOURNAL)).then((b) => new Uint8Array(b), () => undefined);
+        // Nothing to resume: whatever a killed attempt with this id staged is discarded.
+        if (journal === undefined) await rm(staging, { recursive: true, force: true });
         await mkdir(staging, { recursive: true });
+        await writeFile(join(staging, OWNER), `${hostname()} ${process.pid}\n`);
       } catch (error) {
         throw new DestinationError(url, 'creating the staging directory for', error);
       }
-      return fileTransaction(target, staging, url, options);
+      return fileTransaction(target, staging, url, options, journal);
     },
     async close() {},
   };
 }
 
-function fileTransaction(target: string, staging: string, url: string, options: BeginOptions): Transaction {
+/** Inside a staging directory, never published: who writes it, and the caller's resume journal. */
+const OWNER = '.sluice-owner';
+const JOURNAL = '.sluice-journal';
+
+function fileTransaction(target: string, staging: string, url: string, options: BeginOptions, journal: Uint8Array | undefined): Transaction {
   const inFlight = new Set<Promise<unknown>>();
   const track = <T>(p: Promise<T>): Promise<T> => {
     inFlight.add(p);
@@ -96,6 +122,37 @@ function fileTransaction(target: string, staging: string, url: string, options: 
 
   return {
     write: (name, body, opts) => track(writeStream(name, body, opts)),
+    journal,
+
+    async retain(streams: readonly StagedStream[]) {
+      const kept: string[] = [];
+      for (const { name, bytes } of streams) {
+        const size = await stat(inside(staging, name)).then((s) => s.size, () => undefined);
+        // Files are synced before the journal names them, so a size that matches means complete.
+        if (size === bytes) kept.push(name);
+      }
+      const keep = new Set([...kept, OWNER, JOURNAL]);
+      const entries = await readdir(staging, { recursive: true, withFileTypes: true });
+      for (const entry of entries) {
+        if (!entry.isFile()) continue;
+        const name = relative(staging, join(entry.parentPath, entry.name)).split(sep).join('/');
+        if (!keep.has(name)) await rm(join(entry.parentPath, entry.name), { force: true });
+      }
+      return kept;
+    },
+
+    async saveJournal(body: Uint8Array) {
+      // Temp file, sync, rename: a kill leaves the previous journal or this one, never half.
+      const tmp = join(staging, `${JOURNAL}.tmp`);
+      const handle = await open(tmp, 'w');
+      try {
+        await handle.writeFile(body);
+        await handle.datasync();
+      } finally {
+        await handle.close();
+      }
+      await rename(tmp, join(staging, JOURNAL));
+    },
 
     async commit(markers: readonly Marker[]) {
       await Promise.allSettled([...inFlight]);
@@ -103,6 +160,8 @@ function fileTransaction(target: string, staging: string, url: string, options: 
         for (const marker of markers) {
           await writeStream(marker.name, [marker.body]);
         }
+        await rm(join(staging, OWNER), { force: true });
+        await rm(join(staging, JOURNAL), { force: true });
       } catch (error) {
         throw new DestinationError(url, 'writing markers to', error);
       }
@@ -138,6 +197,55 @@ function fileTransaction(target: string, staging: string, url: string, options: 
       await rm(staging, { recursive: true, force: true }).catch(() => undefined);
     },
   };
+}
+
+/**
+ * A commit killed between its two renames leaves the output missing and the last committed
+ * output aside as `<staging>.old`: put it back, so readers and the next run see it again.
+ */
+async function restoreAside(parent: string, prefix: string, target: string): Promise<void> {
+  if ((await entriesOf(target)) !== undefined) return;
+  const names = (await entriesOf(parent)) ?? [];
+  for (const name of names.filter((n) => n.startsWith(prefix) && n.endsWith('.old'))) {
+    const owner = name.slice(0, -'.old'.length);
+    if (names.includes(owner) && (await ownerAlive(join(parent, owner)))) continue;
+    await rename(join(parent, name), target).catch(() => undefined);
+    return;
+  }
+}
+
+/**
+ * Removes staging directories of other attempts of this output whose writer is gone (a killed
+ * run), and `.old` directories (the previous output, which a commit killed before its cleanup
+ * left aside; `restoreAside` already put one back if the output was missing).
+ */
+async function removeStale(parent: string, prefix: string, attemptId: string, target: string): Promise<void> {
+  const names = (await entriesOf(parent)) ?? [];
+  for (const name of names.filter((n) => n.startsWith(prefix))) {
+    const path = join(parent, name);
+    if (name.endsWith('.old')) {
+      const owner = name.slice(0, -'.old'.length);
+      if (names.includes(owner) && (await ownerAlive(join(parent, owner)))) continue;
+      await rm(path, { recursive: true, force: true });
+      continue;
+    }
+    if (name === `${prefix}${attemptId}` || (await ownerAlive(path))) continue;
+    await rm(path, { recursive: true, force: true });
+  }
+}
+
+async function ownerAlive(staging: string): Promise<boolean> {
+  const text = await readFile(join(staging, OWNER), 'utf8').catch(() => '');
+  const [host, pidText] = text.trim().split(' ');
+  const pid = Number(pidText);
+  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0) return false;
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return isCode(error, 'EPERM');
+  }
 }
 
 async function entriesOf(dir: string): Promise<string[] | undefined> {

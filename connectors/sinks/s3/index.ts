@@ -6,6 +6,7 @@ import {
   type Destination,
   DestinationError,
   type Marker,
+  type StagedStream,
   type Transaction,
 } from '../../../src/kit/index.ts';
 import { type ObjectStore, sdkObjectStore } from './objectStore.ts';
@@ -66,6 +67,14 @@ export type S3Config = z.output<typeof s3Config>;
  * execution id always has the same rows, so an overwritten key holds the same data. Abort and
  * failure abort in-flight uploads (after their parts settle) and delete the objects this run
  * wrote, except keys the committed output still lists.
+ *
+ * Resume: parts are at their final keys already, so the staging area is the journal object
+ * `<prefix>/.sluice-journal-<attemptId>.json`; `retain` checks that each journaled object
+ * exists with its size. Objects of an abandoned attempt (a killed run) that no manifest lists
+ * are removed by the next commit at the prefix: it lists the prefix and deletes part files
+ * (`[col=value/...]part-NNNNN-*.ext`) and journals that the new manifest does not name. Other
+ * objects under the prefix are never touched. Multipart uploads the killed run left open are
+ * not listed here: an AbortIncompleteMultipartUpload lifecycle rule on the bucket reclaims them.
  */
 export const s3 = defineSink({
   type: 's3',
@@ -117,7 +126,15 @@ export function s3Destination(location: S3Location, store: ObjectStore): Destina
       }
     },
     async begin(options) {
-      return s3Transaction(location, store, url, options);
+      let journal: Uint8Array | undefined;
+      if (options.resume) {
+        try {
+          journal = await store.get(keyOf(location, journalName(options.attemptId)), options.signal);
+        } catch (error) {
+          throw new DestinationError(url, 'reading the resume journal from', error, true);
+        }
+      }
+      return s3Transaction(location, store, url, options, journal);
     },
     async close() {
       store.close();
@@ -125,12 +142,22 @@ export function s3Destination(location: S3Location, store: ObjectStore): Destina
   };
 }
 
-function s3Transaction(location: S3Location, store: ObjectStore, url: string, options: BeginOptions): Transaction {
+const JOURNAL_PREFIX = '.sluice-journal-';
+const journalName = (attemptId: string): string => `${JOURNAL_PREFIX}${attemptId}.json`;
+/** Names a sluice export writes under its prefix (relative to it): part files, maybe in Hive directories, and journals. */
+const OURS = /^(?:(?:[^/]+=[^/]*\/)*part-\d{5,}-[A-Za-z0-9._-]+\.[A-Za-z0-9]+|\.sluice-journal-[A-Za-z0-9._-]+\.json)$/;
+
+function s3Transaction(location: S3Location, store: ObjectStore, url: string, options: BeginOptions, journal: Uint8Array | undefined): Transaction {
   const previous = new Set(options.previous.map((n) => keyOf(location, n)));
   const written = new Set<string>();
+  const retained = new Set<string>();
+  const journalKey = keyOf(location, journalName(options.attemptId));
+  let journalSaved = journal !== undefined;
   const inFlight = new Map<Promise<unknown>, AbortController>();
 
   return {
+    journal,
+
     async write(name, body, opts = {}) {
       const key = keyOf(location, name);
       const controller = new AbortController();
@@ -157,6 +184,32 @@ function s3Transaction(location: S3Location, store: ObjectStore, url: string, op
       return { bytes };
     },
 
+    async retain(streams: readonly StagedStream[]) {
+      const kept: string[] = [];
+      for (const { name, bytes } of streams) {
+        let size: number | undefined;
+        try {
+          size = await store.head(keyOf(location, name), options.signal);
+        } catch (error) {
+          throw new DestinationError(url, `checking ${name} at`, error, true);
+        }
+        // An object appears only when its upload completed: the right size means it is whole.
+        if (size !== bytes) continue;
+        kept.push(name);
+        retained.add(keyOf(location, name));
+      }
+      return kept;
+    },
+
+    async saveJournal(body: Uint8Array) {
+      journalSaved = true;
+      try {
+        await store.put(journalKey, body, 'application/json');
+      } catch (error) {
+        throw new DestinationError(url, 'saving the resume journal to', error, true);
+      }
+    },
+
     async commit(markers: readonly Marker[]) {
       await Promise.allSettled([...inFlight.keys()]);
       try {
@@ -164,9 +217,13 @@ function s3Transaction(location: S3Location, store: ObjectStore, url: string, op
       } catch (error) {
         throw new DestinationError(url, 'writing the manifest to', error, true);
       }
-      const keep = new Set([...written, ...markers.map((m) => keyOf(location, m.name))]);
-      const stale = [...previous].filter((k) => !keep.has(k));
+      const keep = new Set([...written, ...retained, ...markers.map((m) => keyOf(location, m.name))]);
+      let stale: string[] = [];
       try {
+        // The previous manifest's objects, and what abandoned attempts left that no manifest lists.
+        const base = location.prefix === '' ? '' : `${location.prefix}/`;
+        const abandoned = (await store.list(base)).filter((k) => OURS.test(k.slice(base.length)));
+        stale = [...new Set([...previous, ...abandoned])].filter((k) => !keep.has(k));
         await store.delete(stale);
       } catch (error) {
         // The new output is committed; leftovers are unreferenced by the manifest. Say so loudly.
@@ -177,7 +234,8 @@ function s3Transaction(location: S3Location, store: ObjectStore, url: string, op
     async abort() {
       for (const controller of inFlight.values()) controller.abort(new Error('transaction aborted'));
       await Promise.allSettled([...inFlight.keys()]);
-      const ours = [...written].filter((k) => !previous.has(k));
+      const ours = [...written, ...retained].filter((k) => !previous.has(k));
+      if (journalSaved) ours.push(journalKey);
       await store.delete(ours).catch(() => undefined);
     },
   };

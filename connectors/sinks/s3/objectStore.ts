@@ -2,6 +2,8 @@ import { Readable } from 'node:stream';
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
   NoSuchKey,
   PutObjectCommand,
   S3Client,
@@ -17,6 +19,10 @@ export interface ObjectStore {
   upload(key: string, body: AsyncIterable<Uint8Array>, options: { contentType?: string; signal?: AbortSignal }): Promise<void>;
   put(key: string, body: Uint8Array, contentType?: string): Promise<void>;
   get(key: string, signal?: AbortSignal): Promise<Uint8Array | undefined>;
+  /** The object's size, or undefined when it does not exist. */
+  head(key: string, signal?: AbortSignal): Promise<number | undefined>;
+  /** Every key that starts with `prefix`. */
+  list(prefix: string, signal?: AbortSignal): Promise<string[]>;
   delete(keys: readonly string[]): Promise<void>;
   close(): void;
 }
@@ -70,6 +76,26 @@ export function sdkObjectStore(options: SdkStoreOptions): ObjectStore {
         if (error instanceof NoSuchKey || (error as { name?: unknown }).name === 'NoSuchKey') return undefined;
         throw error;
       }
+    },
+    async head(key, signal) {
+      try {
+        const out = await client.send(new HeadObjectCommand({ Bucket, Key: key }), { abortSignal: signal });
+        return out.ContentLength ?? 0;
+      } catch (error) {
+        const e = error as { name?: unknown; $metadata?: { httpStatusCode?: number } };
+        if (e.name === 'NotFound' || e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return undefined;
+        throw error;
+      }
+    },
+    async list(prefix, signal) {
+      const keys: string[] = [];
+      let token: string | undefined;
+      do {
+        const out = await client.send(new ListObjectsV2Command({ Bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal });
+        for (const o of out.Contents ?? []) if (o.Key !== undefined) keys.push(o.Key);
+        token = out.IsTruncated ? out.NextContinuationToken : undefined;
+      } while (token !== undefined);
+      return keys;
     },
     async delete(keys) {
       for (let i = 0; i < keys.length; i += 1000) {

@@ -23,7 +23,14 @@ export function jobEvents(job: string, log: Logger, stderr: OutputStream, showBa
     },
     onOutput: (o) => {
       bar?.clear();
-      jobLog.info(o.skipped ? 'output already committed by the interrupted run' : 'output committed', { url: o.url, rows: o.rows, files: o.files, bytes: o.bytes });
+      // RunEvents has no event of its own for parts kept from a killed run: onOutput carries their count.
+      jobLog.info(o.skipped ? 'output already committed by the interrupted run' : 'output committed', {
+        url: o.url,
+        rows: o.rows,
+        files: o.files,
+        bytes: o.bytes,
+        ...(o.resumedFiles > 0 ? { resumed_files: o.resumedFiles } : {}),
+      });
     },
     onRetry: ({ attempt, error, delayMs }) => {
       bar?.clear();

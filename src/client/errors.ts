@@ -80,10 +80,13 @@ export class ConflictError extends ServiceError {
   override readonly code = 'CONFLICT';
 }
 
-export class RateLimitedError extends ServiceError {
-  override readonly code = 'RATE_LIMITED';
+/**
+ * An answer that says "not now" (429, 5xx): retryable, and it may say when with `Retry-After`.
+ * Not exported, so the public classes stay the ones a caller branches on; `saysRetryLater` tests for it.
+ */
+abstract class RetryLaterError extends ServiceError {
   override readonly retryable = true;
-  /** From `Retry-After` (seconds or an HTTP date), when the service sent one. */
+  /** From `Retry-After` (seconds or an HTTP date), when the service (or a proxy in front of it) sent one. */
   readonly retryAfterMs: number | undefined;
   constructor(detail: string, ctx: ErrorContext & { retryAfterMs?: number | undefined }) {
     super(detail, ctx);
@@ -91,15 +94,17 @@ export class RateLimitedError extends ServiceError {
   }
 }
 
-export class ServerError extends ServiceError {
+/** A 429 or 5xx answer: the two statuses the retry layer honours `Retry-After` on. */
+export function saysRetryLater(error: unknown): error is RateLimitedError | ServerError {
+  return error instanceof RetryLaterError;
+}
+
+export class RateLimitedError extends RetryLaterError {
+  override readonly code = 'RATE_LIMITED';
+}
+
+export class ServerError extends RetryLaterError {
   override readonly code = 'SERVER_ERROR';
-  override readonly retryable = true;
-  /** From `Retry-After`, which a 503 (or a proxy in front of the service) may send too. */
-  readonly retryAfterMs: number | undefined;
-  constructor(detail: string, ctx: ErrorContext & { retryAfterMs?: number | undefined }) {
-    super(detail, ctx);
-    this.retryAfterMs = ctx.retryAfterMs;
-  }
 }
 
 // ---- transport ----

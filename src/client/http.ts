@@ -23,10 +23,20 @@ export class Http {
   }
 
   context(spec: RequestSpec): ErrorContext {
-    return { method: spec.operation, url: `${spec.httpMethod} ${this.#transport.displayUrl(spec)}`, executionId: spec.executionId };
+    return this.#transport.errorContext(spec);
   }
 
   call(spec: RequestSpec): Promise<RawResponse> {
+    return this.#call(spec, this.context(spec));
+  }
+
+  /** Call, parse (`parse` defaults to `JSON.parse`; result pages pass the lossless parser) and validate. */
+  async json<S extends z.ZodType>(spec: RequestSpec, schema: S, parse: (text: string) => unknown = JSON.parse): Promise<z.output<S>> {
+    const ctx = this.context(spec);
+    return validate(await this.#call(spec, ctx), schema, parse, ctx);
+  }
+
+  #call(spec: RequestSpec, errorContext: ErrorContext): Promise<RawResponse> {
     return withRetry((n) => this.#transport.send(spec, n), {
       operation: spec.operation,
       idempotency: spec.idempotency,
@@ -34,14 +44,8 @@ export class Http {
       signal: spec.signal,
       stats: this.#stats,
       onRetry: this.#onRetry,
-      errorContext: this.context(spec),
+      errorContext,
     });
-  }
-
-  /** Call, parse (`parse` defaults to `JSON.parse`; result pages pass the lossless parser) and validate. */
-  async json<S extends z.ZodType>(spec: RequestSpec, schema: S, parse: (text: string) => unknown = JSON.parse): Promise<z.output<S>> {
-    const res = await this.call(spec);
-    return validate(res, schema, parse, this.context(spec));
   }
 }
 

@@ -1,4 +1,4 @@
-import { NetworkError, RateLimitedError, ServerError, TimeoutError, type ServiceError } from './errors.ts';
+import { NetworkError, saysRetryLater, TimeoutError, type ServiceError } from './errors.ts';
 
 export interface RetryPolicy {
   /** Total attempts including the first; 1 disables retries. */
@@ -48,7 +48,7 @@ const REJECTED_BEFORE_ACTING = new Set([429, 500, 502, 503]);
 export function mayRetry(error: ServiceError, idempotency: Idempotency): boolean {
   if (!error.retryable) return false;
   if (idempotency === 'idempotent') return true;
-  if (error instanceof RateLimitedError || error instanceof ServerError) {
+  if (saysRetryLater(error)) {
     return error.status !== undefined && REJECTED_BEFORE_ACTING.has(error.status);
   }
   if (error instanceof NetworkError) return !error.requestSent;

@@ -1,4 +1,4 @@
-import { AbortedError, RateLimitedError, ServerError, ServiceError, type ErrorContext } from './errors.ts';
+import { AbortedError, saysRetryLater, ServiceError, type ErrorContext } from './errors.ts';
 import type { ClientStats, RetryEvent } from './hooks.ts';
 import { backoffDelay, mayRetry, type Idempotency, type RetryPolicy } from './retry-policy.ts';
 
@@ -27,7 +27,7 @@ export async function withRetry<T>(attempt: (n: number) => Promise<T>, ctx: Retr
     } catch (err) {
       if (!(err instanceof ServiceError) || n >= ctx.policy.attempts || !mayRetry(err, ctx.idempotency)) throw err;
       let delayMs = backoffDelay(ctx.policy, n);
-      if ((err instanceof RateLimitedError || err instanceof ServerError) && err.retryAfterMs !== undefined) {
+      if (saysRetryLater(err) && err.retryAfterMs !== undefined) {
         delayMs = Math.max(delayMs, err.retryAfterMs);
       }
       if (Date.now() - started + delayMs > ctx.policy.maxElapsedMs) throw err;

@@ -82,6 +82,11 @@ export class Transport {
     return redactUrl(this.#url(spec, false));
   }
 
+  /** What an error about `spec` names: the client method, `VERB url` (key-free), the execution id. */
+  errorContext(spec: RequestSpec, displayUrl: string = this.displayUrl(spec)): ErrorContext {
+    return { method: spec.operation, url: `${spec.httpMethod} ${displayUrl}`, executionId: spec.executionId };
+  }
+
   #url(spec: Pick<RequestSpec, 'path' | 'query'>, withKey: boolean): string {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined) params.append(k, v);
@@ -92,7 +97,7 @@ export class Transport {
 
   async send(spec: RequestSpec, attempt: number): Promise<RawResponse> {
     const url = this.displayUrl(spec);
-    const ctx: ErrorContext = { method: spec.operation, url: `${spec.httpMethod} ${url}`, executionId: spec.executionId };
+    const ctx = this.errorContext(spec, url);
     if (spec.signal?.aborted) throw abortError(ctx, spec.signal);
 
     this.#stats.requests++;

@@ -72,6 +72,14 @@ export const BudgetSchema = z
   })
   .describe('Limits on what one run may spend');
 
+/** A zod check from a function that says what is wrong with a value (undefined: nothing). */
+function reportProblem(problemOf: (value: string) => string | undefined) {
+  return (value: string, ctx: z.RefinementCtx<string>): void => {
+    const problem = problemOf(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  };
+}
+
 const JOB_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
 export const JobSchema = z
@@ -85,20 +93,14 @@ export const JobSchema = z
     schedule: z
       .string()
       .min(1)
-      .superRefine((expression, ctx) => {
-        // The syntax does not depend on the time zone; the zone itself is checked on the job.
-        const problem = cronProblem(expression);
-        if (problem) ctx.addIssue({ code: 'custom', message: problem });
-      })
+      // The syntax does not depend on the time zone; the zone itself is checked on the job.
+      .superRefine(reportProblem(cronProblem))
       .optional()
       .describe('Cron expression for `sluice schedule` (five fields, UTC unless timezone is set)'),
     timezone: z
       .string()
       .min(1)
-      .superRefine((zone, ctx) => {
-        const problem = timezoneProblem(zone);
-        if (problem) ctx.addIssue({ code: 'custom', message: problem });
-      })
+      .superRefine(reportProblem(timezoneProblem))
       .optional()
       .describe('IANA time zone of the schedule (default UTC)'),
     concurrency: z.number().int().min(1).max(32).optional().describe('Result pages fetched in parallel (default 4)'),

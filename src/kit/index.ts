@@ -15,3 +15,4 @@ export { issuesOf, joinPath, parseConfig } from './parseConfig.ts';
 export { decimalText, hex, isoTimestamp, valueText, type ValueText } from './valueText.ts';
 export { coalesce, concat } from './bytes.ts';
 export { emptyBatch } from './emptyBatch.ts';
+export { textRows } from './textRows.ts';

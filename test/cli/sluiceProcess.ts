@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ServiceClient } from '../../src/client/index.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -89,6 +90,30 @@ export function startSluice(args: readonly string[], options: { cwd?: string; en
 
 export function sluice(args: readonly string[], options: { cwd?: string; env?: Record<string, string | undefined>; input?: string } = {}): Promise<Finished> {
   return startSluice(args, options).done;
+}
+
+/** Sends SIGTERM and waits for the exit: how the process ended, and how long after the signal. */
+export async function terminate(proc: Running): Promise<{ result: Finished; ms: number }> {
+  const sent = performance.now();
+  proc.child.kill('SIGTERM');
+  const result = await proc.done;
+  return { result, ms: performance.now() - sent };
+}
+
+/** Waits for the run's "execution started" log line and returns its execution id. */
+export async function startedExecutionId(proc: Running): Promise<string> {
+  const [, id] = (await proc.waitFor(/"execution started".*"execution_id":"(01[0-9A-Z]{24})"/)) as unknown as [string, string];
+  return id;
+}
+
+/** The state the service reports for an execution now. */
+export async function executionState(baseUrl: string, apiKey: string, executionId: string): Promise<string> {
+  const client = new ServiceClient({ baseUrl, apiKey, env: {} });
+  try {
+    return (await client.getStatus(executionId)).state;
+  } finally {
+    await client.close();
+  }
 }
 
 /** The JSON log lines of stderr (non-JSON lines are skipped). */

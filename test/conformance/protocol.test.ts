@@ -2,6 +2,7 @@
 // undici requests (never our client). One section per section of protocol.md. Known deviations are
 // listed in known-bugs.test.ts instead, so that this file stays green.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALL_TYPES_COLUMN_TYPES } from '../helpers/allTypes.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import {
   errorShapeViolations,
@@ -148,16 +149,20 @@ describe('1. conventions', () => {
     for (const id of [events, allTypes, odd]) expect(id).toMatch(ULID);
   });
 
+  /** Every operation on one execution id, as method and path. */
+  const executionOperations = (id: string) =>
+    [
+      ['GET', `/v1/execution/${id}/status`],
+      ['GET', `/v1/execution/${id}/results`],
+      ['GET', `/v1/execution/${id}/results/csv`],
+      ['POST', `/v1/execution/${id}/cancel`],
+    ] as const;
+
   it('malformed ids: 400 with the exact message on every execution operation', async () => {
     const bad = ['not-an-id', '01ARZ3NDEKTSV4RRFFQ69G5FA', '01ARZ3NDEKTSV4RRFFQ69G5FAVX', '01ARZ3NDEKTSV4RRFFQ69G5FAI', '11ARZ3NDEKTSV4RRFFQ69G5FAV', '123'];
     for (const id of bad) {
       const message = { error: `The requested execution ID (ID: ${id}) is invalid.` };
-      for (const [method, path] of [
-        ['GET', `/v1/execution/${id}/status`],
-        ['GET', `/v1/execution/${id}/results`],
-        ['GET', `/v1/execution/${id}/results/csv`],
-        ['POST', `/v1/execution/${id}/cancel`],
-      ] as const) {
+      for (const [method, path] of executionOperations(id)) {
         const r = await wire(svc.url, method, path, { key: write });
         expect(r.status, `${method} ${path}`).toBe(400);
         expect(r.json).toEqual(message);
@@ -168,12 +173,7 @@ describe('1. conventions', () => {
   it('well-formed unknown ids (and other teams\' executions): 404 {"error":"Object not found"}', async () => {
     const other = (await runToEnd(svc.url, svc.keys.other.write, 'SELECT 1')).id;
     for (const id of [WELL_FORMED_UNKNOWN, other]) {
-      for (const [method, path] of [
-        ['GET', `/v1/execution/${id}/status`],
-        ['GET', `/v1/execution/${id}/results`],
-        ['GET', `/v1/execution/${id}/results/csv`],
-        ['POST', `/v1/execution/${id}/cancel`],
-      ] as const) {
+      for (const [method, path] of executionOperations(id)) {
         const r = await wire(svc.url, method, path, { key: write });
         expect(r.status, `${method} ${path}`).toBe(404);
         expect(r.json).toEqual({ error: 'Object not found' });
@@ -630,41 +630,11 @@ describe('4. latest result of a query', () => {
 });
 
 describe('5. column types and values', () => {
-  const EXPECTED_TYPES: Record<string, string> = {
-    id: 'integer',
-    c_boolean: 'boolean',
-    c_tinyint: 'tinyint',
-    c_smallint: 'smallint',
-    c_integer: 'integer',
-    c_bigint: 'bigint',
-    c_uint256: 'uint256',
-    c_int256: 'int256',
-    c_real: 'real',
-    c_double: 'double',
-    c_decimal: 'decimal(38, 10)',
-    c_varchar: 'varchar',
-    c_varbinary: 'varbinary',
-    c_json: 'json',
-    c_date: 'date',
-    c_time: 'time(6)',
-    c_timestamp: 'timestamp(6)',
-    c_timestamptz: 'timestamp(6) with time zone',
-    c_timestamp_ms: 'timestamp(3)',
-    c_timestamp_ns: 'timestamp(9)',
-    c_interval: 'interval day to second',
-    c_interval_ym: 'interval year to month',
-    c_array: 'array(bigint)',
-    c_array_rows: 'array(row(a bigint, b varchar))',
-    c_map: 'map(varchar, bigint)',
-    c_row: 'row(x integer, nested row(y varchar, z array(double)))',
-    c_uuid: 'uuid',
-  };
-
   it('column_types: lowercase Trino-style names with ", " between parameters', async () => {
     const p = expectOk(await get(`/v1/execution/${allTypes}/results`), 'page').json;
     const m = p.result.metadata;
     const byName = Object.fromEntries(m.column_names.map((n: string, i: number) => [n, m.column_types[i]]));
-    for (const [name, type] of Object.entries(EXPECTED_TYPES)) expect(byName[name], name).toBe(type);
+    for (const [name, type] of Object.entries(ALL_TYPES_COLUMN_TYPES)) expect(byName[name], name).toBe(type);
     for (const t of m.column_types as string[]) {
       expect(t).toBe(t.toLowerCase());
       expect(t).not.toMatch(/,\S/);

@@ -1,12 +1,12 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import * as pw from 'parquet-wasm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { csv, parquet } from '../../connectors/index.ts';
 import type { Format } from '../../src/kit/index.ts';
+import { duckRowsJS as scalar } from '../helpers/duckdb.ts';
 import { everyTypeBatch, fromArray, numbered, numberedSchema } from './fixtures.ts';
 
 const dirs: string[] = [];
@@ -16,17 +16,6 @@ async function encode(format: Format, schema: Schema, batches: AsyncIterable<Rec
   const chunks: Uint8Array[] = [];
   for await (const c of format.encode(schema, batches)) chunks.push(c);
   return Buffer.concat(chunks);
-}
-
-async function scalar(sql: string): Promise<Record<string, unknown>[]> {
-  const db = await DuckDBInstance.create(':memory:');
-  const con = await db.connect();
-  try {
-    return (await con.runAndReadAll(sql)).getRowObjectsJS();
-  } finally {
-    con.closeSync();
-    db.closeSync();
-  }
 }
 
 describe('parquet format', () => {

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { type Field, type RecordBatch, type Schema, tableFromIPC, Type, TimeUnit } from 'apache-arrow';
 import { valueText } from '../../src/kit/index.ts';
+import { withDuckDb } from '../helpers/duckdb.ts';
 
 /**
  * Reads exported files back with an independent reader and renders every cell as canonical
@@ -12,9 +12,7 @@ import { valueText } from '../../src/kit/index.ts';
  */
 export async function readBack(format: string, files: string[], schema: Schema, orderBy?: string): Promise<Record<string, (string | null)[]>> {
   if (format === 'arrow') return readArrow(files, schema);
-  const db = await DuckDBInstance.create(':memory:');
-  const con = await db.connect();
-  try {
+  return withDuckDb(async (con) => {
     const list = `[${files.map((f) => sqlString(f)).join(', ')}]`;
     const typed = schema.fields.map((f) => `${ident(f.name)}: ${sqlString(duckType(f, format))}`).join(', ');
     const source =
@@ -29,23 +27,15 @@ export async function readBack(format: string, files: string[], schema: Schema, 
     const columns = reader.getColumnsObjectJS();
     for (const f of schema.fields) out[f.name] = (columns[f.name] ?? []).map((v) => (v === null ? null : String(v)));
     return out;
-  } finally {
-    con.closeSync();
-    db.closeSync();
-  }
+  });
 }
 
 /** DuckDB's own description of a Parquet file's columns. */
 export async function describeParquet(file: string): Promise<Record<string, string>> {
-  const db = await DuckDBInstance.create(':memory:');
-  const con = await db.connect();
-  try {
+  return withDuckDb(async (con) => {
     const reader = await con.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${sqlString(file)})`);
     return Object.fromEntries(reader.getRowObjectsJS().map((r) => [String(r.column_name), String(r.column_type)]));
-  } finally {
-    con.closeSync();
-    db.closeSync();
-  }
+  });
 }
 
 async function readArrow(files: string[], schema: Schema): Promise<Record<string, (string | null)[]>> {

@@ -2,7 +2,6 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
 import { HIVE_DEFAULT_PARTITION, ManifestInvalidError, RowCountMismatchError, writeExport } from '../../src/export/index.ts';
 import { ConfigError, DestinationError } from '../../src/kit/index.ts';
@@ -11,6 +10,7 @@ import { stdout } from '../../connectors/index.ts';
 import { builtins } from '../../src/export/index.ts';
 import { listFiles } from '../connectors/destinations.ts';
 import { fromArray, numbered, numberedSchema } from '../connectors/fixtures.ts';
+import { duckRowsJS as query } from '../helpers/duckdb.ts';
 
 const dirs: string[] = [];
 async function outDir(): Promise<string> {
@@ -19,17 +19,6 @@ async function outDir(): Promise<string> {
   return join(parent, 'out');
 }
 afterAll(async () => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));
-
-async function query(sql: string): Promise<Record<string, unknown>[]> {
-  const db = await DuckDBInstance.create(':memory:');
-  const con = await db.connect();
-  try {
-    return (await con.runAndReadAll(sql)).getRowObjectsJS();
-  } finally {
-    con.closeSync();
-    db.closeSync();
-  }
-}
 
 describe('writeExport', () => {
   it('partitions Hive-style, NULL as the default partition, readable by DuckDB with hive_partitioning', async () => {

@@ -1,13 +1,6 @@
-import { DuckDBInstance } from '@duckdb/node-api';
+import { withDuckDb } from '../helpers/duckdb.ts';
 
-/** Runs one query on an in-memory DuckDB (to read exported files back) and returns its rows. */
-export async function duck(sql: string): Promise<Record<string, unknown>[]> {
-  const db = await DuckDBInstance.create(':memory:');
-  const con = await db.connect();
-  try {
-    return (await con.runAndReadAll(sql)).getRowObjectsJson() as Record<string, unknown>[];
-  } finally {
-    con.closeSync();
-    db.closeSync();
-  }
+/** Runs one query on an in-memory DuckDB (to read exported files back) and returns its rows, as JSON values. */
+export function duck(sql: string): Promise<Record<string, unknown>[]> {
+  return withDuckDb(async (con) => (await con.runAndReadAll(sql)).getRowObjectsJson() as Record<string, unknown>[]);
 }

@@ -6,6 +6,7 @@ import { ServiceClient } from '../../src/client/index.ts';
 import { stream } from '../../src/pipeline/stream.ts';
 import { ArrowValueError } from '../../src/types/errors.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
+import { ALL_TYPES_COLUMN_TYPES as COLUMN_TYPES } from '../helpers/allTypes.ts';
 import { arrowRows } from './arrowCells.ts';
 
 let svc: TestService;
@@ -32,37 +33,6 @@ const I128_MIN = -(2n ** 127n);
 const bytes = (...b: number[]) => new Uint8Array(b);
 const ms = (iso: string) => BigInt(Date.parse(`${iso}Z`));
 const days = (iso: string) => Date.parse(`${iso}T00:00:00Z`) / 86_400_000;
-
-const COLUMN_TYPES = {
-  id: 'integer',
-  c_boolean: 'boolean',
-  c_tinyint: 'tinyint',
-  c_smallint: 'smallint',
-  c_integer: 'integer',
-  c_bigint: 'bigint',
-  c_uint256: 'uint256',
-  c_int256: 'int256',
-  c_real: 'real',
-  c_double: 'double',
-  c_decimal: 'decimal(38, 10)',
-  c_varchar: 'varchar',
-  c_varbinary: 'varbinary',
-  c_json: 'json',
-  c_date: 'date',
-  c_time: 'time(6)',
-  c_timestamp: 'timestamp(6)',
-  c_timestamptz: 'timestamp(6) with time zone',
-  c_timestamp_ms: 'timestamp(3)',
-  c_timestamp_ns: 'timestamp(9)',
-  c_interval: 'interval day to second',
-  c_interval_ym: 'interval year to month',
-  c_array: 'array(bigint)',
-  c_array_rows: 'array(row(a bigint, b varchar))',
-  c_map: 'map(varchar, bigint)',
-  c_row: 'row(x integer, nested row(y varchar, z array(double)))',
-  c_uuid: 'uuid',
-  c_hugeint: 'int256',
-};
 
 const ARROW_TYPES = {
   id: 'Int32',

@@ -1,6 +1,6 @@
-import type { Data, RecordBatch, Schema } from 'apache-arrow';
+import type { RecordBatch, Schema } from 'apache-arrow';
 import { z } from 'zod';
-import { defineFormat, valueText } from '../../../src/kit/index.ts';
+import { defineFormat, textRows, valueText } from '../../../src/kit/index.ts';
 
 export const csvConfig = z.strictObject({
   delimiter: z
@@ -28,16 +28,12 @@ export const csv = defineFormat({
   }),
 });
 
-/** Rows per string built: bounds the text held at once whatever the batch size. */
-const ROWS_PER_CHUNK = 8192;
-
 async function* encodeCsv(
   schema: Schema,
   batches: AsyncIterable<RecordBatch>,
   config: CsvConfig,
   signal?: AbortSignal,
 ): AsyncIterable<Uint8Array> {
-  const encoder = new TextEncoder();
   const eol = config.line_terminator === 'crlf' ? '\r\n' : '\n';
   const { delimiter } = config;
   const needsQuotes = new RegExp(`[${delimiter === '\t' ? '\\t' : escapeClass(delimiter)}"\\r\\n]`);
@@ -48,23 +44,19 @@ async function* encodeCsv(
     return text;
   };
   const columns = schema.fields.map((f) => valueText(f));
-  if (config.header) yield encoder.encode(schema.fields.map((f) => cell(f.name)).join(delimiter) + eol);
-  for await (const batch of batches) {
-    signal?.throwIfAborted();
-    const data = batch.data.children as Data[];
-    for (let start = 0; start < batch.numRows; start += ROWS_PER_CHUNK) {
-      const end = Math.min(batch.numRows, start + ROWS_PER_CHUNK);
+  if (config.header) yield new TextEncoder().encode(schema.fields.map((f) => cell(f.name)).join(delimiter) + eol);
+  yield* textRows(
+    batches,
+    (data, row) => {
       let out = '';
-      for (let row = start; row < end; row++) {
-        for (let c = 0; c < columns.length; c++) {
-          if (c > 0) out += delimiter;
-          out += cell(columns[c]!.text(data[c]!, row));
-        }
-        out += eol;
+      for (let c = 0; c < columns.length; c++) {
+        if (c > 0) out += delimiter;
+        out += cell(columns[c]!.text(data[c]!, row));
       }
-      yield encoder.encode(out);
-    }
-  }
+      return out + eol;
+    },
+    signal,
+  );
 }
 
 function escapeClass(ch: string): string {

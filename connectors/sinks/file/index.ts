@@ -15,11 +15,16 @@ import {
   type WriteResult,
 } from '../../../src/kit/index.ts';
 
+/** A file:// URL or a path without any scheme (`s3://...` belongs to another sink). */
+function isLocal(url: string): boolean {
+  return url.startsWith('file://') || !/^[a-z][a-z0-9+.-]*:\/\//i.test(url);
+}
+
 export const fileConfig = z.strictObject({
   url: z
     .string()
     .min(1)
-    .refine((u) => !/^[a-z][a-z0-9+.-]*:\/\//i.test(u) || u.startsWith('file://'), 'expected a local directory path or a file:// URL')
+    .refine(isLocal, 'expected a local directory path or a file:// URL')
     .describe('Directory the export owns: a local path or a file:// URL. Created when missing.'),
 });
 export type FileConfig = z.output<typeof fileConfig>;
@@ -40,7 +45,7 @@ export const file = defineSink({
   type: 'file',
   description: 'Local directory, staged in a sibling directory and swapped in by rename.',
   config: fileConfig,
-  accepts: (url) => url !== '-' && (url.startsWith('file://') || !/^[a-z][a-z0-9+.-]*:\/\//i.test(url)),
+  accepts: (url) => url !== '-' && isLocal(url),
   create: (config: FileConfig) => fileDestination(config.url.startsWith('file://') ? fileURLToPath(config.url) : config.url),
 });
 

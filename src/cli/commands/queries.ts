@@ -1,10 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { PARAMETER_TYPES, type QueryParameter } from '../../protocol/index.ts';
 import { defineCommand, flag, listOption, stringOption, type OptionSpec, type OptionValues } from '../command.ts';
-import { CONNECTION_OPTIONS, withConnection } from '../connection.ts';
-import { EXIT } from '../exit-codes.ts';
-import { writeOut } from '../io.ts';
-import { toJson } from '../output/json.ts';
+import { CONNECTION_OPTIONS } from '../connection.ts';
+import { printAnswer } from '../printAnswer.ts';
 import { UsageError } from '../usage-error.ts';
 
 const QUERY_FIELDS: Readonly<Record<string, OptionSpec>> = {
@@ -56,10 +54,7 @@ export const queriesCreateCommand = defineCommand({
   async run({ io, values, log, signal }) {
     const fields = await queryFields(values, (p) => readFile(p, 'utf8'));
     if (fields.name === undefined || fields.query_sql === undefined) throw new UsageError('--name and --sql (or --sql-file) are required');
-    return withConnection(values, io, log, async ({ client }) => {
-      await writeOut(io.stdout, toJson(await client.createQuery({ ...fields, name: fields.name!, query_sql: fields.query_sql! }, { signal })));
-      return EXIT.ok;
-    });
+    return printAnswer(values, io, log, ({ client }) => client.createQuery({ ...fields, name: fields.name!, query_sql: fields.query_sql! }, { signal }));
   },
 });
 
@@ -71,10 +66,7 @@ export const queriesGetCommand = defineCommand({
   options: { ...CONNECTION_OPTIONS },
   async run({ io, values, positionals, log, signal }) {
     const id = queryId(positionals);
-    return withConnection(values, io, log, async ({ client }) => {
-      await writeOut(io.stdout, toJson(await client.getQuery(id, { signal })));
-      return EXIT.ok;
-    });
+    return printAnswer(values, io, log, ({ client }) => client.getQuery(id, { signal }));
   },
 });
 
@@ -88,10 +80,7 @@ export const queriesUpdateCommand = defineCommand({
     const id = queryId(positionals);
     const fields = await queryFields(values, (p) => readFile(p, 'utf8'));
     if (Object.keys(fields).length === 0) throw new UsageError('nothing to update: give at least one of --name, --sql, --sql-file, --description, --param, --tag, --private');
-    return withConnection(values, io, log, async ({ client }) => {
-      await writeOut(io.stdout, toJson(await client.updateQuery(id, fields, { signal })));
-      return EXIT.ok;
-    });
+    return printAnswer(values, io, log, ({ client }) => client.updateQuery(id, fields, { signal }));
   },
 });
 
@@ -103,10 +92,6 @@ export const queriesArchiveCommand = defineCommand({
   options: { undo: { type: 'boolean', description: 'Unarchive instead' }, ...CONNECTION_OPTIONS },
   async run({ io, values, positionals, log, signal }) {
     const id = queryId(positionals);
-    return withConnection(values, io, log, async ({ client }) => {
-      const res = flag(values, 'undo') ? await client.unarchiveQuery(id, { signal }) : await client.archiveQuery(id, { signal });
-      await writeOut(io.stdout, toJson(res));
-      return EXIT.ok;
-    });
+    return printAnswer(values, io, log, ({ client }) => (flag(values, 'undo') ? client.unarchiveQuery(id, { signal }) : client.archiveQuery(id, { signal })));
   },
 });

@@ -1,8 +1,6 @@
 import { defineCommand } from '../command.ts';
-import { CONNECTION_OPTIONS, withConnection } from '../connection.ts';
-import { EXIT } from '../exit-codes.ts';
-import { writeOut } from '../io.ts';
-import { toJson } from '../output/json.ts';
+import { CONNECTION_OPTIONS } from '../connection.ts';
+import { printAnswer } from '../printAnswer.ts';
 
 export const statusCommand = defineCommand({
   name: 'status',
@@ -11,11 +9,7 @@ export const statusCommand = defineCommand({
   minArgs: 1,
   options: { ...CONNECTION_OPTIONS },
   async run({ io, values, positionals, log, signal }) {
-    return withConnection(values, io, log, async ({ client }) => {
-      const status = await client.getStatus(positionals[0]!, { signal });
-      await writeOut(io.stdout, toJson(status));
-      return EXIT.ok;
-    });
+    return printAnswer(values, io, log, ({ client }) => client.getStatus(positionals[0]!, { signal }));
   },
 });
 
@@ -26,12 +20,11 @@ export const cancelCommand = defineCommand({
   minArgs: 1,
   options: { ...CONNECTION_OPTIONS },
   async run({ io, values, positionals, log, signal }) {
-    return withConnection(values, io, log, async ({ client }) => {
+    return printAnswer(values, io, log, async ({ client }) => {
       const id = positionals[0]!;
       const accepted = await client.cancel(id, { signal });
       const status = await client.getStatus(id, { signal });
-      await writeOut(io.stdout, toJson({ execution_id: id, cancelled: accepted, state: status.state }));
-      return EXIT.ok;
+      return { execution_id: id, cancelled: accepted, state: status.state };
     });
   },
 });

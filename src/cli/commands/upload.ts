@@ -1,10 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { text as streamText } from 'node:stream/consumers';
 import { defineCommand, flag, stringOption } from '../command.ts';
-import { CONNECTION_OPTIONS, withConnection } from '../connection.ts';
-import { EXIT } from '../exit-codes.ts';
-import { writeOut } from '../io.ts';
-import { toJson } from '../output/json.ts';
+import { CONNECTION_OPTIONS } from '../connection.ts';
+import { printAnswer } from '../printAnswer.ts';
 import { UsageError } from '../usage-error.ts';
 
 export const uploadCommand = defineCommand({
@@ -24,8 +22,8 @@ export const uploadCommand = defineCommand({
     const file = positionals[0]!;
     // The endpoint takes the CSV as one JSON string: the file is read whole (uploads are small tables).
     const data = file === '-' ? await streamText(io.stdin) : await readFile(file, 'utf8');
-    return withConnection(values, io, log, async ({ client }) => {
-      const res = await client.uploadCsv(
+    return printAnswer(values, io, log, ({ client }) =>
+      client.uploadCsv(
         {
           table_name: table,
           data,
@@ -33,9 +31,7 @@ export const uploadCommand = defineCommand({
           ...(flag(values, 'private') ? { is_private: true } : {}),
         },
         { signal },
-      );
-      await writeOut(io.stdout, toJson(res));
-      return EXIT.ok;
-    });
+      ),
+    );
   },
 });

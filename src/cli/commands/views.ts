@@ -5,6 +5,7 @@ import { EXIT } from '../exit-codes.ts';
 import { writeOut } from '../io.ts';
 import { toJson } from '../output/json.ts';
 import { renderTable } from '../output/table.ts';
+import { printAnswer } from '../printAnswer.ts';
 import { UsageError } from '../usage-error.ts';
 
 const JSON_OPTION = { json: { type: 'boolean' as const, description: 'Print JSON instead of a table' } };
@@ -42,10 +43,7 @@ export const viewsGetCommand = defineCommand({
   minArgs: 1,
   options: { ...CONNECTION_OPTIONS },
   async run({ io, values, positionals, log, signal }) {
-    return withConnection(values, io, log, async ({ client }) => {
-      await writeOut(io.stdout, toJson(await client.getView(positionals[0]!, { signal })));
-      return EXIT.ok;
-    });
+    return printAnswer(values, io, log, ({ client }) => client.getView(positionals[0]!, { signal }));
   },
 });
 
@@ -66,8 +64,8 @@ export const viewsUpsertCommand = defineCommand({
     const queryId = intOption(values, 'query-id');
     if (queryId === undefined) throw new UsageError('--query-id is required');
     const performance = performanceOption(values);
-    return withConnection(values, io, log, async ({ client }) => {
-      const res = await client.upsertView(
+    return printAnswer(values, io, log, ({ client }) =>
+      client.upsertView(
         {
           name: positionals[0]!,
           query_id: queryId,
@@ -76,10 +74,8 @@ export const viewsUpsertCommand = defineCommand({
           ...(flag(values, 'private') ? { is_private: true } : {}),
         },
         { signal },
-      );
-      await writeOut(io.stdout, toJson(res));
-      return EXIT.ok;
-    });
+      ),
+    );
   },
 });
 
@@ -90,10 +86,7 @@ export const viewsDeleteCommand = defineCommand({
   minArgs: 1,
   options: { ...CONNECTION_OPTIONS },
   async run({ io, values, positionals, log, signal }) {
-    return withConnection(values, io, log, async ({ client }) => {
-      await writeOut(io.stdout, toJson(await client.deleteView(positionals[0]!, { signal })));
-      return EXIT.ok;
-    });
+    return printAnswer(values, io, log, ({ client }) => client.deleteView(positionals[0]!, { signal }));
   },
 });
 
@@ -109,15 +102,11 @@ export const viewsRefreshCommand = defineCommand({
   },
   async run({ io, values, positionals, log, signal }) {
     const performance = performanceOption(values);
-    return withConnection(values, io, log, async ({ client }) => {
+    return printAnswer(values, io, log, async ({ client }) => {
       const res = await client.refreshView(positionals[0]!, { signal, ...(performance === undefined ? {} : { performance }) });
-      if (flag(values, 'wait')) {
-        const status = await client.execution(res.execution_id).wait({ signal });
-        await writeOut(io.stdout, toJson({ ...res, state: status.state }));
-      } else {
-        await writeOut(io.stdout, toJson(res));
-      }
-      return EXIT.ok;
+      if (!flag(values, 'wait')) return res;
+      const status = await client.execution(res.execution_id).wait({ signal });
+      return { ...res, state: status.state };
     });
   },
 });

@@ -16,9 +16,15 @@ export function formatBytes(bytes: number): string {
 /** The closing lines of `sluice run`: one for the job, one per output. */
 export function formatSummary(s: JobSummary): string {
   const how = s.resumed ? ' (resumed)' : s.startedExecution ? '' : ' (stored result)';
+  // Only when parts of a killed run were kept does the fetched count differ from the total.
+  const fetched = s.fetchedRows === s.rows ? '' : ` (${s.fetchedRows.toLocaleString('en-US')} fetched)`;
   const lines = [
-    `${s.job}: ${s.rows.toLocaleString('en-US')} rows, ${s.files} file${s.files === 1 ? '' : 's'}, ${formatBytes(s.bytes)}, ${s.credits} credits in ${fmtDuration(s.durationMs)} (execution ${s.executionId}${how})`,
-    ...s.outputs.map((o) => `  ${o.url}  ${o.format}  ${o.rows.toLocaleString('en-US')} rows  ${o.files} file${o.files === 1 ? '' : 's'}  ${formatBytes(o.bytes)}${o.skipped ? '  (already committed)' : ''}`),
+    `${s.job}: ${s.rows.toLocaleString('en-US')} rows${fetched}, ${plural(s.files, 'file')}, ${formatBytes(s.bytes)}, ${s.credits} credits in ${fmtDuration(s.durationMs)} (execution ${s.executionId}${how})`,
+    ...s.outputs.map(
+      (o) =>
+        `  ${o.url}  ${o.format}  ${o.rows.toLocaleString('en-US')} rows  ${plural(o.files, 'file')}  ${formatBytes(o.bytes)}` +
+        `${o.skipped ? '  (already committed)' : ''}${o.resumedFiles > 0 ? `  (${o.resumedFiles} kept from the interrupted run)` : ''}`,
+    ),
   ];
   return `${lines.join('\n')}\n`;
 }
@@ -31,11 +37,24 @@ export function summaryFields(s: JobSummary): Record<string, unknown> {
     resumed: s.resumed,
     started_execution: s.startedExecution,
     rows: s.rows,
+    fetched_rows: s.fetchedRows,
     files: s.files,
     bytes: s.bytes,
     credits: s.credits,
     duration_ms: Math.round(s.durationMs),
     attempts: s.attempts,
-    outputs: s.outputs.map((o) => ({ url: o.url, format: o.format, rows: o.rows, files: o.files, bytes: o.bytes, skipped: o.skipped })),
+    outputs: s.outputs.map((o) => ({
+      url: o.url,
+      format: o.format,
+      rows: o.rows,
+      files: o.files,
+      bytes: o.bytes,
+      skipped: o.skipped,
+      resumed_files: o.resumedFiles,
+    })),
   };
+}
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

@@ -4,6 +4,8 @@ import { HttpError } from './http/errors.ts';
 
 export interface Principal {
   team: string;
+  /** The API key itself: rate limits count per key. */
+  key: string;
   /** The widest scope the key holds; each scope includes the ones before it. */
   scope: Scope;
 }
@@ -18,7 +20,7 @@ export class KeyRing {
     for (const team of settings.teams) {
       for (const k of team.keys) {
         const scope = k.scopes.reduce((a, b) => (rank(b) > rank(a) ? b : a));
-        this.#keys.set(k.key, { team: team.name, scope });
+        this.#keys.set(k.key, { team: team.name, key: k.key, scope });
       }
     }
   }

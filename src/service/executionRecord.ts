@@ -34,6 +34,10 @@ const base = {
   sql: z.string(),
   performance: PerformanceSchema,
   submittedAt: z.number(),
+  /** 'view': a materialized view refresh (extended timeout; its result becomes the view's table). Absent: interactive. */
+  purpose: z.enum(['interactive', 'view']).optional(),
+  /** The view a refresh fills. */
+  viewId: z.string().optional(),
 };
 
 export const ExecutionRecordSchema = z.discriminatedUnion('state', [
@@ -78,6 +82,10 @@ export type ExecutionBase = Pick<ExecutionRecord, keyof typeof base>;
 export type CompletedExecution = Extract<ExecutionRecord, { result: unknown }>;
 
 export function baseOf(rec: ExecutionRecord): ExecutionBase {
-  const { id, team, queryId, queryVersion, parameters, sql, performance, submittedAt } = rec;
-  return { id, team, queryId, queryVersion, parameters, sql, performance, submittedAt };
+  const { id, team, queryId, queryVersion, parameters, sql, performance, submittedAt, purpose, viewId } = rec;
+  return {
+    id, team, queryId, queryVersion, parameters, sql, performance, submittedAt,
+    ...(purpose === undefined ? {} : { purpose }),
+    ...(viewId === undefined ? {} : { viewId }),
+  };
 }

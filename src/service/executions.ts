@@ -5,6 +5,10 @@ import type { Clock } from './clock.ts';
 import type { JsonStore } from './store.ts';
 import { TeamQueues } from './teamQueues.ts';
 import { resolveTier, type ServiceSettings } from './settings.ts';
+import type { ExecutionHooks } from './limits/hooks.ts';
+import type { RetentionTarget } from './limits/retention.ts';
+import { tierPolicy } from './limits/tiers.ts';
+import { ViewRefreshError } from './views/errors.ts';
 import { baseOf, ExecutionRecordSchema, type ExecutionFailure, type ExecutionRecord } from './executionRecord.ts';
 
 export interface Submission {
@@ -14,6 +18,8 @@ export interface Submission {
   queryVersion: number;
   parameters: Record<string, ParameterValue>;
   performance: Performance;
+  purpose?: 'interactive' | 'view';
+  viewId?: string;
 }
 
 const DAY_MS = 86_400_000;
@@ -34,14 +40,18 @@ export class Executions {
   readonly #queues = new TeamQueues();
   readonly #aborts = new Map<string, AbortController>();
   readonly #runs = new Set<Promise<void>>();
+  /** Executions being moved to EXPIRED: settles when the state is on disk and the result dropped. */
+  readonly #expiring = new Map<string, Promise<void>>();
   readonly #ulid = monotonicFactory();
   readonly #engine: SqlEngine;
   readonly #store: JsonStore<ExecutionRecord>;
   readonly #clock: Clock;
   readonly #settings: ServiceSettings;
+  readonly #hooks: ExecutionHooks;
   #closing = false;
 
-  constructor(deps: { engine: SqlEngine; store: JsonStore<ExecutionRecord>; clock: Clock; settings: ServiceSettings }) {
+  constructor(deps: { engine: SqlEngine; store: JsonStore<ExecutionRecord>; clock: Clock; settings: ServiceSettings; hooks?: ExecutionHooks }) {
+    this.#hooks = deps.hooks ?? {};
     this.#engine = deps.engine;
     this.#store = deps.store;
     this.#clock = deps.clock;
@@ -84,13 +94,37 @@ export class Executions {
     return this.#queues.position(rec.team, rec.id);
   }
 
-  /** Records the execution (persisted before this resolves) and queues it. */
+  /**
+   * Records the execution (persisted before this resolves) and queues it. Its place in the team's
+   * queue is taken at once, when its id is drawn, so queue order is id (submission) order however
+   * long the writes take; it cannot start, and nobody can see it, before its PENDING record is on
+   * disk. A refused (402) or unrecorded submission leaves the queue again.
+   */
   async submit(sub: Submission): Promise<ExecutionRecord> {
     const submittedAt = this.#clock.now();
     const rec: ExecutionRecord = { id: this.#ulid(Math.floor(submittedAt)), state: 'QUERY_STATE_PENDING', submittedAt, ...sub };
-    this.#records.set(rec.id, rec);
-    await this.#store.put(rec.id, rec);
     this.#queues.enqueue(rec.team, rec.id);
+    const leave = (): void => {
+      this.#queues.removePending(rec.team, rec.id);
+      this.#pump(rec.team);
+    };
+    try {
+      // Refused submissions (402) are never recorded. The credit check itself is synchronous, so
+      // it is made in id order too.
+      await this.#hooks.admit?.(rec);
+    } catch (err) {
+      leave();
+      throw err;
+    }
+    try {
+      await this.#store.put(rec.id, rec);
+    } catch (err) {
+      leave();
+      await this.#hooks.abandon?.(rec);
+      throw err;
+    }
+    this.#records.set(rec.id, rec);
+    this.#queues.markReady(rec.team, rec.id);
     this.#pump(rec.team);
     return rec;
   }
@@ -133,27 +167,41 @@ export class Executions {
       this.#aborts.get(id)?.abort();
     }
     await this.#store.put(id, canceled);
+    await this.#finished(canceled);
     return true;
   }
 
-  /** Moves every result past its retention to EXPIRED. */
-  sweep(): void {
-    for (const rec of this.#records.values()) this.#expireIfDue(rec);
+  /**
+   * What the RetentionSweeper works on: a result is dropped only once its EXPIRED state is on disk
+   * (a crash in between leaves an EXPIRED execution with a leftover file, which a later sweep
+   * deletes; never a COMPLETED one without its result).
+   */
+  retentionTarget(): RetentionTarget {
+    return {
+      executions: () => [...this.#records.values()].map((r) => ({ id: r.id, state: r.state, ...('expiresAt' in r ? { expiresAt: r.expiresAt } : {}) })),
+      markExpired: async (id) => {
+        const rec = this.#records.get(id);
+        if (rec !== undefined) this.#expireIfDue(rec);
+        await this.#expiring.get(id);
+      },
+      hasResult: (id) => this.#engine.hasResult(id),
+      dropResult: async (id) => {
+        await this.#expiring.get(id);
+        await this.#engine.dropResult(id);
+      },
+    };
   }
 
   /**
-   * Stops admitting, interrupts running executions and waits for them to settle. Their records stay
-   * EXECUTING on disk (nothing is written for them), so the next start marks them FAILED.
+   * Stops admitting, interrupts running executions and waits for them to settle (the engine stops
+   * a statement promptly, even one that had not started yet). Their records stay EXECUTING on disk
+   * (nothing is written for them), so the next start marks them FAILED.
    */
   async close(): Promise<void> {
     this.#closing = true;
     for (const ac of this.#aborts.values()) ac.abort();
-    // Bounded: an interrupt that reaches DuckDB before its statement starts can be lost, and the
-    // engine's close() interrupts whatever is still running anyway.
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((ok) => (timer = setTimeout(ok, 3_000)));
-    await Promise.race([Promise.allSettled([...this.#runs]), deadline]);
-    clearTimeout(timer);
+    await Promise.allSettled([...this.#runs]);
+    await Promise.allSettled([...this.#expiring.values()]);
     await this.#store.flush();
   }
 
@@ -173,12 +221,13 @@ export class Executions {
       costCredits: rec.costCredits,
     };
     this.#records.set(rec.id, expired);
-    // The state change is durable before the result goes, so a crash in between leaves an EXPIRED
-    // execution with an orphaned result, never a COMPLETED one without its result.
-    void this.#store
+    // The state change is durable before the result goes (see retentionTarget).
+    const persisted = this.#store
       .put(rec.id, expired)
       .then(() => this.#engine.dropResult(rec.id))
-      .catch((err: unknown) => console.error(`sluice service: expiring ${rec.id}:`, err));
+      .catch((err: unknown) => console.error(`sluice service: expiring ${rec.id}:`, err))
+      .finally(() => this.#expiring.delete(rec.id));
+    this.#expiring.set(rec.id, persisted);
     return expired;
   }
 
@@ -204,17 +253,20 @@ export class Executions {
     const ac = new AbortController();
     this.#aborts.set(id, ac);
     const persisted = this.#store.put(id, executing);
-    const tier = resolveTier(this.#settings, rec.performance);
+    const tier = tierPolicy(this.#settings, rec.performance, rec.purpose);
     let next: ExecutionRecord;
     try {
       const info = await this.#engine.execute(rec.sql, {
         resultId: id,
         signal: ac.signal,
         threads: tier.threads,
-        timeoutMs: tier.timeout_ms,
+        timeoutMs: tier.timeoutMs,
         maxResultBytes: this.#settings.limits.max_result_bytes,
         team: rec.team,
+        ...(this.#hooks.canRead === undefined ? {} : { canRead: this.#hooks.canRead }),
       });
+      // A view refresh stores its result as the view's table before it is reported COMPLETED.
+      await this.#hooks.afterRun?.(executing, info);
       const endedAt = this.#clock.now();
       next = {
         ...baseOf(rec),
@@ -227,6 +279,8 @@ export class Executions {
       };
     } catch (err) {
       next = { ...baseOf(rec), state: 'QUERY_STATE_FAILED', startedAt, endedAt: this.#clock.now(), costCredits: 0, error: failureOf(err, id) };
+      // Refused by afterRun (storage quota): the engine had stored a result nobody will read.
+      if (err instanceof ViewRefreshError) await this.#engine.dropResult(id).catch(() => {});
     }
     await persisted.catch(() => {});
     if (this.#closing) return;
@@ -245,11 +299,20 @@ export class Executions {
       return;
     }
     this.#records.set(id, next);
+    // Not awaited: the slot is released in this tick (see above). The ledger counts the cost in
+    // memory at once; its write lands later (the service flushes it on close).
+    void this.#finished(next);
+  }
+
+  /** Settles the execution's credits; a failure to persist them is logged, not the execution's. */
+  async #finished(rec: ExecutionRecord): Promise<void> {
+    await this.#hooks.finished?.(rec)?.catch((err: unknown) => console.error(`sluice service: settling ${rec.id}:`, err));
   }
 }
 
 /** The error of a FAILED execution; the message carries `line L:C` when the engine located it. */
 function failureOf(err: unknown, id: string): ExecutionFailure {
+  if (err instanceof ViewRefreshError) return { message: err.message };
   if (!(err instanceof EngineError)) {
     console.error(`sluice service: execution ${id} failed inside the engine:`, err);
     return { message: 'Internal error while executing the query' };

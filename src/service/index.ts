@@ -18,6 +18,8 @@ import { resultRoutes } from './routes/resultRoutes.ts';
 import { SavedQueries, type QueryRecord } from './savedQueries.ts';
 import { defaultSettings, loadSettingsFile, parseSettings, type FaultSettings, type FaultSettingsInput, type ServiceSettings, type ServiceSettingsInput } from './settings.ts';
 import { JsonStore } from './store.ts';
+import { ServiceLimits } from './limits/serviceLimits.ts';
+import { RetentionSweeper } from './limits/retention.ts';
 
 export interface ServiceOptions {
   /** Default 127.0.0.1. */
@@ -69,20 +71,25 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     ...(options.sampleRows === undefined ? {} : { sampleRows: options.sampleRows }),
   });
   let server: Server | undefined;
+  let limits: ServiceLimits | undefined;
   try {
-    const executions = new Executions({ engine, store: executionStore, clock, settings });
+    limits = new ServiceLimits({ settings, clock, dataDir, tables: engine });
+    await limits.load();
+    const executions = new Executions({ engine, store: executionStore, clock, settings, hooks: limits.hooks });
     const queries = new SavedQueries({ store: queryStore, clock });
     await executions.load();
     await queries.load();
     const svc: ServiceContext = { settings, clock, engine, executions, queries };
+    limits.bind(svc);
     const faults = new Faults(settings.faults);
-    const router = new Router([...executionRoutes(svc), ...queryRoutes(svc), ...resultRoutes(svc)]);
+    const router = new Router([...executionRoutes(svc), ...queryRoutes(svc), ...resultRoutes(svc), ...limits.routes()]);
+    const rateLimiter = limits.rateLimiter;
 
     const host = options.host ?? '127.0.0.1';
     const srv = createServer({ keepAliveTimeout: 5_000 });
     server = srv;
     let origin = '';
-    srv.on('request', createRequestHandler({ router, keys: new KeyRing(settings), faults, maxBodyBytes: () => settings.limits.max_body_bytes, fallbackOrigin: () => origin }));
+    srv.on('request', createRequestHandler({ router, keys: new KeyRing(settings), faults, maxBodyBytes: () => settings.limits.max_body_bytes, fallbackOrigin: () => origin, rateLimit: (key, cls) => rateLimiter.take(key, cls) }));
     await new Promise<void>((ok, fail) => {
       srv.once('error', fail);
       srv.listen(options.port ?? 0, host, () => {
@@ -93,8 +100,14 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     const port = (srv.address() as AddressInfo).port;
     origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
-    const sweep = setInterval(() => executions.sweep(), settings.limits.sweep_interval_ms);
-    sweep.unref();
+    // Retention: expired results are also found lazily on every read; the sweep deletes the
+    // results nobody reads, and leftovers of a crash between EXPIRED and the delete (at start too).
+    const sweeper = new RetentionSweeper(executions.retentionTarget(), () => clock.now());
+    const onSweepError = (err: unknown): void => console.error('sluice service: retention sweep failed:', err);
+    sweeper.start(settings.limits.sweep_interval_ms, onSweepError);
+    void sweeper.sweep().catch(onSweepError);
+    limits.start();
+    const boundLimits = limits;
 
     let closing: Promise<void> | undefined;
     const handle: ServiceHandle = {
@@ -107,7 +120,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
         return faults.settings;
       },
       faultCounts: faults.counts,
-      close: () => (closing ??= shutdown(srv, executions, engine, sweep)),
+      close: () => (closing ??= shutdown(srv, executions, engine, sweeper, boundLimits)),
     };
     if (generatedKey !== undefined) handle.generatedKey = generatedKey;
     return handle;
@@ -125,11 +138,13 @@ async function resolveSettings(given: ServiceOptions['settings']): Promise<{ set
 }
 
 /** Stop accepting, let in-flight requests finish (briefly), stop executions, then the engine. */
-async function shutdown(server: Server, executions: Executions, engine: { close(): Promise<void> }, sweep: NodeJS.Timeout): Promise<void> {
-  clearInterval(sweep);
+async function shutdown(server: Server, executions: Executions, engine: { close(): Promise<void> }, sweeper: RetentionSweeper, limits: ServiceLimits): Promise<void> {
+  await sweeper.close();
+  await limits.close();
   const closed = new Promise<void>((ok) => server.close(() => ok()));
   server.closeIdleConnections();
   await executions.close();
+  await limits.flush();
   const grace = setTimeout(() => server.closeAllConnections(), 2_000);
   await closed;
   clearTimeout(grace);

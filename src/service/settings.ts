@@ -12,9 +12,9 @@ const posInt = () => z.number().int().positive();
 const share = () => z.number().min(0).max(1);
 
 export const PlanSchema = z.strictObject({
-  credits_per_cycle: nonNegInt().default(10_000).describe('Credits a team may spend per billing cycle (enforced with issue 7)'),
+  credits_per_cycle: nonNegInt().default(10_000).describe('Credits a team may spend per billing cycle; a submission that would exceed them gets 402'),
   max_inflight: posInt().default(3).describe('Executions of the team running at once; more wait PENDING in FIFO order'),
-  storage_quota_bytes: nonNegInt().default(MiB).describe('Materialized view storage quota (issue 7)'),
+  storage_quota_bytes: nonNegInt().default(MiB).describe('Storage quota of the team\'s materialized views; a refresh that would exceed it fails'),
 });
 
 export const KeySchema = z.strictObject({
@@ -43,10 +43,10 @@ export const LimitsSchema = z.strictObject({
   credits_per_execution: nonNegInt().default(10).describe('Base cost of an execution that ran, times the tier factor'),
   max_body_bytes: posInt().default(10 * MiB).describe('Larger request bodies get 413'),
   sweep_interval_ms: posInt().default(60_000).describe('How often expired results are looked for (they also expire lazily on read)'),
-  // Issue 7 (rate limits, billing cycle): parsed now so settings files stay valid when they land.
-  read_requests_per_minute: nonNegInt().default(0).describe('Per-key rate limit of read operations; 0 = off (issue 7)'),
-  write_requests_per_minute: nonNegInt().default(0).describe('Per-key rate limit of write operations; 0 = off (issue 7)'),
-  billing_cycle_days: posInt().default(30).describe('Length of a billing cycle (issue 7)'),
+  read_requests_per_minute: nonNegInt().default(0).describe('Per-key rate limit of read operations (Read scope), requests per minute; 0 = off'),
+  write_requests_per_minute: nonNegInt().default(0).describe('Per-key rate limit of write operations (Write and Admin scope), requests per minute; 0 = off'),
+  billing_cycle_days: posInt().default(30).describe('Length of a billing cycle, in days from the Unix epoch'),
+  view_scheduler_interval_ms: posInt().default(20_000).describe('How often the view scheduler looks for due refreshes (cron has minute resolution)'),
 });
 
 export const FaultsSchema = z.strictObject({

@@ -39,14 +39,26 @@ export class JsonStore<T> {
 
   put(id: string, doc: T): Promise<void> {
     const text = JSON.stringify(doc);
+    return this.#chain(id, () => this.#write(id, text));
+  }
+
+  #chain(id: string, op: () => Promise<void>): Promise<void> {
     const prev = this.#chains.get(id) ?? Promise.resolve();
-    const next = prev.then(() => this.#write(id, text));
+    const next = prev.then(op);
     const settled = next.catch(() => {});
     this.#chains.set(id, settled);
     void settled.then(() => {
       if (this.#chains.get(id) === settled) this.#chains.delete(id);
     });
     return next;
+  }
+
+  /**
+   * Deletes the record's file, after the writes of it already started (chained like a write, so a
+   * slow earlier write cannot bring it back). Removing a missing record is not an error.
+   */
+  remove(id: string): Promise<void> {
+    return this.#chain(id, () => rm(join(this.dir, `${id}.json`), { force: true }));
   }
 
   /** Resolves when every write started so far has landed. */

@@ -78,6 +78,15 @@ export function tableReadDenial(written: string[], ctx: AccessContext): string |
   return `Not allowed: ${display(written)}: only sample.*, temporary tables and your team's schema service.<team>.* can be read`;
 }
 
+/**
+ * Tables of the team's schema that the service itself maintains: user SQL reads them, only the
+ * service writes them (a view's table is replaced by its refresh, a dataset's by its upload).
+ */
+const RESERVED_PREFIXES = [
+  { prefix: 'result_', what: 'materialized views, written by their refreshes (POST /v1/materialized-views)' },
+  { prefix: 'dataset_', what: 'uploaded datasets, written by uploads (POST /v1/uploads/csv)' },
+];
+
 /** Targets of CREATE, INSERT and DROP. `creating` is a non-temporary CREATE. */
 export function tableWriteDenial(written: string[], creating: boolean, ctx: AccessContext): string | undefined {
   const parts = written.map((p) => p.toLowerCase());
@@ -87,7 +96,11 @@ export function tableWriteDenial(written: string[], creating: boolean, ctx: Acce
     return `Not allowed: CREATE ${written[0]} would write to the shared database; create TEMP ${written[0]} or ${own}.${written[0]}`;
   }
   if (parts[0] === 'temp' && (parts.length === 2 || parts[1] === 'main')) return undefined;
-  if (parts.length === 3 && parts[0] === 'service' && ctx.team !== undefined && parts[1] === ctx.team.toLowerCase()) return undefined;
+  if (parts.length === 3 && parts[0] === 'service' && ctx.team !== undefined && parts[1] === ctx.team.toLowerCase()) {
+    const reserved = RESERVED_PREFIXES.find((p) => parts[2]!.startsWith(p.prefix));
+    if (reserved === undefined) return undefined;
+    return `Not allowed: ${display(written)}: tables named ${reserved.prefix}* in your team's schema are ${reserved.what}; pick a name that does not start with ${reserved.prefix}`;
+  }
   if (parts.length === 3 && parts[0] === 'service') return otherTeamDenial(parts[1]!);
   return `Not allowed: writing ${display(written)}: only temporary tables and your team's schema ${own} can be written`;
 }

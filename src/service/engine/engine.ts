@@ -12,6 +12,14 @@
 // accessPolicy.ts), under an engine-wide lockdown (lockdown.ts). A denied statement fails the
 // execution with kind 'semantic' before any statement of it ran.
 //
+// Cancel: DuckDB forgets an interrupt that arrives while no statement of the connection runs
+// (the flag is cleared as the next statement starts), so a stop is checked before each statement
+// and the connection is interrupted again every few milliseconds until execute settles.
+//
+// Stored results are attached for paging under an LRU of at most MAX_ATTACHED; an attached result
+// is counted while a page uses it and is only detached when unused, and re-attaching a result
+// waits for its detach to finish (the alias is the same).
+//
 // Threads: DuckDB's `threads` setting is per instance ("cannot be set locally"), so
 // ExecuteOptions.threads cannot give one execution more threads than another; the instance
 // runs with defaultThreads and the option is accepted and ignored. A second instance for the
@@ -43,15 +51,28 @@ import { lineColumnAt } from './sqlPosition.ts';
 
 const RESULT_ID = /^[A-Za-z0-9_-]{1,100}$/;
 const TEAM_NAME = /^[A-Za-z0-9_-]{1,100}$/;
-/** Stored results kept attached for paging; older idle ones are detached. */
+/** Stored results kept attached for paging; the least recently used idle ones are detached. */
 const MAX_ATTACHED = 32;
+/** How often a stopped execution's connection is interrupted again (see the header). */
+const INTERRUPT_REPEAT_MS = 5;
+/** How long close() waits for running statements to stop before closing the instance anyway. */
+const CLOSE_WAIT_MS = 10_000;
 
 interface OpenResult {
   alias: string;
   info: ResultInfo;
   columns: StoredColumns;
+}
+
+/** An attached (or attaching) stored result: `refs` counts the pages using it right now. */
+interface OpenEntry {
+  id: string;
+  ready: Promise<OpenResult>;
+  opened?: OpenResult;
   refs: number;
   lastUsed: number;
+  /** Called when refs drops to 0 (dropResult waits for it). */
+  onIdle?: () => void;
 }
 
 function checkResultId(id: string): void {
@@ -86,8 +107,14 @@ function sqlTypeOf(type: DuckDBType): string {
 export class DuckDbEngine implements SqlEngine {
   readonly #instance: DuckDBInstance;
   readonly #resultsDir: string;
-  readonly #open = new Map<string, Promise<OpenResult>>();
+  readonly #open = new Map<string, OpenEntry>();
+  /** Results being detached (or dropped), by id: attaching one again waits for this. */
+  readonly #detaching = new Map<string, Promise<void>>();
+  /** Connections of user SQL (interrupted by close) and of trusted callers (waited for). */
   readonly #running = new Set<DuckDBConnection>();
+  readonly #trusted = new Set<DuckDBConnection>();
+  #starting = 0;
+  readonly #schemas = new Map<string, Promise<void>>();
   #closed = false;
 
   readonly #systemViews: ReadonlySet<string>;
@@ -145,13 +172,27 @@ export class DuckDbEngine implements SqlEngine {
     const last = statements.at(-1);
     if (last === undefined) throw new EngineError('syntax', 'line 1:1: the SQL text holds no statement', { line: 1, column: 1 });
 
-    const conn = await this.#instance.connect();
+    // Counted before connecting: close() must not close the instance under a connect in progress.
+    this.#starting += 1;
+    let conn: DuckDBConnection;
+    try {
+      conn = await this.#instance.connect();
+    } finally {
+      this.#starting -= 1;
+    }
     this.#running.add(conn);
     let stop: 'canceled' | 'timeout' | undefined;
+    let repeat: NodeJS.Timeout | undefined;
     const interrupt = (why: 'canceled' | 'timeout'): void => {
       if (stop) return;
       stop = why;
       conn.interrupt();
+      // The interrupt above is lost when it lands between two statements: keep interrupting.
+      repeat = setInterval(() => conn.interrupt(), INTERRUPT_REPEAT_MS);
+    };
+    const stopRepeating = (): void => {
+      if (repeat !== undefined) clearInterval(repeat);
+      repeat = undefined;
     };
     const onAbort = (): void => interrupt('canceled');
     opts.signal.addEventListener('abort', onAbort, { once: true });
@@ -159,6 +200,7 @@ export class DuckDbEngine implements SqlEngine {
     const timer = opts.timeoutMs !== undefined ? setTimeout(() => interrupt('timeout'), opts.timeoutMs) : undefined;
     const check = (): void => {
       if (stop) throw stopError(stop, opts.timeoutMs);
+      if (this.#closed) throw new EngineError('canceled', 'Query was canceled: the service is stopping');
     };
 
     const tmpPath = join(this.#resultsDir, `${opts.resultId}.tmp.duckdb`);
@@ -167,7 +209,8 @@ export class DuckDbEngine implements SqlEngine {
     let access: AccessContext | undefined;
     try {
       check();
-      if (opts.team !== undefined) await conn.run(`CREATE SCHEMA IF NOT EXISTS service.${sqlIdent(opts.team)}`);
+      if (opts.team !== undefined) await this.#teamSchema(opts.team);
+      check();
       access = await this.#checkAccess(conn, sql, statements, opts);
       for (const st of statements.slice(0, -1)) {
         check();
@@ -183,28 +226,84 @@ export class DuckDbEngine implements SqlEngine {
       check();
       await rm(tmpPath, { force: true });
       await rm(`${tmpPath}.wal`, { force: true });
+      check();
       await conn.run(`ATTACH ${sqlString(tmpPath)} AS ${alias}`);
       attached = true;
+      check();
       const columnNames = await this.#store(conn, sql, last, prepared, alias);
       check();
       const info = await this.#finish(conn, alias, columnNames, opts.maxResultBytes);
       check();
+      await this.#checkpoint(conn, alias, tmpPath);
       await conn.run(`DETACH ${alias}`);
       attached = false;
+      if (existsSync(`${tmpPath}.wal`)) throw new EngineError('internal', `result ${opts.resultId}: its write-ahead log was not checkpointed`);
       await rename(tmpPath, this.#path(opts.resultId));
       return info;
     } catch (err) {
-      if (attached) await conn.run(`DETACH ${alias}`).catch(() => undefined);
+      // Cleanup statements must not be interrupted (a failed DETACH would leave the file attached).
+      stopRepeating();
+      if (attached) await this.#detachRetrying(conn, alias);
       await rm(tmpPath, { force: true }).catch(() => undefined);
       await rm(`${tmpPath}.wal`, { force: true }).catch(() => undefined);
       if (stop) throw stopError(stop, opts.timeoutMs);
       const mapped = toEngineError(err);
       throw access === undefined ? mapped : withoutHiddenHints(mapped, access);
     } finally {
+      stopRepeating();
       if (timer) clearTimeout(timer);
       opts.signal.removeEventListener('abort', onAbort);
       this.#running.delete(conn);
       conn.closeSync();
+    }
+  }
+
+  /**
+   * Writes the result file's WAL into the file. DETACH alone skips its checkpoint while another
+   * connection has a transaction open on the database (catalog scans such as duckdb_schemas() of
+   * a concurrent execution open one on every attached database), and the file is renamed without
+   * its WAL: the stored result would lack rows or its `meta`. So: checkpoint until the WAL is gone.
+   */
+  async #checkpoint(conn: DuckDBConnection, alias: string, path: string): Promise<void> {
+    for (let i = 0; i < 200; i += 1) {
+      try {
+        await conn.run(`CHECKPOINT ${alias}`);
+      } catch (err) {
+        const mapped = toEngineError(err);
+        if (mapped.kind === 'canceled') throw mapped;
+      }
+      if (!existsSync(`${path}.wal`)) return;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    throw new EngineError('internal', `could not checkpoint the stored result ${alias}`);
+  }
+
+  /**
+   * Creates `service.<team>` once. Concurrent CREATE SCHEMA IF NOT EXISTS of one name conflict in
+   * DuckDB ("Catalog write-write conflict"), which failed a team's first executions run at once.
+   */
+  #teamSchema(team: string): Promise<void> {
+    const key = team.toLowerCase();
+    let created = this.#schemas.get(key);
+    if (created === undefined) {
+      created = this.#withTrusted(async (conn) => {
+        await conn.run(`CREATE SCHEMA IF NOT EXISTS service.${sqlIdent(team)}`);
+      });
+      this.#schemas.set(key, created);
+      created.catch(() => this.#schemas.delete(key));
+    }
+    return created;
+  }
+
+  /** A late interrupt (issued just before the repeating stopped) may still hit the first try. */
+  async #detachRetrying(conn: DuckDBConnection, alias: string): Promise<void> {
+    for (let i = 0; i < 3; i += 1) {
+      try {
+        await conn.run(`DETACH DATABASE IF EXISTS ${alias}`);
+        return;
+      } catch {
+        // retried
+      }
     }
   }
 
@@ -289,32 +388,51 @@ export class DuckDbEngine implements SqlEngine {
     return info;
   }
 
-  async #acquire(id: string): Promise<OpenResult> {
+  /** The attached result, counted as in use until #release. */
+  async #acquire(id: string): Promise<{ entry: OpenEntry; open: OpenResult }> {
     this.#checkOpen();
     checkResultId(id);
-    let pending = this.#open.get(id);
-    if (!pending) {
-      pending = this.#attach(id);
-      this.#open.set(id, pending);
-      pending.catch(() => this.#open.delete(id));
+    let entry = this.#open.get(id);
+    if (entry === undefined) {
+      const created: OpenEntry = { id, ready: this.#attach(id), refs: 0, lastUsed: performance.now() };
+      entry = created;
+      this.#open.set(id, created);
+      created.ready.then(
+        (open) => {
+          created.opened = open;
+        },
+        () => {
+          if (this.#open.get(id) === created) this.#open.delete(id);
+        },
+      );
     }
-    const open = await pending;
-    open.refs += 1;
-    open.lastUsed = performance.now();
-    return open;
+    entry.refs += 1;
+    entry.lastUsed = performance.now();
+    try {
+      return { entry, open: await entry.ready };
+    } catch (err) {
+      this.#release(entry);
+      throw err;
+    } finally {
+      this.#evictIdle();
+    }
   }
 
-  #release(open: OpenResult): void {
-    open.refs -= 1;
+  #release(entry: OpenEntry): void {
+    entry.refs -= 1;
+    if (entry.refs === 0) {
+      entry.onIdle?.();
+      this.#evictIdle();
+    }
   }
 
   async #attach(id: string): Promise<OpenResult> {
+    // The same alias may still be detaching (evicted or dropped a moment ago).
+    await this.#detaching.get(id);
     const path = this.#path(id);
     if (!existsSync(path)) throw new EngineError('not_found', `no stored result ${id}`);
-    await this.#evictIdle();
     const alias = sqlIdent(`r_${id}`);
-    const conn = await this.#instance.connect();
-    try {
+    return this.#withTrusted(async (conn) => {
       await conn.run(`ATTACH IF NOT EXISTS ${sqlString(path)} AS ${alias} (READ_ONLY)`);
       const meta = await conn.runAndReadAll(`SELECT info FROM ${alias}.main.meta`);
       const info = parseInfo(String(meta.getRowsJson()[0]?.[0]));
@@ -329,37 +447,61 @@ export class DuckDbEngine implements SqlEngine {
         types,
         rowCount: info.rowCount,
       };
-      return { alias, info, columns, refs: 0, lastUsed: performance.now() };
-    } finally {
-      conn.closeSync();
+      return { alias, info, columns };
+    });
+  }
+
+  /**
+   * Detaches the least recently used results nobody is reading, down to MAX_ATTACHED. Chosen and
+   * taken out of #open in one synchronous step, so no page can acquire one that is going away.
+   */
+  #evictIdle(): void {
+    if (this.#closed || this.#open.size <= MAX_ATTACHED) return;
+    const idle = [...this.#open.values()].filter((e) => e.refs === 0 && e.opened !== undefined).sort((a, b) => a.lastUsed - b.lastUsed);
+    for (const entry of idle.slice(0, this.#open.size - MAX_ATTACHED)) {
+      this.#open.delete(entry.id);
+      this.#trackDetach(entry.id, this.#detachEntry(entry));
     }
   }
 
-  async #evictIdle(): Promise<void> {
-    if (this.#open.size < MAX_ATTACHED) return;
-    const settled = await Promise.all(
-      [...this.#open.entries()].map(async ([id, p]) => [id, await p.catch(() => undefined)] as const),
-    );
-    const idle = settled
-      .filter((e): e is readonly [string, OpenResult] => e[1] !== undefined && e[1].refs === 0)
-      .sort((a, b) => a[1].lastUsed - b[1].lastUsed);
-    for (const [id, open] of idle.slice(0, this.#open.size - MAX_ATTACHED + 1)) {
-      this.#open.delete(id);
-      await this.#detach(open.alias);
-    }
+  async #detachEntry(entry: OpenEntry): Promise<void> {
+    const open = await entry.ready.catch(() => undefined);
+    if (open === undefined || this.#closed) return;
+    await this.#withTrusted((conn) => conn.run(`DETACH DATABASE IF EXISTS ${open.alias}`));
   }
 
-  async #detach(alias: string): Promise<void> {
-    const conn = await this.#instance.connect();
+  #trackDetach(id: string, work: Promise<void>): Promise<void> {
+    const prev = this.#detaching.get(id);
+    const done: Promise<void> = (prev === undefined ? work : prev.then(() => work))
+      .catch((err: unknown) => console.error(`sluice engine: detaching result ${id}:`, err))
+      .finally(() => {
+        if (this.#detaching.get(id) === done) this.#detaching.delete(id);
+      });
+    this.#detaching.set(id, done);
+    return done;
+  }
+
+  /** A connection of the instance for the engine's own statements (close waits for it). */
+  async #withTrusted<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
+    this.#checkOpen();
+    this.#starting += 1;
+    let conn: DuckDBConnection;
     try {
-      await conn.run(`DETACH DATABASE IF EXISTS ${alias}`);
+      conn = await this.#instance.connect();
     } finally {
+      this.#starting -= 1;
+    }
+    this.#trusted.add(conn);
+    try {
+      return await fn(conn);
+    } finally {
+      this.#trusted.delete(conn);
       conn.closeSync();
     }
   }
 
   async #runPage(id: string, req: PageRequest, format: 'json' | 'csv') {
-    const open = await this.#acquire(id);
+    const { entry, open } = await this.#acquire(id);
     try {
       const plan = planPage(open.columns, req, format);
       const conn = await this.#instance.connect();
@@ -379,7 +521,7 @@ export class DuckDbEngine implements SqlEngine {
         conn.closeSync();
       }
     } finally {
-      this.#release(open);
+      this.#release(entry);
     }
   }
 
@@ -407,33 +549,56 @@ export class DuckDbEngine implements SqlEngine {
   }
 
   async resultInfo(resultId: string): Promise<ResultInfo> {
-    const open = await this.#acquire(resultId);
-    this.#release(open);
+    const { entry, open } = await this.#acquire(resultId);
+    this.#release(entry);
     return open.info;
   }
 
   async dropResult(resultId: string): Promise<void> {
     this.#checkOpen();
     checkResultId(resultId);
-    const pending = this.#open.get(resultId);
-    if (pending) {
-      this.#open.delete(resultId);
-      const open = await pending.catch(() => undefined);
-      if (open) {
-        // Let pages being served finish before the file goes away.
-        for (let i = 0; i < 100 && open.refs > 0; i += 1) await new Promise((r) => setTimeout(r, 20));
-        await this.#detach(open.alias);
-      }
+    const entry = this.#open.get(resultId);
+    if (entry !== undefined) this.#open.delete(resultId);
+    // Registered at once: an attach of this id from now on waits, then finds the file gone.
+    await this.#trackDetach(resultId, this.#dropEntry(resultId, entry));
+  }
+
+  async #dropEntry(resultId: string, entry: OpenEntry | undefined): Promise<void> {
+    if (entry !== undefined) {
+      // Pages being served finish before the file goes away.
+      if (entry.refs > 0) await new Promise<void>((ok) => (entry.onIdle = ok));
+      await this.#detachEntry(entry);
     }
     await rm(this.#path(resultId), { force: true });
     await rm(`${this.#path(resultId)}.wal`, { force: true });
   }
 
+  /** Runs trusted code (views, uploads) on a connection of the instance; never user SQL. */
+  withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
+    return this.#withTrusted(fn);
+  }
+
+  /** A path inside the results directory, the only one the locked-down DuckDB reads files from. */
+  scratchPath(name: string): string {
+    if (!/^[A-Za-z0-9_.-]{1,200}$/.test(name) || name.startsWith('.')) throw new EngineError('bad_request', `invalid scratch file name "${name}"`);
+    return join(this.#resultsDir, name);
+  }
+
+  resultPath(resultId: string): string {
+    checkResultId(resultId);
+    return this.#path(resultId);
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const conn of this.#running) conn.interrupt();
-    for (let i = 0; i < 100 && this.#running.size > 0; i += 1) await new Promise((r) => setTimeout(r, 20));
+    // Interrupted again and again: an interrupt between two statements is lost (see the header).
+    const deadline = performance.now() + CLOSE_WAIT_MS;
+    while ((this.#starting > 0 || this.#running.size > 0 || this.#trusted.size > 0) && performance.now() < deadline) {
+      for (const conn of this.#running) conn.interrupt();
+      await new Promise((r) => setTimeout(r, INTERRUPT_REPEAT_MS));
+    }
+    await Promise.allSettled([...this.#detaching.values()]);
     this.#instance.closeSync();
   }
 

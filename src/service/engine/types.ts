@@ -81,6 +81,15 @@ export interface CsvPage {
 }
 
 export interface SqlEngine {
+  /**
+   * Runs `fn` on a connection of the engine's DuckDB instance (catalog `service` attached), closed
+   * afterwards. For the service's own tables (materialized views, uploaded datasets): never user SQL.
+   */
+  withConnection<T>(fn: (conn: import('@duckdb/node-api').DuckDBConnection) => Promise<T>): Promise<T>;
+  /** The DuckDB file of a stored result: table `result` with columns c0..cN-1 in result order. */
+  resultPath(resultId: string): string;
+  /** A path in the one directory the locked-down DuckDB may read files from (for CSV uploads). */
+  scratchPath(name: string): string;
   /** Runs the SQL and stores its result durably under dataDir. */
   execute(sql: string, opts: ExecuteOptions): Promise<ResultInfo>;
   page(resultId: string, req: PageRequest): Promise<Page>;

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import { API_PREFIX, MESSAGES } from '../../protocol/index.ts';
 import { requireScope, type KeyRing } from '../auth.ts';
 import { HttpError } from './errors.ts';
+import { RateLimitError } from '../limits/errors.ts';
 import type { Faults } from './faults.ts';
 import { errorReply, type Reply } from './reply.ts';
 import type { Router } from './router.ts';
@@ -13,6 +14,8 @@ export interface HandlerDeps {
   keys: KeyRing;
   faults: Faults;
   maxBodyBytes: () => number;
+  /** Per-key rate limit of the operation's class (Read-scope operations read, the rest write); off when absent. */
+  rateLimit?: (key: string, cls: 'read' | 'write') => { allowed: true } | { allowed: false; retryAfterSeconds: number };
   /** Used when a request has no usable Host header. */
   fallbackOrigin: () => string;
 }
@@ -56,6 +59,8 @@ async function handle(deps: HandlerDeps, req: IncomingMessage): Promise<Reply> {
     throw new HttpError(405, `Method not allowed: ${url.pathname} accepts ${match.allow.join(', ')}`, { allow: match.allow.join(', ') });
   }
   requireScope(principal, match.route.scope);
+  const rate = deps.rateLimit?.(principal.key, match.route.scope === 'Read' ? 'read' : 'write');
+  if (rate !== undefined && !rate.allowed) throw new RateLimitError(rate.retryAfterSeconds);
 
   const host = req.headers.host;
   const origin = host !== undefined && HOST.test(host) ? `http://${host}` : deps.fallbackOrigin();

@@ -18,6 +18,8 @@ export interface ExecutionHooks {
    * table in here. Throws to make the execution FAILED (cost 0) with the error's message.
    */
   afterRun?(rec: ExecutionRecord, info: ResultInfo): Promise<void>;
+  /** Lets the engine's sandbox read another team's `service.<owner>.<name>` (a non-private view or dataset). */
+  canRead?(owner: string, name: string): boolean;
   /** Once per execution, when it reaches a terminal state (COMPLETED*, FAILED, CANCELED). */
   finished?(rec: ExecutionRecord): Promise<void>;
 }

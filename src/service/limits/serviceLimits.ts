@@ -39,9 +39,6 @@ function refreshFieldsOf(rec: object): RefreshFields {
   return { ...(r.purpose === undefined ? {} : { purpose: r.purpose }), ...(r.viewId === undefined ? {} : { viewId: r.viewId }) };
 }
 
-/** How often the view scheduler looks for due refreshes (cron has minute resolution). */
-const SCHEDULER_TICK_MS = 20_000;
-
 export interface ServiceLimitsDeps {
   settings: ServiceSettings;
   clock: Clock;
@@ -113,6 +110,7 @@ export class ServiceLimits {
         if (refresh.purpose !== 'view') return;
         await this.views.complete(rec.id, refresh.viewId, info);
       },
+      canRead: (owner, name) => this.canRead(owner, name),
       finished: (rec) => this.ledger.settle(rec.id, 'costCredits' in rec ? rec.costCredits : 0),
     };
   }
@@ -151,11 +149,16 @@ export class ServiceLimits {
   }
 
   start(): void {
-    this.scheduler.start(SCHEDULER_TICK_MS);
+    this.scheduler.start(this.#deps.settings.limits.view_scheduler_interval_ms);
   }
 
+  /** Stops the scheduler (no more refreshes are submitted). */
   async close(): Promise<void> {
     await this.scheduler.close();
+  }
+
+  /** Waits for every write of the ledger, views and datasets (after executions have stopped). */
+  async flush(): Promise<void> {
     for (const s of Object.values(this.#stores)) await s.flush();
   }
 

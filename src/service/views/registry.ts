@@ -1,5 +1,3 @@
-import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { JsonStore } from '../store.ts';
 import { ViewRecordSchema, type ViewRecord } from './viewRecord.ts';
 
@@ -79,10 +77,7 @@ export class ViewRegistry {
 
   async delete(rec: ViewRecord): Promise<void> {
     this.#byKey.delete(key(rec.team, rec.name));
-    if (this.#store === undefined) return;
-    // JsonStore has no remove yet (requested): wait for pending writes of the record, then delete its file.
-    await this.#store.flush();
-    await rm(join(this.#store.dir, `${rec.id}.json`), { force: true });
+    await this.#store?.remove(rec.id);
   }
 }
 

@@ -304,6 +304,31 @@ describe('legitimate SQL still works', () => {
     expect((await denied('SELECT * FROM service.demo.mine')).message).toContain('does not exist');
   });
 
+  test('result_* and dataset_* in the own schema are the service\'s: read-only for user SQL', async () => {
+    // What a view refresh or an upload leaves there (written by trusted code, not user SQL).
+    await fx.engine.withConnection((conn) => conn.run('CREATE TABLE service.demo.result_totals AS SELECT 7 AS n'));
+    expect(await rows('SELECT n FROM service.demo.result_totals')).toEqual([{ n: 7 }]);
+    for (const sql of [
+      'CREATE OR REPLACE TABLE service.demo.result_totals AS SELECT 1 AS n',
+      'CREATE TABLE service.demo.RESULT_new AS SELECT 1 AS n',
+      'CREATE VIEW service.demo.result_v AS SELECT 1 AS n',
+      'INSERT INTO service.demo.result_totals VALUES (8)',
+      'DROP TABLE service.demo.result_totals',
+      'DROP VIEW IF EXISTS "service"."demo"."result_totals"',
+      'CREATE TABLE service.demo.dataset_prices AS SELECT 1 AS px',
+      'DROP TABLE IF EXISTS service.demo.dataset_prices',
+    ]) {
+      const err = await denied(sql);
+      expectDenial(err, 'in your team\'s schema are');
+    }
+    expectDenial(await denied('INSERT INTO service.demo.dataset_x VALUES (1)'), 'uploaded datasets');
+    expectDenial(await denied('DROP TABLE service.demo.result_totals'), 'materialized views');
+    expect(await rows('SELECT n FROM service.demo.result_totals')).toEqual([{ n: 7 }]);
+    // Other names in the own schema, and temporary tables of those names, stay writable.
+    expect(await rows('CREATE TEMP TABLE result_x AS SELECT 1 AS a; CREATE TABLE service.demo.my_result AS SELECT 2 AS a; SELECT (SELECT a FROM result_x) + (SELECT a FROM service.demo.my_result) AS s')).toEqual([{ s: 3 }]);
+    await fx.engine.execute('DROP TABLE service.demo.my_result', opts({ team: 'demo' }));
+  });
+
   test('temporary tables and views, INSERT, EXPLAIN, DESCRIBE, SUMMARIZE, PRAGMA table_info', async () => {
     expect(
       await rows(`CREATE TEMP TABLE t (a INTEGER); INSERT INTO t VALUES (1), (2); INSERT INTO t BY NAME SELECT 3 AS a;

@@ -178,9 +178,9 @@ describe('storage', () => {
   });
 
   test('team schemas resolve as service.<team>.<name>', async () => {
-    await fx.engine.execute('CREATE TABLE service.demo.result_x AS SELECT 7 AS v', opts({ team: 'demo' }));
+    await fx.engine.execute('CREATE TABLE service.demo.mine_x AS SELECT 7 AS v', opts({ team: 'demo' }));
     const o = opts({ team: 'demo' });
-    await fx.engine.execute('SELECT v FROM service.demo.result_x', o);
+    await fx.engine.execute('SELECT v FROM service.demo.mine_x', o);
     expect(JSON.parse((await fx.engine.page(o.resultId, { offset: 0, limit: 1 })).rowsJson)).toEqual([{ v: 7 }]);
   });
 

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import type { Command, OptionSpec, OptionValues } from './command.ts';
 import { EXIT, exitCodeOf } from './exit-codes.ts';
@@ -20,8 +20,9 @@ export interface RunCliOptions {
   readonly signal?: AbortSignal;
 }
 
+/** The package's own package.json by name (self-reference), so it resolves from src/ and from dist/ alike. */
 export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  const pkg = createRequire(import.meta.url)('sluice/package.json') as { version?: unknown };
   return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
 }
 

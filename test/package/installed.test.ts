@@ -1,0 +1,80 @@
+// The package as users install it: `npm pack` (which builds dist/ through prepack), unpacked under a
+// node_modules folder, where Node refuses to strip TypeScript types. The library, `sluice/service`
+// and the CLI must all run from the compiled output there.
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT, testEnv } from '../cli/sluiceProcess.ts';
+
+const run = promisify(execFile);
+
+// Inside the checkout's node_modules, so the unpacked package resolves its dependencies there.
+const home = join(ROOT, 'node_modules', `.sluice-installed-test-${process.pid}`);
+const pkgDir = join(home, 'node_modules', 'sluice');
+
+beforeAll(async () => {
+  const packDir = await mkdtemp(join(tmpdir(), 'sluice-pack-'));
+  try {
+    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', packDir], { cwd: ROOT, env: testEnv(), maxBuffer: 64 << 20 });
+    const [{ filename }] = JSON.parse(stdout.slice(stdout.indexOf('['))) as { filename: string }[];
+    await mkdir(pkgDir, { recursive: true });
+    await run('tar', ['-xzf', join(packDir, filename), '-C', pkgDir, '--strip-components=1']);
+  } finally {
+    await rm(packDir, { recursive: true, force: true });
+  }
+}, 180_000);
+
+afterAll(async () => {
+  await rm(home, { recursive: true, force: true });
+});
+
+describe('the installed package', () => {
+  it('ships the compiled output and no TypeScript sources', async () => {
+    const top = await readdir(pkgDir);
+    expect(top).toEqual(expect.arrayContaining(['bin', 'dist', 'package.json', 'README.md']));
+    expect(top).not.toContain('src');
+    expect(top).not.toContain('test');
+  });
+
+  it('imports sluice and sluice/service from node_modules and streams typed rows', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'sluice-installed-data-'));
+    const script = join(home, 'use.mjs');
+    await writeFile(
+      script,
+      `import { ServiceClient, stream, SluiceError } from 'sluice';
+import { startService } from 'sluice/service';
+const svc = await startService({ dataDir: ${JSON.stringify(dataDir)}, sampleRows: 100 });
+const client = new ServiceClient({ apiKey: 'sk_installed', baseUrl: svc.url });
+try {
+  const rows = [];
+  for await (const row of stream(client, { sql: 'SELECT id, 9007199254740993::BIGINT AS big FROM sample.events ORDER BY id LIMIT 3' })) rows.push(row);
+  console.log(JSON.stringify({ rows, isBigint: typeof rows[0].big === 'bigint', base: typeof SluiceError }, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)));
+} finally {
+  await client.close();
+  await svc.close();
+}
+`,
+    );
+    try {
+      const { stdout } = await run(process.execPath, [script], { cwd: home, env: testEnv({ SERVICE_API_KEY: 'sk_installed' }) });
+      const out = JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as { rows: { big: string }[]; isBigint: boolean; base: string };
+      expect(out.rows).toHaveLength(3);
+      expect(out.rows.map((r) => r.big)).toEqual(['9007199254740993', '9007199254740993', '9007199254740993']);
+      expect(out.isBigint).toBe(true);
+      expect(out.base).toBe('function');
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('runs the sluice command from the installed bin', async () => {
+    const { stdout } = await run(process.execPath, [join(pkgDir, 'bin', 'sluice.js'), '--version'], { cwd: home, env: testEnv() });
+    const { version } = (await import('../../package.json', { with: { type: 'json' } })).default;
+    expect(stdout.trim()).toBe(version);
+    const schema = await run(process.execPath, [join(pkgDir, 'bin', 'sluice.js'), 'schema'], { cwd: home, env: testEnv() });
+    expect(JSON.parse(schema.stdout)).toHaveProperty('properties.jobs');
+  }, 60_000);
+});

@@ -19,7 +19,9 @@ beforeAll(async () => {
   const packDir = await mkdtemp(join(tmpdir(), 'sluice-pack-'));
   try {
     const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', packDir], { cwd: ROOT, env: testEnv(), maxBuffer: 64 << 20 });
-    const [{ filename }] = JSON.parse(stdout.slice(stdout.indexOf('['))) as { filename: string }[];
+    const [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as { filename: string }[];
+    if (packed === undefined) throw new Error(`npm pack printed no tarball: ${stdout}`);
+    const { filename } = packed;
     await mkdir(pkgDir, { recursive: true });
     await run('tar', ['-xzf', join(packDir, filename), '-C', pkgDir, '--strip-components=1']);
   } finally {

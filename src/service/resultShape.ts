@@ -15,6 +15,16 @@ export interface ResultShape {
 }
 
 const KNOWN = Object.keys(ResultParamsSchema.shape);
+/**
+ * Whole-number parameters and their least value. Checked on the text before the schema's
+ * coercion, which reads `limit=` as 0 ("Too small: expected number to be >0") and accepts
+ * `0x10`, `1e3` or ` 5`.
+ */
+const WHOLE_NUMBERS = [
+  ['limit', 1],
+  ['offset', 0],
+  ['sample_count', 1],
+] as const;
 
 /**
  * Reads the URL's parameters. `api_key` is auth, not shaping; `params.*` only where the
@@ -33,6 +43,12 @@ export function parseResultShape(url: URL, allowQueryParams: boolean): ResultSha
   }
   if (unknown.length > 0) {
     throw new HttpError(400, `Bad Request: unknown result parameter${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `"${k}"`).join(', ')} (known: ${KNOWN.join(', ')}${allowQueryParams ? ', params.<name>' : ''})`);
+  }
+  for (const [name, min] of WHOLE_NUMBERS) {
+    const v = raw[name];
+    if (v !== undefined && !(/^[0-9]{1,15}$/.test(v) && Number(v) >= min)) {
+      throw new HttpError(400, `Bad Request: ${name} must be a whole number of at least ${min} (digits only), got ${JSON.stringify(v)}`);
+    }
   }
   const parsed = ResultParamsSchema.safeParse(raw);
   if (!parsed.success) throw new HttpError(400, `Bad Request: ${describeIssues(parsed.error.issues)}`);

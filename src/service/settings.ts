@@ -1,7 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { parse as parseYaml } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
+import { interpolateDocument, type Env } from '../config/interpolate.ts';
+import { SluiceError } from '../errors.ts';
 import { SCOPES, TEAM_NAME } from '../protocol/index.ts';
 
 const GiB = 1024 ** 3;
@@ -29,7 +31,7 @@ export const TeamSchema = z.strictObject({
 });
 
 export const TierSchema = z.strictObject({
-  threads: posInt().describe('Engine threads wanted by an execution of this tier'),
+  threads: posInt().describe('Engine threads wanted by an execution of this tier; advisory: DuckDB\'s threads setting is per instance (src/service/README.md)'),
   timeout_ms: posInt().describe('Execution timeout; a timed-out execution is FAILED and costs 0'),
   cost_factor: z.number().positive().describe('Multiplier of limits.credits_per_execution'),
 });
@@ -88,8 +90,9 @@ export type Tier = z.infer<typeof TierSchema>;
 export type FaultSettings = z.infer<typeof FaultsSchema>;
 export type FaultSettingsInput = z.input<typeof FaultsSchema>;
 
-export class SettingsError extends Error {
-  override readonly name = 'SettingsError';
+/** A settings file that cannot be read, parsed, interpolated or validated; the message names the file and the path. */
+export class SettingsError extends SluiceError {
+  readonly code = 'service_settings_invalid';
 }
 
 /** `teams[0].keys[1].scopes[0]`: the path a YAML author can find. */
@@ -109,20 +112,27 @@ export function parseSettings(input: unknown, source = 'settings'): ServiceSetti
   return parsed.data;
 }
 
-export async function loadSettingsFile(path: string): Promise<ServiceSettings> {
+/**
+ * Loads a YAML settings file. `${VAR}` and `${VAR:-default}` in its values are replaced from
+ * `env` first (the job files' rules, src/config/interpolate.ts; `$${` is a literal `${`), so a
+ * settings file in a repository can take its API keys from the environment.
+ */
+export async function loadSettingsFile(path: string, env: Env = process.env): Promise<ServiceSettings> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (cause) {
     throw new SettingsError(`${path}: cannot read the settings file (${(cause as Error).message})`, { cause });
   }
-  let doc: unknown;
-  try {
-    doc = parseYaml(text);
-  } catch (cause) {
-    throw new SettingsError(`${path}: not valid YAML (${(cause as Error).message})`, { cause });
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: true });
+  const yamlError = doc.errors[0];
+  if (yamlError !== undefined) throw new SettingsError(`${path}: not valid YAML (${yamlError.message})`, { cause: yamlError });
+  const issues = interpolateDocument(doc, env, lineCounter);
+  if (issues.length > 0) {
+    throw new SettingsError(issues.map((i) => `${path}${i.line === undefined ? '' : `:${i.line}:${i.col ?? 1}`} ${i.path}: ${i.message}`).join('; '));
   }
-  return parseSettings(doc, path);
+  return parseSettings(doc.toJS(), path);
 }
 
 /**

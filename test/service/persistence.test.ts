@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -42,6 +43,52 @@ describe('restart on the same data directory', () => {
     } finally {
       await second.close();
     }
+  });
+
+  it('removes what a crash left of uploads and view refreshes: scratch files and staging tables', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'sluice-leftovers-'));
+    dirs.push(dataDir);
+    const first = await startTestService({ dataDir, sampleRows: 10 });
+    const up = await call(first, 'POST', '/v1/uploads/csv', { key: first.keys.demo.write, body: { table_name: 'prices', data: 'px\n1\n2\n' } });
+    expect(up.json).toEqual({ success: true, table_name: 'service.demo.dataset_prices' });
+    await runSql(first, 'CREATE TABLE service.demo.keep_me AS SELECT 42 AS n');
+    await first.close();
+
+    // What a crash in the middle of an upload and of a refresh leaves behind.
+    const resultsDir = join(dataDir, 'engine', 'results');
+    await writeFile(join(resultsDir, 'scratch~upload-0a1b2c3d.csv'), 'px\n1\n');
+    const serviceDb = join(dataDir, 'engine', 'service.duckdb');
+    const listTables = async (): Promise<string[]> => {
+      const db = await DuckDBInstance.create(serviceDb);
+      try {
+        const conn = await db.connect();
+        const r = await conn.runAndReadAll("SELECT schema_name || '.' || table_name FROM duckdb_tables() ORDER BY ALL");
+        return r.getRowsJson().map((row) => String(row[0]));
+      } finally {
+        db.closeSync();
+      }
+    };
+    {
+      const db = await DuckDBInstance.create(serviceDb);
+      const conn = await db.connect();
+      await conn.run('CREATE TABLE demo.__upload_raw_0a1b2c3d AS SELECT 1 AS px');
+      await conn.run('CREATE TABLE demo.__upload_prices_0a1b2c3d AS SELECT 1 AS px');
+      await conn.run('CREATE SCHEMA IF NOT EXISTS other');
+      await conn.run('CREATE TABLE other.__staging_result_daily_0a1b2c3d AS SELECT 1 AS n');
+      db.closeSync();
+    }
+    expect(await listTables()).toHaveLength(5);
+
+    const second = await startTestService({ dataDir, sampleRows: 10 });
+    try {
+      expect((await readdir(resultsDir)).filter((n) => !n.endsWith('.duckdb'))).toEqual([]);
+      const id = await runSql(second, 'SELECT ((SELECT sum(px) FROM service.demo.dataset_prices) + (SELECT n FROM service.demo.keep_me))::INTEGER AS s');
+      const page = await call(second, 'GET', `/v1/execution/${id}/results`, { key: second.keys.demo.read });
+      expect(page.json.result.rows).toEqual([{ s: 45 }]);
+    } finally {
+      await second.close();
+    }
+    expect(await listTables()).toEqual(['demo.dataset_prices', 'demo.keep_me']);
   });
 });
 

@@ -61,6 +61,21 @@ describe('JSON result pages', () => {
     expect(rows).toHaveLength(10);
   });
 
+  it('serves pages from the stored result: the query is never run again, not even when its table is gone', async () => {
+    await runSql(svc, 'CREATE TABLE service.demo.volatile AS SELECT range AS i, random() AS r FROM range(9)');
+    const id = await runSql(svc, 'SELECT i, r, random() AS again FROM service.demo.volatile ORDER BY i');
+    const before = await get(`/v1/execution/${id}/results`, { limit: 5, offset: 4 });
+    await runSql(svc, 'DROP TABLE service.demo.volatile');
+    const after = await get(`/v1/execution/${id}/results`, { limit: 5, offset: 4 });
+    expect(after.status).toBe(200);
+    expect(after.json.result.rows.map((r: { i: number }) => r.i)).toEqual([4, 5, 6, 7, 8]);
+    expect(after.json.result.rows).toEqual(before.json.result.rows);
+    const first = await get(`/v1/execution/${id}/results`, { limit: 4 });
+    expect([...first.json.result.rows, ...after.json.result.rows].map((r: { i: number }) => r.i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    // Reading is free: the execution's cost is what it was.
+    expect((await call(svc, 'GET', `/v1/execution/${id}/status`, { key: svc.keys.demo.read })).json.execution_cost_credits).toBe(10);
+  });
+
   it('lowers limit to the page cap and to the datapoint cap', async () => {
     // 8 columns, 20 datapoints: 2 rows.
     const capped = await get(`/v1/execution/${all}/results`, { limit: 100 });
@@ -142,6 +157,10 @@ describe('JSON result pages', () => {
       [{ limit: 'ten' }, /limit/],
       [{ limit: 0 }, /limit/],
       [{ offset: -1 }, /offset/],
+      [{ limit: '' }, /^Bad Request: limit must be a whole number of at least 1 \(digits only\), got ""$/],
+      [{ limit: '0x10' }, /^Bad Request: limit must be a whole number of at least 1 \(digits only\), got "0x10"$/],
+      [{ offset: '1e3' }, /^Bad Request: offset must be a whole number of at least 0 \(digits only\), got "1e3"$/],
+      [{ sample_count: '0' }, /^Bad Request: sample_count must be a whole number of at least 1/],
       [{ allow_partial_results: 'yes' }, /allow_partial_results/],
       [{ lmit: 3 }, /unknown result parameter "lmit"/],
       [{ 'params.x': 1 }, /unknown result parameter "params.x"/],

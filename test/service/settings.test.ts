@@ -2,6 +2,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exitCodeOf, EXIT } from '../../src/cli/exit-codes.ts';
+import { SluiceError } from '../../src/errors.ts';
 import { SettingsError, defaultSettings, loadSettingsFile, parseSettings, resolveTier } from '../../src/service/settings.ts';
 
 let dir: string;
@@ -54,6 +56,45 @@ describe('service settings', () => {
     await expect(loadSettingsFile(join(dir, 'missing.yaml'))).rejects.toThrow(/cannot read/);
     await writeFile(join(dir, 'broken.yaml'), 'teams: [\n');
     await expect(loadSettingsFile(join(dir, 'broken.yaml'))).rejects.toThrow(/not valid YAML/);
+  });
+
+  it('takes ${VAR} and ${VAR:-default} from the environment, typed like YAML; an unset one names the line', async () => {
+    const path = join(dir, 'env.yaml');
+    await writeFile(
+      path,
+      [
+        'teams:',
+        '  - name: demo',
+        '    plan:',
+        '      max_inflight: ${INFLIGHT:-3}',
+        '    keys:',
+        '      - { key: "${ADMIN_KEY}", scopes: [Admin] }',
+        '      - { key: "${READ_KEY:-sk_read_default}", scopes: [Read] }',
+        '      - { key: "sk_$${literal}", scopes: [Read] }',
+        '',
+      ].join('\n'),
+    );
+    const s = await loadSettingsFile(path, { ADMIN_KEY: 'sk_admin_from_env', INFLIGHT: '5' });
+    expect(s.teams[0]?.keys.map((k) => k.key)).toEqual(['sk_admin_from_env', 'sk_read_default', 'sk_${literal}']);
+    expect(s.teams[0]?.plan.max_inflight).toBe(5);
+    const err = await loadSettingsFile(path, {}).then(() => new Error('no error'), (e: unknown) => e as Error);
+    expect(err).toBeInstanceOf(SettingsError);
+    expect(err.message).toBe(`${path}:6:16 teams[0].keys[0].key: environment variable ADMIN_KEY is not set (set it, or give a default: \${ADMIN_KEY:-value})`);
+  });
+
+  it('is a SluiceError with a code, and the CLI maps it to the configuration exit code', () => {
+    const err = (() => {
+      try {
+        parseSettings({ teams: [] });
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    expect(err).toBeInstanceOf(SettingsError);
+    expect(err).toBeInstanceOf(SluiceError);
+    expect(err).toMatchObject({ name: 'SettingsError', code: 'service_settings_invalid', retryable: false });
+    expect(exitCodeOf(err)).toBe(EXIT.config);
   });
 
   it('defaults to team demo with one Admin key from SERVICE_API_KEY, or a generated one', () => {

@@ -43,6 +43,7 @@ import {
 import { splitStatements, type SqlStatement } from './splitStatements.ts';
 import { toEngineError, type SqlOrigin } from './duckdbError.ts';
 import { sqlIdent, sqlString } from './encode.ts';
+import { uniqueColumnNames } from './columnNames.ts';
 import { protocolTypeName } from './typeNames.ts';
 import { headerBytes, planPage, rowBytesSql, type StoredColumns } from './pageQuery.ts';
 import { Sandbox } from './sandbox.ts';
@@ -53,6 +54,8 @@ const RESULT_ID = /^[A-Za-z0-9_-]{1,100}$/;
 const TEAM_NAME = /^[A-Za-z0-9_-]{1,100}$/;
 /** Stored results kept attached for paging; the least recently used idle ones are detached. */
 const MAX_ATTACHED = 32;
+/** Names of scratch files in the results directory (a result id cannot contain '~'). */
+const SCRATCH_PREFIX = 'scratch~';
 /** How often a stopped execution's connection is interrupted again (see the header). */
 const INTERRUPT_REPEAT_MS = 5;
 /** How long close() waits for running statements to stop before closing the instance anyway. */
@@ -172,14 +175,7 @@ export class DuckDbEngine implements SqlEngine {
     const last = statements.at(-1);
     if (last === undefined) throw new EngineError('syntax', 'line 1:1: the SQL text holds no statement', { line: 1, column: 1 });
 
-    // Counted before connecting: close() must not close the instance under a connect in progress.
-    this.#starting += 1;
-    let conn: DuckDBConnection;
-    try {
-      conn = await this.#instance.connect();
-    } finally {
-      this.#starting -= 1;
-    }
+    const conn = await this.#connect();
     this.#running.add(conn);
     let stop: 'canceled' | 'timeout' | undefined;
     let repeat: NodeJS.Timeout | undefined;
@@ -315,7 +311,7 @@ export class DuckDbEngine implements SqlEngine {
     prepared: DuckDBPreparedStatement,
     alias: string,
   ): Promise<string[]> {
-    const names = Array.from({ length: prepared.columnCount }, (_, i) => prepared.columnName(i));
+    const names = uniqueColumnNames(Array.from({ length: prepared.columnCount }, (_, i) => prepared.columnName(i)));
     if (prepared.statementType === StatementType.SELECT && names.length > 0) {
       const prefix = `CREATE TABLE ${alias}.main.result AS SELECT * FROM (\n`;
       const ran = `${prefix}${last.text}\n) AS __t(${names.map((_, i) => `c${i}`).join(', ')})`;
@@ -481,16 +477,20 @@ export class DuckDbEngine implements SqlEngine {
     return done;
   }
 
-  /** A connection of the instance for the engine's own statements (close waits for it). */
-  async #withTrusted<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
-    this.#checkOpen();
+  /** Counted while connecting: close() must not close the instance under a connect in progress. */
+  async #connect(): Promise<DuckDBConnection> {
     this.#starting += 1;
-    let conn: DuckDBConnection;
     try {
-      conn = await this.#instance.connect();
+      return await this.#instance.connect();
     } finally {
       this.#starting -= 1;
     }
+  }
+
+  /** A connection of the instance for the engine's own statements (close waits for it). */
+  async #withTrusted<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
+    this.#checkOpen();
+    const conn = await this.#connect();
     this.#trusted.add(conn);
     try {
       return await fn(conn);
@@ -578,10 +578,14 @@ export class DuckDbEngine implements SqlEngine {
     return this.#withTrusted(fn);
   }
 
-  /** A path inside the results directory, the only one the locked-down DuckDB reads files from. */
+  /**
+   * A path inside the results directory, the only one the locked-down DuckDB reads files from.
+   * Scratch files are named `SCRATCH_PREFIX<name>`, so those a crash left behind are removed at
+   * start (removeIncomplete).
+   */
   scratchPath(name: string): string {
     if (!/^[A-Za-z0-9_.-]{1,200}$/.test(name) || name.startsWith('.')) throw new EngineError('bad_request', `invalid scratch file name "${name}"`);
-    return join(this.#resultsDir, name);
+    return join(this.#resultsDir, `${SCRATCH_PREFIX}${name}`);
   }
 
   resultPath(resultId: string): string {
@@ -602,10 +606,10 @@ export class DuckDbEngine implements SqlEngine {
     this.#instance.closeSync();
   }
 
-  /** Leftovers of executions that were running when the process died. */
+  /** Leftovers of executions (and scratch files of uploads) that were in progress when the process died. */
   static async removeIncomplete(resultsDir: string): Promise<void> {
     for (const name of await readdir(resultsDir)) {
-      if (name.includes('.tmp.duckdb')) await rm(join(resultsDir, name), { force: true });
+      if (name.includes('.tmp.duckdb') || name.startsWith(SCRATCH_PREFIX)) await rm(join(resultsDir, name), { force: true });
     }
   }
 }

@@ -4,6 +4,9 @@
 // idempotent (events is regenerated only when its row count differs).
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { INT256_MAX, INT256_MIN, UINT256_MAX } from './customTypes.ts';
+import { sampleEventsSelect } from './sampleEvents.ts';
+
+export { sampleEventsSelect };
 
 export const SAMPLE_ALL_TYPES_SQL = `
 CREATE OR REPLACE TABLE sample.all_types AS
@@ -51,16 +54,7 @@ ORDER BY id`;
 export function sampleEventsSql(rows: number): string {
   return `
 CREATE OR REPLACE TABLE sample.events AS
-SELECT
-  i AS id,
-  TIMESTAMPTZ '2026-01-01 00:00:00+00' + to_microseconds(i * 1234567) AS ts,
-  'event_' || (i % 1000)::VARCHAR AS name,
-  ((i * 7919) % 100000) / 100.0 AS value,
-  (((i * 104729) % 100000000) / 10000.0)::DECIMAL(18, 4) AS amount,
-  (i % 1000)::INTEGER AS quantity,
-  i % 3 = 0 AS flag,
-  DATE '2026-01-01' + (i % 365)::INTEGER AS day
-FROM range(${Math.max(0, Math.trunc(rows))}) t(i)
+${sampleEventsSelect(rows)}
 ORDER BY i`;
 }
 

@@ -13,7 +13,7 @@ import { ViewError } from '../views/errors.ts';
 import { ViewRegistry } from '../views/registry.ts';
 import { viewRoutes } from '../views/routes.ts';
 import { ViewScheduler } from '../views/scheduler.ts';
-import type { TableHost } from '../views/tableHost.ts';
+import { dropStagingLeftovers, type TableHost } from '../views/tableHost.ts';
 import { ViewTables } from '../views/tables.ts';
 import type { ViewRecord } from '../views/viewRecord.ts';
 import { ViewService, type RefreshRunner } from '../views/viewService.ts';
@@ -22,22 +22,7 @@ import { daysCycle } from './cycle.ts';
 import type { ExecutionHooks } from './hooks.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { usageRoutes } from './routes.ts';
-import { executionCost, type ExecutionPurpose } from './tiers.ts';
-
-/**
- * What a refresh execution carries besides a Submission: `purpose` extends its timeout (tiers.ts)
- * and `viewId` tells afterRun whose table it fills. Executions records them when wired (optional
- * fields of the record's base); read through this, a record without them is interactive.
- */
-interface RefreshFields {
-  purpose?: ExecutionPurpose;
-  viewId?: string;
-}
-
-function refreshFieldsOf(rec: object): RefreshFields {
-  const r = rec as RefreshFields;
-  return { ...(r.purpose === undefined ? {} : { purpose: r.purpose }), ...(r.viewId === undefined ? {} : { viewId: r.viewId }) };
-}
+import { executionCost } from './tiers.ts';
 
 export interface ServiceLimitsDeps {
   settings: ServiceSettings;
@@ -106,9 +91,8 @@ export class ServiceLimits {
       admit: (rec) => this.ledger.reserve(rec.team, executionCost(settings, rec.performance, true), rec.id),
       abandon: (rec) => this.ledger.release(rec.id),
       afterRun: async (rec, info) => {
-        const refresh = refreshFieldsOf(rec);
-        if (refresh.purpose !== 'view') return;
-        await this.views.complete(rec.id, refresh.viewId, info);
+        if (rec.purpose !== 'view') return;
+        await this.views.complete(rec.id, rec.viewId, info);
       },
       canRead: (owner, name) => this.canRead(owner, name),
       finished: (rec) => this.ledger.settle(rec.id, 'costCredits' in rec ? rec.costCredits : 0),
@@ -117,6 +101,7 @@ export class ServiceLimits {
 
   async load(): Promise<void> {
     for (const s of Object.values(this.#stores)) await s.init();
+    await dropStagingLeftovers(this.#deps.tables);
     await this.ledger.load();
     await this.registry.load();
     await this.datasets.load();
@@ -176,14 +161,14 @@ export class ServiceLimits {
         if (q.isArchived) throw new ViewError(403, `Not allowed: the query ${q.id} of materialized view service.${view.team}.${view.name} is archived; unarchive it to refresh the view`);
         // A refresh runs the query with its parameters' defaults.
         const parameters = resolveParameters(q.parameters, {});
-        const submission: Submission & RefreshFields = {
+        const submission: Submission = {
           team: view.team,
           sql: substitute(q.sql, q.parameters, parameters),
           queryId: q.id,
           queryVersion: q.version,
           parameters,
           performance,
-          purpose: 'view' as const,
+          purpose: 'view',
           viewId: view.id,
         };
         const rec = await svc.executions.submit(submission);

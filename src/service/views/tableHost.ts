@@ -36,24 +36,34 @@ export function tableHostOver(instance: DuckDBInstance, engineDataDir: string): 
   };
 }
 
+/**
+ * Prefixes of the service's own work tables in `service.<team>`: a refresh copies into
+ * `__staging_<view>_<hex>`, an upload into `__upload_raw_<hex>` and `__upload_<name>_<hex>`, each
+ * renamed or dropped before the operation answers. User SQL cannot create such names
+ * (accessPolicy.ts), so any found at start were left by a crash and are dropped.
+ */
+export const STAGING_PREFIXES = ['__staging_', '__upload_'] as const;
+
+/** Drops the work tables a crash left in the `service` catalog; returns their full names. */
+export async function dropStagingLeftovers(host: TableHost): Promise<string[]> {
+  return host.withConnection(async (conn) => {
+    const like = STAGING_PREFIXES.map((p) => `starts_with(table_name, ${sqlString(p)})`).join(' OR ');
+    const found = await conn.runAndReadAll(`SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'service' AND (${like}) ORDER BY ALL`);
+    const dropped: string[] = [];
+    for (const [schema, table] of found.getRowsJson()) {
+      await conn.run(`DROP TABLE IF EXISTS service.${sqlIdent(String(schema))}.${sqlIdent(String(table))}`);
+      dropped.push(`service.${String(schema)}.${String(table)}`);
+    }
+    return dropped;
+  });
+}
+
 export function sqlIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
 export function sqlString(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
-}
-
-/** Column names made unique the way DuckDB does it (`a`, `a_1`, ...), so any result can be a table. */
-export function uniqueColumnNames(names: readonly string[]): string[] {
-  const seen = new Set<string>();
-  return names.map((n) => {
-    const base = n === '' ? 'column' : n;
-    let out = base;
-    for (let i = 1; seen.has(out.toLowerCase()); i += 1) out = `${base}_${i}`;
-    seen.add(out.toLowerCase());
-    return out;
-  });
 }
 
 /** Serialises async work per key (two refreshes of one view must not swap its table at once). */

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { KeyedMutex, sqlIdent, sqlString, swapTable, uniqueColumnNames, type TableHost } from './tableHost.ts';
+import { uniqueColumnNames } from '../engine/columnNames.ts';
+import { KeyedMutex, sqlIdent, sqlString, swapTable, type TableHost } from './tableHost.ts';
 
 /**
  * The tables behind materialized views: `service.<team>.result_<x>` in the engine's `service`

@@ -317,12 +317,17 @@ describe('legitimate SQL still works', () => {
       'DROP VIEW IF EXISTS "service"."demo"."result_totals"',
       'CREATE TABLE service.demo.dataset_prices AS SELECT 1 AS px',
       'DROP TABLE IF EXISTS service.demo.dataset_prices',
+      'CREATE TABLE service.demo.__staging_result_x_0a1b2c3d AS SELECT 1 AS n',
+      'CREATE TABLE service.demo.__upload_raw_0a1b2c3d AS SELECT 1 AS n',
     ]) {
       const err = await denied(sql);
       expectDenial(err, 'in your team\'s schema are');
     }
     expectDenial(await denied('INSERT INTO service.demo.dataset_x VALUES (1)'), 'uploaded datasets');
     expectDenial(await denied('DROP TABLE service.demo.result_totals'), 'materialized views');
+    // The service's work tables: dropped at start as crash leftovers, so no user table may look like one.
+    expectDenial(await denied('CREATE TABLE service.demo.__upload_prices_0a1b2c3d (a INT)'), 'staging tables of uploads');
+    expectDenial(await denied('CREATE TABLE service.demo.__STAGING_result_x_1 (a INT)'), 'staging tables of view refreshes');
     expect(await rows('SELECT n FROM service.demo.result_totals')).toEqual([{ n: 7 }]);
     // Other names in the own schema, and temporary tables of those names, stay writable.
     expect(await rows('CREATE TEMP TABLE result_x AS SELECT 1 AS a; CREATE TABLE service.demo.my_result AS SELECT 2 AS a; SELECT (SELECT a FROM result_x) + (SELECT a FROM service.demo.my_result) AS s')).toEqual([{ s: 3 }]);

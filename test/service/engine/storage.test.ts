@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { EngineError } from '../../../src/service/engine/index.ts';
+import { sampleEventsSelect } from '../../../src/service/engine/sampleEvents.ts';
 import { SAMPLE_ROWS, opts, startEngine, type EngineFixture } from './engineFixture.ts';
 
 let fx: EngineFixture;
@@ -129,6 +130,13 @@ describe('CSV pages', () => {
 });
 
 describe('storage', () => {
+  test('sampleEventsSelect (the benchmarks\' generator) yields exactly sample.events', async () => {
+    const diff = await stored(`SELECT count(*) AS n FROM ((SELECT * FROM sample.events EXCEPT ALL ${sampleEventsSelect(SAMPLE_ROWS)}) UNION ALL (${sampleEventsSelect(SAMPLE_ROWS)} EXCEPT ALL SELECT * FROM sample.events))`);
+    expect(JSON.parse((await fx.engine.page(diff, { offset: 0, limit: 1 })).rowsJson)).toEqual([{ n: 0 }]);
+    const more = await stored(`SELECT count(*) AS n FROM (${sampleEventsSelect(SAMPLE_ROWS + 1)} EXCEPT ALL SELECT * FROM sample.events)`);
+    expect(JSON.parse((await fx.engine.page(more, { offset: 0, limit: 1 })).rowsJson)).toEqual([{ n: 1 }]);
+  });
+
   test('results survive close and reopen; the sample dataset is not regenerated', async () => {
     const o = opts();
     const info = await fx.engine.execute('SELECT id, uint256(id::VARCHAR) AS u FROM sample.events ORDER BY id DESC LIMIT 3', o);

@@ -124,4 +124,17 @@ describe('types beyond the sample', () => {
     const page = await fx.engine.page(o.resultId, { offset: 0, limit: 10 });
     expect(JSON.parse(page.rowsJson)).toEqual([{ 'a,b': 1, rowid: 2, __rn: 3, x: 4 }]);
   });
+
+  test('duplicate column names are made unique as DuckDB names a table\'s columns, so no JSON key is lost', async () => {
+    const o = opts();
+    const info = await fx.engine.execute('SELECT 1 AS a, 2 AS a, 3 AS A, 4 AS a_1, 5 AS a', o);
+    expect(info.columnNames).toEqual(['a', 'a_1', 'A_2', 'a_1_1', 'a_3']);
+    const page = await fx.engine.page(o.resultId, { offset: 0, limit: 10 });
+    expect(page.rowsJson).toBe('[{"a":1,"a_1":2,"A_2":3,"a_1_1":4,"a_3":5}]');
+    // The same names DuckDB gives a table created from the query (a view's table gets them too).
+    const asTable = await fx.engine.execute('CREATE TEMP TABLE dup AS SELECT 1 AS a, 2 AS a, 3 AS A, 4 AS a_1, 5 AS a; SELECT * FROM dup', opts());
+    expect(asTable.columnNames).toEqual(info.columnNames);
+    const picked = await fx.engine.page(o.resultId, { offset: 0, limit: 10, columns: ['a_3', 'a'] });
+    expect(JSON.parse(picked.rowsJson)).toEqual([{ a_3: 5, a: 1 }]);
+  });
 });

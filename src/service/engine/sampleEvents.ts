@@ -1,0 +1,19 @@
+// sample.events' generator on its own, free of imports, so benchmarks can submit the same SELECT
+// without loading DuckDB into their process (sampleDataset.ts builds the table from it).
+
+/**
+ * The SELECT that generates sample.events' rows (deterministic in `rows`; no ORDER BY). Exported
+ * so benchmarks can submit the same columns for any row count without building the table.
+ */
+export function sampleEventsSelect(rows: number): string {
+  return `SELECT
+  i AS id,
+  TIMESTAMPTZ '2026-01-01 00:00:00+00' + to_microseconds(i * 1234567) AS ts,
+  'event_' || (i % 1000)::VARCHAR AS name,
+  ((i * 7919) % 100000) / 100.0 AS value,
+  (((i * 104729) % 100000000) / 10000.0)::DECIMAL(18, 4) AS amount,
+  (i % 1000)::INTEGER AS quantity,
+  i % 3 = 0 AS flag,
+  DATE '2026-01-01' + (i % 365)::INTEGER AS day
+FROM range(${Math.max(0, Math.trunc(rows))}) t(i)`;
+}

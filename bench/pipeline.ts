@@ -19,6 +19,8 @@ import type { StreamSource } from '../src/pipeline/source.ts';
 import { ResultPageSchema } from '../src/protocol/index.ts';
 import { parseJsonLossless } from '../src/types/json.ts';
 import { compileRowDecoder, type RowDecoder } from '../src/types/decode.ts';
+// sampleEvents.ts, not sampleDataset.ts: the latter loads DuckDB, which this process must not hold.
+import { sampleEventsSelect } from '../src/service/engine/sampleEvents.ts';
 
 const ROWS = 1_000_000;
 const BIG_ROWS = 5_000_000;
@@ -27,16 +29,7 @@ const CONCURRENCIES = [1, 2, 4, 8] as const;
 const LATENCIES = [0, 50] as const;
 
 /** sample.events' eight columns, generated for any row count (the 5M run). */
-const generatedEvents = (rows: number) => `
-SELECT i AS id,
-  TIMESTAMPTZ '2026-01-01 00:00:00+00' + to_microseconds(i * 1234567) AS ts,
-  'event_' || (i % 1000)::VARCHAR AS name,
-  ((i * 7919) % 100000) / 100.0 AS value,
-  (((i * 104729) % 100000000) / 10000.0)::DECIMAL(18, 4) AS amount,
-  (i % 1000)::INTEGER AS quantity,
-  i % 3 = 0 AS flag,
-  DATE '2026-01-01' + (i % 365)::INTEGER AS day
-FROM range(${rows}) t(i)`;
+const generatedEvents = sampleEventsSelect;
 
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
 const rate = (rows: number, ms: number) => Math.round((rows * 1000) / ms);

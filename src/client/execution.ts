@@ -23,7 +23,7 @@ import {
   type ErrorContext,
 } from './errors.ts';
 import { sleep } from './retry.ts';
-import type { Row, ServiceClient } from './service-client.ts';
+import type { CsvPage, Row, ServiceClient } from './service-client.ts';
 import { sqlExcerpt } from './sql-excerpt.ts';
 
 export type ExecuteInput = { sql: string } | { queryId: number; parameters?: Record<string, ParameterValue> };
@@ -62,8 +62,8 @@ export interface LatestResultOptions {
 type Outcome = Pick<ExecutionStatus, 'state'> & { error?: ExecutionError | undefined; cancelled_at?: string | undefined; expires_at?: string | undefined };
 
 /**
- * A handle on one execution: `status()`, `wait()`, `cancel()`, and `rows()` / `pages()` over the whole
- * result. It holds no result data; every call asks the service.
+ * A handle on one execution: `status()`, `wait()`, `cancel()`, and `rows()` / `pages()` / `csvPages()`
+ * over the whole result. It holds no result data; every call asks the service.
  */
 export class Execution {
   readonly id: string;
@@ -123,8 +123,10 @@ export class Execution {
     const deadline = options.deadlineMs === undefined ? Infinity : started + options.deadlineMs;
     const cap = options.maxPollIntervalMs ?? DEFAULT_WAIT.maxPollIntervalMs;
     let interval = Math.min(options.pollIntervalMs ?? DEFAULT_WAIT.pollIntervalMs, cap);
+    let last: ExecutionState | undefined;
     for (;;) {
-      const status = await this.#pollWithin(deadline, started, options);
+      const status = await this.#pollWithin(deadline, started, options, last);
+      last = status.state;
       if (isTerminal(status.state)) {
         this.settle(status, 'wait', options.allowPartialResults ?? false);
         this.#finished = status;
@@ -137,21 +139,25 @@ export class Execution {
     }
   }
 
-  /** One status request, cut short by the deadline too (a slow answer must not stretch `deadlineMs`). */
-  async #pollWithin(deadline: number, started: number, options: WaitOptions): Promise<ExecutionStatus> {
+  /**
+   * One status request, cut short by the deadline too (a slow answer must not stretch `deadlineMs`).
+   * `last` is the state the previous poll saw, for the deadline message.
+   */
+  async #pollWithin(deadline: number, started: number, options: WaitOptions, last: ExecutionState | undefined): Promise<ExecutionStatus> {
     if (deadline === Infinity) return this.status({ signal: options.signal });
     const timer = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
     const signal = options.signal ? AbortSignal.any([options.signal, timer]) : timer;
     try {
       return await this.status({ signal });
     } catch (err) {
-      if (err instanceof AbortedError && timer.aborted && !options.signal?.aborted) throw this.#deadlineError(started, options.deadlineMs, undefined);
+      if (err instanceof AbortedError && timer.aborted && !options.signal?.aborted) throw this.#deadlineError(started, options.deadlineMs, last, true);
       throw err;
     }
   }
 
-  #deadlineError(started: number, deadlineMs: number | undefined, state: ExecutionState | undefined): TimeoutError {
-    const what = state === undefined ? 'status request unanswered' : `execution still ${state}`;
+  #deadlineError(started: number, deadlineMs: number | undefined, state: ExecutionState | undefined, unanswered = false): TimeoutError {
+    const known = state === undefined ? 'no state known yet' : `last known state ${state}`;
+    const what = unanswered ? `status request unanswered (${known})` : `execution still ${state}`;
     return new TimeoutError(`${what} after ${Date.now() - started} ms (deadlineMs ${deadlineMs})`, { ...this.#ctx('wait'), retryable: false });
   }
 
@@ -174,6 +180,25 @@ export class Execution {
       if (next === undefined) return;
       if (next <= (offset ?? 0)) {
         throw new InvalidResponseError(`next_offset ${next} does not advance past offset ${offset ?? 0}`, this.#ctx('rows'));
+      }
+      offset = next;
+    }
+  }
+
+  /**
+   * Every CSV page of the result, in order, following `x-service-next-offset` (protocol.md section 4).
+   * Each page's text has the header row; waits for the execution first, like `pages()`.
+   */
+  async *csvPages(options: RowsOptions = {}): AsyncGenerator<CsvPage> {
+    if (!this.#finished) await this.wait({ signal: options.signal, allowPartialResults: options.allowPartialResults });
+    let offset = options.offset;
+    for (;;) {
+      const page = await this.#client.getResultsCsv(this.id, { ...options, offset });
+      yield page;
+      const next = page.nextOffset;
+      if (next === undefined) return;
+      if (next <= (offset ?? 0)) {
+        throw new InvalidResponseError(`x-service-next-offset ${next} does not advance past offset ${offset ?? 0}`, this.#ctx('csvPages'));
       }
       offset = next;
     }

@@ -7,6 +7,7 @@
  * const exec = await client.execute({ queryId: 7, parameters: { day: '2026-11-20' } }, { performance: 'large' });
  * await exec.wait({ deadlineMs: 60_000, signal });           // polls 50 ms, doubling to 2 s
  * for await (const row of exec.rows({ columns: ['id'] })) ...  // every page, following next_offset
+ * for await (const page of exec.csvPages()) ...               // CSV text pages, each with its header
  * const latest = await client.getLatestResult(7, { maxAgeHours: 24 });  // stored result, or a fresh run
  * await client.close();
  * ```
@@ -16,6 +17,10 @@
  *
  * Retries (`DEFAULT_RETRY`: 5 attempts, full-jitter backoff from 200 ms to 10 s, 60 s in all):
  * on 429 (honouring Retry-After), 5xx, connection failures and per-request timeouts; never on other 4xx.
+ *
+ * `uploadCsv` is resent like a read: the service builds the table aside and swaps it in whole
+ * (`POST /v1/uploads/csv` creates or replaces `dataset_<table_name>`), so a resend of an upload
+ * whose answer was lost leaves the same table, not a second copy of the rows.
  *
  * Resubmission rule (no second execution where the first was accepted), see `mayRetry`: requests that
  * create something (executeSql, executeQuery, refreshView, upsertView, createQuery) are resent only when

@@ -60,7 +60,10 @@ export interface ExecuteQueryOptions extends ExecuteOptions {
   parameters?: Record<string, ParameterValue>;
 }
 
-export interface ResultCallOptions extends ResultOptions, CallOptions {}
+export interface ResultCallOptions extends ResultOptions, CallOptions {
+  /** Told the size in bytes of the response body once it has arrived (progress reporting). */
+  onBodyBytes?: (bytes: number) => void;
+}
 
 export interface LatestResultPageOptions extends ResultCallOptions {
   /** Sent as `params.<name>=<value>`: the newest execution run with these values. */
@@ -144,38 +147,22 @@ export class ServiceClient {
   async getResults(executionId: string, options: ResultCallOptions = {}): Promise<ResultPage> {
     const spec = this.#exec('getResults', 'GET', PATHS.results(executionId), executionId, options);
     spec.query = resultParams('getResults', options);
-    return this.#resultPage(spec);
+    return this.#resultPage(spec, options.onBodyBytes);
   }
 
   async getResultsCsv(executionId: string, options: ResultCallOptions = {}): Promise<CsvPage> {
     const spec = this.#exec('getResultsCsv', 'GET', PATHS.resultsCsv(executionId), executionId, options);
     spec.query = resultParams('getResultsCsv', options);
-    return this.#csvPage(spec);
+    return this.#csvPage(spec, options.onBodyBytes);
   }
 
   /** One page of the latest stored result of a saved query (no execution is started). */
   async getLatestResultPage(queryId: number, options: LatestResultPageOptions = {}): Promise<ResultPage> {
-    checkQueryId('getLatestResultPage', queryId);
-    return this.#resultPage({
-      operation: 'getLatestResultPage',
-      httpMethod: 'GET',
-      path: PATHS.latestResults(queryId),
-      query: resultParams('getLatestResultPage', options, options.parameters),
-      idempotency: 'idempotent',
-      signal: options.signal,
-    });
+    return this.#resultPage(this.#latest('getLatestResultPage', queryId, PATHS.latestResults, options), options.onBodyBytes);
   }
 
   async getLatestResultCsv(queryId: number, options: LatestResultPageOptions = {}): Promise<CsvPage> {
-    checkQueryId('getLatestResultCsv', queryId);
-    return this.#csvPage({
-      operation: 'getLatestResultCsv',
-      httpMethod: 'GET',
-      path: PATHS.latestResultsCsv(queryId),
-      query: resultParams('getLatestResultCsv', options, options.parameters),
-      idempotency: 'idempotent',
-      signal: options.signal,
-    });
+    return this.#csvPage(this.#latest('getLatestResultCsv', queryId, PATHS.latestResultsCsv, options), options.onBodyBytes);
   }
 
   // ---- saved queries ----
@@ -213,7 +200,10 @@ export class ServiceClient {
 
   // ---- uploads, views, usage ----
 
-  /** Replaces the table on a second upload of the same name, so it is retried like a read. */
+  /**
+   * Creates or replaces `dataset_<table_name>`: the service loads the CSV into a staging table and swaps
+   * it in whole, so a resend (after a lost answer) leaves the same table; it is retried like a read.
+   */
   async uploadCsv(upload: UploadCsvRequest, options: CallOptions = {}): Promise<z.output<typeof UploadCsvResponseSchema>> {
     const spec = this.#plain('uploadCsv', 'POST', PATHS.uploadCsv(), options);
     spec.body = checkRequest('uploadCsv', UploadCsvRequestSchema, upload);
@@ -299,6 +289,13 @@ export class ServiceClient {
     return { operation, httpMethod, path, idempotency: 'idempotent', signal: options.signal };
   }
 
+  #latest(operation: string, queryId: number, path: (queryId: number) => string, options: LatestResultPageOptions): RequestSpec {
+    checkQueryId(operation, queryId);
+    const spec = this.#plain(operation, 'GET', path(queryId), options);
+    spec.query = resultParams(operation, options, options.parameters);
+    return spec;
+  }
+
   #exec(operation: string, httpMethod: RequestSpec['httpMethod'], path: string, executionId: string, options: CallOptions): RequestSpec {
     if (typeof executionId !== 'string' || executionId === '') {
       throw new InvalidArgumentError(`executionId must be a non-empty string, got ${JSON.stringify(executionId)}`, { method: operation });
@@ -306,12 +303,15 @@ export class ServiceClient {
     return { ...this.#plain(operation, httpMethod, path, options), executionId };
   }
 
-  async #resultPage(spec: RequestSpec): Promise<ResultPage> {
-    return parseResultPage(await this.#http.call(spec), this.#http.context(spec));
+  async #resultPage(spec: RequestSpec, onBodyBytes: ((bytes: number) => void) | undefined): Promise<ResultPage> {
+    const res = await this.#http.call(spec);
+    onBodyBytes?.(res.bytes);
+    return parseResultPage(res, this.#http.context(spec));
   }
 
-  async #csvPage(spec: RequestSpec): Promise<CsvPage> {
+  async #csvPage(spec: RequestSpec, onBodyBytes: ((bytes: number) => void) | undefined): Promise<CsvPage> {
     const res = await this.#http.call(spec);
+    onBodyBytes?.(res.bytes);
     const page: CsvPage = { text: res.text };
     const next = header(res.headers[CSV_NEXT_OFFSET_HEADER]);
     if (next !== undefined) {

@@ -43,6 +43,8 @@ export interface RawResponse {
   status: number;
   headers: IncomingHttpHeaders;
   text: string;
+  /** Bytes of the body as received (what crossed the wire, before decoding to text). */
+  bytes: number;
   /** Key-free URL of the request. */
   url: string;
 }
@@ -134,8 +136,9 @@ export class Transport {
       resHeaders = res.headers;
       phase = 'response-body';
       for await (const chunk of res.body) chunks.push(chunk as Buffer);
-      const text = Buffer.concat(chunks).toString('utf8');
-      if (status >= 200 && status < 300) return { status, headers: res.headers, text, url };
+      const raw = Buffer.concat(chunks);
+      const text = raw.toString('utf8');
+      if (status >= 200 && status < 300) return { status, headers: res.headers, text, bytes: raw.length, url };
       throw statusError(status, scrub(errorText(text), this.#config.apiKey), res.headers['retry-after'], ctx);
     } catch (err) {
       if (err instanceof ServiceError) throw err;
@@ -145,8 +148,9 @@ export class Transport {
         throw statusError(status, `(error body cut off: ${describe(err)})`, resHeaders['retry-after'], ctx);
       }
       if (answered && spec.salvage) {
-        const rebuilt = spec.salvage(Buffer.concat(chunks).toString('utf8'));
-        if (rebuilt !== undefined) return { status, headers: {}, text: rebuilt, url };
+        const partial = Buffer.concat(chunks);
+        const rebuilt = spec.salvage(partial.toString('utf8'));
+        if (rebuilt !== undefined) return { status, headers: {}, text: rebuilt, bytes: partial.length, url };
       }
       throw this.#failure(err, spec, ctx, controller.signal, connectPhase(err) ? 'connect' : phase);
     } finally {

@@ -6,6 +6,8 @@ export interface Progress {
   readonly rows: number;
   /** Result bytes delivered, as the service counts them (`result_set_bytes`: values as text, no JSON overhead). */
   readonly bytes: number;
+  /** HTTP body bytes of the pages delivered (JSON overhead included; retried attempts not counted). */
+  readonly httpBytes: number;
   /** `total_row_count`, when the service reported it. */
   readonly totalRows: number | undefined;
   /** Since the first page was requested. */
@@ -22,6 +24,7 @@ export class ProgressTracker {
   #pages = 0;
   #rows = 0;
   #bytes = 0;
+  #httpBytes = 0;
   #totalRows: number | undefined;
   readonly #started: number;
   readonly #listener: ProgressListener | undefined;
@@ -35,10 +38,11 @@ export class ProgressTracker {
   }
 
   /** Records one delivered page and tells the listener. */
-  page(rows: number, bytes: number, totalRows: number | undefined): void {
+  page(rows: number, bytes: number, totalRows: number | undefined, httpBytes = 0): void {
     this.#pages++;
     this.#rows += rows;
     this.#bytes += bytes;
+    this.#httpBytes += httpBytes;
     if (totalRows !== undefined) this.#totalRows = totalRows;
     this.#listener?.(this.snapshot());
   }
@@ -50,6 +54,6 @@ export class ProgressTracker {
     let etaMs: number | undefined;
     if (total !== undefined && this.#rows >= total) etaMs = 0;
     else if (total !== undefined && rowsPerSecond > 0) etaMs = ((total - this.#rows) * 1000) / rowsPerSecond;
-    return { pages: this.#pages, rows: this.#rows, bytes: this.#bytes, totalRows: total, elapsedMs, rowsPerSecond, etaMs };
+    return { pages: this.#pages, rows: this.#rows, bytes: this.#bytes, httpBytes: this.#httpBytes, totalRows: total, elapsedMs, rowsPerSecond, etaMs };
   }
 }

@@ -50,6 +50,11 @@ export interface BatchOptions {
   batchSize?: number;
 }
 
+export interface NodeStreamOptions extends BatchOptions {
+  /** Arrow RecordBatches instead of rows (`batchSize` then applies). */
+  batches?: boolean;
+}
+
 /** What the first page told about the result. */
 export interface ResultInfo {
   readonly executionId: string;
@@ -67,8 +72,16 @@ export interface ResultInfo {
 /** One page as the pipeline passes it on: raw rows of the wire, and where they sit in the result. */
 interface RawPage extends PageShape {
   readonly rows: readonly unknown[];
+  /** `result_set_bytes`: the service's count of the values as text. */
   readonly bytes: number;
+  /** The HTTP body as received. */
+  readonly httpBytes: number;
   readonly metadata: ResultMetadata;
+}
+
+interface Fetched {
+  readonly page: ResultPage;
+  readonly httpBytes: number;
 }
 
 interface Started {
@@ -133,7 +146,8 @@ export class ResultStream implements AsyncIterable<Row> {
     const started = await this.#start();
     // Exact timestamp text: a Date would drop the microseconds of `timestamp(6) with time zone`.
     const decode = compileRowDecoder(started.info.columns, { timestamps: 'string' });
-    const builder = createBatchBuilder(this.#arrowSchema(started.info));
+    // Rows reach the builder contiguously from startOffset: its count is then the row's offset in the result.
+    const builder = createBatchBuilder(this.#arrowSchema(started.info), { firstRowOffset: this.#options.startOffset ?? 0 });
     for await (const { page, offset, skip } of this.#pages(started)) {
       const rows = page.rows;
       for (let i = skip; i < rows.length; i++) {
@@ -160,8 +174,13 @@ export class ResultStream implements AsyncIterable<Row> {
     return this.#progress?.snapshot();
   }
 
-  /** Rows as an object-mode Readable, for `stream.pipeline`; destroying it stops the fetching. */
-  toNodeStream(): Readable {
+  /**
+   * An object-mode Readable for `stream.pipeline`: typed rows, or with `{ batches: true }` Arrow
+   * RecordBatches (as `batches()` makes them). Destroying it stops the fetching.
+   */
+  toNodeStream(options: NodeStreamOptions = {}): Readable {
+    // A batch is already many rows: buffering one ahead is enough to keep the fetcher busy.
+    if (options.batches) return Readable.from(this.batches(options), { objectMode: true, highWaterMark: 1 });
     return Readable.from(this.rows(), { objectMode: true, highWaterMark: 64 });
   }
 
@@ -213,11 +232,12 @@ export class ResultStream implements AsyncIterable<Row> {
       const firstOffset = this.#options.pageSize === undefined ? start : start - (start % this.#options.pageSize);
       const firstPage = await this.#fetch(resolved, { offset: firstOffset, limit: this.#options.pageSize }, signal);
       const first = this.#check(resolved, firstPage, undefined);
+      checkUniqueNames(first.metadata.column_names, resolved.execution.id);
       const metadata = first.metadata;
       const columns = metadata.column_names.map((name, i) => ({ name, type: metadata.column_types[i] ?? 'varchar' }));
       // The first page tells the real page size: the service may have lowered the limit asked for.
       const pageSize = first.nextOffset !== undefined && first.rowCount > 0 ? first.rowCount : (this.#options.pageSize ?? Math.max(1, first.rowCount));
-      const queryId = resolved.queryId ?? (firstPage.query_id || undefined);
+      const queryId = resolved.queryId ?? (firstPage.page.query_id || undefined);
       const info: ResultInfo = {
         executionId: resolved.execution.id,
         queryId,
@@ -253,7 +273,7 @@ export class ResultStream implements AsyncIterable<Row> {
     try {
       first ??= this.#check(resolved, await this.#fetch(resolved, { offset: firstOffset, limit: info.pageSize }, signal), info.columns);
       const skip = Math.min(start - firstOffset, first.rowCount);
-      progress.page(first.rowCount - skip, first.bytes, total);
+      progress.page(first.rowCount - skip, first.bytes, total, first.httpBytes);
       if (skip < first.rowCount) yield { page: first, offset: firstOffset, skip };
       if (first.nextOffset === undefined) return;
 
@@ -270,7 +290,7 @@ export class ResultStream implements AsyncIterable<Row> {
       });
       first = undefined;
       for await (const ordered of pages) {
-        progress.page(ordered.page.rowCount - ordered.skip, ordered.page.bytes, total);
+        progress.page(ordered.page.rowCount - ordered.skip, ordered.page.bytes, total, ordered.page.httpBytes);
         yield ordered;
       }
     } catch (error) {
@@ -278,9 +298,13 @@ export class ResultStream implements AsyncIterable<Row> {
     }
   }
 
-  #fetch(resolved: ResolvedSource, request: { offset: number; limit: number | undefined }, signal: AbortSignal | undefined): Promise<ResultPage> {
+  async #fetch(resolved: ResolvedSource, request: { offset: number; limit: number | undefined }, signal: AbortSignal | undefined): Promise<Fetched> {
     const o = this.#options;
-    return this.#client.getResults(resolved.execution.id, {
+    let httpBytes = 0;
+    const page = await this.#client.getResults(resolved.execution.id, {
+      onBodyBytes: (n) => {
+        httpBytes = n;
+      },
       offset: request.offset,
       ...(request.limit === undefined ? {} : { limit: request.limit }),
       ...(o.columns === undefined ? {} : { columns: o.columns }),
@@ -289,10 +313,11 @@ export class ResultStream implements AsyncIterable<Row> {
       ...(o.allowPartialResults ? { allowPartialResults: true } : {}),
       ...(signal === undefined ? {} : { signal }),
     });
+    return { page, httpBytes };
   }
 
   /** A page with a result, and the same columns as the first page: one schema for the whole stream. */
-  #check(resolved: ResolvedSource, page: ResultPage, columns: readonly ColumnSpec[] | undefined): RawPage {
+  #check(resolved: ResolvedSource, { page, httpBytes }: Fetched, columns: readonly ColumnSpec[] | undefined): RawPage {
     const result = page.result;
     const ctx = { method: 'stream', executionId: resolved.execution.id };
     if (result === undefined) {
@@ -309,8 +334,27 @@ export class ResultStream implements AsyncIterable<Row> {
         ctx,
       );
     }
-    return { rows: result.rows, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, metadata: m };
+    return { rows: result.rows, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, httpBytes, metadata: m };
   }
+}
+
+/**
+ * JSON rows are objects keyed by column name, so two columns of one name arrive as one value (the
+ * last): the other column's values are already lost. Refused rather than passed on as wrong data.
+ */
+function checkUniqueNames(names: readonly string[], executionId: string): void {
+  const seen = new Set<string>();
+  const repeated = new Set<string>();
+  for (const name of names) (seen.has(name) ? repeated : seen).add(name);
+  if (repeated.size === 0) return;
+  const list = [...repeated].map((n) => JSON.stringify(n)).join(', ');
+  // InvalidResponseError: a result the rows of the wire cannot represent faithfully. (Our service renames
+  // duplicates, `a`, `a_1`, so only another implementation of the protocol sends them.)
+  throw new InvalidResponseError(
+    `column name${repeated.size > 1 ? 's' : ''} ${list} appear${repeated.size > 1 ? '' : 's'} more than once in the result; JSON rows hold one value per name, ` +
+      `so all but the last such column would be wrong: give each column its own name (SELECT x AS a, y AS a_2)`,
+    { method: 'stream', executionId },
+  );
 }
 
 function sameColumns(columns: readonly ColumnSpec[], names: readonly string[], types: readonly string[]): boolean {

@@ -10,6 +10,8 @@ import type { SqlType } from './sql-type.ts';
 export interface BatchBuilderOptions extends ArrowTypeOptions {
   /** Schema metadata, when the builder makes the schema from columns. */
   meta?: ResultMeta;
+  /** Offset in the whole result of the first row appended (default 0), for `ArrowValueError.rowOffset`. */
+  firstRowOffset?: number;
 }
 
 /**
@@ -48,7 +50,7 @@ export function createBatchBuilder(input: Schema | readonly ColumnSpec[], option
   const names = fields.map((f) => f.name);
   const n = names.length;
   let length = 0;
-  let appended = 0;
+  let appended = options.firstRowOffset ?? 0;
   let broken: Error | undefined;
 
   const fail = (error: unknown, i: number, value: unknown): unknown => {

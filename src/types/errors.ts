@@ -54,7 +54,8 @@ export class ValueDecodeError extends ColumnValueError {
 /**
  * A JS row value does not fit the Arrow column it is appended to (a decimal with too many
  * digits, an int256 beyond Decimal256(76, 0), a value of the wrong JS type). `rowOffset` counts
- * the rows appended to the builder before this one, over all batches.
+ * the rows appended to the builder before this one, over all batches, from the builder's
+ * `firstRowOffset` (the stream passes its `startOffset`, so it is the row's offset in the result).
  */
 export class ArrowValueError extends ColumnValueError {
   readonly code = 'ARROW_VALUE';

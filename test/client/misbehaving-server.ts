@@ -12,29 +12,41 @@ export interface Scripted {
   body?: string;
   /** Write this many bytes of `body`, then destroy the socket (headers announce the full length). */
   resetAfterBytes?: number;
+  /** Answer after this many ms (unless the client has gone by then). */
+  delayMs?: number;
 }
 
 export interface MisbehavingServer {
   baseUrl: string;
   received: { method: string; url: string; headers: IncomingMessage['headers']; body: string }[];
+  /** Requests received whose response has not closed yet (answered, or dropped by the client). */
+  readonly open: number;
   close(): Promise<void>;
 }
 
 export async function startMisbehavingServer(script: (req: IncomingMessage, n: number) => Scripted): Promise<MisbehavingServer> {
   const received: MisbehavingServer['received'] = [];
+  let open = 0;
   const server = createServer((req, res: ServerResponse) => {
+    open++;
+    res.on('close', () => open--);
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString() });
       const answer = script(req, received.length);
-      const body = Buffer.from(answer.body ?? '');
-      res.writeHead(answer.status ?? 200, { 'content-type': 'application/json', 'content-length': String(body.length), ...answer.headers });
-      if (answer.resetAfterBytes !== undefined) {
-        res.write(body.subarray(0, answer.resetAfterBytes), () => setImmediate(() => res.socket?.destroy()));
-      } else {
-        res.end(body);
-      }
+      const send = () => {
+        if (res.destroyed) return;
+        const body = Buffer.from(answer.body ?? '');
+        res.writeHead(answer.status ?? 200, { 'content-type': 'application/json', 'content-length': String(body.length), ...answer.headers });
+        if (answer.resetAfterBytes !== undefined) {
+          res.write(body.subarray(0, answer.resetAfterBytes), () => setImmediate(() => res.socket?.destroy()));
+        } else {
+          res.end(body);
+        }
+      };
+      if (answer.delayMs) setTimeout(send, answer.delayMs);
+      else send();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -42,6 +54,9 @@ export async function startMisbehavingServer(script: (req: IncomingMessage, n: n
   return {
     baseUrl: `http://127.0.0.1:${port}/api`,
     received,
+    get open() {
+      return open;
+    },
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

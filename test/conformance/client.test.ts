@@ -292,7 +292,23 @@ describe('wait()', () => {
       expect(performance.now() - t).toBeLessThan(150 + 100);
       expect(err).toBeInstanceOf(TimeoutError);
       expect(err).toMatchObject({ retryable: false, executionId: ID });
+      // The deadline falls between polls or during one; either way the message names the state seen.
+      expect((err as Error).message).toMatch(/(execution still|status request unanswered \(last known state) QUERY_STATE_PENDING\)? after /);
       expect((err as Error).message).toContain('deadlineMs 150');
+    } finally {
+      await c.close();
+      await server.close();
+    }
+  });
+
+  it('a deadline reached while a status request is unanswered names the last state seen', async () => {
+    const server = await scripted((_req, n) => ({ body: statusBody('QUERY_STATE_EXECUTING', false), delayMs: n === 1 ? 0 : 1_000 }));
+    const c = new ServiceClient({ apiKey: 'k', baseUrl: server.baseUrl });
+    try {
+      const err = await c.execution(ID).wait({ deadlineMs: 150, pollIntervalMs: 20 }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TimeoutError);
+      expect((err as Error).message).toMatch(/: status request unanswered \(last known state QUERY_STATE_EXECUTING\) after \d+ ms \(deadlineMs 150\)$/);
+      expect(server.requests).toHaveLength(2);
     } finally {
       await c.close();
       await server.close();

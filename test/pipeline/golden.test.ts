@@ -256,6 +256,8 @@ describe('golden: sample.all_types through the pipeline', () => {
     const error = await run().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ArrowValueError);
     expect((error as ArrowValueError).column).toBe('c_uint256');
+    // Row id 2 is the result's second row.
+    expect((error as ArrowValueError).rowOffset).toBe(1);
     expect((error as ArrowValueError).message).toContain(String(U256_MAX));
   });
 

@@ -2,6 +2,7 @@
 // sources, abort and cancel, Node streams and DataFrames.
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { RecordBatch } from 'apache-arrow';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BadRequestError, ExecutionFailedError, InvalidArgumentError, PartialResultError, ServiceClient } from '../../src/client/index.ts';
 import { stream } from '../../src/pipeline/stream.ts';
@@ -49,6 +50,8 @@ describe('paging', () => {
     expect(progress.map((p) => p.pages)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
     expect(progress.at(-1)).toMatchObject({ pages: 20, rows: 2000, totalRows: 2000, etaMs: 0 });
     expect(progress.at(-1)!.bytes).toBeGreaterThan(2000 * 8);
+    // The HTTP bodies carry the JSON keys and quotes on top of the values the service counts.
+    expect(progress.at(-1)!.httpBytes).toBeGreaterThan(progress.at(-1)!.bytes);
     expect(progress.every((p, i) => i === 0 || p.rows > progress[i - 1]!.rows)).toBe(true);
   });
 
@@ -92,6 +95,18 @@ describe('paging', () => {
     const rows = await collect(s);
     expect(rows.length).toBeGreaterThan(14);
     expect(rows).toEqual(expected);
+  });
+
+  it.each([1, 8])('filters with concurrency %i: no row lost or repeated, although total_row_count counts every row; no time-left estimate', async (concurrency) => {
+    // quantity < 25 keeps 50 of the 2000 rows, scattered; the service's total_row_count stays 2000,
+    // so the fetcher plans pages past the filtered end and must stop at the page without next_offset.
+    const expected = events.filter((r) => (r['quantity'] as number) < 25);
+    const progress: Progress[] = [];
+    const s = stream(client, { sql: EVENTS }, { filters: 'quantity < 25', pageSize: 7, concurrency, onProgress: (p) => progress.push(p) });
+    expect(await collect(s)).toEqual(expected);
+    expect(expected.length).toBe(50);
+    expect((await s.info()).totalRows).toBe(2000);
+    expect(progress.at(-1)).toMatchObject({ rows: 50, pages: 8, totalRows: undefined, etaMs: undefined });
   });
 
   it('an empty result: no rows, no batches, still a schema', async () => {
@@ -280,6 +295,23 @@ describe('edges: Node stream, DataFrame', () => {
       },
     });
     await pipeline(stream(client, { sql: EVENTS }, { concurrency: 4 }).toNodeStream(), sink);
+    expect(ids).toEqual(events.map((r) => r['id']));
+  });
+
+  it('toNodeStream({ batches: true }) gives Arrow RecordBatches of batchSize rows, in order', async () => {
+    const sizes: number[] = [];
+    const ids: unknown[] = [];
+    const sink = new Writable({
+      objectMode: true,
+      write(batch: RecordBatch, _enc, done) {
+        sizes.push(batch.numRows);
+        for (const id of batch.getChild('id')!) ids.push(id);
+        done();
+      },
+    });
+    const s = stream(client, { sql: EVENTS }, { concurrency: 4 });
+    await pipeline(s.toNodeStream({ batches: true, batchSize: 512 }), sink);
+    expect(sizes).toEqual([512, 512, 512, 464]);
     expect(ids).toEqual(events.map((r) => r['id']));
   });
 

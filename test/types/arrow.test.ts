@@ -318,6 +318,12 @@ describe('createBatchBuilder', () => {
     // The half-appended builder refuses further use instead of emitting a skewed batch.
     expect(() => wide.flush()).toThrow(/unusable/);
 
+    // A builder fed from the middle of a result counts offsets from where it starts, across flushes.
+    const resumed = createBatchBuilder([{ name: 'u', type: 'uint256' }], { int256As: 'decimal256', firstRowOffset: 1_000 });
+    resumed.append({ u: 1n });
+    resumed.flush();
+    expect(() => resumed.append({ u: 2n ** 256n - 1n })).toThrow(/^Arrow column "u" \(uint256\), row 1001: /);
+
     const cases: Array<[string, unknown, RegExp]> = [
       ['decimal(5, 2)', '1234.5', /more than 3 integer digits/],
       ['decimal(5, 2)', 1.5, /not decimal text/],

@@ -1,0 +1,134 @@
+// The pipeline against the cases the local service never produces (it writes every value as its type
+// says, and renames nothing): a value that does not fit its column, two columns of one name. A tiny
+// scripted node:http server stands in for a misbehaving real service; everything else is real (HTTP,
+// client, retries, fetcher, decoders).
+import { afterEach, describe, expect, it } from 'vitest';
+import type { IncomingMessage } from 'node:http';
+import { InvalidResponseError, ServiceClient } from '../../src/client/index.ts';
+import { stream } from '../../src/pipeline/index.ts';
+import type { Progress } from '../../src/pipeline/progress.ts';
+import { ValueDecodeError } from '../../src/types/errors.ts';
+import { startMisbehavingServer, type MisbehavingServer, type Scripted } from '../client/misbehaving-server.ts';
+
+const ID = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
+const TOTAL = 10;
+const STATUS = JSON.stringify({ execution_id: ID, state: 'QUERY_STATE_COMPLETED', is_execution_finished: true, execution_ended_at: '2026-11-20T10:15:30.123456Z' });
+
+let server: MisbehavingServer | undefined;
+let client: ServiceClient | undefined;
+
+afterEach(async () => {
+  await client?.close();
+  await server?.close();
+  client = undefined;
+  server = undefined;
+});
+
+interface ResultScript {
+  names: string[];
+  types: string[];
+  /** The wire row at a result offset. */
+  row: (offset: number) => Record<string, unknown>;
+  /** Delay of the page at an offset. */
+  delayAt?: (offset: number) => number;
+}
+
+/** Status and JSON result pages of one execution of TOTAL rows, paged by `limit` and `offset`. */
+function results(script: ResultScript) {
+  const bodies: number[] = [];
+  const answer = (req: IncomingMessage): Scripted => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname.endsWith('/status')) return { body: STATUS };
+    const offset = Number(url.searchParams.get('offset') ?? 0);
+    const limit = Number(url.searchParams.get('limit') ?? 3);
+    const end = Math.min(TOTAL, offset + limit);
+    const rows = Array.from({ length: Math.max(0, end - offset) }, (_, i) => script.row(offset + i));
+    const metadata = {
+      column_names: script.names,
+      column_types: script.types,
+      row_count: rows.length,
+      result_set_bytes: rows.length * 2,
+      total_row_count: TOTAL,
+      total_result_set_bytes: TOTAL * 2,
+      datapoint_count: rows.length * script.names.length,
+    };
+    const body = JSON.stringify({ execution_id: ID, query_id: 0, state: 'QUERY_STATE_COMPLETED', is_execution_finished: true, result: { rows, metadata }, ...(end < TOTAL ? { next_offset: end } : {}) });
+    bodies.push(Buffer.byteLength(body));
+    return { body, delayMs: script.delayAt?.(offset) ?? 0 };
+  };
+  return { answer, bodies };
+}
+
+async function serve(script: ResultScript) {
+  const r = results(script);
+  server = await startMisbehavingServer((req) => r.answer(req));
+  client = new ServiceClient({ apiKey: 'k', baseUrl: server.baseUrl, retry: { attempts: 2, baseDelayMs: 1 } });
+  return { server, client, bodies: r.bodies };
+}
+
+describe('a value that does not fit its column, through stream()', () => {
+  it('rejects with ValueDecodeError naming column, row offset and value; the rows before arrive; requests in flight are settled', async () => {
+    const { server, client } = await serve({
+      names: ['id', 'n'],
+      types: ['integer', 'bigint'],
+      row: (i) => ({ id: i, n: i === 5 ? 'oops' : i }),
+      // The bad page takes a while, so the pages after it have surely reached the server; they are
+      // slow, so they are still in flight when the error happens.
+      delayAt: (offset) => (offset === 4 ? 100 : offset >= 6 ? 2_000 : 0),
+    });
+    const seen: unknown[] = [];
+    const started = performance.now();
+    const error = await (async () => {
+      for await (const row of stream(client, { executionId: ID }, { pageSize: 2, concurrency: 4 })) seen.push(row['id']);
+    })().catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(ValueDecodeError);
+    expect(error).toMatchObject({ code: 'VALUE_DECODE', column: 'n', type: 'bigint', rowOffset: 5, value: 'oops' });
+    expect((error as Error).message).toBe('column "n" (bigint), row 5: "oops" is not an integer (bigint)');
+    expect(seen).toEqual([0, 1, 2, 3, 4]);
+    // The slow pages were aborted, not awaited to their end, and nothing is left open or started after.
+    expect(performance.now() - started).toBeLessThan(1_500);
+    const requests = server.received.length;
+    expect(server.received.filter((r) => r.url.includes('offset=6') || r.url.includes('offset=8')).length).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(server.open).toBe(0);
+    expect(server.received.length).toBe(requests);
+  });
+
+  it('the same misfit in batches() is the same error (Arrow never sees the value)', async () => {
+    const { client } = await serve({ names: ['d'], types: ['date'], row: (i) => ({ d: i === 7 ? '2026-02-30' : '2026-01-01' }) });
+    const error = await (async () => {
+      for await (const _ of stream(client, { executionId: ID }, { pageSize: 3 }).batches()) void _;
+    })().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ValueDecodeError);
+    expect(error).toMatchObject({ column: 'd', rowOffset: 7, value: '2026-02-30' });
+  });
+});
+
+describe('two columns of one name', () => {
+  it('are refused with InvalidResponseError before any row is delivered, naming the column', async () => {
+    // What the wire carries for SELECT 1 AS a, 2 AS a, 3 AS "A": one key `a`, holding the last value.
+    const { client } = await serve({ names: ['a', 'a', 'A'], types: ['integer', 'integer', 'integer'], row: () => ({ a: 2, A: 3 }) });
+    const s = stream(client, { executionId: ID });
+    const error = await s.info().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect(error).toMatchObject({ code: 'INVALID_RESPONSE', executionId: ID });
+    expect((error as Error).message).toContain('column name "a" appears more than once');
+    const rows = await (async () => {
+      for await (const _ of s) void _;
+    })().catch((e: unknown) => e);
+    expect(rows).toBeInstanceOf(InvalidResponseError);
+  });
+});
+
+describe('progress', () => {
+  it('httpBytes counts the HTTP bodies of the pages, bytes the service\'s result_set_bytes', async () => {
+    const { client, bodies } = await serve({ names: ['id'], types: ['integer'], row: (i) => ({ id: i }) });
+    const events: Progress[] = [];
+    const s = stream(client, { executionId: ID }, { pageSize: 4, concurrency: 2, onProgress: (p) => events.push(p) });
+    for await (const _ of s) void _;
+    expect(bodies).toHaveLength(3);
+    expect(events.map((p) => p.httpBytes)).toEqual([bodies[0], bodies[0]! + bodies[1]!, bodies[0]! + bodies[1]! + bodies[2]!]);
+    expect(events.at(-1)).toMatchObject({ pages: 3, rows: TOTAL, bytes: TOTAL * 2, totalRows: TOTAL, etaMs: 0 });
+  });
+});

@@ -40,6 +40,8 @@ export interface WaitOptions {
   maxPollIntervalMs?: number;
   /** Accept a COMPLETED_PARTIAL (truncated) result instead of raising PartialResultError. */
   allowPartialResults?: boolean;
+  /** Called after each unfinished poll with the state seen and the wait before the next poll. */
+  onPoll?: (event: { state: ExecutionState; nextPollInMs: number }) => void;
 }
 
 export interface RowsOptions extends ResultOptions {
@@ -134,7 +136,9 @@ export class Execution {
       }
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw this.#deadlineError(started, options.deadlineMs, status.state);
-      await sleep(Math.min(interval, remaining), options.signal, this.#ctx('wait'));
+      const nextPollInMs = Math.min(interval, remaining);
+      options.onPoll?.({ state: status.state, nextPollInMs });
+      await sleep(nextPollInMs, options.signal, this.#ctx('wait'));
       interval = Math.min(cap, interval * DEFAULT_WAIT.backoffFactor);
     }
   }

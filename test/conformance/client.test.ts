@@ -165,7 +165,9 @@ describe('retry bounds', () => {
       const err = await c.getStatus(ID).catch((e: unknown) => e);
       const took = performance.now() - t;
       expect(err).toBeInstanceOf(ServerError);
-      expect(took).toBeLessThan(300 + 200);
+      // Without the budget, 1000 attempts 40 ms apart would take 40 s; the margin over 300 ms is for
+      // a loaded CI machine, not a property of the client.
+      expect(took).toBeLessThan(3_000);
       expect(c.stats.requests).toBeGreaterThan(1);
       expect(c.stats.requests).toBeLessThan(1000);
     } finally {
@@ -267,16 +269,17 @@ describe('wait()', () => {
     const server = await scripted((_req, n) => ({ body: n < 9 ? statusBody('QUERY_STATE_EXECUTING', false) : statusBody('QUERY_STATE_COMPLETED', true) }));
     const c = new ServiceClient({ apiKey: 'k', baseUrl: server.baseUrl });
     try {
-      const done = await c.execution(ID).wait({ pollIntervalMs: 10, maxPollIntervalMs: 80 });
+      // The schedule is asserted from what wait() asks for (onPoll), not from the wall clock,
+      // which a loaded machine stretches; the clock only bounds it from below.
+      const asked: number[] = [];
+      const done = await c.execution(ID).wait({ pollIntervalMs: 10, maxPollIntervalMs: 80, onPoll: (e) => asked.push(e.nextPollInMs) });
       expect(done.state).toBe('QUERY_STATE_COMPLETED');
+      const expected = [10, 20, 40, 80, 80, 80, 80, 80];
+      expect(asked).toEqual(expected);
       const at = server.requests.map((r) => r.at);
       expect(at).toHaveLength(9);
       const gaps = at.slice(1).map((t, i) => t - at[i]!);
-      const expected = [10, 20, 40, 80, 80, 80, 80, 80];
-      gaps.forEach((g, i) => {
-        expect(g, `gap ${i}`).toBeGreaterThanOrEqual(expected[i]! - 2);
-        expect(g, `gap ${i}`).toBeLessThan(expected[i]! + 60);
-      });
+      gaps.forEach((g, i) => expect(g, `gap ${i}`).toBeGreaterThanOrEqual(expected[i]! - 2));
     } finally {
       await c.close();
       await server.close();
@@ -287,9 +290,8 @@ describe('wait()', () => {
     const server = await scripted(() => ({ body: statusBody('QUERY_STATE_PENDING', false) }));
     const c = new ServiceClient({ apiKey: 'k', baseUrl: server.baseUrl });
     try {
-      const t = performance.now();
+      // The server never finishes: only the deadline can end this wait.
       const err = await c.execution(ID).wait({ deadlineMs: 150, pollIntervalMs: 20 }).catch((e: unknown) => e);
-      expect(performance.now() - t).toBeLessThan(150 + 100);
       expect(err).toBeInstanceOf(TimeoutError);
       expect(err).toMatchObject({ retryable: false, executionId: ID });
       // The deadline falls between polls or during one; either way the message names the state seen.

@@ -19,8 +19,8 @@ import { SettingsError } from '../service/settings.ts';
 import { UsageError } from './usage-error.ts';
 
 /**
- * The exit codes of every command, in one table (the README's table is generated from it by
- * `sluice --help exit-codes` and checked by a test).
+ * The exit codes of every command, in one table: `sluice --help` prints it, and a test checks
+ * that the README's table says exactly the same (test/cli/help.test.ts).
  */
 export const EXIT = {
   ok: 0,
@@ -35,14 +35,14 @@ export const EXIT = {
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
 export const EXIT_CODE_DOCS: readonly { code: ExitCode; meaning: string }[] = [
-  { code: EXIT.ok, meaning: 'success' },
-  { code: EXIT.other, meaning: 'any other failure (network, service error, a bug)' },
-  { code: EXIT.config, meaning: 'configuration or usage error: bad job file, unknown option, missing environment variable, invalid request (400)' },
+  { code: EXIT.ok, meaning: 'success (also `schedule` stopped cleanly by SIGTERM/SIGINT)' },
+  { code: EXIT.other, meaning: 'any other failure (network, service error, a bug; `schedule` when a run had to be abandoned)' },
+  { code: EXIT.config, meaning: 'configuration or usage error: bad job file, unknown option, missing environment variable or key, invalid request (400)' },
   { code: EXIT.auth, meaning: 'authentication: invalid API key (401) or a key without the needed scope (403)' },
-  { code: EXIT.payment, meaning: 'payment required (402): the credit limit of the billing cycle, or the job budget, would be exceeded' },
+  { code: EXIT.payment, meaning: 'payment required (402), or the job budget (`max_credits`, `max_bytes`) would be exceeded' },
   { code: EXIT.execution, meaning: 'the execution failed, was cancelled elsewhere, expired, or is a partial result' },
   { code: EXIT.io, meaning: 'I/O: writing the output (disk, S3, stdout) or reading an input file failed' },
-  { code: EXIT.interrupted, meaning: 'interrupted by SIGINT or SIGTERM (in-flight executions were cancelled)' },
+  { code: EXIT.interrupted, meaning: 'interrupted by SIGINT or SIGTERM (`run`, `query`, ...: executions this command started are cancelled)' },
 ];
 
 type ErrorClass = abstract new (...args: never[]) => Error;

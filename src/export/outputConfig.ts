@@ -10,6 +10,9 @@ export interface Registry {
 
 export const builtins: Registry = { formats: builtinFormats, sinks: builtinSinks };
 
+/** Files written at once unless `max_open_files` says otherwise: 16 S3 uploads at the default 4 x 8 MiB buffer about 512 MiB. */
+export const DEFAULT_MAX_OPEN_FILES = 16;
+
 const common = {
   path: z
     .string()
@@ -20,13 +23,29 @@ const common = {
     .min(1)
     .refine((cols) => new Set(cols).size === cols.length, 'columns must not repeat')
     .optional()
-    .describe('Hive partitioning: one directory level col=value per column, in this order. The columns leave the data files.'),
+    .describe(
+      'Hive partitioning: one directory level col=value per column, in this order. The columns leave the data files (Hive convention): readers get them back from the path, as text unless told their type (DuckDB hive_types, a Spark schema), or set keep_partition_columns.',
+    ),
+  keep_partition_columns: z
+    .boolean()
+    .optional()
+    .describe('Also keep the partition_by columns in the data files, with their types (default false: Hive convention, values only in the path).'),
   max_rows_per_file: z.int().min(1).optional().describe('Start a new file after this many rows.'),
   max_bytes_per_file: z
     .int()
     .min(1024)
     .optional()
-    .describe('Start a new file once this many bytes are written (checked between batches, so files overshoot by up to a batch or row group).'),
+    .describe(
+      'Start a new file once this many bytes are written. Checked between batches, after the encoder emitted them: a file can overshoot by up to one batch (a result page), and a Parquet file by up to one row group, which is written when it fills or the file ends.',
+    ),
+  max_open_files: z
+    .int()
+    .min(1)
+    .max(1024)
+    .optional()
+    .describe(
+      `Most files written at once (default ${DEFAULT_MAX_OPEN_FILES}); matters with partition_by. Opening one more first finishes the least recently used one, and later rows of that partition go to a new part, so unsorted input with many partitions gives more, smaller files instead of exhausting memory (an S3 file buffers up to queue_size x part_size_mb while open). Sort by the partition columns for one file per partition.`,
+    ),
   s3: s3Options.optional().describe('S3 settings; only with an s3:// path.'),
 };
 
@@ -47,8 +66,10 @@ export type OutputConfig = {
   format_options?: Record<string, unknown>;
   path: string;
   partition_by?: string[];
+  keep_partition_columns?: boolean;
   max_rows_per_file?: number;
   max_bytes_per_file?: number;
+  max_open_files?: number;
   s3?: z.input<typeof s3Options>;
 };
 
@@ -59,8 +80,10 @@ export interface ResolvedOutput {
   readonly sinkConfig: unknown;
   readonly path: string;
   readonly partitionBy: readonly string[];
+  readonly keepPartitionColumns: boolean;
   readonly maxRowsPerFile: number;
   readonly maxBytesPerFile: number;
+  readonly maxOpenFiles: number;
 }
 
 /** Pure validation: no I/O. Every error names the field (`format_options.compression`) and value. */
@@ -100,8 +123,10 @@ export function resolveOutput(input: unknown, registry: Registry = builtins): Re
     sinkConfig: sinkParsed.data,
     path: config.path,
     partitionBy: config.partition_by ?? [],
+    keepPartitionColumns: config.keep_partition_columns ?? false,
     maxRowsPerFile: config.max_rows_per_file ?? Number.POSITIVE_INFINITY,
     maxBytesPerFile: config.max_bytes_per_file ?? Number.POSITIVE_INFINITY,
+    maxOpenFiles: config.max_open_files ?? DEFAULT_MAX_OPEN_FILES,
   };
 }
 

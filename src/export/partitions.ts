@@ -6,7 +6,7 @@ export interface PartitionRun {
   /** `col=value/col2=value2`, '' without partitioning. */
   readonly directory: string;
   readonly values: Readonly<Record<string, string | null>>;
-  /** The rows of this run, partition columns removed (their values live in the path). */
+  /** The rows of this run, partition columns removed (their values live in the path) unless kept. */
   readonly batch: RecordBatch;
 }
 
@@ -15,14 +15,19 @@ export interface PartitionRun {
  * zero-copy slices: sorted input gives one run per partition and batch; unsorted input works
  * too, at the cost of more, smaller writes.
  */
-export function partitioner(schema: Schema, partitionBy: readonly string[]): { dataSchema: Schema; split(batch: RecordBatch): PartitionRun[] } {
+export function partitioner(
+  schema: Schema,
+  partitionBy: readonly string[],
+  keepColumns = false,
+): { dataSchema: Schema; split(batch: RecordBatch): PartitionRun[] } {
   const keyIndexes = partitionBy.map((name) => schema.fields.findIndex((f) => f.name === name));
-  const dataIndexes = schema.fields.map((_, i) => i).filter((i) => !keyIndexes.includes(i));
-  const dataSchema = partitionBy.length === 0 ? schema : schema.select(schema.fields.filter((_, i) => dataIndexes.includes(i)).map((f) => f.name));
+  const dataIndexes = schema.fields.map((_, i) => i).filter((i) => keepColumns || !keyIndexes.includes(i));
+  const whole = partitionBy.length === 0 || keepColumns;
+  const dataSchema = whole ? schema : schema.select(schema.fields.filter((_, i) => dataIndexes.includes(i)).map((f) => f.name));
   const texts = keyIndexes.map((i) => valueText(schema.fields[i]!));
 
   const project = (batch: RecordBatch): RecordBatch => {
-    if (partitionBy.length === 0) return batch;
+    if (whole) return batch;
     const children = dataIndexes.map((i) => batch.data.children[i]!);
     return new RecordBatch(dataSchema, makeData({ type: new Struct(dataSchema.fields), length: batch.numRows, nullCount: 0, children }));
   };

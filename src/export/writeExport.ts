@@ -82,6 +82,12 @@ export interface OpenExportOptions {
    * same id keeps those parts and asks for the rows after them (`startRow`).
    */
   resume?: { readonly attemptId: string };
+  /**
+   * With `resume`: once this signal is aborted (the caller was asked to stop, e.g. SIGTERM), an
+   * export that ends early keeps its complete parts and journal for the next run, as a kill
+   * would, instead of discarding them. Failures of the export itself still discard everything.
+   */
+  keepOnStop?: AbortSignal;
 }
 
 /** An export whose staging area is open: where its rows must start, then `write` (or `discard`). */
@@ -92,9 +98,9 @@ export interface OpenedExport {
   readonly pageSize: number | undefined;
   /** Parts kept from a killed run. */
   readonly resumedFiles: readonly FileEntry[];
-  /** Writes the rows from `startRow` on, then commits; a failure discards everything staged (kept parts too). */
+  /** Writes the rows from `startRow` on, then commits; a failure discards everything staged (kept parts too), a stop (`keepOnStop`) keeps the complete parts. */
   write(input: ExportInput, options?: Pick<WriteExportOptions, 'onProgress' | 'signal'>): Promise<ExportSummary>;
-  /** Gives up before writing: discards the staging area, closes the destination. */
+  /** Gives up before writing: discards the staging area (kept on a stop, see `keepOnStop`), closes the destination. */
   discard(reason?: unknown): Promise<void>;
 }
 
@@ -147,6 +153,9 @@ export async function openExport(output: unknown, meta: Pick<ExportMeta, 'execut
     throw error;
   }
 
+  /** Ends without committing: keeps what is resumable when the caller asked to stop, else discards. */
+  const end = (reason: unknown): Promise<void> =>
+    journaling && options.keepOnStop?.aborted === true && tx.suspend !== undefined ? tx.suspend() : tx.abort(reason);
   const startRow = kept.reduce((n, p) => n + p.rows, 0);
   const resumedFiles = kept.map(fileEntryOf);
   let used = false;
@@ -199,7 +208,7 @@ export async function openExport(output: unknown, meta: Pick<ExportMeta, 'execut
           ...(destination.multiFile ? { manifest } : {}),
         };
       } catch (error) {
-        await tx.abort(error);
+        await end(error);
         throw error;
       } finally {
         await destination.close();
@@ -209,7 +218,7 @@ export async function openExport(output: unknown, meta: Pick<ExportMeta, 'execut
       if (used) return;
       used = true;
       try {
-        await tx.abort(reason);
+        await end(reason);
       } finally {
         await destination.close();
       }
@@ -235,20 +244,23 @@ async function writeFiles(
   from: Resumed,
 ): Promise<FileEntry[]> {
   const { signal, onProgress } = options;
-  const split = partitioner(input.schema, resolved.partitionBy);
+  const split = partitioner(input.schema, resolved.partitionBy, resolved.keepPartitionColumns);
   const open = new Map<string, PartFile>();
   const finishing: Promise<FileEntry>[] = [];
   let part = from.startPart;
   let rows = from.startRow;
   let doneBytes = from.resumed.reduce((n, f) => n + f.bytes, 0);
 
-  const openFile = (directory: string, values: Record<string, string | null>): PartFile => {
+  const openFile = async (directory: string, values: Record<string, string | null>): Promise<PartFile> => {
+    // The bound on memory: make room by finishing the least recently used file (Map order).
+    const lru = open.size >= resolved.maxOpenFiles ? [...open.entries()][0] : undefined;
+    if (lru) await finish(lru[0], lru[1]);
     const name = partFileName(input.meta.executionId, part++, format.extension, directory);
     const file = new PartFile(tx, format, split.dataSchema, name, values, signal, rows);
     open.set(directory, file);
     return file;
   };
-  const finish = (directory: string, file: PartFile): void => {
+  const finish = (directory: string, file: PartFile): Promise<FileEntry> => {
     open.delete(directory);
     const done = file.finish().then(async (entry) => {
       await from.record?.({ path: entry.path, first_row: file.firstRow, rows: entry.rows, bytes: entry.bytes, sha256: entry.sha256 });
@@ -257,6 +269,16 @@ async function writeFiles(
     });
     done.catch(() => undefined); // awaited below; this only keeps an early failure from going unhandled
     finishing.push(done);
+    return done;
+  };
+  /** The open file of `directory`, now the most recently used. */
+  const use = (directory: string): PartFile | undefined => {
+    const file = open.get(directory);
+    if (file) {
+      open.delete(directory);
+      open.set(directory, file);
+    }
+    return file;
   };
 
   try {
@@ -266,21 +288,21 @@ async function writeFiles(
       for (const run of split.split(batch)) {
         let rest = run.batch;
         while (rest.numRows > 0) {
-          const file = open.get(run.directory) ?? openFile(run.directory, { ...run.values });
+          const file = use(run.directory) ?? (await openFile(run.directory, { ...run.values }));
           const room = resolved.maxRowsPerFile - file.rows;
           const piece = rest.numRows <= room ? rest : rest.slice(0, room);
           rest = piece === rest ? rest.slice(rest.numRows) : rest.slice(room);
           await file.push(piece);
           rows += piece.numRows;
-          if (file.rows >= resolved.maxRowsPerFile || file.bytes >= resolved.maxBytesPerFile) finish(run.directory, file);
+          if (file.rows >= resolved.maxRowsPerFile || file.bytes >= resolved.maxBytesPerFile) void finish(run.directory, file);
         }
       }
       onProgress?.({ rows, bytes: doneBytes + [...open.values()].reduce((n, f) => n + f.bytes, 0), files: part });
     }
     signal?.throwIfAborted();
     // An empty, unpartitioned result still gets one file, so readers see the columns.
-    if (part === 0 && resolved.partitionBy.length === 0) openFile('', {});
-    for (const [directory, file] of [...open]) finish(directory, file);
+    if (part === 0 && resolved.partitionBy.length === 0) await openFile('', {});
+    for (const [directory, file] of [...open]) void finish(directory, file);
     const settled = await Promise.allSettled(finishing);
     const failed = settled.find((s) => s.status === 'rejected');
     if (failed) throw failed.reason;
@@ -316,7 +338,7 @@ function checkColumns(schema: Schema, resolved: ResolvedOutput): void {
       message: `no such column in the result (columns: ${[...names].join(', ')})`,
       value: column,
     }));
-  if (resolved.partitionBy.length > 0 && resolved.partitionBy.length === schema.fields.length) {
+  if (resolved.partitionBy.length > 0 && !resolved.keepPartitionColumns && resolved.partitionBy.length === schema.fields.length) {
     issues.push({ path: 'partition_by', message: 'at least one column must stay in the data files', value: resolved.partitionBy.join(',') });
   }
   if (issues.length > 0) throw new ConfigError('output', issues);

@@ -16,6 +16,12 @@ import { BudgetExceededError, JobBusyError } from './errors.ts';
  * options, bad key, no credits, over budget, unknown query) fail the same way every time, and
  * an abort means stop: those are not retried. Everything else (an execution that failed, the
  * network, a full disk, S3) is.
+ *
+ * Not `SluiceError.retryable`, on purpose: that flag answers "would the same request succeed if
+ * sent again" (the client's retry policy), and says no for a failed execution or a write error.
+ * A job retry is not the same request: it starts a new execution (engine hiccups, a result that
+ * expired) and writes a new staging area, so it is worth trying exactly when the cause is not in
+ * the job file or the account. The test (test/jobs/retryable.test.ts) pins both lists.
  */
 export function worthRetrying(error: unknown, signal: AbortSignal): boolean {
   if (signal.aborted) return false;

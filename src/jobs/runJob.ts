@@ -227,7 +227,14 @@ async function exportAll(job: Job, pending: readonly number[], executionId: stri
   try {
     for (const index of pending) {
       const output = job.outputs[index];
-      opened.push(await openExport(output, { executionId }, { signal: controller.signal, resume: { attemptId: resumeAttemptId(job.name, executionId, output) } }));
+      opened.push(
+        await openExport(output, { executionId }, {
+          signal: controller.signal,
+          resume: { attemptId: resumeAttemptId(job.name, executionId, output) },
+          // Stopped from outside (SIGTERM): finished parts survive for the next run, as after a kill.
+          keepOnStop: options.signal,
+        }),
+      );
     }
     const startRow = Math.min(...opened.map((o) => o.startRow));
     const pageSize = opened.find((o) => o.pageSize !== undefined)?.pageSize;

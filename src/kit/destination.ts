@@ -76,6 +76,13 @@ export interface Transaction {
    * must not overlap.
    */
   saveJournal?(body: Uint8Array): Promise<void>;
+  /**
+   * Stops without committing, as a kill would but cleanly: settles in-flight work (an open S3
+   * upload is aborted), and leaves the streams the saved journal lists, and the journal, for the
+   * next `begin` with this attempt id and `resume`. With no journal saved it is `abort`. For a
+   * stop the caller asked for (SIGTERM), so that finished parts survive it. Never throws.
+   */
+  suspend?(): Promise<void>;
 }
 
 export interface WriteOptions {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../src/client/index.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
@@ -152,6 +153,15 @@ describe('sluice (spawned)', () => {
     expect(out.code).toBe(0);
     const [row] = await duck(`select count(*)::int as n from read_parquet('${file}')`);
     expect(row).toEqual({ n: 2000 });
+    const arrowFile = join(dir, 'q.arrows');
+    const arrow = await sluice(['query', sql, '--format', 'arrow', '--out', arrowFile], { env });
+    expect(arrow.code).toBe(0);
+    const ipc = tableFromIPC(await readFile(arrowFile));
+    expect(ipc.toArray().map((r) => ({ id: Number(r.id), name: r.name as string }))).toEqual([
+      { id: 0, name: 'event_0' },
+      { id: 1, name: 'event_1' },
+      { id: 2, name: 'event_2' },
+    ]);
     const bad = await sluice(['query', 'select nope from nowhere', '--format', 'csv'], { env });
     expect(bad.code).toBe(5);
   });
@@ -201,6 +211,70 @@ describe('sluice (spawned)', () => {
     expect(ms).toBeLessThan(10_000);
     expect(await executionState(svc.url, svc.keys.demo.admin, id)).toBe('QUERY_STATE_CANCELED');
     expect(logLines(result.stderr).some((l) => l.msg === 'interrupted')).toBe(true);
+  });
+
+  it('serve takes --help like every other command', async () => {
+    const help = await sluice(['serve', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^usage: sluice serve \[--host 127\.0\.0\.1\] \[--port 8080\] \[--data-dir \.\/data\] \[--config FILE\]/);
+    expect(help.stdout).toContain('--data-dir');
+  });
+
+  it('views upsert/list/get/refresh/delete, and a job whose source is a view refresh exports the view', async () => {
+    const created = await sluice(['queries', 'create', '--name', 'by-day', '--sql', 'select day, count(*)::bigint as n from sample.events group by day order by day'], { env });
+    expect(created.code).toBe(0);
+    const { query_id } = JSON.parse(created.stdout) as { query_id: number };
+
+    const upsert = await sluice(['views', 'upsert', 'result_cli_days', '--query-id', String(query_id), '--cron', '0 3 * * *'], { env });
+    expect(upsert.stderr).not.toMatch(/"level":"error"/);
+    expect(upsert.code).toBe(0);
+    const view = JSON.parse(upsert.stdout) as { name: string };
+    expect(view.name).toMatch(/result_cli_days$/);
+    const full = view.name;
+    const listed = await sluice(['views', 'list', '--json'], { env });
+    expect(listed.code).toBe(0);
+    expect((JSON.parse(listed.stdout) as { materialized_views: { name: string }[] }).materialized_views.map((v) => v.name)).toContain(full);
+    const table = await sluice(['views', 'list'], { env });
+    expect(table.stdout).toMatch(/^name +\| query_id +\| cron /);
+    expect(table.stdout).toContain('0 3 * * *');
+    const got = await sluice(['views', 'get', full], { env });
+    expect(JSON.parse(got.stdout)).toMatchObject({ name: full, query_id, cron_expression: '0 3 * * *' });
+    const refreshed = await sluice(['views', 'refresh', 'result_cli_days', '--wait'], { env });
+    expect(refreshed.code).toBe(0);
+    expect(JSON.parse(refreshed.stdout)).toMatchObject({ execution_id: expect.stringMatching(/^01/), state: 'QUERY_STATE_COMPLETED' });
+    const badTier = await sluice(['views', 'refresh', 'result_cli_days', '--performance', 'huge'], { env });
+    expect(badTier.code).toBe(2);
+    expect(badTier.stderr).toContain('--performance must be medium or large, got "huge"');
+
+    // A job: refresh the view, then export what the refresh produced.
+    const out = join(dir, 'view-job');
+    const file = await jobFile(
+      'view.yaml',
+      `${remote}jobs:
+  - name: days
+    source: { view_refresh: { name: result_cli_days } }
+    outputs: [{ format: parquet, path: "\${OUT}/days" }]
+`,
+    );
+    const run = await sluice(['run', file, '--json'], { env: { ...env, OUT: out } });
+    expect(run.stderr).not.toMatch(/"level":"error"/);
+    expect(run.code).toBe(0);
+    const summary = JSON.parse(run.stdout) as { rows: number; executionId: string; credits: number };
+    expect(summary.rows).toBe(365);
+    const written = await duck(`select day::varchar as day, n::int as n from read_parquet('${out}/days/*.parquet') order by day`);
+    const viaQuery = await sluice(['query', `select day::varchar as day, n from ${full} order by day`, '--format', 'ndjson'], { env });
+    expect(viaQuery.code).toBe(0);
+    expect(written).toEqual(viaQuery.stdout.trim().split('\n').map((l) => {
+      const r = JSON.parse(l) as { day: string; n: number };
+      return { day: r.day, n: Number(r.n) };
+    }));
+    expect(written.reduce((n, r) => n + (r.n as number), 0)).toBe(2000);
+
+    const deleted = await sluice(['views', 'delete', full], { env });
+    expect(deleted.code).toBe(0);
+    const gone = await sluice(['views', 'get', full], { env });
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/404/);
   });
 
   it('queries create/get/update/archive and upload talk to the service', async () => {

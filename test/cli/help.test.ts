@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS, runCli } from '../../src/cli/commands/index.ts';
@@ -9,6 +11,7 @@ import { InvalidApiKeyError, ForbiddenError, PaymentRequiredError, ExecutionFail
 import { JobFileError } from '../../src/config/errors.ts';
 import { DestinationError } from '../../src/kit/errors.ts';
 import { BudgetExceededError } from '../../src/jobs/errors.ts';
+import { ROOT } from './sluiceProcess.ts';
 
 function capture(isTTY = false): OutputStream & { text(): string } {
   let text = '';
@@ -64,6 +67,30 @@ describe('exit codes', () => {
     expect(exitCodeOf(new Error('wrapped', { cause: new InvalidApiKeyError('401') }))).toBe(EXIT.auth);
     expect(exitCodeOf(new Error('anything'), true)).toBe(EXIT.interrupted);
     expect(EXIT_CODE_DOCS.map((d) => d.code)).toEqual([0, 1, 2, 3, 4, 5, 6, 130]);
+  });
+});
+
+describe('the README', () => {
+  it('documents exactly the exit codes of src/cli/exit-codes.ts, which `sluice --help` prints', async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('### Exit codes'));
+    const rows = [...section.slice(0, section.indexOf('\n\n', section.indexOf('| Code |'))).matchAll(/^\| (\d+) \| (.+) \|$/gm)];
+    expect(rows.map(([, code, meaning]) => ({ code: Number(code), meaning }))).toEqual(EXIT_CODE_DOCS);
+    const cli = io();
+    expect(await runCli(['--help'], { io: cli, signal: new AbortController().signal })).toBe(0);
+    for (const d of EXIT_CODE_DOCS) expect(cli.out.text()).toContain(`${String(d.code).padStart(3)}  ${d.meaning}\n`);
+  });
+
+  it('lists every command of the command table, and every command in it exists', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Command line'), readme.indexOf('### Exit codes'));
+    const table = section.split('\n').filter((l) => l.startsWith('| `sluice ')).join('\n');
+    // `sluice views list\|get\|...` stands for one command per subcommand.
+    const documented = [...table.matchAll(/`sluice ([^`]+)`/g)].flatMap(([, usage]) => {
+      const [cmd, second] = usage!.split(' ');
+      return second !== undefined && /^[a-z]+(\\\|[a-z]+)+$/.test(second) ? second.split('\\|').map((sub) => `${cmd} ${sub}`) : [cmd!];
+    });
+    expect(new Set(documented)).toEqual(new Set(COMMANDS.map((c) => c.name)));
   });
 });
 

@@ -1,3 +1,5 @@
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { writeExport } from '../../src/export/index.ts';
@@ -41,6 +43,43 @@ describe('s3 sink', () => {
     expect(await s3.list('s3-sink', 'cut/')).toEqual([]);
     const open = await openMultipartUploads(s3, 's3-sink', 'cut/');
     if (open !== undefined) expect(open).toBe(0);
+  });
+
+  it('sends the encryption and storage class settings with every object, path-style, signed with the standard credential chain', async () => {
+    // The local S3 ignores these headers, so a recording proxy in front of it checks what was sent.
+    const seen: { method: string; url: string; headers: Record<string, string | string[] | undefined> }[] = [];
+    const target = new URL(s3.endpoint);
+    const proxy = createServer((req, res) => {
+      seen.push({ method: req.method!, url: req.url!, headers: req.headers });
+      const upstream = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
+        res.writeHead(up.statusCode!, up.headers);
+        up.pipe(res);
+      });
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const endpoint = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      const s3opts = { endpoint, region: s3.region, force_path_style: true, part_size_mb: 5, sse: 'AES256', storage_class: 'STANDARD_IA' };
+      await writeExport(
+        { schema: numberedSchema, batches: numbered(200_000, 20_000), meta: { executionId: 'enc', totalRowCount: 200_000 } },
+        { format: 'csv', path: 's3://s3-sink/enc', s3: s3opts, max_rows_per_file: 150_000 },
+      );
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+    // Object creations: PUT without partNumber (small objects, markers) and POST ?uploads (multipart).
+    const creations = seen.filter((r) => (r.method === 'PUT' && !r.url.includes('partNumber=')) || (r.method === 'POST' && /[?&]uploads(=|&|$)/.test(r.url)));
+    expect(creations.map((r) => r.url.split('?')[0])).toEqual(
+      expect.arrayContaining(['/s3-sink/enc/part-00000-enc.csv', '/s3-sink/enc/part-00001-enc.csv', '/s3-sink/enc/_manifest.json', '/s3-sink/enc/_SUCCESS']),
+    );
+    for (const r of creations) {
+      expect(r.headers['x-amz-server-side-encryption'], r.url).toBe('AES256');
+      expect(r.headers['x-amz-storage-class'], r.url).toBe('STANDARD_IA');
+    }
+    // Credentials from the environment (AWS_ACCESS_KEY_ID), as the default chain finds them.
+    expect(seen.every((r) => String(r.headers.authorization).includes(`Credential=${process.env.AWS_ACCESS_KEY_ID}/`))).toBe(true);
+    expect(await s3.list('s3-sink', 'enc/')).toEqual(['enc/_SUCCESS', 'enc/_manifest.json', 'enc/part-00000-enc.csv', 'enc/part-00001-enc.csv']);
   });
 
   it('reports an unreachable endpoint as a DestinationError naming the URL', async () => {

@@ -74,10 +74,54 @@ describe('Dockerfile', () => {
     for (const entry of ['node_modules', '.git', '.sluice', 'out']) expect(dockerignore).toContain(entry);
   });
 
+  it('matches what the README says about the image and the quickstart', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    // Prose wraps anywhere: compare with runs of whitespace made one space.
+    const docker = readme.slice(readme.indexOf('## Scheduling and Docker'), readme.indexOf('## The local query service')).replace(/\s+/g, ' ');
+    const env = final.filter((i) => i.op === 'ENV').map((i) => i.args).join(' ');
+    const workdir = final.filter((i) => i.op === 'WORKDIR').at(-1)!.args;
+    // "runs as the unprivileged `node` user with `/data` as its working directory"
+    expect(docker).toContain('unprivileged `node` user with `/data` as its working directory');
+    expect(final.filter((i) => i.op === 'USER').at(-1)!.args).toBe('node');
+    expect(workdir).toBe('/data');
+    expect(final.some((i) => i.op === 'RUN' && /chown node:node \/data\b/.test(i.args))).toBe(true);
+    // "`ENTRYPOINT [\"sluice\"]`, `CMD [\"schedule\", \"/etc/sluice/jobs.yaml\"]`"
+    expect(docker).toContain(`\`ENTRYPOINT ${final.find((i) => i.op === 'ENTRYPOINT')!.args}\``);
+    expect(docker).toContain(`\`CMD ${final.find((i) => i.op === 'CMD')!.args}\``);
+    // "health check on `SLUICE_HEALTH_PORT` (9464)"; `-p 9464:9464`
+    const port = /SLUICE_HEALTH_PORT=(\d+)/.exec(env)![1]!;
+    expect(docker).toContain(`health check on \`SLUICE_HEALTH_PORT\` (${port})`);
+    expect(docker).toContain(`-p ${port}:${port}`);
+    expect(final.some((i) => i.op === 'EXPOSE' && i.args === port)).toBe(true);
+    expect(final.find((i) => i.op === 'HEALTHCHECK')!.args).toContain('SLUICE_HEALTH_PORT');
+    // "the image's default job file (config/docker/jobs.yaml)", mounted over at /etc/sluice/jobs.yaml
+    const jobCopy = final.find((i) => i.op === 'COPY' && i.args.endsWith('/etc/sluice/jobs.yaml'))!.args.split(/\s+/)[0]!;
+    expect(docker).toContain(`default job file (${jobCopy})`);
+    expect(docker).toContain(':/etc/sluice/jobs.yaml:ro"');
+    expect(docker).toContain('-v sluice-data:/data');
+    // "multi-stage (`npm ci` then `npm prune --omit=dev` in the build stage)"
+    expect(docker).toContain('multi-stage (`npm ci` then `npm prune --omit=dev` in the build stage)');
+    expect(docker).toContain('The image is `node:24-slim`');
+
+    // The quickstart's two commands: `npm ci && npx sluice run config/examples/quickstart.yaml`, then `npm test`.
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string>; scripts: Record<string, string> };
+    const quick = /```sh\n(npm ci && npx sluice run (\S+))\n```/.exec(readme);
+    expect(quick, 'the quickstart command').not.toBeNull();
+    expect(existsSync(join(ROOT, quick![2]!))).toBe(true);
+    expect(pkg.bin.sluice).toBeDefined();
+    expect(readme).toContain('```sh\nnpm test\n```');
+    expect(pkg.scripts.test).toMatch(/\bvitest run\b/);
+    expect(all.some((i) => i.op === 'RUN' && /\bnpm ci\b/.test(i.args))).toBe(true);
+  });
+
   it('the schedule process the image runs stops within the bound on SIGTERM with exit code 0', async () => {
     const data = await mkdtemp(join(tmpdir(), 'sluice-docker-'));
+    // Exactly the image's command, with the job file it copies in place of /etc/sluice/jobs.yaml.
+    const jobCopy = final.find((i) => i.op === 'COPY' && i.args.endsWith('/etc/sluice/jobs.yaml'))!.args.split(/\s+/)[0]!;
+    const cmd = (JSON.parse(final.find((i) => i.op === 'CMD')!.args) as string[]).map((a) => (a === '/etc/sluice/jobs.yaml' ? join(ROOT, jobCopy) : a));
+    expect(cmd[0]).toBe('schedule');
     try {
-      const proc = startSluice(['schedule', join(ROOT, 'config/docker/jobs.yaml')], {
+      const proc = startSluice(cmd, {
         cwd: data,
         env: { SLUICE_DATA: data, SLUICE_SAMPLE_ROWS: '1000', SLUICE_HEALTH_PORT: '0', SLUICE_SCHEDULE: '0 0 1 1 *' },
       });

@@ -6,8 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { HIVE_DEFAULT_PARTITION, ManifestInvalidError, RowCountMismatchError, writeExport } from '../../src/export/index.ts';
 import { ConfigError, DestinationError } from '../../src/kit/index.ts';
 import { streamDestination } from '../../connectors/sinks/stdout/index.ts';
-import { stdout } from '../../connectors/index.ts';
-import { builtins } from '../../src/export/index.ts';
+import { file, stdout } from '../../connectors/index.ts';
+import { builtins, resolveOutput } from '../../src/export/index.ts';
 import { listFiles } from '../connectors/destinations.ts';
 import { fromArray, numbered, numberedSchema } from '../connectors/fixtures.ts';
 import { duckRowsJS as query } from '../helpers/duckdb.ts';
@@ -45,6 +45,41 @@ describe('writeExport', () => {
     // Partition columns live in the path, not in the files.
     const cols = await query(`DESCRIBE SELECT * FROM read_parquet('${path}/grp=g1/*.parquet', hive_partitioning = false)`);
     expect(cols.map((c) => c.column_name)).toEqual(['id', 'name']);
+
+    // keep_partition_columns: the column stays in the files too, with its type.
+    const kept = await outDir();
+    await writeExport({ schema: numberedSchema, batches: numbered(90, 20), meta: { executionId: 'e-keep' } }, { format: 'parquet', path: kept, partition_by: ['grp'], keep_partition_columns: true });
+    const inFile = await query(`SELECT count(*)::INTEGER AS n, count(DISTINCT grp)::INTEGER AS g FROM read_parquet('${kept}/grp=g1/*.parquet', hive_partitioning = false) WHERE grp = 'g1'`);
+    expect(inFile).toEqual([{ n: 30, g: 1 }]);
+  });
+
+  it('partitions by several columns, nested in the given order, each NULL as the default partition', async () => {
+    const path = await outDir();
+    const { Schema, Field, Utf8, Int64, RecordBatch, makeData, Struct, vectorFromArray } = await import('apache-arrow');
+    const schema = new Schema([new Field('a', new Utf8(), true), new Field('b', new Int64(), true), new Field('v', new Int64(), false)]);
+    const batch = new RecordBatch(schema, makeData({
+      type: new Struct(schema.fields), length: 5, nullCount: 0,
+      children: [
+        vectorFromArray(['x', 'x', 'y', null, 'x'], new Utf8()).data[0]!,
+        vectorFromArray([1n, null, 1n, 2n, 1n], new Int64()).data[0]!,
+        vectorFromArray([10n, 20n, 30n, 40n, 50n], new Int64()).data[0]!,
+      ],
+    }));
+    const summary = await writeExport({ schema, batches: fromArray([batch]), meta: { executionId: 'e-two', totalRowCount: 5 } }, { format: 'parquet', path, partition_by: ['a', 'b'] });
+    expect(summary.files.map((f) => f.path.split('/').slice(0, 2).join('/')).sort()).toEqual([
+      `a=${HIVE_DEFAULT_PARTITION}/b=2`,
+      'a=x/b=1',
+      `a=x/b=${HIVE_DEFAULT_PARTITION}`,
+      'a=y/b=1',
+    ]);
+    expect(summary.files.find((f) => f.path.startsWith('a=x/b=1/'))).toMatchObject({ rows: 2, partition: { a: 'x', b: '1' } });
+    const rows = await query(`SELECT a, b::VARCHAR AS b, sum(v)::INTEGER AS v FROM read_parquet('${path}/*/*/*.parquet', hive_partitioning = true) GROUP BY a, b ORDER BY a NULLS FIRST, b NULLS FIRST`);
+    expect(rows).toEqual([
+      { a: null, b: '2', v: 40 },
+      { a: 'x', b: null, v: 20 },
+      { a: 'x', b: '1', v: 60 },
+      { a: 'y', b: '1', v: 30 },
+    ]);
   });
 
   it('escapes partition values as Hive does', async () => {
@@ -58,6 +93,61 @@ describe('writeExport', () => {
     await writeExport({ schema, batches: fromArray([batch]), meta: { executionId: 'e-esc' } }, { format: 'csv', path, partition_by: ['k'] });
     const dirsWritten = (await listFiles(path)).filter((n) => !n.startsWith('_')).map((n) => n.split('/')[0]).sort();
     expect(dirsWritten).toEqual([`k=${HIVE_DEFAULT_PARTITION}`, 'k=a%2Fb', 'k=x%3Dy%3Az']);
+  });
+
+  it('keeps at most max_open_files files open: the least recently used partition file is finished and later rows roll to a new part', async () => {
+    const path = await outDir();
+    // The file sink, counting the streams being written at once.
+    let writing = 0;
+    let most = 0;
+    const counted = {
+      ...file,
+      create: (config: Parameters<typeof file.create>[0]) => {
+        const destination = file.create(config);
+        return {
+          ...destination,
+          read: destination.read.bind(destination),
+          close: destination.close.bind(destination),
+          async begin(options: Parameters<typeof destination.begin>[0]) {
+            const tx = await destination.begin(options);
+            return {
+              ...tx,
+              commit: tx.commit.bind(tx),
+              abort: tx.abort.bind(tx),
+              async write(name: string, body: AsyncIterable<Uint8Array>, opts?: Parameters<typeof tx.write>[2]) {
+                most = Math.max(most, ++writing);
+                try {
+                  return await tx.write(name, body, opts);
+                } finally {
+                  writing -= 1;
+                }
+              },
+            };
+          },
+        };
+      },
+    };
+    const registry = { formats: builtins.formats, sinks: builtins.sinks.map((s) => (s.type === 'file' ? counted : s)) };
+    // Unsorted: the three groups alternate row by row, in batches of 9 rows.
+    const summary = await writeExport(
+      { schema: numberedSchema, batches: numbered(90, 9), meta: { executionId: 'e-lru', totalRowCount: 90 } },
+      { format: 'csv', path, partition_by: ['grp'], max_open_files: 2 },
+      { registry },
+    );
+    expect(most).toBe(2);
+    // Each group comes back after the other two evicted it: a new part every time.
+    expect(summary.files.length).toBe(90);
+    const rows = await query(`SELECT grp, count(*)::INTEGER AS n, sum(id - 9007199254740000)::INTEGER AS s FROM read_csv('${path}/**/*.csv', hive_partitioning = true) GROUP BY grp ORDER BY grp NULLS FIRST`);
+    expect(rows).toEqual([
+      { grp: null, n: 30, s: 1305 },
+      { grp: 'g1', n: 30, s: 1335 },
+      { grp: 'g2', n: 30, s: 1365 },
+    ]);
+
+    // The default bound leaves three partitions alone: one file each.
+    const again = await writeExport({ schema: numberedSchema, batches: numbered(90, 9), meta: { executionId: 'e-lru2' } }, { format: 'csv', path: await outDir(), partition_by: ['grp'] });
+    expect(again.files).toHaveLength(3);
+    expect(() => resolveOutput({ format: 'csv', path: '/x', max_open_files: 0 })).toThrow(/max_open_files/);
   });
 
   it('rolls files by bytes', async () => {

@@ -35,7 +35,8 @@ export type FileConfig = z.output<typeof fileConfig>;
  * complete old output, the complete new output, or (for the instant between the renames) no
  * directory — never a mix. Abort removes the staging directory; the old output is untouched.
  *
- * Resume: the staging directory is named after the attempt id, so a run killed mid-export
+ * Resume: the staging directory is named after the attempt id, so a run killed (or stopped:
+ * `suspend` settles its writes and leaves the directory as a kill would) mid-export
  * leaves `.<dir>.sluice-staging-<attemptId>` behind; a later `begin` with the same id and
  * `resume` reopens it (its journal, its complete files). Staging directories of other attempts
  * of the same output are removed at `begin` unless their owner (host and pid, written at
@@ -96,6 +97,11 @@ const JOURNAL = '.sluice-journal';
 
 function fileTransaction(target: string, staging: string, url: string, options: BeginOptions, journal: Uint8Array | undefined): Transaction {
   const inFlight = new Set<Promise<unknown>>();
+  let journalSaved = journal !== undefined;
+  const abort = async (): Promise<void> => {
+    await Promise.allSettled([...inFlight]);
+    await rm(staging, { recursive: true, force: true }).catch(() => undefined);
+  };
   const track = <T>(p: Promise<T>): Promise<T> => {
     inFlight.add(p);
     void p.then(
@@ -147,6 +153,7 @@ function fileTransaction(target: string, staging: string, url: string, options: 
     },
 
     async saveJournal(body: Uint8Array) {
+      journalSaved = true;
       // Temp file, sync, rename: a kill leaves the previous journal or this one, never half.
       const tmp = join(staging, `${JOURNAL}.tmp`);
       const handle = await open(tmp, 'w');
@@ -197,9 +204,13 @@ function fileTransaction(target: string, staging: string, url: string, options: 
       if (existing !== undefined) await rm(old, { recursive: true, force: true });
     },
 
-    async abort() {
+    abort,
+
+    async suspend() {
+      if (!journalSaved) return abort();
+      // The staging area stays as a kill leaves it; `retain` of the next attempt drops what the
+      // journal does not list (a file cut short here included).
       await Promise.allSettled([...inFlight]);
-      await rm(staging, { recursive: true, force: true }).catch(() => undefined);
     },
   };
 }

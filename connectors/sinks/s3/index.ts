@@ -66,7 +66,8 @@ export type S3Config = z.output<typeof s3Config>;
  * during a run can see new objects next to old ones; names carry the execution id, and the same
  * execution id always has the same rows, so an overwritten key holds the same data. Abort and
  * failure abort in-flight uploads (after their parts settle) and delete the objects this run
- * wrote, except keys the committed output still lists.
+ * wrote, except keys the committed output still lists. A stop (`suspend`, SIGTERM) aborts the
+ * in-flight uploads but keeps finished objects and the journal for the next attempt.
  *
  * Resume: parts are at their final keys already, so the staging area is the journal object
  * `<prefix>/.sluice-journal-<attemptId>.json`; `retain` checks that each journaled object
@@ -154,6 +155,13 @@ function s3Transaction(location: S3Location, store: ObjectStore, url: string, op
   const journalKey = keyOf(location, journalName(options.attemptId));
   let journalSaved = journal !== undefined;
   const inFlight = new Map<Promise<unknown>, AbortController>();
+  const abort = async (): Promise<void> => {
+    for (const controller of inFlight.values()) controller.abort(new Error('transaction aborted'));
+    await Promise.allSettled([...inFlight.keys()]);
+    const ours = [...written, ...retained].filter((k) => !previous.has(k));
+    if (journalSaved) ours.push(journalKey);
+    await store.delete(ours).catch(() => undefined);
+  };
 
   return {
     journal,
@@ -231,12 +239,14 @@ function s3Transaction(location: S3Location, store: ObjectStore, url: string, op
       }
     },
 
-    async abort() {
-      for (const controller of inFlight.values()) controller.abort(new Error('transaction aborted'));
+    abort,
+
+    async suspend() {
+      if (!journalSaved) return abort();
+      // Open uploads are aborted (no parts left behind); finished objects and the journal stay for
+      // the next attempt. What the journal does not list is swept by the next commit at the prefix.
+      for (const controller of inFlight.values()) controller.abort(new Error('transaction suspended'));
       await Promise.allSettled([...inFlight.keys()]);
-      const ours = [...written, ...retained].filter((k) => !previous.has(k));
-      if (journalSaved) ours.push(journalKey);
-      await store.delete(ours).catch(() => undefined);
     },
   };
 }

@@ -25,7 +25,7 @@ export const runCommand = defineCommand({
   details: [
     'A run that was interrupted (killed, or stopped by SIGTERM after its execution finished)',
     'resumes on the next run: the same execution while it has not expired, outputs already',
-    'committed skipped. Part files a killed run finished are kept; only the rest of the result',
+    'committed skipped. Part files a killed or stopped run finished are kept; only the rest of the result',
     'is fetched again. The summary (rows, files, bytes, credits) goes to stdout, logs to stderr.',
   ].join('\n'),
   async run({ io, values, positionals, log, signal }) {

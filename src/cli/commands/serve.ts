@@ -24,6 +24,11 @@ export const serveCommand: ServeCommand = {
   summary: 'run the local query service',
   usage: USAGE,
   async run(argv) {
+    // Every command takes --help (issue 6); serve parses its own arguments, so it answers here.
+    if (argv.includes('--help') || argv.includes('-h')) {
+      process.stdout.write(`${USAGE}\n`);
+      return 0;
+    }
     let values: { host: string; port: string; 'data-dir': string; config?: string | undefined };
     try {
       ({ values } = parseArgs({

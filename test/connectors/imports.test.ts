@@ -1,0 +1,39 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from '../cli/sluiceProcess.ts';
+
+// Issue 5: connectors live one folder each and import only src/kit (plus npm packages), so a
+// connector can be read, tested and replaced on its own.
+
+const CONNECTORS = join(ROOT, 'connectors');
+const KIT = join(ROOT, 'src/kit');
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+}
+
+const inside = (path: string, dir: string): boolean => path === dir || path.startsWith(`${dir}${sep}`);
+
+describe('connectors/', () => {
+  const files = sources(CONNECTORS).filter((f) => dirname(f) !== CONNECTORS); // connectors/index.ts is the list of all
+
+  it('has the formats and sinks of the issue, one folder each', () => {
+    const folders = [...new Set(files.map((f) => relative(CONNECTORS, f).split(sep).slice(0, 2).join('/')))].sort();
+    expect(folders).toEqual(['formats/arrow', 'formats/csv', 'formats/ndjson', 'formats/parquet', 'sinks/file', 'sinks/s3', 'sinks/stdout']);
+  });
+
+  it('each connector imports only its own folder, src/kit and packages', () => {
+    const offences: string[] = [];
+    for (const file of files) {
+      const own = join(CONNECTORS, ...relative(CONNECTORS, file).split(sep).slice(0, 2));
+      for (const [, spec] of readFileSync(file, 'utf8').matchAll(/\bfrom\s+'([^']+)'/g)) {
+        if (!spec!.startsWith('.')) continue;
+        const target = resolve(dirname(file), spec!);
+        if (!inside(target, own) && !inside(target, KIT)) offences.push(`${relative(ROOT, file)} imports ${spec}`);
+      }
+    }
+    expect(files.length).toBeGreaterThan(7);
+    expect(offences).toEqual([]);
+  });
+});

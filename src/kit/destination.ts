@@ -7,7 +7,7 @@ import type { z } from 'zod';
  * close. Names are `/`-separated relative paths such as `day=2024-01-01/part-00000-x.parquet`.
  */
 export interface Destination {
-  /** Where this destination points, for messages: `file:///tmp/out`, `s3://bucket/prefix`. */
+  /** Where this destination points, for messages: `file:///srv/exports/out`, `s3://bucket/prefix`. */
   readonly url: string;
   /** Whether more than one named stream can be stored (stdout takes exactly one). */
   readonly multiFile: boolean;

@@ -1,3 +1,5 @@
+import { PeriodicTask } from '../periodic.ts';
+
 /** An execution as the sweeper sees it. */
 export interface RetainedExecution {
   id: string;
@@ -54,37 +56,26 @@ export async function sweepExpired(target: RetentionTarget, now: number): Promis
  * coalesced into the one already running.
  */
 export class RetentionSweeper {
-  readonly #target: RetentionTarget;
-  readonly #now: () => number;
-  #running: Promise<SweepReport> | undefined;
-  #timer: NodeJS.Timeout | undefined;
+  readonly #task: PeriodicTask<SweepReport>;
 
   constructor(target: RetentionTarget, now: () => number) {
-    this.#target = target;
-    this.#now = now;
+    this.#task = new PeriodicTask(() => sweepExpired(target, now()));
   }
 
   sweep(): Promise<SweepReport> {
-    this.#running ??= sweepExpired(this.#target, this.#now()).finally(() => {
-      this.#running = undefined;
-    });
-    return this.#running;
+    return this.#task.run();
   }
 
   start(intervalMs: number, onError: (err: unknown) => void): void {
-    this.stop();
-    this.#timer = setInterval(() => void this.sweep().catch(onError), intervalMs);
-    this.#timer.unref();
+    this.#task.start(intervalMs, onError);
   }
 
   stop(): void {
-    if (this.#timer !== undefined) clearInterval(this.#timer);
-    this.#timer = undefined;
+    this.#task.stop();
   }
 
   /** Stops the timer and waits for a sweep in progress. */
-  async close(): Promise<void> {
-    this.stop();
-    await this.#running?.catch(() => {});
+  close(): Promise<void> {
+    return this.#task.close();
   }
 }

@@ -134,7 +134,9 @@ export class ServiceLimits {
   }
 
   start(): void {
-    this.scheduler.start(this.#deps.settings.limits.view_scheduler_interval_ms);
+    this.scheduler.start(this.#deps.settings.limits.view_scheduler_interval_ms, (err) =>
+      console.error('sluice service: view scheduler tick failed:', err),
+    );
   }
 
   /** Stops the scheduler (no more refreshes are submitted). */

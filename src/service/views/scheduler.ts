@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.ts';
+import { PeriodicTask } from '../periodic.ts';
 import { nextRunAfter } from './cron.ts';
 import { fullViewName } from './naming.ts';
 import type { ViewRegistry } from './registry.ts';
@@ -23,8 +24,7 @@ export interface ViewSchedulerDeps {
  */
 export class ViewScheduler {
   readonly #d: ViewSchedulerDeps;
-  #timer: NodeJS.Timeout | undefined;
-  #ticking: Promise<string[]> | undefined;
+  readonly #task = new PeriodicTask(() => this.#tick());
 
   constructor(deps: ViewSchedulerDeps) {
     this.#d = deps;
@@ -32,10 +32,7 @@ export class ViewScheduler {
 
   /** Returns the full names of the views whose refresh it started. */
   tick(): Promise<string[]> {
-    this.#ticking ??= this.#tick().finally(() => {
-      this.#ticking = undefined;
-    });
-    return this.#ticking;
+    return this.#task.run();
   }
 
   async #tick(): Promise<string[]> {
@@ -62,19 +59,16 @@ export class ViewScheduler {
     return started;
   }
 
-  start(intervalMs: number): void {
-    this.stop();
-    this.#timer = setInterval(() => void this.tick(), intervalMs);
-    this.#timer.unref();
+  /** A tick that fails (e.g. the registry cannot be written) goes to `onError`; the timer keeps going. */
+  start(intervalMs: number, onError: (err: unknown) => void): void {
+    this.#task.start(intervalMs, onError);
   }
 
   stop(): void {
-    if (this.#timer !== undefined) clearInterval(this.#timer);
-    this.#timer = undefined;
+    this.#task.stop();
   }
 
-  async close(): Promise<void> {
-    this.stop();
-    await this.#ticking?.catch(() => {});
+  close(): Promise<void> {
+    return this.#task.close();
   }
 }

@@ -1,6 +1,8 @@
-// Sinks benchmark: rows/s and peak RSS per format, to local disk and to a local S3 (fauxqs,
-// in this process, objects stored on disk). 1M rows x 8 columns; BENCH_BIG=1 adds 5M.
-// Baseline: generating the same batches and discarding them, measured in the same run.
+// Sinks benchmark: rows/s and peak RSS per format, to local disk and to a local S3 (fauxqs in a
+// process of its own, objects stored on disk, so its memory is not counted as the writer's).
+// 1M rows x 8 columns; BENCH_BIG=1 adds 5M. Each case runs in a fresh process, so its peak RSS is
+// its own. Baseline: generating the same batches and discarding them, measured in the same run.
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +10,7 @@ import {
   Bool, DateDay, Decimal, Field, Float64, Int32, Int64, makeData, RecordBatch, Schema, Struct, TimeUnit, Timestamp, Utf8, vectorFromArray,
 } from 'apache-arrow';
 import { writeExport } from '../src/export/index.ts';
-import { startLocalS3 } from '../test/helpers/s3.ts';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 
 const BATCH = 65_536;
 
@@ -82,42 +84,82 @@ const FORMATS = [
   { format: 'parquet', format_options: { compression: 'zstd' } },
 ] as const;
 
+type Case = { rows: number; format?: (typeof FORMATS)[number]; path?: string; endpoint?: string };
+type Result = { seconds: number; peakRssMb: number; bytes: number };
+
+/** One case, in this process: the child side of run(). Prints its result as one JSON line. */
+export async function runCase(c: Case): Promise<void> {
+  let bytes = 0;
+  const m = await measure(async () => {
+    if (c.format === undefined || c.path === undefined) {
+      for await (const _ of generate(c.rows)) void _;
+      return;
+    }
+    const summary = await writeExport(
+      { schema, batches: generate(c.rows), meta: { executionId: `bench-${c.rows}`, totalRowCount: c.rows } },
+      { ...c.format, path: c.path, ...(c.endpoint ? { s3: { endpoint: c.endpoint, region: 'us-east-1' } } : {}) },
+    );
+    bytes = summary.bytes;
+  });
+  console.log(JSON.stringify({ ...m, bytes } satisfies Result));
+}
+
+function inChild(c: Case): Result {
+  const script = `const m = await import(${JSON.stringify(import.meta.url)}); await m.runCase(${JSON.stringify(c)});`;
+  const out = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8', env: s3Env() });
+  if (out.status !== 0) throw new Error(`bench case ${JSON.stringify(c)} failed: ${out.stderr}`);
+  return JSON.parse(out.stdout.trim().split('\n').at(-1) ?? '') as Result;
+}
+
+function s3Env(): NodeJS.ProcessEnv {
+  return { AWS_ACCESS_KEY_ID: 'bench', AWS_SECRET_ACCESS_KEY: 'bench', AWS_REGION: 'us-east-1', ...process.env };
+}
+
+/** fauxqs on 127.0.0.1 in a child process; resolves with its endpoint once it listens. */
+async function startS3Process(storageDir: string): Promise<{ endpoint: string; stop(): void }> {
+  const script = `import { startFauxqs } from 'fauxqs'; const s = await startFauxqs({ port: 0, logger: false, s3StorageDir: ${JSON.stringify(storageDir)} }); console.log('port=' + s.port);`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve, reject) => {
+    let text = '';
+    child.stdout.on('data', (d: Buffer) => {
+      text += d.toString();
+      const m = /port=(\d+)/.exec(text);
+      if (m) resolve(m[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`fauxqs exited with ${code}`)));
+  });
+  return { endpoint: `http://127.0.0.1:${port}`, stop: () => child.kill() };
+}
+
 export async function run(): Promise<void> {
   const sizes = process.env.BENCH_BIG === '1' ? [1_000_000, 5_000_000] : [1_000_000];
   const scratch = await mkdtemp(join(tmpdir(), 'sluice-bench-sinks-'));
-  const s3 = await startLocalS3({ storageDir: join(scratch, 's3') });
-  await s3.createBucket('bench');
+  const s3 = await startS3Process(join(scratch, 's3'));
+  const client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' } });
+  await client.send(new CreateBucketCommand({ Bucket: 'bench' }));
+  client.destroy();
   try {
     for (const rows of sizes) {
-      const base = await measure(async () => {
-        for await (const _ of generate(rows)) void _;
-      });
+      const base = inChild({ rows });
       const baseRate = rows / base.seconds;
-      console.log(`\nsinks: ${rows.toLocaleString('en')} rows x 8 columns, batches of ${BATCH}`);
+      console.log(`\nsinks: ${rows.toLocaleString('en')} rows x 8 columns, batches of ${BATCH}, each case in a fresh process`);
       console.log(`  baseline (generate only)      ${fmt(baseRate)} rows/s   peak RSS ${base.peakRssMb.toFixed(0)} MB`);
       for (const f of FORMATS) {
         for (const target of ['disk', 's3'] as const) {
           const label = `${f.format}${'format_options' in f ? `/${f.format_options.compression}` : ''} -> ${target}`;
           const path = target === 'disk' ? join(scratch, `${label.replace(/\W+/g, '-')}-${rows}`) : `s3://bench/${label.replace(/\W+/g, '-')}-${rows}`;
-          let bytes = 0;
-          const m = await measure(async () => {
-            const summary = await writeExport(
-              { schema, batches: generate(rows), meta: { executionId: `bench-${rows}`, totalRowCount: rows } },
-              { ...f, path, ...(target === 's3' ? { s3: { endpoint: s3.endpoint, region: s3.region } } : {}) },
-            );
-            bytes = summary.bytes;
-          });
+          const m = inChild({ rows, format: f, path, ...(target === 's3' ? { endpoint: s3.endpoint } : {}) });
           const rate = rows / m.seconds;
           console.log(
-            `  ${label.padEnd(28)}  ${fmt(rate)} rows/s  ${(bytes / 2 ** 20 / m.seconds).toFixed(1).padStart(6)} MB/s  ` +
-              `${(bytes / 2 ** 20).toFixed(1).padStart(7)} MB  peak RSS ${m.peakRssMb.toFixed(0)} MB  (${(rate / baseRate).toFixed(2)}x baseline)`,
+            `  ${label.padEnd(28)}  ${fmt(rate)} rows/s  ${(m.bytes / 2 ** 20 / m.seconds).toFixed(1).padStart(6)} MB/s  ` +
+              `${(m.bytes / 2 ** 20).toFixed(1).padStart(7)} MB  peak RSS ${m.peakRssMb.toFixed(0)} MB  (${(rate / baseRate).toFixed(2)}x baseline)`,
           );
           if (target === 'disk') await rm(path, { recursive: true, force: true });
         }
       }
     }
   } finally {
-    await s3.stop();
+    s3.stop();
     await rm(scratch, { recursive: true, force: true });
   }
 }

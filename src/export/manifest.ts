@@ -34,6 +34,8 @@ export interface Manifest {
   query_id: number | null;
   parameters: Record<string, unknown> | null;
   ended_at: string | null;
+  /** `ExportMeta.fingerprint`: with the execution id, what the files hold. */
+  fingerprint: string | null;
   written_at: string;
   format: string;
   partition_by: string[];

@@ -34,6 +34,11 @@ export interface ExportMeta {
   totalRowCount?: number;
   /** Rows per page of the read feeding the export; kept in the resume journal (see `openExport`). */
   pageSize?: number;
+  /**
+   * What besides the execution decides the files (the caller's result shaping and output options),
+   * recorded in the manifest: a later export of the same execution can only be skipped when it matches.
+   */
+  fingerprint?: string;
 }
 
 export interface ExportProgress {
@@ -351,6 +356,7 @@ function buildManifest(input: ExportInput, resolved: ResolvedOutput, files: File
     query_id: input.meta.queryId ?? null,
     parameters: input.meta.parameters ?? null,
     ended_at: input.meta.endedAt ?? null,
+    fingerprint: input.meta.fingerprint ?? null,
     written_at: new Date().toISOString(),
     format: resolved.format.type,
     partition_by: [...resolved.partitionBy],

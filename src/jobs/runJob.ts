@@ -7,7 +7,7 @@ import type { Progress } from '../pipeline/progress.ts';
 import { isTerminal, type ExecutionStatus } from '../protocol/index.ts';
 import { resumeAttemptId } from './attemptId.ts';
 import { checkBytes, creditsAllowed } from './budget.ts';
-import { committedExport } from './committedOutput.ts';
+import { committedExport, outputFingerprint } from './committedOutput.ts';
 import { BudgetExceededError } from './errors.ts';
 import { worthRetrying } from './retryable.ts';
 import { jobFingerprint, RunStateStore } from './runState.ts';
@@ -168,7 +168,7 @@ async function attemptRun(job: Job, options: RunJobOptions, store: RunStateStore
   const summaries: (OutputSummary | undefined)[] = new Array(job.outputs.length).fill(undefined);
   const pending: number[] = [];
   for (const [i, output] of job.outputs.entries()) {
-    const done = await committedExport(output, execution.id, totalRows, signal);
+    const done = await committedExport(output, execution.id, totalRows, outputFingerprint(job, output), signal);
     if (done) {
       summaries[i] = { url: done.url, format: output.format, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0 };
       events?.onOutput?.(summaries[i]!);
@@ -270,7 +270,10 @@ async function exportAll(job: Job, pending: readonly number[], executionId: stri
     let first: { error: unknown } | undefined;
     const settled = await Promise.allSettled(
       opened.map((export_, k) =>
-        export_.write({ schema, batches: skipRows(branches[k]!, export_.startRow - startRow), meta }, { signal: controller.signal }).catch((error: unknown) => {
+        export_.write(
+          { schema, batches: skipRows(branches[k]!, export_.startRow - startRow), meta: { ...meta, fingerprint: outputFingerprint(job, job.outputs[pending[k]!]) } },
+          { signal: controller.signal },
+        ).catch((error: unknown) => {
           // Stop the others: outputs of one run are all written, or the run fails. The abort also
           // releases an output waiting on this one's unread branch. The first failure is the cause;
           // the others only report that abort.

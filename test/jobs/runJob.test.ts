@@ -158,6 +158,42 @@ describe('runJob', () => {
     expect(b).toEqual({ n: 3000 });
   });
 
+  it('skips an output committed for the same execution only when its result shaping and output options are unchanged', async () => {
+    const stateDir = join(dir, 'state-reexport');
+    const path = join(dir, 'reexport');
+    const first = await runJob(
+      job(`  - name: reexport
+    source: { sql: "select id, name from sample.events order by id" }
+    outputs: [{ format: csv, path: "\${DIR}/reexport" }]
+`),
+      { client, stateDir, signal: signal() },
+    );
+    // The same execution again (a stored `latest` result, or `sluice run --execution`), unchanged: nothing to write.
+    const same = await runJob(
+      job(`  - name: reexport
+    source: { sql: "select id, name from sample.events order by id" }
+    outputs: [{ format: csv, path: "\${DIR}/reexport" }]
+`),
+      { client, stateDir, signal: signal(), executionId: first.executionId },
+    );
+    expect(same.outputs.map((o) => o.skipped)).toEqual([true]);
+    // Other columns and another format into the same directory: the old CSV must not stand for it.
+    const changed = await runJob(
+      job(`  - name: reexport
+    source: { sql: "select id, name from sample.events order by id" }
+    result: { columns: [id] }
+    outputs: [{ format: parquet, path: "\${DIR}/reexport" }]
+`),
+      { client, stateDir, signal: signal(), executionId: first.executionId },
+    );
+    expect(changed.outputs.map((o) => o.skipped)).toEqual([false]);
+    const names = await readdir(path);
+    expect(names.filter((n) => n.endsWith('.csv'))).toEqual([]);
+    expect(await duck(`select count(*)::int as n from read_parquet('${path}/*.parquet')`)).toEqual([{ n: 3000 }]);
+    const [described] = await duck(`select list(column_name) as cols from (describe select * from read_parquet('${path}/*.parquet'))`);
+    expect(described).toEqual({ cols: ['id'] });
+  });
+
   it('does not resume when the source changed since the killed run', async () => {
     const stateDir = join(dir, 'state-changed');
     const old = await client.execute({ sql: 'select 1 as x' });

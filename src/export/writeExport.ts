@@ -132,7 +132,7 @@ export async function openExport(output: unknown, meta: Pick<ExportMeta, 'execut
   try {
     signal?.throwIfAborted();
     const previous = destination.multiFile ? await previousFiles(destination, signal) : [];
-    tx = await destination.begin({ attemptId: options.resume?.attemptId ?? attemptId(), previous, resume: resumable, ...(signal ? { signal } : {}) });
+    tx = await destination.begin({ attemptId: options.resume?.attemptId ?? attemptId(), previous, markers: [SUCCESS_NAME, MANIFEST_NAME], resume: resumable, ...(signal ? { signal } : {}) });
   } catch (error) {
     await destination.close();
     throw error;

@@ -29,7 +29,14 @@ export interface BeginOptions {
    * Staging areas of other attempts at the same place, whose writer is gone, are removed.
    */
   readonly attemptId: string;
+  /** What the committed output at this place consists of (its manifest's files and the markers). */
   readonly previous: readonly string[];
+  /**
+   * The commit markers among `previous`, most telling first (`_SUCCESS`, then `_manifest.json`).
+   * A destination that must overwrite, in place, an object the committed output lists removes these
+   * first: a failure then leaves no committed output rather than one that lists changed objects.
+   */
+  readonly markers?: readonly string[];
   readonly signal?: AbortSignal;
   /**
    * Reopen what an earlier attempt with the same `attemptId` staged (it was killed) instead of

@@ -45,6 +45,34 @@ describe('s3 sink', () => {
     if (open !== undefined) expect(open).toBe(0);
   });
 
+  it('re-exporting one execution with another layout withdraws the committed output before overwriting its objects', async () => {
+    // Run 1 commits parts of 1000 rows; run 2 reads the same execution into parts of 500 rows,
+    // overwrites part-00000 under the same key, then fails. The old manifest must not survive to
+    // describe a part-00000 that no longer holds its rows: a failure leaves no committed output.
+    const opts = { endpoint: s3.endpoint, region: s3.region };
+    await writeExport(
+      { schema: numberedSchema, batches: numbered(3_000, 500), meta: { executionId: 'relayout', totalRowCount: 3_000 } },
+      { format: 'csv', path: 's3://s3-sink/relayout', max_rows_per_file: 1_000, s3: opts },
+    );
+    expect(await s3.list('s3-sink', 'relayout/')).toContain('relayout/_SUCCESS');
+    const failing = writeExport(
+      { schema: numberedSchema, batches: numbered(3_000, 500, 1_500), meta: { executionId: 'relayout', totalRowCount: 3_000 } },
+      { format: 'csv', path: 's3://s3-sink/relayout', max_rows_per_file: 500, s3: opts },
+    );
+    await expect(failing).rejects.toThrow();
+    const left = await s3.list('s3-sink', 'relayout/');
+    expect(left).not.toContain('relayout/_SUCCESS');
+    expect(left).not.toContain('relayout/_manifest.json');
+
+    // The next successful run commits the new layout and sweeps what is left of the old one.
+    const summary = await writeExport(
+      { schema: numberedSchema, batches: numbered(3_000, 500), meta: { executionId: 'relayout', totalRowCount: 3_000 } },
+      { format: 'csv', path: 's3://s3-sink/relayout', max_rows_per_file: 500, s3: opts },
+    );
+    expect(summary.files).toHaveLength(6);
+    expect((await s3.list('s3-sink', 'relayout/')).filter((k) => k.includes('part-'))).toHaveLength(6);
+  });
+
   it('sends the encryption and storage class settings with every object, path-style, signed with the standard credential chain', async () => {
     // The local S3 ignores these headers, so a recording proxy in front of it checks what was sent.
     const seen: { method: string; url: string; headers: Record<string, string | string[] | undefined> }[] = [];

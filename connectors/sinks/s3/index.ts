@@ -63,10 +63,13 @@ export type S3Config = z.output<typeof s3Config>;
  * then puts `_manifest.json` and `_SUCCESS` (each PUT replaces atomically) and finally deletes
  * the previous manifest's objects that the new one does not list. Readers that go through the
  * manifest (or wait for `_SUCCESS`) always see one complete output. A reader listing the prefix
- * during a run can see new objects next to old ones; names carry the execution id, and the same
- * execution id always has the same rows, so an overwritten key holds the same data. Abort and
- * failure abort in-flight uploads (after their parts settle) and delete the objects this run
- * wrote, except keys the committed output still lists. A stop (`suspend`, SIGTERM) aborts the
+ * during a run can see new objects next to old ones. Names carry the execution id, but the same
+ * execution exported with another layout (columns, format options, rolling) puts other bytes under
+ * the same key: before the first upload that overwrites a key the committed output lists, its
+ * markers (`_SUCCESS`, then `_manifest.json`) are deleted, so a failure from there on leaves no
+ * committed output instead of a manifest that describes changed objects. Abort and failure abort
+ * in-flight uploads (after their parts settle) and delete the objects this run wrote, except keys
+ * a still-committed output lists. A stop (`suspend`, SIGTERM) aborts the
  * in-flight uploads but keeps finished objects and the journal for the next attempt.
  *
  * Resume: parts are at their final keys already, so the staging area is the journal object
@@ -155,10 +158,19 @@ function s3Transaction(location: S3Location, store: ObjectStore, url: string, op
   const journalKey = keyOf(location, journalName(options.attemptId));
   let journalSaved = journal !== undefined;
   const inFlight = new Map<Promise<unknown>, AbortController>();
+  // Set once the committed output's markers are gone: its objects are then no longer protected.
+  let withdrawal: Promise<void> | undefined;
+  const withdraw = (): Promise<void> =>
+    (withdrawal ??= (async () => {
+      for (const marker of options.markers ?? []) {
+        const key = keyOf(location, marker);
+        if (previous.has(key)) await store.delete([key]);
+      }
+    })());
   const abort = async (): Promise<void> => {
     for (const controller of inFlight.values()) controller.abort(new Error('transaction aborted'));
     await Promise.allSettled([...inFlight.keys()]);
-    const ours = [...written, ...retained].filter((k) => !previous.has(k));
+    const ours = [...written, ...retained].filter((k) => withdrawal !== undefined || !previous.has(k));
     if (journalSaved) ours.push(journalKey);
     await store.delete(ours).catch(() => undefined);
   };
@@ -175,6 +187,13 @@ function s3Transaction(location: S3Location, store: ObjectStore, url: string, op
         for await (const chunk of body) {
           bytes += chunk.byteLength;
           yield chunk;
+        }
+      }
+      if (previous.has(key)) {
+        try {
+          await withdraw();
+        } catch (error) {
+          throw new DestinationError(url, `withdrawing the committed output before overwriting ${name} at`, error, true);
         }
       }
       // Recorded before the upload starts: an upload that completes after abort began is still cleaned up.

@@ -9,7 +9,9 @@ beforeAll(async () => {
 afterAll(() => fx?.close());
 
 /** Runs ~2 s when nothing stops it; a lost cancel shows as a run of that length. */
-const SECONDS = 'SELECT count(*) FROM range(600000000) t(i) WHERE i % 7 = 3';
+// Runs for many seconds if nothing stops it, so the bounds below (a few seconds, room for a loaded
+// CI machine) still tell a stopped query from one that ran to its end.
+const SECONDS = 'SELECT count(*) FROM range(6000000000) t(i) WHERE i % 7 = 3';
 
 describe('cancel lands between statements', () => {
   test('an abort at any moment of execute stops it promptly (the interrupt is repeated, not lost)', async () => {
@@ -26,7 +28,7 @@ describe('cancel lands between statements', () => {
       ctl.abort();
       const err = await run.then(() => undefined, (e: unknown) => e);
       const ms = performance.now() - aborted;
-      if (ms > 500) slow.push(`abort after ${(k * 0.1).toFixed(1)} ms took ${Math.round(ms)} ms`);
+      if (ms > 3000) slow.push(`abort after ${(k * 0.1).toFixed(1)} ms took ${Math.round(ms)} ms`);
       expect(err).toMatchObject({ kind: 'canceled' });
       expect(await fx.engine.hasResult(o.resultId)).toBe(false);
     }
@@ -37,7 +39,7 @@ describe('cancel lands between statements', () => {
     for (const ms of [1, 2, 3, 4]) {
       const t0 = performance.now();
       await expect(fx.engine.execute(SECONDS, opts({ timeoutMs: ms }))).rejects.toMatchObject({ kind: 'timeout' });
-      expect(performance.now() - t0).toBeLessThan(500);
+      expect(performance.now() - t0).toBeLessThan(3000);
     }
   });
 
@@ -47,7 +49,7 @@ describe('cancel lands between statements', () => {
     await new Promise((r) => setTimeout(r, 1));
     const t0 = performance.now();
     await own.close();
-    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(performance.now() - t0).toBeLessThan(5000);
     expect(await run).toMatchObject({ kind: 'canceled' });
   });
 });

@@ -232,7 +232,8 @@ describe('cancel, timeout, concurrency', () => {
     await new Promise((r) => setTimeout(r, 100));
     const started = performance.now();
     const page = await fx.engine.page(id, { offset: 10, limit: 5 });
-    expect(performance.now() - started).toBeLessThan(1000);
+    // SLOW never ends on its own: a page blocked behind it would never come.
+    expect(performance.now() - started).toBeLessThan(5000);
     expect(ids(page.rowsJson)).toEqual([10, 11, 12, 13, 14]);
     ctl.abort();
     await expect(run).rejects.toMatchObject({ kind: 'canceled' });

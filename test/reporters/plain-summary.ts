@@ -1,0 +1,20 @@
+// Prints one plain closing line, `N passed, N failed, N skipped`, after vitest's own summary, so
+// that tools reading the last line of a test run (CI among them) find the counts in a known shape.
+import type { Reporter, TestModule } from 'vitest/node';
+
+export default class PlainSummaryReporter implements Reporter {
+  onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
+    let passed = 0;
+    let failed = 0;
+    let skipped = 0;
+    for (const module of testModules) {
+      for (const test of module.children.allTests()) {
+        const state = test.result().state;
+        if (state === 'passed') passed++;
+        else if (state === 'failed') failed++;
+        else skipped++;
+      }
+    }
+    process.stdout.write(`\n${passed} passed, ${failed} failed, ${skipped} skipped\n`);
+  }
+}

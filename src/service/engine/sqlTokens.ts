@@ -12,6 +12,8 @@ export interface SqlToken {
   end: number;
 }
 
+const WORD = /[A-Za-z_0-9$\u0080-\uffff]+/y;
+
 export function tokenize(text: string): SqlToken[] {
   const out: SqlToken[] = [];
   let i = 0;
@@ -42,7 +44,9 @@ export function tokenize(text: string): SqlToken[] {
       out.push({ kind: 'string', value: text.slice(i + tag.length, close < 0 ? end : close), start: i, end });
       i = end;
     } else if (/[A-Za-z_0-9\u0080-\uffff]/.test(ch)) {
-      const m = /^[A-Za-z_0-9$\u0080-\uffff]+/.exec(text.slice(i))!;
+      // Sticky, from i: slicing the rest of the text for every word would be quadratic in its length.
+      WORD.lastIndex = i;
+      const m = WORD.exec(text)!;
       out.push({ kind: 'word', value: m[0].toLowerCase(), start: i, end: i + m[0].length });
       i += m[0].length;
     } else {

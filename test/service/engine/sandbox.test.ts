@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { EngineError, type ExecuteOptions } from '../../../src/service/engine/index.ts';
+import { Sandbox } from '../../../src/service/engine/sandbox.ts';
 import { opts, startEngine, type EngineFixture } from './engineFixture.ts';
 
 let fx: EngineFixture;
@@ -156,9 +157,20 @@ describe('databases, extensions and settings', () => {
     expect(await rows('SELECT count(*)::INTEGER AS n FROM sample.events')).toEqual([{ n: 100 }]);
   });
 
-  test('a statement hidden from the splitter behind an E-string is still found', async () => {
+  test("a statement after an E-string with an escaped quote is split off and judged on its own", async () => {
+    // The splitter reads E'it\'s' as one string (it shares the sandbox's tokenizer), so the
+    // ATTACH is a statement of its own, denied at its position.
     const err = await denied("SELECT E'it\\'s'; ATTACH ':memory:' AS m");
-    expectDenial(err, 'one statement expected');
+    expectDenial(err, 'ATTACH');
+    expect(err).toMatchObject({ line: 1, column: 18 });
+  });
+
+  test('text that holds two statements is refused whole, should a splitter ever hand it over', async () => {
+    // The backstop behind the splitter: DuckDB's own statement count, asked by the sandbox.
+    const denial = await fx.engine.withConnection((conn) =>
+      new Sandbox(conn, { team: 'demo', mainCatalog: 'engine', readableSchemas: new Set(['main', 'sample']), systemViews: new Set() }).check("SELECT 1; ATTACH ':memory:' AS m"),
+    );
+    expect(denial?.message).toContain('one statement expected');
   });
 
   test('query forms the parser cannot hand over are refused, not guessed', async () => {

@@ -10,3 +10,4 @@ export * from './views.ts';
 export * from './uploads.ts';
 export * from './usage.ts';
 export * from './paths.ts';
+export * from './arrowPage.ts';

@@ -36,6 +36,10 @@ export function jobEvents(job: string, log: Logger, stderr: OutputStream, showBa
       bar?.clear();
       jobLog.warn(`run failed, retrying in ${Math.round(delayMs / 1000)} s`, { attempt, error: error instanceof Error ? error.message : String(error) });
     },
+    onWarning: (message, fields) => {
+      bar?.clear();
+      jobLog.warn(message, fields);
+    },
   };
   return {
     events,

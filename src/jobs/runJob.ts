@@ -10,6 +10,7 @@ import { checkBytes, creditsAllowed } from './budget.ts';
 import { committedExport, outputFingerprint } from './committedOutput.ts';
 import { BudgetExceededError } from './errors.ts';
 import { worthRetrying } from './retryable.ts';
+import { type RunRecord, RunHistory } from './runHistory.ts';
 import { jobFingerprint, RunStateStore } from './runState.ts';
 import { startExecution, TIER_COST } from './startExecution.ts';
 import { skipRows } from './skipRows.ts';
@@ -44,6 +45,8 @@ export interface JobSummary {
   readonly durationMs: number;
   readonly attempts: number;
   readonly outputs: readonly OutputSummary[];
+  /** Credits left in the team's billing cycle after the run (absent when the key may not read usage). */
+  readonly creditsLeft?: number;
 }
 
 export interface RunEvents {
@@ -51,6 +54,9 @@ export interface RunEvents {
   onProgress?(progress: Progress & { totalPages: number | undefined }): void;
   onOutput?(output: OutputSummary): void;
   onRetry?(event: { attempt: number; error: unknown; delayMs: number }): void;
+  /** The run's record, as appended to the run history, whatever the outcome. */
+  onRecorded?(record: RunRecord): void;
+  onWarning?(message: string, fields: Record<string, unknown>): void;
 }
 
 export interface RunJobOptions {
@@ -69,6 +75,7 @@ export interface RunJobOptions {
 }
 
 const CANCEL_TIMEOUT_MS = 5_000;
+const USAGE_TIMEOUT_MS = 5_000;
 
 /**
  * One run of a job: find or start the execution -> wait -> budget check -> stream the result
@@ -79,25 +86,93 @@ const CANCEL_TIMEOUT_MS = 5_000;
 export async function runJob(job: Job, options: RunJobOptions): Promise<JobSummary> {
   const store = new RunStateStore(options.stateDir);
   const release = await store.lock(job.name);
-  const began = performance.now();
-  const spent = { credits: 0 };
+  const run: RunTally = { startedAt: new Date(), began: performance.now(), credits: 0, attempts: 0 };
   try {
-    const retries = job.retries ?? 0;
-    let delay = (job.retry_delay_seconds ?? 5) * 1000;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const result = await attemptRun(job, options, store, spent);
-        return { ...result, credits: spent.credits, attempts: attempt, durationMs: performance.now() - began };
-      } catch (error) {
-        if (attempt > retries || !worthRetrying(error, options.signal)) throw error;
-        options.events?.onRetry?.({ attempt, error, delayMs: delay });
-        await (options.sleep ?? abortableSleep)(delay, options.signal);
-        delay *= 2;
-      }
+    let summary: JobSummary;
+    try {
+      summary = await attemptWithRetries(job, options, store, run);
+    } catch (error) {
+      await recordRun(job, options, run, { error });
+      throw error;
     }
+    const creditsLeft = await creditsLeftInCycle(options.client, options.signal);
+    const final = creditsLeft === undefined ? summary : { ...summary, creditsLeft };
+    await recordRun(job, options, run, { summary: final });
+    return final;
   } finally {
     await release();
   }
+}
+
+/** What a run has done so far, across its attempts: enough to record it however it ends. */
+interface RunTally {
+  readonly startedAt: Date;
+  readonly began: number;
+  credits: number;
+  attempts: number;
+  executionId?: string;
+}
+
+async function attemptWithRetries(job: Job, options: RunJobOptions, store: RunStateStore, run: RunTally): Promise<JobSummary> {
+  const retries = job.retries ?? 0;
+  let delay = (job.retry_delay_seconds ?? 5) * 1000;
+  for (let attempt = 1; ; attempt++) {
+    run.attempts = attempt;
+    try {
+      const result = await attemptRun(job, options, store, run);
+      return { ...result, credits: run.credits, attempts: attempt, durationMs: performance.now() - run.began };
+    } catch (error) {
+      if (attempt > retries || !worthRetrying(error, options.signal)) throw error;
+      options.events?.onRetry?.({ attempt, error, delayMs: delay });
+      await (options.sleep ?? abortableSleep)(delay, options.signal);
+      delay *= 2;
+    }
+  }
+}
+
+/** Credits left in the team's cycle, for the summary; undefined when the key may not read usage. */
+async function creditsLeftInCycle(client: ServiceClient, signal: AbortSignal): Promise<number | undefined> {
+  try {
+    const usage = await client.getUsage({ signal: AbortSignal.any([signal, AbortSignal.timeout(USAGE_TIMEOUT_MS)]) });
+    return Math.max(0, usage.credits_limit - usage.credits_used);
+  } catch {
+    return undefined; // a key without the Admin scope, or a service without usage: the summary says less
+  }
+}
+
+/** Appends the run to the state directory's history; a history that cannot be written does not fail the run. */
+async function recordRun(job: Job, options: RunJobOptions, run: RunTally, end: { summary: JobSummary } | { error: unknown }): Promise<void> {
+  const summary = 'summary' in end ? end.summary : undefined;
+  const error = 'error' in end ? end.error : undefined;
+  const record: RunRecord = {
+    version: 1,
+    job: job.name,
+    started_at: run.startedAt.toISOString(),
+    ended_at: new Date().toISOString(),
+    outcome: summary ? 'succeeded' : options.signal.aborted ? 'stopped' : 'failed',
+    ...(error === undefined ? {} : { error: { code: errorCode(error), message: error instanceof Error ? error.message : String(error) } }),
+    ...((summary?.executionId ?? run.executionId) === undefined ? {} : { execution_id: summary?.executionId ?? run.executionId }),
+    resumed: summary?.resumed ?? false,
+    rows: summary?.rows ?? 0,
+    fetched_rows: summary?.fetchedRows ?? 0,
+    files: summary?.files ?? 0,
+    bytes: summary?.bytes ?? 0,
+    credits: run.credits,
+    ...(summary?.creditsLeft === undefined ? {} : { credits_left: summary.creditsLeft }),
+    attempts: run.attempts,
+    outputs: (summary?.outputs ?? []).map((o) => ({ url: o.url, format: o.format, rows: o.rows, files: o.files, bytes: o.bytes, skipped: o.skipped })),
+  };
+  try {
+    await new RunHistory(options.stateDir).append(record);
+  } catch (failure) {
+    options.events?.onWarning?.('could not append the run to the run history', { error: failure instanceof Error ? failure.message : String(failure) });
+  }
+  options.events?.onRecorded?.(record);
+}
+
+function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : error instanceof Error ? error.name : 'UNKNOWN';
 }
 
 type AttemptResult = Omit<JobSummary, 'credits' | 'attempts' | 'durationMs'>;
@@ -108,7 +183,7 @@ interface Written {
   readonly fetchedRows: number;
 }
 
-async function attemptRun(job: Job, options: RunJobOptions, store: RunStateStore, spent: { credits: number }): Promise<AttemptResult> {
+async function attemptRun(job: Job, options: RunJobOptions, store: RunStateStore, spent: RunTally): Promise<AttemptResult> {
   const { client, signal, events } = options;
   const fingerprint = jobFingerprint(job);
   const performance = job.performance ?? 'medium';
@@ -142,6 +217,7 @@ async function attemptRun(job: Job, options: RunJobOptions, store: RunStateStore
       await store.write({ version: 1, job: job.name, fingerprint, execution_id: execution.id, started, started_at: new Date().toISOString() });
     }
   }
+  spent.executionId = execution.id;
   events?.onExecution?.({ executionId: execution.id, started: started && !resumed, resumed });
 
   // 2. Wait; on abort, cancel what this job started and is still running.
@@ -152,6 +228,8 @@ async function attemptRun(job: Job, options: RunJobOptions, store: RunStateStore
     if (signal.aborted) {
       if (started) await cancelQuietly(execution);
     }
+    // An execution that ran and then failed is charged too: the run's credits say so.
+    if (started && !resumed && isExecutionOutcome(error)) spent.credits += await chargedFor(client, execution.id);
     // A failed, cancelled or expired execution cannot be resumed; an abort mid-wait was cancelled.
     if (signal.aborted || !worthRetrying(error, signal) || isExecutionOutcome(error)) await store.clear(job.name);
     throw error;
@@ -300,6 +378,16 @@ async function resumable(client: ServiceClient, executionId: string, signal: Abo
   } catch (error) {
     if (signal.aborted) throw error;
     return false;
+  }
+}
+
+/** What the service charged for a finished execution (0 when it cannot be asked). */
+async function chargedFor(client: ServiceClient, executionId: string): Promise<number> {
+  try {
+    const status = await client.getStatus(executionId, { signal: AbortSignal.timeout(USAGE_TIMEOUT_MS) });
+    return status.execution_cost_credits ?? 0;
+  } catch {
+    return 0;
   }
 }
 

@@ -8,11 +8,16 @@ export interface ScheduledJob {
   readonly timezone?: string | undefined;
 }
 
-/** What a run reports back; a thrown error counts as a failed run. */
+/**
+ * What a run reports back. A run that failed after spending credits reports them with its `error`
+ * (so the metrics count what the run history records); a thrown error counts as a failed run
+ * that spent nothing.
+ */
 export interface RunOutcome {
   readonly rows: number;
   readonly bytes: number;
   readonly credits: number;
+  readonly error?: unknown;
 }
 
 export interface SchedulerEvents {
@@ -134,8 +139,9 @@ export class Scheduler {
       try {
         const result = await this.#options.run(name, controller.signal);
         const durationMs = performance.now() - started;
-        metrics?.finished({ job: name, ok: true, ...result, durationMs, endedAt: clock.now() });
-        events?.onFinish?.(name, { ok: true, result, durationMs });
+        const ok = result.error === undefined;
+        metrics?.finished({ job: name, ok, rows: result.rows, bytes: result.bytes, credits: result.credits, durationMs, endedAt: clock.now() });
+        events?.onFinish?.(name, ok ? { ok: true, result, durationMs } : { ok: false, error: result.error, durationMs });
       } catch (error) {
         const durationMs = performance.now() - started;
         metrics?.finished({ job: name, ok: false, rows: 0, bytes: 0, credits: 0, durationMs, endedAt: clock.now() });

@@ -91,7 +91,7 @@ describe('sluice (spawned)', () => {
     const result = await sluice(['run', file], { env: { ...env, OUT: out } });
     expect(result.stderr).not.toMatch(/"level":"error"/);
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/^events: 2,000 rows, 4 files, [\d.]+ KiB, 10 credits in 0:\d\d \(execution 01[0-9A-Z]{24}\)\n/);
+    expect(result.stdout).toMatch(/^events: 2,000 rows, 4 files, [\d.]+ KiB, 10 credits \([\d,]+ left in the cycle\) in 0:\d\d \(execution 01[0-9A-Z]{24}\)\n/);
     expect(result.stdout).toContain(`file://${out}/parquet  parquet  2,000 rows  3 files`);
     const logs = logLines(result.stderr);
     expect(logs.length).toBeGreaterThan(0);
@@ -190,7 +190,7 @@ describe('sluice (spawned)', () => {
     try {
       const result = await sluice(['run', join(ROOT, 'config/examples/quickstart.yaml')], { cwd, env: { SLUICE_SAMPLE_ROWS: '5000' } });
       expect(result.code).toBe(0);
-      expect(result.stdout).toMatch(/^quickstart: 5,000 rows, 1 file, [\d.]+ KiB, 10 credits in/);
+      expect(result.stdout).toMatch(/^quickstart: 5,000 rows, 1 file, [\d.]+ KiB, 10 credits \([\d,]+ left in the cycle\) in/);
       expect(logLines(result.stderr).some((l) => l.msg === 'started the embedded local service')).toBe(true);
       const [row] = await duck(`select count(*)::int as n from read_parquet('${cwd}/out/quickstart/*.parquet')`);
       expect(row).toEqual({ n: 5000 });

@@ -50,6 +50,61 @@ describe('sluice schedule (spawned)', () => {
     expect(result.code).toBe(0);
     expect(ms).toBeLessThan(10_000);
     expect(logLines(result.stderr).some((l) => l.msg === 'stopped')).toBe(true);
+
+    // The run history agrees with the metrics: one record per counted run, the same rows and credits.
+    const listed = await startSluice(['runs', 'counted', '--file', file, '--json'], { env }).done;
+    expect(listed.code).toBe(0);
+    const runs = JSON.parse(listed.stdout) as { job: string; outcome: string; rows: number; credits: number }[];
+    expect(runs.map((r) => [r.job, r.outcome, r.rows])).toEqual([['counted', 'succeeded', 1000]]);
+    const credits = /sluice_job_credits_total\{job="counted"\} (\d+)/.exec(metrics)?.[1];
+    expect(Number(credits)).toBe(runs[0]!.credits);
+  });
+
+  it('a scheduled run that fails is in the history and the metrics with the same credits', async () => {
+    const file = await scheduleFile('failing', "select error('boom') from sample.events");
+    const proc = startSluice(['schedule', file, '--health-port', '0', '--health-host', '127.0.0.1', '--run-now'], { env });
+    const [, url] = (await proc.waitFor(/"health server listening","url":"(http:[^"]+)"/)) as unknown as [string, string];
+    await proc.waitFor(/boom/);
+    let metrics = '';
+    for (let i = 0; i < 50 && !metrics.includes('sluice_job_failures_total{job="failing"} 1'); i++) {
+      metrics = await (await fetch(`${url}/metrics`)).text();
+      if (!metrics.includes('sluice_job_failures_total{job="failing"} 1')) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(metrics).toContain('sluice_job_failures_total{job="failing"} 1');
+    expect((await terminate(proc)).result.code).toBe(0);
+    const listed = await startSluice(['runs', '--file', file, '--json'], { env }).done;
+    const runs = (JSON.parse(listed.stdout) as { job: string; outcome: string; credits: number; error?: { code: string } }[]).filter((r) => r.job === 'failing');
+    expect(runs.map((r) => [r.outcome, r.error?.code])).toEqual([['failed', 'EXECUTION_FAILED']]);
+    const credits = /sluice_job_credits_total\{job="failing"\} (\d+)/.exec(metrics)?.[1];
+    expect(Number(credits)).toBe(runs[0]!.credits);
+    // The text listing names the job, the outcome and the error.
+    const text = await startSluice(['runs', 'failing', '--file', file], { env }).done;
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/failing\s+\|\s+failed\s+\|[^\n]*EXECUTION_FAILED: [^\n]*boom/);
+  });
+
+  it('sluice usage prints the cycle: credits used and left, executions, storage', async () => {
+    const before = await (await fetch(`${svc.url}/v1/usage`, { headers: { 'X-Service-Api-Key': svc.keys.demo.admin } })).json() as { credits_used: number; credits_limit: number; executions: number };
+    const text = await startSluice(['usage', '--base-url', svc.url], { env }).done;
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^team demo, billing cycle \S+ to \S+\n/);
+    expect(text.stdout).toContain(`${before.credits_used.toLocaleString('en-US')} used of ${before.credits_limit.toLocaleString('en-US')}, ${(before.credits_limit - before.credits_used).toLocaleString('en-US')} left`);
+    const json = await startSluice(['usage', '--base-url', svc.url, '--json'], { env }).done;
+    expect(JSON.parse(json.stdout)).toMatchObject({ team: 'demo', executions: before.executions, credits_left: before.credits_limit - before.credits_used });
+    // A key without the Admin scope is told so.
+    const denied = await startSluice(['usage', '--base-url', svc.url], { env: { ...env, SERVICE_API_KEY: svc.keys.demo.read } }).done;
+    expect(denied.code).not.toBe(0);
+    expect(denied.stderr).toMatch(/Admin/);
+  });
+
+  it('sluice runs with no history says so, and refuses a bad --last', async () => {
+    const empty = await startSluice(['runs', '--state-dir', join(dir, 'nothing-here')], { env }).done;
+    expect(empty.code).toBe(0);
+    expect(empty.stdout).toBe('');
+    expect(empty.stderr).toMatch(/no runs recorded/);
+    const bad = await startSluice(['runs', '--last', 'ten'], { env }).done;
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--last must be a whole number of runs, got "ten"/);
   });
 
   it('on SIGTERM cancels the remote execution of a run in flight and still exits within the bound', async () => {

@@ -4,11 +4,13 @@ import { queriesArchiveCommand, queriesCreateCommand, queriesGetCommand, queries
 import { queryCommand } from './query.ts';
 import { resultsCommand } from './results.ts';
 import { runCommand } from './run.ts';
+import { runsCommand } from './runs.ts';
 import { scheduleCommand } from './schedule.ts';
 import { schemaCommand } from './schema.ts';
 import { serveCommand } from './serve.ts';
 import { cancelCommand, statusCommand } from './status.ts';
 import { uploadCommand } from './upload.ts';
+import { usageCommand } from './usage.ts';
 import { validateCommand } from './validate.ts';
 import { viewsDeleteCommand, viewsGetCommand, viewsListCommand, viewsRefreshCommand, viewsUpsertCommand } from './views.ts';
 
@@ -26,6 +28,8 @@ export const COMMANDS: readonly Command[] = [
   validateCommand,
   schemaCommand,
   scheduleCommand,
+  runsCommand,
+  usageCommand,
   queryCommand,
   statusCommand,
   cancelCommand,

@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { loadJobFile } from '../../config/loadJobFile.ts';
 import { DEFAULT_STATE_DIR } from '../../config/jobSchema.ts';
 import { connect } from '../../jobs/connect.ts';
+import type { RunRecord } from '../../jobs/runHistory.ts';
 import { runJob } from '../../jobs/runJob.ts';
 import { systemClock } from '../../scheduler/clock.ts';
 import { startHealthServer, type HealthServer } from '../../scheduler/healthServer.ts';
@@ -62,9 +63,15 @@ export const scheduleCommand = defineCommand({
         run: async (name, runSignal) => {
           const job = scheduled.find((j) => j.name === name)!;
           const { events } = jobEvents(name, log, io.stderr, false);
-          const summary = await runJob(job, { client: connection.client, stateDir, signal: runSignal, events });
-          log.info('job finished', summaryFields(summary));
-          return { rows: summary.rows, bytes: summary.bytes, credits: summary.credits };
+          // The metrics count the run as its history record does, credits of a failed run included.
+          let recorded: RunRecord | undefined;
+          try {
+            const summary = await runJob(job, { client: connection.client, stateDir, signal: runSignal, events: { ...events, onRecorded: (r) => (recorded = r) } });
+            log.info('job finished', summaryFields(summary));
+            return { rows: summary.rows, bytes: summary.bytes, credits: summary.credits };
+          } catch (error) {
+            return { rows: 0, bytes: 0, credits: recorded?.credits ?? 0, error };
+          }
         },
         events: {
           onStart: (job) => log.info('run started', { job }),

@@ -19,7 +19,7 @@ export function formatSummary(s: JobSummary): string {
   // Only when parts of a killed run were kept does the fetched count differ from the total.
   const fetched = s.fetchedRows === s.rows ? '' : ` (${s.fetchedRows.toLocaleString('en-US')} fetched)`;
   const lines = [
-    `${s.job}: ${s.rows.toLocaleString('en-US')} rows${fetched}, ${plural(s.files, 'file')}, ${formatBytes(s.bytes)}, ${s.credits} credits in ${fmtDuration(s.durationMs)} (execution ${s.executionId}${how})`,
+    `${s.job}: ${s.rows.toLocaleString('en-US')} rows${fetched}, ${plural(s.files, 'file')}, ${formatBytes(s.bytes)}, ${s.credits} credits${left(s)} in ${fmtDuration(s.durationMs)} (execution ${s.executionId}${how})`,
     ...s.outputs.map(
       (o) =>
         `  ${o.url}  ${o.format}  ${o.rows.toLocaleString('en-US')} rows  ${plural(o.files, 'file')}  ${formatBytes(o.bytes)}` +
@@ -41,6 +41,7 @@ export function summaryFields(s: JobSummary): Record<string, unknown> {
     files: s.files,
     bytes: s.bytes,
     credits: s.credits,
+    ...(s.creditsLeft === undefined ? {} : { credits_left: s.creditsLeft }),
     duration_ms: Math.round(s.durationMs),
     attempts: s.attempts,
     outputs: s.outputs.map((o) => ({
@@ -53,6 +54,10 @@ export function summaryFields(s: JobSummary): Record<string, unknown> {
       resumed_files: o.resumedFiles,
     })),
   };
+}
+
+function left(s: JobSummary): string {
+  return s.creditsLeft === undefined ? '' : ` (${s.creditsLeft.toLocaleString('en-US')} left in the cycle)`;
 }
 
 function plural(n: number, noun: string): string {

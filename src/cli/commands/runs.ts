@@ -1,0 +1,79 @@
+import { resolve } from 'node:path';
+import { DEFAULT_STATE_DIR } from '../../config/jobSchema.ts';
+import { loadJobFile } from '../../config/loadJobFile.ts';
+import { RunHistory, type RunRecord } from '../../jobs/runHistory.ts';
+import { defineCommand, flag, stringOption } from '../command.ts';
+import { EXIT } from '../exit-codes.ts';
+import { writeOut } from '../io.ts';
+import { toJson } from '../output/json.ts';
+import { formatBytes } from '../output/summary.ts';
+import { renderTable } from '../output/table.ts';
+import { fmtDuration } from '../progress.ts';
+import { UsageError } from '../usage-error.ts';
+
+const DEFAULT_LAST = 20;
+
+export const runsCommand = defineCommand({
+  name: 'runs',
+  summary: 'List the recorded runs of jobs (all jobs, or JOB), newest last',
+  args: '[JOB]',
+  maxArgs: 1,
+  options: {
+    file: { type: 'string', short: 'f', valueName: 'FILE', description: "Read the history in this job file's state_dir" },
+    'state-dir': { type: 'string', valueName: 'DIR', description: `State directory holding the history (default: the job file's state_dir, else ${DEFAULT_STATE_DIR})` },
+    last: { type: 'string', valueName: 'N', description: `How many runs to list (default ${DEFAULT_LAST}; 0 = all)` },
+    json: { type: 'boolean', description: 'Print the runs as a JSON array' },
+  },
+  details: [
+    'Every run of `sluice run` and `sluice schedule` appends one record to history.jsonl in the',
+    "job file's state_dir: start, end, outcome, error, execution, rows, bytes, credits (and what was",
+    'left in the cycle), cursor range and outputs. The history is rotated past 1 MiB (one old generation kept).',
+  ].join('\n'),
+  async run({ io, values, positionals }) {
+    const lastText = stringOption(values, 'last');
+    if (lastText !== undefined && !/^\d+$/.test(lastText)) throw new UsageError(`--last must be a whole number of runs, got ${JSON.stringify(lastText)}`);
+    const last = lastText === undefined ? DEFAULT_LAST : Number(lastText);
+    const stateDir = await historyDir(values, io);
+    const job = positionals[0];
+    const runs = await new RunHistory(stateDir).list({ ...(job === undefined ? {} : { job }), ...(last === 0 ? {} : { last }) });
+    if (flag(values, 'json')) {
+      await writeOut(io.stdout, toJson(runs));
+    } else if (runs.length === 0) {
+      await writeOut(io.stderr, `no runs recorded${job === undefined ? '' : ` for job ${JSON.stringify(job)}`} in ${stateDir}\n`);
+    } else {
+      await writeOut(io.stdout, renderTable(COLUMNS, runs.map(row), 160));
+    }
+    return EXIT.ok;
+  },
+});
+
+async function historyDir(values: Record<string, unknown>, io: { cwd: string; env: Record<string, string | undefined> }): Promise<string> {
+  const explicit = values['state-dir'];
+  if (typeof explicit === 'string') return resolve(io.cwd, explicit);
+  const file = values.file;
+  if (typeof file === 'string') {
+    const jobFile = await loadJobFile(resolve(io.cwd, file), io.env);
+    return resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
+  }
+  return resolve(io.cwd, DEFAULT_STATE_DIR);
+}
+
+/** The client's `method GET url (execution id): ` prefix: --json keeps it, the table shows what went wrong. */
+const REQUEST_CONTEXT = /^\w+ (?:GET|POST|PATCH|PUT|DELETE) \S+(?: \([^)]*\))?: /;
+
+const COLUMNS = ['started', 'job', 'outcome', 'rows', 'bytes', 'credits', 'duration', 'execution', 'error'];
+
+function row(r: RunRecord): Record<string, unknown> {
+  const ms = Date.parse(r.ended_at) - Date.parse(r.started_at);
+  return {
+    started: r.started_at.replace(/\.\d+Z$/, 'Z'),
+    job: r.job,
+    outcome: r.resumed && r.outcome === 'succeeded' ? 'succeeded (resumed)' : r.outcome,
+    rows: r.rows.toLocaleString('en-US'),
+    bytes: formatBytes(r.bytes),
+    credits: r.credits_left === undefined ? String(r.credits) : `${r.credits} (${r.credits_left.toLocaleString('en-US')} left)`,
+    duration: fmtDuration(ms),
+    execution: r.execution_id ?? '',
+    error: r.error ? `${r.error.code}: ${r.error.message.replace(REQUEST_CONTEXT, '')}` : '',
+  };
+}

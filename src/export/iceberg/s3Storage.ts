@@ -1,0 +1,89 @@
+import { Readable } from 'node:stream';
+import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import type { TableStorage } from './storage.ts';
+
+export interface S3TableLocation {
+  readonly bucket: string;
+  /** Key prefix of the table, without a trailing slash ('' for the bucket root). */
+  readonly prefix: string;
+}
+
+/**
+ * A table under an S3 prefix. The commit point is a PUT with `If-None-Match: *`, which S3
+ * (since 2024) and most compatible stores reject with 412 when the key exists.
+ */
+export function s3TableStorage(client: S3Client, location: S3TableLocation, options: { partSize?: number; queueSize?: number } = {}): TableStorage {
+  const { bucket: Bucket } = location;
+  const base = location.prefix === '' ? '' : `${location.prefix.replace(/\/+$/, '')}/`;
+  const keyOf = (name: string) => `${base}${name}`;
+  return {
+    url: `s3://${Bucket}/${base.replace(/\/$/, '')}`,
+    async read(name, signal) {
+      try {
+        const out = await client.send(new GetObjectCommand({ Bucket, Key: keyOf(name) }), { abortSignal: signal });
+        return out.Body ? await out.Body.transformToByteArray() : new Uint8Array();
+      } catch (error) {
+        const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+        if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return undefined;
+        throw error;
+      }
+    },
+    async list(prefix, signal) {
+      const names: string[] = [];
+      let token: string | undefined;
+      do {
+        const out = await client.send(new ListObjectsV2Command({ Bucket, Prefix: keyOf(prefix), ContinuationToken: token }), { abortSignal: signal });
+        for (const o of out.Contents ?? []) if (o.Key !== undefined) names.push(o.Key.slice(base.length));
+        token = out.IsTruncated ? out.NextContinuationToken : undefined;
+      } while (token !== undefined);
+      return names;
+    },
+    async createIfAbsent(name, body, signal) {
+      try {
+        await client.send(new PutObjectCommand({ Bucket, Key: keyOf(name), Body: body, IfNoneMatch: '*', ContentType: 'application/json' }), { abortSignal: signal });
+        return true;
+      } catch (error) {
+        const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+        if (e.name === 'PreconditionFailed' || e.$metadata?.httpStatusCode === 412) return false;
+        throw error;
+      }
+    },
+    async put(name, body, { contentType, signal } = {}) {
+      if (body instanceof Uint8Array) {
+        await client.send(new PutObjectCommand({ Bucket, Key: keyOf(name), Body: body, ContentType: contentType }), { abortSignal: signal });
+        return body.byteLength;
+      }
+      let bytes = 0;
+      const counted = async function* () {
+        for await (const chunk of body) {
+          bytes += chunk.byteLength;
+          yield chunk;
+        }
+      };
+      const upload = new Upload({
+        client,
+        params: { Bucket, Key: keyOf(name), Body: Readable.from(counted()), ContentType: contentType },
+        partSize: options.partSize ?? 8 * 1024 * 1024,
+        queueSize: options.queueSize ?? 4,
+        leavePartsOnError: false,
+      });
+      const onAbort = () => void upload.abort().catch(() => undefined);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      try {
+        await upload.done();
+      } finally {
+        signal?.removeEventListener('abort', onAbort);
+      }
+      signal?.throwIfAborted();
+      return bytes;
+    },
+    async delete(names) {
+      for (let i = 0; i < names.length; i += 1000) {
+        const chunk = names.slice(i, i + 1000);
+        await client.send(new DeleteObjectsCommand({ Bucket, Delete: { Objects: chunk.map((n) => ({ Key: keyOf(n) })), Quiet: true } }));
+      }
+    },
+    async close() {},
+  };
+}

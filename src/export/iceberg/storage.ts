@@ -1,0 +1,20 @@
+/**
+ * The few storage calls an Iceberg commit needs. Names are `/`-separated and relative to the
+ * table's location. `createIfAbsent` is the commit point: it must be atomic against another
+ * writer (exclusive create on disk, `If-None-Match: *` on S3), or two commits can both win.
+ */
+export interface TableStorage {
+  /** The table's location as engines address it: `file:///srv/lake/events`, `s3://bucket/lake/events`. */
+  readonly url: string;
+  /** A small object's bytes, or undefined when it does not exist. */
+  read(name: string, signal?: AbortSignal): Promise<Uint8Array | undefined>;
+  /** Every name under `prefix` ('' for all), in no particular order. */
+  list(prefix: string, signal?: AbortSignal): Promise<string[]>;
+  /** Stores `body` under `name` unless something is already there; false when it was. */
+  createIfAbsent(name: string, body: Uint8Array, signal?: AbortSignal): Promise<boolean>;
+  /** Stores (or replaces) an object; a stream is written as it comes, and appears only once complete. */
+  put(name: string, body: Uint8Array | AsyncIterable<Uint8Array>, options?: { contentType?: string; signal?: AbortSignal }): Promise<number>;
+  /** Removes objects; missing ones are fine. */
+  delete(names: readonly string[]): Promise<void>;
+  close(): Promise<void>;
+}

@@ -10,6 +10,8 @@ import {
   Bool, DateDay, Decimal, Field, Float64, Int32, Int64, makeData, RecordBatch, Schema, Struct, TimeUnit, Timestamp, Utf8, vectorFromArray,
 } from 'apache-arrow';
 import { writeExport } from '../src/export/index.ts';
+import { fileTableStorage, s3TableStorage, writeIcebergTable } from '../src/export/iceberg/index.ts';
+import { parquet } from '../connectors/formats/parquet/index.ts';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 
 const BATCH = 65_536;
@@ -84,7 +86,7 @@ const FORMATS = [
   { format: 'parquet', format_options: { compression: 'zstd' } },
 ] as const;
 
-type Case = { rows: number; format?: (typeof FORMATS)[number]; path?: string; endpoint?: string };
+type Case = { rows: number; format?: (typeof FORMATS)[number]; path?: string; endpoint?: string; iceberg?: boolean };
 type Result = { seconds: number; peakRssMb: number; bytes: number };
 
 /** One case, in this process: the child side of run(). Prints its result as one JSON line. */
@@ -93,6 +95,18 @@ export async function runCase(c: Case): Promise<void> {
   const m = await measure(async () => {
     if (c.format === undefined || c.path === undefined) {
       for await (const _ of generate(c.rows)) void _;
+      return;
+    }
+    if (c.iceberg) {
+      // The same Parquet files, committed as an Iceberg table (manifest, manifest list, vN.metadata.json).
+      const client = c.endpoint ? new S3Client({ endpoint: c.endpoint, region: 'us-east-1', forcePathStyle: true }) : undefined;
+      const storage = client ? s3TableStorage(client, { bucket: 'bench', prefix: c.path.replace(/^s3:\/\/bench\//, '') }) : fileTableStorage(c.path);
+      const summary = await writeIcebergTable(
+        { schema, batches: generate(c.rows), meta: { executionId: `bench-${c.rows}`, totalRowCount: c.rows } },
+        { storage, format: parquet.create(parquet.config.parse('format_options' in c.format ? c.format.format_options : {})), mode: 'append' },
+      );
+      client?.destroy();
+      bytes = summary.bytes;
       return;
     }
     const summary = await writeExport(
@@ -144,6 +158,7 @@ export async function run(): Promise<void> {
       const baseRate = rows / base.seconds;
       console.log(`\nsinks: ${rows.toLocaleString('en')} rows x 8 columns, batches of ${BATCH}, each case in a fresh process`);
       console.log(`  baseline (generate only)      ${fmt(baseRate)} rows/s   peak RSS ${base.peakRssMb.toFixed(0)} MB`);
+      const plainParquet = new Map<string, number>();
       for (const f of FORMATS) {
         for (const target of ['disk', 's3'] as const) {
           const label = `${f.format}${'format_options' in f ? `/${f.format_options.compression}` : ''} -> ${target}`;
@@ -154,8 +169,22 @@ export async function run(): Promise<void> {
             `  ${label.padEnd(28)}  ${fmt(rate)} rows/s  ${(m.bytes / 2 ** 20 / m.seconds).toFixed(1).padStart(6)} MB/s  ` +
               `${(m.bytes / 2 ** 20).toFixed(1).padStart(7)} MB  peak RSS ${m.peakRssMb.toFixed(0)} MB  (${(rate / baseRate).toFixed(2)}x baseline)`,
           );
+          if (label.startsWith('parquet/snappy')) plainParquet.set(target, m.seconds);
           if (target === 'disk') await rm(path, { recursive: true, force: true });
         }
+      }
+      // Iceberg commit overhead: the same rows as parquet/snappy, committed as an Iceberg table.
+      for (const target of ['disk', 's3'] as const) {
+        const label = `iceberg parquet/snappy -> ${target}`;
+        const path = target === 'disk' ? join(scratch, `iceberg-${rows}`) : `s3://bench/iceberg-${rows}`;
+        const f = FORMATS.find((x) => x.format === 'parquet')!;
+        const m = inChild({ rows, format: f, path, iceberg: true, ...(target === 's3' ? { endpoint: s3.endpoint } : {}) });
+        const plain = plainParquet.get(target)!;
+        console.log(
+          `  ${label.padEnd(28)}  ${fmt(rows / m.seconds)} rows/s  ${(m.bytes / 2 ** 20).toFixed(1).padStart(7)} MB  peak RSS ${m.peakRssMb.toFixed(0)} MB  ` +
+            `(${(m.seconds / plain).toFixed(2)}x the time of plain parquet/snappy -> ${target})`,
+        );
+        if (target === 'disk') await rm(path, { recursive: true, force: true });
       }
     }
   } finally {

@@ -15,3 +15,4 @@ export type { FileEntry } from './partFile.ts';
 export { escapeHivePathName, hiveSegment, HIVE_DEFAULT_PARTITION } from './hive.ts';
 export { partFileName } from './partFileName.ts';
 export { ManifestInvalidError, RowCountMismatchError } from './errors.ts';
+export * from './iceberg/index.ts';

@@ -5,6 +5,7 @@ import * as configModule from '../src/config/index.ts';
 import * as jobErrors from '../src/jobs/errors.ts';
 import * as kitErrors from '../src/kit/errors.ts';
 import * as exportErrors from '../src/export/errors.ts';
+import * as icebergErrors from '../src/export/iceberg/errors.ts';
 import * as typeErrors from '../src/types/errors.ts';
 import { UsageError } from '../src/cli/usage-error.ts';
 import { EXIT, exitCodeOf, type ExitCode } from '../src/cli/exit-codes.ts';
@@ -47,6 +48,11 @@ const SAMPLES: readonly (readonly [Error, ExitCode])[] = [
   [new kitErrors.FormatError('parquet', 'cannot start the writer'), EXIT.other],
   [new exportErrors.RowCountMismatchError('01EXEC', 10, 9), EXIT.other],
   [new exportErrors.ManifestInvalidError('file:///out', 'not JSON'), EXIT.other],
+  [new icebergErrors.IcebergNotATableError('file:///lake/t', 'part-0.parquet'), EXIT.other],
+  [new icebergErrors.IcebergMetadataError('file:///lake/t', 'metadata/v2.metadata.json', 'not JSON'), EXIT.other],
+  [new icebergErrors.IcebergSchemaConflictError('file:///lake/t', 'metadata/v1.metadata.json', 'amount', 'long', 'string'), EXIT.other],
+  [new icebergErrors.IcebergPartitionError('file:///lake/t', 'partition_by differs'), EXIT.other],
+  [new icebergErrors.IcebergCommitConflictError('file:///lake/t', 'metadata/v3.metadata.json', 4), EXIT.other],
   [new configModule.JobFileError('jobs.yaml', [{ path: 'jobs[0].name', line: 2, col: 3, message: 'required' }]), EXIT.config],
   [new jobErrors.BudgetExceededError('daily', 'max_credits', 'over budget'), EXIT.payment],
   [new jobErrors.JobBusyError('daily', 'process 12 holds the lock'), EXIT.other],

@@ -18,7 +18,7 @@ export function s3TableStorage(client: S3Client, location: S3TableLocation, opti
   const base = location.prefix === '' ? '' : `${location.prefix.replace(/\/+$/, '')}/`;
   const keyOf = (name: string) => `${base}${name}`;
   return {
-    url: `s3://${Bucket}/${base.replace(/\/$/, '')}`,
+    url: base === '' ? `s3://${Bucket}` : `s3://${Bucket}/${base.slice(0, -1)}`,
     async read(name, signal) {
       try {
         const out = await client.send(new GetObjectCommand({ Bucket, Key: keyOf(name) }), { abortSignal: signal });

@@ -6,6 +6,11 @@ import { ExecutionStateSchema } from './states.ts';
 export const ExecuteSqlRequestSchema = z.strictObject({
   sql: z.string().min(1).describe('The SQL text to execute'),
   performance: PerformanceSchema.optional(),
+  query_parameters: z
+    .record(z.string(), ParameterValueSchema)
+    .refine((m) => Object.keys(m).length === 0, 'raw SQL takes no parameters: write the values into the SQL, or save it as a query')
+    .optional()
+    .describe('Accepted only empty (a client may send {}): raw SQL has no parameters'),
 });
 export type ExecuteSqlRequest = z.infer<typeof ExecuteSqlRequestSchema>;
 

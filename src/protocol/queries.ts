@@ -1,32 +1,75 @@
 import { z } from 'zod';
 import { ParameterValueSchema } from './common.ts';
 
+const PARAMETER_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
 export const PARAMETER_TYPES = ['text', 'number', 'datetime', 'enum'] as const;
 
 /** A declared query parameter; the query's SQL refers to it as `{{key}}`. `value` is the default. */
 export const QueryParameterSchema = z.strictObject({
-  key: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'a parameter key is letters, digits and _').describe('Name used as {{key}} in the SQL'),
+  key: z.string().regex(PARAMETER_KEY, 'a parameter key is letters, digits and _').describe('Name used as {{key}} in the SQL'),
   type: z.enum(PARAMETER_TYPES).describe('text, number, datetime or enum'),
   value: ParameterValueSchema.describe('Default value'),
   enum_options: z.array(z.string()).optional().describe('Allowed values of an enum parameter'),
 });
 export type QueryParameter = z.infer<typeof QueryParameterSchema>;
 
-/** POST /v1/query */
-export const CreateQueryRequestSchema = z.strictObject({
+/**
+ * A parameter declaration as clients send it: `enumOptions` (the Go client's spelling) is read as
+ * `enum_options`.
+ */
+const QueryParameterInputSchema = QueryParameterSchema.extend({
+  enumOptions: z.array(z.string()).optional().describe('Same as enum_options (the Go client spells it so)'),
+}).transform(({ enumOptions, ...p }): QueryParameter => (enumOptions === undefined || p.enum_options !== undefined ? p : { ...p, enum_options: enumOptions }));
+
+const QueryFieldsSchema = z.strictObject({
   name: z.string().min(1).describe('Query name'),
   query_sql: z.string().min(1).describe('SQL text; parameters as {{name}}'),
   description: z.string().optional(),
-  parameters: z.array(QueryParameterSchema).optional(),
+  parameters: z.array(QueryParameterInputSchema).optional(),
+  query_parameters: z
+    .record(z.string(), ParameterValueSchema)
+    .optional()
+    .describe('Name -> default value, each declared as a text parameter (the TypeScript client sends this map instead of parameters)'),
   is_private: z.boolean().optional(),
+  is_temp: z.boolean().optional().describe('Accepted for the Go client; every saved query here is kept'),
   tags: z.array(z.string()).optional(),
 });
+
+/**
+ * The one `parameters` list the service stores: either the list, or the name -> value map as text
+ * parameters. Both at once (with a non-empty map) would be two truths: refused, naming both.
+ */
+function oneParameterList<T extends { parameters?: QueryParameter[] | undefined; query_parameters?: Record<string, unknown> | undefined; is_temp?: boolean | undefined }>(
+  req: T,
+  ctx: z.RefinementCtx,
+): Omit<T, 'query_parameters' | 'is_temp'> {
+  const { query_parameters: map, is_temp: _temp, ...rest } = req;
+  if (map === undefined) return rest;
+  const entries = Object.entries(map);
+  if (rest.parameters !== undefined) {
+    if (entries.length > 0) ctx.addIssue({ code: 'custom', path: ['query_parameters'], message: 'give parameters or query_parameters, not both' });
+    return rest;
+  }
+  const parameters: QueryParameter[] = [];
+  for (const [key, value] of entries) {
+    if (!PARAMETER_KEY.test(key)) {
+      ctx.addIssue({ code: 'custom', path: ['query_parameters', key], message: 'a parameter key is letters, digits and _' });
+      continue;
+    }
+    parameters.push({ key, type: 'text', value: String(value) });
+  }
+  return { ...rest, parameters };
+}
+
+/** POST /v1/query */
+export const CreateQueryRequestSchema = QueryFieldsSchema.transform(oneParameterList);
 export type CreateQueryRequest = z.infer<typeof CreateQueryRequestSchema>;
 
 /** PATCH /v1/query/{id}: any subset of the create fields, plus `is_archived`. */
-export const UpdateQueryRequestSchema = CreateQueryRequestSchema.partial().extend({
-  is_archived: z.boolean().optional(),
-});
+export const UpdateQueryRequestSchema = QueryFieldsSchema.partial()
+  .extend({ is_archived: z.boolean().optional() })
+  .transform(oneParameterList);
 export type UpdateQueryRequest = z.infer<typeof UpdateQueryRequestSchema>;
 
 export const QueryIdResponseSchema = z.object({ query_id: z.number().int() });

@@ -61,7 +61,11 @@ export function parseResultShape(url: URL, allowQueryParams: boolean): ResultSha
   return shape;
 }
 
-/** `a, b,"c,d","e""f"` -> ['a', 'b', 'c,d', 'e"f']. */
+/**
+ * `a, b,"c,d","e""f","g\"h"` -> ['a', 'b', 'c,d', 'e"f', 'g"h']. Inside double quotes a quote is
+ * doubled (SQL) or backslash-escaped (as the official TypeScript client writes it); `\\` is one
+ * backslash, and a backslash before anything else is itself.
+ */
 export function parseColumns(text: string): string[] {
   const out: string[] = [];
   let i = 0;
@@ -73,6 +77,11 @@ export function parseColumns(text: string): string[] {
       i++;
       for (;;) {
         if (i >= text.length) throw fail('unterminated double quote');
+        if (text[i] === '\\' && (text[i + 1] === '"' || text[i + 1] === '\\')) {
+          name += text[i + 1];
+          i += 2;
+          continue;
+        }
         if (text[i] === '"') {
           if (text[i + 1] === '"') {
             name += '"';

@@ -48,6 +48,9 @@ export class Router {
   }
 
   match(method: string, path: string): Match {
+    // The official clients write some routes with a trailing slash (`POST /v1/query/`): one is
+    // accepted on every route, as the same operation.
+    if (path.length > 1 && path.endsWith('/') && !path.endsWith('//')) path = path.slice(0, -1);
     const allow: string[] = [];
     for (const c of this.#routes) {
       const m = c.regex.exec(path);

@@ -9,8 +9,19 @@ import { ParameterError, resolveParameters, substitute } from '../parameters.ts'
 import { queryView } from '../savedQueries.ts';
 import { queryOf } from './lookup.ts';
 
-/** Saved queries: create, get, update, archive, unarchive, execute. */
+/** Saved queries: create, get, update, archive, unarchive, private, unprivate, execute. */
 export function queryRoutes(svc: ServiceContext): Route[] {
+  // The official clients flip privacy with these two bodiless POSTs (PATCH is_private works too).
+  const setPrivate = (isPrivate: boolean): Route => ({
+    method: 'POST',
+    path: `/v1/query/:query_id/${isPrivate ? 'private' : 'unprivate'}`,
+    scope: 'Write',
+    async handle(ctx) {
+      const q = queryOf(svc, ctx.principal, ctx.params.query_id, 'modify');
+      await svc.queries.update(q.id, { is_private: isPrivate });
+      return json(200, { query_id: q.id });
+    },
+  });
   const setArchived = (archived: boolean): Route => ({
     method: 'POST',
     path: `/v1/query/:query_id/${archived ? 'archive' : 'unarchive'}`,
@@ -53,6 +64,8 @@ export function queryRoutes(svc: ServiceContext): Route[] {
     },
     setArchived(true),
     setArchived(false),
+    setPrivate(true),
+    setPrivate(false),
     {
       method: 'POST',
       path: '/v1/query/:query_id/execute',

@@ -9,6 +9,7 @@ import type { RequestContext, Route } from '../http/router.ts';
 import { canonicalValue, ParameterError } from '../parameters.ts';
 import { effectiveLimit, nextUri, parseResultShape, type ResultShape } from '../resultShape.ts';
 import { executionFields, timingOf } from '../statusView.ts';
+import { checkExecutionParams } from './executionParams.ts';
 import { executionOf, queryOf } from './lookup.ts';
 
 type Format = 'json' | 'csv';
@@ -20,8 +21,10 @@ export function resultRoutes(svc: ServiceContext): Route[] {
     path: `/v1/execution/:id/results${format === 'csv' ? '/csv' : ''}`,
     scope: 'Read',
     async handle(ctx) {
-      const shape = parseResultShape(ctx.url, false);
-      return serve(svc, ctx, executionOf(svc, ctx.principal, ctx.params.id), shape, format);
+      const shape = parseResultShape(ctx.url, true);
+      const rec = executionOf(svc, ctx.principal, ctx.params.id);
+      checkExecutionParams(svc, rec, shape.queryParams);
+      return serve(svc, ctx, rec, shape, format);
     },
   });
   const latest = (format: Format): Route => ({

@@ -1,17 +1,20 @@
 import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { link, mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
-import { dirname, join, resolve, sep } from 'node:path';
+import { createWriteStream, type Dirent } from 'node:fs';
+import { link, mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import type { TableStorage } from './storage.ts';
+
+const TEMP = /\.[0-9a-f]{12}\.tmp$/;
 
 /** A table in a local directory. Objects appear by rename; the commit point is an exclusive hard link. */
 export function fileTableStorage(directory: string): TableStorage {
   const root = resolve(directory);
   const pathOf = (name: string) => join(root, ...name.split('/'));
   const temp = (path: string) => `${path}.${randomBytes(6).toString('hex')}.tmp`;
+
   const writeTemp = async (path: string, body: Uint8Array | AsyncIterable<Uint8Array>, signal?: AbortSignal): Promise<{ tmp: string; bytes: number }> => {
     await mkdir(dirname(path), { recursive: true });
     const tmp = temp(path);
@@ -53,18 +56,19 @@ export function fileTableStorage(directory: string): TableStorage {
       }
     },
     async list(prefix) {
-      let entries: string[];
+      let entries: Dirent[];
       try {
-        entries = await readdir(root, { recursive: true, withFileTypes: false });
+        entries = await readdir(root, { recursive: true, withFileTypes: true });
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
         throw error;
       }
       const names: string[] = [];
       for (const entry of entries) {
-        const name = entry.split(sep).join('/');
-        if (!name.startsWith(prefix)) continue;
-        if ((await stat(join(root, entry))).isFile()) names.push(name);
+        // Temporary files are writes in flight (ours or a concurrent writer's), not objects yet.
+        if (!entry.isFile() || TEMP.test(entry.name)) continue;
+        const name = relative(root, join(entry.parentPath, entry.name)).split(sep).join('/');
+        if (name.startsWith(prefix)) names.push(name);
       }
       return names;
     },

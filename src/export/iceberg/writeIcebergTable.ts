@@ -12,7 +12,11 @@ import { prepareSchema, type PreparedSchema } from './tableSchema.ts';
 import { toTableBatch } from './convert.ts';
 import { typeText } from './types.ts';
 
-export type IcebergMode = 'append' | 'overwrite';
+/**
+ * `append` adds a snapshot with this run's files; `replace` replaces the table's data in one
+ * snapshot (Iceberg's `overwrite` operation). The same two words as every output's `mode`.
+ */
+export type IcebergMode = 'append' | 'replace';
 
 export interface IcebergTableInput {
   schema: Schema;
@@ -30,7 +34,7 @@ export interface IcebergTableOptions {
   storage: TableStorage;
   /** The Parquet format (Iceberg data files here are Parquet). */
   format: Format;
-  /** `append` adds a snapshot with this run's files; `overwrite` replaces the table's data in one snapshot. */
+  /** `append` adds a snapshot with this run's files; `replace` replaces the table's data in one snapshot (operation `overwrite`). */
   mode: IcebergMode;
   /** Identity partition spec; data files go to Hive-style `data/col=value/` directories. */
   partitionBy?: readonly string[];
@@ -76,7 +80,7 @@ interface LoadedTable {
  * Writes one result as a new snapshot of an Iceberg (format v2) table: load the current metadata
  * -> check the schema and partition spec -> stage the Parquet files and a manifest -> write a
  * manifest list and `metadata/v<N+1>.metadata.json`, created only if absent. A writer that loses
- * that race re-reads the table and commits again on top (append and overwrite both commute with
+ * that race re-reads the table and commits again on top (append and replace both commute with
  * a concurrent append), up to `commitAttempts`. Any failure removes what this run staged: the
  * table stays at its previous snapshot. Re-running an execution with the same fingerprint that a
  * snapshot already records is a no-op.
@@ -215,10 +219,10 @@ function committed(base: LoadedTable, meta: IcebergTableInput['meta'], mode: Ice
   const byId = new Map(metadata.snapshots.map((s) => [String(s['snapshot-id']), s]));
   const matches = (s: Snapshot) => s.summary[SUMMARY_EXECUTION_ID] === meta.executionId && s.summary[SUMMARY_FINGERPRINT] === (meta.fingerprint ?? '');
   let snapshot = byId.get(String(metadata['current-snapshot-id']));
-  // Overwrite: only if the current data is that export. Append: if any snapshot still in the table's history added it.
+  // Replace: only if the current data is that export. Append: if any snapshot still in the table's history added it.
   while (snapshot) {
     if (matches(snapshot)) return snapshot;
-    if (mode === 'overwrite' || snapshot.summary.operation === 'overwrite') return undefined;
+    if (mode === 'replace' || snapshot.summary.operation === 'overwrite') return undefined;
     snapshot = snapshot['parent-snapshot-id'] === undefined ? undefined : byId.get(String(snapshot['parent-snapshot-id']));
   }
   return undefined;
@@ -433,7 +437,7 @@ function snapshotSummary(
     [SUMMARY_EXECUTION_ID]: meta.executionId,
     [SUMMARY_FINGERPRINT]: meta.fingerprint ?? '',
   };
-  if (mode === 'overwrite' && parent) {
+  if (mode === 'replace' && parent) {
     if (parent.summary['total-data-files'] !== undefined) summary['deleted-data-files'] = parent.summary['total-data-files'];
     if (parent.summary['total-records'] !== undefined) summary['deleted-records'] = parent.summary['total-records'];
   }

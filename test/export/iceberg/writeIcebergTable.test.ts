@@ -140,14 +140,14 @@ describe.each(backends)('Iceberg table on $name', ({ make }) => {
     ]);
   });
 
-  it('overwrite: one snapshot replaces the data; the previous snapshot stays readable', async () => {
+  it('replace: one overwrite snapshot replaces the data; the previous snapshot stays readable', async () => {
     const storage = await make();
     await write(storage, ALL, 'exec-1');
     await write(storage, ALL, 'exec-2');
-    const out = await write(storage, ALL, 'exec-3', { mode: 'overwrite' });
+    const out = await write(storage, ALL, 'exec-3', { mode: 'replace' });
     expect(out.metadataFile).toBe('metadata/v3.metadata.json');
     await expectTable(storage, [{ sql: ALL }]);
-    expect((await write(storage, ALL, 'exec-3', { mode: 'overwrite' })).skipped).toBe(true);
+    expect((await write(storage, ALL, 'exec-3', { mode: 'replace' })).skipped).toBe(true);
     const metadata = JSON.parse(new TextDecoder().decode(await storage.read('metadata/v3.metadata.json')));
     expect(metadata.snapshots.at(-1).summary).toMatchObject({ operation: 'overwrite', 'total-records': '4', 'deleted-records': '8' });
     // Time travel: the snapshot before the overwrite still lists its 8 rows.

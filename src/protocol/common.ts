@@ -19,3 +19,9 @@ export type ParameterValue = z.infer<typeof ParameterValueSchema>;
 
 export const SCOPES = ['Read', 'Write', 'Admin'] as const;
 export type Scope = (typeof SCOPES)[number];
+
+/**
+ * Longest upload table name and view name. Each becomes a file name in the service's catalog
+ * (`<team>.<name>.json`), and file systems stop at 255 bytes per name.
+ */
+export const MAX_NAME_LENGTH = 128;

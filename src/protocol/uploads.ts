@@ -1,8 +1,12 @@
 import { z } from 'zod';
+import { MAX_NAME_LENGTH } from './common.ts';
 
 /** POST /v1/uploads/csv */
 export const UploadCsvRequestSchema = z.strictObject({
-  table_name: z.string().regex(/^[a-z][a-z0-9_]*$/, 'a table name starts with a letter and holds a-z, 0-9 and _').describe('Becomes service.<team>.dataset_<table_name>'),
+  table_name: z
+    .string()
+    .max(MAX_NAME_LENGTH, `at most ${MAX_NAME_LENGTH} characters`)
+    .regex(/^[a-z][a-z0-9_]*$/, 'a table name starts with a letter and holds a-z, 0-9 and _').describe('Becomes service.<team>.dataset_<table_name>'),
   data: z.string().min(1).describe('The CSV text, header row first'),
   description: z.string().optional(),
   is_private: z.boolean().optional(),

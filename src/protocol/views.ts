@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { PerformanceSchema, TimestampSchema } from './common.ts';
+import { MAX_NAME_LENGTH, PerformanceSchema, TimestampSchema } from './common.ts';
 import { VIEW_SHORT_NAME } from './ids.ts';
 
 /** POST /v1/materialized-views (upsert) */
 export const UpsertViewRequestSchema = z.strictObject({
-  name: z.string().regex(VIEW_SHORT_NAME, 'a view name starts with result_ and holds a-z, 0-9 and _').describe('result_<x>'),
+  name: z.string().max(MAX_NAME_LENGTH, `at most ${MAX_NAME_LENGTH} characters`).regex(VIEW_SHORT_NAME, 'a view name starts with result_ and holds a-z, 0-9 and _').describe('result_<x>'),
   query_id: z.number().int().positive().describe('The saved query whose result the view stores'),
   cron_expression: z.string().optional().describe('Five-field cron; every 15 minutes at the most, weekly at the least'),
   performance: PerformanceSchema.optional(),

@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { answerClientError } from './http/clientError.ts';
 import type { AddressInfo } from 'node:net';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -89,6 +90,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     const srv = createServer({ keepAliveTimeout: 5_000 });
     server = srv;
     let origin = '';
+    srv.on('clientError', answerClientError);
     srv.on('request', createRequestHandler({ router, keys: new KeyRing(settings), faults, maxBodyBytes: () => settings.limits.max_body_bytes, fallbackOrigin: () => origin, rateLimit: (key, cls) => rateLimiter.take(key, cls) }));
     await new Promise<void>((ok, fail) => {
       srv.once('error', fail);

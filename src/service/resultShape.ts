@@ -68,6 +68,7 @@ export function parseResultShape(url: URL, allowQueryParams: boolean): ResultSha
  */
 export function parseColumns(text: string): string[] {
   const out: string[] = [];
+  const seen = new Map<string, string>();
   let i = 0;
   const fail = (why: string) => new HttpError(400, `Bad Request: columns: ${why} in ${JSON.stringify(text)}`);
   while (i <= text.length) {
@@ -101,6 +102,11 @@ export function parseColumns(text: string): string[] {
       i = end < 0 ? text.length : end;
     }
     if (name === '') throw fail('empty column name');
+    // Result column names are unique ignoring case (engine/columnNames.ts), so "a" and "A" are
+    // the same column: twice would be one JSON key twice.
+    const twice = seen.get(name.toLowerCase());
+    if (twice !== undefined) throw new HttpError(400, `Bad Request: columns: "${name}" is named twice${twice === name ? '' : ` (as "${twice}" too)`}; name each column once`);
+    seen.set(name.toLowerCase(), name);
     out.push(name);
     i++; // the comma (or past the end)
   }

@@ -82,14 +82,16 @@ describe('bad input gets a clear 4xx and the service keeps running', () => {
     expect((await post('/v1/sql/execute', '{"sql":"SELECT 1"}')).status).toBe(200);
   });
 
-  it('survives garbage on the socket', async () => {
-    await new Promise<void>((resolve) => {
+  it('survives garbage on the socket, answering it with a JSON 400', async () => {
+    const answer = await new Promise<string>((resolve) => {
       const port = Number(new URL(svc.origin).port);
+      let text = '';
       const sock = connect(port, '127.0.0.1', () => sock.end('NOT HTTP AT ALL\r\n\r\n'));
-      sock.on('data', () => {});
-      sock.on('close', () => resolve());
-      sock.on('error', () => resolve());
+      sock.on('data', (d) => (text += String(d)));
+      sock.on('close', () => resolve(text));
+      sock.on('error', () => resolve(text));
     });
+    expect(answer).toMatch(/^HTTP\/1.1 400 Bad Request\r\n[^]*\r\n\r\n\{"error":"Bad Request: the request is not valid HTTP\/1.1"\}$/);
     const id = await runSql(svc, 'SELECT 1 AS still_alive');
     expect(id).toMatch(/^01/);
   });

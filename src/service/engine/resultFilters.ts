@@ -101,8 +101,15 @@ export function tokenize(input: string, param: string): Token[] {
   return tokens;
 }
 
+/**
+ * Parentheses deeper than this are refused: each level is a few stack frames of the parser and
+ * an expression level in DuckDB (which stops at 1000), and no real filter needs more.
+ */
+export const MAX_FILTER_DEPTH = 100;
+
 class Parser {
   private i = 0;
+  private depth = 0;
   private readonly tokens: Token[];
   private readonly input: string;
   private readonly param: string;
@@ -167,8 +174,10 @@ class Parser {
   primary(): FilterNode {
     const t = this.peek();
     if (t.kind === 'punct' && t.text === '(') {
+      if (++this.depth > MAX_FILTER_DEPTH) fail(this.param, `parentheses nested more than ${MAX_FILTER_DEPTH} deep`, t.pos);
       this.next();
       const inner = this.orExpr();
+      this.depth--;
       const close = this.next();
       if (close.kind !== 'punct' || close.text !== ')') this.unexpected(close, '")"');
       return inner;
@@ -275,8 +284,18 @@ export function renderFilter(node: FilterNode, refs: ColumnRefs): string {
   };
   switch (node.kind) {
     case 'and':
-    case 'or':
-      return `(${renderFilter(node.left, refs)} ${node.kind.toUpperCase()} ${renderFilter(node.right, refs)})`;
+    case 'or': {
+      // A chain of one operator renders flat, `(a AND b AND c)`: nested pairs would be one
+      // expression level per condition, and DuckDB refuses more than 1000 levels.
+      const operands: FilterNode[] = [];
+      const todo: FilterNode[] = [node];
+      while (todo.length > 0) {
+        const n = todo.pop()!;
+        if (n.kind === node.kind) todo.push(n.right, n.left);
+        else operands.push(n);
+      }
+      return `(${operands.map((n) => renderFilter(n, refs)).join(` ${node.kind.toUpperCase()} `)})`;
+    }
     case 'compare': {
       const ref = col(node.column);
       return `(${ref.sql} ${node.op} ${literal(node.value, ref.textual)})`;

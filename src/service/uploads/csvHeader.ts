@@ -43,6 +43,9 @@ export function csvHeader(text: string): string[] {
   const seen = new Map<string, number>();
   names.forEach((n, k) => {
     if (n === '') throw new UploadError(`Bad Request: CSV line 1 (the header): column ${k + 1} has no name; the first line must name every column`);
+    if (n.includes('\u0000')) {
+      throw new UploadError(`Bad Request: CSV line 1 (the header): the name of column ${k + 1} holds a NUL character (U+0000); column names must be text without NUL`);
+    }
     const prev = seen.get(n.toLowerCase());
     if (prev !== undefined) throw new UploadError(`Bad Request: CSV line 1 (the header): columns ${prev + 1} and ${k + 1} are both named "${n}"; column names must be unique`);
     seen.set(n.toLowerCase(), k);

@@ -10,6 +10,8 @@ export {
   type WriteExportOptions,
 } from './writeExport.ts';
 export { builtins, outputConfigSchema, resolveOutput, type OutputConfig, type Registry, type ResolvedOutput } from './outputConfig.ts';
+export type { Commit, CommitProtocol } from './commit.ts';
+export { manifestCommit } from './manifestCommit.ts';
 export { MANIFEST_NAME, SUCCESS_NAME, type Manifest, type ManifestField } from './manifest.ts';
 export type { FileEntry } from './partFile.ts';
 export { escapeHivePathName, hiveSegment, HIVE_DEFAULT_PARTITION } from './hive.ts';

@@ -17,6 +17,9 @@ const relativeName = z
 export const manifestSchema = z.object({
   version: z.literal(1),
   execution_id: z.string(),
+  fingerprint: z.string().nullable().optional(),
+  total_rows: z.number().optional(),
+  total_bytes: z.number().optional(),
   files: z.array(z.object({ path: relativeName, rows: z.number(), bytes: z.number(), sha256: z.string() })),
 });
 

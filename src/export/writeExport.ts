@@ -1,22 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type { RecordBatch, Schema } from 'apache-arrow';
-import { ConfigError, type Destination, type Format, type Transaction } from '../kit/index.ts';
-import { ManifestInvalidError, RowCountMismatchError } from './errors.ts';
-import { describeSchema, encodeManifest, MANIFEST_NAME, type Manifest, manifestSchema, SUCCESS_NAME } from './manifest.ts';
+import { ConfigError, type Destination, type Format, PreconditionFailedError, type Transaction } from '../kit/index.ts';
+import type { Commit, CommitProtocol } from './commit.ts';
+import { RowCountMismatchError } from './errors.ts';
+import { fileEntryOf, type JournalPart, resumableLayout } from './journal.ts';
+import { describeSchema, type Manifest } from './manifest.ts';
+import { manifestCommit } from './manifestCommit.ts';
 import { partFileName } from './partFileName.ts';
 import { type FileEntry, PartFile } from './partFile.ts';
 import { partitioner } from './partitions.ts';
 import { builtins, type Registry, resolveOutput, type ResolvedOutput } from './outputConfig.ts';
-import {
-  encodeJournal,
-  fileEntryOf,
-  type Journal,
-  type JournalPart,
-  layoutFingerprint,
-  parseJournal,
-  resumableLayout,
-  resumablePrefix,
-} from './journal.ts';
+import { noResume, recover, type Resume } from './resume.ts';
 
 /** What the pipeline hands over: one schema, batches that all use it, and the execution's identity. */
 export interface ExportInput {
@@ -32,7 +26,7 @@ export interface ExportMeta {
   endedAt?: string;
   /** When given, the export fails and commits nothing unless exactly this many rows were written. */
   totalRowCount?: number;
-  /** Rows per page of the read feeding the export; kept in the resume journal (see `openExport`). */
+  /** Rows per page of the read feeding the export; kept in the resume journal (see `recover`). */
   pageSize?: number;
   /**
    * What besides the execution decides the files (the caller's result shaping and output options),
@@ -51,6 +45,8 @@ export interface WriteExportOptions {
   signal?: AbortSignal;
   onProgress?: (progress: ExportProgress) => void;
   registry?: Registry;
+  /** How the export becomes visible and is found again (default: `_manifest.json` + `_SUCCESS`). */
+  commit?: CommitProtocol;
 }
 
 export interface ExportSummary {
@@ -68,7 +64,8 @@ export interface ExportSummary {
 
 /**
  * Writes one result: validate (pure) -> create the destination -> stage every file -> check
- * the row count -> commit (files, then `_manifest.json`, then `_SUCCESS`) -> close. Any
+ * the row count -> commit (through the commit protocol: by default files, then `_manifest.json`,
+ * then `_SUCCESS`) -> close. Any
  * failure, including an error from `input.batches` or `signal` aborting, settles every
  * in-flight write, discards what was staged and rethrows: nothing new becomes visible.
  */
@@ -80,6 +77,8 @@ export async function writeExport(input: ExportInput, output: unknown, options: 
 export interface OpenExportOptions {
   signal?: AbortSignal;
   registry?: Registry;
+  /** How the export becomes visible and is found again (default: `_manifest.json` + `_SUCCESS`). */
+  commit?: CommitProtocol;
   /**
    * Make this export resumable: `attemptId` names its staging area and must be the same for
    * every run that exports this execution to this output (and differ otherwise). A run killed
@@ -110,63 +109,31 @@ export interface OpenedExport {
 }
 
 /**
- * Opens an export: validate -> create the destination -> begin its transaction, and with
- * `resume`, recover what a killed run with the same attempt id staged.
- *
- * Guarantee of resume: a part is kept only if the journal lists it (written after the part was
- * synced or uploaded), it still exists with the recorded size, the journal names the same
- * execution and the same layout (format, options, rows per file), and every part before it is
- * kept too. Part k of a row-rolled, unpartitioned output holds rows [k * max, (k + 1) * max) of
- * the execution's result, which is the same on every read, so the kept parts plus the parts
- * written from `startRow` on are byte for byte what one uninterrupted run writes, provided
- * batches are cut at the same rows (read on the same page grid: `pageSize`). Outputs rolled by
- * bytes or partitioned start from row 0 (their staging is emptied and rewritten).
+ * Opens an export: validate -> create the destination -> read its commit -> begin a transaction,
+ * and with `resume`, recover what a killed run with the same attempt id staged (see `recover`).
  */
 export async function openExport(output: unknown, meta: Pick<ExportMeta, 'executionId'>, options: OpenExportOptions = {}): Promise<OpenedExport> {
   const resolved = resolveOutput(output, options.registry ?? builtins);
   const format = resolved.format.create(resolved.formatConfig);
   const destination = resolved.sink.create(resolved.sinkConfig);
-  const { signal } = options;
-  const resumable = options.resume !== undefined && destination.multiFile && resumableLayout(resolved);
-  let tx: Transaction;
+  const commit = destination.multiFile ? (options.commit ?? manifestCommit) : undefined;
+  let staged: Staged;
   try {
-    signal?.throwIfAborted();
-    const previous = destination.multiFile ? await previousFiles(destination, signal) : [];
-    tx = await destination.begin({ attemptId: options.resume?.attemptId ?? attemptId(), previous, markers: [SUCCESS_NAME, MANIFEST_NAME], resume: resumable, ...(signal ? { signal } : {}) });
+    staged = await stage(destination, commit, resolved, meta.executionId, format.extension, options);
   } catch (error) {
     await destination.close();
     throw error;
   }
-  const layout = layoutFingerprint(resolved);
-  const partName = (part: number) => partFileName(meta.executionId, part, format.extension);
-  const journaling = resumable && tx.saveJournal !== undefined && tx.retain !== undefined;
-  let kept: JournalPart[] = [];
-  let pageSize: number | undefined;
-  try {
-    if (tx.journal !== undefined && tx.retain) {
-      const journal = parseJournal(tx.journal);
-      const usable = journaling && journal !== undefined && journal.execution_id === meta.executionId && journal.layout === layout;
-      const candidates = usable ? resumablePrefix(journal, partName, resolved.maxRowsPerFile) : [];
-      const intact = new Set(await tx.retain(candidates.map((p) => ({ name: p.path, bytes: p.bytes }))));
-      const firstMissing = candidates.findIndex((p) => !intact.has(p.path));
-      kept = firstMissing === -1 ? candidates : candidates.slice(0, firstMissing);
-      pageSize = journal?.page_size ?? undefined;
-    }
-  } catch (error) {
-    await tx.abort(error);
-    await destination.close();
-    throw error;
-  }
-
-  /** Ends without committing: keeps what is resumable when the caller asked to stop, else discards. */
-  const end = (reason: unknown): Promise<void> =>
-    journaling && options.keepOnStop?.aborted === true && tx.suspend !== undefined ? tx.suspend() : tx.abort(reason);
-  const startRow = kept.reduce((n, p) => n + p.rows, 0);
-  const resumedFiles = kept.map(fileEntryOf);
+  const { tx, previous, resume } = staged;
+  /** Ends without committing (once): keeps what is resumable when the caller asked to stop, else discards. */
+  let ended: Promise<void> | undefined;
+  const end = (reason: unknown, keep?: readonly string[]): Promise<void> =>
+    (ended ??= resume !== noResume && options.keepOnStop?.aborted === true && tx.suspend !== undefined ? tx.suspend() : tx.abort(reason, keep));
+  const resumedFiles = resume.kept.map(fileEntryOf);
   let used = false;
   return {
-    startRow,
-    pageSize: kept.length > 0 ? pageSize : undefined,
+    startRow: resume.startRow,
+    pageSize: resume.pageSize,
     resumedFiles,
     async write(input, writeOptions = {}) {
       if (used) throw new Error('openExport: write or discard may be called once');
@@ -175,43 +142,18 @@ export async function openExport(output: unknown, meta: Pick<ExportMeta, 'execut
       try {
         checkColumns(input.schema, resolved);
         signal?.throwIfAborted();
-        const journal: Journal = { version: 1, execution_id: input.meta.executionId, layout, page_size: input.meta.pageSize ?? null, parts: [...kept] };
-        let saving = Promise.resolve();
-        const record = journaling
-          ? (part: JournalPart): Promise<void> => {
-              // One save at a time, each with every part complete so far, in part order.
-              saving = saving.then(() => {
-                journal.parts.push(part);
-                journal.parts.sort((a, b) => a.first_row - b.first_row);
-                return tx.saveJournal!(encodeJournal(journal));
-              });
-              return saving;
-            }
-          : undefined;
-        const files = await writeFiles(input, resolved, format, tx, { ...writeOptions, signal }, { startRow, startPart: kept.length, resumed: resumedFiles, record });
+        const record = resume.journal(input.meta.executionId, input.meta.pageSize);
+        const from = { startRow: resume.startRow, startPart: resume.kept.length, resumed: resumedFiles, record };
+        const files = await writeFiles(input, resolved, format, tx, { ...writeOptions, signal }, from);
         const rows = files.reduce((n, f) => n + f.rows, 0);
         if (input.meta.totalRowCount !== undefined && rows !== input.meta.totalRowCount) {
           throw new RowCountMismatchError(input.meta.executionId, input.meta.totalRowCount, rows);
         }
         signal?.throwIfAborted();
         const manifest = buildManifest(input, resolved, files);
-        await tx.commit(
-          destination.multiFile
-            ? [
-                { name: MANIFEST_NAME, body: encodeManifest(manifest), contentType: 'application/json' },
-                { name: SUCCESS_NAME, body: new Uint8Array(), contentType: 'text/plain' },
-              ]
-            : [],
-        );
-        return {
-          url: destination.url,
-          rows,
-          bytes: manifest.total_bytes,
-          files,
-          resumedFiles: resumedFiles.length,
-          resumedRows: startRow,
-          ...(destination.multiFile ? { manifest } : {}),
-        };
+        await (commit ? publish(commit, destination, tx, manifest, previous, end) : tx.commit([]));
+        const summary = { url: destination.url, rows, bytes: manifest.total_bytes, files, resumedFiles: resumedFiles.length, resumedRows: resume.startRow };
+        return commit ? { ...summary, manifest } : summary;
       } catch (error) {
         await end(error);
         throw error;
@@ -229,6 +171,64 @@ export async function openExport(output: unknown, meta: Pick<ExportMeta, 'execut
       }
     },
   };
+}
+
+interface Staged {
+  readonly tx: Transaction;
+  readonly previous: Commit | undefined;
+  readonly resume: Resume;
+}
+
+/** Reads the committed output, begins the transaction that will replace it, recovers a killed attempt. */
+async function stage(
+  destination: Destination,
+  commit: CommitProtocol | undefined,
+  resolved: ResolvedOutput,
+  executionId: string,
+  extension: string,
+  options: OpenExportOptions,
+): Promise<Staged> {
+  const { signal } = options;
+  signal?.throwIfAborted();
+  const previous = commit ? await commit.read(destination, signal) : undefined;
+  const resumable = options.resume !== undefined && commit !== undefined && resumableLayout(resolved);
+  const tx = await destination.begin({
+    attemptId: options.resume?.attemptId ?? attemptId(),
+    previous: previous?.owns ?? [],
+    markers: commit?.records ?? [],
+    resume: resumable,
+    ...(signal ? { signal } : {}),
+  });
+  try {
+    const journaling = resumable && tx.saveJournal !== undefined && tx.retain !== undefined;
+    const resume = await recover(tx, resolved, executionId, extension, journaling);
+    return { tx, previous, resume: journaling ? resume : noResume };
+  } catch (error) {
+    await tx.abort(error);
+    throw error;
+  }
+}
+
+/**
+ * Publishes through the commit protocol. When another writer committed first (a precondition
+ * failed), this attempt's files are discarded except those the winner's commit lists.
+ */
+async function publish(
+  commit: CommitProtocol,
+  destination: Destination,
+  tx: Transaction,
+  manifest: Manifest,
+  previous: Commit | undefined,
+  end: (reason: unknown, keep?: readonly string[]) => Promise<void>,
+): Promise<void> {
+  try {
+    await commit.publish(tx, manifest, previous);
+  } catch (error) {
+    if (!(error instanceof PreconditionFailedError)) throw error;
+    const winner = await commit.read(destination).catch(() => undefined);
+    await end(error, winner?.owns ?? []);
+    throw error;
+  }
 }
 
 interface Resumed {
@@ -317,20 +317,6 @@ async function writeFiles(
     await Promise.allSettled([...[...open.values()].map((f) => f.fail(error)), ...finishing]);
     throw error;
   }
-}
-
-async function previousFiles(destination: Destination, signal?: AbortSignal): Promise<string[]> {
-  const bytes = await destination.read(MANIFEST_NAME, signal);
-  if (bytes === undefined) return [];
-  let json: unknown;
-  try {
-    json = JSON.parse(new TextDecoder().decode(bytes));
-  } catch (error) {
-    throw new ManifestInvalidError(destination.url, `not JSON: ${(error as Error).message}`);
-  }
-  const parsed = manifestSchema.safeParse(json);
-  if (!parsed.success) throw new ManifestInvalidError(destination.url, parsed.error.issues[0]?.message ?? 'unexpected shape');
-  return [...parsed.data.files.map((f) => f.path), MANIFEST_NAME, SUCCESS_NAME];
 }
 
 function checkColumns(schema: Schema, resolved: ResolvedOutput): void {

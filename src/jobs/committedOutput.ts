@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Job } from '../config/jobSchema.ts';
-import { MANIFEST_NAME, resolveOutput } from '../export/index.ts';
+import { type CommitProtocol, manifestCommit, resolveOutput } from '../export/index.ts';
 
 export interface Committed {
   readonly url: string;
@@ -21,9 +21,9 @@ export function outputFingerprint(job: Pick<Job, 'result'>, output: unknown): st
 }
 
 /**
- * The output's committed export, if its manifest says it holds `executionId` with `rows` rows,
+ * The output's committed export, if its commit says it holds `executionId` with `rows` rows,
  * written with `fingerprint`: that output is done and the run skips it. Reads one small object;
- * any doubt (no manifest, unreadable, another execution, other options) means "not committed".
+ * any doubt (no commit, unreadable, another execution, other options) means "not committed".
  */
 export async function committedExport(
   output: unknown,
@@ -31,22 +31,16 @@ export async function committedExport(
   rows: number | undefined,
   fingerprint: string,
   signal: AbortSignal,
+  commit: CommitProtocol = manifestCommit,
 ): Promise<Committed | undefined> {
   const resolved = resolveOutput(output);
   const destination = resolved.sink.create(resolved.sinkConfig);
   try {
     if (!destination.multiFile) return undefined;
-    const bytes = await destination.read(MANIFEST_NAME, signal).catch(() => undefined);
-    if (bytes === undefined) return undefined;
-    const manifest = JSON.parse(new TextDecoder().decode(bytes)) as unknown;
-    if (typeof manifest !== 'object' || manifest === null) return undefined;
-    const m = manifest as { execution_id?: unknown; total_rows?: unknown; total_bytes?: unknown; files?: unknown; fingerprint?: unknown };
-    if (m.execution_id !== executionId || typeof m.total_rows !== 'number' || !Array.isArray(m.files)) return undefined;
-    if (m.fingerprint !== fingerprint) return undefined;
-    if (rows !== undefined && m.total_rows !== rows) return undefined;
-    return { url: destination.url, rows: m.total_rows, bytes: typeof m.total_bytes === 'number' ? m.total_bytes : 0, files: m.files.length };
-  } catch {
-    return undefined;
+    const found = await commit.read(destination, signal).catch(() => undefined);
+    if (found === undefined || found.executionId !== executionId || found.fingerprint !== fingerprint) return undefined;
+    if (rows !== undefined && found.rows !== rows) return undefined;
+    return { url: destination.url, rows: found.rows, bytes: found.bytes, files: found.files.length };
   } finally {
     await destination.close();
   }

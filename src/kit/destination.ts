@@ -20,6 +20,37 @@ export interface Destination {
    */
   begin(options: BeginOptions): Promise<Transaction>;
   close(): Promise<void>;
+  /**
+   * What a log-based table format (Iceberg, a Delta log) needs besides transactions. Optional:
+   * the file and S3 sinks implement them, a single-stream sink (stdout) does not.
+   *
+   * `list`: the names of committed objects under `prefix` (relative, `/`-separated, sorted).
+   */
+  list?(prefix: string, signal?: AbortSignal): Promise<string[]>;
+  /** Reads a small committed object with its version: the token a conditional `publish` compares. */
+  readVersioned?(name: string, signal?: AbortSignal): Promise<Versioned | undefined>;
+  /**
+   * Publishes one small object at once, outside any transaction, only if `condition` holds:
+   * `{ ifAbsent: true }` creates it only when no object of that name exists (S3 `If-None-Match: *`,
+   * an exclusive create on disk); `{ ifVersion }` replaces it only while it is still the version
+   * read (S3 `If-Match: <etag>`). Of two publishers racing on one name, exactly one wins; the other
+   * gets a `PreconditionFailedError` and nothing of it is visible. Resolves to the new version.
+   */
+  publish?(name: string, body: Uint8Array, condition: PublishCondition, options?: PublishOptions): Promise<string>;
+}
+
+/** A small object and its version (S3 ETag; on disk a hash of the content). */
+export interface Versioned {
+  readonly body: Uint8Array;
+  readonly version: string;
+}
+
+/** When a conditional publish may happen: the name is free, or it still holds the version read. */
+export type PublishCondition = { readonly ifAbsent: true } | { readonly ifVersion: string };
+
+export interface PublishOptions {
+  readonly contentType?: string;
+  readonly signal?: AbortSignal;
 }
 
 export interface BeginOptions {
@@ -64,8 +95,12 @@ export interface Transaction {
    * then removes stale names of the previous output. Call only after every write settled.
    */
   commit(markers: readonly Marker[]): Promise<void>;
-  /** Discards everything written (retained streams too); settles in-flight work first. Never throws. */
-  abort(reason?: unknown): Promise<void>;
+  /**
+   * Discards everything written (retained streams too); settles in-flight work first. Never throws.
+   * `keep`: names not to remove even if this transaction wrote them (another writer's commit, which
+   * won a conditional publish, lists them).
+   */
+  abort(reason?: unknown, keep?: readonly string[]): Promise<void>;
   /**
    * Resume support (all three or none; a destination without them always starts afresh).
    * `journal`: what the killed attempt last saved with `saveJournal` (begin with `resume`).
@@ -101,6 +136,12 @@ export interface Marker {
   readonly name: string;
   readonly body: Uint8Array;
   readonly contentType?: string;
+  /**
+   * Publish this marker only if the condition holds when the commit becomes visible (see
+   * `Destination.publish`): the commit then fails with `PreconditionFailedError`, publishing nothing,
+   * when another writer committed at the same place since the previous commit was read.
+   */
+  readonly condition?: PublishCondition;
 }
 
 export interface SinkDescriptor<C extends z.ZodType = z.ZodType> {

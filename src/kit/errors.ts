@@ -37,9 +37,22 @@ export class ConfigError extends KitError {
 export class DestinationError extends KitError {
   readonly url: string;
 
-  constructor(url: string, action: string, cause: unknown, retryable = false) {
-    super('destination_failed', `${action} ${url} failed: ${messageOf(cause)}`, { cause, retryable });
+  constructor(url: string, action: string, cause: unknown, retryable = false, code = 'destination_failed') {
+    super(code, `${action} ${url} failed: ${messageOf(cause)}`, { cause, retryable });
     this.url = url;
+  }
+}
+
+/**
+ * A conditional publish found the object changed (or present, for a create-only publish): another
+ * writer committed first. Not retryable as is: the caller must read the new state and decide.
+ */
+export class PreconditionFailedError extends DestinationError {
+  readonly object: string;
+
+  constructor(url: string, object: string, detail: string, cause?: unknown) {
+    super(url, `publishing ${object} to`, cause ?? new Error(detail), false, 'precondition_failed');
+    this.object = object;
   }
 }
 

@@ -4,13 +4,16 @@ export {
   type BeginOptions,
   type Destination,
   type Marker,
+  type PublishCondition,
+  type PublishOptions,
+  type Versioned,
   type SinkDescriptor,
   type StagedStream,
   type Transaction,
   type WriteOptions,
   type WriteResult,
 } from './destination.ts';
-export { ConfigError, DestinationError, FormatError, KitError, messageOf, type ConfigIssue, type KitErrorOptions } from './errors.ts';
+export { ConfigError, DestinationError, FormatError, PreconditionFailedError, KitError, messageOf, type ConfigIssue, type KitErrorOptions } from './errors.ts';
 export { issuesOf, joinPath, parseConfig } from './parseConfig.ts';
 export { decimalText, hex, isoTimestamp, valueText, type ValueText } from './valueText.ts';
 export { coalesce, concat } from './bytes.ts';

@@ -1,4 +1,5 @@
-import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { link, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +10,8 @@ import {
   type Destination,
   DestinationError,
   type Marker,
+  PreconditionFailedError,
+  type PublishCondition,
   type StagedStream,
   type Transaction,
   type WriteOptions,
@@ -69,6 +72,35 @@ export function fileDestination(path: string): Destination {
         if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR')) return undefined;
         throw new DestinationError(url, `reading ${name} from`, error);
       }
+    },
+    async readVersioned(name) {
+      try {
+        await restore();
+        const body = new Uint8Array(await readFile(inside(target, name)));
+        return { body, version: versionOf(body) };
+      } catch (error) {
+        if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR')) return undefined;
+        throw new DestinationError(url, `reading ${name} from`, error);
+      }
+    },
+    async list(prefix) {
+      try {
+        await restore();
+        const entries = await readdir(target, { recursive: true, withFileTypes: true });
+        return entries
+          .filter((e) => e.isFile())
+          .map((e) => relative(target, join(e.parentPath, e.name)).split(sep).join('/'))
+          .filter((n) => n.startsWith(prefix) && !n.includes(PUBLISHING))
+          .sort();
+      } catch (error) {
+        if (isCode(error, 'ENOENT')) return [];
+        throw new DestinationError(url, `listing ${prefix || 'the files'} in`, error);
+      }
+    },
+    async publish(name, body, condition, options = {}) {
+      options.signal?.throwIfAborted();
+      await restore();
+      return publishFile(url, inside(target, name), name, body, condition);
     },
     async begin(options) {
       const staging = join(parent, `${prefix}${options.attemptId}`);
@@ -178,7 +210,18 @@ function fileTransaction(target: string, staging: string, url: string, options: 
         throw new DestinationError(url, 'writing markers to', error);
       }
       const old = `${staging}.old`;
+      const conditional = markers.find((m) => m.condition !== undefined);
+      const conflict = async (detail: string): Promise<never> => {
+        await rm(staging, { recursive: true, force: true });
+        throw new PreconditionFailedError(url, conditional!.name, detail);
+      };
       const existing = await entriesOf(target);
+      if (existing === undefined && conditional?.condition !== undefined && 'ifVersion' in conditional.condition) {
+        await conflict('the committed output it replaces is gone (another writer committed first)');
+      }
+      if (existing !== undefined && conditional?.condition !== undefined && !(await holds(join(target, ...conditional.name.split('/')), conditional.condition))) {
+        await conflict(`${conditional.name} changed since it was read (another writer committed first)`);
+      }
       if (existing !== undefined) {
         const ours = new Set([...options.previous, ...markers.map((m) => m.name)].map((n) => n.split('/')[0]!));
         const foreign = existing.filter((e) => !ours.has(e));
@@ -193,12 +236,27 @@ function fileTransaction(target: string, staging: string, url: string, options: 
             ),
           );
         }
-        await rename(target, old);
+        try {
+          await rename(target, old);
+        } catch (error) {
+          // Gone since it was listed: another writer is swapping its commit in right now.
+          if (conditional !== undefined && isCode(error, 'ENOENT')) await conflict('another writer committed first');
+          throw new DestinationError(url, 'replacing', error);
+        }
+        // What was moved aside is exactly what the condition is checked against: a writer that
+        // committed since it was read is put back and wins; this commit publishes nothing.
+        if (conditional?.condition !== undefined && !(await holds(join(old, ...conditional.name.split('/')), conditional.condition))) {
+          await rename(old, target).catch(() => rm(old, { recursive: true, force: true }));
+          await conflict(`${conditional.name} changed since it was read (another writer committed first)`);
+        }
       }
       try {
         await rename(staging, target);
       } catch (error) {
-        if (existing !== undefined) await rename(old, target).catch(() => undefined);
+        // Renaming a directory onto a non-empty one fails: another writer published in between.
+        const raced = conditional !== undefined && (isCode(error, 'ENOTEMPTY') || isCode(error, 'EEXIST'));
+        if (existing !== undefined) await rename(old, target).catch(() => rm(old, { recursive: true, force: true }));
+        if (raced) await conflict('another writer committed first');
         throw new DestinationError(url, 'publishing', error);
       }
       if (existing !== undefined) await rm(old, { recursive: true, force: true });
@@ -213,6 +271,98 @@ function fileTransaction(target: string, staging: string, url: string, options: 
       await Promise.allSettled([...inFlight]);
     },
   };
+}
+
+/** A file's version for conditional publishing: a hash of its content. */
+function versionOf(body: Uint8Array): string {
+  return createHash('sha256').update(body).digest('hex');
+}
+
+/** Whether the file at `path` satisfies `condition` now. */
+async function holds(path: string, condition: PublishCondition): Promise<boolean> {
+  const body = await readFile(path).then((b) => new Uint8Array(b), (error: unknown) => {
+    if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR')) return undefined;
+    throw error;
+  });
+  return 'ifAbsent' in condition ? body === undefined : body !== undefined && versionOf(body) === condition.ifVersion;
+}
+
+/** Infix of the temp and lock files of `publishFile`, never listed as content. */
+const PUBLISHING = '.sluice-publish-';
+const LOCK_WAIT_MS = 10_000;
+
+/**
+ * A conditional publish of one file. Create-only: the body goes to a synced temp file that is then
+ * hard-linked to the name, which fails when the name exists. Replace-if-unchanged: under a lock file
+ * (an exclusive create beside it; a lock whose process is gone is taken over), the current content
+ * is compared with the version read and the temp file renamed over it.
+ */
+async function publishFile(url: string, path: string, name: string, body: Uint8Array, condition: PublishCondition): Promise<string> {
+  const tmp = `${dirname(path)}${sep}${PUBLISHING}${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    await mkdir(dirname(path), { recursive: true });
+    const handle = await open(tmp, 'wx');
+    try {
+      await handle.writeFile(body);
+      await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+  } catch (error) {
+    await rm(tmp, { force: true });
+    throw new DestinationError(url, `writing ${name} to`, error);
+  }
+  try {
+    if ('ifAbsent' in condition) {
+      try {
+        await link(tmp, path);
+      } catch (error) {
+        if (isCode(error, 'EEXIST')) throw new PreconditionFailedError(url, name, `${name} exists already (another writer published it first)`);
+        throw error;
+      }
+    } else {
+      const unlock = await lockFile(`${dirname(path)}${sep}${PUBLISHING}${basename(path)}.lock`);
+      try {
+        if (!(await holds(path, condition))) throw new PreconditionFailedError(url, name, `${name} changed since it was read (another writer published first)`);
+        await rename(tmp, path);
+      } finally {
+        await unlock();
+      }
+    }
+    return versionOf(body);
+  } catch (error) {
+    if (error instanceof PreconditionFailedError) throw error;
+    throw new DestinationError(url, `publishing ${name} to`, error);
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
+
+async function lockFile(path: string): Promise<() => Promise<void>> {
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  // The owner is written first and the lock linked into place whole: a lock is never seen empty.
+  const mine = `${path}.${randomBytes(6).toString('hex')}`;
+  await writeFile(mine, `${hostname()} ${process.pid}\n`);
+  try {
+    for (;;) {
+      try {
+        await link(mine, path);
+        return () => rm(path, { force: true });
+      } catch (error) {
+        if (!isCode(error, 'EEXIST')) throw error;
+      }
+      if (!(await ownerAliveFile(path))) {
+        // Taken over by moving it aside first: of two processes doing so, one gets ENOENT and waits.
+        const aside = `${path}.${randomBytes(6).toString('hex')}.stale`;
+        if (await rename(path, aside).then(() => true, () => false)) await rm(aside, { force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`${path} is held by a running process`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  } finally {
+    await rm(mine, { force: true });
+  }
 }
 
 /**
@@ -251,7 +401,12 @@ async function removeStale(parent: string, prefix: string, attemptId: string, ta
 }
 
 async function ownerAlive(staging: string): Promise<boolean> {
-  const text = await readFile(join(staging, OWNER), 'utf8').catch(() => '');
+  return ownerAliveFile(join(staging, OWNER));
+}
+
+/** Whether the process a file names (`host pid`) still runs. */
+async function ownerAliveFile(file: string): Promise<boolean> {
+  const text = await readFile(file, 'utf8').catch(() => '');
   const [host, pidText] = text.trim().split(' ');
   const pid = Number(pidText);
   if (host !== hostname() || !Number.isInteger(pid) || pid <= 0) return false;

@@ -6,10 +6,12 @@ import {
   type Destination,
   DestinationError,
   type Marker,
+  PreconditionFailedError,
+  type PublishCondition,
   type StagedStream,
   type Transaction,
 } from '../../../src/kit/index.ts';
-import { type ObjectStore, sdkObjectStore } from './objectStore.ts';
+import { ConditionFailed, type ObjectStore, sdkObjectStore } from './objectStore.ts';
 import { keyOf, parseS3Url, type S3Location } from './url.ts';
 
 const STORAGE_CLASSES = [
@@ -129,6 +131,26 @@ export function s3Destination(location: S3Location, store: ObjectStore): Destina
         throw new DestinationError(url, `reading ${name} from`, error, true);
       }
     },
+    async readVersioned(name, signal) {
+      try {
+        const found = await store.getVersioned(keyOf(location, name), signal);
+        return found === undefined ? undefined : { body: found.body, version: found.etag };
+      } catch (error) {
+        throw new DestinationError(url, `reading ${name} from`, error, true);
+      }
+    },
+    async list(prefix, signal) {
+      const base = location.prefix === '' ? '' : `${location.prefix}/`;
+      try {
+        return (await store.list(`${base}${prefix}`, signal)).map((k) => k.slice(base.length)).sort();
+      } catch (error) {
+        throw new DestinationError(url, `listing ${prefix || 'the objects'} at`, error, true);
+      }
+    },
+    async publish(name, body, condition, options = {}) {
+      options.signal?.throwIfAborted();
+      return putMarker(store, url, keyOf(location, name), name, body, options.contentType, condition);
+    },
     async begin(options) {
       let journal: Uint8Array | undefined;
       if (options.resume) {
@@ -144,6 +166,16 @@ export function s3Destination(location: S3Location, store: ObjectStore): Destina
       store.close();
     },
   };
+}
+
+/** One PUT, conditional when asked: a refused condition is the kit's `PreconditionFailedError`. */
+async function putMarker(store: ObjectStore, url: string, key: string, name: string, body: Uint8Array, contentType: string | undefined, condition: PublishCondition | undefined): Promise<string> {
+  try {
+    return await store.put(key, body, contentType, condition);
+  } catch (error) {
+    if (error instanceof ConditionFailed) throw new PreconditionFailedError(url, name, error.message, error);
+    throw new DestinationError(url, `writing ${name} to`, error, true);
+  }
 }
 
 const JOURNAL_PREFIX = '.sluice-journal-';
@@ -167,10 +199,11 @@ function s3Transaction(location: S3Location, store: ObjectStore, url: string, op
         if (previous.has(key)) await store.delete([key]);
       }
     })());
-  const abort = async (): Promise<void> => {
+  const abort = async (_reason?: unknown, keep: readonly string[] = []): Promise<void> => {
     for (const controller of inFlight.values()) controller.abort(new Error('transaction aborted'));
     await Promise.allSettled([...inFlight.keys()]);
-    const ours = [...written, ...retained].filter((k) => withdrawal !== undefined || !previous.has(k));
+    const protect = new Set(keep.map((n) => keyOf(location, n)));
+    const ours = [...written, ...retained].filter((k) => (withdrawal !== undefined || !previous.has(k)) && !protect.has(k));
     if (journalSaved) ours.push(journalKey);
     await store.delete(ours).catch(() => undefined);
   };
@@ -239,10 +272,10 @@ function s3Transaction(location: S3Location, store: ObjectStore, url: string, op
 
     async commit(markers: readonly Marker[]) {
       await Promise.allSettled([...inFlight.keys()]);
-      try {
-        for (const marker of markers) await store.put(keyOf(location, marker.name), marker.body, marker.contentType);
-      } catch (error) {
-        throw new DestinationError(url, 'writing the manifest to', error, true);
+      for (const marker of markers) {
+        // Markers this transaction withdrew are gone: replacing one then means creating it.
+        const condition = marker.condition !== undefined && withdrawal !== undefined && previous.has(keyOf(location, marker.name)) ? { ifAbsent: true as const } : marker.condition;
+        await putMarker(store, url, keyOf(location, marker.name), marker.name, marker.body, marker.contentType, condition);
       }
       const keep = new Set([...written, ...retained, ...markers.map((m) => keyOf(location, m.name))]);
       let stale: string[] = [];

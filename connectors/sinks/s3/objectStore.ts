@@ -17,14 +17,29 @@ import { Upload } from '@aws-sdk/lib-storage';
 export interface ObjectStore {
   /** Streams `body` through a multipart upload; the object appears only when complete. */
   upload(key: string, body: AsyncIterable<Uint8Array>, options: { contentType?: string; signal?: AbortSignal }): Promise<void>;
-  put(key: string, body: Uint8Array, contentType?: string): Promise<void>;
+  /**
+   * Replaces the object atomically; resolves to its ETag. `condition`: only if absent
+   * (`If-None-Match: *`) or only while it has this ETag (`If-Match`); else `ConditionFailed`.
+   */
+  put(key: string, body: Uint8Array, contentType?: string, condition?: PutCondition): Promise<string>;
   get(key: string, signal?: AbortSignal): Promise<Uint8Array | undefined>;
+  /** The object and its ETag, or undefined when it does not exist. */
+  getVersioned(key: string, signal?: AbortSignal): Promise<{ body: Uint8Array; etag: string } | undefined>;
   /** The object's size, or undefined when it does not exist. */
   head(key: string, signal?: AbortSignal): Promise<number | undefined>;
   /** Every key that starts with `prefix`. */
   list(prefix: string, signal?: AbortSignal): Promise<string[]>;
   delete(keys: readonly string[]): Promise<void>;
   close(): void;
+}
+
+export type PutCondition = { readonly ifAbsent: true } | { readonly ifVersion: string };
+
+/** A conditional PUT was refused (412, or 409 when another conditional write to the key was in flight). */
+export class ConditionFailed extends Error {
+  constructor(key: string, cause: unknown) {
+    super(`${key} changed since it was read (another writer committed first)`, { cause });
+  }
 }
 
 export interface SdkStoreOptions {
@@ -44,6 +59,15 @@ export function sdkObjectStore(options: SdkStoreOptions): ObjectStore {
     ...(options.sse ? { ServerSideEncryption: options.sse } : {}),
     ...(options.sseKmsKeyId ? { SSEKMSKeyId: options.sseKmsKeyId } : {}),
     ...(options.storageClass ? { StorageClass: options.storageClass } : {}),
+  };
+  const getVersioned = async (key: string, signal?: AbortSignal): Promise<{ body: Uint8Array; etag: string } | undefined> => {
+    try {
+      const out = await client.send(new GetObjectCommand({ Bucket, Key: key }), { abortSignal: signal });
+      return { body: out.Body ? await out.Body.transformToByteArray() : new Uint8Array(), etag: out.ETag ?? '' };
+    } catch (error) {
+      if (error instanceof NoSuchKey || (error as { name?: unknown }).name === 'NoSuchKey') return undefined;
+      throw error;
+    }
   };
   return {
     async upload(key, body, { contentType, signal }) {
@@ -65,18 +89,21 @@ export function sdkObjectStore(options: SdkStoreOptions): ObjectStore {
       }
       signal?.throwIfAborted();
     },
-    async put(key, body, contentType) {
-      await client.send(new PutObjectCommand({ Bucket, Key: key, Body: body, ContentType: contentType, ...objectParams }));
-    },
-    async get(key, signal) {
+    async put(key, body, contentType, condition) {
+      const conditional = condition === undefined ? {} : 'ifAbsent' in condition ? { IfNoneMatch: '*' } : { IfMatch: condition.ifVersion };
       try {
-        const out = await client.send(new GetObjectCommand({ Bucket, Key: key }), { abortSignal: signal });
-        return out.Body ? await out.Body.transformToByteArray() : new Uint8Array();
+        const out = await client.send(new PutObjectCommand({ Bucket, Key: key, Body: body, ContentType: contentType, ...objectParams, ...conditional }));
+        return out.ETag ?? '';
       } catch (error) {
-        if (error instanceof NoSuchKey || (error as { name?: unknown }).name === 'NoSuchKey') return undefined;
+        const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+        if (condition !== undefined && (status === 412 || status === 409)) throw new ConditionFailed(key, error);
         throw error;
       }
     },
+    async get(key, signal) {
+      return (await getVersioned(key, signal))?.body;
+    },
+    getVersioned,
     async head(key, signal) {
       try {
         const out = await client.send(new HeadObjectCommand({ Bucket, Key: key }), { abortSignal: signal });

@@ -46,6 +46,7 @@ const SAMPLES: readonly (readonly [Error, ExitCode])[] = [
   [new kitErrors.ConfigError('output', [{ path: 'format', message: 'expected one of parquet, csv', value: 'parqet' }]), EXIT.config],
   [new kitErrors.DestinationError('file:///out', 'writing', new Error('EACCES')), EXIT.io],
   [new kitErrors.FormatError('parquet', 'cannot start the writer'), EXIT.other],
+  [new kitErrors.PreconditionFailedError('s3://b/p', '_manifest.json', 'changed since it was read'), EXIT.io],
   [new exportErrors.RowCountMismatchError('01EXEC', 10, 9), EXIT.other],
   [new exportErrors.ManifestInvalidError('file:///out', 'not JSON'), EXIT.other],
   [new icebergErrors.IcebergNotATableError('file:///lake/t', 'part-0.parquet'), EXIT.other],

@@ -11,6 +11,14 @@ export function jobEvents(job: string, log: Logger, stderr: OutputStream, showBa
   let bar: ProgressBar | undefined;
   const jobLog = log.child({ job });
   const events: RunEvents = {
+    onResume: (decision) => {
+      bar?.clear();
+      if (decision.resume) {
+        jobLog.info('an interrupted run of this job exported this execution: resuming it (same job, source and outputs; --fresh starts anew)', { execution_id: decision.executionId, interrupted_run_started_at: decision.startedAt });
+      } else {
+        jobLog.info(`not resuming the interrupted run's execution: ${decision.reason}`, { execution_id: decision.executionId });
+      }
+    },
     onExecution: ({ executionId, started, resumed }) => {
       bar?.clear();
       const what = resumed ? 'resuming the execution of an interrupted run' : started ? 'execution started' : 'exporting a stored result';

@@ -40,4 +40,6 @@ export interface CommitProtocol {
    * published). Ends `tx` by committing it.
    */
   publish(tx: Transaction, content: Manifest, previous: Commit | undefined): Promise<Commit>;
+  /** Completes `commit` where a kill cut its publishing short (a record written, a later one not). */
+  finish?(destination: Destination, commit: Commit, signal?: AbortSignal): Promise<void>;
 }

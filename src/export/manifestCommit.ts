@@ -1,4 +1,4 @@
-import type { Destination, Marker } from '../kit/index.ts';
+import { type Destination, type Marker, PreconditionFailedError } from '../kit/index.ts';
 import type { Commit, CommitProtocol } from './commit.ts';
 import { ManifestInvalidError } from './errors.ts';
 import { encodeManifest, MANIFEST_NAME, manifestSchema, SUCCESS_NAME } from './manifest.ts';
@@ -27,6 +27,14 @@ export const manifestCommit: CommitProtocol = {
       owns: [...files, MANIFEST_NAME, SUCCESS_NAME],
       version: found.version,
     };
+  },
+
+  async finish(destination, _commit, signal) {
+    // `_SUCCESS` is written after the manifest: a kill in between leaves a manifest without it.
+    if (destination.publish === undefined || (await destination.read(SUCCESS_NAME, signal)) !== undefined) return;
+    await destination.publish(SUCCESS_NAME, new Uint8Array(), { ifAbsent: true }, { contentType: 'text/plain', ...(signal ? { signal } : {}) }).catch((error: unknown) => {
+      if (!(error instanceof PreconditionFailedError)) throw error;
+    });
   },
 
   async publish(tx, content, previous) {

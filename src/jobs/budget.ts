@@ -1,6 +1,9 @@
 import type { Job } from '../config/jobSchema.ts';
-import type { ExecutionStatus } from '../protocol/index.ts';
+import type { ExecutionStatus, Performance } from '../protocol/index.ts';
 import { BudgetExceededError } from './errors.ts';
+
+/** Credits of one execution that ran (10 x tier factor). */
+export const TIER_COST: Readonly<Record<Performance, number>> = { medium: 10, large: 20 };
 
 /** Whether an execution costing `cost` may start when `spent` credits are already gone. */
 export function creditsAllowed(job: Job, spent: number, cost: number): boolean {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Job } from '../config/jobSchema.ts';
-import { type CommitProtocol, manifestCommit, resolveOutput } from '../export/index.ts';
+import { builtins, type CommitProtocol, manifestCommit, type Registry, resolveOutput } from '../export/index.ts';
 
 export interface Committed {
   readonly url: string;
@@ -22,8 +22,10 @@ export function outputFingerprint(job: Pick<Job, 'result'>, output: unknown): st
 
 /**
  * The output's committed export, if its commit says it holds `executionId` with `rows` rows,
- * written with `fingerprint`: that output is done and the run skips it. Reads one small object;
- * any doubt (no commit, unreadable, another execution, other options) means "not committed".
+ * written with `fingerprint`: that output is done and the run skips it. Any doubt (no commit,
+ * unreadable, another execution, other options) means "not committed". A committed output is then
+ * tidied as a commit would leave it: a commit a kill cut short is finished (`_SUCCESS`), and what
+ * earlier attempts left beside it is swept, so the place holds exactly what the commit lists.
  */
 export async function committedExport(
   output: unknown,
@@ -32,14 +34,17 @@ export async function committedExport(
   fingerprint: string,
   signal: AbortSignal,
   commit: CommitProtocol = manifestCommit,
+  registry?: Registry,
 ): Promise<Committed | undefined> {
-  const resolved = resolveOutput(output);
+  const resolved = resolveOutput(output, registry ?? builtins);
   const destination = resolved.sink.create(resolved.sinkConfig);
   try {
     if (!destination.multiFile) return undefined;
     const found = await commit.read(destination, signal).catch(() => undefined);
     if (found === undefined || found.executionId !== executionId || found.fingerprint !== fingerprint) return undefined;
     if (rows !== undefined && found.rows !== rows) return undefined;
+    await commit.finish?.(destination, found, signal);
+    await destination.sweep?.(found.owns, signal);
     return { url: destination.url, rows: found.rows, bytes: found.bytes, files: found.files.length };
   } finally {
     await destination.close();

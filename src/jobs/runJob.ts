@@ -1,18 +1,20 @@
-import type { Execution } from '../client/execution.ts';
+import { sleep } from '../client/retry.ts';
 import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
 import { openExport, type ExportSummary, type OpenedExport } from '../export/index.ts';
-import { stream } from '../pipeline/stream.ts';
+import { type ResultStream, stream } from '../pipeline/stream.ts';
 import type { Progress } from '../pipeline/progress.ts';
-import { isTerminal, type ExecutionStatus } from '../protocol/index.ts';
+import type { StreamSource } from '../pipeline/source.ts';
+import { isTerminal } from '../protocol/index.ts';
+import { KitError } from '../kit/errors.ts';
 import { resumeAttemptId } from './attemptId.ts';
-import { checkBytes, creditsAllowed } from './budget.ts';
+import { checkBytes, creditsAllowed, TIER_COST } from './budget.ts';
 import { committedExport, outputFingerprint } from './committedOutput.ts';
 import { BudgetExceededError } from './errors.ts';
+import { jobSource } from './jobSource.ts';
 import { worthRetrying } from './retryable.ts';
 import { type RunRecord, RunHistory } from './runHistory.ts';
-import { jobFingerprint, RunStateStore } from './runState.ts';
-import { startExecution, TIER_COST } from './startExecution.ts';
+import { type JobRunState, jobRunState, type ResumeDecision, RunStateStore } from './runState.ts';
 import { skipRows } from './skipRows.ts';
 import { tee } from './tee.ts';
 
@@ -35,6 +37,8 @@ export interface JobSummary {
   readonly startedExecution: boolean;
   /** Picked up the execution of an earlier run that did not finish. */
   readonly resumed: boolean;
+  /** Whether an interrupted run's execution was picked up, and why not when it was not (undefined: none known). */
+  readonly resume: ResumeDecision | undefined;
   readonly rows: number;
   /** Rows this run read from the service and handed to the outputs (fewer than `rows` when parts of a killed run were kept). */
   readonly fetchedRows: number;
@@ -50,6 +54,8 @@ export interface JobSummary {
 }
 
 export interface RunEvents {
+  /** An interrupted run of this job was found: whether this run resumes its execution, and why not. */
+  onResume?(decision: ResumeDecision): void;
   onExecution?(event: { executionId: string; started: boolean; resumed: boolean }): void;
   onProgress?(progress: Progress & { totalPages: number | undefined }): void;
   onOutput?(output: OutputSummary): void;
@@ -67,21 +73,19 @@ export interface RunJobOptions {
   readonly signal: AbortSignal;
   /** Export this existing execution instead of running the job's source. */
   readonly executionId?: string;
-  /** Pick up the execution of a killed run (default true). */
+  /** Pick up the execution of an interrupted run (default true; `--fresh` sets false). */
   readonly resume?: boolean;
   readonly events?: RunEvents;
   /** Waits between retries (tests shorten it). */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
-const CANCEL_TIMEOUT_MS = 5_000;
-const USAGE_TIMEOUT_MS = 5_000;
-
 /**
- * One run of a job: find or start the execution -> wait -> budget check -> stream the result
- * once -> tee the Arrow batches into every output still to write -> commit each (src/export)
- * -> forget the run state. Retries the whole run up to `job.retries` times; a retry (and the
- * next run after a kill) resumes the same execution while it is valid.
+ * One run of a job: find or start the execution and wait (the pipeline) -> budget check -> skip
+ * outputs already committed -> stream the result once -> tee the Arrow batches into every output
+ * still to write -> commit each (src/export) -> forget the run state. Retries the whole run up to
+ * `job.retries` times; a retry (and the next run after an interruption) resumes the same execution
+ * while `JobRunState.decide` allows it.
  */
 export async function runJob(job: Job, options: RunJobOptions): Promise<JobSummary> {
   const store = new RunStateStore(options.stateDir);
@@ -90,7 +94,7 @@ export async function runJob(job: Job, options: RunJobOptions): Promise<JobSumma
   try {
     let summary: JobSummary;
     try {
-      summary = await attemptWithRetries(job, options, store, run);
+      summary = await attemptWithRetries(job, options, jobRunState(store, job), run);
     } catch (error) {
       await recordRun(job, options, run, { error });
       throw error;
@@ -104,6 +108,8 @@ export async function runJob(job: Job, options: RunJobOptions): Promise<JobSumma
   }
 }
 
+const USAGE_TIMEOUT_MS = 5_000;
+
 /** What a run has done so far, across its attempts: enough to record it however it ends. */
 interface RunTally {
   readonly startedAt: Date;
@@ -113,18 +119,21 @@ interface RunTally {
   executionId?: string;
 }
 
-async function attemptWithRetries(job: Job, options: RunJobOptions, store: RunStateStore, run: RunTally): Promise<JobSummary> {
+async function attemptWithRetries(job: Job, options: RunJobOptions, state: JobRunState, run: RunTally): Promise<JobSummary> {
   const retries = job.retries ?? 0;
   let delay = (job.retry_delay_seconds ?? 5) * 1000;
   for (let attempt = 1; ; attempt++) {
     run.attempts = attempt;
     try {
-      const result = await attemptRun(job, options, store, run);
+      const result = await attemptRun(job, options, state, run);
       return { ...result, credits: run.credits, attempts: attempt, durationMs: performance.now() - run.began };
     } catch (error) {
-      if (attempt > retries || !worthRetrying(error, options.signal)) throw error;
+      if (attempt > retries || !worthRetrying(error, options.signal)) {
+        await state.failed(error, options.signal, (e) => worthResuming(e, options.signal));
+        throw error;
+      }
       options.events?.onRetry?.({ attempt, error, delayMs: delay });
-      await (options.sleep ?? abortableSleep)(delay, options.signal);
+      await (options.sleep ?? retrySleep)(delay, options.signal);
       delay *= 2;
     }
   }
@@ -183,124 +192,139 @@ interface Written {
   readonly fetchedRows: number;
 }
 
-async function attemptRun(job: Job, options: RunJobOptions, store: RunStateStore, spent: RunTally): Promise<AttemptResult> {
+async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, spent: RunTally): Promise<AttemptResult> {
   const { client, signal, events } = options;
-  const fingerprint = jobFingerprint(job);
   const performance = job.performance ?? 'medium';
 
-  // 1. The execution: given, resumed from a killed run, or started now.
-  let execution: Execution | undefined;
-  let started = false;
-  let resumed = false;
+  // 1. What to read: a given execution, the execution of an interrupted run, or the job's source.
+  let source: StreamSource = jobSource(job);
+  let resume: ResumeDecision | undefined;
   if (options.executionId !== undefined) {
-    execution = client.execution(options.executionId);
+    source = { executionId: options.executionId };
   } else if (options.resume !== false) {
-    const previous = await store.read(job.name);
-    if (previous && previous.fingerprint === fingerprint && (await resumable(client, previous.execution_id, signal))) {
-      execution = client.execution(previous.execution_id);
-      started = previous.started;
-      resumed = true;
-    } else if (previous) {
-      await store.clear(job.name);
-    }
+    resume = await state.decide((id) => readable(client, id, signal));
+    if (resume) events?.onResume?.(resume);
+    if (resume?.resume) source = { executionId: resume.executionId, started: resume.started };
   }
-  if (!execution) {
+  const resumed = resume?.resume === true;
+  if (!('executionId' in source) && !('latest' in job.source)) {
     const cost = TIER_COST[performance];
-    if (!('latest' in job.source) && !creditsAllowed(job, spent.credits, cost)) {
+    if (!creditsAllowed(job, spent.credits, cost)) {
       throw new BudgetExceededError(job.name, 'max_credits', `an execution costs ${cost} credits (${performance} tier) and the budget has ${(job.budget?.max_credits ?? 0) - spent.credits} left of max_credits ${job.budget?.max_credits}; nothing was started`);
     }
-    const begun = await startExecution(client, job, signal);
-    execution = begun.execution;
-    started = begun.started;
-    if (started) {
-      // Remember it before waiting: a kill from here on resumes this execution.
-      await store.write({ version: 1, job: job.name, fingerprint, execution_id: execution.id, started, started_at: new Date().toISOString() });
-    }
   }
-  spent.executionId = execution.id;
-  events?.onExecution?.({ executionId: execution.id, started: started && !resumed, resumed });
 
-  // 2. Wait; on abort, cancel what this job started and is still running.
-  let status: ExecutionStatus;
+  // 2. The pipeline starts or finds the execution, waits, and on a stop cancels what this job started.
+  const controller = new AbortController();
+  const onAbort = (): void => controller.abort(signal.reason);
+  signal.addEventListener('abort', onAbort, { once: true });
   try {
-    status = await execution.wait({ signal, allowPartialResults: job.result?.allow_partial ?? false });
-  } catch (error) {
-    if (signal.aborted) {
-      if (started) await cancelQuietly(execution);
-    }
-    // An execution that ran and then failed is charged too: the run's credits say so.
-    if (started && !resumed && isExecutionOutcome(error)) spent.credits += await chargedFor(client, execution.id);
-    // A failed, cancelled or expired execution cannot be resumed; an abort mid-wait was cancelled.
-    if (signal.aborted || !worthRetrying(error, signal) || isExecutionOutcome(error)) await store.clear(job.name);
-    throw error;
-  }
-  if (started && !resumed) spent.credits += status.execution_cost_credits ?? TIER_COST[performance];
-  const overBytes = checkBytes(job, status);
-  if (overBytes) {
-    await store.clear(job.name);
-    throw overBytes;
-  }
-
-  // 3. Outputs: skip those already committed for this execution, write the rest from one read.
-  const totalRows = job.result?.filters === undefined ? status.result_metadata?.total_row_count : undefined;
-  const summaries: (OutputSummary | undefined)[] = new Array(job.outputs.length).fill(undefined);
-  const pending: number[] = [];
-  for (const [i, output] of job.outputs.entries()) {
-    const done = await committedExport(output, execution.id, totalRows, outputFingerprint(job, output), signal);
-    if (done) {
-      summaries[i] = { url: done.url, format: output.format, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0 };
-      events?.onOutput?.(summaries[i]!);
-    } else {
-      pending.push(i);
-    }
-  }
-  let fetchedRows = 0;
-  if (pending.length > 0) {
-    const written = await exportAll(job, pending, execution.id, options);
-    fetchedRows = written.fetchedRows;
-    pending.forEach((index, k) => {
-      const s = written.summaries[k]!;
-      summaries[index] = {
-        url: s.url,
-        format: job.outputs[index]!.format,
-        rows: s.rows,
-        files: s.files.length,
-        bytes: s.bytes,
-        skipped: false,
-        resumedFiles: s.resumedFiles,
-      };
-      events?.onOutput?.(summaries[index]!);
+    let remembering: Promise<void> | undefined;
+    let startedNow = false;
+    let reportedPageSize: number | undefined;
+    const result = stream(client, source, {
+      signal: controller.signal,
+      // Never cancel an execution this job did not start (`--execution`, a stored result reused).
+      cancelOnAbort: options.executionId === undefined && !(resume?.resume === true && !resume.started),
+      allowPartialResults: job.result?.allow_partial ?? false,
+      ...(job.concurrency === undefined ? {} : { concurrency: job.concurrency }),
+      ...(job.result?.columns === undefined ? {} : { columns: job.result.columns }),
+      ...(job.result?.filters === undefined ? {} : { filters: job.result.filters }),
+      ...(job.result?.sort_by === undefined ? {} : { sortBy: job.result.sort_by }),
+      onExecution: (executionId, { started }) => {
+        spent.executionId = executionId;
+        // Remembered before waiting: a kill from here on resumes this execution.
+        startedNow = started && !resumed;
+        if (startedNow && options.executionId === undefined) remembering = state.remember(executionId, started);
+        events?.onExecution?.({ executionId, started: started && !resumed, resumed });
+      },
+      onProgress: (p) => {
+        const totalPages = reportedPageSize !== undefined && p.totalRows !== undefined ? Math.max(1, Math.ceil(p.totalRows / reportedPageSize)) : undefined;
+        events?.onProgress?.({ ...p, totalPages });
+      },
     });
-  }
-  await store.clear(job.name);
+    let ready;
+    try {
+      ready = await result.ready();
+      await remembering;
+    } catch (error) {
+      await remembering?.catch(() => undefined);
+      // An execution that ran and then failed is charged too: the run's credits say so.
+      if (startedNow && spent.executionId !== undefined && isExecutionOutcome(error)) spent.credits += await chargedFor(client, spent.executionId);
+      // Stopped while waiting (the pipeline cancelled it), or it failed, was cancelled or expired: nothing to resume.
+      if (signal.aborted || isExecutionOutcome(error)) await state.forget();
+      throw error;
+    }
+    const { executionId, status } = ready;
+    if (ready.started && !resumed) spent.credits += status.execution_cost_credits ?? TIER_COST[performance];
+    const overBytes = checkBytes(job, status);
+    if (overBytes) {
+      await state.forget();
+      throw overBytes;
+    }
 
-  const outputs = summaries.map((s) => s!);
-  return {
-    job: job.name,
-    executionId: execution.id,
-    startedExecution: started && !resumed,
-    resumed,
-    rows: outputs[0]?.rows ?? 0,
-    fetchedRows,
-    files: outputs.reduce((n, o) => n + o.files, 0),
-    bytes: outputs.reduce((n, o) => n + o.bytes, 0),
-    outputs,
-  };
+    // 3. Outputs: skip those already committed for this execution, write the rest from one read.
+    const totalRows = job.result?.filters === undefined ? status.result_metadata?.total_row_count : undefined;
+    const summaries: (OutputSummary | undefined)[] = new Array(job.outputs.length).fill(undefined);
+    const pending: number[] = [];
+    for (const [i, output] of job.outputs.entries()) {
+      const done = await committedExport(output, executionId, totalRows, outputFingerprint(job, output), signal);
+      if (done) {
+        summaries[i] = { url: done.url, format: output.format, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0 };
+        events?.onOutput?.(summaries[i]!);
+      } else {
+        pending.push(i);
+      }
+    }
+    let fetchedRows = 0;
+    if (pending.length > 0) {
+      const written = await exportAll(job, pending, executionId, result, controller, signal, (pageSize) => (reportedPageSize = pageSize));
+      fetchedRows = written.fetchedRows;
+      pending.forEach((index, k) => {
+        const s = written.summaries[k]!;
+        summaries[index] = { url: s.url, format: job.outputs[index]!.format, rows: s.rows, files: s.files.length, bytes: s.bytes, skipped: false, resumedFiles: s.resumedFiles };
+        events?.onOutput?.(summaries[index]!);
+      });
+    }
+    await state.forget();
+
+    const outputs = summaries.map((s) => s!);
+    return {
+      job: job.name,
+      executionId,
+      startedExecution: ready.started && !resumed,
+      resumed,
+      resume,
+      rows: outputs[0]?.rows ?? 0,
+      fetchedRows,
+      files: outputs.reduce((n, o) => n + o.files, 0),
+      bytes: outputs.reduce((n, o) => n + o.bytes, 0),
+      outputs,
+    };
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
 }
 
 /**
- * Streams the result once and writes it to every pending output; one failing aborts the rest.
+ * Reads the result once and writes it to every pending output; one failing aborts the rest
+ * (through `controller`, which also stops the read).
  *
  * Per-part resume: each output's staging area is named after (job, execution, output), so the
- * parts a killed run completed are found again (see `openExport` for what is kept and why the
- * result is byte-identical). The read starts at the lowest row an output still needs, on the page
- * grid the killed run used; outputs that need less skip ahead. A kill at any point therefore
- * costs at most the part being written per output, not the rows already stored.
+ * parts a killed run completed are found again (see `recover` in src/export for what is kept and
+ * why the result is byte-identical). The read starts at the lowest row an output still needs, on
+ * the page grid the killed run used; outputs that need less skip ahead. A kill at any point
+ * therefore costs at most the part being written per output, not the rows already stored.
  */
-async function exportAll(job: Job, pending: readonly number[], executionId: string, options: RunJobOptions): Promise<Written> {
-  const controller = new AbortController();
-  const onAbort = (): void => controller.abort(options.signal.reason);
-  options.signal.addEventListener('abort', onAbort, { once: true });
+async function exportAll(
+  job: Job,
+  pending: readonly number[],
+  executionId: string,
+  result: ResultStream,
+  controller: AbortController,
+  stop: AbortSignal,
+  onPageSize: (pageSize: number) => void,
+): Promise<Written> {
   const opened: OpenedExport[] = [];
   try {
     for (const index of pending) {
@@ -310,30 +334,16 @@ async function exportAll(job: Job, pending: readonly number[], executionId: stri
           signal: controller.signal,
           resume: { attemptId: resumeAttemptId(job.name, executionId, output) },
           // Stopped from outside (SIGTERM): finished parts survive for the next run, as after a kill.
-          keepOnStop: options.signal,
+          keepOnStop: stop,
         }),
       );
     }
     const startRow = Math.min(...opened.map((o) => o.startRow));
     const pageSize = opened.find((o) => o.pageSize !== undefined)?.pageSize;
-    let reportedPageSize: number | undefined;
-    const result = stream(options.client, { executionId }, {
-      signal: controller.signal,
-      ...(startRow > 0 ? { startOffset: startRow } : {}),
-      // Same page grid as the killed run: batches (so row groups, so bytes) are cut at the same rows.
-      ...(pageSize === undefined ? {} : { pageSize }),
-      ...(job.concurrency === undefined ? {} : { concurrency: job.concurrency }),
-      ...(job.result?.columns === undefined ? {} : { columns: job.result.columns }),
-      ...(job.result?.filters === undefined ? {} : { filters: job.result.filters }),
-      ...(job.result?.sort_by === undefined ? {} : { sortBy: job.result.sort_by }),
-      allowPartialResults: job.result?.allow_partial ?? false,
-      onProgress: (p) => {
-        const totalPages = reportedPageSize !== undefined && p.totalRows !== undefined ? Math.max(1, Math.ceil(p.totalRows / reportedPageSize)) : undefined;
-        options.events?.onProgress?.({ ...p, totalPages });
-      },
-    });
+    // Same page grid as the killed run: batches (so row groups, so bytes) are cut at the same rows.
+    result.seek({ ...(startRow > 0 ? { startOffset: startRow } : {}), ...(pageSize === undefined ? {} : { pageSize }) });
     const info = await result.info();
-    reportedPageSize = info.pageSize;
+    onPageSize(info.pageSize);
     const schema = await result.schema();
     const meta = {
       executionId,
@@ -361,17 +371,16 @@ async function exportAll(job: Job, pending: readonly number[], executionId: stri
         }),
       ),
     );
-    if (first) throw options.signal.aborted ? options.signal.reason : first.error;
+    if (first) throw stop.aborted ? stop.reason : first.error;
     return { summaries: settled.map((s) => (s as PromiseFulfilledResult<ExportSummary>).value), fetchedRows: result.progress?.rows ?? 0 };
   } finally {
     // Exports that never got to write (the read could not start) give their staging back.
     await Promise.allSettled(opened.map((o) => o.discard(controller.signal.reason)));
-    options.signal.removeEventListener('abort', onAbort);
   }
 }
 
 /** Whether an execution from an earlier run can still be read (or is still going). */
-async function resumable(client: ServiceClient, executionId: string, signal: AbortSignal): Promise<boolean> {
+async function readable(client: ServiceClient, executionId: string, signal: AbortSignal): Promise<boolean> {
   try {
     const status = await client.getStatus(executionId, { signal });
     return !isTerminal(status.state) || status.state === 'QUERY_STATE_COMPLETED' || status.state === 'QUERY_STATE_COMPLETED_PARTIAL';
@@ -396,25 +405,17 @@ function isExecutionOutcome(error: unknown): boolean {
   return code === 'EXECUTION_FAILED' || code === 'EXECUTION_CANCELED' || code === 'EXECUTION_EXPIRED' || code === 'PARTIAL_RESULT';
 }
 
-async function cancelQuietly(execution: Execution): Promise<void> {
-  try {
-    await execution.cancel({ signal: AbortSignal.timeout(CANCEL_TIMEOUT_MS) });
-  } catch {
-    // Best effort: the execution may have finished meanwhile, or the service be unreachable.
-  }
+/**
+ * Whether a later run may resume this run's execution after it failed with `error`: only when the
+ * failure could pass (the network, a 5xx, a store that answered "try again"). A failure that would
+ * fail again (a mistake in the job, a destination refusing for good, another writer's commit) ends
+ * the resume, so the next run starts a fresh execution instead of exporting a stale one.
+ */
+function worthResuming(error: unknown, signal: AbortSignal): boolean {
+  if (!worthRetrying(error, signal)) return false;
+  return !(error instanceof KitError && !error.retryable);
 }
 
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    signal.throwIfAborted();
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
+function retrySleep(ms: number, signal: AbortSignal): Promise<void> {
+  return sleep(ms, signal, { method: 'runJob' });
 }

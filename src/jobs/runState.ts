@@ -17,6 +17,8 @@ const RunStateSchema = z.object({
   version: z.literal(1),
   job: z.string(),
   fingerprint: z.string(),
+  /** What the outputs were (`outputsFingerprint`): a run with other outputs does not resume. Absent in older files: no resume. */
+  outputs: z.string().optional(),
   execution_id: z.string(),
   /** True when this job started the execution (it is then cancelled on SIGTERM while running). */
   started: z.boolean(),
@@ -28,6 +30,65 @@ export type RunState = z.infer<typeof RunStateSchema>;
 export function jobFingerprint(job: Job): string {
   const basis = JSON.stringify({ source: job.source, result: job.result ?? null, performance: job.performance ?? 'medium' });
   return createHash('sha256').update(basis).digest('hex').slice(0, 32);
+}
+
+/** Changes when any output changes (path, format, options): those are written by the resumed execution. */
+export function outputsFingerprint(job: Pick<Job, 'outputs'>): string {
+  return createHash('sha256').update(JSON.stringify(job.outputs)).digest('hex').slice(0, 32);
+}
+
+/** Whether this run picks up the execution an interrupted run left, and why (shown in logs and the summary). */
+export type ResumeDecision =
+  | { readonly resume: true; readonly executionId: string; readonly started: boolean; readonly startedAt: string }
+  | { readonly resume: false; readonly executionId: string; readonly reason: string };
+
+/** The run state of one job, the only code that reads, writes or clears it (see `jobRunState`). */
+export interface JobRunState {
+  /**
+   * Resume applies only to an interrupted run of the same job (name), the same source (source,
+   * result shaping, tier), the same outputs, whose execution can still be read, and that did not
+   * end in a failure that would fail again (`failed` forgets those). Anything else is forgotten.
+   * Undefined when no interrupted run is known.
+   */
+  decide(readable: (executionId: string) => Promise<boolean>): Promise<ResumeDecision | undefined>;
+  /** Remembers the execution this run started, before waiting for it: a kill from there on resumes it. */
+  remember(executionId: string, started: boolean): Promise<void>;
+  /** The execution is exported, or can never be: nothing to resume. */
+  forget(): Promise<void>;
+  /** The run failed for good: keep the state only for a failure a later run could get past (not a stop). */
+  failed(error: unknown, signal: AbortSignal, worthResuming: (error: unknown) => boolean): Promise<void>;
+}
+
+export function jobRunState(store: RunStateStore, job: Job): JobRunState {
+  const fingerprint = jobFingerprint(job);
+  const outputs = outputsFingerprint(job);
+  return {
+    async decide(readable) {
+      const previous = await store.read(job.name);
+      if (previous === undefined) return undefined;
+      const executionId = previous.execution_id;
+      const reason =
+        previous.fingerprint !== fingerprint
+          ? "the job's source, result shaping or tier changed since"
+          : previous.outputs !== outputs
+            ? "the job's outputs changed since"
+            : !(await readable(executionId))
+              ? 'its execution can no longer be read (expired, failed or cancelled)'
+              : undefined;
+      if (reason !== undefined) {
+        await store.clear(job.name);
+        return { resume: false, executionId, reason };
+      }
+      return { resume: true, executionId, started: previous.started, startedAt: previous.started_at };
+    },
+    remember: (executionId, started) =>
+      store.write({ version: 1, job: job.name, fingerprint, outputs, execution_id: executionId, started, started_at: new Date().toISOString() }),
+    forget: () => store.clear(job.name),
+    async failed(error, signal, worthResuming) {
+      if (signal.aborted || worthResuming(error)) return;
+      await store.clear(job.name);
+    },
+  };
 }
 
 export class RunStateStore {

@@ -37,6 +37,14 @@ export interface Destination {
    * gets a `PreconditionFailedError` and nothing of it is visible. Resolves to the new version.
    */
   publish?(name: string, body: Uint8Array, condition: PublishCondition, options?: PublishOptions): Promise<string>;
+  /**
+   * Removes what earlier attempts at this place left that the committed output does not own
+   * (`owned`: its names, as its commit lists them): staging areas and aside copies whose writer is
+   * gone, journals, objects of killed or superseded runs. Never touches names this sink did not
+   * write. For a run that finds its output already committed, so that after any successful run the
+   * place holds exactly the committed output.
+   */
+  sweep?(owned: readonly string[], signal?: AbortSignal): Promise<void>;
 }
 
 /** A small object and its version (S3 ETag; on disk a hash of the content). */

@@ -3,10 +3,18 @@ import type { ServiceClient } from '../client/service-client.ts';
 import { InvalidArgumentError } from '../client/errors.ts';
 import type { ExecutionStatus, ParameterValue, Performance } from '../protocol/index.ts';
 
-/** What to read: an execution that exists, SQL to run, or a saved query (its latest result, or a fresh run). */
+/**
+ * What to read: an execution that exists, SQL to run, a saved query (its latest result, or a fresh
+ * run), or a materialized view to refresh. The pipeline is the one place that dispatches on it.
+ */
 export type StreamSource =
-  | { executionId: string }
+  | {
+      executionId: string;
+      /** The caller started it earlier (an interrupted run resumed): reported as `started`. */
+      started?: boolean;
+    }
   | { sql: string; performance?: Performance }
+  | { viewRefresh: string; performance?: Performance }
   | {
       queryId: number;
       parameters?: Record<string, ParameterValue>;
@@ -18,7 +26,7 @@ export type StreamSource =
     };
 
 /** The part of `ServiceClient` the pipeline uses (the tests and the bench pass the real client). */
-export type StreamClient = Pick<ServiceClient, 'execute' | 'execution' | 'getLatestResult' | 'getResults'>;
+export type StreamClient = Pick<ServiceClient, 'execute' | 'execution' | 'getLatestResult' | 'getResults'> & Partial<Pick<ServiceClient, 'refreshView'>>;
 
 export interface ResolvedSource {
   readonly execution: Execution;
@@ -44,7 +52,11 @@ export async function resolveSource(
   const signal = options.signal;
   let resolved: ResolvedSource;
   if ('executionId' in source) {
-    resolved = { execution: client.execution(source.executionId), started: false, queryId: undefined, parameters: undefined };
+    resolved = { execution: client.execution(source.executionId), started: source.started ?? false, queryId: undefined, parameters: undefined };
+  } else if ('viewRefresh' in source) {
+    if (client.refreshView === undefined) throw new InvalidArgumentError('a viewRefresh source needs a client with refreshView', { method: 'stream' });
+    const refreshed = await client.refreshView(source.viewRefresh, { performance: source.performance, signal });
+    resolved = { execution: client.execution(refreshed.execution_id), started: true, queryId: undefined, parameters: undefined };
   } else if ('sql' in source) {
     const execution = await client.execute({ sql: source.sql }, { performance: source.performance, signal });
     resolved = { execution, started: true, queryId: undefined, parameters: undefined };
@@ -55,7 +67,7 @@ export async function resolveSource(
       : await client.getLatestResult(queryId, { maxAgeHours: source.maxAgeHours, parameters, performance, signal });
     resolved = { execution, started: !execution.reused, queryId, parameters };
   } else {
-    throw new InvalidArgumentError(`source must have executionId, sql or queryId, got ${describeKeys(source)}`, { method: 'stream' });
+    throw new InvalidArgumentError(`source must have executionId, sql, queryId or viewRefresh, got ${describeKeys(source)}`, { method: 'stream' });
   }
   options.onExecution?.(resolved);
   const status = await resolved.execution.wait({ signal, allowPartialResults: options.allowPartialResults });

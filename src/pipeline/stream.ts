@@ -38,7 +38,7 @@ export interface StreamOptions {
   /** Called after every page handed to the consumer. */
   onProgress?: ProgressListener;
   /** Called once the execution is known (started or found), before waiting for it: to log or cancel it. */
-  onExecution?: (executionId: string) => void;
+  onExecution?: (executionId: string, how: { started: boolean }) => void;
   /** `date` values in rows as `YYYY-MM-DD` strings (default) or Dates at UTC midnight. */
   dates?: DecodeOptions['dates'];
   /** uint256 / int256 in Arrow as Utf8 text (default) or Decimal256(76, 0). */
@@ -53,6 +53,18 @@ export interface BatchOptions {
 export interface NodeStreamOptions extends BatchOptions {
   /** Arrow RecordBatches instead of rows (`batchSize` then applies). */
   batches?: boolean;
+}
+
+/** The execution, once its result can be read. */
+export interface Ready {
+  readonly executionId: string;
+  /** This stream (or, for an execution id, the caller earlier) started it; false for a stored result reused. */
+  readonly started: boolean;
+  readonly status: ExecutionStatus;
+}
+
+interface Resolution extends Ready {
+  readonly resolved: ResolvedSource;
 }
 
 /** What the first page told about the result. */
@@ -112,6 +124,7 @@ export class ResultStream implements AsyncIterable<Row> {
   readonly #client: StreamClient;
   readonly #source: StreamSource;
   readonly #options: StreamOptions;
+  #ready: Promise<Resolution> | undefined;
   #started: Promise<Started> | undefined;
   #schema: Schema | undefined;
   #progress: ProgressTracker | undefined;
@@ -120,7 +133,33 @@ export class ResultStream implements AsyncIterable<Row> {
     checkOptions(options);
     this.#client = client;
     this.#source = source;
-    this.#options = options;
+    this.#options = { ...options };
+  }
+
+  /**
+   * Finds or starts the execution and waits until its result can be read, reading no page: for a
+   * caller that decides, from the execution's status, what to read (a job's budget, its outputs
+   * already committed). On abort while waiting, `cancelOnAbort` cancels the execution.
+   */
+  async ready(): Promise<Ready> {
+    const { executionId, started, status } = await this.#resolution();
+    return { executionId, started, status };
+  }
+
+  #resolution(): Promise<Resolution> {
+    this.#ready ??= this.#resolve();
+    return this.#ready;
+  }
+
+  /**
+   * Where the read starts (a resumed export): `startOffset` and `pageSize` as in the options.
+   * Only before the first page was read (`schema`, `info`, rows or batches).
+   */
+  seek(position: Pick<StreamOptions, 'startOffset' | 'pageSize'>): void {
+    if (this.#started !== undefined) throw new InvalidArgumentError('seek must come before the first page is read', { method: 'seek' });
+    checkOptions(position);
+    if (position.startOffset !== undefined) this.#options.startOffset = position.startOffset;
+    if (position.pageSize !== undefined) this.#options.pageSize = position.pageSize;
   }
 
   /** Typed rows, keyed by column name in `column_names` order. */
@@ -212,21 +251,33 @@ export class ResultStream implements AsyncIterable<Row> {
     return this.#started;
   }
 
-  async #begin(): Promise<Started> {
+  async #resolve(): Promise<Resolution> {
     const { signal, cancelOnAbort, allowPartialResults } = this.#options;
     let resolved: ResolvedSource | undefined;
-    let finished = false;
     try {
       const found = await resolveSource(this.#client, this.#source, {
         signal,
         allowPartialResults,
         onExecution: (r) => {
           resolved = r;
-          this.#options.onExecution?.(r.execution.id);
+          this.#options.onExecution?.(r.execution.id, { started: r.started });
         },
       });
-      resolved = found.resolved;
-      finished = true;
+      return { executionId: found.resolved.execution.id, started: found.resolved.started, status: found.status, resolved: found.resolved };
+    } catch (error) {
+      // Only an execution still running is worth cancelling: a finished one has nothing to stop.
+      if (signal?.aborted && cancelOnAbort && resolved !== undefined) await cancelQuietly(resolved);
+      // A later call must not see this failure cached: let it try again.
+      this.#ready = undefined;
+      throw abortError(error, signal, 'stream');
+    }
+  }
+
+  async #begin(): Promise<Started> {
+    const { signal } = this.#options;
+    try {
+      const found = await this.#resolution();
+      const resolved = found.resolved;
       const firstRequestedAt = performance.now();
       const start = this.#options.startOffset ?? 0;
       const firstOffset = this.#options.pageSize === undefined ? start : start - (start % this.#options.pageSize);
@@ -249,8 +300,6 @@ export class ResultStream implements AsyncIterable<Row> {
       };
       return { info, resolved, first, firstOffset, firstRequestedAt };
     } catch (error) {
-      // Only an execution still running is worth cancelling: a finished one has nothing to stop.
-      if (signal?.aborted && cancelOnAbort && resolved !== undefined && !finished) await cancelQuietly(resolved);
       // A later call must not see this failure cached: let it try again.
       this.#started = undefined;
       throw abortError(error, signal, 'stream');

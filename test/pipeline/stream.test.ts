@@ -202,7 +202,7 @@ describe('sources', () => {
   });
 
   it('a source with none of executionId, sql, queryId is rejected', async () => {
-    await expect(stream(client, {} as never).info()).rejects.toThrow('source must have executionId, sql or queryId, got an empty object');
+    await expect(stream(client, {} as never).info()).rejects.toThrow('source must have executionId, sql, queryId or viewRefresh, got an empty object');
   });
 });
 

@@ -102,6 +102,14 @@ export function fileDestination(path: string): Destination {
       await restore();
       return publishFile(url, inside(target, name), name, body, condition);
     },
+    async sweep() {
+      try {
+        await restore();
+        await removeStale(parent, prefix, undefined, target);
+      } catch (error) {
+        throw new DestinationError(url, 'removing what earlier runs left beside', error);
+      }
+    },
     async begin(options) {
       const staging = join(parent, `${prefix}${options.attemptId}`);
       let journal: Uint8Array | undefined;
@@ -385,7 +393,7 @@ async function restoreAside(parent: string, prefix: string, target: string): Pro
  * run), and `.old` directories (the previous output, which a commit killed before its cleanup
  * left aside; `restoreAside` already put one back if the output was missing).
  */
-async function removeStale(parent: string, prefix: string, attemptId: string, target: string): Promise<void> {
+async function removeStale(parent: string, prefix: string, attemptId: string | undefined, target: string): Promise<void> {
   const names = (await entriesOf(parent)) ?? [];
   for (const name of names.filter((n) => n.startsWith(prefix))) {
     const path = join(parent, name);
@@ -395,7 +403,7 @@ async function removeStale(parent: string, prefix: string, attemptId: string, ta
       await rm(path, { recursive: true, force: true });
       continue;
     }
-    if (name === `${prefix}${attemptId}` || (await ownerAlive(path))) continue;
+    if ((attemptId !== undefined && name === `${prefix}${attemptId}`) || (await ownerAlive(path))) continue;
     await rm(path, { recursive: true, force: true });
   }
 }

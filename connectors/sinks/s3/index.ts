@@ -151,6 +151,15 @@ export function s3Destination(location: S3Location, store: ObjectStore): Destina
       options.signal?.throwIfAborted();
       return putMarker(store, url, keyOf(location, name), name, body, options.contentType, condition);
     },
+    async sweep(owned, signal) {
+      let stale: string[] = [];
+      try {
+        stale = await leftovers(store, location, new Set(owned.map((n) => keyOf(location, n))), signal);
+        await store.delete(stale);
+      } catch (error) {
+        throw new DestinationError(url, `removing ${stale.length || 'the'} objects earlier runs left at`, error, true);
+      }
+    },
     async begin(options) {
       let journal: Uint8Array | undefined;
       if (options.resume) {
@@ -182,6 +191,12 @@ const JOURNAL_PREFIX = '.sluice-journal-';
 const journalName = (attemptId: string): string => `${JOURNAL_PREFIX}${attemptId}.json`;
 /** Names a sluice export writes under its prefix (relative to it): part files, maybe in Hive directories, and journals. */
 const OURS = /^(?:(?:[^/]+=[^/]*\/)*part-\d{5,}-[A-Za-z0-9._-]+\.[A-Za-z0-9]+|\.sluice-journal-[A-Za-z0-9._-]+\.json)$/;
+
+/** Part files and journals under the prefix (written by sluice: `OURS`) that are not in `keep`. */
+async function leftovers(store: ObjectStore, location: S3Location, keep: ReadonlySet<string>, signal?: AbortSignal): Promise<string[]> {
+  const base = location.prefix === '' ? '' : `${location.prefix}/`;
+  return (await store.list(base, signal)).filter((k) => OURS.test(k.slice(base.length)) && !keep.has(k));
+}
 
 function s3Transaction(location: S3Location, store: ObjectStore, url: string, options: BeginOptions, journal: Uint8Array | undefined): Transaction {
   const previous = new Set(options.previous.map((n) => keyOf(location, n)));
@@ -281,9 +296,8 @@ function s3Transaction(location: S3Location, store: ObjectStore, url: string, op
       let stale: string[] = [];
       try {
         // The previous manifest's objects, and what abandoned attempts left that no manifest lists.
-        const base = location.prefix === '' ? '' : `${location.prefix}/`;
-        const abandoned = (await store.list(base)).filter((k) => OURS.test(k.slice(base.length)));
-        stale = [...new Set([...previous, ...abandoned])].filter((k) => !keep.has(k));
+        const abandoned = await leftovers(store, location, keep);
+        stale = [...new Set([...[...previous].filter((k) => !keep.has(k)), ...abandoned])];
         await store.delete(stale);
       } catch (error) {
         // The new output is committed; leftovers are unreferenced by the manifest. Say so loudly.

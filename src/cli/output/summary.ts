@@ -15,7 +15,7 @@ export function formatBytes(bytes: number): string {
 
 /** The closing lines of `sluice run`: one for the job, one per output. */
 export function formatSummary(s: JobSummary): string {
-  const how = s.resumed ? ' (resumed)' : s.startedExecution ? '' : ' (stored result)';
+  const how = s.resume?.resume ? ` (resumed from the interrupted run of ${s.resume.startedAt})` : s.startedExecution ? '' : ' (stored result)';
   // Only when parts of a killed run were kept does the fetched count differ from the total.
   const fetched = s.fetchedRows === s.rows ? '' : ` (${s.fetchedRows.toLocaleString('en-US')} fetched)`;
   const lines = [
@@ -35,6 +35,9 @@ export function summaryFields(s: JobSummary): Record<string, unknown> {
     job: s.job,
     execution_id: s.executionId,
     resumed: s.resumed,
+    ...(s.resume === undefined
+      ? {}
+      : { resume: s.resume.resume ? { execution_id: s.resume.executionId, interrupted_run_started_at: s.resume.startedAt } : { execution_id: s.resume.executionId, not_resumed: s.resume.reason } }),
     started_execution: s.startedExecution,
     rows: s.rows,
     fetched_rows: s.fetchedRows,

@@ -1,7 +1,7 @@
 import { sleep } from '../client/retry.ts';
 import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
-import { openExport, type ExportSummary, type OpenedExport } from '../export/index.ts';
+import { type CommitProtocol, manifestCommit, openExport, type ExportSummary, type OpenedExport } from '../export/index.ts';
 import { type ResultStream, stream } from '../pipeline/stream.ts';
 import type { Progress } from '../pipeline/progress.ts';
 import type { StreamSource } from '../pipeline/source.ts';
@@ -268,7 +268,7 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
     const summaries: (OutputSummary | undefined)[] = new Array(job.outputs.length).fill(undefined);
     const pending: number[] = [];
     for (const [i, output] of job.outputs.entries()) {
-      const done = await committedExport(output, executionId, totalRows, outputFingerprint(job, output), signal);
+      const done = await committedExport(output, executionId, totalRows, outputFingerprint(job, output), signal, commitOf(output));
       if (done) {
         summaries[i] = { url: done.url, format: output.format, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0 };
         events?.onOutput?.(summaries[i]!);
@@ -328,9 +328,10 @@ async function exportAll(
   const opened: OpenedExport[] = [];
   try {
     for (const index of pending) {
-      const output = job.outputs[index];
+      const output = job.outputs[index]!;
       opened.push(
         await openExport(output, { executionId }, {
+          commit: commitOf(output),
           signal: controller.signal,
           resume: { attemptId: resumeAttemptId(job.name, executionId, output) },
           // Stopped from outside (SIGTERM): finished parts survive for the next run, as after a kill.
@@ -377,6 +378,14 @@ async function exportAll(
     // Exports that never got to write (the read could not start) give their staging back.
     await Promise.allSettled(opened.map((o) => o.discard(controller.signal.reason)));
   }
+}
+
+/**
+ * How an output is committed and found again. The one place a job picks the commit protocol: every
+ * output is a manifest + `_SUCCESS` today; a table format output (Iceberg) answers its own here.
+ */
+function commitOf(_output: Job['outputs'][number]): CommitProtocol {
+  return manifestCommit;
 }
 
 /** Whether an execution from an earlier run can still be read (or is still going). */

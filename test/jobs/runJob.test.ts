@@ -7,7 +7,7 @@ import { ServiceClient } from '../../src/client/index.ts';
 import { parseJobFile, type Job } from '../../src/config/index.ts';
 import { BudgetExceededError } from '../../src/jobs/errors.ts';
 import { runJob } from '../../src/jobs/runJob.ts';
-import { RunStateStore, jobFingerprint } from '../../src/jobs/runState.ts';
+import { RunStateStore, jobFingerprint, outputsFingerprint } from '../../src/jobs/runState.ts';
 import { startLocalS3 } from '../helpers/s3.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { duck } from './duck.ts';
@@ -147,6 +147,7 @@ describe('runJob', () => {
       version: 1,
       job: 'resumable',
       fingerprint: jobFingerprint(j),
+      outputs: outputsFingerprint(j),
       execution_id: first.executionId,
       started: true,
       started_at: new Date().toISOString(),

@@ -122,7 +122,8 @@ export async function openExport(output: unknown, meta: Pick<ExportMeta, 'execut
     staged = await stage(destination, commit, resolved, meta.executionId, format.extension, options);
   } catch (error) {
     await destination.close();
-    throw error;
+    // Stopped by the caller: that is the cause, not the read or write it cut short.
+    throw options.signal?.aborted ? options.signal.reason : error;
   }
   const { tx, previous, resume } = staged;
   /** Ends without committing (once): keeps what is resumable when the caller asked to stop, else discards. */

@@ -9,7 +9,7 @@ export {
   type ExportSummary,
   type WriteExportOptions,
 } from './writeExport.ts';
-export { builtins, outputConfigSchema, resolveOutput, type OutputConfig, type Registry, type ResolvedOutput } from './outputConfig.ts';
+export { describeOutput, outputConfigSchema, resolveOutput, type OutputConfig, type ResolvedOutput } from './outputConfig.ts';
 export { MANIFEST_NAME, SUCCESS_NAME, type Manifest, type ManifestField } from './manifest.ts';
 export type { FileEntry } from './partFile.ts';
 export { escapeHivePathName, hiveSegment, HIVE_DEFAULT_PARTITION } from './hive.ts';

@@ -6,7 +6,7 @@ import { describeSchema, encodeManifest, MANIFEST_NAME, type Manifest, manifestS
 import { partFileName } from './partFileName.ts';
 import { type FileEntry, PartFile } from './partFile.ts';
 import { partitioner } from './partitions.ts';
-import { builtins, type Registry, resolveOutput, type ResolvedOutput } from './outputConfig.ts';
+import type { ResolvedOutput } from './outputConfig.ts';
 import {
   encodeJournal,
   fileEntryOf,
@@ -50,7 +50,6 @@ export interface ExportProgress {
 export interface WriteExportOptions {
   signal?: AbortSignal;
   onProgress?: (progress: ExportProgress) => void;
-  registry?: Registry;
 }
 
 export interface ExportSummary {
@@ -67,19 +66,18 @@ export interface ExportSummary {
 }
 
 /**
- * Writes one result: validate (pure) -> create the destination -> stage every file -> check
+ * Writes one result to an output `resolveOutput` checked: create the destination -> stage every file -> check
  * the row count -> commit (files, then `_manifest.json`, then `_SUCCESS`) -> close. Any
  * failure, including an error from `input.batches` or `signal` aborting, settles every
  * in-flight write, discards what was staged and rethrows: nothing new becomes visible.
  */
-export async function writeExport(input: ExportInput, output: unknown, options: WriteExportOptions = {}): Promise<ExportSummary> {
+export async function writeExport(input: ExportInput, output: ResolvedOutput, options: WriteExportOptions = {}): Promise<ExportSummary> {
   const opened = await openExport(output, input.meta, options);
   return opened.write(input, options);
 }
 
 export interface OpenExportOptions {
   signal?: AbortSignal;
-  registry?: Registry;
   /**
    * Make this export resumable: `attemptId` names its staging area and must be the same for
    * every run that exports this execution to this output (and differ otherwise). A run killed
@@ -110,7 +108,7 @@ export interface OpenedExport {
 }
 
 /**
- * Opens an export: validate -> create the destination -> begin its transaction, and with
+ * Opens an export of a resolved output: create the destination -> begin its transaction, and with
  * `resume`, recover what a killed run with the same attempt id staged.
  *
  * Guarantee of resume: a part is kept only if the journal lists it (written after the part was
@@ -122,8 +120,7 @@ export interface OpenedExport {
  * batches are cut at the same rows (read on the same page grid: `pageSize`). Outputs rolled by
  * bytes or partitioned start from row 0 (their staging is emptied and rewritten).
  */
-export async function openExport(output: unknown, meta: Pick<ExportMeta, 'executionId'>, options: OpenExportOptions = {}): Promise<OpenedExport> {
-  const resolved = resolveOutput(output, options.registry ?? builtins);
+export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta, 'executionId'>, options: OpenExportOptions = {}): Promise<OpenedExport> {
   const format = resolved.format.create(resolved.formatConfig);
   const destination = resolved.sink.create(resolved.sinkConfig);
   const { signal } = options;

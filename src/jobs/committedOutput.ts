@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Job } from '../config/jobSchema.ts';
-import { MANIFEST_NAME, resolveOutput } from '../export/index.ts';
+import { describeOutput, MANIFEST_NAME, type ResolvedOutput } from '../export/index.ts';
 
 export interface Committed {
   readonly url: string;
@@ -15,8 +15,8 @@ export interface Committed {
  * written for an execution is skipped only when it was written the same way: the same stored
  * result exported with other columns, another sort or another format is written again.
  */
-export function outputFingerprint(job: Pick<Job, 'result'>, output: unknown): string {
-  const basis = JSON.stringify({ result: job.result ?? null, output });
+export function outputFingerprint(job: Pick<Job, 'result'>, output: ResolvedOutput): string {
+  const basis = JSON.stringify({ result: job.result ?? null, output: describeOutput(output) });
   return createHash('sha256').update(basis).digest('hex').slice(0, 32);
 }
 
@@ -26,14 +26,13 @@ export function outputFingerprint(job: Pick<Job, 'result'>, output: unknown): st
  * any doubt (no manifest, unreadable, another execution, other options) means "not committed".
  */
 export async function committedExport(
-  output: unknown,
+  output: ResolvedOutput,
   executionId: string,
   rows: number | undefined,
   fingerprint: string,
   signal: AbortSignal,
 ): Promise<Committed | undefined> {
-  const resolved = resolveOutput(output);
-  const destination = resolved.sink.create(resolved.sinkConfig);
+  const destination = output.sink.create(output.sinkConfig);
   try {
     if (!destination.multiFile) return undefined;
     const bytes = await destination.read(MANIFEST_NAME, signal).catch(() => undefined);

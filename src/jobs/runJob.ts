@@ -248,7 +248,7 @@ async function attemptRun(job: Job, options: RunJobOptions, store: RunStateStore
   for (const [i, output] of job.outputs.entries()) {
     const done = await committedExport(output, execution.id, totalRows, outputFingerprint(job, output), signal);
     if (done) {
-      summaries[i] = { url: done.url, format: output.format, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0 };
+      summaries[i] = { url: done.url, format: output.format.type, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0 };
       events?.onOutput?.(summaries[i]!);
     } else {
       pending.push(i);
@@ -262,7 +262,7 @@ async function attemptRun(job: Job, options: RunJobOptions, store: RunStateStore
       const s = written.summaries[k]!;
       summaries[index] = {
         url: s.url,
-        format: job.outputs[index]!.format,
+        format: job.outputs[index]!.format.type,
         rows: s.rows,
         files: s.files.length,
         bytes: s.bytes,
@@ -304,7 +304,7 @@ async function exportAll(job: Job, pending: readonly number[], executionId: stri
   const opened: OpenedExport[] = [];
   try {
     for (const index of pending) {
-      const output = job.outputs[index];
+      const output = job.outputs[index]!;
       opened.push(
         await openExport(output, { executionId }, {
           signal: controller.signal,
@@ -349,7 +349,7 @@ async function exportAll(job: Job, pending: readonly number[], executionId: stri
     const settled = await Promise.allSettled(
       opened.map((export_, k) =>
         export_.write(
-          { schema, batches: skipRows(branches[k]!, export_.startRow - startRow), meta: { ...meta, fingerprint: outputFingerprint(job, job.outputs[pending[k]!]) } },
+          { schema, batches: skipRows(branches[k]!, export_.startRow - startRow), meta: { ...meta, fingerprint: outputFingerprint(job, job.outputs[pending[k]!]!) } },
           { signal: controller.signal },
         ).catch((error: unknown) => {
           // Stop the others: outputs of one run are all written, or the run fails. The abort also

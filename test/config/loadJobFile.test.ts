@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { JobFileError, loadJobFile, parseJobFile } from '../../src/config/index.ts';
+import { builtins } from '../../connectors/index.ts';
 
 function messages(text: string, env: Record<string, string> = {}): string[] {
   try {
-    parseJobFile(text, { file: 'jobs.yaml', env });
+    parseJobFile(text, { file: 'jobs.yaml', registry: builtins, env });
   } catch (error) {
     expect(error).toBeInstanceOf(JobFileError);
     return (error as JobFileError).message.split('\n');
@@ -45,7 +46,7 @@ jobs:
     retries: 2
     budget: { max_credits: 20, max_bytes: 1000000 }
 `,
-      { file: 'jobs.yaml', env: {} },
+      { file: 'jobs.yaml', registry: builtins, env: {} },
     );
     const job = file.jobs[0]!;
     expect(file.connection?.api_key_env).toBe('MY_KEY');
@@ -57,16 +58,16 @@ jobs:
   it('interpolates ${VAR} and ${VAR:-default}; an unquoted number stays a number, a quoted one a string', () => {
     const file = parseJobFile(
       base('', `      - format: csv\n        path: \${OUT:-./fallback}/\${NAME}\n        max_rows_per_file: \${ROWS:-500}\n        format_options:\n          delimiter: "\${DELIM}"\n`),
-      { file: 'jobs.yaml', env: { NAME: 'x', DELIM: '7' } },
+      { file: 'jobs.yaml', registry: builtins, env: { NAME: 'x', DELIM: '7' } },
     );
     const output = file.jobs[0]!.outputs[0]!;
     expect(output.path).toBe('./fallback/x');
-    expect(output.max_rows_per_file).toBe(500);
-    expect(output.format_options).toMatchObject({ delimiter: '7' });
+    expect(output.maxRowsPerFile).toBe(500);
+    expect(output.formatConfig).toMatchObject({ delimiter: '7' });
   });
 
   it('leaves comments alone and reads $${X} as a literal ${X}', () => {
-    const file = parseJobFile(`# uses \${UNSET_IN_A_COMMENT}\n${base('    description: cost $${DOLLARS}\n')}`, { file: 'jobs.yaml', env: {} });
+    const file = parseJobFile(`# uses \${UNSET_IN_A_COMMENT}\n${base('    description: cost $${DOLLARS}\n')}`, { file: 'jobs.yaml', registry: builtins, env: {} });
     expect(file.jobs[0]!.description).toBe('cost ${DOLLARS}');
   });
 
@@ -129,7 +130,7 @@ describe('loadJobFile', () => {
     const dir = await mkdtemp(join(tmpdir(), 'sluice-config-'));
     const path = join(dir, 'jobs.yaml');
     await writeFile(path, base('    retries: -1\n'));
-    await expect(loadJobFile(path, {})).rejects.toThrow(`${path}:8:14 jobs[0].retries: expected number to be >=0, got -1`);
-    await expect(loadJobFile(join(dir, 'nope.yaml'), {})).rejects.toThrow(/nope\.yaml cannot read the job file: no such file/);
+    await expect(loadJobFile(path, { registry: builtins, env: {} })).rejects.toThrow(`${path}:8:14 jobs[0].retries: expected number to be >=0, got -1`);
+    await expect(loadJobFile(join(dir, 'nope.yaml'), { registry: builtins, env: {} })).rejects.toThrow(/nope\.yaml cannot read the job file: no such file/);
   });
 });

@@ -11,6 +11,7 @@ import { RunStateStore, jobFingerprint } from '../../src/jobs/runState.ts';
 import { startLocalS3 } from '../helpers/s3.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { duck } from './duck.ts';
+import { builtins } from '../../connectors/index.ts';
 
 let svc: TestService;
 let client: ServiceClient;
@@ -28,7 +29,7 @@ afterAll(async () => {
 });
 
 function job(yaml: string): Job {
-  return parseJobFile(`jobs:\n${yaml}`, { file: 'test.yaml', env: { DIR: dir } }).jobs[0]!;
+  return parseJobFile(`jobs:\n${yaml}`, { file: 'test.yaml', registry: builtins, env: { DIR: dir } }).jobs[0]!;
 }
 
 const signal = () => new AbortController().signal;

@@ -30,5 +30,6 @@ function redactValue(value: unknown, depth: number): unknown {
 
 /** `https://user:pw@host/x` -> `https://user:[redacted]@host/x`. */
 function maskUserInfo(text: string): string {
-  return text.replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^/\s:@]*:)[^@\s/]*@/gi, `$1${REDACTED}@`);
+  // A raw password may hold '/': everything up to the '@' goes (at worst a port and path are masked too).
+  return text.replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^/\s:@]*:)[^@\s]*@/gi, `$1${REDACTED}@`);
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { describeOutput, type ResolvedOutput } from '../export/index.ts';
+import { describeOutput, type ResolvedOutput } from '../export/outputConfig.ts';
 
 /**
  * The staging id of one output of one job exporting one execution: the same on every run that

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Job } from '../config/jobSchema.ts';
-import { describeOutput, MANIFEST_NAME, type ResolvedOutput } from '../export/index.ts';
+import { MANIFEST_NAME } from '../export/manifest.ts';
+import { describeOutput, type ResolvedOutput } from '../export/outputConfig.ts';
 
 export interface Committed {
   readonly url: string;

@@ -1,7 +1,7 @@
 import type { Execution } from '../client/execution.ts';
 import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
-import { openExport, type ExportSummary, type OpenedExport } from '../export/index.ts';
+import { openExport, type ExportSummary, type OpenedExport } from '../export/writeExport.ts';
 import { stream } from '../pipeline/stream.ts';
 import type { Progress } from '../pipeline/progress.ts';
 import { isTerminal, type ExecutionStatus } from '../protocol/index.ts';

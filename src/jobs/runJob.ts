@@ -323,6 +323,7 @@ async function exportAll(job: Job, pending: readonly number[], executionId: stri
       // Same page grid as the killed run: batches (so row groups, so bytes) are cut at the same rows.
       ...(pageSize === undefined ? {} : { pageSize }),
       ...(job.concurrency === undefined ? {} : { concurrency: job.concurrency }),
+      ...(job.wire === undefined ? {} : { wire: job.wire }),
       ...(job.result?.columns === undefined ? {} : { columns: job.result.columns }),
       ...(job.result?.filters === undefined ? {} : { filters: job.result.filters }),
       ...(job.result?.sort_by === undefined ? {} : { sortBy: job.result.sort_by }),

@@ -18,7 +18,7 @@ export type StreamSource =
     };
 
 /** The part of `ServiceClient` the pipeline uses (the tests and the bench pass the real client). */
-export type StreamClient = Pick<ServiceClient, 'execute' | 'execution' | 'getLatestResult' | 'getResults'>;
+export type StreamClient = Pick<ServiceClient, 'execute' | 'execution' | 'getLatestResult' | 'getResults' | 'getResultsWire'>;
 
 export interface ResolvedSource {
   readonly execution: Execution;

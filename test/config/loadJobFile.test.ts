@@ -43,6 +43,7 @@ jobs:
         max_rows_per_file: 1000
     schedule: "*/15 * * * *"
     concurrency: 8
+    wire: json
     retries: 2
     budget: { max_credits: 20, max_bytes: 1000000 }
 `,
@@ -53,6 +54,7 @@ jobs:
     expect(job.source).toEqual({ latest: { query_id: 7, parameters: { day: '2026-01-01', n: 3 }, max_age_hours: 24 } });
     expect(job.outputs).toHaveLength(2);
     expect(job.budget).toEqual({ max_credits: 20, max_bytes: 1000000 });
+    expect(job.wire).toBe('json');
   });
 
   it('interpolates ${VAR} and ${VAR:-default}; an unquoted number stays a number, a quoted one a string', () => {
@@ -90,6 +92,7 @@ jobs:
     ]);
     expect(messages(base('    retries: three\n'))).toEqual(['jobs.yaml:8:14 jobs[0].retries: expected number, got string "three"']);
     expect(messages(base('    performance: huge\n'))).toEqual(['jobs.yaml:8:18 jobs[0].performance: expected one of medium|large, got "huge"']);
+    expect(messages(base('    wire: avro\n'))).toEqual(['jobs.yaml:8:11 jobs[0].wire: expected one of auto|json|arrow, got "avro"']);
   });
 
   it('a bad cron expression names the path and the problem', () => {

@@ -21,6 +21,7 @@ import {
   UpsertViewRequestSchema,
   UpsertViewResponseSchema,
   UsageSchema,
+  isArrowStreamContentType,
   ViewListSchema,
   ViewSchema,
   type CreateQueryRequest,
@@ -44,7 +45,7 @@ import { Execution, type ExecuteInput, type LatestResultOptions, type RunOptions
 import type { ClientStats } from './hooks.ts';
 import { describeIssues, Http } from './http.ts';
 import { parseResultPage } from './result-page.ts';
-import { ACCEPT_ARROW, ARROW_STREAM_TYPE, arrowPageEnvelope } from './arrow-page.ts';
+import { ACCEPT_ARROW, arrowPageEnvelope } from './arrow-page.ts';
 import { resultParams } from './result-options.ts';
 import { salvageExecuteResponse, salvageQueryIdResponse, salvageRefreshResponse } from './salvage.ts';
 import { Transport, type RequestSpec } from './transport.ts';
@@ -196,8 +197,7 @@ export class ServiceClient {
     res ??= await this.#http.call(spec);
     options.onBodyBytes?.(res.bytes);
     const ctx = this.#http.context(spec);
-    const type = header(res.headers['content-type'])?.toLowerCase() ?? '';
-    if (type.startsWith(ARROW_STREAM_TYPE)) return { format: 'arrow', page: arrowPageEnvelope(res.headers, ctx), ipc: res.body, bytes: res.bytes };
+    if (isArrowStreamContentType(header(res.headers['content-type']))) return { format: 'arrow', page: arrowPageEnvelope(res.headers, ctx), ipc: res.body, bytes: res.bytes };
     const answer = res;
     return { format: 'json', body: res.body, bytes: res.bytes, refused, parse: () => parseResultPage(answer, ctx) };
   }

@@ -2,13 +2,14 @@
 // service may not serve Arrow pages itself: `refuse` answers 406 to every request that asks for
 // Arrow (a service that knows Arrow but will not serve it); `arrow` turns each JSON result page the
 // service sends into an Arrow page as the wire contract describes it (IPC stream body, metadata in
-// headers), built with the project's own type mapping. Every other request passes unchanged.
+// headers, as src/protocol/arrowPage.ts writes them), built with the project's own type mapping. Every other request passes unchanged.
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { RecordBatchStreamWriter } from 'apache-arrow';
 import { createBatchBuilder } from '../../src/types/batch.ts';
 import { compileRowDecoder } from '../../src/types/decode.ts';
 import { parseJsonLossless } from '../../src/types/json.ts';
+import { arrowPageHeaders, type ArrowPageMetaOut } from '../../src/protocol/arrowPage.ts';
 
 export interface ArrowProxy {
   url: string;
@@ -58,29 +59,8 @@ export async function startArrowProxy(target: string, mode: 'refuse' | 'arrow'):
     const builder = createBatchBuilder(columns);
     page['result'].rows.forEach((row: unknown, i: number) => builder.append(decode(row, i)));
     const ipc = RecordBatchStreamWriter.writeAll([builder.flush()]).toUint8Array(true);
-    const h: Record<string, string> = {
-      'content-type': 'application/vnd.apache.arrow.stream',
-      'x-sluice-state': page['state'],
-      'x-sluice-execution-id': page['execution_id'],
-      'x-sluice-row-count': String(m.row_count),
-      'x-sluice-total-row-count': String(m.total_row_count),
-      'x-sluice-result-set-bytes': String(m.result_set_bytes),
-      'x-sluice-total-result-set-bytes': String(m.total_result_set_bytes),
-      'x-sluice-datapoint-count': String(m.datapoint_count),
-      'x-sluice-column-names': asciiJson(m.column_names),
-      'x-sluice-column-types': asciiJson(m.column_types),
-    };
-    if (page['query_id'] !== undefined) h['x-sluice-query-id'] = String(page['query_id']);
-    if (page['next_offset'] !== undefined) h['x-service-next-offset'] = String(page['next_offset']);
-    if (page['next_uri'] !== undefined) h['x-service-next-uri'] = page['next_uri'];
-    for (const [k, header] of [
-      ['submitted_at', 'x-sluice-submitted-at'],
-      ['execution_started_at', 'x-sluice-execution-started-at'],
-      ['execution_ended_at', 'x-sluice-execution-ended-at'],
-      ['expires_at', 'x-sluice-expires-at'],
-    ] as const) {
-      if (page[k] !== undefined) h[header] = page[k];
-    }
+    const { result, ...envelope } = page;
+    const h = { 'content-type': 'application/vnd.apache.arrow.stream', ...arrowPageHeaders({ ...envelope, metadata: result.metadata } as ArrowPageMetaOut) };
     seen.push({ accept, answered: 'application/vnd.apache.arrow.stream' });
     res.writeHead(200, h);
     res.end(ipc);
@@ -111,8 +91,4 @@ export async function startArrowProxy(target: string, mode: 'refuse' | 'arrow'):
     seen,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
-}
-
-function asciiJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

@@ -13,7 +13,8 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ServiceClient } from '../src/client/index.ts';
-import { writeExport } from '../src/export/index.ts';
+import { builtins } from '../connectors/index.ts';
+import { resolveOutput, writeExport } from '../src/export/index.ts';
 import { defaultDecodeThreads } from '../src/pipeline/decodePool.ts';
 import { stream, type StreamOptions } from '../src/pipeline/stream.ts';
 import type { StreamSource } from '../src/pipeline/source.ts';
@@ -128,7 +129,7 @@ async function timeExport(client: ServiceClient, source: StreamSource, wire: 'js
   const info = await s.info();
   const summary = await writeExport(
     { schema: await s.schema(), batches: s.batches(), meta: { executionId: info.executionId } },
-    { format: 'parquet', format_options: { compression: 'zstd' }, path: out, max_rows_per_file: 250_000 },
+    resolveOutput({ format: 'parquet', format_options: { compression: 'zstd' }, path: out, max_rows_per_file: 250_000 }, builtins),
   );
   const ms = performance.now() - t;
   if (summary.rows !== ROWS) throw new Error(`exported ${summary.rows} rows, expected ${ROWS}`);

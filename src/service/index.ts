@@ -50,6 +50,11 @@ export interface ServiceHandle {
   readonly faults: FaultSettings;
   /** How many requests were delayed, answered with a faulted error, or reset. */
   readonly faultCounts: FaultCounts;
+  /**
+   * Settles when the pre-encoded pages of an execution's result are written (or their writing
+   * ended otherwise); until then its pages are built per request. For tests and benchmarks.
+   */
+  whenEncoded(executionId: string): Promise<void>;
   /** Stops accepting connections, interrupts running executions, closes the engine. */
   close(): Promise<void>;
 }
@@ -122,6 +127,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
         return faults.settings;
       },
       faultCounts: faults.counts,
+      whenEncoded: (id) => engine.encodingSettled(id),
       close: () => (closing ??= shutdown(srv, executions, engine, sweeper, boundLimits)),
     };
     if (generatedKey !== undefined) handle.generatedKey = generatedKey;

@@ -74,6 +74,25 @@ export function headerBytes(names: string[]): number {
   return names.length === 0 ? 0 : names.reduce((sum, n) => sum + utf8Bytes(n), 0) + names.length;
 }
 
+/** One row's JSON object text (`{"name":value,...}`) of the given stored columns. */
+export function jsonRowSql(stored: StoredColumns, cols: number[]): string {
+  const fields = cols.map((i) => `${sqlString(`${JSON.stringify(stored.names[i])}:`)} || coalesce(${jsonExpr(`c${i}`, stored.types[i]!)}, 'null')`);
+  return fields.length === 0 ? `'{}'` : `'{' || ${fields.join(` || ',' || `)} || '}'`;
+}
+
+/** One row's CSV line (without its line end) of the given stored columns, RFC 4180 quoted. */
+export function csvRowSql(stored: StoredColumns, cols: number[]): string {
+  const fields = cols.map((i) => {
+    const t = textExpr(`c${i}`, stored.types[i]!);
+    if (CSV_SAFE.has(stored.types[i]!.typeId) || customUnionTag(stored.types[i]!)) return `coalesce(${t}, '')`;
+    // Nested values are JSON text, nearly always holding ',' or '"': always quote them
+    // rather than render the (costly) text twice.
+    if (NESTED.has(stored.types[i]!.typeId)) return `coalesce('"' || replace(${t}, '"', '""') || '"', '')`;
+    return `(CASE WHEN c${i} IS NULL THEN '' WHEN ${t} = '' OR regexp_matches(${t}, '[",\\r\\n]') THEN '"' || replace(${t}, '"', '""') || '"' ELSE ${t} END)`;
+  });
+  return fields.length === 0 ? `''` : fields.join(` || ',' || `);
+}
+
 export function planPage(stored: StoredColumns, req: PageRequest, format: 'json' | 'csv'): PagePlan {
   const offset = Math.max(0, Math.trunc(req.offset));
   const limit = Math.max(0, Math.trunc(req.limit));
@@ -128,21 +147,7 @@ export function planPage(stored: StoredColumns, req: PageRequest, format: 'json'
     else totalRowCount = stored.rowCount;
   }
 
-  let rowSql: string;
-  if (format === 'json') {
-    const fields = cols.map((i) => `${sqlString(`${JSON.stringify(stored.names[i])}:`)} || coalesce(${jsonExpr(`c${i}`, stored.types[i]!)}, 'null')`);
-    rowSql = fields.length === 0 ? `'{}'` : `'{' || ${fields.join(` || ',' || `)} || '}'`;
-  } else {
-    const fields = cols.map((i) => {
-      const t = textExpr(`c${i}`, stored.types[i]!);
-      if (CSV_SAFE.has(stored.types[i]!.typeId) || customUnionTag(stored.types[i]!)) return `coalesce(${t}, '')`;
-      // Nested values are JSON text, nearly always holding ',' or '"': always quote them
-      // rather than render the (costly) text twice.
-      if (NESTED.has(stored.types[i]!.typeId)) return `coalesce('"' || replace(${t}, '"', '""') || '"', '')`;
-      return `(CASE WHEN c${i} IS NULL THEN '' WHEN ${t} = '' OR regexp_matches(${t}, '[",\\r\\n]') THEN '"' || replace(${t}, '"', '""') || '"' ELSE ${t} END)`;
-    });
-    rowSql = fields.length === 0 ? `''` : fields.join(` || ',' || `);
-  }
+  const rowSql = format === 'json' ? jsonRowSql(stored, cols) : csvRowSql(stored, cols);
   const sep = format === 'json' ? `','` : 'chr(10)';
   const sql = `SELECT count(*)::BIGINT AS n, coalesce(string_agg(${rowSql}, ${sep} ORDER BY ${order}), '') AS body, coalesce(sum(${rowBytesSql(cols, stored)}), 0)::BIGINT AS bytes FROM ${source} AS page`;
   const plan: PagePlan = {

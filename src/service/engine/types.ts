@@ -94,6 +94,13 @@ export interface SqlEngine {
   execute(sql: string, opts: ExecuteOptions): Promise<ResultInfo>;
   page(resultId: string, req: PageRequest): Promise<Page>;
   csvPage(resultId: string, req: PageRequest): Promise<CsvPage>;
+  /**
+   * An unfiltered page of all columns from the result's pre-encoded form, as a byte range to
+   * stream; undefined while the result is not encoded yet (serve it with page/csvPage then).
+   */
+  encodedPage(resultId: string, offset: number, limit: number, format: 'json' | 'csv'): Promise<import('./encodedResult.ts').EncodedPage | undefined>;
+  /** Settles when the result's pre-encoding (scheduled when it was stored) has ended. */
+  encodingSettled(resultId: string): Promise<void>;
   hasResult(resultId: string): Promise<boolean>;
   /** Metadata of a stored result (addition: lets the HTTP side rebuild status after restart). */
   resultInfo(resultId: string): Promise<ResultInfo>;

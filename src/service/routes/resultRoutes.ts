@@ -4,7 +4,8 @@ import type { ServiceContext } from '../context.ts';
 import { EngineError, type PageRequest } from '../engine/types.ts';
 import type { CompletedExecution, ExecutionRecord } from '../executionRecord.ts';
 import { HttpError } from '../http/errors.ts';
-import { jsonText, type Reply } from '../http/reply.ts';
+import { jsonText, partsBody, type Reply } from '../http/reply.ts';
+import { csvField } from '../engine/pageQuery.ts';
 import type { RequestContext, Route } from '../http/router.ts';
 import { canonicalValue, ParameterError } from '../parameters.ts';
 import { effectiveLimit, nextUri, parseResultShape, type ResultShape } from '../resultShape.ts';
@@ -86,27 +87,46 @@ async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRec
     return { offset: next, uri: nextUri(ctx.origin, apiPath, shape, next) };
   };
 
+  // All columns, unfiltered, unsorted: a byte range of the pre-encoded result, once it is there.
+  const plain = req.columns === undefined && req.filters === undefined && req.sortBy === undefined && req.sampleCount === undefined;
+  const encoded = plain ? await engineCall(() => svc.engine.encodedPage(rec.id, req.offset, req.limit, format)) : undefined;
+  if (encoded !== undefined) {
+    const next = nextOf(encoded.rowCount, encoded.totalRowCount);
+    const rows = encoded.rows === undefined ? [] : [encoded.rows];
+    if (format === 'csv') {
+      const header = `${encoded.columnNames.map(csvField).join(',')}\n`;
+      return { status: 200, contentType: 'text/csv; charset=utf-8', body: partsBody([header, ...rows]), headers: csvNextHeaders(next) };
+    }
+    const [before, after] = resultPageJson(rec, encoded, next);
+    return { status: 200, contentType: 'application/json; charset=utf-8', body: partsBody([`${before}[`, ...rows, `]${after}`]) };
+  }
+
   if (format === 'csv') {
     const page = await engineCall(() => svc.engine.csvPage(rec.id, req));
     const next = nextOf(page.rowCount, page.totalRowCount);
-    const headers: Record<string, string> = next === undefined ? {} : { [CSV_NEXT_OFFSET_HEADER]: String(next.offset), [CSV_NEXT_URI_HEADER]: next.uri };
-    return { status: 200, contentType: 'text/csv; charset=utf-8', body: page.csv, headers };
+    return { status: 200, contentType: 'text/csv; charset=utf-8', body: page.csv, headers: csvNextHeaders(next) };
   }
 
   const page = await engineCall(() => svc.engine.page(rec.id, req));
   const next = nextOf(page.rowCount, page.totalRowCount);
-  return jsonText(200, resultPageJson(rec, page, next));
+  const [before, after] = resultPageJson(rec, page, next);
+  return jsonText(200, `${before}${page.rowsJson}${after}`);
+}
+
+function csvNextHeaders(next: { offset: number; uri: string } | undefined): Record<string, string> {
+  return next === undefined ? {} : { [CSV_NEXT_OFFSET_HEADER]: String(next.offset), [CSV_NEXT_URI_HEADER]: next.uri };
 }
 
 /**
- * The JSON page, with the engine's row text spliced in verbatim: re-parsing it would round
- * bigints beyond 2^53 and cost a parse and a stringify per page.
+ * The JSON page around its rows array, which goes between the two texts: the engine's row text
+ * is spliced in verbatim (re-parsing it would round bigints beyond 2^53 and cost a parse and a
+ * stringify per page), or streamed from the pre-encoded result.
  */
 function resultPageJson(
   rec: CompletedExecution,
-  page: { rowsJson: string; rowCount: number; bytes: number; columnNames: string[]; columnTypes: string[] },
+  page: { rowCount: number; bytes: number; columnNames: string[]; columnTypes: string[] },
   next: { offset: number; uri: string } | undefined,
-): string {
+): [string, string] {
   const metadata: ResultMetadata = {
     column_names: page.columnNames,
     column_types: page.columnTypes,
@@ -119,7 +139,7 @@ function resultPageJson(
   };
   const head = JSON.stringify(executionFields(rec)).slice(0, -1);
   const tail = next === undefined ? '' : `,"next_offset":${next.offset},"next_uri":${JSON.stringify(next.uri)}`;
-  return `${head},"result":{"rows":${page.rowsJson},"metadata":${JSON.stringify(metadata)}}${tail}}`;
+  return [`${head},"result":{"rows":`, `,"metadata":${JSON.stringify(metadata)}}${tail}}`];
 }
 
 /** A bad filter, sort or column is the caller's mistake (400 with the engine's reason). */

@@ -2,6 +2,7 @@
 // is compared with the page the per-request query builds for the same rows (asking for every
 // column by name takes that path), byte for byte.
 import { existsSync } from 'node:fs';
+import { get, type IncomingMessage } from 'node:http';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -133,6 +134,56 @@ describe('pre-encoded results', () => {
       expect(port(encoded.text)).toBe(port(page.text));
     } finally {
       await second.close();
+    }
+  });
+
+  it('a client that disconnects mid-body: the service closes cleanly and keeps serving', async () => {
+    const id = await runSql(svc, 'SELECT * FROM sample.events ORDER BY id');
+    await svc.whenEncoded(id);
+    const full = await call(svc, 'GET', `/v1/execution/${id}/results`, { key: svc.keys.demo.read });
+    expect(full.text.length).toBeGreaterThan(100_000);
+    for (const [path, accept] of [['results', 'application/json'], ['results/csv', 'text/csv'], ['results', 'application/vnd.apache.arrow.stream']] as const) {
+      for (let i = 0; i < 5; i++) {
+        const got = await new Promise<number>((ok, fail) => {
+          const req = get(`${svc.url}/v1/execution/${id}/${path}`, { headers: { 'x-service-api-key': svc.keys.demo.read, accept } }, (res) => {
+            res.once('data', (chunk: Buffer) => {
+              req.destroy();
+              ok(chunk.length);
+            });
+          });
+          req.on('error', (err) => (req.destroyed ? undefined : fail(err)));
+        });
+        expect(got).toBeGreaterThan(0);
+      }
+    }
+    const again = await call(svc, 'GET', `/v1/execution/${id}/results`, { key: svc.keys.demo.read });
+    expect(again.status).toBe(200);
+    expect(again.text).toBe(full.text);
+  });
+
+  it('a result that expires while a page is streamed: the page is completed, later requests see EXPIRED', async () => {
+    const clock = new ManualClock();
+    const s = await startTestService({ clock, limits: { retention_days: 1 } });
+    try {
+      const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
+      await s.whenEncoded(id);
+      const expected = await call(s, 'GET', `/v1/execution/${id}/results`, { key: s.keys.demo.read });
+      const res = await new Promise<IncomingMessage>((ok, fail) => {
+        get(`${s.url}/v1/execution/${id}/results`, { headers: { 'x-service-api-key': s.keys.demo.read } }, ok).on('error', fail);
+      });
+      res.pause();
+      clock.advance(2 * 86_400_000);
+      expect((await status(s, id)).state).toBe('QUERY_STATE_EXPIRED');
+      const enc = join(s.dataDir, 'engine', 'results', `${id}.enc`);
+      for (let i = 0; i < 100 && existsSync(enc); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(existsSync(enc)).toBe(false);
+      const chunks: Buffer[] = [];
+      for await (const chunk of res) chunks.push(chunk as Buffer);
+      expect(Buffer.concat(chunks).toString('utf8')).toBe(expected.text);
+      const after = await call(s, 'GET', `/v1/execution/${id}/results`, { key: s.keys.demo.read });
+      expect(after.json.state).toBe('QUERY_STATE_EXPIRED');
+    } finally {
+      await s.close();
     }
   });
 });

@@ -39,6 +39,7 @@ import { join } from 'node:path';
 import { StatementType, type DuckDBConnection, type DuckDBInstance, type DuckDBPreparedStatement, type DuckDBType } from '@duckdb/node-api';
 import {
   EngineError,
+  type ArrowPage,
   type CsvPage,
   type EngineErrorOptions,
   type ExecuteOptions,
@@ -54,6 +55,7 @@ import { uniqueColumnNames } from './columnNames.ts';
 import { protocolTypeName } from './typeNames.ts';
 import { headerBytes, planPage, rowBytesSql, type StoredColumns } from './pageQuery.ts';
 import { Sandbox } from './sandbox.ts';
+import { buildArrowPage } from './arrowPage.ts';
 import { hideUnreadableHints, type AccessContext } from './accessPolicy.ts';
 import { lineColumnAt } from './sqlPosition.ts';
 
@@ -140,6 +142,9 @@ export class DuckDbEngine implements SqlEngine {
   /** Results whose encoding failed: their pages stay dynamic rather than retrying forever. */
   readonly #encodeFailed = new Set<string>();
   readonly #encodedInfo = new Map<string, ResultInfo>();
+  /** Executions in progress: encodings wait for none to be running (they would compete for every thread). */
+  #executing = 0;
+  #idleWaiters: Array<() => void> = [];
 
   readonly #systemViews: ReadonlySet<string>;
 
@@ -198,6 +203,7 @@ export class DuckDbEngine implements SqlEngine {
 
     const conn = await this.#connect();
     this.#running.add(conn);
+    this.#executing += 1;
     let stop: 'canceled' | 'timeout' | undefined;
     let repeat: NodeJS.Timeout | undefined;
     const interrupt = (why: 'canceled' | 'timeout'): void => {
@@ -273,6 +279,8 @@ export class DuckDbEngine implements SqlEngine {
       opts.signal.removeEventListener('abort', onAbort);
       this.#running.delete(conn);
       conn.closeSync();
+      this.#executing -= 1;
+      if (this.#executing === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
     }
   }
 
@@ -559,6 +567,32 @@ export class DuckDbEngine implements SqlEngine {
     };
   }
 
+  async arrowPage(resultId: string, req: PageRequest): Promise<ArrowPage> {
+    const { entry, open } = await this.#acquire(resultId);
+    try {
+      const plan = planPage(open.columns, req, 'json');
+      const conn = await this.#instance.connect();
+      try {
+        const body = await buildArrowPage(conn, open.columns, plan);
+        const bytesSql = `SELECT coalesce(sum(${rowBytesSql(plan.cols, open.columns)}), 0)::BIGINT FROM ${plan.source} AS page`;
+        const bytes = plan.headerBytes + Number((await conn.runAndReadAll(bytesSql)).getRowsJson()[0]![0]);
+        let total = plan.totalRowCount;
+        if (plan.countSql !== undefined) total = Number((await conn.runAndReadAll(plan.countSql)).getRowsJson()[0]![0]);
+        return { arrow: body.bytes, rowCount: body.rowCount, bytes, totalRowCount: total ?? 0, columnNames: plan.columnNames, columnTypes: plan.columnTypes };
+      } catch (err) {
+        const mapped = toEngineError(err);
+        if ((req.filters || req.sortBy) && mapped.kind !== 'capacity') {
+          throw new EngineError('bad_request', `filters: ${mapped.message}`, { cause: err });
+        }
+        throw mapped;
+      } finally {
+        conn.closeSync();
+      }
+    } finally {
+      this.#release(entry);
+    }
+  }
+
   async csvPage(resultId: string, req: PageRequest): Promise<CsvPage> {
     const r = await this.#runPage(resultId, req, 'csv');
     const header = r.plan.columnNames.map(csvHeaderField).join(',');
@@ -612,6 +646,7 @@ export class DuckDbEngine implements SqlEngine {
   }
 
   async #encode(id: string, job: EncodingJob): Promise<void> {
+    while (this.#executing > 0 && !job.cancelled && !this.#closed) await new Promise<void>((wake) => this.#idleWaiters.push(wake));
     if (job.cancelled || this.#closed) return;
     job.started = true;
     const { dir, tmp } = encodedDir(this.#resultsDir, id);
@@ -707,6 +742,7 @@ export class DuckDbEngine implements SqlEngine {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    for (const wake of this.#idleWaiters.splice(0)) wake();
     // Interrupted again and again: an interrupt between two statements is lost (see the header).
     const deadline = performance.now() + CLOSE_WAIT_MS;
     while ((this.#starting > 0 || this.#running.size > 0 || this.#trusted.size > 0) && performance.now() < deadline) {

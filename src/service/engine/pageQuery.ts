@@ -25,6 +25,11 @@ export interface PagePlan {
   headerBytes: number;
   columnNames: string[];
   columnTypes: string[];
+  /** The page's rows (columns __rn, c0..cN-1) before encoding, and their order; for Arrow pages. */
+  source: string;
+  order: string;
+  /** Stored column indexes of the page's columns. */
+  cols: number[];
 }
 
 const TEXTUAL = new Set<DuckDBTypeId>([DuckDBTypeId.VARCHAR, DuckDBTypeId.ENUM, DuckDBTypeId.UUID]);
@@ -155,6 +160,9 @@ export function planPage(stored: StoredColumns, req: PageRequest, format: 'json'
     headerBytes: headerBytes(cols.map((i) => stored.names[i]!)),
     columnNames: cols.map((i) => stored.names[i]!),
     columnTypes: cols.map((i) => stored.protocolTypes[i]!),
+    source,
+    order,
+    cols,
   };
   if (countSql !== undefined) plan.countSql = countSql;
   if (totalRowCount !== undefined) plan.totalRowCount = totalRowCount;

@@ -73,6 +73,17 @@ export interface Page {
   columnTypes: string[];
 }
 
+export interface ArrowPage {
+  /** Arrow IPC stream: schema (as the connector's type mapping builds it), one batch, end. */
+  arrow: Uint8Array;
+  rowCount: number;
+  /** result_set_bytes of this page, as Page.bytes. */
+  bytes: number;
+  totalRowCount: number;
+  columnNames: string[];
+  columnTypes: string[];
+}
+
 export interface CsvPage {
   /** Header row always, '\n' line ends, RFC 4180 quoting, NULL as an empty field. */
   csv: string;
@@ -94,6 +105,8 @@ export interface SqlEngine {
   execute(sql: string, opts: ExecuteOptions): Promise<ResultInfo>;
   page(resultId: string, req: PageRequest): Promise<Page>;
   csvPage(resultId: string, req: PageRequest): Promise<CsvPage>;
+  /** The page as an Arrow IPC stream (same rows and parameters as page). */
+  arrowPage(resultId: string, req: PageRequest): Promise<ArrowPage>;
   /**
    * An unfiltered page of all columns from the result's pre-encoded form, as a byte range to
    * stream; undefined while the result is not encoded yet (serve it with page/csvPage then).

@@ -100,7 +100,8 @@ describe('Arrow pages', () => {
 
   it('follow filters, sort, columns and samples like the JSON pages', async () => {
     const id = await runSql(svc, 'SELECT * FROM sample.events ORDER BY id LIMIT 100');
-    for (const query of [{ filters: 'quantity > 50', sort_by: 'value desc', limit: 7 }, { columns: 'id,name', offset: 95 }, { sample_count: 5 }]) {
+    const queries: Array<Record<string, string | number>> = [{ filters: 'quantity > 50', sort_by: 'value desc', limit: 7 }, { columns: 'id,name', offset: 95 }, { sample_count: 5 }];
+    for (const query of queries) {
       const page = await jsonPage(id, query);
       const arrow = await getArrow(`/v1/execution/${id}/results`, query);
       expect(rowsOf(arrow.batches)).toEqual(jsonPageAsRows(page));
@@ -146,7 +147,8 @@ describe('Arrow pages', () => {
     const r2 = await getArrow(`/v1/execution/${failed}/results`);
     expect(r2.headers['content-type']).toMatch(/^application\/json/);
     const ok = await runSql(svc, 'SELECT 1 AS x');
-    for (const query of [{ offset: -1 }, { limit: 'abc' }, { limit: 0 }, { offset: '1e3' }]) {
+    const bad: Array<Record<string, string | number>> = [{ offset: -1 }, { limit: 'abc' }, { limit: 0 }, { offset: '1e3' }];
+    for (const query of bad) {
       const r = await getArrow(`/v1/execution/${ok}/results`, query);
       expect(r.status, JSON.stringify(query)).toBe(400);
       expect(JSON.parse(r.text!).error, JSON.stringify(query)).toMatch(/offset|limit/);

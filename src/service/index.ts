@@ -33,6 +33,8 @@ export interface ServiceOptions {
   settings?: ServiceSettingsInput | string;
   /** Rows of the generated sample.events table (default: the engine's, 1,000,000). Tests pass a few thousand. */
   sampleRows?: number;
+  /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB; tests pass 0). */
+  encodeMinBytes?: number;
   clock?: Clock;
 }
 
@@ -75,6 +77,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     dataDir: join(dataDir, 'engine'),
     datasets: settings.datasets,
     ...(options.sampleRows === undefined ? {} : { sampleRows: options.sampleRows }),
+    ...(options.encodeMinBytes === undefined ? {} : { encodeMinBytes: options.encodeMinBytes }),
   });
   let server: Server | undefined;
   let limits: ServiceLimits | undefined;

@@ -22,7 +22,7 @@ const ODD_SQL = `SELECT * FROM (VALUES
 let svc: TestService;
 const dirs: string[] = [];
 beforeAll(async () => {
-  svc = await startTestService({ limits: { page_rows: 1000 } });
+  svc = await startTestService({ limits: { page_rows: 1000 }, encodeMinBytes: 0 });
 });
 afterAll(async () => {
   await svc?.close();
@@ -87,7 +87,7 @@ describe('pre-encoded results', () => {
 
   it('are deleted with their result when it expires', async () => {
     const clock = new ManualClock();
-    const s = await startTestService({ clock, limits: { retention_days: 1 } });
+    const s = await startTestService({ clock, limits: { retention_days: 1 }, encodeMinBytes: 0 });
     try {
       const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id LIMIT 20');
       await s.whenEncoded(id);
@@ -105,7 +105,7 @@ describe('pre-encoded results', () => {
   it('after a crash while encoding: the half-written encoding is removed, never served, and the result is encoded again', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'sluice-encoded-restart-'));
     dirs.push(dataDir);
-    const first = await startTestService({ dataDir, sampleRows: 50 });
+    const first = await startTestService({ dataDir, sampleRows: 50, encodeMinBytes: 0 });
     const id = await runSql(first, 'SELECT * FROM sample.events ORDER BY id');
     await first.whenEncoded(id);
     const page = await call(first, 'GET', `/v1/execution/${id}/results`, { key: first.keys.demo.read, query: { limit: 7, offset: 3 } });
@@ -120,7 +120,7 @@ describe('pre-encoded results', () => {
     await mkdir(join(results, 'gone.enc'));
     await writeFile(join(results, 'gone.enc', 'info.json'), '{}');
 
-    const second = await startTestService({ dataDir, sampleRows: 50 });
+    const second = await startTestService({ dataDir, sampleRows: 50, encodeMinBytes: 0 });
     try {
       const names = await readdir(results);
       expect(names).not.toContain(`${id}.enc.tmp`);
@@ -163,7 +163,7 @@ describe('pre-encoded results', () => {
 
   it('a result that expires while a page is streamed: the page is completed, later requests see EXPIRED', async () => {
     const clock = new ManualClock();
-    const s = await startTestService({ clock, limits: { retention_days: 1 } });
+    const s = await startTestService({ clock, limits: { retention_days: 1 }, encodeMinBytes: 0 });
     try {
       const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
       await s.whenEncoded(id);

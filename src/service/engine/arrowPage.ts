@@ -12,7 +12,7 @@ import { columnBuilder } from '../../types/columns.ts';
 import { compileDecoder, type ValueDecoder } from '../../types/decode.ts';
 import { parseJsonLossless } from '../../types/json.ts';
 import { parseType } from '../../types/parse.ts';
-import { jsonExpr } from './encode.ts';
+import { jsonExpr, textExpr } from './encode.ts';
 import type { PagePlan, StoredColumns } from './pageQuery.ts';
 
 /** Protocol types whose DuckDB value is the decoded JS value as is. */
@@ -32,7 +32,17 @@ export async function buildArrowPage(conn: DuckDBConnection, stored: StoredColum
     asRead[k] ? undefined : compileDecoder(parseType(plan.columnTypes[k]!), { timestamps: 'string' }),
   );
   const builders = schema.fields.map((f, k) => columnBuilder(parseType(plan.columnTypes[k]!), f));
-  const exprs = plan.cols.map((i, k) => `${asRead[k] ? `c${i}` : jsonExpr(`c${i}`, stored.types[i]!)} AS v${k}`);
+  // A JSON value that is a quoted text needing no escapes (decimals, dates, timestamps, ...) is
+  // fetched as that text: the decoder takes the same string without a JSON.parse per value.
+  const parsed: boolean[] = [];
+  const exprs = plan.cols.map((i, k) => {
+    if (asRead[k]) return `c${i} AS v${k}`;
+    const v = `c${i}`;
+    const json = jsonExpr(v, stored.types[i]!);
+    const text = textExpr(v, stored.types[i]!);
+    parsed[k] = json !== `('"' || ${text} || '"')`;
+    return `${parsed[k] ? json : text} AS v${k}`;
+  });
   const select = exprs.length === 0 ? 'NULL AS v' : exprs.join(', ');
   const result = await conn.stream(`SELECT ${select} FROM ${plan.source} AS page ORDER BY ${plan.order}`);
   let rowCount = 0;
@@ -45,11 +55,12 @@ export async function buildArrowPage(conn: DuckDBConnection, stored: StoredColum
       const vector = chunk.getColumnVector(k);
       const builder = builders[k]!;
       const decode = decoders[k];
+      const parse = parsed[k] === true;
       for (let r = 0; r < n; r++) {
         const v = vector.getItem(r);
         if (v === null) builder.append(null);
         else if (decode === undefined) builder.append(v);
-        else builder.append(decode(parseJsonLossless(v as string)));
+        else builder.append(decode(parse ? parseJsonLossless(v as string) : v));
       }
     }
   }

@@ -65,6 +65,11 @@ const TEAM_NAME = /^[A-Za-z0-9_-]{1,100}$/;
 const MAX_ATTACHED = 32;
 /** Names of scratch files in the results directory (a result id cannot contain '~'). */
 const SCRATCH_PREFIX = 'scratch~';
+/**
+ * Results smaller than this (result_set_bytes) are not pre-encoded: their page query costs a few
+ * milliseconds, less than writing, syncing and opening the files would.
+ */
+export const DEFAULT_ENCODE_MIN_BYTES = 64 * 1024;
 /** How often a stopped execution's connection is interrupted again (see the header). */
 const INTERRUPT_REPEAT_MS = 5;
 /** How long close() waits for running statements to stop before closing the instance anyway. */
@@ -139,7 +144,7 @@ export class DuckDbEngine implements SqlEngine {
   readonly #encodings = new Map<string, EncodingJob>();
   /** Encodings run one after the other: each is a bulk job that uses every thread. */
   #encodeQueue: Promise<void> = Promise.resolve();
-  /** Results whose encoding failed: their pages stay dynamic rather than retrying forever. */
+  /** Results whose encoding failed, or that are too small to encode: their pages stay dynamic. */
   readonly #encodeFailed = new Set<string>();
   readonly #encodedInfo = new Map<string, ResultInfo>();
   /** Executions in progress: encodings wait for none to be running (they would compete for every thread). */
@@ -149,8 +154,11 @@ export class DuckDbEngine implements SqlEngine {
   readonly #systemViews: ReadonlySet<string>;
 
   /** `systemViews`: DuckDB's built-in catalog views, which user SQL may not read. */
-  constructor(instance: DuckDBInstance, dataDir: string, systemViews: ReadonlySet<string> = new Set()) {
+  readonly #encodeMinBytes: number;
+
+  constructor(instance: DuckDBInstance, dataDir: string, systemViews: ReadonlySet<string> = new Set(), encodeMinBytes = DEFAULT_ENCODE_MIN_BYTES) {
     this.#instance = instance;
+    this.#encodeMinBytes = encodeMinBytes;
     this.#resultsDir = join(dataDir, 'results');
     this.#systemViews = systemViews;
   }
@@ -262,7 +270,7 @@ export class DuckDbEngine implements SqlEngine {
       attached = false;
       if (existsSync(`${tmpPath}.wal`)) throw new EngineError('internal', `result ${opts.resultId}: its write-ahead log was not checkpointed`);
       await rename(tmpPath, this.#path(opts.resultId));
-      this.#scheduleEncoding(opts.resultId);
+      if (info.bytes >= this.#encodeMinBytes) this.#scheduleEncoding(opts.resultId);
       return info;
     } catch (err) {
       // Cleanup statements must not be interrupted (a failed DETACH would leave the file attached).
@@ -612,7 +620,11 @@ export class DuckDbEngine implements SqlEngine {
     if (info === undefined && !this.#encodings.has(resultId)) {
       info = await readEncodedInfo(dir);
       if (info !== undefined) this.#encodedInfo.set(resultId, info);
-      else if (existsSync(this.#path(resultId))) this.#scheduleEncoding(resultId);
+      else if (!this.#encodeFailed.has(resultId) && existsSync(this.#path(resultId))) {
+        // Stored before a restart (or by an older version): encoded now, if it is worth it.
+        if ((await this.resultInfo(resultId)).bytes >= this.#encodeMinBytes) this.#scheduleEncoding(resultId);
+        else this.#encodeFailed.add(resultId);
+      }
     }
     if (info === undefined) return undefined;
     try {

@@ -164,6 +164,8 @@ export interface OpenEngineOptions {
   datasets?: string[];
   /** Rows of sample.events (default 1,000,000). */
   sampleRows?: number;
+  /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB). */
+  encodeMinBytes?: number;
   /** DuckDB threads for the instance (default: DuckDB's default, the core count). */
   defaultThreads?: number;
 }

@@ -8,6 +8,7 @@ import { loadJobFile } from '../src/config/index.ts';
 import { connect } from '../src/jobs/connect.ts';
 import { runJob } from '../src/jobs/runJob.ts';
 import { stream } from '../src/pipeline/stream.ts';
+import { builtins } from '../connectors/index.ts';
 
 const ROWS = Number(process.env.BENCH_JOB_ROWS ?? 1_000_000);
 
@@ -20,7 +21,7 @@ export async function run(): Promise<void> {
   const work = await mkdtemp(join(tmpdir(), 'sluice-bench-jobs-'));
   const env = { ...process.env, SLUICE_SAMPLE_ROWS: String(ROWS), SLUICE_OUT: join(work, 'out') };
   try {
-    const file = await loadJobFile(new URL('../config/examples/quickstart.yaml', import.meta.url).pathname, env);
+    const file = await loadJobFile(new URL('../config/examples/quickstart.yaml', import.meta.url).pathname, { registry: builtins, env });
     const job = file.jobs[0]!;
     const started = performance.now();
     const connection = await connect(file.connection, { env, cwd: work });

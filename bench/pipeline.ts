@@ -177,20 +177,20 @@ function sampleRss() {
   };
 }
 
-interface ChildService {
+export interface ChildService {
   url: string;
   setFaults(faults: { latency_ms: number }): Promise<void>;
   close(): Promise<void>;
 }
 
 /** The service in a child process, driven over the IPC channel. */
-async function startChildService(dataDir: string): Promise<ChildService> {
+export async function startChildService(dataDir: string, rows: number = ROWS): Promise<ChildService> {
   const serviceModule = new URL('../src/service/index.ts', import.meta.url).href;
   const code = `
     import { startService } from ${JSON.stringify(serviceModule)};
     const svc = await startService(${JSON.stringify({
       dataDir,
-      sampleRows: ROWS,
+      sampleRows: rows,
       settings: { teams: [{ name: 'bench', keys: [{ key: KEY, scopes: ['Admin'] }] }], datasets: ['sample'] },
     })});
     process.on('message', async (m) => {

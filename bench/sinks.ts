@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import {
   Bool, DateDay, Decimal, Field, Float64, Int32, Int64, makeData, RecordBatch, Schema, Struct, TimeUnit, Timestamp, Utf8, vectorFromArray,
 } from 'apache-arrow';
-import { writeExport } from '../src/export/index.ts';
+import { builtins } from '../connectors/index.ts';
+import { resolveOutput, writeExport } from '../src/export/index.ts';
 import { fileTableStorage, s3TableStorage, writeIcebergTable } from '../src/export/iceberg/index.ts';
 import { parquet } from '../connectors/formats/parquet/index.ts';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
@@ -111,7 +112,7 @@ export async function runCase(c: Case): Promise<void> {
     }
     const summary = await writeExport(
       { schema, batches: generate(c.rows), meta: { executionId: `bench-${c.rows}`, totalRowCount: c.rows } },
-      { ...c.format, path: c.path, ...(c.endpoint ? { s3: { endpoint: c.endpoint, region: 'us-east-1' } } : {}) },
+      resolveOutput({ ...c.format, path: c.path, ...(c.endpoint ? { s3: { endpoint: c.endpoint, region: 'us-east-1' } } : {}) }, builtins),
     );
     bytes = summary.bytes;
   });

@@ -1,5 +1,5 @@
 // The built-in connectors, listed explicitly: adding one is a line here, not a side-effect import.
-import type { FormatDescriptor, SinkDescriptor } from '../src/kit/index.ts';
+import type { FormatDescriptor, Registry, SinkDescriptor } from '../src/kit/index.ts';
 import { arrow } from './formats/arrow/index.ts';
 import { csv } from './formats/csv/index.ts';
 import { ndjson } from './formats/ndjson/index.ts';
@@ -10,5 +10,8 @@ import { stdout } from './sinks/stdout/index.ts';
 
 export const formats = [parquet, arrow, csv, ndjson] as const satisfies readonly FormatDescriptor[];
 export const sinks = [s3, stdout, file] as const satisfies readonly SinkDescriptor[];
+
+/** Every built-in connector, as the composition roots hand it to what validates and writes outputs. */
+export const builtins: Registry = { formats, sinks };
 
 export { arrow, csv, file, ndjson, parquet, s3, stdout };

@@ -17,5 +17,6 @@ export * from './types/index.ts';
 export type { Row } from './types/index.ts';
 export * from './export/index.ts';
 export * as protocol from './protocol/index.ts';
-export { defineFormat, defineSink } from './kit/index.ts';
-export { formats, sinks } from '../connectors/index.ts';
+export { defineFormat, defineSink, redact, type FormatDescriptor, type Registry, type SinkDescriptor } from './kit/index.ts';
+// The composition root of the library: the built-in connectors, to hand to `resolveOutput`.
+export { builtins, formats, sinks } from '../connectors/index.ts';

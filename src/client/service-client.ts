@@ -21,6 +21,7 @@ import {
   UpsertViewRequestSchema,
   UpsertViewResponseSchema,
   UsageSchema,
+  isArrowStreamContentType,
   ViewListSchema,
   ViewSchema,
   type CreateQueryRequest,
@@ -38,12 +39,13 @@ import {
   type View,
   type ViewList,
 } from '../protocol/index.ts';
-import { InvalidArgumentError, InvalidResponseError } from './errors.ts';
+import { BadRequestError, InvalidArgumentError, InvalidResponseError } from './errors.ts';
 import { resolveConfig, type ClientOptions, type ResolvedConfig } from './config.ts';
 import { Execution, type ExecuteInput, type LatestResultOptions, type RunOptions } from './execution.ts';
 import type { ClientStats } from './hooks.ts';
 import { describeIssues, Http } from './http.ts';
 import { parseResultPage } from './result-page.ts';
+import { ACCEPT_ARROW, arrowPageEnvelope } from './arrow-page.ts';
 import { resultParams } from './result-options.ts';
 import { salvageExecuteResponse, salvageQueryIdResponse, salvageRefreshResponse } from './salvage.ts';
 import { Transport, type RequestSpec } from './transport.ts';
@@ -75,6 +77,30 @@ export interface CsvPage {
   text: string;
   nextOffset?: number;
   nextUri?: string;
+}
+
+/** Which encoding of result pages to read: Arrow when the service offers it (`auto`), or only one. */
+export type Wire = 'auto' | 'json' | 'arrow';
+
+/**
+ * A result page as it came off the wire, not yet decoded: an Arrow IPC stream with its envelope
+ * (from the headers), or a JSON body (parsed by whoever decodes it, maybe another thread).
+ */
+export type WirePage =
+  | { readonly format: 'arrow'; readonly page: ResultPage; readonly ipc: Buffer; readonly bytes: number }
+  | {
+      readonly format: 'json';
+      readonly body: Buffer;
+      readonly bytes: number;
+      /** Arrow was asked for and the service refused it with 406 (it does not serve Arrow pages). */
+      readonly refused: boolean;
+      /** Parses and validates the body (as `getResults` does). */
+      parse(): ResultPage;
+    };
+
+export interface WirePageOptions extends ResultCallOptions {
+  /** `arrow` asks for an Arrow stream (a JSON answer still comes back as JSON); `json` asks for JSON. */
+  accept: 'arrow' | 'json';
 }
 
 /** A JSON row, values exactly as sent (integers beyond 2^53 as bigint). */
@@ -148,6 +174,32 @@ export class ServiceClient {
     const spec = this.#exec('getResults', 'GET', PATHS.results(executionId), executionId, options);
     spec.query = resultParams('getResults', options);
     return this.#resultPage(spec, options.onBodyBytes);
+  }
+
+  /**
+   * One result page, undecoded. Asking for Arrow, the answer is Arrow when the service serves it;
+   * JSON when the page has no result, on an error answer (raised as for `getResults`), from a
+   * service that only speaks JSON, and after a 406 (asked again as JSON, `refused` set).
+   */
+  async getResultsWire(executionId: string, options: WirePageOptions): Promise<WirePage> {
+    const spec = this.#exec('getResults', 'GET', PATHS.results(executionId), executionId, options);
+    spec.query = resultParams('getResults', options);
+    let refused = false;
+    let res;
+    if (options.accept === 'arrow') {
+      try {
+        res = await this.#http.call({ ...spec, accept: ACCEPT_ARROW });
+      } catch (error) {
+        if (!(error instanceof BadRequestError && error.status === 406)) throw error;
+        refused = true;
+      }
+    }
+    res ??= await this.#http.call(spec);
+    options.onBodyBytes?.(res.bytes);
+    const ctx = this.#http.context(spec);
+    if (isArrowStreamContentType(header(res.headers['content-type']))) return { format: 'arrow', page: arrowPageEnvelope(res.headers, ctx), ipc: res.body, bytes: res.bytes };
+    const answer = res;
+    return { format: 'json', body: res.body, bytes: res.bytes, refused, parse: () => parseResultPage(answer, ctx) };
   }
 
   async getResultsCsv(executionId: string, options: ResultCallOptions = {}): Promise<CsvPage> {

@@ -37,12 +37,17 @@ export interface RequestSpec {
    * already holds everything the caller needs (the execution id of a submission). Undefined = lost.
    */
   salvage?: (partialBody: string) => string | undefined;
+  /** The `Accept` header (default `application/json`): result pages may ask for Arrow. */
+  accept?: string | undefined;
 }
 
 export interface RawResponse {
   status: number;
   headers: IncomingHttpHeaders;
-  text: string;
+  /** The body as UTF-8 text (decoded on first use: a page handed to a worker is never decoded here). */
+  readonly text: string;
+  /** The body as received. */
+  body: Buffer;
   /** Bytes of the body as received (what crossed the wire, before decoding to text). */
   bytes: number;
   /** Key-free URL of the request. */
@@ -105,7 +110,7 @@ export class Transport {
     this.#stats.requests++;
     this.#onRequest?.({ operation: spec.operation, httpMethod: spec.httpMethod, url, attempt });
 
-    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.#config.userAgent };
+    const headers: Record<string, string> = { accept: spec.accept ?? 'application/json', 'user-agent': this.#config.userAgent };
     if (this.#config.apiKeyIn === 'header') headers['x-service-api-key'] = this.#config.apiKey;
     let body: string | undefined;
     if (spec.body !== undefined) {
@@ -136,10 +141,9 @@ export class Transport {
       resHeaders = res.headers;
       phase = 'response-body';
       for await (const chunk of res.body) chunks.push(chunk as Buffer);
-      const raw = Buffer.concat(chunks);
-      const text = raw.toString('utf8');
-      if (status >= 200 && status < 300) return { status, headers: res.headers, text, bytes: raw.length, url };
-      throw statusError(status, scrub(errorText(text), this.#config.apiKey), res.headers['retry-after'], ctx);
+      const raw = concat(chunks);
+      if (status >= 200 && status < 300) return rawResponse(status, res.headers, raw, url);
+      throw statusError(status, scrub(errorText(raw.toString('utf8')), this.#config.apiKey), res.headers['retry-after'], ctx);
     } catch (err) {
       if (err instanceof ServiceError) throw err;
       const answered = status !== 0 && !controller.signal.aborted;
@@ -150,7 +154,7 @@ export class Transport {
       if (answered && spec.salvage) {
         const partial = Buffer.concat(chunks);
         const rebuilt = spec.salvage(partial.toString('utf8'));
-        if (rebuilt !== undefined) return { status, headers: {}, text: rebuilt, bytes: partial.length, url };
+        if (rebuilt !== undefined) return { ...rawResponse(status, {}, Buffer.from(rebuilt), url), bytes: partial.length };
       }
       throw this.#failure(err, spec, ctx, controller.signal, connectPhase(err) ? 'connect' : phase);
     } finally {
@@ -181,6 +185,37 @@ export class Transport {
       phase,
     });
   }
+}
+
+/**
+ * The chunks in one Buffer over a plain ArrayBuffer of its own: unlike `Buffer.concat`'s (pooled or
+ * marked untransferable), it can be handed to a worker thread without a copy.
+ */
+function concat(chunks: readonly Buffer[]): Buffer {
+  let total = 0;
+  for (const c of chunks) total += c.length;
+  const out = Buffer.from(new ArrayBuffer(total));
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+function rawResponse(status: number, headers: IncomingHttpHeaders, body: Buffer, url: string): RawResponse {
+  let text: string | undefined;
+  return {
+    status,
+    headers,
+    body,
+    bytes: body.length,
+    url,
+    get text() {
+      text ??= body.toString('utf8');
+      return text;
+    },
+  };
 }
 
 function abortError(ctx: ErrorContext, signal: AbortSignal): AbortedError {

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { Document, LineCounter } from 'yaml';
 import type { JobFileIssue } from './errors.ts';
+import { redact } from '../kit/index.ts';
 import { formatPath, positionOf } from './yamlPath.ts';
 
 type Issue = z.core.$ZodIssue;
@@ -20,6 +21,8 @@ export function describeIssues(issues: readonly Issue[], data: unknown, doc: Doc
     for (const issue of list) {
       const path = [...base, ...issue.path];
       const value = valueAt(data, path);
+      // What is echoed back has its credentials redacted (by field name, at any depth).
+      const shown = show(redact(value, formatPath(path)));
       switch (issue.code) {
         case 'unrecognized_keys': {
           const allowed = allowedKeys(schema, path, data);
@@ -34,28 +37,28 @@ export function describeIssues(issues: readonly Issue[], data: unknown, doc: Doc
           const options = (issue as { options?: unknown[] }).options;
           if (issue.errors.length === 0 && Array.isArray(options)) {
             // A discriminated union whose discriminator value matched nothing.
-            add(path, `expected one of ${options.map(String).join('|')}, got ${show(value)}`);
+            add(path, `expected one of ${options.map(String).join('|')}, got ${shown}`);
             break;
           }
           const best = closestBranch(issue.errors);
           if (best === undefined || value === undefined || (typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0)) {
-            add(path, `${issue.message === 'Invalid input' ? 'expected' : issue.message}${unionChoices(schema, path)}, got ${show(value)}`);
+            add(path, `${issue.message === 'Invalid input' ? 'expected' : issue.message}${unionChoices(schema, path)}, got ${shown}`);
           } else {
             walk(best, path);
           }
           break;
         }
         case 'invalid_value':
-          add(path, `expected ${issue.values.length === 1 ? show(issue.values[0]) : `one of ${issue.values.map(String).join('|')}`}, got ${show(value)}`);
+          add(path, `expected ${issue.values.length === 1 ? show(issue.values[0]) : `one of ${issue.values.map(String).join('|')}`}, got ${shown}`);
           break;
         case 'invalid_type':
-          add(path, value === undefined ? `required (${issue.expected})` : `expected ${issue.expected}, got ${typeName(value)} ${show(value)}`);
+          add(path, value === undefined ? `required (${issue.expected})` : `expected ${issue.expected}, got ${typeName(value)} ${shown}`);
           break;
         case 'too_small':
         case 'too_big':
         case 'invalid_format':
         case 'not_multiple_of':
-          add(path, `${issue.message.replace(/^(Too small|Too big|Invalid [a-z]+): /, '')}, got ${show(value)}`);
+          add(path, `${issue.message.replace(/^(Too small|Too big|Invalid [a-z]+): /, '')}, got ${shown}`);
           break;
         default:
           add(path, issue.message);

@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import { PerformanceSchema } from '../protocol/common.ts';
+import { outputConfigSchema, type ResolvedOutput } from '../export/outputConfig.ts';
+import type { Registry } from '../kit/index.ts';
 import { cronProblem, timezoneProblem } from './cron.ts';
-import { OutputConfigSchema } from './outputSchema.ts';
 
 // The one truth about job files: validation, types (z.infer), `sluice schema` and the README's
-// field reference all come from here. Fields are snake_case like the wire protocol.
+// field reference all come from here. Fields are snake_case like the wire protocol. The outputs'
+// formats and sinks come from the registry the caller hands in (the CLI: the built-in connectors).
 
 const ParameterValue = z.union([z.string(), z.number(), z.boolean()]);
 const Parameters = z.record(z.string(), ParameterValue).describe('Query parameter values by name (`{{name}}` in the query SQL)');
@@ -82,56 +84,61 @@ function reportProblem(problemOf: (value: string) => string | undefined) {
 
 const JOB_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
-export const JobSchema = z
-  .strictObject({
-    name: z.string().regex(JOB_NAME, 'a job name is letters, digits, _ . and -, starting with a letter or digit').describe('Unique name of the job (used by `sluice run FILE --job NAME`, logs, metrics and resume state)'),
-    description: z.string().optional().describe('Free text'),
-    source: SourceSchema,
-    performance: PerformanceSchema.optional(),
-    result: ResultShapingSchema.optional(),
-    outputs: z.array(OutputConfigSchema).min(1).describe('One or more outputs; the rows are fetched once and written to each'),
-    schedule: z
-      .string()
-      .min(1)
-      // The syntax does not depend on the time zone; the zone itself is checked on the job.
-      .superRefine(reportProblem(cronProblem))
-      .optional()
-      .describe('Cron expression for `sluice schedule` (five fields, UTC unless timezone is set)'),
-    timezone: z
-      .string()
-      .min(1)
-      .superRefine(reportProblem(timezoneProblem))
-      .optional()
-      .describe('IANA time zone of the schedule (default UTC)'),
-    concurrency: z.number().int().min(1).max(32).optional().describe('Result pages fetched in parallel (default 4)'),
-    retries: z.number().int().min(0).max(20).optional().describe('Times a failed run is retried (default 0)'),
-    retry_delay_seconds: z.number().nonnegative().optional().describe('Delay before the first retry, doubled for each next one (default 5)'),
-    budget: BudgetSchema.optional(),
-  })
-  .superRefine((job, ctx) => {
-    const columns = job.result?.columns;
-    const paths = new Map<string, number>();
-    job.outputs.forEach((output, i) => {
-      const partitions = (output as { partition_by?: unknown }).partition_by;
-      if (columns && Array.isArray(partitions)) {
-        partitions.forEach((column, j) => {
-          if (typeof column === 'string' && !columns.includes(column)) {
-            ctx.addIssue({ code: 'custom', path: ['outputs', i, 'partition_by', j], message: `partition column "${column}" is not among result.columns (${columns.join(', ')})` });
-          }
-        });
-      }
-      // Two outputs into one place would replace each other's files and manifest.
-      const path = (output as { path?: unknown }).path;
-      if (typeof path === 'string') {
-        const key = path.replace(/\/+$/, '');
-        const first = paths.get(key);
-        if (first !== undefined) ctx.addIssue({ code: 'custom', path: ['outputs', i, 'path'], message: `same path as outputs[${first}].path: each output needs its own directory or prefix` });
-        else paths.set(key, i);
-      }
-    });
-  })
-  .describe('One job: a source, result shaping and outputs');
-export type Job = z.infer<typeof JobSchema>;
+function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
+  return z
+    .strictObject({
+      name: z.string().regex(JOB_NAME, 'a job name is letters, digits, _ . and -, starting with a letter or digit').describe('Unique name of the job (used by `sluice run FILE --job NAME`, logs, metrics and resume state)'),
+      description: z.string().optional().describe('Free text'),
+      source: SourceSchema,
+      performance: PerformanceSchema.optional(),
+      result: ResultShapingSchema.optional(),
+      outputs: z.array(output).min(1).describe('One or more outputs; the rows are fetched once and written to each'),
+      schedule: z
+        .string()
+        .min(1)
+        // The syntax does not depend on the time zone; the zone itself is checked on the job.
+        .superRefine(reportProblem(cronProblem))
+        .optional()
+        .describe('Cron expression for `sluice schedule` (five fields, UTC unless timezone is set)'),
+      timezone: z
+        .string()
+        .min(1)
+        .superRefine(reportProblem(timezoneProblem))
+        .optional()
+        .describe('IANA time zone of the schedule (default UTC)'),
+      concurrency: z.number().int().min(1).max(32).optional().describe('Result pages fetched in parallel (default 4)'),
+      wire: z
+        .enum(['auto', 'json', 'arrow'])
+        .optional()
+        .describe('Result pages as Arrow streams when the service offers them (auto, default), only JSON, or only Arrow (an error if the service does not serve Arrow)'),
+      retries: z.number().int().min(0).max(20).optional().describe('Times a failed run is retried (default 0)'),
+      retry_delay_seconds: z.number().nonnegative().optional().describe('Delay before the first retry, doubled for each next one (default 5)'),
+      budget: BudgetSchema.optional(),
+    })
+    .superRefine((job, ctx) => {
+      const columns = job.result?.columns;
+      const paths = new Map<string, number>();
+      job.outputs.forEach((output, i) => {
+        const partitions = (output as { partition_by?: unknown }).partition_by;
+        if (columns && Array.isArray(partitions)) {
+          partitions.forEach((column, j) => {
+            if (typeof column === 'string' && !columns.includes(column)) {
+              ctx.addIssue({ code: 'custom', path: ['outputs', i, 'partition_by', j], message: `partition column "${column}" is not among result.columns (${columns.join(', ')})` });
+            }
+          });
+        }
+        // Two outputs into one place would replace each other's files and manifest.
+        const path = (output as { path?: unknown }).path;
+        if (typeof path === 'string') {
+          const key = path.replace(/\/+$/, '');
+          const first = paths.get(key);
+          if (first !== undefined) ctx.addIssue({ code: 'custom', path: ['outputs', i, 'path'], message: `same path as outputs[${first}].path: each output needs its own directory or prefix` });
+          else paths.set(key, i);
+        }
+      });
+    })
+    .describe('One job: a source, result shaping and outputs');
+}
 
 export const EmbeddedServiceSchema = z
   .strictObject({
@@ -144,7 +151,7 @@ export const EmbeddedServiceSchema = z
 export const ConnectionSchema = z
   .strictObject({
     base_url: z
-      .union([z.url(), z.literal('')])
+      .union([z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL, e.g. http://localhost:18080' }), z.literal('')])
       .optional()
       .describe('The service origin, e.g. https://api.example.com (with or without /api); absent or empty: start the embedded local service'),
     api_key_env: z
@@ -157,26 +164,45 @@ export const ConnectionSchema = z
   .describe('How to reach the service');
 export type Connection = z.infer<typeof ConnectionSchema>;
 
-export const JobFileSchema = z
-  .strictObject({
-    version: z.literal(1).optional().describe('Job file format version (1)'),
-    connection: ConnectionSchema.optional(),
-    state_dir: z.string().min(1).optional().describe('Where run state for resume is kept (default ./.sluice/state)'),
-    jobs: z.array(JobSchema).min(1).describe('The jobs of this file'),
-  })
-  .superRefine((file, ctx) => {
-    const seen = new Map<string, number>();
-    file.jobs.forEach((job, index) => {
-      const first = seen.get(job.name);
-      if (first !== undefined) {
-        ctx.addIssue({ code: 'custom', path: ['jobs', index, 'name'], message: `duplicate job name "${job.name}" (also jobs[${first}].name)` });
-      } else {
-        seen.set(job.name, index);
-      }
-    });
-  })
-  .describe('A sluice job file');
-export type JobFile = z.infer<typeof JobFileSchema>;
+function buildJobFileSchema(registry: Registry) {
+  const output = outputConfigSchema(registry).describe('One output: format, destination path, partitioning and rolling');
+  return z
+    .strictObject({
+      version: z.literal(1).optional().describe('Job file format version (1)'),
+      connection: ConnectionSchema.optional(),
+      state_dir: z.string().min(1).optional().describe('Where run state for resume is kept (default ./.sluice/state)'),
+      jobs: z.array(jobSchema(output)).min(1).describe('The jobs of this file'),
+    })
+    .superRefine((file, ctx) => {
+      const seen = new Map<string, number>();
+      file.jobs.forEach((job, index) => {
+        const first = seen.get(job.name);
+        if (first !== undefined) {
+          ctx.addIssue({ code: 'custom', path: ['jobs', index, 'name'], message: `duplicate job name "${job.name}" (also jobs[${first}].name)` });
+        } else {
+          seen.set(job.name, index);
+        }
+      });
+    })
+    .describe('A sluice job file');
+}
+/** A job file as the schema checked it, before its outputs are resolved. */
+export type ParsedJobFile = z.infer<ReturnType<typeof buildJobFileSchema>>;
+/** A job as loaded: its outputs resolved against the registry (format, sink, their options, every default). */
+export type Job = Omit<ParsedJobFile['jobs'][number], 'outputs'> & { readonly outputs: readonly ResolvedOutput[] };
+export type JobFile = Omit<ParsedJobFile, 'jobs'> & { readonly jobs: readonly Job[] };
+
+const schemas = new WeakMap<Registry, ReturnType<typeof buildJobFileSchema>>();
+
+/** The schema of job files whose outputs may use the formats and sinks of `registry` (built once per registry). */
+export function jobFileSchema(registry: Registry): ReturnType<typeof buildJobFileSchema> {
+  let schema = schemas.get(registry);
+  if (schema === undefined) {
+    schema = buildJobFileSchema(registry);
+    schemas.set(registry, schema);
+  }
+  return schema;
+}
 
 export const DEFAULT_API_KEY_ENV = 'SERVICE_API_KEY';
 export const DEFAULT_EMBEDDED_DATA_DIR = '.sluice/service';

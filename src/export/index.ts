@@ -9,7 +9,7 @@ export {
   type ExportSummary,
   type WriteExportOptions,
 } from './writeExport.ts';
-export { builtins, outputConfigSchema, resolveOutput, type OutputConfig, type Registry, type ResolvedOutput } from './outputConfig.ts';
+export { describeOutput, outputConfigSchema, resolveOutput, type OutputConfig, type ResolvedOutput } from './outputConfig.ts';
 export type { Commit, CommitProtocol } from './commit.ts';
 export { manifestCommit } from './manifestCommit.ts';
 export { MANIFEST_NAME, SUCCESS_NAME, type Manifest, type ManifestField } from './manifest.ts';

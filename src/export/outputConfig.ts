@@ -1,23 +1,10 @@
 import { z } from 'zod';
-import { ConfigError, type ConfigIssue, type FormatDescriptor, issuesOf, type SinkDescriptor } from '../kit/index.ts';
-import { formats as builtinFormats, s3 as s3Sink, sinks as builtinSinks } from '../../connectors/index.ts';
-import { s3Options } from '../../connectors/sinks/s3/index.ts';
+import { ConfigError, type ConfigIssue, type FormatDescriptor, issuesOf, redact, type Registry, type SinkDescriptor } from '../kit/index.ts';
 
-export interface Registry {
-  readonly formats: readonly FormatDescriptor[];
-  readonly sinks: readonly SinkDescriptor[];
-}
-
-export const builtins: Registry = { formats: builtinFormats, sinks: builtinSinks };
-
-/** Files written at once unless `max_open_files` says otherwise: 16 S3 uploads at the default 4 x 8 MiB buffer about 512 MiB. */
+/** Files written at once unless `max_open_files` says otherwise: 16 object-store uploads at their default 4 x 8 MiB buffers hold about 512 MiB. */
 export const DEFAULT_MAX_OPEN_FILES = 16;
 
 const common = {
-  path: z
-    .string()
-    .min(1)
-    .describe('Where the export lives: a local directory, s3://bucket/prefix, or "-" for standard output (one file, no markers).'),
   partition_by: z
     .array(z.string().min(1))
     .min(1)
@@ -44,34 +31,48 @@ const common = {
     .max(1024)
     .optional()
     .describe(
-      `Most files written at once (default ${DEFAULT_MAX_OPEN_FILES}); matters with partition_by. Opening one more first finishes the least recently used one, and later rows of that partition go to a new part, so unsorted input with many partitions gives more, smaller files instead of exhausting memory (an S3 file buffers up to queue_size x part_size_mb while open). Sort by the partition columns for one file per partition.`,
+      `Most files written at once (default ${DEFAULT_MAX_OPEN_FILES}); matters with partition_by. Opening one more first finishes the least recently used one, and later rows of that partition go to a new part, so unsorted input with many partitions gives more, smaller files instead of exhausting memory (a sink may buffer each open file: an object store up to queue_size x part_size_mb). Sort by the partition columns for one file per partition.`,
     ),
-  s3: s3Options.optional().describe('S3 settings; only with an s3:// path.'),
 };
 
-/** The output section of a job, one object per format so each format's options are checked. */
-export function outputConfigSchema(registry: Registry = builtins) {
+/**
+ * The output section of a job, one object per format so each format's options are checked. Each
+ * sink with an options block adds it under its key; which block goes with which path is checked
+ * by `resolveOutput`.
+ */
+export function outputConfigSchema(registry: Registry) {
+  const path = z
+    .string()
+    .min(1)
+    .describe(`Where the export lives: ${registry.sinks.map((sink) => sink.paths).join('; ')}.`);
+  const blocks = Object.fromEntries(
+    registry.sinks.flatMap((sink) => (sink.options ? [[sink.options.key, sink.options.schema.optional().describe(`${sink.description} Only with ${sink.paths}.`)]] : [])),
+  );
   const variants = registry.formats.map((f) =>
     z.strictObject({
       format: z.literal(f.type).describe(f.description),
       format_options: f.config.optional().describe(`Options of the ${f.type} format.`),
+      path,
       ...common,
+      ...blocks,
     }),
   );
   return z.discriminatedUnion('format', variants as [(typeof variants)[number], ...(typeof variants)[number][]]);
 }
 
-export type OutputConfig = {
-  format: string;
-  format_options?: Record<string, unknown>;
-  path: string;
-  partition_by?: string[];
-  keep_partition_columns?: boolean;
-  max_rows_per_file?: number;
-  max_bytes_per_file?: number;
-  max_open_files?: number;
-  s3?: z.input<typeof s3Options>;
-};
+/** One output as a job file or a library caller writes it, before `resolveOutput`. */
+export interface OutputConfig {
+  readonly format: string;
+  readonly format_options?: Record<string, unknown>;
+  readonly path: string;
+  readonly partition_by?: readonly string[];
+  readonly keep_partition_columns?: boolean;
+  readonly max_rows_per_file?: number;
+  readonly max_bytes_per_file?: number;
+  readonly max_open_files?: number;
+  /** A sink's options block under its key (see `SinkDescriptor.options`). */
+  readonly [block: string]: unknown;
+}
 
 export interface ResolvedOutput {
   readonly format: FormatDescriptor;
@@ -87,7 +88,7 @@ export interface ResolvedOutput {
 }
 
 /** Pure validation: no I/O. Every error names the field (`format_options.compression`) and value. */
-export function resolveOutput(input: unknown, registry: Registry = builtins): ResolvedOutput {
+export function resolveOutput(input: unknown, registry: Registry): ResolvedOutput {
   const known = registry.formats.map((f) => f.type);
   const format = isRecord(input) ? registry.formats.find((f) => f.type === input.format) : undefined;
   if (!format) {
@@ -99,21 +100,29 @@ export function resolveOutput(input: unknown, registry: Registry = builtins): Re
   const config = parsed.data as OutputConfig;
 
   const sink = registry.sinks.find((s) => s.accepts(config.path));
-  if (!sink) throw new ConfigError('output', [{ path: 'path', message: 'no destination accepts this path', value: config.path }]);
-  const issues: ConfigIssue[] = [];
-  if (config.s3 !== undefined && sink !== s3Sink) {
-    issues.push({ path: 's3', message: 'S3 settings apply only to an s3:// path', value: config.s3 });
+  if (!sink) {
+    const choices = registry.sinks.map((s) => s.paths).join('; ');
+    throw new ConfigError('output', [{ path: 'path', message: `no destination accepts this path (expected ${choices})`, value: config.path }]);
   }
-  const rawSinkConfig = sink === s3Sink ? { ...(isRecord(input) && isRecord(input.s3) ? input.s3 : {}), url: config.path } : { url: config.path };
-  const sinkParsed = sink.config.safeParse(rawSinkConfig);
-  if (!sinkParsed.success) {
-    // The sink knows its URL as `url`; the user wrote it as `path`, and the rest under `s3:`.
-    for (const issue of issuesOf(sinkParsed.error, rawSinkConfig)) {
-      issues.push({ ...issue, path: issue.path === 'url' ? 'path' : `s3.${issue.path}` });
+  const issues: ConfigIssue[] = [];
+  for (const other of registry.sinks) {
+    const key = other.options?.key;
+    if (key !== undefined && other !== sink && config[key] !== undefined) {
+      issues.push({ path: key, message: `${key} settings apply only to ${other.paths}, not to this path`, value: isRecord(input) ? input[key] : undefined });
     }
   }
-  if (sink.type === 'stdout' && (config.partition_by || config.max_rows_per_file || config.max_bytes_per_file)) {
-    issues.push({ path: 'path', message: 'standard output takes one stream: drop partition_by and max_*_per_file', value: config.path });
+  const key = sink.options?.key;
+  const block = key !== undefined && isRecord(input) && isRecord(input[key]) ? input[key] : {};
+  const rawSinkConfig = { ...block, url: config.path };
+  const sinkParsed = sink.config.safeParse(rawSinkConfig);
+  if (!sinkParsed.success) {
+    // The sink knows its URL as `url`; the user wrote it as `path`, and the rest under the sink's key.
+    for (const issue of issuesOf(sinkParsed.error, rawSinkConfig)) {
+      issues.push({ ...issue, path: issue.path === 'url' ? 'path' : `${key ?? sink.type}.${issue.path}` });
+    }
+  }
+  if (sink.multiFile === false && (config.partition_by || config.max_rows_per_file || config.max_bytes_per_file)) {
+    issues.push({ path: 'path', message: `${sink.paths} takes one stream: drop partition_by and max_*_per_file`, value: config.path });
   }
   if (issues.length > 0) throw new ConfigError('output', issues);
   return {
@@ -127,6 +136,26 @@ export function resolveOutput(input: unknown, registry: Registry = builtins): Re
     maxRowsPerFile: config.max_rows_per_file ?? Number.POSITIVE_INFINITY,
     maxBytesPerFile: config.max_bytes_per_file ?? Number.POSITIVE_INFINITY,
     maxOpenFiles: config.max_open_files ?? DEFAULT_MAX_OPEN_FILES,
+  };
+}
+
+/**
+ * The resolved output as plain data, every default filled in and credentials redacted: what
+ * fingerprints hash (two spellings of one output hash alike; a rotated key re-exports nothing)
+ * and what may be shown to a person.
+ */
+export function describeOutput(resolved: ResolvedOutput): Record<string, unknown> {
+  return {
+    format: resolved.format.type,
+    format_options: resolved.formatConfig,
+    sink: resolved.sink.type,
+    sink_options: redact(resolved.sinkConfig),
+    path: resolved.path,
+    partition_by: resolved.partitionBy,
+    keep_partition_columns: resolved.keepPartitionColumns,
+    max_rows_per_file: Number.isFinite(resolved.maxRowsPerFile) ? resolved.maxRowsPerFile : null,
+    max_bytes_per_file: Number.isFinite(resolved.maxBytesPerFile) ? resolved.maxBytesPerFile : null,
+    max_open_files: resolved.maxOpenFiles,
   };
 }
 

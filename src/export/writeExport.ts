@@ -9,7 +9,7 @@ import { manifestCommit } from './manifestCommit.ts';
 import { partFileName } from './partFileName.ts';
 import { type FileEntry, PartFile } from './partFile.ts';
 import { partitioner } from './partitions.ts';
-import { builtins, type Registry, resolveOutput, type ResolvedOutput } from './outputConfig.ts';
+import type { ResolvedOutput } from './outputConfig.ts';
 import { noResume, recover, type Resume } from './resume.ts';
 
 /** What the pipeline hands over: one schema, batches that all use it, and the execution's identity. */
@@ -44,7 +44,6 @@ export interface ExportProgress {
 export interface WriteExportOptions {
   signal?: AbortSignal;
   onProgress?: (progress: ExportProgress) => void;
-  registry?: Registry;
   /** How the export becomes visible and is found again (default: `_manifest.json` + `_SUCCESS`). */
   commit?: CommitProtocol;
 }
@@ -63,20 +62,19 @@ export interface ExportSummary {
 }
 
 /**
- * Writes one result: validate (pure) -> create the destination -> stage every file -> check
+ * Writes one result to an output `resolveOutput` checked: create the destination -> stage every file -> check
  * the row count -> commit (through the commit protocol: by default files, then `_manifest.json`,
  * then `_SUCCESS`) -> close. Any
  * failure, including an error from `input.batches` or `signal` aborting, settles every
  * in-flight write, discards what was staged and rethrows: nothing new becomes visible.
  */
-export async function writeExport(input: ExportInput, output: unknown, options: WriteExportOptions = {}): Promise<ExportSummary> {
+export async function writeExport(input: ExportInput, output: ResolvedOutput, options: WriteExportOptions = {}): Promise<ExportSummary> {
   const opened = await openExport(output, input.meta, options);
   return opened.write(input, options);
 }
 
 export interface OpenExportOptions {
   signal?: AbortSignal;
-  registry?: Registry;
   /** How the export becomes visible and is found again (default: `_manifest.json` + `_SUCCESS`). */
   commit?: CommitProtocol;
   /**
@@ -109,11 +107,10 @@ export interface OpenedExport {
 }
 
 /**
- * Opens an export: validate -> create the destination -> read its commit -> begin a transaction,
+ * Opens an export of a resolved output: create the destination -> read its commit -> begin a transaction,
  * and with `resume`, recover what a killed run with the same attempt id staged (see `recover`).
  */
-export async function openExport(output: unknown, meta: Pick<ExportMeta, 'executionId'>, options: OpenExportOptions = {}): Promise<OpenedExport> {
-  const resolved = resolveOutput(output, options.registry ?? builtins);
+export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta, 'executionId'>, options: OpenExportOptions = {}): Promise<OpenedExport> {
   const format = resolved.format.create(resolved.formatConfig);
   const destination = resolved.sink.create(resolved.sinkConfig);
   const commit = destination.multiFile ? (options.commit ?? manifestCommit) : undefined;

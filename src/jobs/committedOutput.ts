@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Job } from '../config/jobSchema.ts';
-import { builtins, type CommitProtocol, manifestCommit, type Registry, resolveOutput } from '../export/index.ts';
+import { type CommitProtocol, manifestCommit } from '../export/index.ts';
+import { describeOutput, type ResolvedOutput } from '../export/outputConfig.ts';
 
 export interface Committed {
   readonly url: string;
@@ -15,8 +16,8 @@ export interface Committed {
  * written for an execution is skipped only when it was written the same way: the same stored
  * result exported with other columns, another sort or another format is written again.
  */
-export function outputFingerprint(job: Pick<Job, 'result'>, output: unknown): string {
-  const basis = JSON.stringify({ result: job.result ?? null, output });
+export function outputFingerprint(job: Pick<Job, 'result'>, output: ResolvedOutput): string {
+  const basis = JSON.stringify({ result: job.result ?? null, output: describeOutput(output) });
   return createHash('sha256').update(basis).digest('hex').slice(0, 32);
 }
 
@@ -28,16 +29,14 @@ export function outputFingerprint(job: Pick<Job, 'result'>, output: unknown): st
  * earlier attempts left beside it is swept, so the place holds exactly what the commit lists.
  */
 export async function committedExport(
-  output: unknown,
+  output: ResolvedOutput,
   executionId: string,
   rows: number | undefined,
   fingerprint: string,
   signal: AbortSignal,
   commit: CommitProtocol = manifestCommit,
-  registry?: Registry,
 ): Promise<Committed | undefined> {
-  const resolved = resolveOutput(output, registry ?? builtins);
-  const destination = resolved.sink.create(resolved.sinkConfig);
+  const destination = output.sink.create(output.sinkConfig);
   try {
     if (!destination.multiFile) return undefined;
     const found = await commit.read(destination, signal).catch(() => undefined);

@@ -9,7 +9,7 @@ export interface Connected {
   readonly client: ServiceClient;
   /** The API base URL in use (`http://127.0.0.1:PORT/api` for the embedded service). */
   readonly baseUrl: string;
-  /** True when the local service was started in this process. */
+  /** True when the local service was started by this process (in a worker thread of its own). */
   readonly embedded: boolean;
   /** Closes the client, then the embedded service if one was started. */
   close(): Promise<void>;
@@ -25,8 +25,8 @@ export interface ConnectOptions {
 
 /**
  * A client for the connection of a job file. With a `base_url` the service is remote and the
- * key must be in the environment; without one the local service is started in-process on
- * 127.0.0.1 and a free port, keeping its data in `embedded.data_dir` so results (and resumable
+ * key must be in the environment; without one the local service is started in a worker thread
+ * of this process on 127.0.0.1 and a free port, keeping its data in `embedded.data_dir` so results (and resumable
  * executions) survive from one run to the next.
  */
 export async function connect(connection: Connection | undefined, options: ConnectOptions): Promise<Connected> {
@@ -42,7 +42,7 @@ export async function connect(connection: Connection | undefined, options: Conne
   }
 
   // Imported here so that talking to a remote service never loads DuckDB.
-  const { startService } = await import('../service/index.ts');
+  const { startServiceThread } = await import('../service/thread.ts');
   const embedded = connection?.embedded;
   const dataDir = resolve(options.cwd, embedded?.data_dir ?? DEFAULT_EMBEDDED_DATA_DIR);
   let settings: ServiceSettingsInput | string;
@@ -58,7 +58,8 @@ export async function connect(connection: Connection | undefined, options: Conne
     apiKey = key !== undefined && key !== '' ? key : `sk_local_${randomBytes(12).toString('hex')}`;
     settings = { teams: [{ name: 'demo', keys: [{ key: apiKey, scopes: ['Admin'] }] }] };
   }
-  const service = await startService({
+  // In a thread of its own: the service's page work runs on another core than the export's.
+  const service = await startServiceThread({
     dataDir,
     settings,
     ...(embedded?.sample_rows === undefined ? {} : { sampleRows: embedded.sample_rows }),

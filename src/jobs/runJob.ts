@@ -1,7 +1,9 @@
 import { sleep } from '../client/retry.ts';
 import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
-import { type CommitProtocol, manifestCommit, openExport, type ExportSummary, type OpenedExport } from '../export/index.ts';
+import type { CommitProtocol } from '../export/commit.ts';
+import { manifestCommit } from '../export/manifestCommit.ts';
+import { openExport, type ExportSummary, type OpenedExport } from '../export/writeExport.ts';
 import { type ResultStream, stream } from '../pipeline/stream.ts';
 import type { Progress } from '../pipeline/progress.ts';
 import type { StreamSource } from '../pipeline/source.ts';
@@ -228,6 +230,7 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
       cancelOnAbort: options.executionId === undefined && !(resume?.resume === true && !resume.started),
       allowPartialResults: job.result?.allow_partial ?? false,
       ...(job.concurrency === undefined ? {} : { concurrency: job.concurrency }),
+      ...(job.wire === undefined ? {} : { wire: job.wire }),
       ...(job.result?.columns === undefined ? {} : { columns: job.result.columns }),
       ...(job.result?.filters === undefined ? {} : { filters: job.result.filters }),
       ...(job.result?.sort_by === undefined ? {} : { sortBy: job.result.sort_by }),
@@ -270,7 +273,7 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
     for (const [i, output] of job.outputs.entries()) {
       const done = await committedExport(output, executionId, totalRows, outputFingerprint(job, output), signal, commitOf(output));
       if (done) {
-        summaries[i] = { url: done.url, format: output.format, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0 };
+        summaries[i] = { url: done.url, format: output.format.type, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0 };
         events?.onOutput?.(summaries[i]!);
       } else {
         pending.push(i);
@@ -282,7 +285,7 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
       fetchedRows = written.fetchedRows;
       pending.forEach((index, k) => {
         const s = written.summaries[k]!;
-        summaries[index] = { url: s.url, format: job.outputs[index]!.format, rows: s.rows, files: s.files.length, bytes: s.bytes, skipped: false, resumedFiles: s.resumedFiles };
+        summaries[index] = { url: s.url, format: job.outputs[index]!.format.type, rows: s.rows, files: s.files.length, bytes: s.bytes, skipped: false, resumedFiles: s.resumedFiles };
         events?.onOutput?.(summaries[index]!);
       });
     }
@@ -360,7 +363,7 @@ async function exportAll(
     const settled = await Promise.allSettled(
       opened.map((export_, k) =>
         export_.write(
-          { schema, batches: skipRows(branches[k]!, export_.startRow - startRow), meta: { ...meta, fingerprint: outputFingerprint(job, job.outputs[pending[k]!]) } },
+          { schema, batches: skipRows(branches[k]!, export_.startRow - startRow), meta: { ...meta, fingerprint: outputFingerprint(job, job.outputs[pending[k]!]!) } },
           { signal: controller.signal },
         ).catch((error: unknown) => {
           // Stop the others: outputs of one run are all written, or the run fails. The abort also

@@ -3,6 +3,7 @@ import { mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Job } from '../config/jobSchema.ts';
+import { describeOutput } from '../export/outputConfig.ts';
 import { JobBusyError } from './errors.ts';
 
 /**
@@ -34,7 +35,7 @@ export function jobFingerprint(job: Job): string {
 
 /** Changes when any output changes (path, format, options): those are written by the resumed execution. */
 export function outputsFingerprint(job: Pick<Job, 'outputs'>): string {
-  return createHash('sha256').update(JSON.stringify(job.outputs)).digest('hex').slice(0, 32);
+  return createHash('sha256').update(JSON.stringify(job.outputs.map(describeOutput))).digest('hex').slice(0, 32);
 }
 
 /** Whether this run picks up the execution an interrupted run left, and why (shown in logs and the summary). */

@@ -1,4 +1,5 @@
 import { SluiceError, type SluiceErrorOptions } from '../errors.ts';
+import { redact } from './redact.ts';
 
 // Failures of formats, destinations and exports. Connectors throw these (they import only src/kit),
 // and callers branch on the class or on `code` without knowing every connector.
@@ -18,7 +19,7 @@ export interface ConfigIssue {
   /** Dotted path of the offending field, e.g. `s3.storage_class` or `format_options.compression`. */
   path: string;
   message: string;
-  /** The value that was given (undefined when the field is missing). */
+  /** The value that was given (undefined when the field is missing); credentials are redacted. */
   value: unknown;
 }
 
@@ -27,9 +28,11 @@ export class ConfigError extends KitError {
   readonly issues: readonly ConfigIssue[];
 
   constructor(subject: string, issues: readonly ConfigIssue[]) {
-    const lines = issues.map((i) => `  ${i.path || '(root)'}: ${i.message}${describeValue(i.value)}`);
+    // Redacted once, here: the message, `issues` and anything that serializes the error echo only this.
+    const safe = issues.map((i) => ({ ...i, value: redact(i.value, i.path) }));
+    const lines = safe.map((i) => `  ${i.path || '(root)'}: ${i.message}${describeValue(i.value)}`);
     super('config_invalid', `invalid ${subject}:\n${lines.join('\n')}`);
-    this.issues = issues;
+    this.issues = safe;
   }
 }
 

@@ -8,12 +8,15 @@ export {
   type PublishOptions,
   type Versioned,
   type SinkDescriptor,
+  type SinkOptions,
   type StagedStream,
   type Transaction,
   type WriteOptions,
   type WriteResult,
 } from './destination.ts';
+export type { Registry } from './registry.ts';
 export { ConfigError, DestinationError, FormatError, PreconditionFailedError, KitError, messageOf, type ConfigIssue, type KitErrorOptions } from './errors.ts';
+export { isSecretField, redact, REDACTED } from './redact.ts';
 export { issuesOf, joinPath, parseConfig } from './parseConfig.ts';
 export { decimalText, hex, isoTimestamp, valueText, type ValueText } from './valueText.ts';
 export { coalesce, concat } from './bytes.ts';

@@ -27,7 +27,10 @@ export function issuesOf(error: z.ZodError, input: unknown, prefix = ''): Config
       }
       continue;
     }
-    issues.push({ path: joinPath(prefix, issue.path), message: issue.message, value: valueAt(input, issue.path) });
+    const value = valueAt(input, issue.path);
+    // "Invalid input: expected string, received undefined" says less than "required (string)".
+    const message = issue.code === 'invalid_type' && value === undefined ? `required (${issue.expected})` : issue.message;
+    issues.push({ path: joinPath(prefix, issue.path), message, value });
   }
   return issues;
 }

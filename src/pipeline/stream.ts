@@ -1,11 +1,13 @@
 import { Readable } from 'node:stream';
-import type { RecordBatch, Schema } from 'apache-arrow';
-import { AbortedError, InvalidArgumentError, InvalidResponseError } from '../client/errors.ts';
+import { RecordBatch, RecordBatchReader, RecordBatchStreamWriter, type Schema } from 'apache-arrow';
+import { AbortedError, InvalidArgumentError, InvalidResponseError, type ErrorContext } from '../client/errors.ts';
+import type { Wire } from '../client/service-client.ts';
 import type { ExecutionStatus, ResultMetadata, ResultPage } from '../protocol/index.ts';
 import { arrowSchema, type ArrowTypeOptions } from '../types/arrow.ts';
 import { createBatchBuilder } from '../types/batch.ts';
 import { compileRowDecoder, type ColumnSpec, type DecodeOptions, type Row } from '../types/decode.ts';
 import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
+import { DecodePool, DecodeResponseError, sharedDecodePool } from './decodePool.ts';
 import { DEFAULT_CONCURRENCY, DEFAULT_PREFETCH, fetchOrdered, type PageRequest, type PageShape } from './fetchOrdered.ts';
 import { ProgressTracker, type Progress, type ProgressListener } from './progress.ts';
 import { resolveSource, type ResolvedSource, type StreamClient, type StreamSource } from './source.ts';
@@ -43,6 +45,19 @@ export interface StreamOptions {
   dates?: DecodeOptions['dates'];
   /** uint256 / int256 in Arrow as Utf8 text (default) or Decimal256(76, 0). */
   int256As?: ArrowTypeOptions['int256As'];
+  /**
+   * Result pages of `batches()` as Arrow streams when the service offers them (`auto`, the default:
+   * JSON from a service that answers JSON or 406), only Arrow (`arrow`: a service without Arrow pages
+   * is an error), or only JSON (`json`). Batches hold the same values whichever wire carried them.
+   * `rows()` reads JSON pages, and so does `batches({ batchSize })` under `auto` (it re-cuts batches
+   * across pages).
+   */
+  wire?: Wire;
+  /**
+   * Threads that parse and decode JSON pages into Arrow for `batches()`: 0 decodes on the calling
+   * thread; default: the process's shared pool (all cores but one, at least one thread).
+   */
+  decodeThreads?: number;
 }
 
 export interface BatchOptions {
@@ -83,7 +98,10 @@ export interface ResultInfo {
 
 /** One page as the pipeline passes it on: raw rows of the wire, and where they sit in the result. */
 interface RawPage extends PageShape {
+  /** The page's rows as the JSON wire sent them; empty when they came decoded (`ipc`). */
   readonly rows: readonly unknown[];
+  /** The page's rows as an Arrow IPC stream: from the Arrow wire, or decoded by a decode thread. */
+  readonly ipc: Uint8Array | undefined;
   /** `result_set_bytes`: the service's count of the values as text. */
   readonly bytes: number;
   /** The HTTP body as received. */
@@ -94,7 +112,11 @@ interface RawPage extends PageShape {
 interface Fetched {
   readonly page: ResultPage;
   readonly httpBytes: number;
+  readonly ipc?: Uint8Array | undefined;
 }
+
+/** How pages are read: JSON rows parsed here, Arrow pages, or JSON pages decoded by a thread pool. */
+type PageMode = 'rows' | 'arrow' | 'pool';
 
 interface Started {
   readonly info: ResultInfo;
@@ -128,6 +150,8 @@ export class ResultStream implements AsyncIterable<Row> {
   #started: Promise<Started> | undefined;
   #schema: Schema | undefined;
   #progress: ProgressTracker | undefined;
+  /** Whether the service answered the first page with Arrow (known once the first page arrived). */
+  #arrowOffered = false;
 
   constructor(client: StreamClient, source: StreamSource, options: StreamOptions = {}) {
     checkOptions(options);
@@ -169,8 +193,10 @@ export class ResultStream implements AsyncIterable<Row> {
 
   async *rows(): AsyncGenerator<Row, void, undefined> {
     const started = await this.#start();
+    // A first page that came as Arrow has no JSON rows: it is read again as JSON.
+    if (started.first?.ipc !== undefined) started.first = undefined;
     const decode = compileRowDecoder(started.info.columns, { dates: this.#options.dates });
-    for await (const { page, offset, skip } of this.#pages(started)) {
+    for await (const { page, offset, skip } of this.#pages(started, 'rows')) {
       const rows = page.rows;
       for (let i = skip; i < rows.length; i++) yield decode(rows[i], offset + i);
     }
@@ -182,20 +208,39 @@ export class ResultStream implements AsyncIterable<Row> {
     if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize > 0)) {
       throw new InvalidArgumentError(`batchSize must be a positive integer, got ${batchSize}`, { method: 'batches' });
     }
+    const wire = this.#options.wire ?? 'auto';
+    if (wire === 'arrow' && batchSize !== undefined) {
+      throw new InvalidArgumentError(`batchSize re-cuts batches across pages, which the Arrow wire does not do: leave batchSize out or use wire 'auto' or 'json'`, {
+        method: 'batches',
+      });
+    }
     const started = await this.#start();
+    const mode: PageMode = this.#arrowOffered && batchSize === undefined ? 'arrow' : batchSize === undefined && this.#options.decodeThreads !== 0 ? 'pool' : 'rows';
+    if (mode === 'rows' && started.first?.ipc !== undefined) started.first = undefined;
+    const schema = this.#arrowSchema(started.info);
     // Exact timestamp text: a Date would drop the microseconds of `timestamp(6) with time zone`.
     const decode = compileRowDecoder(started.info.columns, { timestamps: 'string' });
     // Rows reach the builder contiguously from startOffset: its count is then the row's offset in the result.
-    const builder = createBatchBuilder(this.#arrowSchema(started.info), { firstRowOffset: this.#options.startOffset ?? 0 });
-    for await (const { page, offset, skip } of this.#pages(started)) {
-      const rows = page.rows;
-      for (let i = skip; i < rows.length; i++) {
-        builder.append(decode(rows[i], offset + i));
-        if (builder.length === batchSize) yield builder.flush();
+    const builder = createBatchBuilder(schema, { firstRowOffset: this.#options.startOffset ?? 0 });
+    const ctx = { method: 'batches', executionId: started.info.executionId };
+    const pool = mode === 'pool' ? (this.#options.decodeThreads === undefined ? sharedDecodePool() : new DecodePool(this.#options.decodeThreads)) : undefined;
+    try {
+      for await (const { page, offset, skip } of this.#pages(started, mode, pool)) {
+        if (page.ipc !== undefined) {
+          yield* pageBatches(page, schema, skip, ctx);
+          continue;
+        }
+        const rows = page.rows;
+        for (let i = skip; i < rows.length; i++) {
+          builder.append(decode(rows[i], offset + i));
+          if (builder.length === batchSize) yield builder.flush();
+        }
+        if (batchSize === undefined && builder.length > 0) yield builder.flush();
       }
-      if (batchSize === undefined && builder.length > 0) yield builder.flush();
+      if (builder.length > 0) yield builder.flush();
+    } finally {
+      if (pool !== undefined && this.#options.decodeThreads !== undefined) await pool.close();
     }
-    if (builder.length > 0) yield builder.flush();
   }
 
   /** The Arrow schema of the result (reads the first page if it was not read yet). */
@@ -281,7 +326,8 @@ export class ResultStream implements AsyncIterable<Row> {
       const firstRequestedAt = performance.now();
       const start = this.#options.startOffset ?? 0;
       const firstOffset = this.#options.pageSize === undefined ? start : start - (start % this.#options.pageSize);
-      const firstPage = await this.#fetch(resolved, { offset: firstOffset, limit: this.#options.pageSize }, signal);
+      const wire = this.#options.wire ?? 'auto';
+      const firstPage = wire === 'json' ? await this.#fetch(resolved, { offset: firstOffset, limit: this.#options.pageSize }, signal) : await this.#fetchFirstArrow(resolved, firstOffset, signal);
       const first = this.#check(resolved, firstPage, undefined);
       checkUniqueNames(first.metadata.column_names, resolved.execution.id);
       const metadata = first.metadata;
@@ -306,7 +352,7 @@ export class ResultStream implements AsyncIterable<Row> {
     }
   }
 
-  async *#pages(started: Started) {
+  async *#pages(started: Started, mode: PageMode, pool?: DecodePool) {
     const { signal } = this.#options;
     const { info, resolved } = started;
     let first = started.first;
@@ -320,14 +366,14 @@ export class ResultStream implements AsyncIterable<Row> {
     // A resumed read counts what is left from `startOffset`.
     const total = this.#options.filters === undefined ? Math.max(0, info.totalRows - start) : undefined;
     try {
-      first ??= this.#check(resolved, await this.#fetch(resolved, { offset: firstOffset, limit: info.pageSize }, signal), info.columns);
+      first ??= this.#check(resolved, await this.#fetch(resolved, { offset: firstOffset, limit: info.pageSize }, signal, mode, pool), info.columns);
       const skip = Math.min(start - firstOffset, first.rowCount);
       progress.page(first.rowCount - skip, first.bytes, total, first.httpBytes);
       if (skip < first.rowCount) yield { page: first, offset: firstOffset, skip };
       if (first.nextOffset === undefined) return;
 
       const fetchPage = async (request: PageRequest, pageSignal: AbortSignal) =>
-        this.#check(resolved, await this.#fetch(resolved, request, pageSignal), info.columns);
+        this.#check(resolved, await this.#fetch(resolved, request, pageSignal, mode, pool), info.columns);
       const pages = fetchOrdered(fetchPage, {
         // A first page shorter than the grid leaves rows before `startOffset`: start there instead.
         start: Math.max(first.nextOffset, start),
@@ -347,13 +393,55 @@ export class ResultStream implements AsyncIterable<Row> {
     }
   }
 
-  async #fetch(resolved: ResolvedSource, request: { offset: number; limit: number | undefined }, signal: AbortSignal | undefined): Promise<Fetched> {
+  /**
+   * The first page, asking for Arrow: the answer tells whether the service serves Arrow pages. A JSON
+   * answer is parsed here (it is one page), and settles the wire: JSON for `auto`, an error for `arrow`.
+   */
+  async #fetchFirstArrow(resolved: ResolvedSource, offset: number, signal: AbortSignal | undefined): Promise<Fetched> {
+    const answer = await this.#client.getResultsWire(resolved.execution.id, { ...this.#resultOptions({ offset, limit: this.#options.pageSize }, signal), accept: 'arrow' });
+    if (answer.format === 'arrow') {
+      this.#arrowOffered = true;
+      return { page: answer.page, httpBytes: answer.bytes, ipc: answer.ipc };
+    }
+    const page = answer.parse();
+    if (this.#options.wire === 'arrow' && (answer.refused || page.result !== undefined)) {
+      throw new InvalidResponseError(
+        `wire 'arrow' was asked for, but the service ${answer.refused ? 'refused Arrow pages (406)' : 'answered a result page as JSON'}: it does not serve Arrow pages; use wire 'auto' (Arrow when offered, else JSON) or 'json'`,
+        { method: 'stream', executionId: resolved.execution.id },
+      );
+    }
+    return { page, httpBytes: answer.bytes };
+  }
+
+  async #fetch(
+    resolved: ResolvedSource,
+    request: { offset: number; limit: number | undefined },
+    signal: AbortSignal | undefined,
+    mode: PageMode = 'rows',
+    pool?: DecodePool,
+  ): Promise<Fetched> {
+    const executionId = resolved.execution.id;
+    const options = this.#resultOptions(request, signal);
+    if (mode === 'rows') {
+      let httpBytes = 0;
+      const page = await this.#client.getResults(executionId, { ...options, onBodyBytes: (n) => (httpBytes = n) });
+      return { page, httpBytes };
+    }
+    const answer = await this.#client.getResultsWire(executionId, { ...options, accept: mode === 'arrow' ? 'arrow' : 'json' });
+    if (answer.format === 'arrow') return { page: answer.page, httpBytes: answer.bytes, ipc: answer.ipc };
+    if (pool === undefined) return { page: answer.parse(), httpBytes: answer.bytes };
+    try {
+      const decoded = await pool.decode(answer.body, request.offset, this.#options.int256As === undefined ? {} : { int256As: this.#options.int256As });
+      return { page: decoded.page, httpBytes: answer.bytes, ipc: decoded.ipc };
+    } catch (error) {
+      if (error instanceof DecodeResponseError) throw new InvalidResponseError(error.message, { method: 'getResults', executionId });
+      throw error;
+    }
+  }
+
+  #resultOptions(request: { offset: number; limit: number | undefined }, signal: AbortSignal | undefined) {
     const o = this.#options;
-    let httpBytes = 0;
-    const page = await this.#client.getResults(resolved.execution.id, {
-      onBodyBytes: (n) => {
-        httpBytes = n;
-      },
+    return {
       offset: request.offset,
       ...(request.limit === undefined ? {} : { limit: request.limit }),
       ...(o.columns === undefined ? {} : { columns: o.columns }),
@@ -361,12 +449,11 @@ export class ResultStream implements AsyncIterable<Row> {
       ...(o.sortBy === undefined ? {} : { sortBy: o.sortBy }),
       ...(o.allowPartialResults ? { allowPartialResults: true } : {}),
       ...(signal === undefined ? {} : { signal }),
-    });
-    return { page, httpBytes };
+    };
   }
 
   /** A page with a result, and the same columns as the first page: one schema for the whole stream. */
-  #check(resolved: ResolvedSource, { page, httpBytes }: Fetched, columns: readonly ColumnSpec[] | undefined): RawPage {
+  #check(resolved: ResolvedSource, { page, httpBytes, ipc }: Fetched, columns: readonly ColumnSpec[] | undefined): RawPage {
     const result = page.result;
     const ctx = { method: 'stream', executionId: resolved.execution.id };
     if (result === undefined) {
@@ -383,8 +470,54 @@ export class ResultStream implements AsyncIterable<Row> {
         ctx,
       );
     }
-    return { rows: result.rows, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, httpBytes, metadata: m };
+    return { rows: result.rows, ipc, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, httpBytes, metadata: m };
   }
+}
+
+/**
+ * The batches of a page that came as Arrow (from the wire or a decode thread), on the stream's one
+ * schema, without the first `skip` rows. The stream's schema is the truth: a page whose columns have
+ * other Arrow types, or whose row count differs from its envelope's, is refused.
+ */
+function* pageBatches(page: RawPage, schema: Schema, skip: number, ctx: ErrorContext): Generator<RecordBatch, void, undefined> {
+  let rows = 0;
+  let toSkip = skip;
+  const reader = RecordBatchReader.from(page.ipc!);
+  const fields = schema.fields;
+  let checked = false;
+  for (const batch of reader) {
+    if (!checked) {
+      const got = batch.schema.fields;
+      const same = got.length === fields.length && got.every((f, i) => f.name === fields[i]!.name && String(f.type) === String(fields[i]!.type));
+      if (!same) {
+        throw new InvalidResponseError(
+          `Arrow page at offset ${page.nextOffset === undefined ? 'end' : page.nextOffset - page.rowCount} has columns (${got.map((f) => `${f.name} ${f.type}`).join(', ')}), ` +
+            `but the result's columns map to (${fields.map((f) => `${f.name} ${f.type}`).join(', ')})`,
+          ctx,
+        );
+      }
+      checked = true;
+    }
+    rows += batch.numRows;
+    if (toSkip >= batch.numRows) {
+      toSkip -= batch.numRows;
+      continue;
+    }
+    // A slice keeps its parent's buffers with an offset, which not every Arrow consumer honours:
+    // written out and read back, it is a batch of its own (rare: a resumed read starting mid-page).
+    const kept = toSkip > 0 ? compact(batch.slice(toSkip)) : batch;
+    toSkip = 0;
+    const out = new RecordBatch(schema, kept.data);
+    // The constructor rebuilds an equal Schema; put the shared one back (as the batch builder does).
+    (out as unknown as { schema: Schema }).schema = schema;
+    yield out;
+  }
+  if (rows !== page.rowCount) throw new InvalidResponseError(`Arrow page holds ${rows} rows but its row count says ${page.rowCount}`, ctx);
+}
+
+function compact(batch: RecordBatch): RecordBatch {
+  const [copy] = RecordBatchReader.from(RecordBatchStreamWriter.writeAll([batch]).toUint8Array(true)).readAll();
+  return copy!;
 }
 
 /**

@@ -7,6 +7,8 @@ import { ExecutionErrorSchema, ResultMetadataSchema } from './status.ts';
  * A JSON result page (protocol.md section 4). Rows are left as `unknown`: they are parsed losslessly
  * (bigints beyond 2^53) and checked column by column by the typed decoders, which is where a value
  * that does not fit its declared type is reported with its column and row.
+ * The same page as an Arrow IPC stream (Accept: application/vnd.apache.arrow.stream, an extension
+ * of ours) carries these fields in response headers instead: see arrowPage.ts.
  */
 export const ResultPageSchema = z.object({
   execution_id: z.string(),

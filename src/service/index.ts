@@ -33,6 +33,8 @@ export interface ServiceOptions {
   settings?: ServiceSettingsInput | string;
   /** Rows of the generated sample.events table (default: the engine's, 1,000,000). Tests pass a few thousand. */
   sampleRows?: number;
+  /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB; tests pass 0). */
+  encodeMinBytes?: number;
   clock?: Clock;
 }
 
@@ -50,6 +52,11 @@ export interface ServiceHandle {
   readonly faults: FaultSettings;
   /** How many requests were delayed, answered with a faulted error, or reset. */
   readonly faultCounts: FaultCounts;
+  /**
+   * Settles when the pre-encoded pages of an execution's result are written (or their writing
+   * ended otherwise); until then its pages are built per request. For tests and benchmarks.
+   */
+  whenEncoded(executionId: string): Promise<void>;
   /** Stops accepting connections, interrupts running executions, closes the engine. */
   close(): Promise<void>;
 }
@@ -70,6 +77,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     dataDir: join(dataDir, 'engine'),
     datasets: settings.datasets,
     ...(options.sampleRows === undefined ? {} : { sampleRows: options.sampleRows }),
+    ...(options.encodeMinBytes === undefined ? {} : { encodeMinBytes: options.encodeMinBytes }),
   });
   let server: Server | undefined;
   let limits: ServiceLimits | undefined;
@@ -122,6 +130,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
         return faults.settings;
       },
       faultCounts: faults.counts,
+      whenEncoded: (id) => engine.encodingSettled(id),
       close: () => (closing ??= shutdown(srv, executions, engine, sweeper, boundLimits)),
     };
     if (generatedKey !== undefined) handle.generatedKey = generatedKey;

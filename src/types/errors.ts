@@ -26,6 +26,8 @@ export abstract class ColumnValueError extends SluiceError {
   readonly path: string;
   /** The offending (innermost) value as received. */
   readonly value: unknown;
+  /** Why it does not fit. */
+  readonly reason: string;
 
   constructor(prefix: string, args: ColumnValueDetail) {
     super(
@@ -37,6 +39,7 @@ export abstract class ColumnValueError extends SluiceError {
     this.rowOffset = args.rowOffset;
     this.path = args.path;
     this.value = args.value;
+    this.reason = args.reason;
   }
 }
 

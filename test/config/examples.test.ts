@@ -11,6 +11,8 @@ import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { ROOT } from '../cli/sluiceProcess.ts';
 import { duck } from '../jobs/duck.ts';
+import { builtins } from '../../connectors/index.ts';
+import { resolveOutput } from '../../src/export/index.ts';
 
 // Habit 11: every file in config/ is loaded and run here. A new file without a case below
 // fails the first test, so examples cannot rot unnoticed.
@@ -70,7 +72,7 @@ describe('config/', () => {
   });
 
   it.each(JOB_FILES)('%s validates and every job in it runs', async (name) => {
-    const file = await loadJobFile(join(CONFIG, name), env);
+    const file = await loadJobFile(join(CONFIG, name), { registry: builtins, env });
     const summaries = await runFile(file);
     expect(summaries.map((s) => s.job)).toEqual(file.jobs.map((j) => j.name));
     for (const summary of summaries) {
@@ -103,8 +105,8 @@ describe('config/', () => {
     expect(settings.teams[0]!.keys.some((k) => k.scopes.includes('Admin'))).toBe(true);
     const [summary] = await runFile({
       connection: { embedded: { settings: join(CONFIG, 'service.yaml'), data_dir: join(work, 'settings-service'), sample_rows: 100 } },
-      jobs: [{ name: 'with-settings', source: { sql: 'select count(*) as n from sample.events' }, outputs: [{ format: 'ndjson', path: join(work, 'with-settings') }] }],
-    } as JobFile);
+      jobs: [{ name: 'with-settings', source: { sql: 'select count(*) as n from sample.events' }, outputs: [resolveOutput({ format: 'ndjson', path: join(work, 'with-settings') }, builtins)] }],
+    });
     expect(summary!.rows).toBe(1);
   });
 

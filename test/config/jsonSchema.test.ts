@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { jobFileJsonSchema } from '../../src/config/index.ts';
+import { builtins } from '../../connectors/index.ts';
 
 describe('jobFileJsonSchema', () => {
   it('describes every field and forbids unknown ones', () => {
-    const schema = jobFileJsonSchema() as { properties: Record<string, { description?: string; items?: unknown }>; additionalProperties: boolean };
+    const schema = jobFileJsonSchema(builtins) as { properties: Record<string, { description?: string; items?: unknown }>; additionalProperties: boolean };
     expect(schema.additionalProperties).toBe(false);
     expect(schema.properties.jobs?.description).toMatch(/jobs/);
     const text = JSON.stringify(schema);

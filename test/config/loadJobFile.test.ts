@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { JobFileError, loadJobFile, parseJobFile } from '../../src/config/index.ts';
+import { builtins } from '../../connectors/index.ts';
 
 function messages(text: string, env: Record<string, string> = {}): string[] {
   try {
-    parseJobFile(text, { file: 'jobs.yaml', env });
+    parseJobFile(text, { file: 'jobs.yaml', registry: builtins, env });
   } catch (error) {
     expect(error).toBeInstanceOf(JobFileError);
     return (error as JobFileError).message.split('\n');
@@ -42,31 +43,33 @@ jobs:
         max_rows_per_file: 1000
     schedule: "*/15 * * * *"
     concurrency: 8
+    wire: json
     retries: 2
     budget: { max_credits: 20, max_bytes: 1000000 }
 `,
-      { file: 'jobs.yaml', env: {} },
+      { file: 'jobs.yaml', registry: builtins, env: {} },
     );
     const job = file.jobs[0]!;
     expect(file.connection?.api_key_env).toBe('MY_KEY');
     expect(job.source).toEqual({ latest: { query_id: 7, parameters: { day: '2026-01-01', n: 3 }, max_age_hours: 24 } });
     expect(job.outputs).toHaveLength(2);
     expect(job.budget).toEqual({ max_credits: 20, max_bytes: 1000000 });
+    expect(job.wire).toBe('json');
   });
 
   it('interpolates ${VAR} and ${VAR:-default}; an unquoted number stays a number, a quoted one a string', () => {
     const file = parseJobFile(
       base('', `      - format: csv\n        path: \${OUT:-./fallback}/\${NAME}\n        max_rows_per_file: \${ROWS:-500}\n        format_options:\n          delimiter: "\${DELIM}"\n`),
-      { file: 'jobs.yaml', env: { NAME: 'x', DELIM: '7' } },
+      { file: 'jobs.yaml', registry: builtins, env: { NAME: 'x', DELIM: '7' } },
     );
     const output = file.jobs[0]!.outputs[0]!;
     expect(output.path).toBe('./fallback/x');
-    expect(output.max_rows_per_file).toBe(500);
-    expect(output.format_options).toMatchObject({ delimiter: '7' });
+    expect(output.maxRowsPerFile).toBe(500);
+    expect(output.formatConfig).toMatchObject({ delimiter: '7' });
   });
 
   it('leaves comments alone and reads $${X} as a literal ${X}', () => {
-    const file = parseJobFile(`# uses \${UNSET_IN_A_COMMENT}\n${base('    description: cost $${DOLLARS}\n')}`, { file: 'jobs.yaml', env: {} });
+    const file = parseJobFile(`# uses \${UNSET_IN_A_COMMENT}\n${base('    description: cost $${DOLLARS}\n')}`, { file: 'jobs.yaml', registry: builtins, env: {} });
     expect(file.jobs[0]!.description).toBe('cost ${DOLLARS}');
   });
 
@@ -89,6 +92,7 @@ jobs:
     ]);
     expect(messages(base('    retries: three\n'))).toEqual(['jobs.yaml:8:14 jobs[0].retries: expected number, got string "three"']);
     expect(messages(base('    performance: huge\n'))).toEqual(['jobs.yaml:8:18 jobs[0].performance: expected one of medium|large, got "huge"']);
+    expect(messages(base('    wire: avro\n'))).toEqual(['jobs.yaml:8:11 jobs[0].wire: expected one of auto|json|arrow, got "avro"']);
   });
 
   it('a bad cron expression names the path and the problem', () => {
@@ -129,7 +133,7 @@ describe('loadJobFile', () => {
     const dir = await mkdtemp(join(tmpdir(), 'sluice-config-'));
     const path = join(dir, 'jobs.yaml');
     await writeFile(path, base('    retries: -1\n'));
-    await expect(loadJobFile(path, {})).rejects.toThrow(`${path}:8:14 jobs[0].retries: expected number to be >=0, got -1`);
-    await expect(loadJobFile(join(dir, 'nope.yaml'), {})).rejects.toThrow(/nope\.yaml cannot read the job file: no such file/);
+    await expect(loadJobFile(path, { registry: builtins, env: {} })).rejects.toThrow(`${path}:8:14 jobs[0].retries: expected number to be >=0, got -1`);
+    await expect(loadJobFile(join(dir, 'nope.yaml'), { registry: builtins, env: {} })).rejects.toThrow(/nope\.yaml cannot read the job file: no such file/);
   });
 });

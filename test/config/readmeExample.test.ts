@@ -6,6 +6,7 @@ import { parse } from 'yaml';
 import { parseJobFile } from '../../src/config/index.ts';
 import { parseSettings } from '../../src/service/settings.ts';
 import { ROOT } from '../cli/sluiceProcess.ts';
+import { builtins } from '../../connectors/index.ts';
 
 /** The first yaml block under a README heading. */
 function readmeYaml(heading: string): string {
@@ -19,10 +20,10 @@ function readmeYaml(heading: string): string {
 
 describe('the README job file example', () => {
   it('is a valid job file using the documented fields', () => {
-    const file = parseJobFile(readmeYaml('## Job files'), { file: 'README.md', env: {} });
+    const file = parseJobFile(readmeYaml('## Job files'), { file: 'README.md', registry: builtins, env: {} });
     const [job] = file.jobs;
     expect(job?.name).toBe('daily-events');
-    expect(job?.outputs[0]).toMatchObject({ format: 'parquet', partition_by: ['day'], max_open_files: 16, keep_partition_columns: false });
+    expect(job?.outputs[0]).toMatchObject({ format: { type: 'parquet' }, partitionBy: ['day'], maxOpenFiles: 16, keepPartitionColumns: false });
     expect(job?.budget).toEqual({ max_credits: 10, max_bytes: 1_000_000_000 });
   });
 });

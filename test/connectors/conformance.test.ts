@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeExport } from '../../src/export/index.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 import { cleanupScratch, fileDestinationForTests, s3DestinationForTests, type TestDestination } from './destinations.ts';
-import { EVERY_TYPE_EXPECTED, everyTypeBatch, fromArray, numbered, numberedSchema } from './fixtures.ts';
+import { EVERY_TYPE_EXPECTED, everyTypeBatch, fromArray, numbered, numberedSchema, resolved } from './fixtures.ts';
 import { readBack, renderJson } from './readBack.ts';
 
 // One suite, every format x destination: the guarantees do not depend on the combination.
@@ -48,11 +48,11 @@ for (const destination of DESTINATIONS) {
     const readerFormat = f.format;
 
     describe(label, () => {
-      const output = (target: { output: object }, extra: object = {}) => ({ format: f.format, format_options: f.options, ...target.output, ...extra });
+      const output = (target: { output: { path: string } }, extra: object = {}) => ({ format: f.format, format_options: f.options, ...target.output, ...extra });
 
       it('writes an empty result as one file with the schema, manifest and _SUCCESS', async () => {
         const target = await destination.fresh();
-        const summary = await writeExport({ schema: numberedSchema, batches: fromArray([]), meta: { executionId: 'e-empty', totalRowCount: 0 } }, output(target));
+        const summary = await writeExport({ schema: numberedSchema, batches: fromArray([]), meta: { executionId: 'e-empty', totalRowCount: 0 } }, resolved(output(target)));
         const { names, dir } = await target.visible();
         expect(names).toEqual(['_SUCCESS', '_manifest.json', `part-00000-e-empty.${f.extension}`]);
         expect(summary.rows).toBe(0);
@@ -63,7 +63,7 @@ for (const destination of DESTINATIONS) {
       it('writes one row of every type, read back value by value', async () => {
         const batch = everyTypeBatch().slice(0, 1);
         const target = await destination.fresh();
-        await writeExport({ schema: batch.schema, batches: fromArray([batch]), meta: { executionId: 'e-one', totalRowCount: 1 } }, output(target));
+        await writeExport({ schema: batch.schema, batches: fromArray([batch]), meta: { executionId: 'e-one', totalRowCount: 1 } }, resolved(output(target)));
         const { names, dir } = await target.visible();
         const back = await readBack(readerFormat, dataFiles(names).map((n) => join(dir, n)), batch.schema);
         const expected = readerFormat === 'arrow' ? renderJson(batch.schema, [batch]) : mapValues(EVERY_TYPE_EXPECTED, (v) => v.slice(0, 1));
@@ -75,7 +75,7 @@ for (const destination of DESTINATIONS) {
         const target = await destination.fresh();
         await writeExport(
           { schema: batch.schema, batches: fromArray([batch.slice(0, 2), batch.slice(2)]), meta: { executionId: 'e-types', totalRowCount: 5 } },
-          output(target),
+          resolved(output(target)),
         );
         const { names, dir } = await target.visible();
         const back = await readBack(readerFormat, dataFiles(names).map((n) => join(dir, n)), batch.schema);
@@ -86,7 +86,7 @@ for (const destination of DESTINATIONS) {
         const target = await destination.fresh();
         const summary = await writeExport(
           { schema: numberedSchema, batches: numbered(1000, 37), meta: { executionId: 'e-many', queryId: 7, parameters: { day: '2024-01-01' }, totalRowCount: 1000 } },
-          output(target, { max_rows_per_file: 300 }),
+          resolved(output(target, { max_rows_per_file: 300 })),
         );
         const { names, dir } = await target.visible();
         const parts = [0, 1, 2, 3].map((i) => `part-0000${i}-e-many.${f.extension}`);
@@ -112,7 +112,7 @@ for (const destination of DESTINATIONS) {
         const controller = new AbortController();
         const run = writeExport(
           { schema: numberedSchema, batches: abortAfter(numbered(2000, 50), 5, controller), meta: { executionId: 'e-abort' } },
-          output(target, { max_rows_per_file: 120 }),
+          resolved(output(target, { max_rows_per_file: 120 })),
           { signal: controller.signal },
         );
         await expect(run).rejects.toThrow('stop requested');
@@ -122,7 +122,7 @@ for (const destination of DESTINATIONS) {
 
       it('propagates an error from the source and commits nothing', async () => {
         const target = await destination.fresh();
-        const run = writeExport({ schema: numberedSchema, batches: numbered(1000, 50, 500), meta: { executionId: 'e-fail' } }, output(target, { max_rows_per_file: 120 }));
+        const run = writeExport({ schema: numberedSchema, batches: numbered(1000, 50, 500), meta: { executionId: 'e-fail' } }, resolved(output(target, { max_rows_per_file: 120 })));
         await expect(run).rejects.toThrow('source failed at row 500');
         expect((await target.visible()).names).toEqual([]);
         expect(await target.leftovers()).toEqual([]);
@@ -130,14 +130,14 @@ for (const destination of DESTINATIONS) {
 
       it('replaces the previous output on a re-run, with no duplicates or leftovers', async () => {
         const target = await destination.fresh();
-        await writeExport({ schema: numberedSchema, batches: numbered(300, 50), meta: { executionId: 'e-first' } }, output(target, { max_rows_per_file: 100 }));
+        await writeExport({ schema: numberedSchema, batches: numbered(300, 50), meta: { executionId: 'e-first' } }, resolved(output(target, { max_rows_per_file: 100 })));
         expect(dataFiles((await target.visible()).names)).toHaveLength(3);
         // A failed re-run must leave the first output intact.
         await expect(
-          writeExport({ schema: numberedSchema, batches: numbered(300, 50, 100), meta: { executionId: 'e-broken' } }, output(target, { max_rows_per_file: 100 })),
+          writeExport({ schema: numberedSchema, batches: numbered(300, 50, 100), meta: { executionId: 'e-broken' } }, resolved(output(target, { max_rows_per_file: 100 }))),
         ).rejects.toThrow('source failed');
         expect(dataFiles((await target.visible()).names)).toEqual([0, 1, 2].map((i) => `part-0000${i}-e-first.${f.extension}`));
-        await writeExport({ schema: numberedSchema, batches: numbered(150, 50), meta: { executionId: 'e-second' } }, output(target, { max_rows_per_file: 100 }));
+        await writeExport({ schema: numberedSchema, batches: numbered(150, 50), meta: { executionId: 'e-second' } }, resolved(output(target, { max_rows_per_file: 100 })));
         const { names, dir } = await target.visible();
         expect(names).toEqual(['_SUCCESS', '_manifest.json', `part-00000-e-second.${f.extension}`, `part-00001-e-second.${f.extension}`]);
         const manifest = JSON.parse(await readFile(join(dir, '_manifest.json'), 'utf8'));

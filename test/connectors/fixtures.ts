@@ -22,6 +22,9 @@ import {
   vectorFromArray,
   type DataType,
 } from 'apache-arrow';
+import { builtins } from '../../connectors/index.ts';
+import { type OutputConfig, resolveOutput, type ResolvedOutput } from '../../src/export/index.ts';
+import type { Registry } from '../../src/kit/index.ts';
 
 /** Builds fixed-width column data from raw values, nulls as a validity bitmap. */
 function fixed<T extends DataType>(type: T, raw: (number | bigint | null)[], Ctor: { new (n: number): Int32Array | BigInt64Array | Float32Array | Float64Array }): Data<T> {
@@ -168,4 +171,9 @@ export const numberedSchema = new Schema([
 
 export async function* fromArray(batches: RecordBatch[]): AsyncIterable<RecordBatch> {
   for (const b of batches) yield b;
+}
+
+/** An output as a job file would give it, resolved against the built-in connectors (or `registry`). */
+export function resolved(config: OutputConfig, registry: Registry = builtins): ResolvedOutput {
+  return resolveOutput(config, registry);
 }

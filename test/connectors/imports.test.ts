@@ -37,3 +37,23 @@ describe('connectors/', () => {
     expect(offences).toEqual([]);
   });
 });
+
+// Sinks and formats are handed in by the composition roots (the package entry point and the CLI):
+// the code that validates and writes outputs names no connector, so a new one touches no file of src/.
+describe('src/ and connectors/', () => {
+  const SRC = join(ROOT, 'src');
+  const ROOTS = [join(SRC, 'index.ts'), join(SRC, 'cli')];
+
+  it('only the composition roots mention connectors/', () => {
+    const offences = sources(SRC)
+      .filter((file) => !ROOTS.some((root) => inside(file, root)))
+      .filter((file) => readFileSync(file, 'utf8').includes('connectors/'))
+      .map((file) => relative(ROOT, file));
+    expect(offences).toEqual([]);
+  });
+
+  it('the output schema knows no particular sink', () => {
+    const text = readFileSync(join(SRC, 'export/outputConfig.ts'), 'utf8');
+    expect(text).not.toMatch(/s3|stdout|standard output/i);
+  });
+});

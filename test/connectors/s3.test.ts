@@ -5,7 +5,7 @@ import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { writeExport } from '../../src/export/index.ts';
 import { parseS3Url } from '../../connectors/sinks/s3/url.ts';
 import { openMultipartUploads, startLocalS3, type LocalS3 } from '../helpers/s3.ts';
-import { numbered, numberedSchema } from './fixtures.ts';
+import { numbered, numberedSchema, resolved } from './fixtures.ts';
 
 let s3: LocalS3;
 beforeAll(async () => {
@@ -26,7 +26,7 @@ describe('s3 sink', () => {
     const s3opts = { endpoint: s3.endpoint, region: s3.region, part_size_mb: 5, storage_class: 'STANDARD_IA' };
     const summary = await writeExport(
       { schema: numberedSchema, batches: numbered(300_000, 20_000), meta: { executionId: 'big', totalRowCount: 300_000 } },
-      { format: 'csv', path: 's3://s3-sink/big', s3: s3opts },
+      resolved({ format: 'csv', path: 's3://s3-sink/big', s3: s3opts }),
     );
     expect(summary.files[0]!.bytes).toBeGreaterThan(5 * 1024 * 1024); // more than one 5 MiB part
     const head = await s3.client.send(new HeadObjectCommand({ Bucket: 's3-sink', Key: 'big/part-00000-big.csv' }));
@@ -35,7 +35,7 @@ describe('s3 sink', () => {
     const controller = new AbortController();
     const run = writeExport(
       { schema: numberedSchema, batches: numbered(300_000, 20_000), meta: { executionId: 'cut' } },
-      { format: 'csv', path: 's3://s3-sink/cut', s3: s3opts },
+      resolved({ format: 'csv', path: 's3://s3-sink/cut', s3: s3opts }),
       { signal: controller.signal },
     );
     setTimeout(() => controller.abort(new Error('cut short')), 30);
@@ -52,12 +52,12 @@ describe('s3 sink', () => {
     const opts = { endpoint: s3.endpoint, region: s3.region };
     await writeExport(
       { schema: numberedSchema, batches: numbered(3_000, 500), meta: { executionId: 'relayout', totalRowCount: 3_000 } },
-      { format: 'csv', path: 's3://s3-sink/relayout', max_rows_per_file: 1_000, s3: opts },
+      resolved({ format: 'csv', path: 's3://s3-sink/relayout', max_rows_per_file: 1_000, s3: opts }),
     );
     expect(await s3.list('s3-sink', 'relayout/')).toContain('relayout/_SUCCESS');
     const failing = writeExport(
       { schema: numberedSchema, batches: numbered(3_000, 500, 1_500), meta: { executionId: 'relayout', totalRowCount: 3_000 } },
-      { format: 'csv', path: 's3://s3-sink/relayout', max_rows_per_file: 500, s3: opts },
+      resolved({ format: 'csv', path: 's3://s3-sink/relayout', max_rows_per_file: 500, s3: opts }),
     );
     await expect(failing).rejects.toThrow();
     const left = await s3.list('s3-sink', 'relayout/');
@@ -67,7 +67,7 @@ describe('s3 sink', () => {
     // The next successful run commits the new layout and sweeps what is left of the old one.
     const summary = await writeExport(
       { schema: numberedSchema, batches: numbered(3_000, 500), meta: { executionId: 'relayout', totalRowCount: 3_000 } },
-      { format: 'csv', path: 's3://s3-sink/relayout', max_rows_per_file: 500, s3: opts },
+      resolved({ format: 'csv', path: 's3://s3-sink/relayout', max_rows_per_file: 500, s3: opts }),
     );
     expect(summary.files).toHaveLength(6);
     expect((await s3.list('s3-sink', 'relayout/')).filter((k) => k.includes('part-'))).toHaveLength(6);
@@ -91,7 +91,7 @@ describe('s3 sink', () => {
       const s3opts = { endpoint, region: s3.region, force_path_style: true, part_size_mb: 5, sse: 'AES256', storage_class: 'STANDARD_IA' };
       await writeExport(
         { schema: numberedSchema, batches: numbered(200_000, 20_000), meta: { executionId: 'enc', totalRowCount: 200_000 } },
-        { format: 'csv', path: 's3://s3-sink/enc', s3: s3opts, max_rows_per_file: 150_000 },
+        resolved({ format: 'csv', path: 's3://s3-sink/enc', s3: s3opts, max_rows_per_file: 150_000 }),
       );
     } finally {
       await new Promise((resolve) => proxy.close(resolve));
@@ -113,7 +113,7 @@ describe('s3 sink', () => {
   it('reports an unreachable endpoint as a DestinationError naming the URL', async () => {
     const run = writeExport(
       { schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'x' } },
-      { format: 'csv', path: 's3://s3-sink/nowhere', s3: { endpoint: 'http://127.0.0.1:1', region: 'us-east-1' } },
+      resolved({ format: 'csv', path: 's3://s3-sink/nowhere', s3: { endpoint: 'http://127.0.0.1:1', region: 'us-east-1' } }),
     );
     await expect(run).rejects.toThrow(/s3:\/\/s3-sink\/nowhere/);
   });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadJobFile } from '../../src/config/index.ts';
 import { logLines, ROOT, startSluice } from '../cli/sluiceProcess.ts';
+import { builtins } from '../../connectors/index.ts';
 
 // Docker cannot build here; what the image relies on is checked instead: its instructions, the
 // files it copies, the job file it runs, and how that `sluice schedule` process ends on SIGTERM.
@@ -67,7 +68,7 @@ describe('Dockerfile', () => {
     }
     const jobCopy = final.find((i) => i.op === 'COPY' && i.args.endsWith('/etc/sluice/jobs.yaml'));
     const source = jobCopy!.args.split(/\s+/)[0]!;
-    const jobFile = await loadJobFile(join(ROOT, source), {});
+    const jobFile = await loadJobFile(join(ROOT, source), { registry: builtins, env: {} });
     expect(jobFile.jobs.length).toBeGreaterThan(0);
     expect(jobFile.jobs.every((j) => j.schedule !== undefined)).toBe(true);
     const dockerignore = readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n');

@@ -6,9 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Commit, type CommitProtocol, writeExport } from '../../src/export/index.ts';
 import { committedExport } from '../../src/jobs/committedOutput.ts';
 import { type Destination, PreconditionFailedError } from '../../src/kit/index.ts';
-import { builtins, resolveOutput } from '../../src/export/index.ts';
+import { builtins } from '../../connectors/index.ts';
+import type { OutputConfig } from '../../src/export/index.ts';
 import { listFiles } from '../connectors/destinations.ts';
-import { numbered, numberedSchema } from '../connectors/fixtures.ts';
+import { numbered, numberedSchema, resolved } from '../connectors/fixtures.ts';
 import { startPreconditionGate, type PreconditionGate } from '../helpers/preconditionGate.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 import { duckRowsJS as query } from '../helpers/duckdb.ts';
@@ -57,7 +58,7 @@ const textCommit: CommitProtocol = {
 describe('commit protocol seam', () => {
   it('a second commit implementation plugs in without touching writeExport: its record, its skip check, its cleanup', async () => {
     const path = await outDir();
-    const output = { format: 'csv', path, max_rows_per_file: 40 };
+    const output = resolved({ format: 'csv', path, max_rows_per_file: 40 });
     const first = await writeExport({ schema: numberedSchema, batches: numbered(100, 25), meta: { executionId: 'e1', totalRowCount: 100, fingerprint: 'f' } }, output, { commit: textCommit });
     expect(first.files.map((f) => f.path)).toEqual(['part-00000-e1.csv', 'part-00001-e1.csv', 'part-00002-e1.csv']);
     expect(await listFiles(path)).toEqual(['_COMMIT.txt', 'part-00000-e1.csv', 'part-00001-e1.csv', 'part-00002-e1.csv']);
@@ -88,15 +89,15 @@ function barrier(parties: number): (batches: AsyncIterable<RecordBatch>) => Asyn
   };
 }
 
-const s3Output = (prefix: string) => ({ format: 'csv', path: `s3://commits/${prefix}`, s3: { endpoint: gate.endpoint, region: s3.region, force_path_style: true } });
+const s3Output = (prefix: string): OutputConfig => ({ format: 'csv', path: `s3://commits/${prefix}`, s3: { endpoint: gate.endpoint, region: s3.region, force_path_style: true } });
 
-function destinationOf(output: unknown): Destination {
-  const resolved = resolveOutput(output, builtins);
-  return resolved.sink.create(resolved.sinkConfig);
+function destinationOf(output: OutputConfig): Destination {
+  const r = resolved(output, builtins);
+  return r.sink.create(r.sinkConfig);
 }
 
 describe.each([
-  ['file', async () => ({ format: 'csv', path: await outDir() }), async (o: { path: string }) => listFiles(o.path)],
+  ['file', async (): Promise<OutputConfig> => ({ format: 'csv', path: await outDir() }), async (o: { path: string }) => listFiles(o.path)],
   [
     's3 (through the precondition gate)',
     async () => s3Output(`race${Math.random().toString(36).slice(2, 8)}`),
@@ -140,11 +141,11 @@ describe.each([
   it('two exports racing to commit at one place: exactly one wins, the loser leaves nothing behind', async () => {
     const output = await makeOutput();
     // A committed output first, so both racers replace the same version.
-    await writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e0', totalRowCount: 10 } }, output);
+    await writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e0', totalRowCount: 10 } }, resolved(output));
     const gateOpen = barrier(2);
     const runs = await Promise.allSettled(
       ['ea', 'eb'].map((executionId) =>
-        writeExport({ schema: numberedSchema, batches: gateOpen(numbered(50, 10)), meta: { executionId, totalRowCount: 50 } }, { ...output, max_rows_per_file: 20 }),
+        writeExport({ schema: numberedSchema, batches: gateOpen(numbered(50, 10)), meta: { executionId, totalRowCount: 50 } }, resolved({ ...output, max_rows_per_file: 20 })),
       ),
     );
     expect(runs.filter((r) => r.status === 'fulfilled')).toHaveLength(1);

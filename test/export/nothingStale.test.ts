@@ -2,13 +2,16 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { builtins, manifestCommit, openExport, type Registry, writeExport } from '../../src/export/index.ts';
+import { manifestCommit, openExport, type OutputConfig, writeExport } from '../../src/export/index.ts';
+import { builtins } from '../../connectors/index.ts';
+import type { Registry } from '../../src/kit/index.ts';
 import { committedExport } from '../../src/jobs/committedOutput.ts';
 import { s3Destination } from '../../connectors/sinks/s3/index.ts';
-import { type ObjectStore, sdkObjectStore } from '../../connectors/sinks/s3/objectStore.ts';
+import type { ObjectStore } from '../../connectors/sinks/s3/objectStore.ts';
+import { sdkObjectStore } from '../../connectors/sinks/s3/sdkStore.ts';
 import { parseS3Url } from '../../connectors/sinks/s3/url.ts';
 import { listFiles } from '../connectors/destinations.ts';
-import { numbered, numberedSchema } from '../connectors/fixtures.ts';
+import { numbered, numberedSchema, resolved } from '../connectors/fixtures.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 
 let s3: LocalS3;
@@ -54,7 +57,7 @@ function killedStore(store: ObjectStore, killAt: number): { store: ObjectStore; 
 }
 
 function registryWith(wrap: (store: ObjectStore) => ObjectStore): Registry {
-  const sinks = builtins.sinks.map((sink) =>
+  const sinks = builtins.sinks.map((sink): Registry['sinks'][number] =>
     sink.type !== 's3'
       ? sink
       : {
@@ -72,10 +75,11 @@ function registryWith(wrap: (store: ObjectStore) => ObjectStore): Registry {
 const fingerprint = 'same-layout';
 
 /** One export of `executionId` as a job run does it: skip it when committed (tidying up), else write it, resumable. */
-async function exportOnce(output: { path: string }, executionId: string, registry: Registry): Promise<'skipped' | 'written'> {
+async function exportOnce(config: OutputConfig, executionId: string, registry: Registry): Promise<'skipped' | 'written'> {
   const signal = new AbortController().signal;
-  if (await committedExport(output, executionId, 30, fingerprint, signal, manifestCommit, registry)) return 'skipped';
-  const opened = await openExport(output, { executionId }, { registry, resume: { attemptId: `r-${executionId}` } });
+  const output = resolved(config, registry);
+  if (await committedExport(output, executionId, 30, fingerprint, signal, manifestCommit)) return 'skipped';
+  const opened = await openExport(output, { executionId }, { resume: { attemptId: `r-${executionId}` } });
   const batches = numbered(30 - opened.startRow, 5);
   await opened.write({ schema: numberedSchema, batches, meta: { executionId, totalRowCount: 30, fingerprint, pageSize: 5 } });
   return 'written';
@@ -144,7 +148,7 @@ describe('nothing stale after a commit', () => {
 
     // And when the next run writes (another execution), the same holds.
     await mkdir(aside, { recursive: true });
-    await writeExport({ schema: numberedSchema, batches: numbered(30, 5), meta: { executionId: 'newer', totalRowCount: 30 } }, output);
+    await writeExport({ schema: numberedSchema, batches: numbered(30, 5), meta: { executionId: 'newer', totalRowCount: 30 } }, resolved(output));
     expect(await readdir(parent)).toEqual(['out']);
   });
 });

@@ -5,10 +5,10 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openExport, writeExport } from '../../src/export/index.ts';
+import { openExport, type OutputConfig, writeExport } from '../../src/export/index.ts';
 import { skipRows } from '../../src/jobs/skipRows.ts';
 import { listFiles } from '../connectors/destinations.ts';
-import { numbered, numberedSchema } from '../connectors/fixtures.ts';
+import { numbered, numberedSchema, resolved } from '../connectors/fixtures.ts';
 
 const dirs: string[] = [];
 async function parentDir(): Promise<string> {
@@ -47,8 +47,8 @@ async function journalParts(parent: string): Promise<number> {
 }
 
 /** Starts an export that stalls after `rows` rows and never finishes, once `parts` parts are journaled. */
-async function killedExport(output: object, attemptId: string, rows: number, parts: number): Promise<void> {
-  const opened = await openExport(output, { executionId: 'e-res' }, { resume: { attemptId } });
+async function killedExport(output: OutputConfig, attemptId: string, rows: number, parts: number): Promise<void> {
+  const opened = await openExport(resolved(output), { executionId: 'e-res' }, { resume: { attemptId } });
   void opened.write({ schema: numberedSchema, batches: thenHang(numbered(1000, 100), rows), meta: { executionId: 'e-res', pageSize: 100 } });
   const parent = join((output as { path: string }).path, '..');
   const deadline = Date.now() + 10_000;
@@ -62,7 +62,7 @@ describe('openExport (resume)', () => {
     const output = { format: 'parquet', path: join(parent, 'out'), max_rows_per_file: 200 };
     await killedExport(output, 'a1', 500, 2); // parts 0 and 1 done, part 2 half written
 
-    const opened = await openExport(output, { executionId: 'e-res' }, { resume: { attemptId: 'a1' } });
+    const opened = await openExport(resolved(output), { executionId: 'e-res' }, { resume: { attemptId: 'a1' } });
     expect(opened.startRow).toBe(400);
     expect(opened.pageSize).toBe(100);
     expect(opened.resumedFiles.map((f) => f.rows)).toEqual([200, 200]);
@@ -71,7 +71,7 @@ describe('openExport (resume)', () => {
     expect(summary.files.map((f) => f.rows)).toEqual([200, 200, 200, 200, 200]);
 
     const ref = join(parent, 'ref');
-    await writeExport({ schema: numberedSchema, batches: numbered(1000, 100), meta: { executionId: 'e-res' } }, { ...output, path: ref });
+    await writeExport({ schema: numberedSchema, batches: numbered(1000, 100), meta: { executionId: 'e-res' } }, resolved({ ...output, path: ref }));
     expect(await hashes(join(parent, 'out'))).toEqual(await hashes(ref));
     expect((await readdir(parent)).sort()).toEqual(['out', 'ref']);
   });
@@ -80,7 +80,7 @@ describe('openExport (resume)', () => {
     const parent = await parentDir();
     const output = { format: 'csv', path: join(parent, 'out'), max_rows_per_file: 200 };
     await killedExport(output, 'a2', 500, 2);
-    const changed = await openExport({ ...output, max_rows_per_file: 300 }, { executionId: 'e-res' }, { resume: { attemptId: 'a2' } });
+    const changed = await openExport(resolved({ ...output, max_rows_per_file: 300 }), { executionId: 'e-res' }, { resume: { attemptId: 'a2' } });
     expect(changed.startRow).toBe(0);
     expect((await listFiles(join(parent, '.out.sluice-staging-a2'))).filter((n) => !n.startsWith('.'))).toEqual([]);
     await changed.discard();
@@ -90,11 +90,11 @@ describe('openExport (resume)', () => {
   it('does not resume an output rolled by bytes: it is written from row 0', async () => {
     const parent = await parentDir();
     const output = { format: 'csv', path: join(parent, 'out'), max_bytes_per_file: 2048 };
-    const first = await openExport(output, { executionId: 'e-res' }, { resume: { attemptId: 'a3' } });
+    const first = await openExport(resolved(output), { executionId: 'e-res' }, { resume: { attemptId: 'a3' } });
     void first.write({ schema: numberedSchema, batches: thenHang(numbered(1000, 100), 500), meta: { executionId: 'e-res' } });
     await new Promise((r) => setTimeout(r, 100));
     expect(await journalParts(parent)).toBe(0);
-    const again = await openExport(output, { executionId: 'e-res' }, { resume: { attemptId: 'a3' } });
+    const again = await openExport(resolved(output), { executionId: 'e-res' }, { resume: { attemptId: 'a3' } });
     expect(again.startRow).toBe(0);
     const summary = await again.write({ schema: numberedSchema, batches: numbered(1000, 100), meta: { executionId: 'e-res', totalRowCount: 1000 } });
     expect(summary.resumedFiles).toBe(0);
@@ -107,12 +107,12 @@ describe('openExport (resume)', () => {
     const live = join(parent, '.out.sluice-staging-live');
     const oldCommit = join(parent, '.out.sluice-staging-dead2.old');
     const output = { format: 'csv', path: join(parent, 'out') };
-    await writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e0' } }, output);
+    await writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e0' } }, resolved(output));
     for (const d of [dead, live, oldCommit]) await mkdir(d, { recursive: true });
     await writeFile(join(dead, '.sluice-owner'), `${hostname()} 999999999\n`);
     await writeFile(join(live, '.sluice-owner'), `${hostname()} ${process.pid}\n`);
     await writeFile(join(oldCommit, 'part-00000-x.csv'), 'old');
-    await writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e1' } }, output);
+    await writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e1' } }, resolved(output));
     expect(existsSync(dead)).toBe(false);
     expect(existsSync(oldCommit)).toBe(false);
     expect(existsSync(live)).toBe(true);
@@ -123,10 +123,10 @@ describe('openExport (resume)', () => {
   it('puts the previous output back when a commit was killed between its two renames', async () => {
     const parent = await parentDir();
     const output = { format: 'csv', path: join(parent, 'out') };
-    await writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e0' } }, output);
+    await writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e0' } }, resolved(output));
     // The killed commit had moved the output aside and not yet moved the new one in.
     await rename(join(parent, 'out'), join(parent, '.out.sluice-staging-gone.old'));
-    await writeExport({ schema: numberedSchema, batches: numbered(20, 10), meta: { executionId: 'e1' } }, output);
+    await writeExport({ schema: numberedSchema, batches: numbered(20, 10), meta: { executionId: 'e1' } }, resolved(output));
     expect(await listFiles(join(parent, 'out'))).toEqual(['_SUCCESS', '_manifest.json', 'part-00000-e1.csv']);
     expect(await readdir(parent)).toEqual(['out']);
   });

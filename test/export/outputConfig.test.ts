@@ -2,10 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError } from '../../src/kit/index.ts';
 import { outputConfigSchema, resolveOutput } from '../../src/export/index.ts';
+import { builtins } from '../../connectors/index.ts';
 
 function issuesOf(input: unknown): { path: string; message: string; value: unknown }[] {
   try {
-    resolveOutput(input);
+    resolveOutput(input, builtins);
   } catch (error) {
     expect(error).toBeInstanceOf(ConfigError);
     return [...(error as ConfigError).issues];
@@ -15,14 +16,14 @@ function issuesOf(input: unknown): { path: string; message: string; value: unkno
 
 describe('resolveOutput', () => {
   it('accepts a minimal local export and fills the format defaults', () => {
-    const out = resolveOutput({ format: 'parquet', path: '/tmp/x' });
+    const out = resolveOutput({ format: 'parquet', path: '/tmp/x' }, builtins);
     expect(out.format.type).toBe('parquet');
     expect(out.sink.type).toBe('file');
     expect(out.formatConfig).toEqual({ compression: 'snappy', row_group_size: 122_880, dictionary: true });
   });
 
   it('routes s3:// paths to the s3 sink with its settings', () => {
-    const out = resolveOutput({ format: 'csv', path: 's3://my-bucket/a/b/', s3: { region: 'eu-west-1', sse: 'AES256', storage_class: 'STANDARD_IA' } });
+    const out = resolveOutput({ format: 'csv', path: 's3://my-bucket/a/b/', s3: { region: 'eu-west-1', sse: 'AES256', storage_class: 'STANDARD_IA' } }, builtins);
     expect(out.sink.type).toBe('s3');
     expect(out.sinkConfig).toMatchObject({ url: 's3://my-bucket/a/b/', region: 'eu-west-1', sse: 'AES256', storage_class: 'STANDARD_IA' });
   });
@@ -35,7 +36,7 @@ describe('resolveOutput', () => {
 
   it('names a bad codec under format_options', () => {
     try {
-      resolveOutput({ format: 'parquet', path: '/tmp/x', format_options: { compression: 'lz5' } });
+      resolveOutput({ format: 'parquet', path: '/tmp/x', format_options: { compression: 'lz5' } }, builtins);
       expect.unreachable();
     } catch (error) {
       expect(error).toBeInstanceOf(ConfigError);
@@ -71,7 +72,7 @@ describe('resolveOutput', () => {
   });
 
   it('produces a JSON Schema with the field descriptions', () => {
-    const schema = JSON.stringify(z.toJSONSchema(outputConfigSchema()));
+    const schema = JSON.stringify(z.toJSONSchema(outputConfigSchema(builtins)));
     expect(schema).toContain('Page compression codec');
     expect(schema).toContain('Hive partitioning');
     expect(schema).toContain('"additionalProperties":false');

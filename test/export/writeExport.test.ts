@@ -7,9 +7,10 @@ import { HIVE_DEFAULT_PARTITION, ManifestInvalidError, RowCountMismatchError, wr
 import { ConfigError, DestinationError } from '../../src/kit/index.ts';
 import { streamDestination } from '../../connectors/sinks/stdout/index.ts';
 import { file, stdout } from '../../connectors/index.ts';
-import { builtins, resolveOutput } from '../../src/export/index.ts';
+import { builtins } from '../../connectors/index.ts';
+import { resolveOutput } from '../../src/export/index.ts';
 import { listFiles } from '../connectors/destinations.ts';
-import { fromArray, numbered, numberedSchema } from '../connectors/fixtures.ts';
+import { fromArray, numbered, numberedSchema, resolved } from '../connectors/fixtures.ts';
 import { duckRowsJS as query } from '../helpers/duckdb.ts';
 
 const dirs: string[] = [];
@@ -25,7 +26,7 @@ describe('writeExport', () => {
     const path = await outDir();
     const summary = await writeExport(
       { schema: numberedSchema, batches: numbered(90, 20), meta: { executionId: 'e-part', totalRowCount: 90 } },
-      { format: 'parquet', path, partition_by: ['grp'] },
+      resolved({ format: 'parquet', path, partition_by: ['grp'] }),
     );
     const names = await listFiles(path);
     expect(names.filter((n) => !n.startsWith('_')).map((n) => n.split('/')[0])).toEqual(
@@ -48,7 +49,7 @@ describe('writeExport', () => {
 
     // keep_partition_columns: the column stays in the files too, with its type.
     const kept = await outDir();
-    await writeExport({ schema: numberedSchema, batches: numbered(90, 20), meta: { executionId: 'e-keep' } }, { format: 'parquet', path: kept, partition_by: ['grp'], keep_partition_columns: true });
+    await writeExport({ schema: numberedSchema, batches: numbered(90, 20), meta: { executionId: 'e-keep' } }, resolved({ format: 'parquet', path: kept, partition_by: ['grp'], keep_partition_columns: true }));
     const inFile = await query(`SELECT count(*)::INTEGER AS n, count(DISTINCT grp)::INTEGER AS g FROM read_parquet('${kept}/grp=g1/*.parquet', hive_partitioning = false) WHERE grp = 'g1'`);
     expect(inFile).toEqual([{ n: 30, g: 1 }]);
   });
@@ -65,7 +66,7 @@ describe('writeExport', () => {
         vectorFromArray([10n, 20n, 30n, 40n, 50n], new Int64()).data[0]!,
       ],
     }));
-    const summary = await writeExport({ schema, batches: fromArray([batch]), meta: { executionId: 'e-two', totalRowCount: 5 } }, { format: 'parquet', path, partition_by: ['a', 'b'] });
+    const summary = await writeExport({ schema, batches: fromArray([batch]), meta: { executionId: 'e-two', totalRowCount: 5 } }, resolved({ format: 'parquet', path, partition_by: ['a', 'b'] }));
     expect(summary.files.map((f) => f.path.split('/').slice(0, 2).join('/')).sort()).toEqual([
       `a=${HIVE_DEFAULT_PARTITION}/b=2`,
       'a=x/b=1',
@@ -90,7 +91,7 @@ describe('writeExport', () => {
       type: new Struct(schema.fields), length: 3, nullCount: 0,
       children: [vectorFromArray(['a/b', 'x=y:z', ''], new Utf8()).data[0]!, vectorFromArray([1n, 2n, 3n], new Int64()).data[0]!],
     }));
-    await writeExport({ schema, batches: fromArray([batch]), meta: { executionId: 'e-esc' } }, { format: 'csv', path, partition_by: ['k'] });
+    await writeExport({ schema, batches: fromArray([batch]), meta: { executionId: 'e-esc' } }, resolved({ format: 'csv', path, partition_by: ['k'] }));
     const dirsWritten = (await listFiles(path)).filter((n) => !n.startsWith('_')).map((n) => n.split('/')[0]).sort();
     expect(dirsWritten).toEqual([`k=${HIVE_DEFAULT_PARTITION}`, 'k=a%2Fb', 'k=x%3Dy%3Az']);
   });
@@ -131,8 +132,7 @@ describe('writeExport', () => {
     // Unsorted: the three groups alternate row by row, in batches of 9 rows.
     const summary = await writeExport(
       { schema: numberedSchema, batches: numbered(90, 9), meta: { executionId: 'e-lru', totalRowCount: 90 } },
-      { format: 'csv', path, partition_by: ['grp'], max_open_files: 2 },
-      { registry },
+      resolved({ format: 'csv', path, partition_by: ['grp'], max_open_files: 2 }, registry),
     );
     expect(most).toBe(2);
     // Each group comes back after the other two evicted it: a new part every time.
@@ -145,16 +145,16 @@ describe('writeExport', () => {
     ]);
 
     // The default bound leaves three partitions alone: one file each.
-    const again = await writeExport({ schema: numberedSchema, batches: numbered(90, 9), meta: { executionId: 'e-lru2' } }, { format: 'csv', path: await outDir(), partition_by: ['grp'] });
+    const again = await writeExport({ schema: numberedSchema, batches: numbered(90, 9), meta: { executionId: 'e-lru2' } }, resolved({ format: 'csv', path: await outDir(), partition_by: ['grp'] }));
     expect(again.files).toHaveLength(3);
-    expect(() => resolveOutput({ format: 'csv', path: '/x', max_open_files: 0 })).toThrow(/max_open_files/);
+    expect(() => resolveOutput({ format: 'csv', path: '/x', max_open_files: 0 }, builtins)).toThrow(/max_open_files/);
   });
 
   it('rolls files by bytes', async () => {
     const path = await outDir();
     const summary = await writeExport(
       { schema: numberedSchema, batches: numbered(2000, 100), meta: { executionId: 'e-bytes' } },
-      { format: 'csv', path, max_bytes_per_file: 8 * 1024 },
+      resolved({ format: 'csv', path, max_bytes_per_file: 8 * 1024 }),
     );
     expect(summary.files.length).toBeGreaterThan(3);
     expect(summary.files.reduce((n, f) => n + f.rows, 0)).toBe(2000);
@@ -164,7 +164,7 @@ describe('writeExport', () => {
 
   it('fails on a row count mismatch and commits nothing', async () => {
     const path = await outDir();
-    const run = writeExport({ schema: numberedSchema, batches: numbered(100, 30), meta: { executionId: 'e-count', totalRowCount: 101 } }, { format: 'ndjson', path });
+    const run = writeExport({ schema: numberedSchema, batches: numbered(100, 30), meta: { executionId: 'e-count', totalRowCount: 101 } }, resolved({ format: 'ndjson', path }));
     await expect(run).rejects.toBeInstanceOf(RowCountMismatchError);
     await expect(run).rejects.toThrow('wrote 100 rows but the result has 101');
     expect(await listFiles(path)).toEqual([]);
@@ -174,7 +174,7 @@ describe('writeExport', () => {
     const path = await outDir();
     const summary = await writeExport(
       { schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e-man', queryId: 3, parameters: { big: 2n ** 64n }, endedAt: '2024-01-01T00:00:00Z' } },
-      { format: 'csv', path },
+      resolved({ format: 'csv', path }),
     );
     const manifest = JSON.parse(await readFile(join(path, '_manifest.json'), 'utf8'));
     expect(manifest).toMatchObject({ version: 1, format: 'csv', query_id: 3, ended_at: '2024-01-01T00:00:00Z', parameters: { big: '18446744073709551616' } });
@@ -187,7 +187,7 @@ describe('writeExport', () => {
     const path = await outDir();
     await mkdir(path, { recursive: true });
     await writeFile(join(path, 'precious.txt'), 'keep me');
-    const run = writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e-foreign' } }, { format: 'csv', path });
+    const run = writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e-foreign' } }, resolved({ format: 'csv', path }));
     await expect(run).rejects.toBeInstanceOf(DestinationError);
     await expect(run).rejects.toThrow('precious.txt');
     expect(await listFiles(path)).toEqual(['precious.txt']);
@@ -197,13 +197,13 @@ describe('writeExport', () => {
     const path = await outDir();
     await mkdir(path, { recursive: true });
     await writeFile(join(path, '_manifest.json'), '{"version":1,"execution_id":"x","files":[{"path":"../../etc/passwd","rows":1,"bytes":1,"sha256":""}]}');
-    await expect(writeExport({ schema: numberedSchema, batches: numbered(1, 1), meta: { executionId: 'e' } }, { format: 'csv', path })).rejects.toBeInstanceOf(
+    await expect(writeExport({ schema: numberedSchema, batches: numbered(1, 1), meta: { executionId: 'e' } }, resolved({ format: 'csv', path }))).rejects.toBeInstanceOf(
       ManifestInvalidError,
     );
   });
 
   it('names a partition column that is not in the result', async () => {
-    const run = writeExport({ schema: numberedSchema, batches: numbered(1, 1), meta: { executionId: 'e' } }, { format: 'csv', path: await outDir(), partition_by: ['grp', 'nope'] });
+    const run = writeExport({ schema: numberedSchema, batches: numbered(1, 1), meta: { executionId: 'e' } }, resolved({ format: 'csv', path: await outDir(), partition_by: ['grp', 'nope'] }));
     await expect(run).rejects.toBeInstanceOf(ConfigError);
     await expect(run).rejects.toThrow(/partition_by\[1\]: no such column.*\(got "nope"\)/);
   });
@@ -216,8 +216,8 @@ describe('writeExport', () => {
     const progress: number[] = [];
     const summary = await writeExport(
       { schema: numberedSchema, batches: numbered(5, 2), meta: { executionId: 'e-out', totalRowCount: 5 } },
-      { format: 'ndjson', path: '-' },
-      { registry, onProgress: (p) => progress.push(p.rows) },
+      resolved({ format: 'ndjson', path: '-' }, registry),
+      { onProgress: (p) => progress.push(p.rows) },
     );
     const lines = Buffer.concat(chunks).toString('utf8').trim().split('\n');
     expect(lines).toHaveLength(5);

@@ -29,6 +29,8 @@ export interface TestServiceOverrides {
   /** Rows of sample.events (default 2000). */
   sampleRows?: number;
   clock?: Clock;
+  /** Results of at least this many bytes get pre-encoded pages (the service's default unless given). */
+  encodeMinBytes?: number;
 }
 
 export interface TestService extends ServiceHandle {
@@ -72,6 +74,7 @@ export async function startTestService(overrides: TestServiceOverrides = {}): Pr
       sampleRows: overrides.sampleRows ?? 2000,
       settings: testSettings(overrides),
       ...(overrides.clock === undefined ? {} : { clock: overrides.clock }),
+      ...(overrides.encodeMinBytes === undefined ? {} : { encodeMinBytes: overrides.encodeMinBytes }),
     });
   } catch (err) {
     if (ownDir) await rm(dataDir, { recursive: true, force: true });

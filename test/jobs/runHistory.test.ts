@@ -2,6 +2,7 @@ import { appendFile, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { builtins } from '../../connectors/index.ts';
 import { ServiceClient } from '../../src/client/index.ts';
 import { parseJobFile, type Job } from '../../src/config/index.ts';
 import { RunHistory, type RunRecord } from '../../src/jobs/runHistory.ts';
@@ -24,7 +25,7 @@ afterAll(async () => {
 });
 
 function job(yaml: string): Job {
-  return parseJobFile(`jobs:\n${yaml}`, { file: 'test.yaml', env: { DIR: dir } }).jobs[0]!;
+  return parseJobFile(`jobs:\n${yaml}`, { file: 'test.yaml', registry: builtins, env: { DIR: dir } }).jobs[0]!;
 }
 
 function record(over: Partial<RunRecord> = {}): RunRecord {

@@ -5,12 +5,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../src/client/index.ts';
 import { parseJobFile, type Job } from '../../src/config/index.ts';
+import { resolveOutput } from '../../src/export/index.ts';
 import { BudgetExceededError } from '../../src/jobs/errors.ts';
 import { runJob } from '../../src/jobs/runJob.ts';
 import { RunStateStore, jobFingerprint, outputsFingerprint } from '../../src/jobs/runState.ts';
 import { startLocalS3 } from '../helpers/s3.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { duck } from './duck.ts';
+import { builtins } from '../../connectors/index.ts';
 
 let svc: TestService;
 let client: ServiceClient;
@@ -28,7 +30,7 @@ afterAll(async () => {
 });
 
 function job(yaml: string): Job {
-  return parseJobFile(`jobs:\n${yaml}`, { file: 'test.yaml', env: { DIR: dir } }).jobs[0]!;
+  return parseJobFile(`jobs:\n${yaml}`, { file: 'test.yaml', registry: builtins, env: { DIR: dir } }).jobs[0]!;
 }
 
 const signal = () => new AbortController().signal;
@@ -240,7 +242,7 @@ describe('runJob', () => {
     expect(resumed.outputs[0]!.resumedFiles).toBe(journaled.length);
     expect(resumed.fetchedRows).toBe(60000 - journaled.length * 5000);
     // The same execution exported without a stop, elsewhere: byte for byte the same parts.
-    const reference = await runJob({ ...j, name: 'stopped-ref', outputs: [{ ...j.outputs[0]!, path: join(dir, 'stopped-ref') }] }, { client, stateDir, signal: signal(), executionId: state!.execution_id });
+    const reference = await runJob({ ...j, name: 'stopped-ref', outputs: [resolveOutput({ format: 'csv', path: join(dir, 'stopped-ref'), max_rows_per_file: 5000 }, builtins)] }, { client, stateDir, signal: signal(), executionId: state!.execution_id });
     const files = async (root: string) => Object.fromEntries(await Promise.all((await readdir(root)).filter((n) => n !== '_manifest.json').sort().map(async (n) => [n, (await readFile(join(root, n))).toString('base64')])));
     expect(Object.keys(await files(join(parent, 'out')))).toHaveLength(13);
     expect(await files(join(parent, 'out'))).toEqual(await files(join(dir, 'stopped-ref')));

@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { builtins } from '../../connectors/index.ts';
 import { ServiceClient } from '../../src/client/index.ts';
 import { formatSummary, summaryFields } from '../../src/cli/output/summary.ts';
 import { parseJobFile, type Job } from '../../src/config/index.ts';
@@ -28,7 +29,7 @@ afterAll(async () => {
 
 function job(name: string, table: string, path: string): Job {
   const yaml = `jobs:\n  - name: ${name}\n    source: { sql: "select v from ${table} order by v" }\n    outputs:\n      - { format: csv, path: "${path}" }\n`;
-  return parseJobFile(yaml, { file: 'test.yaml', env: {} }).jobs[0]!;
+  return parseJobFile(yaml, { file: 'test.yaml', registry: builtins, env: {} }).jobs[0]!;
 }
 
 const signal = () => new AbortController().signal;

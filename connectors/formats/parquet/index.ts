@@ -1,14 +1,10 @@
 import { RecordBatch, type Schema, Table, tableToIPC } from 'apache-arrow';
-import * as wasm from 'parquet-wasm';
+import type * as Wasm from 'parquet-wasm';
 import { z } from 'zod';
 import { defineFormat, emptyBatch, FormatError, messageOf } from '../../../src/kit/index.ts';
 
-const CODECS = {
-  snappy: wasm.Compression.SNAPPY,
-  zstd: wasm.Compression.ZSTD,
-  gzip: wasm.Compression.GZIP,
-  none: wasm.Compression.UNCOMPRESSED,
-} as const;
+// parquet-wasm is loaded by the first encode: validating a job or listing formats never pays for it.
+const CODECS = { snappy: 'SNAPPY', zstd: 'ZSTD', gzip: 'GZIP', none: 'UNCOMPRESSED' } as const satisfies Record<string, keyof typeof Wasm.Compression>;
 
 export const parquetConfig = z.strictObject({
   compression: z
@@ -42,12 +38,13 @@ async function* encodeParquet(
   config: ParquetConfig,
   signal?: AbortSignal,
 ): AsyncIterable<Uint8Array> {
+  const wasm = await import('parquet-wasm');
   const iterator = batches[Symbol.asyncIterator]();
   let sawBatch = false;
   let sourceError: unknown;
   // highWaterMark 0: the wasm writer pulls one batch at a time, when it wants one, so the
   // source is never read ahead of the encoder.
-  const input = new ReadableStream<wasm.RecordBatch>(
+  const input = new ReadableStream<Wasm.RecordBatch>(
     {
       async pull(controller) {
         try {
@@ -55,13 +52,13 @@ async function* encodeParquet(
           const next = await iterator.next();
           if (next.done) {
             // Zero rows still makes a file with the schema, so readers see the columns.
-            if (!sawBatch) for (const b of toWasm(schema, emptyBatch(schema))) controller.enqueue(b);
+            if (!sawBatch) for (const b of toWasm(wasm, schema, emptyBatch(schema))) controller.enqueue(b);
             controller.close();
             return;
           }
           sawBatch = true;
           if (next.value.numRows === 0) return;
-          for (const b of toWasm(schema, next.value)) controller.enqueue(b);
+          for (const b of toWasm(wasm, schema, next.value)) controller.enqueue(b);
         } catch (error) {
           sourceError = error;
           controller.error(error);
@@ -74,7 +71,7 @@ async function* encodeParquet(
     { highWaterMark: 0 },
   );
   const props = new wasm.WriterPropertiesBuilder()
-    .setCompression(CODECS[config.compression])
+    .setCompression(wasm.Compression[CODECS[config.compression]])
     .setMaxRowGroupSize(config.row_group_size)
     .setDictionaryEnabled(config.dictionary)
     .setCreatedBy('sluice')
@@ -96,7 +93,7 @@ async function* encodeParquet(
 }
 
 /** Moves one JS batch into wasm memory: IPC bytes in, wasm record batches out. */
-function toWasm(schema: Schema, batch: RecordBatch): wasm.RecordBatch[] {
+function toWasm(wasm: typeof Wasm, schema: Schema, batch: RecordBatch): Wasm.RecordBatch[] {
   // Re-wrapping with the export schema keeps its metadata (execution id, service.type) in ARROW:schema.
   const ipc = tableToIPC(new Table([new RecordBatch(schema, batch.data)]), 'stream');
   const table = wasm.Table.fromIPCStream(ipc);

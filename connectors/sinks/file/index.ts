@@ -18,9 +18,13 @@ import {
   type WriteResult,
 } from '../../../src/kit/index.ts';
 
-/** A file:// URL or a path without any scheme (`s3://...` belongs to another sink). */
+/**
+ * A file:// URL or a path without any scheme: `s3://...`, `gs://...` and slips such as `s3:/x` belong
+ * to other sinks or to none, never to a local directory named `s3:`. A one-letter "scheme" is a
+ * drive (`C:\out`).
+ */
 function isLocal(url: string): boolean {
-  return url.startsWith('file://') || !/^[a-z][a-z0-9+.-]*:\/\//i.test(url);
+  return url.startsWith('file://') || !/^[a-z][a-z0-9+.-]+:/i.test(url);
 }
 
 export const fileConfig = z.strictObject({
@@ -48,6 +52,7 @@ export type FileConfig = z.output<typeof fileConfig>;
 export const file = defineSink({
   type: 'file',
   description: 'Local directory, staged in a sibling directory and swapped in by rename.',
+  paths: 'a local directory or file:// URL',
   config: fileConfig,
   accepts: (url) => url !== '-' && isLocal(url),
   create: (config: FileConfig) => fileDestination(config.url.startsWith('file://') ? fileURLToPath(config.url) : config.url),

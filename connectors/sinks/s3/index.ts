@@ -1,5 +1,4 @@
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
-import { z } from 'zod';
 import {
   type BeginOptions,
   defineSink,
@@ -11,53 +10,11 @@ import {
   type StagedStream,
   type Transaction,
 } from '../../../src/kit/index.ts';
-import { ConditionFailed, type ObjectStore, sdkObjectStore } from './objectStore.ts';
+import { ConditionFailed, deferredStore, type ObjectStore } from './objectStore.ts';
+import { s3Config, type S3Config, s3Options } from './options.ts';
 import { keyOf, parseS3Url, type S3Location } from './url.ts';
 
-const STORAGE_CLASSES = [
-  'STANDARD',
-  'REDUCED_REDUNDANCY',
-  'STANDARD_IA',
-  'ONEZONE_IA',
-  'INTELLIGENT_TIERING',
-  'GLACIER',
-  'DEEP_ARCHIVE',
-  'GLACIER_IR',
-  'EXPRESS_ONEZONE',
-] as const;
-
-/** S3 settings other than the URL; the export's `s3:` block. */
-export const s3Options = z.strictObject({
-  region: z.string().min(1).optional().describe('AWS region; defaults to the standard chain (AWS_REGION, profile).'),
-  endpoint: z.url().optional().describe('Custom endpoint for S3-compatible stores (MinIO, a local server).'),
-  force_path_style: z.boolean().default(false).describe('Address buckets as https://host/bucket instead of https://bucket.host.'),
-  sse: z.enum(['AES256', 'aws:kms', 'aws:kms:dsse']).optional().describe('Server-side encryption for every object written.'),
-  sse_kms_key_id: z.string().min(1).optional().describe('KMS key id or ARN when sse is aws:kms.'),
-  storage_class: z.enum(STORAGE_CLASSES).optional().describe('Storage class for every object written.'),
-  profile: z.string().min(1).optional().describe('Named profile from ~/.aws/config; otherwise the standard credential chain.'),
-  access_key_id: z.string().min(1).optional().describe('Static credentials; usually leave unset and use the standard chain.'),
-  secret_access_key: z.string().min(1).optional().describe('Secret for access_key_id.'),
-  session_token: z.string().min(1).optional().describe('Session token for temporary static credentials.'),
-  part_size_mb: z.int().min(5).max(5120).default(8).describe('Multipart upload part size in MiB (S3 minimum is 5).'),
-  queue_size: z.int().min(1).max(32).default(4).describe('Parts uploaded concurrently per object.'),
-});
-
-export const s3Config = s3Options
-  .extend({
-    url: z
-      .string()
-      .refine((u) => parseS3Url(u) !== undefined, 'expected s3://bucket/prefix with a valid bucket name (3-63 lowercase letters, digits, dots, hyphens)')
-      .describe('Where the export lives: s3://bucket/prefix.'),
-  })
-  .refine((c) => (c.access_key_id === undefined) === (c.secret_access_key === undefined), {
-    message: 'access_key_id and secret_access_key go together: give both or neither',
-    path: ['secret_access_key'],
-  })
-  .refine((c) => c.sse_kms_key_id === undefined || c.sse?.startsWith('aws:kms') === true, {
-    message: 'sse_kms_key_id needs sse: aws:kms or aws:kms:dsse',
-    path: ['sse_kms_key_id'],
-  });
-export type S3Config = z.output<typeof s3Config>;
+export { s3Config, type S3Config, s3Options } from './options.ts';
 
 /**
  * S3 has no rename, so the guarantee differs from the file sink. Data objects are written under
@@ -85,11 +42,15 @@ export type S3Config = z.output<typeof s3Config>;
 export const s3 = defineSink({
   type: 's3',
   description: 'Amazon S3 or a compatible store, multipart uploads, manifest as the commit point.',
+  paths: 's3://bucket/prefix',
   config: s3Config,
-  accepts: (url) => url.startsWith('s3://'),
+  options: { key: 's3', schema: s3Options },
+  // Anything that starts like an S3 URL, so `S3://b` or `s3:/b` are told what is wrong with them.
+  accepts: (url) => /^s3:/i.test(url),
   create: (config: S3Config) => {
     const location = parseS3Url(config.url)!;
-    return s3Destination(location, sdkObjectStore({
+    // The SDK loads with the first request, so validating or listing sinks never pays for it.
+    return s3Destination(location, deferredStore(async () => (await import('./sdkStore.ts')).sdkObjectStore({
       bucket: location.bucket,
       client: clientConfig(config),
       sse: config.sse,
@@ -97,7 +58,7 @@ export const s3 = defineSink({
       storageClass: config.storage_class,
       partSize: config.part_size_mb * 1024 * 1024,
       queueSize: config.queue_size,
-    }));
+    })));
   },
 });
 
@@ -128,6 +89,8 @@ export function s3Destination(location: S3Location, store: ObjectStore): Destina
       try {
         return await store.get(keyOf(location, name), signal);
       } catch (error) {
+        // Stopped by the caller: say so, not "request aborted".
+        if (signal?.aborted) throw signal.reason;
         throw new DestinationError(url, `reading ${name} from`, error, true);
       }
     },
@@ -166,6 +129,7 @@ export function s3Destination(location: S3Location, store: ObjectStore): Destina
         try {
           journal = await store.get(keyOf(location, journalName(options.attemptId)), options.signal);
         } catch (error) {
+          if (options.signal?.aborted) throw options.signal.reason;
           throw new DestinationError(url, 'reading the resume journal from', error, true);
         }
       }

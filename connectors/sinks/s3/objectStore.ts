@@ -1,18 +1,3 @@
-import { Readable } from 'node:stream';
-import {
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  NoSuchKey,
-  PutObjectCommand,
-  S3Client,
-  type S3ClientConfig,
-  type ServerSideEncryption,
-  type StorageClass,
-} from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
-
 /** The few S3 calls the sink makes; everything else about the SDK stays out of the sink. */
 export interface ObjectStore {
   /** Streams `body` through a multipart upload; the object appears only when complete. */
@@ -42,102 +27,26 @@ export class ConditionFailed extends Error {
   }
 }
 
-export interface SdkStoreOptions {
-  bucket: string;
-  client: S3ClientConfig;
-  sse?: ServerSideEncryption;
-  sseKmsKeyId?: string;
-  storageClass?: StorageClass;
-  partSize: number;
-  queueSize: number;
-}
-
-export function sdkObjectStore(options: SdkStoreOptions): ObjectStore {
-  const client = new S3Client(options.client);
-  const Bucket = options.bucket;
-  const objectParams = {
-    ...(options.sse ? { ServerSideEncryption: options.sse } : {}),
-    ...(options.sseKmsKeyId ? { SSEKMSKeyId: options.sseKmsKeyId } : {}),
-    ...(options.storageClass ? { StorageClass: options.storageClass } : {}),
-  };
-  const getVersioned = async (key: string, signal?: AbortSignal): Promise<{ body: Uint8Array; etag: string } | undefined> => {
-    try {
-      const out = await client.send(new GetObjectCommand({ Bucket, Key: key }), { abortSignal: signal });
-      return { body: out.Body ? await out.Body.transformToByteArray() : new Uint8Array(), etag: out.ETag ?? '' };
-    } catch (error) {
-      if (error instanceof NoSuchKey || (error as { name?: unknown }).name === 'NoSuchKey') return undefined;
-      throw error;
-    }
-  };
+/**
+ * An ObjectStore made on first use: `load` runs (once) when the first call arrives, so creating a
+ * destination costs nothing until it is written to or read.
+ */
+export function deferredStore(load: () => Promise<ObjectStore>): ObjectStore {
+  let loading: Promise<ObjectStore> | undefined;
+  let loaded: ObjectStore | undefined;
+  const store = (): Promise<ObjectStore> =>
+    (loading ??= load().then((s) => {
+      loaded = s;
+      return s;
+    }));
   return {
-    async upload(key, body, { contentType, signal }) {
-      signal?.throwIfAborted();
-      const upload = new Upload({
-        client,
-        params: { Bucket, Key: key, Body: Readable.from(body), ContentType: contentType, ...objectParams },
-        partSize: options.partSize,
-        queueSize: options.queueSize,
-        // On failure lib-storage waits for every in-flight part, then aborts the multipart upload.
-        leavePartsOnError: false,
-      });
-      const onAbort = () => void upload.abort().catch(() => undefined);
-      signal?.addEventListener('abort', onAbort, { once: true });
-      try {
-        await upload.done();
-      } finally {
-        signal?.removeEventListener('abort', onAbort);
-      }
-      signal?.throwIfAborted();
-    },
-    async put(key, body, contentType, condition) {
-      const conditional = condition === undefined ? {} : 'ifAbsent' in condition ? { IfNoneMatch: '*' } : { IfMatch: condition.ifVersion };
-      try {
-        const out = await client.send(new PutObjectCommand({ Bucket, Key: key, Body: body, ContentType: contentType, ...objectParams, ...conditional }));
-        return out.ETag ?? '';
-      } catch (error) {
-        const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-        if (condition !== undefined && (status === 412 || status === 409)) throw new ConditionFailed(key, error);
-        throw error;
-      }
-    },
-    async get(key, signal) {
-      return (await getVersioned(key, signal))?.body;
-    },
-    getVersioned,
-    async head(key, signal) {
-      try {
-        const out = await client.send(new HeadObjectCommand({ Bucket, Key: key }), { abortSignal: signal });
-        return out.ContentLength ?? 0;
-      } catch (error) {
-        const e = error as { name?: unknown; $metadata?: { httpStatusCode?: number } };
-        if (e.name === 'NotFound' || e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return undefined;
-        throw error;
-      }
-    },
-    async list(prefix, signal) {
-      const keys: string[] = [];
-      let token: string | undefined;
-      do {
-        const out = await client.send(new ListObjectsV2Command({ Bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal });
-        for (const o of out.Contents ?? []) if (o.Key !== undefined) keys.push(o.Key);
-        token = out.IsTruncated ? out.NextContinuationToken : undefined;
-      } while (token !== undefined);
-      return keys;
-    },
-    async delete(keys) {
-      for (let i = 0; i < keys.length; i += 1000) {
-        const chunk = keys.slice(i, i + 1000);
-        const out = await client.send(
-          new DeleteObjectsCommand({ Bucket, Delete: { Objects: chunk.map((Key) => ({ Key })), Quiet: true } }),
-        );
-        const failed = out.Errors ?? [];
-        if (failed.length > 0) {
-          throw new Error(`could not delete ${failed.length} object(s), first ${failed[0]?.Key}: ${failed[0]?.Message}`);
-        }
-      }
-    },
-    close() {
-      client.destroy();
-    },
+    upload: async (key, body, options) => (await store()).upload(key, body, options),
+    put: async (key, body, contentType, condition) => (await store()).put(key, body, contentType, condition),
+    get: async (key, signal) => (await store()).get(key, signal),
+    getVersioned: async (key, signal) => (await store()).getVersioned(key, signal),
+    head: async (key, signal) => (await store()).head(key, signal),
+    list: async (prefix, signal) => (await store()).list(prefix, signal),
+    delete: async (keys) => (await store()).delete(keys),
+    close: () => loaded?.close(),
   };
 }

@@ -15,7 +15,9 @@ export type StdoutConfig = z.output<typeof stdoutConfig>;
 export const stdout = defineSink({
   type: 'stdout',
   description: 'Standard output, for piping one stream into another tool.',
+  paths: '- (standard output)',
   config: stdoutConfig,
+  multiFile: false,
   accepts: (url) => url === '-',
   create: () => streamDestination(process.stdout),
 });

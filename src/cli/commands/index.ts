@@ -7,19 +7,22 @@ import { runCommand } from './run.ts';
 import { runsCommand } from './runs.ts';
 import { scheduleCommand } from './schedule.ts';
 import { schemaCommand } from './schema.ts';
-import { serveCommand } from './serve.ts';
 import { cancelCommand, statusCommand } from './status.ts';
 import { uploadCommand } from './upload.ts';
 import { usageCommand } from './usage.ts';
 import { validateCommand } from './validate.ts';
 import { viewsDeleteCommand, viewsGetCommand, viewsListCommand, viewsRefreshCommand, viewsUpsertCommand } from './views.ts';
 
-/** `serve` parses its own arguments (it belongs to the service); it is listed here like any other. */
+/**
+ * `serve` parses its own arguments (it belongs to the service); it is listed here like any other,
+ * but loaded only when run: the service brings DuckDB, which no other command needs at start.
+ */
+const runServe = async (argv: string[]): Promise<number> => (await import('./serve.ts')).serveCommand.run(argv);
 const serve: Command = {
   name: 'serve',
   summary: 'Run the local query service (options: sluice serve --help)',
-  passthrough: (argv) => serveCommand.run(argv),
-  run: () => serveCommand.run([]),
+  passthrough: (argv) => runServe(argv),
+  run: () => runServe([]),
 };
 
 /** Every command of the CLI, in the order `sluice --help` lists them. */

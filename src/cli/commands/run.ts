@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { builtins } from '../../../connectors/index.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
 import { DEFAULT_STATE_DIR, type Job } from '../../config/jobSchema.ts';
 import { connect } from '../../jobs/connect.ts';
@@ -30,7 +31,7 @@ export const runCommand = defineCommand({
   ].join('\n'),
   async run({ io, values, positionals, log, signal }) {
     const file = positionals[0]!;
-    const jobFile = await loadJobFile(file, io.env);
+    const jobFile = await loadJobFile(file, { registry: builtins, env: io.env });
     const jobs = selectJobs(jobFile.jobs, listOption(values, 'job'));
     const executionId = stringOption(values, 'execution');
     if (executionId !== undefined && jobs.length !== 1) throw new UsageError(`--execution exports one execution: name exactly one job with --job (the file has ${jobFile.jobs.length})`);

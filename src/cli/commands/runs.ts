@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { builtins } from '../../../connectors/index.ts';
 import { DEFAULT_STATE_DIR } from '../../config/jobSchema.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
 import { RunHistory, type RunRecord } from '../../jobs/runHistory.ts';
@@ -52,7 +53,7 @@ async function historyDir(values: Record<string, unknown>, io: { cwd: string; en
   if (typeof explicit === 'string') return resolve(io.cwd, explicit);
   const file = values.file;
   if (typeof file === 'string') {
-    const jobFile = await loadJobFile(resolve(io.cwd, file), io.env);
+    const jobFile = await loadJobFile(resolve(io.cwd, file), { registry: builtins, env: io.env });
     return resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
   }
   return resolve(io.cwd, DEFAULT_STATE_DIR);

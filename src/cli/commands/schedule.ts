@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { builtins } from '../../../connectors/index.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
 import { DEFAULT_STATE_DIR } from '../../config/jobSchema.ts';
 import { connect } from '../../jobs/connect.ts';
@@ -36,7 +37,7 @@ export const scheduleCommand = defineCommand({
   ].join('\n'),
   async run({ io, values, positionals, log, signal }) {
     const file = positionals[0]!;
-    const jobFile = await loadJobFile(file, io.env);
+    const jobFile = await loadJobFile(file, { registry: builtins, env: io.env });
     const scheduled = jobFile.jobs.filter((j) => j.schedule !== undefined);
     for (const job of jobFile.jobs) if (job.schedule === undefined) log.warn('job has no schedule: not run by `sluice schedule`', { job: job.name });
     if (scheduled.length === 0) throw new UsageError(`${file}: no job has a schedule (add schedule: "<cron>" to a job, or use sluice run)`);

@@ -1,3 +1,4 @@
+import { builtins } from '../../../connectors/index.ts';
 import { jobFileJsonSchema } from '../../config/jsonSchema.ts';
 import { defineCommand } from '../command.ts';
 import { EXIT } from '../exit-codes.ts';
@@ -8,7 +9,7 @@ export const schemaCommand = defineCommand({
   summary: 'Print the JSON Schema of job files (for editors: yaml-language-server)',
   details: 'Example: sluice schema > sluice.schema.json, then start a job file with\n  # yaml-language-server: $schema=./sluice.schema.json',
   async run({ io }) {
-    await writeOut(io.stdout, `${JSON.stringify(jobFileJsonSchema(), null, 2)}\n`);
+    await writeOut(io.stdout, `${JSON.stringify(jobFileJsonSchema(builtins), null, 2)}\n`);
     return EXIT.ok;
   },
 });

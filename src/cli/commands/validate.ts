@@ -1,5 +1,6 @@
 import { defineCommand } from '../command.ts';
 import { EXIT } from '../exit-codes.ts';
+import { builtins } from '../../../connectors/index.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
 import { writeOut } from '../io.ts';
 
@@ -15,7 +16,7 @@ export const validateCommand = defineCommand({
     for (const file of positionals) {
       // A file that does not load is reported and the next one still checked.
       try {
-        const jobFile = await loadJobFile(file, io.env);
+        const jobFile = await loadJobFile(file, { registry: builtins, env: io.env });
         await writeOut(io.stdout, `${file}: ok (${jobFile.jobs.length} job${jobFile.jobs.length === 1 ? '' : 's'}: ${jobFile.jobs.map((j) => j.name).join(', ')})\n`);
       } catch (error) {
         failed = true;

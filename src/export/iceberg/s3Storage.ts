@@ -1,6 +1,5 @@
 import { Readable } from 'node:stream';
-import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
+import type { S3Client } from '@aws-sdk/client-s3';
 import type { TableStorage } from './storage.ts';
 
 export interface S3TableLocation {
@@ -13,6 +12,9 @@ export interface S3TableLocation {
  * A table under an S3 prefix. The commit point is a PUT with `If-None-Match: *`, which S3
  * (since 2024) and most compatible stores reject with 412 when the key exists.
  */
+// Loaded on first use: the SDK is large, and importing the library must not load it for a job without S3.
+const sdk = () => import('@aws-sdk/client-s3');
+
 export function s3TableStorage(client: S3Client, location: S3TableLocation, options: { partSize?: number; queueSize?: number } = {}): TableStorage {
   const { bucket: Bucket } = location;
   const base = location.prefix === '' ? '' : `${location.prefix.replace(/\/+$/, '')}/`;
@@ -20,6 +22,7 @@ export function s3TableStorage(client: S3Client, location: S3TableLocation, opti
   return {
     url: base === '' ? `s3://${Bucket}` : `s3://${Bucket}/${base.slice(0, -1)}`,
     async read(name, signal) {
+      const { GetObjectCommand } = await sdk();
       try {
         const out = await client.send(new GetObjectCommand({ Bucket, Key: keyOf(name) }), { abortSignal: signal });
         return out.Body ? await out.Body.transformToByteArray() : new Uint8Array();
@@ -30,6 +33,7 @@ export function s3TableStorage(client: S3Client, location: S3TableLocation, opti
       }
     },
     async list(prefix, signal) {
+      const { ListObjectsV2Command } = await sdk();
       const names: string[] = [];
       let token: string | undefined;
       do {
@@ -40,6 +44,7 @@ export function s3TableStorage(client: S3Client, location: S3TableLocation, opti
       return names;
     },
     async createIfAbsent(name, body, signal) {
+      const { PutObjectCommand } = await sdk();
       try {
         await client.send(new PutObjectCommand({ Bucket, Key: keyOf(name), Body: body, IfNoneMatch: '*', ContentType: 'application/json' }), { abortSignal: signal });
         return true;
@@ -50,6 +55,7 @@ export function s3TableStorage(client: S3Client, location: S3TableLocation, opti
       }
     },
     async put(name, body, { contentType, signal } = {}) {
+      const { PutObjectCommand } = await sdk();
       if (body instanceof Uint8Array) {
         await client.send(new PutObjectCommand({ Bucket, Key: keyOf(name), Body: body, ContentType: contentType }), { abortSignal: signal });
         return body.byteLength;
@@ -61,6 +67,7 @@ export function s3TableStorage(client: S3Client, location: S3TableLocation, opti
           yield chunk;
         }
       };
+      const { Upload } = await import('@aws-sdk/lib-storage');
       const upload = new Upload({
         client,
         params: { Bucket, Key: keyOf(name), Body: Readable.from(counted()), ContentType: contentType },
@@ -79,6 +86,7 @@ export function s3TableStorage(client: S3Client, location: S3TableLocation, opti
       return bytes;
     },
     async delete(names) {
+      const { DeleteObjectsCommand } = await sdk();
       for (let i = 0; i < names.length; i += 1000) {
         const chunk = names.slice(i, i + 1000);
         await client.send(new DeleteObjectsCommand({ Bucket, Delete: { Objects: chunk.map((n) => ({ Key: keyOf(n) })), Quiet: true } }));

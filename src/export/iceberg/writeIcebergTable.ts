@@ -5,7 +5,7 @@ import { Channel } from '../channel.ts';
 import { RowCountMismatchError } from '../errors.ts';
 import { partitioner } from '../partitions.ts';
 import { decodeAvroFile, encodeAvroFile, type ManifestEntry, manifestEntrySchema, type ManifestFile, manifestFileSchema, partitionAvroType, type PartitionSpecField } from './avro.ts';
-import { IcebergCommitConflictError, IcebergNotATableError, IcebergPartitionError } from './errors.ts';
+import { IcebergCommitConflictError, IcebergMetadataError, IcebergNotATableError, IcebergPartitionError } from './errors.ts';
 import { encodeMetadata, METADATA_DIR, metadataFileName, parseMetadata, type Snapshot, SUMMARY_EXECUTION_ID, SUMMARY_FINGERPRINT, type TableMetadata, VERSION_HINT, versionOf } from './metadata.ts';
 import type { TableStorage } from './storage.ts';
 import { prepareSchema, type PreparedSchema } from './tableSchema.ts';
@@ -180,8 +180,7 @@ export async function writeIcebergTable(input: IcebergTableInput, options: Icebe
       });
       const file = metadataFileName(version);
       if (await storage.createIfAbsent(file, encodeMetadata(next), signal)) {
-        // The hint is for readers that do not list (icebird, DuckDB); the vN file alone is the commit.
-        await storage.put(VERSION_HINT, new TextEncoder().encode(String(version)), { contentType: 'text/plain' }).catch(() => undefined);
+        await writeHint(storage, version);
         return { url, skipped: false, snapshotId: String(snapshotId), metadataFile: file, rows, bytes, files: files.map(({ values: _, ...f }) => f), attempts: attempt };
       }
       // Lost the race: another writer committed version N+1 first. Re-read, then commit on top.
@@ -228,7 +227,27 @@ function committed(base: LoadedTable, meta: IcebergTableInput['meta'], mode: Ice
   return undefined;
 }
 
-async function loadTable(storage: TableStorage, signal?: AbortSignal): Promise<LoadedTable> {
+/**
+ * `version-hint.text` is for readers that do not list (icebird, DuckDB); the vN file alone is the
+ * commit. A concurrent writer may put an older number after ours, so after writing, look again and
+ * put the newest version seen until it stays (the last writer to finish leaves the newest). Best
+ * effort: the commit has happened whatever becomes of the hint.
+ */
+async function writeHint(storage: TableStorage, version: number): Promise<void> {
+  try {
+    let hinted = version;
+    for (let i = 0; i < 3; i++) {
+      await storage.put(VERSION_HINT, new TextEncoder().encode(String(hinted)), { contentType: 'text/plain' });
+      const newest = Math.max(...(await storage.list(`${METADATA_DIR}/`)).map((n) => versionOf(n) ?? 0));
+      if (newest <= hinted) return;
+      hinted = newest;
+    }
+  } catch {
+    // The hint is only a hint.
+  }
+}
+
+async function loadTable(storage: TableStorage, signal?: AbortSignal, tries = 3): Promise<LoadedTable> {
   const names = await storage.list(`${METADATA_DIR}/`, signal);
   const versions = names.map(versionOf).filter((v): v is number => v !== undefined);
   if (versions.length === 0) {
@@ -239,7 +258,11 @@ async function loadTable(storage: TableStorage, signal?: AbortSignal): Promise<L
   const version = Math.max(...versions);
   const file = metadataFileName(version);
   const bytes = await storage.read(file, signal);
-  if (bytes === undefined) return loadTable(storage, signal);
+  // Listed but gone (removed between the two calls): look again, a few times.
+  if (bytes === undefined) {
+    if (tries <= 1) throw new IcebergMetadataError(storage.url, file, 'listed but could not be read');
+    return loadTable(storage, signal, tries - 1);
+  }
   return { version, file, metadata: parseMetadata(bytes, storage.url, file) };
 }
 

@@ -16,6 +16,12 @@
 // (the flag is cleared as the next statement starts), so a stop is checked before each statement
 // and the connection is interrupted again every few milliseconds until execute settles.
 //
+// Pre-encoded pages (encodedResult.ts): once a result is stored, its JSON and CSV encodings are
+// written in the background, one result at a time, and from then on an unfiltered page is a
+// byte range of a file. Until then (and after a restart, until re-encoded) pages are built by
+// the page query, so a completed result is servable at once. An encoding is interrupted and
+// removed when its result is dropped or the engine closes.
+//
 // Stored results are attached for paging under an LRU of at most MAX_ATTACHED; an attached result
 // is counted while a page uses it and is only detached when unused, and re-attaching a result
 // waits for its detach to finish (the alias is the same).
@@ -28,10 +34,12 @@
 // queries running at once, so a lone large query gets all of them anyway.
 import { existsSync } from 'node:fs';
 import { readdir, rename, rm } from 'node:fs/promises';
+import { encodedDir, encodedPage, ENCODED_SUFFIX, ENCODING_SUFFIX, publishEncodings, readEncodedInfo, writeEncodings, type EncodedFormat, type EncodedPage } from './encodedResult.ts';
 import { join } from 'node:path';
 import { StatementType, type DuckDBConnection, type DuckDBInstance, type DuckDBPreparedStatement, type DuckDBType } from '@duckdb/node-api';
 import {
   EngineError,
+  type ArrowPage,
   type CsvPage,
   type EngineErrorOptions,
   type ExecuteOptions,
@@ -47,6 +55,7 @@ import { uniqueColumnNames } from './columnNames.ts';
 import { protocolTypeName } from './typeNames.ts';
 import { headerBytes, planPage, rowBytesSql, type StoredColumns } from './pageQuery.ts';
 import { Sandbox } from './sandbox.ts';
+import { buildArrowPage } from './arrowPage.ts';
 import { hideUnreadableHints, type AccessContext } from './accessPolicy.ts';
 import { lineColumnAt } from './sqlPosition.ts';
 
@@ -56,6 +65,11 @@ const TEAM_NAME = /^[A-Za-z0-9_-]{1,100}$/;
 const MAX_ATTACHED = 32;
 /** Names of scratch files in the results directory (a result id cannot contain '~'). */
 const SCRATCH_PREFIX = 'scratch~';
+/**
+ * Results smaller than this (result_set_bytes) are not pre-encoded: their page query costs a few
+ * milliseconds, less than writing, syncing and opening the files would.
+ */
+export const DEFAULT_ENCODE_MIN_BYTES = 64 * 1024;
 /** How often a stopped execution's connection is interrupted again (see the header). */
 const INTERRUPT_REPEAT_MS = 5;
 /** How long close() waits for running statements to stop before closing the instance anyway. */
@@ -65,6 +79,14 @@ interface OpenResult {
   alias: string;
   info: ResultInfo;
   columns: StoredColumns;
+}
+
+/** The background encoding of one result (see the header). */
+interface EncodingJob {
+  done: Promise<void>;
+  started: boolean;
+  cancelled: boolean;
+  conn?: DuckDBConnection;
 }
 
 /** An attached (or attaching) stored result: `refs` counts the pages using it right now. */
@@ -119,12 +141,24 @@ export class DuckDbEngine implements SqlEngine {
   #starting = 0;
   readonly #schemas = new Map<string, Promise<void>>();
   #closed = false;
+  readonly #encodings = new Map<string, EncodingJob>();
+  /** Encodings run one after the other: each is a bulk job that uses every thread. */
+  #encodeQueue: Promise<void> = Promise.resolve();
+  /** Results whose encoding failed, or that are too small to encode: their pages stay dynamic. */
+  readonly #encodeFailed = new Set<string>();
+  readonly #encodedInfo = new Map<string, ResultInfo>();
+  /** Executions in progress: encodings wait for none to be running (they would compete for every thread). */
+  #executing = 0;
+  #idleWaiters: Array<() => void> = [];
 
   readonly #systemViews: ReadonlySet<string>;
 
   /** `systemViews`: DuckDB's built-in catalog views, which user SQL may not read. */
-  constructor(instance: DuckDBInstance, dataDir: string, systemViews: ReadonlySet<string> = new Set()) {
+  readonly #encodeMinBytes: number;
+
+  constructor(instance: DuckDBInstance, dataDir: string, systemViews: ReadonlySet<string> = new Set(), encodeMinBytes = DEFAULT_ENCODE_MIN_BYTES) {
     this.#instance = instance;
+    this.#encodeMinBytes = encodeMinBytes;
     this.#resultsDir = join(dataDir, 'results');
     this.#systemViews = systemViews;
   }
@@ -177,6 +211,7 @@ export class DuckDbEngine implements SqlEngine {
 
     const conn = await this.#connect();
     this.#running.add(conn);
+    this.#executing += 1;
     let stop: 'canceled' | 'timeout' | undefined;
     let repeat: NodeJS.Timeout | undefined;
     const interrupt = (why: 'canceled' | 'timeout'): void => {
@@ -235,6 +270,7 @@ export class DuckDbEngine implements SqlEngine {
       attached = false;
       if (existsSync(`${tmpPath}.wal`)) throw new EngineError('internal', `result ${opts.resultId}: its write-ahead log was not checkpointed`);
       await rename(tmpPath, this.#path(opts.resultId));
+      if (info.bytes >= this.#encodeMinBytes) this.#scheduleEncoding(opts.resultId);
       return info;
     } catch (err) {
       // Cleanup statements must not be interrupted (a failed DETACH would leave the file attached).
@@ -251,6 +287,8 @@ export class DuckDbEngine implements SqlEngine {
       opts.signal.removeEventListener('abort', onAbort);
       this.#running.delete(conn);
       conn.closeSync();
+      this.#executing -= 1;
+      if (this.#executing === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
     }
   }
 
@@ -537,10 +575,116 @@ export class DuckDbEngine implements SqlEngine {
     };
   }
 
+  async arrowPage(resultId: string, req: PageRequest): Promise<ArrowPage> {
+    const { entry, open } = await this.#acquire(resultId);
+    try {
+      const plan = planPage(open.columns, req, 'json');
+      const conn = await this.#instance.connect();
+      try {
+        const body = await buildArrowPage(conn, open.columns, plan);
+        const bytesSql = `SELECT coalesce(sum(${rowBytesSql(plan.cols, open.columns)}), 0)::BIGINT FROM ${plan.source} AS page`;
+        const bytes = plan.headerBytes + Number((await conn.runAndReadAll(bytesSql)).getRowsJson()[0]![0]);
+        let total = plan.totalRowCount;
+        if (plan.countSql !== undefined) total = Number((await conn.runAndReadAll(plan.countSql)).getRowsJson()[0]![0]);
+        return { arrow: body.bytes, rowCount: body.rowCount, bytes, totalRowCount: total ?? 0, columnNames: plan.columnNames, columnTypes: plan.columnTypes };
+      } catch (err) {
+        const mapped = toEngineError(err);
+        if ((req.filters || req.sortBy) && mapped.kind !== 'capacity') {
+          throw new EngineError('bad_request', `filters: ${mapped.message}`, { cause: err });
+        }
+        throw mapped;
+      } finally {
+        conn.closeSync();
+      }
+    } finally {
+      this.#release(entry);
+    }
+  }
+
   async csvPage(resultId: string, req: PageRequest): Promise<CsvPage> {
     const r = await this.#runPage(resultId, req, 'csv');
     const header = r.plan.columnNames.map(csvHeaderField).join(',');
     return { csv: `${header}\n${r.body}${r.rowCount > 0 ? '\n' : ''}`, rowCount: r.rowCount, totalRowCount: r.total };
+  }
+
+  /**
+   * Page [offset, offset + limit) of all columns, unfiltered, from the result's encodings; undefined
+   * while the result has none yet (the page query serves it meanwhile). The rows come as an open
+   * byte range of a file: the caller streams and closes it.
+   */
+  async encodedPage(resultId: string, offset: number, limit: number, format: EncodedFormat): Promise<EncodedPage | undefined> {
+    this.#checkOpen();
+    checkResultId(resultId);
+    const { dir } = encodedDir(this.#resultsDir, resultId);
+    let info = this.#encodedInfo.get(resultId);
+    if (info === undefined && !this.#encodings.has(resultId)) {
+      info = await readEncodedInfo(dir);
+      if (info !== undefined) this.#encodedInfo.set(resultId, info);
+      else if (!this.#encodeFailed.has(resultId) && existsSync(this.#path(resultId))) {
+        // Stored before a restart (or by an older version): encoded now, if it is worth it.
+        if ((await this.resultInfo(resultId)).bytes >= this.#encodeMinBytes) this.#scheduleEncoding(resultId);
+        else this.#encodeFailed.add(resultId);
+      }
+    }
+    if (info === undefined) return undefined;
+    try {
+      return await encodedPage(dir, info, offset, limit, format);
+    } catch (err) {
+      // Dropped between the look-up and the read: the result is gone.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new EngineError('not_found', `no stored result ${resultId}`);
+      throw err;
+    }
+  }
+
+  /** Settles when the result's encoding (if one is scheduled or running) has finished. */
+  async encodingSettled(resultId: string): Promise<void> {
+    await this.#encodings.get(resultId)?.done;
+  }
+
+  #scheduleEncoding(id: string): void {
+    if (this.#closed || this.#encodings.has(id) || this.#encodeFailed.has(id)) return;
+    const job: EncodingJob = { done: Promise.resolve(), started: false, cancelled: false };
+    job.done = this.#encodeQueue
+      .then(() => this.#encode(id, job))
+      .catch((err: unknown) => {
+        this.#encodeFailed.add(id);
+        console.error(`sluice engine: encoding result ${id} failed (its pages are built per request):`, err);
+      })
+      .finally(() => {
+        if (this.#encodings.get(id) === job) this.#encodings.delete(id);
+      });
+    this.#encodeQueue = job.done;
+    this.#encodings.set(id, job);
+  }
+
+  async #encode(id: string, job: EncodingJob): Promise<void> {
+    while (this.#executing > 0 && !job.cancelled && !this.#closed) await new Promise<void>((wake) => this.#idleWaiters.push(wake));
+    if (job.cancelled || this.#closed) return;
+    job.started = true;
+    const { dir, tmp } = encodedDir(this.#resultsDir, id);
+    if (existsSync(dir)) return;
+    const { entry, open } = await this.#acquire(id);
+    let conn: DuckDBConnection | undefined;
+    try {
+      conn = await this.#connect();
+      this.#running.add(conn);
+      job.conn = conn;
+      if (job.cancelled || this.#closed) return;
+      await rm(tmp, { recursive: true, force: true });
+      await writeEncodings(conn, open.columns, open.info, tmp);
+      if (job.cancelled || this.#closed) throw new EngineError('canceled', 'encoding stopped');
+      await publishEncodings(tmp, dir);
+    } catch (err) {
+      await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+      if (job.cancelled || this.#closed) return;
+      throw err;
+    } finally {
+      if (conn !== undefined) {
+        this.#running.delete(conn);
+        conn.closeSync();
+      }
+      this.#release(entry);
+    }
   }
 
   async hasResult(resultId: string): Promise<boolean> {
@@ -557,6 +701,17 @@ export class DuckDbEngine implements SqlEngine {
   async dropResult(resultId: string): Promise<void> {
     this.#checkOpen();
     checkResultId(resultId);
+    this.#encodedInfo.delete(resultId);
+    const job = this.#encodings.get(resultId);
+    if (job !== undefined) {
+      job.cancelled = true;
+      // A running encoding holds the result attached: stop it and let it let go first.
+      if (job.started) {
+        job.conn?.interrupt();
+        await job.done;
+      }
+    }
+    this.#encodeFailed.delete(resultId);
     const entry = this.#open.get(resultId);
     if (entry !== undefined) this.#open.delete(resultId);
     // Registered at once: an attach of this id from now on waits, then finds the file gone.
@@ -571,6 +726,9 @@ export class DuckDbEngine implements SqlEngine {
     }
     await rm(this.#path(resultId), { force: true });
     await rm(`${this.#path(resultId)}.wal`, { force: true });
+    const { dir, tmp } = encodedDir(this.#resultsDir, resultId);
+    await rm(dir, { recursive: true, force: true });
+    await rm(tmp, { recursive: true, force: true });
   }
 
   /** Runs trusted code (views, uploads) on a connection of the instance; never user SQL. */
@@ -596,6 +754,7 @@ export class DuckDbEngine implements SqlEngine {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    for (const wake of this.#idleWaiters.splice(0)) wake();
     // Interrupted again and again: an interrupt between two statements is lost (see the header).
     const deadline = performance.now() + CLOSE_WAIT_MS;
     while ((this.#starting > 0 || this.#running.size > 0 || this.#trusted.size > 0) && performance.now() < deadline) {
@@ -608,8 +767,13 @@ export class DuckDbEngine implements SqlEngine {
 
   /** Leftovers of executions (and scratch files of uploads) that were in progress when the process died. */
   static async removeIncomplete(resultsDir: string): Promise<void> {
-    for (const name of await readdir(resultsDir)) {
+    const names = await readdir(resultsDir);
+    const stored = new Set(names.filter((n) => n.endsWith('.duckdb') && !n.includes('.tmp.duckdb')).map((n) => n.slice(0, -'.duckdb'.length)));
+    for (const name of names) {
       if (name.includes('.tmp.duckdb') || name.startsWith(SCRATCH_PREFIX)) await rm(join(resultsDir, name), { force: true });
+      // Half-written encodings, and encodings whose result was being dropped.
+      const orphan = name.endsWith(ENCODED_SUFFIX) && !stored.has(name.slice(0, -ENCODED_SUFFIX.length));
+      if (name.endsWith(ENCODING_SUFFIX) || orphan) await rm(join(resultsDir, name), { recursive: true, force: true });
     }
   }
 }

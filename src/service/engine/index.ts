@@ -52,5 +52,5 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
     instance.closeSync();
     throw err;
   }
-  return new DuckDbEngine(instance, opts.dataDir, systemViews);
+  return new DuckDbEngine(instance, opts.dataDir, systemViews, opts.encodeMinBytes);
 }

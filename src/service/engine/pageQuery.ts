@@ -25,6 +25,11 @@ export interface PagePlan {
   headerBytes: number;
   columnNames: string[];
   columnTypes: string[];
+  /** The page's rows (columns __rn, c0..cN-1) before encoding, and their order; for Arrow pages. */
+  source: string;
+  order: string;
+  /** Stored column indexes of the page's columns. */
+  cols: number[];
 }
 
 const TEXTUAL = new Set<DuckDBTypeId>([DuckDBTypeId.VARCHAR, DuckDBTypeId.ENUM, DuckDBTypeId.UUID]);
@@ -72,6 +77,25 @@ export function rowBytesSql(cols: number[], stored: StoredColumns): string {
 
 export function headerBytes(names: string[]): number {
   return names.length === 0 ? 0 : names.reduce((sum, n) => sum + utf8Bytes(n), 0) + names.length;
+}
+
+/** One row's JSON object text (`{"name":value,...}`) of the given stored columns. */
+export function jsonRowSql(stored: StoredColumns, cols: number[]): string {
+  const fields = cols.map((i) => `${sqlString(`${JSON.stringify(stored.names[i])}:`)} || coalesce(${jsonExpr(`c${i}`, stored.types[i]!)}, 'null')`);
+  return fields.length === 0 ? `'{}'` : `'{' || ${fields.join(` || ',' || `)} || '}'`;
+}
+
+/** One row's CSV line (without its line end) of the given stored columns, RFC 4180 quoted. */
+export function csvRowSql(stored: StoredColumns, cols: number[]): string {
+  const fields = cols.map((i) => {
+    const t = textExpr(`c${i}`, stored.types[i]!);
+    if (CSV_SAFE.has(stored.types[i]!.typeId) || customUnionTag(stored.types[i]!)) return `coalesce(${t}, '')`;
+    // Nested values are JSON text, nearly always holding ',' or '"': always quote them
+    // rather than render the (costly) text twice.
+    if (NESTED.has(stored.types[i]!.typeId)) return `coalesce('"' || replace(${t}, '"', '""') || '"', '')`;
+    return `(CASE WHEN c${i} IS NULL THEN '' WHEN ${t} = '' OR regexp_matches(${t}, '[",\\r\\n]') THEN '"' || replace(${t}, '"', '""') || '"' ELSE ${t} END)`;
+  });
+  return fields.length === 0 ? `''` : fields.join(` || ',' || `);
 }
 
 export function planPage(stored: StoredColumns, req: PageRequest, format: 'json' | 'csv'): PagePlan {
@@ -128,21 +152,7 @@ export function planPage(stored: StoredColumns, req: PageRequest, format: 'json'
     else totalRowCount = stored.rowCount;
   }
 
-  let rowSql: string;
-  if (format === 'json') {
-    const fields = cols.map((i) => `${sqlString(`${JSON.stringify(stored.names[i])}:`)} || coalesce(${jsonExpr(`c${i}`, stored.types[i]!)}, 'null')`);
-    rowSql = fields.length === 0 ? `'{}'` : `'{' || ${fields.join(` || ',' || `)} || '}'`;
-  } else {
-    const fields = cols.map((i) => {
-      const t = textExpr(`c${i}`, stored.types[i]!);
-      if (CSV_SAFE.has(stored.types[i]!.typeId) || customUnionTag(stored.types[i]!)) return `coalesce(${t}, '')`;
-      // Nested values are JSON text, nearly always holding ',' or '"': always quote them
-      // rather than render the (costly) text twice.
-      if (NESTED.has(stored.types[i]!.typeId)) return `coalesce('"' || replace(${t}, '"', '""') || '"', '')`;
-      return `(CASE WHEN c${i} IS NULL THEN '' WHEN ${t} = '' OR regexp_matches(${t}, '[",\\r\\n]') THEN '"' || replace(${t}, '"', '""') || '"' ELSE ${t} END)`;
-    });
-    rowSql = fields.length === 0 ? `''` : fields.join(` || ',' || `);
-  }
+  const rowSql = format === 'json' ? jsonRowSql(stored, cols) : csvRowSql(stored, cols);
   const sep = format === 'json' ? `','` : 'chr(10)';
   const sql = `SELECT count(*)::BIGINT AS n, coalesce(string_agg(${rowSql}, ${sep} ORDER BY ${order}), '') AS body, coalesce(sum(${rowBytesSql(cols, stored)}), 0)::BIGINT AS bytes FROM ${source} AS page`;
   const plan: PagePlan = {
@@ -150,6 +160,9 @@ export function planPage(stored: StoredColumns, req: PageRequest, format: 'json'
     headerBytes: headerBytes(cols.map((i) => stored.names[i]!)),
     columnNames: cols.map((i) => stored.names[i]!),
     columnTypes: cols.map((i) => stored.protocolTypes[i]!),
+    source,
+    order,
+    cols,
   };
   if (countSql !== undefined) plan.countSql = countSql;
   if (totalRowCount !== undefined) plan.totalRowCount = totalRowCount;

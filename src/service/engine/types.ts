@@ -73,6 +73,17 @@ export interface Page {
   columnTypes: string[];
 }
 
+export interface ArrowPage {
+  /** Arrow IPC stream: schema (as the connector's type mapping builds it), one batch, end. */
+  arrow: Uint8Array;
+  rowCount: number;
+  /** result_set_bytes of this page, as Page.bytes. */
+  bytes: number;
+  totalRowCount: number;
+  columnNames: string[];
+  columnTypes: string[];
+}
+
 export interface CsvPage {
   /** Header row always, '\n' line ends, RFC 4180 quoting, NULL as an empty field. */
   csv: string;
@@ -94,6 +105,15 @@ export interface SqlEngine {
   execute(sql: string, opts: ExecuteOptions): Promise<ResultInfo>;
   page(resultId: string, req: PageRequest): Promise<Page>;
   csvPage(resultId: string, req: PageRequest): Promise<CsvPage>;
+  /** The page as an Arrow IPC stream (same rows and parameters as page). */
+  arrowPage(resultId: string, req: PageRequest): Promise<ArrowPage>;
+  /**
+   * An unfiltered page of all columns from the result's pre-encoded form, as a byte range to
+   * stream; undefined while the result is not encoded yet (serve it with page/csvPage then).
+   */
+  encodedPage(resultId: string, offset: number, limit: number, format: 'json' | 'csv'): Promise<import('./encodedResult.ts').EncodedPage | undefined>;
+  /** Settles when the result's pre-encoding (scheduled when it was stored) has ended. */
+  encodingSettled(resultId: string): Promise<void>;
   hasResult(resultId: string): Promise<boolean>;
   /** Metadata of a stored result (addition: lets the HTTP side rebuild status after restart). */
   resultInfo(resultId: string): Promise<ResultInfo>;
@@ -144,6 +164,8 @@ export interface OpenEngineOptions {
   datasets?: string[];
   /** Rows of sample.events (default 1,000,000). */
   sampleRows?: number;
+  /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB). */
+  encodeMinBytes?: number;
   /** DuckDB threads for the instance (default: DuckDB's default, the core count). */
   defaultThreads?: number;
 }

@@ -1,9 +1,38 @@
+import type { FileHandle } from 'node:fs/promises';
+
+/** Bytes [start, end) of an open file. The server closes the handle once the reply is written. */
+export interface FileRange {
+  handle: FileHandle;
+  start: number;
+  end: number;
+}
+
+/**
+ * A body written piece by piece, files streamed from disk: `length` is its total byte length
+ * (sent as content-length). Every FileRange's handle is closed after the reply, whatever happens.
+ */
+export interface PartsBody {
+  length: number;
+  parts: Array<string | Uint8Array | FileRange>;
+}
+
 /** What a handler answers; the server writes it (and is where faults may cut it short). */
 export interface Reply {
   status: number;
   contentType: string;
-  body: string;
+  body: string | PartsBody;
   headers?: Record<string, string>;
+}
+
+/** A PartsBody of the given pieces; strings count as UTF-8. */
+export function partsBody(parts: PartsBody['parts']): PartsBody {
+  let length = 0;
+  for (const p of parts) {
+    if (typeof p === 'string') length += Buffer.byteLength(p, 'utf8');
+    else if (p instanceof Uint8Array) length += p.byteLength;
+    else length += p.end - p.start;
+  }
+  return { length, parts };
 }
 
 export function json(status: number, value: unknown, headers?: Record<string, string>): Reply {

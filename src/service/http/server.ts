@@ -5,7 +5,9 @@ import { requireScope, type KeyRing } from '../auth.ts';
 import { HttpError } from './errors.ts';
 import { RateLimitError } from '../limits/errors.ts';
 import type { Faults } from './faults.ts';
-import { errorReply, type Reply } from './reply.ts';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { errorReply, type PartsBody, type Reply } from './reply.ts';
 import type { Router } from './router.ts';
 import { parseJson, readBody } from './body.ts';
 
@@ -82,6 +84,10 @@ function replyForError(err: unknown): Reply {
 }
 
 function send(req: IncomingMessage, res: ServerResponse, reply: Reply, reset: boolean): void {
+  if (typeof reply.body !== 'string') {
+    sendParts(res, reply, reply.body, reset);
+    return;
+  }
   const body = Buffer.from(reply.body, 'utf8');
   res.statusCode = reply.status;
   res.setHeader('content-type', reply.contentType);
@@ -99,4 +105,48 @@ function send(req: IncomingMessage, res: ServerResponse, reply: Reply, reset: bo
     return;
   }
   res.end(body);
+}
+
+/**
+ * Streams a PartsBody with backpressure. A client that goes away mid-body ends the stream (no
+ * error reply can follow a started body: the connection is destroyed, and the files are closed).
+ */
+function sendParts(res: ServerResponse, reply: Reply, body: PartsBody, reset: boolean): void {
+  res.statusCode = reply.status;
+  res.setHeader('content-type', reply.contentType);
+  res.setHeader('content-length', body.length);
+  for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
+  // A reset fault sends half the body, then kills the connection (as for string bodies).
+  const budget = reset && body.length > 1 ? Math.floor(body.length / 2) : body.length;
+  pipeline(Readable.from(partChunks(body, budget)), res)
+    .then(() => {
+      if (budget < body.length) res.destroy();
+    })
+    .catch(() => res.destroy())
+    .finally(() => closeParts(body));
+}
+
+async function* partChunks(body: PartsBody, budget: number): AsyncGenerator<Uint8Array> {
+  let left = budget;
+  for (const p of body.parts) {
+    if (left <= 0) return;
+    if (typeof p === 'string' || p instanceof Uint8Array) {
+      const bytes = typeof p === 'string' ? Buffer.from(p, 'utf8') : p;
+      yield bytes.subarray(0, left);
+      left -= bytes.byteLength;
+      continue;
+    }
+    if (p.end <= p.start) continue;
+    const end = Math.min(p.end, p.start + left);
+    for await (const chunk of p.handle.createReadStream({ start: p.start, end: end - 1, autoClose: false, highWaterMark: 256 * 1024 })) {
+      yield chunk as Buffer;
+    }
+    left -= end - p.start;
+  }
+}
+
+function closeParts(body: PartsBody): void {
+  for (const p of body.parts) {
+    if (typeof p !== 'string' && !(p instanceof Uint8Array)) void p.handle.close().catch(() => undefined);
+  }
 }

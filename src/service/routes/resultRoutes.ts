@@ -1,10 +1,12 @@
-import { CSV_NEXT_OFFSET_HEADER, CSV_NEXT_URI_HEADER, MESSAGES, PATHS } from '../../protocol/index.ts';
+import { ARROW_STREAM_MEDIA_TYPE, arrowPageHeaders, CSV_NEXT_OFFSET_HEADER, CSV_NEXT_URI_HEADER, MESSAGES, PATHS } from '../../protocol/index.ts';
+import { negotiate } from '../http/accept.ts';
 import type { ResultMetadata } from '../../protocol/index.ts';
 import type { ServiceContext } from '../context.ts';
 import { EngineError, type PageRequest } from '../engine/types.ts';
 import type { CompletedExecution, ExecutionRecord } from '../executionRecord.ts';
 import { HttpError } from '../http/errors.ts';
-import { jsonText, type Reply } from '../http/reply.ts';
+import { json, jsonText, partsBody, type Reply } from '../http/reply.ts';
+import { csvField } from '../engine/pageQuery.ts';
 import type { RequestContext, Route } from '../http/router.ts';
 import { canonicalValue, ParameterError } from '../parameters.ts';
 import { effectiveLimit, nextUri, parseResultShape, type ResultShape } from '../resultShape.ts';
@@ -12,26 +14,33 @@ import { executionFields, timingOf } from '../statusView.ts';
 import { checkExecutionParams } from './executionParams.ts';
 import { executionOf, queryOf } from './lookup.ts';
 
-type Format = 'json' | 'csv';
+type Format = 'json' | 'csv' | 'arrow';
+
+/** What the JSON results operations answer with, the default first. */
+const JSON_RESULT_MEDIA = ['application/json', ARROW_STREAM_MEDIA_TYPE] as const;
 
 /** Results of an execution, and the latest result of a saved query, as JSON or CSV pages. */
 export function resultRoutes(svc: ServiceContext): Route[] {
-  const byExecution = (format: Format): Route => ({
+  const byExecution = (format: 'json' | 'csv'): Route => ({
     method: 'GET',
     path: `/v1/execution/:id/results${format === 'csv' ? '/csv' : ''}`,
     scope: 'Read',
     async handle(ctx) {
+      const wanted = mediaFormat(ctx, format);
+      if (typeof wanted !== 'string') return wanted;
       const shape = parseResultShape(ctx.url, true);
       const rec = executionOf(svc, ctx.principal, ctx.params.id);
       checkExecutionParams(svc, rec, shape.queryParams);
-      return serve(svc, ctx, rec, shape, format);
+      return serve(svc, ctx, rec, shape, wanted);
     },
   });
-  const latest = (format: Format): Route => ({
+  const latest = (format: 'json' | 'csv'): Route => ({
     method: 'GET',
     path: `/v1/query/:query_id/results${format === 'csv' ? '/csv' : ''}`,
     scope: 'Read',
     async handle(ctx) {
+      const media = mediaFormat(ctx, format);
+      if (typeof media !== 'string') return media;
       const shape = parseResultShape(ctx.url, true);
       const q = queryOf(svc, ctx.principal, ctx.params.query_id, 'read');
       const unknown = Object.keys(shape.queryParams).filter((k) => !q.parameters.some((p) => p.key === k));
@@ -56,10 +65,26 @@ export function resultRoutes(svc: ServiceContext): Route[] {
             Object.entries(wanted).every(([k, v]) => e.parameters[k] === v),
         );
       if (rec === undefined) throw new HttpError(404, MESSAGES.noLatestResult);
-      return serve(svc, ctx, rec, shape, format);
+      return serve(svc, ctx, rec, shape, media);
     },
   });
   return [byExecution('json'), byExecution('csv'), latest('json'), latest('csv')];
+}
+
+/**
+ * The format a JSON results request is answered in, by its Accept header (Arrow pages are an
+ * extension: see the README), or the 406 reply. CSV operations answer CSV whatever it says.
+ */
+function mediaFormat(ctx: RequestContext, format: 'json' | 'csv'): Format | Reply {
+  if (format === 'csv') return 'csv';
+  const accept = ctx.req.headers.accept;
+  const chosen = negotiate(accept, JSON_RESULT_MEDIA);
+  if (chosen === ARROW_STREAM_MEDIA_TYPE) return 'arrow';
+  if (chosen !== undefined) return 'json';
+  return json(406, {
+    error: `Not Acceptable: results are served as ${JSON_RESULT_MEDIA.join(' or ')}; the request's Accept header was ${JSON.stringify(accept)}`,
+    supported: [...JSON_RESULT_MEDIA],
+  });
 }
 
 async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRecord, shape: ResultShape, format: Format): Promise<Reply> {
@@ -86,27 +111,72 @@ async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRec
     return { offset: next, uri: nextUri(ctx.origin, apiPath, shape, next) };
   };
 
+  if (format === 'arrow') {
+    const page = await engineCall(() => svc.engine.arrowPage(rec.id, req));
+    const next = nextOf(page.rowCount, page.totalRowCount);
+    const f = executionFields(rec);
+    const headers = arrowPageHeaders({
+      execution_id: f.execution_id,
+      ...(f.query_id === undefined ? {} : { query_id: f.query_id }),
+      state: rec.state,
+      ...(f.submitted_at === undefined ? {} : { submitted_at: f.submitted_at }),
+      ...(f.execution_started_at === undefined ? {} : { execution_started_at: f.execution_started_at }),
+      ...(f.execution_ended_at === undefined ? {} : { execution_ended_at: f.execution_ended_at }),
+      ...(f.expires_at === undefined ? {} : { expires_at: f.expires_at }),
+      metadata: {
+        column_names: page.columnNames,
+        column_types: page.columnTypes,
+        row_count: page.rowCount,
+        result_set_bytes: page.bytes,
+        total_row_count: rec.result.rowCount,
+        total_result_set_bytes: rec.result.bytes,
+        datapoint_count: page.rowCount * page.columnNames.length,
+      },
+      ...(next === undefined ? {} : { next_offset: next.offset, next_uri: next.uri }),
+    });
+    return { status: 200, contentType: ARROW_STREAM_MEDIA_TYPE, body: partsBody([page.arrow]), headers };
+  }
+
+  // All columns, unfiltered, unsorted: a byte range of the pre-encoded result, once it is there.
+  const plain = req.columns === undefined && req.filters === undefined && req.sortBy === undefined && req.sampleCount === undefined;
+  const encoded = plain ? await engineCall(() => svc.engine.encodedPage(rec.id, req.offset, req.limit, format)) : undefined;
+  if (encoded !== undefined) {
+    const next = nextOf(encoded.rowCount, encoded.totalRowCount);
+    const rows = encoded.rows === undefined ? [] : [encoded.rows];
+    if (format === 'csv') {
+      const header = `${encoded.columnNames.map(csvField).join(',')}\n`;
+      return { status: 200, contentType: 'text/csv; charset=utf-8', body: partsBody([header, ...rows]), headers: csvNextHeaders(next) };
+    }
+    const [before, after] = resultPageJson(rec, encoded, next);
+    return { status: 200, contentType: 'application/json; charset=utf-8', body: partsBody([`${before}[`, ...rows, `]${after}`]) };
+  }
+
   if (format === 'csv') {
     const page = await engineCall(() => svc.engine.csvPage(rec.id, req));
     const next = nextOf(page.rowCount, page.totalRowCount);
-    const headers: Record<string, string> = next === undefined ? {} : { [CSV_NEXT_OFFSET_HEADER]: String(next.offset), [CSV_NEXT_URI_HEADER]: next.uri };
-    return { status: 200, contentType: 'text/csv; charset=utf-8', body: page.csv, headers };
+    return { status: 200, contentType: 'text/csv; charset=utf-8', body: page.csv, headers: csvNextHeaders(next) };
   }
 
   const page = await engineCall(() => svc.engine.page(rec.id, req));
   const next = nextOf(page.rowCount, page.totalRowCount);
-  return jsonText(200, resultPageJson(rec, page, next));
+  const [before, after] = resultPageJson(rec, page, next);
+  return jsonText(200, `${before}${page.rowsJson}${after}`);
+}
+
+function csvNextHeaders(next: { offset: number; uri: string } | undefined): Record<string, string> {
+  return next === undefined ? {} : { [CSV_NEXT_OFFSET_HEADER]: String(next.offset), [CSV_NEXT_URI_HEADER]: next.uri };
 }
 
 /**
- * The JSON page, with the engine's row text spliced in verbatim: re-parsing it would round
- * bigints beyond 2^53 and cost a parse and a stringify per page.
+ * The JSON page around its rows array, which goes between the two texts: the engine's row text
+ * is spliced in verbatim (re-parsing it would round bigints beyond 2^53 and cost a parse and a
+ * stringify per page), or streamed from the pre-encoded result.
  */
 function resultPageJson(
   rec: CompletedExecution,
-  page: { rowsJson: string; rowCount: number; bytes: number; columnNames: string[]; columnTypes: string[] },
+  page: { rowCount: number; bytes: number; columnNames: string[]; columnTypes: string[] },
   next: { offset: number; uri: string } | undefined,
-): string {
+): [string, string] {
   const metadata: ResultMetadata = {
     column_names: page.columnNames,
     column_types: page.columnTypes,
@@ -119,7 +189,7 @@ function resultPageJson(
   };
   const head = JSON.stringify(executionFields(rec)).slice(0, -1);
   const tail = next === undefined ? '' : `,"next_offset":${next.offset},"next_uri":${JSON.stringify(next.uri)}`;
-  return `${head},"result":{"rows":${page.rowsJson},"metadata":${JSON.stringify(metadata)}}${tail}}`;
+  return [`${head},"result":{"rows":`, `,"metadata":${JSON.stringify(metadata)}}${tail}}`];
 }
 
 /** A bad filter, sort or column is the caller's mistake (400 with the engine's reason). */

@@ -192,6 +192,7 @@ describe.each(backends)('Iceberg table on $name', ({ make }) => {
     // On S3 the loser was refused by If-None-Match (the gate plays S3's part; fauxqs would accept it).
     if (storage.url.startsWith('s3://')) expect(gate.refused).toBeGreaterThan(0);
     await expectTable(storage, [{ sql: NARROW }, { sql: NARROW }, { sql: NARROW }]);
+    expect(new TextDecoder().decode(await storage.read('metadata/version-hint.text'))).toBe('3');
   });
 
   it('two writers at once without retries: one commits, the other fails cleanly and leaves nothing', async () => {

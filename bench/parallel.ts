@@ -1,0 +1,194 @@
+// One export on every core: the figures of the connector's parallel work, as ratios against
+// baselines measured in the same run (the machine is shared, so absolute times are noisy).
+// The service runs in a child process (its page encoding must not share this process's thread).
+// - bare JSON.parse of the same page bytes (the floor of anything that reads JSON pages);
+// - stream() typed rows over JSON; .batches() over JSON decoded on the calling thread, by 1 and
+//   2 decode threads, by the default pool (auto) and an over-subscribed 4;
+// - .batches() over Arrow pages, when the service serves them (else said so);
+// - an export to zstd Parquet over each wire, against DuckDB COPY ... TO parquet of the same rows;
+// - peak RSS of batches() at 1M and 5M rows (bounded memory: the same peak).
+// `npm run bench -- parallel`; BENCH_PARALLEL_ROWS overrides 1M (the 5M run then uses 5x).
+import { mkdtemp, rm } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { ServiceClient } from '../src/client/index.ts';
+import { builtins } from '../connectors/index.ts';
+import { resolveOutput, writeExport } from '../src/export/index.ts';
+import { defaultDecodeThreads } from '../src/pipeline/decodePool.ts';
+import { stream, type StreamOptions } from '../src/pipeline/stream.ts';
+import type { StreamSource } from '../src/pipeline/source.ts';
+import { ARROW_STREAM_MEDIA_TYPE } from '../src/protocol/index.ts';
+import { sampleEventsSelect } from '../src/service/engine/sampleEvents.ts';
+import { startChildService } from './pipeline.ts';
+
+const ROWS = Number(process.env.BENCH_PARALLEL_ROWS ?? 1_000_000);
+const KEY = 'sk_bench_admin_key';
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
+const x = (n: number) => `${n.toFixed(2)}x`;
+
+export async function run(): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-parallel-'));
+  const svc = await startChildService(dataDir, ROWS);
+  const client = new ServiceClient({ baseUrl: svc.url, apiKey: KEY });
+  try {
+    console.log(`${fmt(ROWS)} rows x 8 columns (sample.events); ${availableParallelism()} cores; default decode threads ${defaultDecodeThreads()}`);
+    const execution = await client.execute({ sql: 'SELECT * FROM sample.events' });
+    await execution.wait();
+    const source: StreamSource = { executionId: execution.id };
+    const arrowOffered = await offersArrow(svc.url, execution.id);
+
+    const parse = await jsonParseBaseline(svc.url, execution.id);
+    console.log(`baseline JSON.parse of the same bytes: ${(parse.ms / 1000).toFixed(2)} s (${mb(parse.bytes)}, ${parse.pages} pages)`);
+
+    const rowsMs = await timed(async () => {
+      let n = 0;
+      for await (const _ of stream(client, source, { wire: 'json' })) n++;
+      return n;
+    });
+    console.log(`stream() rows over JSON: ${(rowsMs / 1000).toFixed(2)} s = ${x(rowsMs / parse.ms)} the JSON.parse time (target <= 1.5x)`);
+
+    console.log('\n.batches() over JSON, concurrency 4:');
+    console.log('decode threads            seconds  vs JSON.parse  speed-up vs calling thread');
+    const cases: [string, StreamOptions][] = [
+      ['0 (calling thread)', { decodeThreads: 0 }],
+      ['1', { decodeThreads: 1 }],
+      ['2', { decodeThreads: 2 }],
+      [`auto (${defaultDecodeThreads()})`, {}],
+      ['4 (over-subscribed)', { decodeThreads: 4 }],
+    ];
+    let inThread = 0;
+    let jsonBatchesMs = 0;
+    for (const [label, options] of cases) {
+      const ms = await timeBatches(client, source, { wire: 'json', ...options });
+      if (inThread === 0) inThread = ms;
+      if (label.startsWith('auto')) jsonBatchesMs = ms;
+      console.log(`${label.padEnd(24)}  ${(ms / 1000).toFixed(2).padStart(7)}  ${x(ms / parse.ms).padStart(13)}  ${x(inThread / ms).padStart(10)}`);
+    }
+    if (arrowOffered) {
+      const ms = await timeBatches(client, source, { wire: 'arrow' });
+      console.log(`.batches() over Arrow: ${(ms / 1000).toFixed(2)} s = ${x(jsonBatchesMs / ms)} faster than over JSON (target >= 5x)`);
+    } else {
+      console.log('.batches() over Arrow: the service does not serve Arrow pages (it answered JSON): no figure');
+    }
+
+    // Before DuckDB is loaded into this process for the COPY baseline.
+    console.log('\npeak RSS of the process during .batches() over JSON (auto), before -> peak:');
+    for (const [label, src] of [
+      [`${fmt(ROWS)}`, source],
+      [`${fmt(ROWS * 5)}`, { sql: sampleEventsSelect(ROWS * 5) }],
+    ] as const) {
+      const s = stream(client, src, {});
+      await s.info();
+      globalThis.gc?.();
+      const before = process.memoryUsage().rss;
+      const sampler = sampleRss();
+      let n = 0;
+      for await (const b of s.batches()) n += b.numRows;
+      const peak = sampler.stop();
+      console.log(`${label} rows: ${mb(before)} -> ${mb(peak)} (+${mb(peak - before)}; target: peak <= 300 MB, the same at 5x the rows)`);
+      if (n === 0) throw new Error('no rows');
+    }
+    console.log('\nexport to zstd Parquet (writeExport, one file per 250,000 rows) vs DuckDB COPY of the same rows:');
+    const duckMs = await duckdbCopy(dataDir);
+    console.log(`DuckDB COPY ... TO parquet (zstd): ${(duckMs / 1000).toFixed(2)} s`);
+    for (const wire of arrowOffered ? (['json', 'arrow'] as const) : (['json'] as const)) {
+      const ms = await timeExport(client, source, wire, dataDir);
+      console.log(`sluice export over ${wire.padEnd(5)}: ${(ms / 1000).toFixed(2)} s = ${x(ms / duckMs)} DuckDB's time (target <= 5x)`);
+    }
+
+    console.log('\nparts in parallel (workers 1/2/auto) and sharded runs: not built yet, no figures');
+  } finally {
+    await client.close();
+    await svc.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function timed(f: () => Promise<number>): Promise<number> {
+  const t = performance.now();
+  const n = await f();
+  const ms = performance.now() - t;
+  if (n !== ROWS) throw new Error(`expected ${ROWS} rows, got ${n}`);
+  return ms;
+}
+
+function timeBatches(client: ServiceClient, source: StreamSource, options: StreamOptions): Promise<number> {
+  return timed(async () => {
+    let n = 0;
+    for await (const b of stream(client, source, options).batches()) n += b.numRows;
+    return n;
+  });
+}
+
+async function timeExport(client: ServiceClient, source: StreamSource, wire: 'json' | 'arrow', dir: string): Promise<number> {
+  const out = join(dir, `export-${wire}`);
+  const t = performance.now();
+  const s = stream(client, source, { wire });
+  const info = await s.info();
+  const summary = await writeExport(
+    { schema: await s.schema(), batches: s.batches(), meta: { executionId: info.executionId } },
+    resolveOutput({ format: 'parquet', format_options: { compression: 'zstd' }, path: out, max_rows_per_file: 250_000 }, builtins),
+  );
+  const ms = performance.now() - t;
+  if (summary.rows !== ROWS) throw new Error(`exported ${summary.rows} rows, expected ${ROWS}`);
+  await rm(out, { recursive: true, force: true });
+  return ms;
+}
+
+async function duckdbCopy(dir: string): Promise<number> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const connection = await instance.connect();
+  try {
+    await connection.run(`CREATE TABLE events AS ${sampleEventsSelect(ROWS)}`);
+    const file = join(dir, 'duckdb.parquet');
+    const t = performance.now();
+    await connection.run(`COPY events TO '${file}' (FORMAT parquet, COMPRESSION zstd)`);
+    const ms = performance.now() - t;
+    await rm(file, { force: true });
+    return ms;
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+  }
+}
+
+async function offersArrow(url: string, executionId: string): Promise<boolean> {
+  const res = await fetch(`${url}/v1/execution/${executionId}/results?limit=1`, { headers: { 'X-Service-Api-Key': KEY, accept: ARROW_STREAM_MEDIA_TYPE } });
+  await res.arrayBuffer();
+  return (res.headers.get('content-type') ?? '').startsWith(ARROW_STREAM_MEDIA_TYPE);
+}
+
+async function jsonParseBaseline(url: string, executionId: string) {
+  let offset: number | undefined = 0;
+  let ms = 0;
+  let bytes = 0;
+  let pages = 0;
+  while (offset !== undefined) {
+    const res = await fetch(`${url}/v1/execution/${executionId}/results?offset=${offset}`, { headers: { 'X-Service-Api-Key': KEY } });
+    const text = await res.text();
+    const t = performance.now();
+    const page = JSON.parse(text) as { next_offset?: number };
+    ms += performance.now() - t;
+    bytes += Buffer.byteLength(text);
+    pages++;
+    offset = page.next_offset;
+  }
+  return { ms, bytes, pages };
+}
+
+function sampleRss() {
+  let peak = process.memoryUsage().rss;
+  const timer = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }, 10);
+  return {
+    stop() {
+      clearInterval(timer);
+      return Math.max(peak, process.memoryUsage().rss);
+    },
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await run();

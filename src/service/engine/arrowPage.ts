@@ -1,0 +1,70 @@
+// Arrow pages: the rows of a page as an Arrow IPC stream, built from DuckDB's vectors column by
+// column (no row objects). The schema and the Arrow layout of every value are the connector's own
+// (src/types: arrowSchema, columnBuilder), so a file written from Arrow pages holds exactly the
+// values of one written from JSON pages. Types whose DuckDB value is already the JS value the
+// connector decodes (booleans, small integers, bigint, floats, varchar) are appended as read;
+// every other column is rendered by DuckDB as its JSON page text (encode.ts) and decoded by the
+// connector's decoder of that type: one definition of each value, whichever way it travels.
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { makeData, RecordBatch, RecordBatchStreamWriter, Struct } from 'apache-arrow';
+import { arrowSchema } from '../../types/arrow.ts';
+import { columnBuilder } from '../../types/columns.ts';
+import { compileDecoder, type ValueDecoder } from '../../types/decode.ts';
+import { parseJsonLossless } from '../../types/json.ts';
+import { parseType } from '../../types/parse.ts';
+import { jsonExpr, textExpr } from './encode.ts';
+import type { PagePlan, StoredColumns } from './pageQuery.ts';
+
+/** Protocol types whose DuckDB value is the decoded JS value as is. */
+const AS_READ = new Set(['boolean', 'tinyint', 'smallint', 'integer', 'bigint', 'real', 'double', 'varchar']);
+
+export interface ArrowPageBody {
+  /** The IPC stream: schema, one record batch with the page's rows, end-of-stream. */
+  bytes: Uint8Array;
+  rowCount: number;
+}
+
+/** Builds the Arrow IPC stream of a planned page. */
+export async function buildArrowPage(conn: DuckDBConnection, stored: StoredColumns, plan: PagePlan): Promise<ArrowPageBody> {
+  const schema = arrowSchema(plan.columnNames.map((name, k) => ({ name, type: plan.columnTypes[k]! })));
+  const asRead = plan.cols.map((i) => AS_READ.has(stored.protocolTypes[i]!));
+  const decoders: Array<ValueDecoder | undefined> = plan.cols.map((_, k) =>
+    asRead[k] ? undefined : compileDecoder(parseType(plan.columnTypes[k]!), { timestamps: 'string' }),
+  );
+  const builders = schema.fields.map((f, k) => columnBuilder(parseType(plan.columnTypes[k]!), f));
+  // A JSON value that is a quoted text needing no escapes (decimals, dates, timestamps, ...) is
+  // fetched as that text: the decoder takes the same string without a JSON.parse per value.
+  const parsed: boolean[] = [];
+  const exprs = plan.cols.map((i, k) => {
+    if (asRead[k]) return `c${i} AS v${k}`;
+    const v = `c${i}`;
+    const json = jsonExpr(v, stored.types[i]!);
+    const text = textExpr(v, stored.types[i]!);
+    parsed[k] = json !== `('"' || ${text} || '"')`;
+    return `${parsed[k] ? json : text} AS v${k}`;
+  });
+  const select = exprs.length === 0 ? 'NULL AS v' : exprs.join(', ');
+  const result = await conn.stream(`SELECT ${select} FROM ${plan.source} AS page ORDER BY ${plan.order}`);
+  let rowCount = 0;
+  for (;;) {
+    const chunk = await result.fetchChunk();
+    if (!chunk || chunk.rowCount === 0) break;
+    const n = chunk.rowCount;
+    rowCount += n;
+    for (let k = 0; k < builders.length; k++) {
+      const vector = chunk.getColumnVector(k);
+      const builder = builders[k]!;
+      const decode = decoders[k];
+      const parse = parsed[k] === true;
+      for (let r = 0; r < n; r++) {
+        const v = vector.getItem(r);
+        if (v === null) builder.append(null);
+        else if (decode === undefined) builder.append(v);
+        else builder.append(decode(parse ? parseJsonLossless(v as string) : v));
+      }
+    }
+  }
+  const children = builders.map((b) => b.finish());
+  const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rowCount, nullCount: 0, children }));
+  return { bytes: RecordBatchStreamWriter.writeAll([batch]).toUint8Array(true), rowCount };
+}

@@ -1,0 +1,26 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import { startService, type ServiceOptions } from './index.ts';
+
+/**
+ * The local service in a worker thread of its own (started by `startServiceThread`): its page
+ * encoding and DuckDB calls then run beside the caller's export instead of on its event loop.
+ */
+const port = parentPort;
+if (port === null) throw new Error('serviceThread.ts runs as a worker thread');
+try {
+  const service = await startService(workerData as ServiceOptions);
+  port.on('message', (message: unknown) => {
+    if (message !== 'close') return;
+    void service.close().then(
+      () => port.postMessage({ closed: true }),
+      (error: unknown) => port.postMessage({ closed: true, error: describe(error) }),
+    );
+  });
+  port.postMessage({ url: service.url, origin: service.origin, ...(service.generatedKey === undefined ? {} : { generatedKey: service.generatedKey }) });
+} catch (error) {
+  port.postMessage({ error: describe(error) });
+}
+
+function describe(error: unknown): { name: string; message: string } {
+  return error instanceof Error ? { name: error.name, message: error.message } : { name: 'Error', message: String(error) };
+}

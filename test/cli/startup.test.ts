@@ -1,0 +1,44 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ROOT, sluiceEntry, testEnv } from './sluiceProcess.ts';
+
+// What a command loads before it does anything: checking a job file or printing help must not pay
+// for DuckDB (the service), parquet-wasm or the AWS SDK, which only running an export needs.
+
+const HEAVY = /^(?:@duckdb\/|parquet-wasm|@aws-sdk\/)/;
+const work = mkdtempSync(join(tmpdir(), 'sluice-startup-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** The packages a Node process resolved, recorded by test/helpers/trackImports.ts. */
+function packagesLoadedBy(args: readonly string[]): { packages: string[]; status: number | null; stderr: string } {
+  const out = join(work, `${Math.random().toString(36).slice(2)}.json`);
+  const child = spawnSync('node', ['--import', join(ROOT, 'test/helpers/trackImports.ts'), ...args], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: testEnv({ SLUICE_TRACK_IMPORTS: out }),
+  });
+  return { packages: JSON.parse(readFileSync(out, 'utf8')) as string[], status: child.status, stderr: child.stderr };
+}
+
+describe('start-up', () => {
+  it('importing the job file loader and the built-in connectors resolves none of DuckDB, parquet-wasm, the AWS SDK', () => {
+    const { packages, status, stderr } = packagesLoadedBy(['--input-type=module', '-e', "await import('./src/config/index.ts'); await import('./connectors/index.ts');"]);
+    expect(stderr).toBe('');
+    expect(status).toBe(0);
+    expect(packages).toContain('zod'); // the hook did record
+    expect(packages.filter((p) => HEAVY.test(p))).toEqual([]);
+  });
+
+  it('`sluice validate` and `sluice --help` do not load @duckdb/node-api (nor the SDK or parquet-wasm)', () => {
+    const validate = packagesLoadedBy([sluiceEntry(), 'validate', join(ROOT, 'config/examples/quickstart.yaml')]);
+    expect(validate.status).toBe(0);
+    expect(validate.packages).toContain('yaml');
+    expect(validate.packages.filter((p) => HEAVY.test(p))).toEqual([]);
+    const help = packagesLoadedBy([sluiceEntry(), '--help']);
+    expect(help.status).toBe(0);
+    expect(help.packages.filter((p) => HEAVY.test(p))).toEqual([]);
+  });
+});

@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest';
+import { builtins } from '../../connectors/index.ts';
+import { JobFileError, parseJobFile } from '../../src/config/index.ts';
+
+// Loading a job file resolves every output (format, sink, the sink's block, the rules between
+// them), so what cannot work is reported by `sluice validate` with its place in the file, before
+// any execution is started and paid for.
+
+const file = (output: string, connection = '') => `${connection}jobs:\n  - name: j\n    source: { sql: select 1 }\n    outputs:\n      - format: csv\n${output}`;
+
+function problems(text: string): string[] {
+  try {
+    parseJobFile(text, { file: 'jobs.yaml', registry: builtins, env: {} });
+  } catch (error) {
+    expect(error).toBeInstanceOf(JobFileError);
+    return (error as Error).message.split('\n');
+  }
+  throw new Error('expected the job file to be rejected');
+}
+
+describe('outputs are resolved when the job file loads', () => {
+  it('an s3: block on a local path', () => {
+    expect(problems(file('        path: ./out\n        s3: { region: eu-west-1 }\n'))).toEqual([
+      'jobs.yaml:7:13 jobs[0].outputs[0].s3: s3 settings apply only to s3://bucket/prefix, not to this path, got {"region":"eu-west-1"}',
+    ]);
+  });
+
+  it('a bucket name S3 refuses, an upper-case scheme, a single slash', () => {
+    const bucket = 'expected s3://bucket/prefix with a valid bucket name (3-63 lowercase letters, digits, dots, hyphens) and no . or .. segments';
+    expect(problems(file('        path: s3://My_Bucket/p\n'))).toEqual([`jobs.yaml:6:15 jobs[0].outputs[0].path: ${bucket}, got "s3://My_Bucket/p"`]);
+    const scheme = 'expected s3://bucket/prefix (the scheme in lowercase, then two slashes)';
+    expect(problems(file('        path: S3://bucket/p\n'))).toEqual([`jobs.yaml:6:15 jobs[0].outputs[0].path: ${scheme}, got "S3://bucket/p"`]);
+    expect(problems(file('        path: s3:/bucket/p\n'))).toEqual([`jobs.yaml:6:15 jobs[0].outputs[0].path: ${scheme}, got "s3:/bucket/p"`]);
+  });
+
+  it('a scheme no sink serves', () => {
+    expect(problems(file('        path: gs://bucket/p\n'))).toEqual([
+      'jobs.yaml:6:15 jobs[0].outputs[0].path: no destination accepts this path (expected s3://bucket/prefix; - (standard output); a local directory or file:// URL), got "gs://bucket/p"',
+    ]);
+  });
+
+  it('standard output with partition_by', () => {
+    expect(problems(file('        path: "-"\n        partition_by: [a]\n'))).toEqual([
+      'jobs.yaml:6:15 jobs[0].outputs[0].path: - (standard output) takes one stream: drop partition_by and max_*_per_file, got "-"',
+    ]);
+  });
+
+  it('an access key without its secret', () => {
+    expect(problems(file('        path: s3://bucket/p\n        s3:\n          access_key_id: AKIAEXAMPLE\n'))).toEqual([
+      'jobs.yaml:8:11 jobs[0].outputs[0].s3.secret_access_key: access_key_id and secret_access_key go together: give both or neither',
+    ]);
+  });
+
+  it('a base_url without a scheme', () => {
+    expect(problems(file('        path: ./out\n', 'connection:\n  base_url: localhost:18080\n'))).toEqual([
+      'jobs.yaml:2:13 connection.base_url: expected an http:// or https:// URL, e.g. http://localhost:18080, got "localhost:18080"',
+    ]);
+  });
+
+  it('reports every output of every job at once, and jobs carry the resolved outputs', () => {
+    const two = `jobs:\n  - name: a\n    source: { sql: select 1 }\n    outputs:\n      - { format: csv, path: "s3://A/x" }\n      - { format: csv, path: "gs://b/x" }\n  - name: b\n    source: { sql: select 1 }\n    outputs:\n      - { format: csv, path: "-", max_rows_per_file: 5 }\n`;
+    expect(problems(two).map((line) => line.split(' ')[0] + ' ' + line.split(' ')[1])).toEqual([
+      'jobs.yaml:5:30 jobs[0].outputs[0].path:',
+      'jobs.yaml:6:30 jobs[0].outputs[1].path:',
+      'jobs.yaml:10:30 jobs[1].outputs[0].path:',
+    ]);
+    const loaded = parseJobFile(file('        path: s3://bucket/p\n        s3: { region: eu-west-1 }\n'), { file: 'jobs.yaml', registry: builtins, env: {} });
+    const output = loaded.jobs[0]!.outputs[0]!;
+    expect(output.sink.type).toBe('s3');
+    expect(output.format.type).toBe('csv');
+    expect(output.sinkConfig).toMatchObject({ url: 's3://bucket/p', region: 'eu-west-1', part_size_mb: 8 });
+  });
+});

@@ -1,0 +1,119 @@
+// The wire of result pages: Arrow when the service offers it, JSON from a service that only speaks
+// JSON (today's local service) or refuses Arrow (406); the batches hold the same values either way.
+// The Arrow pages come from a proxy that re-encodes the real service's pages (test/helpers/arrowProxy.ts).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RecordBatch } from 'apache-arrow';
+import { ServiceClient } from '../../src/client/index.ts';
+import { stream, type StreamOptions } from '../../src/pipeline/stream.ts';
+import { startArrowProxy, type ArrowProxy } from '../helpers/arrowProxy.ts';
+import { startTestService, type TestService } from '../helpers/service.ts';
+import { arrowRows } from './arrowCells.ts';
+
+let svc: TestService;
+let refusing: ArrowProxy;
+let arrow: ArrowProxy;
+const clients: ServiceClient[] = [];
+let direct: ServiceClient;
+let executionId: string;
+
+const client = (baseUrl: string) => {
+  const c = new ServiceClient({ baseUrl, apiKey: svc.keys.demo.write });
+  clients.push(c);
+  return c;
+};
+
+beforeAll(async () => {
+  // Small pages: the 4 rows of all_types and 150 rows of events cross several pages.
+  svc = await startTestService({ limits: { page_rows: 64 } });
+  refusing = await startArrowProxy(svc.url, 'refuse');
+  arrow = await startArrowProxy(svc.url, 'arrow');
+  direct = client(svc.url);
+  const exec = await direct.execute({ sql: SQL });
+  await exec.wait();
+  executionId = exec.id;
+});
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  await refusing?.close();
+  await arrow?.close();
+  await svc?.close();
+});
+
+// Every column type of the wire (all_types, 4 rows with NULLs and extremes) beside many rows of events.
+const SQL = `SELECT t.*, e.* EXCLUDE (id) FROM (SELECT * FROM sample.events ORDER BY id LIMIT 150) e CROSS JOIN (SELECT * FROM sample.all_types WHERE id = 1) t`;
+const ALL_TYPES = 'SELECT * FROM sample.all_types ORDER BY id';
+
+async function values(c: ServiceClient, source: { executionId: string } | { sql: string }, options: StreamOptions = {}): Promise<{ rows: unknown[]; batches: RecordBatch[] }> {
+  const batches: RecordBatch[] = [];
+  for await (const b of stream(c, source, options).batches()) batches.push(b);
+  return { rows: batches.flatMap(arrowRows), batches };
+}
+
+describe('wire: JSON-only service (the real one)', () => {
+  it('auto falls back to JSON; decode threads, the calling thread and wire json give the same values', async () => {
+    const auto = await values(direct, { executionId });
+    const json = await values(direct, { executionId }, { wire: 'json', decodeThreads: 0 });
+    const twoThreads = await values(direct, { executionId }, { wire: 'json', decodeThreads: 2 });
+    expect(auto.rows).toHaveLength(150);
+    expect(auto.rows).toEqual(json.rows);
+    expect(twoThreads.rows).toEqual(json.rows);
+    // One schema object for every batch, whichever thread built it.
+    expect(new Set(auto.batches.map((b) => b.schema)).size).toBe(1);
+  }, 120_000);
+
+  it("wire 'arrow' is a clear error naming the wire and what to use instead", async () => {
+    await expect(values(direct, { executionId }, { wire: 'arrow' })).rejects.toThrow(/wire 'arrow'.*answered a result page as JSON.*use wire 'auto'/);
+  });
+
+  it('batchSize re-cuts across pages on JSON, and is refused with the Arrow wire', async () => {
+    const sizes: number[] = [];
+    for await (const b of stream(direct, { executionId }).batches({ batchSize: 100 })) sizes.push(b.numRows);
+    expect(sizes).toEqual([100, 50]);
+    const gen = stream(direct, { executionId }, { wire: 'arrow' }).batches({ batchSize: 100 });
+    await expect(gen.next()).rejects.toThrow(/batchSize.*Arrow wire.*wire 'auto' or 'json'/);
+  });
+});
+
+describe('wire: a service that refuses Arrow (406)', () => {
+  it('auto asks once for Arrow, then reads JSON with the same values', async () => {
+    const before = refusing.seen.length;
+    const got = await values(client(refusing.url), { executionId });
+    expect(got.rows).toEqual((await values(direct, { executionId }, { wire: 'json' })).rows);
+    const seen = refusing.seen.slice(before);
+    expect(seen.filter((s) => s.answered.includes('406'))).toHaveLength(1);
+    expect(seen.filter((s) => s.accept.includes('arrow'))).toHaveLength(1);
+  });
+
+  it("wire 'arrow' names the 406", async () => {
+    await expect(values(client(refusing.url), { executionId }, { wire: 'arrow' })).rejects.toThrow(/refused Arrow pages \(406\)/);
+  });
+});
+
+describe('wire: a service that serves Arrow pages', () => {
+  it('auto reads every page as Arrow, with the values of the JSON wire', async () => {
+    const before = arrow.seen.length;
+    const got = await values(client(arrow.url), { executionId }, { wire: 'auto' });
+    const seen = arrow.seen.slice(before);
+    expect(seen.length).toBeGreaterThanOrEqual(3); // 150 rows in pages of 64
+    expect(seen.every((s) => s.answered === 'application/vnd.apache.arrow.stream')).toBe(true);
+    expect(got.rows).toEqual((await values(direct, { executionId }, { wire: 'json' })).rows);
+    expect(new Set(got.batches.map((b) => b.schema)).size).toBe(1);
+  });
+
+  it('every type of the wire arrives with the same values, and rows() still reads JSON rows', { timeout: 120_000 }, async () => {
+    const viaArrow = await values(client(arrow.url), { sql: ALL_TYPES }, { wire: 'arrow' });
+    expect(viaArrow.rows).toEqual((await values(direct, { sql: ALL_TYPES }, { wire: 'json', decodeThreads: 0 })).rows);
+    const rows: unknown[] = [];
+    for await (const r of stream(client(arrow.url), { executionId }, { wire: 'arrow' })) rows.push(r);
+    const jsonRows: unknown[] = [];
+    for await (const r of stream(direct, { executionId })) jsonRows.push(r);
+    expect(rows).toEqual(jsonRows);
+  });
+
+  it('a resumed read (startOffset off the page grid) skips the same rows on both wires', async () => {
+    const a = await values(client(arrow.url), { executionId }, { startOffset: 70, pageSize: 64 });
+    const j = await values(direct, { executionId }, { startOffset: 70, pageSize: 64, wire: 'json' });
+    expect(a.rows).toHaveLength(80);
+    expect(a.rows).toEqual(j.rows);
+  });
+});

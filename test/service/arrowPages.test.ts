@@ -1,0 +1,168 @@
+// Arrow pages over HTTP: the same rows as the JSON pages, value by value, with the page metadata
+// in headers; Accept negotiation; JSON wherever there is no result.
+import { request } from 'undici';
+import { RecordBatchReader, type RecordBatch } from 'apache-arrow';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ARROW_STREAM_MEDIA_TYPE, parseArrowPageHeaders } from '../../src/protocol/index.ts';
+import { arrowSchema } from '../../src/types/arrow.ts';
+import { createBatchBuilder } from '../../src/types/batch.ts';
+import { compileRowDecoder } from '../../src/types/decode.ts';
+import { parseJsonLossless } from '../../src/types/json.ts';
+import { startTestService, type TestService } from '../helpers/service.ts';
+import { call, executeSql, LONG_SQL, runSql, waitRunning } from './api.ts';
+
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startTestService({ limits: { page_rows: 1000 } });
+});
+afterAll(() => svc?.close());
+
+interface ArrowAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  batches: RecordBatch[];
+  text?: string;
+}
+
+async function getArrow(path: string, query: Record<string, string | number> = {}, accept = ARROW_STREAM_MEDIA_TYPE): Promise<ArrowAnswer> {
+  const url = new URL(`${svc.url}${path}`);
+  for (const [k, v] of Object.entries(query)) url.searchParams.set(k, String(v));
+  const res = await request(url, { headers: { 'x-service-api-key': svc.keys.demo.read, accept } });
+  const body = new Uint8Array(await res.body.arrayBuffer());
+  if (!String(res.headers['content-type']).startsWith(ARROW_STREAM_MEDIA_TYPE)) {
+    return { status: res.statusCode, headers: res.headers, batches: [], text: Buffer.from(body).toString('utf8') };
+  }
+  return { status: res.statusCode, headers: res.headers, batches: [...RecordBatchReader.from(body)] };
+}
+
+/** A comparable form of an Arrow value (bigints, decimals' words, nested rows and maps, NaN). */
+function norm(v: unknown): unknown {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'bigint') return `${v}n`;
+  if (typeof v === 'number') return Number.isNaN(v) ? 'NaN' : v;
+  if (v instanceof Date) return v.toISOString();
+  if (ArrayBuffer.isView(v)) return Array.from(v as unknown as ArrayLike<number | bigint>, (x) => norm(x));
+  if (typeof v === 'object' && v !== null && 'toArray' in v && typeof (v as { toArray: unknown }).toArray === 'function' && Symbol.iterator in v) {
+    return Array.from(v as Iterable<unknown>, norm);
+  }
+  if (typeof v === 'object' && v !== null && 'toJSON' in v) return norm((v as { toJSON(): unknown }).toJSON());
+  if (typeof v === 'object') return Object.fromEntries(Object.entries(v as object).map(([k, x]) => [k, norm(x)]));
+  return v;
+}
+
+function rowsOf(batches: RecordBatch[]): unknown[][] {
+  const out: unknown[][] = [];
+  for (const b of batches) {
+    for (let r = 0; r < b.numRows; r++) out.push(b.schema.fields.map((_, c) => norm(b.getChildAt(c)!.get(r))));
+  }
+  return out;
+}
+
+/** The JSON page as the connector turns it into Arrow (decode, then the batch builder). */
+function jsonPageAsRows(page: any): unknown[][] {
+  const columns = page.result.metadata.column_names.map((name: string, i: number) => ({ name, type: page.result.metadata.column_types[i] }));
+  const decode = compileRowDecoder(columns, { timestamps: 'string' });
+  const builder = createBatchBuilder(columns);
+  page.result.rows.forEach((row: unknown, i: number) => builder.append(decode(row, i)));
+  return rowsOf([builder.flush()]);
+}
+
+async function jsonPage(id: string, query: Record<string, string | number>): Promise<any> {
+  const res = await call(svc, 'GET', `/v1/execution/${id}/results`, { key: svc.keys.demo.read, query });
+  expect(res.status).toBe(200);
+  return parseJsonLossless(res.text);
+}
+
+describe('Arrow pages', () => {
+  it('hold every page of sample.all_types, value by value as the JSON pages, with the connector schema and the page metadata in headers', async () => {
+    const id = await runSql(svc, 'SELECT * FROM sample.all_types ORDER BY 1');
+    for (const limit of [1, 2, 1000]) {
+      for (let offset = 0; ; offset += limit) {
+        const page = await jsonPage(id, { offset, limit });
+        const arrow = await getArrow(`/v1/execution/${id}/results`, { offset, limit });
+        expect(arrow.status).toBe(200);
+        expect(arrow.batches.length).toBe(1);
+        const m = page.result.metadata;
+        const expected = arrowSchema(m.column_names.map((name: string, i: number) => ({ name, type: m.column_types[i] })));
+        expect(arrow.batches[0]!.schema.fields.map(String)).toEqual(expected.fields.map(String));
+        expect(arrow.batches[0]!.schema.fields.map((f) => [...f.metadata])).toEqual(expected.fields.map((f) => [...f.metadata]));
+        expect(rowsOf(arrow.batches)).toEqual(jsonPageAsRows(page));
+        const meta = parseArrowPageHeaders(arrow.headers);
+        expect(meta.metadata).toEqual({ ...m, pending_time_millis: undefined, execution_time_millis: undefined, ...pick(meta.metadata) });
+        expect(meta.next_offset).toBe(page.next_offset);
+        expect(meta.next_uri).toBe(page.next_uri);
+        expect(meta.state).toBe(page.state);
+        expect(meta.expires_at).toBe(page.expires_at);
+        if (page.next_offset === undefined) break;
+      }
+    }
+  });
+
+  it('follow filters, sort, columns and samples like the JSON pages', async () => {
+    const id = await runSql(svc, 'SELECT * FROM sample.events ORDER BY id LIMIT 100');
+    const queries: Array<Record<string, string | number>> = [{ filters: 'quantity > 50', sort_by: 'value desc', limit: 7 }, { columns: 'id,name', offset: 95 }, { sample_count: 5 }];
+    for (const query of queries) {
+      const page = await jsonPage(id, query);
+      const arrow = await getArrow(`/v1/execution/${id}/results`, query);
+      expect(rowsOf(arrow.batches)).toEqual(jsonPageAsRows(page));
+      expect(parseArrowPageHeaders(arrow.headers).metadata.row_count).toBe(page.result.metadata.row_count);
+    }
+  });
+
+  it('negotiate Accept with parameters and q values; 406 with what is supported otherwise', async () => {
+    const id = await runSql(svc, 'SELECT 1 AS x');
+    const path = `/v1/execution/${id}/results`;
+    const arrow = async (accept: string) => (await getArrow(path, {}, accept));
+    for (const accept of [`${ARROW_STREAM_MEDIA_TYPE}`, `${ARROW_STREAM_MEDIA_TYPE}; q=0.8, application/json; q=0.5`, `application/json;q=0, ${ARROW_STREAM_MEDIA_TYPE};version=1`, `application/json, ${ARROW_STREAM_MEDIA_TYPE}`]) {
+      const r = await arrow(accept);
+      expect(r.status, accept).toBe(200);
+      expect(r.batches.length, accept).toBe(1);
+    }
+    for (const accept of ['application/json', '*/*', 'application/*', `${ARROW_STREAM_MEDIA_TYPE};q=0.4, application/json`, 'text/html, */*;q=0.1', `${ARROW_STREAM_MEDIA_TYPE};q=0, */*`]) {
+      const r = await arrow(accept);
+      expect(r.status, accept).toBe(200);
+      expect(JSON.parse(r.text!).result.rows, accept).toEqual([{ x: 1 }]);
+    }
+    for (const accept of ['text/html', 'application/xml, text/plain;q=0.5', `${ARROW_STREAM_MEDIA_TYPE};q=0`, 'application/json;q=abc', 'nonsense']) {
+      const r = await arrow(accept);
+      expect(r.status, accept).toBe(406);
+      const body = JSON.parse(r.text!);
+      expect(body.error).toMatch(/Not Acceptable/);
+      expect(body.supported).toEqual(['application/json', ARROW_STREAM_MEDIA_TYPE]);
+    }
+    // CSV pages stay CSV whatever the Accept says.
+    const csv = await call(svc, 'GET', `${path}/csv`, { key: svc.keys.demo.read, headers: { accept: ARROW_STREAM_MEDIA_TYPE } });
+    expect(csv.text).toBe('x\n1\n');
+  });
+
+  it('answer the JSON answer wherever there is no result: running, failed, unknown, bad parameters', async () => {
+    const running = await executeSql(svc, LONG_SQL);
+    await waitRunning(svc, running);
+    const r1 = await getArrow(`/v1/execution/${running}/results`);
+    expect(r1.status).toBe(200);
+    expect(JSON.parse(r1.text!).state).toMatch(/PENDING|EXECUTING/);
+    await call(svc, 'POST', `/v1/execution/${running}/cancel`, { key: svc.keys.demo.write });
+    const failed = await executeSql(svc, 'SELECT * FROM no_such_table');
+    await new Promise((r) => setTimeout(r, 50));
+    const r2 = await getArrow(`/v1/execution/${failed}/results`);
+    expect(r2.headers['content-type']).toMatch(/^application\/json/);
+    const ok = await runSql(svc, 'SELECT 1 AS x');
+    const bad: Array<Record<string, string | number>> = [{ offset: -1 }, { limit: 'abc' }, { limit: 0 }, { offset: '1e3' }];
+    for (const query of bad) {
+      const r = await getArrow(`/v1/execution/${ok}/results`, query);
+      expect(r.status, JSON.stringify(query)).toBe(400);
+      expect(JSON.parse(r.text!).error, JSON.stringify(query)).toMatch(/offset|limit/);
+    }
+    const past = await getArrow(`/v1/execution/${ok}/results`, { offset: 5 });
+    expect(past.status).toBe(200);
+    expect(past.batches[0]!.numRows).toBe(0);
+    expect(parseArrowPageHeaders(past.headers).next_offset).toBeUndefined();
+    const unknown = await getArrow('/v1/execution/01ARZ3NDEKTSV4RRFFQ69G5FAV/results');
+    expect(unknown.status).toBe(404);
+  });
+});
+
+/** The timing fields the headers do not carry. */
+function pick(m: Record<string, unknown>): Record<string, unknown> {
+  return { pending_time_millis: m['pending_time_millis'], execution_time_millis: m['execution_time_millis'] };
+}

@@ -56,7 +56,7 @@ describe('HTTP errors from the real service', () => {
     expect(err).toBeInstanceOf(InvalidApiKeyError);
     expect(err).toMatchObject({ status: 401, code: 'INVALID_API_KEY', retryable: false, method: 'getStatus', executionId: UNKNOWN_ID });
     expect(err.message).toBe(
-      `getStatus GET ${svc.url}/v1/execution/${UNKNOWN_ID}/status (execution ${UNKNOWN_ID}): 401 Invalid API Key (check SERVICE_API_KEY or the apiKey option)`,
+      `getStatus GET ${svc.url}/v1/execution/${UNKNOWN_ID}/status (execution ${UNKNOWN_ID}): 401 Invalid API Key (check the apiKey option)`,
     );
     expect(c.stats).toEqual({ requests: 1, retries: 0 });
   });

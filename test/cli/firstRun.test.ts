@@ -1,0 +1,131 @@
+// What a new user meets first in the CLI: data on stdout stays clean, every job of a run is
+// reported, errors name what the user set. In process (runCli with captured streams) where the
+// command writes only through its io; spawned where data goes to the real stdout.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/commands/index.ts';
+import type { CliIo, OutputStream } from '../../src/cli/io.ts';
+import { startTestService, type TestService } from '../helpers/service.ts';
+import { duck } from '../jobs/duck.ts';
+import { sluice } from './sluiceProcess.ts';
+
+let svc: TestService;
+let dir: string;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  svc = await startTestService({ sampleRows: 2000, limits: { page_rows: 500 } });
+  dir = await mkdtemp(join(tmpdir(), 'sluice-first-run-'));
+  env = { SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: svc.keys.demo.admin };
+});
+afterAll(async () => {
+  await svc.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+export function capture(isTTY = false): OutputStream & { text(): string; bytes(): Buffer } {
+  const chunks: Buffer[] = [];
+  return {
+    isTTY,
+    write: (c: string | Uint8Array) => (chunks.push(typeof c === 'string' ? Buffer.from(c) : Buffer.from(c)), true),
+    once: () => undefined,
+    text: () => Buffer.concat(chunks).toString('utf8'),
+    bytes: () => Buffer.concat(chunks),
+  };
+}
+
+export function cliIo(extraEnv: Record<string, string | undefined> = {}, stdin = ''): CliIo & { out: ReturnType<typeof capture>; err: ReturnType<typeof capture> } {
+  const out = capture();
+  const err = capture();
+  const input = new PassThrough();
+  input.end(stdin);
+  return { stdout: out, stderr: err, stdin: input, env: { ...env, ...extraEnv }, cwd: dir, out, err };
+}
+
+async function jobFile(name: string, body: string): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, body);
+  return path;
+}
+
+const remote = `connection:\n  base_url: \${SERVICE_BASE_URL}\nstate_dir: \${OUT}/state\n`;
+const live = () => new AbortController().signal;
+
+describe('data on stdout (path: "-")', () => {
+  it('NDJSON to stdout is only the rows; the summary goes to stderr', async () => {
+    const file = await jobFile('stdout-ndjson.yaml', `${remote}jobs:\n  - name: rows\n    source: { sql: "select id, name from sample.events order by id" }\n    outputs: [{ format: ndjson, path: "-" }]\n`);
+    const result = await sluice(['run', file, '--log-format', 'text'], { env: { ...env, OUT: join(dir, 'stdout-ndjson') } });
+    expect(result.stderr).not.toMatch(/error/i);
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(2000);
+    expect(lines.map((l) => (JSON.parse(l) as { id: number }).id)).toEqual(Array.from({ length: 2000 }, (_, i) => i));
+    expect(result.stderr).toMatch(/^rows: 2,000 rows, 1 file/m);
+  });
+
+  it('Parquet to stdout reads back with DuckDB, also with --json', async () => {
+    const file = await jobFile('stdout-parquet.yaml', `${remote}jobs:\n  - name: pq\n    source: { sql: "select id, amount from sample.events" }\n    outputs: [{ format: parquet, path: "-" }]\n`);
+    const { spawn } = await import('node:child_process');
+    const { sluiceEntry, testEnv } = await import('./sluiceProcess.ts');
+    const child = spawn('node', [sluiceEntry(), 'run', file, '--json'], { env: testEnv({ ...env, OUT: join(dir, 'stdout-parquet') }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(code, err).toBe(0);
+    const path = join(dir, 'from-stdout.parquet');
+    await writeFile(path, Buffer.concat(out));
+    expect(await duck(`select count(*)::int as n, sum(id)::bigint::varchar as s from read_parquet('${path}')`)).toEqual([{ n: 2000, s: String((1999 * 2000) / 2) }]);
+    const summary = err.split('\n').filter((l) => l.startsWith('{"job"')).map((l) => JSON.parse(l) as { job: string; outcome: string; rows: number });
+    expect(summary).toEqual([expect.objectContaining({ job: 'pq', outcome: 'ok', rows: 2000 })]);
+  });
+});
+
+describe('a run of several jobs', () => {
+  const three = `${remote}jobs:
+  - name: good
+    source: { sql: "select 1 as x" }
+    outputs: [{ format: csv, path: "\${OUT}/good" }]
+  - name: broken
+    source: { sql: "select * from no_such_table" }
+    outputs: [{ format: csv, path: "\${OUT}/broken" }]
+  - name: also_good
+    source: { sql: "select 2 as x" }
+    outputs: [{ format: csv, path: "\${OUT}/also" }]
+`;
+
+  it('shows every job with its outcome, the failed one with its error (text)', async () => {
+    const io = cliIo({ OUT: join(dir, 'multi-text') });
+    const code = await runCli(['run', await jobFile('multi.yaml', three), '--log-format', 'json'], { io, signal: live() });
+    expect(code).toBe(5);
+    const text = io.out.text();
+    expect(text).toMatch(/^good: 1 rows?, /m);
+    expect(text).toMatch(/^broken: FAILED \(EXECUTION_FAILED, exit code 5\): .*no_such_table/m);
+    expect(text).toMatch(/^also_good: 1 rows?, /m);
+  });
+
+  it('shows every job with its outcome, the failed one with its error (--json)', async () => {
+    const io = cliIo({ OUT: join(dir, 'multi-json') });
+    const code = await runCli(['run', await jobFile('multi.yaml', three), '--json', '--log-format', 'json'], { io, signal: live() });
+    expect(code).toBe(5);
+    const entries = io.out.text().trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(entries.map((e) => [e.job, e.outcome])).toEqual([['good', 'ok'], ['broken', 'failed'], ['also_good', 'ok']]);
+    expect(entries[1]).toMatchObject({ exit_code: 5, error: { code: 'EXECUTION_FAILED', message: expect.stringContaining('no_such_table') } });
+  });
+});
+
+describe('a rejected API key', () => {
+  it('names the variable the job actually used (api_key_env), not the default one', async () => {
+    const file = await jobFile('mykey.yaml', `connection:\n  base_url: \${SERVICE_BASE_URL}\n  api_key_env: MY_KEY\nstate_dir: \${OUT}/state\njobs:\n  - name: j\n    source: { sql: "select 1" }\n    outputs: [{ format: csv, path: "\${OUT}/x" }]\n`);
+    const io = cliIo({ OUT: join(dir, 'mykey'), MY_KEY: 'sk_wrong_key', SERVICE_API_KEY: undefined });
+    const code = await runCli(['run', file, '--json', '--log-format', 'json'], { io, signal: live() });
+    expect(code).toBe(3);
+    const [entry] = io.out.text().trimEnd().split('\n').map((l) => JSON.parse(l) as { error: { message: string } });
+    expect(entry!.error.message).toMatch(/401 Invalid API Key \(check the environment variable MY_KEY\)/);
+    expect(io.err.text()).not.toContain('SERVICE_API_KEY');
+  });
+});

@@ -129,3 +129,27 @@ describe('a rejected API key', () => {
     expect(io.err.text()).not.toContain('SERVICE_API_KEY');
   });
 });
+
+describe('views on the embedded service', () => {
+  it('upsert and refresh without --wait still wait, so the refresh is not killed with the command', async () => {
+    const local = ['--data-dir', join(dir, 'embedded-views'), '--sample-rows', '100', '--log-format', 'json'];
+    const noRemote = { SERVICE_BASE_URL: undefined, SERVICE_API_KEY: undefined };
+    const created = cliIo(noRemote);
+    expect(await runCli(['queries', 'create', '--name', 'n', '--sql', 'select count(*) as n from sample.events', ...local], { io: created, signal: live() })).toBe(0);
+    const { query_id } = JSON.parse(created.out.text()) as { query_id: number };
+
+    const upsert = cliIo(noRemote);
+    expect(await runCli(['views', 'upsert', 'result_first', '--query-id', String(query_id), ...local], { io: upsert, signal: live() })).toBe(0);
+    expect(JSON.parse(upsert.out.text())).toMatchObject({ execution_id: expect.stringMatching(/^01/), state: 'QUERY_STATE_COMPLETED' });
+    expect(upsert.err.text()).toContain('waiting for the refresh');
+
+    const refresh = cliIo(noRemote);
+    expect(await runCli(['views', 'refresh', 'result_first', ...local], { io: refresh, signal: live() })).toBe(0);
+    expect(JSON.parse(refresh.out.text())).toMatchObject({ state: 'QUERY_STATE_COMPLETED' });
+
+    // The view's table is there for the next command (its own embedded service, same data directory).
+    const read = cliIo(noRemote);
+    expect(await runCli(['query', 'select n from service.demo.result_first', '--format', 'ndjson', ...local], { io: read, signal: live() })).toBe(0);
+    expect(read.out.text()).toBe('{"n":100}\n');
+  });
+});

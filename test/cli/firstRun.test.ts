@@ -153,3 +153,106 @@ describe('views on the embedded service', () => {
     expect(read.out.text()).toBe('{"n":100}\n');
   });
 });
+
+describe('sluice query: sources and destinations', () => {
+  const sql = 'select id, name from sample.events where id < 3 order by id';
+  const query = async (args: string[], stdin = '', extraEnv: Record<string, string | undefined> = {}) => {
+    const io = cliIo(extraEnv, stdin);
+    const code = await runCli(['query', ...args, '--log-format', 'json'], { io, signal: live() });
+    return { code, stdout: io.out.text(), bytes: io.out.bytes(), stderr: io.err.text() };
+  };
+  // A query that would fail (exit 5) if it ran: a destination error found first exits 6 or 2 instead.
+  const failing = 'select * from no_such_table_at_all';
+
+  it('--out - is standard output; CSV lines end with \\n unless --crlf; --limit caps every format', async () => {
+    const csv = await query([sql, '--out', '-', '--format', 'csv']);
+    expect(csv).toMatchObject({ code: 0, stdout: 'id,name\n0,event_0\n1,event_1\n2,event_2\n' });
+    const { existsSync } = await import('node:fs');
+    expect(existsSync(join(dir, '-'))).toBe(false);
+    expect((await query([sql, '--format', 'csv', '--crlf'])).stdout).toBe('id,name\r\n0,event_0\r\n1,event_1\r\n2,event_2\r\n');
+    const limited = await query(['select id from sample.events order by id', '--format', 'ndjson', '--limit', '3']);
+    expect(limited.stdout).toBe('{"id":0}\n{"id":1}\n{"id":2}\n');
+  });
+
+  it('infers the format from the extension: .arrow is the IPC file format, .arrows the stream; .json and unknown ones are refused before running', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const { tableFromIPC } = await import('apache-arrow');
+    expect((await query([sql, '--out', join(dir, 'q.arrow')])).code).toBe(0);
+    const file = await readFile(join(dir, 'q.arrow'));
+    expect(file.subarray(0, 6).toString('latin1')).toBe('ARROW1');
+    expect(tableFromIPC(file).numRows).toBe(3);
+    expect((await query([sql, '--out', join(dir, 'q.arrows')])).code).toBe(0);
+    const streamed = await readFile(join(dir, 'q.arrows'));
+    expect(streamed.subarray(0, 6).toString('latin1')).not.toBe('ARROW1');
+    expect(tableFromIPC(streamed).numRows).toBe(3);
+    expect((await query([sql, '--out', join(dir, 'q.jsonl')])).code).toBe(0);
+    expect((await readFile(join(dir, 'q.jsonl'), 'utf8')).split('\n')[0]).toBe('{"id":0,"name":"event_0"}');
+
+    const json = await query([failing, '--out', join(dir, 'q.json')]);
+    expect(json.code).toBe(2);
+    expect(json.stderr).toMatch(/\.json is read as one JSON document.*\.ndjson or \.jsonl/);
+    const unknown = await query([failing, '--out', join(dir, 'q.txt')]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/cannot tell the format from the extension \.txt/);
+  });
+
+  it('checks the destination before the query runs: missing folder, a folder as the name, wrong schemes and bucket names', async () => {
+    const missing = await query([failing, '--out', join(dir, 'no', 'such', 'folder', 'x.csv')]);
+    expect(missing.code).toBe(6);
+    expect(missing.stderr).toContain(`the folder ${join(dir, 'no', 'such', 'folder')} does not exist; create it first`);
+    expect(missing.stderr).not.toMatch(/sluice-tmp|ENOENT/);
+    const folder = await query([failing, '--out', dir, '--format', 'csv']);
+    expect(folder.code).toBe(6);
+    expect(folder.stderr).toContain('is a folder');
+    for (const [out, message] of [
+      ['gs://bucket/x.csv', /gs:\/\/ is not a destination sluice writes to/],
+      ['S3://bucket/x.csv', /lowercase s3/],
+      ['s3:/bucket/x.csv', /lowercase s3, two slashes/],
+      ['s3://My_Bucket/x.csv', /bucket name is 3-63 lowercase letters/],
+      ['s3://bucket/', /name the object to write/],
+    ] as const) {
+      const result = await query([failing, '--out', out]);
+      expect(result.code, out).toBe(2);
+      expect(result.stderr, out).toMatch(message);
+    }
+  });
+
+  it('writes to S3 (checked first: a missing bucket fails before the query runs)', async () => {
+    const { startLocalS3 } = await import('../helpers/s3.ts');
+    const s3 = await startLocalS3();
+    try {
+      await s3.createBucket('query-out');
+      const ok = await query(['select id, amount from sample.events', '--out', 's3://query-out/reports/rows.parquet', '--s3-endpoint', s3.endpoint]);
+      expect(ok.stderr).not.toMatch(/"level":"error"/);
+      expect(ok.code).toBe(0);
+      expect(await s3.list('query-out')).toEqual(['reports/rows.parquet']);
+      const local = join(dir, 'from-s3.parquet');
+      await writeFile(local, await s3.get('query-out', 'reports/rows.parquet'));
+      expect(await duck(`select count(*)::int as n from read_parquet('${local}')`)).toEqual([{ n: 2000 }]);
+
+      const noBucket = await query([failing, '--out', 's3://no-such-bucket/x.csv', '--s3-endpoint', s3.endpoint]);
+      expect(noBucket.code).toBe(6);
+      expect(noBucket.stderr).toContain('the bucket no-such-bucket does not exist');
+    } finally {
+      await s3.stop();
+    }
+  });
+
+  it('takes the SQL from stdin or a file, or runs a saved query with parameters', async () => {
+    expect((await query(['-', '--format', 'ndjson'], 'select 7 as seven')).stdout).toBe('{"seven":7}\n');
+    const sqlFile = join(dir, 'q.sql');
+    await writeFile(sqlFile, 'select 8 as eight\n');
+    expect((await query(['--file', sqlFile, '--format', 'ndjson'])).stdout).toBe('{"eight":8}\n');
+    expect((await query(['--file', '-', '--format', 'ndjson'], 'select 9 as nine')).stdout).toBe('{"nine":9}\n');
+
+    const created = cliIo();
+    expect(await runCli(['queries', 'create', '--name', 'p', '--sql', 'select {{k}} * 2 as doubled', '--param', 'k:number=1'], { io: created, signal: live() })).toBe(0);
+    const { query_id } = JSON.parse(created.out.text()) as { query_id: number };
+    expect((await query(['--query-id', String(query_id), '--param', 'k=21', '--format', 'ndjson'])).stdout).toBe('{"doubled":42}\n');
+
+    const both = await query([sql, '--query-id', '1']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('give one of an SQL argument, --query-id, not several');
+    expect((await query([])).code).toBe(2);
+  });
+});

@@ -60,7 +60,8 @@ export const s3 = defineSink({
   },
 });
 
-function clientConfig(config: S3Config): S3ClientConfig {
+/** The SDK client settings of an `s3` config (region, endpoint, profile, static credentials). */
+export function clientConfig(config: S3Config): S3ClientConfig {
   return {
     ...(config.region ? { region: config.region } : {}),
     ...(config.endpoint ? { endpoint: config.endpoint } : {}),

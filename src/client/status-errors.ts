@@ -7,6 +7,7 @@ import {
   NotFoundError,
   PartialResultError,
   PaymentRequiredError,
+  QueryArchivedError,
   RateLimitedError,
   ServerError,
   ServiceError,
@@ -49,7 +50,7 @@ export function statusError(
     case 402:
       return new PaymentRequiredError(detail, c);
     case 403:
-      return new ForbiddenError(detail, c);
+      return /\barchived\b/i.test(message) ? new QueryArchivedError(detail, c) : new ForbiddenError(detail, c);
     case 404:
       return new NotFoundError(detail, c);
     case 409:

@@ -9,6 +9,7 @@ import { resumeAttemptId } from './attemptId.ts';
 import { checkBytes, creditsAllowed } from './budget.ts';
 import { committedExport, outputFingerprint } from './committedOutput.ts';
 import { BudgetExceededError } from './errors.ts';
+import { policyOf } from '../errorPolicy.ts';
 import { worthRetrying } from './retryable.ts';
 import { type RunRecord, RunHistory } from './runHistory.ts';
 import { jobFingerprint, RunStateStore } from './runState.ts';
@@ -230,8 +231,8 @@ async function attemptRun(job: Job, options: RunJobOptions, store: RunStateStore
     }
     // An execution that ran and then failed is charged too: the run's credits say so.
     if (started && !resumed && isExecutionOutcome(error)) spent.credits += await chargedFor(client, execution.id);
-    // A failed, cancelled or expired execution cannot be resumed; an abort mid-wait was cancelled.
-    if (signal.aborted || !worthRetrying(error, signal) || isExecutionOutcome(error)) await store.clear(job.name);
+    // An abort mid-wait cancelled the execution; otherwise the error table says whether it can be resumed.
+    if (signal.aborted || !policyOf(error).keepRunState) await store.clear(job.name);
     throw error;
   }
   if (started && !resumed) spent.credits += status.execution_cost_credits ?? TIER_COST[performance];

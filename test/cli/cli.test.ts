@@ -273,7 +273,7 @@ describe('sluice (spawned)', () => {
     const deleted = await sluice(['views', 'delete', full], { env });
     expect(deleted.code).toBe(0);
     const gone = await sluice(['views', 'get', full], { env });
-    expect(gone.code).toBe(1);
+    expect(gone.code).toBe(2);
     expect(gone.stderr).toMatch(/404/);
   });
 

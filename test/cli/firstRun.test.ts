@@ -256,3 +256,17 @@ describe('sluice query: sources and destinations', () => {
     expect((await query([])).code).toBe(2);
   });
 });
+
+describe('exit codes', () => {
+  it('an archived query exits 2 (change the job or unarchive), not 3, which is for authentication', async () => {
+    const created = cliIo();
+    expect(await runCli(['queries', 'create', '--name', 'old', '--sql', 'select 1 as x'], { io: created, signal: live() })).toBe(0);
+    const { query_id } = JSON.parse(created.out.text()) as { query_id: number };
+    expect(await runCli(['queries', 'archive', String(query_id)], { io: cliIo(), signal: live() })).toBe(0);
+    const io = cliIo();
+    const code = await runCli(['query', '--query-id', String(query_id), '--format', 'csv', '--log-format', 'json'], { io, signal: live() });
+    expect(io.err.text()).toMatch(/"error":"QUERY_ARCHIVED"/);
+    expect(io.err.text()).toMatch(/archived/);
+    expect(code).toBe(2);
+  });
+});

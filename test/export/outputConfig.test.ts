@@ -4,7 +4,7 @@ import { ConfigError } from '../../src/kit/index.ts';
 import { outputConfigSchema, resolveOutput } from '../../src/export/index.ts';
 import { builtins } from '../../connectors/index.ts';
 
-function issuesOf(input: unknown): { path: string; message: string; value: unknown }[] {
+function issuesOf(input: unknown): { path: string; message: string; value?: unknown }[] {
   try {
     resolveOutput(input, builtins);
   } catch (error) {

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { clientConfig, s3Config } from '../../../connectors/sinks/s3/index.ts';
 import { S3ProbeError, sdkObjectStore, type ObjectStore } from '../../../connectors/sinks/s3/objectStore.ts';
 import { parseS3Url } from '../../../connectors/sinks/s3/url.ts';
-import { ConfigError, DestinationError } from '../../kit/index.ts';
+import { ConfigError, DestinationCheckError, DestinationError } from '../../kit/index.ts';
 import { UsageError } from '../usage-error.ts';
 
 /**
@@ -123,13 +123,13 @@ export async function openTarget(target: OutTarget, s3: S3OutOptions, signal: Ab
     await store.probe?.(signal);
   } catch (error) {
     store.close();
-    if (error instanceof S3ProbeError) throw refuse(target.url, error.message, error.cause);
+    if (error instanceof S3ProbeError && error.problem === 'credentials') throw new ConfigError(`--out ${target.url}: ${error.message}`, { cause: error.cause });
+    if (error instanceof S3ProbeError) throw new DestinationCheckError(target.url, error.message, error.cause);
     throw new DestinationError(target.url, 'checking', error, true);
   }
   return { target, url: target.url, store, close: () => store.close() };
 }
 
-function refuse(url: string, why: string, cause?: unknown): DestinationError {
-  const error = new DestinationError(url, 'checking', new Error(why, cause === undefined ? undefined : { cause }));
-  return error;
+function refuse(url: string, why: string): DestinationCheckError {
+  return new DestinationCheckError(url, why);
 }

@@ -9,6 +9,7 @@ export {
   type ExportSummary,
   type WriteExportOptions,
 } from './writeExport.ts';
+export { checkOutputs } from './checkOutputs.ts';
 export { describeOutput, outputConfigSchema, resolveOutput, type OutputConfig, type ResolvedOutput } from './outputConfig.ts';
 export { MANIFEST_NAME, SUCCESS_NAME, type Manifest, type ManifestField } from './manifest.ts';
 export type { FileEntry } from './partFile.ts';

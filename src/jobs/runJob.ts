@@ -2,6 +2,7 @@ import type { Execution } from '../client/execution.ts';
 import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
 import { openExport, type ExportSummary, type OpenedExport } from '../export/writeExport.ts';
+import { checkOutputs } from '../export/checkOutputs.ts';
 import { stream } from '../pipeline/stream.ts';
 import type { Progress } from '../pipeline/progress.ts';
 import { isTerminal, type ExecutionStatus } from '../protocol/index.ts';
@@ -115,6 +116,8 @@ interface RunTally {
 }
 
 async function attemptWithRetries(job: Job, options: RunJobOptions, store: RunStateStore, run: RunTally): Promise<JobSummary> {
+  // Before any execution is started or resumed: a destination that cannot work costs nothing, and is not retried.
+  await checkOutputs(job.outputs, options.signal);
   const retries = job.retries ?? 0;
   let delay = (job.retry_delay_seconds ?? 5) * 1000;
   for (let attempt = 1; ; attempt++) {

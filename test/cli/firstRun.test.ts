@@ -270,3 +270,49 @@ describe('exit codes', () => {
     expect(code).toBe(2);
   });
 });
+
+describe('a job checks its outputs before it starts an execution', () => {
+  // If the execution ran, this source would fail it (exit 5): exit 6 or 2 shows nothing was started.
+  const job = (name: string, output: string, extra = '') =>
+    `${remote}jobs:\n  - name: ${name}\n    source: { sql: "select * from no_such_table_anywhere" }\n    retries: 3\n    retry_delay_seconds: 30\n    outputs:\n      - ${output}\n${extra}`;
+
+  it('a missing bucket, a foreign folder, a path under a file: refused before running, not retried', async () => {
+    const { startLocalS3 } = await import('../helpers/s3.ts');
+    const { mkdir } = await import('node:fs/promises');
+    const s3 = await startLocalS3();
+    try {
+      const foreign = join(dir, 'foreign');
+      await mkdir(foreign, { recursive: true });
+      await writeFile(join(foreign, 'notes.txt'), 'mine');
+      await writeFile(join(dir, 'plain-file'), 'x');
+      const cases: [string, string, RegExp][] = [
+        ['bucket', `{ format: csv, path: "s3://no-such-bucket/x", s3: { endpoint: "${s3.endpoint}", force_path_style: true } }`, /the bucket no-such-bucket does not exist/],
+        ['foreign', `{ format: csv, path: "${foreign}" }`, /holds files sluice did not write \(notes\.txt\)/],
+        ['under_file', `{ format: csv, path: "${join(dir, 'plain-file', 'out')}" }`, /plain-file is a file/],
+      ];
+      for (const [name, output, message] of cases) {
+        const io = cliIo({ OUT: join(dir, `check-${name}`) });
+        const code = await runCli(['run', await jobFile(`check-${name}.yaml`, job(name, output)), '--json', '--log-format', 'json'], { io, signal: live() });
+        expect(code, name).toBe(6);
+        expect(io.out.text(), name).toMatch(message);
+        expect(io.out.text(), name).toContain('"code":"DESTINATION_CHECK_FAILED"');
+        expect(io.err.text(), name).not.toContain('retrying');
+      }
+    } finally {
+      await s3.stop();
+    }
+  });
+
+  it('missing S3 credentials: a configuration error (exit 2) before running, not retried', async () => {
+    const { sluice: run } = await import('./sluiceProcess.ts');
+    const file = await jobFile('nocreds.yaml', job('nocreds', '{ format: csv, path: "s3://some-bucket/x", s3: { endpoint: "http://127.0.0.1:9", region: "us-east-1" } }'));
+    const none = join(dir, 'no-such-aws-file');
+    const result = await run(['run', file, '--json'], {
+      env: { ...env, OUT: join(dir, 'nocreds'), AWS_ACCESS_KEY_ID: undefined, AWS_SECRET_ACCESS_KEY: undefined, AWS_SESSION_TOKEN: undefined, AWS_PROFILE: undefined, AWS_CONFIG_FILE: none, AWS_SHARED_CREDENTIALS_FILE: none, AWS_EC2_METADATA_DISABLED: 'true', AWS_CONTAINER_CREDENTIALS_FULL_URI: undefined, AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: undefined, AWS_WEB_IDENTITY_TOKEN_FILE: undefined },
+    });
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stdout).toMatch(/no S3 credentials found/);
+    expect(result.stdout).toContain('"code":"CONFIG_INVALID"');
+    expect(result.stderr).not.toContain('retrying');
+  });
+});

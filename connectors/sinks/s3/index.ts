@@ -1,14 +1,16 @@
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import {
   type BeginOptions,
+  ConfigError,
   defineSink,
   type Destination,
+  DestinationCheckError,
   DestinationError,
   type Marker,
   type StagedStream,
   type Transaction,
 } from '../../../src/kit/index.ts';
-import { deferredStore, type ObjectStore } from './objectStore.ts';
+import { deferredStore, type ObjectStore, S3ProbeError } from './objectStore.ts';
 import { s3Config, type S3Config, s3Options } from './options.ts';
 import { keyOf, parseS3Url, type S3Location } from './url.ts';
 
@@ -104,6 +106,15 @@ export function s3Destination(location: S3Location, store: ObjectStore): Destina
         }
       }
       return s3Transaction(location, store, url, options, journal);
+    },
+    async check(signal) {
+      try {
+        await store.probe?.(signal);
+      } catch (error) {
+        if (error instanceof S3ProbeError && error.problem === 'credentials') throw new ConfigError(`${url}: ${error.message}`, { cause: error.cause });
+        if (error instanceof S3ProbeError) throw new DestinationCheckError(url, error.message, error.cause);
+        throw new DestinationError(url, 'checking', error, true);
+      }
     },
     async close() {
       store.close();

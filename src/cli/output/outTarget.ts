@@ -4,7 +4,6 @@ import { basename, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { clientConfig, s3Config } from '../../../connectors/sinks/s3/index.ts';
 import { S3ProbeError, type ObjectStore } from '../../../connectors/sinks/s3/objectStore.ts';
-import { sdkObjectStore } from '../../../connectors/sinks/s3/sdkStore.ts';
 import { parseS3Url } from '../../../connectors/sinks/s3/url.ts';
 import { ConfigError, DestinationCheckError, DestinationError } from '../../kit/index.ts';
 import { UsageError } from '../usage-error.ts';
@@ -119,6 +118,8 @@ export async function openTarget(target: OutTarget, s3: S3OutOptions, signal: Ab
     throw new ConfigError('--out S3 settings', parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message, value: undefined })));
   }
   const config = parsed.data;
+  // Loaded here: the AWS SDK is large, and only an S3 destination needs it.
+  const { sdkObjectStore } = await import('../../../connectors/sinks/s3/sdkStore.ts');
   const store = sdkObjectStore({ bucket: target.bucket, client: clientConfig(config), partSize: config.part_size_mb * 1024 * 1024, queueSize: config.queue_size });
   try {
     await store.probe?.(signal);

@@ -88,13 +88,15 @@ const FORMATS = [
   { format: 'parquet', format_options: { compression: 'zstd' } },
 ] as const;
 
-type Case = { rows: number; format?: (typeof FORMATS)[number]; path?: string; endpoint?: string; iceberg?: boolean; sizes?: SizeCase };
-type Result = { seconds: number; peakRssMb: number; bytes: number };
+type Case = { rows: number; format?: (typeof FORMATS)[number]; path?: string; endpoint?: string; iceberg?: boolean; sizes?: SizeCase; partitioned?: boolean };
+type Result = { seconds: number; peakRssMb: number; bytes: number; files?: number; mostPerPartition?: number };
 
 /** One case, in this process: the child side of run(). Prints its result as one JSON line. */
 export async function runCase(c: Case): Promise<void> {
   if (c.sizes) return runSizes(c.sizes);
   let bytes = 0;
+  let files = 0;
+  let mostPerPartition = 0;
   const m = await measure(async () => {
     if (c.format === undefined || c.path === undefined) {
       for await (const _ of generate(c.rows)) void _;
@@ -114,11 +116,23 @@ export async function runCase(c: Case): Promise<void> {
     }
     const summary = await writeExport(
       { schema, batches: generate(c.rows), meta: { executionId: `bench-${c.rows}`, totalRowCount: c.rows } },
-      resolveOutput({ ...c.format, path: c.path, ...(c.endpoint ? { s3: { endpoint: c.endpoint, region: 'us-east-1' } } : {}) }, builtins),
+      resolveOutput(
+        {
+          ...c.format,
+          path: c.path,
+          ...(c.endpoint ? { s3: { endpoint: c.endpoint, region: 'us-east-1' } } : {}),
+          ...(c.partitioned ? { partition_by: ['day'], max_open_files: 16 } : {}),
+        },
+        builtins,
+      ),
     );
     bytes = summary.bytes;
+    files = summary.files.length;
+    const per = new Map<string, number>();
+    for (const f of summary.files) per.set(f.path.split('/')[0]!, (per.get(f.path.split('/')[0]!) ?? 0) + 1);
+    mostPerPartition = Math.max(...per.values());
   });
-  console.log(JSON.stringify({ ...m, bytes } satisfies Result));
+  console.log(JSON.stringify({ ...m, bytes, files, mostPerPartition } satisfies Result));
 }
 
 function inChild(c: Case): Result {
@@ -190,6 +204,19 @@ export async function run(): Promise<void> {
         );
         if (target === 'disk') await rm(path, { recursive: true, force: true });
       }
+    }
+    // Partitioned by day: 365 partitions cycling row by row (the worst arrival order) into
+    // max_open_files: 16, against the same rows unpartitioned, same format, same run.
+    const rows = 1_000_000;
+    const format = { format: 'parquet', format_options: { compression: 'zstd' } } as const;
+    const flat = inChild({ rows, format, path: join(scratch, 'flat') });
+    const parted = inChild({ rows, format, path: join(scratch, 'parted'), partitioned: true });
+    console.log(`\npartitioned: ${rows.toLocaleString('en')} rows into 365 day partitions (interleaved row by row), max_open_files 16, parquet/zstd`);
+    for (const [label, m] of [['unpartitioned (baseline)', flat], ['partition_by: [day]', parted]] as const) {
+      console.log(
+        `  ${label.padEnd(26)} ${fmt(rows / m.seconds)} rows/s  ${m.files} files (at most ${m.mostPerPartition} per partition)  ` +
+          `peak RSS ${m.peakRssMb.toFixed(0)} MB  (${(flat.seconds / m.seconds).toFixed(2)}x baseline rate)`,
+      );
     }
   } finally {
     s3.stop();

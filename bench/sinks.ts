@@ -3,7 +3,7 @@
 // 1M rows x 8 columns; BENCH_BIG=1 adds 5M. Each case runs in a fresh process, so its peak RSS is
 // its own. Baseline: generating the same batches and discarding them, measured in the same run.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -13,6 +13,7 @@ import { builtins } from '../connectors/index.ts';
 import { resolveOutput, writeExport } from '../src/export/index.ts';
 import { fileTableStorage, s3TableStorage, writeIcebergTable } from '../src/export/iceberg/index.ts';
 import { parquet } from '../connectors/formats/parquet/index.ts';
+import { sampleEventsSelect } from '../src/service/engine/sampleEvents.ts';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 
 const BATCH = 65_536;
@@ -87,12 +88,15 @@ const FORMATS = [
   { format: 'parquet', format_options: { compression: 'zstd' } },
 ] as const;
 
-type Case = { rows: number; format?: (typeof FORMATS)[number]; path?: string; endpoint?: string; iceberg?: boolean };
-type Result = { seconds: number; peakRssMb: number; bytes: number };
+type Case = { rows: number; format?: (typeof FORMATS)[number]; path?: string; endpoint?: string; iceberg?: boolean; sizes?: SizeCase; partitioned?: boolean };
+type Result = { seconds: number; peakRssMb: number; bytes: number; files?: number; mostPerPartition?: number };
 
 /** One case, in this process: the child side of run(). Prints its result as one JSON line. */
 export async function runCase(c: Case): Promise<void> {
+  if (c.sizes) return runSizes(c.sizes);
   let bytes = 0;
+  let files = 0;
+  let mostPerPartition = 0;
   const m = await measure(async () => {
     if (c.format === undefined || c.path === undefined) {
       for await (const _ of generate(c.rows)) void _;
@@ -112,11 +116,23 @@ export async function runCase(c: Case): Promise<void> {
     }
     const summary = await writeExport(
       { schema, batches: generate(c.rows), meta: { executionId: `bench-${c.rows}`, totalRowCount: c.rows } },
-      resolveOutput({ ...c.format, path: c.path, ...(c.endpoint ? { s3: { endpoint: c.endpoint, region: 'us-east-1' } } : {}) }, builtins),
+      resolveOutput(
+        {
+          ...c.format,
+          path: c.path,
+          ...(c.endpoint ? { s3: { endpoint: c.endpoint, region: 'us-east-1' } } : {}),
+          ...(c.partitioned ? { partition_by: ['day'], max_open_files: 16 } : {}),
+        },
+        builtins,
+      ),
     );
     bytes = summary.bytes;
+    files = summary.files.length;
+    const per = new Map<string, number>();
+    for (const f of summary.files) per.set(f.path.split('/')[0]!, (per.get(f.path.split('/')[0]!) ?? 0) + 1);
+    mostPerPartition = Math.max(...per.values());
   });
-  console.log(JSON.stringify({ ...m, bytes } satisfies Result));
+  console.log(JSON.stringify({ ...m, bytes, files, mostPerPartition } satisfies Result));
 }
 
 function inChild(c: Case): Result {
@@ -147,6 +163,7 @@ async function startS3Process(storageDir: string): Promise<{ endpoint: string; s
 }
 
 export async function run(): Promise<void> {
+  await parquetSizes();
   const sizes = process.env.BENCH_BIG === '1' ? [1_000_000, 5_000_000] : [1_000_000];
   const scratch = await mkdtemp(join(tmpdir(), 'sluice-bench-sinks-'));
   const s3 = await startS3Process(join(scratch, 's3'));
@@ -188,9 +205,122 @@ export async function run(): Promise<void> {
         if (target === 'disk') await rm(path, { recursive: true, force: true });
       }
     }
+    // Partitioned by day: 365 partitions cycling row by row (the worst arrival order) into
+    // max_open_files: 16, against the same rows unpartitioned, same format, same run.
+    const rows = 1_000_000;
+    const format = { format: 'parquet', format_options: { compression: 'zstd' } } as const;
+    const flat = inChild({ rows, format, path: join(scratch, 'flat') });
+    const parted = inChild({ rows, format, path: join(scratch, 'parted'), partitioned: true });
+    console.log(`\npartitioned: ${rows.toLocaleString('en')} rows into 365 day partitions (interleaved row by row), max_open_files 16, parquet/zstd`);
+    for (const [label, m] of [['unpartitioned (baseline)', flat], ['partition_by: [day]', parted]] as const) {
+      console.log(
+        `  ${label.padEnd(26)} ${fmt(rows / m.seconds)} rows/s  ${m.files} files (at most ${m.mostPerPartition} per partition)  ` +
+          `peak RSS ${m.peakRssMb.toFixed(0)} MB  (${(flat.seconds / m.seconds).toFixed(2)}x baseline rate)`,
+      );
+    }
   } finally {
     s3.stop();
     await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+// Parquet size per format option set against DuckDB's own writer on the same rows, same run.
+// The rows: sample.events (the service's generated table, same SELECT) and a wide table of hex
+// strings (transaction hashes, addresses drawn at random from pools of 50 to 200,000, 32-byte
+// topics, payloads) as users of the service export most. DuckDB generates them and writes its
+// zstd reference; the same rows go to sluice's writer as Arrow batches of 65,536 rows, each
+// option set through writeExport to disk, timed (the batches are in memory before the clock starts).
+
+const HEX_ROWS = Number(process.env.BENCH_HEX_ROWS ?? 250_000);
+
+function hexSelect(rows: number): string {
+  const address = (seed: string, k: number, pool: number) => `'0x' || left(sha256('${seed}' || (hash(i, ${k}) % ${pool})::VARCHAR), 40)`;
+  return `SELECT i AS block_number,
+  TIMESTAMPTZ '2026-01-01 00:00:00+00' + to_microseconds(i * 80000) AS block_time,
+  '0x' || sha256('tx' || i::VARCHAR) AS tx_hash,
+  '0x' || sha256('block' || (i // 150)::VARCHAR) AS block_hash,
+  ${address('from', 1, 20_000)} AS from_address,
+  ${address('to', 2, 200_000)} AS to_address,
+  ${address('token', 3, 50)} AS token_address,
+  '0x' || sha256('topic' || (hash(i, 4) % 7)::VARCHAR) AS topic0,
+  '0x' || sha256('t1-' || i::VARCHAR) AS topic1,
+  '0x' || sha256('t2-' || i::VARCHAR) AS topic2,
+  '0x' || sha256('d1-' || i::VARCHAR) || sha256('d2-' || i::VARCHAR) AS data,
+  (hash(i, 5) % 300)::INTEGER AS log_index
+FROM range(${rows}) t(i)`;
+}
+
+const PARQUET_OPTION_SETS: { label: string; options: Record<string, unknown> }[] = [
+  { label: 'default (zstd, encodings chosen per column)', options: {} },
+  { label: 'snappy', options: { compression: 'snappy' } },
+  { label: 'gzip', options: { compression: 'gzip' } },
+  { label: 'zstd, dictionary: true (every column)', options: { dictionary: true } },
+  { label: 'zstd, dictionary: false', options: { dictionary: false } },
+  { label: 'before: snappy, dictionary everywhere', options: { compression: 'snappy', dictionary: true } },
+];
+
+type SizeCase = { name: string; sql: string; rows: number; dir: string };
+type SizeResult = { label: string; bytes: number; seconds: number };
+
+/** Child side: DuckDB's reference file, then every option set, one JSON line each. */
+async function runSizes(c: SizeCase): Promise<void> {
+  const { DuckDBInstance } = await import('@duckdb/node-api');
+  const wasm = await import('parquet-wasm');
+  const { tableFromIPC } = await import('apache-arrow');
+  const db = await DuckDBInstance.create(':memory:');
+  const con = await db.connect();
+  const reference = join(c.dir, `${c.name}-duckdb.parquet`);
+  const source = join(c.dir, `${c.name}-source.parquet`);
+  await con.run(`CREATE TABLE t AS ${c.sql}`);
+  let started = performance.now();
+  await con.run(`COPY t TO '${reference}' (FORMAT parquet, COMPRESSION zstd)`);
+  console.log(JSON.stringify({ label: 'DuckDB COPY (FORMAT parquet, COMPRESSION zstd)', bytes: (await stat(reference)).size, seconds: (performance.now() - started) / 1000 } satisfies SizeResult));
+  await con.run(`COPY t TO '${source}' (FORMAT parquet, COMPRESSION uncompressed)`);
+  con.closeSync();
+  db.closeSync();
+  const wasmTable = wasm.readParquet(await readFile(source), { batchSize: BATCH });
+  const table = tableFromIPC(wasmTable.intoIPCStream());
+  async function* batches(): AsyncIterable<RecordBatch> {
+    for (const b of table.batches) yield b;
+  }
+  // Warm-up (JIT, wasm instance), not measured: otherwise the first option set pays for it.
+  const warm = join(c.dir, `${c.name}-warm-up`);
+  await writeExport({ schema: table.schema, batches: batches(), meta: { executionId: `bench-${c.name}` } }, resolveOutput({ format: 'parquet', format_options: { compression: 'zstd' }, path: warm }, builtins));
+  await rm(warm, { recursive: true, force: true });
+  for (const set of PARQUET_OPTION_SETS) {
+    const path = join(c.dir, `${c.name}-${PARQUET_OPTION_SETS.indexOf(set)}`);
+    globalThis.gc?.();
+    started = performance.now();
+    const summary = await writeExport({ schema: table.schema, batches: batches(), meta: { executionId: `bench-${c.name}`, totalRowCount: c.rows } }, resolveOutput({ format: 'parquet', format_options: set.options, path }, builtins));
+    const seconds = (performance.now() - started) / 1000;
+    console.log(JSON.stringify({ label: set.label, bytes: summary.bytes, seconds } satisfies SizeResult));
+    await rm(path, { recursive: true, force: true });
+  }
+}
+
+export async function parquetSizes(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'sluice-bench-parquet-'));
+  try {
+    for (const [name, rows, sql, what] of [
+      ['events', 1_000_000, sampleEventsSelect(1_000_000), 'sample.events, 8 columns'],
+      ['hex', HEX_ROWS, hexSelect(HEX_ROWS), 'hex strings, 12 columns (hashes, addresses, topics)'],
+    ] as const) {
+      const script = `const m = await import(${JSON.stringify(import.meta.url)}); await m.runCase(${JSON.stringify({ rows, sizes: { name, sql, rows, dir } } satisfies Case)});`;
+      const out = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8', maxBuffer: 1 << 24 });
+      if (out.status !== 0) throw new Error(`parquet size case ${name} failed: ${out.stderr}`);
+      const results = out.stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as SizeResult);
+      const duck = results[0]!;
+      console.log(`\nparquet size: ${rows.toLocaleString('en')} rows of ${what}; bytes against DuckDB's zstd file of the same rows, same run`);
+      for (const r of results) {
+        const rate = rows / r.seconds;
+        console.log(
+          `  ${r.label.padEnd(48)} ${(r.bytes / 2 ** 20).toFixed(2).padStart(8)} MiB  ${(r.bytes / duck.bytes).toFixed(2).padStart(5)}x DuckDB  ` +
+            `${fmt(rate)} rows/s  (${(rate / (rows / duck.seconds)).toFixed(2)}x DuckDB's rate)`,
+        );
+      }
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
 }
 

@@ -9,7 +9,9 @@
  * ```
  * The local query service is exported separately: `import { startService } from 'sluice/service'`.
  */
-export { SluiceError, type SluiceErrorOptions } from './errors.ts';
+export { ConfigError, SluiceError, type ConfigErrorOptions, type ConfigIssue, type SluiceErrorOptions } from './errors.ts';
+// The errors connectors throw, so a library user can branch on them without importing src/kit.
+export { DestinationCheckError, DestinationError, FormatError, KitError } from './kit/index.ts';
 export * from './client/index.ts';
 export * from './pipeline/index.ts';
 export * from './types/index.ts';

@@ -9,7 +9,10 @@ import * as icebergErrors from '../src/export/iceberg/errors.ts';
 import * as typeErrors from '../src/types/errors.ts';
 import { UsageError } from '../src/cli/usage-error.ts';
 import { EXIT, exitCodeOf, type ExitCode } from '../src/cli/exit-codes.ts';
-import { SluiceError } from '../src/errors.ts';
+import { ConfigError, SluiceError } from '../src/errors.ts';
+import { SettingsError } from '../src/service/settings.ts';
+import { policyOf } from '../src/errorPolicy.ts';
+import { statusError } from '../src/client/status-errors.ts';
 import { PageSequenceError } from '../src/pipeline/fetchOrdered.ts';
 import { PolarsMissingError } from '../src/pipeline/dataFrame.ts';
 
@@ -19,13 +22,15 @@ const column = { column: 'amount', type: 'decimal(10, 2)', rowOffset: 7, path: '
 /** One instance of every error class sluice throws, with the exit code the CLI gives it. */
 const SAMPLES: readonly (readonly [Error, ExitCode])[] = [
   [new c.ServiceError('unexpected status 302', { status: 302 }), EXIT.other],
-  [new c.ConfigError('the API key is missing'), EXIT.config],
+  [new ConfigError('the API key is missing'), EXIT.config],
   [new c.InvalidArgumentError('limit must be positive'), EXIT.config],
   [new c.BadRequestError('400 bad sql', { status: 400 }), EXIT.config],
   [new c.InvalidApiKeyError('401 invalid key', { status: 401 }), EXIT.auth],
   [new c.PaymentRequiredError('402 no credits', { status: 402 }), EXIT.payment],
   [new c.ForbiddenError('403 scope', { status: 403 }), EXIT.auth],
-  [new c.NotFoundError('404', { status: 404 }), EXIT.other],
+  // An archived query is a 403 too, but not an authentication problem.
+  [new c.QueryArchivedError('403 query 7 is archived', { status: 403 }), EXIT.config],
+  [new c.NotFoundError('404', { status: 404 }), EXIT.config],
   [new c.ConflictError('409', { status: 409 }), EXIT.other],
   [new c.RateLimitedError('429', { status: 429, retryAfterMs: 1000 }), EXIT.other],
   [new c.ServerError('503', { status: 503, retryAfterMs: undefined }), EXIT.other],
@@ -42,9 +47,10 @@ const SAMPLES: readonly (readonly [Error, ExitCode])[] = [
   [new PageSequenceError(100, 100), EXIT.other],
   [new typeErrors.ValueDecodeError(column), EXIT.other],
   [new typeErrors.ArrowValueError(column), EXIT.other],
-  [new kitErrors.KitError('some_failure', 'something failed'), EXIT.other],
-  [new kitErrors.ConfigError('output', [{ path: 'format', message: 'expected one of parquet, csv', value: 'parqet' }]), EXIT.config],
+  [new kitErrors.KitError('SOME_FAILURE', 'something failed'), EXIT.other],
+  [new SettingsError('settings.yaml: teams: required'), EXIT.config],
   [new kitErrors.DestinationError('file:///out', 'writing', new Error('EACCES')), EXIT.io],
+  [new kitErrors.DestinationCheckError('s3://bucket/x', 'the bucket bucket does not exist'), EXIT.io],
   [new kitErrors.FormatError('parquet', 'cannot start the writer'), EXIT.other],
   [new kitErrors.PreconditionFailedError('s3://b/p', '_manifest.json', 'changed since it was read'), EXIT.io],
   [new exportErrors.RowCountMismatchError('01EXEC', 10, 9), EXIT.other],
@@ -69,7 +75,7 @@ function exportedErrorClasses(): Map<string, Function> {
   const classes = new Map<string, Function>();
   const modules = [library, clientErrors, configModule, jobErrors, kitErrors, exportErrors, typeErrors, { UsageError, PageSequenceError, PolarsMissingError }];
   for (const mod of modules) {
-    for (const [name, value] of Object.entries(mod)) if (isErrorClass(value)) classes.set(name === 'ConfigError' && value === kitErrors.ConfigError ? 'kit.ConfigError' : name, value);
+    for (const [name, value] of Object.entries(mod)) if (isErrorClass(value)) classes.set(name, value);
   }
   // Internal: a decoder's misfit is always wrapped into a ValueDecodeError/ArrowValueError before it leaves src/types.
   classes.delete('Misfit');
@@ -107,12 +113,13 @@ describe('SluiceError hierarchy', () => {
     expect(codeOf(PageSequenceError)).toBe('PAGE_SEQUENCE');
     expect(codeOf(typeErrors.ValueDecodeError)).toBe('VALUE_DECODE');
     expect(codeOf(typeErrors.ArrowValueError)).toBe('ARROW_VALUE');
-    expect(codeOf(kitErrors.ConfigError)).toBe('config_invalid');
-    expect(codeOf(kitErrors.DestinationError)).toBe('destination_failed');
-    expect(codeOf(exportErrors.RowCountMismatchError)).toBe('row_count_mismatch');
-    expect(codeOf(configModule.JobFileError)).toBe('job_file_invalid');
-    expect(codeOf(jobErrors.BudgetExceededError)).toBe('budget_exceeded');
-    expect(codeOf(UsageError)).toBe('usage');
+    expect(codeOf(ConfigError)).toBe('CONFIG_INVALID');
+    expect(codeOf(kitErrors.DestinationError)).toBe('DESTINATION_FAILED');
+    expect(codeOf(c.QueryArchivedError)).toBe('QUERY_ARCHIVED');
+    expect(codeOf(exportErrors.RowCountMismatchError)).toBe('ROW_COUNT_MISMATCH');
+    expect(codeOf(configModule.JobFileError)).toBe('JOB_FILE_INVALID');
+    expect(codeOf(jobErrors.BudgetExceededError)).toBe('BUDGET_EXCEEDED');
+    expect(codeOf(UsageError)).toBe('USAGE');
     expect(retryableOf(c.RateLimitedError)).toBe(true);
     expect(retryableOf(c.ServerError)).toBe(true);
     expect(retryableOf(c.NetworkError)).toBe(true);
@@ -188,5 +195,51 @@ describe('exit codes over the hierarchy', () => {
     expect(exitCodeOf(new Error('outer', { cause: new UsageError('bad') }))).toBe(EXIT.config);
     expect(exitCodeOf(new AggregateError([new jobErrors.BudgetExceededError('j', 'max_bytes', 'big')]))).toBe(EXIT.payment);
     expect(exitCodeOf(new c.NotFoundError('404'), true)).toBe(EXIT.interrupted);
+  });
+});
+
+describe('one error classification', () => {
+  it('spells every code the same way (UPPER_SNAKE_CASE)', () => {
+    for (const [error] of SAMPLES) expect((error as SluiceError).code, error.constructor.name).toMatch(/^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/);
+  });
+
+  it('has one ConfigError: the client, the kit and the package root export the same class, and every configuration mistake is one', () => {
+    expect(c.ConfigError).toBe(ConfigError);
+    expect(kitErrors.ConfigError).toBe(ConfigError);
+    expect(library.ConfigError).toBe(ConfigError);
+    for (const error of [new UsageError('x'), new configModule.JobFileError('j.yaml', [{ path: '', message: 'x' }]), new SettingsError('x')]) expect(error).toBeInstanceOf(ConfigError);
+    // The kit's form lists each issue with the value given.
+    expect(new ConfigError('output', [{ path: 'format', message: 'expected parquet', value: 'parqet' }]).message).toBe('invalid output:\n  format: expected parquet (got "parqet")');
+  });
+
+  it("exports the kit's errors from the package root", () => {
+    expect(library.KitError).toBe(kitErrors.KitError);
+    expect(library.DestinationError).toBe(kitErrors.DestinationError);
+    expect(library.DestinationCheckError).toBe(kitErrors.DestinationCheckError);
+    expect(library.FormatError).toBe(kitErrors.FormatError);
+  });
+
+  it('gives each class its exit code, job retry and run state from the one table', () => {
+    const expected: [Error, { exit: number; retryJob: boolean; keepRunState: boolean }][] = [
+      [new c.NetworkError('down', { phase: 'connect' }), { exit: EXIT.other, retryJob: true, keepRunState: true }],
+      [new c.RateLimitedError('429', { retryAfterMs: undefined }), { exit: EXIT.other, retryJob: true, keepRunState: true }],
+      [new c.ExecutionFailedError('failed', {}), { exit: EXIT.execution, retryJob: true, keepRunState: false }],
+      [new c.PartialResultError('truncated'), { exit: EXIT.execution, retryJob: false, keepRunState: false }],
+      [new c.InvalidApiKeyError('401'), { exit: EXIT.auth, retryJob: false, keepRunState: false }],
+      [new c.QueryArchivedError('403 archived'), { exit: EXIT.config, retryJob: false, keepRunState: false }],
+      [new ConfigError('no S3 credentials'), { exit: EXIT.config, retryJob: false, keepRunState: false }],
+      [new kitErrors.DestinationError('s3://b/p', 'uploading', new Error('503')), { exit: EXIT.io, retryJob: true, keepRunState: false }],
+      [new kitErrors.DestinationCheckError('s3://b/p', 'no bucket'), { exit: EXIT.io, retryJob: false, keepRunState: false }],
+      [new jobErrors.JobBusyError('j', 'held'), { exit: EXIT.other, retryJob: false, keepRunState: true }],
+      [new c.AbortedError('stop', {}), { exit: EXIT.interrupted, retryJob: false, keepRunState: true }],
+      [Object.assign(new Error('disk full'), { code: 'ENOSPC' }), { exit: EXIT.io, retryJob: true, keepRunState: false }],
+    ];
+    for (const [error, policy] of expected) expect(policyOf(error), error.constructor.name).toEqual(policy);
+    for (const [error, code] of SAMPLES) expect(policyOf(error).exit, error.constructor.name).toBe(code);
+  });
+
+  it('tells an archived query (403) from a key without the scope (403)', () => {
+    expect(statusError(403, 'Not allowed: query 7 is archived; unarchive it to execute it', undefined, {})).toBeInstanceOf(c.QueryArchivedError);
+    expect(statusError(403, 'Not allowed: this API key lacks the Write scope', undefined, {})).toBeInstanceOf(c.ForbiddenError);
   });
 });

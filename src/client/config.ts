@@ -12,6 +12,11 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 export interface ClientOptions {
   /** Defaults to `$SERVICE_API_KEY`. */
   apiKey?: string;
+  /**
+   * Where the key came from, as the user set it, e.g. `the environment variable MY_KEY`: a 401 tells
+   * them to check exactly that. Default: `the apiKey option` when `apiKey` is given, else `SERVICE_API_KEY`.
+   */
+  apiKeyFrom?: string;
   /** Origin plus the API prefix, e.g. `http://127.0.0.1:8080/api`. Defaults to `$SERVICE_BASE_URL`. */
   baseUrl?: string;
   /** Send the key as `X-Service-Api-Key` (default) or as the `api_key` query parameter. */
@@ -35,6 +40,8 @@ export interface ClientOptions {
 
 export interface ResolvedConfig {
   apiKey: string;
+  /** Named in the message of a 401 (see `ClientOptions.apiKeyFrom`). */
+  apiKeyFrom: string;
   baseUrl: string;
   apiKeyIn: 'header' | 'query';
   timeoutMs: number;
@@ -68,6 +75,7 @@ export function resolveConfig(options: ClientOptions): ResolvedConfig {
   }
   return {
     apiKey,
+    apiKeyFrom: options.apiKeyFrom ?? (options.apiKey !== undefined ? 'the apiKey option' : `the environment variable ${API_KEY_ENV}`),
     baseUrl: `${parsed.origin}${parsed.pathname.replace(/\/+$/, '')}`,
     apiKeyIn: options.apiKeyIn ?? 'header',
     timeoutMs,

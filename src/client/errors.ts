@@ -46,9 +46,8 @@ function formatMessage(detail: string, ctx: ErrorContext): string {
 
 // ---- configuration and arguments (raised before any request is sent) ----
 
-export class ConfigError extends ServiceError {
-  override readonly code = 'CONFIG';
-}
+/** The project's one ConfigError (src/errors.ts): a client option or setting that cannot work. */
+export { ConfigError } from '../errors.ts';
 
 export class InvalidArgumentError extends ServiceError {
   override readonly code = 'INVALID_ARGUMENT';
@@ -70,6 +69,15 @@ export class PaymentRequiredError extends ServiceError {
 
 export class ForbiddenError extends ServiceError {
   override readonly code = 'FORBIDDEN';
+}
+
+/**
+ * A saved query that is archived cannot be executed (the service answers 403, as it does for a
+ * key without the scope; the message tells them apart). Not an authentication problem: unarchive
+ * the query or name another one.
+ */
+export class QueryArchivedError extends ServiceError {
+  override readonly code = 'QUERY_ARCHIVED';
 }
 
 export class NotFoundError extends ServiceError {

@@ -7,6 +7,7 @@ import {
   NotFoundError,
   PartialResultError,
   PaymentRequiredError,
+  QueryArchivedError,
   RateLimitedError,
   ServerError,
   ServiceError,
@@ -26,12 +27,16 @@ export function errorText(body: string): string {
   return excerpt ? `(no JSON error body) ${excerpt}` : '(empty body)';
 }
 
-/** Maps a non-2xx answer to its error class; 400 carrying the partial-result message is its own class. */
+/**
+ * Maps a non-2xx answer to its error class; 400 carrying the partial-result message is its own class.
+ * `keyFrom` says where the API key came from (`the environment variable MY_KEY`), for a 401 to name.
+ */
 export function statusError(
   status: number,
   message: string,
   retryAfter: string | string[] | undefined,
   ctx: ErrorContext,
+  keyFrom = 'the API key',
 ): ServiceError {
   const c = { ...ctx, status, serverMessage: message };
   const detail = `${status} ${message}`;
@@ -41,11 +46,11 @@ export function statusError(
         ? new PartialResultError(`${detail} (the result was truncated; pass allowPartialResults: true to read it)`, c)
         : new BadRequestError(detail, c);
     case 401:
-      return new InvalidApiKeyError(`${detail} (check SERVICE_API_KEY or the apiKey option)`, c);
+      return new InvalidApiKeyError(`${detail} (check ${keyFrom})`, c);
     case 402:
       return new PaymentRequiredError(detail, c);
     case 403:
-      return new ForbiddenError(detail, c);
+      return /\barchived\b/i.test(message) ? new QueryArchivedError(detail, c) : new ForbiddenError(detail, c);
     case 404:
       return new NotFoundError(detail, c);
     case 409:

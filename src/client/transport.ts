@@ -143,13 +143,13 @@ export class Transport {
       for await (const chunk of res.body) chunks.push(chunk as Buffer);
       const raw = concat(chunks);
       if (status >= 200 && status < 300) return rawResponse(status, res.headers, raw, url);
-      throw statusError(status, scrub(errorText(raw.toString('utf8')), this.#config.apiKey), res.headers['retry-after'], ctx);
+      throw statusError(status, scrub(errorText(raw.toString('utf8')), this.#config.apiKey), res.headers['retry-after'], ctx, this.#config.apiKeyFrom);
     } catch (err) {
       if (err instanceof ServiceError) throw err;
       const answered = status !== 0 && !controller.signal.aborted;
       if (answered && (status < 200 || status >= 300)) {
         // The status line already tells what happened; only the explanation was lost.
-        throw statusError(status, `(error body cut off: ${describe(err)})`, resHeaders['retry-after'], ctx);
+        throw statusError(status, `(error body cut off: ${describe(err)})`, resHeaders['retry-after'], ctx, this.#config.apiKeyFrom);
       }
       if (answered && spec.salvage) {
         const partial = Buffer.concat(chunks);

@@ -1,4 +1,4 @@
-import { SluiceError } from '../errors.ts';
+import { ConfigError } from '../errors.ts';
 
 // Errors of job files. The CLI maps JobFileError to exit code 2 (configuration error).
 
@@ -11,13 +11,13 @@ export interface JobFileIssue {
   readonly message: string;
 }
 
-export class JobFileError extends SluiceError {
-  readonly code = 'job_file_invalid';
+export class JobFileError extends ConfigError {
+  override readonly code = 'JOB_FILE_INVALID';
   readonly file: string;
-  readonly issues: readonly JobFileIssue[];
+  override readonly issues: readonly JobFileIssue[];
 
   constructor(file: string, issues: readonly JobFileIssue[], options?: { cause?: unknown }) {
-    super(issues.map((issue) => formatIssue(file, issue)).join('\n'), options);
+    super(issues.map((issue) => formatIssue(file, issue)).join('\n'), options?.cause === undefined ? {} : { cause: options.cause });
     this.file = file;
     this.issues = issues;
   }

@@ -7,7 +7,7 @@ export class RowCountMismatchError extends KitError {
 
   constructor(executionId: string, expected: number, actual: number) {
     super(
-      'row_count_mismatch',
+      'ROW_COUNT_MISMATCH',
       `export of execution ${executionId}: wrote ${actual} rows but the result has ${expected}; nothing was committed`,
     );
     this.expected = expected;
@@ -19,7 +19,7 @@ export class RowCountMismatchError extends KitError {
 export class ManifestInvalidError extends KitError {
   constructor(url: string, detail: string) {
     super(
-      'manifest_invalid',
+      'MANIFEST_INVALID',
       `${url}/_manifest.json is not a valid sluice manifest (${detail}); remove it or point the export elsewhere`,
     );
   }

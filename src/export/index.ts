@@ -9,6 +9,7 @@ export {
   type ExportSummary,
   type WriteExportOptions,
 } from './writeExport.ts';
+export { checkOutputs } from './checkOutputs.ts';
 export { describeOutput, outputConfigSchema, resolveOutput, type OutputConfig, type ResolvedOutput } from './outputConfig.ts';
 export type { Commit, CommitProtocol } from './commit.ts';
 export { manifestCommit } from './manifestCommit.ts';

@@ -1,6 +1,7 @@
 import { type Data, makeData, RecordBatch, type Schema, Struct } from 'apache-arrow';
 import { valueText } from '../kit/index.ts';
 import { hiveSegment } from './hive.ts';
+import { takeRows } from './takeRows.ts';
 
 export interface PartitionRun {
   /** `col=value/col2=value2`, '' without partitioning. */
@@ -11,9 +12,10 @@ export interface PartitionRun {
 }
 
 /**
- * Splits batches into runs of consecutive rows with the same partition values. Runs are
- * zero-copy slices: sorted input gives one run per partition and batch; unsorted input works
- * too, at the cost of more, smaller writes.
+ * Splits each batch into one run per partition value, in order of first appearance. Rows of a
+ * partition that arrive in one stretch (sorted input) are a zero-copy slice; scattered rows are
+ * gathered into a compact batch of their own, so unsorted input still makes one write per
+ * partition and batch instead of one per row.
  */
 export function partitioner(
   schema: Schema,
@@ -38,20 +40,37 @@ export function partitioner(
       const data = project(batch);
       if (partitionBy.length === 0) return [{ directory: '', values: {}, batch: data }];
       const columns = keyIndexes.map((i) => batch.data.children[i] as Data);
-      const runs: PartitionRun[] = [];
+      // Stretches [start, end) of equal partition values, gathered per partition.
+      const groups = new Map<string, { values: (string | null)[]; stretches: number[] }>();
       let start = 0;
-      let current: string[] | undefined;
+      let current: (string | null)[] | undefined;
+      let currentKey = '';
       for (let row = 0; row <= batch.numRows; row++) {
-        const key = row < batch.numRows ? texts.map((t, k) => t.text(columns[k]!, row) ?? '\u0000null') : undefined;
-        if (current && (key === undefined || key.some((v, k) => v !== current![k]))) {
-          const values = Object.fromEntries(partitionBy.map((name, k) => [name, current![k] === '\u0000null' ? null : current![k]!]));
-          const directory = partitionBy.map((name) => hiveSegment(name, values[name] ?? null)).join('/');
-          runs.push({ directory, values, batch: data.slice(start, row) });
+        const values = row < batch.numRows ? texts.map((t, k) => t.text(columns[k]!, row)) : undefined;
+        const key = values === undefined ? '' : JSON.stringify(values);
+        if (current !== undefined && (values === undefined || key !== currentKey)) {
+          const group = groups.get(currentKey) ?? { values: current, stretches: [] };
+          group.stretches.push(start, row);
+          groups.set(currentKey, group);
           start = row;
         }
-        current = key;
+        current = values;
+        currentKey = key;
       }
-      return runs;
+      return [...groups.values()].map(({ values: texts, stretches }) => {
+        const values = Object.fromEntries(partitionBy.map((name, k) => [name, texts[k] ?? null]));
+        const directory = partitionBy.map((name) => hiveSegment(name, values[name] ?? null)).join('/');
+        return { directory, values, batch: stretches.length === 2 ? data.slice(stretches[0]!, stretches[1]!) : gather(data, stretches) };
+      });
     },
   };
+}
+
+function gather(batch: RecordBatch, stretches: number[]): RecordBatch {
+  let rows = 0;
+  for (let i = 0; i < stretches.length; i += 2) rows += stretches[i + 1]! - stretches[i]!;
+  const indices = new Int32Array(rows);
+  let at = 0;
+  for (let i = 0; i < stretches.length; i += 2) for (let row = stretches[i]!; row < stretches[i + 1]!; row++) indices[at++] = row;
+  return new RecordBatch(batch.schema, takeRows(batch.data, indices) as Data<Struct>);
 }

@@ -8,7 +8,8 @@ import { describeSchema, type Manifest } from './manifest.ts';
 import { manifestCommit } from './manifestCommit.ts';
 import { partFileName } from './partFileName.ts';
 import { type FileEntry, PartFile } from './partFile.ts';
-import { partitioner } from './partitions.ts';
+import { HeldPartitions } from './heldPartitions.ts';
+import { type PartitionRun, partitioner } from './partitions.ts';
 import type { ResolvedOutput } from './outputConfig.ts';
 import { noResume, recover, type Resume } from './resume.ts';
 
@@ -249,6 +250,7 @@ async function writeFiles(
   const { signal, onProgress } = options;
   const split = partitioner(input.schema, resolved.partitionBy, resolved.keepPartitionColumns);
   const open = new Map<string, PartFile>();
+  const held = resolved.partitionBy.length > 0 ? new HeldPartitions() : undefined;
   const finishing: Promise<FileEntry>[] = [];
   let part = from.startPart;
   let rows = from.startRow;
@@ -257,7 +259,10 @@ async function writeFiles(
   const openFile = async (directory: string, values: Record<string, string | null>): Promise<PartFile> => {
     // The bound on memory: make room by finishing the least recently used file (Map order).
     const lru = open.size >= resolved.maxOpenFiles ? [...open.entries()][0] : undefined;
-    if (lru) await finish(lru[0], lru[1]);
+    if (lru) {
+      held?.hold(lru[0]);
+      await finish(lru[0], lru[1]);
+    }
     const name = partFileName(input.meta.executionId, part++, format.extension, directory);
     const file = new PartFile(tx, format, split.dataSchema, name, values, signal, rows);
     open.set(directory, file);
@@ -284,25 +289,36 @@ async function writeFiles(
     return file;
   };
 
+  const write = async (run: PartitionRun): Promise<void> => {
+    let rest = run.batch;
+    while (rest.numRows > 0) {
+      const file = use(run.directory) ?? (await openFile(run.directory, { ...run.values }));
+      const room = resolved.maxRowsPerFile - file.rows;
+      const piece = rest.numRows <= room ? rest : rest.slice(0, room);
+      rest = piece === rest ? rest.slice(rest.numRows) : rest.slice(room);
+      await file.push(piece);
+      rows += piece.numRows;
+      if (file.rows >= resolved.maxRowsPerFile || file.bytes >= resolved.maxBytesPerFile) void finish(run.directory, file);
+    }
+  };
+  const progress = () => onProgress?.({ rows: rows + (held?.rows ?? 0), bytes: doneBytes + [...open.values()].reduce((n, f) => n + f.bytes, 0), files: part });
+
   try {
     for await (const batch of input.batches) {
       signal?.throwIfAborted();
       if (batch.numRows === 0) continue;
-      for (const run of split.split(batch)) {
-        let rest = run.batch;
-        while (rest.numRows > 0) {
-          const file = use(run.directory) ?? (await openFile(run.directory, { ...run.values }));
-          const room = resolved.maxRowsPerFile - file.rows;
-          const piece = rest.numRows <= room ? rest : rest.slice(0, room);
-          rest = piece === rest ? rest.slice(rest.numRows) : rest.slice(room);
-          await file.push(piece);
-          rows += piece.numRows;
-          if (file.rows >= resolved.maxRowsPerFile || file.bytes >= resolved.maxBytesPerFile) void finish(run.directory, file);
-        }
-      }
-      onProgress?.({ rows, bytes: doneBytes + [...open.values()].reduce((n, f) => n + f.bytes, 0), files: part });
+      // A partition whose file was finished to make room waits for the end (HeldPartitions).
+      for (const run of split.split(batch)) if (!(await held?.take(run))) await write(run);
+      progress();
     }
     signal?.throwIfAborted();
+    if (held) {
+      for await (const run of held.drain()) {
+        signal?.throwIfAborted();
+        await write(run);
+      }
+      progress();
+    }
     // An empty, unpartitioned result still gets one file, so readers see the columns.
     if (part === 0 && resolved.partitionBy.length === 0) await openFile('', {});
     for (const [directory, file] of [...open]) void finish(directory, file);
@@ -314,6 +330,8 @@ async function writeFiles(
     // Settle every writer before the transaction is aborted (their uploads must not outlive it).
     await Promise.allSettled([...[...open.values()].map((f) => f.fail(error)), ...finishing]);
     throw error;
+  } finally {
+    await held?.close();
   }
 }
 

@@ -37,7 +37,7 @@ export async function connect(connection: Connection | undefined, options: Conne
     if (key === undefined || key === '') {
       throw new ClientConfigError(`the API key is missing: set the environment variable ${keyEnv} (connection.api_key_env) for ${baseUrl}`);
     }
-    const client = new ServiceClient({ baseUrl: apiBase(baseUrl), apiKey: key, env: {} });
+    const client = new ServiceClient({ baseUrl: apiBase(baseUrl), apiKey: key, apiKeyFrom: `the environment variable ${keyEnv}`, env: {} });
     return { client, baseUrl: client.baseUrl, embedded: false, close: () => client.close() };
   }
 
@@ -47,12 +47,14 @@ export async function connect(connection: Connection | undefined, options: Conne
   const dataDir = resolve(options.cwd, embedded?.data_dir ?? DEFAULT_EMBEDDED_DATA_DIR);
   let settings: ServiceSettingsInput | string;
   let apiKey: string;
+  let apiKeyFrom = `the environment variable ${keyEnv}`;
   if (embedded?.settings !== undefined) {
     settings = resolve(options.cwd, embedded.settings);
     const { loadSettingsFile } = await import('../service/settings.ts');
     const loaded = await loadSettingsFile(settings);
     apiKey = key !== undefined && key !== '' ? key : firstWriteKey(loaded.teams) ?? '';
     if (apiKey === '') throw new ClientConfigError(`${settings}: no API key with the Write or Admin scope; add one or set ${keyEnv}`);
+    apiKeyFrom = key !== undefined && key !== '' ? `the environment variable ${keyEnv}` : `the first Write or Admin key of ${settings}`;
   } else {
     // The embedded service is private to this process: any key works, the environment's if set.
     apiKey = key !== undefined && key !== '' ? key : `sk_local_${randomBytes(12).toString('hex')}`;
@@ -65,7 +67,7 @@ export async function connect(connection: Connection | undefined, options: Conne
     ...(embedded?.sample_rows === undefined ? {} : { sampleRows: embedded.sample_rows }),
   });
   options.onEmbedded?.({ url: service.url, dataDir });
-  const client = new ServiceClient({ baseUrl: service.url, apiKey, env: {} });
+  const client = new ServiceClient({ baseUrl: service.url, apiKey, apiKeyFrom, env: {} });
   return {
     client,
     baseUrl: service.url,

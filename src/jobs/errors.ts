@@ -2,7 +2,7 @@ import { SluiceError } from '../errors.ts';
 
 /** A run refused or stopped by its job's budget (exit code 4, like the service's 402). */
 export class BudgetExceededError extends SluiceError {
-  readonly code = 'budget_exceeded';
+  readonly code = 'BUDGET_EXCEEDED';
   readonly job: string;
   readonly limit: 'max_credits' | 'max_bytes';
 
@@ -15,7 +15,7 @@ export class BudgetExceededError extends SluiceError {
 
 /** A run that cannot start because another run of the same job holds its lock. */
 export class JobBusyError extends SluiceError {
-  readonly code = 'job_busy';
+  readonly code = 'JOB_BUSY';
   constructor(job: string, detail: string) {
     super(`job ${job} is already running (${detail})`);
   }

@@ -4,15 +4,16 @@ import type { Job } from '../config/jobSchema.ts';
 import type { CommitProtocol } from '../export/commit.ts';
 import { manifestCommit } from '../export/manifestCommit.ts';
 import { openExport, type ExportSummary, type OpenedExport } from '../export/writeExport.ts';
+import { checkOutputs } from '../export/checkOutputs.ts';
 import { type ResultStream, stream } from '../pipeline/stream.ts';
 import type { Progress } from '../pipeline/progress.ts';
 import type { StreamSource } from '../pipeline/source.ts';
 import { isTerminal } from '../protocol/index.ts';
-import { KitError } from '../kit/errors.ts';
 import { resumeAttemptId } from './attemptId.ts';
 import { checkBytes, creditsAllowed, TIER_COST } from './budget.ts';
 import { committedExport, outputFingerprint } from './committedOutput.ts';
 import { BudgetExceededError } from './errors.ts';
+import { policyOf } from '../errorPolicy.ts';
 import { jobSource } from './jobSource.ts';
 import { worthRetrying } from './retryable.ts';
 import { type RunRecord, RunHistory } from './runHistory.ts';
@@ -122,6 +123,8 @@ interface RunTally {
 }
 
 async function attemptWithRetries(job: Job, options: RunJobOptions, state: JobRunState, run: RunTally): Promise<JobSummary> {
+  // Before any execution is started or resumed: a destination that cannot work costs nothing, and is not retried.
+  await checkOutputs(job.outputs, options.signal);
   const retries = job.retries ?? 0;
   let delay = (job.retry_delay_seconds ?? 5) * 1000;
   for (let attempt = 1; ; attempt++) {
@@ -254,8 +257,8 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
       await remembering?.catch(() => undefined);
       // An execution that ran and then failed is charged too: the run's credits say so.
       if (startedNow && spent.executionId !== undefined && isExecutionOutcome(error)) spent.credits += await chargedFor(client, spent.executionId);
-      // Stopped while waiting (the pipeline cancelled it), or it failed, was cancelled or expired: nothing to resume.
-      if (signal.aborted || isExecutionOutcome(error)) await state.forget();
+      // Stopped while waiting (the pipeline cancelled it); otherwise the error table says whether it can be resumed.
+      if (signal.aborted || !policyOf(error).keepRunState) await state.forget();
       throw error;
     }
     const { executionId, status } = ready;
@@ -419,13 +422,12 @@ function isExecutionOutcome(error: unknown): boolean {
 
 /**
  * Whether a later run may resume this run's execution after it failed with `error`: only when the
- * failure could pass (the network, a 5xx, a store that answered "try again"). A failure that would
- * fail again (a mistake in the job, a destination refusing for good, another writer's commit) ends
- * the resume, so the next run starts a fresh execution instead of exporting a stale one.
+ * failure could pass (the error table's `keepRunState`: the network, a 5xx). A failure that would
+ * fail again (a mistake in the job, a destination refusing, another writer's commit) ends the
+ * resume, so the next run starts a fresh execution instead of exporting a stale one.
  */
 function worthResuming(error: unknown, signal: AbortSignal): boolean {
-  if (!worthRetrying(error, signal)) return false;
-  return !(error instanceof KitError && !error.retryable);
+  return !signal.aborted && worthRetrying(error, signal) && policyOf(error).keepRunState;
 }
 
 function retrySleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -19,6 +19,13 @@ export interface Destination {
    * contain on commit, and never touches them on abort.
    */
   begin(options: BeginOptions): Promise<Transaction>;
+  /**
+   * Checks, without writing, what can be known before anything is spent: the place can be written
+   * (a folder that exists or can be made, not one full of files sluice did not write), credentials
+   * resolve, a bucket answers. Throws `DestinationCheckError`, or `ConfigError` for missing
+   * credentials; neither is worth retrying. Optional: without it the first write finds out.
+   */
+  check?(signal?: AbortSignal): Promise<void>;
   close(): Promise<void>;
   /**
    * What a log-based table format (Iceberg, a Delta log) needs besides transactions. Optional:

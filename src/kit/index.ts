@@ -15,7 +15,7 @@ export {
   type WriteResult,
 } from './destination.ts';
 export type { Registry } from './registry.ts';
-export { ConfigError, DestinationError, FormatError, PreconditionFailedError, KitError, messageOf, type ConfigIssue, type KitErrorOptions } from './errors.ts';
+export { ConfigError, DestinationCheckError, DestinationError, FormatError, KitError, messageOf, PreconditionFailedError, type ConfigIssue, type KitErrorOptions } from './errors.ts';
 export { isSecretField, redact, REDACTED } from './redact.ts';
 export { issuesOf, joinPath, parseConfig } from './parseConfig.ts';
 export { decimalText, hex, isoTimestamp, valueText, type ValueText } from './valueText.ts';

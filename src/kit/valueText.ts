@@ -177,7 +177,8 @@ function jsonOfUnknown(value: unknown): string {
   );
 }
 
-const utf8 = new TextDecoder();
+// ignoreBOM: a value that begins with U+FEFF keeps it (the default decoder drops it as a byte order mark).
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
 function bytesAt(d: Data, i: number): Uint8Array {
   const offsets = d.valueOffsets as ArrayLike<number | bigint>;

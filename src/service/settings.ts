@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { LineCounter, parseDocument } from 'yaml';
 import { interpolateDocument, type Env } from '../config/interpolate.ts';
-import { SluiceError } from '../errors.ts';
+import { ConfigError } from '../errors.ts';
 import { SCOPES, TEAM_NAME } from '../protocol/index.ts';
 
 const GiB = 1024 ** 3;
@@ -91,8 +91,8 @@ export type FaultSettings = z.infer<typeof FaultsSchema>;
 export type FaultSettingsInput = z.input<typeof FaultsSchema>;
 
 /** A settings file that cannot be read, parsed, interpolated or validated; the message names the file and the path. */
-export class SettingsError extends SluiceError {
-  readonly code = 'service_settings_invalid';
+export class SettingsError extends ConfigError {
+  override readonly code = 'SETTINGS_INVALID';
 }
 
 /** `teams[0].keys[1].scopes[0]`: the path a YAML author can find. */

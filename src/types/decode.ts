@@ -321,7 +321,13 @@ function decodeIntervalDayToSecond(v: unknown): unknown {
     const ms = parseIntervalDayToSecondMs(v);
     if (!Number.isNaN(ms)) return ms;
   }
-  throw new Misfit(v, 'is not an interval day to second (milliseconds, or [-]D HH:MM:SS[.fff])');
+  if (typeof v === 'string' && /^-?\d+ months /.test(v)) {
+    throw new Misfit(v, 'is an interval with a month part, which has no fixed length in milliseconds (cast it to interval year to month, or to days, in the SQL)');
+  }
+  if (typeof v === 'string' && /^-?(\d+ )?\d{2}:\d{2}:\d{2}\.\d*[1-9]\d{0,2}$/.test(v) && /\.\d{4,}/.test(v)) {
+    throw new Misfit(v, 'has microseconds, which milliseconds cannot hold (round it to milliseconds in the SQL)');
+  }
+  throw new Misfit(v, 'is not an interval day to second (milliseconds, or [-]D HH:MM:SS[.ffffff])');
 }
 
 function decodeIntervalYearToMonth(v: unknown): unknown {

@@ -135,6 +135,7 @@ export function parseTimestamp(s: string, out: TimestampParts): boolean {
 
 /** Microseconds of day of `HH:MM:SS[.f]`, or NaN; NaN too when digits beyond the 6th are not 0. */
 export function parseTimeMicros(s: string): number {
+  if (isEndOfDay(s)) return 86_400_000_000;
   if (!scanTime(s, 0) || scan.end !== s.length) return Number.NaN;
   const { units: micros, exact } = fracToUnits(scan.frac, 6);
   return exact ? scan.whole * 1_000_000 + micros : Number.NaN;
@@ -142,7 +143,12 @@ export function parseTimeMicros(s: string): number {
 
 /** Validate `HH:MM:SS[.f]` without converting. */
 export function isTimeText(s: string): boolean {
-  return scanTime(s, 0) && scan.end === s.length;
+  return isEndOfDay(s) || (scanTime(s, 0) && scan.end === s.length);
+}
+
+/** `24:00:00[.000...]`: the end of a day, which a time of day (not a timestamp) may be. */
+function isEndOfDay(s: string): boolean {
+  return s.startsWith('24:00:00') && (s.length === 8 || /^\.0{1,12}$/.test(s.slice(8)));
 }
 
 const unitsScratch = { units: 0, exact: true };

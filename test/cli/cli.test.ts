@@ -139,7 +139,7 @@ describe('sluice (spawned)', () => {
     const sql = 'select id, name from sample.events where id < 3 order by id';
     const csv = await sluice(['query', sql, '--format', 'csv'], { env });
     expect(csv.code).toBe(0);
-    expect(csv.stdout).toBe('id,name\r\n0,event_0\r\n1,event_1\r\n2,event_2\r\n');
+    expect(csv.stdout).toBe('id,name\n0,event_0\n1,event_1\n2,event_2\n');
     const ndjson = await sluice(['query', sql, '-f', 'ndjson'], { env });
     expect(ndjson.stdout.trim().split('\n').map((l) => JSON.parse(l) as unknown)).toEqual([
       { id: 0, name: 'event_0' },
@@ -175,7 +175,7 @@ describe('sluice (spawned)', () => {
       expect(status.code).toBe(0);
       expect(JSON.parse(status.stdout)).toMatchObject({ execution_id: done.id, state: 'QUERY_STATE_COMPLETED' });
       const results = await sluice(['results', done.id, '--format', 'csv'], { env });
-      expect(results.stdout).toBe('answer\r\n42\r\n');
+      expect(results.stdout).toBe('answer\n42\n');
       const slow = await client.execute({ sql: 'select sum(a.i * b.i) from range(100000) a(i), range(100000) b(i)' });
       const cancel = await sluice(['cancel', slow.id], { env });
       expect(cancel.code).toBe(0);
@@ -273,7 +273,7 @@ describe('sluice (spawned)', () => {
     const deleted = await sluice(['views', 'delete', full], { env });
     expect(deleted.code).toBe(0);
     const gone = await sluice(['views', 'get', full], { env });
-    expect(gone.code).toBe(1);
+    expect(gone.code).toBe(2);
     expect(gone.stderr).toMatch(/404/);
   });
 

@@ -6,6 +6,7 @@ import {
   ExecutionExpiredError,
   ExecutionFailedError,
   ForbiddenError,
+  QueryArchivedError,
   InvalidApiKeyError,
   NetworkError,
   NotFoundError,
@@ -56,7 +57,7 @@ describe('HTTP errors from the real service', () => {
     expect(err).toBeInstanceOf(InvalidApiKeyError);
     expect(err).toMatchObject({ status: 401, code: 'INVALID_API_KEY', retryable: false, method: 'getStatus', executionId: UNKNOWN_ID });
     expect(err.message).toBe(
-      `getStatus GET ${svc.url}/v1/execution/${UNKNOWN_ID}/status (execution ${UNKNOWN_ID}): 401 Invalid API Key (check SERVICE_API_KEY or the apiKey option)`,
+      `getStatus GET ${svc.url}/v1/execution/${UNKNOWN_ID}/status (execution ${UNKNOWN_ID}): 401 Invalid API Key (check the apiKey option)`,
     );
     expect(c.stats).toEqual({ requests: 1, retries: 0 });
   });
@@ -69,12 +70,13 @@ describe('HTTP errors from the real service', () => {
     expect(c.stats.retries).toBe(0);
   });
 
-  it('403 executing an archived query', async () => {
+  it('403 executing an archived query: QueryArchivedError, not a scope problem', async () => {
     const c = clientWith();
     const { query_id } = await c.createQuery({ name: 'archived', query_sql: 'SELECT 1' });
     await c.archiveQuery(query_id);
     const err = await failure(c.execute({ queryId: query_id }));
-    expect(err).toBeInstanceOf(ForbiddenError);
+    expect(err).toBeInstanceOf(QueryArchivedError);
+    expect(err).toMatchObject({ status: 403, code: 'QUERY_ARCHIVED' });
     expect(err.message).toContain('is archived');
   });
 

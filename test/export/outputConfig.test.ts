@@ -4,7 +4,7 @@ import { ConfigError } from '../../src/kit/index.ts';
 import { outputConfigSchema, resolveOutput } from '../../src/export/index.ts';
 import { builtins } from '../../connectors/index.ts';
 
-function issuesOf(input: unknown): { path: string; message: string; value: unknown }[] {
+function issuesOf(input: unknown): { path: string; message: string; value?: unknown }[] {
   try {
     resolveOutput(input, builtins);
   } catch (error) {
@@ -19,7 +19,7 @@ describe('resolveOutput', () => {
     const out = resolveOutput({ format: 'parquet', path: '/tmp/x' }, builtins);
     expect(out.format.type).toBe('parquet');
     expect(out.sink.type).toBe('file');
-    expect(out.formatConfig).toEqual({ compression: 'snappy', row_group_size: 122_880, dictionary: true });
+    expect(out.formatConfig).toEqual({ compression: 'zstd', row_group_size: 122_880, data_page_size: 1_048_576, dictionary: 'auto', statistics: 'page', columns: {} });
   });
 
   it('routes s3:// paths to the s3 sink with its settings', () => {

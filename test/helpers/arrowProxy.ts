@@ -1,5 +1,5 @@
-// A proxy in front of the real local service, for the client's side of the Arrow wire while the
-// service may not serve Arrow pages itself: `refuse` answers 406 to every request that asks for
+// A proxy in front of the real local service, for the client's side of the Arrow wire: `json` is a
+// service that only speaks JSON (it ignores Accept, as the official service does); `refuse` answers 406 to every request that asks for
 // Arrow (a service that knows Arrow but will not serve it); `arrow` turns each JSON result page the
 // service sends into an Arrow page as the wire contract describes it (IPC stream body, metadata in
 // headers, as src/protocol/arrowPage.ts writes them), built with the project's own type mapping. Every other request passes unchanged.
@@ -18,7 +18,7 @@ export interface ArrowProxy {
   close(): Promise<void>;
 }
 
-export async function startArrowProxy(target: string, mode: 'refuse' | 'arrow'): Promise<ArrowProxy> {
+export async function startArrowProxy(target: string, mode: 'json' | 'refuse' | 'arrow'): Promise<ArrowProxy> {
   const upstream = new URL(target);
   const seen: { accept: string; answered: string }[] = [];
   const server: Server = createServer((req, res) => {
@@ -40,7 +40,7 @@ export async function startArrowProxy(target: string, mode: 'refuse' | 'arrow'):
     }
     const headers = { ...req.headers, host: upstream.host, accept: 'application/json' };
     const answer = await forward(req, headers);
-    if (!(isResults && wantsArrow) || answer.status !== 200) {
+    if (!(isResults && wantsArrow) || answer.status !== 200 || mode === 'json') {
       if (isResults) seen.push({ accept, answered: 'application/json' });
       res.writeHead(answer.status, answer.headers);
       res.end(answer.body);

@@ -6,11 +6,12 @@ import {
   InvalidApiKeyError,
   NetworkError,
   NotFoundError,
+  PartialResultError,
   PaymentRequiredError,
 } from '../../src/client/errors.ts';
 import { BudgetExceededError, JobBusyError } from '../../src/jobs/errors.ts';
 import { worthRetrying } from '../../src/jobs/retryable.ts';
-import { ConfigError, DestinationError } from '../../src/kit/errors.ts';
+import { ConfigError, DestinationCheckError, DestinationError } from '../../src/kit/errors.ts';
 
 const live = new AbortController().signal;
 
@@ -36,6 +37,8 @@ describe('worthRetrying (whole-run retries of a job)', () => {
       new BudgetExceededError('j', 'max_credits', 'over'),
       new JobBusyError('j', '/tmp/lock'),
       new ConfigError('output', [{ path: 'format', message: 'bad', value: 'x' }]),
+      new PartialResultError('truncated again by a new execution'),
+      new DestinationCheckError('s3://b/p', 'the bucket b does not exist'),
     ];
     for (const error of mistakes) expect(worthRetrying(error, live), error.constructor.name).toBe(false);
     const abortError = Object.assign(new Error('stop'), { name: 'AbortError' });

@@ -10,6 +10,7 @@ import { startTestService, type TestService } from '../helpers/service.ts';
 import { arrowRows } from './arrowCells.ts';
 
 let svc: TestService;
+let jsonOnly: ArrowProxy;
 let refusing: ArrowProxy;
 let arrow: ArrowProxy;
 const clients: ServiceClient[] = [];
@@ -25,6 +26,7 @@ const client = (baseUrl: string) => {
 beforeAll(async () => {
   // Small pages: the 4 rows of all_types and 150 rows of events cross several pages.
   svc = await startTestService({ limits: { page_rows: 64 } });
+  jsonOnly = await startArrowProxy(svc.url, 'json');
   refusing = await startArrowProxy(svc.url, 'refuse');
   arrow = await startArrowProxy(svc.url, 'arrow');
   direct = client(svc.url);
@@ -34,6 +36,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
+  await jsonOnly?.close();
   await refusing?.close();
   await arrow?.close();
   await svc?.close();
@@ -49,9 +52,9 @@ async function values(c: ServiceClient, source: { executionId: string } | { sql:
   return { rows: batches.flatMap(arrowRows), batches };
 }
 
-describe('wire: JSON-only service (the real one)', () => {
+describe('wire: a service that only speaks JSON (the official one)', () => {
   it('auto falls back to JSON; decode threads, the calling thread and wire json give the same values', async () => {
-    const auto = await values(direct, { executionId });
+    const auto = await values(client(jsonOnly.url), { executionId });
     const json = await values(direct, { executionId }, { wire: 'json', decodeThreads: 0 });
     const twoThreads = await values(direct, { executionId }, { wire: 'json', decodeThreads: 2 });
     expect(auto.rows).toHaveLength(150);
@@ -62,7 +65,7 @@ describe('wire: JSON-only service (the real one)', () => {
   }, 120_000);
 
   it("wire 'arrow' is a clear error naming the wire and what to use instead", async () => {
-    await expect(values(direct, { executionId }, { wire: 'arrow' })).rejects.toThrow(/wire 'arrow'.*answered a result page as JSON.*use wire 'auto'/);
+    await expect(values(client(jsonOnly.url), { executionId }, { wire: 'arrow' })).rejects.toThrow(/wire 'arrow'.*answered a result page as JSON.*use wire 'auto'/);
   });
 
   it('batchSize re-cuts across pages on JSON, and is refused with the Arrow wire', async () => {
@@ -71,6 +74,17 @@ describe('wire: JSON-only service (the real one)', () => {
     expect(sizes).toEqual([100, 50]);
     const gen = stream(direct, { executionId }, { wire: 'arrow' }).batches({ batchSize: 100 });
     await expect(gen.next()).rejects.toThrow(/batchSize.*Arrow wire.*wire 'auto' or 'json'/);
+  });
+});
+
+describe('wire: the local service itself', () => {
+  it('auto gives the values of the JSON wire, every column type included', { timeout: 120_000 }, async () => {
+    for (const source of [{ executionId }, { sql: ALL_TYPES }]) {
+      const auto = await values(direct, source, { wire: 'auto' });
+      const json = await values(direct, source, { wire: 'json', decodeThreads: 0 });
+      expect(auto.rows.length).toBeGreaterThan(0);
+      expect(auto.rows).toEqual(json.rows);
+    }
   });
 });
 

@@ -93,7 +93,7 @@ describe('service settings', () => {
     })();
     expect(err).toBeInstanceOf(SettingsError);
     expect(err).toBeInstanceOf(SluiceError);
-    expect(err).toMatchObject({ name: 'SettingsError', code: 'service_settings_invalid', retryable: false });
+    expect(err).toMatchObject({ name: 'SettingsError', code: 'SETTINGS_INVALID', retryable: false });
     expect(exitCodeOf(err)).toBe(EXIT.config);
   });
 

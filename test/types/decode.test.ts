@@ -147,7 +147,10 @@ describe('decoders', () => {
   it('decode time as validated text', () => {
     expect(decode('time(3)', '10:15:30.123')).toBe('10:15:30.123');
     expect(decode('time(0)', '23:59:59')).toBe('23:59:59');
-    expect(decodeError('time(3)', '24:00:00').message).toMatch(/not a valid time/);
+    // The end of a day is a time (DuckDB and SQL hold it); nothing past it is.
+    expect(decode('time(6)', '24:00:00.000000')).toBe('24:00:00.000000');
+    expect(decode('time(0)', '24:00:00')).toBe('24:00:00');
+    for (const bad of ['24:00:01', '24:00:00.000001', '25:00:00', '24:01:00']) expect(decodeError('time(3)', bad).message, bad).toMatch(/not a valid time/);
   });
 
   it('decode timestamps: Date for p <= 3, exact text beyond, Date (UTC) with time zone', () => {
@@ -188,6 +191,10 @@ describe('decoders', () => {
     expect(decode('interval day to second', 93_784_567)).toBe(93_784_567);
     expect(decode('interval day to second', '1 02:03:04.567')).toBe(93_784_567);
     expect(decode('interval day to second', '-1 02:03:04.567')).toBe(-93_784_567);
+    // The service's exact form: six fraction digits; milliseconds decode exactly, finer fails loudly.
+    expect(decode('interval day to second', '-1 02:03:04.567000')).toBe(-93_784_567);
+    expect(() => decode('interval day to second', '0 00:00:00.000001')).toThrow(/has microseconds, which milliseconds cannot hold/);
+    expect(() => decode('interval day to second', '14 months 3 01:02:03.000000')).toThrow(/month part, which has no fixed length/);
     expect(decode('interval day to second', '00:00:01')).toBe(1000);
     expect(decode('interval year to month', 14)).toBe(14);
     expect(decode('interval year to month', '1-2')).toBe(14);

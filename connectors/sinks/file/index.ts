@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { link, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, link, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +9,7 @@ import {
   type BeginOptions,
   defineSink,
   type Destination,
+  DestinationCheckError,
   DestinationError,
   type Marker,
   PreconditionFailedError,
@@ -69,6 +71,9 @@ export function fileDestination(path: string): Destination {
   return {
     url,
     multiFile: true,
+    async check() {
+      await checkWritable(target, url);
+    },
     async read(name) {
       try {
         await restore();
@@ -450,4 +455,34 @@ function inside(root: string, name: string): string {
 
 function isCode(error: unknown, code: string): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === code;
+}
+
+/**
+ * Before anything is spent: the output folder is a folder, holds nothing sluice did not write (a
+ * committed export has its markers), and it or its nearest existing parent can be written.
+ */
+async function checkWritable(target: string, url: string): Promise<void> {
+  const found = await stat(target).catch(() => undefined);
+  if (found !== undefined && !found.isDirectory()) throw new DestinationCheckError(url, `${target} is a file, not a folder; point the export at a folder`);
+  if (found !== undefined) {
+    const entries = (await entriesOf(target)) ?? [];
+    const marked = entries.includes('_manifest.json') || entries.includes('_SUCCESS');
+    if (entries.length > 0 && !marked) {
+      throw new DestinationCheckError(url, `the folder holds files sluice did not write (${entries.slice(0, 5).join(', ')}${entries.length > 5 ? ', ...' : ''}); point the export at an empty or sluice-owned folder`);
+    }
+  }
+  let existing = found === undefined ? dirname(target) : target;
+  for (;;) {
+    const here = await stat(existing).catch(() => undefined);
+    if (here?.isDirectory()) break;
+    if (here !== undefined) throw new DestinationCheckError(url, `${existing} is a file, so no folder can be made under it`);
+    const up = dirname(existing);
+    if (up === existing) break;
+    existing = up;
+  }
+  try {
+    await access(existing, constants.W_OK);
+  } catch (error) {
+    throw new DestinationCheckError(url, `cannot write in ${existing} (${(error as NodeJS.ErrnoException).code ?? 'EACCES'})`, error);
+  }
 }

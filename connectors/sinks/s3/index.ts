@@ -1,8 +1,10 @@
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
 import {
   type BeginOptions,
+  ConfigError,
   defineSink,
   type Destination,
+  DestinationCheckError,
   DestinationError,
   type Marker,
   PreconditionFailedError,
@@ -10,7 +12,7 @@ import {
   type StagedStream,
   type Transaction,
 } from '../../../src/kit/index.ts';
-import { ConditionFailed, deferredStore, type ObjectStore } from './objectStore.ts';
+import { ConditionFailed, deferredStore, type ObjectStore, S3ProbeError } from './objectStore.ts';
 import { s3Config, type S3Config, s3Options } from './options.ts';
 import { keyOf, parseS3Url, type S3Location } from './url.ts';
 
@@ -62,7 +64,8 @@ export const s3 = defineSink({
   },
 });
 
-function clientConfig(config: S3Config): S3ClientConfig {
+/** The SDK client settings of an `s3` config (region, endpoint, profile, static credentials). */
+export function clientConfig(config: S3Config): S3ClientConfig {
   return {
     ...(config.region ? { region: config.region } : {}),
     ...(config.endpoint ? { endpoint: config.endpoint } : {}),
@@ -134,6 +137,15 @@ export function s3Destination(location: S3Location, store: ObjectStore): Destina
         }
       }
       return s3Transaction(location, store, url, options, journal);
+    },
+    async check(signal) {
+      try {
+        await store.probe?.(signal);
+      } catch (error) {
+        if (error instanceof S3ProbeError && error.problem === 'credentials') throw new ConfigError(`${url}: ${error.message}`, { cause: error.cause });
+        if (error instanceof S3ProbeError) throw new DestinationCheckError(url, error.message, error.cause);
+        throw new DestinationError(url, 'checking', error, true);
+      }
     },
     async close() {
       store.close();

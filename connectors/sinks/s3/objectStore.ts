@@ -15,6 +15,11 @@ export interface ObjectStore {
   /** Every key that starts with `prefix`. */
   list(prefix: string, signal?: AbortSignal): Promise<string[]>;
   delete(keys: readonly string[]): Promise<void>;
+  /**
+   * Checks, without writing, what can be known before an export starts: that credentials resolve
+   * and that the bucket answers. Throws an `S3ProbeError` saying which of the two failed.
+   */
+  probe?(signal?: AbortSignal): Promise<void>;
   close(): void;
 }
 
@@ -26,6 +31,17 @@ export class ConditionFailed extends Error {
     super(`${key} changed since it was read (another writer committed first)`, { cause });
   }
 }
+
+/** What `ObjectStore.probe` found missing: no credentials (nothing to retry), or a bucket that did not answer. */
+export class S3ProbeError extends Error {
+  readonly problem: 'credentials' | 'bucket';
+  constructor(problem: 'credentials' | 'bucket', message: string, cause: unknown) {
+    super(message, { cause });
+    this.name = 'S3ProbeError';
+    this.problem = problem;
+  }
+}
+
 
 /**
  * An ObjectStore made on first use: `load` runs (once) when the first call arrives, so creating a
@@ -47,6 +63,7 @@ export function deferredStore(load: () => Promise<ObjectStore>): ObjectStore {
     head: async (key, signal) => (await store()).head(key, signal),
     list: async (prefix, signal) => (await store()).list(prefix, signal),
     delete: async (keys) => (await store()).delete(keys),
+    probe: async (signal) => (await store()).probe?.(signal),
     close: () => loaded?.close(),
   };
 }

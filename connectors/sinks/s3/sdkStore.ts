@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
+  HeadBucketCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
   NoSuchKey,
@@ -12,7 +13,7 @@ import {
   type StorageClass,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { ConditionFailed, type ObjectStore } from './objectStore.ts';
+import { ConditionFailed, S3ProbeError, type ObjectStore } from './objectStore.ts';
 
 export interface SdkStoreOptions {
   bucket: string;
@@ -106,6 +107,27 @@ export function sdkObjectStore(options: SdkStoreOptions): ObjectStore {
         if (failed.length > 0) {
           throw new Error(`could not delete ${failed.length} object(s), first ${failed[0]?.Key}: ${failed[0]?.Message}`);
         }
+      }
+    },
+    async probe(signal) {
+      try {
+        await client.config.credentials();
+      } catch (error) {
+        throw new S3ProbeError(
+          'credentials',
+          `no S3 credentials found (${(error as Error).message}): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the s3 block's profile or access_key_id`,
+          error,
+        );
+      }
+      try {
+        await client.send(new HeadBucketCommand({ Bucket }), { abortSignal: signal });
+      } catch (error) {
+        const e = error as { name?: unknown; message?: unknown; $metadata?: { httpStatusCode?: number } };
+        // 403: the bucket exists, the key only lacks s3:ListBucket, which writing does not need.
+        if (e.$metadata?.httpStatusCode === 403) return;
+        signal?.throwIfAborted();
+        const why = e.$metadata?.httpStatusCode === 404 || e.name === 'NotFound' || e.name === 'NoSuchBucket' ? 'does not exist' : `did not answer (${String(e.message ?? e.name)})`;
+        throw new S3ProbeError('bucket', `the bucket ${Bucket} ${why}`, error);
       }
     },
     close() {

@@ -8,7 +8,7 @@ import { defineCommand, flag, listOption, stringOption } from '../command.ts';
 import { EXIT, exitCodeOf } from '../exit-codes.ts';
 import { writeOut } from '../io.ts';
 import { jobEvents } from '../jobEvents.ts';
-import { formatSummary, summaryFields } from '../output/summary.ts';
+import { errorCode, failureFields, formatFailure, formatSummary, messageOf, summaryFields } from '../output/summary.ts';
 import { UsageError } from '../usage-error.ts';
 
 export const runCommand = defineCommand({
@@ -27,7 +27,9 @@ export const runCommand = defineCommand({
     'A run that was interrupted (killed, or stopped by SIGTERM after its execution finished)',
     'resumes on the next run: the same execution while it has not expired, outputs already',
     'committed skipped. Part files a killed or stopped run finished are kept; only the rest of the result',
-    'is fetched again. The summary (rows, files, bytes, credits) goes to stdout, logs to stderr.',
+    'is fetched again. The summary (rows, files, bytes, credits; one entry per job, failed ones with',
+    'their error) goes to stdout, logs to stderr. When an output writes to standard output (path: "-"),',
+    'stdout carries only that data and the summary goes to stderr.',
   ].join('\n'),
   async run({ io, values, positionals, log, signal }) {
     const file = positionals[0]!;
@@ -37,6 +39,9 @@ export const runCommand = defineCommand({
     if (executionId !== undefined && jobs.length !== 1) throw new UsageError(`--execution exports one execution: name exactly one job with --job (the file has ${jobFile.jobs.length})`);
     const stateDir = resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
     const showBar = io.stderr.isTTY === true && log.format === 'text' && !flag(values, 'no-progress');
+    // With data on stdout, anything else written there would corrupt it (an extra NDJSON line, an unreadable Parquet file).
+    const summaryOut = jobs.some((job) => job.outputs.some((output) => output.path === '-')) ? io.stderr : io.stdout;
+    const json = flag(values, 'json');
 
     const connection = await connect(jobFile.connection, {
       env: io.env,
@@ -61,14 +66,17 @@ export const runCommand = defineCommand({
         } catch (error) {
           done();
           if (signal.aborted) throw error;
-          // One failing job does not stop the others; the exit code is the first failure's.
-          log.error(error instanceof Error ? error.message : String(error), { job: job.name, error: (error as { code?: unknown }).code ?? (error as Error).name });
-          if (exit === EXIT.ok) exit = exitCodeOf(error);
+          // One failing job does not stop the others; the exit code is the first failure's, and every
+          // job appears in the summary with its outcome, so the reader sees which one failed and why.
+          const code = exitCodeOf(error);
+          log.error(messageOf(error), { job: job.name, error: errorCode(error), exit_code: code });
+          if (exit === EXIT.ok) exit = code;
+          await writeOut(summaryOut, json ? `${JSON.stringify(failureFields(job.name, error, code))}\n` : formatFailure(job.name, error, code));
           continue;
         }
         done();
         log.info('job finished', summaryFields(summary));
-        await writeOut(io.stdout, flag(values, 'json') ? `${JSON.stringify(summaryFields(summary))}\n` : formatSummary(summary));
+        await writeOut(summaryOut, json ? `${JSON.stringify(summaryFields(summary))}\n` : formatSummary(summary));
       }
     } finally {
       await connection.close();

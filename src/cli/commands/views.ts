@@ -7,6 +7,12 @@ import { toJson } from '../output/json.ts';
 import { renderTable } from '../output/table.ts';
 import { printAnswer } from '../printAnswer.ts';
 import { UsageError } from '../usage-error.ts';
+import type { Logger } from '../log.ts';
+import type { Connected } from '../../jobs/connect.ts';
+
+const WAIT_OPTION = { type: 'boolean', description: 'Wait until the refresh finished; its failure is exit code 5 (always, on the embedded service)' } as const;
+const EMBEDDED_WAITS =
+  'Without --base-url (the embedded local service) the command always waits for the refresh: that\nservice stops when the command ends, and a refresh still running would fail.';
 
 const JSON_OPTION = { json: { type: 'boolean' as const, description: 'Print JSON instead of a table' } };
 
@@ -57,15 +63,16 @@ export const viewsUpsertCommand = defineCommand({
     cron: { type: 'string', valueName: 'EXPR', description: 'Refresh schedule, five-field cron (every 15 minutes at most)' },
     performance: { type: 'string', valueName: 'TIER', description: 'medium or large' },
     private: { type: 'boolean', description: 'Only the team sees it' },
+    wait: WAIT_OPTION,
     ...CONNECTION_OPTIONS,
   },
-  details: 'NAME is result_<x>; the view becomes the table service.<team>.result_<x>.',
+  details: `NAME is result_<x>; the view becomes the table service.<team>.result_<x>.\n${EMBEDDED_WAITS}`,
   async run({ io, values, positionals, log, signal }) {
     const queryId = intOption(values, 'query-id');
     if (queryId === undefined) throw new UsageError('--query-id is required');
     const performance = performanceOption(values);
-    return printAnswer(values, io, log, ({ client }) =>
-      client.upsertView(
+    return printAnswer(values, io, log, async (connection) => {
+      const res = await connection.client.upsertView(
         {
           name: positionals[0]!,
           query_id: queryId,
@@ -74,8 +81,9 @@ export const viewsUpsertCommand = defineCommand({
           ...(flag(values, 'private') ? { is_private: true } : {}),
         },
         { signal },
-      ),
-    );
+      );
+      return withOutcome(res, connection, flag(values, 'wait'), log, signal);
+    });
   },
 });
 
@@ -97,19 +105,31 @@ export const viewsRefreshCommand = defineCommand({
   minArgs: 1,
   options: {
     performance: { type: 'string', valueName: 'TIER', description: 'medium or large' },
-    wait: { type: 'boolean', description: 'Wait until the refresh finished; its failure is exit code 5' },
+    wait: WAIT_OPTION,
     ...CONNECTION_OPTIONS,
   },
+  details: EMBEDDED_WAITS,
   async run({ io, values, positionals, log, signal }) {
     const performance = performanceOption(values);
-    return printAnswer(values, io, log, async ({ client }) => {
-      const res = await client.refreshView(positionals[0]!, { signal, ...(performance === undefined ? {} : { performance }) });
-      if (!flag(values, 'wait')) return res;
-      const status = await client.execution(res.execution_id).wait({ signal });
-      return { ...res, state: status.state };
+    return printAnswer(values, io, log, async (connection) => {
+      const res = await connection.client.refreshView(positionals[0]!, { signal, ...(performance === undefined ? {} : { performance }) });
+      return withOutcome(res, connection, flag(values, 'wait'), log, signal);
     });
   },
 });
+
+/**
+ * The answer of a call that started a refresh, with the refresh's final state when it was waited
+ * for. On the embedded service it always is: that service runs inside this command and stops with
+ * it, and a refresh still running then ends FAILED ("The service restarted"), so not waiting would
+ * print an execution id that can never succeed.
+ */
+async function withOutcome<T extends { execution_id: string }>(res: T, connection: Connected, wait: boolean, log: Logger, signal: AbortSignal): Promise<T & { state?: string }> {
+  if (!wait && !connection.embedded) return res;
+  if (!wait) log.info('waiting for the refresh: the embedded local service stops when this command ends', { execution_id: res.execution_id });
+  const status = await connection.client.execution(res.execution_id).wait({ signal });
+  return { ...res, state: status.state };
+}
 
 export function intOption(values: OptionValues, name: string): number | undefined {
   const text = stringOption(values, name);

@@ -33,6 +33,7 @@ export function formatSummary(s: JobSummary): string {
 export function summaryFields(s: JobSummary): Record<string, unknown> {
   return {
     job: s.job,
+    outcome: 'ok',
     execution_id: s.executionId,
     resumed: s.resumed,
     ...(s.resume === undefined
@@ -61,6 +62,28 @@ export function summaryFields(s: JobSummary): Record<string, unknown> {
 
 function left(s: JobSummary): string {
   return s.creditsLeft === undefined ? '' : ` (${s.creditsLeft.toLocaleString('en-US')} left in the cycle)`;
+}
+
+/** The summary entry of a job that failed: its name, the exit code its error maps to, and the error. */
+export function formatFailure(job: string, error: unknown, exitCode: number): string {
+  const [first, ...rest] = messageOf(error).split('\n');
+  return `${job}: FAILED (${errorCode(error)}, exit code ${exitCode}): ${first}\n${rest.map((line) => `  ${line}\n`).join('')}`;
+}
+
+/** `formatFailure` as one JSON object (`--json`), next to the successful jobs' `summaryFields`. */
+export function failureFields(job: string, error: unknown, exitCode: number): Record<string, unknown> {
+  return { job, outcome: 'failed', exit_code: exitCode, error: { code: errorCode(error), message: messageOf(error) } };
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** A SluiceError's `code`, a Node error's (`ENOENT`), or the class name. */
+export function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') return code;
+  return error instanceof Error ? error.name : typeof error;
 }
 
 function plural(n: number, noun: string): string {

@@ -1,6 +1,10 @@
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { once } from 'node:events';
+import { basename, dirname, join } from 'node:path';
+import { SluiceError } from '../../errors.ts';
+import { DestinationError } from '../../kit/index.ts';
+import type { ChosenFormat, OpenedTarget } from './outTarget.ts';
 import { formats } from '../../../connectors/index.ts';
 import type { ResultStream } from '../../pipeline/stream.ts';
 import type { FormatDescriptor } from '../../kit/index.ts';
@@ -8,79 +12,89 @@ import { UsageError } from '../usage-error.ts';
 import { writeOut, type OutputStream } from '../io.ts';
 import { renderTable } from './table.ts';
 
-export const ROW_FORMATS = ['table', 'csv', 'ndjson', 'arrow', 'parquet'] as const;
-export type RowFormat = (typeof ROW_FORMATS)[number];
-
-/** `--format` if given, else the file's extension, else a table on a terminal and CSV in a pipe. */
-export function chooseFormat(given: string | undefined, out: string | undefined, stdout: OutputStream): RowFormat {
-  if (given !== undefined) {
-    if (!(ROW_FORMATS as readonly string[]).includes(given)) throw new UsageError(`--format must be one of ${ROW_FORMATS.join(', ')}, got ${JSON.stringify(given)}`);
-    if (given === 'table' && out !== undefined) throw new UsageError('--format table is for the terminal; with --out use csv, ndjson, arrow or parquet');
-    return given as RowFormat;
-  }
-  const ext = out?.match(/\.([a-z]+)$/i)?.[1]?.toLowerCase();
-  if (ext === 'csv' || ext === 'ndjson' || ext === 'parquet') return ext;
-  if (ext === 'jsonl') return 'ndjson';
-  if (ext === 'arrow' || ext === 'arrows' || ext === 'feather') return 'arrow';
-  if (out !== undefined) return 'csv';
-  return stdout.isTTY ? 'table' : 'csv';
-}
-
 export interface WriteResultOptions {
-  readonly format: RowFormat;
-  /** A file path; absent: standard output. */
-  readonly out?: string | undefined;
+  readonly format: ChosenFormat;
+  /** Opened (and checked) before the query ran: standard output, a local file or an S3 object. */
+  readonly target: OpenedTarget;
   readonly stdout: OutputStream;
-  /** Rows shown by the table format (the rest are counted, not shown). */
-  readonly tableRows?: number;
+  /** At most this many rows are written (the table format counts the rest). */
+  readonly limit?: number;
+  /** CSV records end with \r\n (RFC 4180) instead of \n. */
+  readonly crlf?: boolean;
   readonly signal: AbortSignal;
 }
 
 /**
- * Writes a result as rows. Files are written under a temporary name and renamed when complete,
- * so an interrupted `--out` never leaves a truncated file behind. Returns the rows written.
+ * Writes a result as rows. A file is written under a temporary name next to it and renamed when
+ * complete, an S3 object through a multipart upload that appears only when complete, so an
+ * interrupted `--out` never leaves a truncated file behind. Returns the rows and bytes written.
  */
 export async function writeResult(result: ResultStream, options: WriteResultOptions): Promise<{ rows: number; bytes: number }> {
-  if (options.format === 'table') return writeTable(result, options);
-  const descriptor = formats.find((f) => f.type === options.format) as FormatDescriptor | undefined;
-  if (!descriptor) throw new UsageError(`unknown format ${options.format}`);
-  const format = descriptor.create(descriptor.config.parse({}));
+  if (options.format.format === 'table') return writeTable(result, options);
+  const descriptor = formats.find((f) => f.type === options.format.format) as FormatDescriptor | undefined;
+  if (!descriptor) throw new UsageError(`unknown format ${options.format.format}`);
+  const settings = options.format.format === 'csv' ? { line_terminator: options.crlf ? 'crlf' : 'lf' } : options.format.format === 'arrow' ? { container: options.format.arrowContainer } : {};
+  const format = descriptor.create(descriptor.config.parse(settings));
   const schema = await result.schema();
   let rows = 0;
+  let bytes = 0;
+  const limit = options.limit ?? Number.POSITIVE_INFINITY;
   const batches = (async function* () {
+    if (limit === 0) return;
+    // Leaving the loop early closes the stream, which stops fetching pages.
     for await (const batch of result.batches()) {
-      rows += batch.numRows;
-      yield batch;
+      const take = Math.min(batch.numRows, limit - rows);
+      rows += take;
+      yield take === batch.numRows ? batch : batch.slice(0, take);
+      if (rows >= limit) return;
     }
   })();
-  let bytes = 0;
-  if (options.out === undefined) {
+  const encoded = (async function* () {
     for await (const chunk of format.encode(schema, batches, options.signal)) {
       bytes += chunk.byteLength;
-      await writeOut(options.stdout, chunk);
+      yield chunk;
     }
-    return { rows, bytes };
+  })();
+  const { target } = options.target;
+  if (target.kind === 'stdout') {
+    for await (const chunk of encoded) await writeOut(options.stdout, chunk);
+  } else if (target.kind === 's3') {
+    try {
+      await options.target.store!.upload(target.key, encoded, { contentType: format.contentType, signal: options.signal });
+    } catch (error) {
+      throw asDestinationError(options.target.url, error, options.signal);
+    }
+  } else {
+    await writeFileAtomically(target.path, options.target.url, encoded, options.signal);
   }
-  const tmp = `${options.out}.sluice-tmp-${process.pid}`;
+  return { rows, bytes };
+}
+
+async function writeFileAtomically(path: string, url: string, chunks: AsyncIterable<Uint8Array>, signal: AbortSignal): Promise<void> {
+  const tmp = join(dirname(path), `.${basename(path)}.sluice-tmp-${process.pid}`);
   const file = createWriteStream(tmp);
   try {
-    for await (const chunk of format.encode(schema, batches, options.signal)) {
-      bytes += chunk.byteLength;
+    for await (const chunk of chunks) {
       if (!file.write(chunk)) await once(file, 'drain');
     }
     file.end();
     await once(file, 'finish');
-    await rename(tmp, options.out);
-    return { rows, bytes };
+    await rename(tmp, path);
   } catch (error) {
     file.destroy();
     await rm(tmp, { force: true });
-    throw error;
+    throw asDestinationError(url, error, signal);
   }
 }
 
+/** A failure of the store itself names the destination; what already says what failed (the query, an abort) passes unchanged. */
+function asDestinationError(url: string, error: unknown, signal: AbortSignal): unknown {
+  if (signal.aborted || error instanceof SluiceError || (error instanceof Error && error.name === 'AbortError')) return error;
+  return new DestinationError(url, 'writing', error);
+}
+
 async function writeTable(result: ResultStream, options: WriteResultOptions): Promise<{ rows: number; bytes: number }> {
-  const limit = options.tableRows ?? 100;
+  const limit = options.limit ?? 100;
   const info = await result.info();
   const shown: Record<string, unknown>[] = [];
   let rows = 0;
@@ -92,7 +106,7 @@ async function writeTable(result: ResultStream, options: WriteResultOptions): Pr
   }
   const text = renderTable(info.columns.map((c) => c.name), shown);
   const more = info.totalRows - shown.length;
-  const footer = more > 0 ? `(${shown.length} of ${info.totalRows} rows shown; use --format csv or --out FILE for all)\n` : `(${info.totalRows} row${info.totalRows === 1 ? '' : 's'})\n`;
+  const footer = more > 0 ? `(${shown.length} of ${info.totalRows} rows shown; --limit N shows more, --format csv or --out FILE writes all)\n` : `(${info.totalRows} row${info.totalRows === 1 ? '' : 's'})\n`;
   await writeOut(options.stdout, text + footer);
   return { rows, bytes: text.length };
 }

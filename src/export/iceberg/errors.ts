@@ -4,7 +4,7 @@ import { KitError } from '../../kit/index.ts';
 export class IcebergNotATableError extends KitError {
   constructor(url: string, example: string) {
     super(
-      'iceberg_not_a_table',
+      'ICEBERG_NOT_A_TABLE',
       `${url} is not an Iceberg table: it holds objects (e.g. ${example}) but no metadata/v<N>.metadata.json; point the output at an empty location or an existing Iceberg table, or move those objects away`,
     );
   }
@@ -14,7 +14,7 @@ export class IcebergNotATableError extends KitError {
 export class IcebergMetadataError extends KitError {
   constructor(url: string, file: string, detail: string) {
     super(
-      'iceberg_metadata_invalid',
+      'ICEBERG_METADATA_INVALID',
       `Iceberg table ${url}: ${file} is not valid table metadata (${detail}); nothing was written. Restore that file from a backup or from the engine that wrote it, or write to a new table location`,
     );
   }
@@ -28,7 +28,7 @@ export class IcebergSchemaConflictError extends KitError {
 
   constructor(url: string, file: string, column: string, tableType: string, resultType: string) {
     super(
-      'iceberg_schema_conflict',
+      'ICEBERG_SCHEMA_CONFLICT',
       `Iceberg table ${url} (${file}): column ${column} is ${tableType} in the table but ${resultType} in this result; nothing was written. Cast the column to the table's type in the query, rename it (a new column is added to the table), or write to a new table location`,
     );
     this.column = column;
@@ -40,7 +40,7 @@ export class IcebergSchemaConflictError extends KitError {
 /** The table's partition spec differs from `partition_by`, or a column cannot be an identity partition. */
 export class IcebergPartitionError extends KitError {
   constructor(url: string, detail: string) {
-    super('iceberg_partition_invalid', `Iceberg table ${url}: ${detail}; nothing was written`);
+    super('ICEBERG_PARTITION_INVALID', `Iceberg table ${url}: ${detail}; nothing was written`);
   }
 }
 
@@ -48,7 +48,7 @@ export class IcebergPartitionError extends KitError {
 export class IcebergCommitConflictError extends KitError {
   constructor(url: string, file: string, attempts: number) {
     super(
-      'iceberg_commit_conflict',
+      'ICEBERG_COMMIT_CONFLICT',
       `Iceberg table ${url}: lost the commit of ${file} to a concurrent writer ${attempts} time(s); nothing was committed and the table stays at its latest snapshot. Run again (or serialize the writers of this table)`,
       { retryable: true },
     );

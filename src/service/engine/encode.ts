@@ -5,9 +5,10 @@
 // Decisions beyond section 5 (documented for the client):
 // - real/double NaN and +-Infinity are the JSON strings "NaN", "Infinity", "-Infinity".
 // - hugeint, uhugeint, bignum, ubigint, decimal, uint256, int256: JSON strings of digits.
-// - interval day to second: "D HH:MM:SS.mmm" like Trino ("-1 02:03:04.567"), milliseconds,
-//   months counted as 30 days; interval year to month: "Y-M" ("1-2", "-0-3").
-// - time(p): "HH:MM:SS.ffffff"; timestamps carry exactly p fraction digits; with time zone in
+// - interval day to second: "D HH:MM:SS.ffffff" like Trino ("-1 02:03:04.567890"), exact to
+//   the microsecond; with a month part "M months D HH:MM:SS.ffffff" ("14 months 3 01:02:03.000004"):
+//   a month has no fixed length, so it is never folded into days; interval year to month: "Y-M".
+// - time(p): "HH:MM:SS.ffffff", and "24:00:00.000000" for the end of the day; timestamps carry exactly p fraction digits; with time zone in
 //   UTC with the suffix " UTC".
 // - map keys are the text of the key; json is a JSON string holding the JSON text.
 import { DuckDBTypeId, type DuckDBType } from '@duckdb/node-api';
@@ -42,11 +43,20 @@ function isNested(type: DuckDBType): boolean {
   }
 }
 
+/**
+ * `[-]D HH:MM:SS.ffffff`, exact to the microsecond (days of 24 hours, as Trino). A month has no
+ * fixed length, so an interval with a month part says so in front: `14 months 3 01:02:03.000004`
+ * (months, then the day-to-second part). DuckDB keeps months, days and microseconds apart;
+ * epoch_us counts a month as 30 days, taken back out here.
+ */
 function intervalDayToSecond(v: string): string {
-  const us = `abs(epoch_us(${v}))`;
+  const months = `(datepart('year', ${v}) * 12 + datepart('month', ${v}))::BIGINT`;
+  const dt = `(epoch_us(${v}) - ${months} * 2592000000000)`;
+  const us = `abs(${dt})`;
   const part = (div: string, mod: string, width: number): string =>
     `lpad(((${us} // ${div}) % ${mod})::VARCHAR, ${width}, '0')`;
-  return `(CASE WHEN epoch_us(${v}) < 0 THEN '-' ELSE '' END || (${us} // 86400000000)::VARCHAR || ' ' || ${part('3600000000', '24', 2)} || ':' || ${part('60000000', '60', 2)} || ':' || ${part('1000000', '60', 2)} || '.' || ${part('1000', '1000', 3)})`;
+  const dayToSecond = `(CASE WHEN ${dt} < 0 THEN '-' ELSE '' END || (${us} // 86400000000)::VARCHAR || ' ' || ${part('3600000000', '24', 2)} || ':' || ${part('60000000', '60', 2)} || ':' || ${part('1000000', '60', 2)} || '.' || ${part('1', '1000000', 6)})`;
+  return `(CASE WHEN ${months} = 0 THEN '' ELSE ${months}::VARCHAR || ' months ' END || ${dayToSecond})`;
 }
 
 /** The text of a value as a CSV field holds it (unquoted), and as result_set_bytes counts it. */
@@ -59,7 +69,8 @@ export function textExpr(v: string, type: DuckDBType, depth = 0): string {
     case DuckDBTypeId.BLOB:
       return `('0x' || lower(hex(${v})))`;
     case DuckDBTypeId.TIME:
-      return `strftime(DATE '1970-01-01' + ${v}, '%H:%M:%S.%f')`;
+      // DuckDB's TIME holds 24:00:00 (the end of a day), which date arithmetic would wrap to 00:00.
+      return `(CASE WHEN ${v} = TIME '24:00:00' THEN '24:00:00.000000' ELSE strftime(DATE '1970-01-01' + ${v}, '%H:%M:%S.%f') END)`;
     case DuckDBTypeId.TIMESTAMP_S:
     case DuckDBTypeId.TIMESTAMP_MS:
     case DuckDBTypeId.TIMESTAMP:

@@ -40,7 +40,7 @@ describe('sample.all_types: column_types and JSON values', () => {
       c_varbinary: '0xdeadbeef', c_json: '{"a": [1, 2], "b": null}', c_date: '2026-11-20',
       c_time: '10:15:30.123456', c_timestamp: '2026-11-20 10:15:30.123456',
       c_timestamptz: '2026-11-20 10:15:30.123456 UTC', c_timestamp_ms: '2026-11-20 10:15:30.123',
-      c_timestamp_ns: '2026-11-20 10:15:30.123456789', c_interval: '1 02:03:04.567', c_interval_ym: '1-2',
+      c_timestamp_ns: '2026-11-20 10:15:30.123456789', c_interval: '1 02:03:04.567000', c_interval_ym: '1-2',
       c_array: [1, 2, null], c_array_rows: [{ a: 1, b: 'x' }], c_map: { k1: 1, k2: null },
       c_row: { x: 1, nested: { y: 'deep', z: [1.5, 2.5] } }, c_uuid: '0f8fad5b-d9cb-469f-a165-70867728950e',
       c_hugeint: '170141183460469231731687303715884105727',
@@ -67,7 +67,7 @@ describe('sample.all_types: column_types and JSON values', () => {
     expect(max['c_map']).toEqual({});
     expect(max['c_row']).toEqual({ x: null, nested: null });
     expect(min['c_varchar']).toBe('😀 ünïcode');
-    expect(min['c_interval']).toBe('-1 02:03:04.567');
+    expect(min['c_interval']).toBe('-1 02:03:04.567000');
     expect(min['c_interval_ym']).toBe('-0-3');
     expect(min['c_array_rows']).toEqual([null, { a: null, b: null }]);
     expect(min['c_map']).toEqual({ '': -1 });
@@ -78,6 +78,18 @@ describe('sample.all_types: column_types and JSON values', () => {
     const { rows } = await rowsOf('SELECT * EXCLUDE (id) FROM sample.all_types WHERE id = 4');
     expect(Object.values(rows[0]!).every((v) => v === null)).toBe(true);
     expect(Object.keys(rows[0]!)).toHaveLength(27);
+  });
+});
+
+describe('value edges, exact on the wire', () => {
+  test('TIME 24:00:00 stays the end of the day; intervals keep microseconds and their months apart', async () => {
+    const { rows } = await rowsOf(`SELECT TIME '24:00:00' t, TIME '23:59:59.999999' u,
+      INTERVAL '0.000001 second' a, INTERVAL '-1 day -02:03:04.000005' b, INTERVAL '1 day -1 hour' c,
+      INTERVAL '14 months 3 days 01:02:03.000004' d, INTERVAL '-1 month 40 days' e, INTERVAL '-1 year -2 months' f`);
+    expect(rows[0]).toEqual({
+      t: '24:00:00.000000', u: '23:59:59.999999', a: '0 00:00:00.000001', b: '-1 02:03:04.000005', c: '0 23:00:00.000000',
+      d: '14 months 3 01:02:03.000004', e: '-1 months 40 00:00:00.000000', f: '-14 months 0 00:00:00.000000',
+    });
   });
 });
 

@@ -1,0 +1,173 @@
+// Which encoding each column gets. The writer can only be told per top-level column (nested
+// leaves follow the global setting), so only those are chosen here. "auto" does not guess from
+// the type: it writes a sample of the data once per candidate and keeps, per column, the encoding
+// whose compressed bytes were fewest. Sorted ids and times then get DELTA_BINARY_PACKED (thousands
+// of times smaller than plain), low-cardinality columns a dictionary, and unique hashes plain or
+// DELTA_BYTE_ARRAY, without a rule for each shape of data.
+import { DataType, RecordBatch, type Schema, Table, tableToIPC } from 'apache-arrow';
+import type * as Wasm from 'parquet-wasm';
+
+export const ENCODINGS = ['plain', 'delta_binary_packed', 'delta_length_byte_array', 'delta_byte_array', 'byte_stream_split'] as const;
+export type EncodingName = (typeof ENCODINGS)[number];
+/** A column's choice: a dictionary (falling back to plain when it overflows) or one encoding. */
+export type Choice = 'dictionary' | EncodingName;
+
+/** Names of parquet-wasm's Encoding members (the module itself is loaded by the first encode). */
+export const WASM_ENCODING = {
+  plain: 'PLAIN',
+  delta_binary_packed: 'DELTA_BINARY_PACKED',
+  delta_length_byte_array: 'DELTA_LENGTH_BYTE_ARRAY',
+  delta_byte_array: 'DELTA_BYTE_ARRAY',
+  byte_stream_split: 'BYTE_STREAM_SPLIT',
+} as const satisfies Record<EncodingName, keyof typeof Wasm.Encoding>;
+
+/** The Parquet physical type family an Arrow type is written as (arrow-rs' mapping). */
+export type Physical = 'boolean' | 'integer' | 'float' | 'bytes' | 'fixed' | 'nested';
+
+export function physicalOf(type: DataType): Physical {
+  if (DataType.isBool(type)) return 'boolean';
+  if (DataType.isInt(type) || DataType.isDate(type) || DataType.isTime(type) || DataType.isTimestamp(type) || DataType.isDuration(type)) return 'integer';
+  // Decimals of up to 18 digits are stored as INT32/INT64, wider ones as fixed-length bytes.
+  if (DataType.isDecimal(type)) return type.precision <= 18 ? 'integer' : 'fixed';
+  if (DataType.isFloat(type)) return type.precision === 0 ? 'fixed' : 'float';
+  if (DataType.isUtf8(type) || DataType.isLargeUtf8(type) || DataType.isBinary(type) || DataType.isLargeBinary(type)) return 'bytes';
+  if (DataType.isDictionary(type)) return physicalOf(type.dictionary);
+  if (DataType.isFixedSizeBinary(type) || DataType.isInterval(type)) return 'fixed';
+  return 'nested';
+}
+
+/** Encodings (besides plain and a dictionary) the writer accepts for a physical type. */
+export const ALLOWED: Record<Physical, readonly EncodingName[]> = {
+  boolean: ['plain'],
+  integer: ['plain', 'delta_binary_packed'],
+  float: ['plain', 'byte_stream_split'],
+  bytes: ['plain', 'delta_length_byte_array', 'delta_byte_array'],
+  fixed: ['plain'],
+  nested: [],
+};
+
+/** What "auto" tries per physical type, in order of preference when sizes tie. */
+const CANDIDATES: Record<Physical, readonly Choice[]> = {
+  boolean: [],
+  integer: ['plain', 'delta_binary_packed', 'dictionary'],
+  float: ['plain', 'byte_stream_split', 'dictionary'],
+  bytes: ['plain', 'dictionary', 'delta_byte_array', 'delta_length_byte_array'],
+  fixed: ['plain', 'dictionary'],
+  nested: [],
+};
+
+/** Sets one top-level column's encoding on the builder. */
+export function applyChoice(wasm: typeof Wasm, builder: Wasm.WriterPropertiesBuilder, column: string, choice: Choice): Wasm.WriterPropertiesBuilder {
+  if (choice === 'dictionary') return builder.setColumnDictionaryEnabled(column, true).setColumnEncoding(column, wasm.Encoding.PLAIN);
+  return builder.setColumnDictionaryEnabled(column, false).setColumnEncoding(column, wasm.Encoding[WASM_ENCODING[choice]]);
+}
+
+/**
+ * Writes `sample` once per round of candidates (round r gives every column its r-th candidate)
+ * with the file's own codec, reads back each column chunk's compressed size, and returns the
+ * smallest choice per column. Columns without candidates (booleans, nested) are absent.
+ *
+ * A sample is smaller than a row group, so it under-rates a dictionary for values that repeat
+ * only across a whole group (20,000 addresses in 122,880 rows look nearly unique in 16,384). The
+ * dictionary's size at the row group's scale is therefore also estimated from the sample: its
+ * distinct count extrapolated (Chao1), each entry costing what a plain value cost in the trial,
+ * plus a bit-packed index per row. The dictionary is taken when either its trial or its estimate
+ * beats every other encoding, and only while it fits the writer's dictionary page (else the
+ * writer falls back to plain in the middle of a group).
+ */
+export async function chooseEncodings(
+  wasm: typeof Wasm,
+  schema: Schema,
+  sample: readonly RecordBatch[],
+  columns: readonly string[],
+  compression: Wasm.Compression,
+  rowGroupRows: number,
+): Promise<Map<string, Choice>> {
+  const tried = columns
+    .map((name) => ({ name, index: schema.fields.findIndex((f) => f.name === name) }))
+    .map((c) => ({ ...c, candidates: CANDIDATES[physicalOf(schema.fields[c.index]!.type)] }))
+    .filter((c) => c.candidates.length > 1);
+  const chosen = new Map<string, Choice>();
+  const rows = sample.reduce((n, b) => n + b.numRows, 0);
+  if (tried.length === 0 || rows === 0) return chosen;
+  const ipc = tableToIPC(new Table(sample.map((b) => new RecordBatch(schema, b.data))), 'stream');
+  const sizes = new Map<string, Map<Choice, number>>(tried.map((c) => [c.name, new Map()]));
+  const rounds = Math.max(...tried.map((c) => c.candidates.length));
+  for (let round = 0; round < rounds; round++) {
+    let builder = new wasm.WriterPropertiesBuilder().setCompression(compression).setMaxRowGroupSize(Number.MAX_SAFE_INTEGER);
+    for (const c of tried) builder = applyChoice(wasm, builder, c.name, c.candidates[Math.min(round, c.candidates.length - 1)]!);
+    const written = await columnSizes(wasm, wasm.writeParquet(wasm.Table.fromIPCStream(ipc), builder.build()));
+    for (const c of tried) if (round < c.candidates.length) sizes.get(c.name)!.set(c.candidates[round]!, written.get(c.name) ?? Number.POSITIVE_INFINITY);
+  }
+  for (const c of tried) {
+    const measured = sizes.get(c.name)!;
+    if (measured.has('dictionary')) {
+      const estimate = dictionaryEstimate(sample, c.index, rows, rowGroupRows, measured.get('plain') ?? Number.POSITIVE_INFINITY);
+      if (estimate !== undefined) measured.set('dictionary', Math.min(measured.get('dictionary')!, estimate));
+    }
+    let best: Choice | undefined;
+    for (const choice of c.candidates) if (best === undefined || measured.get(choice)! < measured.get(best)!) best = choice;
+    chosen.set(c.name, best!);
+  }
+  return chosen;
+}
+
+/** The writer's default dictionary page limit: beyond it a dictionary falls back to plain. */
+const DICTIONARY_PAGE_BYTES = 1_048_576;
+
+/**
+ * A dictionary's compressed size for a row group of `groupRows`, scaled back to the sample's
+ * `rows` so it compares with the trial sizes; undefined when the dictionary would overflow.
+ */
+function dictionaryEstimate(sample: readonly RecordBatch[], index: number, rows: number, groupRows: number, plainBytes: number): number | undefined {
+  const counts = new Map<unknown, number>();
+  let rawBytes = 0;
+  let values = 0;
+  for (const batch of sample) {
+    const vector = batch.getChildAt(index)!;
+    for (let i = 0; i < vector.length; i++) {
+      const value = vector.get(i);
+      if (value === null || value === undefined) continue;
+      const key = typeof value === 'object' ? String(value) : value;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+      rawBytes += typeof key === 'string' ? key.length : 8;
+      values++;
+    }
+  }
+  if (values === 0) return undefined;
+  let once = 0;
+  let twice = 0;
+  for (const n of counts.values()) {
+    if (n === 1) once++;
+    else if (n === 2) twice++;
+  }
+  const distinct = counts.size + (once * (once - 1)) / (2 * (twice + 1));
+  const groupValues = (groupRows * values) / rows;
+  const groupDistinct = distinct * -Math.expm1(-groupValues / distinct);
+  if (groupDistinct * (rawBytes / values) > DICTIONARY_PAGE_BYTES) return undefined;
+  const entryBytes = plainBytes / values;
+  const indexBytes = Math.ceil(Math.log2(Math.max(2, groupDistinct))) / 8;
+  const groupBytes = groupDistinct * entryBytes + groupValues * indexBytes;
+  return (groupBytes * rows) / groupRows;
+}
+
+/** Compressed bytes per top-level column of a Parquet file, from its footer. */
+async function columnSizes(wasm: typeof Wasm, file: Uint8Array): Promise<Map<string, number>> {
+  const parquet = await wasm.ParquetFile.fromFile(new Blob([file as Uint8Array<ArrayBuffer>]));
+  const sizes = new Map<string, number>();
+  try {
+    const meta = parquet.metadata();
+    for (const group of meta.rowGroups()) {
+      for (const chunk of group.columns()) {
+        const top = chunk.columnPath()[0]!;
+        sizes.set(top, (sizes.get(top) ?? 0) + chunk.compressedSize());
+        chunk.free();
+      }
+      group.free();
+    }
+    meta.free();
+  } finally {
+    parquet.free();
+  }
+  return sizes;
+}

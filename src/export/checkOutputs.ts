@@ -1,0 +1,18 @@
+import type { ResolvedOutput } from './outputConfig.ts';
+
+/**
+ * Checks every output's destination as far as it can be known without writing or spending: the
+ * sink's `check` (a local folder that can be written and holds nothing foreign; S3 credentials
+ * that resolve and a bucket that answers). Run before an execution is started, so a destination
+ * that cannot work costs nothing; its errors are not worth retrying (src/errorPolicy.ts).
+ */
+export async function checkOutputs(outputs: readonly ResolvedOutput[], signal: AbortSignal): Promise<void> {
+  for (const output of outputs) {
+    const destination = output.sink.create(output.sinkConfig as never);
+    try {
+      await destination.check?.(signal);
+    } finally {
+      await destination.close();
+    }
+  }
+}

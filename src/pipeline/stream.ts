@@ -208,7 +208,7 @@ export class ResultStream implements AsyncIterable<Row> {
     if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize > 0)) {
       throw new InvalidArgumentError(`batchSize must be a positive integer, got ${batchSize}`, { method: 'batches' });
     }
-    const wire = this.#options.wire ?? 'auto';
+    const wire = this.#wire();
     if (wire === 'arrow' && batchSize !== undefined) {
       throw new InvalidArgumentError(`batchSize re-cuts batches across pages, which the Arrow wire does not do: leave batchSize out or use wire 'auto' or 'json'`, {
         method: 'batches',
@@ -318,6 +318,20 @@ export class ResultStream implements AsyncIterable<Row> {
     }
   }
 
+  /**
+   * The wire to read. A service's Arrow pages carry the default mapping (uint256/int256 as text):
+   * with `int256As: 'decimal256'` only the JSON wire gives the batches asked for, so `auto` reads
+   * JSON, and an explicit `arrow` is refused instead of failing on the first page.
+   */
+  #wire(): Wire {
+    const wire = this.#options.wire ?? 'auto';
+    if (this.#options.int256As !== 'decimal256') return wire;
+    if (wire === 'arrow') {
+      throw new InvalidArgumentError(`int256As 'decimal256' is built from JSON pages, which the Arrow wire does not carry: use wire 'auto' or 'json'`, { method: 'stream' });
+    }
+    return 'json';
+  }
+
   async #begin(): Promise<Started> {
     const { signal } = this.#options;
     try {
@@ -326,7 +340,7 @@ export class ResultStream implements AsyncIterable<Row> {
       const firstRequestedAt = performance.now();
       const start = this.#options.startOffset ?? 0;
       const firstOffset = this.#options.pageSize === undefined ? start : start - (start % this.#options.pageSize);
-      const wire = this.#options.wire ?? 'auto';
+      const wire = this.#wire();
       const firstPage = wire === 'json' ? await this.#fetch(resolved, { offset: firstOffset, limit: this.#options.pageSize }, signal) : await this.#fetchFirstArrow(resolved, firstOffset, signal);
       const first = this.#check(resolved, firstPage, undefined);
       checkUniqueNames(first.metadata.column_names, resolved.execution.id);

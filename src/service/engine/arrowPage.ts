@@ -2,7 +2,8 @@
 // column (no row objects). The schema and the Arrow layout of every value are the connector's own
 // (src/types: arrowSchema, columnBuilder), so a file written from Arrow pages holds exactly the
 // values of one written from JSON pages. Types whose DuckDB value is already the JS value the
-// connector decodes (booleans, small integers, bigint, floats, varchar) are appended as read;
+// connector decodes (booleans, small integers, bigint, floats, varchar) are appended as read
+// (a text beginning with U+FEFF fetched so that the binding's decoder keeps it);
 // every other column is rendered by DuckDB as its JSON page text (encode.ts) and decoded by the
 // connector's decoder of that type: one definition of each value, whichever way it travels.
 import type { DuckDBConnection } from '@duckdb/node-api';
@@ -17,6 +18,14 @@ import type { PagePlan, StoredColumns } from './pageQuery.ts';
 
 /** Protocol types whose DuckDB value is the decoded JS value as is. */
 const AS_READ = new Set(['boolean', 'tinyint', 'smallint', 'integer', 'bigint', 'real', 'double', 'varchar']);
+
+/**
+ * The DuckDB binding decodes text with a decoder that drops one leading U+FEFF as a byte order
+ * mark: a text beginning with it is fetched with it doubled, so exactly the original arrives.
+ */
+function keepLeadingBom(v: string): string {
+  return `(CASE WHEN starts_with(${v}, chr(65279)) THEN chr(65279) || ${v} ELSE ${v} END)`;
+}
 
 export interface ArrowPageBody {
   /** The IPC stream: schema, one record batch with the page's rows, end-of-stream. */
@@ -36,7 +45,7 @@ export async function buildArrowPage(conn: DuckDBConnection, stored: StoredColum
   // fetched as that text: the decoder takes the same string without a JSON.parse per value.
   const parsed: boolean[] = [];
   const exprs = plan.cols.map((i, k) => {
-    if (asRead[k]) return `c${i} AS v${k}`;
+    if (asRead[k]) return `${stored.protocolTypes[i] === 'varchar' ? keepLeadingBom(`c${i}`) : `c${i}`} AS v${k}`;
     const v = `c${i}`;
     const json = jsonExpr(v, stored.types[i]!);
     const text = textExpr(v, stored.types[i]!);

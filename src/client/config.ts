@@ -6,6 +6,12 @@ import type { RequestEvent, RetryEvent } from './hooks.ts';
 export const API_KEY_ENV = 'SERVICE_API_KEY';
 export const BASE_URL_ENV = 'SERVICE_BASE_URL';
 
+/**
+ * Most result pages a caller may fetch at once (a job's `concurrency` is capped by it). The client's
+ * own connection pool holds this many connections, so that many page requests never wait for a socket.
+ */
+export const MAX_PAGE_CONCURRENCY = 32;
+
 /** Per-request timeout (connect to last body byte) unless the caller sets `timeoutMs`. */
 export const DEFAULT_TIMEOUT_MS = 30_000;
 

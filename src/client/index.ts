@@ -35,7 +35,7 @@
  */
 export { ServiceClient, type CallOptions, type CsvPage, type ExecuteOptions, type ExecuteQueryOptions, type LatestResultPageOptions, type ResultCallOptions, type Row } from './service-client.ts';
 export { Execution, DEFAULT_WAIT, type ExecuteInput, type LatestResultOptions, type RowsOptions, type RunOptions, type WaitOptions } from './execution.ts';
-export { API_KEY_ENV, BASE_URL_ENV, DEFAULT_TIMEOUT_MS, type ClientOptions } from './config.ts';
+export { API_KEY_ENV, BASE_URL_ENV, DEFAULT_TIMEOUT_MS, MAX_PAGE_CONCURRENCY, type ClientOptions } from './config.ts';
 export { DEFAULT_RETRY, mayRetry, backoffDelay, parseRetryAfter, type Idempotency, type RetryPolicy } from './retry-policy.ts';
 export type { ClientStats, RequestEvent, RetryEvent } from './hooks.ts';
 export { sqlExcerpt } from './sql-excerpt.ts';

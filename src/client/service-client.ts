@@ -40,7 +40,7 @@ import {
   type ViewList,
 } from '../protocol/index.ts';
 import { BadRequestError, InvalidArgumentError, InvalidResponseError } from './errors.ts';
-import { resolveConfig, type ClientOptions, type ResolvedConfig } from './config.ts';
+import { MAX_PAGE_CONCURRENCY, resolveConfig, type ClientOptions, type ResolvedConfig } from './config.ts';
 import { Execution, type ExecuteInput, type LatestResultOptions, type RunOptions } from './execution.ts';
 import type { ClientStats } from './hooks.ts';
 import { describeIssues, Http } from './http.ts';
@@ -131,7 +131,7 @@ export class ServiceClient {
     // Idle sockets are dropped well before common server keep-alive timeouts (Node's is 5 s; undici also
     // honours a `Keep-Alive: timeout=` hint): a submission sent on a socket the server is closing would
     // be lost after it was written, and the resubmission rule could then not resend it.
-    this.#dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 4_000, connections: 16 });
+    this.#dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 4_000, connections: MAX_PAGE_CONCURRENCY });
     const transport = new Transport(this.#config, this.#dispatcher, this.stats, options.onRequest);
     this.#http = new Http(transport, this.#config, this.stats, options.onRetry);
   }

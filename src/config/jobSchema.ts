@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PerformanceSchema } from '../protocol/common.ts';
+import { MAX_PAGE_CONCURRENCY } from '../client/config.ts';
 import { outputConfigSchema, type ResolvedOutput } from '../export/outputConfig.ts';
 import type { Registry } from '../kit/index.ts';
 import { cronProblem, timezoneProblem } from './cron.ts';
@@ -106,7 +107,7 @@ function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
         .superRefine(reportProblem(timezoneProblem))
         .optional()
         .describe('IANA time zone of the schedule (default UTC)'),
-      concurrency: z.number().int().min(1).max(32).optional().describe('Result pages fetched in parallel (default 4)'),
+      concurrency: z.number().int().min(1).max(MAX_PAGE_CONCURRENCY).optional().describe(`Result pages fetched in parallel (default 4, at most ${MAX_PAGE_CONCURRENCY})`),
       wire: z
         .enum(['auto', 'json', 'arrow'])
         .optional()

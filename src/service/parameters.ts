@@ -1,5 +1,6 @@
 import type { ParameterValue, QueryParameter } from '../protocol/index.ts';
 import { MESSAGES } from '../protocol/index.ts';
+import { sqlString } from './sql.ts';
 
 /** A parameter value that does not fit its declaration: the message names the parameter and the value. */
 export class ParameterError extends Error {
@@ -68,15 +69,11 @@ export function literal(type: QueryParameter['type'], value: string): string {
       // Parenthesised when negative: `1-{{n}}` with n = -5 must not become the comment `1--5`.
       return value.startsWith('-') ? `(${value})` : value;
     case 'datetime':
-      return `TIMESTAMP ${quote(value)}`;
+      return `TIMESTAMP ${sqlString(value)}`;
     case 'text':
     case 'enum':
-      return quote(value);
+      return sqlString(value);
   }
-}
-
-function quote(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
 }
 
 const NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;

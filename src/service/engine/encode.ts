@@ -12,15 +12,8 @@
 //   UTC with the suffix " UTC".
 // - map keys are the text of the key; json is a JSON string holding the JSON text.
 import { DuckDBTypeId, type DuckDBType } from '@duckdb/node-api';
+import { sqlString } from '../sql.ts';
 import { customUnionTag } from './customTypes.ts';
-
-export function sqlString(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}
-
-export function sqlIdent(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
-}
 
 const TS_FORMAT: Partial<Record<DuckDBTypeId, string>> = {
   [DuckDBTypeId.TIMESTAMP_S]: '%Y-%m-%d %H:%M:%S',

@@ -20,7 +20,7 @@
 import { mkdir, open, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { sqlString } from './encode.ts';
+import { sqlString } from '../sql.ts';
 import { csvRowSql, headerBytes, jsonRowSql, rowBytesSql, type StoredColumns } from './pageQuery.ts';
 import type { ResultInfo } from './types.ts';
 

@@ -50,7 +50,7 @@ import {
 } from './types.ts';
 import { splitStatements, type SqlStatement } from './splitStatements.ts';
 import { toEngineError, type SqlOrigin } from './duckdbError.ts';
-import { sqlIdent, sqlString } from './encode.ts';
+import { sqlIdent, sqlString } from '../sql.ts';
 import { uniqueColumnNames } from './columnNames.ts';
 import { protocolTypeName } from './typeNames.ts';
 import { headerBytes, planPage, rowBytesSql, type StoredColumns } from './pageQuery.ts';

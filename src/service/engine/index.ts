@@ -8,7 +8,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { DuckDbEngine } from './engine.ts';
 import { customTypeStatements } from './customTypes.ts';
 import { loadSampleDataset } from './sampleDataset.ts';
-import { sqlString } from './encode.ts';
+import { sqlString } from '../sql.ts';
 import { lockDown } from './lockdown.ts';
 import type { OpenEngineOptions, SqlEngine } from './types.ts';
 

@@ -8,7 +8,7 @@
 // reading files inside the results directory (other teams' stored results), DETACH, USE and
 // session options (search_path, schema), and tables of another team's schema.
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { sqlString } from './encode.ts';
+import { sqlString } from '../sql.ts';
 
 export async function lockDown(conn: DuckDBConnection, resultsDir: string): Promise<void> {
   const dir = resultsDir.endsWith('/') ? resultsDir : `${resultsDir}/`;

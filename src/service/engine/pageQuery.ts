@@ -3,7 +3,8 @@
 // joins the page into a single JSON or CSV text.
 import { DuckDBTypeId, type DuckDBType } from '@duckdb/node-api';
 import { EngineError, type PageRequest } from './types.ts';
-import { jsonExpr, sqlString, textExpr } from './encode.ts';
+import { sqlString } from '../sql.ts';
+import { jsonExpr, textExpr } from './encode.ts';
 import { customUnionTag } from './customTypes.ts';
 import { parseFilters, parseSortBy, renderFilter, type ColumnRefs } from './resultFilters.ts';
 

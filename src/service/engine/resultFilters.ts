@@ -2,6 +2,7 @@
 // recursive-descent parser build an AST, which renders as SQL over validated column references
 // and literal values only, so no input can inject SQL. Anything outside the grammar is a
 // bad_request naming what was unexpected and where (0-based offset in the parameter text).
+import { sqlString } from '../sql.ts';
 import { EngineError } from './types.ts';
 
 type Token =
@@ -273,7 +274,7 @@ export interface ColumnRefs {
 
 function literal(value: FilterValue, textual: boolean): string {
   if (value.kind === 'number' && !textual) return value.text; // matched NUMBER: digits only
-  return `'${value.text.replaceAll("'", "''")}'`;
+  return sqlString(value.text);
 }
 
 export function renderFilter(node: FilterNode, refs: ColumnRefs): string {
@@ -306,7 +307,7 @@ export function renderFilter(node: FilterNode, refs: ColumnRefs): string {
     }
     case 'like': {
       col(node.column);
-      return `(${refs.likeText(node.column)} LIKE '${node.pattern.replaceAll("'", "''")}')`;
+      return `(${refs.likeText(node.column)} LIKE ${sqlString(node.pattern)})`;
     }
     case 'null':
       return `(${col(node.column).sql} IS ${node.negated ? 'NOT ' : ''}NULL)`;

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { sqlIdent, sqlString, swapTable, type TableConnection, type TableHost } from '../views/tableHost.ts';
+import { sqlIdent, sqlString } from '../sql.ts';
+import { swapTable, type TableConnection, type TableHost } from '../views/tableHost.ts';
 import { csvHeader } from './csvHeader.ts';
 import { UploadError } from './errors.ts';
 

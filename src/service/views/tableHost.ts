@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { sqlIdent, sqlString } from '../sql.ts';
 
 /** The part of a DuckDB connection the table code uses. */
 export type TableConnection = Pick<DuckDBConnection, 'run' | 'runAndReadAll'>;
@@ -56,14 +57,6 @@ export async function dropStagingLeftovers(host: TableHost): Promise<string[]> {
     }
     return dropped;
   });
-}
-
-export function sqlIdent(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
-}
-
-export function sqlString(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
 }
 
 /** Serialises async work per key (two refreshes of one view must not swap its table at once). */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { uniqueColumnNames } from '../engine/columnNames.ts';
-import { KeyedMutex, sqlIdent, sqlString, swapTable, type TableHost } from './tableHost.ts';
+import { sqlIdent, sqlString } from '../sql.ts';
+import { KeyedMutex, swapTable, type TableHost } from './tableHost.ts';
 
 /**
  * The tables behind materialized views: `service.<team>.result_<x>` in the engine's `service`

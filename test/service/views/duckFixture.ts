@@ -4,7 +4,8 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { sqlString, tableHostOver, type TableHost } from '../../../src/service/views/tableHost.ts';
+import { sqlString } from '../../../src/service/sql.ts';
+import { tableHostOver, type TableHost } from '../../../src/service/views/tableHost.ts';
 
 export interface DuckFixture {
   dataDir: string;

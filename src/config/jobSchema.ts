@@ -111,7 +111,7 @@ function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
       wire: z
         .enum(['auto', 'json', 'arrow'])
         .optional()
-        .describe('Result pages as Arrow streams when the service offers them (auto, default), only JSON, or only Arrow (an error if the service does not serve Arrow)'),
+        .describe('Result pages as Arrow streams when the service offers them (auto), only JSON (json, the default), or only Arrow (an error if the service does not serve Arrow)'),
       retries: z.number().int().min(0).max(20).optional().describe('Times a failed run is retried (default 0)'),
       retry_delay_seconds: z.number().nonnegative().optional().describe('Delay before the first retry, doubled for each next one (default 5)'),
       budget: BudgetSchema.optional(),

@@ -35,9 +35,15 @@ export class DecodeResponseError extends Error {}
 /** Pages queued on one thread at most: one decoding, one waiting, so a thread never idles between pages. */
 export const PAGES_PER_THREAD = 2;
 
-/** The default size of the pool: every core but the one the fetching thread runs on, at least one. */
+/**
+ * The default size of the pool: every core but the one the fetching thread runs on. With two cores
+ * or fewer that is none: measured on two cores (`npm run bench -- parallel`), one decode thread was
+ * slower than decoding on the calling thread (the service, the fetching and the writer already
+ * share both cores, and handing pages over costs more than it frees).
+ */
 export function defaultDecodeThreads(): number {
-  return Math.max(1, availableParallelism() - 1);
+  const cores = availableParallelism();
+  return cores <= 2 ? 0 : cores - 1;
 }
 
 interface Slot {
@@ -180,6 +186,6 @@ let shared: DecodePool | undefined;
 
 /** The process's pool, started on first use (threads themselves start on first need). */
 export function sharedDecodePool(): DecodePool {
-  shared ??= new DecodePool();
+  shared ??= new DecodePool(Math.max(1, defaultDecodeThreads()));
   return shared;
 }

@@ -7,10 +7,18 @@ import { arrowSchema, type ArrowTypeOptions } from '../types/arrow.ts';
 import { createBatchBuilder } from '../types/batch.ts';
 import { compileRowDecoder, type ColumnSpec, type DecodeOptions, type Row } from '../types/decode.ts';
 import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
-import { DecodePool, DecodeResponseError, sharedDecodePool } from './decodePool.ts';
+import { DecodePool, DecodeResponseError, defaultDecodeThreads, sharedDecodePool } from './decodePool.ts';
 import { DEFAULT_CONCURRENCY, DEFAULT_PREFETCH, fetchOrdered, type PageRequest, type PageShape } from './fetchOrdered.ts';
 import { ProgressTracker, type Progress, type ProgressListener } from './progress.ts';
 import { resolveSource, type ResolvedSource, type StreamClient, type StreamSource } from './source.ts';
+
+/**
+ * JSON until Arrow pages are cheaper to serve than JSON ones: the local service pre-encodes JSON
+ * pages once per result but builds each Arrow page per request, and measured on two cores
+ * (`npm run bench -- parallel`) an export over Arrow took 1.7x as long as over JSON. The real
+ * service answers JSON either way.
+ */
+export const DEFAULT_WIRE: Wire = 'json';
 
 export interface StreamOptions {
   /** Page requests in flight at most (default 4). */
@@ -46,16 +54,16 @@ export interface StreamOptions {
   /** uint256 / int256 in Arrow as Utf8 text (default) or Decimal256(76, 0). */
   int256As?: ArrowTypeOptions['int256As'];
   /**
-   * Result pages of `batches()` as Arrow streams when the service offers them (`auto`, the default:
-   * JSON from a service that answers JSON or 406), only Arrow (`arrow`: a service without Arrow pages
-   * is an error), or only JSON (`json`). Batches hold the same values whichever wire carried them.
-   * `rows()` reads JSON pages, and so does `batches({ batchSize })` under `auto` (it re-cuts batches
-   * across pages).
+   * Result pages of `batches()` as Arrow streams when the service offers them (`auto`: JSON from a
+   * service that answers JSON or 406), only Arrow (`arrow`: a service without Arrow pages is an
+   * error), or only JSON (`json`, the default: see `DEFAULT_WIRE`). Batches hold the same values
+   * whichever wire carried them. `rows()` reads JSON pages, and so does `batches({ batchSize })`
+   * under `auto` (it re-cuts batches across pages).
    */
   wire?: Wire;
   /**
    * Threads that parse and decode JSON pages into Arrow for `batches()`: 0 decodes on the calling
-   * thread; default: the process's shared pool (all cores but one, at least one thread).
+   * thread; default: the process's shared pool of all cores but one (none, so the calling thread, on two cores or fewer).
    */
   decodeThreads?: number;
 }
@@ -215,7 +223,8 @@ export class ResultStream implements AsyncIterable<Row> {
       });
     }
     const started = await this.#start();
-    const mode: PageMode = this.#arrowOffered && batchSize === undefined ? 'arrow' : batchSize === undefined && this.#options.decodeThreads !== 0 ? 'pool' : 'rows';
+    const threads = this.#options.decodeThreads ?? defaultDecodeThreads();
+    const mode: PageMode = this.#arrowOffered && batchSize === undefined ? 'arrow' : batchSize === undefined && threads !== 0 ? 'pool' : 'rows';
     if (mode === 'rows' && started.first?.ipc !== undefined) started.first = undefined;
     const schema = this.#arrowSchema(started.info);
     // Exact timestamp text: a Date would drop the microseconds of `timestamp(6) with time zone`.
@@ -324,7 +333,7 @@ export class ResultStream implements AsyncIterable<Row> {
    * JSON, and an explicit `arrow` is refused instead of failing on the first page.
    */
   #wire(): Wire {
-    const wire = this.#options.wire ?? 'auto';
+    const wire = this.#options.wire ?? DEFAULT_WIRE;
     if (this.#options.int256As !== 'decimal256') return wire;
     if (wire === 'arrow') {
       throw new InvalidArgumentError(`int256As 'decimal256' is built from JSON pages, which the Arrow wire does not carry: use wire 'auto' or 'json'`, { method: 'stream' });

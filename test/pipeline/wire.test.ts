@@ -54,7 +54,7 @@ async function values(c: ServiceClient, source: { executionId: string } | { sql:
 
 describe('wire: a service that only speaks JSON (the official one)', () => {
   it('auto falls back to JSON; decode threads, the calling thread and wire json give the same values', async () => {
-    const auto = await values(client(jsonOnly.url), { executionId });
+    const auto = await values(client(jsonOnly.url), { executionId }, { wire: 'auto' });
     const json = await values(direct, { executionId }, { wire: 'json', decodeThreads: 0 });
     const twoThreads = await values(direct, { executionId }, { wire: 'json', decodeThreads: 2 });
     expect(auto.rows).toHaveLength(150);
@@ -91,7 +91,7 @@ describe('wire: the local service itself', () => {
 describe('wire: a service that refuses Arrow (406)', () => {
   it('auto asks once for Arrow, then reads JSON with the same values', async () => {
     const before = refusing.seen.length;
-    const got = await values(client(refusing.url), { executionId });
+    const got = await values(client(refusing.url), { executionId }, { wire: 'auto' });
     expect(got.rows).toEqual((await values(direct, { executionId }, { wire: 'json' })).rows);
     const seen = refusing.seen.slice(before);
     expect(seen.filter((s) => s.answered.includes('406'))).toHaveLength(1);
@@ -124,8 +124,17 @@ describe('wire: a service that serves Arrow pages', () => {
     expect(rows).toEqual(jsonRows);
   });
 
+  it('the default wire is JSON, even from a service that serves Arrow pages', async () => {
+    const before = arrow.seen.length;
+    const got = await values(client(arrow.url), { executionId });
+    const seen = arrow.seen.slice(before);
+    expect(seen.length).toBeGreaterThanOrEqual(3);
+    expect(seen.every((s) => s.answered !== 'application/vnd.apache.arrow.stream')).toBe(true);
+    expect(got.rows).toEqual((await values(direct, { executionId }, { wire: 'json' })).rows);
+  });
+
   it('a resumed read (startOffset off the page grid) skips the same rows on both wires', async () => {
-    const a = await values(client(arrow.url), { executionId }, { startOffset: 70, pageSize: 64 });
+    const a = await values(client(arrow.url), { executionId }, { startOffset: 70, pageSize: 64, wire: 'auto' });
     const j = await values(direct, { executionId }, { startOffset: 70, pageSize: 64, wire: 'json' });
     expect(a.rows).toHaveLength(80);
     expect(a.rows).toEqual(j.rows);

@@ -1,4 +1,5 @@
 import {
+  holdsResult,
   isTerminal,
   MESSAGES,
   PATHS,
@@ -247,7 +248,7 @@ export class Execution {
 }
 
 function isFresh(page: ResultPage, maxAgeHours: number | undefined): boolean {
-  if (page.state !== 'QUERY_STATE_COMPLETED' && page.state !== 'QUERY_STATE_COMPLETED_PARTIAL') return false;
+  if (!holdsResult(page)) return false;
   if (maxAgeHours === undefined) return true;
   const ended = page.execution_ended_at === undefined ? NaN : Date.parse(page.execution_ended_at);
   return Number.isFinite(ended) && Date.now() - ended <= maxAgeHours * 3_600_000;

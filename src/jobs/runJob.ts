@@ -8,7 +8,7 @@ import { checkOutputs } from '../export/checkOutputs.ts';
 import { type ResultStream, stream } from '../pipeline/stream.ts';
 import type { Progress } from '../pipeline/progress.ts';
 import type { StreamSource } from '../pipeline/source.ts';
-import { isTerminal } from '../protocol/index.ts';
+import { holdsResult, isTerminal } from '../protocol/index.ts';
 import { resumeAttemptId } from './attemptId.ts';
 import { checkBytes, creditsAllowed, TIER_COST } from './budget.ts';
 import { committedExport, outputFingerprint } from './committedOutput.ts';
@@ -398,7 +398,7 @@ function commitOf(_output: Job['outputs'][number]): CommitProtocol {
 async function readable(client: ServiceClient, executionId: string, signal: AbortSignal): Promise<boolean> {
   try {
     const status = await client.getStatus(executionId, { signal });
-    return !isTerminal(status.state) || status.state === 'QUERY_STATE_COMPLETED' || status.state === 'QUERY_STATE_COMPLETED_PARTIAL';
+    return !isTerminal(status.state) || holdsResult(status);
   } catch (error) {
     if (signal.aborted) throw error;
     return false;

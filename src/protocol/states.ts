@@ -33,7 +33,13 @@ export function isTerminal(state: ExecutionState): boolean {
   return TERMINAL_STATES.has(state);
 }
 
-/** States whose result can be read (the partial one only with `allow_partial_results=true`). */
-export function hasResult(state: ExecutionState): boolean {
-  return state === 'QUERY_STATE_COMPLETED' || state === 'QUERY_STATE_COMPLETED_PARTIAL';
+/** The states whose execution holds a result (the partial one is read only with `allow_partial_results=true`). */
+export type ResultState = 'QUERY_STATE_COMPLETED' | 'QUERY_STATE_COMPLETED_PARTIAL';
+
+/**
+ * Whether an execution (a record, a status, a page: anything with a `state`) holds a readable result.
+ * Narrows a union on `state` to its members with a result.
+ */
+export function holdsResult<T extends { state: ExecutionState }>(x: T): x is T & { state: ResultState } {
+  return x.state === 'QUERY_STATE_COMPLETED' || x.state === 'QUERY_STATE_COMPLETED_PARTIAL';
 }

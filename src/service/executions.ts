@@ -1,5 +1,6 @@
 import { monotonicFactory } from 'ulid';
 import type { Performance, ParameterValue } from '../protocol/index.ts';
+import { holdsResult } from '../protocol/index.ts';
 import { EngineError, type SqlEngine } from './engine/types.ts';
 import type { Clock } from './clock.ts';
 import type { JsonStore } from './store.ts';
@@ -210,7 +211,7 @@ export class Executions {
   }
 
   #expireIfDue(rec: ExecutionRecord): ExecutionRecord {
-    if (rec.state !== 'QUERY_STATE_COMPLETED' && rec.state !== 'QUERY_STATE_COMPLETED_PARTIAL') return rec;
+    if (!holdsResult(rec)) return rec;
     if (this.#clock.now() < rec.expiresAt) return rec;
     const expired: ExecutionRecord = {
       ...baseOf(rec),

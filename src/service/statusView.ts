@@ -1,4 +1,4 @@
-import { FAILED_TYPE_EXECUTION_FAILED, isTerminal } from '../protocol/index.ts';
+import { FAILED_TYPE_EXECUTION_FAILED, holdsResult, isTerminal } from '../protocol/index.ts';
 import type { ExecutionError, ExecutionStatusOut, ResultMetadata } from '../protocol/index.ts';
 import type { ExecutionRecord } from './executionRecord.ts';
 import { formatTimestamp as ts } from './timestamp.ts';
@@ -55,7 +55,7 @@ export function statusOf(rec: ExecutionRecord, load: TeamLoad): ExecutionStatusO
   if (rec.state === 'QUERY_STATE_PENDING' && load.queuePosition !== undefined) out.queue_position = load.queuePosition;
   out.max_inflight_interactive_executions = load.maxInflight;
   if (load.running >= load.maxInflight) out.max_inflight_interactive_reached = load.running;
-  if (rec.state === 'QUERY_STATE_COMPLETED' || rec.state === 'QUERY_STATE_COMPLETED_PARTIAL') {
+  if (holdsResult(rec)) {
     const r = rec.result;
     out.result_metadata = {
       column_names: r.columnNames,

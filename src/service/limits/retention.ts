@@ -1,10 +1,11 @@
+import { holdsResult, type ExecutionState } from '../../protocol/index.ts';
 import { PeriodicTask } from '../periodic.ts';
 
 /** An execution as the sweeper sees it. */
 export interface RetainedExecution {
   id: string;
   /** COMPLETED and COMPLETED_PARTIAL hold a result; EXPIRED may still hold one after a crash. */
-  state: string;
+  state: ExecutionState;
   expiresAt?: number;
 }
 
@@ -25,8 +26,6 @@ export interface SweepReport {
   reclaimed: string[];
 }
 
-const HOLDS_RESULT = new Set(['QUERY_STATE_COMPLETED', 'QUERY_STATE_COMPLETED_PARTIAL']);
-
 /**
  * Retention (protocol.md section 6): at `expires_at` a result's execution becomes EXPIRED and its
  * stored result is deleted. The state change is persisted before the result goes, so a crash in
@@ -36,7 +35,7 @@ const HOLDS_RESULT = new Set(['QUERY_STATE_COMPLETED', 'QUERY_STATE_COMPLETED_PA
 export async function sweepExpired(target: RetentionTarget, now: number): Promise<SweepReport> {
   const report: SweepReport = { expired: [], reclaimed: [] };
   for (const e of [...target.executions()]) {
-    if (HOLDS_RESULT.has(e.state)) {
+    if (holdsResult(e)) {
       if (e.expiresAt === undefined || now < e.expiresAt) continue;
       await target.markExpired(e.id);
       report.expired.push(e.id);

@@ -1,4 +1,4 @@
-import { ARROW_STREAM_MEDIA_TYPE, arrowPageHeaders, CSV_NEXT_OFFSET_HEADER, CSV_NEXT_URI_HEADER, MESSAGES, PATHS } from '../../protocol/index.ts';
+import { ARROW_STREAM_MEDIA_TYPE, arrowPageHeaders, CSV_NEXT_OFFSET_HEADER, CSV_NEXT_URI_HEADER, holdsResult, MESSAGES, PATHS } from '../../protocol/index.ts';
 import { negotiate } from '../http/accept.ts';
 import type { ResultMetadata } from '../../protocol/index.ts';
 import type { ServiceContext } from '../context.ts';
@@ -61,7 +61,7 @@ export function resultRoutes(svc: ServiceContext): Route[] {
         .find(
           (e) =>
             e.queryVersion === q.version &&
-            (e.state === 'QUERY_STATE_COMPLETED' || e.state === 'QUERY_STATE_COMPLETED_PARTIAL') &&
+            holdsResult(e) &&
             Object.entries(wanted).every(([k, v]) => e.parameters[k] === v),
         );
       if (rec === undefined) throw new HttpError(404, MESSAGES.noLatestResult);
@@ -88,7 +88,7 @@ function mediaFormat(ctx: RequestContext, format: 'json' | 'csv'): Format | Repl
 }
 
 async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRecord, shape: ResultShape, format: Format): Promise<Reply> {
-  if (rec.state !== 'QUERY_STATE_COMPLETED' && rec.state !== 'QUERY_STATE_COMPLETED_PARTIAL') {
+  if (!holdsResult(rec)) {
     if (format === 'csv') throw new HttpError(400, MESSAGES.csvNotReady(rec.state));
     // Not finished, failed, canceled or expired: the state (and error) without a result.
     return jsonText(200, JSON.stringify(executionFields(rec)));

@@ -11,11 +11,11 @@ export {
 } from './writeExport.ts';
 export { checkOutputs } from './checkOutputs.ts';
 export { describeOutput, outputConfigSchema, resolveOutput, type OutputConfig, type ResolvedOutput } from './outputConfig.ts';
-export type { Commit, CommitProtocol } from './commit.ts';
+export type { Commit, CommitProtocol, CommittedColumn, CursorState } from './commit.ts';
 export { manifestCommit } from './manifestCommit.ts';
 export { MANIFEST_NAME, SUCCESS_NAME, type Manifest, type ManifestField } from './manifest.ts';
 export type { FileEntry } from './partFile.ts';
 export { escapeHivePathName, hiveSegment, HIVE_DEFAULT_PARTITION } from './hive.ts';
 export { partFileName } from './partFileName.ts';
-export { ManifestInvalidError, RowCountMismatchError } from './errors.ts';
+export { AppendConflictError, ManifestInvalidError, RowCountMismatchError, SchemaDriftError } from './errors.ts';
 export * from './iceberg/index.ts';

@@ -5,6 +5,12 @@ import { ConfigError, type ConfigIssue, type FormatDescriptor, issuesOf, redact,
 export const DEFAULT_MAX_OPEN_FILES = 16;
 
 const common = {
+  mode: z
+    .enum(['replace', 'append'])
+    .optional()
+    .describe(
+      'replace (default): each run replaces the output with its result. append: each run adds its parts (named after its execution) to the committed ones and commits a manifest listing all of them; a run with no rows commits nothing, and a run already committed is not written again. Appending needs the same format, partition_by and job as the committed output; a later result with a changed column type fails, a new column is added only where the format can hold it (parquet, ndjson).',
+    ),
   partition_by: z
     .array(z.string().min(1))
     .min(1)
@@ -65,6 +71,7 @@ export interface OutputConfig {
   readonly format: string;
   readonly format_options?: Record<string, unknown>;
   readonly path: string;
+  readonly mode?: 'replace' | 'append';
   readonly partition_by?: readonly string[];
   readonly keep_partition_columns?: boolean;
   readonly max_rows_per_file?: number;
@@ -80,6 +87,8 @@ export interface ResolvedOutput {
   readonly sink: SinkDescriptor;
   readonly sinkConfig: unknown;
   readonly path: string;
+  /** replace: a commit replaces the output; append: a commit adds its files to the committed ones. */
+  readonly mode: 'replace' | 'append';
   readonly partitionBy: readonly string[];
   readonly keepPartitionColumns: boolean;
   readonly maxRowsPerFile: number;
@@ -124,6 +133,9 @@ export function resolveOutput(input: unknown, registry: Registry): ResolvedOutpu
   if (sink.multiFile === false && (config.partition_by || config.max_rows_per_file || config.max_bytes_per_file)) {
     issues.push({ path: 'path', message: `${sink.paths} takes one stream: drop partition_by and max_*_per_file`, value: config.path });
   }
+  if (sink.multiFile === false && config.mode === 'append') {
+    issues.push({ path: 'mode', message: `${sink.paths} takes one stream and keeps no commit to append to: use a directory or bucket path`, value: config.mode });
+  }
   if (issues.length > 0) throw new ConfigError('output', issues);
   return {
     format,
@@ -131,6 +143,7 @@ export function resolveOutput(input: unknown, registry: Registry): ResolvedOutpu
     sink,
     sinkConfig: sinkParsed.data,
     path: config.path,
+    mode: config.mode ?? 'replace',
     partitionBy: config.partition_by ?? [],
     keepPartitionColumns: config.keep_partition_columns ?? false,
     maxRowsPerFile: config.max_rows_per_file ?? Number.POSITIVE_INFINITY,
@@ -151,6 +164,8 @@ export function describeOutput(resolved: ResolvedOutput): Record<string, unknown
     sink: resolved.sink.type,
     sink_options: redact(resolved.sinkConfig),
     path: resolved.path,
+    // Only when not the default: the fingerprints of replace outputs stay what they were.
+    ...(resolved.mode === 'append' ? { mode: resolved.mode } : {}),
     partition_by: resolved.partitionBy,
     keep_partition_columns: resolved.keepPartitionColumns,
     max_rows_per_file: Number.isFinite(resolved.maxRowsPerFile) ? resolved.maxRowsPerFile : null,

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { ConfigError, type Destination, type Format, PreconditionFailedError, type Transaction } from '../kit/index.ts';
-import type { Commit, CommitProtocol } from './commit.ts';
+import { checkAppend } from './appendCheck.ts';
+import type { Commit, CommitProtocol, CursorState } from './commit.ts';
 import { RowCountMismatchError } from './errors.ts';
 import { fileEntryOf, type JournalPart, resumableLayout } from './journal.ts';
 import { describeSchema, type Manifest } from './manifest.ts';
@@ -34,6 +35,13 @@ export interface ExportMeta {
    * recorded in the manifest: a later export of the same execution can only be skipped when it matches.
    */
   fingerprint?: string;
+  /** The job writing it, recorded in the commit: an append refuses an output another job wrote. */
+  job?: string;
+  /**
+   * An incremental job's high-water mark once every batch is written: recorded in the same commit as
+   * the rows (read back as `Commit.cursor`). Called after the last batch, before publishing.
+   */
+  cursor?: () => CursorState | undefined;
 }
 
 export interface ExportProgress {
@@ -58,8 +66,12 @@ export interface ExportSummary {
   /** Parts (and the rows they hold) kept from a killed run instead of written again. */
   resumedFiles: number;
   resumedRows: number;
-  /** The manifest as written, or undefined for a single-stream destination. */
+  /** The manifest as written (with mode append: this run's files), or undefined for a single-stream destination. */
   manifest?: Manifest;
+  /** False when nothing was committed: an append of no rows. */
+  committed?: false;
+  /** Columns this append added to the output's schema. */
+  addedColumns?: string[];
 }
 
 /**
@@ -140,18 +152,26 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
       const signal = writeOptions.signal ?? options.signal;
       try {
         checkColumns(input.schema, resolved);
+        // Appending: the same job and layout, columns the output can hold; nothing written otherwise.
+        const appending = resolved.mode === 'append' && previous !== undefined;
+        const addedColumns = appending ? checkAppend(destination.url, previous, input.schema, resolved, input.meta.job) : [];
         signal?.throwIfAborted();
         const record = resume.journal(input.meta.executionId, input.meta.pageSize);
-        const from = { startRow: resume.startRow, startPart: resume.kept.length, resumed: resumedFiles, record };
+        const from = { startRow: resume.startRow, startPart: resume.kept.length, resumed: resumedFiles, record, emptyFile: !appending };
         const files = await writeFiles(input, resolved, format, tx, { ...writeOptions, signal }, from);
         const rows = files.reduce((n, f) => n + f.rows, 0);
         if (input.meta.totalRowCount !== undefined && rows !== input.meta.totalRowCount) {
           throw new RowCountMismatchError(input.meta.executionId, input.meta.totalRowCount, rows);
         }
         signal?.throwIfAborted();
+        if (appending && rows === 0) {
+          // Nothing new: the committed output (and its cursor) stays exactly as it is.
+          await end(undefined);
+          return { url: destination.url, rows: 0, bytes: 0, files: [], resumedFiles: 0, resumedRows: 0, committed: false };
+        }
         const manifest = buildManifest(input, resolved, files);
         await (commit ? publish(commit, destination, tx, manifest, previous, end) : tx.commit([]));
-        const summary = { url: destination.url, rows, bytes: manifest.total_bytes, files, resumedFiles: resumedFiles.length, resumedRows: resume.startRow };
+        const summary = { url: destination.url, rows, bytes: manifest.total_bytes, files, resumedFiles: resumedFiles.length, resumedRows: resume.startRow, ...(addedColumns.length > 0 ? { addedColumns } : {}) };
         return commit ? { ...summary, manifest } : summary;
       } catch (error) {
         await end(error);
@@ -237,6 +257,8 @@ interface Resumed {
   readonly resumed: readonly FileEntry[];
   /** Records a complete part in the journal; the part counts as written once this resolves. */
   readonly record: ((part: JournalPart) => Promise<void>) | undefined;
+  /** Whether an empty unpartitioned result still gets one file (not when appending: nothing is committed). */
+  readonly emptyFile: boolean;
 }
 
 async function writeFiles(
@@ -320,7 +342,7 @@ async function writeFiles(
       progress();
     }
     // An empty, unpartitioned result still gets one file, so readers see the columns.
-    if (part === 0 && resolved.partitionBy.length === 0) await openFile('', {});
+    if (part === 0 && resolved.partitionBy.length === 0 && from.emptyFile) await openFile('', {});
     for (const [directory, file] of [...open]) void finish(directory, file);
     const settled = await Promise.allSettled(finishing);
     const failed = settled.find((s) => s.status === 'rejected');
@@ -359,6 +381,9 @@ function buildManifest(input: ExportInput, resolved: ResolvedOutput, files: File
     parameters: input.meta.parameters ?? null,
     ended_at: input.meta.endedAt ?? null,
     fingerprint: input.meta.fingerprint ?? null,
+    job: input.meta.job ?? null,
+    mode: resolved.mode,
+    incremental: input.meta.cursor?.() ?? null,
     written_at: new Date().toISOString(),
     format: resolved.format.type,
     partition_by: [...resolved.partitionBy],

@@ -1,7 +1,7 @@
 import { sleep } from '../client/retry.ts';
 import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
-import type { CommitProtocol } from '../export/commit.ts';
+import type { Commit, CommitProtocol } from '../export/commit.ts';
 import { manifestCommit } from '../export/manifestCommit.ts';
 import { openExport, type ExportSummary, type OpenedExport } from '../export/writeExport.ts';
 import { checkOutputs } from '../export/checkOutputs.ts';
@@ -14,7 +14,10 @@ import { checkBytes, creditsAllowed, TIER_COST } from './budget.ts';
 import { committedExport, outputFingerprint } from './committedOutput.ts';
 import { BudgetExceededError } from './errors.ts';
 import { policyOf } from '../errorPolicy.ts';
+import { checkResultColumns, type CursorPlan, OutputCursor, planCursor, serviceType } from './incremental.ts';
 import { jobSource } from './jobSource.ts';
+import type { CursorKind } from './cursor.ts';
+import { compareCursor } from './cursor.ts';
 import { worthRetrying } from './retryable.ts';
 import { type RunRecord, RunHistory } from './runHistory.ts';
 import { type JobRunState, jobRunState, type ResumeDecision, RunStateStore } from './runState.ts';
@@ -54,6 +57,8 @@ export interface JobSummary {
   readonly outputs: readonly OutputSummary[];
   /** Credits left in the team's billing cycle after the run (absent when the key may not read usage). */
   readonly creditsLeft?: number;
+  /** Incremental jobs: the committed cursor value the run started after (null: none yet), and the one committed now. */
+  readonly cursor?: { readonly from: string | null; readonly to: string | null };
 }
 
 export interface RunEvents {
@@ -174,6 +179,7 @@ async function recordRun(job: Job, options: RunJobOptions, run: RunTally, end: {
     credits: run.credits,
     ...(summary?.creditsLeft === undefined ? {} : { credits_left: summary.creditsLeft }),
     attempts: run.attempts,
+    ...(summary?.cursor === undefined ? {} : { cursor: summary.cursor }),
     outputs: (summary?.outputs ?? []).map((o) => ({ url: o.url, format: o.format, rows: o.rows, files: o.files, bytes: o.bytes, skipped: o.skipped })),
   };
   try {
@@ -195,14 +201,19 @@ type AttemptResult = Omit<JobSummary, 'credits' | 'attempts' | 'durationMs'>;
 interface Written {
   readonly summaries: ExportSummary[];
   readonly fetchedRows: number;
+  /** Per pending output: the cursor value its commit holds now (undefined: not incremental). */
+  readonly cursors: (string | undefined)[];
 }
 
 async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, spent: RunTally): Promise<AttemptResult> {
   const { client, signal, events } = options;
   const performance = job.performance ?? 'medium';
 
+  // 0. An incremental job starts after what its outputs committed (their commits carry the cursor).
+  const plan = job.incremental === undefined ? undefined : await planCursor(job, await readCommits(job, signal), client, signal);
+
   // 1. What to read: a given execution, the execution of an interrupted run, or the job's source.
-  let source: StreamSource = jobSource(job);
+  let source: StreamSource = jobSource(job, plan?.argument);
   let resume: ResumeDecision | undefined;
   if (options.executionId !== undefined) {
     source = { executionId: options.executionId };
@@ -268,6 +279,15 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
       await state.forget();
       throw overBytes;
     }
+    let kind: CursorKind | undefined;
+    if (plan !== undefined) {
+      try {
+        kind = checkResultColumns(plan, status.result_metadata?.column_names ?? [], status.result_metadata?.column_types ?? []);
+      } catch (error) {
+        await state.forget();
+        throw error;
+      }
+    }
 
     // 3. Outputs: skip those already committed for this execution, write the rest from one read.
     const totalRows = job.result?.filters === undefined ? status.result_metadata?.total_row_count : undefined;
@@ -283,9 +303,12 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
       }
     }
     let fetchedRows = 0;
+    const committedCursors: (string | undefined)[] = plan === undefined ? [] : plan.committed.map((c) => c?.value);
     if (pending.length > 0) {
-      const written = await exportAll(job, pending, executionId, result, controller, signal, (pageSize) => (reportedPageSize = pageSize));
+      const cursors = plan === undefined || kind === undefined ? undefined : { plan, kind };
+      const written = await exportAll(job, pending, executionId, result, controller, signal, (pageSize) => (reportedPageSize = pageSize), cursors);
       fetchedRows = written.fetchedRows;
+      for (const [k, index] of pending.entries()) committedCursors[index] = written.cursors[k];
       pending.forEach((index, k) => {
         const s = written.summaries[k]!;
         summaries[index] = { url: s.url, format: job.outputs[index]!.format.type, rows: s.rows, files: s.files.length, bytes: s.bytes, skipped: false, resumedFiles: s.resumedFiles };
@@ -306,10 +329,31 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
       files: outputs.reduce((n, o) => n + o.files, 0),
       bytes: outputs.reduce((n, o) => n + o.bytes, 0),
       outputs,
+      ...(plan === undefined ? {} : { cursor: { from: plan.from, to: lowest(kind ?? plan.kind, committedCursors) } }),
     };
   } finally {
     signal.removeEventListener('abort', onAbort);
   }
+}
+
+/** The lowest of the outputs' committed cursor values: where every output has got to. */
+function lowest(kind: CursorKind | undefined, values: readonly (string | undefined)[]): string | null {
+  if (kind === undefined || values.some((v) => v === undefined)) return null;
+  return (values as string[]).reduce((a, b) => (compareCursor(kind, a, b) <= 0 ? a : b));
+}
+
+/** Each output's committed export as its commit protocol reads it (undefined: none yet). */
+async function readCommits(job: Job, signal: AbortSignal): Promise<(Commit | undefined)[]> {
+  const commits: (Commit | undefined)[] = [];
+  for (const output of job.outputs) {
+    const destination = output.sink.create(output.sinkConfig);
+    try {
+      commits.push(destination.multiFile ? await commitOf(output).read(destination, signal) : undefined);
+    } finally {
+      await destination.close();
+    }
+  }
+  return commits;
 }
 
 /**
@@ -330,6 +374,7 @@ async function exportAll(
   controller: AbortController,
   stop: AbortSignal,
   onPageSize: (pageSize: number) => void,
+  incremental?: { plan: CursorPlan; kind: CursorKind },
 ): Promise<Written> {
   const opened: OpenedExport[] = [];
   try {
@@ -339,7 +384,9 @@ async function exportAll(
         await openExport(output, { executionId }, {
           commit: commitOf(output),
           signal: controller.signal,
-          resume: { attemptId: resumeAttemptId(job.name, executionId, output) },
+          // An incremental output drops the rows it holds already, so its parts are not a function of
+          // row offsets: a killed run's parts are written again rather than kept.
+          ...(incremental === undefined ? { resume: { attemptId: resumeAttemptId(job.name, executionId, output) } } : {}),
           // Stopped from outside (SIGTERM): finished parts survive for the next run, as after a kill.
           keepOnStop: stop,
         }),
@@ -362,24 +409,32 @@ async function exportAll(
       ...('latest' in job.source && job.source.latest.parameters ? { parameters: job.source.latest.parameters } : {}),
     };
     const branches = tee(result.batches(), pending.length, 2, controller.signal);
+    const cursorType = incremental === undefined ? undefined : serviceType(schema, incremental.plan.incremental.cursor);
+    const cursors = pending.map((index) => (incremental === undefined ? undefined : new OutputCursor(incremental.plan, incremental.kind, cursorType!, index)));
     let first: { error: unknown } | undefined;
     const settled = await Promise.allSettled(
-      opened.map((export_, k) =>
-        export_.write(
-          { schema, batches: skipRows(branches[k]!, export_.startRow - startRow), meta: { ...meta, fingerprint: outputFingerprint(job, job.outputs[pending[k]!]!) } },
-          { signal: controller.signal },
-        ).catch((error: unknown) => {
+      opened.map((export_, k) => {
+        const cursor = cursors[k];
+        const batches = skipRows(branches[k]!, export_.startRow - startRow);
+        // An output that drops rows it holds already writes fewer than the result has.
+        const counted = cursor === undefined || incremental?.plan.committed[pending[k]!] === undefined ? meta : { ...meta, totalRowCount: undefined };
+        const { totalRowCount, ...rest } = counted;
+        const outputMeta = { ...rest, ...(totalRowCount === undefined ? {} : { totalRowCount }), job: job.name, fingerprint: outputFingerprint(job, job.outputs[pending[k]!]!), ...(cursor ? { cursor: () => cursor.state() } : {}) };
+        return export_.write({ schema, batches: cursor ? cursor.filter(batches) : batches, meta: outputMeta }, { signal: controller.signal }).catch((error: unknown) => {
           // Stop the others: outputs of one run are all written, or the run fails. The abort also
           // releases an output waiting on this one's unread branch. The first failure is the cause;
           // the others only report that abort.
           first ??= { error };
           controller.abort(error);
           throw error;
-        }),
-      ),
+        });
+      }),
     );
     if (first) throw stop.aborted ? stop.reason : first.error;
-    return { summaries: settled.map((s) => (s as PromiseFulfilledResult<ExportSummary>).value), fetchedRows: result.progress?.rows ?? 0 };
+    const summaries = settled.map((s) => (s as PromiseFulfilledResult<ExportSummary>).value);
+    // An append of no rows committed nothing: the output's cursor is the one it had.
+    const after = cursors.map((c, k) => (c === undefined ? undefined : summaries[k]!.committed === false ? incremental!.plan.committed[pending[k]!]?.value : c.state().value));
+    return { summaries, fetchedRows: result.progress?.rows ?? 0, cursors: after };
   } finally {
     // Exports that never got to write (the read could not start) give their staging back.
     await Promise.allSettled(opened.map((o) => o.discard(controller.signal.reason)));

@@ -22,6 +22,12 @@ export interface FormatDescriptor<C extends z.ZodType = z.ZodType> {
   readonly description: string;
   /** Validates `format_options`; strict (unknown fields rejected) and described per field. */
   readonly config: C;
+  /**
+   * Whether the files of one output may differ by columns a later file adds: readers of the format
+   * merge files by column name and read a column a file lacks as NULL (Parquet with DuckDB's
+   * `union_by_name`, NDJSON objects). Appending a result with a new column needs it. Default false.
+   */
+  readonly addsColumns?: boolean;
   /** Pure: no I/O, so `validate` can build a Format to check a job without running it. */
   create(config: z.output<C>): Format;
 }

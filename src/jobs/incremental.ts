@@ -97,6 +97,20 @@ async function checkSavedQuery(job: Job, queryId: number, client: ServiceClient,
 }
 
 /**
+ * Before a first commit the cursor's type is unknown, so the initial value goes into the query as
+ * written: an execution that failed on it (the engine could not convert it) is that value's fault,
+ * and is reported as such, with the engine's words.
+ */
+export function explainInitial(plan: CursorPlan, error: unknown): unknown {
+  const initial = String(plan.incremental.initial);
+  const engine = (error as { code?: unknown } | null)?.code === 'EXECUTION_FAILED' ? (error as Error).message : undefined;
+  if (plan.from !== null || engine === undefined || !engine.includes(initial)) return error;
+  const said = engine.replace(/^.*?execution failed: /, '').split('\n')[0]!;
+  const problem = new CursorError(plan.job, field('initial'), plan.incremental.initial, `the query could not use it as a value of the cursor column ${plan.incremental.cursor} (${said}); give a value of the column's type`);
+  return Object.defineProperty(problem, 'cause', { value: error, enumerable: false, configurable: true });
+}
+
+/**
  * Checks the result's columns once the execution has finished, before a page is fetched: the cursor
  * (and key) columns exist, the cursor can be ordered, and the initial value parses as its type.
  * Returns the cursor's kind.

@@ -14,7 +14,7 @@ import { checkBytes, creditsAllowed, TIER_COST } from './budget.ts';
 import { committedExport, outputFingerprint } from './committedOutput.ts';
 import { BudgetExceededError } from './errors.ts';
 import { policyOf } from '../errorPolicy.ts';
-import { checkResultColumns, type CursorPlan, OutputCursor, planCursor, serviceType } from './incremental.ts';
+import { checkResultColumns, type CursorPlan, explainInitial, OutputCursor, planCursor, serviceType } from './incremental.ts';
 import { jobSource } from './jobSource.ts';
 import type { CursorKind } from './cursor.ts';
 import { compareCursor } from './cursor.ts';
@@ -270,7 +270,7 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
       if (startedNow && spent.executionId !== undefined && isExecutionOutcome(error)) spent.credits += await chargedFor(client, spent.executionId);
       // Stopped while waiting (the pipeline cancelled it); otherwise the error table says whether it can be resumed.
       if (signal.aborted || !policyOf(error).keepRunState) await state.forget();
-      throw error;
+      throw plan === undefined ? error : explainInitial(plan, error);
     }
     const { executionId, status } = ready;
     if (ready.started && !resumed) spent.credits += status.execution_cost_credits ?? TIER_COST[performance];

@@ -79,5 +79,19 @@ jobs:
     // What the killed run staged is gone.
     expect(readdirSync(dir).filter((n) => n.includes('sluice-staging'))).toEqual([]);
     expect(existsSync(join(dir, 'state', 'killed.json'))).toBe(false);
+
+    // The history (through the CLI): the two runs that finished, with their cursor ranges; a killed
+    // process records nothing.
+    const listed = await sluice(['runs', 'killed', '--file', file, '--json'], { env });
+    expect(listed.code, listed.stderr).toBe(0);
+    const runs = JSON.parse(listed.stdout) as { outcome: string; rows: number; cursor: { from: string | null; to: string } }[];
+    expect(runs.map((r) => [r.outcome, r.rows, r.cursor])).toEqual([
+      ['succeeded', 1000, { from: null, to: '1000' }],
+      ['succeeded', 5000, { from: '1000', to: '6000' }],
+    ]);
+    const shown = await sluice(['runs', 'killed', '--file', file], { env });
+    expect(shown.stdout).toMatch(/cursor/);
+    expect(shown.stdout).toMatch(/1000 -> 6000/);
+    expect(shown.stdout).toMatch(/start -> 1000/);
   });
 });

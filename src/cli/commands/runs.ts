@@ -62,7 +62,7 @@ async function historyDir(values: Record<string, unknown>, io: { cwd: string; en
 /** The client's `method GET url (execution id): ` prefix: --json keeps it, the table shows what went wrong. */
 const REQUEST_CONTEXT = /^\w+ (?:GET|POST|PATCH|PUT|DELETE) \S+(?: \([^)]*\))?: /;
 
-const COLUMNS = ['started', 'job', 'outcome', 'rows', 'bytes', 'credits', 'duration', 'execution', 'error'];
+const COLUMNS = ['started', 'job', 'outcome', 'rows', 'bytes', 'credits', 'duration', 'cursor', 'execution', 'error'];
 
 function row(r: RunRecord): Record<string, unknown> {
   const ms = Date.parse(r.ended_at) - Date.parse(r.started_at);
@@ -74,6 +74,7 @@ function row(r: RunRecord): Record<string, unknown> {
     bytes: formatBytes(r.bytes),
     credits: r.credits_left === undefined ? String(r.credits) : `${r.credits} (${r.credits_left.toLocaleString('en-US')} left)`,
     duration: fmtDuration(ms),
+    cursor: r.cursor === undefined ? '' : r.cursor.from === r.cursor.to ? `${r.cursor.to ?? ''} (no new rows)` : `${r.cursor.from ?? 'start'} -> ${r.cursor.to ?? '?'}`,
     execution: r.execution_id ?? '',
     error: r.error ? `${r.error.code}: ${r.error.message.replace(REQUEST_CONTEXT, '')}` : '',
   };

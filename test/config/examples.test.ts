@@ -25,7 +25,7 @@ const files = (function walk(dir: string): string[] {
   });
 })(CONFIG).sort();
 
-const JOB_FILES = ['docker/jobs.yaml', 'examples/csv.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
+const JOB_FILES = ['docker/jobs.yaml', 'examples/csv.yaml', 'examples/incremental.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
 const OTHER_FILES = ['examples/stream-rows.ts', 'service.yaml'];
 
 let work: string;
@@ -92,6 +92,21 @@ describe('config/', () => {
         `select count(*)::int as n, count(distinct day)::int as days from read_parquet('${env.SLUICE_OUT}/events-by-day/*/*.parquet', hive_partitioning = true)`,
       );
       expect(row).toEqual({ n: summaries[0]!.rows, days: 7 });
+    }
+    if (name === 'examples/incremental.yaml') {
+      // Run again: nothing new, nothing fetched, the commits stay as they are; every row once.
+      const manifests = () => file.jobs.map((j) => readFileSync(join(new URL(summaries.find((s) => s.job === j.name)!.outputs[0]!.url).pathname, '_manifest.json'), 'utf8'));
+      const before = manifests();
+      const again = await runFile(file);
+      expect(again.map((s) => [s.rows, s.fetchedRows < summaries.find((f) => f.job === s.job)!.rows])).toEqual([
+        [0, true],
+        [0, true],
+      ]);
+      expect(manifests()).toEqual(before);
+      const [ids] = await duck(`select count(*)::int as n, count(distinct id)::int as ids from read_parquet('${env.SLUICE_OUT}/events-sync/*.parquet')`);
+      expect(ids).toEqual({ n: 3000, ids: 3000 });
+      const [late] = await duck(`select count(*)::int as n, count(distinct id)::int as ids from read_ndjson_auto('${env.SLUICE_OUT}/late-events/*.ndjson')`);
+      expect(late).toEqual({ n: 3000, ids: 3000 });
     }
     if (name === 'examples/csv.yaml') {
       const dir = join(env.SLUICE_OUT!, 'daily-totals-csv');

@@ -34,7 +34,7 @@ export interface CursorPlan {
   readonly committed: readonly (CursorState | undefined)[];
   readonly kind: CursorKind | undefined;
   readonly argument: CursorArgument;
-  /** The committed value the run starts after (the lowest over the outputs), null before the first commit. */
+  /** The committed value the run starts after (the lowest over the outputs), null while an output has none (the run reads from `initial`). */
   readonly from: string | null;
 }
 
@@ -66,8 +66,8 @@ export async function planCursor(job: Job, commits: readonly (Commit | undefined
   const missing = starts.some((s) => s === undefined);
   const lowest = missing ? undefined : (starts as string[]).reduce((a, b) => (compareCursor(kind!, a, b) <= 0 ? a : b));
   const value: string | number = lowest ?? (kind === undefined ? inc.initial : canonicalCursor(kind, inc.initial));
-  const values = committed.filter((s) => s !== undefined).map((s) => s.value);
-  const from = values.length === 0 ? null : values.reduce((a, b) => (compareCursor(kind!, a, b) <= 0 ? a : b));
+  // Null while an output holds no cursor yet: the run reads from the initial value.
+  const from = missing ? null : (committed as CursorState[]).map((c) => c.value).reduce((a, b) => (compareCursor(kind!, a, b) <= 0 ? a : b));
   return { job: job.name, incremental: inc, committed, kind, argument: { value, sql: sqlLiteral(kind, value) }, from };
 }
 

@@ -416,10 +416,16 @@ async function exportAll(
       opened.map((export_, k) => {
         const cursor = cursors[k];
         const batches = skipRows(branches[k]!, export_.startRow - startRow);
-        // An output that drops rows it holds already writes fewer than the result has.
-        const counted = cursor === undefined || incremental?.plan.committed[pending[k]!] === undefined ? meta : { ...meta, totalRowCount: undefined };
-        const { totalRowCount, ...rest } = counted;
-        const outputMeta = { ...rest, ...(totalRowCount === undefined ? {} : { totalRowCount }), job: job.name, fingerprint: outputFingerprint(job, job.outputs[pending[k]!]!), ...(cursor ? { cursor: () => cursor.state() } : {}) };
+        // An output that drops rows it holds already writes fewer than the result has: no row count to check.
+        const { totalRowCount, ...rest } = meta;
+        const drops = cursor !== undefined && incremental?.plan.committed[pending[k]!] !== undefined;
+        const outputMeta = {
+          ...rest,
+          ...(totalRowCount === undefined || drops ? {} : { totalRowCount }),
+          job: job.name,
+          fingerprint: outputFingerprint(job, job.outputs[pending[k]!]!),
+          ...(cursor ? { cursor: () => cursor.state() } : {}),
+        };
         return export_.write({ schema, batches: cursor ? cursor.filter(batches) : batches, meta: outputMeta }, { signal: controller.signal }).catch((error: unknown) => {
           // Stop the others: outputs of one run are all written, or the run fails. The abort also
           // releases an output waiting on this one's unread branch. The first failure is the cause;

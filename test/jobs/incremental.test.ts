@@ -142,6 +142,28 @@ describe('incremental jobs', () => {
     expect(ids.map((r) => Number(r.id))).toEqual(range(1, 15));
   });
 
+  it('an output added later starts from the initial value; the others drop what they hold', async () => {
+    const table = await upload('ticks_two', ticks(10));
+    const one = `    source: { sql: "select id, ts from ${table} where id > {{after}} order by id" }
+    incremental: { cursor: id, parameter: after, initial: 0 }
+    outputs:
+      - { format: parquet, path: "\${DIR}/two-a", mode: append }
+`;
+    await run(job(`  - name: two
+${one}`), join(dir, 'state-two'));
+    await upload('ticks_two', ticks(12));
+    const both = await run(job(`  - name: two
+${one}      - { format: csv, path: "\${DIR}/two-b", mode: append }
+`), join(dir, 'state-two'));
+    // Read from the initial value for the new output: 12 rows fetched, 2 of them new to the first output.
+    expect(both.fetchedRows).toBe(12);
+    expect(both.outputs.map((o) => o.rows)).toEqual([2, 12]);
+    expect(both.cursor).toEqual({ from: null, to: '12' });
+    expect(await parquetIds(join(dir, 'two-a'))).toEqual(range(1, 12));
+    const csv = await duck(`select id from read_csv('${join(dir, 'two-b')}/*.csv') order by id`);
+    expect(csv.map((r) => Number(r.id))).toEqual(range(1, 12));
+  });
+
   it('lookback with a key reads late rows again and writes each row once', async () => {
     // Rows 1..10; then row 11 plus a late row 0.5 (id 100) whose timestamp falls behind the committed one.
     const table = await upload('ticks_late', ticks(10));

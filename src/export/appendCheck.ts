@@ -2,6 +2,7 @@ import type { Schema } from 'apache-arrow';
 import type { Commit } from './commit.ts';
 import { AppendConflictError, SchemaDriftError } from './errors.ts';
 import type { ResolvedOutput } from './outputConfig.ts';
+import { partFileName } from './partFileName.ts';
 
 /** Field metadata holding the service's type of a column (see `types/arrow.ts`). */
 const SERVICE_TYPE = 'service.type';
@@ -13,7 +14,7 @@ const SERVICE_TYPE = 'service.type';
  * column is accepted only when the format lets files of one output differ by added columns
  * (`FormatDescriptor.addsColumns`). Returns the columns the result adds, for the caller to report.
  */
-export function checkAppend(url: string, previous: Commit, schema: Schema, resolved: ResolvedOutput, job: string | undefined): string[] {
+export function checkAppend(url: string, previous: Commit, schema: Schema, resolved: ResolvedOutput, job: string | undefined, executionId: string): string[] {
   if ((previous.job ?? undefined) !== job) {
     const by = (name: string | undefined) => (name === undefined ? 'no job (a library call)' : `job ${JSON.stringify(name)}`);
     throw new AppendConflictError(url, `it was written by ${by(previous.job)}, not ${by(job)}; give each job its own path`);
@@ -25,6 +26,11 @@ export function checkAppend(url: string, previous: Commit, schema: Schema, resol
   if (layout !== undefined && layout.partitionBy.join(',') !== resolved.partitionBy.join(',')) {
     const show = (cols: readonly string[]) => (cols.length === 0 ? 'no partition_by' : `partition_by [${cols.join(', ')}]`);
     throw new AppendConflictError(url, `it was written with ${show(layout.partitionBy)}, this output has ${show(resolved.partitionBy)}; keep the layout, or write to another path`);
+  }
+  // Part names carry the execution: its parts already listed means its rows are there already.
+  const ours = partFileName(executionId, 0, '').slice('part-00000'.length);
+  if (previous.files.some((f) => f.slice(f.lastIndexOf('/') + 1).includes(ours))) {
+    throw new AppendConflictError(url, `it holds the rows of execution ${executionId} already (written with other options); appending them again would duplicate them: use mode: replace, or another path`);
   }
   const committed = previous.columns;
   if (committed === undefined) return [];

@@ -154,7 +154,7 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
         checkColumns(input.schema, resolved);
         // Appending: the same job and layout, columns the output can hold; nothing written otherwise.
         const appending = resolved.mode === 'append' && previous !== undefined;
-        const addedColumns = appending ? checkAppend(destination.url, previous, input.schema, resolved, input.meta.job) : [];
+        const addedColumns = appending ? checkAppend(destination.url, previous, input.schema, resolved, input.meta.job, input.meta.executionId) : [];
         signal?.throwIfAborted();
         const record = resume.journal(input.meta.executionId, input.meta.pageSize);
         const from = { startRow: resume.startRow, startPart: resume.kept.length, resumed: resumedFiles, record, emptyFile: !appending };

@@ -86,6 +86,14 @@ describe('mode: append', () => {
     expect(await duck(`select count(*) as n from read_ndjson_auto('${local}/**/*.ndjson')`)).toEqual([{ n: '150' }]);
   });
 
+  it('refuses to append an execution the output holds already (written with other options)', async () => {
+    const out = join(dir, 'twice');
+    await write(resolved({ format: 'csv', path: out, mode: 'append' }), 'EXEC1', 10);
+    await expect(write(resolved({ format: 'csv', path: out, mode: 'append', max_rows_per_file: 5 }), 'EXEC1', 10)).rejects.toThrow(
+      /it holds the rows of execution EXEC1 already \(written with other options\); appending them again would duplicate them/,
+    );
+  });
+
   it('refuses to append with another format, naming both', async () => {
     const out = join(dir, 'layout');
     await write(resolved({ format: 'parquet', path: out, mode: 'append' }), 'EXEC1', 10);

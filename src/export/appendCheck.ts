@@ -34,8 +34,8 @@ export function checkAppend(url: string, previous: Commit, schema: Schema, resol
   }
   const committed = previous.columns;
   if (committed === undefined) return [];
-  const partitions = new Set(resolved.keepPartitionColumns ? [] : resolved.partitionBy);
-  const now = new Map(schema.fields.filter((f) => !partitions.has(f.name)).map((f) => [f.name, f.metadata.get(SERVICE_TYPE) ?? String(f.type)]));
+  // The result's columns, as the commit records them (partition columns included, wherever they are stored).
+  const now = new Map(schema.fields.map((f) => [f.name, f.metadata.get(SERVICE_TYPE) ?? String(f.type)]));
   for (const column of committed) {
     const type = now.get(column.name);
     if (type === undefined) {

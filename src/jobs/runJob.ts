@@ -309,6 +309,10 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
       const written = await exportAll(job, pending, executionId, result, controller, signal, (pageSize) => (reportedPageSize = pageSize), cursors);
       fetchedRows = written.fetchedRows;
       for (const [k, index] of pending.entries()) committedCursors[index] = written.cursors[k];
+      for (const summary of written.summaries) {
+        // A mixed-schema output is said out loud: older files lack the new columns.
+        if (summary.addedColumns) events?.onWarning?.('appended rows with new columns: the older files of the output lack them (readers that merge files by name read NULL there)', { output: summary.url, columns: summary.addedColumns });
+      }
       pending.forEach((index, k) => {
         const s = written.summaries[k]!;
         summaries[index] = { url: s.url, format: job.outputs[index]!.format.type, rows: s.rows, files: s.files.length, bytes: s.bytes, skipped: false, resumedFiles: s.resumedFiles };

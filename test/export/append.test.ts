@@ -86,6 +86,27 @@ describe('mode: append', () => {
     expect(await duck(`select count(*) as n from read_ndjson_auto('${local}/**/*.ndjson')`)).toEqual([{ n: '150' }]);
   });
 
+  it('on disk, partitioned: the committed files in every partition directory are kept', async () => {
+    const out = join(dir, 'hive');
+    const output = resolved({ format: 'parquet', path: out, mode: 'append', partition_by: ['grp'] });
+    await write(output, 'EXEC1', 30);
+    await write(output, 'EXEC2', 30);
+    const manifest = JSON.parse(await readFile(join(out, '_manifest.json'), 'utf8')) as Manifest;
+    expect(manifest.files.map((f) => f.path).sort()).toEqual([
+      'grp=__HIVE_DEFAULT_PARTITION__/part-00000-EXEC1.parquet',
+      'grp=__HIVE_DEFAULT_PARTITION__/part-00000-EXEC2.parquet',
+      'grp=g1/part-00001-EXEC1.parquet',
+      'grp=g1/part-00001-EXEC2.parquet',
+      'grp=g2/part-00002-EXEC1.parquet',
+      'grp=g2/part-00002-EXEC2.parquet',
+    ]);
+    expect(await duck(`select grp, count(*)::int as n from read_parquet('${out}/*/*.parquet', hive_partitioning = true) group by grp order by grp`)).toEqual([
+      { grp: 'g1', n: 20 },
+      { grp: 'g2', n: 20 },
+      { grp: null, n: 20 },
+    ]);
+  });
+
   it('refuses to append an execution the output holds already (written with other options)', async () => {
     const out = join(dir, 'twice');
     await write(resolved({ format: 'csv', path: out, mode: 'append' }), 'EXEC1', 10);

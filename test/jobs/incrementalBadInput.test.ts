@@ -206,8 +206,15 @@ describe('append: bad input and schema drift', () => {
     expect(changed).toBeInstanceOf(SchemaDriftError);
     expect(changed.message).toMatch(/column "amount" was decimal\(\d+, \d+\) in the committed output and is varchar in this result; cast it back to decimal\(\d+, \d+\) in the query, or use mode: replace/);
 
-    const added = await run(job(base('drift', 'drift', 'select id, amount, name from sample.events where id > 10 and id <= 20')));
+    const warnings: [string, Record<string, unknown>][] = [];
+    const added = await runJob(job(base('drift', 'drift', 'select id, amount, name from sample.events where id > 10 and id <= 20')), {
+      client,
+      stateDir: join(dir, 'state'),
+      signal: new AbortController().signal,
+      events: { onWarning: (message, fields) => warnings.push([message, fields]) },
+    });
     expect(added.rows).toBe(10);
+    expect(warnings).toEqual([[expect.stringMatching(/^appended rows with new columns: the older files of the output lack them/), { output: added.outputs[0]!.url, columns: ['name'] }]]);
     const rows = await duck(`select count(*) as n, count(name) as names from read_parquet('${join(dir, 'drift')}/*.parquet', union_by_name = true)`);
     expect(rows).toEqual([{ n: '21', names: '10' }]);
 

@@ -53,9 +53,11 @@ jobs:
     outputs: [{ format: parquet, path: ${out}, mode: append, max_rows_per_file: 1000 }]
 `,
     );
-    const first = await sluice(['run', file, '--json'], { env });
+    const first = await sluice(['run', file], { env });
     expect(first.code, first.stderr).toBe(0);
-    expect(JSON.parse(first.stdout)).toMatchObject({ rows: 1000 });
+    // The summary says what the run cost, what is left in the cycle, and where the cursor went.
+    expect(first.stdout).toMatch(/^killed: 1,000 rows, 1 file, .*, 10 credits \([\d,]+ left in the cycle\) in /);
+    expect(first.stdout).toMatch(/\n {2}cursor \(initial\) -> 1000\n/);
 
     await client.uploadCsv({ table_name: 'killed', data: rows(6000) });
     const killed = startSluice(['run', file], { env });

@@ -184,6 +184,9 @@ export class OutputCursor {
           throw new CursorError(this.#plan.job, field('cursor'), inc.cursor, `is NULL in row ${this.#row + i} of the result: a cursor must have a value in every row (filter the NULLs out, or COALESCE them)`);
         }
         const value = canonicalCursor(this.#kind, raw);
+        if (this.#kind === 'float' && !Number.isFinite(Number(value))) {
+          throw new CursorError(this.#plan.job, field('cursor'), inc.cursor, `is ${value} in row ${this.#row + i} of the result: a cursor must be a finite number to be ordered (filter it out)`);
+        }
         const key = keys === undefined ? undefined : JSON.stringify(keys.map((k) => k.data.text(i, k.text)));
         if (!this.#keeps(value, key)) continue;
         const last = runs.at(-1);

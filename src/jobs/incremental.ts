@@ -221,7 +221,8 @@ export class OutputCursor {
   #track(value: string, key: string | undefined): void {
     if (this.#max === undefined || compareCursor(this.#kind, value, this.#max) > 0) this.#max = value;
     if (key === undefined) return;
-    this.#seen?.add(key);
+    // Only the committed window's keys are looked up (#seen): this run's own keys are kept for the
+    // next commit's window, pruned to it as the high-water mark rises, so memory stays that window.
     this.#window.push([value, key]);
     if (this.#window.length > 2 * 65_536 && this.#window.length % 65_536 === 0) {
       // What falls below the window of the highest value so far can never be in the final one.

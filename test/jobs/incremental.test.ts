@@ -9,19 +9,24 @@ import { RunHistory } from '../../src/jobs/runHistory.ts';
 import { type JobSummary, runJob } from '../../src/jobs/runJob.ts';
 import { ManualClock } from '../../src/scheduler/manualClock.ts';
 import { Scheduler } from '../../src/scheduler/scheduler.ts';
+import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { duck } from './duck.ts';
 
 let svc: TestService;
 let client: ServiceClient;
 let dir: string;
+let s3: LocalS3;
 
 beforeAll(async () => {
+  s3 = await startLocalS3();
+  await s3.createBucket('sync');
   svc = await startTestService({ sampleRows: 100 });
   client = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.admin, env: {} });
   dir = await mkdtemp(join(tmpdir(), 'sluice-incremental-'));
 });
 afterAll(async () => {
+  await s3?.stop();
   await client?.close();
   await svc?.close();
   await rm(dir, { recursive: true, force: true });
@@ -39,7 +44,7 @@ async function upload(table: string, csv: string): Promise<string> {
 }
 
 function job(yaml: string): Job {
-  return parseJobFile(`jobs:\n${yaml}`, { file: 'test.yaml', registry: builtins, env: { DIR: dir } }).jobs[0]!;
+  return parseJobFile(`jobs:\n${yaml}`, { file: 'test.yaml', registry: builtins, env: { DIR: dir, S3_ENDPOINT: s3.endpoint, AWS_REGION: s3.region } }).jobs[0]!;
 }
 
 const run = (j: Job, stateDir: string): Promise<JobSummary> => runJob(j, { client, stateDir, signal: new AbortController().signal });
@@ -162,6 +167,25 @@ ${one}      - { format: csv, path: "\${DIR}/two-b", mode: append }
     expect(await parquetIds(join(dir, 'two-a'))).toEqual(range(1, 12));
     const csv = await duck(`select id from read_csv('${join(dir, 'two-b')}/*.csv') order by id`);
     expect(csv.map((r) => Number(r.id))).toEqual(range(1, 12));
+  });
+
+  it('on S3, with key and >= and no lookback: the rows sharing the last value are read again and written once', async () => {
+    const table = await upload('ticks_s3', 'id,day\n1,2026-01-01\n2,2026-01-01\n3,2026-01-02\n');
+    const j = job(`  - name: bydate
+    source: { sql: "select id, day from ${table} where day >= {{since}} order by day, id" }
+    incremental: { cursor: day, parameter: since, initial: "2026-01-01", key: [id] }
+    outputs: [{ format: parquet, path: "s3://sync/bydate", mode: append, s3: { endpoint: "\${S3_ENDPOINT}", region: "\${AWS_REGION}", force_path_style: true } }]
+`);
+    expect(await run(j, join(dir, 'state-s3'))).toMatchObject({ rows: 3, cursor: { from: null, to: '2026-01-02' } });
+    // Another row on the last day arrives: the run reads that day again and keeps only the new row.
+    await upload('ticks_s3', 'id,day\n1,2026-01-01\n2,2026-01-01\n3,2026-01-02\n4,2026-01-02\n5,2026-01-03\n');
+    const second = await run(j, join(dir, 'state-s3'));
+    expect(second).toMatchObject({ fetchedRows: 3, rows: 2, cursor: { from: '2026-01-02', to: '2026-01-03' } });
+    const manifest = JSON.parse(new TextDecoder().decode(await s3.get('sync', 'bydate/_manifest.json'))) as { total_rows: number; incremental: unknown };
+    expect(manifest).toMatchObject({ total_rows: 5, incremental: { column: 'day', type: 'date', value: '2026-01-03', window: [['2026-01-03', '["5"]']] } });
+    const local = join(dir, 'bydate-copy');
+    await s3.download('sync', 'bydate/', local);
+    expect(await parquetIds(local)).toEqual([1, 2, 3, 4, 5]);
   });
 
   it('lookback with a key reads late rows again and writes each row once', async () => {

@@ -125,6 +125,8 @@ interface RunTally {
   credits: number;
   attempts: number;
   executionId?: string;
+  /** An incremental run: the committed cursor value it started after (null: from the initial value). */
+  cursorFrom?: string | null;
 }
 
 async function attemptWithRetries(job: Job, options: RunJobOptions, state: JobRunState, run: RunTally): Promise<JobSummary> {
@@ -179,7 +181,8 @@ async function recordRun(job: Job, options: RunJobOptions, run: RunTally, end: {
     credits: run.credits,
     ...(summary?.creditsLeft === undefined ? {} : { credits_left: summary.creditsLeft }),
     attempts: run.attempts,
-    ...(summary?.cursor === undefined ? {} : { cursor: summary.cursor }),
+    // A failed incremental run says where it started; `to` null: what its outputs hold now is not known.
+    ...(summary?.cursor !== undefined ? { cursor: summary.cursor } : run.cursorFrom !== undefined ? { cursor: { from: run.cursorFrom, to: null } } : {}),
     outputs: (summary?.outputs ?? []).map((o) => ({ url: o.url, format: o.format, rows: o.rows, files: o.files, bytes: o.bytes, skipped: o.skipped })),
   };
   try {
@@ -211,6 +214,7 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
 
   // 0. An incremental job starts after what its outputs committed (their commits carry the cursor).
   const plan = job.incremental === undefined ? undefined : await planCursor(job, await readCommits(job, signal), client, signal);
+  if (plan !== undefined) spent.cursorFrom = plan.from;
 
   // 1. What to read: a given execution, the execution of an interrupted run, or the job's source.
   let source: StreamSource = jobSource(job, plan?.argument);

@@ -8,6 +8,7 @@ import { ServiceClient } from '../../src/client/index.ts';
 import { JobFileError, parseJobFile, type Job } from '../../src/config/index.ts';
 import { AppendConflictError, SchemaDriftError } from '../../src/export/errors.ts';
 import { CursorError } from '../../src/jobs/errors.ts';
+import { RunHistory } from '../../src/jobs/runHistory.ts';
 import { type JobSummary, runJob } from '../../src/jobs/runJob.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { duck } from './duck.ts';
@@ -109,6 +110,8 @@ describe('incremental jobs: bad input', () => {
 `)));
     expect(nulls).toBeInstanceOf(CursorError);
     expect(nulls.message).toMatch(/^job nulls: incremental\.cursor "seq": is NULL in row 6 of the result: a cursor must have a value in every row/);
+    const [record] = await new RunHistory(join(dir, 'state')).list({ job: 'nulls' });
+    expect(record).toMatchObject({ outcome: 'failed', error: { code: 'CURSOR_INVALID' }, cursor: { from: null, to: null } });
     expect(existsSync(join(dir, 'nulls', '_manifest.json'))).toBe(false);
 
     const unordered = await failure(run(job(`  - name: unordered

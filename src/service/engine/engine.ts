@@ -46,8 +46,10 @@ import {
   type Page,
   type PageRequest,
   type ResultInfo,
+  type ServiceTables,
   type SqlEngine,
 } from './types.ts';
+import { DuckDbServiceTables, SCRATCH_PREFIX } from './serviceTables.ts';
 import { splitStatements, type SqlStatement } from './splitStatements.ts';
 import { toEngineError, type SqlOrigin } from './duckdbError.ts';
 import { sqlIdent, sqlString } from '../sql.ts';
@@ -63,8 +65,6 @@ const RESULT_ID = /^[A-Za-z0-9_-]{1,100}$/;
 const TEAM_NAME = /^[A-Za-z0-9_-]{1,100}$/;
 /** Stored results kept attached for paging; the least recently used idle ones are detached. */
 const MAX_ATTACHED = 32;
-/** Names of scratch files in the results directory (a result id cannot contain '~'). */
-const SCRATCH_PREFIX = 'scratch~';
 /**
  * Results smaller than this (result_set_bytes) are not pre-encoded: their page query costs a few
  * milliseconds, less than writing, syncing and opening the files would.
@@ -156,8 +156,18 @@ export class DuckDbEngine implements SqlEngine {
   /** `systemViews`: DuckDB's built-in catalog views, which user SQL may not read. */
   readonly #encodeMinBytes: number;
 
+  readonly tables: ServiceTables;
+
   constructor(instance: DuckDBInstance, dataDir: string, systemViews: ReadonlySet<string> = new Set(), encodeMinBytes = DEFAULT_ENCODE_MIN_BYTES) {
     this.#instance = instance;
+    this.tables = new DuckDbServiceTables({
+      withConnection: (fn) => this.#withTrusted(fn),
+      resultPath: (id) => {
+        checkResultId(id);
+        return this.#path(id);
+      },
+      scratchPath: (name) => this.#scratchPath(name),
+    });
     this.#encodeMinBytes = encodeMinBytes;
     this.#resultsDir = join(dataDir, 'results');
     this.#systemViews = systemViews;
@@ -731,7 +741,10 @@ export class DuckDbEngine implements SqlEngine {
     await rm(tmp, { recursive: true, force: true });
   }
 
-  /** Runs trusted code (views, uploads) on a connection of the instance; never user SQL. */
+  /**
+   * Runs trusted code on a connection of the instance; never user SQL. Not part of SqlEngine: the
+   * service asks for tables through `tables`.
+   */
   withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
     return this.#withTrusted(fn);
   }
@@ -741,14 +754,9 @@ export class DuckDbEngine implements SqlEngine {
    * Scratch files are named `SCRATCH_PREFIX<name>`, so those a crash left behind are removed at
    * start (removeIncomplete).
    */
-  scratchPath(name: string): string {
+  #scratchPath(name: string): string {
     if (!/^[A-Za-z0-9_.-]{1,200}$/.test(name) || name.startsWith('.')) throw new EngineError('bad_request', `invalid scratch file name "${name}"`);
     return join(this.#resultsDir, `${SCRATCH_PREFIX}${name}`);
-  }
-
-  resultPath(resultId: string): string {
-    checkResultId(resultId);
-    return this.#path(resultId);
   }
 
   async close(): Promise<void> {

@@ -91,16 +91,39 @@ export interface CsvPage {
   totalRowCount: number;
 }
 
-export interface SqlEngine {
+/** Columns and row count of a table made from uploaded CSV. */
+export interface IngestedCsv {
+  /** The header's names, each with the DuckDB type its values were given (BIGINT, DOUBLE, ..., VARCHAR). */
+  columns: { name: string; type: string }[];
+  rowCount: number;
+}
+
+/**
+ * The service's own tables, `service.<team>.<name>` (materialized views, uploaded datasets), which
+ * user SQL reads. Each write replaces the table atomically: a query sees the old table or the new
+ * one, never a mix or none; a failed write leaves the old one.
+ */
+export interface ServiceTables {
+  /** Replaces the table by the rows of a stored result, in result order, with these column names. */
+  replaceFromResult(team: string, name: string, resultId: string, columnNames: readonly string[]): Promise<void>;
   /**
-   * Runs `fn` on a connection of the engine's DuckDB instance (catalog `service` attached), closed
-   * afterwards. For the service's own tables (materialized views, uploaded datasets): never user SQL.
+   * Replaces the table by CSV text (header first, RFC 4180, comma) whose header holds
+   * `columnNames`; each column gets the narrowest type all its values fit. A malformed text is
+   * EngineError 'bad_request' naming the line.
    */
-  withConnection<T>(fn: (conn: import('@duckdb/node-api').DuckDBConnection) => Promise<T>): Promise<T>;
-  /** The DuckDB file of a stored result: table `result` with columns c0..cN-1 in result order. */
-  resultPath(resultId: string): string;
-  /** A path in the one directory the locked-down DuckDB may read files from (for CSV uploads). */
-  scratchPath(name: string): string;
+  ingestCsv(team: string, name: string, csv: string, columnNames: readonly string[]): Promise<IngestedCsv>;
+  /** Renames the table, if it exists. */
+  rename(team: string, from: string, to: string): Promise<void>;
+  /** Drops the table, if it exists. */
+  drop(team: string, name: string): Promise<void>;
+  exists(team: string, name: string): Promise<boolean>;
+  /** Drops the work tables a crash left half-written; returns their full names. */
+  dropStagingLeftovers(): Promise<string[]>;
+}
+
+export interface SqlEngine {
+  /** The service's own tables (views, uploads): copies and ingests run by the engine, never user SQL. */
+  readonly tables: ServiceTables;
   /** Runs the SQL and stores its result durably under dataDir. */
   execute(sql: string, opts: ExecuteOptions): Promise<ResultInfo>;
   page(resultId: string, req: PageRequest): Promise<Page>;

@@ -5,11 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { sqlString } from '../../../src/service/sql.ts';
-import { tableHostOver, type TableHost } from '../../../src/service/views/tableHost.ts';
+import { DuckDbServiceTables, tableHostOver, type TableHost } from '../../../src/service/engine/serviceTables.ts';
+import type { ServiceTables } from '../../../src/service/engine/types.ts';
 
 export interface DuckFixture {
   dataDir: string;
   host: TableHost;
+  /** The engine's table operations over this instance, as views and uploads get them. */
+  tables: ServiceTables;
   instance: DuckDBInstance;
   /** Stores `SELECT ...` as result `id`, the way the engine does; returns its column names. */
   storeResult(id: string, select: string): Promise<string[]>;
@@ -26,6 +29,7 @@ export async function startDuck(): Promise<DuckFixture> {
   return {
     dataDir,
     host,
+    tables: new DuckDbServiceTables(host),
     instance,
     storeResult: (id, select) =>
       host.withConnection(async (c) => {

@@ -22,9 +22,7 @@
 // the page query, so a completed result is servable at once. An encoding is interrupted and
 // removed when its result is dropped or the engine closes.
 //
-// Stored results are attached for paging under an LRU of at most MAX_ATTACHED; an attached result
-// is counted while a page uses it and is only detached when unused, and re-attaching a result
-// waits for its detach to finish (the alias is the same).
+// Stored results are attached for paging under an LRU of at most MAX_ATTACHED (attachedResults.ts).
 //
 // Threads: DuckDB's `threads` setting is per instance ("cannot be set locally"), so
 // ExecuteOptions.threads cannot give one execution more threads than another; the instance
@@ -50,6 +48,7 @@ import {
   type SqlEngine,
 } from './types.ts';
 import { DuckDbServiceTables, SCRATCH_PREFIX } from './serviceTables.ts';
+import { AttachedResults, type Lease } from './attachedResults.ts';
 import { splitStatements, type SqlStatement } from './splitStatements.ts';
 import { toEngineError, type SqlOrigin } from './duckdbError.ts';
 import { sqlIdent, sqlString } from '../sql.ts';
@@ -89,17 +88,6 @@ interface EncodingJob {
   conn?: DuckDBConnection;
 }
 
-/** An attached (or attaching) stored result: `refs` counts the pages using it right now. */
-interface OpenEntry {
-  id: string;
-  ready: Promise<OpenResult>;
-  opened?: OpenResult;
-  refs: number;
-  lastUsed: number;
-  /** Called when refs drops to 0 (dropResult waits for it). */
-  onIdle?: () => void;
-}
-
 function checkResultId(id: string): void {
   if (!RESULT_ID.test(id)) {
     throw new EngineError('bad_request', `invalid result id "${id}": use 1-100 letters, digits, '_' or '-'`);
@@ -132,9 +120,7 @@ function sqlTypeOf(type: DuckDBType): string {
 export class DuckDbEngine implements SqlEngine {
   readonly #instance: DuckDBInstance;
   readonly #resultsDir: string;
-  readonly #open = new Map<string, OpenEntry>();
-  /** Results being detached (or dropped), by id: attaching one again waits for this. */
-  readonly #detaching = new Map<string, Promise<void>>();
+  readonly #attached: AttachedResults<OpenResult>;
   /** Connections of user SQL (interrupted by close) and of trusted callers (waited for). */
   readonly #running = new Set<DuckDBConnection>();
   readonly #trusted = new Set<DuckDBConnection>();
@@ -160,6 +146,16 @@ export class DuckDbEngine implements SqlEngine {
 
   constructor(instance: DuckDBInstance, dataDir: string, systemViews: ReadonlySet<string> = new Set(), encodeMinBytes = DEFAULT_ENCODE_MIN_BYTES) {
     this.#instance = instance;
+    this.#attached = new AttachedResults<OpenResult>({
+      max: MAX_ATTACHED,
+      attach: (id) => this.#attach(id),
+      detach: (open) =>
+        this.#withTrusted(async (conn) => {
+          await conn.run(`DETACH DATABASE IF EXISTS ${open.alias}`);
+        }),
+      closed: () => this.#closed,
+      onDetachError: (id, err) => console.error(`sluice engine: detaching result ${id}:`, err),
+    });
     this.tables = new DuckDbServiceTables({
       withConnection: (fn) => this.#withTrusted(fn),
       resultPath: (id) => {
@@ -433,46 +429,18 @@ export class DuckDbEngine implements SqlEngine {
   }
 
   /** The attached result, counted as in use until #release. */
-  async #acquire(id: string): Promise<{ entry: OpenEntry; open: OpenResult }> {
+  async #acquire(id: string): Promise<{ entry: Lease<OpenResult>; open: OpenResult }> {
     this.#checkOpen();
     checkResultId(id);
-    let entry = this.#open.get(id);
-    if (entry === undefined) {
-      const created: OpenEntry = { id, ready: this.#attach(id), refs: 0, lastUsed: performance.now() };
-      entry = created;
-      this.#open.set(id, created);
-      created.ready.then(
-        (open) => {
-          created.opened = open;
-        },
-        () => {
-          if (this.#open.get(id) === created) this.#open.delete(id);
-        },
-      );
-    }
-    entry.refs += 1;
-    entry.lastUsed = performance.now();
-    try {
-      return { entry, open: await entry.ready };
-    } catch (err) {
-      this.#release(entry);
-      throw err;
-    } finally {
-      this.#evictIdle();
-    }
+    const { lease, open } = await this.#attached.acquire(id);
+    return { entry: lease, open };
   }
 
-  #release(entry: OpenEntry): void {
-    entry.refs -= 1;
-    if (entry.refs === 0) {
-      entry.onIdle?.();
-      this.#evictIdle();
-    }
+  #release(entry: Lease<OpenResult>): void {
+    this.#attached.release(entry);
   }
 
   async #attach(id: string): Promise<OpenResult> {
-    // The same alias may still be detaching (evicted or dropped a moment ago).
-    await this.#detaching.get(id);
     const path = this.#path(id);
     if (!existsSync(path)) throw new EngineError('not_found', `no stored result ${id}`);
     const alias = sqlIdent(`r_${id}`);
@@ -493,36 +461,6 @@ export class DuckDbEngine implements SqlEngine {
       };
       return { alias, info, columns };
     });
-  }
-
-  /**
-   * Detaches the least recently used results nobody is reading, down to MAX_ATTACHED. Chosen and
-   * taken out of #open in one synchronous step, so no page can acquire one that is going away.
-   */
-  #evictIdle(): void {
-    if (this.#closed || this.#open.size <= MAX_ATTACHED) return;
-    const idle = [...this.#open.values()].filter((e) => e.refs === 0 && e.opened !== undefined).sort((a, b) => a.lastUsed - b.lastUsed);
-    for (const entry of idle.slice(0, this.#open.size - MAX_ATTACHED)) {
-      this.#open.delete(entry.id);
-      this.#trackDetach(entry.id, this.#detachEntry(entry));
-    }
-  }
-
-  async #detachEntry(entry: OpenEntry): Promise<void> {
-    const open = await entry.ready.catch(() => undefined);
-    if (open === undefined || this.#closed) return;
-    await this.#withTrusted((conn) => conn.run(`DETACH DATABASE IF EXISTS ${open.alias}`));
-  }
-
-  #trackDetach(id: string, work: Promise<void>): Promise<void> {
-    const prev = this.#detaching.get(id);
-    const done: Promise<void> = (prev === undefined ? work : prev.then(() => work))
-      .catch((err: unknown) => console.error(`sluice engine: detaching result ${id}:`, err))
-      .finally(() => {
-        if (this.#detaching.get(id) === done) this.#detaching.delete(id);
-      });
-    this.#detaching.set(id, done);
-    return done;
   }
 
   /** Counted while connecting: close() must not close the instance under a connect in progress. */
@@ -722,23 +660,14 @@ export class DuckDbEngine implements SqlEngine {
       }
     }
     this.#encodeFailed.delete(resultId);
-    const entry = this.#open.get(resultId);
-    if (entry !== undefined) this.#open.delete(resultId);
-    // Registered at once: an attach of this id from now on waits, then finds the file gone.
-    await this.#trackDetach(resultId, this.#dropEntry(resultId, entry));
-  }
-
-  async #dropEntry(resultId: string, entry: OpenEntry | undefined): Promise<void> {
-    if (entry !== undefined) {
-      // Pages being served finish before the file goes away.
-      if (entry.refs > 0) await new Promise<void>((ok) => (entry.onIdle = ok));
-      await this.#detachEntry(entry);
-    }
-    await rm(this.#path(resultId), { force: true });
-    await rm(`${this.#path(resultId)}.wal`, { force: true });
-    const { dir, tmp } = encodedDir(this.#resultsDir, resultId);
-    await rm(dir, { recursive: true, force: true });
-    await rm(tmp, { recursive: true, force: true });
+    // Taken out at once: an attach of this id from now on waits, then finds the file gone.
+    await this.#attached.drop(resultId, async () => {
+      await rm(this.#path(resultId), { force: true });
+      await rm(`${this.#path(resultId)}.wal`, { force: true });
+      const { dir, tmp } = encodedDir(this.#resultsDir, resultId);
+      await rm(dir, { recursive: true, force: true });
+      await rm(tmp, { recursive: true, force: true });
+    });
   }
 
   /**
@@ -769,7 +698,7 @@ export class DuckDbEngine implements SqlEngine {
       for (const conn of this.#running) conn.interrupt();
       await new Promise((r) => setTimeout(r, INTERRUPT_REPEAT_MS));
     }
-    await Promise.allSettled([...this.#detaching.values()]);
+    await this.#attached.settled();
     this.#instance.closeSync();
   }
 

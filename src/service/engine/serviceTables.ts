@@ -9,8 +9,7 @@
 // before the commit leaves the old table untouched.
 import { randomBytes } from 'node:crypto';
 import { rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { sqlIdent, sqlString } from '../sql.ts';
 import { uniqueColumnNames } from './columnNames.ts';
 import { ingestCsvSql } from './csvIngest.ts';
@@ -31,22 +30,6 @@ export interface TableHost {
 
 /** Names of scratch files in the results directory (a result id cannot contain '~'). */
 export const SCRATCH_PREFIX = 'scratch~';
-
-/** A TableHost over an instance laid out as the engine lays it out (dataDir/results/<id>.duckdb). */
-export function tableHostOver(instance: DuckDBInstance, engineDataDir: string): TableHost {
-  return {
-    async withConnection(fn) {
-      const conn = await instance.connect();
-      try {
-        return await fn(conn);
-      } finally {
-        conn.closeSync();
-      }
-    },
-    resultPath: (id) => join(engineDataDir, 'results', `${id}.duckdb`),
-    scratchPath: (name) => join(engineDataDir, 'results', `${SCRATCH_PREFIX}${name}`),
-  };
-}
 
 /**
  * Prefixes of the service's own work tables in `service.<team>`: a refresh copies into

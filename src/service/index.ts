@@ -19,6 +19,7 @@ import { resultRoutes } from './routes/resultRoutes.ts';
 import { SavedQueries, type QueryRecord } from './savedQueries.ts';
 import { defaultSettings, loadSettingsFile, parseSettings, type FaultSettings, type FaultSettingsInput, type ServiceSettings, type ServiceSettingsInput } from './settings.ts';
 import { JsonStore } from './store.ts';
+import { defaultPageRows } from './resultShape.ts';
 import { openCreditLedger } from './limits/credits.ts';
 import { executionHooks, readableWhenShared } from './limits/hooks.ts';
 import { rateLimiterFor } from './limits/rate-limit.ts';
@@ -84,6 +85,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     datasets: settings.datasets,
     ...(options.sampleRows === undefined ? {} : { sampleRows: options.sampleRows }),
     ...(options.encodeMinBytes === undefined ? {} : { encodeMinBytes: options.encodeMinBytes }),
+    arrowChunkRows: (columnCount) => defaultPageRows(settings, columnCount),
   });
   let server: Server | undefined;
   try {

@@ -32,7 +32,20 @@
 // queries running at once, so a lone large query gets all of them anyway.
 import { existsSync } from 'node:fs';
 import { readdir, rename, rm } from 'node:fs/promises';
-import { encodedDir, encodedPage, ENCODED_SUFFIX, ENCODING_SUFFIX, publishEncodings, readEncodedInfo, writeEncodings, type EncodedFormat, type EncodedPage } from './encodedResult.ts';
+import {
+  encodedArrowPage,
+  encodedDir,
+  encodedPage,
+  ENCODED_SUFFIX,
+  ENCODING_SUFFIX,
+  publishEncodings,
+  readEncodedInfo,
+  writeArrowEncoding,
+  writeEncodings,
+  type EncodedArrowPage,
+  type EncodedFormat,
+  type EncodedPage,
+} from './encodedResult.ts';
 import { join } from 'node:path';
 import { StatementType, type DuckDBConnection, type DuckDBInstance, type DuckDBPreparedStatement, type DuckDBType } from '@duckdb/node-api';
 import {
@@ -69,6 +82,8 @@ const MAX_ATTACHED = 32;
  * milliseconds, less than writing, syncing and opening the files would.
  */
 export const DEFAULT_ENCODE_MIN_BYTES = 64 * 1024;
+/** The protocol's default page size (32,000 rows, at most 250,000 values). */
+const defaultArrowChunkRows = (columnCount: number): number => Math.min(32_000, Math.max(1, Math.floor(250_000 / Math.max(1, columnCount))));
 /** How often a stopped execution's connection is interrupted again (see the header). */
 const INTERRUPT_REPEAT_MS = 5;
 /** How long close() waits for running statements to stop before closing the instance anyway. */
@@ -144,8 +159,18 @@ export class DuckDbEngine implements SqlEngine {
 
   readonly tables: ServiceTables;
 
-  constructor(instance: DuckDBInstance, dataDir: string, systemViews: ReadonlySet<string> = new Set(), encodeMinBytes = DEFAULT_ENCODE_MIN_BYTES) {
+  /** Rows per pre-encoded Arrow chunk for a result of that many columns (the default page size). */
+  readonly #arrowChunkRows: (columnCount: number) => number;
+
+  constructor(
+    instance: DuckDBInstance,
+    dataDir: string,
+    systemViews: ReadonlySet<string> = new Set(),
+    encodeMinBytes = DEFAULT_ENCODE_MIN_BYTES,
+    arrowChunkRows: (columnCount: number) => number = defaultArrowChunkRows,
+  ) {
     this.#instance = instance;
+    this.#arrowChunkRows = arrowChunkRows;
     this.#attached = new AttachedResults<OpenResult>({
       max: MAX_ATTACHED,
       attach: (id) => this.#attach(id),
@@ -561,6 +586,23 @@ export class DuckDbEngine implements SqlEngine {
    * byte range of a file: the caller streams and closes it.
    */
   async encodedPage(resultId: string, offset: number, limit: number, format: EncodedFormat): Promise<EncodedPage | undefined> {
+    const found = await this.#encoded(resultId);
+    if (found === undefined) return undefined;
+    return this.#readEncoded(resultId, () => encodedPage(found.dir, found.info, offset, limit, format));
+  }
+
+  /**
+   * An Arrow page of all columns, unfiltered, from the pre-encoded chunks: undefined while the
+   * result is not encoded, or when the page is not made of whole chunks (build it per request then).
+   */
+  async encodedArrowPage(resultId: string, offset: number, limit: number): Promise<EncodedArrowPage | undefined> {
+    const found = await this.#encoded(resultId);
+    if (found === undefined) return undefined;
+    return this.#readEncoded(resultId, () => encodedArrowPage(found.dir, found.info, offset, limit));
+  }
+
+  /** The result's encoding directory and info once it is encoded; schedules the encoding of a result stored before a restart. */
+  async #encoded(resultId: string): Promise<{ dir: string; info: ResultInfo } | undefined> {
     this.#checkOpen();
     checkResultId(resultId);
     const { dir } = encodedDir(this.#resultsDir, resultId);
@@ -574,9 +616,12 @@ export class DuckDbEngine implements SqlEngine {
         else this.#encodeFailed.add(resultId);
       }
     }
-    if (info === undefined) return undefined;
+    return info === undefined ? undefined : { dir, info };
+  }
+
+  async #readEncoded<T>(resultId: string, read: () => Promise<T>): Promise<T> {
     try {
-      return await encodedPage(dir, info, offset, limit, format);
+      return await read();
     } catch (err) {
       // Dropped between the look-up and the read: the result is gone.
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new EngineError('not_found', `no stored result ${resultId}`);
@@ -620,6 +665,16 @@ export class DuckDbEngine implements SqlEngine {
       if (job.cancelled || this.#closed) return;
       await rm(tmp, { recursive: true, force: true });
       await writeEncodings(conn, open.columns, open.info, tmp);
+      if (open.info.columnNames.length > 0 && open.info.rowCount > 0) {
+        const c = conn;
+        await writeArrowEncoding(
+          tmp,
+          this.#arrowChunkRows(open.info.columnNames.length),
+          open.info.rowCount,
+          async (offset, limit) => (await buildArrowPage(c, open.columns, planPage(open.columns, { offset, limit }, 'json'))).bytes,
+          () => job.cancelled || this.#closed,
+        );
+      }
       if (job.cancelled || this.#closed) throw new EngineError('canceled', 'encoding stopped');
       await publishEncodings(tmp, dir);
     } catch (err) {

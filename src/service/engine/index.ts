@@ -52,5 +52,5 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
     instance.closeSync();
     throw err;
   }
-  return new DuckDbEngine(instance, opts.dataDir, systemViews, opts.encodeMinBytes);
+  return new DuckDbEngine(instance, opts.dataDir, systemViews, opts.encodeMinBytes, opts.arrowChunkRows);
 }

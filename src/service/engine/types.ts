@@ -135,6 +135,12 @@ export interface SqlEngine {
    * stream; undefined while the result is not encoded yet (serve it with page/csvPage then).
    */
   encodedPage(resultId: string, offset: number, limit: number, format: 'json' | 'csv'): Promise<import('./encodedResult.ts').EncodedPage | undefined>;
+  /**
+   * An Arrow page of all columns, unfiltered, from the pre-encoded form (schema, the batches of the
+   * chunks the page spans, end of stream); undefined while the result is not encoded or when the
+   * page does not start and end on chunks (serve it with arrowPage then).
+   */
+  encodedArrowPage(resultId: string, offset: number, limit: number): Promise<import('./encodedResult.ts').EncodedArrowPage | undefined>;
   /** Settles when the result's pre-encoding (scheduled when it was stored) has ended. */
   encodingSettled(resultId: string): Promise<void>;
   hasResult(resultId: string): Promise<boolean>;
@@ -189,6 +195,12 @@ export interface OpenEngineOptions {
   sampleRows?: number;
   /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB). */
   encodeMinBytes?: number;
+  /**
+   * Rows per pre-encoded Arrow chunk of a result with that many columns: the page size clients
+   * read by (an Arrow page of whole chunks is served from the encoding). Default: 32,000 rows, at
+   * most 250,000 values.
+   */
+  arrowChunkRows?: (columnCount: number) => number;
   /** DuckDB threads for the instance (default: DuckDB's default, the core count). */
   defaultThreads?: number;
 }

@@ -156,6 +156,11 @@ export async function writeArrowEncoding(
   await syncFiles(dir, [FILES.arrowSchema, FILES.arrowIndex]);
 }
 
+/** Removes what writeArrowEncoding wrote into `dir` (it failed; the other encodings stay). */
+export async function removeArrowEncoding(dir: string): Promise<void> {
+  for (const f of [FILES.arrow, FILES.arrowSchema, FILES.arrowIndex]) await rm(join(dir, f), { force: true });
+}
+
 function record(n: number): string {
   return `${n.toString(16).padStart(HEX, '0')}\n`;
 }

@@ -40,6 +40,7 @@ import {
   ENCODING_SUFFIX,
   publishEncodings,
   readEncodedInfo,
+  removeArrowEncoding,
   writeArrowEncoding,
   writeEncodings,
   type EncodedArrowPage,
@@ -562,7 +563,7 @@ export class DuckDbEngine implements SqlEngine {
         return { arrow: body.bytes, rowCount: body.rowCount, bytes, totalRowCount: total ?? 0, columnNames: plan.columnNames, columnTypes: plan.columnTypes };
       } catch (err) {
         const mapped = toEngineError(err);
-        if ((req.filters || req.sortBy) && mapped.kind !== 'capacity') {
+        if ((req.filters || req.sortBy) && mapped.kind !== 'capacity' && mapped.kind !== 'unrepresentable') {
           throw new EngineError('bad_request', `filters: ${mapped.message}`, { cause: err });
         }
         throw mapped;
@@ -667,13 +668,21 @@ export class DuckDbEngine implements SqlEngine {
       await writeEncodings(conn, open.columns, open.info, tmp);
       if (open.info.columnNames.length > 0 && open.info.rowCount > 0) {
         const c = conn;
-        await writeArrowEncoding(
-          tmp,
-          this.#arrowChunkRows(open.info.columnNames.length),
-          open.info.rowCount,
-          async (offset, limit) => (await buildArrowPage(c, open.columns, planPage(open.columns, { offset, limit }, 'json'))).bytes,
-          () => job.cancelled || this.#closed,
-        );
+        try {
+          await writeArrowEncoding(
+            tmp,
+            this.#arrowChunkRows(open.info.columnNames.length),
+            open.info.rowCount,
+            async (offset, limit) => (await buildArrowPage(c, open.columns, planPage(open.columns, { offset, limit }, 'json'))).bytes,
+            () => job.cancelled || this.#closed,
+          );
+        } catch (err) {
+          if (job.cancelled || this.#closed) throw err;
+          // The JSON and CSV encodings stand on their own: Arrow pages are built per request (a
+          // value Arrow cannot hold then fails only the pages that hold it).
+          await removeArrowEncoding(tmp);
+          if (!(err instanceof EngineError && err.kind === 'unrepresentable')) console.error(`sluice engine: Arrow encoding of result ${id} failed (its Arrow pages are built per request):`, err);
+        }
       }
       if (job.cancelled || this.#closed) throw new EngineError('canceled', 'encoding stopped');
       await publishEncodings(tmp, dir);

@@ -159,7 +159,9 @@ export type EngineErrorKind =
   | 'canceled'
   | 'timeout'
   | 'bad_request'
-  | 'not_found';
+  | 'not_found'
+  /** A value the requested encoding (Arrow) cannot hold; the JSON page can. */
+  | 'unrepresentable';
 
 export interface EngineErrorOptions {
   /** 1-based line in the submitted SQL text. */

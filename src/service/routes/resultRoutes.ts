@@ -116,7 +116,14 @@ async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRec
 
   if (format === 'arrow') {
     const encoded = plain ? await engineCall(() => svc.engine.encodedArrowPage(rec.id, req.offset, req.limit)) : undefined;
-    const page = encoded ?? (await engineCall(() => svc.engine.arrowPage(rec.id, req)));
+    let page;
+    try {
+      page = encoded ?? (await engineCall(() => svc.engine.arrowPage(rec.id, req)));
+    } catch (err) {
+      // A value the Arrow type cannot hold: this page is only JSON (a client falls back on 406).
+      if (err instanceof EngineError && err.kind === 'unrepresentable') return json(406, { error: `Not Acceptable: ${err.message}`, supported: ['application/json'] });
+      throw err;
+    }
     const next = nextOf(page.rowCount, page.totalRowCount);
     const f = executionFields(rec);
     const headers = arrowPageHeaders({

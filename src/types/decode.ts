@@ -5,6 +5,7 @@ import { parseType } from './parse.ts';
 import { formatType, type SqlType } from './sql-type.ts';
 import {
   isTimeText,
+  dateText,
   parseDateDays,
   parseIntervalDayToSecondMs,
   parseIntervalYearToMonth,
@@ -275,14 +276,17 @@ function decodeVarbinary(v: unknown): unknown {
 
 function decodeDateAsString(v: unknown): unknown {
   if (v == null) return null;
-  if (typeof v === 'string' && !Number.isNaN(parseDateDays(v))) return v;
-  throw new Misfit(v, 'is not a valid date (YYYY-MM-DD)');
+  const days = typeof v === 'string' ? parseDateDays(v) : Number.NaN;
+  if (Number.isNaN(days)) throw new Misfit(v, 'is not a valid date (YYYY-MM-DD)');
+  // Years 0000-9999 arrive in the canonical form; others (`0044-03-15 (BC)`, 7-digit years) are rewritten to it.
+  return (v as string).length === 10 ? v : dateText(days);
 }
 
 function decodeDateAsDate(v: unknown): unknown {
   if (v == null) return null;
   const days = typeof v === 'string' ? parseDateDays(v) : Number.NaN;
   if (Number.isNaN(days)) throw new Misfit(v, 'is not a valid date (YYYY-MM-DD)');
+  if (!(Math.abs(days * MS_PER_DAY) <= 8.64e15)) throw new Misfit(v, 'is outside the range of a JS Date (years -271821 to 275760; read dates as strings)');
   return new Date(days * MS_PER_DAY);
 }
 

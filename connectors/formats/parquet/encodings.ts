@@ -4,7 +4,7 @@
 // whose compressed bytes were fewest. Sorted ids and times then get DELTA_BINARY_PACKED (thousands
 // of times smaller than plain), low-cardinality columns a dictionary, and unique hashes plain or
 // DELTA_BYTE_ARRAY, without a rule for each shape of data.
-import { DataType, RecordBatch, type Schema, Table, tableToIPC } from 'apache-arrow';
+import { type Data, DataType, RecordBatch, type Schema, Table, tableToIPC } from 'apache-arrow';
 import type * as Wasm from 'parquet-wasm';
 
 export const ENCODINGS = ['plain', 'delta_binary_packed', 'delta_length_byte_array', 'delta_byte_array', 'byte_stream_split'] as const;
@@ -124,14 +124,15 @@ function dictionaryEstimate(sample: readonly RecordBatch[], index: number, rows:
   let rawBytes = 0;
   let values = 0;
   for (const batch of sample) {
-    const vector = batch.getChildAt(index)!;
-    for (let i = 0; i < vector.length; i++) {
-      const value = vector.get(i);
-      if (value === null || value === undefined) continue;
-      const key = typeof value === 'object' ? String(value) : value;
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-      rawBytes += typeof key === 'string' ? key.length : 8;
-      values++;
+    for (const data of batch.getChildAt(index)!.data) {
+      const read = valueKey(data);
+      for (let i = 0; i < data.length; i++) {
+        if (!data.getValid(i)) continue;
+        const [key, bytes] = read(i);
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+        rawBytes += bytes;
+        values++;
+      }
     }
   }
   if (values === 0) return undefined;
@@ -149,6 +150,31 @@ function dictionaryEstimate(sample: readonly RecordBatch[], index: number, rows:
   const indexBytes = Math.ceil(Math.log2(Math.max(2, groupDistinct))) / 8;
   const groupBytes = groupDistinct * entryBytes + groupValues * indexBytes;
   return (groupBytes * rows) / groupRows;
+}
+
+/**
+ * A map key for each value of a column and its size in bytes, read from the buffers: `Vector.get`
+ * would turn int64 timestamps into numbers (and throw beyond 2^53) and decimals into objects.
+ */
+function valueKey(data: Data): (i: number) => [key: unknown, bytes: number] {
+  if (DataType.isUtf8(data.type) || DataType.isLargeUtf8(data.type) || DataType.isBinary(data.type) || DataType.isLargeBinary(data.type)) {
+    const offsets = data.valueOffsets as ArrayLike<number | bigint>;
+    const bytes = data.values as Uint8Array;
+    return (i) => {
+      const start = Number(offsets[i]);
+      const end = Number(offsets[i + 1]);
+      return [Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1'), end - start];
+    };
+  }
+  const values = data.values as ArrayLike<number | bigint> & { BYTES_PER_ELEMENT: number };
+  const stride = data.length === 0 ? 1 : Math.max(1, Math.round(values.length / data.length));
+  const width = stride * values.BYTES_PER_ELEMENT;
+  if (stride === 1) return (i) => [values[i], width];
+  return (i) => {
+    let key = '';
+    for (let k = i * stride; k < (i + 1) * stride; k++) key += `${values[k]},`;
+    return [key, width];
+  };
 }
 
 /** Compressed bytes per top-level column of a Parquet file, from its footer. */

@@ -168,3 +168,18 @@ describe.each(WIRES)('value edges survive every format (wire %s)', (wire) => {
     );
   });
 });
+
+describe('values no target can hold exactly', () => {
+  it.each([
+    ['iv_us', "INTERVAL '00:00:00.000001'", /column "iv_us".*row 1.*00:00:00\.000001.*microseconds/s],
+    ['iv_months', "INTERVAL '14 months 3 days'", /column "iv_months".*row 1.*14 months.*month part/s],
+    ['d_inf', "'infinity'::DATE", /column "d_inf".*row 1.*infinity.*not a valid date/s],
+  ])('%s fails the export loudly with column, row and value, and leaves no output behind', async (name, value, message) => {
+    const path = join(dir, 'refused', name);
+    const sql = `select * from (values (1, NULL), (2, ${value})) t(id, ${name})`;
+    const job = parseJobFile(`jobs:\n  - name: refused-${name}\n    source: { sql: "${sql.replaceAll('"', '\\"')}" }\n    outputs:\n      - { format: parquet, path: "${path}" }\n`, { file: 'refused.yaml', registry: builtins, env: {} }).jobs[0]!;
+    await expect(runJob(job, { client, stateDir: join(dir, `state-refused-${name}`), signal: new AbortController().signal })).rejects.toThrow(message);
+    // Neither the output nor a staging directory beside it.
+    expect((await readdir(join(dir, 'refused')).catch(() => [] as string[])).filter((f) => f.includes(name))).toEqual([]);
+  });
+});

@@ -154,12 +154,14 @@ describe.each(WIRES)('value edges survive every format (wire %s)', (wire) => {
     }
   });
 
-  it('typed rows: dates as canonical text (DuckDB reads it back), timestamps beyond a JS Date refused with column, row and value', async () => {
+  it('typed rows: dates and exact timestamps as canonical text (DuckDB reads it back), timestamps beyond a JS Date refused with column, row and value', async () => {
     const dates = DATE_COLUMNS.filter(isDate);
     const [row] = await collect(stream(client, { sql: `select ${dates.map((c) => `${DATES[c]} as ${c}`).join(', ')}` }, { wire }));
     expect(row).toEqual({ d_bc: '-0043-03-15', d_1bc: '0000-12-31', d_big: '10000-01-01', d_min: '-5877641-06-25', d_max: '5881580-07-10' });
     const back = await duck(`select ${dates.map((c) => `('${String(row![c])}'::DATE - DATE '1970-01-01')::VARCHAR as ${c}`).join(', ')}`);
     expect(back[0]).toEqual(Object.fromEntries(dates.map((c) => [c, expectedDates![c]])));
+    const [exact] = await collect(stream(client, { sql: `select ${DATES.ts_bc} as ts_bc, ${DATES.ts_min} as ts_min, ${DATES.ts_max} as ts_max` }, { wire }));
+    expect(exact).toEqual({ ts_bc: '-0043-03-15 12:30:00.000001', ts_min: '-290308-12-22 00:00:00.000000', ts_max: '294247-01-10 04:00:54.775806' });
     await expect(collect(stream(client, { sql: `select 1 as id, ${DATES.tz_max} as tz_max` }, { wire }))).rejects.toThrow(
       /column "tz_max".*row 0.*280000-01-01.*outside the range of a JS Date/s,
     );

@@ -63,17 +63,18 @@ export function applyChoice(wasm: typeof Wasm, builder: Wasm.WriterPropertiesBui
 }
 
 /**
- * Writes `sample` once per round of candidates (round r gives every column its r-th candidate)
- * with the file's own codec, reads back each column chunk's compressed size, and returns the
- * smallest choice per column. Columns without candidates (booleans, nested) are absent.
+ * Writes `sample` once per round of candidates (round r holds the columns that have an r-th
+ * candidate, each with it) with the file's own codec, reads back each column chunk's compressed
+ * size, and returns the smallest choice per column. Columns without candidates (booleans,
+ * nested) are absent.
  *
  * A sample is smaller than a row group, so it under-rates a dictionary for values that repeat
  * only across a whole group (20,000 addresses in 122,880 rows look nearly unique in 16,384). The
  * dictionary's size at the row group's scale is therefore also estimated from the sample: its
  * distinct count extrapolated (Chao1), each entry costing what a plain value cost in the trial,
  * plus a bit-packed index per row. The dictionary is taken when either its trial or its estimate
- * beats every other encoding, and only while it fits the writer's dictionary page (else the
- * writer falls back to plain in the middle of a group).
+ * beats every other encoding, and only while it fits the writer's dictionary page: one that
+ * would overflow (the writer then falls back to plain in the middle of a group) is not tried.
  */
 export async function chooseEncodings(
   wasm: typeof Wasm,
@@ -83,27 +84,36 @@ export async function chooseEncodings(
   compression: Wasm.Compression,
   rowGroupRows: number,
 ): Promise<Map<string, Choice>> {
-  const tried = columns
-    .map((name) => ({ name, index: schema.fields.findIndex((f) => f.name === name) }))
-    .map((c) => ({ ...c, candidates: CANDIDATES[physicalOf(schema.fields[c.index]!.type)] }))
-    .filter((c) => c.candidates.length > 1);
   const chosen = new Map<string, Choice>();
   const rows = sample.reduce((n, b) => n + b.numRows, 0);
+  const tried = columns
+    .map((name) => ({ name, index: schema.fields.findIndex((f) => f.name === name) }))
+    .map((c) => {
+      const candidates = CANDIDATES[physicalOf(schema.fields[c.index]!.type)];
+      const stats = rows > 0 && candidates.includes('dictionary') ? dictionaryStats(sample, c.index, rows, rowGroupRows) : undefined;
+      return { ...c, stats, candidates: stats?.fits === false ? candidates.filter((x) => x !== 'dictionary') : candidates };
+    })
+    .filter((c) => {
+      if (c.candidates.length === 1) chosen.set(c.name, c.candidates[0]!);
+      return c.candidates.length > 1;
+    });
   if (tried.length === 0 || rows === 0) return chosen;
-  const ipc = tableToIPC(new Table(sample.map((b) => new RecordBatch(schema, b.data))), 'stream');
+  const table = new Table(sample.map((b) => new RecordBatch(schema, b.data)));
   const sizes = new Map<string, Map<Choice, number>>(tried.map((c) => [c.name, new Map()]));
   const rounds = Math.max(...tried.map((c) => c.candidates.length));
   for (let round = 0; round < rounds; round++) {
+    const inRound = tried.filter((c) => round < c.candidates.length);
     let builder = new wasm.WriterPropertiesBuilder().setCompression(compression).setMaxRowGroupSize(Number.MAX_SAFE_INTEGER);
-    for (const c of tried) builder = applyChoice(wasm, builder, c.name, c.candidates[Math.min(round, c.candidates.length - 1)]!);
+    for (const c of inRound) builder = applyChoice(wasm, builder, c.name, c.candidates[round]!);
+    const ipc = tableToIPC(table.select(inRound.map((c) => c.name)), 'stream');
     const written = await columnSizes(wasm, wasm.writeParquet(wasm.Table.fromIPCStream(ipc), builder.build()));
-    for (const c of tried) if (round < c.candidates.length) sizes.get(c.name)!.set(c.candidates[round]!, written.get(c.name) ?? Number.POSITIVE_INFINITY);
+    for (const c of inRound) sizes.get(c.name)!.set(c.candidates[round]!, written.get(c.name) ?? Number.POSITIVE_INFINITY);
   }
   for (const c of tried) {
     const measured = sizes.get(c.name)!;
-    if (measured.has('dictionary')) {
-      const estimate = dictionaryEstimate(sample, c.index, rows, rowGroupRows, measured.get('plain') ?? Number.POSITIVE_INFINITY);
-      if (estimate !== undefined) measured.set('dictionary', Math.min(measured.get('dictionary')!, estimate));
+    if (measured.has('dictionary') && c.stats !== undefined && c.stats.values > 0) {
+      const estimate = dictionaryEstimate(c.stats, rows, rowGroupRows, measured.get('plain') ?? Number.POSITIVE_INFINITY);
+      measured.set('dictionary', Math.min(measured.get('dictionary')!, estimate));
     }
     let best: Choice | undefined;
     for (const choice of c.candidates) if (best === undefined || measured.get(choice)! < measured.get(best)!) best = choice;
@@ -115,11 +125,18 @@ export async function chooseEncodings(
 /** The writer's default dictionary page limit: beyond it a dictionary falls back to plain. */
 const DICTIONARY_PAGE_BYTES = 1_048_576;
 
-/**
- * A dictionary's compressed size for a row group of `groupRows`, scaled back to the sample's
- * `rows` so it compares with the trial sizes; undefined when the dictionary would overflow.
- */
-function dictionaryEstimate(sample: readonly RecordBatch[], index: number, rows: number, groupRows: number, plainBytes: number): number | undefined {
+/** What the sample says of a column's dictionary in a row group of `groupRows`. */
+interface DictionaryStats {
+  /** Non-null values in the sample. */
+  values: number;
+  /** Non-null values and distinct values expected in a row group. */
+  groupValues: number;
+  groupDistinct: number;
+  /** Whether that dictionary fits the writer's dictionary page. */
+  fits: boolean;
+}
+
+function dictionaryStats(sample: readonly RecordBatch[], index: number, rows: number, groupRows: number): DictionaryStats {
   const counts = new Map<unknown, number>();
   let rawBytes = 0;
   let values = 0;
@@ -135,7 +152,7 @@ function dictionaryEstimate(sample: readonly RecordBatch[], index: number, rows:
       }
     }
   }
-  if (values === 0) return undefined;
+  if (values === 0) return { values, groupValues: 0, groupDistinct: 0, fits: true };
   let once = 0;
   let twice = 0;
   for (const n of counts.values()) {
@@ -145,10 +162,17 @@ function dictionaryEstimate(sample: readonly RecordBatch[], index: number, rows:
   const distinct = counts.size + (once * (once - 1)) / (2 * (twice + 1));
   const groupValues = (groupRows * values) / rows;
   const groupDistinct = distinct * -Math.expm1(-groupValues / distinct);
-  if (groupDistinct * (rawBytes / values) > DICTIONARY_PAGE_BYTES) return undefined;
-  const entryBytes = plainBytes / values;
-  const indexBytes = Math.ceil(Math.log2(Math.max(2, groupDistinct))) / 8;
-  const groupBytes = groupDistinct * entryBytes + groupValues * indexBytes;
+  return { values, groupValues, groupDistinct, fits: groupDistinct * (rawBytes / values) <= DICTIONARY_PAGE_BYTES };
+}
+
+/**
+ * A dictionary's compressed size for a row group of `groupRows`, scaled back to the sample's
+ * `rows` so it compares with the trial sizes.
+ */
+function dictionaryEstimate(stats: DictionaryStats, rows: number, groupRows: number, plainBytes: number): number {
+  const entryBytes = plainBytes / stats.values;
+  const indexBytes = Math.ceil(Math.log2(Math.max(2, stats.groupDistinct))) / 8;
+  const groupBytes = stats.groupDistinct * entryBytes + stats.groupValues * indexBytes;
   return (groupBytes * rows) / groupRows;
 }
 

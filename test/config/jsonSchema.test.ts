@@ -8,7 +8,7 @@ describe('jobFileJsonSchema', () => {
     expect(schema.additionalProperties).toBe(false);
     expect(schema.properties.jobs?.description).toMatch(/jobs/);
     const text = JSON.stringify(schema);
-    for (const field of ['max_credits', 'max_bytes', 'view_refresh', 'max_age_hours', 'partition_by', 'format_options', 'api_key_env', 'schedule']) {
+    for (const field of ['max_credits', 'max_bytes', 'view_refresh', 'max_age_hours', 'partition_by', 'format_options', 'api_key_env', 'schedule', 'table', 'mode']) {
       expect(text).toContain(`"${field}"`);
     }
     // Every property at every depth has a description (the schema is the field reference).
@@ -25,6 +25,9 @@ describe('jobFileJsonSchema', () => {
       for (const [key, value] of Object.entries(record)) walk(value, `${path}.${key}`);
     };
     walk(schema, '$');
+    // The output's commit: the two tables and the two modes, as enums editors offer.
+    expect(text).toContain('"enum":["manifest","iceberg"]');
+    expect(text).toContain('"enum":["replace","append"]');
     expect(missing.filter((p) => !p.includes('.s3.'))).toEqual([]);
   });
 });

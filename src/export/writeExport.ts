@@ -58,7 +58,7 @@ export interface ExportSummary {
   /** Parts (and the rows they hold) kept from a killed run instead of written again. */
   resumedFiles: number;
   resumedRows: number;
-  /** The manifest as written, or undefined for a single-stream destination. */
+  /** What was handed to the commit (written as `_manifest.json` by the manifest commit), or undefined for a single-stream destination. */
   manifest?: Manifest;
   /** The commit as published (a table format's snapshot), or undefined for a single-stream destination. */
   commit?: Commit;

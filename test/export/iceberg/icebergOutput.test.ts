@@ -179,6 +179,10 @@ describe.each([disk, onS3])('table: iceberg on $name', (place) => {
       ['overwrite', second.executionId, '4'],
     ]);
     expect(json.snapshots[1].summary['deleted-records']).toBe('4');
+    // The current snapshot's execution again, same options: nothing fetched, nothing committed.
+    const again = await run(j, { executionId: second.executionId });
+    expect(again.outputs[0]).toMatchObject({ skipped: true, rows: 4, snapshot: second.outputs[0]!.snapshot });
+    expect((await metadataOf(place, table)).file).toBe('metadata/v2.metadata.json');
     // Time travel: the first snapshot's files are still there, and readers see it through its metadata.
     await place.write(table, 'metadata/version-hint.text', '1');
     await expectTable(place.url(table), [ALL]);

@@ -49,6 +49,12 @@ export interface CommitProtocol {
    * published). Ends `tx` by committing it.
    */
   publish(tx: Transaction, content: Manifest, previous: Commit | undefined, destination: Destination): Promise<Commit>;
+  /**
+   * Optional: the commit at `destination` that holds `executionId` written with `fingerprint`, when
+   * it is still part of the output, else undefined. Without it the skip check compares the current
+   * commit (`read`); an appending table format also finds an earlier snapshot still in the table.
+   */
+  find?(destination: Destination, executionId: string, fingerprint: string, signal?: AbortSignal): Promise<Commit | undefined>;
   /** Completes `commit` where a kill cut its publishing short (a record written, a later one not). */
   finish?(destination: Destination, commit: Commit, signal?: AbortSignal): Promise<void>;
   /**

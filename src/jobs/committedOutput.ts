@@ -42,7 +42,7 @@ export async function committedExport(
   const destination = output.sink.create(output.sinkConfig);
   try {
     if (!destination.multiFile) return undefined;
-    const found = await commit.read(destination, signal).catch(() => undefined);
+    const found = await (commit.find ? commit.find(destination, executionId, fingerprint, signal) : commit.read(destination, signal)).catch(() => undefined);
     if (found === undefined || found.executionId !== executionId || found.fingerprint !== fingerprint) return undefined;
     if (rows !== undefined && found.rows !== rows) return undefined;
     await commit.finish?.(destination, found, signal);

@@ -8,7 +8,7 @@ import { destinationStorage } from './destinationStorage.ts';
 import { type Snapshot, SUMMARY_EXECUTION_ID, SUMMARY_FINGERPRINT, VERSION_HINT, versionOf } from './metadata.ts';
 import type { TableStorage } from './storage.ts';
 import { prepareSchema, type PreparedSchema } from './tableSchema.ts';
-import { commitSnapshot, type IcebergMode, loadTable, type LoadedTable, partitionSpec, readManifestList, type Spec, writeHint } from './writeIcebergTable.ts';
+import { commitSnapshot, committed, type IcebergMode, loadTable, type LoadedTable, partitionSpec, readManifestList, type Spec, writeHint } from './writeIcebergTable.ts';
 
 export interface IcebergCommitOptions {
   /** `append`: each export adds a snapshot; `replace`: each export replaces the table's data (an `overwrite` snapshot). */
@@ -50,17 +50,14 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
       const { storage, base } = await load(destination, signal);
       if (base.metadata === undefined) return undefined;
       const current = base.metadata.snapshots?.find((s) => String(s['snapshot-id']) === String(base.metadata?.['current-snapshot-id']));
-      const files = current ? await addedFiles(storage, current) : [];
-      return {
-        executionId: current?.summary[SUMMARY_EXECUTION_ID] ?? '',
-        fingerprint: current?.summary[SUMMARY_FINGERPRINT] || null,
-        rows: Number(current?.summary['added-records'] ?? 0),
-        bytes: Number(current?.summary['added-files-size'] ?? 0),
-        files,
-        owns: [...files, base.file],
-        version: base.file,
-        ...(current ? { snapshot: String(current['snapshot-id']) } : {}),
-      };
+      return commitOf(storage, base, current);
+    },
+
+    async find(destination, executionId, fingerprint, signal) {
+      const { storage, base } = await load(destination, signal);
+      // The same rule as the commit's own no-op check: in append mode any snapshot since the last overwrite.
+      const snapshot = committed(base, { executionId, fingerprint }, options.mode);
+      return snapshot === undefined ? undefined : commitOf(storage, base, snapshot);
     },
 
     async check(destination, signal) {
@@ -119,6 +116,21 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
         snapshot: summary.snapshotId,
       } satisfies Commit;
     },
+  };
+}
+
+/** A snapshot as the commit of the export that wrote it: its execution, its rows and the files it added. */
+async function commitOf(storage: TableStorage, base: LoadedTable, snapshot: Snapshot | undefined): Promise<Commit> {
+  const files = snapshot ? await addedFiles(storage, snapshot) : [];
+  return {
+    executionId: snapshot?.summary[SUMMARY_EXECUTION_ID] ?? '',
+    fingerprint: snapshot?.summary[SUMMARY_FINGERPRINT] || null,
+    rows: Number(snapshot?.summary['added-records'] ?? 0),
+    bytes: Number(snapshot?.summary['added-files-size'] ?? 0),
+    files,
+    owns: [...files, base.file],
+    version: base.file,
+    ...(snapshot ? { snapshot: String(snapshot['snapshot-id']) } : {}),
   };
 }
 

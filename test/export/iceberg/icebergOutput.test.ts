@@ -155,6 +155,10 @@ describe.each([disk, onS3])('table: iceberg on $name', (place) => {
     expect(again.outputs[0]).toMatchObject({ skipped: true, rows: 4, files: 1, snapshot: second.outputs[0]!.snapshot });
     expect(again.fetchedRows).toBe(0);
     expect(await place.list(table)).toEqual(before);
+    // An earlier snapshot's execution too: appended already, so skipped as well.
+    const older = await run(j, { executionId: first.executionId });
+    expect(older.outputs[0]).toMatchObject({ skipped: true, rows: 4, snapshot: first.outputs[0]!.snapshot });
+    expect(await place.list(table)).toEqual(before);
 
     const { file, json } = await metadataOf(place, table);
     expect(file).toBe('metadata/v2.metadata.json');

@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtins } from '../../../connectors/index.ts';
 import { ServiceClient } from '../../../src/client/index.ts';
 import { parseJobFile, type Job } from '../../../src/config/index.ts';
-import { openExport, resolveOutput } from '../../../src/export/index.ts';
-import { IcebergMetadataError, IcebergNotATableError, IcebergSchemaConflictError } from '../../../src/export/iceberg/index.ts';
-import { DestinationCheckError } from '../../../src/kit/index.ts';
+import { type ExportSummary, openExport, resolveOutput, writeExport } from '../../../src/export/index.ts';
+import { IcebergCommitConflictError, icebergCommit, IcebergMetadataError, IcebergNotATableError, IcebergSchemaConflictError } from '../../../src/export/iceberg/index.ts';
+import { defineSink, DestinationCheckError, PreconditionFailedError, type SinkDescriptor } from '../../../src/kit/index.ts';
 import { type JobSummary, runJob, type RunJobOptions } from '../../../src/jobs/runJob.ts';
 import type { RunRecord } from '../../../src/jobs/runHistory.ts';
 import { stream } from '../../../src/pipeline/stream.ts';
@@ -272,6 +272,41 @@ describe.each([disk, onS3])('table: iceberg on $name', (place) => {
   });
 });
 
+/**
+ * The file sink, but the first create-only publish of each destination waits until `writers` of them
+ * got there: their commits race for the same metadata version every time (a stand-in for two hosts).
+ */
+function racingFileSink(writers: number): { sink: SinkDescriptor; refused(): number } {
+  const file = builtins.sinks.find((s) => s.type === 'file')!;
+  const waiting: (() => void)[] = [];
+  let refused = 0;
+  const sink = defineSink({
+    ...file,
+    type: 'racing-file',
+    create(config) {
+      const destination = file.create(config);
+      let first = true;
+      return {
+        ...destination,
+        async publish(name, body, condition, options) {
+          if (first && 'ifAbsent' in condition) {
+            first = false;
+            await new Promise<void>((resolve) => {
+              waiting.push(resolve);
+              if (waiting.length === writers) for (const w of waiting.splice(0)) w();
+            });
+          }
+          return destination.publish!(name, body, condition, options).catch((error: unknown) => {
+            if (error instanceof PreconditionFailedError) refused++;
+            throw error;
+          });
+        },
+      };
+    },
+  });
+  return { sink, refused: () => refused };
+}
+
 describe('table: iceberg, more', () => {
   it('a local folder of files sluice did not write is refused by the destination check, naming the folder and the files', async () => {
     const table = tableName('folder');
@@ -341,6 +376,39 @@ describe('table: iceberg, more', () => {
     // Exactly the committed files: the ten parts (kept ones included) and the table's metadata; no journal.
     expect(files.filter((n) => n.startsWith('data/'))).toHaveLength(10);
     expect(files.filter((n) => !n.startsWith('data/') && !n.startsWith('metadata/'))).toEqual([]);
+  });
+
+  it('two exports committing to one table at the same instant (through the commit seam): both commit, the loser on top of the winner', async () => {
+    const path = join(dir, tableName('seam-race'));
+    const racing = racingFileSink(2);
+    const output = resolveOutput({ format: 'parquet', path, table: 'iceberg', mode: 'append' }, { formats: builtins.formats, sinks: [racing.sink, ...builtins.sinks] });
+    const write = (executionId: string) => writeExport({ schema: numberedSchema, batches: numbered(30, 10), meta: { executionId, totalRowCount: 30 } }, output);
+    const [a, b] = await Promise.all([write('ea'), write('eb')]);
+    // Both raced for v1; the one refused re-read the table and committed v2 on top.
+    expect(racing.refused()).toBe(1);
+    expect([a.commit?.version, b.commit?.version].sort()).toEqual(['metadata/v1.metadata.json', 'metadata/v2.metadata.json']);
+    expect(await icebirdRead(`file://${path}`)).toHaveLength(60);
+  });
+
+  it('two exports racing without retries: one commits, the other fails cleanly, removes its files, and the table is the winner\'s', async () => {
+    const path = join(dir, tableName('seam-race-once'));
+    const racing = racingFileSink(2);
+    const output = resolveOutput({ format: 'parquet', path, table: 'iceberg', mode: 'append' }, { formats: builtins.formats, sinks: [racing.sink, ...builtins.sinks] });
+    const write = (executionId: string) =>
+      writeExport({ schema: numberedSchema, batches: numbered(30, 10), meta: { executionId, totalRowCount: 30 } }, output, {
+        commit: icebergCommit({ mode: 'append', partitionBy: [], commitAttempts: 1 }),
+      });
+    const settled = await Promise.allSettled([write('ea'), write('eb')]);
+    const failed = settled.filter((s) => s.status === 'rejected') as PromiseRejectedResult[];
+    expect(failed).toHaveLength(1);
+    expect(failed[0]!.reason).toBeInstanceOf(IcebergCommitConflictError);
+    expect((failed[0]!.reason as Error).message).toBe(
+      `Iceberg table file://${path}: lost the commit of metadata/v1.metadata.json to a concurrent writer 1 time(s); nothing was committed and the table stays at its latest snapshot. Run again (or serialize the writers of this table)`,
+    );
+    const winner = (settled.find((s) => s.status === 'fulfilled') as PromiseFulfilledResult<ExportSummary>).value;
+    expect(await icebirdRead(`file://${path}`)).toHaveLength(30);
+    const files = await disk.list(path.slice(dir.length + 1));
+    expect(files.filter((n) => n.startsWith('data/'))).toEqual(winner.commit!.files);
   });
 
   it('sluice run: the summary names the snapshot', async () => {

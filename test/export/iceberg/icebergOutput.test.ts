@@ -411,6 +411,24 @@ describe('table: iceberg, more', () => {
     expect(files.filter((n) => n.startsWith('data/'))).toEqual(winner.commit!.files);
   });
 
+  it('an empty result commits a snapshot too: unpartitioned with one empty data file, partitioned with none (a valid, empty Avro manifest)', async () => {
+    const flat = join(dir, tableName('empty'));
+    const write = (path: string, executionId: string, rows: number, extra: object = {}) =>
+      writeExport(
+        { schema: numberedSchema, batches: numbered(rows, 10), meta: { executionId, totalRowCount: rows } },
+        resolveOutput({ format: 'parquet', path, table: 'iceberg', mode: 'append', ...extra }, builtins),
+      );
+    expect(await write(flat, 'e0', 0)).toMatchObject({ rows: 0, files: [expect.objectContaining({ rows: 0 })] });
+    expect(await icebirdRead(`file://${flat}`)).toEqual([]);
+
+    const parted = join(dir, tableName('empty-parted'));
+    await write(parted, 'e1', 5, { partition_by: ['grp'] });
+    const empty = await write(parted, 'e2', 0, { partition_by: ['grp'] });
+    expect(empty.files).toEqual([]);
+    expect(empty.commit?.version).toBe('metadata/v2.metadata.json');
+    expect(await icebirdRead(`file://${parted}`)).toHaveLength(5);
+  });
+
   it('sluice run: the summary names the snapshot', async () => {
     const table = tableName('cli');
     const file = join(dir, 'cli.yaml');

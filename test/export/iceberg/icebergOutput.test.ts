@@ -23,7 +23,7 @@ import { startTestService, type TestService } from '../../helpers/service.ts';
 import { icebirdRead } from '../../helpers/icebird.ts';
 import { duckRowsJS } from '../../helpers/duckdb.ts';
 import { startSluice } from '../../cli/sluiceProcess.ts';
-import { asIcebird, fromIcebird } from './icebirdValues.ts';
+import { expectIcebirdRows } from './icebirdValues.ts';
 import { numbered, numberedSchema } from '../../connectors/fixtures.ts';
 
 let svc: TestService;
@@ -115,20 +115,7 @@ async function serviceRows(sql: string) {
 /** icebird's rows of the table's current snapshot against the service's rows of each run, value by value. */
 async function expectTable(url: string, runs: readonly string[]): Promise<void> {
   const got = await icebirdRead(url, s3);
-  const types: Record<string, string> = {};
-  for (const sql of runs) Object.assign(types, (await serviceRows(sql)).types);
-  const want: Record<string, unknown>[] = [];
-  for (const sql of runs) {
-    for (const row of (await serviceRows(sql)).rows) want.push(Object.fromEntries(Object.keys(types).map((c) => [c, c in row ? asIcebird(row[c], types[c]!) : null])));
-  }
-  const key = (row: Record<string, unknown>) => `${String(row.id).padStart(4, '0')} ${JSON.stringify(row, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))}`;
-  const norm = got.map((row) => Object.fromEntries(Object.keys(types).map((c) => [c, fromIcebird(row[c], types[c]!)])));
-  want.sort((a, b) => key(a).localeCompare(key(b)));
-  norm.sort((a, b) => key(a).localeCompare(key(b)));
-  expect(norm.length).toBe(want.length);
-  for (const [i, row] of want.entries()) {
-    for (const column of Object.keys(types)) expect.soft(norm[i]![column], `row ${i} column ${column}`).toEqual(row[column]);
-  }
+  expectIcebirdRows(got, await Promise.all(runs.map(serviceRows)));
 }
 
 async function metadataOf(place: Place, table: string): Promise<{ file: string; json: Record<string, any> }> {

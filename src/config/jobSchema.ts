@@ -194,7 +194,10 @@ function incrementalIssues(
     for (const [path, column] of named) if (!columns.includes(column)) issue(path, `"${column}" is not among result.columns (${columns.join(', ')})`);
   }
   job.outputs.forEach((output, i) => {
-    const o = output as { mode?: unknown; path?: unknown };
+    const o = output as { mode?: unknown; path?: unknown; table?: unknown };
+    if (o.table === 'iceberg' && inc.key !== undefined) {
+      issue(['incremental', 'key'], `outputs[${i}] is an Iceberg table, whose snapshot summary keeps the cursor but no window of keys: drop key (and lookback), or write that output as a manifest output`);
+    }
     if (o.path === '-') issue(['outputs', i, 'path'], 'an incremental job keeps its cursor in each output\'s commit: stdout has none; write to a directory or bucket');
     else if (o.mode !== 'append') issue(['outputs', i, 'mode'], 'an incremental job adds each run\'s new rows to the output: set mode: append');
   });

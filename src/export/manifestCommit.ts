@@ -6,6 +6,8 @@ import { encodeManifest, type Manifest, MANIFEST_NAME, manifestSchema, SUCCESS_N
 /** Field metadata holding the service's type of a column (as `types/arrow.ts` writes it). */
 const SERVICE_TYPE = 'service.type';
 
+const MANIFEST_RECORDS = [SUCCESS_NAME, MANIFEST_NAME];
+
 /**
  * The built-in commit: the data files, then `_manifest.json` (the record: execution, schema, files),
  * then `_SUCCESS` (the marker Spark and Hadoop readers wait for). The manifest is published
@@ -14,7 +16,7 @@ const SERVICE_TYPE = 'service.type';
  */
 export const manifestCommit: CommitProtocol = {
   type: 'manifest',
-  records: [SUCCESS_NAME, MANIFEST_NAME],
+  records: MANIFEST_RECORDS,
 
   async read(destination, signal) {
     const found = await readVersioned(destination, MANIFEST_NAME, signal);

@@ -12,6 +12,7 @@ import { Scheduler } from '../../src/scheduler/scheduler.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { duck } from './duck.ts';
+import { icebirdRead } from '../helpers/icebird.ts';
 
 let svc: TestService;
 let client: ServiceClient;
@@ -186,6 +187,26 @@ ${one}      - { format: csv, path: "\${DIR}/two-b", mode: append }
     const local = join(dir, 'bydate-copy');
     await s3.download('sync', 'bydate/', local);
     expect(await parquetIds(local)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('into an Iceberg table: the cursor is in the snapshot summary; each run appends a snapshot of the new rows only', async () => {
+    const table = await upload('ticks_ice', ticks(20));
+    const j = job(`  - name: ice
+    source: { sql: "select id, label from ${table} where id > {{after}} order by id" }
+    incremental: { cursor: id, parameter: after, initial: 0 }
+    outputs: [{ format: parquet, table: iceberg, path: "\${DIR}/ice", mode: append }]
+`);
+    expect(await run(j, join(dir, 'state-ice-1'))).toMatchObject({ rows: 20, cursor: { from: null, to: '20' } });
+    await upload('ticks_ice', ticks(25));
+    // A fresh state directory: the cursor comes from the table.
+    expect(await run(j, join(dir, 'state-ice-2'))).toMatchObject({ rows: 5, fetchedRows: 5, cursor: { from: '20', to: '25' } });
+    expect(await run(j, join(dir, 'state-ice-3'))).toMatchObject({ rows: 0, fetchedRows: 0 });
+    const rows = await icebirdRead(`file://${join(dir, 'ice')}`);
+    expect(rows.map((r) => Number(r.id)).sort((a, b) => a - b)).toEqual(range(1, 25));
+    const metadata = (await readdir(join(dir, 'ice', 'metadata'))).filter((n) => n.endsWith('.metadata.json')).sort();
+    const last = JSON.parse(await readFile(join(dir, 'ice', 'metadata', metadata.at(-1)!), 'utf8')) as { snapshots: { summary: Record<string, string> }[] };
+    expect(last.snapshots).toHaveLength(2);
+    expect(JSON.parse(last.snapshots[1]!.summary['sluice.cursor']!)).toEqual({ column: 'id', type: 'bigint', value: '25' });
   });
 
   it('lookback with a key reads late rows again and writes each row once', async () => {

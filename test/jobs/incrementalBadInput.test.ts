@@ -88,6 +88,11 @@ describe('incremental jobs: bad input', () => {
     incremental: { cursor: ts, parameter: since, initial: "2026-01-01" }
     outputs: [{ format: csv, path: "\${DIR}/f", mode: append }]
 `)).toMatch(/incremental\.cursor: "ts" is not among result\.columns \(id\)/);
+    expect(parseError(`  - name: h
+    source: { sql: "select * from sample.events where ts > {{since}}" }
+    incremental: { cursor: ts, parameter: since, initial: "2026-01-01", key: [id] }
+    outputs: [{ format: parquet, table: iceberg, path: "\${DIR}/h", mode: append }]
+`)).toMatch(/incremental\.key: outputs\[0\] is an Iceberg table, whose snapshot summary keeps the cursor but no window of keys/);
     expect(parseError(`  - name: g
     source: { sql: "select 1" }
     outputs: [{ format: csv, path: "-", mode: append }]

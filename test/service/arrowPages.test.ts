@@ -159,7 +159,8 @@ describe('Arrow pages', () => {
       expect(json.json.result.rows[3]).toEqual({ i: 3, d: '-5877641-06-25' });
       const enc = join(own.dataDir, 'engine', 'results', `${id}.enc`);
       expect(existsSync(join(enc, 'rows.json'))).toBe(true);
-      expect(existsSync(join(enc, 'rows.arrow'))).toBe(false);
+      expect(existsSync(join(enc, 'arrow'))).toBe(false);
+      expect(existsSync(join(enc, 'arrow.tmp'))).toBe(false);
     } finally {
       await own.close();
     }

@@ -76,7 +76,16 @@ function cpuSeconds(pid: number): number {
 async function get(url: string, accept?: string): Promise<{ status: number; body: Buffer; headers: Record<string, unknown> }> {
   const headers: Record<string, string> = { 'x-service-api-key': KEY };
   if (accept !== undefined) headers.accept = accept;
-  const res = await request(url, { headers });
+  let res;
+  try {
+    res = await request(url, { headers });
+  } catch (err) {
+    // A pooled connection the service closed as idle just as it was reused (on a loaded machine
+    // the keep-alive race is won by the close now and then): a GET is safe to send again, once.
+    const code = (err as { code?: string }).code;
+    if (code !== 'UND_ERR_SOCKET' && code !== 'ECONNRESET') throw err;
+    res = await request(url, { headers });
+  }
   const body = Buffer.from(await res.body.arrayBuffer());
   if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${body.toString().slice(0, 200)}`);
   return { status: res.statusCode, body, headers: res.headers };

@@ -79,7 +79,7 @@ export async function writeParts(options: WritePartsOptions): Promise<WrittenPar
   const queue = [...options.parts];
   const threads = Math.max(0, Math.min(options.threads, queue.length));
   const controller = new AbortController();
-  const workers: Worker[] = [];
+  const used: PartThread[] = [];
   let failure: { error: unknown } | undefined;
   const fail = (error: unknown) => {
     failure ??= { error };
@@ -94,9 +94,8 @@ export async function writeParts(options: WritePartsOptions): Promise<WrittenPar
 
   const loop = async (): Promise<void> => {
     if (queue.length === 0 || controller.signal.aborted) return;
-    const worker = new Worker(PART_THREAD_URL, { execArgv: workerExecArgv() });
-    workers.push(worker);
-    const thread = new PartThread(worker);
+    const thread = acquire();
+    used.push(thread);
     controller.signal.addEventListener('abort', () => thread.stop(controller.signal.reason), { once: true });
     while (queue.length > 0 && !controller.signal.aborted) {
       const part = queue.shift()!;
@@ -132,8 +131,32 @@ export async function writeParts(options: WritePartsOptions): Promise<WrittenPar
     return written.sort((a, b) => a.range.index - b.range.index);
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
-    await Promise.allSettled(workers.map((w) => w.terminate()));
+    // Threads stopped mid-part are ended (and awaited); the others wait, idle, for the next export.
+    await Promise.allSettled(used.map((t) => release(t)));
   }
+}
+
+/**
+ * Part threads left idle by an export, for the next one: starting a thread loads the reading and
+ * encoding code again (about a second on a busy machine). An idle thread holds no reference on the
+ * event loop and ends after `IDLE_MS` (a long-lived process, such as the scheduler, gets its memory back).
+ */
+const idle = new Set<PartThread>();
+export const IDLE_MS = 10_000;
+
+function acquire(): PartThread {
+  for (const thread of idle) {
+    idle.delete(thread);
+    thread.wake();
+    return thread;
+  }
+  return new PartThread(new Worker(PART_THREAD_URL, { execArgv: workerExecArgv() }));
+}
+
+async function release(thread: PartThread): Promise<void> {
+  if (thread.stopped) return thread.ended;
+  idle.add(thread);
+  thread.sleep(IDLE_MS, () => idle.delete(thread));
 }
 
 const PART_THREAD_URL = workerModuleUrl('partThread', import.meta.url);
@@ -141,14 +164,39 @@ const PART_THREAD_URL = workerModuleUrl('partThread', import.meta.url);
 /** The owning side of one part thread: runs one part at a time, hands its chunks over as they come. */
 class PartThread {
   readonly #worker: Worker;
+  readonly ended: Promise<void>;
+  #idleTimer: NodeJS.Timeout | undefined;
   #current: { id: number; chunks: ChunkQueue; rows: { resolve: (n: number) => void; reject: (e: unknown) => void }; read: RangeReader } | undefined;
   #stopped: { error: unknown } | undefined;
 
   constructor(worker: Worker) {
     this.#worker = worker;
+    this.ended = new Promise((resolve) => worker.once('exit', () => resolve()));
     worker.on('message', (message: FromPartThread) => this.#receive(message));
     worker.on('error', (error) => this.stop(new Error(`part thread failed: ${error.message}`, { cause: error })));
-    worker.on('exit', (code) => this.stop(this.#stopped?.error ?? new Error(`part thread exited with code ${code}`)));
+    worker.on('exit', (code) => {
+      idle.delete(this);
+      this.stop(this.#stopped?.error ?? new Error(`part thread exited with code ${code}`));
+    });
+  }
+
+  get stopped(): boolean {
+    return this.#stopped !== undefined;
+  }
+
+  /** Idle: no hold on the event loop, and ended after `ms` unless woken. */
+  sleep(ms: number, onEnd: () => void): void {
+    this.#worker.unref();
+    this.#idleTimer = setTimeout(() => {
+      onEnd();
+      this.stop(new Error('part thread idle'));
+    }, ms);
+    this.#idleTimer.unref();
+  }
+
+  wake(): void {
+    clearTimeout(this.#idleTimer);
+    this.#worker.ref();
   }
 
   run(job: PartJob, read: RangeReader): { chunks: AsyncIterable<Uint8Array>; rows: Promise<number> } {

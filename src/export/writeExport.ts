@@ -127,6 +127,8 @@ export interface OpenedExport {
   readonly resumedFiles: readonly FileEntry[];
   /** Threads its parts are written by: 1 when the calling thread writes it from `input.batches`. */
   readonly workers: number;
+  /** Why it is written by one thread although `workers` asked for more (undefined otherwise). */
+  readonly serialReason: string | undefined;
   /** Writes the rows from `startRow` on, then commits; a failure discards everything staged (kept parts too), a stop (`keepOnStop`) keeps the complete parts. */
   write(input: ExportInput, options?: Pick<WriteExportOptions, 'onProgress' | 'signal'>): Promise<ExportSummary>;
   /** Gives up before writing: discards the staging area (kept on a stop, see `keepOnStop`), closes the destination. */
@@ -142,7 +144,8 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
   const destination = resolved.sink.create(resolved.sinkConfig);
   const commit = destination.multiFile ? (options.commit ?? manifestCommit) : undefined;
   const asked = resolveWorkers(options.workers);
-  const workers = asked > 1 && serialReason(resolved, destination.multiFile) === undefined ? asked : 1;
+  const why = asked > 1 ? serialReason(resolved, destination.multiFile) : undefined;
+  const workers = asked > 1 && why === undefined ? asked : 1;
   let staged: Staged;
   try {
     staged = await stage(destination, commit, resolved, meta.executionId, format.extension, options, workers > 1 ? 'any' : 'prefix');
@@ -163,6 +166,7 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
     pageSize: resume.pageSize,
     resumedFiles,
     workers,
+    serialReason: why,
     async write(input, writeOptions = {}) {
       if (used) throw new Error('openExport: write or discard may be called once');
       used = true;

@@ -1,7 +1,8 @@
 import { resolve } from 'node:path';
 import { builtins } from '../../../connectors/index.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
-import { DEFAULT_STATE_DIR, type Job } from '../../config/jobSchema.ts';
+import { DEFAULT_STATE_DIR, type Job, MAX_WORKERS } from '../../config/jobSchema.ts';
+import type { Workers } from '../../export/partPlan.ts';
 import { connect } from '../../jobs/connect.ts';
 import { runJob, type JobSummary } from '../../jobs/runJob.ts';
 import { defineCommand, flag, listOption, stringOption } from '../command.ts';
@@ -20,6 +21,11 @@ export const runCommand = defineCommand({
     job: { type: 'string', short: 'j', multiple: true, valueName: 'NAME', description: 'Run only this job (repeatable)' },
     execution: { type: 'string', valueName: 'ID', description: 'Export this existing execution instead of running the source (one job only)' },
     fresh: { type: 'boolean', description: 'Do not resume an interrupted run: start a new execution' },
+    workers: {
+      type: 'string',
+      valueName: 'N|auto',
+      description: `Threads writing an output's parts side by side (overrides the jobs' workers; auto: one per core; at most ${MAX_WORKERS})`,
+    },
     json: { type: 'boolean', description: 'Print each job summary as one JSON object instead of text' },
     'no-progress': { type: 'boolean', description: 'No progress bar, even on a terminal' },
   },
@@ -36,6 +42,7 @@ export const runCommand = defineCommand({
     const jobFile = await loadJobFile(file, { registry: builtins, env: io.env });
     const jobs = selectJobs(jobFile.jobs, listOption(values, 'job'));
     const executionId = stringOption(values, 'execution');
+    const workers = workersOption(stringOption(values, 'workers'));
     if (executionId !== undefined && jobs.length !== 1) throw new UsageError(`--execution exports one execution: name exactly one job with --job (the file has ${jobFile.jobs.length})`);
     const stateDir = resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
     const showBar = io.stderr.isTTY === true && log.format === 'text' && !flag(values, 'no-progress');
@@ -62,6 +69,7 @@ export const runCommand = defineCommand({
             events,
             ...(executionId === undefined ? {} : { executionId }),
             resume: !flag(values, 'fresh'),
+            ...(workers === undefined ? {} : { workers }),
           });
         } catch (error) {
           done();
@@ -84,6 +92,14 @@ export const runCommand = defineCommand({
     return exit;
   },
 });
+
+function workersOption(text: string | undefined): Workers | undefined {
+  if (text === undefined) return undefined;
+  if (text === 'auto') return 'auto';
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < 1 || n > MAX_WORKERS) throw new UsageError(`--workers takes a whole number from 1 to ${MAX_WORKERS} or auto (one per core), got ${JSON.stringify(text)}`);
+  return n;
+}
 
 function selectJobs(jobs: readonly Job[], names: readonly string[]): Job[] {
   if (names.length === 0) return [...jobs];

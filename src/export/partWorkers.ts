@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { type Schema, Table, tableToIPC } from 'apache-arrow';
 import type { Transaction } from '../kit/index.ts';
+import { DEFAULT_CONCURRENCY } from '../pipeline/fetchOrdered.ts';
 import type { RangeReader } from '../pipeline/stream.ts';
 import { reviveError, type SentError } from '../threadErrors.ts';
 import { workerExecArgv, workerModuleUrl } from '../workerThreads.ts';
@@ -73,7 +74,8 @@ export interface WritePartsOptions {
  * A failure of any part, or `signal` aborting, stops every thread and settles every write before
  * this rejects with the first cause; parts stored and journaled before stay in the transaction (the
  * caller discards or keeps them). Memory: per thread one part, its pages in flight (the read's
- * concurrency) and `CHUNKS_IN_FLIGHT` chunks of encoded bytes.
+ * concurrency shared among the threads, at least 2 each, nothing fetched ahead), the encoder's row
+ * group, and `CHUNKS_IN_FLIGHT` chunks of encoded bytes.
  */
 export async function writeParts(options: WritePartsOptions): Promise<WrittenPart[]> {
   const queue = [...options.parts];
@@ -89,6 +91,10 @@ export async function writeParts(options: WritePartsOptions): Promise<WrittenPar
   if (options.signal?.aborted) onAbort();
   options.signal?.addEventListener('abort', onAbort, { once: true });
   const schemaIpc = tableToIPC(new Table(options.schema), 'stream');
+  // The read's page requests shared among the threads, two at least per thread (one fetching while
+  // one is decoded), none fetched ahead: each parsed page is the bulk of a thread's memory.
+  const perThread = Math.max(2, Math.ceil((options.read.options.concurrency ?? DEFAULT_CONCURRENCY) / Math.max(1, threads)));
+  const readOptions = { ...options.read.options, concurrency: perThread, prefetch: 0 };
   const written: WrittenPart[] = [];
   let nextId = 0;
 
@@ -102,7 +108,7 @@ export async function writeParts(options: WritePartsOptions): Promise<WrittenPar
       const job: PartJob = {
         type: 'part',
         id: nextId++,
-        read: { connection: options.read.connection, executionId: options.read.executionId, options: options.read.options },
+        read: { connection: options.read.connection, executionId: options.read.executionId, options: readOptions },
         schema: schemaIpc,
         format: { module: options.format.module, type: options.format.type, config: options.format.config },
         firstRow: part.range.firstRow,

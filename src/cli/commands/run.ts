@@ -35,14 +35,17 @@ export const runCommand = defineCommand({
     'committed skipped. Part files a killed or stopped run finished are kept; only the rest of the result',
     'is fetched again. The summary (rows, files, bytes, credits; one entry per job, failed ones with',
     'their error) goes to stdout, logs to stderr. When an output writes to standard output (path: "-"),',
-    'stdout carries only that data and the summary goes to stderr.',
+    'stdout carries only that data and the summary goes to stderr. With --workers N (or workers: in the',
+    'job), outputs that roll by max_rows_per_file alone are written as parts by N threads side by side,',
+    'the same files byte for byte; other outputs by one thread (a warning says which and why).',
   ].join('\n'),
   async run({ io, values, positionals, log, signal }) {
     const file = positionals[0]!;
+    // Checked before the file is read: a mistake on the command line is reported as such.
+    const workers = workersOption(stringOption(values, 'workers'));
     const jobFile = await loadJobFile(file, { registry: builtins, env: io.env });
     const jobs = selectJobs(jobFile.jobs, listOption(values, 'job'));
     const executionId = stringOption(values, 'execution');
-    const workers = workersOption(stringOption(values, 'workers'));
     if (executionId !== undefined && jobs.length !== 1) throw new UsageError(`--execution exports one execution: name exactly one job with --job (the file has ${jobFile.jobs.length})`);
     const stateDir = resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
     const showBar = io.stderr.isTTY === true && log.format === 'text' && !flag(values, 'no-progress');

@@ -28,6 +28,8 @@ export interface CaseResult {
   readonly startRss: number;
   /** Share of the export's time the main thread was busy (1: always). */
   readonly mainBusy: number;
+  /** CPU time of the process (every thread) during the export, ms: over `ms`, the cores it got. */
+  readonly cpuMs: number;
   /** 99th percentile of the main thread's event-loop delay during the export, ms. */
   readonly loopDelayP99: number;
 }
@@ -38,6 +40,7 @@ export async function exportCase(input: CaseInput): Promise<void> {
   const delay = monitorEventLoopDelay({ resolution: 10 });
   delay.enable();
   const elu = performance.eventLoopUtilization();
+  const cpu = process.cpuUsage();
   const t = performance.now();
   const s = stream(client, { executionId: input.executionId }, { wire: input.wire });
   const info = await s.info();
@@ -47,6 +50,7 @@ export async function exportCase(input: CaseInput): Promise<void> {
     { workers: input.workers },
   );
   const ms = performance.now() - t;
+  const used = process.cpuUsage(cpu);
   const busy = performance.eventLoopUtilization(elu).utilization;
   delay.disable();
   await client.close();
@@ -58,6 +62,7 @@ export async function exportCase(input: CaseInput): Promise<void> {
     peakRss: process.resourceUsage().maxRSS * 1024,
     startRss,
     mainBusy: busy,
+    cpuMs: (used.user + used.system) / 1000,
     loopDelayP99: delay.percentile(99) / 1e6,
   };
   console.log(JSON.stringify(result));

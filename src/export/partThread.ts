@@ -42,7 +42,11 @@ async function runPart(job: PartJob): Promise<void> {
     const schema = RecordBatchReader.from(job.schema).open().schema as Schema;
     const client = clientOf(job);
     let last = { rows: 0, bytes: 0, httpBytes: 0 };
-    const read = stream(
+    // An empty part (the one part of an empty result) reads nothing: the format writes its header alone.
+    const read =
+      job.rows === 0
+        ? undefined
+        : stream(
       client,
       { executionId: job.read.executionId },
       {
@@ -60,7 +64,7 @@ async function runPart(job: PartJob): Promise<void> {
     );
     let rows = 0;
     const batches = async function* () {
-      if (job.rows === 0) return;
+      if (read === undefined) return;
       for await (const batch of read.batches()) {
         rows += batch.numRows;
         // The owning thread's schema (its metadata is written into the file), as the calling thread's writer would use.

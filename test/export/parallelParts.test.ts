@@ -8,6 +8,7 @@ import { resolveOutput, writeExport } from '../../src/export/index.ts';
 import { stream } from '../../src/pipeline/stream.ts';
 import { listFiles } from '../connectors/destinations.ts';
 import { duckRowsJS as query } from '../helpers/duckdb.ts';
+import { startLocalS3 } from '../helpers/s3.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 
 let svc: TestService;
@@ -36,8 +37,8 @@ async function outDir(): Promise<string> {
   return join(parent, 'out');
 }
 
-async function exportWith(workers: number, output: Record<string, unknown>) {
-  const path = await outDir();
+async function exportWith(workers: number, output: Record<string, unknown>, at?: string) {
+  const path = at ?? (await outDir());
   const s = stream(client, { executionId }, { wire: 'json' });
   const info = await s.info();
   const summary = await writeExport(
@@ -69,5 +70,46 @@ describe('parts in parallel', () => {
     const rows = await query(`SELECT count(*)::INTEGER AS n, count(DISTINCT id)::INTEGER AS d, min(id)::INTEGER AS lo, max(id)::INTEGER AS hi FROM read_parquet('${path}/*.parquet')`);
     expect(rows).toEqual([{ n: ROWS, d: ROWS, lo: 0, hi: ROWS - 1 }]);
     expect((await listFiles(path)).filter((n) => n.endsWith('.parquet'))).toHaveLength(10);
+  });
+
+  it('to S3: parts uploaded by the threads are the objects one thread uploads, and the manifest lists them in part order', async () => {
+    const s3 = await startLocalS3();
+    try {
+      await s3.createBucket('parts');
+      const settings = { endpoint: s3.endpoint, region: s3.region, force_path_style: true };
+      const one = await exportWith(1, { format: 'parquet', max_rows_per_file: 300, s3: settings }, 's3://parts/one');
+      const four = await exportWith(4, { format: 'parquet', max_rows_per_file: 300, s3: settings }, 's3://parts/four');
+      expect(four.summary.files.map((f) => f.path)).toEqual(one.summary.files.map((f) => f.path));
+      expect(four.summary.files.map((f) => f.sha256)).toEqual(one.summary.files.map((f) => f.sha256));
+      for (const f of one.summary.files) expect(Buffer.compare(Buffer.from(await s3.get('parts', `four/${f.path}`)), Buffer.from(await s3.get('parts', `one/${f.path}`)))).toBe(0);
+      const manifest = JSON.parse(new TextDecoder().decode(await s3.get('parts', 'four/_manifest.json'))) as { files: { path: string }[]; total_rows: number };
+      expect(manifest.total_rows).toBe(ROWS);
+      expect(manifest.files.map((f) => f.path)).toEqual([0, 1, 2, 3].map((k) => `part-${String(k).padStart(5, '0')}-${executionId}.parquet`));
+      expect((await s3.list('parts', 'four/')).filter((k) => k.includes('sluice'))).toEqual([]);
+    } finally {
+      await s3.stop();
+    }
+  });
+
+  it('an empty result is one empty part, as with one thread', async () => {
+    const empty = await client.execute({ sql: 'SELECT 1 AS id WHERE false' });
+    await empty.wait();
+    const path = await outDir();
+    const s = stream(client, { executionId: empty.id });
+    const info = await s.info();
+    const summary = await writeExport(
+      { schema: await s.schema(), batches: s.batches(), meta: { executionId: empty.id, totalRowCount: info.totalRows }, parts: await s.rangeReader() },
+      resolveOutput({ format: 'csv', path, max_rows_per_file: 10 }, builtins),
+      { workers: 2 },
+    );
+    expect(summary.files).toEqual([expect.objectContaining({ path: `part-00000-${empty.id}.csv`, rows: 0 })]);
+    expect(await readFile(join(path, summary.files[0]!.path), 'utf8')).toMatch(/^id\r?\n$/);
+  });
+
+  it('workers must be a positive integer or auto: the error names the option and the value', async () => {
+    const s = stream(client, { executionId });
+    await expect(
+      writeExport({ schema: await s.schema(), batches: s.batches(), meta: { executionId }, parts: await s.rangeReader() }, resolveOutput({ format: 'csv', path: await outDir(), max_rows_per_file: 10 }, builtins), { workers: 0 }),
+    ).rejects.toThrow(/invalid export options:\n  workers: expected a positive integer or 'auto'.*\(got 0\)/);
   });
 });

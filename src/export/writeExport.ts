@@ -87,8 +87,13 @@ export interface ExportSummary {
  * in-flight write, discards what was staged and rethrows: nothing new becomes visible.
  */
 export async function writeExport(input: ExportInput, output: ResolvedOutput, options: WriteExportOptions = {}): Promise<ExportSummary> {
-  const workers = input.parts === undefined ? 1 : resolveWorkers(options.workers);
-  const opened = await openExport(output, input.meta, { ...options, workers });
+  const asked = resolveWorkers(options.workers);
+  if (asked > 1 && input.parts === undefined && serialReason(output, output.sink.multiFile !== false) === undefined) {
+    throw new ConfigError('export options', [
+      { path: 'workers', message: 'part threads read their rows themselves: pass input.parts (await stream.rangeReader()), or leave workers at 1', value: asked },
+    ]);
+  }
+  const opened = await openExport(output, input.meta, { ...options, workers: input.parts === undefined ? 1 : asked });
   return opened.write(input, options);
 }
 

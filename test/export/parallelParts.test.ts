@@ -111,5 +111,9 @@ describe('parts in parallel', () => {
     await expect(
       writeExport({ schema: await s.schema(), batches: s.batches(), meta: { executionId }, parts: await s.rangeReader() }, resolveOutput({ format: 'csv', path: await outDir(), max_rows_per_file: 10 }, builtins), { workers: 0 }),
     ).rejects.toThrow(/invalid export options:\n  workers: expected a positive integer or 'auto'.*\(got 0\)/);
+    // More than one thread, but nothing to read the parts with: said, not silently one thread.
+    await expect(
+      writeExport({ schema: await s.schema(), batches: s.batches(), meta: { executionId } }, resolveOutput({ format: 'csv', path: await outDir(), max_rows_per_file: 10 }, builtins), { workers: 2 }),
+    ).rejects.toThrow(/workers: part threads read their rows themselves: pass input.parts/);
   });
 });

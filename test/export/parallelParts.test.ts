@@ -37,9 +37,9 @@ async function outDir(): Promise<string> {
   return join(parent, 'out');
 }
 
-async function exportWith(workers: number, output: Record<string, unknown>, at?: string) {
+async function exportWith(workers: number, output: Record<string, unknown>, at?: string, wire: 'json' | 'auto' = 'json') {
   const path = at ?? (await outDir());
-  const s = stream(client, { executionId }, { wire: 'json' });
+  const s = stream(client, { executionId }, { wire });
   const info = await s.info();
   const summary = await writeExport(
     { schema: await s.schema(), batches: s.batches(), meta: { executionId, totalRowCount: info.totalRows, pageSize: info.pageSize }, parts: await s.rangeReader() },
@@ -64,6 +64,13 @@ describe('parts in parallel', () => {
       }
     });
   }
+
+  it('over Arrow pages (wire auto, the local service serves them) the threads write what one thread writes from JSON pages', async () => {
+    const output = { format: 'parquet', max_rows_per_file: 150 };
+    const json = await exportWith(1, output);
+    const arrow = await exportWith(2, output, undefined, 'auto');
+    for (const f of json.summary.files) expect(Buffer.compare(await readFile(join(arrow.path, f.path)), await readFile(join(json.path, f.path))), f.path).toBe(0);
+  });
 
   it('rows come back in order and exactly once', async () => {
     const { path } = await exportWith(4, { format: 'parquet', max_rows_per_file: 100 });

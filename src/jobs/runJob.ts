@@ -389,14 +389,15 @@ async function exportAll(
     };
     const fingerprint = (k: number) => outputFingerprint(job, job.outputs[pending[k]!]!);
     const summaries: Promise<ExportSummary>[] = new Array(opened.length);
+    // Before any write starts: a failure here leaves nothing running.
+    const reader = split.length > 0 ? await result.rangeReader() : undefined;
+    if (split.length > 0 && reader === undefined) throw new Error('runJob: the result cannot be read by row ranges, yet outputs were opened for part threads');
     const branches = serial.length > 0 ? tee(result.batches(), serial.length, 2, controller.signal) : [];
     serial.forEach(({ o, k }, b) => {
       summaries[k] = o.write({ schema, batches: skipRows(branches[b]!, o.startRow - startRow), meta: { ...meta, fingerprint: fingerprint(k) } }, { signal: controller.signal }).catch(failed);
     });
     let splitRows = 0;
-    if (split.length > 0) {
-      const reader = await result.rangeReader();
-      if (reader === undefined) throw new Error('runJob: the result cannot be read by row ranges, yet outputs were opened for part threads');
+    if (reader !== undefined) {
       const counted = { ...reader, page: (rows: number, bytes: number, httpBytes: number) => ((splitRows += rows), reader.page(rows, bytes, httpBytes)) };
       // One output after another, each on every worker: the threads in use stay at `workers`.
       let chain: Promise<unknown> = Promise.resolve();

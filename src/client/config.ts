@@ -12,7 +12,7 @@ export const BASE_URL_ENV = 'SERVICE_BASE_URL';
  */
 export const MAX_PAGE_CONCURRENCY = 32;
 
-/** Per-request timeout (connect to last body byte) unless the caller sets `timeoutMs`. */
+/** Per-request timeout (from the request being sent on a connection to its last body byte) unless the caller sets `timeoutMs`. */
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
 export interface ClientOptions {
@@ -27,7 +27,7 @@ export interface ClientOptions {
   baseUrl?: string;
   /** Send the key as `X-Service-Api-Key` (default) or as the `api_key` query parameter. */
   apiKeyIn?: 'header' | 'query';
-  /** Timeout of one HTTP attempt, connect to last body byte. */
+  /** Timeout of one HTTP attempt, from its being sent on a connection (not its wait for one in the pool) to the last body byte. */
   timeoutMs?: number;
   /** Overrides of `DEFAULT_RETRY`; `{ attempts: 1 }` turns retries off. */
   retry?: Partial<RetryPolicy>;
@@ -62,7 +62,11 @@ export function resolveConfig(options: ClientOptions): ResolvedConfig {
   const baseUrl = options.baseUrl ?? env[BASE_URL_ENV];
   const missing: string[] = [];
   if (!apiKey) missing.push(`the API key: set ${API_KEY_ENV} or pass { apiKey }`);
-  if (!baseUrl) missing.push(`the base URL: set ${BASE_URL_ENV} (origin plus /api, e.g. http://127.0.0.1:8080/api) or pass { baseUrl }`);
+  if (!baseUrl) {
+    missing.push(
+      `the base URL: set ${BASE_URL_ENV} (origin plus /api, e.g. http://127.0.0.1:8080/api) or pass { baseUrl }; the library starts no service (the CLI does): for the local one, startService from 'sluice/service' and pass its url`,
+    );
+  }
   if (!apiKey || !baseUrl) throw new ConfigError(`ServiceClient is missing ${missing.join('; and ')}`);
   let parsed: URL;
   try {

@@ -121,7 +121,7 @@ function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
         .describe(
           `Threads writing an output's parts side by side (default 1; auto: one per core the process may use; at most ${MAX_WORKERS}). ` +
             'Applies to outputs whose files roll by max_rows_per_file alone (part k holds rows k*N to (k+1)*N): each part is read, decoded and encoded by a thread, files byte for byte as with 1. ' +
-            'Outputs with partition_by, max_bytes_per_file, no max_rows_per_file, path "-", or a job with result.filters are written by one thread.',
+            'Outputs with partition_by, max_bytes_per_file, no max_rows_per_file, path "-" or table: iceberg, and every output of a job with result.filters, are written by one thread.',
         ),
       retries: z.number().int().min(0).max(20).optional().describe('Times a failed run is retried (default 0)'),
       retry_delay_seconds: z.number().nonnegative().optional().describe('Delay before the first retry, doubled for each next one (default 5)'),
@@ -156,7 +156,7 @@ export const EmbeddedServiceSchema = z
   .strictObject({
     data_dir: z.string().min(1).optional().describe('Where the embedded service keeps its database (default ./.sluice/service)'),
     settings: z.string().min(1).optional().describe('A service settings file (YAML), e.g. config/service.yaml'),
-    sample_rows: z.number().int().nonnegative().optional().describe('Rows of the sample tables to create on first start'),
+    sample_rows: z.number().int().nonnegative().optional().describe('Rows of sample.events: created with this many, or rebuilt when it holds another count (unset: 1,000,000 when created; an existing table is kept)'),
   })
   .describe('The local service started in-process when base_url is absent');
 

@@ -67,6 +67,12 @@ describe('sluice (spawned)', () => {
       ['env.yaml', good.replace('./o', '${NOT_SET_ANYWHERE}'), /env\.yaml:6:15 jobs\[0\]\.outputs\[0\]\.path: environment variable NOT_SET_ANYWHERE is not set/],
       ['enum.yaml', good.replace('format: csv', 'format: parqet'), /enum\.yaml:5:17 jobs\[0\]\.outputs\[0\]\.format: expected one of parquet\|arrow\|csv\|ndjson, got "parqet"/],
       ['workers.yaml', `${good}    workers: 0\n`, /workers\.yaml:7:14 jobs\[0\]\.workers: .*got 0/],
+      ['iceberg-csv.yaml', good.replace('path: ./o', 'path: ./o\n        table: iceberg'), /iceberg-csv\.yaml:5:17 jobs\[0\]\.outputs\[0\]\.format: table: iceberg writes Parquet data files: set format: parquet, or drop table: iceberg, got "csv"/],
+      [
+        'iceberg-stdout.yaml',
+        good.replace('format: csv', 'format: parquet').replace('path: ./o', 'path: "-"\n        table: iceberg'),
+        /iceberg-stdout\.yaml:6:15 jobs\[0\]\.outputs\[0\]\.path: table: iceberg needs a place for a table \(.*\), not - \(standard output\), got "-"/,
+      ],
     ];
     // One process checks every file: each bad one is reported, the good one is ok, the exit code is 2.
     const paths = [];
@@ -222,8 +228,9 @@ describe('sluice (spawned)', () => {
   it('serve takes --help like every other command', async () => {
     const help = await sluice(['serve', '--help']);
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/^usage: sluice serve \[--host 127\.0\.0\.1\] \[--port 8080\] \[--data-dir \.\/data\] \[--config FILE\]/);
-    expect(help.stdout).toContain('--data-dir');
+    expect(help.stdout).toMatch(/^usage: sluice serve \[--host 127\.0\.0\.1\] \[--port 8080\] \[--data-dir DIR\] \[--config FILE\]/);
+    // The embedded service's directory, so jobs without a base_url find what serve stored.
+    expect(help.stdout).toContain('--data-dir  where queries, executions and results are kept (default .sluice/service');
   });
 
   it('views upsert/list/get/refresh/delete, and a job whose source is a view refresh exports the view', async () => {

@@ -34,3 +34,21 @@ describe('which outputs part threads can write', () => {
     expect(() => resolveWorkers(1.5)).toThrow(/workers: expected a positive integer or 'auto'.*\(got 1\.5\)/);
   });
 });
+
+describe('table: iceberg with workers', () => {
+  it('is written by one thread: its commit converts the rows for its data files', async () => {
+    const { openExport } = await import('../../src/export/index.ts');
+    const { mkdtemp, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-iceberg-workers-'));
+    try {
+      const opened = await openExport(resolveOutput({ format: 'parquet', table: 'iceberg', path: join(dir, 't'), max_rows_per_file: 10 }, builtins), { executionId: 'e1' }, { workers: 4 });
+      expect(opened.workers).toBe(1);
+      expect(opened.serialReason).toBe('the iceberg commit converts the rows of its data files');
+      await opened.discard();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -5,6 +5,7 @@ import type { Commit } from '../export/commit.ts';
 import { commitFor } from '../export/commitFor.ts';
 import { openExport, type ExportSummary, type OpenedExport } from '../export/writeExport.ts';
 import { checkOutputs } from '../export/checkOutputs.ts';
+import { resolveWorkers, type Workers } from '../export/partPlan.ts';
 import { type ResultStream, stream } from '../pipeline/stream.ts';
 import type { Progress } from '../pipeline/progress.ts';
 import type { StreamSource } from '../pipeline/source.ts';
@@ -86,6 +87,8 @@ export interface RunJobOptions {
   /** Pick up the execution of an interrupted run (default true; `--fresh` sets false). */
   readonly resume?: boolean;
   readonly events?: RunEvents;
+  /** Threads writing an output's parts side by side; overrides the job's `workers` (`--workers`). */
+  readonly workers?: Workers;
   /** Waits between retries (tests shorten it). */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
@@ -312,7 +315,17 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
     const committedCursors: (string | undefined)[] = plan === undefined ? [] : plan.committed.map((c) => c?.value);
     if (pending.length > 0) {
       const cursors = plan === undefined || kind === undefined ? undefined : { plan, kind };
-      const written = await exportAll(job, pending, executionId, result, controller, signal, (pageSize) => (reportedPageSize = pageSize), cursors);
+      const workers = resolveWorkers(options.workers ?? job.workers);
+      if (workers > 1 && job.result?.filters !== undefined) {
+        events?.onWarning?.('result.filters: the outputs are written by one thread (parts need row offsets, and the service does not count the rows a filter keeps)', { workers });
+      }
+      if (workers > 1 && cursors !== undefined) {
+        events?.onWarning?.('incremental: the outputs are written by one thread (each drops the rows it holds already, from the one read)', { workers });
+      }
+      const written = await exportAll(job, pending, executionId, result, controller, signal, (pageSize) => (reportedPageSize = pageSize), {
+        workers: job.result?.filters === undefined && cursors === undefined ? workers : 1,
+        ...(events?.onWarning === undefined ? {} : { warn: events.onWarning }),
+      }, cursors);
       fetchedRows = written.fetchedRows;
       for (const [k, index] of pending.entries()) committedCursors[index] = written.cursors[k];
       for (const summary of written.summaries) {
@@ -385,6 +398,7 @@ async function exportAll(
   controller: AbortController,
   stop: AbortSignal,
   onPageSize: (pageSize: number) => void,
+  parallel: { readonly workers: number; readonly warn?: (message: string, fields: Record<string, unknown>) => void },
   incremental?: { plan: CursorPlan; kind: CursorKind },
 ): Promise<Written> {
   const opened: OpenedExport[] = [];
@@ -400,10 +414,16 @@ async function exportAll(
           ...(incremental === undefined ? { resume: { attemptId: resumeAttemptId(job.name, executionId, output) } } : {}),
           // Stopped from outside (SIGTERM): finished parts survive for the next run, as after a kill.
           keepOnStop: stop,
+          workers: parallel.workers,
         }),
       );
+      const why = opened.at(-1)!.serialReason;
+      if (why !== undefined) parallel.warn?.(`output ${output.path}: written by one thread (${why})`, { output: output.path, workers: parallel.workers });
     }
-    const startRow = Math.min(...opened.map((o) => o.startRow));
+    // Outputs written by part threads read their parts themselves; the others share one read here.
+    const serial = opened.map((o, k) => ({ o, k })).filter(({ o }) => o.workers === 1);
+    const split = opened.map((o, k) => ({ o, k })).filter(({ o }) => o.workers > 1);
+    const startRow = serial.length > 0 ? Math.min(...serial.map(({ o }) => o.startRow)) : 0;
     const pageSize = opened.find((o) => o.pageSize !== undefined)?.pageSize;
     // Same page grid as the killed run: batches (so row groups, so bytes) are cut at the same rows.
     result.seek({ ...(startRow > 0 ? { startOffset: startRow } : {}), ...(pageSize === undefined ? {} : { pageSize }) });
@@ -419,39 +439,57 @@ async function exportAll(
       ...('query_id' in job.source && job.source.parameters ? { parameters: job.source.parameters } : {}),
       ...('latest' in job.source && job.source.latest.parameters ? { parameters: job.source.latest.parameters } : {}),
     };
-    const branches = tee(result.batches(), pending.length, 2, controller.signal);
-    const cursorType = incremental === undefined ? undefined : serviceType(schema, incremental.plan.incremental.cursor);
-    const cursors = pending.map((index) => (incremental === undefined ? undefined : new OutputCursor(incremental.plan, incremental.kind, cursorType!, index)));
     let first: { error: unknown } | undefined;
-    const settled = await Promise.allSettled(
-      opened.map((export_, k) => {
-        const cursor = cursors[k];
-        const batches = skipRows(branches[k]!, export_.startRow - startRow);
-        // An output that drops rows it holds already writes fewer than the result has: no row count to check.
-        const { totalRowCount, ...rest } = meta;
-        const drops = cursor !== undefined && incremental?.plan.committed[pending[k]!] !== undefined;
-        const outputMeta = {
-          ...rest,
-          ...(totalRowCount === undefined || drops ? {} : { totalRowCount }),
-          job: job.name,
-          fingerprint: outputFingerprint(job, job.outputs[pending[k]!]!),
-          ...(cursor ? { cursor: () => cursor.state() } : {}),
-        };
-        return export_.write({ schema, batches: cursor ? cursor.filter(batches) : batches, meta: outputMeta }, { signal: controller.signal }).catch((error: unknown) => {
-          // Stop the others: outputs of one run are all written, or the run fails. The abort also
-          // releases an output waiting on this one's unread branch. The first failure is the cause;
-          // the others only report that abort.
-          first ??= { error };
-          controller.abort(error);
-          throw error;
-        });
-      }),
-    );
+    const failed = (error: unknown): never => {
+      // Stop the others: outputs of one run are all written, or the run fails. The abort also
+      // releases an output waiting on this one's unread branch. The first failure is the cause;
+      // the others only report that abort.
+      first ??= { error };
+      controller.abort(error);
+      throw error;
+    };
+    const fingerprint = (k: number) => outputFingerprint(job, job.outputs[pending[k]!]!);
+    const summaries: Promise<ExportSummary>[] = new Array(opened.length);
+    // Before any write starts: a failure here leaves nothing running.
+    const reader = split.length > 0 ? await result.rangeReader() : undefined;
+    if (split.length > 0 && reader === undefined) throw new Error('runJob: the result cannot be read by row ranges, yet outputs were opened for part threads');
+    const branches = serial.length > 0 ? tee(result.batches(), serial.length, 2, controller.signal) : [];
+    // Incremental (every output serial): each output drops the rows its commit holds and tracks the new mark.
+    const cursorType = incremental === undefined ? undefined : serviceType(schema, incremental.plan.incremental.cursor);
+    const cursors = opened.map((_, k) => (incremental === undefined ? undefined : new OutputCursor(incremental.plan, incremental.kind, cursorType!, pending[k]!)));
+    serial.forEach(({ o, k }, b) => {
+      const cursor = cursors[k];
+      const batches = skipRows(branches[b]!, o.startRow - startRow);
+      // An output that drops rows it holds already writes fewer than the result has: no row count to check.
+      const { totalRowCount, ...rest } = meta;
+      const drops = cursor !== undefined && incremental?.plan.committed[pending[k]!] !== undefined;
+      const outputMeta = {
+        ...rest,
+        ...(totalRowCount === undefined || drops ? {} : { totalRowCount }),
+        job: job.name,
+        fingerprint: fingerprint(k),
+        ...(cursor ? { cursor: () => cursor.state() } : {}),
+      };
+      summaries[k] = o.write({ schema, batches: cursor ? cursor.filter(batches) : batches, meta: outputMeta }, { signal: controller.signal }).catch(failed);
+    });
+    let splitRows = 0;
+    if (reader !== undefined) {
+      const counted = { ...reader, page: (rows: number, bytes: number, httpBytes: number) => ((splitRows += rows), reader.page(rows, bytes, httpBytes)) };
+      // One output after another, each on every worker: the threads in use stay at `workers`.
+      let chain: Promise<unknown> = Promise.resolve();
+      for (const { o, k } of split) {
+        const written = chain.then(() => o.write({ schema, batches: noBatches(), meta: { ...meta, job: job.name, fingerprint: fingerprint(k) }, parts: counted }, { signal: controller.signal })).catch(failed);
+        summaries[k] = written;
+        chain = written.catch(() => undefined);
+      }
+    }
+    const settled = await Promise.allSettled(summaries);
     if (first) throw stop.aborted ? stop.reason : first.error;
-    const summaries = settled.map((s) => (s as PromiseFulfilledResult<ExportSummary>).value);
+    const serialRows = serial.length > 0 ? (result.progress?.rows ?? 0) : 0;
+    const done = settled.map((s) => (s as PromiseFulfilledResult<ExportSummary>).value);
     // An append of no rows committed nothing: the output's cursor is the one it had.
-    const after = cursors.map((c, k) => (c === undefined ? undefined : summaries[k]!.committed === false ? incremental!.plan.committed[pending[k]!]?.value : c.state().value));
-    return { summaries, fetchedRows: result.progress?.rows ?? 0, cursors: after };
+    const after = cursors.map((c, k) => (c === undefined ? undefined : done[k]!.committed === false ? incremental!.plan.committed[pending[k]!]?.value : c.state().value));
+    return { summaries: done, fetchedRows: serialRows + splitRows, cursors: after };
   } finally {
     // Exports that never got to write (the read could not start) give their staging back.
     await Promise.allSettled(opened.map((o) => o.discard(controller.signal.reason)));
@@ -496,4 +534,8 @@ function worthResuming(error: unknown, signal: AbortSignal): boolean {
 
 function retrySleep(ms: number, signal: AbortSignal): Promise<void> {
   return sleep(ms, signal, { method: 'runJob' });
+}
+
+async function* noBatches(): AsyncGenerator<never, void, undefined> {
+  // Outputs written by part threads take their rows from the range reader.
 }

@@ -28,6 +28,12 @@ export interface FormatDescriptor<C extends z.ZodType = z.ZodType> {
    * `union_by_name`, NDJSON objects). Appending a result with a new column needs it. Default false.
    */
   readonly addsColumns?: boolean;
+  /**
+   * The URL of a module that exports this descriptor (`import.meta.url` of the file defining it): a
+   * worker thread imports it to encode the parts of an export in parallel. Without it, an export in
+   * this format is written by the calling thread alone, whatever `workers` says.
+   */
+  readonly module?: string;
   /** Pure: no I/O, so `validate` can build a Format to check a job without running it. */
   create(config: z.output<C>): Format;
 }

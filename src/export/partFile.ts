@@ -24,7 +24,7 @@ export class PartFile {
   readonly #done: Promise<FileEntry>;
 
   constructor(
-    tx: Transaction,
+    tx: Pick<Transaction, 'write'>,
     format: Format,
     schema: Schema,
     name: string,

@@ -12,7 +12,8 @@ export {
 export { checkOutputs } from './checkOutputs.ts';
 export { describeOutput, outputConfigSchema, resolveOutput, type OutputConfig, type ResolvedOutput } from './outputConfig.ts';
 export type { Commit, CommitProtocol } from './commit.ts';
-export { manifestCommit } from './manifestCommit.ts';
+export { manifestCommit, unconditionalManifestCommit } from './manifestCommit.ts';
+export { commitShards, sameExport, type CommitMode, type ShardCommitOutcome } from './shardCommit.ts';
 export { MANIFEST_NAME, SUCCESS_NAME, type Manifest, type ManifestField } from './manifest.ts';
 export type { FileEntry } from './partFile.ts';
 export { escapeHivePathName, hiveSegment, HIVE_DEFAULT_PARTITION } from './hive.ts';

@@ -21,6 +21,7 @@ export const manifestSchema = z.object({
   total_rows: z.number().optional(),
   total_bytes: z.number().optional(),
   files: z.array(z.object({ path: relativeName, rows: z.number(), bytes: z.number(), sha256: z.string() })),
+  shards: z.object({ run_id: z.string(), count: z.number() }).optional(),
 });
 
 export interface ManifestField {
@@ -46,6 +47,8 @@ export interface Manifest {
   total_bytes: number;
   files: FileEntry[];
   schema: { fields: ManifestField[]; metadata: Record<string, string> };
+  /** A sharded export: the run id its shards shared and how many there were. */
+  shards?: { run_id: string; count: number };
 }
 
 export function describeField(field: Field): ManifestField {

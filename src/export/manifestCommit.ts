@@ -1,4 +1,4 @@
-import { type Destination, type Marker, PreconditionFailedError } from '../kit/index.ts';
+import { type Destination, type Marker, PreconditionFailedError, type Transaction } from '../kit/index.ts';
 import type { Commit, CommitProtocol } from './commit.ts';
 import { ManifestInvalidError } from './errors.ts';
 import { encodeManifest, MANIFEST_NAME, manifestSchema, SUCCESS_NAME } from './manifest.ts';
@@ -59,6 +59,24 @@ export const manifestCommit: CommitProtocol = {
     };
   },
 };
+
+/**
+ * The manifest commit without conditions (`commit: unconditional`), for object stores that do not
+ * honour conditional writes: the manifest is put whatever is there, so of two writers committing to
+ * one place at once the last one wins.
+ */
+export const unconditionalManifestCommit: CommitProtocol = {
+  ...manifestCommit,
+  type: 'manifest-unconditional',
+  async publish(tx, content, previous) {
+    const published = await manifestCommit.publish(withoutConditions(tx), content, previous);
+    return published;
+  },
+};
+
+function withoutConditions(tx: Transaction): Transaction {
+  return { ...tx, write: tx.write.bind(tx), abort: tx.abort.bind(tx), commit: (markers) => tx.commit(markers.map(({ condition: _condition, ...marker }) => marker)) };
+}
 
 /** The manifest as parsed for the next run: only the fields it relies on are checked strictly. */
 function decodeManifest(url: string, bytes: Uint8Array): ReturnType<typeof manifestSchema.parse> {

@@ -25,6 +25,12 @@ const common = {
     .describe(
       'Start a new file once this many bytes are written. Checked between batches, after the encoder emitted them: a file can overshoot by up to one batch (a result page), and a Parquet file by up to one row group, which is written when it fills or the file ends.',
     ),
+  commit: z
+    .enum(['conditional', 'unconditional'])
+    .optional()
+    .describe(
+      'How the manifest is published (default conditional): create-only, or replace only the version the run started from (S3 If-None-Match / If-Match, an exclusive create on disk), so of two committers exactly one wins. unconditional is for object stores without conditional writes: the last writer wins.',
+    ),
   max_open_files: z
     .int()
     .min(1)
@@ -70,6 +76,7 @@ export interface OutputConfig {
   readonly max_rows_per_file?: number;
   readonly max_bytes_per_file?: number;
   readonly max_open_files?: number;
+  readonly commit?: 'conditional' | 'unconditional';
   /** A sink's options block under its key (see `SinkDescriptor.options`). */
   readonly [block: string]: unknown;
 }
@@ -85,6 +92,8 @@ export interface ResolvedOutput {
   readonly maxRowsPerFile: number;
   readonly maxBytesPerFile: number;
   readonly maxOpenFiles: number;
+  /** How a sharded run publishes the manifest: conditionally (default) or last writer wins. */
+  readonly commit: 'conditional' | 'unconditional';
 }
 
 /** Pure validation: no I/O. Every error names the field (`format_options.compression`) and value. */
@@ -136,6 +145,7 @@ export function resolveOutput(input: unknown, registry: Registry): ResolvedOutpu
     maxRowsPerFile: config.max_rows_per_file ?? Number.POSITIVE_INFINITY,
     maxBytesPerFile: config.max_bytes_per_file ?? Number.POSITIVE_INFINITY,
     maxOpenFiles: config.max_open_files ?? DEFAULT_MAX_OPEN_FILES,
+    commit: config.commit ?? 'conditional',
   };
 }
 

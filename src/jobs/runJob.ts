@@ -2,7 +2,7 @@ import { sleep } from '../client/retry.ts';
 import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
 import type { CommitProtocol } from '../export/commit.ts';
-import { manifestCommit } from '../export/manifestCommit.ts';
+import { manifestCommit, unconditionalManifestCommit } from '../export/manifestCommit.ts';
 import { openExport, type ExportSummary, type OpenedExport } from '../export/writeExport.ts';
 import { checkOutputs } from '../export/checkOutputs.ts';
 import { type ResultStream, stream } from '../pipeline/stream.ts';
@@ -388,10 +388,11 @@ async function exportAll(
 
 /**
  * How an output is committed and found again. The one place a job picks the commit protocol: every
- * output is a manifest + `_SUCCESS` today; a table format output (Iceberg) answers its own here.
+ * output is a manifest + `_SUCCESS` today, published conditionally unless the output says
+ * `commit: unconditional`; a table format output (Iceberg) answers its own here.
  */
-function commitOf(_output: Job['outputs'][number]): CommitProtocol {
-  return manifestCommit;
+function commitOf(output: Job['outputs'][number]): CommitProtocol {
+  return output.commit === 'unconditional' ? unconditionalManifestCommit : manifestCommit;
 }
 
 /** Whether an execution from an earlier run can still be read (or is still going). */

@@ -1,4 +1,4 @@
-import { SluiceError } from '../errors.ts';
+import { ConfigError, SluiceError } from '../errors.ts';
 
 /** A run refused or stopped by its job's budget (exit code 4, like the service's 402). */
 export class BudgetExceededError extends SluiceError {
@@ -19,4 +19,17 @@ export class JobBusyError extends SluiceError {
   constructor(job: string, detail: string) {
     super(`job ${job} is already running (${detail})`);
   }
+}
+
+/**
+ * Shards that cannot belong to one export: a plan made from another job file, for another number
+ * of shards, or a shard index out of range. Nothing was written; the launcher must be fixed. Exit 2.
+ */
+export class ShardMismatchError extends ConfigError {
+  override readonly code: string = 'SHARD_MISMATCH';
+}
+
+/** A shard of an export that is committed already: it has nothing left to do and writes nothing. Exit 2. */
+export class ShardCommittedError extends ConfigError {
+  override readonly code: string = 'SHARD_COMMITTED';
 }

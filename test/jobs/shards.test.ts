@@ -77,7 +77,8 @@ beforeAll(async () => {
 describe('sharded runs (real processes, local folder)', () => {
   it('--processes 4: one execution charged once, every shard writes its parts, exactly one commit', async () => {
     const out = join(dir, 'four');
-    const file = await jobFile('four.yaml', out);
+    // A second output from the same execution: its own plan and commit, rows split at other offsets.
+    const file = await jobFile('four.yaml', out, `      - format: ndjson\n        path: ${out}-ndjson\n        max_rows_per_file: 900\n`);
     const before = { executions: await executionCount(), credits: await creditsUsed() };
     const run = await sluice(['run', file, '--processes', '4', '--json'], { env });
     expect(run.code, run.stderr).toBe(0);
@@ -88,6 +89,7 @@ describe('sharded runs (real processes, local folder)', () => {
     // 2000 rows, 300 per part: 7 parts over 4 shards.
     expect(summaries.reduce((n, s) => n + s.outputs[0]!.parts, 0)).toBe(7);
     expect(summaries.filter((s) => s.outputs[0]!.commit === 'committed')).toHaveLength(1);
+    expect(summaries.filter((s) => s.outputs[1]!.commit === 'committed')).toHaveLength(1);
     expect(await executionCount()).toBe(before.executions + 1);
     expect(await creditsUsed()).toBe(before.credits + 10);
     expect(await readBack(out)).toEqual(EXPECTED);
@@ -95,6 +97,11 @@ describe('sharded runs (real processes, local folder)', () => {
     expect(manifest.shards).toMatchObject({ count: 4 });
     expect(manifest.execution_id).toBe(summaries[0]!.execution_id);
     expect(manifest.files).toHaveLength(7);
+    const second = JSON.parse(await readFile(join(`${out}-ndjson`, '_manifest.json'), 'utf8')) as { execution_id: string; total_rows: number; files: { path: string }[] };
+    expect(second).toMatchObject({ execution_id: manifest.execution_id, total_rows: 2000 });
+    expect(second.files).toHaveLength(3);
+    const lines = (await Promise.all(second.files.map((f) => readFile(join(`${out}-ndjson`, f.path), 'utf8')))).join('').trim().split('\n');
+    expect(lines.map((l) => Number((JSON.parse(l) as { id: string }).id))).toEqual(Array.from({ length: 2000 }, (_, i) => i));
     // The winner removed the shared area; the folder holds exactly the output.
     expect((await readdir(dir)).filter((n) => n.startsWith('.four.'))).toEqual([]);
     expect((await readdir(out)).sort()).toEqual(['_SUCCESS', '_manifest.json', ...manifest.files.map((f) => (f as { path: string }).path)].sort());
@@ -228,6 +235,29 @@ describe('sharded runs to S3 (real processes; conditional writes enforced by the
     const keys = await s3.list('lake', 'events/');
     expect(keys.filter((k) => k.includes('.sluice-shards/'))).toEqual([]);
     expect(keys).toHaveLength(7 + 2);
+  });
+
+  it('a shard killed mid-part on S3 and started again keeps the parts it uploaded; no manifest before the commit', async () => {
+    const file = await jobFile('s3-killed.yaml', 's3://lake/killed', s3Block());
+    const first = await sluice(['run', file, '--shard', '0/2', '--run-id', 's3-killed-1'], { env });
+    expect(first.code, first.stderr).toBe(0);
+    svc.setFaults({ latency_ms: 150 });
+    try {
+      const doomed = startSluice(['run', file, '--shard', '1/2', '--run-id', 's3-killed-1', '--log-format', 'json'], { env });
+      await doomed.waitFor(/"part written"/, 60_000);
+      doomed.child.kill('SIGKILL');
+      await doomed.done;
+    } finally {
+      svc.setFaults({ latency_ms: 0 });
+    }
+    expect((await s3.list('lake', 'killed/')).filter((k) => k.endsWith('_manifest.json') || k.endsWith('_SUCCESS'))).toEqual([]);
+    const again = await sluice(['run', file, '--shard', '1/2', '--run-id', 's3-killed-1', '--json'], { env });
+    expect(again.code, again.stderr).toBe(0);
+    const summary = JSON.parse(again.stdout) as { outputs: { resumed_parts: number; commit: string }[] };
+    expect(summary.outputs[0]!.resumed_parts).toBeGreaterThanOrEqual(1);
+    expect(summary.outputs[0]!.commit).toBe('committed');
+    expect(await readBackS3('killed')).toEqual(EXPECTED);
+    expect((await s3.list('lake', 'killed/')).filter((k) => k.includes('.sluice-shards/'))).toEqual([]);
   });
 
   it('the last shard started twice at once (a duplicated pod): both write, exactly one commits, both exit 0', async () => {

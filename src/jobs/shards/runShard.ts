@@ -102,7 +102,8 @@ export async function runShard(job: Job, options: RunShardOptions): Promise<Shar
     for (const [i, destination] of destinations.entries()) await refuseIfCommitted(job, i, destination, shard, signal);
 
     let made: { plans: Plan[]; credits: number } | undefined;
-    if (shard.index === 0 && (await areas[0]!.read(PLAN_NAME, signal)) === undefined) made = await makePlans(job, options, destinations, areas);
+    // Shard 0 plans while any output lacks a plan (a kill can come between two of them).
+    if (shard.index === 0 && (await Promise.all(areas.map((a) => a.read(PLAN_NAME, signal)))).some((p) => p === undefined)) made = await makePlans(job, options, destinations, areas);
     const plans: Plan[] = [];
     for (const [i, area] of areas.entries()) plans.push(checkPlan(job, i, await waitForPlan(area, job, i, options), shard, area));
     const executionId = plans[0]!.execution_id;

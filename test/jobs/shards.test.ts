@@ -273,6 +273,8 @@ describe('sharded runs to S3 (real processes; conditional writes enforced by the
     const commits = [a!, b!].map((r) => (JSON.parse(r.stdout) as { outputs: { commit: string }[] }).outputs[0]!.commit).sort();
     expect(commits).toEqual(['committed', 'committed-by-another']);
     expect(await readBackS3('twice')).toEqual(EXPECTED);
+    // Whichever copy finished last, the records and journals are gone.
+    expect((await s3.list('lake', 'twice/')).filter((k) => k.includes('.sluice-shards/'))).toEqual([]);
     expect(await executionCount()).toBe(before.executions + 1);
   });
 });

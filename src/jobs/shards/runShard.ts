@@ -122,9 +122,20 @@ export async function runShard(job: Job, options: RunShardOptions): Promise<Shar
     const outputs: ShardOutputSummary[] = [];
     for (const [i, output] of job.outputs.entries()) {
       const plan = plans[i]!;
-      const written = await writeParts(job, output, plan, areas[i]!, options);
-      const record = await recordParts(areas[i]!, plan, shard, written);
-      const found = await tryCommit(job, output, destinations[i]!, areas[i]!, plan, record, shard, status, signal);
+      let written: Written = { parts: [], resumed: 0, schema: { fields: [], metadata: {} } };
+      let found: { commit: ShardCommitOutcome | 'waiting'; waitingFor: number[] };
+      try {
+        written = await writeParts(job, output, plan, areas[i]!, options);
+        const record = await recordParts(areas[i]!, plan, shard, written);
+        found = await tryCommit(job, output, destinations[i]!, areas[i]!, plan, record, shard, status, signal);
+      } catch (error) {
+        // A copy of this shard (a launcher started it twice) committed the export and removed the
+        // shared area under this one: the work is done.
+        if (signal.aborted || !(await committedByThisRun(destinations[i]!, plan, shard, signal))) throw error;
+        found = { commit: 'committed-by-another', waitingFor: [] };
+      }
+      // What this shard wrote after the winner tidied up (a record, a journal) goes too: nothing needs it.
+      if (found.commit === 'committed-by-another') await areas[i]!.remove(signal).catch(() => undefined);
       options.events?.onInfo?.(found.commit === 'waiting' ? 'shard done, others still writing' : 'export committed', {
         job: job.name,
         shard: shard.index,
@@ -175,17 +186,27 @@ function checkShardable(job: Job): void {
   if (issues.length > 0) throw new ConfigError(`job ${job.name}: cannot run sharded`, issues);
 }
 
+/** The committed manifest at `destination`, as far as a shard needs it; undefined when none (or unreadable: the commit says what is wrong). */
+async function committedManifest(destination: Destination, signal: AbortSignal) {
+  const body = await destination.read(MANIFEST_NAME, signal);
+  if (body === undefined) return undefined;
+  try {
+    return manifestSchema.parse(JSON.parse(new TextDecoder().decode(body)));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the output holds this run's export (its execution, its options, its run id). */
+async function committedByThisRun(destination: Destination, plan: Plan, shard: ShardSpec, signal: AbortSignal): Promise<boolean> {
+  const manifest = await committedManifest(destination, signal).catch(() => undefined);
+  return manifest !== undefined && manifest.execution_id === plan.execution_id && manifest.fingerprint === plan.output.fingerprint && manifest.shards?.run_id === shard.runId;
+}
+
 /** A shard of a run whose export is committed (the manifest names the run id) has nothing to do. */
 async function refuseIfCommitted(job: Job, i: number, destination: Destination, shard: ShardSpec, signal: AbortSignal): Promise<void> {
-  const body = await destination.read(MANIFEST_NAME, signal);
-  if (body === undefined) return;
-  let manifest;
-  try {
-    manifest = manifestSchema.parse(JSON.parse(new TextDecoder().decode(body)));
-  } catch {
-    return; // not ours to judge here: the commit reads it again and says what is wrong
-  }
-  if (manifest.shards?.run_id !== shard.runId) return;
+  const manifest = await committedManifest(destination, signal);
+  if (manifest?.shards?.run_id !== shard.runId) return;
   throw new ShardCommittedError(
     `job ${job.name}, shard ${shard.index} of ${shard.count} (${shard.from}), run id ${shard.runId}: the export to ${destination.url} (outputs[${i}]) is committed already ` +
       `(execution ${manifest.execution_id}, ${manifest.total_rows ?? '?'} rows, ${manifest.shards.count} shards); this shard wrote nothing. ` +
@@ -391,7 +412,10 @@ async function recordParts(area: SharedArea, plan: Plan, shard: ShardSpec, writt
     return record;
   } catch (error) {
     if (!(error instanceof PreconditionFailedError)) throw error;
-    const existing = decode(recordSchema, (await area.read(name))!, `${area.url}/${name}`);
+    const body = await area.read(name);
+    // Gone again: the commit removed it (the caller finds the export committed).
+    if (body === undefined) return record;
+    const existing = decode(recordSchema, body, `${area.url}/${name}`);
     const same = existing.files.length === record.files.length && existing.files.every((f, k) => f.path === record.files[k]!.path && f.sha256 === record.files[k]!.sha256);
     if (!same) throw new ShardMismatchError(`shard ${shard.index} of ${shard.count}, run id ${shard.runId}: ${area.url}/${name} records other parts than this attempt wrote; start a new run with a new run id`);
     return existing;
@@ -412,7 +436,11 @@ async function tryCommit(
 ): Promise<{ commit: ShardCommitOutcome | 'waiting'; waitingFor: number[] }> {
   const names = new Set(await area.list(RECORD_PREFIX, signal));
   const waitingFor = Array.from({ length: shard.count }, (_, s) => s).filter((s) => !names.has(recordName(s, shard.count)));
-  if (waitingFor.length > 0) return { commit: 'waiting', waitingFor };
+  if (waitingFor.length > 0) {
+    // Records gone: a committer (a copy of this shard, started twice) may have published and removed them.
+    if (await committedByThisRun(destination, plan, shard, signal)) return { commit: 'committed-by-another', waitingFor: [] };
+    return { commit: 'waiting', waitingFor };
+  }
   const records: ShardRecord[] = [];
   for (let s = 0; s < shard.count; s++) {
     if (s === shard.index) {

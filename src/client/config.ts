@@ -12,7 +12,7 @@ export const BASE_URL_ENV = 'SERVICE_BASE_URL';
  */
 export const MAX_PAGE_CONCURRENCY = 32;
 
-/** Per-request timeout (connect to last body byte) unless the caller sets `timeoutMs`. */
+/** Per-request timeout (from the request being sent on a connection to its last body byte) unless the caller sets `timeoutMs`. */
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
 export interface ClientOptions {
@@ -27,7 +27,7 @@ export interface ClientOptions {
   baseUrl?: string;
   /** Send the key as `X-Service-Api-Key` (default) or as the `api_key` query parameter. */
   apiKeyIn?: 'header' | 'query';
-  /** Timeout of one HTTP attempt, connect to last body byte. */
+  /** Timeout of one HTTP attempt, from its being sent on a connection (not its wait for one in the pool) to the last body byte. */
   timeoutMs?: number;
   /** Overrides of `DEFAULT_RETRY`; `{ attempts: 1 }` turns retries off. */
   retry?: Partial<RetryPolicy>;

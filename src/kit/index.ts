@@ -1,3 +1,9 @@
+// The ground connectors stand on: formats (bytes from Arrow batches) and sinks (where the bytes go).
+// There is deliberately no Source here. Every row sluice reads comes through one wire contract, the
+// service's, and the pipeline is the one place that dispatches on its four kinds of source (an
+// execution, SQL, a saved query, a view refresh: `StreamSource` in src/pipeline/source.ts). A
+// pluggable Source would be a second, untyped path into the pipeline beside the typed one, with
+// nothing to plug into it; it belongs here the day a second protocol does.
 export { defineFormat, type Format, type FormatDescriptor } from './format.ts';
 export {
   defineSink,

@@ -1,4 +1,5 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { Agent } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { MAX_PAGE_CONCURRENCY, ServiceClient } from '../../src/client/index.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
@@ -37,3 +38,44 @@ it('32 concurrent page requests each get their own connection from a fresh clien
   }
 });
 
+
+it('the per-attempt timeout counts from when a request is sent, not while it waits in the pool for a connection', async () => {
+  const setup = new ServiceClient({ apiKey: svc.keys.demo.admin, baseUrl: svc.url });
+  const execution = await setup.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 40' });
+  await execution.wait();
+  await setup.close();
+  // One connection: the four requests run one after another, each answered after 300 ms. The last
+  // waits about 900 ms in the queue, longer than the 700 ms timeout, and must still not time out
+  // (nor be retried: the service counts the attempts).
+  const dispatcher = new Agent({ connections: 1 });
+  const attempts: number[] = [];
+  const client = new ServiceClient({
+    apiKey: svc.keys.demo.admin,
+    baseUrl: svc.url,
+    dispatcher,
+    timeoutMs: 700,
+    retry: { attempts: 1 },
+    onRequest: (event) => attempts.push(event.attempt),
+  });
+  try {
+    svc.setFaults({ latency_ms: 300 });
+    const pages = await Promise.all(Array.from({ length: 4 }, (_, i) => client.getResults(execution.id, { limit: 10, offset: i * 10 })));
+    expect(pages.map((p) => p.result?.rows[0]?.id)).toEqual([0, 10, 20, 30]);
+    expect(attempts).toHaveLength(4);
+  } finally {
+    svc.setFaults({ latency_ms: 0 });
+    await client.close();
+    await dispatcher.close();
+  }
+});
+
+it('a request sent on a connection that answers too slowly still times out', async () => {
+  const client = new ServiceClient({ apiKey: svc.keys.demo.admin, baseUrl: svc.url, timeoutMs: 100, retry: { attempts: 1 } });
+  try {
+    svc.setFaults({ latency_ms: 400 });
+    await expect(client.getUsage()).rejects.toMatchObject({ code: 'TIMEOUT' });
+  } finally {
+    svc.setFaults({ latency_ms: 0 });
+    await client.close();
+  }
+});

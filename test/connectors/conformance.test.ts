@@ -3,20 +3,27 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { builtins } from '../../connectors/index.ts';
 import { writeExport } from '../../src/export/index.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 import { cleanupScratch, fileDestinationForTests, s3DestinationForTests, type TestDestination } from './destinations.ts';
 import { EVERY_TYPE_EXPECTED, everyTypeBatch, fromArray, numbered, numberedSchema, resolved } from './fixtures.ts';
 import { readBack, renderJson } from './readBack.ts';
 
-// One suite, every format x destination: the guarantees do not depend on the combination.
-const FORMATS = [
-  { format: 'parquet', extension: 'parquet', options: { compression: 'zstd', row_group_size: 100 } },
-  { format: 'arrow', extension: 'arrows', options: {} },
-  { format: 'arrow', extension: 'arrow', options: { container: 'file' } },
-  { format: 'csv', extension: 'csv', options: {} },
-  { format: 'ndjson', extension: 'ndjson', options: {} },
-] as const;
+// One suite, every format x destination of the built-in registry: the guarantees do not depend on
+// the combination. A format joins the matrix by being registered (with its default options, plus the
+// option sets below); a multi-file sink must have a test destination here, or the suite fails.
+const OPTION_SETS: Record<string, readonly Record<string, unknown>[]> = {
+  parquet: [{ compression: 'zstd', row_group_size: 100 }],
+  arrow: [{}, { container: 'file' }],
+};
+const FORMATS = builtins.formats.flatMap((descriptor) =>
+  (OPTION_SETS[descriptor.type] ?? [{}]).map((options) => ({
+    format: descriptor.type,
+    extension: descriptor.create(descriptor.config.parse(options)).extension,
+    options,
+  })),
+);
 
 let s3: LocalS3;
 const BUCKET = 'conformance';
@@ -30,7 +37,17 @@ afterAll(async () => {
   await cleanupScratch();
 });
 
-const DESTINATIONS: TestDestination[] = [fileDestinationForTests(), s3DestinationForTests(() => s3, BUCKET)];
+const TEST_DESTINATIONS: Record<string, () => TestDestination> = {
+  file: fileDestinationForTests,
+  s3: () => s3DestinationForTests(() => s3, BUCKET),
+};
+const DESTINATIONS: TestDestination[] = builtins.sinks
+  .filter((sink) => sink.multiFile !== false)
+  .map((sink) => {
+    const make = TEST_DESTINATIONS[sink.type];
+    if (!make) throw new Error(`the multi-file sink ${sink.type} has no test destination in the conformance suite`);
+    return make();
+  });
 
 const dataFiles = (names: string[]) => names.filter((n) => !n.startsWith('_'));
 
@@ -44,7 +61,7 @@ async function* abortAfter(batches: AsyncIterable<RecordBatch>, count: number, c
 
 for (const destination of DESTINATIONS) {
   for (const f of FORMATS) {
-    const label = `${f.format}${'container' in f.options ? `(${f.options.container})` : ''} -> ${destination.kind}`;
+    const label = `${f.format}${typeof f.options.container === 'string' ? `(${f.options.container})` : ''} -> ${destination.kind}`;
     const readerFormat = f.format;
 
     describe(label, () => {

@@ -20,7 +20,7 @@ export const viewsListCommand = defineCommand({
   name: 'views list',
   summary: 'List the materialized views of the team',
   options: {
-    limit: { type: 'string', valueName: 'N', description: 'Views per page (most 10000)' },
+    limit: { type: 'string', valueName: 'N', description: 'At most N views (at most 10000; the rest: --offset)' },
     offset: { type: 'string', valueName: 'N', description: 'Skip this many views' },
     ...JSON_OPTION,
     ...CONNECTION_OPTIONS,

@@ -29,7 +29,7 @@ const common = {
     .enum(['conditional', 'unconditional'])
     .optional()
     .describe(
-      'How the manifest is published (default conditional): create-only, or replace only the version the run started from (S3 If-None-Match / If-Match, an exclusive create on disk), so of two committers exactly one wins. unconditional is for object stores without conditional writes: the last writer wins.',
+      'How the manifest is published (default conditional): create-only, or replace only the version the run started from (If-None-Match / If-Match on an object store, an exclusive create on disk), so of two committers exactly one wins. unconditional is for object stores without conditional writes: the last writer wins.',
     ),
   max_open_files: z
     .int()

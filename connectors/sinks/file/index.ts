@@ -139,7 +139,7 @@ export function fileDestination(path: string): Destination {
       return fileTransaction(target, staging, url, options, journal);
     },
     shared(id) {
-      return fileSharedArea(target, url, id, (options) => destination.begin(options));
+      return fileSharedArea(target, url, id, (options) => destination.begin(options), (attemptId) => join(parent, `${prefix}${attemptId}`));
     },
     async close() {},
   };

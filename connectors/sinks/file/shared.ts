@@ -13,7 +13,14 @@ import { inside, isCode, publishFile } from './index.ts';
  * swaps in by rename (conditional on the manifest it replaces): the parts are never copied, and a
  * losing committer removes only its links.
  */
-export function fileSharedArea(target: string, url: string, id: string, begin: (options: BeginOptions) => Promise<Transaction>): SharedArea {
+export function fileSharedArea(
+  target: string,
+  url: string,
+  id: string,
+  begin: (options: BeginOptions) => Promise<Transaction>,
+  /** The staging folder `begin` makes for an attempt id. */
+  stagingOf: (attemptId: string) => string,
+): SharedArea {
   const root = join(dirname(target), `.${basename(target)}.sluice-shards-${id}`);
   const records = join(root, 'records');
   const data = join(root, 'data');
@@ -95,7 +102,7 @@ export function fileSharedArea(target: string, url: string, id: string, begin: (
       const tx = await begin(options);
       try {
         // The committer's staging directory gets links to the parts, as if it had written them.
-        const staging = join(dirname(target), `.${basename(target)}.sluice-staging-${options.attemptId}`);
+        const staging = stagingOf(options.attemptId);
         for (const name of files) {
           const to = inside(staging, name);
           await mkdir(dirname(to), { recursive: true });

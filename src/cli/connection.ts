@@ -10,7 +10,7 @@ export const CONNECTION_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   'base-url': { type: 'string', valueName: 'URL', description: 'Service URL (default $SERVICE_BASE_URL; unset: the embedded local service)' },
   'api-key-env': { type: 'string', valueName: 'NAME', description: 'Environment variable holding the API key', default: 'SERVICE_API_KEY' },
   'data-dir': { type: 'string', valueName: 'DIR', description: 'Data directory of the embedded local service', default: '.sluice/service' },
-  'sample-rows': { type: 'string', valueName: 'N', description: 'Rows of sample.events when the embedded service creates it (default 1,000,000)' },
+  'sample-rows': { type: 'string', valueName: 'N', description: 'Rows of sample.events in the embedded service: created with N rows, or rebuilt if it holds another count (unset: 1,000,000 when created; an existing table is kept)' },
 };
 
 /** Connects as the flags and the environment say (the same rules as a job file's `connection`). */

@@ -62,7 +62,11 @@ export function resolveConfig(options: ClientOptions): ResolvedConfig {
   const baseUrl = options.baseUrl ?? env[BASE_URL_ENV];
   const missing: string[] = [];
   if (!apiKey) missing.push(`the API key: set ${API_KEY_ENV} or pass { apiKey }`);
-  if (!baseUrl) missing.push(`the base URL: set ${BASE_URL_ENV} (origin plus /api, e.g. http://127.0.0.1:8080/api) or pass { baseUrl }`);
+  if (!baseUrl) {
+    missing.push(
+      `the base URL: set ${BASE_URL_ENV} (origin plus /api, e.g. http://127.0.0.1:8080/api) or pass { baseUrl }; the library starts no service (the CLI does): for the local one, startService from 'sluice/service' and pass its url`,
+    );
+  }
   if (!apiKey || !baseUrl) throw new ConfigError(`ServiceClient is missing ${missing.join('; and ')}`);
   let parsed: URL;
   try {

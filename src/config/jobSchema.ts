@@ -145,7 +145,7 @@ export const EmbeddedServiceSchema = z
   .strictObject({
     data_dir: z.string().min(1).optional().describe('Where the embedded service keeps its database (default ./.sluice/service)'),
     settings: z.string().min(1).optional().describe('A service settings file (YAML), e.g. config/service.yaml'),
-    sample_rows: z.number().int().nonnegative().optional().describe('Rows of the sample tables to create on first start'),
+    sample_rows: z.number().int().nonnegative().optional().describe('Rows of sample.events: created with this many, or rebuilt when it holds another count (unset: 1,000,000 when created; an existing table is kept)'),
   })
   .describe('The local service started in-process when base_url is absent');
 

@@ -1,4 +1,5 @@
 import { type Data, type DataType, type Field, makeVector, Type, TimeUnit, DateUnit, Precision } from 'apache-arrow';
+import { dateText } from './dateText.ts';
 
 /**
  * Exact text for every Arrow value, per the column type mapping (README, "The library"): CSV cells and NDJSON values
@@ -79,8 +80,8 @@ function readers(type: DataType): { text: Reader; json: Reader } {
       const unit = (type as unknown as { unit: DateUnit }).unit;
       const read: Reader =
         unit === DateUnit.DAY
-          ? (d, i) => isoDate((d.values as Int32Array)[i]! * 86_400_000)
-          : (d, i) => isoDate(Number((d.values as unknown as ArrayLike<bigint | number>)[i]));
+          ? (d, i) => dateText((d.values as Int32Array)[i]!)
+          : (d, i) => dateText(Math.floor(Number((d.values as unknown as ArrayLike<bigint | number>)[i]) / 86_400_000));
       return { text: read, json: (d, i) => quote(read(d, i)) };
     }
     case Type.Time: {
@@ -233,10 +234,6 @@ function withScale(digits: string, scale: number, negative: boolean): string {
   return negative ? `-${digits}` : digits;
 }
 
-function isoDate(ms: number): string {
-  return new Date(ms).toISOString().slice(0, -14);
-}
-
 const PER_SECOND: Record<TimeUnit, bigint> = {
   [TimeUnit.SECOND]: 1n,
   [TimeUnit.MILLISECOND]: 1_000n,
@@ -262,24 +259,40 @@ function splitSeconds(value: bigint, unit: TimeUnit): [seconds: bigint, fraction
   return [seconds, digits === 0 ? '' : `.${rest.toString().padStart(digits, '0')}`];
 }
 
-/** ISO 8601 without zone, with as many fraction digits as the unit carries. */
+/** The ISO years `Date.toISOString` writes with four digits: 0000-01-01 to 9999-12-31, in ms. */
+const FOUR_DIGIT_YEARS_MS = [-62_167_219_200_000, 253_402_300_800_000] as const;
+
+/**
+ * ISO 8601 without zone, with as many fraction digits as the unit carries. Years outside
+ * 0000-9999 are written as DuckDB reads them (`10000-01-01T...`, `-0001-...`), not in ISO's
+ * expanded `+010000` form, and through the whole range of the unit (a JS Date stops at 275760).
+ */
 export function isoTimestamp(value: bigint, unit: TimeUnit): string {
-  if (unit === TimeUnit.MILLISECOND) return new Date(Number(value)).toISOString().slice(0, -1);
+  if (unit === TimeUnit.MILLISECOND) {
+    const ms = Number(value);
+    if (ms >= FOUR_DIGIT_YEARS_MS[0] && ms < FOUR_DIGIT_YEARS_MS[1]) return new Date(ms).toISOString().slice(0, -1);
+  }
   if (unit === TimeUnit.MICROSECOND && value >= 0n && value < 9_007_199_254_740_992n) {
-    // Fast path without BigInt division: exact while the value fits a double.
+    // Fast path without BigInt division: exact while the value fits a double (years 1970-2255).
     const us = Number(value);
     const micros = us % 1_000_000;
     return `${new Date((us - micros) / 1000).toISOString().slice(0, -5)}.${String(micros).padStart(6, '0')}`;
   }
   const [seconds, fraction] = splitSeconds(value, unit);
-  return new Date(Number(seconds) * 1000).toISOString().slice(0, -5) + fraction;
+  const s = Number(seconds);
+  const days = Math.floor(s / 86_400);
+  return `${dateText(days)}T${clock(s - days * 86_400)}${fraction}`;
+}
+
+/** `HH:MM:SS` of a second of the day. */
+function clock(s: number): string {
+  const hh = String(Math.floor(s / 3600)).padStart(2, '0');
+  const mm = String(Math.floor((s % 3600) / 60)).padStart(2, '0');
+  const ss = String(s % 60).padStart(2, '0');
+  return `${hh}:${mm}:${ss}`;
 }
 
 function timeOfDay(value: bigint, unit: TimeUnit): string {
   const [seconds, fraction] = splitSeconds(value, unit);
-  const s = Number(seconds);
-  const hh = String(Math.floor(s / 3600)).padStart(2, '0');
-  const mm = String(Math.floor((s % 3600) / 60)).padStart(2, '0');
-  const ss = String(s % 60).padStart(2, '0');
-  return `${hh}:${mm}:${ss}${fraction}`;
+  return `${clock(Number(seconds))}${fraction}`;
 }

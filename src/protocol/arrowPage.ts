@@ -6,7 +6,8 @@ import { ExecutionStateSchema, isTerminal, type ExecutionState } from './states.
 /**
  * Result pages as Arrow over HTTP (an extension of protocol.md section 4; the official service does
  * not offer it). A results request with `Accept: application/vnd.apache.arrow.stream` is answered,
- * when the page has a result, with an Arrow IPC stream of that page's rows; the metadata a JSON page
+ * when the page has a result, with an Arrow IPC stream of that page's rows (one or more record
+ * batches: read them all); the metadata a JSON page
  * carries in its body travels in the headers below. Any other answer (no result yet, failed, an
  * error) is the JSON the same request gets without that Accept, so a client dispatches on the
  * response content-type and falls back to JSON pages on 406 or on a JSON answer.

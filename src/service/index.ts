@@ -19,8 +19,15 @@ import { resultRoutes } from './routes/resultRoutes.ts';
 import { SavedQueries, type QueryRecord } from './savedQueries.ts';
 import { defaultSettings, loadSettingsFile, parseSettings, type FaultSettings, type FaultSettingsInput, type ServiceSettings, type ServiceSettingsInput } from './settings.ts';
 import { JsonStore } from './store.ts';
-import { ServiceLimits } from './limits/serviceLimits.ts';
+import { defaultPageRows } from './resultShape.ts';
+import { openCreditLedger } from './limits/credits.ts';
+import { executionHooks, readableWhenShared } from './limits/hooks.ts';
+import { rateLimiterFor } from './limits/rate-limit.ts';
 import { RetentionSweeper } from './limits/retention.ts';
+import { usageRoutes } from './limits/routes.ts';
+import { uploadRoutes } from './uploads/routes.ts';
+import { openDatasets } from './uploads/datasets.ts';
+import { openViews, type Views } from './views/views.ts';
 
 export interface ServiceOptions {
   /** Default 127.0.0.1. */
@@ -78,21 +85,46 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     datasets: settings.datasets,
     ...(options.sampleRows === undefined ? {} : { sampleRows: options.sampleRows }),
     ...(options.encodeMinBytes === undefined ? {} : { encodeMinBytes: options.encodeMinBytes }),
+    arrowChunkRows: (columnCount) => defaultPageRows(settings, columnCount),
   });
   let server: Server | undefined;
-  let limits: ServiceLimits | undefined;
   try {
-    limits = new ServiceLimits({ settings, clock, dataDir, tables: engine });
-    await limits.load();
-    const executions = new Executions({ engine, store: executionStore, clock, settings, hooks: limits.hooks });
+    // Work tables of refreshes and uploads a crash left half-written.
+    await engine.tables.dropStagingLeftovers();
+    // Credits and views come before executions: loading executions settles those a restart ended.
+    const credits = await openCreditLedger(settings, clock, join(dataDir, 'limits'));
+    let svc: ServiceContext | undefined;
+    const service = (): ServiceContext => {
+      if (svc === undefined) throw new Error('the service is not assembled yet');
+      return svc;
+    };
+    const views = await openViews({ settings, clock, dir: join(dataDir, 'catalog', 'views'), tables: engine.tables, service });
+    const uploads = await openDatasets(engine.tables, clock, join(dataDir, 'catalog', 'datasets'));
+    const canRead = readableWhenShared(views.registry, uploads.datasets);
+    const hooks = executionHooks({ settings, ledger: credits.ledger, views: views.service, canRead });
+    const executions = new Executions({ engine, store: executionStore, clock, settings, hooks });
     const queries = new SavedQueries({ store: queryStore, clock });
     await executions.load();
     await queries.load();
-    const svc: ServiceContext = { settings, clock, engine, executions, queries };
-    limits.bind(svc);
+    svc = { settings, clock, engine, executions, queries };
+    const rateLimiter = rateLimiterFor(settings, clock);
+    const storageQuota = (team: string): number => settings.teams.find((t) => t.name === team)?.plan.storage_quota_bytes ?? 0;
+    const limitRoutes = [
+      ...views.routes(svc),
+      ...uploadRoutes(uploads.datasets),
+      ...usageRoutes({
+        ledger: credits.ledger,
+        storageBytes: (team) => views.service.storageBytes(team) + uploads.datasets.storageBytes(team),
+        storageQuotaBytes: storageQuota,
+      }),
+    ];
+    const flushLimits = async (): Promise<void> => {
+      await credits.flush();
+      await views.flush();
+      await uploads.flush();
+    };
     const faults = new Faults(settings.faults);
-    const router = new Router([...executionRoutes(svc), ...queryRoutes(svc), ...resultRoutes(svc), ...limits.routes()]);
-    const rateLimiter = limits.rateLimiter;
+    const router = new Router([...executionRoutes(svc), ...queryRoutes(svc), ...resultRoutes(svc), ...limitRoutes]);
 
     const host = options.host ?? '127.0.0.1';
     const srv = createServer({ keepAliveTimeout: 5_000 });
@@ -116,8 +148,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     const onSweepError = (err: unknown): void => console.error('sluice service: retention sweep failed:', err);
     sweeper.start(settings.limits.sweep_interval_ms, onSweepError);
     void sweeper.sweep().catch(onSweepError);
-    limits.start();
-    const boundLimits = limits;
+    views.start();
 
     let closing: Promise<void> | undefined;
     const handle: ServiceHandle = {
@@ -131,7 +162,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
       },
       faultCounts: faults.counts,
       whenEncoded: (id) => engine.encodingSettled(id),
-      close: () => (closing ??= shutdown(srv, executions, engine, sweeper, boundLimits)),
+      close: () => (closing ??= shutdown(srv, executions, engine, sweeper, views, flushLimits)),
     };
     if (generatedKey !== undefined) handle.generatedKey = generatedKey;
     return handle;
@@ -149,13 +180,20 @@ async function resolveSettings(given: ServiceOptions['settings']): Promise<{ set
 }
 
 /** Stop accepting, let in-flight requests finish (briefly), stop executions, then the engine. */
-async function shutdown(server: Server, executions: Executions, engine: { close(): Promise<void> }, sweeper: RetentionSweeper, limits: ServiceLimits): Promise<void> {
+async function shutdown(
+  server: Server,
+  executions: Executions,
+  engine: { close(): Promise<void> },
+  sweeper: RetentionSweeper,
+  views: Views,
+  flushLimits: () => Promise<void>,
+): Promise<void> {
   await sweeper.close();
-  await limits.close();
+  await views.close();
   const closed = new Promise<void>((ok) => server.close(() => ok()));
   server.closeIdleConnections();
   await executions.close();
-  await limits.flush();
+  await flushLimits();
   const grace = setTimeout(() => server.closeAllConnections(), 2_000);
   await closed;
   clearTimeout(grace);

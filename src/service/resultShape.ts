@@ -122,6 +122,11 @@ export function effectiveLimit(shape: ResultShape, settings: ServiceSettings, co
   return limit;
 }
 
+/** Rows of a page asked for without `limit` (or with a larger one): what clients page by. */
+export function defaultPageRows(settings: ServiceSettings, columnCount: number): number {
+  return Math.min(settings.limits.page_rows, Math.max(1, Math.floor(settings.limits.datapoints_per_request / Math.max(1, columnCount))));
+}
+
 /** Absolute next page URI on the caller's origin, repeating every shaping parameter. */
 export function nextUri(origin: string, apiPath: string, shape: ResultShape, nextOffset: number): string {
   const q = new URLSearchParams();

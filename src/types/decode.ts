@@ -5,6 +5,7 @@ import { parseType } from './parse.ts';
 import { formatType, type SqlType } from './sql-type.ts';
 import {
   isTimeText,
+  dateText,
   parseDateDays,
   parseIntervalDayToSecondMs,
   parseIntervalYearToMonth,
@@ -275,14 +276,17 @@ function decodeVarbinary(v: unknown): unknown {
 
 function decodeDateAsString(v: unknown): unknown {
   if (v == null) return null;
-  if (typeof v === 'string' && !Number.isNaN(parseDateDays(v))) return v;
-  throw new Misfit(v, 'is not a valid date (YYYY-MM-DD)');
+  const days = typeof v === 'string' ? parseDateDays(v) : Number.NaN;
+  if (Number.isNaN(days)) throw new Misfit(v, 'is not a valid date (YYYY-MM-DD)');
+  // Years 0000-9999 arrive in the canonical form; others (`0044-03-15 (BC)`, 7-digit years) are rewritten to it.
+  return (v as string).length === 10 ? v : dateText(days);
 }
 
 function decodeDateAsDate(v: unknown): unknown {
   if (v == null) return null;
   const days = typeof v === 'string' ? parseDateDays(v) : Number.NaN;
   if (Number.isNaN(days)) throw new Misfit(v, 'is not a valid date (YYYY-MM-DD)');
+  if (!(Math.abs(days * MS_PER_DAY) <= 8.64e15)) throw new Misfit(v, 'is outside the range of a JS Date (years -271821 to 275760; read dates as strings)');
   return new Date(days * MS_PER_DAY);
 }
 
@@ -307,11 +311,21 @@ function timestampDecoder(precision: number, withTimeZone: boolean, mode: 'auto'
     if (parts.frac.length > precision && /[1-9]/.test(parts.frac.slice(precision))) {
       throw new Misfit(v, `has more fractional digits than timestamp(${precision})`);
     }
-    if (!asDate) return v;
+    // Years 0000-9999 arrive canonical; others (`-43-03-15 ...`, `0044-03-15 (BC) ...`) are rewritten.
+    if (!asDate) return v.charCodeAt(4) === 45 && v.charCodeAt(0) !== 45 && v.charCodeAt(11) !== 40 ? v : timestampText(parts);
     const ms = timestampMillis(parts);
     if (!(Math.abs(ms) <= 8.64e15)) throw new Misfit(v, 'is outside the range of a JS Date');
     return new Date(ms);
   };
+}
+
+/** `YYYY-MM-DD HH:MM:SS[.f][ UTC]` of parsed parts, the date part as `dateText` writes it. */
+function timestampText(parts: TimestampParts): string {
+  const days = Math.floor(parts.seconds / 86_400);
+  const s = parts.seconds - days * 86_400;
+  const two = (n: number) => String(n).padStart(2, '0');
+  const clock = `${two(Math.floor(s / 3600))}:${two(Math.floor((s % 3600) / 60))}:${two(s % 60)}`;
+  return `${dateText(days)} ${clock}${parts.frac === '' ? '' : `.${parts.frac}`}${parts.zoned ? ' UTC' : ''}`;
 }
 
 function decodeIntervalDayToSecond(v: unknown): unknown {

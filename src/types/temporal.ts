@@ -4,6 +4,9 @@
  * Functions return NaN / false on anything malformed; callers raise the typed error.
  */
 
+// The canonical text of a date lives with the writers' value text; the decoders write it too.
+export { dateText } from '../kit/dateText.ts';
+
 const MS_PER_DAY = 86_400_000;
 
 /** Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's days_from_civil). */
@@ -44,7 +47,11 @@ interface Scan {
 
 const scan: Scan = { end: 0, whole: 0, frac: '' };
 
-/** `[-]YYYY-MM-DD` (year of 4+ digits) at `from`; sets scan.whole to days since epoch. */
+/**
+ * `[-]YYYY-MM-DD` (a year of 4 to 7 digits, astronomical: year 0 is 1 BC) or DuckDB's own text of a
+ * date before year 1, `YYYY-MM-DD (BC)`, at `from`; sets scan.whole to days since epoch. Seven
+ * digits reach DuckDB's extremes (5877642-06-25 (BC) to 5881580-07-10).
+ */
 function scanDate(s: string, from: number): boolean {
   let i = from;
   const negative = s.charCodeAt(i) === 45; /* - */
@@ -52,15 +59,22 @@ function scanDate(s: string, from: number): boolean {
   let dash = i;
   while (dash < s.length && s.charCodeAt(dash) !== 45) dash++;
   const yearLength = dash - i;
-  if (yearLength < 4 || yearLength > 6) return false;
+  // DuckDB's strftime writes a year below 0 unpadded (`-43-03-15`).
+  if (yearLength < (negative ? 1 : 4) || yearLength > 7) return false;
   const y = digits(s, i, yearLength);
   if (y < 0 || s.charCodeAt(dash + 3) !== 45) return false;
   const month = digits(s, dash + 1, 2);
   const day = digits(s, dash + 4, 2);
-  const year = negative ? -y : y;
+  let year = negative ? -y : y;
+  let end = dash + 6;
+  if (s.charCodeAt(end) === 32 && s.startsWith('(BC)', end + 1)) {
+    if (negative || y === 0) return false;
+    year = 1 - y;
+    end += 5;
+  }
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return false;
   scan.whole = daysFromCivil(year, month, day);
-  scan.end = dash + 6;
+  scan.end = end;
   return true;
 }
 
@@ -88,7 +102,7 @@ function scanTime(s: string, from: number): boolean {
   return true;
 }
 
-/** Days since 1970-01-01 of a `YYYY-MM-DD` string, or NaN. */
+/** Days since 1970-01-01 of a date's text (see scanDate), or NaN. */
 export function parseDateDays(s: string): number {
   return scanDate(s, 0) && scan.end === s.length ? scan.whole : Number.NaN;
 }

@@ -216,8 +216,9 @@ describe('sluice (spawned)', () => {
   it('serve takes --help like every other command', async () => {
     const help = await sluice(['serve', '--help']);
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/^usage: sluice serve \[--host 127\.0\.0\.1\] \[--port 8080\] \[--data-dir \.\/data\] \[--config FILE\]/);
-    expect(help.stdout).toContain('--data-dir');
+    expect(help.stdout).toMatch(/^usage: sluice serve \[--host 127\.0\.0\.1\] \[--port 8080\] \[--data-dir DIR\] \[--config FILE\]/);
+    // The embedded service's directory, so jobs without a base_url find what serve stored.
+    expect(help.stdout).toContain('--data-dir  where queries, executions and results are kept (default .sluice/service');
   });
 
   it('views upsert/list/get/refresh/delete, and a job whose source is a view refresh exports the view', async () => {

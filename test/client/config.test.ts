@@ -10,6 +10,8 @@ describe('ServiceClient configuration', () => {
     const onlyUrl = catchSync(() => new ServiceClient({ env: { SERVICE_API_KEY: 'k' } }));
     expect(onlyUrl.message).not.toContain('SERVICE_API_KEY');
     expect(onlyUrl.message).toContain('SERVICE_BASE_URL');
+    // Unlike the CLI, the library starts no embedded service: it says so, and how to start one.
+    expect(onlyUrl.message).toContain("the library starts no service (the CLI does): for the local one, startService from 'sluice/service'");
   });
 
   it('reads both from the environment', async () => {

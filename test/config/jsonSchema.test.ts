@@ -8,6 +8,10 @@ describe('jobFileJsonSchema', () => {
     expect(schema.additionalProperties).toBe(false);
     expect(schema.properties.jobs?.description).toMatch(/jobs/);
     const text = JSON.stringify(schema);
+    // The Parquet options a user of other writers looks for, with the encodings a column may ask for.
+    for (const field of ['row_group_size', 'row_group_bytes', 'data_page_size', 'statistics', 'dictionary', 'delta_binary_packed', 'byte_stream_split', 'line_terminator']) {
+      expect(text).toContain(`"${field}"`);
+    }
     for (const field of ['max_credits', 'max_bytes', 'view_refresh', 'max_age_hours', 'partition_by', 'format_options', 'api_key_env', 'schedule']) {
       expect(text).toContain(`"${field}"`);
     }

@@ -1,5 +1,5 @@
 // Cancel during the first milliseconds of EXECUTING: the abort can land before DuckDB has started
-// the statement; the engine must still stop it and free the team's slot (issue 2: cancel really
+// the statement; the engine must still stop it and free the team's slot (cancel really
 // stops the running query). The audit reproduced the race; this guards the fix.
 import { describe, expect, it } from 'vitest';
 import { startTestService } from '../helpers/service.ts';

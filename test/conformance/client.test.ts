@@ -1,4 +1,4 @@
-// Issue 3 items that test/client/** does not already pin down: keep-alive, an AbortSignal on every
+// What test/client/** does not already pin down: keep-alive, an AbortSignal on every
 // call, the 4xx classes that must never be retried, the total-time bound of retries, the timeout of
 // a submission, polling that backs off to a cap, the real service's cancelled spelling in wait(),
 // and lossless bigints inside nested values. Real local service where it can produce the case; a

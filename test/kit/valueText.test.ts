@@ -1,4 +1,4 @@
-import { Field, Float32, makeData, TimeUnit, Timestamp, Time, Decimal, type Data, type DataType } from 'apache-arrow';
+import { DateDay, Field, Float32, makeData, TimeUnit, Timestamp, Time, Decimal, type Data, type DataType } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { decimalText, valueText } from '../../src/kit/index.ts';
 
@@ -18,6 +18,18 @@ describe('valueText', () => {
     expect(cell(ns, data, 1)).toBe('1969-12-31T23:59:59.999999999Z');
     const s = new Timestamp(TimeUnit.SECOND);
     expect(cell(s, makeData({ type: s, length: 1, nullCount: 0, data: new BigInt64Array([86400n]) }))).toBe('1970-01-02T00:00:00');
+  });
+
+  it('writes dates and timestamps outside years 0000-9999 as DuckDB reads them: no `+`, `-` before year 0, the whole int64 range', () => {
+    const day = new DateDay();
+    const days = makeData({ type: day, length: 5, nullCount: 0, data: new Int32Array([2_932_897, -719_163, -735_160, 2_147_483_646, -2_147_483_646]) });
+    expect([0, 1, 2, 3, 4].map((i) => cell(day, days, i))).toEqual(['10000-01-01', '0000-12-31', '-0043-03-15', '5881580-07-10', '-5877641-06-25']);
+    const us = new Timestamp(TimeUnit.MICROSECOND);
+    const micros = makeData({ type: us, length: 3, nullCount: 0, data: new BigInt64Array([253_402_387_199_999_999n, 9_223_372_036_854_775_806n, -9_223_372_022_400_000_000n]) });
+    expect([0, 1, 2].map((i) => cell(us, micros, i))).toEqual(['10000-01-01T23:59:59.999999', '294247-01-10T04:00:54.775806', '-290308-12-22T00:00:00.000000']);
+    const ms = new Timestamp(TimeUnit.MILLISECOND, 'UTC');
+    const millis = makeData({ type: ms, length: 2, nullCount: 0, data: new BigInt64Array([253_402_300_800_000n, -62_167_219_200_001n]) });
+    expect([0, 1].map((i) => cell(ms, millis, i))).toEqual(['10000-01-01T00:00:00.000Z', '-0001-12-31T23:59:59.999Z']);
   });
 
   it('writes time of day with the unit precision', () => {

@@ -1,5 +1,7 @@
 // Arrow pages over HTTP: the same rows as the JSON pages, value by value, with the page metadata
 // in headers; Accept negotiation; JSON wherever there is no result.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { request } from 'undici';
 import { RecordBatchReader, type RecordBatch } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -95,6 +97,71 @@ describe('Arrow pages', () => {
         expect(meta.expires_at).toBe(page.expires_at);
         if (page.next_offset === undefined) break;
       }
+    }
+  });
+
+  it('whose rows are whole pre-encoded chunks are served from the encoding: the bytes of the page built per request, or one batch per chunk', async () => {
+    // Chunks of 500 rows: 2,000 values a page at 4 columns; a page may hold 1,000 rows when the
+    // datapoint cap is lifted, so a page can span two chunks.
+    const own = await startTestService({ limits: { page_rows: 1000, datapoints_per_request: 2000 }, encodeMinBytes: 0 });
+    try {
+      const id = await runSql(own, `SELECT i, 'v' || i AS s, (i / 7)::DECIMAL(12, 3) AS d, TIMESTAMP '2026-01-01' + i * INTERVAL 1 SECOND AS t FROM range(1250) r(i) ORDER BY i`);
+      await own.whenEncoded(id);
+      const everyColumn = { columns: 'i,s,d,t' };
+      const fetch = async (query: Record<string, string | number>): Promise<{ bytes: Uint8Array; batches: RecordBatch[]; headers: Record<string, unknown> }> => {
+        const url = new URL(`${own.url}/v1/execution/${id}/results`);
+        for (const [k, v] of Object.entries(query)) url.searchParams.set(k, String(v));
+        const res = await request(url, { headers: { 'x-service-api-key': own.keys.demo.read, accept: ARROW_STREAM_MEDIA_TYPE } });
+        expect(res.statusCode).toBe(200);
+        const bytes = new Uint8Array(await res.body.arrayBuffer());
+        return { bytes, batches: [...RecordBatchReader.from(bytes)], headers: res.headers };
+      };
+      // Pages of one chunk (the last one short): byte for byte the page built per request
+      // (naming every column takes that path), headers included.
+      for (const offset of [0, 500, 1000]) {
+        const encoded = await fetch({ offset });
+        const built = await fetch({ offset, ...everyColumn });
+        expect(Buffer.from(encoded.bytes).equals(Buffer.from(built.bytes))).toBe(true);
+        const { next_uri: a, ...restEncoded } = parseArrowPageHeaders(encoded.headers as never);
+        const { next_uri: b, ...restBuilt } = parseArrowPageHeaders(built.headers as never);
+        expect(restEncoded).toEqual(restBuilt);
+        expect(a === undefined).toBe(b === undefined);
+      }
+      // A page of two chunks is two batches (a page built per request is one), with the same values.
+      const twoChunks = await fetch({ offset: 0, limit: 1000, ignore_max_datapoints_per_request: 'true' });
+      expect(twoChunks.batches.map((b) => b.numRows)).toEqual([500, 500]);
+      const built = await fetch({ offset: 0, limit: 1000, ignore_max_datapoints_per_request: 'true', ...everyColumn });
+      expect(built.batches).toHaveLength(1);
+      expect(rowsOf(twoChunks.batches)).toEqual(rowsOf(built.batches));
+      expect(parseArrowPageHeaders(twoChunks.headers as never).metadata).toEqual(parseArrowPageHeaders(built.headers as never).metadata);
+      // Not on a chunk: built per request, the same values as the JSON page.
+      const odd = await fetch({ offset: 10, limit: 300 });
+      expect(odd.batches).toHaveLength(1);
+      expect(rowsOf(odd.batches)).toEqual(jsonPageAsRows(parseJsonLossless((await call(own, 'GET', `/v1/execution/${id}/results`, { key: own.keys.demo.read, query: { offset: 10, limit: 300 } })).text)));
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('holding a value its Arrow type cannot hold are 406 naming the column and value; the JSON pages serve it, from their encoding', async () => {
+    const own = await startTestService({ encodeMinBytes: 0 });
+    try {
+      const id = await runSql(own, `SELECT i, CASE WHEN i = 3 THEN DATE '5877642-06-25 (BC)' ELSE DATE '2026-01-01' + i::INTEGER END AS d FROM range(5) r(i) ORDER BY i`);
+      await own.whenEncoded(id);
+      const res = await request(`${own.url}/v1/execution/${id}/results`, { headers: { 'x-service-api-key': own.keys.demo.read, accept: ARROW_STREAM_MEDIA_TYPE } });
+      expect(res.statusCode).toBe(406);
+      const body = (await res.body.json()) as { error: string; supported: string[] };
+      expect(body.error).toContain('column "d" (date), row 3 of the page: the value "-5877641-06-25"');
+      expect(body.supported).toEqual(['application/json']);
+      // Pages without that row are Arrow; the JSON page has the value, served from the encoding.
+      expect((await request(`${own.url}/v1/execution/${id}/results?limit=3`, { headers: { 'x-service-api-key': own.keys.demo.read, accept: ARROW_STREAM_MEDIA_TYPE } })).statusCode).toBe(200);
+      const json = await call(own, 'GET', `/v1/execution/${id}/results`, { key: own.keys.demo.read });
+      expect(json.json.result.rows[3]).toEqual({ i: 3, d: '-5877641-06-25' });
+      const enc = join(own.dataDir, 'engine', 'results', `${id}.enc`);
+      expect(existsSync(join(enc, 'rows.json'))).toBe(true);
+      expect(existsSync(join(enc, 'rows.arrow'))).toBe(false);
+    } finally {
+      await own.close();
     }
   });
 

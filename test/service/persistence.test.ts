@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/service/clock.ts';
 import { RESTART_MESSAGE } from '../../src/service/executions.ts';
-import { startTestService } from '../helpers/service.ts';
+import { startService } from '../../src/service/index.ts';
+import { ServiceClient } from '../../src/client/index.ts';
+import { startTestService, TEST_KEYS, testSettings } from '../helpers/service.ts';
 import { call, executeSql, LONG_SQL, runSql, status, waitRunning } from './api.ts';
 
 const dirs: string[] = [];
@@ -15,6 +17,24 @@ afterAll(async () => {
 });
 
 describe('restart on the same data directory', () => {
+  it('keeps sample.events when started without a row count (no silent rebuild to the default); rebuilds it only for another count', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'sluice-sample-rows-'));
+    dirs.push(dataDir);
+    const rowsAfterStart = async (sampleRows: number | undefined): Promise<unknown> => {
+      const svc = await startService({ dataDir, settings: testSettings(), ...(sampleRows === undefined ? {} : { sampleRows }) });
+      const client = new ServiceClient({ baseUrl: svc.url, apiKey: TEST_KEYS.demo.write, env: {} });
+      try {
+        return Number((await client.run('SELECT count(*) AS n FROM sample.events'))[0]!.n);
+      } finally {
+        await client.close();
+        await svc.close();
+      }
+    };
+    expect(await rowsAfterStart(30)).toBe(30);
+    expect(await rowsAfterStart(undefined)).toBe(30);
+    expect(await rowsAfterStart(40)).toBe(40);
+  });
+
   it('keeps queries, executions and stored results; unfinished executions become FAILED', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'sluice-restart-'));
     dirs.push(dataDir);

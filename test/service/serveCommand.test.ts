@@ -1,9 +1,11 @@
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_EMBEDDED_DATA_DIR } from '../../src/config/jobSchema.ts';
 import { call } from './api.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
@@ -13,8 +15,8 @@ beforeAll(async () => {
 });
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
-function run(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function run(args: string[], env: NodeJS.ProcessEnv = {}, cwd?: string) {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd === undefined ? {} : { cwd }) });
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -45,6 +47,19 @@ describe('sluice serve', () => {
     expect((await call({ url }, 'GET', '/v1/nowhere', { key: 'wrong_key_x' })).status).toBe(401);
     p.child.kill('SIGTERM');
     expect(await p.exited).toBe(0);
+  });
+
+  it('keeps its data where the embedded service of a job does (.sluice/service) when --data-dir is not given', async () => {
+    const cwd = await mkdtemp(join(dir, 'cwd-'));
+    const config = join(cwd, 'service.yaml');
+    await writeFile(config, 'teams:\n  - name: demo\n    keys:\n      - { key: "sk_cli_test_key", scopes: [Admin] }\ndatasets: []\n');
+    const p = run(['serve', '--port', '0', '--config', config], {}, cwd);
+    const url = await p.listening();
+    const r = await call({ url }, 'POST', '/v1/query', { key: 'sk_cli_test_key', body: { name: 'kept', query_sql: 'SELECT 1' } });
+    expect(r.status).toBe(200);
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+    expect(existsSync(join(cwd, DEFAULT_EMBEDDED_DATA_DIR, 'catalog', 'queries', `${r.json.query_id}.json`))).toBe(true);
   });
 
   it('prints a generated key once when there is no config and no SERVICE_API_KEY', async () => {

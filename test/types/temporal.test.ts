@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  dateText,
   parseDateDays,
   parseIntervalDayToSecondMs,
   parseIntervalYearToMonth,
@@ -12,6 +13,32 @@ import {
 const DAY = 86_400_000;
 
 describe('temporal parsing', () => {
+  it('reads dates before year 1 and after 9999 in DuckDB\'s forms, and dateText writes them back canonically', () => {
+    const cases: [string, number, string][] = [
+      ['0001-12-31 (BC)', -719_163, '0000-12-31'],
+      ['0044-03-15 (BC)', -735_160, '-0043-03-15'],
+      ['-43-03-15', -735_160, '-0043-03-15'],
+      ['0000-02-29', -719_469, '0000-02-29'],
+      ['10000-01-01', 2_932_897, '10000-01-01'],
+      ['+010000-01-01', 2_932_897, '10000-01-01'],
+      ['5881580-07-10', 2_147_483_646, '5881580-07-10'],
+      ['5877642-06-25 (BC)', -2_147_483_646, '-5877641-06-25'],
+    ];
+    for (const [text, days, canonical] of cases) {
+      expect(parseDateDays(text), text).toBe(days);
+      expect(dateText(days), text).toBe(canonical);
+      expect(parseDateDays(canonical), canonical).toBe(days);
+    }
+    for (const bad of ['0000-12-31 (BC)', '-0001-12-31 (BC)', '44-03-15', '0002-02-29 (BC)', '12345678-01-01']) expect(parseDateDays(bad), bad).toBeNaN();
+  });
+
+  it('dateText agrees with Date on every day from 1600 to 2400', () => {
+    for (let ms = Date.UTC(1600, 0, 1); ms <= Date.UTC(2400, 11, 31); ms += DAY) {
+      const text = new Date(ms).toISOString().slice(0, 10);
+      if (dateText(ms / DAY) !== text) expect.fail(`${ms / DAY}: ${dateText(ms / DAY)} !== ${text}`);
+    }
+  });
+
   it('agrees with Date.UTC on every day from 1600 to 2400', () => {
     for (let ms = Date.UTC(1600, 0, 1); ms <= Date.UTC(2400, 11, 31); ms += DAY) {
       const text = new Date(ms).toISOString().slice(0, 10);

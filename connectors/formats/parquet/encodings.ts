@@ -4,7 +4,7 @@
 // whose compressed bytes were fewest. Sorted ids and times then get DELTA_BINARY_PACKED (thousands
 // of times smaller than plain), low-cardinality columns a dictionary, and unique hashes plain or
 // DELTA_BYTE_ARRAY, without a rule for each shape of data.
-import { DataType, RecordBatch, type Schema, Table, tableToIPC } from 'apache-arrow';
+import { type Data, DataType, RecordBatch, type Schema, Table, tableToIPC } from 'apache-arrow';
 import type * as Wasm from 'parquet-wasm';
 
 export const ENCODINGS = ['plain', 'delta_binary_packed', 'delta_length_byte_array', 'delta_byte_array', 'byte_stream_split'] as const;
@@ -63,17 +63,18 @@ export function applyChoice(wasm: typeof Wasm, builder: Wasm.WriterPropertiesBui
 }
 
 /**
- * Writes `sample` once per round of candidates (round r gives every column its r-th candidate)
- * with the file's own codec, reads back each column chunk's compressed size, and returns the
- * smallest choice per column. Columns without candidates (booleans, nested) are absent.
+ * Writes `sample` once per round of candidates (round r holds the columns that have an r-th
+ * candidate, each with it) with the file's own codec, reads back each column chunk's compressed
+ * size, and returns the smallest choice per column. Columns without candidates (booleans,
+ * nested) are absent.
  *
  * A sample is smaller than a row group, so it under-rates a dictionary for values that repeat
  * only across a whole group (20,000 addresses in 122,880 rows look nearly unique in 16,384). The
  * dictionary's size at the row group's scale is therefore also estimated from the sample: its
  * distinct count extrapolated (Chao1), each entry costing what a plain value cost in the trial,
  * plus a bit-packed index per row. The dictionary is taken when either its trial or its estimate
- * beats every other encoding, and only while it fits the writer's dictionary page (else the
- * writer falls back to plain in the middle of a group).
+ * beats every other encoding, and only while it fits the writer's dictionary page: one that
+ * would overflow (the writer then falls back to plain in the middle of a group) is not tried.
  */
 export async function chooseEncodings(
   wasm: typeof Wasm,
@@ -83,27 +84,36 @@ export async function chooseEncodings(
   compression: Wasm.Compression,
   rowGroupRows: number,
 ): Promise<Map<string, Choice>> {
-  const tried = columns
-    .map((name) => ({ name, index: schema.fields.findIndex((f) => f.name === name) }))
-    .map((c) => ({ ...c, candidates: CANDIDATES[physicalOf(schema.fields[c.index]!.type)] }))
-    .filter((c) => c.candidates.length > 1);
   const chosen = new Map<string, Choice>();
   const rows = sample.reduce((n, b) => n + b.numRows, 0);
+  const tried = columns
+    .map((name) => ({ name, index: schema.fields.findIndex((f) => f.name === name) }))
+    .map((c) => {
+      const candidates = CANDIDATES[physicalOf(schema.fields[c.index]!.type)];
+      const stats = rows > 0 && candidates.includes('dictionary') ? dictionaryStats(sample, c.index, rows, rowGroupRows) : undefined;
+      return { ...c, stats, candidates: stats?.fits === false ? candidates.filter((x) => x !== 'dictionary') : candidates };
+    })
+    .filter((c) => {
+      if (c.candidates.length === 1) chosen.set(c.name, c.candidates[0]!);
+      return c.candidates.length > 1;
+    });
   if (tried.length === 0 || rows === 0) return chosen;
-  const ipc = tableToIPC(new Table(sample.map((b) => new RecordBatch(schema, b.data))), 'stream');
+  const table = new Table(sample.map((b) => new RecordBatch(schema, b.data)));
   const sizes = new Map<string, Map<Choice, number>>(tried.map((c) => [c.name, new Map()]));
   const rounds = Math.max(...tried.map((c) => c.candidates.length));
   for (let round = 0; round < rounds; round++) {
+    const inRound = tried.filter((c) => round < c.candidates.length);
     let builder = new wasm.WriterPropertiesBuilder().setCompression(compression).setMaxRowGroupSize(Number.MAX_SAFE_INTEGER);
-    for (const c of tried) builder = applyChoice(wasm, builder, c.name, c.candidates[Math.min(round, c.candidates.length - 1)]!);
+    for (const c of inRound) builder = applyChoice(wasm, builder, c.name, c.candidates[round]!);
+    const ipc = tableToIPC(table.select(inRound.map((c) => c.name)), 'stream');
     const written = await columnSizes(wasm, wasm.writeParquet(wasm.Table.fromIPCStream(ipc), builder.build()));
-    for (const c of tried) if (round < c.candidates.length) sizes.get(c.name)!.set(c.candidates[round]!, written.get(c.name) ?? Number.POSITIVE_INFINITY);
+    for (const c of inRound) sizes.get(c.name)!.set(c.candidates[round]!, written.get(c.name) ?? Number.POSITIVE_INFINITY);
   }
   for (const c of tried) {
     const measured = sizes.get(c.name)!;
-    if (measured.has('dictionary')) {
-      const estimate = dictionaryEstimate(sample, c.index, rows, rowGroupRows, measured.get('plain') ?? Number.POSITIVE_INFINITY);
-      if (estimate !== undefined) measured.set('dictionary', Math.min(measured.get('dictionary')!, estimate));
+    if (measured.has('dictionary') && c.stats !== undefined && c.stats.values > 0) {
+      const estimate = dictionaryEstimate(c.stats, rows, rowGroupRows, measured.get('plain') ?? Number.POSITIVE_INFINITY);
+      measured.set('dictionary', Math.min(measured.get('dictionary')!, estimate));
     }
     let best: Choice | undefined;
     for (const choice of c.candidates) if (best === undefined || measured.get(choice)! < measured.get(best)!) best = choice;
@@ -115,26 +125,34 @@ export async function chooseEncodings(
 /** The writer's default dictionary page limit: beyond it a dictionary falls back to plain. */
 const DICTIONARY_PAGE_BYTES = 1_048_576;
 
-/**
- * A dictionary's compressed size for a row group of `groupRows`, scaled back to the sample's
- * `rows` so it compares with the trial sizes; undefined when the dictionary would overflow.
- */
-function dictionaryEstimate(sample: readonly RecordBatch[], index: number, rows: number, groupRows: number, plainBytes: number): number | undefined {
+/** What the sample says of a column's dictionary in a row group of `groupRows`. */
+interface DictionaryStats {
+  /** Non-null values in the sample. */
+  values: number;
+  /** Non-null values and distinct values expected in a row group. */
+  groupValues: number;
+  groupDistinct: number;
+  /** Whether that dictionary fits the writer's dictionary page. */
+  fits: boolean;
+}
+
+function dictionaryStats(sample: readonly RecordBatch[], index: number, rows: number, groupRows: number): DictionaryStats {
   const counts = new Map<unknown, number>();
   let rawBytes = 0;
   let values = 0;
   for (const batch of sample) {
-    const vector = batch.getChildAt(index)!;
-    for (let i = 0; i < vector.length; i++) {
-      const value = vector.get(i);
-      if (value === null || value === undefined) continue;
-      const key = typeof value === 'object' ? String(value) : value;
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-      rawBytes += typeof key === 'string' ? key.length : 8;
-      values++;
+    for (const data of batch.getChildAt(index)!.data) {
+      const read = valueKey(data);
+      for (let i = 0; i < data.length; i++) {
+        if (!data.getValid(i)) continue;
+        const [key, bytes] = read(i);
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+        rawBytes += bytes;
+        values++;
+      }
     }
   }
-  if (values === 0) return undefined;
+  if (values === 0) return { values, groupValues: 0, groupDistinct: 0, fits: true };
   let once = 0;
   let twice = 0;
   for (const n of counts.values()) {
@@ -144,11 +162,51 @@ function dictionaryEstimate(sample: readonly RecordBatch[], index: number, rows:
   const distinct = counts.size + (once * (once - 1)) / (2 * (twice + 1));
   const groupValues = (groupRows * values) / rows;
   const groupDistinct = distinct * -Math.expm1(-groupValues / distinct);
-  if (groupDistinct * (rawBytes / values) > DICTIONARY_PAGE_BYTES) return undefined;
-  const entryBytes = plainBytes / values;
-  const indexBytes = Math.ceil(Math.log2(Math.max(2, groupDistinct))) / 8;
-  const groupBytes = groupDistinct * entryBytes + groupValues * indexBytes;
+  return { values, groupValues, groupDistinct, fits: groupDistinct * (rawBytes / values) <= DICTIONARY_PAGE_BYTES };
+}
+
+/**
+ * A dictionary's compressed size for a row group of `groupRows`, scaled back to the sample's
+ * `rows` so it compares with the trial sizes.
+ */
+function dictionaryEstimate(stats: DictionaryStats, rows: number, groupRows: number, plainBytes: number): number {
+  const entryBytes = plainBytes / stats.values;
+  const indexBytes = Math.ceil(Math.log2(Math.max(2, stats.groupDistinct))) / 8;
+  const groupBytes = stats.groupDistinct * entryBytes + stats.groupValues * indexBytes;
   return (groupBytes * rows) / groupRows;
+}
+
+/**
+ * A map key for each value of a column and its size in bytes, read from the buffers: `Vector.get`
+ * would turn int64 timestamps into numbers (and throw beyond 2^53) and decimals into objects.
+ */
+function valueKey(data: Data): (i: number) => [key: unknown, bytes: number] {
+  if (DataType.isUtf8(data.type) || DataType.isLargeUtf8(data.type) || DataType.isBinary(data.type) || DataType.isLargeBinary(data.type)) {
+    const offsets = data.valueOffsets as ArrayLike<number | bigint>;
+    const bytes = data.values as Uint8Array;
+    // A 53-bit hash of the bytes stands for the value: no string per value, and a collision only
+    // nudges an estimate.
+    return (i) => {
+      const start = Number(offsets[i]);
+      const end = Number(offsets[i + 1]);
+      let a = 0x811c9dc5;
+      let b = 0x01000193 ^ (end - start);
+      for (let k = start; k < end; k++) {
+        a = Math.imul(a ^ bytes[k]!, 0x01000193);
+        b = Math.imul(b ^ bytes[k]!, 0x5bd1e995);
+      }
+      return [(a >>> 0) * 0x20_0000 + ((b >>> 0) & 0x1f_ffff), end - start];
+    };
+  }
+  const values = data.values as ArrayLike<number | bigint> & { BYTES_PER_ELEMENT: number };
+  const stride = data.length === 0 ? 1 : Math.max(1, Math.round(values.length / data.length));
+  const width = stride * values.BYTES_PER_ELEMENT;
+  if (stride === 1) return (i) => [values[i], width];
+  return (i) => {
+    let key = '';
+    for (let k = i * stride; k < (i + 1) * stride; k++) key += `${values[k]},`;
+    return [key, width];
+  };
 }
 
 /** Compressed bytes per top-level column of a Parquet file, from its footer. */

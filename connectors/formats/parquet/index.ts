@@ -202,7 +202,7 @@ async function writerProperties(wasm: typeof Wasm, schema: Schema, config: Parqu
     const open = simple.filter((name) => config.columns[name]?.dictionary === undefined && config.columns[name]?.encoding === undefined);
     // Each file decides from its own first rows, so a file's bytes depend on its rows only (a
     // resumed export writes the same files as an uninterrupted one).
-    for (const [name, choice] of await chooseEncodings(wasm, schema, head, open, wasm.Compression[CODECS[config.compression]], config.row_group_size)) {
+    for (const [name, choice] of await chooseEncodings(wasm, schema, leading(head, SAMPLE_ROWS), open, wasm.Compression[CODECS[config.compression]], config.row_group_size)) {
       builder = applyChoice(wasm, builder, name, choice);
     }
   } else {
@@ -217,7 +217,17 @@ async function writerProperties(wasm: typeof Wasm, schema: Schema, config: Parqu
   return builder.build();
 }
 
-
+/** The first `rows` rows of `batches`: a source's batches can be far longer than the sample (65,536 rows and more). */
+function leading(batches: readonly RecordBatch[], rows: number): RecordBatch[] {
+  const out: RecordBatch[] = [];
+  let left = rows;
+  for (const batch of batches) {
+    if (left <= 0) break;
+    out.push(batch.numRows <= left ? batch : batch.slice(0, left));
+    left -= batch.numRows;
+  }
+  return out;
+}
 
 /** Moves one JS batch into wasm memory: IPC bytes in, wasm record batches out. */
 function toWasm(wasm: typeof Wasm, schema: Schema, batch: RecordBatch): Wasm.RecordBatch[] {

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { startService } from '../../service/index.ts';
 import { SettingsError } from '../../service/settings.ts';
+import { DEFAULT_EMBEDDED_DATA_DIR } from '../../config/jobSchema.ts';
 
 /** `serve` parses its own arguments; the CLI table wraps it as a passthrough command. */
 interface ServeCommand {
@@ -10,12 +11,13 @@ interface ServeCommand {
   run(argv: string[]): Promise<number>;
 }
 
-const USAGE = `usage: sluice serve [--host 127.0.0.1] [--port 8080] [--data-dir ./data] [--config FILE]
+const USAGE = `usage: sluice serve [--host 127.0.0.1] [--port 8080] [--data-dir DIR] [--config FILE]
 
 Runs the local query service until SIGTERM or SIGINT.
   --host      interface to bind (default 127.0.0.1)
   --port      port (default 8080; 0 picks a free one)
-  --data-dir  where queries, executions and results are kept (default ./data)
+  --data-dir  where queries, executions and results are kept (default ${DEFAULT_EMBEDDED_DATA_DIR},
+              the embedded service's: jobs without a base_url find what serve stored)
   --config    service settings YAML (teams, keys, limits, faults); without it: team demo with
               one Admin key from SERVICE_API_KEY, or a generated key printed once`;
 
@@ -24,7 +26,7 @@ export const serveCommand: ServeCommand = {
   summary: 'run the local query service',
   usage: USAGE,
   async run(argv) {
-    // Every command takes --help (issue 6); serve parses its own arguments, so it answers here.
+    // Every command takes --help; serve parses its own arguments, so it answers here.
     if (argv.includes('--help') || argv.includes('-h')) {
       process.stdout.write(`${USAGE}\n`);
       return 0;
@@ -37,7 +39,7 @@ export const serveCommand: ServeCommand = {
         options: {
           host: { type: 'string', default: '127.0.0.1' },
           port: { type: 'string', default: '8080' },
-          'data-dir': { type: 'string', default: './data' },
+          'data-dir': { type: 'string', default: DEFAULT_EMBEDDED_DATA_DIR },
           config: { type: 'string' },
         },
       }));

@@ -85,7 +85,7 @@ export function tableReadDenial(written: string[], ctx: AccessContext): string |
 const RESERVED_PREFIXES = [
   { prefix: 'result_', what: 'materialized views, written by their refreshes (POST /v1/materialized-views)' },
   { prefix: 'dataset_', what: 'uploaded datasets, written by uploads (POST /v1/uploads/csv)' },
-  // The service's work tables (views/tableHost.ts STAGING_PREFIXES): dropped at start as crash leftovers.
+  // The service's work tables (serviceTables.ts STAGING_PREFIXES): dropped at start as crash leftovers.
   { prefix: '__staging_', what: 'the service\'s staging tables of view refreshes' },
   { prefix: '__upload_', what: 'the service\'s staging tables of uploads' },
 ];

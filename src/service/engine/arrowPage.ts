@@ -15,6 +15,7 @@ import { parseJsonLossless } from '../../types/json.ts';
 import { parseType } from '../../types/parse.ts';
 import { jsonExpr, textExpr } from './encode.ts';
 import type { PagePlan, StoredColumns } from './pageQuery.ts';
+import { EngineError } from './types.ts';
 
 /** Protocol types whose DuckDB value is the decoded JS value as is. */
 const AS_READ = new Set(['boolean', 'tinyint', 'smallint', 'integer', 'bigint', 'real', 'double', 'varchar']);
@@ -25,6 +26,20 @@ const AS_READ = new Set(['boolean', 'tinyint', 'smallint', 'integer', 'bigint', 
  */
 function keepLeadingBom(v: string): string {
   return `(CASE WHEN starts_with(${v}, chr(65279)) THEN chr(65279) || ${v} ELSE ${v} END)`;
+}
+
+/**
+ * A value the connector's Arrow mapping of its type cannot hold (a date with a seven-digit year,
+ * say): the page cannot be Arrow; its JSON page still carries the value.
+ */
+function unrepresentable(column: string, type: string, row: number, value: unknown, err: unknown): EngineError {
+  const reason = err instanceof Error ? err.message : String(err);
+  const shown = typeof value === 'string' ? value : String(value);
+  return new EngineError(
+    'unrepresentable',
+    `column "${column}" (${type}), row ${row} of the page: the value ${JSON.stringify(shown.length > 80 ? `${shown.slice(0, 80)}...` : shown)} ${reason}, so the page cannot be Arrow; read it as JSON`,
+    { cause: err },
+  );
 }
 
 export interface ArrowPageBody {
@@ -67,9 +82,13 @@ export async function buildArrowPage(conn: DuckDBConnection, stored: StoredColum
       const parse = parsed[k] === true;
       for (let r = 0; r < n; r++) {
         const v = vector.getItem(r);
-        if (v === null) builder.append(null);
-        else if (decode === undefined) builder.append(v);
-        else builder.append(decode(parse ? parseJsonLossless(v as string) : v));
+        try {
+          if (v === null) builder.append(null);
+          else if (decode === undefined) builder.append(v);
+          else builder.append(decode(parse ? parseJsonLossless(v as string) : v));
+        } catch (err) {
+          throw unrepresentable(plan.columnNames[k]!, plan.columnTypes[k]!, rowCount - n + r, v, err);
+        }
       }
     }
   }

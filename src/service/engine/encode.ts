@@ -10,6 +10,10 @@
 //   a month has no fixed length, so it is never folded into days; interval year to month: "Y-M".
 // - time(p): "HH:MM:SS.ffffff", and "24:00:00.000000" for the end of the day; timestamps carry exactly p fraction digits; with time zone in
 //   UTC with the suffix " UTC".
+// - dates and timestamps outside years 1-9999: the year as ISO 8601 counts it (astronomical: 1 BC
+//   is 0000, 2 BC is -0001), at least 4 digits, a '-' before a negative one and no '+' ("10000-01-01",
+//   "-0001-12-31 10:00:00.000000"): DuckDB casts that text back to the same value, the client decodes
+//   it. DuckDB's own text ("0002-12-31 (BC)") is read by neither the client nor most readers.
 // - map keys are the text of the key; json is a JSON string holding the JSON text.
 import { DuckDBTypeId, type DuckDBType } from '@duckdb/node-api';
 import { sqlString } from '../sql.ts';
@@ -52,6 +56,19 @@ function intervalDayToSecond(v: string): string {
   return `(CASE WHEN ${months} = 0 THEN '' ELSE ${months}::VARCHAR || ' months ' END || ${dayToSecond})`;
 }
 
+/** `[-]YYYY` of the astronomical year, at least 4 digits (see the header). */
+function isoYear(v: string): string {
+  return `(CASE WHEN year(${v}) < 0 THEN '-' ELSE '' END || printf('%04d', abs(year(${v}))))`;
+}
+
+/**
+ * `strftime(v, '%Y' + rest)` with the year as isoYear writes it: strftime leaves a negative year
+ * unpadded ("-5") and the default cast writes "(BC)". Years from 1 (and infinities) take the plain path.
+ */
+function withIsoYear(v: string, plain: string, rest: string): string {
+  return `(CASE WHEN year(${v}) < 1 THEN ${isoYear(v)} || strftime(${v}, '${rest}') ELSE ${plain} END)`;
+}
+
 /** The text of a value as a CSV field holds it (unquoted), and as result_set_bytes counts it. */
 export function textExpr(v: string, type: DuckDBType, depth = 0): string {
   if (isNested(type)) return jsonExpr(v, type, depth);
@@ -64,13 +81,23 @@ export function textExpr(v: string, type: DuckDBType, depth = 0): string {
     case DuckDBTypeId.TIME:
       // DuckDB's TIME holds 24:00:00 (the end of a day), which date arithmetic would wrap to 00:00.
       return `(CASE WHEN ${v} = TIME '24:00:00' THEN '24:00:00.000000' ELSE strftime(DATE '1970-01-01' + ${v}, '%H:%M:%S.%f') END)`;
+    case DuckDBTypeId.DATE:
+      return withIsoYear(v, `${v}::VARCHAR`, '-%m-%d');
+    case DuckDBTypeId.TIMESTAMP_NS:
+      // Years 1677-2262 only.
+      return `strftime(${v}, '${TS_FORMAT[type.typeId]}')`;
     case DuckDBTypeId.TIMESTAMP_S:
     case DuckDBTypeId.TIMESTAMP_MS:
-    case DuckDBTypeId.TIMESTAMP:
-    case DuckDBTypeId.TIMESTAMP_NS:
-      return `strftime(${v}, '${TS_FORMAT[type.typeId]}')`;
-    case DuckDBTypeId.TIMESTAMP_TZ:
-      return `(strftime(timezone('UTC', ${v}), '%Y-%m-%d %H:%M:%S.%f') || ' UTC')`;
+    case DuckDBTypeId.TIMESTAMP: {
+      const format = TS_FORMAT[type.typeId]!;
+      // strftime binds a TIMESTAMP_S / _MS to its TIMESTAMP_NS form, which fails outside 1677-2262.
+      const us = type.typeId === DuckDBTypeId.TIMESTAMP ? v : `${v}::TIMESTAMP`;
+      return withIsoYear(us, `strftime(${us}, '${format}')`, format.slice(2));
+    }
+    case DuckDBTypeId.TIMESTAMP_TZ: {
+      const utc = `timezone('UTC', ${v})`;
+      return `(${withIsoYear(utc, `strftime(${utc}, '%Y-%m-%d %H:%M:%S.%f')`, '-%m-%d %H:%M:%S.%f')} || ' UTC')`;
+    }
     case DuckDBTypeId.INTERVAL:
       return intervalDayToSecond(v);
     case DuckDBTypeId.UNION: {

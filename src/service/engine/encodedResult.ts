@@ -8,9 +8,16 @@
 //   index      one fixed-width record per row, and one more after the last row: three 12-digit
 //              hex numbers (where the row starts in rows.json, where in rows.csv, and the
 //              result_set_bytes of all rows before it), then '\n'. Row i's record is at i * 37.
+//   rows.arrow the rows as Arrow record batch messages, one batch per chunk of `chunkRows` rows
+//              (the page size clients read by), each as an Arrow page of those rows has it
+//   arrow.schema  the Arrow schema message every page stream starts with
+//   arrow.index   `chunkRows` as a 12-digit hex record, then one record per chunk and one after
+//              the last: where the chunk starts in rows.arrow
 //   info.json  the result's ResultInfo; written last
 // So page [o, o + n) is rows.json[json(o), json(o + n) - 1) (the trailing ',' cut), and its
-// result_set_bytes is the header line plus bytes(o + n) - bytes(o).
+// result_set_bytes is the header line plus bytes(o + n) - bytes(o). An Arrow page whose rows are
+// whole chunks is the schema message, the chunks' batches and the end-of-stream marker: a valid IPC
+// stream of the same values as one built per request; other Arrow pages are built per request.
 //
 // The rows are rendered by the same SQL as the dynamic page query (pageQuery.ts jsonRowSql /
 // csvRowSql), so a page read from the files is byte for byte the page the query would build.
@@ -32,7 +39,19 @@ export const ENCODING_SUFFIX = '.enc.tmp';
 
 export type EncodedFormat = 'json' | 'csv';
 
-const FILES = { json: 'rows.json', csv: 'rows.csv', index: 'index', info: 'info.json' } as const;
+const FILES = {
+  json: 'rows.json',
+  csv: 'rows.csv',
+  index: 'index',
+  info: 'info.json',
+  arrow: 'rows.arrow',
+  arrowSchema: 'arrow.schema',
+  arrowIndex: 'arrow.index',
+} as const;
+
+/** The IPC stream's end-of-stream marker: a continuation token and a zero length. */
+const ARROW_EOS = Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0);
+const ARROW_RECORD_BYTES = HEX + 1;
 
 /** A byte range of an open file; the reader closes the handle. */
 export interface FileSlice {
@@ -97,6 +116,68 @@ export async function writeEncodings(conn: DuckDBConnection, stored: StoredColum
   await syncFiles(dir, [FILES.json, FILES.csv, FILES.index]);
   await writeFile(join(dir, FILES.info), JSON.stringify(info));
   await syncFiles(dir, [FILES.info]);
+}
+
+/**
+ * Writes the Arrow encoding into `dir` (next to writeEncodings' files, before they are published):
+ * `buildChunk(offset, limit)` makes the Arrow IPC stream of those rows (schema, one batch, end),
+ * as an Arrow page of them is built; each stream's batch messages are appended to rows.arrow, its
+ * schema message kept once. `stopped()` is asked between chunks.
+ */
+export async function writeArrowEncoding(
+  dir: string,
+  chunkRows: number,
+  rowCount: number,
+  buildChunk: (offset: number, limit: number) => Promise<Uint8Array>,
+  stopped: () => boolean,
+): Promise<void> {
+  const rows = await open(join(dir, FILES.arrow), 'w');
+  const index: string[] = [record(chunkRows)];
+  let schema: Uint8Array | undefined;
+  let at = 0;
+  try {
+    for (let offset = 0; offset < rowCount; offset += chunkRows) {
+      if (stopped()) throw new Error('Arrow encoding stopped');
+      const stream = await buildChunk(offset, Math.min(chunkRows, rowCount - offset));
+      const { schemaEnd, bodyEnd } = splitIpcStream(stream);
+      schema ??= stream.subarray(0, schemaEnd);
+      index.push(record(at));
+      const body = stream.subarray(schemaEnd, bodyEnd);
+      await rows.write(body);
+      at += body.byteLength;
+    }
+    index.push(record(at));
+    await rows.sync();
+  } finally {
+    await rows.close();
+  }
+  await writeFile(join(dir, FILES.arrowSchema), schema ?? new Uint8Array());
+  await writeFile(join(dir, FILES.arrowIndex), index.join(''));
+  await syncFiles(dir, [FILES.arrowSchema, FILES.arrowIndex]);
+}
+
+/** Removes what writeArrowEncoding wrote into `dir` (it failed; the other encodings stay). */
+export async function removeArrowEncoding(dir: string): Promise<void> {
+  for (const f of [FILES.arrow, FILES.arrowSchema, FILES.arrowIndex]) await rm(join(dir, f), { force: true });
+}
+
+function record(n: number): string {
+  return `${n.toString(16).padStart(HEX, '0')}\n`;
+}
+
+/**
+ * Where a single-schema IPC stream's schema message ends and its end-of-stream marker starts.
+ * Each message is a continuation token (0xFFFFFFFF), a little-endian int32 metadata length and the
+ * metadata; a schema message has no body. Anything else is refused (the chunk is not stored).
+ */
+function splitIpcStream(stream: Uint8Array): { schemaEnd: number; bodyEnd: number } {
+  const view = new DataView(stream.buffer, stream.byteOffset, stream.byteLength);
+  if (stream.byteLength < 16 || view.getUint32(0, true) !== 0xffffffff) throw new Error('Arrow chunk: not an IPC stream with continuation tokens');
+  const schemaEnd = 8 + view.getInt32(4, true);
+  const bodyEnd = stream.byteLength - ARROW_EOS.byteLength;
+  const eos = stream.subarray(bodyEnd);
+  if (schemaEnd > bodyEnd || !eos.every((b, i) => b === ARROW_EOS[i])) throw new Error('Arrow chunk: no end-of-stream marker after the batches');
+  return { schemaEnd, bodyEnd };
 }
 
 /** Durable before the directory is renamed into place (a power loss must not leave a torn .enc). */
@@ -192,4 +273,66 @@ export async function encodedPage(dir: string, info: ResultInfo, offset: number,
 /** Where a result's encodings live, and where they are written before being renamed there. */
 export function encodedDir(resultsDir: string, id: string): { dir: string; tmp: string } {
   return { dir: join(resultsDir, `${id}${ENCODED_SUFFIX}`), tmp: join(resultsDir, `${id}${ENCODING_SUFFIX}`) };
+}
+
+/** An Arrow page of an encoded result: the IPC stream as parts to write one after the other. */
+export interface EncodedArrowPage {
+  rowCount: number;
+  /** result_set_bytes of the page, as for the JSON page of the same rows. */
+  bytes: number;
+  totalRowCount: number;
+  columnNames: string[];
+  columnTypes: string[];
+  /** Schema message, the chunks' batch messages (a byte range of rows.arrow), end-of-stream. */
+  parts: [Uint8Array, FileSlice, Uint8Array];
+}
+
+/**
+ * Page [offset, offset + limit) as Arrow from the encoding, when its rows are whole chunks (it
+ * starts on a chunk and ends on one, or at the end of the result); undefined otherwise, or when
+ * the result has no Arrow encoding (empty, column-less, or written before Arrow was encoded).
+ */
+export async function encodedArrowPage(dir: string, info: ResultInfo, offset: number, limit: number): Promise<EncodedArrowPage | undefined> {
+  const from = Math.min(Math.max(0, Math.trunc(offset)), info.rowCount);
+  const to = Math.min(info.rowCount, from + Math.max(0, Math.trunc(limit)));
+  if (to === from) return undefined;
+  let h: FileHandle;
+  try {
+    h = await open(join(dir, FILES.arrowIndex), 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  let start: number;
+  let end: number;
+  try {
+    const head = Buffer.allocUnsafe(ARROW_RECORD_BYTES);
+    await readFully(h, head, 0, ARROW_RECORD_BYTES, 0);
+    const chunkRows = parseHex(head, 0);
+    if (from % chunkRows !== 0 || (to % chunkRows !== 0 && to !== info.rowCount)) return undefined;
+    const at = async (chunk: number): Promise<number> => {
+      const buf = Buffer.allocUnsafe(ARROW_RECORD_BYTES);
+      await readFully(h, buf, 0, ARROW_RECORD_BYTES, (1 + chunk) * ARROW_RECORD_BYTES);
+      return parseHex(buf, 0);
+    };
+    start = await at(from / chunkRows);
+    end = await at(Math.ceil(to / chunkRows));
+  } finally {
+    await h.close();
+  }
+  const [a, b] = await records(dir, from, to);
+  const schema = await readFile(join(dir, FILES.arrowSchema));
+  const handle = await open(join(dir, FILES.arrow), 'r');
+  return {
+    rowCount: to - from,
+    bytes: headerBytes(info.columnNames) + b.bytes - a.bytes,
+    totalRowCount: info.rowCount,
+    columnNames: info.columnNames,
+    columnTypes: info.columnTypes,
+    parts: [schema, { handle, start, end }, ARROW_EOS],
+  };
+}
+
+function parseHex(buf: Buffer, at: number): number {
+  return Number.parseInt(buf.toString('latin1', at, at + HEX), 16);
 }

@@ -22,9 +22,7 @@
 // the page query, so a completed result is servable at once. An encoding is interrupted and
 // removed when its result is dropped or the engine closes.
 //
-// Stored results are attached for paging under an LRU of at most MAX_ATTACHED; an attached result
-// is counted while a page uses it and is only detached when unused, and re-attaching a result
-// waits for its detach to finish (the alias is the same).
+// Stored results are attached for paging under an LRU of at most MAX_ATTACHED (attachedResults.ts).
 //
 // Threads: DuckDB's `threads` setting is per instance ("cannot be set locally"), so
 // ExecuteOptions.threads cannot give one execution more threads than another; the instance
@@ -34,7 +32,21 @@
 // queries running at once, so a lone large query gets all of them anyway.
 import { existsSync } from 'node:fs';
 import { readdir, rename, rm } from 'node:fs/promises';
-import { encodedDir, encodedPage, ENCODED_SUFFIX, ENCODING_SUFFIX, publishEncodings, readEncodedInfo, writeEncodings, type EncodedFormat, type EncodedPage } from './encodedResult.ts';
+import {
+  encodedArrowPage,
+  encodedDir,
+  encodedPage,
+  ENCODED_SUFFIX,
+  ENCODING_SUFFIX,
+  publishEncodings,
+  readEncodedInfo,
+  removeArrowEncoding,
+  writeArrowEncoding,
+  writeEncodings,
+  type EncodedArrowPage,
+  type EncodedFormat,
+  type EncodedPage,
+} from './encodedResult.ts';
 import { join } from 'node:path';
 import { StatementType, type DuckDBConnection, type DuckDBInstance, type DuckDBPreparedStatement, type DuckDBType } from '@duckdb/node-api';
 import {
@@ -46,8 +58,11 @@ import {
   type Page,
   type PageRequest,
   type ResultInfo,
+  type ServiceTables,
   type SqlEngine,
 } from './types.ts';
+import { DuckDbServiceTables, SCRATCH_PREFIX } from './serviceTables.ts';
+import { AttachedResults, type Lease } from './attachedResults.ts';
 import { splitStatements, type SqlStatement } from './splitStatements.ts';
 import { toEngineError, type SqlOrigin } from './duckdbError.ts';
 import { sqlIdent, sqlString } from '../sql.ts';
@@ -63,13 +78,13 @@ const RESULT_ID = /^[A-Za-z0-9_-]{1,100}$/;
 const TEAM_NAME = /^[A-Za-z0-9_-]{1,100}$/;
 /** Stored results kept attached for paging; the least recently used idle ones are detached. */
 const MAX_ATTACHED = 32;
-/** Names of scratch files in the results directory (a result id cannot contain '~'). */
-const SCRATCH_PREFIX = 'scratch~';
 /**
  * Results smaller than this (result_set_bytes) are not pre-encoded: their page query costs a few
  * milliseconds, less than writing, syncing and opening the files would.
  */
 export const DEFAULT_ENCODE_MIN_BYTES = 64 * 1024;
+/** The protocol's default page size (32,000 rows, at most 250,000 values). */
+const defaultArrowChunkRows = (columnCount: number): number => Math.min(32_000, Math.max(1, Math.floor(250_000 / Math.max(1, columnCount))));
 /** How often a stopped execution's connection is interrupted again (see the header). */
 const INTERRUPT_REPEAT_MS = 5;
 /** How long close() waits for running statements to stop before closing the instance anyway. */
@@ -87,17 +102,6 @@ interface EncodingJob {
   started: boolean;
   cancelled: boolean;
   conn?: DuckDBConnection;
-}
-
-/** An attached (or attaching) stored result: `refs` counts the pages using it right now. */
-interface OpenEntry {
-  id: string;
-  ready: Promise<OpenResult>;
-  opened?: OpenResult;
-  refs: number;
-  lastUsed: number;
-  /** Called when refs drops to 0 (dropResult waits for it). */
-  onIdle?: () => void;
 }
 
 function checkResultId(id: string): void {
@@ -132,9 +136,7 @@ function sqlTypeOf(type: DuckDBType): string {
 export class DuckDbEngine implements SqlEngine {
   readonly #instance: DuckDBInstance;
   readonly #resultsDir: string;
-  readonly #open = new Map<string, OpenEntry>();
-  /** Results being detached (or dropped), by id: attaching one again waits for this. */
-  readonly #detaching = new Map<string, Promise<void>>();
+  readonly #attached: AttachedResults<OpenResult>;
   /** Connections of user SQL (interrupted by close) and of trusted callers (waited for). */
   readonly #running = new Set<DuckDBConnection>();
   readonly #trusted = new Set<DuckDBConnection>();
@@ -156,8 +158,38 @@ export class DuckDbEngine implements SqlEngine {
   /** `systemViews`: DuckDB's built-in catalog views, which user SQL may not read. */
   readonly #encodeMinBytes: number;
 
-  constructor(instance: DuckDBInstance, dataDir: string, systemViews: ReadonlySet<string> = new Set(), encodeMinBytes = DEFAULT_ENCODE_MIN_BYTES) {
+  readonly tables: ServiceTables;
+
+  /** Rows per pre-encoded Arrow chunk for a result of that many columns (the default page size). */
+  readonly #arrowChunkRows: (columnCount: number) => number;
+
+  constructor(
+    instance: DuckDBInstance,
+    dataDir: string,
+    systemViews: ReadonlySet<string> = new Set(),
+    encodeMinBytes = DEFAULT_ENCODE_MIN_BYTES,
+    arrowChunkRows: (columnCount: number) => number = defaultArrowChunkRows,
+  ) {
     this.#instance = instance;
+    this.#arrowChunkRows = arrowChunkRows;
+    this.#attached = new AttachedResults<OpenResult>({
+      max: MAX_ATTACHED,
+      attach: (id) => this.#attach(id),
+      detach: (open) =>
+        this.#withTrusted(async (conn) => {
+          await conn.run(`DETACH DATABASE IF EXISTS ${open.alias}`);
+        }),
+      closed: () => this.#closed,
+      onDetachError: (id, err) => console.error(`sluice engine: detaching result ${id}:`, err),
+    });
+    this.tables = new DuckDbServiceTables({
+      withConnection: (fn) => this.#withTrusted(fn),
+      resultPath: (id) => {
+        checkResultId(id);
+        return this.#path(id);
+      },
+      scratchPath: (name) => this.#scratchPath(name),
+    });
     this.#encodeMinBytes = encodeMinBytes;
     this.#resultsDir = join(dataDir, 'results');
     this.#systemViews = systemViews;
@@ -423,46 +455,18 @@ export class DuckDbEngine implements SqlEngine {
   }
 
   /** The attached result, counted as in use until #release. */
-  async #acquire(id: string): Promise<{ entry: OpenEntry; open: OpenResult }> {
+  async #acquire(id: string): Promise<{ entry: Lease<OpenResult>; open: OpenResult }> {
     this.#checkOpen();
     checkResultId(id);
-    let entry = this.#open.get(id);
-    if (entry === undefined) {
-      const created: OpenEntry = { id, ready: this.#attach(id), refs: 0, lastUsed: performance.now() };
-      entry = created;
-      this.#open.set(id, created);
-      created.ready.then(
-        (open) => {
-          created.opened = open;
-        },
-        () => {
-          if (this.#open.get(id) === created) this.#open.delete(id);
-        },
-      );
-    }
-    entry.refs += 1;
-    entry.lastUsed = performance.now();
-    try {
-      return { entry, open: await entry.ready };
-    } catch (err) {
-      this.#release(entry);
-      throw err;
-    } finally {
-      this.#evictIdle();
-    }
+    const { lease, open } = await this.#attached.acquire(id);
+    return { entry: lease, open };
   }
 
-  #release(entry: OpenEntry): void {
-    entry.refs -= 1;
-    if (entry.refs === 0) {
-      entry.onIdle?.();
-      this.#evictIdle();
-    }
+  #release(entry: Lease<OpenResult>): void {
+    this.#attached.release(entry);
   }
 
   async #attach(id: string): Promise<OpenResult> {
-    // The same alias may still be detaching (evicted or dropped a moment ago).
-    await this.#detaching.get(id);
     const path = this.#path(id);
     if (!existsSync(path)) throw new EngineError('not_found', `no stored result ${id}`);
     const alias = sqlIdent(`r_${id}`);
@@ -483,36 +487,6 @@ export class DuckDbEngine implements SqlEngine {
       };
       return { alias, info, columns };
     });
-  }
-
-  /**
-   * Detaches the least recently used results nobody is reading, down to MAX_ATTACHED. Chosen and
-   * taken out of #open in one synchronous step, so no page can acquire one that is going away.
-   */
-  #evictIdle(): void {
-    if (this.#closed || this.#open.size <= MAX_ATTACHED) return;
-    const idle = [...this.#open.values()].filter((e) => e.refs === 0 && e.opened !== undefined).sort((a, b) => a.lastUsed - b.lastUsed);
-    for (const entry of idle.slice(0, this.#open.size - MAX_ATTACHED)) {
-      this.#open.delete(entry.id);
-      this.#trackDetach(entry.id, this.#detachEntry(entry));
-    }
-  }
-
-  async #detachEntry(entry: OpenEntry): Promise<void> {
-    const open = await entry.ready.catch(() => undefined);
-    if (open === undefined || this.#closed) return;
-    await this.#withTrusted((conn) => conn.run(`DETACH DATABASE IF EXISTS ${open.alias}`));
-  }
-
-  #trackDetach(id: string, work: Promise<void>): Promise<void> {
-    const prev = this.#detaching.get(id);
-    const done: Promise<void> = (prev === undefined ? work : prev.then(() => work))
-      .catch((err: unknown) => console.error(`sluice engine: detaching result ${id}:`, err))
-      .finally(() => {
-        if (this.#detaching.get(id) === done) this.#detaching.delete(id);
-      });
-    this.#detaching.set(id, done);
-    return done;
   }
 
   /** Counted while connecting: close() must not close the instance under a connect in progress. */
@@ -589,7 +563,7 @@ export class DuckDbEngine implements SqlEngine {
         return { arrow: body.bytes, rowCount: body.rowCount, bytes, totalRowCount: total ?? 0, columnNames: plan.columnNames, columnTypes: plan.columnTypes };
       } catch (err) {
         const mapped = toEngineError(err);
-        if ((req.filters || req.sortBy) && mapped.kind !== 'capacity') {
+        if ((req.filters || req.sortBy) && mapped.kind !== 'capacity' && mapped.kind !== 'unrepresentable') {
           throw new EngineError('bad_request', `filters: ${mapped.message}`, { cause: err });
         }
         throw mapped;
@@ -613,6 +587,23 @@ export class DuckDbEngine implements SqlEngine {
    * byte range of a file: the caller streams and closes it.
    */
   async encodedPage(resultId: string, offset: number, limit: number, format: EncodedFormat): Promise<EncodedPage | undefined> {
+    const found = await this.#encoded(resultId);
+    if (found === undefined) return undefined;
+    return this.#readEncoded(resultId, () => encodedPage(found.dir, found.info, offset, limit, format));
+  }
+
+  /**
+   * An Arrow page of all columns, unfiltered, from the pre-encoded chunks: undefined while the
+   * result is not encoded, or when the page is not made of whole chunks (build it per request then).
+   */
+  async encodedArrowPage(resultId: string, offset: number, limit: number): Promise<EncodedArrowPage | undefined> {
+    const found = await this.#encoded(resultId);
+    if (found === undefined) return undefined;
+    return this.#readEncoded(resultId, () => encodedArrowPage(found.dir, found.info, offset, limit));
+  }
+
+  /** The result's encoding directory and info once it is encoded; schedules the encoding of a result stored before a restart. */
+  async #encoded(resultId: string): Promise<{ dir: string; info: ResultInfo } | undefined> {
     this.#checkOpen();
     checkResultId(resultId);
     const { dir } = encodedDir(this.#resultsDir, resultId);
@@ -626,9 +617,12 @@ export class DuckDbEngine implements SqlEngine {
         else this.#encodeFailed.add(resultId);
       }
     }
-    if (info === undefined) return undefined;
+    return info === undefined ? undefined : { dir, info };
+  }
+
+  async #readEncoded<T>(resultId: string, read: () => Promise<T>): Promise<T> {
     try {
-      return await encodedPage(dir, info, offset, limit, format);
+      return await read();
     } catch (err) {
       // Dropped between the look-up and the read: the result is gone.
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new EngineError('not_found', `no stored result ${resultId}`);
@@ -672,6 +666,24 @@ export class DuckDbEngine implements SqlEngine {
       if (job.cancelled || this.#closed) return;
       await rm(tmp, { recursive: true, force: true });
       await writeEncodings(conn, open.columns, open.info, tmp);
+      if (open.info.columnNames.length > 0 && open.info.rowCount > 0) {
+        const c = conn;
+        try {
+          await writeArrowEncoding(
+            tmp,
+            this.#arrowChunkRows(open.info.columnNames.length),
+            open.info.rowCount,
+            async (offset, limit) => (await buildArrowPage(c, open.columns, planPage(open.columns, { offset, limit }, 'json'))).bytes,
+            () => job.cancelled || this.#closed,
+          );
+        } catch (err) {
+          if (job.cancelled || this.#closed) throw err;
+          // The JSON and CSV encodings stand on their own: Arrow pages are built per request (a
+          // value Arrow cannot hold then fails only the pages that hold it).
+          await removeArrowEncoding(tmp);
+          if (!(err instanceof EngineError && err.kind === 'unrepresentable')) console.error(`sluice engine: Arrow encoding of result ${id} failed (its Arrow pages are built per request):`, err);
+        }
+      }
       if (job.cancelled || this.#closed) throw new EngineError('canceled', 'encoding stopped');
       await publishEncodings(tmp, dir);
     } catch (err) {
@@ -712,26 +724,20 @@ export class DuckDbEngine implements SqlEngine {
       }
     }
     this.#encodeFailed.delete(resultId);
-    const entry = this.#open.get(resultId);
-    if (entry !== undefined) this.#open.delete(resultId);
-    // Registered at once: an attach of this id from now on waits, then finds the file gone.
-    await this.#trackDetach(resultId, this.#dropEntry(resultId, entry));
+    // Taken out at once: an attach of this id from now on waits, then finds the file gone.
+    await this.#attached.drop(resultId, async () => {
+      await rm(this.#path(resultId), { force: true });
+      await rm(`${this.#path(resultId)}.wal`, { force: true });
+      const { dir, tmp } = encodedDir(this.#resultsDir, resultId);
+      await rm(dir, { recursive: true, force: true });
+      await rm(tmp, { recursive: true, force: true });
+    });
   }
 
-  async #dropEntry(resultId: string, entry: OpenEntry | undefined): Promise<void> {
-    if (entry !== undefined) {
-      // Pages being served finish before the file goes away.
-      if (entry.refs > 0) await new Promise<void>((ok) => (entry.onIdle = ok));
-      await this.#detachEntry(entry);
-    }
-    await rm(this.#path(resultId), { force: true });
-    await rm(`${this.#path(resultId)}.wal`, { force: true });
-    const { dir, tmp } = encodedDir(this.#resultsDir, resultId);
-    await rm(dir, { recursive: true, force: true });
-    await rm(tmp, { recursive: true, force: true });
-  }
-
-  /** Runs trusted code (views, uploads) on a connection of the instance; never user SQL. */
+  /**
+   * Runs trusted code on a connection of the instance; never user SQL. Not part of SqlEngine: the
+   * service asks for tables through `tables`.
+   */
   withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
     return this.#withTrusted(fn);
   }
@@ -741,14 +747,9 @@ export class DuckDbEngine implements SqlEngine {
    * Scratch files are named `SCRATCH_PREFIX<name>`, so those a crash left behind are removed at
    * start (removeIncomplete).
    */
-  scratchPath(name: string): string {
+  #scratchPath(name: string): string {
     if (!/^[A-Za-z0-9_.-]{1,200}$/.test(name) || name.startsWith('.')) throw new EngineError('bad_request', `invalid scratch file name "${name}"`);
     return join(this.#resultsDir, `${SCRATCH_PREFIX}${name}`);
-  }
-
-  resultPath(resultId: string): string {
-    checkResultId(resultId);
-    return this.#path(resultId);
   }
 
   async close(): Promise<void> {
@@ -761,7 +762,7 @@ export class DuckDbEngine implements SqlEngine {
       for (const conn of this.#running) conn.interrupt();
       await new Promise((r) => setTimeout(r, INTERRUPT_REPEAT_MS));
     }
-    await Promise.allSettled([...this.#detaching.values()]);
+    await this.#attached.settled();
     this.#instance.closeSync();
   }
 

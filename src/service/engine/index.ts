@@ -39,7 +39,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
       );
       const existing = new Set(types.getRowsJson().map((r) => String(r[0])));
       for (const stmt of customTypeStatements(existing)) await conn.run(stmt);
-      if (opts.datasets?.includes('sample')) await loadSampleDataset(conn, opts.sampleRows ?? DEFAULT_SAMPLE_ROWS);
+      if (opts.datasets?.includes('sample')) await loadSampleDataset(conn, opts.sampleRows, DEFAULT_SAMPLE_ROWS);
       const views = await conn.runAndReadAll(
         "SELECT lower(view_name) FROM duckdb_views() WHERE internal AND database_name = 'system' AND schema_name IN ('main', 'pg_catalog')",
       );
@@ -52,5 +52,5 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
     instance.closeSync();
     throw err;
   }
-  return new DuckDbEngine(instance, opts.dataDir, systemViews, opts.encodeMinBytes);
+  return new DuckDbEngine(instance, opts.dataDir, systemViews, opts.encodeMinBytes, opts.arrowChunkRows);
 }

@@ -58,17 +58,22 @@ ${sampleEventsSelect(rows)}
 ORDER BY i`;
 }
 
-export async function loadSampleDataset(conn: DuckDBConnection, rows: number): Promise<void> {
+/**
+ * Creates the sample tables that are missing, sample.events with `rows` rows (the default when
+ * unset). An existing sample.events is kept whatever its size unless `rows` asks for another
+ * count: starting without a count never replaces a table made with one.
+ */
+export async function loadSampleDataset(conn: DuckDBConnection, rows: number | undefined, defaultRows: number): Promise<void> {
   await conn.run('CREATE SCHEMA IF NOT EXISTS sample');
   const existing = await conn.runAndReadAll(
     "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'sample'",
   );
   const names = new Set(existing.getRowObjectsJson().map((r) => String(r['table_name'])));
   if (!names.has('all_types')) await conn.run(SAMPLE_ALL_TYPES_SQL);
-  let eventsOk = false;
-  if (names.has('events')) {
+  let eventsOk = names.has('events') && rows === undefined;
+  if (names.has('events') && rows !== undefined) {
     const count = await conn.runAndReadAll('SELECT count(*)::BIGINT AS n FROM sample.events');
     eventsOk = Number(count.getRowObjectsJson()[0]?.['n']) === rows;
   }
-  if (!eventsOk) await conn.run(sampleEventsSql(rows));
+  if (!eventsOk) await conn.run(sampleEventsSql(rows ?? defaultRows));
 }

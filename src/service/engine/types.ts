@@ -91,16 +91,39 @@ export interface CsvPage {
   totalRowCount: number;
 }
 
-export interface SqlEngine {
+/** Columns and row count of a table made from uploaded CSV. */
+export interface IngestedCsv {
+  /** The header's names, each with the DuckDB type its values were given (BIGINT, DOUBLE, ..., VARCHAR). */
+  columns: { name: string; type: string }[];
+  rowCount: number;
+}
+
+/**
+ * The service's own tables, `service.<team>.<name>` (materialized views, uploaded datasets), which
+ * user SQL reads. Each write replaces the table atomically: a query sees the old table or the new
+ * one, never a mix or none; a failed write leaves the old one.
+ */
+export interface ServiceTables {
+  /** Replaces the table by the rows of a stored result, in result order, with these column names. */
+  replaceFromResult(team: string, name: string, resultId: string, columnNames: readonly string[]): Promise<void>;
   /**
-   * Runs `fn` on a connection of the engine's DuckDB instance (catalog `service` attached), closed
-   * afterwards. For the service's own tables (materialized views, uploaded datasets): never user SQL.
+   * Replaces the table by CSV text (header first, RFC 4180, comma) whose header holds
+   * `columnNames`; each column gets the narrowest type all its values fit. A malformed text is
+   * EngineError 'bad_request' naming the line.
    */
-  withConnection<T>(fn: (conn: import('@duckdb/node-api').DuckDBConnection) => Promise<T>): Promise<T>;
-  /** The DuckDB file of a stored result: table `result` with columns c0..cN-1 in result order. */
-  resultPath(resultId: string): string;
-  /** A path in the one directory the locked-down DuckDB may read files from (for CSV uploads). */
-  scratchPath(name: string): string;
+  ingestCsv(team: string, name: string, csv: string, columnNames: readonly string[]): Promise<IngestedCsv>;
+  /** Renames the table, if it exists. */
+  rename(team: string, from: string, to: string): Promise<void>;
+  /** Drops the table, if it exists. */
+  drop(team: string, name: string): Promise<void>;
+  exists(team: string, name: string): Promise<boolean>;
+  /** Drops the work tables a crash left half-written; returns their full names. */
+  dropStagingLeftovers(): Promise<string[]>;
+}
+
+export interface SqlEngine {
+  /** The service's own tables (views, uploads): copies and ingests run by the engine, never user SQL. */
+  readonly tables: ServiceTables;
   /** Runs the SQL and stores its result durably under dataDir. */
   execute(sql: string, opts: ExecuteOptions): Promise<ResultInfo>;
   page(resultId: string, req: PageRequest): Promise<Page>;
@@ -112,6 +135,12 @@ export interface SqlEngine {
    * stream; undefined while the result is not encoded yet (serve it with page/csvPage then).
    */
   encodedPage(resultId: string, offset: number, limit: number, format: 'json' | 'csv'): Promise<import('./encodedResult.ts').EncodedPage | undefined>;
+  /**
+   * An Arrow page of all columns, unfiltered, from the pre-encoded form (schema, the batches of the
+   * chunks the page spans, end of stream); undefined while the result is not encoded or when the
+   * page does not start and end on chunks (serve it with arrowPage then).
+   */
+  encodedArrowPage(resultId: string, offset: number, limit: number): Promise<import('./encodedResult.ts').EncodedArrowPage | undefined>;
   /** Settles when the result's pre-encoding (scheduled when it was stored) has ended. */
   encodingSettled(resultId: string): Promise<void>;
   hasResult(resultId: string): Promise<boolean>;
@@ -130,7 +159,9 @@ export type EngineErrorKind =
   | 'canceled'
   | 'timeout'
   | 'bad_request'
-  | 'not_found';
+  | 'not_found'
+  /** A value the requested encoding (Arrow) cannot hold; the JSON page can. */
+  | 'unrepresentable';
 
 export interface EngineErrorOptions {
   /** 1-based line in the submitted SQL text. */
@@ -166,6 +197,12 @@ export interface OpenEngineOptions {
   sampleRows?: number;
   /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB). */
   encodeMinBytes?: number;
+  /**
+   * Rows per pre-encoded Arrow chunk of a result with that many columns: the page size clients
+   * read by (an Arrow page of whole chunks is served from the encoding). Default: 32,000 rows, at
+   * most 250,000 values.
+   */
+  arrowChunkRows?: (columnCount: number) => number;
   /** DuckDB threads for the instance (default: DuckDB's default, the core count). */
   defaultThreads?: number;
 }

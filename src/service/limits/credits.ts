@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { Clock } from '../clock.ts';
-import type { JsonStore } from '../store.ts';
-import { cycleAt, type Cycle, type CycleSpec } from './cycle.ts';
+import type { ServiceSettings } from '../settings.ts';
+import { JsonStore } from '../store.ts';
+import { cycleAt, daysCycle, type Cycle, type CycleSpec } from './cycle.ts';
 import { CreditLimitError } from './errors.ts';
 
 /** What one team spent in one cycle. */
@@ -156,4 +157,21 @@ export class CreditLedger {
   async #save(): Promise<void> {
     await this.#deps.store?.put(DOC_ID, this.toJSON());
   }
+}
+
+/**
+ * The ledger of the settings' plans and billing cycle, persisted under `dir` and loaded. `flush`
+ * waits for its writes (at shutdown).
+ */
+export async function openCreditLedger(settings: ServiceSettings, clock: Clock, dir: string): Promise<{ ledger: CreditLedger; flush(): Promise<void> }> {
+  const store = new JsonStore<LedgerDoc>(dir);
+  await store.init();
+  const ledger = new CreditLedger({
+    clock,
+    cycle: daysCycle(settings.limits.billing_cycle_days),
+    limitOf: (team) => settings.teams.find((t) => t.name === team)?.plan.credits_per_cycle ?? 0,
+    store,
+  });
+  await ledger.load();
+  return { ledger, flush: () => store.flush() };
 }

@@ -1,5 +1,11 @@
 import type { ExecutionRecord } from '../executionRecord.ts';
 import type { ResultInfo } from '../engine/types.ts';
+import type { ServiceSettings } from '../settings.ts';
+import type { Datasets } from '../uploads/datasets.ts';
+import type { ViewRegistry } from '../views/registry.ts';
+import type { ViewService } from '../views/viewService.ts';
+import type { CreditLedger } from './credits.ts';
+import { executionCost } from './tiers.ts';
 
 /**
  * Where the limits, views and credits plug into the executions state machine. Executions calls
@@ -22,4 +28,38 @@ export interface ExecutionHooks {
   canRead?(owner: string, name: string): boolean;
   /** Once per execution, when it reaches a terminal state (COMPLETED*, FAILED, CANCELED). */
   finished?(rec: ExecutionRecord): Promise<void>;
+}
+
+export interface HookParts {
+  settings: ServiceSettings;
+  ledger: CreditLedger;
+  views: ViewService;
+  canRead(owner: string, name: string): boolean;
+}
+
+/**
+ * Credits are reserved when a submission is admitted and settled when it finishes; a view
+ * refresh swaps its table in after the run.
+ */
+export function executionHooks({ settings, ledger, views, canRead }: HookParts): ExecutionHooks {
+  return {
+    admit: (rec) => ledger.reserve(rec.team, executionCost(settings, rec.performance, true), rec.id),
+    abandon: (rec) => ledger.release(rec.id),
+    afterRun: async (rec, info) => {
+      if (rec.purpose !== 'view') return;
+      await views.complete(rec.id, rec.viewId, info);
+    },
+    canRead,
+    finished: (rec) => ledger.settle(rec.id, 'costCredits' in rec ? rec.costCredits : 0),
+  };
+}
+
+/** Another team's view or dataset is readable by user SQL when it is not private. */
+export function readableWhenShared(registry: ViewRegistry, datasets: Datasets): (owner: string, name: string) => boolean {
+  return (owner, name) => {
+    const view = registry.get(owner, name);
+    if (view !== undefined) return !view.isPrivate;
+    const dataset = datasets.get(owner, name);
+    return dataset !== undefined && !dataset.isPrivate;
+  };
 }

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.ts';
+import type { ServiceSettings } from '../settings.ts';
 
 /** Read operations (Read scope) and write operations (Write and Admin) are limited apart. */
 export type RateClass = 'read' | 'write';
@@ -52,4 +53,12 @@ export class RateLimiter {
       if (b.tokens + (now - b.at) * (this.#perMinute(cls) / 60_000) >= this.#perMinute(cls)) this.#buckets.delete(id);
     }
   }
+}
+
+/** The per-key limiter of the settings' read and write request rates. */
+export function rateLimiterFor(settings: ServiceSettings, clock: Clock): RateLimiter {
+  return new RateLimiter({
+    clock,
+    perMinute: (cls) => (cls === 'read' ? settings.limits.read_requests_per_minute : settings.limits.write_requests_per_minute),
+  });
 }

@@ -76,7 +76,7 @@ export function queryRoutes(svc: ServiceContext): Route[] {
         if (q.isArchived) throw new HttpError(403, `Not allowed: query ${q.id} is archived; unarchive it to execute it`);
         const parameters = await asBadRequest(async () => resolveParameters(q.parameters, body.query_parameters ?? {}));
         const sql = substitute(q.sql, q.parameters, parameters);
-        // Issue 7 checks the team's billing cycle here (402) before anything is recorded.
+        // submit checks the team's credits for the billing cycle (402) before anything is recorded.
         const rec = await svc.executions.submit({
           team: ctx.principal.team,
           sql,

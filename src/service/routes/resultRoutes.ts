@@ -111,8 +111,19 @@ async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRec
     return { offset: next, uri: nextUri(ctx.origin, apiPath, shape, next) };
   };
 
+  // All columns, unfiltered, unsorted: a byte range of the pre-encoded result, once it is there.
+  const plain = req.columns === undefined && req.filters === undefined && req.sortBy === undefined && req.sampleCount === undefined;
+
   if (format === 'arrow') {
-    const page = await engineCall(() => svc.engine.arrowPage(rec.id, req));
+    const encoded = plain ? await engineCall(() => svc.engine.encodedArrowPage(rec.id, req.offset, req.limit)) : undefined;
+    let page;
+    try {
+      page = encoded ?? (await engineCall(() => svc.engine.arrowPage(rec.id, req)));
+    } catch (err) {
+      // A value the Arrow type cannot hold: this page is only JSON (a client falls back on 406).
+      if (err instanceof EngineError && err.kind === 'unrepresentable') return json(406, { error: `Not Acceptable: ${err.message}`, supported: ['application/json'] });
+      throw err;
+    }
     const next = nextOf(page.rowCount, page.totalRowCount);
     const f = executionFields(rec);
     const headers = arrowPageHeaders({
@@ -134,11 +145,8 @@ async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRec
       },
       ...(next === undefined ? {} : { next_offset: next.offset, next_uri: next.uri }),
     });
-    return { status: 200, contentType: ARROW_STREAM_MEDIA_TYPE, body: partsBody([page.arrow]), headers };
+    return { status: 200, contentType: ARROW_STREAM_MEDIA_TYPE, body: partsBody('parts' in page ? page.parts : [page.arrow]), headers };
   }
-
-  // All columns, unfiltered, unsorted: a byte range of the pre-encoded result, once it is there.
-  const plain = req.columns === undefined && req.filters === undefined && req.sortBy === undefined && req.sampleCount === undefined;
   const encoded = plain ? await engineCall(() => svc.engine.encodedPage(rec.id, req.offset, req.limit, format)) : undefined;
   if (encoded !== undefined) {
     const next = nextOf(encoded.rowCount, encoded.totalRowCount);

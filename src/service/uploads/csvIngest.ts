@@ -1,8 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { sqlIdent, sqlString } from '../sql.ts';
-import { swapTable, type TableConnection, type TableHost } from '../views/tableHost.ts';
+import { EngineError, type ServiceTables } from '../engine/types.ts';
 import { csvHeader } from './csvHeader.ts';
 import { UploadError } from './errors.ts';
 
@@ -12,8 +8,6 @@ export interface CsvUpload {
   tableName: string;
   /** CSV text, header first. */
   data: string;
-  /** A directory for the temporary file (under the data dir). */
-  tmpDir: string;
 }
 
 export interface IngestedTable {
@@ -25,95 +19,19 @@ export interface IngestedTable {
   bytes: number;
 }
 
-/** Narrowest first: a column gets the first type every one of its values casts to. */
-const CANDIDATE_TYPES = ['BIGINT', 'DOUBLE', 'BOOLEAN', 'DATE', 'TIMESTAMP'] as const;
-const LITERAL: Record<string, string | undefined> = { BIGINT: '[+-]?[0-9]+', DATE: '[0-9]{4}-[0-9]{2}-[0-9]{2}' };
-
 /**
  * Loads CSV text as the table `service.<team>.dataset_<name>`, replacing one of that name
- * atomically. The text is read by DuckDB in strict mode with a fixed dialect (comma, double
- * quotes, header) and every column as text, so a malformed file fails with the line DuckDB
- * stopped at; then each column gets the narrowest type all its values fit.
+ * atomically (the engine reads it strictly and types each column; see engine/csvIngest.ts). The
+ * header is checked here first, so a bad name is refused before anything is written.
  */
-export async function ingestCsv(host: TableHost, up: CsvUpload): Promise<IngestedTable> {
+export async function ingestCsv(tables: ServiceTables, up: CsvUpload): Promise<IngestedTable> {
   const names = csvHeader(up.data);
   const name = `dataset_${up.tableName}`;
-  const suffix = randomBytes(4).toString('hex');
-  const file = host.scratchPath?.(`upload-${suffix}.csv`) ?? join(up.tmpDir, `upload-${suffix}.csv`);
-  if (host.scratchPath === undefined) await mkdir(up.tmpDir, { recursive: true });
-  await writeFile(file, up.data);
   try {
-    return await host.withConnection(async (conn) => {
-      const schema = `service.${sqlIdent(up.team)}`;
-      const raw = `${schema}.${sqlIdent(`__upload_raw_${suffix}`)}`;
-      const stagingName = `__upload_${up.tableName}_${suffix}`;
-      await conn.run(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-      const columns = `{${names.map((n) => `${sqlString(n)}: 'VARCHAR'`).join(', ')}}`;
-      try {
-        await conn.run(
-          `CREATE TABLE ${raw} AS SELECT * FROM read_csv(${sqlString(file)}, header = true, auto_detect = false, columns = ${columns}, delim = ',', quote = '"', escape = '"', strict_mode = true, null_padding = false, ignore_errors = false)`,
-        );
-      } catch (err) {
-        throw csvError(err);
-      }
-      try {
-        const types = await inferTypes(conn, raw, names);
-        const select = names.map((n, i) => (types[i] === 'VARCHAR' ? sqlIdent(n) : `CAST(${sqlIdent(n)} AS ${types[i]}) AS ${sqlIdent(n)}`)).join(', ');
-        await conn.run(`CREATE TABLE ${schema}.${sqlIdent(stagingName)} AS SELECT ${select} FROM ${raw}`);
-        const count = await conn.runAndReadAll(`SELECT count(*) FROM ${schema}.${sqlIdent(stagingName)}`);
-        await swapTable(conn, up.team, stagingName, name);
-        return {
-          fullName: `service.${up.team}.${name}`,
-          columns: names.map((n, i) => ({ name: n, type: types[i] as string })),
-          rowCount: Number(count.getRowsJson()[0]?.[0]),
-          bytes: Buffer.byteLength(up.data),
-        };
-      } finally {
-        await conn.run(`DROP TABLE IF EXISTS ${raw}`).catch(() => undefined);
-      }
-    });
-  } finally {
-    await rm(file, { force: true });
+    const t = await tables.ingestCsv(up.team, name, up.data, names);
+    return { fullName: `service.${up.team}.${name}`, columns: t.columns, rowCount: t.rowCount, bytes: Buffer.byteLength(up.data) };
+  } catch (err) {
+    if (err instanceof EngineError && err.kind === 'bad_request') throw new UploadError(`Bad Request: ${err.message}`);
+    throw err;
   }
-}
-
-async function inferTypes(conn: TableConnection, raw: string, names: readonly string[]): Promise<string[]> {
-  const misfit = (col: string, t: string): string =>
-    // DuckDB casts '1.5' to BIGINT by rounding and '2026-01-01 10:00' to DATE by cutting: those two
-    // types also require the value's literal form, so nothing is lost.
-    `(TRY_CAST(${col} AS ${t}) IS NULL${LITERAL[t] === undefined ? '' : ` OR NOT regexp_full_match(trim(${col}), '${LITERAL[t]}')`})`;
-  const probes = names.flatMap((n) => CANDIDATE_TYPES.map((t) => `count(*) FILTER (WHERE ${sqlIdent(n)} IS NOT NULL AND ${misfit(sqlIdent(n), t)})`));
-  const nonNull = names.map((n) => `count(${sqlIdent(n)})`);
-  const row = (await conn.runAndReadAll(`SELECT ${[...probes, ...nonNull].join(', ')} FROM ${raw}`)).getRowsJson()[0] ?? [];
-  return names.map((_, i) => {
-    if (Number(row[probes.length + i]) === 0) return 'VARCHAR';
-    const k = CANDIDATE_TYPES.findIndex((_, j) => Number(row[i * CANDIDATE_TYPES.length + j]) === 0);
-    return k < 0 ? 'VARCHAR' : (CANDIDATE_TYPES[k] as string);
-  });
-}
-
-/** DuckDB's "CSV Error on Line: N / Original Line: ... / reason / Possible fixes..." as one clear 400. */
-function csvError(err: unknown): Error {
-  let text = err instanceof Error ? err.message : String(err);
-  if (text.startsWith('{')) {
-    try {
-      const parsed: unknown = JSON.parse(text);
-      if (parsed && typeof parsed === 'object' && 'exception_message' in parsed) text = String(parsed.exception_message);
-    } catch {
-      // not JSON after all: keep the text
-    }
-  }
-  const line = /CSV Error on Line: (\d+)/.exec(text)?.[1];
-  if (line === undefined) return err instanceof Error ? err : new Error(text);
-  const original = /Original Line: ?(.*)/.exec(text)?.[1];
-  const reason = text
-    .split('\n')
-    .slice(1)
-    .filter((l) => !l.startsWith('Original Line'))
-    .join(' ')
-    .split('Possible fixes')[0]
-    ?.replace(/\s+/g, ' ')
-    .trim();
-  const shown = original === undefined ? '' : ` (the line reads: ${original.length > 80 ? `${original.slice(0, 80)}...` : original})`;
-  return new UploadError(`Bad Request: CSV line ${line}: ${reason || 'malformed'}${shown}`);
 }

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { UploadCsvRequest } from '../../protocol/index.ts';
 import type { Clock } from '../clock.ts';
-import type { JsonStore } from '../store.ts';
-import type { TableHost } from '../views/tableHost.ts';
+import { JsonStore } from '../store.ts';
+import type { ServiceTables } from '../engine/types.ts';
 import { ingestCsv } from './csvIngest.ts';
 
 export const DatasetRecordSchema = z.object({
@@ -22,9 +22,9 @@ export type DatasetRecord = z.infer<typeof DatasetRecordSchema>;
 /** Uploaded CSV datasets: their tables live in DuckDB, their descriptions here (one file each). */
 export class Datasets {
   readonly #records = new Map<string, DatasetRecord>();
-  readonly #deps: { host: TableHost; clock: Clock; tmpDir: string; store?: JsonStore<DatasetRecord> };
+  readonly #deps: { tables: ServiceTables; clock: Clock; store?: JsonStore<DatasetRecord> };
 
-  constructor(deps: { host: TableHost; clock: Clock; tmpDir: string; store?: JsonStore<DatasetRecord> }) {
+  constructor(deps: { tables: ServiceTables; clock: Clock; store?: JsonStore<DatasetRecord> }) {
     this.#deps = deps;
   }
 
@@ -35,7 +35,7 @@ export class Datasets {
 
   /** POST /v1/uploads/csv: creates or replaces `service.<team>.dataset_<table_name>`. Throws UploadError (400). */
   async upload(team: string, req: UploadCsvRequest): Promise<{ success: true; table_name: string }> {
-    const t = await ingestCsv(this.#deps.host, { team, tableName: req.table_name, data: req.data, tmpDir: this.#deps.tmpDir });
+    const t = await ingestCsv(this.#deps.tables, { team, tableName: req.table_name, data: req.data });
     const name = `dataset_${req.table_name}`;
     const now = this.#deps.clock.now();
     const prev = this.#records.get(`${team}.${name}`);
@@ -64,4 +64,13 @@ export class Datasets {
     for (const r of this.#records.values()) if (r.team === team) sum += r.bytes;
     return sum;
   }
+}
+
+/** The datasets kept under `dir` (one record per table), loaded; `flush` waits for their writes. */
+export async function openDatasets(tables: ServiceTables, clock: Clock, dir: string): Promise<{ datasets: Datasets; flush(): Promise<void> }> {
+  const store = new JsonStore<DatasetRecord>(dir);
+  await store.init();
+  const datasets = new Datasets({ tables, clock, store });
+  await datasets.load();
+  return { datasets, flush: () => store.flush() };
 }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { EngineError, type ExecuteOptions } from '../../../src/service/engine/index.ts';
 import { Sandbox } from '../../../src/service/engine/sandbox.ts';
+import type { DuckDbEngine } from '../../../src/service/engine/engine.ts';
 import { opts, startEngine, type EngineFixture } from './engineFixture.ts';
 
 let fx: EngineFixture;
@@ -167,7 +168,7 @@ describe('databases, extensions and settings', () => {
 
   test('text that holds two statements is refused whole, should a splitter ever hand it over', async () => {
     // The backstop behind the splitter: DuckDB's own statement count, asked by the sandbox.
-    const denial = await fx.engine.withConnection((conn) =>
+    const denial = await (fx.engine as DuckDbEngine).withConnection((conn) =>
       new Sandbox(conn, { team: 'demo', mainCatalog: 'engine', readableSchemas: new Set(['main', 'sample']), systemViews: new Set() }).check("SELECT 1; ATTACH ':memory:' AS m"),
     );
     expect(denial?.message).toContain('one statement expected');
@@ -318,7 +319,7 @@ describe('legitimate SQL still works', () => {
 
   test('result_* and dataset_* in the own schema are the service\'s: read-only for user SQL', async () => {
     // What a view refresh or an upload leaves there (written by trusted code, not user SQL).
-    await fx.engine.withConnection((conn) => conn.run('CREATE TABLE service.demo.result_totals AS SELECT 7 AS n'));
+    await fx.engine.tables.ingestCsv('demo', 'result_totals', 'n\n7\n', ['n']);
     expect(await rows('SELECT n FROM service.demo.result_totals')).toEqual([{ n: 7 }]);
     for (const sql of [
       'CREATE OR REPLACE TABLE service.demo.result_totals AS SELECT 1 AS n',

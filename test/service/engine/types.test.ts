@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { compileDecoder } from '../../../src/types/decode.ts';
+import { parseType } from '../../../src/types/parse.ts';
 import { opts, parseExact, startEngine, type EngineFixture } from './engineFixture.ts';
 
 let fx: EngineFixture;
@@ -90,6 +92,40 @@ describe('value edges, exact on the wire', () => {
       t: '24:00:00.000000', u: '23:59:59.999999', a: '0 00:00:00.000001', b: '-1 02:03:04.000005', c: '0 23:00:00.000000',
       d: '14 months 3 01:02:03.000004', e: '-1 months 40 00:00:00.000000', f: '-14 months 0 00:00:00.000000',
     });
+  });
+});
+
+describe('dates and timestamps outside years 1-9999', () => {
+  const SQL = `SELECT DATE '0001-12-31 (BC)' d0, DATE '0044-03-15 (BC)' d1, DATE '10000-01-01' d2, DATE '5877642-06-25 (BC)' d3,
+    '-0005-03-01 01:02:03.5'::TIMESTAMP t0, '-0005-03-01 01:02:03.5+00'::TIMESTAMPTZ t1, '10000-01-01 00:00:00.25+00'::TIMESTAMPTZ t2,
+    '-0005-03-01 01:02:03'::TIMESTAMP_S t3, '12000-01-01 00:00:00.5'::TIMESTAMP_MS t4, DATE '2026-11-25' d4`;
+
+  test('are written with the ISO 8601 year (1 BC is 0000), which DuckDB casts back to the same value and the client decodes', async () => {
+    const o = opts();
+    await fx.engine.execute(SQL, o);
+    const page = await fx.engine.page(o.resultId, { offset: 0, limit: 10 });
+    const row = (parseExact(page.rowsJson) as Record<string, string>[])[0]!;
+    expect(row).toEqual({
+      d0: '0000-12-31', d1: '-0043-03-15', d2: '10000-01-01', d3: '-5877641-06-25',
+      t0: '-0005-03-01 01:02:03.500000', t1: '-0005-03-01 01:02:03.500000 UTC', t2: '10000-01-01 00:00:00.250000 UTC',
+      t3: '-0005-03-01 01:02:03', t4: '12000-01-01 00:00:00.500', d4: '2026-11-25',
+    });
+    // The CSV page carries the same texts; DuckDB reads them back as the values the query made.
+    const csv = await fx.engine.csvPage(o.resultId, { offset: 0, limit: 10 });
+    expect(csv.csv.split('\n')[1]).toBe(Object.values(row).join(','));
+    const casts = Object.entries(row).map(([k, text]) => {
+      const type = /^d/.test(k) ? 'DATE' : k === 't1' || k === 't2' ? 'TIMESTAMPTZ' : k === 't3' ? 'TIMESTAMP_S' : k === 't4' ? 'TIMESTAMP_MS' : 'TIMESTAMP';
+      return `CAST('${text}' AS ${type}) = q.${k} AS ${k}`;
+    });
+    const same = Object.values((await rowsOf(`SELECT ${casts.join(', ')} FROM (${SQL}) q`)).rows[0]!);
+    expect(same).toEqual(Object.keys(row).map(() => true));
+    // The connector's decoders (the same ones the Arrow pages use) read every one within 6 year digits.
+    const decode = (text: string, type: string) => compileDecoder(parseType(type), { dates: 'date' })(text);
+    expect((decode(row['d0']!, 'date') as Date).toISOString()).toBe('0000-12-31T00:00:00.000Z');
+    expect((decode(row['d1']!, 'date') as Date).toISOString()).toBe('-000043-03-15T00:00:00.000Z');
+    expect((decode(row['d2']!, 'date') as Date).toISOString()).toBe('+010000-01-01T00:00:00.000Z');
+    expect((decode(row['t1']!, 'timestamp(6) with time zone') as Date).toISOString()).toBe('-000005-03-01T01:02:03.500Z');
+    expect((decode(row['t4']!, 'timestamp(3)') as Date).toISOString()).toBe('+012000-01-01T00:00:00.500Z');
   });
 });
 

@@ -1,4 +1,4 @@
-// Issue 7 over HTTP: credits per billing cycle (402, roll-over), rate limits (429 per key and
+// Over HTTP: credits per billing cycle (402, roll-over), rate limits (429 per key and
 // class), tier timeouts and usage. Time is a ManualClock the tests move.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MESSAGES, UsageSchema } from '../../../src/protocol/index.ts';

@@ -1,4 +1,4 @@
-// The real service for issue 7's black-box tests: the test settings of test/helpers/service.ts,
+// The real service for the black-box tests of limits, views and uploads: the test settings of test/helpers/service.ts,
 // with the plans, limits and tiers a test needs, and always a clock the test moves.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

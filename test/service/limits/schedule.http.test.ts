@@ -1,4 +1,4 @@
-// Issue 7 over HTTP: the service's scheduler runs views' cron schedules on the service clock, and
+// Over HTTP: the service's scheduler runs views' cron schedules on the service clock, and
 // retention expires results and deletes their files. Time is a ManualClock the tests move; the
 // scheduler and the sweep look every few milliseconds of real time.
 import { existsSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Issue 7 over HTTP: the five materialized view operations, naming, upsert and 409, atomic
+// Over HTTP: the five materialized view operations, naming, upsert and 409, atomic
 // replacement, the storage quota, paging, privacy between teams; CSV uploads.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ViewSchema } from '../../../src/protocol/index.ts';

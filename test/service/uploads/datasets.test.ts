@@ -6,11 +6,11 @@ import { ManualClock } from '../../../src/service/clock.ts';
 import { JsonStore } from '../../../src/service/store.ts';
 import { Datasets, type DatasetRecord } from '../../../src/service/uploads/datasets.ts';
 import { UploadError } from '../../../src/service/uploads/errors.ts';
+import { SCRATCH_PREFIX } from '../../../src/service/engine/serviceTables.ts';
 import { startDuck, type DuckFixture } from '../views/duckFixture.ts';
 
 let duck: DuckFixture;
 let datasets: Datasets;
-let tmpDir: string;
 let storeDir: string;
 const clock = new ManualClock(Date.UTC(2026, 0, 1));
 
@@ -18,16 +18,20 @@ beforeAll(async () => {
   duck = await startDuck();
   // The engine sets errors_as_json globally; the ingest must read those messages too.
   await duck.host.withConnection((c) => c.run('SET GLOBAL errors_as_json = true'));
-  tmpDir = join(duck.dataDir, 'uploads-tmp');
   storeDir = await mkdtemp(join(tmpdir(), 'sluice-datasets-'));
   const store = new JsonStore<DatasetRecord>(storeDir);
   await store.init();
-  datasets = new Datasets({ host: duck.host, clock, tmpDir, store });
+  datasets = new Datasets({ tables: duck.tables, clock, store });
 });
 afterAll(async () => {
   await duck?.close();
   await rm(storeDir, { recursive: true, force: true });
 });
+
+/** The upload's temporary CSV files, in the one directory the engine's DuckDB may read. */
+async function scratchFiles(): Promise<string[]> {
+  return (await readdir(join(duck.dataDir, 'results'))).filter((n) => n.startsWith(SCRATCH_PREFIX));
+}
 
 async function refusal(table: string, data: string): Promise<string> {
   const err = await datasets.upload('demo', { table_name: table, data }).catch((e: unknown) => e);
@@ -51,7 +55,7 @@ describe('CSV upload', () => {
     expect(datasets.get('demo', 'dataset_people')?.columns.map((c) => c.type)).toEqual(['BIGINT', 'VARCHAR', 'DOUBLE', 'BOOLEAN', 'DATE', 'TIMESTAMP']);
     expect(datasets.storageBytes('demo')).toBeGreaterThan(100);
     // The temporary file is gone.
-    expect(await readdir(tmpDir)).toEqual([]);
+    expect(await scratchFiles()).toEqual([]);
   });
 
   it('replaces a dataset of the same name', async () => {
@@ -85,7 +89,7 @@ describe('CSV upload', () => {
     await datasets.upload('demo', { table_name: 'stable', data: 'v\n1\n' });
     await refusal('stable', 'v\n1\n2,3\n');
     expect(await duck.rows('SELECT * FROM service.demo.dataset_stable')).toEqual([['1']]);
-    expect(await readdir(tmpDir)).toEqual([]);
+    expect(await scratchFiles()).toEqual([]);
     expect(await duck.rows("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '__upload%'")).toEqual([['0']]);
   });
 
@@ -94,7 +98,7 @@ describe('CSV upload', () => {
     expect(await duck.rows('SELECT count(*) FROM service.demo.dataset_people')).toEqual([['3']]);
     const store = new JsonStore<DatasetRecord>(storeDir);
     await store.init();
-    const again = new Datasets({ host: duck.host, clock, tmpDir, store });
+    const again = new Datasets({ tables: duck.tables, clock, store });
     await again.load();
     expect(again.storageBytes('demo')).toBe(datasets.storageBytes('demo'));
     expect(again.get('other', 'dataset_people')?.rowCount).toBe(1);

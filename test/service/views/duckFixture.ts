@@ -5,11 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { sqlString } from '../../../src/service/sql.ts';
-import { tableHostOver, type TableHost } from '../../../src/service/views/tableHost.ts';
+import { DuckDbServiceTables, SCRATCH_PREFIX, type TableHost } from '../../../src/service/engine/serviceTables.ts';
+import type { ServiceTables } from '../../../src/service/engine/types.ts';
 
 export interface DuckFixture {
   dataDir: string;
   host: TableHost;
+  /** The engine's table operations over this instance, as views and uploads get them. */
+  tables: ServiceTables;
   instance: DuckDBInstance;
   /** Stores `SELECT ...` as result `id`, the way the engine does; returns its column names. */
   storeResult(id: string, select: string): Promise<string[]>;
@@ -21,11 +24,23 @@ export async function startDuck(): Promise<DuckFixture> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-views-'));
   await mkdir(join(dataDir, 'results'), { recursive: true });
   const instance = await DuckDBInstance.create(join(dataDir, 'engine.duckdb'));
-  const host = tableHostOver(instance, dataDir);
+  const host: TableHost = {
+    async withConnection(fn) {
+      const conn = await instance.connect();
+      try {
+        return await fn(conn);
+      } finally {
+        conn.closeSync();
+      }
+    },
+    resultPath: (id) => join(dataDir, 'results', `${id}.duckdb`),
+    scratchPath: (name) => join(dataDir, 'results', `${SCRATCH_PREFIX}${name}`),
+  };
   await host.withConnection((c) => c.run(`ATTACH ${sqlString(join(dataDir, 'service.duckdb'))} AS service`));
   return {
     dataDir,
     host,
+    tables: new DuckDbServiceTables(host),
     instance,
     storeResult: (id, select) =>
       host.withConnection(async (c) => {

@@ -6,7 +6,7 @@ let duck: DuckFixture;
 let tables: ViewTables;
 beforeAll(async () => {
   duck = await startDuck();
-  tables = new ViewTables(duck.host);
+  tables = new ViewTables(duck.tables);
 });
 afterAll(() => duck?.close());
 

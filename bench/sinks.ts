@@ -11,8 +11,6 @@ import {
 } from 'apache-arrow';
 import { builtins } from '../connectors/index.ts';
 import { resolveOutput, writeExport } from '../src/export/index.ts';
-import { fileTableStorage, s3TableStorage, writeIcebergTable } from '../src/export/iceberg/index.ts';
-import { parquet } from '../connectors/formats/parquet/index.ts';
 import { sampleEventsSelect } from '../src/service/engine/sampleEvents.ts';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 
@@ -102,18 +100,6 @@ export async function runCase(c: Case): Promise<void> {
       for await (const _ of generate(c.rows)) void _;
       return;
     }
-    if (c.iceberg) {
-      // The same Parquet files, committed as an Iceberg table (manifest, manifest list, vN.metadata.json).
-      const client = c.endpoint ? new S3Client({ endpoint: c.endpoint, region: 'us-east-1', forcePathStyle: true }) : undefined;
-      const storage = client ? s3TableStorage(client, { bucket: 'bench', prefix: c.path.replace(/^s3:\/\/bench\//, '') }) : fileTableStorage(c.path);
-      const summary = await writeIcebergTable(
-        { schema, batches: generate(c.rows), meta: { executionId: `bench-${c.rows}`, totalRowCount: c.rows } },
-        { storage, format: parquet.create(parquet.config.parse('format_options' in c.format ? c.format.format_options : {})), mode: 'append' },
-      );
-      client?.destroy();
-      bytes = summary.bytes;
-      return;
-    }
     const summary = await writeExport(
       { schema, batches: generate(c.rows), meta: { executionId: `bench-${c.rows}`, totalRowCount: c.rows } },
       resolveOutput(
@@ -122,6 +108,8 @@ export async function runCase(c: Case): Promise<void> {
           path: c.path,
           ...(c.endpoint ? { s3: { endpoint: c.endpoint, region: 'us-east-1' } } : {}),
           ...(c.partitioned ? { partition_by: ['day'], max_open_files: 16 } : {}),
+          // The same Parquet files committed as an Iceberg table (manifest, manifest list, vN.metadata.json), as a job does.
+          ...(c.iceberg ? { table: 'iceberg' } : {}),
         },
         builtins,
       ),

@@ -17,6 +17,7 @@ import { ConfigError, SluiceError } from './errors.ts';
 import { BudgetExceededError, JobBusyError } from './jobs/errors.ts';
 import { DestinationCheckError, DestinationError, FormatError, KitError } from './kit/errors.ts';
 import { ArrowValueError, ValueDecodeError } from './types/errors.ts';
+import { IcebergMetadataError, IcebergNotATableError, IcebergPartitionError, IcebergSchemaConflictError, IcebergUnsupportedDestinationError } from './export/iceberg/errors.ts';
 
 /**
  * The exit codes of every command. `sluice --help` prints them (src/cli/exit-codes.ts has the
@@ -91,6 +92,12 @@ const POLICY: ReadonlyMap<ErrorClass, ErrorPolicy> = new Map<ErrorClass, ErrorPo
   [KitError, row(EXIT.other, true, false)],
   [DestinationError, row(EXIT.io, true, false)],
   [DestinationCheckError, row(EXIT.io, false, false)],
+  // An Iceberg output that cannot take this result as it stands: the job or the table must change first.
+  [IcebergNotATableError, row(EXIT.io, false, false)],
+  [IcebergMetadataError, row(EXIT.io, false, false)],
+  [IcebergSchemaConflictError, MISTAKE],
+  [IcebergPartitionError, MISTAKE],
+  [IcebergUnsupportedDestinationError, MISTAKE],
   // The same data gives the same value the encoder or decoder cannot take.
   [FormatError, row(EXIT.other, false, false)],
   [ValueDecodeError, row(EXIT.other, false, false)],

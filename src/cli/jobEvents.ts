@@ -38,6 +38,7 @@ export function jobEvents(job: string, log: Logger, stderr: OutputStream, showBa
         files: o.files,
         bytes: o.bytes,
         ...(o.resumedFiles > 0 ? { resumed_files: o.resumedFiles } : {}),
+        ...(o.snapshot ? { snapshot: o.snapshot } : {}),
       });
     },
     onRetry: ({ attempt, error, delayMs }) => {

@@ -1,4 +1,5 @@
-import type { Destination, Transaction } from '../kit/index.ts';
+import type { RecordBatch, Schema } from 'apache-arrow';
+import type { BeginOptions, Destination, Transaction } from '../kit/index.ts';
 import type { Manifest } from './manifest.ts';
 
 /**
@@ -17,6 +18,14 @@ export interface Commit {
   readonly owns: readonly string[];
   /** The version of its record (S3 ETag, a content hash on disk): a new commit replaces it only if unchanged. */
   readonly version: string | undefined;
+  /** A table format's name for it, for summaries: the snapshot id. */
+  readonly snapshot?: string;
+}
+
+/** The schema a protocol's data files are written with, and each result batch converted to it. */
+export interface PreparedData {
+  readonly schema: Schema;
+  convert(batch: RecordBatch): RecordBatch;
 }
 
 /**
@@ -39,7 +48,29 @@ export interface CommitProtocol {
    * `previous` only if it is still the committed one (otherwise `PreconditionFailedError`, nothing
    * published). Ends `tx` by committing it.
    */
-  publish(tx: Transaction, content: Manifest, previous: Commit | undefined): Promise<Commit>;
+  publish(tx: Transaction, content: Manifest, previous: Commit | undefined, destination: Destination): Promise<Commit>;
+  /**
+   * Optional: the commit at `destination` that holds `executionId` written with `fingerprint`, when
+   * it is still part of the output, else undefined. Without it the skip check compares the current
+   * commit (`read`); an appending table format also finds an earlier snapshot still in the table.
+   */
+  find?(destination: Destination, executionId: string, fingerprint: string, signal?: AbortSignal): Promise<Commit | undefined>;
   /** Completes `commit` where a kill cut its publishing short (a record written, a later one not). */
   finish?(destination: Destination, commit: Commit, signal?: AbortSignal): Promise<void>;
+  /**
+   * Optional, for a protocol whose commits keep earlier data files (a table format: older snapshots
+   * stay readable, appends add to them): the transaction the data files are written in, instead of
+   * `destination.begin`, which replaces the whole output.
+   */
+  begin?(destination: Destination, options: BeginOptions, previous: Commit | undefined): Promise<Transaction>;
+  /**
+   * Optional: the data files' schema for this result against the committed output (a table format's
+   * field ids and stored types). Throws, before anything is written, when the result cannot go there.
+   */
+  prepare?(schema: Schema, previous: Commit | undefined): PreparedData;
+  /**
+   * Optional: what can be checked before an execution is spent: that what is at the destination is
+   * an output this protocol can commit on top of. Throws an error naming the place and what to do.
+   */
+  check?(destination: Destination, signal?: AbortSignal): Promise<void>;
 }

@@ -10,9 +10,10 @@ export {
   type WriteExportOptions,
 } from './writeExport.ts';
 export { checkOutputs } from './checkOutputs.ts';
-export { describeOutput, outputConfigSchema, resolveOutput, type OutputConfig, type ResolvedOutput } from './outputConfig.ts';
-export type { Commit, CommitProtocol } from './commit.ts';
+export { describeOutput, outputConfigSchema, resolveOutput, TABLES, type OutputConfig, type OutputMode, type ResolvedOutput, type Table } from './outputConfig.ts';
+export type { Commit, CommitProtocol, PreparedData } from './commit.ts';
 export { manifestCommit, unconditionalManifestCommit } from './manifestCommit.ts';
+export { commitFor } from './commitFor.ts';
 export { commitShards, sameExport, type CommitMode, type ShardCommitOutcome } from './shardCommit.ts';
 export { MANIFEST_NAME, SUCCESS_NAME, type Manifest, type ManifestField } from './manifest.ts';
 export type { FileEntry } from './partFile.ts';

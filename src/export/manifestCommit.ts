@@ -3,6 +3,8 @@ import type { Commit, CommitProtocol } from './commit.ts';
 import { ManifestInvalidError } from './errors.ts';
 import { encodeManifest, MANIFEST_NAME, manifestSchema, SUCCESS_NAME } from './manifest.ts';
 
+const MANIFEST_RECORDS = [SUCCESS_NAME, MANIFEST_NAME];
+
 /**
  * The built-in commit: the data files, then `_manifest.json` (the record: execution, schema, files),
  * then `_SUCCESS` (the marker Spark and Hadoop readers wait for). The manifest is published
@@ -11,7 +13,7 @@ import { encodeManifest, MANIFEST_NAME, manifestSchema, SUCCESS_NAME } from './m
  */
 export const manifestCommit: CommitProtocol = {
   type: 'manifest',
-  records: [SUCCESS_NAME, MANIFEST_NAME],
+  records: MANIFEST_RECORDS,
 
   async read(destination, signal) {
     const found = await readVersioned(destination, MANIFEST_NAME, signal);
@@ -68,9 +70,8 @@ export const manifestCommit: CommitProtocol = {
 export const unconditionalManifestCommit: CommitProtocol = {
   ...manifestCommit,
   type: 'manifest-unconditional',
-  async publish(tx, content, previous) {
-    const published = await manifestCommit.publish(withoutConditions(tx), content, previous);
-    return published;
+  publish(tx, content, previous, destination) {
+    return manifestCommit.publish(withoutConditions(tx), content, previous, destination);
   },
 };
 

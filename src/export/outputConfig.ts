@@ -1,6 +1,11 @@
 import { z } from 'zod';
 import { ConfigError, type ConfigIssue, type FormatDescriptor, issuesOf, redact, type Registry, type SinkDescriptor } from '../kit/index.ts';
 
+/** How an output is committed: `manifest` (files, `_manifest.json`, `_SUCCESS`) or an Iceberg table. */
+export const TABLES = ['manifest', 'iceberg'] as const;
+export type Table = (typeof TABLES)[number];
+export type OutputMode = 'replace' | 'append';
+
 /** Files written at once unless `max_open_files` says otherwise: 16 object-store uploads at their default 4 x 8 MiB buffers hold about 512 MiB. */
 export const DEFAULT_MAX_OPEN_FILES = 16;
 
@@ -39,6 +44,18 @@ const common = {
     .describe(
       `Most files written at once (default ${DEFAULT_MAX_OPEN_FILES}); matters with partition_by. Opening one more first finishes the least recently used one, and later rows of that partition go to a new part, so unsorted input with many partitions gives more, smaller files instead of exhausting memory (a sink may buffer each open file: an object store up to queue_size x part_size_mb). Sort by the partition columns for one file per partition.`,
     ),
+  table: z
+    .enum(TABLES)
+    .optional()
+    .describe(
+      'How the output is committed. manifest (default): the data files, then _manifest.json and _SUCCESS; each run replaces the output. iceberg: an Apache Iceberg table (format v2) at the path, each run a snapshot: Parquet data files under data/ (partition_by an identity partition spec, the columns kept in the files), metadata under metadata/, committed by creating metadata/v<N>.metadata.json only if absent. Parquet outputs only, at a directory or object prefix (not a single stream).',
+    ),
+  mode: z
+    .enum(['replace', 'append'])
+    .optional()
+    .describe(
+      'replace (default): each run replaces the output (with table: iceberg, an overwrite snapshot; older snapshots stay for time travel). append: each run adds its rows (with table: iceberg, an append snapshot). Re-running an execution already committed with the same options commits nothing.',
+    ),
 };
 
 /**
@@ -76,6 +93,8 @@ export interface OutputConfig {
   readonly max_rows_per_file?: number;
   readonly max_bytes_per_file?: number;
   readonly max_open_files?: number;
+  readonly table?: Table;
+  readonly mode?: OutputMode;
   readonly commit?: 'conditional' | 'unconditional';
   /** A sink's options block under its key (see `SinkDescriptor.options`). */
   readonly [block: string]: unknown;
@@ -92,7 +111,10 @@ export interface ResolvedOutput {
   readonly maxRowsPerFile: number;
   readonly maxBytesPerFile: number;
   readonly maxOpenFiles: number;
-  /** How a sharded run publishes the manifest: conditionally (default) or last writer wins. */
+  /** How it is committed (see `commitFor`). */
+  readonly table: Table;
+  readonly mode: OutputMode;
+  /** How the manifest is published: conditionally (default) or last writer wins. */
   readonly commit: 'conditional' | 'unconditional';
 }
 
@@ -133,6 +155,24 @@ export function resolveOutput(input: unknown, registry: Registry): ResolvedOutpu
   if (sink.multiFile === false && (config.partition_by || config.max_rows_per_file || config.max_bytes_per_file)) {
     issues.push({ path: 'path', message: `${sink.paths} takes one stream: drop partition_by and max_*_per_file`, value: config.path });
   }
+  const table = config.table ?? 'manifest';
+  if (table === 'iceberg') {
+    if (format.type !== 'parquet') {
+      issues.push({ path: 'format', message: 'table: iceberg writes Parquet data files: set format: parquet, or drop table: iceberg', value: format.type });
+    }
+    if (sink.multiFile === false) {
+      const choices = registry.sinks.filter((s) => s.multiFile !== false).map((s) => s.paths).join('; ');
+      issues.push({ path: 'path', message: `table: iceberg needs a place for a table (${choices}), not ${sink.paths}`, value: config.path });
+    }
+    if (config.keep_partition_columns === false) {
+      issues.push({ path: 'keep_partition_columns', message: 'an Iceberg table keeps the partition columns in its data files (engines read them there): drop keep_partition_columns', value: false });
+    }
+    if (config.commit === 'unconditional') {
+      issues.push({ path: 'commit', message: 'an Iceberg table is committed by creating its next metadata file only if absent: drop commit: unconditional', value: 'unconditional' });
+    }
+  } else if (config.mode === 'append') {
+    issues.push({ path: 'mode', message: 'append needs table: iceberg (a manifest output is replaced by each run): set table: iceberg, or drop mode', value: 'append' });
+  }
   if (issues.length > 0) throw new ConfigError('output', issues);
   return {
     format,
@@ -141,10 +181,12 @@ export function resolveOutput(input: unknown, registry: Registry): ResolvedOutpu
     sinkConfig: sinkParsed.data,
     path: config.path,
     partitionBy: config.partition_by ?? [],
-    keepPartitionColumns: config.keep_partition_columns ?? false,
+    keepPartitionColumns: config.keep_partition_columns ?? table === 'iceberg',
     maxRowsPerFile: config.max_rows_per_file ?? Number.POSITIVE_INFINITY,
     maxBytesPerFile: config.max_bytes_per_file ?? Number.POSITIVE_INFINITY,
     maxOpenFiles: config.max_open_files ?? DEFAULT_MAX_OPEN_FILES,
+    table,
+    mode: config.mode ?? 'replace',
     commit: config.commit ?? 'conditional',
   };
 }
@@ -166,6 +208,8 @@ export function describeOutput(resolved: ResolvedOutput): Record<string, unknown
     max_rows_per_file: Number.isFinite(resolved.maxRowsPerFile) ? resolved.maxRowsPerFile : null,
     max_bytes_per_file: Number.isFinite(resolved.maxBytesPerFile) ? resolved.maxBytesPerFile : null,
     max_open_files: resolved.maxOpenFiles,
+    table: resolved.table,
+    mode: resolved.mode,
   };
 }
 

@@ -5,7 +5,7 @@ import type { Commit, CommitProtocol } from './commit.ts';
 import { RowCountMismatchError } from './errors.ts';
 import { fileEntryOf, type JournalPart, resumableLayout } from './journal.ts';
 import { describeSchema, type Manifest } from './manifest.ts';
-import { manifestCommit } from './manifestCommit.ts';
+import { commitFor } from './commitFor.ts';
 import { partFileName } from './partFileName.ts';
 import { type FileEntry, PartFile } from './partFile.ts';
 import { HeldPartitions } from './heldPartitions.ts';
@@ -45,7 +45,7 @@ export interface ExportProgress {
 export interface WriteExportOptions {
   signal?: AbortSignal;
   onProgress?: (progress: ExportProgress) => void;
-  /** How the export becomes visible and is found again (default: `_manifest.json` + `_SUCCESS`). */
+  /** How the export becomes visible and is found again (default: the output's `table`, see `commitFor`). */
   commit?: CommitProtocol;
 }
 
@@ -58,8 +58,10 @@ export interface ExportSummary {
   /** Parts (and the rows they hold) kept from a killed run instead of written again. */
   resumedFiles: number;
   resumedRows: number;
-  /** The manifest as written, or undefined for a single-stream destination. */
+  /** What was handed to the commit (written as `_manifest.json` by the manifest commit), or undefined for a single-stream destination. */
   manifest?: Manifest;
+  /** The commit as published (a table format's snapshot), or undefined for a single-stream destination. */
+  commit?: Commit;
 }
 
 /**
@@ -76,7 +78,7 @@ export async function writeExport(input: ExportInput, output: ResolvedOutput, op
 
 export interface OpenExportOptions {
   signal?: AbortSignal;
-  /** How the export becomes visible and is found again (default: `_manifest.json` + `_SUCCESS`). */
+  /** How the export becomes visible and is found again (default: the output's `table`, see `commitFor`). */
   commit?: CommitProtocol;
   /**
    * Make this export resumable: `attemptId` names its staging area and must be the same for
@@ -114,7 +116,7 @@ export interface OpenedExport {
 export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta, 'executionId'>, options: OpenExportOptions = {}): Promise<OpenedExport> {
   const format = resolved.format.create(resolved.formatConfig);
   const destination = resolved.sink.create(resolved.sinkConfig);
-  const commit = destination.multiFile ? (options.commit ?? manifestCommit) : undefined;
+  const commit = destination.multiFile ? (options.commit ?? commitFor(resolved)) : undefined;
   let staged: Staged;
   try {
     staged = await stage(destination, commit, resolved, meta.executionId, format.extension, options);
@@ -140,6 +142,7 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
       const signal = writeOptions.signal ?? options.signal;
       try {
         checkColumns(input.schema, resolved);
+        input = prepared(commit, input, previous);
         signal?.throwIfAborted();
         const record = resume.journal(input.meta.executionId, input.meta.pageSize);
         const from = { startRow: resume.startRow, startPart: resume.kept.length, resumed: resumedFiles, record };
@@ -150,9 +153,9 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
         }
         signal?.throwIfAborted();
         const manifest = buildManifest(input, resolved, files);
-        await (commit ? publish(commit, destination, tx, manifest, previous, end) : tx.commit([]));
+        const published = commit ? await publish(commit, destination, tx, manifest, previous, end) : await tx.commit([]);
         const summary = { url: destination.url, rows, bytes: manifest.total_bytes, files, resumedFiles: resumedFiles.length, resumedRows: resume.startRow };
-        return commit ? { ...summary, manifest } : summary;
+        return published ? { ...summary, manifest, commit: published } : summary;
       } catch (error) {
         await end(error);
         throw error;
@@ -191,13 +194,14 @@ async function stage(
   signal?.throwIfAborted();
   const previous = commit ? await commit.read(destination, signal) : undefined;
   const resumable = options.resume !== undefined && commit !== undefined && resumableLayout(resolved);
-  const tx = await destination.begin({
+  const begin = {
     attemptId: options.resume?.attemptId ?? attemptId(),
     previous: previous?.owns ?? [],
     markers: commit?.records ?? [],
     resume: resumable,
     ...(signal ? { signal } : {}),
-  });
+  };
+  const tx = await (commit?.begin ? commit.begin(destination, begin, previous) : destination.begin(begin));
   try {
     const journaling = resumable && tx.saveJournal !== undefined && tx.retain !== undefined;
     const resume = await recover(tx, resolved, executionId, extension, journaling);
@@ -219,15 +223,25 @@ async function publish(
   manifest: Manifest,
   previous: Commit | undefined,
   end: (reason: unknown, keep?: readonly string[]) => Promise<void>,
-): Promise<void> {
+): Promise<Commit> {
   try {
-    await commit.publish(tx, manifest, previous);
+    return await commit.publish(tx, manifest, previous, destination);
   } catch (error) {
     if (!(error instanceof PreconditionFailedError)) throw error;
     const winner = await commit.read(destination).catch(() => undefined);
     await end(error, winner?.owns ?? []);
     throw error;
   }
+}
+
+/** The input as the commit protocol's data files take it (a table format's field ids and types), when it says. */
+function prepared(commit: CommitProtocol | undefined, input: ExportInput, previous: Commit | undefined): ExportInput {
+  const data = commit?.prepare?.(input.schema, previous);
+  if (data === undefined) return input;
+  const batches = (async function* () {
+    for await (const batch of input.batches) yield data.convert(batch);
+  })();
+  return { ...input, schema: data.schema, batches };
 }
 
 interface Resumed {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Job } from '../config/jobSchema.ts';
-import { type CommitProtocol, manifestCommit } from '../export/index.ts';
+import type { CommitProtocol } from '../export/commit.ts';
+import { commitFor } from '../export/commitFor.ts';
 import { describeOutput, type ResolvedOutput } from '../export/outputConfig.ts';
 
 export interface Committed {
@@ -8,6 +9,8 @@ export interface Committed {
   readonly rows: number;
   readonly bytes: number;
   readonly files: number;
+  /** A table format's snapshot. */
+  readonly snapshot?: string;
 }
 
 /**
@@ -34,17 +37,17 @@ export async function committedExport(
   rows: number | undefined,
   fingerprint: string,
   signal: AbortSignal,
-  commit: CommitProtocol = manifestCommit,
+  commit: CommitProtocol = commitFor(output),
 ): Promise<Committed | undefined> {
   const destination = output.sink.create(output.sinkConfig);
   try {
     if (!destination.multiFile) return undefined;
-    const found = await commit.read(destination, signal).catch(() => undefined);
+    const found = await (commit.find ? commit.find(destination, executionId, fingerprint, signal) : commit.read(destination, signal)).catch(() => undefined);
     if (found === undefined || found.executionId !== executionId || found.fingerprint !== fingerprint) return undefined;
     if (rows !== undefined && found.rows !== rows) return undefined;
     await commit.finish?.(destination, found, signal);
     await destination.sweep?.(found.owns, signal);
-    return { url: destination.url, rows: found.rows, bytes: found.bytes, files: found.files.length };
+    return { url: destination.url, rows: found.rows, bytes: found.bytes, files: found.files.length, ...(found.snapshot ? { snapshot: found.snapshot } : {}) };
   } finally {
     await destination.close();
   }

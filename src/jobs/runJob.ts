@@ -1,8 +1,7 @@
 import { sleep } from '../client/retry.ts';
 import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
-import type { CommitProtocol } from '../export/commit.ts';
-import { manifestCommit, unconditionalManifestCommit } from '../export/manifestCommit.ts';
+import { commitFor } from '../export/commitFor.ts';
 import { openExport, type ExportSummary, type OpenedExport } from '../export/writeExport.ts';
 import { checkOutputs } from '../export/checkOutputs.ts';
 import { type ResultStream, stream } from '../pipeline/stream.ts';
@@ -31,6 +30,8 @@ export interface OutputSummary {
   readonly skipped: boolean;
   /** Part files a killed run had completed and this run kept instead of writing them again. */
   readonly resumedFiles: number;
+  /** For a table format output (`table: iceberg`): the snapshot the output is at. */
+  readonly snapshot?: string;
 }
 
 export interface JobSummary {
@@ -274,9 +275,9 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
     const summaries: (OutputSummary | undefined)[] = new Array(job.outputs.length).fill(undefined);
     const pending: number[] = [];
     for (const [i, output] of job.outputs.entries()) {
-      const done = await committedExport(output, executionId, totalRows, outputFingerprint(job, output), signal, commitOf(output));
+      const done = await committedExport(output, executionId, totalRows, outputFingerprint(job, output), signal, commitFor(output));
       if (done) {
-        summaries[i] = { url: done.url, format: output.format.type, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0 };
+        summaries[i] = { url: done.url, format: output.format.type, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0, ...(done.snapshot ? { snapshot: done.snapshot } : {}) };
         events?.onOutput?.(summaries[i]!);
       } else {
         pending.push(i);
@@ -288,7 +289,8 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
       fetchedRows = written.fetchedRows;
       pending.forEach((index, k) => {
         const s = written.summaries[k]!;
-        summaries[index] = { url: s.url, format: job.outputs[index]!.format.type, rows: s.rows, files: s.files.length, bytes: s.bytes, skipped: false, resumedFiles: s.resumedFiles };
+        const snapshot = s.commit?.snapshot;
+        summaries[index] = { url: s.url, format: job.outputs[index]!.format.type, rows: s.rows, files: s.files.length, bytes: s.bytes, skipped: false, resumedFiles: s.resumedFiles, ...(snapshot ? { snapshot } : {}) };
         events?.onOutput?.(summaries[index]!);
       });
     }
@@ -337,7 +339,7 @@ async function exportAll(
       const output = job.outputs[index]!;
       opened.push(
         await openExport(output, { executionId }, {
-          commit: commitOf(output),
+          commit: commitFor(output),
           signal: controller.signal,
           resume: { attemptId: resumeAttemptId(job.name, executionId, output) },
           // Stopped from outside (SIGTERM): finished parts survive for the next run, as after a kill.
@@ -384,15 +386,6 @@ async function exportAll(
     // Exports that never got to write (the read could not start) give their staging back.
     await Promise.allSettled(opened.map((o) => o.discard(controller.signal.reason)));
   }
-}
-
-/**
- * How an output is committed and found again. The one place a job picks the commit protocol: every
- * output is a manifest + `_SUCCESS` today, published conditionally unless the output says
- * `commit: unconditional`; a table format output (Iceberg) answers its own here.
- */
-function commitOf(output: Job['outputs'][number]): CommitProtocol {
-  return output.commit === 'unconditional' ? unconditionalManifestCommit : manifestCommit;
 }
 
 /** Whether an execution from an earlier run can still be read (or is still going). */

@@ -25,7 +25,7 @@ export interface Destination {
    * resolve, a bucket answers. Throws `DestinationCheckError`, or `ConfigError` for missing
    * credentials; neither is worth retrying. Optional: without it the first write finds out.
    */
-  check?(signal?: AbortSignal): Promise<void>;
+  check?(signal?: AbortSignal, options?: CheckOptions): Promise<void>;
   close(): Promise<void>;
   /**
    * What a log-based table format (Iceberg, a Delta log) needs besides transactions. Optional:
@@ -53,11 +53,29 @@ export interface Destination {
    */
   sweep?(owned: readonly string[], signal?: AbortSignal): Promise<void>;
   /**
+   * Stores one stream in place, outside any transaction: it appears under `name` only once complete
+   * (a temp file renamed into place, a multipart upload), replacing an object of that name. For a
+   * table format, whose data files live beside those of earlier commits and become part of the
+   * table only when its log names them. Optional, like `list`.
+   */
+  put?(name: string, body: AsyncIterable<Uint8Array>, options?: WriteOptions): Promise<WriteResult>;
+  /** Removes objects `put` or `publish` stored; missing ones are fine. Optional, like `put`. */
+  remove?(names: readonly string[], signal?: AbortSignal): Promise<void>;
+  /**
    * Room for one export written by several processes or machines (shards) and committed once.
    * `id` names the export (the same for every shard of it). Optional: a destination without it
    * cannot be sharded.
    */
   shared?(id: string): SharedArea;
+}
+
+export interface CheckOptions {
+  /**
+   * Names whose presence at the top of the place shows that sluice committed an output there (the
+   * commit protocol's records: `_manifest.json`, `_SUCCESS`; an Iceberg table's `metadata/`), so its
+   * files are not foreign. Default: the manifest commit's.
+   */
+  readonly records?: readonly string[];
 }
 
 /**

@@ -8,6 +8,7 @@ export { defineFormat, type Format, type FormatDescriptor } from './format.ts';
 export {
   defineSink,
   type BeginOptions,
+  type CheckOptions,
   type Destination,
   type Marker,
   type PublishCondition,

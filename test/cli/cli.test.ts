@@ -61,6 +61,12 @@ describe('sluice (spawned)', () => {
       ['cron.yaml', `${good}    schedule: "every hour"\n`, /cron\.yaml:7:15 jobs\[0\]\.schedule: invalid cron expression "every hour"/],
       ['env.yaml', good.replace('./o', '${NOT_SET_ANYWHERE}'), /env\.yaml:6:15 jobs\[0\]\.outputs\[0\]\.path: environment variable NOT_SET_ANYWHERE is not set/],
       ['enum.yaml', good.replace('format: csv', 'format: parqet'), /enum\.yaml:5:17 jobs\[0\]\.outputs\[0\]\.format: expected one of parquet\|arrow\|csv\|ndjson, got "parqet"/],
+      ['iceberg-csv.yaml', good.replace('path: ./o', 'path: ./o\n        table: iceberg'), /iceberg-csv\.yaml:5:17 jobs\[0\]\.outputs\[0\]\.format: table: iceberg writes Parquet data files: set format: parquet, or drop table: iceberg, got "csv"/],
+      [
+        'iceberg-stdout.yaml',
+        good.replace('format: csv', 'format: parquet').replace('path: ./o', 'path: "-"\n        table: iceberg'),
+        /iceberg-stdout\.yaml:6:15 jobs\[0\]\.outputs\[0\]\.path: table: iceberg needs a place for a table \(.*\), not - \(standard output\), got "-"/,
+      ],
     ];
     // One process checks every file: each bad one is reported, the good one is ok, the exit code is 2.
     const paths = [];

@@ -12,7 +12,7 @@ describe('jobFileJsonSchema', () => {
     for (const field of ['row_group_size', 'row_group_bytes', 'data_page_size', 'statistics', 'dictionary', 'delta_binary_packed', 'byte_stream_split', 'line_terminator']) {
       expect(text).toContain(`"${field}"`);
     }
-    for (const field of ['max_credits', 'max_bytes', 'view_refresh', 'max_age_hours', 'partition_by', 'format_options', 'api_key_env', 'schedule']) {
+    for (const field of ['max_credits', 'max_bytes', 'view_refresh', 'max_age_hours', 'partition_by', 'format_options', 'api_key_env', 'schedule', 'table', 'mode']) {
       expect(text).toContain(`"${field}"`);
     }
     // Every property at every depth has a description (the schema is the field reference).
@@ -29,6 +29,9 @@ describe('jobFileJsonSchema', () => {
       for (const [key, value] of Object.entries(record)) walk(value, `${path}.${key}`);
     };
     walk(schema, '$');
+    // The output's commit: the two tables and the two modes, as enums editors offer.
+    expect(text).toContain('"enum":["manifest","iceberg"]');
+    expect(text).toContain('"enum":["replace","append"]');
     expect(missing.filter((p) => !p.includes('.s3.'))).toEqual([]);
   });
 });

@@ -51,6 +51,30 @@ describe('outputs are resolved when the job file loads', () => {
     ]);
   });
 
+  it('table: iceberg with a format other than parquet, on standard output, or dropping the partition columns; append without iceberg; unknown words', () => {
+    const withFormat = (format: string, output: string) => file(output).replace('format: csv', `format: ${format}`);
+    expect(problems(file('        path: ./out\n        table: iceberg\n'))).toEqual([
+      'jobs.yaml:5:17 jobs[0].outputs[0].format: table: iceberg writes Parquet data files: set format: parquet, or drop table: iceberg, got "csv"',
+    ]);
+    expect(problems(withFormat('parquet', '        path: "-"\n        table: iceberg\n'))).toEqual([
+      'jobs.yaml:6:15 jobs[0].outputs[0].path: table: iceberg needs a place for a table (s3://bucket/prefix; a local directory or file:// URL), not - (standard output), got "-"',
+    ]);
+    expect(problems(withFormat('parquet', '        path: ./t\n        table: iceberg\n        partition_by: [a]\n        keep_partition_columns: false\n'))).toEqual([
+      'jobs.yaml:9:33 jobs[0].outputs[0].keep_partition_columns: an Iceberg table keeps the partition columns in its data files (engines read them there): drop keep_partition_columns, got false',
+    ]);
+    expect(problems(withFormat('parquet', '        path: ./t\n        mode: append\n'))).toEqual([
+      'jobs.yaml:7:15 jobs[0].outputs[0].mode: append needs table: iceberg (a manifest output is replaced by each run): set table: iceberg, or drop mode, got "append"',
+    ]);
+    expect(problems(withFormat('parquet', '        path: ./t\n        table: delta\n        mode: upsert\n'))).toEqual([
+      'jobs.yaml:7:16 jobs[0].outputs[0].table: expected one of manifest|iceberg, got "delta"',
+      'jobs.yaml:8:15 jobs[0].outputs[0].mode: expected one of replace|append, got "upsert"',
+    ]);
+    // Resolved: Iceberg outputs keep their partition columns; the defaults are the manifest and replace.
+    const ok = (output: string) => parseJobFile(withFormat('parquet', output), { file: 'jobs.yaml', registry: builtins, env: {} }).jobs[0]!.outputs[0]!;
+    expect(ok('        path: s3://lake/t\n        table: iceberg\n        mode: append\n        partition_by: [a]\n')).toMatchObject({ table: 'iceberg', mode: 'append', keepPartitionColumns: true, partitionBy: ['a'] });
+    expect(ok('        path: ./t\n')).toMatchObject({ table: 'manifest', mode: 'replace', keepPartitionColumns: false });
+  });
+
   it('a base_url without a scheme', () => {
     expect(problems(file('        path: ./out\n', 'connection:\n  base_url: localhost:18080\n'))).toEqual([
       'jobs.yaml:2:13 connection.base_url: expected an http:// or https:// URL, e.g. http://localhost:18080, got "localhost:18080"',

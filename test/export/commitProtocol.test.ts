@@ -138,6 +138,31 @@ describe.each([
     }
   });
 
+  it('put stores a stream in place under its name, complete or not at all; remove takes it away again', async () => {
+    const output = await makeOutput();
+    const d = destinationOf(output);
+    try {
+      const chunks = async function* () {
+        yield new TextEncoder().encode('a,b\n');
+        yield new TextEncoder().encode('1,2\n');
+      };
+      expect(await d.put!('data/k=1/part-0.csv', chunks())).toEqual({ bytes: 8 });
+      expect(new TextDecoder().decode(await d.read('data/k=1/part-0.csv'))).toBe('a,b\n1,2\n');
+      // A stream that fails leaves nothing under the name.
+      const failing = async function* () {
+        yield new TextEncoder().encode('half');
+        throw new Error('source failed');
+      };
+      await expect(d.put!('data/k=1/part-1.csv', failing())).rejects.toThrow();
+      expect(await d.list!('')).toEqual(['data/k=1/part-0.csv']);
+      await d.remove!(['data/k=1/part-0.csv', 'data/missing.csv']);
+      expect(await d.list!('')).toEqual([]);
+      expect(await list(output)).toEqual([]);
+    } finally {
+      await d.close();
+    }
+  });
+
   it('two exports racing to commit at one place: exactly one wins, the loser leaves nothing behind', async () => {
     const output = await makeOutput();
     // A committed output first, so both racers replace the same version.

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, link, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { access, link, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -72,8 +72,8 @@ export function fileDestination(path: string): Destination {
   const destination: Destination = {
     url,
     multiFile: true,
-    async check() {
-      await checkWritable(target, url);
+    async check(_signal, options = {}) {
+      await checkWritable(target, url, options.records ?? MANIFEST_RECORDS);
     },
     async read(name) {
       try {
@@ -113,6 +113,21 @@ export function fileDestination(path: string): Destination {
       await restore();
       return publishFile(url, inside(target, name), name, body, condition);
     },
+    async put(name, body, options = {}) {
+      options.signal?.throwIfAborted();
+      await restore();
+      return putFile(url, inside(target, name), name, body, options.signal);
+    },
+    async remove(names) {
+      try {
+        await Promise.all(names.map((n) => rm(inside(target, n), { force: true })));
+        // Directories emptied by it go too (a failed first write leaves the folder as it found it).
+        const dirs = new Set(names.flatMap((n) => n.split('/').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('/'))));
+        for (const dir of [...dirs].sort((a, b) => b.length - a.length)) await rmdir(inside(target, dir)).catch(() => undefined);
+      } catch (error) {
+        throw new DestinationError(url, `removing ${names.length} files from`, error);
+      }
+    },
     async sweep() {
       try {
         await restore();
@@ -145,6 +160,9 @@ export function fileDestination(path: string): Destination {
   };
   return destination;
 }
+
+/** The records of the manifest commit: a folder holding one of them was written by sluice. */
+const MANIFEST_RECORDS = ['_manifest.json', '_SUCCESS'];
 
 /** Inside a staging directory, never published: who writes it, and the caller's resume journal. */
 const OWNER = '.sluice-owner';
@@ -361,6 +379,36 @@ export async function publishFile(url: string, path: string, name: string, body:
   }
 }
 
+/**
+ * Writes a stream in place: into a temp file beside the name (never listed), synced, then renamed
+ * over it, so the name shows complete bytes or nothing.
+ */
+async function putFile(url: string, path: string, name: string, body: AsyncIterable<Uint8Array>, signal: AbortSignal | undefined): Promise<{ bytes: number }> {
+  const tmp = `${dirname(path)}${sep}${PUBLISHING}${randomBytes(6).toString('hex')}.tmp`;
+  let bytes = 0;
+  try {
+    await mkdir(dirname(path), { recursive: true });
+    const handle = await open(tmp, 'wx');
+    try {
+      for await (const chunk of body) {
+        signal?.throwIfAborted();
+        let done = 0;
+        while (done < chunk.byteLength) done += (await handle.write(chunk, done)).bytesWritten;
+        bytes += chunk.byteLength;
+      }
+      await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+    await rename(tmp, path);
+    return { bytes };
+  } catch (error) {
+    await rm(tmp, { force: true });
+    if (signal?.aborted) throw signal.reason;
+    throw error instanceof DestinationError ? error : new DestinationError(url, `writing ${name} to`, error);
+  }
+}
+
 async function lockFile(path: string): Promise<() => Promise<void>> {
   const deadline = Date.now() + LOCK_WAIT_MS;
   // The owner is written first and the lock linked into place whole: a lock is never seen empty.
@@ -466,12 +514,12 @@ export function isCode(error: unknown, code: string): boolean {
  * Before anything is spent: the output folder is a folder, holds nothing sluice did not write (a
  * committed export has its markers), and it or its nearest existing parent can be written.
  */
-async function checkWritable(target: string, url: string): Promise<void> {
+async function checkWritable(target: string, url: string, records: readonly string[]): Promise<void> {
   const found = await stat(target).catch(() => undefined);
   if (found !== undefined && !found.isDirectory()) throw new DestinationCheckError(url, `${target} is a file, not a folder; point the export at a folder`);
   if (found !== undefined) {
     const entries = (await entriesOf(target)) ?? [];
-    const marked = entries.includes('_manifest.json') || entries.includes('_SUCCESS');
+    const marked = records.some((r) => entries.includes(r.split('/')[0]!));
     if (entries.length > 0 && !marked) {
       throw new DestinationCheckError(url, `the folder holds files sluice did not write (${entries.slice(0, 5).join(', ')}${entries.length > 5 ? ', ...' : ''}); point the export at an empty or sluice-owned folder`);
     }

@@ -118,6 +118,29 @@ export function s3Destination(location: S3Location, store: ObjectStore): Destina
       options.signal?.throwIfAborted();
       return putMarker(store, url, keyOf(location, name), name, body, options.contentType, condition);
     },
+    async put(name, body, options = {}) {
+      let bytes = 0;
+      async function* counted() {
+        for await (const chunk of body) {
+          bytes += chunk.byteLength;
+          yield chunk;
+        }
+      }
+      try {
+        await store.upload(keyOf(location, name), counted(), { contentType: options.contentType, signal: options.signal });
+      } catch (error) {
+        if (options.signal?.aborted) throw options.signal.reason;
+        throw error instanceof DestinationError ? error : new DestinationError(url, `uploading ${name} to`, error, true);
+      }
+      return { bytes };
+    },
+    async remove(names) {
+      try {
+        await store.delete(names.map((n) => keyOf(location, n)));
+      } catch (error) {
+        throw new DestinationError(url, `removing ${names.length} objects from`, error, true);
+      }
+    },
     async sweep(owned, signal) {
       let stale: string[] = [];
       try {

@@ -23,7 +23,7 @@ export function formatSummary(s: JobSummary): string {
     ...s.outputs.map(
       (o) =>
         `  ${o.url}  ${o.format}  ${o.rows.toLocaleString('en-US')} rows  ${plural(o.files, 'file')}  ${formatBytes(o.bytes)}` +
-        `${o.skipped ? '  (already committed)' : ''}${o.resumedFiles > 0 ? `  (${o.resumedFiles} kept from the interrupted run)` : ''}`,
+        `${o.snapshot ? `  snapshot ${o.snapshot}` : ''}${o.skipped ? '  (already committed)' : ''}${o.resumedFiles > 0 ? `  (${o.resumedFiles} kept from the interrupted run)` : ''}`,
     ),
   ];
   return `${lines.join('\n')}\n`;
@@ -56,6 +56,7 @@ export function summaryFields(s: JobSummary): Record<string, unknown> {
       bytes: o.bytes,
       skipped: o.skipped,
       resumed_files: o.resumedFiles,
+      ...(o.snapshot ? { snapshot: o.snapshot } : {}),
     })),
   };
 }

@@ -135,6 +135,8 @@ export async function encodeAvroFile(schema: object, records: readonly unknown[]
   const type = forSchema(schema);
   const encoder = new avro.streams.BlockEncoder(type, {
     codec: 'null',
+    // The header even without records (avsc writes it lazily): an empty manifest list is still a valid file.
+    writeHeader: 'always',
     metadata: Object.fromEntries(Object.entries(metadata).map(([k, v]) => [k, Buffer.from(v)])),
   } as never);
   const chunks: Buffer[] = [];

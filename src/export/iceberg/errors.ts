@@ -54,3 +54,13 @@ export class IcebergCommitConflictError extends KitError {
     );
   }
 }
+
+/** A sink's destination cannot hold an Iceberg table: it lacks the calls a table commit makes. */
+export class IcebergUnsupportedDestinationError extends KitError {
+  constructor(url: string, missing: readonly string[]) {
+    super(
+      'ICEBERG_UNSUPPORTED_DESTINATION',
+      `${url} cannot hold an Iceberg table: its sink does not offer ${missing.join(', ')}; write the table to a local directory or S3, or drop table: iceberg`,
+    );
+  }
+}

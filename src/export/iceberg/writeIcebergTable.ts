@@ -70,7 +70,7 @@ export interface IcebergCommitSummary {
 
 export const DEFAULT_COMMIT_ATTEMPTS = 4;
 
-interface LoadedTable {
+export interface LoadedTable {
   readonly version: number;
   readonly file: string;
   readonly metadata: TableMetadata | undefined;
@@ -89,14 +89,13 @@ export async function writeIcebergTable(input: IcebergTableInput, options: Icebe
   const { storage, signal } = options;
   const url = storage.url;
   const partitionBy = options.partitionBy ?? [];
-  let base = await loadTable(storage, signal);
+  const base = await loadTable(storage, signal);
   const done = committed(base, input.meta, options.mode);
   if (done) return skipped(url, base, done);
 
-  let schema = prepareSchema(input.schema, base.metadata, url, base.file);
-  let spec = partitionSpec(schema, partitionBy, base.metadata, url);
+  const schema = prepareSchema(input.schema, base.metadata, url, base.file);
+  const spec = partitionSpec(schema, partitionBy, base.metadata, url);
   const runId = randomBytes(4).toString('hex');
-  const snapshotId = BigInt(randomInt(1, 2 ** 47)) * 64n + BigInt(randomInt(0, 64));
   const staged: string[] = [];
   try {
     const files = await writeDataFiles(input, options, schema, spec, runId, staged);
@@ -104,6 +103,50 @@ export async function writeIcebergTable(input: IcebergTableInput, options: Icebe
     if (input.meta.totalRowCount !== undefined && rows !== input.meta.totalRowCount) {
       throw new RowCountMismatchError(input.meta.executionId, input.meta.totalRowCount, rows);
     }
+    const summary = await commitSnapshot(storage, { base, result: input.schema, schema, spec, partitionBy, files, meta: input.meta, mode: options.mode, commitAttempts: options.commitAttempts, signal });
+    if (summary.skipped) await storage.delete(staged).catch(() => undefined);
+    return summary;
+  } catch (error) {
+    await storage.delete(staged).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** What `commitSnapshot` makes a snapshot of: data files already stored, checked against the table as loaded. */
+export interface SnapshotChange {
+  /** The table as it was when the files were written (their field ids come from its schema). */
+  readonly base: LoadedTable;
+  /** The result's Arrow schema (checked again if a concurrent writer changed the table). */
+  readonly result: Schema;
+  readonly schema: PreparedSchema;
+  readonly spec: Spec;
+  readonly partitionBy: readonly string[];
+  /** The data files, paths relative to the table location, with their Hive partition text. */
+  readonly files: readonly { readonly path: string; readonly rows: number; readonly bytes: number; readonly partition: Readonly<Record<string, string | null>> }[];
+  readonly meta: IcebergTableInput['meta'];
+  readonly mode: IcebergMode;
+  readonly commitAttempts?: number | undefined;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
+ * Commits data files (already stored under the table location) as one snapshot: an Avro manifest
+ * and manifest list under `metadata/`, then `metadata/v<N+1>.metadata.json`, created only if absent.
+ * A commit lost to a concurrent writer re-reads the table and commits again on top, up to
+ * `commitAttempts`; when the table meanwhile holds this execution (the same fingerprint), nothing
+ * is committed and the summary says `skipped` (the caller removes its data files). Whatever this
+ * writes under `metadata/` is removed again when it fails; the data files are the caller's.
+ */
+export async function commitSnapshot(storage: TableStorage, change: SnapshotChange): Promise<IcebergCommitSummary> {
+  const { signal, meta, mode } = change;
+  const url = storage.url;
+  let { base, schema, spec } = change;
+  const snapshotId = BigInt(randomInt(1, 2 ** 47)) * 64n + BigInt(randomInt(0, 64));
+  const files = change.files.map((f) => ({ ...f, values: spec.values(f.partition) }));
+  const rows = files.reduce((n, f) => n + f.rows, 0);
+  const bytes = files.reduce((n, f) => n + f.bytes, 0);
+  const staged: string[] = [];
+  try {
     const manifestName = `${METADATA_DIR}/${randomUUID()}-m0.avro`;
     const manifestBytes = await encodeAvroFile(
       manifestEntrySchema(spec.avro),
@@ -131,15 +174,14 @@ export async function writeIcebergTable(input: IcebergTableInput, options: Icebe
       files: files.length,
       rows: BigInt(rows),
     };
-    const bytes = files.reduce((n, f) => n + f.bytes, 0);
 
-    const attempts = options.commitAttempts ?? DEFAULT_COMMIT_ATTEMPTS;
+    const attempts = change.commitAttempts ?? DEFAULT_COMMIT_ATTEMPTS;
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted();
       const version = base.version + 1;
       const sequence = (base.metadata?.['last-sequence-number'] ?? 0) + 1;
       const parent = base.metadata?.snapshots?.find((s) => String(s['snapshot-id']) === String(base.metadata?.['current-snapshot-id']));
-      const carried = options.mode === 'append' && parent ? await readManifestList(storage, parent['manifest-list'], url) : [];
+      const carried = mode === 'append' && parent ? await readManifestList(storage, parent['manifest-list'], url) : [];
       const own: ManifestFile = {
         manifest_path: ownManifest.path,
         manifest_length: ownManifest.length,
@@ -176,7 +218,7 @@ export async function writeIcebergTable(input: IcebergTableInput, options: Icebe
         sequence,
         parent,
         manifestList: `${url}/${listName}`,
-        summary: snapshotSummary(options.mode, input.meta, { files: files.length, rows, bytes }, list, parent),
+        summary: snapshotSummary(mode, meta, { files: files.length, rows, bytes }, list, parent),
       });
       const file = metadataFileName(version);
       if (await storage.createIfAbsent(file, encodeMetadata(next), signal)) {
@@ -188,18 +230,18 @@ export async function writeIcebergTable(input: IcebergTableInput, options: Icebe
       staged.pop();
       if (attempt >= attempts) throw new IcebergCommitConflictError(url, file, attempt);
       base = await loadTable(storage, signal);
-      const now = committed(base, input.meta, options.mode);
+      const now = committed(base, meta, mode);
       if (now) {
         await storage.delete(staged).catch(() => undefined);
         return skipped(url, base, now);
       }
-      const again = prepareSchema(input.schema, base.metadata, url, base.file);
+      const again = prepareSchema(change.result, base.metadata, url, base.file);
       if (!sameIds(again, schema)) {
         // The concurrent writer added columns with the ids this run's files already carry.
         throw new IcebergCommitConflictError(url, file, attempt);
       }
       schema = again;
-      spec = partitionSpec(schema, partitionBy, base.metadata, url);
+      spec = partitionSpec(schema, change.partitionBy, base.metadata, url);
     }
   } catch (error) {
     await storage.delete(staged).catch(() => undefined);
@@ -207,12 +249,12 @@ export async function writeIcebergTable(input: IcebergTableInput, options: Icebe
   }
 }
 
-function skipped(url: string, base: LoadedTable, snapshot: Snapshot): IcebergCommitSummary {
+export function skipped(url: string, base: LoadedTable, snapshot: Snapshot): IcebergCommitSummary {
   return { url, skipped: true, snapshotId: String(snapshot['snapshot-id']), metadataFile: base.file, rows: 0, bytes: 0, files: [], attempts: 0 };
 }
 
 /** The snapshot that already holds this execution with this fingerprint, if any. */
-function committed(base: LoadedTable, meta: IcebergTableInput['meta'], mode: IcebergMode): Snapshot | undefined {
+export function committed(base: LoadedTable, meta: IcebergTableInput['meta'], mode: IcebergMode): Snapshot | undefined {
   const metadata = base.metadata;
   if (!metadata?.snapshots) return undefined;
   const byId = new Map(metadata.snapshots.map((s) => [String(s['snapshot-id']), s]));
@@ -233,7 +275,7 @@ function committed(base: LoadedTable, meta: IcebergTableInput['meta'], mode: Ice
  * put the newest version seen until it stays (the last writer to finish leaves the newest). Best
  * effort: the commit has happened whatever becomes of the hint.
  */
-async function writeHint(storage: TableStorage, version: number): Promise<void> {
+export async function writeHint(storage: TableStorage, version: number): Promise<void> {
   try {
     let hinted = version;
     for (let i = 0; i < 3; i++) {
@@ -247,11 +289,15 @@ async function writeHint(storage: TableStorage, version: number): Promise<void> 
   }
 }
 
-async function loadTable(storage: TableStorage, signal?: AbortSignal, tries = 3): Promise<LoadedTable> {
+/** Names sluice gives a table's files before any commit names them: resume journals, data files. */
+const UNCOMMITTED = /^(?:\.sluice-journal-[A-Za-z0-9._-]+\.json|data\/(?:[^/]+=[^/]*\/)*part-\d{5,}-[^/]+\.parquet)$/;
+
+export async function loadTable(storage: TableStorage, signal?: AbortSignal, tries = 3): Promise<LoadedTable> {
   const names = await storage.list(`${METADATA_DIR}/`, signal);
   const versions = names.map(versionOf).filter((v): v is number => v !== undefined);
   if (versions.length === 0) {
-    const anything = names.length > 0 ? names : await storage.list('', signal);
+    // What a first export stopped before its commit left (its journal, its data files) is not foreign.
+    const anything = (names.length > 0 ? names : await storage.list('', signal)).filter((n) => !UNCOMMITTED.test(n));
     if (anything.length > 0) throw new IcebergNotATableError(storage.url, anything.sort()[0]!);
     return { version: 0, file: metadataFileName(0), metadata: undefined };
   }
@@ -266,14 +312,14 @@ async function loadTable(storage: TableStorage, signal?: AbortSignal, tries = 3)
   return { version, file, metadata: parseMetadata(bytes, storage.url, file) };
 }
 
-async function readManifestList(storage: TableStorage, location: string, url: string): Promise<ManifestFile[]> {
+export async function readManifestList(storage: TableStorage, location: string, url: string): Promise<ManifestFile[]> {
   const name = location.startsWith(`${url}/`) ? location.slice(url.length + 1) : undefined;
   const bytes = name === undefined ? undefined : await storage.read(name);
   if (bytes === undefined) throw new IcebergNotATableError(url, `${location} (the current snapshot's manifest list, missing or outside the table)`);
   return (await decodeAvroFile(bytes)) as unknown as ManifestFile[];
 }
 
-interface Spec {
+export interface Spec {
   readonly id: number;
   readonly fields: PartitionSpecField[];
   readonly avro: { field: PartitionSpecField; avroType: unknown }[];
@@ -283,7 +329,7 @@ interface Spec {
 
 const PARTITION_FIELD_BASE = 1000;
 
-function partitionSpec(schema: PreparedSchema, partitionBy: readonly string[], base: TableMetadata | undefined, url: string): Spec {
+export function partitionSpec(schema: PreparedSchema, partitionBy: readonly string[], base: TableMetadata | undefined, url: string): Spec {
   const fields: PartitionSpecField[] = [];
   const avro: Spec['avro'] = [];
   const parsers: ((text: string) => unknown)[] = [];

@@ -177,6 +177,7 @@ function checkShardable(job: Job): void {
     issues.push({ path: 'result.filters', message: 'a sharded run splits the result by row offsets, and the service does not count filtered rows up front: filter in the SQL instead', value: job.result.filters });
   }
   job.outputs.forEach((output, i) => {
+    if (output.table !== 'manifest') issues.push({ path: `outputs[${i}].table`, message: 'a sharded run commits a manifest: run table outputs without shards', value: output.table });
     if (output.partitionBy.length > 0) issues.push({ path: `outputs[${i}].partition_by`, message: 'a sharded run writes parts by row ranges: drop partition_by or run without shards', value: output.partitionBy });
     if (Number.isFinite(output.maxBytesPerFile)) issues.push({ path: `outputs[${i}].max_bytes_per_file`, message: 'a sharded run rolls parts by rows: use max_rows_per_file', value: output.maxBytesPerFile });
     const probe = output.sink.create(output.sinkConfig);

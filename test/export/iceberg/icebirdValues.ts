@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import { parseType } from '../../../src/types/index.ts';
 
 /**
@@ -62,4 +63,23 @@ export function fromIcebird(value: unknown, columnType: string): unknown {
     return v;
   };
   return norm(value, type);
+}
+
+/**
+ * icebird's rows of a table against the service's rows of each run that wrote it, value by value.
+ * Rows of several runs come back in file order: both sides are compared sorted by their full content.
+ * A column a run did not have is NULL in its rows (an additive schema change).
+ */
+export function expectIcebirdRows(got: readonly Record<string, unknown>[], runs: readonly { rows: readonly Record<string, unknown>[]; types: Record<string, string> }[]): void {
+  const types: Record<string, string> = {};
+  for (const run of runs) Object.assign(types, run.types);
+  const want = runs.flatMap((run) => run.rows.map((row) => Object.fromEntries(Object.keys(types).map((c) => [c, c in row ? asIcebird(row[c], types[c]!) : null]))));
+  const norm = got.map((row) => Object.fromEntries(Object.keys(types).map((c) => [c, fromIcebird(row[c], types[c]!)])));
+  const key = (row: Record<string, unknown>) => `${String(row.id).padStart(4, '0')} ${JSON.stringify(row, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))}`;
+  want.sort((a, b) => key(a).localeCompare(key(b)));
+  norm.sort((a, b) => key(a).localeCompare(key(b)));
+  expect(norm.length).toBe(want.length);
+  for (const [i, row] of want.entries()) {
+    for (const column of Object.keys(types)) expect.soft(norm[i]![column], `row ${i} column ${column}`).toEqual(row[column]);
+  }
 }

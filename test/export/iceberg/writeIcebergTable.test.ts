@@ -29,7 +29,7 @@ import { startLocalS3, type LocalS3 } from '../../helpers/s3.ts';
 import { startS3Gate, type S3Gate } from '../../helpers/s3Gate.ts';
 import { icebirdRead } from '../../helpers/icebird.ts';
 import { duckRowsJS } from '../../helpers/duckdb.ts';
-import { asIcebird, fromIcebird } from './icebirdValues.ts';
+import { asIcebird, expectIcebirdRows } from './icebirdValues.ts';
 
 interface Result {
   schema: Schema;
@@ -74,28 +74,10 @@ async function write(storage: TableStorage, sql: string, executionId: string, op
   );
 }
 
-/** icebird's rows of the table against the service's rows, value by value, in id order. */
-async function expectTable(storage: TableStorage, expected: { sql: string; missing?: string[] }[]): Promise<void> {
+/** icebird's rows of the table against the service's rows, value by value. */
+async function expectTable(storage: TableStorage, expected: { sql: string }[]): Promise<void> {
   const got = await icebirdRead(storage.url, s3);
-  const want: Record<string, unknown>[] = [];
-  const types: Record<string, string> = {};
-  for (const e of expected) Object.assign(types, (await result(e.sql)).types);
-  for (const e of expected) {
-    for (const row of (await result(e.sql)).rows) {
-      want.push(Object.fromEntries(Object.keys(types).map((c) => [c, c in row ? asIcebird(row[c], types[c]!) : null])));
-    }
-  }
-  // Rows of several runs come back in file order: compare both sides sorted by their full content.
-  const key = (row: Record<string, unknown>) => `${String(row.id).padStart(4, '0')} ${JSON.stringify(row, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))}`;
-  want.sort((a, b) => key(a).localeCompare(key(b)));
-  const norm = got.map((row) => Object.fromEntries(Object.keys(types).map((c) => [c, fromIcebird(row[c], types[c]!)])));
-  norm.sort((a, b) => key(a).localeCompare(key(b)));
-  expect(norm.length).toBe(want.length);
-  for (const [i, row] of want.entries()) {
-    for (const column of Object.keys(types)) {
-      expect.soft(norm[i]![column], `row ${i} column ${column}`).toEqual(row[column]);
-    }
-  }
+  expectIcebirdRows(got, await Promise.all(expected.map((e) => result(e.sql))));
 }
 
 let tables = 0;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { manifestCommit, openExport, type OutputConfig, unconditionalManifestCommit, writeExport } from '../../src/export/index.ts';
+import { commitFor, manifestCommit, openExport, type OutputConfig, unconditionalManifestCommit, writeExport } from '../../src/export/index.ts';
 import { PreconditionFailedError } from '../../src/kit/index.ts';
 import { numbered, numberedSchema, resolved } from '../connectors/fixtures.ts';
 import { startPreconditionGate, type PreconditionGate } from '../helpers/preconditionGate.ts';
@@ -42,5 +42,13 @@ describe('commit: unconditional', () => {
     if (mode === 'conditional') await expect(publishing).rejects.toBeInstanceOf(PreconditionFailedError);
     else await expect(publishing).resolves.toMatchObject({ rows: 30 });
     expect(await manifestExecution(prefix)).toBe(expected);
+  });
+
+  it('is the commit a manifest output gets with commit: unconditional, and is refused for an Iceberg table', () => {
+    expect(commitFor(resolved({ ...output('x'), commit: 'unconditional' }))).toBe(unconditionalManifestCommit);
+    expect(commitFor(resolved(output('x')))).toBe(manifestCommit);
+    expect(() => resolved({ format: 'parquet', path: 's3://lww/t', table: 'iceberg', commit: 'unconditional', s3: { endpoint: gate.endpoint, region: s3.region, force_path_style: true } })).toThrow(
+      /commit: an Iceberg table is committed by creating its next metadata file only if absent: drop commit: unconditional/,
+    );
   });
 });

@@ -7,6 +7,8 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { ARROW_STREAM_MEDIA_TYPE } from '../../src/protocol/index.ts';
 import { ManualClock } from '../../src/service/clock.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { call, runSql, status } from './api.ts';
@@ -132,6 +134,36 @@ describe('pre-encoded results', () => {
       expect(existsSync(join(results, `${id}.enc`, 'info.json'))).toBe(true);
       const encoded = await call(second, 'GET', `/v1/execution/${id}/results`, { key: second.keys.demo.read, query: { limit: 7, offset: 3 } });
       expect(port(encoded.text)).toBe(port(page.text));
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('after a crash while its Arrow chunks were written: they are removed, the JSON encoding serves, Arrow pages are built per request', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'sluice-encoded-arrow-restart-'));
+    dirs.push(dataDir);
+    const first = await startTestService({ dataDir, sampleRows: 50, encodeMinBytes: 0 });
+    const id = await runSql(first, 'SELECT * FROM sample.events ORDER BY id');
+    await first.whenEncoded(id);
+    const arrowPage = async (svc: TestService): Promise<Buffer> => {
+      const res = await request(`${svc.url}/v1/execution/${id}/results`, { headers: { 'x-service-api-key': svc.keys.demo.read, accept: ARROW_STREAM_MEDIA_TYPE } });
+      expect(res.statusCode).toBe(200);
+      return Buffer.from(await res.body.arrayBuffer());
+    };
+    const before = await arrowPage(first);
+    await first.close();
+
+    // The JSON / CSV encoding was published, the Arrow chunks were being written.
+    const enc = join(dataDir, 'engine', 'results', `${id}.enc`);
+    await rm(join(enc, 'arrow'), { recursive: true });
+    await mkdir(join(enc, 'arrow.tmp'));
+    await writeFile(join(enc, 'arrow.tmp', 'rows.arrow'), 'torn');
+
+    const second = await startTestService({ dataDir, sampleRows: 50, encodeMinBytes: 0 });
+    try {
+      expect(existsSync(join(enc, 'arrow.tmp'))).toBe(false);
+      expect(existsSync(join(enc, 'rows.json'))).toBe(true);
+      expect((await arrowPage(second)).equals(before)).toBe(true);
     } finally {
       await second.close();
     }

@@ -29,7 +29,7 @@ function keepLeadingBom(v: string): string {
 }
 
 /**
- * A value the connector's Arrow mapping of its type cannot hold (a date with a seven-digit year,
+ * A value the connector's Arrow mapping of its type cannot hold (an interval finer than a millisecond,
  * say): the page cannot be Arrow; its JSON page still carries the value.
  */
 function unrepresentable(column: string, type: string, row: number, value: unknown, err: unknown): EngineError {

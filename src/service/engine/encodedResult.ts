@@ -8,12 +8,13 @@
 //   index      one fixed-width record per row, and one more after the last row: three 12-digit
 //              hex numbers (where the row starts in rows.json, where in rows.csv, and the
 //              result_set_bytes of all rows before it), then '\n'. Row i's record is at i * 37.
-//   rows.arrow the rows as Arrow record batch messages, one batch per chunk of `chunkRows` rows
-//              (the page size clients read by), each as an Arrow page of those rows has it
-//   arrow.schema  the Arrow schema message every page stream starts with
-//   arrow.index   `chunkRows` as a 12-digit hex record, then one record per chunk and one after
-//              the last: where the chunk starts in rows.arrow
 //   info.json  the result's ResultInfo; written last
+//   arrow/     written after the rest is published (under arrow.tmp/, then renamed):
+//     rows.arrow    the rows as Arrow record batch messages, one batch per chunk of `chunkRows`
+//                   rows (the page size clients read by), each as an Arrow page of them has it
+//     arrow.schema  the Arrow schema message every page stream starts with
+//     arrow.index   `chunkRows` as a 12-digit hex record, then one record per chunk and one after
+//                   the last: where the chunk starts in rows.arrow
 // So page [o, o + n) is rows.json[json(o), json(o + n) - 1) (the trailing ',' cut), and its
 // result_set_bytes is the header line plus bytes(o + n) - bytes(o). An Arrow page whose rows are
 // whole chunks is the schema message, the chunks' batches and the end-of-stream marker: a valid IPC
@@ -23,7 +24,8 @@
 // csvRowSql), so a page read from the files is byte for byte the page the query would build.
 //
 // Crash safety: everything is written under <id>.enc.tmp and renamed to <id>.enc when complete;
-// a directory named .enc is therefore whole. Leftover .enc.tmp directories are removed at start.
+// a directory named .enc is therefore whole; so is arrow/ inside it. Leftover .enc.tmp and
+// arrow.tmp directories are removed at start.
 import { mkdir, open, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
@@ -48,6 +50,11 @@ const FILES = {
   arrowSchema: 'arrow.schema',
   arrowIndex: 'arrow.index',
 } as const;
+
+/** The Arrow encoding's directory inside a published encoding, and where it is written first. */
+export function arrowDirs(encoded: string): { dir: string; tmp: string } {
+  return { dir: join(encoded, 'arrow'), tmp: join(encoded, 'arrow.tmp') };
+}
 
 /** The IPC stream's end-of-stream marker: a continuation token and a zero length. */
 const ARROW_EOS = Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0);
@@ -119,7 +126,7 @@ export async function writeEncodings(conn: DuckDBConnection, stored: StoredColum
 }
 
 /**
- * Writes the Arrow encoding into `dir` (next to writeEncodings' files, before they are published):
+ * Writes the Arrow encoding into `dir` (arrowDirs' tmp, renamed to its dir when this returns):
  * `buildChunk(offset, limit)` makes the Arrow IPC stream of those rows (schema, one batch, end),
  * as an Arrow page of them is built; each stream's batch messages are appended to rows.arrow, its
  * schema message kept once. `stopped()` is asked between chunks.
@@ -154,11 +161,6 @@ export async function writeArrowEncoding(
   await writeFile(join(dir, FILES.arrowSchema), schema ?? new Uint8Array());
   await writeFile(join(dir, FILES.arrowIndex), index.join(''));
   await syncFiles(dir, [FILES.arrowSchema, FILES.arrowIndex]);
-}
-
-/** Removes what writeArrowEncoding wrote into `dir` (it failed; the other encodings stay). */
-export async function removeArrowEncoding(dir: string): Promise<void> {
-  for (const f of [FILES.arrow, FILES.arrowSchema, FILES.arrowIndex]) await rm(join(dir, f), { force: true });
 }
 
 function record(n: number): string {
@@ -296,9 +298,10 @@ export async function encodedArrowPage(dir: string, info: ResultInfo, offset: nu
   const from = Math.min(Math.max(0, Math.trunc(offset)), info.rowCount);
   const to = Math.min(info.rowCount, from + Math.max(0, Math.trunc(limit)));
   if (to === from) return undefined;
+  const arrow = arrowDirs(dir).dir;
   let h: FileHandle;
   try {
-    h = await open(join(dir, FILES.arrowIndex), 'r');
+    h = await open(join(arrow, FILES.arrowIndex), 'r');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
@@ -321,8 +324,8 @@ export async function encodedArrowPage(dir: string, info: ResultInfo, offset: nu
     await h.close();
   }
   const [a, b] = await records(dir, from, to);
-  const schema = await readFile(join(dir, FILES.arrowSchema));
-  const handle = await open(join(dir, FILES.arrow), 'r');
+  const schema = await readFile(join(arrow, FILES.arrowSchema));
+  const handle = await open(join(arrow, FILES.arrow), 'r');
   return {
     rowCount: to - from,
     bytes: headerBytes(info.columnNames) + b.bytes - a.bytes,

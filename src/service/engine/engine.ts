@@ -31,7 +31,7 @@
 // one instance only), and the task scheduler already shares the instance's threads among the
 // queries running at once, so a lone large query gets all of them anyway.
 import { existsSync } from 'node:fs';
-import { readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import {
   encodedArrowPage,
   encodedDir,
@@ -40,7 +40,7 @@ import {
   ENCODING_SUFFIX,
   publishEncodings,
   readEncodedInfo,
-  removeArrowEncoding,
+  arrowDirs,
   writeArrowEncoding,
   writeEncodings,
   type EncodedArrowPage,
@@ -666,26 +666,12 @@ export class DuckDbEngine implements SqlEngine {
       if (job.cancelled || this.#closed) return;
       await rm(tmp, { recursive: true, force: true });
       await writeEncodings(conn, open.columns, open.info, tmp);
-      if (open.info.columnNames.length > 0 && open.info.rowCount > 0) {
-        const c = conn;
-        try {
-          await writeArrowEncoding(
-            tmp,
-            this.#arrowChunkRows(open.info.columnNames.length),
-            open.info.rowCount,
-            async (offset, limit) => (await buildArrowPage(c, open.columns, planPage(open.columns, { offset, limit }, 'json'))).bytes,
-            () => job.cancelled || this.#closed,
-          );
-        } catch (err) {
-          if (job.cancelled || this.#closed) throw err;
-          // The JSON and CSV encodings stand on their own: Arrow pages are built per request (a
-          // value Arrow cannot hold then fails only the pages that hold it).
-          await removeArrowEncoding(tmp);
-          if (!(err instanceof EngineError && err.kind === 'unrepresentable')) console.error(`sluice engine: Arrow encoding of result ${id} failed (its Arrow pages are built per request):`, err);
-        }
-      }
       if (job.cancelled || this.#closed) throw new EngineError('canceled', 'encoding stopped');
       await publishEncodings(tmp, dir);
+      if (job.cancelled || this.#closed) return;
+      // JSON and CSV pages are byte ranges from here on; the Arrow chunks follow.
+      this.#encodedInfo.set(id, open.info);
+      if (open.info.columnNames.length > 0 && open.info.rowCount > 0) await this.#encodeArrow(id, job, conn, open, dir);
     } catch (err) {
       await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
       if (job.cancelled || this.#closed) return;
@@ -696,6 +682,32 @@ export class DuckDbEngine implements SqlEngine {
         conn.closeSync();
       }
       this.#release(entry);
+    }
+  }
+
+  /**
+   * The Arrow chunks of a published encoding, written under arrow.tmp/ and renamed to arrow/. A
+   * failure leaves the JSON and CSV encodings as they are: Arrow pages are then built per request
+   * (a value Arrow cannot hold fails only the pages that hold it).
+   */
+  async #encodeArrow(id: string, job: EncodingJob, conn: DuckDBConnection, open: OpenResult, encoded: string): Promise<void> {
+    const { dir, tmp } = arrowDirs(encoded);
+    try {
+      await rm(tmp, { recursive: true, force: true });
+      await mkdir(tmp);
+      await writeArrowEncoding(
+        tmp,
+        this.#arrowChunkRows(open.info.columnNames.length),
+        open.info.rowCount,
+        async (offset, limit) => (await buildArrowPage(conn, open.columns, planPage(open.columns, { offset, limit }, 'json'))).bytes,
+        () => job.cancelled || this.#closed,
+      );
+      if (job.cancelled || this.#closed) throw new EngineError('canceled', 'encoding stopped');
+      await rename(tmp, dir);
+    } catch (err) {
+      await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+      if (job.cancelled || this.#closed || (err instanceof EngineError && err.kind === 'unrepresentable')) return;
+      console.error(`sluice engine: Arrow encoding of result ${id} failed (its Arrow pages are built per request):`, err);
     }
   }
 
@@ -775,6 +787,8 @@ export class DuckDbEngine implements SqlEngine {
       // Half-written encodings, and encodings whose result was being dropped.
       const orphan = name.endsWith(ENCODED_SUFFIX) && !stored.has(name.slice(0, -ENCODED_SUFFIX.length));
       if (name.endsWith(ENCODING_SUFFIX) || orphan) await rm(join(resultsDir, name), { recursive: true, force: true });
+      // Arrow chunks half-written after the rest was published (that result's Arrow pages are then built per request).
+      else if (name.endsWith(ENCODED_SUFFIX)) await rm(arrowDirs(join(resultsDir, name)).tmp, { recursive: true, force: true });
     }
   }
 }

@@ -5,16 +5,20 @@
 // - stream() typed rows over JSON; .batches() over JSON decoded on the calling thread, by 1 and
 //   2 decode threads, by the default pool (auto) and an over-subscribed 4;
 // - .batches() over Arrow pages, when the service serves them (else said so);
-// - an export to zstd Parquet over each wire, against DuckDB COPY ... TO parquet of the same rows;
-// - peak RSS of batches() at 1M and 5M rows (bounded memory: the same peak).
-// `npm run bench -- parallel`; BENCH_PARALLEL_ROWS overrides 1M (the 5M run then uses 5x).
+// - peak RSS of batches() at 1M and 5M rows (bounded memory: the same peak);
+// - an export to zstd Parquet in parts (writeExport with workers 1, 2, auto and an over-subscribed
+//   4) over each wire, against DuckDB COPY ... TO parquet of the same rows; each case in a process
+//   of its own, with its peak RSS (threads included) and how busy its main thread was.
+// `npm run bench -- parallel`; BENCH_PARALLEL_ROWS overrides 1M (the 5M runs use 5x);
+// BENCH_BIG=1 repeats the exports at 5x the rows.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ServiceClient } from '../src/client/index.ts';
-import { builtins } from '../connectors/index.ts';
-import { resolveOutput, writeExport } from '../src/export/index.ts';
+import type { CaseInput, CaseResult } from './parallelCase.ts';
 import { defaultDecodeThreads } from '../src/pipeline/decodePool.ts';
 import { stream, type StreamOptions } from '../src/pipeline/stream.ts';
 import type { StreamSource } from '../src/pipeline/source.ts';
@@ -23,6 +27,8 @@ import { sampleEventsSelect } from '../src/service/engine/sampleEvents.ts';
 import { startChildService } from './pipeline.ts';
 
 const ROWS = Number(process.env.BENCH_PARALLEL_ROWS ?? 1_000_000);
+/** Rows per part (max_rows_per_file) of the exports: 4 parts per million rows. */
+const PART_ROWS = Math.max(1, Math.round(ROWS / 4));
 const KEY = 'sk_bench_admin_key';
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
@@ -90,15 +96,35 @@ export async function run(): Promise<void> {
       console.log(`${label} rows: ${mb(before)} -> ${mb(peak)} (+${mb(peak - before)}; target: peak <= 300 MB, the same at 5x the rows)`);
       if (n === 0) throw new Error('no rows');
     }
-    console.log('\nexport to zstd Parquet (writeExport, one file per 250,000 rows) vs DuckDB COPY of the same rows:');
-    const duckMs = await duckdbCopy(dataDir);
-    console.log(`DuckDB COPY ... TO parquet (zstd): ${(duckMs / 1000).toFixed(2)} s`);
-    for (const wire of arrowOffered ? (['json', 'arrow'] as const) : (['json'] as const)) {
-      const ms = await timeExport(client, source, wire, dataDir);
-      console.log(`sluice export over ${wire.padEnd(5)}: ${(ms / 1000).toFixed(2)} s = ${x(ms / duckMs)} DuckDB's time (target <= 5x)`);
+    // Parts in parallel: each case in a process of its own (its peak RSS, threads included, is its own).
+    const sizes = process.env.BENCH_BIG === '1' ? [ROWS, ROWS * 5] : [ROWS];
+    const counts = [...new Set([1, 2, availableParallelism(), 4])].sort((a, b) => a - b);
+    const label = (n: number) => `${n}${n === availableParallelism() ? ' (auto)' : ''}${n > availableParallelism() ? ' (over-subscribed)' : ''}`;
+    for (const size of sizes) {
+      console.log(`\nexport of ${fmt(size)} rows to zstd Parquet, parts of ${fmt(PART_ROWS)} rows (writeExport with workers), vs DuckDB COPY of the same rows:`);
+      const duckMs = await duckdbCopy(dataDir, size);
+      console.log(`DuckDB COPY ... TO parquet (zstd): ${(duckMs / 1000).toFixed(2)} s`);
+      let id = execution.id;
+      if (size !== ROWS) {
+        const big = await client.execute({ sql: sampleEventsSelect(size) });
+        await big.wait();
+        id = big.id;
+      }
+      console.log('wire   workers              seconds  vs DuckDB  speed-up vs 1  CPU s  cores got  peak RSS  main thread busy  loop delay p99');
+      for (const wire of arrowOffered ? (['json', 'arrow'] as const) : (['json'] as const)) {
+        let one = 0;
+        for (const workers of counts) {
+          const r = await runCase({ url: svc.url, key: KEY, executionId: id, wire, workers, out: join(dataDir, `export-${wire}-${workers}`), rowsPerFile: PART_ROWS });
+          if (r.rows !== size) throw new Error(`exported ${r.rows} rows, expected ${size}`);
+          if (workers === 1) one = r.ms;
+          console.log(
+            `${wire.padEnd(5)}  ${label(workers).padEnd(19)}  ${(r.ms / 1000).toFixed(2).padStart(7)}  ${x(r.ms / duckMs).padStart(9)}  ${x(one / r.ms).padStart(13)}  ${(r.cpuMs / 1000).toFixed(1).padStart(5)}  ${(r.cpuMs / r.ms).toFixed(2).padStart(9)}  ${mb(r.peakRss).padStart(8)}  ${`${(r.mainBusy * 100).toFixed(0)}%`.padStart(16)}  ${`${r.loopDelayP99.toFixed(0)} ms`.padStart(14)}`,
+          );
+        }
+      }
     }
-
-    console.log('\nparts in parallel (workers 1/2/auto) and sharded runs: not built yet, no figures');
+    console.log('targets: workers 2 >= 1.7x workers 1; within 5x DuckDB COPY; peak RSS <= 300 MB and the same at 5x the rows');
+    console.log('"cores got": CPU time of the export process (all its threads) over its wall time; the service process and other programs share the same cores');
   } finally {
     await client.close();
     await svc.close();
@@ -122,26 +148,23 @@ function timeBatches(client: ServiceClient, source: StreamSource, options: Strea
   });
 }
 
-async function timeExport(client: ServiceClient, source: StreamSource, wire: 'json' | 'arrow', dir: string): Promise<number> {
-  const out = join(dir, `export-${wire}`);
-  const t = performance.now();
-  const s = stream(client, source, { wire });
-  const info = await s.info();
-  const summary = await writeExport(
-    { schema: await s.schema(), batches: s.batches(), meta: { executionId: info.executionId } },
-    resolveOutput({ format: 'parquet', format_options: { compression: 'zstd' }, path: out, max_rows_per_file: 250_000 }, builtins),
-  );
-  const ms = performance.now() - t;
-  if (summary.rows !== ROWS) throw new Error(`exported ${summary.rows} rows, expected ${ROWS}`);
-  await rm(out, { recursive: true, force: true });
-  return ms;
+/** One export in a child process (bench/parallelCase.ts): its time, peak RSS and how busy its main thread was. */
+async function runCase(input: CaseInput): Promise<CaseResult> {
+  const module = new URL('./parallelCase.ts', import.meta.url).href;
+  const script = `const m = await import(${JSON.stringify(module)}); await m.exportCase(${JSON.stringify(input)});`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  if (code !== 0) throw new Error(`export case ${JSON.stringify({ ...input, key: undefined })} exited with ${code}`);
+  return JSON.parse(out.trim().split('\n').at(-1)!) as CaseResult;
 }
 
-async function duckdbCopy(dir: string): Promise<number> {
+async function duckdbCopy(dir: string, rows: number): Promise<number> {
   const instance = await DuckDBInstance.create(':memory:');
   const connection = await instance.connect();
   try {
-    await connection.run(`CREATE TABLE events AS ${sampleEventsSelect(ROWS)}`);
+    await connection.run(`CREATE TABLE events AS ${sampleEventsSelect(rows)}`);
     const file = join(dir, 'duckdb.parquet');
     const t = performance.now();
     await connection.run(`COPY events TO '${file}' (FORMAT parquet, COMPRESSION zstd)`);

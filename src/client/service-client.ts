@@ -140,6 +140,15 @@ export class ServiceClient {
     if (this.#ownsDispatcher) await this.#dispatcher.close();
   }
 
+  /**
+   * What another client of the same service needs (a worker thread cannot share this one's
+   * connections): the key, where it came from, the URL, timeouts and retry policy. Holds the key.
+   */
+  connectionOptions(): ClientOptions {
+    const c = this.#config;
+    return { apiKey: c.apiKey, apiKeyFrom: c.apiKeyFrom, baseUrl: c.baseUrl, apiKeyIn: c.apiKeyIn, timeoutMs: c.timeoutMs, retry: { ...c.retry }, keepAlive: c.keepAlive, userAgent: c.userAgent, env: {} };
+  }
+
   // ---- executions ----
 
   async executeSql(sql: string, options: ExecuteOptions = {}): Promise<ExecuteResponse> {

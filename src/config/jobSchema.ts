@@ -83,6 +83,9 @@ function reportProblem(problemOf: (value: string) => string | undefined) {
   };
 }
 
+/** Part threads a job may ask for: beyond the cores of any machine this runs on, each only costs memory. */
+export const MAX_WORKERS = 64;
+
 const JOB_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
 function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
@@ -112,6 +115,14 @@ function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
         .enum(['auto', 'json', 'arrow'])
         .optional()
         .describe('Result pages as Arrow streams when the service offers them (auto), only JSON (json, the default), or only Arrow (an error if the service does not serve Arrow)'),
+      workers: z
+        .union([z.literal('auto'), z.number().int().min(1).max(MAX_WORKERS)])
+        .optional()
+        .describe(
+          `Threads writing an output's parts side by side (default 1; auto: one per core the process may use; at most ${MAX_WORKERS}). ` +
+            'Applies to outputs whose files roll by max_rows_per_file alone (part k holds rows k*N to (k+1)*N): each part is read, decoded and encoded by a thread, files byte for byte as with 1. ' +
+            'Outputs with partition_by, max_bytes_per_file, no max_rows_per_file, path "-" or table: iceberg, and every output of a job with result.filters, are written by one thread.',
+        ),
       retries: z.number().int().min(0).max(20).optional().describe('Times a failed run is retried (default 0)'),
       retry_delay_seconds: z.number().nonnegative().optional().describe('Delay before the first retry, doubled for each next one (default 5)'),
       budget: BudgetSchema.optional(),

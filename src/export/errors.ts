@@ -5,10 +5,13 @@ export class RowCountMismatchError extends KitError {
   readonly expected: number;
   readonly actual: number;
 
-  constructor(executionId: string, expected: number, actual: number) {
+  /** `where`: the part of the export that came out short or long (`part 3 (rows 750 to 1000)`). */
+  constructor(executionId: string, expected: number, actual: number, where?: string) {
     super(
       'ROW_COUNT_MISMATCH',
-      `export of execution ${executionId}: wrote ${actual} rows but the result has ${expected}; nothing was committed`,
+      where === undefined
+        ? `export of execution ${executionId}: wrote ${actual} rows but the result has ${expected}; nothing was committed`
+        : `export of execution ${executionId}: ${where} got ${actual} rows from the service, expected ${expected}; nothing was committed`,
     );
     this.expected = expected;
     this.actual = actual;

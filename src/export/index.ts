@@ -21,3 +21,5 @@ export { escapeHivePathName, hiveSegment, HIVE_DEFAULT_PARTITION } from './hive.
 export { partFileName } from './partFileName.ts';
 export { ManifestInvalidError, RowCountMismatchError } from './errors.ts';
 export * from './iceberg/index.ts';
+export { planParts, resolveWorkers, serialReason, type PartRange, type Workers } from './partPlan.ts';
+export { writeParts, CHUNKS_IN_FLIGHT, CHUNK_BYTES, type PartToWrite, type WritePartsOptions, type WrittenPart } from './partWorkers.ts';

@@ -34,21 +34,8 @@ export class PartFile {
   ) {
     this.name = name;
     this.firstRow = firstRow;
-    const hash = createHash('sha256');
-    const counted = async function* (this: PartFile, chunks: AsyncIterable<Uint8Array>) {
-      for await (const chunk of chunks) {
-        hash.update(chunk);
-        this.bytes += chunk.byteLength;
-        yield chunk;
-      }
-    }.call(this, format.encode(schema, this.#channel, signal));
-    this.#done = tx.write(name, counted, { contentType: format.contentType, signal }).then(() => ({
-      path: name,
-      rows: this.rows,
-      bytes: this.bytes,
-      sha256: hash.digest('hex'),
-      partition,
-    }));
+    const stored = storeFile(tx, name, format.encode(schema, this.#channel, signal), format.contentType, signal, (n) => (this.bytes += n));
+    this.#done = stored.then(({ bytes, sha256 }) => ({ path: name, rows: this.rows, bytes, sha256, partition }));
     // If the write fails, the encoder stops pulling: refuse further pushes instead of hanging.
     this.#done.catch((error: unknown) => this.#channel.cancel(error));
   }
@@ -69,4 +56,30 @@ export class PartFile {
     this.#channel.fail(error);
     await this.#done.catch(() => undefined);
   }
+}
+
+/**
+ * Stores one file's encoded bytes through `tx`, counting and hashing them on the way (what the
+ * manifest and the resume journal record). `onBytes` sees each chunk's size as it passes.
+ */
+export async function storeFile(
+  tx: Pick<Transaction, 'write'>,
+  name: string,
+  chunks: AsyncIterable<Uint8Array>,
+  contentType: string,
+  signal: AbortSignal | undefined,
+  onBytes?: (bytes: number) => void,
+): Promise<{ bytes: number; sha256: string }> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  const counted = (async function* () {
+    for await (const chunk of chunks) {
+      hash.update(chunk);
+      bytes += chunk.byteLength;
+      onBytes?.(chunk.byteLength);
+      yield chunk;
+    }
+  })();
+  await tx.write(name, counted, { contentType, ...(signal ? { signal } : {}) });
+  return { bytes, sha256: hash.digest('hex') };
 }

@@ -11,13 +11,22 @@ import { type FileEntry, PartFile } from './partFile.ts';
 import { HeldPartitions } from './heldPartitions.ts';
 import { type PartitionRun, partitioner } from './partitions.ts';
 import type { ResolvedOutput } from './outputConfig.ts';
-import { noResume, recover, type Resume } from './resume.ts';
+import { type KeepParts, noResume, recover, type Resume } from './resume.ts';
+import type { RangeReader } from '../pipeline/stream.ts';
+import { planParts, resolveWorkers, serialReason, type Workers } from './partPlan.ts';
+import { writeParts } from './partWorkers.ts';
 
 /** What the pipeline hands over: one schema, batches that all use it, and the execution's identity. */
 export interface ExportInput {
   schema: Schema;
   batches: AsyncIterable<RecordBatch>;
   meta: ExportMeta;
+  /**
+   * How part threads read row ranges of the same result (`ResultStream.rangeReader()`): with
+   * `workers` above 1, an output whose parts have fixed row ranges is written from it, part by
+   * part, and `batches` is not read.
+   */
+  parts?: RangeReader | undefined;
 }
 
 export interface ExportMeta {
@@ -44,6 +53,14 @@ export interface ExportProgress {
 
 export interface WriteExportOptions {
   signal?: AbortSignal;
+  /**
+   * Threads writing parts side by side (`auto`: one per core). Above 1, and for an output whose
+   * parts have fixed row ranges (`max_rows_per_file`, no `partition_by`, no `max_bytes_per_file`,
+   * a multi-file destination), each part is read, decoded and encoded by a thread of its own from
+   * `input.parts`; the files are byte for byte those of one thread. Other outputs are written by
+   * the calling thread (see `serialReason`). Default 1.
+   */
+  workers?: Workers;
   onProgress?: (progress: ExportProgress) => void;
   /** How the export becomes visible and is found again (default: the output's `table`, see `commitFor`). */
   commit?: CommitProtocol;
@@ -72,7 +89,13 @@ export interface ExportSummary {
  * in-flight write, discards what was staged and rethrows: nothing new becomes visible.
  */
 export async function writeExport(input: ExportInput, output: ResolvedOutput, options: WriteExportOptions = {}): Promise<ExportSummary> {
-  const opened = await openExport(output, input.meta, options);
+  const asked = resolveWorkers(options.workers);
+  if (asked > 1 && input.parts === undefined && serialReason(output, output.sink.multiFile !== false) === undefined) {
+    throw new ConfigError('export options', [
+      { path: 'workers', message: 'part threads read their rows themselves: pass input.parts (await stream.rangeReader()), or leave workers at 1', value: asked },
+    ]);
+  }
+  const opened = await openExport(output, input.meta, { ...options, workers: input.parts === undefined ? 1 : asked });
   return opened.write(input, options);
 }
 
@@ -93,6 +116,12 @@ export interface OpenExportOptions {
    * would, instead of discarding them. Failures of the export itself still discard everything.
    */
   keepOnStop?: AbortSignal;
+  /**
+   * Threads that will write its parts (`WriteExportOptions.workers`). Above 1, for an output whose
+   * parts have fixed row ranges, `write` takes its rows from `input.parts` (which must then be given),
+   * and resume keeps every complete part of a killed run, not only those before the first gap.
+   */
+  workers?: Workers;
 }
 
 /** An export whose staging area is open: where its rows must start, then `write` (or `discard`). */
@@ -103,6 +132,10 @@ export interface OpenedExport {
   readonly pageSize: number | undefined;
   /** Parts kept from a killed run. */
   readonly resumedFiles: readonly FileEntry[];
+  /** Threads its parts are written by: 1 when the calling thread writes it from `input.batches`. */
+  readonly workers: number;
+  /** Why it is written by one thread although `workers` asked for more (undefined otherwise). */
+  readonly serialReason: string | undefined;
   /** Writes the rows from `startRow` on, then commits; a failure discards everything staged (kept parts too), a stop (`keepOnStop`) keeps the complete parts. */
   write(input: ExportInput, options?: Pick<WriteExportOptions, 'onProgress' | 'signal'>): Promise<ExportSummary>;
   /** Gives up before writing: discards the staging area (kept on a stop, see `keepOnStop`), closes the destination. */
@@ -117,9 +150,14 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
   const format = resolved.format.create(resolved.formatConfig);
   const destination = resolved.sink.create(resolved.sinkConfig);
   const commit = destination.multiFile ? (options.commit ?? commitFor(resolved)) : undefined;
+  const asked = resolveWorkers(options.workers);
+  // A commit that converts the rows for its data files (a table format's field ids) does so on this thread.
+  const converts = commit?.prepare === undefined ? undefined : `the ${commit.type} commit converts the rows of its data files`;
+  const why = asked > 1 ? (serialReason(resolved, destination.multiFile) ?? converts) : undefined;
+  const workers = asked > 1 && why === undefined ? asked : 1;
   let staged: Staged;
   try {
-    staged = await stage(destination, commit, resolved, meta.executionId, format.extension, options);
+    staged = await stage(destination, commit, resolved, meta.executionId, format.extension, options, workers > 1 ? 'any' : 'prefix');
   } catch (error) {
     await destination.close();
     // Stopped by the caller: that is the cause, not the read or write it cut short.
@@ -136,6 +174,8 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
     startRow: resume.startRow,
     pageSize: resume.pageSize,
     resumedFiles,
+    workers,
+    serialReason: why,
     async write(input, writeOptions = {}) {
       if (used) throw new Error('openExport: write or discard may be called once');
       used = true;
@@ -146,7 +186,13 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
         signal?.throwIfAborted();
         const record = resume.journal(input.meta.executionId, input.meta.pageSize);
         const from = { startRow: resume.startRow, startPart: resume.kept.length, resumed: resumedFiles, record };
-        const files = await writeFiles(input, resolved, format, tx, { ...writeOptions, signal }, from);
+        let files: FileEntry[];
+        if (workers > 1) {
+          if (input.parts === undefined) throw new Error(`openExport: opened for ${workers} workers, but write was given no input.parts to read the parts from`);
+          files = await writeInParallel(input, input.parts, workers, resolved, format, tx, { ...writeOptions, signal }, resume.kept, record);
+        } else {
+          files = await writeFiles(input, resolved, format, tx, { ...writeOptions, signal }, from);
+        }
         const rows = files.reduce((n, f) => n + f.rows, 0);
         if (input.meta.totalRowCount !== undefined && rows !== input.meta.totalRowCount) {
           throw new RowCountMismatchError(input.meta.executionId, input.meta.totalRowCount, rows);
@@ -154,7 +200,8 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
         signal?.throwIfAborted();
         const manifest = buildManifest(input, resolved, files);
         const published = commit ? await publish(commit, destination, tx, manifest, previous, end) : await tx.commit([]);
-        const summary = { url: destination.url, rows, bytes: manifest.total_bytes, files, resumedFiles: resumedFiles.length, resumedRows: resume.startRow };
+        const resumedRows = resume.kept.reduce((n, p) => n + p.rows, 0);
+        const summary = { url: destination.url, rows, bytes: manifest.total_bytes, files, resumedFiles: resumedFiles.length, resumedRows };
         return published ? { ...summary, manifest, commit: published } : summary;
       } catch (error) {
         await end(error);
@@ -189,6 +236,7 @@ async function stage(
   executionId: string,
   extension: string,
   options: OpenExportOptions,
+  keep: KeepParts,
 ): Promise<Staged> {
   const { signal } = options;
   signal?.throwIfAborted();
@@ -204,7 +252,7 @@ async function stage(
   const tx = await (commit?.begin ? commit.begin(destination, begin, previous) : destination.begin(begin));
   try {
     const journaling = resumable && tx.saveJournal !== undefined && tx.retain !== undefined;
-    const resume = await recover(tx, resolved, executionId, extension, journaling);
+    const resume = await recover(tx, resolved, executionId, extension, journaling, keep);
     return { tx, previous, resume: journaling ? resume : noResume };
   } catch (error) {
     await tx.abort(error);
@@ -347,6 +395,54 @@ async function writeFiles(
   } finally {
     await held?.close();
   }
+}
+
+/**
+ * Writes the parts still missing side by side (see `writeParts`), each read from `reader` by a part
+ * thread; the kept parts of a killed run are not written again. Files in part order.
+ */
+async function writeInParallel(
+  input: ExportInput,
+  reader: RangeReader,
+  workers: number,
+  resolved: ResolvedOutput,
+  format: Format,
+  tx: Transaction,
+  options: Pick<WriteExportOptions, 'onProgress' | 'signal'>,
+  kept: readonly JournalPart[],
+  record: ((part: JournalPart) => Promise<void>) | undefined,
+): Promise<FileEntry[]> {
+  const perPart = resolved.maxRowsPerFile;
+  const executionId = input.meta.executionId;
+  const parts = planParts(reader.totalRows, perPart, new Set(kept.map((p) => p.first_row / perPart)));
+  let rows = kept.reduce((n, p) => n + p.rows, 0);
+  let bytes = kept.reduce((n, p) => n + p.bytes, 0);
+  let files = kept.length;
+  const progress = () => options.onProgress?.({ rows, bytes, files });
+  const written = await writeParts({
+    threads: workers,
+    read: reader,
+    schema: input.schema,
+    format: { module: resolved.format.module!, type: resolved.format.type, config: resolved.formatConfig, contentType: format.contentType },
+    parts: parts.map((range) => ({ range, name: partFileName(executionId, range.index, format.extension) })),
+    tx,
+    signal: options.signal,
+    onBytes: (n) => {
+      bytes += n;
+      progress();
+    },
+    onPart: async (part) => {
+      await record?.({ path: part.name, first_row: part.range.firstRow, rows: part.range.rows, bytes: part.bytes, sha256: part.sha256 });
+      rows += part.range.rows;
+      files++;
+      progress();
+    },
+  });
+  const entries = [
+    ...kept.map((p) => ({ first: p.first_row, entry: fileEntryOf(p) })),
+    ...written.map((w) => ({ first: w.range.firstRow, entry: { path: w.name, rows: w.range.rows, bytes: w.bytes, sha256: w.sha256, partition: {} } satisfies FileEntry })),
+  ];
+  return entries.sort((a, b) => a.first - b.first).map((e) => e.entry);
 }
 
 function checkColumns(schema: Schema, resolved: ResolvedOutput): void {

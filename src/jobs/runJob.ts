@@ -4,6 +4,7 @@ import type { Job } from '../config/jobSchema.ts';
 import { commitFor } from '../export/commitFor.ts';
 import { openExport, type ExportSummary, type OpenedExport } from '../export/writeExport.ts';
 import { checkOutputs } from '../export/checkOutputs.ts';
+import { resolveWorkers, type Workers } from '../export/partPlan.ts';
 import { type ResultStream, stream } from '../pipeline/stream.ts';
 import type { Progress } from '../pipeline/progress.ts';
 import type { StreamSource } from '../pipeline/source.ts';
@@ -80,6 +81,8 @@ export interface RunJobOptions {
   /** Pick up the execution of an interrupted run (default true; `--fresh` sets false). */
   readonly resume?: boolean;
   readonly events?: RunEvents;
+  /** Threads writing an output's parts side by side; overrides the job's `workers` (`--workers`). */
+  readonly workers?: Workers;
   /** Waits between retries (tests shorten it). */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
@@ -285,7 +288,14 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
     }
     let fetchedRows = 0;
     if (pending.length > 0) {
-      const written = await exportAll(job, pending, executionId, result, controller, signal, (pageSize) => (reportedPageSize = pageSize));
+      const workers = resolveWorkers(options.workers ?? job.workers);
+      if (workers > 1 && job.result?.filters !== undefined) {
+        events?.onWarning?.('result.filters: the outputs are written by one thread (parts need row offsets, and the service does not count the rows a filter keeps)', { workers });
+      }
+      const written = await exportAll(job, pending, executionId, result, controller, signal, (pageSize) => (reportedPageSize = pageSize), {
+        workers: job.result?.filters === undefined ? workers : 1,
+        ...(events?.onWarning === undefined ? {} : { warn: events.onWarning }),
+      });
       fetchedRows = written.fetchedRows;
       pending.forEach((index, k) => {
         const s = written.summaries[k]!;
@@ -332,6 +342,7 @@ async function exportAll(
   controller: AbortController,
   stop: AbortSignal,
   onPageSize: (pageSize: number) => void,
+  parallel: { readonly workers: number; readonly warn?: (message: string, fields: Record<string, unknown>) => void },
 ): Promise<Written> {
   const opened: OpenedExport[] = [];
   try {
@@ -344,10 +355,16 @@ async function exportAll(
           resume: { attemptId: resumeAttemptId(job.name, executionId, output) },
           // Stopped from outside (SIGTERM): finished parts survive for the next run, as after a kill.
           keepOnStop: stop,
+          workers: parallel.workers,
         }),
       );
+      const why = opened.at(-1)!.serialReason;
+      if (why !== undefined) parallel.warn?.(`output ${output.path}: written by one thread (${why})`, { output: output.path, workers: parallel.workers });
     }
-    const startRow = Math.min(...opened.map((o) => o.startRow));
+    // Outputs written by part threads read their parts themselves; the others share one read here.
+    const serial = opened.map((o, k) => ({ o, k })).filter(({ o }) => o.workers === 1);
+    const split = opened.map((o, k) => ({ o, k })).filter(({ o }) => o.workers > 1);
+    const startRow = serial.length > 0 ? Math.min(...serial.map(({ o }) => o.startRow)) : 0;
     const pageSize = opened.find((o) => o.pageSize !== undefined)?.pageSize;
     // Same page grid as the killed run: batches (so row groups, so bytes) are cut at the same rows.
     result.seek({ ...(startRow > 0 ? { startOffset: startRow } : {}), ...(pageSize === undefined ? {} : { pageSize }) });
@@ -363,25 +380,39 @@ async function exportAll(
       ...('query_id' in job.source && job.source.parameters ? { parameters: job.source.parameters } : {}),
       ...('latest' in job.source && job.source.latest.parameters ? { parameters: job.source.latest.parameters } : {}),
     };
-    const branches = tee(result.batches(), pending.length, 2, controller.signal);
     let first: { error: unknown } | undefined;
-    const settled = await Promise.allSettled(
-      opened.map((export_, k) =>
-        export_.write(
-          { schema, batches: skipRows(branches[k]!, export_.startRow - startRow), meta: { ...meta, fingerprint: outputFingerprint(job, job.outputs[pending[k]!]!) } },
-          { signal: controller.signal },
-        ).catch((error: unknown) => {
-          // Stop the others: outputs of one run are all written, or the run fails. The abort also
-          // releases an output waiting on this one's unread branch. The first failure is the cause;
-          // the others only report that abort.
-          first ??= { error };
-          controller.abort(error);
-          throw error;
-        }),
-      ),
-    );
+    const failed = (error: unknown): never => {
+      // Stop the others: outputs of one run are all written, or the run fails. The abort also
+      // releases an output waiting on this one's unread branch. The first failure is the cause;
+      // the others only report that abort.
+      first ??= { error };
+      controller.abort(error);
+      throw error;
+    };
+    const fingerprint = (k: number) => outputFingerprint(job, job.outputs[pending[k]!]!);
+    const summaries: Promise<ExportSummary>[] = new Array(opened.length);
+    // Before any write starts: a failure here leaves nothing running.
+    const reader = split.length > 0 ? await result.rangeReader() : undefined;
+    if (split.length > 0 && reader === undefined) throw new Error('runJob: the result cannot be read by row ranges, yet outputs were opened for part threads');
+    const branches = serial.length > 0 ? tee(result.batches(), serial.length, 2, controller.signal) : [];
+    serial.forEach(({ o, k }, b) => {
+      summaries[k] = o.write({ schema, batches: skipRows(branches[b]!, o.startRow - startRow), meta: { ...meta, fingerprint: fingerprint(k) } }, { signal: controller.signal }).catch(failed);
+    });
+    let splitRows = 0;
+    if (reader !== undefined) {
+      const counted = { ...reader, page: (rows: number, bytes: number, httpBytes: number) => ((splitRows += rows), reader.page(rows, bytes, httpBytes)) };
+      // One output after another, each on every worker: the threads in use stay at `workers`.
+      let chain: Promise<unknown> = Promise.resolve();
+      for (const { o, k } of split) {
+        const written = chain.then(() => o.write({ schema, batches: noBatches(), meta: { ...meta, fingerprint: fingerprint(k) }, parts: counted }, { signal: controller.signal })).catch(failed);
+        summaries[k] = written;
+        chain = written.catch(() => undefined);
+      }
+    }
+    const settled = await Promise.allSettled(summaries);
     if (first) throw stop.aborted ? stop.reason : first.error;
-    return { summaries: settled.map((s) => (s as PromiseFulfilledResult<ExportSummary>).value), fetchedRows: result.progress?.rows ?? 0 };
+    const serialRows = serial.length > 0 ? (result.progress?.rows ?? 0) : 0;
+    return { summaries: settled.map((s) => (s as PromiseFulfilledResult<ExportSummary>).value), fetchedRows: serialRows + splitRows };
   } finally {
     // Exports that never got to write (the read could not start) give their staging back.
     await Promise.allSettled(opened.map((o) => o.discard(controller.signal.reason)));
@@ -426,4 +457,8 @@ function worthResuming(error: unknown, signal: AbortSignal): boolean {
 
 function retrySleep(ms: number, signal: AbortSignal): Promise<void> {
   return sleep(ms, signal, { method: 'runJob' });
+}
+
+async function* noBatches(): AsyncGenerator<never, void, undefined> {
+  // Outputs written by part threads take their rows from the range reader.
 }

@@ -22,6 +22,12 @@ export interface FormatDescriptor<C extends z.ZodType = z.ZodType> {
   readonly description: string;
   /** Validates `format_options`; strict (unknown fields rejected) and described per field. */
   readonly config: C;
+  /**
+   * The URL of a module that exports this descriptor (`import.meta.url` of the file defining it): a
+   * worker thread imports it to encode the parts of an export in parallel. Without it, an export in
+   * this format is written by the calling thread alone, whatever `workers` says.
+   */
+  readonly module?: string;
   /** Pure: no I/O, so `validate` can build a Format to check a job without running it. */
   create(config: z.output<C>): Format;
 }

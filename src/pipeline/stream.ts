@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { RecordBatch, RecordBatchReader, RecordBatchStreamWriter, type Schema } from 'apache-arrow';
 import { AbortedError, InvalidArgumentError, InvalidResponseError, type ErrorContext } from '../client/errors.ts';
+import type { ClientOptions } from '../client/config.ts';
 import type { Wire } from '../client/service-client.ts';
 import type { ExecutionStatus, ResultMetadata, ResultPage } from '../protocol/index.ts';
 import { arrowSchema, type ArrowTypeOptions } from '../types/arrow.ts';
@@ -33,6 +34,11 @@ export interface StreamOptions {
    * its leading rows skipped, so batches are cut where a read from row 0 cuts them.
    */
   startOffset?: number;
+  /**
+   * Deliver only the rows before this offset of the result (one part of an export): pages are
+   * planned up to it and the read ends there. Pages stay on the grid of `pageSize` as for `startOffset`.
+   */
+  endOffset?: number;
   /** Only these columns, in this order. */
   columns?: string[];
   /** Server-side filter (protocol.md section 4). */
@@ -66,6 +72,18 @@ export interface StreamOptions {
    * thread; default: the process's shared pool of all cores but one (none, so the calling thread, on two cores or fewer).
    */
   decodeThreads?: number;
+}
+
+/** What a thread needs to read rows `[first, end)` of a result as the stream that made it would. */
+export interface RangeReader {
+  /** A client to the same service (holds the key: keep it in this process). */
+  readonly connection: ClientOptions;
+  readonly executionId: string;
+  readonly totalRows: number;
+  /** The stream's options for the read: the wire the first page settled on, its page grid, columns, order. */
+  readonly options: Pick<StreamOptions, 'wire' | 'pageSize' | 'concurrency' | 'prefetch' | 'columns' | 'sortBy' | 'allowPartialResults' | 'int256As'>;
+  /** Counts pages another thread delivered in this stream's `progress` (and its `onProgress`). */
+  page(rows: number, bytes: number, httpBytes: number): void;
 }
 
 export interface BatchOptions {
@@ -204,9 +222,9 @@ export class ResultStream implements AsyncIterable<Row> {
     // A first page that came as Arrow has no JSON rows: it is read again as JSON.
     if (started.first?.ipc !== undefined) started.first = undefined;
     const decode = compileRowDecoder(started.info.columns, { dates: this.#options.dates });
-    for await (const { page, offset, skip } of this.#pages(started, 'rows')) {
+    for await (const { page, offset, skip, take } of this.#pages(started, 'rows')) {
       const rows = page.rows;
-      for (let i = skip; i < rows.length; i++) yield decode(rows[i], offset + i);
+      for (let i = skip; i < take; i++) yield decode(rows[i], offset + i);
     }
   }
 
@@ -234,13 +252,13 @@ export class ResultStream implements AsyncIterable<Row> {
     const ctx = { method: 'batches', executionId: started.info.executionId };
     const pool = mode === 'pool' ? (this.#options.decodeThreads === undefined ? sharedDecodePool() : new DecodePool(this.#options.decodeThreads)) : undefined;
     try {
-      for await (const { page, offset, skip } of this.#pages(started, mode, pool)) {
+      for await (const { page, offset, skip, take } of this.#pages(started, mode, pool)) {
         if (page.ipc !== undefined) {
-          yield* pageBatches(page, schema, skip, ctx);
+          yield* pageBatches(page, schema, skip, take, ctx);
           continue;
         }
         const rows = page.rows;
-        for (let i = skip; i < rows.length; i++) {
+        for (let i = skip; i < take; i++) {
           builder.append(decode(rows[i], offset + i));
           if (builder.length === batchSize) yield builder.flush();
         }
@@ -250,6 +268,37 @@ export class ResultStream implements AsyncIterable<Row> {
     } finally {
       if (pool !== undefined && this.#options.decodeThreads !== undefined) await pool.close();
     }
+  }
+
+  /**
+   * How another thread reads a row range of this result as this stream would (the same execution,
+   * wire, page grid, columns and order): for an export whose parts are written in parallel. Reads
+   * the first page if it was not read yet. Undefined when rows cannot be addressed by offset
+   * (`filters`: the service does not count the matching rows) or the client cannot be copied.
+   */
+  async rangeReader(): Promise<RangeReader | undefined> {
+    if (this.#options.filters !== undefined || this.#client.connectionOptions === undefined) return undefined;
+    const { info } = await this.#start();
+    const o = this.#options;
+    const total = info.totalRows;
+    const progress = new ProgressTracker(o.onProgress);
+    this.#progress = progress;
+    return {
+      connection: this.#client.connectionOptions(),
+      executionId: info.executionId,
+      totalRows: total,
+      options: {
+        wire: this.#arrowOffered ? 'arrow' : 'json',
+        pageSize: info.pageSize,
+        ...(o.concurrency === undefined ? {} : { concurrency: o.concurrency }),
+        ...(o.prefetch === undefined ? {} : { prefetch: o.prefetch }),
+        ...(o.columns === undefined ? {} : { columns: o.columns }),
+        ...(o.sortBy === undefined ? {} : { sortBy: o.sortBy }),
+        ...(o.allowPartialResults ? { allowPartialResults: true } : {}),
+        ...(o.int256As === undefined ? {} : { int256As: o.int256As }),
+      },
+      page: (rows, bytes, httpBytes) => progress.page(rows, bytes, total, httpBytes),
+    };
   }
 
   /** The Arrow schema of the result (reads the first page if it was not read yet). */
@@ -387,13 +436,17 @@ export class ResultStream implements AsyncIterable<Row> {
     const firstOffset = started.firstOffset;
     // With filters, total_row_count counts every row, not the matches: no estimate of time left.
     // A resumed read counts what is left from `startOffset`.
-    const total = this.#options.filters === undefined ? Math.max(0, info.totalRows - start) : undefined;
+    const end = this.#options.endOffset ?? Number.POSITIVE_INFINITY;
+    const total = this.#options.filters === undefined ? Math.max(0, Math.min(info.totalRows, end) - start) : undefined;
+    /** Rows of a page at `offset` still before `end`: the read delivers no row past it. */
+    const upTo = (offset: number, rowCount: number) => Math.max(0, Math.min(rowCount, end - offset));
     try {
       first ??= this.#check(resolved, await this.#fetch(resolved, { offset: firstOffset, limit: info.pageSize }, signal, mode, pool), info.columns);
-      const skip = Math.min(start - firstOffset, first.rowCount);
-      progress.page(first.rowCount - skip, first.bytes, total, first.httpBytes);
-      if (skip < first.rowCount) yield { page: first, offset: firstOffset, skip };
-      if (first.nextOffset === undefined) return;
+      const firstTake = upTo(firstOffset, first.rowCount);
+      const skip = Math.min(start - firstOffset, firstTake);
+      progress.page(firstTake - skip, first.bytes, total, first.httpBytes);
+      if (skip < firstTake) yield { page: first, offset: firstOffset, skip, take: firstTake };
+      if (first.nextOffset === undefined || firstOffset + first.rowCount >= end) return;
 
       const fetchPage = async (request: PageRequest, pageSignal: AbortSignal) =>
         this.#check(resolved, await this.#fetch(resolved, request, pageSignal, mode, pool), info.columns);
@@ -401,15 +454,19 @@ export class ResultStream implements AsyncIterable<Row> {
         // A first page shorter than the grid leaves rows before `startOffset`: start there instead.
         start: Math.max(first.nextOffset, start),
         pageSize: info.pageSize,
-        totalRows: info.totalRows,
+        totalRows: Math.min(info.totalRows, end),
         concurrency: this.#options.concurrency ?? DEFAULT_CONCURRENCY,
         prefetch: this.#options.prefetch ?? DEFAULT_PREFETCH,
         signal,
       });
       first = undefined;
       for await (const ordered of pages) {
-        progress.page(ordered.page.rowCount - ordered.skip, ordered.page.bytes, total, ordered.page.httpBytes);
-        yield ordered;
+        const take = upTo(ordered.offset, ordered.page.rowCount);
+        if (take <= ordered.skip) return;
+        progress.page(take - ordered.skip, ordered.page.bytes, total, ordered.page.httpBytes);
+        yield { ...ordered, take };
+        // Leaving the loop ends the fetcher, which aborts and settles what it has in flight.
+        if (ordered.offset + take >= end) return;
       }
     } catch (error) {
       throw abortError(error, signal, 'stream');
@@ -502,9 +559,11 @@ export class ResultStream implements AsyncIterable<Row> {
  * schema, without the first `skip` rows. The stream's schema is the truth: a page whose columns have
  * other Arrow types, or whose row count differs from its envelope's, is refused.
  */
-function* pageBatches(page: RawPage, schema: Schema, skip: number, ctx: ErrorContext): Generator<RecordBatch, void, undefined> {
+function* pageBatches(page: RawPage, schema: Schema, skip: number, take: number, ctx: ErrorContext): Generator<RecordBatch, void, undefined> {
   let rows = 0;
   let toSkip = skip;
+  /** Rows still to deliver (the page may run past the read's `endOffset`). */
+  let left = take - skip;
   const reader = RecordBatchReader.from(page.ipc!);
   const fields = schema.fields;
   let checked = false;
@@ -522,14 +581,16 @@ function* pageBatches(page: RawPage, schema: Schema, skip: number, ctx: ErrorCon
       checked = true;
     }
     rows += batch.numRows;
-    if (toSkip >= batch.numRows) {
-      toSkip -= batch.numRows;
+    if (toSkip >= batch.numRows || left <= 0) {
+      toSkip -= Math.min(toSkip, batch.numRows);
       continue;
     }
     // A slice keeps its parent's buffers with an offset, which not every Arrow consumer honours:
-    // written out and read back, it is a batch of its own (rare: a resumed read starting mid-page).
-    const kept = toSkip > 0 ? compact(batch.slice(toSkip)) : batch;
+    // written out and read back, it is a batch of its own (rare: a read starting or ending mid-page).
+    const count = Math.min(batch.numRows - toSkip, left);
+    const kept = toSkip > 0 || count < batch.numRows ? compact(batch.slice(toSkip, toSkip + count)) : batch;
     toSkip = 0;
+    left -= count;
     const out = new RecordBatch(schema, kept.data);
     // The constructor rebuilds an equal Schema; put the shared one back (as the batch builder does).
     (out as unknown as { schema: Schema }).schema = schema;
@@ -594,6 +655,9 @@ function checkOptions(options: StreamOptions): void {
   positive('pageSize', options.pageSize);
   if (options.startOffset !== undefined && !(Number.isInteger(options.startOffset) && options.startOffset >= 0)) {
     throw new InvalidArgumentError(`startOffset must be a non-negative integer, got ${options.startOffset}`, { method: 'stream' });
+  }
+  if (options.endOffset !== undefined && !(Number.isInteger(options.endOffset) && options.endOffset > (options.startOffset ?? 0))) {
+    throw new InvalidArgumentError(`endOffset must be an integer above startOffset (${options.startOffset ?? 0}), got ${options.endOffset}`, { method: 'stream' });
   }
   if (options.prefetch !== undefined && !(Number.isInteger(options.prefetch) && options.prefetch >= 0)) {
     throw new InvalidArgumentError(`prefetch must be a non-negative integer, got ${options.prefetch}`, { method: 'stream' });

@@ -48,6 +48,11 @@ describe('sluice (spawned)', () => {
     const opt = await sluice(['validate', '--frobnicate', 'x.yaml']);
     expect(opt.code).toBe(2);
     expect(opt.stderr).toMatch(/Unknown option '--frobnicate'[\s\S]*usage: sluice validate FILE\.\.\./);
+    for (const bad of ['0', 'many', '1.5', '65']) {
+      const workers = await sluice(['run', 'x.yaml', '--workers', bad]);
+      expect(workers.code, bad).toBe(2);
+      expect(workers.stderr).toContain(`--workers takes a whole number from 1 to 64 or auto (one per core), got "${bad}"`);
+    }
     const group = await sluice(['views']);
     expect(group.code).toBe(2);
     expect(group.stderr).toContain('expected a subcommand: list, get, upsert, delete, refresh');
@@ -61,6 +66,7 @@ describe('sluice (spawned)', () => {
       ['cron.yaml', `${good}    schedule: "every hour"\n`, /cron\.yaml:7:15 jobs\[0\]\.schedule: invalid cron expression "every hour"/],
       ['env.yaml', good.replace('./o', '${NOT_SET_ANYWHERE}'), /env\.yaml:6:15 jobs\[0\]\.outputs\[0\]\.path: environment variable NOT_SET_ANYWHERE is not set/],
       ['enum.yaml', good.replace('format: csv', 'format: parqet'), /enum\.yaml:5:17 jobs\[0\]\.outputs\[0\]\.format: expected one of parquet\|arrow\|csv\|ndjson, got "parqet"/],
+      ['workers.yaml', `${good}    workers: 0\n`, /workers\.yaml:7:14 jobs\[0\]\.workers: .*got 0/],
       ['iceberg-csv.yaml', good.replace('path: ./o', 'path: ./o\n        table: iceberg'), /iceberg-csv\.yaml:5:17 jobs\[0\]\.outputs\[0\]\.format: table: iceberg writes Parquet data files: set format: parquet, or drop table: iceberg, got "csv"/],
       [
         'iceberg-stdout.yaml',

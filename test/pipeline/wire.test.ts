@@ -140,3 +140,44 @@ describe('wire: a service that serves Arrow pages', () => {
     expect(a.rows).toEqual(j.rows);
   });
 });
+
+describe('row ranges (a part of an export)', () => {
+  it('startOffset and endOffset, on or off the page grid, give exactly those rows on both wires, decode threads and rows() alike', async () => {
+    const all = (await values(direct, { executionId }, { wire: 'json' })).rows;
+    expect(all).toHaveLength(150);
+    for (const [start, end] of [
+      [70, 100],
+      [0, 64],
+      [64, 128],
+      [10, 11],
+      [100, 400],
+    ] as const) {
+      const want = all.slice(start, end);
+      const range = { startOffset: start, endOffset: end, pageSize: 64 };
+      expect((await values(direct, { executionId }, { ...range, wire: 'json' })).rows, `${start}-${end} json`).toEqual(want);
+      expect((await values(client(arrow.url), { executionId }, { ...range, wire: 'arrow' })).rows, `${start}-${end} arrow`).toEqual(want);
+      expect((await values(direct, { executionId }, { ...range, wire: 'json', decodeThreads: 2 })).rows, `${start}-${end} threads`).toEqual(want);
+      let n = 0;
+      for await (const _ of stream(direct, { executionId }, range)) n++;
+      expect(n, `${start}-${end} rows()`).toBe(want.length);
+    }
+  });
+
+  it('a range asks for no page past its end', async () => {
+    const arrowClient = client(arrow.url);
+    for (const [start, end, pages] of [
+      [0, 64, 1],
+      [10, 70, 2],
+      [64, 150, 2],
+    ] as const) {
+      const before = arrow.seen.length;
+      const got = await values(arrowClient, { executionId }, { startOffset: start, endOffset: end, pageSize: 64, wire: 'arrow', concurrency: 4 });
+      expect(got.rows).toHaveLength(end - start);
+      expect(arrow.seen.length - before, `${start}-${end}`).toBe(pages);
+    }
+  });
+
+  it('an endOffset not above startOffset is refused, naming both', () => {
+    expect(() => stream(direct, { executionId }, { startOffset: 10, endOffset: 10 })).toThrow('endOffset must be an integer above startOffset (10), got 10');
+  });
+});

@@ -69,6 +69,7 @@ export type ParquetConfig = z.output<typeof parquetConfig>;
 
 export const parquet = defineFormat({
   type: 'parquet',
+  module: import.meta.url,
   description: 'Apache Parquet via parquet-wasm, written row group by row group; the Arrow schema is embedded (ARROW:schema).',
   config: parquetConfig,
   create: (config: ParquetConfig) => ({

@@ -1,7 +1,8 @@
 import { resolve } from 'node:path';
 import { builtins } from '../../../connectors/index.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
-import { DEFAULT_STATE_DIR, type Job } from '../../config/jobSchema.ts';
+import { DEFAULT_STATE_DIR, type Job, MAX_WORKERS } from '../../config/jobSchema.ts';
+import type { Workers } from '../../export/partPlan.ts';
 import { connect } from '../../jobs/connect.ts';
 import { runJob, type JobSummary } from '../../jobs/runJob.ts';
 import { defineCommand, flag, listOption, stringOption } from '../command.ts';
@@ -25,6 +26,11 @@ export const runCommand = defineCommand({
     job: { type: 'string', short: 'j', multiple: true, valueName: 'NAME', description: 'Run only this job (repeatable)' },
     execution: { type: 'string', valueName: 'ID', description: 'Export this existing execution instead of running the source (one job only)' },
     fresh: { type: 'boolean', description: 'Do not resume an interrupted run: start a new execution' },
+    workers: {
+      type: 'string',
+      valueName: 'N|auto',
+      description: `Threads writing an output's parts side by side (overrides the jobs' workers; auto: one per core; at most ${MAX_WORKERS})`,
+    },
     json: { type: 'boolean', description: 'Print each job summary as one JSON object instead of text' },
     'no-progress': { type: 'boolean', description: 'No progress bar, even on a terminal' },
     plan: { type: 'boolean', description: 'Print what a run would do (execute or reuse, credits, rows, parts, shards, outputs) and execute nothing' },
@@ -39,7 +45,9 @@ export const runCommand = defineCommand({
     'committed skipped. Part files a killed or stopped run finished are kept; only the rest of the result',
     'is fetched again. The summary (rows, files, bytes, credits; one entry per job, failed ones with',
     'their error) goes to stdout, logs to stderr. When an output writes to standard output (path: "-"),',
-    'stdout carries only that data and the summary goes to stderr.',
+    'stdout carries only that data and the summary goes to stderr. With --workers N (or workers: in the',
+    'job), outputs that roll by max_rows_per_file alone are written as parts by N threads side by side,',
+    'the same files byte for byte; other outputs by one thread (a warning says which and why).',
     '',
     'One export across processes or machines: start the same command once per shard with --shard I/N',
     '(or --shards N under a Kubernetes Indexed Job) and a run id they share. Shard 0 starts the',
@@ -48,6 +56,8 @@ export const runCommand = defineCommand({
   ].join('\n'),
   async run({ io, values, positionals, log, signal }) {
     const file = positionals[0]!;
+    // Checked before the file is read: a mistake on the command line is reported as such.
+    const workers = workersOption(stringOption(values, 'workers'));
     const jobFile = await loadJobFile(file, { registry: builtins, env: io.env });
     const jobs = selectJobs(jobFile.jobs, listOption(values, 'job'));
     const processes = stringOption(values, 'processes');
@@ -109,6 +119,7 @@ export const runCommand = defineCommand({
             events,
             ...(executionId === undefined ? {} : { executionId }),
             resume: !flag(values, 'fresh'),
+            ...(workers === undefined ? {} : { workers }),
           });
         } catch (error) {
           done();
@@ -131,6 +142,14 @@ export const runCommand = defineCommand({
     return exit;
   },
 });
+
+function workersOption(text: string | undefined): Workers | undefined {
+  if (text === undefined) return undefined;
+  if (text === 'auto') return 'auto';
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < 1 || n > MAX_WORKERS) throw new UsageError(`--workers takes a whole number from 1 to ${MAX_WORKERS} or auto (one per core), got ${JSON.stringify(text)}`);
+  return n;
+}
 
 /** The shard count a plan is made for: --shards N, --processes N, or the N of --shard I/N (default 1). */
 function planShards(values: Record<string, unknown>): number {

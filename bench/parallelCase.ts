@@ -1,0 +1,69 @@
+// One export of the `parallel` bench, in a process of its own so that its peak RSS (threads
+// included) is its own: `exportCase` is called by bench/parallel.ts in a child process and prints
+// one JSON line. Imports only what an export needs (no DuckDB).
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { rm } from 'node:fs/promises';
+import { builtins } from '../connectors/index.ts';
+import { ServiceClient } from '../src/client/index.ts';
+import { resolveOutput, writeExport } from '../src/export/index.ts';
+import { stream } from '../src/pipeline/stream.ts';
+
+export interface CaseInput {
+  readonly url: string;
+  readonly key: string;
+  readonly executionId: string;
+  readonly wire: 'json' | 'arrow';
+  readonly workers: number;
+  readonly out: string;
+  readonly rowsPerFile: number;
+}
+
+export interface CaseResult {
+  readonly ms: number;
+  readonly rows: number;
+  readonly files: number;
+  /** Peak resident set of the process (all its threads), bytes. */
+  readonly peakRss: number;
+  /** RSS once the code was loaded, before the export started. */
+  readonly startRss: number;
+  /** Share of the export's time the main thread was busy (1: always). */
+  readonly mainBusy: number;
+  /** CPU time of the process (every thread) during the export, ms: over `ms`, the cores it got. */
+  readonly cpuMs: number;
+  /** 99th percentile of the main thread's event-loop delay during the export, ms. */
+  readonly loopDelayP99: number;
+}
+
+export async function exportCase(input: CaseInput): Promise<void> {
+  const client = new ServiceClient({ baseUrl: input.url, apiKey: input.key, env: {} });
+  const startRss = process.memoryUsage().rss;
+  const delay = monitorEventLoopDelay({ resolution: 10 });
+  delay.enable();
+  const elu = performance.eventLoopUtilization();
+  const cpu = process.cpuUsage();
+  const t = performance.now();
+  const s = stream(client, { executionId: input.executionId }, { wire: input.wire });
+  const info = await s.info();
+  const summary = await writeExport(
+    { schema: await s.schema(), batches: s.batches(), meta: { executionId: info.executionId, totalRowCount: info.totalRows }, parts: await s.rangeReader() },
+    resolveOutput({ format: 'parquet', format_options: { compression: 'zstd' }, path: input.out, max_rows_per_file: input.rowsPerFile }, builtins),
+    { workers: input.workers },
+  );
+  const ms = performance.now() - t;
+  const used = process.cpuUsage(cpu);
+  const busy = performance.eventLoopUtilization(elu).utilization;
+  delay.disable();
+  await client.close();
+  await rm(input.out, { recursive: true, force: true });
+  const result: CaseResult = {
+    ms,
+    rows: summary.rows,
+    files: summary.files.length,
+    peakRss: process.resourceUsage().maxRSS * 1024,
+    startRss,
+    mainBusy: busy,
+    cpuMs: (used.user + used.system) / 1000,
+    loopDelayP99: delay.percentile(99) / 1e6,
+  };
+  console.log(JSON.stringify(result));
+}

@@ -1,0 +1,58 @@
+import { availableParallelism } from 'node:os';
+import { ConfigError } from '../kit/index.ts';
+import type { ResolvedOutput } from './outputConfig.ts';
+
+/** Threads writing an export's parts: a count, or `auto` (one per core the process may use). */
+export type Workers = number | 'auto';
+
+/** The number of threads `workers` asks for (default 1: the calling thread). */
+export function resolveWorkers(workers: Workers | undefined): number {
+  if (workers === undefined) return 1;
+  if (workers === 'auto') return availableParallelism();
+  if (!Number.isInteger(workers) || workers < 1) {
+    throw new ConfigError('export options', [{ path: 'workers', message: "expected a positive integer or 'auto' (threads writing parts side by side)", value: workers }]);
+  }
+  return workers;
+}
+
+/** One part of an export: part `index` holds rows `[firstRow, firstRow + rows)` of the result. */
+export interface PartRange {
+  readonly index: number;
+  readonly firstRow: number;
+  readonly rows: number;
+}
+
+/**
+ * The parts of a row-rolled export of `totalRows` rows: part k holds rows
+ * `[k * rowsPerPart, min((k + 1) * rowsPerPart, totalRows))`, so what a part holds depends on the
+ * result and the layout alone, never on who writes it or when. An empty result is one empty part
+ * (readers still see the columns). Parts in `done` (kept from an earlier attempt) are left out.
+ */
+export function planParts(totalRows: number, rowsPerPart: number, done: ReadonlySet<number> = new Set()): PartRange[] {
+  if (!Number.isInteger(totalRows) || totalRows < 0) throw new RangeError(`totalRows must be a non-negative integer, got ${totalRows}`);
+  if (!Number.isInteger(rowsPerPart) || rowsPerPart < 1) throw new RangeError(`rowsPerPart must be a positive integer, got ${rowsPerPart}`);
+  const count = Math.max(1, Math.ceil(totalRows / rowsPerPart));
+  const parts: PartRange[] = [];
+  for (let index = 0; index < count; index++) {
+    if (done.has(index)) continue;
+    const firstRow = index * rowsPerPart;
+    parts.push({ index, firstRow, rows: Math.min(rowsPerPart, totalRows - firstRow) });
+  }
+  return parts;
+}
+
+/**
+ * Why `workers` cannot split this output into parts written side by side, or undefined when it can.
+ * Parts need fixed row ranges: files that roll by rows alone (`max_rows_per_file`), no
+ * `partition_by` (which file a row lands in depends on its values) and no `max_bytes_per_file`
+ * (where a file ends depends on how well the rows before compress). A single-stream destination
+ * (stdout) has one file. Such outputs are written by one thread, as with `workers: 1`.
+ */
+export function serialReason(resolved: ResolvedOutput, multiFile: boolean): string | undefined {
+  if (!multiFile) return 'the destination takes one stream';
+  if (resolved.partitionBy.length > 0) return 'partition_by decides files by values, not row ranges';
+  if (Number.isFinite(resolved.maxBytesPerFile)) return 'max_bytes_per_file ends files by size, not row ranges';
+  if (!Number.isFinite(resolved.maxRowsPerFile)) return 'without max_rows_per_file the output is one file';
+  if (resolved.format.module === undefined) return `the ${resolved.format.type} format names no module a worker thread can load`;
+  return undefined;
+}

@@ -19,6 +19,7 @@ import {
   type WriteOptions,
   type WriteResult,
 } from '../../../src/kit/index.ts';
+import { fileSharedArea } from './shared.ts';
 
 /**
  * A file:// URL or a path without any scheme: `s3://...`, `gs://...` and slips such as `s3:/x` belong
@@ -68,7 +69,7 @@ export function fileDestination(path: string): Destination {
   // Before anything reads the committed output: undo a commit killed between its renames.
   let restored: Promise<void> | undefined;
   const restore = (): Promise<void> => (restored ??= restoreAside(parent, prefix, target));
-  return {
+  const destination: Destination = {
     url,
     multiFile: true,
     async check(_signal, options = {}) {
@@ -152,8 +153,12 @@ export function fileDestination(path: string): Destination {
       }
       return fileTransaction(target, staging, url, options, journal);
     },
+    shared(id) {
+      return fileSharedArea(target, url, id, (options) => destination.begin(options), (attemptId) => join(parent, `${prefix}${attemptId}`));
+    },
     async close() {},
   };
+  return destination;
 }
 
 /** The records of the manifest commit: a folder holding one of them was written by sluice. */
@@ -350,7 +355,7 @@ const LOCK_WAIT_MS = 10_000;
  * (an exclusive create beside it; a lock whose process is gone is taken over), the current content
  * is compared with the version read and the temp file renamed over it.
  */
-async function publishFile(url: string, path: string, name: string, body: Uint8Array, condition: PublishCondition): Promise<string> {
+export async function publishFile(url: string, path: string, name: string, body: Uint8Array, condition: PublishCondition): Promise<string> {
   const tmp = `${dirname(path)}${sep}${PUBLISHING}${randomBytes(6).toString('hex')}.tmp`;
   try {
     await mkdir(dirname(path), { recursive: true });
@@ -512,13 +517,13 @@ async function entriesOf(dir: string): Promise<string[] | undefined> {
 }
 
 /** Joins a `/`-separated relative name under `root`, refusing names that climb out of it. */
-function inside(root: string, name: string): string {
+export function inside(root: string, name: string): string {
   const path = resolve(root, ...name.split('/'));
   if (isAbsolute(name) || !path.startsWith(root + sep)) throw new Error(`name ${JSON.stringify(name)} escapes ${root}`);
   return path;
 }
 
-function isCode(error: unknown, code: string): boolean {
+export function isCode(error: unknown, code: string): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === code;
 }
 

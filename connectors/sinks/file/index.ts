@@ -187,21 +187,8 @@ function fileTransaction(target: string, staging: string, url: string, options: 
   async function writeStream(name: string, body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, opts: WriteOptions = {}): Promise<WriteResult> {
     const path = inside(staging, name);
     await mkdir(dirname(path), { recursive: true });
-    const handle = await open(path, 'wx');
-    let bytes = 0;
-    try {
-      for await (const chunk of body) {
-        opts.signal?.throwIfAborted();
-        let done = 0;
-        while (done < chunk.byteLength) done += (await handle.write(chunk, done)).bytesWritten;
-        bytes += chunk.byteLength;
-      }
-      // Durable before it can be committed: a crash after the swap must not leave empty files.
-      await handle.datasync();
-    } finally {
-      await handle.close();
-    }
-    return { bytes };
+    // Durable before it can be committed: a crash after the swap must not leave empty files.
+    return { bytes: await writeDurably(path, body, opts.signal) };
   }
 
   return {
@@ -402,21 +389,9 @@ export async function publishFile(url: string, path: string, name: string, body:
  */
 async function putFile(url: string, path: string, name: string, body: AsyncIterable<Uint8Array>, signal: AbortSignal | undefined): Promise<{ bytes: number }> {
   const tmp = `${dirname(path)}${sep}${PUBLISHING}${randomBytes(6).toString('hex')}.tmp`;
-  let bytes = 0;
   try {
     await mkdir(dirname(path), { recursive: true });
-    const handle = await open(tmp, 'wx');
-    try {
-      for await (const chunk of body) {
-        signal?.throwIfAborted();
-        let done = 0;
-        while (done < chunk.byteLength) done += (await handle.write(chunk, done)).bytesWritten;
-        bytes += chunk.byteLength;
-      }
-      await handle.datasync();
-    } finally {
-      await handle.close();
-    }
+    const bytes = await writeDurably(tmp, body, signal);
     await rename(tmp, path);
     return { bytes };
   } catch (error) {
@@ -424,6 +399,24 @@ async function putFile(url: string, path: string, name: string, body: AsyncItera
     if (signal?.aborted) throw signal.reason;
     throw error instanceof DestinationError ? error : new DestinationError(url, `writing ${name} to`, error);
   }
+}
+
+/** Writes `body` into a new file at `path` (never an existing one) and syncs it to disk: the bytes written. */
+async function writeDurably(path: string, body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, signal: AbortSignal | undefined): Promise<number> {
+  const handle = await open(path, 'wx');
+  let bytes = 0;
+  try {
+    for await (const chunk of body) {
+      signal?.throwIfAborted();
+      let done = 0;
+      while (done < chunk.byteLength) done += (await handle.write(chunk, done)).bytesWritten;
+      bytes += chunk.byteLength;
+    }
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+  return bytes;
 }
 
 async function lockFile(path: string): Promise<() => Promise<void>> {

@@ -131,7 +131,10 @@ export class ServiceClient {
     // Idle sockets are dropped well before common server keep-alive timeouts (Node's is 5 s; undici also
     // honours a `Keep-Alive: timeout=` hint): a submission sent on a socket the server is closing would
     // be lost after it was written, and the resubmission rule could then not resend it.
-    this.#dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 4_000, connections: MAX_PAGE_CONCURRENCY });
+    // The per-attempt timeout counts from a request's dispatch on a connection, so connecting has a
+    // bound of its own, the same (undici's default would be 10 s whatever timeoutMs says).
+    this.#dispatcher =
+      options.dispatcher ?? new Agent({ keepAliveTimeout: 4_000, connections: MAX_PAGE_CONCURRENCY, connect: { timeout: this.#config.timeoutMs } });
     const transport = new Transport(this.#config, this.#dispatcher, this.stats, options.onRequest);
     this.#http = new Http(transport, this.#config, this.stats, options.onRetry);
   }

@@ -17,6 +17,7 @@ import { ConfigError, SluiceError } from './errors.ts';
 import { BudgetExceededError, JobBusyError } from './jobs/errors.ts';
 import { DestinationCheckError, DestinationError, FormatError, KitError } from './kit/errors.ts';
 import { ArrowValueError, ValueDecodeError } from './types/errors.ts';
+import { AppendConflictError, SchemaDriftError } from './export/errors.ts';
 import { IcebergMetadataError, IcebergNotATableError, IcebergPartitionError, IcebergSchemaConflictError, IcebergUnsupportedDestinationError } from './export/iceberg/errors.ts';
 
 /**
@@ -102,6 +103,9 @@ const POLICY: ReadonlyMap<ErrorClass, ErrorPolicy> = new Map<ErrorClass, ErrorPo
   [FormatError, row(EXIT.other, false, false)],
   [ValueDecodeError, row(EXIT.other, false, false)],
   [ArrowValueError, row(EXIT.other, false, false)],
+  // An append the committed output cannot take (another job's, another layout, a changed column): the user decides.
+  [AppendConflictError, MISTAKE],
+  [SchemaDriftError, MISTAKE],
   // Another run of the job holds its lock: its run state is not this run's to drop.
   [JobBusyError, row(EXIT.other, false, true)],
 ]);

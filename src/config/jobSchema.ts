@@ -75,6 +75,33 @@ export const BudgetSchema = z
   })
   .describe('Limits on what one run may spend');
 
+export const IncrementalSchema = z
+  .strictObject({
+    cursor: z
+      .string()
+      .min(1)
+      .describe('The result column that orders the rows (a number, decimal, date, timestamp or text column, never NULL): each run passes the highest value committed so far'),
+    parameter: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'a parameter name: letters, digits and _')
+      .describe('Receives that value: the saved query parameter (query_id sources), or the {{name}} placeholder in sql (replaced by a number, or a quoted string the engine compares with the column)'),
+    initial: z
+      .union([z.string(), z.number()])
+      .describe("The value of the first run, before any output holds a committed one; must parse as the cursor column's type"),
+    lookback: z
+      .union([z.string().regex(/^\d+\s*(s|m|h|d)$/, 'a duration such as "30m", "6h" or "2d"'), z.number().nonnegative()])
+      .optional()
+      .describe('Read again this far below the committed value, for rows that arrive late: a duration (30m, 6h, 2d) for date and timestamp cursors, a number for numeric ones. Needs key'),
+    key: z
+      .array(z.string().min(1))
+      .min(1)
+      .optional()
+      .describe('Columns that identify a row: a row read again (lookback, or a cursor value shared with rows already committed) is written once. Without key, rows whose cursor is not above the committed value are dropped'),
+  })
+  .describe(
+    'Fetch only new rows: the query receives the highest cursor value committed so far, and the new high-water mark is committed with the rows, in each output (its manifest), so the state travels with the data. Needs mode: append on every output',
+  );
+
 /** A zod check from a function that says what is wrong with a value (undefined: nothing). */
 function reportProblem(problemOf: (value: string) => string | undefined) {
   return (value: string, ctx: z.RefinementCtx<string>): void => {
@@ -126,8 +153,10 @@ function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
       retries: z.number().int().min(0).max(20).optional().describe('Times a failed run is retried (default 0)'),
       retry_delay_seconds: z.number().nonnegative().optional().describe('Delay before the first retry, doubled for each next one (default 5)'),
       budget: BudgetSchema.optional(),
+      incremental: IncrementalSchema.optional(),
     })
     .superRefine((job, ctx) => {
+      if (job.incremental) incrementalIssues(job, ctx);
       const columns = job.result?.columns;
       const paths = new Map<string, number>();
       job.outputs.forEach((output, i) => {
@@ -150,6 +179,39 @@ function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
       });
     })
     .describe('One job: a source, result shaping and outputs');
+}
+
+/** What the schema of one field cannot see about an incremental job: its source, its outputs, its shaping. */
+function incrementalIssues(
+  job: { source: Source; incremental?: z.infer<typeof IncrementalSchema>; result?: z.infer<typeof ResultShapingSchema>; outputs: unknown[] },
+  ctx: z.RefinementCtx,
+): void {
+  const inc = job.incremental!;
+  const source = job.source;
+  const issue = (path: PropertyKey[], message: string) => ctx.addIssue({ code: 'custom', path, message });
+  if ('sql' in source) {
+    if (!new RegExp(`\\{\\{\\s*${inc.parameter}\\s*\\}\\}`).test(source.sql)) {
+      issue(['incremental', 'parameter'], `the sql has no {{${inc.parameter}}} placeholder to receive the cursor value; write e.g. "where ${inc.cursor} > {{${inc.parameter}}}"`);
+    }
+  } else if ('query_id' in source) {
+    if (source.parameters?.[inc.parameter] !== undefined) issue(['source', 'parameters', inc.parameter], `set by incremental.parameter on each run: remove it here`);
+  } else {
+    issue(['incremental'], `needs a sql or query_id source (${'latest' in source ? 'latest reuses a stored result' : 'view_refresh refreshes a whole view'}: neither can take the cursor value)`);
+  }
+  if (inc.lookback !== undefined && inc.key === undefined) issue(['incremental', 'lookback'], 'rows read again are recognised by key: add key (the columns that identify a row)');
+  const columns = job.result?.columns;
+  if (columns) {
+    const named: [PropertyKey[], string][] = [[['incremental', 'cursor'], inc.cursor], ...(inc.key ?? []).map((k, i): [PropertyKey[], string] => [['incremental', 'key', i], k])];
+    for (const [path, column] of named) if (!columns.includes(column)) issue(path, `"${column}" is not among result.columns (${columns.join(', ')})`);
+  }
+  job.outputs.forEach((output, i) => {
+    const o = output as { mode?: unknown; path?: unknown; table?: unknown };
+    if (o.table === 'iceberg' && inc.key !== undefined) {
+      issue(['incremental', 'key'], `outputs[${i}] is an Iceberg table, whose snapshot summary keeps the cursor but no window of keys: drop key (and lookback), or write that output as a manifest output`);
+    }
+    if (o.path === '-') issue(['outputs', i, 'path'], 'an incremental job keeps its cursor in each output\'s commit: stdout has none; write to a directory or bucket');
+    else if (o.mode !== 'append') issue(['outputs', i, 'mode'], 'an incremental job adds each run\'s new rows to the output: set mode: append');
+  });
 }
 
 export const EmbeddedServiceSchema = z

@@ -1,6 +1,33 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { BeginOptions, Destination, Transaction } from '../kit/index.ts';
 import type { Manifest } from './manifest.ts';
+import type { FileEntry } from './partFile.ts';
+
+/**
+ * Where an incremental job stands, kept in the commit of each output (the manifest; a table format's
+ * snapshot summary), so the state travels with the data: it is written exactly when the rows it
+ * covers become visible, and a lost state directory neither re-exports nor skips rows.
+ */
+export interface CursorState {
+  /** The result column the job orders its rows by. */
+  readonly column: string;
+  /** Its type as the service declared it (`column_types`). */
+  readonly type: string;
+  /** The highest value committed so far, as exact text. */
+  readonly value: string;
+  /**
+   * With `lookback` and `key`: `[cursor value, key]` of every committed row whose cursor lies within
+   * the lookback of `value`, so rows read again are recognised. Bounded by the lookback window.
+   */
+  readonly window?: readonly (readonly [cursor: string, key: string])[];
+}
+
+/** A column of a committed output, as the service typed it. */
+export interface CommittedColumn {
+  readonly name: string;
+  /** The service type (`column_types`), or the Arrow type when the writer did not know it. */
+  readonly type: string;
+}
 
 /**
  * The committed output at a destination, as a commit protocol reads it back: which execution it
@@ -18,6 +45,16 @@ export interface Commit {
   readonly owns: readonly string[];
   /** The version of its record (S3 ETag, a content hash on disk): a new commit replaces it only if unchanged. */
   readonly version: string | undefined;
+  /** The job that wrote it (`ExportMeta.job`), when its record says. */
+  readonly job?: string | undefined;
+  /** Format and Hive partition columns of its files: appending needs the same. */
+  readonly layout?: { readonly format: string; readonly partitionBy: readonly string[] } | undefined;
+  /** Its columns, for the schema check of a later append. */
+  readonly columns?: readonly CommittedColumn[] | undefined;
+  /** An incremental job's high-water mark, committed with the rows it covers. */
+  readonly cursor?: CursorState | undefined;
+  /** Its data files with sizes and checksums, when the record lists them (what an append carries over). */
+  readonly entries?: readonly FileEntry[] | undefined;
   /** A table format's name for it, for summaries: the snapshot id. */
   readonly snapshot?: string;
 }
@@ -46,7 +83,9 @@ export interface CommitProtocol {
   /**
    * Makes `content` (every data file already written to `tx`) the committed output, replacing
    * `previous` only if it is still the committed one (otherwise `PreconditionFailedError`, nothing
-   * published). Ends `tx` by committing it.
+   * published). Ends `tx` by committing it. With `content.mode` 'append', `content.files` are this
+   * run's files only and the new commit holds `previous`'s files as well (a table format: an append
+   * snapshot); `content.incremental`, when set, is recorded so that `read` returns it as `cursor`.
    */
   publish(tx: Transaction, content: Manifest, previous: Commit | undefined, destination: Destination): Promise<Commit>;
   /**

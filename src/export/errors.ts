@@ -27,3 +27,31 @@ export class ManifestInvalidError extends KitError {
     );
   }
 }
+
+/**
+ * An append that would mix outputs: the committed output was written by another job, or with another
+ * format or partitioning. Nothing was written.
+ */
+export class AppendConflictError extends KitError {
+  readonly url: string;
+
+  constructor(url: string, detail: string) {
+    super('APPEND_CONFLICT', `cannot append to ${url}: ${detail}`);
+    this.url = url;
+  }
+}
+
+/**
+ * A result whose columns differ from the committed output's in a way the output cannot hold: a
+ * changed type, a dropped column, or a new column in a format that cannot add one. Nothing was written.
+ */
+export class SchemaDriftError extends KitError {
+  readonly url: string;
+  readonly column: string;
+
+  constructor(url: string, column: string, detail: string) {
+    super('SCHEMA_DRIFT', `cannot append to ${url}: column ${JSON.stringify(column)} ${detail}`);
+    this.url = url;
+    this.column = column;
+  }
+}

@@ -11,14 +11,14 @@ export {
 } from './writeExport.ts';
 export { checkOutputs } from './checkOutputs.ts';
 export { describeOutput, outputConfigSchema, resolveOutput, TABLES, type OutputConfig, type OutputMode, type ResolvedOutput, type Table } from './outputConfig.ts';
-export type { Commit, CommitProtocol, PreparedData } from './commit.ts';
+export type { Commit, CommitProtocol, CommittedColumn, CursorState, PreparedData } from './commit.ts';
 export { manifestCommit } from './manifestCommit.ts';
 export { commitFor } from './commitFor.ts';
 export { MANIFEST_NAME, SUCCESS_NAME, type Manifest, type ManifestField } from './manifest.ts';
 export type { FileEntry } from './partFile.ts';
 export { escapeHivePathName, hiveSegment, HIVE_DEFAULT_PARTITION } from './hive.ts';
 export { partFileName } from './partFileName.ts';
-export { ManifestInvalidError, RowCountMismatchError } from './errors.ts';
+export { AppendConflictError, ManifestInvalidError, RowCountMismatchError, SchemaDriftError } from './errors.ts';
 export * from './iceberg/index.ts';
 export { planParts, resolveWorkers, serialReason, type PartRange, type Workers } from './partPlan.ts';
 export { writeParts, CHUNKS_IN_FLIGHT, CHUNK_BYTES, type PartToWrite, type WritePartsOptions, type WrittenPart } from './partWorkers.ts';

@@ -1,5 +1,6 @@
 import type { Field, Schema } from 'apache-arrow';
 import { z } from 'zod';
+import type { CursorState } from './commit.ts';
 import type { FileEntry } from './partFile.ts';
 
 export const MANIFEST_NAME = '_manifest.json';
@@ -20,7 +21,23 @@ export const manifestSchema = z.object({
   fingerprint: z.string().nullable().optional(),
   total_rows: z.number().optional(),
   total_bytes: z.number().optional(),
-  files: z.array(z.object({ path: relativeName, rows: z.number(), bytes: z.number(), sha256: z.string() })),
+  files: z.array(
+    z.object({ path: relativeName, rows: z.number(), bytes: z.number(), sha256: z.string(), partition: z.record(z.string(), z.string().nullable()).optional() }),
+  ),
+  job: z.string().nullable().optional(),
+  mode: z.enum(['replace', 'append']).optional(),
+  format: z.string().optional(),
+  partition_by: z.array(z.string()).optional(),
+  schema: z.object({ fields: z.array(z.object({ name: z.string(), type: z.string(), metadata: z.record(z.string(), z.string()).optional() })) }).optional(),
+  incremental: z
+    .object({
+      column: z.string(),
+      type: z.string(),
+      value: z.string(),
+      window: z.array(z.tuple([z.string(), z.string()])).optional(),
+    })
+    .nullable()
+    .optional(),
 });
 
 export interface ManifestField {
@@ -39,6 +56,12 @@ export interface Manifest {
   ended_at: string | null;
   /** `ExportMeta.fingerprint`: with the execution id, what the files hold. */
   fingerprint: string | null;
+  /** The job that wrote it (null: a library call). */
+  job: string | null;
+  /** replace: the files are the whole output; append: the run's files were added to the previous commit's. */
+  mode: 'replace' | 'append';
+  /** An incremental job's high-water mark after this commit (null: not incremental). */
+  incremental: CursorState | null;
   written_at: string;
   format: string;
   partition_by: string[];

@@ -1,7 +1,10 @@
-import { type Destination, type Marker, PreconditionFailedError } from '../kit/index.ts';
+import { ConfigError, type Destination, type Marker, PreconditionFailedError, type Transaction } from '../kit/index.ts';
 import type { Commit, CommitProtocol } from './commit.ts';
-import { ManifestInvalidError } from './errors.ts';
-import { encodeManifest, MANIFEST_NAME, manifestSchema, SUCCESS_NAME } from './manifest.ts';
+import { AppendConflictError, ManifestInvalidError } from './errors.ts';
+import { encodeManifest, type Manifest, MANIFEST_NAME, manifestSchema, SUCCESS_NAME } from './manifest.ts';
+
+/** Field metadata holding the service's type of a column (as `types/arrow.ts` writes it). */
+const SERVICE_TYPE = 'service.type';
 
 const MANIFEST_RECORDS = [SUCCESS_NAME, MANIFEST_NAME];
 
@@ -28,6 +31,11 @@ export const manifestCommit: CommitProtocol = {
       files,
       owns: [...files, MANIFEST_NAME, SUCCESS_NAME],
       version: found.version,
+      job: manifest.job ?? undefined,
+      layout: manifest.format === undefined ? undefined : { format: manifest.format, partitionBy: manifest.partition_by ?? [] },
+      columns: manifest.schema?.fields.map((f) => ({ name: f.name, type: f.metadata?.[SERVICE_TYPE] ?? f.type })),
+      cursor: manifest.incremental ?? undefined,
+      entries: manifest.files.map((f) => ({ path: f.path, rows: f.rows, bytes: f.bytes, sha256: f.sha256, partition: f.partition ?? {} })),
     };
   },
 
@@ -39,7 +47,10 @@ export const manifestCommit: CommitProtocol = {
     });
   },
 
-  async publish(tx, content, previous) {
+  async publish(tx, run, previous) {
+    // Append: the new manifest lists the committed files and this run's, and the directory swap
+    // (or the S3 cleanup) keeps the committed ones.
+    const content = run.mode === 'append' && previous !== undefined ? await appended(tx, run, previous) : run;
     const body = encodeManifest(content);
     const markers: Marker[] = [
       { name: MANIFEST_NAME, body, contentType: 'application/json', condition: previous?.version === undefined ? { ifAbsent: true } : { ifVersion: previous.version } },
@@ -58,9 +69,28 @@ export const manifestCommit: CommitProtocol = {
       owns: [...files, MANIFEST_NAME, SUCCESS_NAME],
       // The commit does not report the new version: the next `read` gets it.
       version: undefined,
+      job: content.job ?? undefined,
+      layout: { format: content.format, partitionBy: content.partition_by },
+      columns: content.schema.fields.map((f) => ({ name: f.name, type: f.metadata[SERVICE_TYPE] ?? f.type })),
+      cursor: content.incremental ?? undefined,
+      entries: content.files,
     };
   },
 };
+
+/** `run` (this run's files) on top of the committed output: one manifest listing both. */
+async function appended(tx: Transaction, run: Manifest, previous: Commit): Promise<Manifest> {
+  if (previous.entries === undefined) throw new AppendConflictError('the committed output', 'its record does not list its files with their sizes, so there is nothing to append to; use mode: replace or another path');
+  if (tx.carry === undefined) throw new ConfigError('output', [{ path: 'mode', message: 'this destination cannot keep committed files in a new commit: use mode: replace', value: 'append' }]);
+  await tx.carry(previous.entries.map((f) => f.path));
+  const files = [...previous.entries, ...run.files];
+  return {
+    ...run,
+    total_rows: files.reduce((n, f) => n + f.rows, 0),
+    total_bytes: files.reduce((n, f) => n + f.bytes, 0),
+    files,
+  };
+}
 
 /** The manifest as parsed for the next run: only the fields it relies on are checked strictly. */
 function decodeManifest(url: string, bytes: Uint8Array): ReturnType<typeof manifestSchema.parse> {

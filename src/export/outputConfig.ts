@@ -48,7 +48,7 @@ const common = {
     .enum(['replace', 'append'])
     .optional()
     .describe(
-      'replace (default): each run replaces the output (with table: iceberg, an overwrite snapshot; older snapshots stay for time travel). append: each run adds its rows (with table: iceberg, an append snapshot). Re-running an execution already committed with the same options commits nothing.',
+      'replace (default): each run replaces the output (with table: iceberg, an overwrite snapshot; older snapshots stay for time travel). append: each run adds its rows: a manifest output keeps the committed parts and adds the run\'s (named after its execution) under a manifest listing all of them; with table: iceberg, an append snapshot. A run with no rows commits nothing; re-running an execution already committed with the same options commits nothing. Appending to a manifest output needs the same job, format and partition_by as the committed one; a column whose type changed fails, a new column is added only where the format can hold it (parquet, ndjson).',
     ),
 };
 
@@ -106,6 +106,7 @@ export interface ResolvedOutput {
   readonly maxOpenFiles: number;
   /** How it is committed (see `commitFor`). */
   readonly table: Table;
+  /** replace: a commit replaces the output; append: a commit adds its files (or snapshot) to the committed ones. */
   readonly mode: OutputMode;
 }
 
@@ -146,6 +147,9 @@ export function resolveOutput(input: unknown, registry: Registry): ResolvedOutpu
   if (sink.multiFile === false && (config.partition_by || config.max_rows_per_file || config.max_bytes_per_file)) {
     issues.push({ path: 'path', message: `${sink.paths} takes one stream: drop partition_by and max_*_per_file`, value: config.path });
   }
+  if (sink.multiFile === false && config.mode === 'append') {
+    issues.push({ path: 'mode', message: `${sink.paths} takes one stream and keeps no commit to append to: use a directory or bucket path`, value: config.mode });
+  }
   const table = config.table ?? 'manifest';
   if (table === 'iceberg') {
     if (format.type !== 'parquet') {
@@ -158,8 +162,6 @@ export function resolveOutput(input: unknown, registry: Registry): ResolvedOutpu
     if (config.keep_partition_columns === false) {
       issues.push({ path: 'keep_partition_columns', message: 'an Iceberg table keeps the partition columns in its data files (engines read them there): drop keep_partition_columns', value: false });
     }
-  } else if (config.mode === 'append') {
-    issues.push({ path: 'mode', message: 'append needs table: iceberg (a manifest output is replaced by each run): set table: iceberg, or drop mode', value: 'append' });
   }
   if (issues.length > 0) throw new ConfigError('output', issues);
   return {

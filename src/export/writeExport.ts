@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { ConfigError, type Destination, type Format, PreconditionFailedError, type Transaction } from '../kit/index.ts';
-import type { Commit, CommitProtocol } from './commit.ts';
+import { checkAppend } from './appendCheck.ts';
+import type { Commit, CommitProtocol, CursorState } from './commit.ts';
 import { RowCountMismatchError } from './errors.ts';
 import { fileEntryOf, type JournalPart, resumableLayout } from './journal.ts';
 import { describeSchema, type Manifest } from './manifest.ts';
@@ -43,6 +44,13 @@ export interface ExportMeta {
    * recorded in the manifest: a later export of the same execution can only be skipped when it matches.
    */
   fingerprint?: string;
+  /** The job writing it, recorded in the commit: an append refuses an output another job wrote. */
+  job?: string;
+  /**
+   * An incremental job's high-water mark once every batch is written: recorded in the same commit as
+   * the rows (read back as `Commit.cursor`). Called after the last batch, before publishing.
+   */
+  cursor?: () => CursorState | undefined;
 }
 
 export interface ExportProgress {
@@ -75,10 +83,14 @@ export interface ExportSummary {
   /** Parts (and the rows they hold) kept from a killed run instead of written again. */
   resumedFiles: number;
   resumedRows: number;
-  /** What was handed to the commit (written as `_manifest.json` by the manifest commit), or undefined for a single-stream destination. */
+  /** What was handed to the commit (written as `_manifest.json` by the manifest commit; with mode append: this run's files), or undefined for a single-stream destination. */
   manifest?: Manifest;
   /** The commit as published (a table format's snapshot), or undefined for a single-stream destination. */
   commit?: Commit;
+  /** False when nothing was committed: an append of no rows. */
+  committed?: false;
+  /** Columns this append added to the output's schema. */
+  addedColumns?: string[];
 }
 
 /**
@@ -182,10 +194,14 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
       const signal = writeOptions.signal ?? options.signal;
       try {
         checkColumns(input.schema, resolved);
+        // Appending to an output whose commit records its job and layout (a manifest): the same job and
+        // layout, columns the output can hold; nothing written otherwise. A table format checks its own schema (`prepare`).
+        const appending = resolved.mode === 'append' && previous !== undefined;
+        const addedColumns = appending && previous.layout !== undefined ? checkAppend(destination.url, previous, input.schema, resolved, input.meta.job, input.meta.executionId) : [];
         input = prepared(commit, input, previous);
         signal?.throwIfAborted();
         const record = resume.journal(input.meta.executionId, input.meta.pageSize);
-        const from = { startRow: resume.startRow, startPart: resume.kept.length, resumed: resumedFiles, record };
+        const from = { startRow: resume.startRow, startPart: resume.kept.length, resumed: resumedFiles, record, emptyFile: !appending };
         let files: FileEntry[];
         if (workers > 1) {
           if (input.parts === undefined) throw new Error(`openExport: opened for ${workers} workers, but write was given no input.parts to read the parts from`);
@@ -198,10 +214,15 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
           throw new RowCountMismatchError(input.meta.executionId, input.meta.totalRowCount, rows);
         }
         signal?.throwIfAborted();
+        if (appending && rows === 0) {
+          // Nothing new: the committed output (and its cursor) stays exactly as it is.
+          await end(undefined);
+          return { url: destination.url, rows: 0, bytes: 0, files: [], resumedFiles: 0, resumedRows: 0, committed: false };
+        }
         const manifest = buildManifest(input, resolved, files);
         const published = commit ? await publish(commit, destination, tx, manifest, previous, end) : await tx.commit([]);
         const resumedRows = resume.kept.reduce((n, p) => n + p.rows, 0);
-        const summary = { url: destination.url, rows, bytes: manifest.total_bytes, files, resumedFiles: resumedFiles.length, resumedRows };
+        const summary = { url: destination.url, rows, bytes: manifest.total_bytes, files, resumedFiles: resumedFiles.length, resumedRows, ...(addedColumns.length > 0 ? { addedColumns } : {}) };
         return published ? { ...summary, manifest, commit: published } : summary;
       } catch (error) {
         await end(error);
@@ -299,6 +320,8 @@ interface Resumed {
   readonly resumed: readonly FileEntry[];
   /** Records a complete part in the journal; the part counts as written once this resolves. */
   readonly record: ((part: JournalPart) => Promise<void>) | undefined;
+  /** Whether an empty unpartitioned result still gets one file (not when appending: nothing is committed). */
+  readonly emptyFile: boolean;
 }
 
 async function writeFiles(
@@ -382,7 +405,7 @@ async function writeFiles(
       progress();
     }
     // An empty, unpartitioned result still gets one file, so readers see the columns.
-    if (part === 0 && resolved.partitionBy.length === 0) await openFile('', {});
+    if (part === 0 && resolved.partitionBy.length === 0 && from.emptyFile) await openFile('', {});
     for (const [directory, file] of [...open]) void finish(directory, file);
     const settled = await Promise.allSettled(finishing);
     const failed = settled.find((s) => s.status === 'rejected');
@@ -469,6 +492,9 @@ function buildManifest(input: ExportInput, resolved: ResolvedOutput, files: File
     parameters: input.meta.parameters ?? null,
     ended_at: input.meta.endedAt ?? null,
     fingerprint: input.meta.fingerprint ?? null,
+    job: input.meta.job ?? null,
+    mode: resolved.mode,
+    incremental: input.meta.cursor?.() ?? null,
     written_at: new Date().toISOString(),
     format: resolved.format.type,
     partition_by: [...resolved.partitionBy],

@@ -44,7 +44,8 @@ export async function committedExport(
     if (!destination.multiFile) return undefined;
     const found = await (commit.find ? commit.find(destination, executionId, fingerprint, signal) : commit.read(destination, signal)).catch(() => undefined);
     if (found === undefined || found.executionId !== executionId || found.fingerprint !== fingerprint) return undefined;
-    if (rows !== undefined && found.rows !== rows) return undefined;
+    // An append's commit holds earlier runs' rows too: its execution and fingerprint decide.
+    if (rows !== undefined && output.mode !== 'append' && found.rows !== rows) return undefined;
     await commit.finish?.(destination, found, signal);
     await destination.sweep?.(found.owns, signal);
     return { url: destination.url, rows: found.rows, bytes: found.bytes, files: found.files.length, ...(found.snapshot ? { snapshot: found.snapshot } : {}) };

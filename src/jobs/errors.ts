@@ -1,4 +1,4 @@
-import { SluiceError } from '../errors.ts';
+import { ConfigError, SluiceError } from '../errors.ts';
 
 /** A run refused or stopped by its job's budget (exit code 4, like the service's 402). */
 export class BudgetExceededError extends SluiceError {
@@ -18,5 +18,26 @@ export class JobBusyError extends SluiceError {
   readonly code = 'JOB_BUSY';
   constructor(job: string, detail: string) {
     super(`job ${job} is already running (${detail})`);
+  }
+}
+
+/**
+ * An incremental job that cannot work as declared: a cursor column missing from the result, holding
+ * NULLs or of a type that cannot be ordered; a parameter the saved query does not have; an initial
+ * value that does not parse as the cursor's type. Names the job, the field and the value. A mistake
+ * in the job or the data: exit code 2, not retried.
+ */
+export class CursorError extends ConfigError {
+  override readonly code: string = 'CURSOR_INVALID';
+  readonly job: string;
+  /** The field of the job's `incremental` block, e.g. `incremental.cursor`. */
+  readonly field: string;
+  readonly value: unknown;
+
+  constructor(job: string, field: string, value: unknown, problem: string) {
+    super(`job ${job}: ${field} ${JSON.stringify(value)}: ${problem}`, { issues: [{ path: field, message: problem, value }] });
+    this.job = job;
+    this.field = field;
+    this.value = value;
   }
 }

@@ -1,6 +1,7 @@
 import { sleep } from '../client/retry.ts';
 import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
+import type { Commit } from '../export/commit.ts';
 import { commitFor } from '../export/commitFor.ts';
 import { openExport, type ExportSummary, type OpenedExport } from '../export/writeExport.ts';
 import { checkOutputs } from '../export/checkOutputs.ts';
@@ -14,7 +15,10 @@ import { checkBytes, creditsAllowed, TIER_COST } from './budget.ts';
 import { committedExport, outputFingerprint } from './committedOutput.ts';
 import { BudgetExceededError } from './errors.ts';
 import { policyOf } from '../errorPolicy.ts';
+import { checkResultColumns, type CursorPlan, explainInitial, OutputCursor, planCursor, serviceType } from './incremental.ts';
 import { jobSource } from './jobSource.ts';
+import type { CursorKind } from './cursor.ts';
+import { compareCursor } from './cursor.ts';
 import { worthRetrying } from './retryable.ts';
 import { type RunRecord, RunHistory } from './runHistory.ts';
 import { type JobRunState, jobRunState, type ResumeDecision, RunStateStore } from './runState.ts';
@@ -56,6 +60,8 @@ export interface JobSummary {
   readonly outputs: readonly OutputSummary[];
   /** Credits left in the team's billing cycle after the run (absent when the key may not read usage). */
   readonly creditsLeft?: number;
+  /** Incremental jobs: the committed cursor value the run started after (null: none yet), and the one committed now. */
+  readonly cursor?: { readonly from: string | null; readonly to: string | null };
 }
 
 export interface RunEvents {
@@ -124,6 +130,8 @@ interface RunTally {
   credits: number;
   attempts: number;
   executionId?: string;
+  /** An incremental run: the committed cursor value it started after (null: from the initial value). */
+  cursorFrom?: string | null;
 }
 
 async function attemptWithRetries(job: Job, options: RunJobOptions, state: JobRunState, run: RunTally): Promise<JobSummary> {
@@ -178,6 +186,8 @@ async function recordRun(job: Job, options: RunJobOptions, run: RunTally, end: {
     credits: run.credits,
     ...(summary?.creditsLeft === undefined ? {} : { credits_left: summary.creditsLeft }),
     attempts: run.attempts,
+    // A failed incremental run says where it started; `to` null: what its outputs hold now is not known.
+    ...(summary?.cursor !== undefined ? { cursor: summary.cursor } : run.cursorFrom !== undefined ? { cursor: { from: run.cursorFrom, to: null } } : {}),
     outputs: (summary?.outputs ?? []).map((o) => ({ url: o.url, format: o.format, rows: o.rows, files: o.files, bytes: o.bytes, skipped: o.skipped })),
   };
   try {
@@ -199,14 +209,20 @@ type AttemptResult = Omit<JobSummary, 'credits' | 'attempts' | 'durationMs'>;
 interface Written {
   readonly summaries: ExportSummary[];
   readonly fetchedRows: number;
+  /** Per pending output: the cursor value its commit holds now (undefined: not incremental). */
+  readonly cursors: (string | undefined)[];
 }
 
 async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, spent: RunTally): Promise<AttemptResult> {
   const { client, signal, events } = options;
   const performance = job.performance ?? 'medium';
 
+  // 0. An incremental job starts after what its outputs committed (their commits carry the cursor).
+  const plan = job.incremental === undefined ? undefined : await planCursor(job, await readCommits(job, signal), client, signal);
+  if (plan !== undefined) spent.cursorFrom = plan.from;
+
   // 1. What to read: a given execution, the execution of an interrupted run, or the job's source.
-  let source: StreamSource = jobSource(job);
+  let source: StreamSource = jobSource(job, plan?.argument);
   let resume: ResumeDecision | undefined;
   if (options.executionId !== undefined) {
     source = { executionId: options.executionId };
@@ -263,7 +279,7 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
       if (startedNow && spent.executionId !== undefined && isExecutionOutcome(error)) spent.credits += await chargedFor(client, spent.executionId);
       // Stopped while waiting (the pipeline cancelled it); otherwise the error table says whether it can be resumed.
       if (signal.aborted || !policyOf(error).keepRunState) await state.forget();
-      throw error;
+      throw plan === undefined ? error : explainInitial(plan, error);
     }
     const { executionId, status } = ready;
     if (ready.started && !resumed) spent.credits += status.execution_cost_credits ?? TIER_COST[performance];
@@ -271,6 +287,15 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
     if (overBytes) {
       await state.forget();
       throw overBytes;
+    }
+    let kind: CursorKind | undefined;
+    if (plan !== undefined) {
+      try {
+        kind = checkResultColumns(plan, status.result_metadata?.column_names ?? [], status.result_metadata?.column_types ?? []);
+      } catch (error) {
+        await state.forget();
+        throw error;
+      }
     }
 
     // 3. Outputs: skip those already committed for this execution, write the rest from one read.
@@ -287,16 +312,26 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
       }
     }
     let fetchedRows = 0;
+    const committedCursors: (string | undefined)[] = plan === undefined ? [] : plan.committed.map((c) => c?.value);
     if (pending.length > 0) {
+      const cursors = plan === undefined || kind === undefined ? undefined : { plan, kind };
       const workers = resolveWorkers(options.workers ?? job.workers);
       if (workers > 1 && job.result?.filters !== undefined) {
         events?.onWarning?.('result.filters: the outputs are written by one thread (parts need row offsets, and the service does not count the rows a filter keeps)', { workers });
       }
+      if (workers > 1 && cursors !== undefined) {
+        events?.onWarning?.('incremental: the outputs are written by one thread (each drops the rows it holds already, from the one read)', { workers });
+      }
       const written = await exportAll(job, pending, executionId, result, controller, signal, (pageSize) => (reportedPageSize = pageSize), {
-        workers: job.result?.filters === undefined ? workers : 1,
+        workers: job.result?.filters === undefined && cursors === undefined ? workers : 1,
         ...(events?.onWarning === undefined ? {} : { warn: events.onWarning }),
-      });
+      }, cursors);
       fetchedRows = written.fetchedRows;
+      for (const [k, index] of pending.entries()) committedCursors[index] = written.cursors[k];
+      for (const summary of written.summaries) {
+        // A mixed-schema output is said out loud: older files lack the new columns.
+        if (summary.addedColumns) events?.onWarning?.('appended rows with new columns: the older files of the output lack them (readers that merge files by name read NULL there)', { output: summary.url, columns: summary.addedColumns });
+      }
       pending.forEach((index, k) => {
         const s = written.summaries[k]!;
         const snapshot = s.commit?.snapshot;
@@ -318,10 +353,31 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
       files: outputs.reduce((n, o) => n + o.files, 0),
       bytes: outputs.reduce((n, o) => n + o.bytes, 0),
       outputs,
+      ...(plan === undefined ? {} : { cursor: { from: plan.from, to: lowest(kind ?? plan.kind, committedCursors) } }),
     };
   } finally {
     signal.removeEventListener('abort', onAbort);
   }
+}
+
+/** The lowest of the outputs' committed cursor values: where every output has got to. */
+function lowest(kind: CursorKind | undefined, values: readonly (string | undefined)[]): string | null {
+  if (kind === undefined || values.some((v) => v === undefined)) return null;
+  return (values as string[]).reduce((a, b) => (compareCursor(kind, a, b) <= 0 ? a : b));
+}
+
+/** Each output's committed export as its commit protocol reads it (undefined: none yet). */
+async function readCommits(job: Job, signal: AbortSignal): Promise<(Commit | undefined)[]> {
+  const commits: (Commit | undefined)[] = [];
+  for (const output of job.outputs) {
+    const destination = output.sink.create(output.sinkConfig);
+    try {
+      commits.push(destination.multiFile ? await commitFor(output).read(destination, signal) : undefined);
+    } finally {
+      await destination.close();
+    }
+  }
+  return commits;
 }
 
 /**
@@ -343,6 +399,7 @@ async function exportAll(
   stop: AbortSignal,
   onPageSize: (pageSize: number) => void,
   parallel: { readonly workers: number; readonly warn?: (message: string, fields: Record<string, unknown>) => void },
+  incremental?: { plan: CursorPlan; kind: CursorKind },
 ): Promise<Written> {
   const opened: OpenedExport[] = [];
   try {
@@ -352,7 +409,9 @@ async function exportAll(
         await openExport(output, { executionId }, {
           commit: commitFor(output),
           signal: controller.signal,
-          resume: { attemptId: resumeAttemptId(job.name, executionId, output) },
+          // An incremental output drops the rows it holds already, so its parts are not a function of
+          // row offsets: a killed run's parts are written again rather than kept.
+          ...(incremental === undefined ? { resume: { attemptId: resumeAttemptId(job.name, executionId, output) } } : {}),
           // Stopped from outside (SIGTERM): finished parts survive for the next run, as after a kill.
           keepOnStop: stop,
           workers: parallel.workers,
@@ -395,8 +454,23 @@ async function exportAll(
     const reader = split.length > 0 ? await result.rangeReader() : undefined;
     if (split.length > 0 && reader === undefined) throw new Error('runJob: the result cannot be read by row ranges, yet outputs were opened for part threads');
     const branches = serial.length > 0 ? tee(result.batches(), serial.length, 2, controller.signal) : [];
+    // Incremental (every output serial): each output drops the rows its commit holds and tracks the new mark.
+    const cursorType = incremental === undefined ? undefined : serviceType(schema, incremental.plan.incremental.cursor);
+    const cursors = opened.map((_, k) => (incremental === undefined ? undefined : new OutputCursor(incremental.plan, incremental.kind, cursorType!, pending[k]!)));
     serial.forEach(({ o, k }, b) => {
-      summaries[k] = o.write({ schema, batches: skipRows(branches[b]!, o.startRow - startRow), meta: { ...meta, fingerprint: fingerprint(k) } }, { signal: controller.signal }).catch(failed);
+      const cursor = cursors[k];
+      const batches = skipRows(branches[b]!, o.startRow - startRow);
+      // An output that drops rows it holds already writes fewer than the result has: no row count to check.
+      const { totalRowCount, ...rest } = meta;
+      const drops = cursor !== undefined && incremental?.plan.committed[pending[k]!] !== undefined;
+      const outputMeta = {
+        ...rest,
+        ...(totalRowCount === undefined || drops ? {} : { totalRowCount }),
+        job: job.name,
+        fingerprint: fingerprint(k),
+        ...(cursor ? { cursor: () => cursor.state() } : {}),
+      };
+      summaries[k] = o.write({ schema, batches: cursor ? cursor.filter(batches) : batches, meta: outputMeta }, { signal: controller.signal }).catch(failed);
     });
     let splitRows = 0;
     if (reader !== undefined) {
@@ -404,7 +478,7 @@ async function exportAll(
       // One output after another, each on every worker: the threads in use stay at `workers`.
       let chain: Promise<unknown> = Promise.resolve();
       for (const { o, k } of split) {
-        const written = chain.then(() => o.write({ schema, batches: noBatches(), meta: { ...meta, fingerprint: fingerprint(k) }, parts: counted }, { signal: controller.signal })).catch(failed);
+        const written = chain.then(() => o.write({ schema, batches: noBatches(), meta: { ...meta, job: job.name, fingerprint: fingerprint(k) }, parts: counted }, { signal: controller.signal })).catch(failed);
         summaries[k] = written;
         chain = written.catch(() => undefined);
       }
@@ -412,7 +486,10 @@ async function exportAll(
     const settled = await Promise.allSettled(summaries);
     if (first) throw stop.aborted ? stop.reason : first.error;
     const serialRows = serial.length > 0 ? (result.progress?.rows ?? 0) : 0;
-    return { summaries: settled.map((s) => (s as PromiseFulfilledResult<ExportSummary>).value), fetchedRows: serialRows + splitRows };
+    const done = settled.map((s) => (s as PromiseFulfilledResult<ExportSummary>).value);
+    // An append of no rows committed nothing: the output's cursor is the one it had.
+    const after = cursors.map((c, k) => (c === undefined ? undefined : done[k]!.committed === false ? incremental!.plan.committed[pending[k]!]?.value : c.state().value));
+    return { summaries: done, fetchedRows: serialRows + splitRows, cursors: after };
   } finally {
     // Exports that never got to write (the read could not start) give their staging back.
     await Promise.allSettled(opened.map((o) => o.discard(controller.signal.reason)));

@@ -158,6 +158,13 @@ export interface Transaction {
    * stop the caller asked for (SIGTERM), so that finished parts survive it. Never throws.
    */
   suspend?(): Promise<void>;
+  /**
+   * Keeps these committed streams (names the previous output lists) in the output this transaction
+   * commits, unchanged: what an append needs. A destination that publishes by swapping a whole
+   * directory links them into the new one; an object store simply does not delete them. Call before
+   * `commit`. Optional: without it a destination cannot append.
+   */
+  carry?(names: readonly string[]): Promise<void>;
 }
 
 export interface WriteOptions {

@@ -23,6 +23,12 @@ export interface FormatDescriptor<C extends z.ZodType = z.ZodType> {
   /** Validates `format_options`; strict (unknown fields rejected) and described per field. */
   readonly config: C;
   /**
+   * Whether the files of one output may differ by columns a later file adds: readers of the format
+   * merge files by column name and read a column a file lacks as NULL (Parquet with DuckDB's
+   * `union_by_name`, NDJSON objects). Appending a result with a new column needs it. Default false.
+   */
+  readonly addsColumns?: boolean;
+  /**
    * The URL of a module that exports this descriptor (`import.meta.url` of the file defining it): a
    * worker thread imports it to encode the parts of an export in parallel. Without it, an export in
    * this format is written by the calling thread alone, whatever `workers` says.

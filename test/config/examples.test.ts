@@ -26,7 +26,7 @@ const files = (function walk(dir: string): string[] {
   });
 })(CONFIG).sort();
 
-const JOB_FILES = ['docker/jobs.yaml', 'examples/csv.yaml', 'examples/iceberg.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
+const JOB_FILES = ['docker/jobs.yaml', 'examples/csv.yaml', 'examples/iceberg.yaml', 'examples/incremental.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
 const OTHER_FILES = ['examples/stream-rows.ts', 'service.yaml'];
 
 let work: string;
@@ -53,13 +53,16 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-/** Runs every job of a file the way `sluice run` does, in this process. */
-async function runFile(file: JobFile): Promise<JobSummary[]> {
+/** Runs every job of a file the way `sluice run` does, in this process; `between` runs after each pass but the last. */
+async function runFile(file: JobFile, passes = 1, between?: (summaries: JobSummary[]) => Promise<void>): Promise<JobSummary[]> {
   const connection = await connect(file.connection, { env, cwd: work });
   try {
     const summaries: JobSummary[] = [];
-    for (const job of file.jobs) {
-      summaries.push(await runJob(job, { client: connection.client, stateDir: join(work, 'state'), signal: new AbortController().signal }));
+    for (let pass = 0; pass < passes; pass++) {
+      if (pass > 0) await between?.(summaries);
+      for (const job of file.jobs) {
+        summaries.push(await runJob(job, { client: connection.client, stateDir: join(work, 'state'), signal: new AbortController().signal }));
+      }
     }
     return summaries;
   } finally {
@@ -74,7 +77,12 @@ describe('config/', () => {
 
   it.each(JOB_FILES)('%s validates and every job in it runs', async (name) => {
     const file = await loadJobFile(join(CONFIG, name), { registry: builtins, env });
-    const summaries = await runFile(file);
+    // An incremental file runs twice: the second pass finds nothing new.
+    let before: string[] = [];
+    const manifests = (runs: JobSummary[]) => runs.slice(0, file.jobs.length).map((s) => readFileSync(join(new URL(s.outputs[0]!.url).pathname, '_manifest.json'), 'utf8'));
+    const all = await runFile(file, name === 'examples/incremental.yaml' ? 2 : 1, async (runs) => void (before = manifests(runs)));
+    const summaries = all.slice(0, file.jobs.length);
+    const again = all.slice(file.jobs.length);
     expect(summaries.map((s) => s.job)).toEqual(file.jobs.map((j) => j.name));
     for (const summary of summaries) {
       expect(summary.rows).toBeGreaterThan(0);
@@ -102,6 +110,18 @@ describe('config/', () => {
         `select count(*)::int as n, count(distinct day)::int as days from read_parquet('${env.SLUICE_OUT}/events-by-day/*/*.parquet', hive_partitioning = true)`,
       );
       expect(row).toEqual({ n: summaries[0]!.rows, days: 7 });
+    }
+    if (name === 'examples/incremental.yaml') {
+      // The second pass: nothing new, fewer rows fetched than the first wrote, the commits as they were; every row once.
+      expect(again.map((s, i) => [s.rows, s.fetchedRows < summaries[i]!.rows])).toEqual([
+        [0, true],
+        [0, true],
+      ]);
+      expect(manifests(all)).toEqual(before);
+      const [ids] = await duck(`select count(*)::int as n, count(distinct id)::int as ids from read_parquet('${env.SLUICE_OUT}/events-sync/*.parquet')`);
+      expect(ids).toEqual({ n: 3000, ids: 3000 });
+      const [late] = await duck(`select count(*)::int as n, count(distinct id)::int as ids from read_ndjson_auto('${env.SLUICE_OUT}/late-events/*.ndjson')`);
+      expect(late).toEqual({ n: 3000, ids: 3000 });
     }
     if (name === 'examples/csv.yaml') {
       const dir = join(env.SLUICE_OUT!, 'daily-totals-csv');

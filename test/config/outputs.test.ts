@@ -51,7 +51,7 @@ describe('outputs are resolved when the job file loads', () => {
     ]);
   });
 
-  it('table: iceberg with a format other than parquet, on standard output, or dropping the partition columns; append without iceberg; unknown words', () => {
+  it('table: iceberg with a format other than parquet, on standard output, or dropping the partition columns; append to standard output; unknown words', () => {
     const withFormat = (format: string, output: string) => file(output).replace('format: csv', `format: ${format}`);
     expect(problems(file('        path: ./out\n        table: iceberg\n'))).toEqual([
       'jobs.yaml:5:17 jobs[0].outputs[0].format: table: iceberg writes Parquet data files: set format: parquet, or drop table: iceberg, got "csv"',
@@ -62,8 +62,9 @@ describe('outputs are resolved when the job file loads', () => {
     expect(problems(withFormat('parquet', '        path: ./t\n        table: iceberg\n        partition_by: [a]\n        keep_partition_columns: false\n'))).toEqual([
       'jobs.yaml:9:33 jobs[0].outputs[0].keep_partition_columns: an Iceberg table keeps the partition columns in its data files (engines read them there): drop keep_partition_columns, got false',
     ]);
-    expect(problems(withFormat('parquet', '        path: ./t\n        mode: append\n'))).toEqual([
-      'jobs.yaml:7:15 jobs[0].outputs[0].mode: append needs table: iceberg (a manifest output is replaced by each run): set table: iceberg, or drop mode, got "append"',
+    // Append is for directories and prefixes (a manifest output keeps its parts, an Iceberg table adds a snapshot), not standard output.
+    expect(problems(withFormat('parquet', '        path: "-"\n        mode: append\n'))).toEqual([
+      'jobs.yaml:7:15 jobs[0].outputs[0].mode: - (standard output) takes one stream and keeps no commit to append to: use a directory or bucket path, got "append"',
     ]);
     expect(problems(withFormat('parquet', '        path: ./t\n        table: delta\n        mode: upsert\n'))).toEqual([
       'jobs.yaml:7:16 jobs[0].outputs[0].table: expected one of manifest|iceberg, got "delta"',
@@ -73,6 +74,7 @@ describe('outputs are resolved when the job file loads', () => {
     const ok = (output: string) => parseJobFile(withFormat('parquet', output), { file: 'jobs.yaml', registry: builtins, env: {} }).jobs[0]!.outputs[0]!;
     expect(ok('        path: s3://lake/t\n        table: iceberg\n        mode: append\n        partition_by: [a]\n')).toMatchObject({ table: 'iceberg', mode: 'append', keepPartitionColumns: true, partitionBy: ['a'] });
     expect(ok('        path: ./t\n')).toMatchObject({ table: 'manifest', mode: 'replace', keepPartitionColumns: false });
+    expect(ok('        path: ./t\n        mode: append\n')).toMatchObject({ table: 'manifest', mode: 'append' });
   });
 
   it('a base_url without a scheme', () => {

@@ -145,6 +145,25 @@ for (const destination of DESTINATIONS) {
         expect(await target.leftovers()).toEqual([]);
       });
 
+      it('appends a run to the committed output: the parts of both runs under one manifest; a failed append leaves the committed set', async () => {
+        const target = await destination.fresh();
+        const append = (executionId: string, rows: number, failAt?: number) =>
+          writeExport({ schema: numberedSchema, batches: numbered(rows, 50, failAt), meta: { executionId } }, resolved(output(target, { mode: 'append', max_rows_per_file: 100 })));
+        await append('e-one', 150);
+        await append('e-two', 100);
+        const { names, dir } = await target.visible();
+        const parts = [`part-00000-e-one.${f.extension}`, `part-00000-e-two.${f.extension}`, `part-00001-e-one.${f.extension}`];
+        expect(names).toEqual(['_SUCCESS', '_manifest.json', ...parts]);
+        const manifest = JSON.parse(await readFile(join(dir, '_manifest.json'), 'utf8'));
+        expect(manifest).toMatchObject({ execution_id: 'e-two', mode: 'append', total_rows: 250 });
+        expect(manifest.files.map((x: { path: string }) => x.path)).toEqual([parts[0], parts[2], parts[1]]);
+        const back = await readBack(readerFormat, parts.map((p) => join(dir, p)), numberedSchema);
+        expect(back.id).toHaveLength(250);
+        await expect(append('e-broken', 300, 100)).rejects.toThrow('source failed at row 100');
+        expect((await target.visible()).names).toEqual(names);
+        expect(await target.leftovers()).toEqual([]);
+      });
+
       it('replaces the previous output on a re-run, with no duplicates or leftovers', async () => {
         const target = await destination.fresh();
         await writeExport({ schema: numberedSchema, batches: numbered(300, 50), meta: { executionId: 'e-first' } }, resolved(output(target, { max_rows_per_file: 100 })));

@@ -12,6 +12,7 @@ export const ndjson = defineFormat({
     'Newline-delimited JSON, one object per row. bigint as exact JSON numbers; decimals, 256-bit integers, ' +
     'timestamps and bytes as exact strings; NaN and Infinity as strings; nested values as JSON.',
   config: ndjsonConfig,
+  addsColumns: true,
   create: () => ({
     extension: 'ndjson',
     contentType: 'application/x-ndjson',

@@ -72,6 +72,7 @@ export const parquet = defineFormat({
   module: import.meta.url,
   description: 'Apache Parquet via parquet-wasm, written row group by row group; the Arrow schema is embedded (ARROW:schema).',
   config: parquetConfig,
+  addsColumns: true,
   create: (config: ParquetConfig) => ({
     extension: 'parquet',
     contentType: 'application/vnd.apache.parquet',

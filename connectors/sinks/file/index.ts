@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, link, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { access, copyFile, link, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -299,6 +299,23 @@ function fileTransaction(target: string, staging: string, url: string, options: 
     },
 
     abort,
+
+    async carry(names: readonly string[]) {
+      // A hard link: the committed file itself, no copy (a copy where links are refused).
+      for (const name of names) {
+        const to = inside(staging, name);
+        try {
+          await mkdir(dirname(to), { recursive: true });
+          await link(inside(target, name), to).catch((error: unknown) => {
+            if (isCode(error, 'EEXIST')) return;
+            if (isCode(error, 'EXDEV') || isCode(error, 'EPERM') || isCode(error, 'ENOTSUP')) return copyFile(inside(target, name), to);
+            throw error;
+          });
+        } catch (error) {
+          throw new DestinationError(url, `keeping the committed ${name} in`, error);
+        }
+      }
+    },
 
     async suspend() {
       if (!journalSaved) return abort();

@@ -201,6 +201,8 @@ function s3Transaction(location: S3Location, store: ObjectStore, url: string, op
   const previous = new Set(options.previous.map((n) => keyOf(location, n)));
   const written = new Set<string>();
   const retained = new Set<string>();
+  // Committed objects the new output keeps (an append): never deleted as stale.
+  const carried = new Set<string>();
   const journalKey = keyOf(location, journalName(options.attemptId));
   let journalSaved = journal !== undefined;
   const inFlight = new Map<Promise<unknown>, AbortController>();
@@ -291,7 +293,7 @@ function s3Transaction(location: S3Location, store: ObjectStore, url: string, op
         const condition = marker.condition !== undefined && withdrawal !== undefined && previous.has(keyOf(location, marker.name)) ? { ifAbsent: true as const } : marker.condition;
         await putMarker(store, url, keyOf(location, marker.name), marker.name, marker.body, marker.contentType, condition);
       }
-      const keep = new Set([...written, ...retained, ...markers.map((m) => keyOf(location, m.name))]);
+      const keep = new Set([...written, ...retained, ...carried, ...markers.map((m) => keyOf(location, m.name))]);
       let stale: string[] = [];
       try {
         // The previous manifest's objects, and what abandoned attempts left that no manifest lists.
@@ -305,6 +307,11 @@ function s3Transaction(location: S3Location, store: ObjectStore, url: string, op
     },
 
     abort,
+
+    async carry(names: readonly string[]) {
+      // The objects stay where they are; the commit only must not remove them as the previous output's.
+      for (const name of names) carried.add(keyOf(location, name));
+    },
 
     async suspend() {
       if (!journalSaved) return abort();

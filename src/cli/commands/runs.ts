@@ -62,7 +62,15 @@ async function historyDir(values: Record<string, unknown>, io: { cwd: string; en
 /** The client's `method GET url (execution id): ` prefix: --json keeps it, the table shows what went wrong. */
 const REQUEST_CONTEXT = /^\w+ (?:GET|POST|PATCH|PUT|DELETE) \S+(?: \([^)]*\))?: /;
 
-const COLUMNS = ['started', 'job', 'outcome', 'rows', 'bytes', 'credits', 'duration', 'execution', 'error'];
+const COLUMNS = ['started', 'job', 'outcome', 'rows', 'bytes', 'credits', 'duration', 'cursor', 'execution', 'error'];
+
+/** `from -> to`; `to` null: the run committed no cursor (it failed, or an output holds none). */
+function cursorRange(cursor: RunRecord['cursor']): string {
+  if (cursor === undefined) return '';
+  const from = cursor.from ?? 'start';
+  if (cursor.to === null) return `${from} -> (not committed)`;
+  return cursor.from === cursor.to ? `${cursor.to} (no new rows)` : `${from} -> ${cursor.to}`;
+}
 
 function row(r: RunRecord): Record<string, unknown> {
   const ms = Date.parse(r.ended_at) - Date.parse(r.started_at);
@@ -74,6 +82,7 @@ function row(r: RunRecord): Record<string, unknown> {
     bytes: formatBytes(r.bytes),
     credits: r.credits_left === undefined ? String(r.credits) : `${r.credits} (${r.credits_left.toLocaleString('en-US')} left)`,
     duration: fmtDuration(ms),
+    cursor: cursorRange(r.cursor),
     execution: r.execution_id ?? '',
     error: r.error ? `${r.error.code}: ${r.error.message.replace(REQUEST_CONTEXT, '')}` : '',
   };

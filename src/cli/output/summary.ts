@@ -20,6 +20,7 @@ export function formatSummary(s: JobSummary): string {
   const fetched = s.fetchedRows === s.rows ? '' : ` (${s.fetchedRows.toLocaleString('en-US')} fetched)`;
   const lines = [
     `${s.job}: ${s.rows.toLocaleString('en-US')} rows${fetched}, ${plural(s.files, 'file')}, ${formatBytes(s.bytes)}, ${s.credits} credits${left(s)} in ${fmtDuration(s.durationMs)} (execution ${s.executionId}${how})`,
+    ...(s.cursor === undefined ? [] : [`  cursor ${s.cursor.from ?? '(initial)'} -> ${s.cursor.to ?? '(not all outputs committed)'}`]),
     ...s.outputs.map(
       (o) =>
         `  ${o.url}  ${o.format}  ${o.rows.toLocaleString('en-US')} rows  ${plural(o.files, 'file')}  ${formatBytes(o.bytes)}` +
@@ -46,6 +47,7 @@ export function summaryFields(s: JobSummary): Record<string, unknown> {
     bytes: s.bytes,
     credits: s.credits,
     ...(s.creditsLeft === undefined ? {} : { credits_left: s.creditsLeft }),
+    ...(s.cursor === undefined ? {} : { cursor: s.cursor }),
     duration_ms: Math.round(s.durationMs),
     attempts: s.attempts,
     outputs: s.outputs.map((o) => ({

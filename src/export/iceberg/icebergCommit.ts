@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Schema } from 'apache-arrow';
 import type { BeginOptions, Destination, StagedStream, Transaction, WriteOptions } from '../../kit/index.ts';
-import type { Commit, CommitProtocol } from '../commit.ts';
+import type { Commit, CommitProtocol, CursorState } from '../commit.ts';
 import { decodeAvroFile } from './avro.ts';
 import { toTableBatch } from './convert.ts';
 import { destinationStorage } from './destinationStorage.ts';
-import { type Snapshot, SUMMARY_EXECUTION_ID, SUMMARY_FINGERPRINT, VERSION_HINT, versionOf } from './metadata.ts';
+import { type Snapshot, SUMMARY_CURSOR, SUMMARY_EXECUTION_ID, SUMMARY_FINGERPRINT, VERSION_HINT, versionOf } from './metadata.ts';
 import type { TableStorage } from './storage.ts';
 import { prepareSchema, type PreparedSchema } from './tableSchema.ts';
 import { commitSnapshot, committed, type IcebergMode, loadTable, type LoadedTable, partitionSpec, readManifestList, type Spec, writeHint } from './writeIcebergTable.ts';
@@ -97,7 +97,12 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
         spec: prepared.spec,
         partitionBy: options.partitionBy,
         files,
-        meta: { executionId: content.execution_id, ...(content.fingerprint === null ? {} : { fingerprint: content.fingerprint }) },
+        meta: {
+          executionId: content.execution_id,
+          ...(content.fingerprint === null ? {} : { fingerprint: content.fingerprint }),
+          // The high-water mark only: a key window (lookback) is refused for Iceberg outputs, a summary is no place for it.
+          ...(content.incremental === null ? {} : { cursor: JSON.stringify({ column: content.incremental.column, type: content.incremental.type, value: content.incremental.value }) }),
+        },
         mode: options.mode,
         commitAttempts: options.commitAttempts,
       });
@@ -131,7 +136,19 @@ async function commitOf(storage: TableStorage, base: LoadedTable, snapshot: Snap
     owns: [...files, base.file],
     version: base.file,
     ...(snapshot ? { snapshot: String(snapshot['snapshot-id']) } : {}),
+    cursor: cursorOf(snapshot?.summary[SUMMARY_CURSOR]),
   };
+}
+
+/** The cursor state a snapshot summary records (undefined: none, or not one this version reads). */
+function cursorOf(text: string | undefined): CursorState | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const parsed = JSON.parse(text) as Partial<CursorState>;
+    return typeof parsed.column === 'string' && typeof parsed.type === 'string' && typeof parsed.value === 'string' ? { column: parsed.column, type: parsed.type, value: parsed.value } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The data files `snapshot` added (relative to the table), from its manifest list and its own manifests. */

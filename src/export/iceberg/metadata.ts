@@ -18,6 +18,8 @@ export function versionOf(name: string): number | undefined {
 /** Snapshot summary keys sluice records, so a re-run of the same export is recognised. */
 export const SUMMARY_EXECUTION_ID = 'sluice.execution-id';
 export const SUMMARY_FINGERPRINT = 'sluice.fingerprint';
+/** An incremental job's high-water mark (a JSON `CursorState`), committed in the snapshot that holds the rows. */
+export const SUMMARY_CURSOR = 'sluice.cursor';
 
 const id = z.union([z.number().int(), z.bigint()]);
 

@@ -6,7 +6,7 @@ import { RowCountMismatchError } from '../errors.ts';
 import { partitioner } from '../partitions.ts';
 import { decodeAvroFile, encodeAvroFile, type ManifestEntry, manifestEntrySchema, type ManifestFile, manifestFileSchema, partitionAvroType, type PartitionSpecField } from './avro.ts';
 import { IcebergCommitConflictError, IcebergMetadataError, IcebergNotATableError, IcebergPartitionError } from './errors.ts';
-import { encodeMetadata, METADATA_DIR, metadataFileName, parseMetadata, type Snapshot, SUMMARY_EXECUTION_ID, SUMMARY_FINGERPRINT, type TableMetadata, VERSION_HINT, versionOf } from './metadata.ts';
+import { encodeMetadata, METADATA_DIR, metadataFileName, parseMetadata, type Snapshot, SUMMARY_CURSOR, SUMMARY_EXECUTION_ID, SUMMARY_FINGERPRINT, type TableMetadata, VERSION_HINT, versionOf } from './metadata.ts';
 import type { TableStorage } from './storage.ts';
 import { prepareSchema, type PreparedSchema } from './tableSchema.ts';
 import { toTableBatch } from './convert.ts';
@@ -27,6 +27,8 @@ export interface IcebergTableInput {
     fingerprint?: string;
     /** When given, nothing is committed unless exactly this many rows were written. */
     totalRowCount?: number;
+    /** An incremental job's cursor state (JSON), recorded in the snapshot summary with the rows it covers. */
+    cursor?: string;
   };
 }
 
@@ -505,6 +507,7 @@ function snapshotSummary(
     'total-equality-deletes': '0',
     [SUMMARY_EXECUTION_ID]: meta.executionId,
     [SUMMARY_FINGERPRINT]: meta.fingerprint ?? '',
+    ...(meta.cursor === undefined ? {} : { [SUMMARY_CURSOR]: meta.cursor }),
   };
   if (mode === 'replace' && parent) {
     if (parent.summary['total-data-files'] !== undefined) summary['deleted-data-files'] = parent.summary['total-data-files'];

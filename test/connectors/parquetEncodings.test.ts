@@ -1,10 +1,9 @@
 // Parquet column encodings and statistics, read from the files by DuckDB's parquet_metadata, and
 // the values read back by DuckDB and polars. sample.events comes from the real service.
-import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type RecordBatch, Table, Utf8, vectorFromArray } from 'apache-arrow';
+import type { RecordBatch } from 'apache-arrow';
 import pl from 'nodejs-polars';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../src/client/index.ts';
@@ -106,23 +105,6 @@ describe('parquet encodings of sample.events', () => {
     const none = await encodings(await exportParquet(events, { dictionary: false }));
     expect(Object.values(none).join(' ')).not.toContain('DICTIONARY');
     expect(none.id).toBe('PLAIN, RLE');
-  });
-});
-
-describe('parquet encodings of strings that never repeat', () => {
-  it('takes DELTA_BYTE_ARRAY when values share leading bytes with the one before, plain when they do not, and no dictionary', async () => {
-    const n = 20_000;
-    const sha = (s: string) => createHash('sha256').update(s).digest('hex');
-    const hash = Array.from({ length: n }, (_, i) => `0x${sha(`tx${i}`)}`); // shares "0x"
-    const key = Array.from({ length: n }, (_, i) => `user-${String(i).padStart(8, '0')}`); // sorted: shares most of each value
-    const token = Array.from({ length: n }, (_, i) => sha(`t${i}`).slice(0, 24)); // random: a shared first char 1 time in 16
-    const batch = new Table({ hash: vectorFromArray(hash, new Utf8()), key: vectorFromArray(key, new Utf8()), token: vectorFromArray(token, new Utf8()) }).batches[0]!;
-    const file = await exportParquet([batch]);
-    expect(await encodings(file)).toEqual({ hash: 'RLE, DELTA_BYTE_ARRAY', key: 'RLE, DELTA_BYTE_ARRAY', token: 'PLAIN, RLE' });
-    const back = await duckRowsJS(`SELECT hash, key, token FROM '${file}'`);
-    expect(back.map((r) => r.hash)).toEqual(hash);
-    expect(back.map((r) => r.key)).toEqual(key);
-    expect(back.map((r) => r.token)).toEqual(token);
   });
 });
 

@@ -3,9 +3,7 @@
 // the type: it writes a sample of the data once per candidate and keeps, per column, the encoding
 // whose compressed bytes were fewest. Sorted ids and times then get DELTA_BINARY_PACKED (thousands
 // of times smaller than plain), low-cardinality columns a dictionary, and unique hashes plain or
-// DELTA_BYTE_ARRAY, without a rule for each shape of data. The one shortcut: a column whose sample
-// repeats no value is not tried with a dictionary, and strings or binary without repeats skip the
-// trial writes for a cheaper statistic (see chooseEncodings).
+// DELTA_BYTE_ARRAY, without a rule for each shape of data.
 import { type Data, DataType, RecordBatch, type Schema, Table, tableToIPC } from 'apache-arrow';
 import type * as Wasm from 'parquet-wasm';
 
@@ -91,19 +89,8 @@ export async function chooseEncodings(
   const tried = columns
     .map((name) => ({ name, index: schema.fields.findIndex((f) => f.name === name) }))
     .map((c) => {
-      const physical = physicalOf(schema.fields[c.index]!.type);
-      const candidates = CANDIDATES[physical];
+      const candidates = CANDIDATES[physicalOf(schema.fields[c.index]!.type)];
       const stats = rows > 0 && candidates.includes('dictionary') ? dictionaryStats(sample, c.index, rows, rowGroupRows) : undefined;
-      if (stats !== undefined && stats.values > 0 && stats.distinct === stats.values) {
-        // No value repeats in the sample. A dictionary would hold each value once plus an index
-        // per row: never smaller than plain, so it is not tried. For strings and binary the
-        // trial writes (the costliest part of the choice on wide text) are skipped altogether:
-        // without repeats the delta encodings can only gain by the bytes a value shares with
-        // the one before it, so DELTA_BYTE_ARRAY is taken when that averages a byte or more
-        // (sorted keys, "0x"-prefixed hashes), plain otherwise.
-        if (physical === 'bytes' && stats.sharedPrefix !== undefined) return { ...c, stats, candidates: [stats.sharedPrefix >= stats.values ? 'delta_byte_array' : 'plain'] as Choice[] };
-        return { ...c, stats, candidates: candidates.filter((x) => x !== 'dictionary') };
-      }
       return { ...c, stats, candidates: stats?.fits === false ? candidates.filter((x) => x !== 'dictionary') : candidates };
     })
     .filter((c) => {
@@ -147,43 +134,25 @@ interface DictionaryStats {
   groupDistinct: number;
   /** Whether that dictionary fits the writer's dictionary page. */
   fits: boolean;
-  /** Distinct non-null values in the sample (by a 53-bit hash for strings and binary). */
-  distinct: number;
-  /** Bytes each string or binary value shares with the previous non-null one, summed (undefined for dictionary-typed columns). */
-  sharedPrefix: number | undefined;
 }
 
 function dictionaryStats(sample: readonly RecordBatch[], index: number, rows: number, groupRows: number): DictionaryStats {
   const counts = new Map<unknown, number>();
   let rawBytes = 0;
   let values = 0;
-  let sharedPrefix: number | undefined = 0;
-  let previous: Uint8Array | undefined;
   for (const batch of sample) {
     for (const data of batch.getChildAt(index)!.data) {
       const read = valueKey(data);
-      const text = bytesOf(data);
       for (let i = 0; i < data.length; i++) {
         if (!data.getValid(i)) continue;
         const [key, bytes] = read(i);
         counts.set(key, (counts.get(key) ?? 0) + 1);
         rawBytes += bytes;
         values++;
-        if (text === undefined) sharedPrefix = undefined;
-        else if (sharedPrefix !== undefined) {
-          const value = text(i);
-          if (previous !== undefined) {
-            const end = Math.min(previous.length, value.length);
-            let k = 0;
-            while (k < end && previous[k] === value[k]) k++;
-            sharedPrefix += k;
-          }
-          previous = value;
-        }
       }
     }
   }
-  if (values === 0) return { values, groupValues: 0, groupDistinct: 0, fits: true, distinct: 0, sharedPrefix: 0 };
+  if (values === 0) return { values, groupValues: 0, groupDistinct: 0, fits: true };
   let once = 0;
   let twice = 0;
   for (const n of counts.values()) {
@@ -193,15 +162,7 @@ function dictionaryStats(sample: readonly RecordBatch[], index: number, rows: nu
   const distinct = counts.size + (once * (once - 1)) / (2 * (twice + 1));
   const groupValues = (groupRows * values) / rows;
   const groupDistinct = distinct * -Math.expm1(-groupValues / distinct);
-  return { values, groupValues, groupDistinct, fits: groupDistinct * (rawBytes / values) <= DICTIONARY_PAGE_BYTES, distinct: counts.size, sharedPrefix };
-}
-
-/** For strings and binary, each value's bytes (a view, no copy); undefined for other types. */
-function bytesOf(data: Data): ((i: number) => Uint8Array) | undefined {
-  if (!(DataType.isUtf8(data.type) || DataType.isLargeUtf8(data.type) || DataType.isBinary(data.type) || DataType.isLargeBinary(data.type))) return undefined;
-  const offsets = data.valueOffsets as ArrayLike<number | bigint>;
-  const bytes = data.values as Uint8Array;
-  return (i) => bytes.subarray(Number(offsets[i]), Number(offsets[i + 1]));
+  return { values, groupValues, groupDistinct, fits: groupDistinct * (rawBytes / values) <= DICTIONARY_PAGE_BYTES };
 }
 
 /**

@@ -67,6 +67,8 @@ const SAMPLES: readonly (readonly [Error, ExitCode])[] = [
   [new configModule.JobFileError('jobs.yaml', [{ path: 'jobs[0].name', line: 2, col: 3, message: 'required' }]), EXIT.config],
   [new jobErrors.BudgetExceededError('daily', 'max_credits', 'over budget'), EXIT.payment],
   [new jobErrors.JobBusyError('daily', 'process 12 holds the lock'), EXIT.other],
+  [new jobErrors.ShardMismatchError('the plan was made for 2 shards, this shard was started for 3'), EXIT.config],
+  [new jobErrors.ShardCommittedError('the export is committed already'), EXIT.config],
   [new UsageError('unknown option --x', 'run'), EXIT.config],
 ];
 
@@ -124,6 +126,8 @@ describe('SluiceError hierarchy', () => {
     expect(codeOf(configModule.JobFileError)).toBe('JOB_FILE_INVALID');
     expect(codeOf(jobErrors.BudgetExceededError)).toBe('BUDGET_EXCEEDED');
     expect(codeOf(UsageError)).toBe('USAGE');
+    expect(codeOf(jobErrors.ShardMismatchError)).toBe('SHARD_MISMATCH');
+    expect(codeOf(jobErrors.ShardCommittedError)).toBe('SHARD_COMMITTED');
     expect(retryableOf(c.RateLimitedError)).toBe(true);
     expect(retryableOf(c.ServerError)).toBe(true);
     expect(retryableOf(c.NetworkError)).toBe(true);

@@ -12,8 +12,9 @@ export {
 export { checkOutputs } from './checkOutputs.ts';
 export { describeOutput, outputConfigSchema, resolveOutput, TABLES, type OutputConfig, type OutputMode, type ResolvedOutput, type Table } from './outputConfig.ts';
 export type { Commit, CommitProtocol, CommittedColumn, CursorState, PreparedData } from './commit.ts';
-export { manifestCommit } from './manifestCommit.ts';
+export { manifestCommit, unconditionalManifestCommit } from './manifestCommit.ts';
 export { commitFor } from './commitFor.ts';
+export { commitShards, sameExport, type CommitMode, type ShardCommitOutcome } from './shardCommit.ts';
 export { MANIFEST_NAME, SUCCESS_NAME, type Manifest, type ManifestField } from './manifest.ts';
 export type { FileEntry } from './partFile.ts';
 export { escapeHivePathName, hiveSegment, HIVE_DEFAULT_PARTITION } from './hive.ts';

@@ -38,6 +38,7 @@ export const manifestSchema = z.object({
     })
     .nullable()
     .optional(),
+  shards: z.object({ run_id: z.string(), count: z.number() }).optional(),
 });
 
 export interface ManifestField {
@@ -69,6 +70,8 @@ export interface Manifest {
   total_bytes: number;
   files: FileEntry[];
   schema: { fields: ManifestField[]; metadata: Record<string, string> };
+  /** A sharded export: the run id its shards shared and how many there were. */
+  shards?: { run_id: string; count: number };
 }
 
 export function describeField(field: Field): ManifestField {

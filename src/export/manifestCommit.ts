@@ -92,6 +92,23 @@ async function appended(tx: Transaction, run: Manifest, previous: Commit): Promi
   };
 }
 
+/**
+ * The manifest commit without conditions (`commit: unconditional`), for object stores that do not
+ * honour conditional writes: the manifest is put whatever is there, so of two writers committing to
+ * one place at once the last one wins.
+ */
+export const unconditionalManifestCommit: CommitProtocol = {
+  ...manifestCommit,
+  type: 'manifest-unconditional',
+  publish(tx, content, previous, destination) {
+    return manifestCommit.publish(withoutConditions(tx), content, previous, destination);
+  },
+};
+
+function withoutConditions(tx: Transaction): Transaction {
+  return { ...tx, write: tx.write.bind(tx), abort: tx.abort.bind(tx), ...(tx.carry ? { carry: tx.carry.bind(tx) } : {}), commit: (markers) => tx.commit(markers.map(({ condition: _condition, ...marker }) => marker)) };
+}
+
 /** The manifest as parsed for the next run: only the fields it relies on are checked strictly. */
 function decodeManifest(url: string, bytes: Uint8Array): ReturnType<typeof manifestSchema.parse> {
   let json: unknown;

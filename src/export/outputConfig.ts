@@ -30,6 +30,12 @@ const common = {
     .describe(
       'Start a new file once this many bytes are written. Checked between batches, after the encoder emitted them: a file can overshoot by up to one batch (a result page), and a Parquet file by up to one row group, which is written when it fills or the file ends.',
     ),
+  commit: z
+    .enum(['conditional', 'unconditional'])
+    .optional()
+    .describe(
+      'How the manifest is published (default conditional): create-only, or replace only the version the run started from (If-None-Match / If-Match on an object store, an exclusive create on disk), so of two committers exactly one wins. unconditional is for object stores without conditional writes: the last writer wins.',
+    ),
   max_open_files: z
     .int()
     .min(1)
@@ -89,6 +95,7 @@ export interface OutputConfig {
   readonly max_open_files?: number;
   readonly table?: Table;
   readonly mode?: OutputMode;
+  readonly commit?: 'conditional' | 'unconditional';
   /** A sink's options block under its key (see `SinkDescriptor.options`). */
   readonly [block: string]: unknown;
 }
@@ -108,6 +115,8 @@ export interface ResolvedOutput {
   readonly table: Table;
   /** replace: a commit replaces the output; append: a commit adds its files (or snapshot) to the committed ones. */
   readonly mode: OutputMode;
+  /** How the manifest is published: conditionally (default) or last writer wins. */
+  readonly commit: 'conditional' | 'unconditional';
 }
 
 /** Pure validation: no I/O. Every error names the field (`format_options.compression`) and value. */
@@ -162,6 +171,9 @@ export function resolveOutput(input: unknown, registry: Registry): ResolvedOutpu
     if (config.keep_partition_columns === false) {
       issues.push({ path: 'keep_partition_columns', message: 'an Iceberg table keeps the partition columns in its data files (engines read them there): drop keep_partition_columns', value: false });
     }
+    if (config.commit === 'unconditional') {
+      issues.push({ path: 'commit', message: 'an Iceberg table is committed by creating its next metadata file only if absent: drop commit: unconditional', value: 'unconditional' });
+    }
   }
   if (issues.length > 0) throw new ConfigError('output', issues);
   return {
@@ -177,6 +189,7 @@ export function resolveOutput(input: unknown, registry: Registry): ResolvedOutpu
     maxOpenFiles: config.max_open_files ?? DEFAULT_MAX_OPEN_FILES,
     table,
     mode: config.mode ?? 'replace',
+    commit: config.commit ?? 'conditional',
   };
 }
 

@@ -24,7 +24,7 @@ export class PartFile {
   readonly #done: Promise<FileEntry>;
 
   constructor(
-    tx: Transaction,
+    tx: Pick<Transaction, 'write'>,
     format: Format,
     schema: Schema,
     name: string,
@@ -63,7 +63,7 @@ export class PartFile {
  * manifest and the resume journal record). `onBytes` sees each chunk's size as it passes.
  */
 export async function storeFile(
-  tx: Transaction,
+  tx: Pick<Transaction, 'write'>,
   name: string,
   chunks: AsyncIterable<Uint8Array>,
   contentType: string,

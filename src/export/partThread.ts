@@ -17,7 +17,7 @@ const port = parentPort;
 if (port === null) throw new Error('partThread.ts runs as a worker thread');
 
 const formats = new Map<string, Promise<Format>>();
-const clients = new Map<string, ServiceClient>();
+let cached: { key: string; client: ServiceClient } | undefined;
 let current: { id: number; controller: AbortController; acked: number; sent: number; wake: (() => void) | undefined } | undefined;
 
 port.on('message', (message: ToPartThread) => {
@@ -131,11 +131,13 @@ function isDescriptor(v: unknown): v is FormatDescriptor {
 }
 
 function clientOf(job: PartJob): ServiceClient {
-  const key = `${job.read.connection.baseUrl}\n${job.read.connection.apiKey}`;
-  let client = clients.get(key);
-  if (client === undefined) {
-    client = new ServiceClient(job.read.connection);
-    clients.set(key, client);
+  // Every connection option counts (timeout, retry, key placement, user agent): a thread kept idle
+  // from an earlier export must read as the export it writes now. One client at a time: a thread
+  // writes the parts of one export after another, and an earlier one's connections are let go.
+  const key = JSON.stringify(job.read.connection);
+  if (cached?.key !== key) {
+    void cached?.client.close().catch(() => undefined);
+    cached = { key, client: new ServiceClient(job.read.connection) };
   }
-  return client;
+  return cached.client;
 }

@@ -41,3 +41,16 @@ export class CursorError extends ConfigError {
     this.value = value;
   }
 }
+
+/**
+ * Shards that cannot belong to one export: a plan made from another job file, for another number
+ * of shards, or a shard index out of range. Nothing was written; the launcher must be fixed. Exit 2.
+ */
+export class ShardMismatchError extends ConfigError {
+  override readonly code: string = 'SHARD_MISMATCH';
+}
+
+/** A shard of an export that is committed already: it has nothing left to do and writes nothing. Exit 2. */
+export class ShardCommittedError extends ConfigError {
+  override readonly code: string = 'SHARD_COMMITTED';
+}

@@ -61,6 +61,12 @@ export interface Destination {
   put?(name: string, body: AsyncIterable<Uint8Array>, options?: WriteOptions): Promise<WriteResult>;
   /** Removes objects `put` or `publish` stored; missing ones are fine. Optional, like `put`. */
   remove?(names: readonly string[], signal?: AbortSignal): Promise<void>;
+  /**
+   * Room for one export written by several processes or machines (shards) and committed once.
+   * `id` names the export (the same for every shard of it). Optional: a destination without it
+   * cannot be sharded.
+   */
+  shared?(id: string): SharedArea;
 }
 
 export interface CheckOptions {
@@ -70,6 +76,34 @@ export interface CheckOptions {
    * files are not foreign. Default: the manifest commit's.
    */
   readonly records?: readonly string[];
+}
+
+/**
+ * The staging of a sharded export. Two namespaces: small records (the plan, each shard's journal and
+ * record of what it wrote), and data streams (the part files) written under the names they will
+ * have in the committed output. Nothing here is visible as output until a commit lists it.
+ */
+export interface SharedArea {
+  /** Where it lives, for messages. */
+  readonly url: string;
+  /** Creates a record only if none of that name exists; otherwise `PreconditionFailedError`. */
+  create(name: string, body: Uint8Array, signal?: AbortSignal): Promise<void>;
+  /** Replaces a record whole (a shard's journal); a kill leaves the old one or the new one. */
+  save(name: string, body: Uint8Array, signal?: AbortSignal): Promise<void>;
+  read(name: string, signal?: AbortSignal): Promise<Uint8Array | undefined>;
+  /** Names of the records that start with `prefix`, sorted. */
+  list(prefix: string, signal?: AbortSignal): Promise<string[]>;
+  /** Stores one data stream durably under its final name, replacing what a killed attempt left there. */
+  write(name: string, body: AsyncIterable<Uint8Array>, options?: WriteOptions): Promise<WriteResult>;
+  /** Size of a complete data stream, undefined when there is none. */
+  size(name: string, signal?: AbortSignal): Promise<number | undefined>;
+  /**
+   * A transaction whose commit publishes `files` (data streams of this area) with what it writes
+   * itself, without copying them; its abort never removes them (other committers may need them).
+   */
+  begin(options: BeginOptions, files: readonly string[]): Promise<Transaction>;
+  /** Removes the area's records and what it holds that the committed output does not list. */
+  remove(signal?: AbortSignal): Promise<void>;
 }
 
 /** A small object and its version (S3 ETag; on disk a hash of the content). */

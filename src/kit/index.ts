@@ -15,6 +15,7 @@ export {
   type PublishOptions,
   type Versioned,
   type SinkDescriptor,
+  type SharedArea,
   type SinkOptions,
   type StagedStream,
   type Transaction,

@@ -27,7 +27,8 @@ const files = (function walk(dir: string): string[] {
 })(CONFIG).sort();
 
 const JOB_FILES = ['docker/jobs.yaml', 'examples/csv.yaml', 'examples/iceberg.yaml', 'examples/incremental.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
-const OTHER_FILES = ['examples/stream-rows.ts', 'service.yaml'];
+// config/kubernetes/* are checked and run by test/config/kubernetes.test.ts.
+const OTHER_FILES = ['examples/stream-rows.ts', 'service.yaml', 'kubernetes/aws-batch-job-definition.json', 'kubernetes/aws-batch-submit-job.json', 'kubernetes/indexed-job.yaml'];
 
 let work: string;
 let s3: LocalS3;

@@ -1,4 +1,6 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -111,6 +113,46 @@ describe('parts in parallel', () => {
     );
     expect(summary.files).toEqual([expect.objectContaining({ path: `part-00000-${empty.id}.csv`, rows: 0 })]);
     expect(await readFile(join(path, summary.files[0]!.path), 'utf8')).toMatch(/^id\r?\n$/);
+  });
+
+  it('a part thread kept from an earlier export reads with the connection options of the export it writes now', async () => {
+    // A proxy in front of the service records who asks (the user agent of each client), then forwards.
+    const seen: string[] = [];
+    const target = new URL(svc.url);
+    const proxy = createServer((req, res) => {
+      seen.push(String(req.headers['user-agent']));
+      const upstream = httpRequest({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      upstream.on('error', (error) => res.destroy(error));
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}${target.pathname}`;
+    try {
+      for (const userAgent of ['sluice-test-first', 'sluice-test-second']) {
+        const via = new ServiceClient({ baseUrl: base, apiKey: svc.keys.demo.admin, userAgent, env: {} });
+        try {
+          seen.length = 0;
+          const s = stream(via, { executionId }, { wire: 'json' });
+          const info = await s.info();
+          const summary = await writeExport(
+            { schema: await s.schema(), batches: s.batches(), meta: { executionId, totalRowCount: info.totalRows, pageSize: info.pageSize }, parts: await s.rangeReader() },
+            resolveOutput({ format: 'csv', max_rows_per_file: 150, path: await outDir() }, builtins),
+            { workers: 2 },
+          );
+          expect(summary.rows).toBe(ROWS);
+          // Pages of 64 rows: the threads asked for some 16 pages, every one as this export's client.
+          expect(seen.length).toBeGreaterThan(10);
+          expect(new Set(seen)).toEqual(new Set([userAgent]));
+        } finally {
+          await via.close();
+        }
+      }
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   });
 
   it('workers must be a positive integer or auto: the error names the option and the value', async () => {

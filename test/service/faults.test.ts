@@ -32,6 +32,29 @@ describe('faults', () => {
     expect(await executionFiles()).toBe(before);
   });
 
+  it('a reset of a pre-encoded page (streamed from its files) drops the connection at once, not at the keep-alive timeout', async () => {
+    const own = await startTestService({ encodeMinBytes: 0 });
+    try {
+      const id = await runSql(own, 'SELECT id FROM sample.events ORDER BY id LIMIT 500');
+      await own.whenEncoded(id);
+      own.setFaults({ reset_rate: 1 });
+      // The body stalls for 3 s before undici gives up on it (UND_ERR_BODY_TIMEOUT): a connection left
+      // open after the cut (the service's keep-alive timeout is longer) shows as that, a dropped one
+      // as a closed socket.
+      const res = await request(`${own.url}/v1/execution/${id}/results`, { headers: { 'x-service-api-key': own.keys.demo.read }, bodyTimeout: 3000 });
+      expect(res.statusCode).toBe(200);
+      const declared = Number(res.headers['content-length']);
+      let received = 0;
+      const err = await (async () => {
+        for await (const chunk of res.body) received += (chunk as Buffer).length;
+      })().then(() => undefined, (e: unknown) => e);
+      expect(received).toBeLessThan(declared);
+      expect(err).toMatchObject({ code: 'UND_ERR_SOCKET' });
+    } finally {
+      await own.close();
+    }
+  });
+
   it('error_rate 1 with 429 answers Too many requests with Retry-After', async () => {
     svc.setFaults({ error_rate: 1, error_statuses: [429], retry_after_seconds: 1 });
     const r = await call(svc, 'GET', `/v1/execution/${done}/status`, { key: svc.keys.demo.read });

@@ -19,6 +19,7 @@ import {
   type WriteOptions,
   type WriteResult,
 } from '../../../src/kit/index.ts';
+import { fileSharedArea } from './shared.ts';
 
 /**
  * A file:// URL or a path without any scheme: `s3://...`, `gs://...` and slips such as `s3:/x` belong
@@ -68,7 +69,7 @@ export function fileDestination(path: string): Destination {
   // Before anything reads the committed output: undo a commit killed between its renames.
   let restored: Promise<void> | undefined;
   const restore = (): Promise<void> => (restored ??= restoreAside(parent, prefix, target));
-  return {
+  const destination: Destination = {
     url,
     multiFile: true,
     async check(_signal, options = {}) {
@@ -152,8 +153,12 @@ export function fileDestination(path: string): Destination {
       }
       return fileTransaction(target, staging, url, options, journal);
     },
+    shared(id) {
+      return fileSharedArea(target, url, id, (options) => destination.begin(options), (attemptId) => join(parent, `${prefix}${attemptId}`));
+    },
     async close() {},
   };
+  return destination;
 }
 
 /** The records of the manifest commit: a folder holding one of them was written by sluice. */
@@ -182,21 +187,8 @@ function fileTransaction(target: string, staging: string, url: string, options: 
   async function writeStream(name: string, body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, opts: WriteOptions = {}): Promise<WriteResult> {
     const path = inside(staging, name);
     await mkdir(dirname(path), { recursive: true });
-    const handle = await open(path, 'wx');
-    let bytes = 0;
-    try {
-      for await (const chunk of body) {
-        opts.signal?.throwIfAborted();
-        let done = 0;
-        while (done < chunk.byteLength) done += (await handle.write(chunk, done)).bytesWritten;
-        bytes += chunk.byteLength;
-      }
-      // Durable before it can be committed: a crash after the swap must not leave empty files.
-      await handle.datasync();
-    } finally {
-      await handle.close();
-    }
-    return { bytes };
+    // Durable before it can be committed: a crash after the swap must not leave empty files.
+    return { bytes: await writeDurably(path, body, opts.signal) };
   }
 
   return {
@@ -350,7 +342,7 @@ const LOCK_WAIT_MS = 10_000;
  * (an exclusive create beside it; a lock whose process is gone is taken over), the current content
  * is compared with the version read and the temp file renamed over it.
  */
-async function publishFile(url: string, path: string, name: string, body: Uint8Array, condition: PublishCondition): Promise<string> {
+export async function publishFile(url: string, path: string, name: string, body: Uint8Array, condition: PublishCondition): Promise<string> {
   const tmp = `${dirname(path)}${sep}${PUBLISHING}${randomBytes(6).toString('hex')}.tmp`;
   try {
     await mkdir(dirname(path), { recursive: true });
@@ -397,21 +389,9 @@ async function publishFile(url: string, path: string, name: string, body: Uint8A
  */
 async function putFile(url: string, path: string, name: string, body: AsyncIterable<Uint8Array>, signal: AbortSignal | undefined): Promise<{ bytes: number }> {
   const tmp = `${dirname(path)}${sep}${PUBLISHING}${randomBytes(6).toString('hex')}.tmp`;
-  let bytes = 0;
   try {
     await mkdir(dirname(path), { recursive: true });
-    const handle = await open(tmp, 'wx');
-    try {
-      for await (const chunk of body) {
-        signal?.throwIfAborted();
-        let done = 0;
-        while (done < chunk.byteLength) done += (await handle.write(chunk, done)).bytesWritten;
-        bytes += chunk.byteLength;
-      }
-      await handle.datasync();
-    } finally {
-      await handle.close();
-    }
+    const bytes = await writeDurably(tmp, body, signal);
     await rename(tmp, path);
     return { bytes };
   } catch (error) {
@@ -419,6 +399,24 @@ async function putFile(url: string, path: string, name: string, body: AsyncItera
     if (signal?.aborted) throw signal.reason;
     throw error instanceof DestinationError ? error : new DestinationError(url, `writing ${name} to`, error);
   }
+}
+
+/** Writes `body` into a new file at `path` (never an existing one) and syncs it to disk: the bytes written. */
+async function writeDurably(path: string, body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, signal: AbortSignal | undefined): Promise<number> {
+  const handle = await open(path, 'wx');
+  let bytes = 0;
+  try {
+    for await (const chunk of body) {
+      signal?.throwIfAborted();
+      let done = 0;
+      while (done < chunk.byteLength) done += (await handle.write(chunk, done)).bytesWritten;
+      bytes += chunk.byteLength;
+    }
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+  return bytes;
 }
 
 async function lockFile(path: string): Promise<() => Promise<void>> {
@@ -512,13 +510,13 @@ async function entriesOf(dir: string): Promise<string[] | undefined> {
 }
 
 /** Joins a `/`-separated relative name under `root`, refusing names that climb out of it. */
-function inside(root: string, name: string): string {
+export function inside(root: string, name: string): string {
   const path = resolve(root, ...name.split('/'));
   if (isAbsolute(name) || !path.startsWith(root + sep)) throw new Error(`name ${JSON.stringify(name)} escapes ${root}`);
   return path;
 }
 
-function isCode(error: unknown, code: string): boolean {
+export function isCode(error: unknown, code: string): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === code;
 }
 

@@ -14,6 +14,7 @@ import {
 } from '../../../src/kit/index.ts';
 import { ConditionFailed, deferredStore, type ObjectStore, S3ProbeError } from './objectStore.ts';
 import { s3Config, type S3Config, s3Options } from './options.ts';
+import { s3SharedArea } from './shared.ts';
 import { keyOf, parseS3Url, type S3Location } from './url.ts';
 
 export { s3Config, type S3Config, s3Options } from './options.ts';
@@ -161,6 +162,9 @@ export function s3Destination(location: S3Location, store: ObjectStore): Destina
       }
       return s3Transaction(location, store, url, options, journal);
     },
+    shared(id) {
+      return s3SharedArea(location, store, url, id, (options, files) => s3Transaction(location, store, url, options, undefined, files));
+    },
     async check(signal) {
       try {
         await store.probe?.(signal);
@@ -197,8 +201,10 @@ async function leftovers(store: ObjectStore, location: S3Location, keep: Readonl
   return (await store.list(base, signal)).filter((k) => OURS.test(k.slice(base.length)) && !keep.has(k));
 }
 
-function s3Transaction(location: S3Location, store: ObjectStore, url: string, options: BeginOptions, journal: Uint8Array | undefined): Transaction {
+/** `adopted`: objects other writers uploaded (the parts of a sharded export) that the commit publishes and an abort leaves alone. */
+function s3Transaction(location: S3Location, store: ObjectStore, url: string, options: BeginOptions, journal: Uint8Array | undefined, adopted: readonly string[] = []): Transaction {
   const previous = new Set(options.previous.map((n) => keyOf(location, n)));
+  const theirs = adopted.map((n) => keyOf(location, n));
   const written = new Set<string>();
   const retained = new Set<string>();
   // Committed objects the new output keeps (an append): never deleted as stale.
@@ -293,7 +299,7 @@ function s3Transaction(location: S3Location, store: ObjectStore, url: string, op
         const condition = marker.condition !== undefined && withdrawal !== undefined && previous.has(keyOf(location, marker.name)) ? { ifAbsent: true as const } : marker.condition;
         await putMarker(store, url, keyOf(location, marker.name), marker.name, marker.body, marker.contentType, condition);
       }
-      const keep = new Set([...written, ...retained, ...carried, ...markers.map((m) => keyOf(location, m.name))]);
+      const keep = new Set([...written, ...retained, ...carried, ...theirs, ...markers.map((m) => keyOf(location, m.name))]);
       let stale: string[] = [];
       try {
         // The previous manifest's objects, and what abandoned attempts left that no manifest lists.

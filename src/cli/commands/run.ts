@@ -11,6 +11,11 @@ import { writeOut } from '../io.ts';
 import { jobEvents } from '../jobEvents.ts';
 import { errorCode, failureFields, formatFailure, formatSummary, messageOf, summaryFields } from '../output/summary.ts';
 import { UsageError } from '../usage-error.ts';
+import { planRun } from '../../jobs/planRun.ts';
+import { runShard } from '../../jobs/shards/runShard.ts';
+import { formatPlan, formatShard, planFields, shardFields } from '../output/shardSummary.ts';
+import { shardSpec } from '../shardSpec.ts';
+import { spawnShards } from '../shardProcesses.ts';
 
 export const runCommand = defineCommand({
   name: 'run',
@@ -28,6 +33,11 @@ export const runCommand = defineCommand({
     },
     json: { type: 'boolean', description: 'Print each job summary as one JSON object instead of text' },
     'no-progress': { type: 'boolean', description: 'No progress bar, even on a terminal' },
+    plan: { type: 'boolean', description: 'Print what a run would do (execute or reuse, credits, rows, parts, shards, outputs) and execute nothing' },
+    shard: { type: 'string', valueName: 'I/N', description: 'Run shard I of N of one export (indexes 0 to N-1); every shard needs the same job file, N and run id' },
+    shards: { type: 'string', valueName: 'N', description: 'The shard count, with the index from the launcher (JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX, CLOUD_RUN_TASK_INDEX)' },
+    'run-id': { type: 'string', valueName: 'ID', description: 'The id the shards of one export share, new for each run (default: SLUICE_RUN_ID, the AWS Batch array job, the Cloud Run execution)' },
+    processes: { type: 'string', valueName: 'N', description: 'Run the export as N local processes, shard i/N each, one commit' },
   },
   details: [
     'A run that was interrupted (killed, or stopped by SIGTERM after its execution finished)',
@@ -38,6 +48,11 @@ export const runCommand = defineCommand({
     'stdout carries only that data and the summary goes to stderr. With --workers N (or workers: in the',
     'job), outputs that roll by max_rows_per_file alone are written as parts by N threads side by side,',
     'the same files byte for byte; other outputs by one thread (a warning says which and why).',
+    '',
+    'One export across processes or machines: start the same command once per shard with --shard I/N',
+    '(or --shards N under a Kubernetes Indexed Job) and a run id they share. Shard 0 starts the',
+    'execution once and writes the plan; each shard writes its own parts; the last to finish commits.',
+    '--processes N does the same with N local processes.',
   ].join('\n'),
   async run({ io, values, positionals, log, signal }) {
     const file = positionals[0]!;
@@ -45,6 +60,17 @@ export const runCommand = defineCommand({
     const workers = workersOption(stringOption(values, 'workers'));
     const jobFile = await loadJobFile(file, { registry: builtins, env: io.env });
     const jobs = selectJobs(jobFile.jobs, listOption(values, 'job'));
+    const processes = stringOption(values, 'processes');
+    // A plan needs the shard count only: no index, no run id.
+    const shard = flag(values, 'plan') ? undefined : shardSpec({ shard: stringOption(values, 'shard'), shards: stringOption(values, 'shards'), runId: stringOption(values, 'run-id') }, io.env);
+    if (processes !== undefined && !flag(values, 'plan')) {
+      if (shard !== undefined) throw new UsageError(`--processes starts the shards itself: leave out ${shard.from}`);
+      if (!flag(values, 'plan') && stringOption(values, 'execution') !== undefined) throw new UsageError('--processes runs the export: leave out --execution');
+      const args = [file, ...listOption(values, 'job').flatMap((j) => ['--job', j]), ...(flag(values, 'json') ? ['--json'] : []), ...(flag(values, 'fresh') ? ['--fresh'] : []), '--no-progress'];
+      return spawnShards({ io, log, signal, processes, args, runId: stringOption(values, 'run-id') });
+    }
+    if (shard !== undefined && jobs.length !== 1) throw new UsageError(`${shard.from}: a sharded run exports one job: name it with --job (the file has ${jobFile.jobs.map((j) => j.name).join(', ')})`);
+    if (shard !== undefined && stringOption(values, 'execution') !== undefined) throw new UsageError(`${shard.from}: shard 0 picks the execution; leave out --execution`);
     const executionId = stringOption(values, 'execution');
     if (executionId !== undefined && jobs.length !== 1) throw new UsageError(`--execution exports one execution: name exactly one job with --job (the file has ${jobFile.jobs.length})`);
     const stateDir = resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
@@ -60,6 +86,27 @@ export const runCommand = defineCommand({
     });
     let exit: number = EXIT.ok;
     try {
+      if (flag(values, 'plan')) {
+        for (const job of jobs) {
+          const plan = await planRun(job, { client: connection.client, stateDir, signal, resume: !flag(values, 'fresh'), shards: planShards(values) });
+          await writeOut(io.stdout, json ? `${JSON.stringify(planFields(plan))}\n` : formatPlan(plan));
+        }
+        return EXIT.ok;
+      }
+      if (shard !== undefined) {
+        const job = jobs[0]!;
+        try {
+          const summary = await runShard(job, { client: connection.client, shard, signal, events: { onInfo: (message, fields) => log.info(message, fields) } });
+          await writeOut(summaryOut, json ? `${JSON.stringify(shardFields(summary))}\n` : formatShard(summary));
+          return EXIT.ok;
+        } catch (error) {
+          if (signal.aborted) throw error;
+          const code = exitCodeOf(error);
+          log.error(messageOf(error), { job: job.name, shard: shard.index, shards: shard.count, run_id: shard.runId, error: errorCode(error), exit_code: code });
+          await writeOut(summaryOut, json ? `${JSON.stringify({ ...failureFields(job.name, error, code), shard: shard.index, shards: shard.count, run_id: shard.runId })}\n` : formatFailure(job.name, error, code));
+          return code;
+        }
+      }
       for (const job of jobs) {
         if (signal.aborted) break;
         const { events, done } = jobEvents(job.name, log, io.stderr, showBar);
@@ -102,6 +149,15 @@ function workersOption(text: string | undefined): Workers | undefined {
   const n = Number(text);
   if (!/^\d+$/.test(text) || n < 1 || n > MAX_WORKERS) throw new UsageError(`--workers takes a whole number from 1 to ${MAX_WORKERS} or auto (one per core), got ${JSON.stringify(text)}`);
   return n;
+}
+
+/** The shard count a plan is made for: --shards N, --processes N, or the N of --shard I/N (default 1). */
+function planShards(values: Record<string, unknown>): number {
+  const given = [values.shards, values.processes, typeof values.shard === 'string' ? values.shard.split('/')[1] : undefined].find((v) => typeof v === 'string');
+  if (given === undefined) return 1;
+  const count = Number(given);
+  if (!/^\d+$/.test(String(given).trim()) || count < 1) throw new UsageError(`--plan: the shard count must be a whole number of at least 1, got ${JSON.stringify(given)}`);
+  return count;
 }
 
 function selectJobs(jobs: readonly Job[], names: readonly string[]): Job[] {

@@ -118,9 +118,13 @@ function sendParts(res: ServerResponse, reply: Reply, body: PartsBody, reset: bo
   for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
   // A reset fault sends half the body, then kills the connection (as for string bodies).
   const budget = reset && body.length > 1 ? Math.floor(body.length / 2) : body.length;
-  pipeline(Readable.from(partChunks(body, budget)), res)
+  const cut = budget < body.length;
+  // A cut body must not end the response: an ended response hands its socket back to keep-alive,
+  // where destroying the response no longer closes it, and the client waits for the missing bytes
+  // until the server's keep-alive timeout. Destroyed unended, the connection drops at once.
+  pipeline(Readable.from(partChunks(body, budget)), res, { end: !cut })
     .then(() => {
-      if (budget < body.length) res.destroy();
+      if (cut) res.destroy();
     })
     .catch(() => res.destroy())
     .finally(() => closeParts(body));

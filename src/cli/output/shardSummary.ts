@@ -1,0 +1,84 @@
+import type { JobPlan } from '../../jobs/planRun.ts';
+import type { ShardSummary } from '../../jobs/shards/runShard.ts';
+import { fmtDuration } from '../progress.ts';
+import { formatBytes } from './summary.ts';
+
+/** One shard's summary as one JSON object (`--json`). */
+export function shardFields(s: ShardSummary): Record<string, unknown> {
+  return {
+    job: s.job,
+    outcome: 'ok',
+    shard: s.shard,
+    shards: s.shards,
+    run_id: s.runId,
+    execution_id: s.executionId,
+    started_execution: s.startedExecution,
+    credits: s.credits,
+    duration_ms: Math.round(s.durationMs),
+    outputs: s.outputs.map((o) => ({
+      url: o.url,
+      format: o.format,
+      parts: o.parts,
+      resumed_parts: o.resumedParts,
+      rows: o.rows,
+      bytes: o.bytes,
+      commit: o.commit,
+      ...(o.waitingFor.length > 0 ? { waiting_for: o.waitingFor } : {}),
+    })),
+  };
+}
+
+export function formatShard(s: ShardSummary): string {
+  const lines = [
+    `${s.job}: shard ${s.shard} of ${s.shards} (run ${s.runId}), execution ${s.executionId}${s.startedExecution ? ` started (${s.credits} credits)` : ''}, in ${fmtDuration(s.durationMs)}`,
+    ...s.outputs.map(
+      (o) =>
+        `  ${o.url}  ${o.format}  ${o.parts} parts  ${o.rows.toLocaleString('en-US')} rows  ${formatBytes(o.bytes)}` +
+        `${o.resumedParts > 0 ? `  (${o.resumedParts} kept from a killed attempt)` : ''}  ` +
+        (o.commit === 'waiting' ? `waiting for shards ${o.waitingFor.join(', ')} (the last one commits)` : o.commit === 'committed' ? 'committed' : 'committed by another shard'),
+    ),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+/** `--plan --json`: one object per job. */
+export function planFields(p: JobPlan): Record<string, unknown> {
+  return {
+    job: p.job,
+    action: p.action,
+    credits: p.credits,
+    execution_id: p.executionId ?? null,
+    reason: p.reason,
+    rows: p.rows ?? null,
+    bytes: p.bytes ?? null,
+    max_credits: p.budget.maxCredits ?? null,
+    within_budget: p.budget.withinBudget,
+    shards: p.shards,
+    outputs: p.outputs.map((o) => ({
+      url: o.url,
+      format: o.format,
+      action: o.action,
+      parts: o.parts ?? null,
+      rows_per_part: o.rowsPerPart ?? null,
+      parts_per_shard: o.partsPerShard ?? null,
+      committed_execution: o.committedExecution ?? null,
+    })),
+  };
+}
+
+export function formatPlan(p: JobPlan): string {
+  const what = p.action === 'execute' ? `would execute (${p.credits} credits)` : p.action === 'reuse' ? `would reuse stored result ${p.executionId} (0 credits)` : `would resume execution ${p.executionId} (0 credits)`;
+  const size = p.rows === undefined ? 'rows and bytes known once it ran' : `${p.rows.toLocaleString('en-US')} rows${p.bytes === undefined ? '' : `, ${formatBytes(p.bytes)}`}`;
+  const lines = [
+    `${p.job}: ${what}: ${p.reason}`,
+    `  result: ${size}${p.shards > 1 ? `; ${p.shards} shards` : ''}${p.budget.withinBudget ? '' : `; OVER max_credits ${p.budget.maxCredits}`}`,
+    ...p.outputs.map(
+      (o) =>
+        `  ${o.url}  ${o.format}  ${o.action === 'skip' ? 'skip (holds this execution already)' : 'write'}` +
+        `${o.parts === undefined ? '' : `  ${o.parts} parts of ${o.rowsPerPart?.toLocaleString('en-US')} rows`}` +
+        `${o.partsPerShard === undefined ? '' : ` (per shard: ${o.partsPerShard.join(', ')})`}` +
+        `${o.committedExecution === undefined ? '' : `  now holds ${o.committedExecution}`}`,
+    ),
+  ];
+  return `${lines.join('\n')}\n`;
+}

@@ -220,6 +220,7 @@ export async function run(): Promise<void> {
 // option set through writeExport to disk, timed (the batches are in memory before the clock starts).
 
 const HEX_ROWS = Number(process.env.BENCH_HEX_ROWS ?? 250_000);
+const SIZE_ROUNDS = Number(process.env.BENCH_SIZE_ROUNDS ?? 3);
 
 function hexSelect(rows: number): string {
   const address = (seed: string, k: number, pool: number) => `'0x' || left(sha256('${seed}' || (hash(i, ${k}) % ${pool})::VARCHAR), 40)`;
@@ -260,12 +261,7 @@ async function runSizes(c: SizeCase): Promise<void> {
   const reference = join(c.dir, `${c.name}-duckdb.parquet`);
   const source = join(c.dir, `${c.name}-source.parquet`);
   await con.run(`CREATE TABLE t AS ${c.sql}`);
-  let started = performance.now();
-  await con.run(`COPY t TO '${reference}' (FORMAT parquet, COMPRESSION zstd)`);
-  console.log(JSON.stringify({ label: 'DuckDB COPY (FORMAT parquet, COMPRESSION zstd)', bytes: (await stat(reference)).size, seconds: (performance.now() - started) / 1000 } satisfies SizeResult));
   await con.run(`COPY t TO '${source}' (FORMAT parquet, COMPRESSION uncompressed)`);
-  con.closeSync();
-  db.closeSync();
   const wasmTable = wasm.readParquet(await readFile(source), { batchSize: BATCH });
   const table = tableFromIPC(wasmTable.intoIPCStream());
   async function* batches(): AsyncIterable<RecordBatch> {
@@ -275,14 +271,33 @@ async function runSizes(c: SizeCase): Promise<void> {
   const warm = join(c.dir, `${c.name}-warm-up`);
   await writeExport({ schema: table.schema, batches: batches(), meta: { executionId: `bench-${c.name}` } }, resolveOutput({ format: 'parquet', format_options: { compression: 'zstd' }, path: warm }, builtins));
   await rm(warm, { recursive: true, force: true });
-  for (const set of PARQUET_OPTION_SETS) {
-    const path = join(c.dir, `${c.name}-${PARQUET_OPTION_SETS.indexOf(set)}`);
-    globalThis.gc?.();
-    started = performance.now();
-    const summary = await writeExport({ schema: table.schema, batches: batches(), meta: { executionId: `bench-${c.name}`, totalRowCount: c.rows } }, resolveOutput({ format: 'parquet', format_options: set.options, path }, builtins));
-    const seconds = (performance.now() - started) / 1000;
-    console.log(JSON.stringify({ label: set.label, bytes: summary.bytes, seconds } satisfies SizeResult));
-    await rm(path, { recursive: true, force: true });
+  // Every writer runs SIZE_ROUNDS times, the rounds interleaved, and reports its median time: on a
+  // shared machine one stall during a single timed write would otherwise decide a ratio.
+  const times = new Map<string, { bytes: number; seconds: number[] }>();
+  const timed = (label: string, bytes: number, seconds: number) => {
+    const t = times.get(label) ?? { bytes, seconds: [] };
+    t.seconds.push(seconds);
+    times.set(label, t);
+  };
+  const duckLabel = 'DuckDB COPY (FORMAT parquet, COMPRESSION zstd)';
+  for (let round = 0; round < SIZE_ROUNDS; round++) {
+    let started = performance.now();
+    await con.run(`COPY t TO '${reference}' (FORMAT parquet, COMPRESSION zstd)`);
+    timed(duckLabel, (await stat(reference)).size, (performance.now() - started) / 1000);
+    for (const set of PARQUET_OPTION_SETS) {
+      const path = join(c.dir, `${c.name}-${PARQUET_OPTION_SETS.indexOf(set)}`);
+      globalThis.gc?.();
+      started = performance.now();
+      const summary = await writeExport({ schema: table.schema, batches: batches(), meta: { executionId: `bench-${c.name}`, totalRowCount: c.rows } }, resolveOutput({ format: 'parquet', format_options: set.options, path }, builtins));
+      timed(set.label, summary.bytes, (performance.now() - started) / 1000);
+      await rm(path, { recursive: true, force: true });
+    }
+  }
+  con.closeSync();
+  db.closeSync();
+  for (const [label, t] of times) {
+    const sorted = [...t.seconds].sort((a, b) => a - b);
+    console.log(JSON.stringify({ label, bytes: t.bytes, seconds: sorted[Math.floor(sorted.length / 2)]! } satisfies SizeResult));
   }
 }
 
@@ -298,7 +313,7 @@ export async function parquetSizes(): Promise<void> {
       if (out.status !== 0) throw new Error(`parquet size case ${name} failed: ${out.stderr}`);
       const results = out.stdout.trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as SizeResult);
       const duck = results[0]!;
-      console.log(`\nparquet size: ${rows.toLocaleString('en')} rows of ${what}; bytes against DuckDB's zstd file of the same rows, same run`);
+      console.log(`\nparquet size: ${rows.toLocaleString('en')} rows of ${what}; bytes against DuckDB's zstd file of the same rows, same run; rates are medians of ${SIZE_ROUNDS} interleaved rounds`);
       for (const r of results) {
         const rate = rows / r.seconds;
         console.log(

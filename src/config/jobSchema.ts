@@ -141,7 +141,7 @@ function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
       wire: z
         .enum(['auto', 'json', 'arrow'])
         .optional()
-        .describe('Result pages as Arrow streams when the service offers them (auto), only JSON (json, the default), or only Arrow (an error if the service does not serve Arrow)'),
+        .describe('Result pages as Arrow streams when the service offers them, else JSON (auto, the default), only JSON (json), or only Arrow (an error if the service does not serve Arrow)'),
       workers: z
         .union([z.literal('auto'), z.number().int().min(1).max(MAX_WORKERS)])
         .optional()

@@ -309,12 +309,8 @@ describe('sluice (spawned)', () => {
     const csvFile = join(dir, 'up.csv');
     await writeFile(csvFile, 'a,b\n1,x\n2,y\n');
     const upload = await sluice(['upload', csvFile, '--table', 'cli_up'], { env });
-    if (upload.code === 0) {
-      expect(JSON.parse(upload.stdout)).toMatchObject({ success: true, table_name: expect.stringMatching(/dataset_cli_up$/) });
-    } else {
-      // Uploads belong to issue 7; until the service has the route the CLI reports its 404 (exit 1).
-      expect(upload.stderr).toMatch(/404/);
-    }
+    expect(upload.code, upload.stderr).toBe(0);
+    expect(JSON.parse(upload.stdout)).toMatchObject({ success: true, table_name: expect.stringMatching(/dataset_cli_up$/) });
     expect((await sluice(['upload', csvFile], { env })).code).toBe(2);
     expect(await readFile(csvFile, 'utf8')).toContain('1,x');
   });

@@ -402,7 +402,7 @@ async function putFile(url: string, path: string, name: string, body: AsyncItera
 }
 
 /** Writes `body` into a new file at `path` (never an existing one) and syncs it to disk: the bytes written. */
-async function writeDurably(path: string, body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, signal: AbortSignal | undefined): Promise<number> {
+export async function writeDurably(path: string, body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, signal: AbortSignal | undefined): Promise<number> {
   const handle = await open(path, 'wx');
   let bytes = 0;
   try {

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { link, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { link, mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { type BeginOptions, DestinationError, type SharedArea, type Transaction, type WriteOptions } from '../../../src/kit/index.ts';
-import { inside, isCode, publishFile } from './index.ts';
+import { inside, isCode, publishFile, writeDurably } from './index.ts';
 
 /**
  * The shared staging of a sharded export into the directory `target`: a sibling directory
@@ -37,13 +37,7 @@ export function fileSharedArea(
       try {
         await mkdir(records, { recursive: true });
         const tmp = join(records, `.${name}.${randomBytes(6).toString('hex')}.tmp`);
-        const handle = await open(tmp, 'wx');
-        try {
-          await handle.writeFile(body);
-          await handle.datasync();
-        } finally {
-          await handle.close();
-        }
+        await writeDurably(tmp, [body], undefined);
         await rename(tmp, inside(records, name));
       } catch (error) {
         fail(`saving ${name} in`, error);
@@ -71,18 +65,7 @@ export function fileSharedArea(
       let bytes = 0;
       try {
         await mkdir(dirname(path), { recursive: true });
-        const handle = await open(tmp, 'wx');
-        try {
-          for await (const chunk of body) {
-            options.signal?.throwIfAborted();
-            let done = 0;
-            while (done < chunk.byteLength) done += (await handle.write(chunk, done)).bytesWritten;
-            bytes += chunk.byteLength;
-          }
-          await handle.datasync();
-        } finally {
-          await handle.close();
-        }
+        bytes = await writeDurably(tmp, body, options.signal);
         await rename(tmp, path);
       } catch (error) {
         await rm(tmp, { force: true });

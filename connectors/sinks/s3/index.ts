@@ -12,7 +12,7 @@ import {
   type StagedStream,
   type Transaction,
 } from '../../../src/kit/index.ts';
-import { ConditionFailed, deferredStore, type ObjectStore, S3ProbeError } from './objectStore.ts';
+import { ConditionFailed, deferredStore, type ObjectStore, S3ProbeError, uploadCounted } from './objectStore.ts';
 import { s3Config, type S3Config, s3Options } from './options.ts';
 import { s3SharedArea } from './shared.ts';
 import { keyOf, parseS3Url, type S3Location } from './url.ts';
@@ -119,15 +119,9 @@ export function s3Destination(location: S3Location, store: ObjectStore): Destina
       return putMarker(store, url, keyOf(location, name), name, body, options.contentType, condition);
     },
     async put(name, body, options = {}) {
-      let bytes = 0;
-      async function* counted() {
-        for await (const chunk of body) {
-          bytes += chunk.byteLength;
-          yield chunk;
-        }
-      }
+      let bytes: number;
       try {
-        await store.upload(keyOf(location, name), counted(), { contentType: options.contentType, signal: options.signal });
+        bytes = await uploadCounted(store, keyOf(location, name), body, options);
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason;
         throw error instanceof DestinationError ? error : new DestinationError(url, `uploading ${name} to`, error, true);

@@ -67,3 +67,21 @@ export function deferredStore(load: () => Promise<ObjectStore>): ObjectStore {
     close: () => loaded?.close(),
   };
 }
+
+/** `store.upload` of `body`, resolving to the bytes it carried. */
+export async function uploadCounted(
+  store: ObjectStore,
+  key: string,
+  body: AsyncIterable<Uint8Array>,
+  options: { contentType?: string | undefined; signal?: AbortSignal | undefined },
+): Promise<number> {
+  let bytes = 0;
+  async function* counted() {
+    for await (const chunk of body) {
+      bytes += chunk.byteLength;
+      yield chunk;
+    }
+  }
+  await store.upload(key, counted(), { ...(options.contentType ? { contentType: options.contentType } : {}), ...(options.signal ? { signal: options.signal } : {}) });
+  return bytes;
+}

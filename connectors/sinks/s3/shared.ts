@@ -1,5 +1,5 @@
 import { type BeginOptions, DestinationError, PreconditionFailedError, type SharedArea, type Transaction } from '../../../src/kit/index.ts';
-import { ConditionFailed, type ObjectStore } from './objectStore.ts';
+import { ConditionFailed, type ObjectStore, uploadCounted } from './objectStore.ts';
 import { keyOf, type S3Location } from './url.ts';
 
 /**
@@ -57,14 +57,8 @@ export function s3SharedArea(
     },
     async write(name, body, options = {}) {
       let bytes = 0;
-      async function* counted() {
-        for await (const chunk of body) {
-          bytes += chunk.byteLength;
-          yield chunk;
-        }
-      }
       try {
-        await store.upload(keyOf(location, name), counted(), { ...(options.contentType ? { contentType: options.contentType } : {}), ...(options.signal ? { signal: options.signal } : {}) });
+        bytes = await uploadCounted(store, keyOf(location, name), body, options);
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason;
         fail(`uploading ${name} to`, error);

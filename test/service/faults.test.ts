@@ -1,6 +1,6 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { request } from 'undici';
+import { type Dispatcher, request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { call, runSql } from './api.ts';
@@ -15,6 +15,16 @@ afterEach(() => svc.setFaults({ latency_ms: 0, error_rate: 0, reset_rate: 0, err
 afterAll(() => svc?.close());
 
 const executionFiles = async () => (await readdir(join(svc.dataDir, 'catalog', 'executions'))).length;
+
+/** Reads a response body to its end or its failure: the bytes declared and received, and the error. */
+async function readToEnd(res: Dispatcher.ResponseData): Promise<{ declared: number; received: number; err: unknown }> {
+  const declared = Number(res.headers['content-length']);
+  let received = 0;
+  const err = await (async () => {
+    for await (const chunk of res.body) received += (chunk as Buffer).length;
+  })().then(() => undefined, (e: unknown) => e);
+  return { declared, received, err };
+}
 
 describe('faults', () => {
   it('are off by default', async () => {
@@ -43,11 +53,7 @@ describe('faults', () => {
       // as a closed socket.
       const res = await request(`${own.url}/v1/execution/${id}/results`, { headers: { 'x-service-api-key': own.keys.demo.read }, bodyTimeout: 3000 });
       expect(res.statusCode).toBe(200);
-      const declared = Number(res.headers['content-length']);
-      let received = 0;
-      const err = await (async () => {
-        for await (const chunk of res.body) received += (chunk as Buffer).length;
-      })().then(() => undefined, (e: unknown) => e);
+      const { declared, received, err } = await readToEnd(res);
       expect(received).toBeLessThan(declared);
       expect(err).toMatchObject({ code: 'UND_ERR_SOCKET' });
     } finally {
@@ -80,11 +86,7 @@ describe('faults', () => {
     const resetsBefore = svc.faultCounts.resets;
     const res = await request(`${svc.url}/v1/execution/${done}/results`, { headers: { 'x-service-api-key': svc.keys.demo.read } });
     expect(res.statusCode).toBe(200);
-    const declared = Number(res.headers['content-length']);
-    let received = 0;
-    const err = await (async () => {
-      for await (const chunk of res.body) received += (chunk as Buffer).length;
-    })().then(() => undefined, (e: unknown) => e);
+    const { declared, received, err } = await readToEnd(res);
     expect(err).toBeInstanceOf(Error);
     expect(received).toBeLessThan(declared);
     expect(svc.faultCounts.resets).toBe(resetsBefore + 1);

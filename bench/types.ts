@@ -6,6 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { compileRowDecoder, createBatchBuilder, parseJsonLossless, type ColumnSpec } from '../src/types/index.ts';
 import { parseJsonWithReviver } from '../src/types/json.ts';
+import { runDecodeVsParse } from './typesDecode.ts';
 
 const COLUMNS: ColumnSpec[] = [
   { name: 'id', type: 'bigint' },
@@ -128,6 +129,7 @@ export async function run(): Promise<void> {
   console.log(
     `  peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB (RSS before the 1M-row run ${(rssBefore / 1e6).toFixed(0)} MB)`,
   );
+  runDecodeVsParse();
 }
 
 if (import.meta.main) await run();

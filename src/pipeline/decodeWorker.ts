@@ -2,8 +2,7 @@ import { parentPort } from 'node:worker_threads';
 import { RecordBatchStreamWriter } from 'apache-arrow';
 import { InvalidResponseError } from '../client/errors.ts';
 import { parseResultPage } from '../client/result-page.ts';
-import { createBatchBuilder } from '../types/batch.ts';
-import { compileRowDecoder } from '../types/decode.ts';
+import { compileJsonRowAppender, createBatchBuilder } from '../types/batch.ts';
 import { ColumnValueError } from '../types/errors.ts';
 import type { DecodeReply, DecodeTask, WorkerError } from './decodePool.ts';
 
@@ -28,11 +27,9 @@ port.on('message', (task: DecodeTask) => {
     } else {
       const m = result.metadata;
       const columns = m.column_names.map((name, i) => ({ name, type: m.column_types[i] ?? 'varchar' }));
-      // As batches() on the fetching thread: exact timestamp text, rows counted from the page's offset.
-      const decode = compileRowDecoder(columns, { timestamps: 'string' });
+      // As batches() on the fetching thread: rows counted from the page's offset.
       const builder = createBatchBuilder(columns, { ...(task.int256As === undefined ? {} : { int256As: task.int256As }), firstRowOffset: task.offset });
-      const rows = result.rows;
-      for (let i = 0; i < rows.length; i++) builder.append(decode(rows[i], task.offset + i));
+      compileJsonRowAppender(builder, columns)(result.rows, 0, result.rows.length, task.offset);
       const ipc = RecordBatchStreamWriter.writeAll([builder.flush()]).toUint8Array(true);
       result.rows = [];
       reply = { id: task.id, ok: true, page, ipc };

@@ -1,7 +1,7 @@
 import { RecordBatch, Schema, Struct, DataType, makeData } from 'apache-arrow';
 import { arrowSchema, arrowType, TYPE_METADATA_KEY, type ArrowTypeOptions, type ResultMeta } from './arrow.ts';
 import { columnBuilder, type ColumnBuilder } from './columns.ts';
-import type { ColumnSpec, Row } from './decode.ts';
+import { compileRowDecoder, type ColumnSpec, type Row } from './decode.ts';
 import { ArrowValueError, Misfit } from './errors.ts';
 import { parseType } from './parse.ts';
 import type { SqlType } from './sql-type.ts';
@@ -109,4 +109,19 @@ function sqlTypeOf(name: string, text: string | undefined, actual: DataType): Sq
     throw new TypeError(`field "${name}" is ${actual} but "${text}" maps to ${expected}: build the schema with arrowSchema()`);
   }
   return sql;
+}
+
+/**
+ * Appends rows of a JSON page, `rows[from]` to `rows[to - 1]`, to `builder`: the row at index `i`
+ * is decoded as `compileRowDecoder(columns, { timestamps: 'string' })` decodes it at row offset
+ * `offset + i`, then appended. Throws what that decoder or `builder.append` throws.
+ */
+export type JsonRowAppender = (rows: readonly unknown[], from: number, to: number, offset: number) => void;
+
+/** The {@link JsonRowAppender} of a builder made by {@link createBatchBuilder} for `columns`. */
+export function compileJsonRowAppender(builder: BatchBuilder, columns: readonly ColumnSpec[]): JsonRowAppender {
+  const decode = compileRowDecoder(columns, { timestamps: 'string' });
+  return (rows, from, to, offset) => {
+    for (let i = from; i < to; i++) builder.append(decode(rows[i], offset + i));
+  };
 }

@@ -46,7 +46,7 @@ function eventRow(i: number): string {
   );
 }
 
-function eventPage(offset: number): string {
+export function eventPage(offset: number): string {
   const rows: string[] = [];
   for (let i = offset; i < offset + PAGE_ROWS; i++) rows.push(eventRow(i));
   return (

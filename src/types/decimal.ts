@@ -74,7 +74,58 @@ export function formatUnscaled(unscaled: string, scale: number): string {
 
 /** Canonical decimal text if `text` fits `decimal(precision, scale)`; throws a Misfit otherwise. */
 export function normalizeDecimal(text: string, precision: number, scale: number): string {
+  if (canonicalDigits(text, precision, scale) > 0) return text;
   return formatUnscaled(unscaledDigits(text, precision, scale), scale);
+}
+
+/**
+ * How many digits `text` has when it is already the canonical text of a `decimal(precision, scale)`
+ * (what the service sends): `-?(0|[1-9][0-9]*)` with at most `precision - scale` digits, then `.`
+ * and exactly `scale` digits (no point at scale 0), and not a negative zero; 0 for anything
+ * else, which the general parser then reads or rejects. A char loop, no regex.
+ */
+export function canonicalDigits(text: string, precision: number, scale: number): number {
+  const n = text.length;
+  let i = text.charCodeAt(0) === 45 ? 1 : 0;
+  const start = i;
+  let nonZero = false;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) break;
+    if (c !== 48) nonZero = true;
+    i++;
+  }
+  const intLength = i - start;
+  if (intLength === 0 || (intLength > 1 && text.charCodeAt(start) === 48)) return 0;
+  if ((nonZero ? intLength : 0) > precision - scale) return 0;
+  if (scale > 0) {
+    if (text.charCodeAt(i) !== 46 || n !== i + 1 + scale) return 0;
+    for (i++; i < n; i++) {
+      const c = text.charCodeAt(i);
+      if (c < 48 || c > 57) return 0;
+      if (c !== 48) nonZero = true;
+    }
+  } else if (i !== n) {
+    return 0;
+  }
+  if (start === 1 && !nonZero) return 0;
+  return intLength + scale;
+}
+
+/**
+ * The unscaled value of a canonical decimal text of 15 digits or fewer (see canonicalDigits), as
+ * an exact double; NaN for any other text.
+ */
+export function canonicalUnscaled(text: string, precision: number, scale: number): number {
+  const count = canonicalDigits(text, precision, scale);
+  if (count === 0 || count > 15) return Number.NaN;
+  const negative = text.charCodeAt(0) === 45;
+  let v = 0;
+  for (let i = negative ? 1 : 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c !== 46) v = v * 10 + (c - 48);
+  }
+  return negative ? -v : v;
 }
 
 /** 2^53: below it (15 digits always are) an unscaled value can be written without a bigint. */

@@ -10,7 +10,10 @@ import {
   parseIntervalDayToSecondMs,
   parseIntervalYearToMonth,
   parseTimestamp,
+  scanCanonicalTimestamp,
+  canonicalFracUnits,
   timestampMillis,
+  type CanonicalTimestamp,
   MS_PER_DAY,
   type TimestampParts,
 } from './temporal.ts';
@@ -75,8 +78,45 @@ export type RowDecoder = (raw: unknown, rowOffset: number) => Row;
  * Types are parsed here, never per row.
  */
 export function compileRowDecoder(columns: readonly ColumnSpec[], options: DecodeOptions = {}): RowDecoder {
-  const names = columns.map((c) => c.name);
   const decoders = columns.map((c) => compileDecoder(parseType(c.type), options));
+  const perColumn = columnByColumn(columns, decoders);
+  const whole = wholeRow(
+    columns.map((c) => c.name),
+    decoders,
+  );
+  if (whole === undefined) return perColumn;
+  return (raw, rowOffset) => {
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return perColumn(raw, rowOffset);
+    try {
+      return whole(raw);
+    } catch (error) {
+      // Decoders are pure: the column-by-column pass meets the same misfit and names its column.
+      perColumn(raw, rowOffset);
+      throw error;
+    }
+  };
+}
+
+/**
+ * A function that builds the decoded row as one object literal (`{"id": d0(r["id"]), ...}`):
+ * the object is made with all its properties at once, in one shape, and every decoder has a call
+ * site of its own. Undefined when a column is named `__proto__` (a literal would set the
+ * prototype) or code cannot be generated here; the column-by-column decoder serves then.
+ */
+function wholeRow(names: readonly string[], decoders: readonly ValueDecoder[]): ((raw: object) => Row) | undefined {
+  if (names.includes('__proto__')) return undefined;
+  const params = decoders.map((_, i) => `d${i}`);
+  const body = names.map((name, i) => `${JSON.stringify(name)}: d${i}(r[${JSON.stringify(name)}])`).join(',\n');
+  try {
+    return new Function(...params, `return function decodeRow(r) {\nreturn {\n${body}\n};\n};`)(...decoders) as (raw: object) => Row;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Decodes a row column by column, naming the column of a value that does not fit. */
+function columnByColumn(columns: readonly ColumnSpec[], decoders: readonly ValueDecoder[]): RowDecoder {
+  const names = columns.map((c) => c.name);
   const n = columns.length;
   const assign = makeAssigner(names);
   return (raw, rowOffset) => {
@@ -300,8 +340,15 @@ function timestampDecoder(precision: number, withTimeZone: boolean, mode: 'auto'
   const parts: TimestampParts = { seconds: 0, frac: '', zoned: false };
   const asDate = mode === 'auto' && (withTimeZone || precision <= 3);
   const expected = withTimeZone ? 'YYYY-MM-DD HH:MM:SS[.fraction] UTC' : 'YYYY-MM-DD HH:MM:SS[.fraction]';
+  const canonical: CanonicalTimestamp = { seconds: 0, fracAt: 0, fracLength: 0, zoned: false };
   return (v) => {
     if (v == null) return null;
+    // The service's own text: read at fixed positions, no strings made; anything else below.
+    if (typeof v === 'string' && scanCanonicalTimestamp(v, canonical) && canonical.zoned === withTimeZone && canonical.fracLength <= precision) {
+      if (!asDate) return v;
+      const ms = canonical.seconds * 1000 + canonicalFracUnits(v, canonical, 3);
+      if (Math.abs(ms) <= 8.64e15) return new Date(ms);
+    }
     if (typeof v !== 'string' || !parseTimestamp(v, parts)) {
       throw new Misfit(v, `is not a valid timestamp (${expected})`);
     }

@@ -5,7 +5,7 @@
  * each timed from the page text:
  * - rows: the page parsed (parseResultPage) and every row decoded (compileRowDecoder), as stream();
  * - batches: the same, into Arrow batches of one page each, as batches() and the decode threads do;
- * and the baseline, bare `JSON.parse`. Part of `npm run bench -- types`.
+ * and the baseline, bare `JSON.parse`, and the page parse alone (lossless parse and envelope check). Part of `npm run bench -- types`.
  */
 import { performance } from 'node:perf_hooks';
 import { parseResultPage } from '../src/client/result-page.ts';
@@ -93,10 +93,12 @@ export function runDecodeVsParse(rounds = 3): void {
     append(page.result!.rows, 0, PAGE_ROWS, offset);
     return builder.flush();
   };
-  const [bareMs, rowsMs, batchesMs] = times(pages, [bare, rows, batches], rounds) as [number, number, number];
+  const parseOnly = (text: string): unknown => parseResultPage({ text }, {});
+  const [bareMs, parseMs, rowsMs, batchesMs] = times(pages, [bare, parseOnly, rows, batches], rounds) as [number, number, number, number];
   const line = (label: string, ms: number): void =>
     console.log(`    ${label.padEnd(44)} ${(ms / 1000).toFixed(2)} s per 1M rows  ${(ms / bareMs).toFixed(2)}x JSON.parse`);
   line('JSON.parse (baseline)', bareMs);
+  line('page parse alone (parseResultPage)', parseMs);
   line('rows: page parse + compileRowDecoder', rowsMs);
   line('batches: page parse + decode + Arrow build', batchesMs);
 }

@@ -114,18 +114,31 @@ export function canonicalDigits(text: string, precision: number, scale: number):
 
 /**
  * The unscaled value of a canonical decimal text of 15 digits or fewer (see canonicalDigits), as
- * an exact double; NaN for any other text.
+ * an exact double; NaN for any other text. One pass over the chars.
  */
 export function canonicalUnscaled(text: string, precision: number, scale: number): number {
-  const count = canonicalDigits(text, precision, scale);
-  if (count === 0 || count > 15) return Number.NaN;
+  const n = text.length;
   const negative = text.charCodeAt(0) === 45;
-  let v = 0;
-  for (let i = negative ? 1 : 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c !== 46) v = v * 10 + (c - 48);
+  const start = negative ? 1 : 0;
+  const point = scale > 0 ? n - 1 - scale : n;
+  // Digits before the point: at least one, no leading zero, at most precision - scale significant.
+  const intLength = point - start;
+  if (intLength < 1 || intLength + scale > 15 || (scale > 0 && text.charCodeAt(point) !== 46)) return Number.NaN;
+  const first = text.charCodeAt(start) - 48;
+  if ((first >>> 0) > 9 || (first === 0 && intLength > 1) || (first === 0 ? 0 : intLength) > precision - scale) return Number.NaN;
+  let v = first;
+  for (let i = start + 1; i < point; i++) {
+    const c = text.charCodeAt(i) - 48;
+    if ((c >>> 0) > 9) return Number.NaN;
+    v = v * 10 + c;
   }
-  return negative ? -v : v;
+  for (let i = point + 1; i < n; i++) {
+    const c = text.charCodeAt(i) - 48;
+    if ((c >>> 0) > 9) return Number.NaN;
+    v = v * 10 + c;
+  }
+  if (negative) return v === 0 ? Number.NaN : -v;
+  return v;
 }
 
 /** 2^53: below it (15 digits always are) an unscaled value can be written without a bigint. */

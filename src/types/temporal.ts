@@ -124,11 +124,28 @@ export function parseDateDaysGeneral(s: string): number {
  */
 function canonicalDateDays(s: string): number {
   if (s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45) return Number.NaN;
-  const y = digits(s, 0, 4);
-  const month = digits(s, 5, 2);
-  const day = digits(s, 8, 2);
-  if (y < 0 || month < 1 || month > 12 || day < 1 || day > daysInMonth(y, month)) return Number.NaN;
-  return daysFromCivil(y, month, day);
+  const y0 = s.charCodeAt(0) - 48;
+  const y1 = s.charCodeAt(1) - 48;
+  const y2 = s.charCodeAt(2) - 48;
+  const y3 = s.charCodeAt(3) - 48;
+  const m0 = s.charCodeAt(5) - 48;
+  const m1 = s.charCodeAt(6) - 48;
+  const d0 = s.charCodeAt(8) - 48;
+  const d1 = s.charCodeAt(9) - 48;
+  // Unsigned: a char below '0' wraps to a large number; callers pass at least 10 chars.
+  if ((y0 >>> 0) > 9 || (y1 >>> 0) > 9 || (y2 >>> 0) > 9 || (y3 >>> 0) > 9 || (m0 >>> 0) > 9 || (m1 >>> 0) > 9 || (d0 >>> 0) > 9 || (d1 >>> 0) > 9) {
+    return Number.NaN;
+  }
+  const y = y0 * 1000 + y1 * 100 + y2 * 10 + y3;
+  const month = m0 * 10 + m1;
+  const day = d0 * 10 + d1;
+  if (month < 1 || month > 12 || day < 1 || (day > 28 && day > daysInMonth(y, month))) return Number.NaN;
+  // daysFromCivil with integer division: years 0..9999 are shifted by one 400-year era to stay positive.
+  const yy = (month <= 2 ? y - 1 : y) + 400;
+  const era = (yy / 400) | 0;
+  const yoe = yy - era * 400;
+  const doy = (((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) | 0) + day - 1;
+  return (era - 1) * 146_097 + yoe * 365 + ((yoe / 4) | 0) - ((yoe / 100) | 0) + doy - 719_468;
 }
 
 /** A timestamp read by {@link scanCanonicalTimestamp}: no strings made. */
@@ -154,10 +171,17 @@ export function scanCanonicalTimestamp(s: string, out: CanonicalTimestamp): bool
   if (days !== days) return false;
   const sep = s.charCodeAt(10);
   if ((sep !== 32 && sep !== 84) || s.charCodeAt(13) !== 58 || s.charCodeAt(16) !== 58) return false;
-  const h = digits(s, 11, 2);
-  const m = digits(s, 14, 2);
-  const sec = digits(s, 17, 2);
-  if (h < 0 || h > 23 || m < 0 || m > 59 || sec < 0 || sec > 59) return false;
+  const h0 = s.charCodeAt(11) - 48;
+  const h1 = s.charCodeAt(12) - 48;
+  const m0 = s.charCodeAt(14) - 48;
+  const m1 = s.charCodeAt(15) - 48;
+  const s0 = s.charCodeAt(17) - 48;
+  const s1 = s.charCodeAt(18) - 48;
+  if ((h0 >>> 0) > 2 || (h1 >>> 0) > 9 || (m0 >>> 0) > 5 || (m1 >>> 0) > 9 || (s0 >>> 0) > 5 || (s1 >>> 0) > 9) return false;
+  const h = h0 * 10 + h1;
+  if (h > 23) return false;
+  const m = m0 * 10 + m1;
+  const sec = s0 * 10 + s1;
   let i = 19;
   out.fracAt = 20;
   if (s.charCodeAt(19) === 46 /* . */) {

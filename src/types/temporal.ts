@@ -24,12 +24,13 @@ function daysInMonth(year: number, month: number): number {
   return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
 }
 
-/** Value of `len` ASCII digits at `at`, or -1. */
+/** Value of `len` ASCII digits at `at`, or -1 (also when the text ends first). */
 function digits(s: string, at: number, len: number): number {
   let n = 0;
   for (let i = at; i < at + len; i++) {
     const c = s.charCodeAt(i) - 48;
-    if (c < 0 || c > 9) return -1;
+    // Past the end charCodeAt is NaN, which no comparison rejects: test for the digits instead.
+    if (!(c >= 0 && c <= 9)) return -1;
     n = n * 10 + c;
   }
   return n;

@@ -343,6 +343,18 @@ describe('whole rows agree with the column-by-column paths', () => {
     }
   });
 
+  it('column names are data in the generated code: quotes, code and line separators stay names', () => {
+    const names = ['"]); throw new Error("injected"); (["', "'; globalThis.hit = 1; '", 'a\u2028b\u2029c', '\\', '${x}', 'constructor', 'toString'];
+    const columns = names.map((name) => ({ name, type: 'integer' }));
+    const raw = Object.fromEntries(names.map((name, i) => [name, i]));
+    const row = compileRowDecoder(columns)(raw, 0);
+    expect(Object.entries(row)).toEqual(names.map((name, i) => [name, i]));
+    expect((globalThis as Record<string, unknown>)['hit']).toBeUndefined();
+    const builder = createBatchBuilder(columns);
+    compileJsonRowAppender(builder, columns)([raw], 0, 1, 0);
+    expect(builder.flush().toArray().map((r) => r.toJSON())).toEqual([raw]);
+  });
+
   it('a row decoder keeps a column named __proto__ as a property, and rejects a non-object row', () => {
     const decode = compileRowDecoder([{ name: 'a', type: 'integer' }, { name: '__proto__', type: 'varchar' }]);
     const row = decode(JSON.parse('{"a":1,"__proto__":"x"}'), 0);

@@ -4,6 +4,7 @@ import { columnBuilder, wireAppender, type ColumnBuilder } from './columns.ts';
 import { compileDecoder, compileRowDecoder, type ColumnSpec, type Row, type ValueDecoder } from './decode.ts';
 import { ArrowValueError, Misfit } from './errors.ts';
 import { parseType } from './parse.ts';
+import { generated } from './generated.ts';
 import { formatType, type SqlType } from './sql-type.ts';
 
 /** Options of {@link createBatchBuilder}. */
@@ -204,9 +205,6 @@ function fusedRow(own: BuilderInside, decoders: readonly ValueDecoder[]): ((raw:
   const params = builders.flatMap((_, i) => [`c${i}`, `d${i}`, `w${i}`]);
   const args = builders.flatMap((b, i) => [b, decoders[i], wires[i]]);
   const body = `return function appendRow(r, at) {\nlet j = 0, v;\ntry {\n${lines.join('\n')}\n} catch (e) {\nat.column = j;\nthrow e;\n}\n};`;
-  try {
-    return new Function(...params, body)(...args) as (raw: object, at: { column: number }) => void;
-  } catch {
-    return undefined;
-  }
+  const make = generated(params, body);
+  return make === undefined ? undefined : (make(...args) as (raw: object, at: { column: number }) => void);
 }

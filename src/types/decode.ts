@@ -1,5 +1,6 @@
 import { normalizeDecimal } from './decimal.ts';
 import { Misfit, ValueDecodeError, atPath } from './errors.ts';
+import { generated } from './generated.ts';
 import { stringifyLossless } from './json.ts';
 import { parseType } from './parse.ts';
 import { formatType, type SqlType } from './sql-type.ts';
@@ -107,11 +108,8 @@ function wholeRow(names: readonly string[], decoders: readonly ValueDecoder[]): 
   if (names.includes('__proto__')) return undefined;
   const params = decoders.map((_, i) => `d${i}`);
   const body = names.map((name, i) => `${JSON.stringify(name)}: d${i}(r[${JSON.stringify(name)}])`).join(',\n');
-  try {
-    return new Function(...params, `return function decodeRow(r) {\nreturn {\n${body}\n};\n};`)(...decoders) as (raw: object) => Row;
-  } catch {
-    return undefined;
-  }
+  const make = generated(params, `return function decodeRow(r) {\nreturn {\n${body}\n};\n};`);
+  return make === undefined ? undefined : (make(...decoders) as (raw: object) => Row);
 }
 
 /** Decodes a row column by column, naming the column of a value that does not fit. */

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { compileJsonRowAppender } from '../../src/types/batch.ts';
 import { canonicalDigits, canonicalUnscaled, formatUnscaled, normalizeDecimal, unscaledDigits } from '../../src/types/decimal.ts';
 import { ColumnValueError, Misfit } from '../../src/types/errors.ts';
+import { generated } from '../../src/types/generated.ts';
 import { compileDecoder, compileRowDecoder, createBatchBuilder, parseType, type ColumnSpec, type DecodeOptions, type Row } from '../../src/types/index.ts';
 import {
   parseDateDays,
@@ -353,6 +354,14 @@ describe('whole rows agree with the column-by-column paths', () => {
     const builder = createBatchBuilder(columns);
     compileJsonRowAppender(builder, columns)([raw], 0, 1, 0);
     expect(builder.flush().toArray().map((r) => r.toJSON())).toEqual([raw]);
+  });
+
+  it('generated code is made once per source text and shared; code that does not compile gives undefined', () => {
+    const a = generated(['x'], 'return function f(r) { return r + x; };');
+    expect(a).toBeDefined();
+    expect(generated(['x'], 'return function f(r) { return r + x; };')).toBe(a);
+    expect((a!(1) as (r: number) => number)(2)).toBe(3);
+    expect(generated(['x'], 'return function f(r) { return r +; };')).toBeUndefined();
   });
 
   it('a row decoder keeps a column named __proto__ as a property, and rejects a non-object row', () => {

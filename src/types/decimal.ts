@@ -86,29 +86,25 @@ export function normalizeDecimal(text: string, precision: number, scale: number)
  */
 export function canonicalDigits(text: string, precision: number, scale: number): number {
   const n = text.length;
-  let i = text.charCodeAt(0) === 45 ? 1 : 0;
-  const start = i;
-  let nonZero = false;
-  while (i < n) {
-    const c = text.charCodeAt(i);
-    if (c < 48 || c > 57) break;
-    if (c !== 48) nonZero = true;
-    i++;
+  const negative = text.charCodeAt(0) === 45;
+  const start = negative ? 1 : 0;
+  const point = scale > 0 ? n - 1 - scale : n;
+  const intLength = point - start;
+  if (intLength < 1 || (scale > 0 && text.charCodeAt(point) !== 46)) return 0;
+  const first = text.charCodeAt(start) - 48;
+  if ((first >>> 0) > 9 || (first === 0 && intLength > 1) || (first === 0 ? 0 : intLength) > precision - scale) return 0;
+  let nonZero = first;
+  for (let i = start + 1; i < point; i++) {
+    const c = text.charCodeAt(i) - 48;
+    if ((c >>> 0) > 9) return 0;
   }
-  const intLength = i - start;
-  if (intLength === 0 || (intLength > 1 && text.charCodeAt(start) === 48)) return 0;
-  if ((nonZero ? intLength : 0) > precision - scale) return 0;
-  if (scale > 0) {
-    if (text.charCodeAt(i) !== 46 || n !== i + 1 + scale) return 0;
-    for (i++; i < n; i++) {
-      const c = text.charCodeAt(i);
-      if (c < 48 || c > 57) return 0;
-      if (c !== 48) nonZero = true;
-    }
-  } else if (i !== n) {
-    return 0;
+  for (let i = point + 1; i < n; i++) {
+    const c = text.charCodeAt(i) - 48;
+    if ((c >>> 0) > 9) return 0;
+    nonZero |= c;
   }
-  if (start === 1 && !nonZero) return 0;
+  // `nonZero` ORs the leading digit and the fraction digits: zero only for a zero value, whose canonical text has no sign.
+  if (negative && nonZero === 0) return 0;
   return intLength + scale;
 }
 

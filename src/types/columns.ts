@@ -365,6 +365,22 @@ class Utf8Column implements ColumnBuilder {
     this.length = i + 1;
   }
 
+  /**
+   * Append text as it is (no conversion by `toText`); false, with nothing appended, when it would
+   * overflow the batch (`append` then says so about the value as the column received it).
+   */
+  appendText(s: string): boolean {
+    const i = this.length;
+    if (this.chars + s.length > 0x7fff_ffff) return false;
+    if (i + 1 === this.offsets.length) this.offsets = grown(this.offsets, i + 2);
+    this.parts.push(s);
+    this.chars += s.length;
+    this.validity.setValid(i);
+    this.offsets[i + 1] = this.chars;
+    this.length = i + 1;
+    return true;
+  }
+
   finish(): Data {
     const length = this.length;
     const joined = this.parts.join('');
@@ -682,7 +698,19 @@ export function wireAppender(sql: SqlType, builder: ColumnBuilder): WireAppender
     case 'json':
     case 'unknown':
       if (!(builder instanceof Utf8Column)) return undefined;
-      return (v) => typeof v === 'string' && (builder.append(v), true);
+      return (v) => typeof v === 'string' && builder.appendText(v);
+    case 'uint256':
+    case 'int256': {
+      // As Utf8 text: a canonical integer text short enough to be in range is its own text, with
+      // no bigint made and printed back (2^256 has 78 digits, 2^255 has 77).
+      if (!(builder instanceof Utf8Column)) return undefined;
+      const signed = sql.kind === 'int256';
+      const maxDigits = signed ? 76 : 77;
+      return (v) => {
+        if (typeof v === 'number') return Number.isSafeInteger(v) && (signed || v >= 0) && builder.appendText(String(v));
+        return typeof v === 'string' && isCanonicalInteger(v, signed, maxDigits) && builder.appendText(v);
+      };
+    }
     case 'date':
       if (!(builder instanceof DateDayColumn)) return undefined;
       return (v) => {
@@ -705,4 +733,15 @@ export function wireAppender(sql: SqlType, builder: ColumnBuilder): WireAppender
     default:
       return undefined;
   }
+}
+
+/** `0` or `[1-9][0-9]*` of at most `maxDigits` digits, with a `-` before a non-zero one when `signed`. */
+function isCanonicalInteger(v: string, signed: boolean, maxDigits: number): boolean {
+  const start = signed && v.charCodeAt(0) === 45 ? 1 : 0;
+  const length = v.length - start;
+  if (length < 1 || length > maxDigits) return false;
+  const first = v.charCodeAt(start) - 48;
+  if ((first >>> 0) > 9 || (first === 0 && (length > 1 || start === 1))) return false;
+  for (let i = start + 1; i < v.length; i++) if ((v.charCodeAt(i) - 48) >>> 0 > 9) return false;
+  return true;
 }

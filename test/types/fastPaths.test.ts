@@ -243,6 +243,7 @@ const COLUMNS: ColumnSpec[] = [
   { name: 'f', type: 'real' },
   { name: 'tags', type: 'array(integer)' },
   { name: 'u', type: 'uint256' },
+  { name: 'i256', type: 'int256' },
   { name: 'doc', type: 'json' },
   { name: 'weird "name"\n', type: 'varchar' },
   { name: '0', type: 'smallint' },
@@ -279,7 +280,31 @@ function wireValue(type: string): unknown {
     case 'array(integer)':
       return pick([[1, 2, 3], [], [1, 'x'], [2 ** 40], null]);
     case 'uint256':
-      return pick(['123', 5, 2n ** 200n, '-1', 'x']);
+    case 'int256':
+      return pick([
+        '123',
+        5,
+        -5,
+        -0,
+        2 ** 53,
+        2n ** 200n,
+        '-1',
+        'x',
+        '0',
+        '-0',
+        '007',
+        '',
+        '-',
+        `${1 + int(9)}${digitRun(int(80))}`,
+        `-${1 + int(9)}${digitRun(int(80))}`,
+        `${2n ** 256n - 1n}`,
+        `${2n ** 256n}`,
+        `${2n ** 255n - 1n}`,
+        `-${2n ** 255n}`,
+        `-${2n ** 255n + 1n}`,
+        '1e3',
+        ' 1',
+      ]);
     case 'json':
       return pick(['{"a":1}', { a: [1, 2n ** 64n] }, 3]);
     case 'smallint':

@@ -1,5 +1,5 @@
 import { DataType, makeData, type Data, type Field, type Map_, type Struct } from 'apache-arrow';
-import { canonicalUnscaled, unscaledDigits, writeDecimalWords } from './decimal.ts';
+import { canonicalUnscaled, INT256_SAFE_DIGITS, isCanonicalInteger, UINT256_SAFE_DIGITS, unscaledDigits, writeDecimalWords } from './decimal.ts';
 import { Misfit, atPath } from './errors.ts';
 import type { SqlType } from './sql-type.ts';
 import {
@@ -705,7 +705,7 @@ export function wireAppender(sql: SqlType, builder: ColumnBuilder): WireAppender
       // no bigint made and printed back (2^256 has 78 digits, 2^255 has 77).
       if (!(builder instanceof Utf8Column)) return undefined;
       const signed = sql.kind === 'int256';
-      const maxDigits = signed ? 76 : 77;
+      const maxDigits = signed ? INT256_SAFE_DIGITS : UINT256_SAFE_DIGITS;
       return (v) => {
         if (typeof v === 'number') return Number.isSafeInteger(v) && (signed || v >= 0) && builder.appendText(String(v));
         return typeof v === 'string' && isCanonicalInteger(v, signed, maxDigits) && builder.appendText(v);
@@ -733,15 +733,4 @@ export function wireAppender(sql: SqlType, builder: ColumnBuilder): WireAppender
     default:
       return undefined;
   }
-}
-
-/** `0` or `[1-9][0-9]*` of at most `maxDigits` digits, with a `-` before a non-zero one when `signed`. */
-function isCanonicalInteger(v: string, signed: boolean, maxDigits: number): boolean {
-  const start = signed && v.charCodeAt(0) === 45 ? 1 : 0;
-  const length = v.length - start;
-  if (length < 1 || length > maxDigits) return false;
-  const first = v.charCodeAt(start) - 48;
-  if ((first >>> 0) > 9 || (first === 0 && (length > 1 || start === 1))) return false;
-  for (let i = start + 1; i < v.length; i++) if ((v.charCodeAt(i) - 48) >>> 0 > 9) return false;
-  return true;
 }

@@ -137,6 +137,24 @@ export function canonicalUnscaled(text: string, precision: number, scale: number
   return v;
 }
 
+/** Digits an integer text may have and still be in range for sure: 2^256 has 78, 2^255 has 77. */
+export const UINT256_SAFE_DIGITS = 77;
+export const INT256_SAFE_DIGITS = 76;
+
+/**
+ * `0` or `[1-9][0-9]*` of at most `maxDigits` digits, with a `-` before a non-zero one when
+ * `signed`: integer text whose bigint prints back to the same text.
+ */
+export function isCanonicalInteger(v: string, signed: boolean, maxDigits: number): boolean {
+  const start = signed && v.charCodeAt(0) === 45 ? 1 : 0;
+  const length = v.length - start;
+  if (length < 1 || length > maxDigits) return false;
+  const first = v.charCodeAt(start) - 48;
+  if ((first >>> 0) > 9 || (first === 0 && (length > 1 || start === 1))) return false;
+  for (let i = start + 1; i < v.length; i++) if ((v.charCodeAt(i) - 48) >>> 0 > 9) return false;
+  return true;
+}
+
 /** 2^53: below it (15 digits always are) an unscaled value can be written without a bigint. */
 const SAFE = 2 ** 53;
 

@@ -1,4 +1,4 @@
-import { normalizeDecimal } from './decimal.ts';
+import { INT256_SAFE_DIGITS, isCanonicalInteger, normalizeDecimal, UINT256_SAFE_DIGITS } from './decimal.ts';
 import { Misfit, ValueDecodeError, atPath } from './errors.ts';
 import { generated } from './generated.ts';
 import { stringifyLossless } from './json.ts';
@@ -241,8 +241,17 @@ const INTEGER_TEXT = /^-?\d+$/;
 
 function bigIntDecoder(min: bigint, max: bigint, name: string): ValueDecoder {
   const acceptsText = name !== 'bigint';
+  const signed = name !== 'uint256';
+  const safeDigits = name === 'uint256' ? UINT256_SAFE_DIGITS : INT256_SAFE_DIGITS;
   return (v) => {
     if (v == null) return null;
+    // In range for sure: a safe integer (non-negative for uint256), and for the 256-bit types
+    // canonical integer text short enough; no regex, no bigint comparisons.
+    if (typeof v === 'number') {
+      if (Number.isSafeInteger(v) && (signed || v >= 0)) return BigInt(v);
+    } else if (acceptsText && typeof v === 'string' && isCanonicalInteger(v, signed, safeDigits)) {
+      return BigInt(v);
+    }
     let n: bigint;
     if (typeof v === 'number') {
       if (!Number.isSafeInteger(v)) {

@@ -194,7 +194,43 @@ describe('canonical fast paths agree with the general parsers', () => {
       }
     }
   });
+
+  it('integer decoders: the in-range shortcut gives what the range check gives, value and error', () => {
+    for (const name of ['bigint', 'uint256', 'int256'] as const) {
+      const fast = compileDecoder(parseType(name));
+      const reference = referenceIntegerDecoder(name);
+      for (let k = 0; k < N; k++) {
+        const v = wireValue('uint256');
+        const a = outcome(() => fast(v));
+        const b = outcome(() => reference(v));
+        if (!sameOutcome(a, b)) expect.fail(`${name} ${show(v)}: ${show(a)} vs ${show(b)}`);
+      }
+    }
+  });
 });
+
+/** The bigint / uint256 / int256 decoder as it was before its in-range shortcut. */
+function referenceIntegerDecoder(name: 'bigint' | 'uint256' | 'int256'): (v: unknown) => unknown {
+  const [min, max] = name === 'bigint' ? [-(2n ** 63n), 2n ** 63n - 1n] : name === 'uint256' ? [0n, 2n ** 256n - 1n] : [-(2n ** 255n), 2n ** 255n - 1n];
+  return (v) => {
+    if (v == null) return null;
+    let n: bigint;
+    if (typeof v === 'number') {
+      if (!Number.isSafeInteger(v)) {
+        throw new Misfit(v, Number.isInteger(v) ? 'is an integer beyond 2^53 parsed as a double, maybe rounded (parse pages with parseJsonLossless)' : `is not an integer (${name})`);
+      }
+      n = BigInt(v);
+    } else if (typeof v === 'bigint') {
+      n = v;
+    } else if (name !== 'bigint' && typeof v === 'string' && v.length < 90 && /^-?\d+$/.test(v)) {
+      n = BigInt(v);
+    } else {
+      throw new Misfit(v, `is not an integer (${name})`);
+    }
+    if (n < min || n > max) throw new Misfit(v, `is out of range for ${name}`);
+    return n;
+  };
+}
 
 /** The timestamp decoder as it was before its fixed-position path, over the general parser. */
 function referenceTimestampDecoder(typeText: string, mode: 'auto' | 'string'): (v: unknown) => unknown {

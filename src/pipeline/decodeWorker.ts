@@ -2,7 +2,7 @@ import { parentPort } from 'node:worker_threads';
 import { RecordBatchStreamWriter } from 'apache-arrow';
 import { InvalidResponseError } from '../client/errors.ts';
 import { parseResultPage } from '../client/result-page.ts';
-import { compileJsonRowAppender, createBatchBuilder } from '../types/batch.ts';
+import { compileJsonRowAppender, createBatchBuilder, restartRowOffset, type BatchBuilder, type JsonRowAppender } from '../types/batch.ts';
 import { ColumnValueError } from '../types/errors.ts';
 import type { DecodeReply, DecodeTask, WorkerError } from './decodePool.ts';
 
@@ -14,6 +14,8 @@ import type { DecodeReply, DecodeTask, WorkerError } from './decodePool.ts';
 const port = parentPort;
 if (port === null) throw new Error('decodeWorker.ts runs as a worker thread');
 const utf8 = new TextDecoder();
+/** The last page's columns, builder and appender; a builder left unusable by a misfit is replaced. */
+let decoder: { key: string; builder: BatchBuilder; append: JsonRowAppender } | undefined;
 
 port.on('message', (task: DecodeTask) => {
   let reply: DecodeReply;
@@ -27,10 +29,15 @@ port.on('message', (task: DecodeTask) => {
     } else {
       const m = result.metadata;
       const columns = m.column_names.map((name, i) => ({ name, type: m.column_types[i] ?? 'varchar' }));
-      // As batches() on the fetching thread: rows counted from the page's offset.
-      const builder = createBatchBuilder(columns, { ...(task.int256As === undefined ? {} : { int256As: task.int256As }), firstRowOffset: task.offset });
-      compileJsonRowAppender(builder, columns)(result.rows, 0, result.rows.length, task.offset);
-      const ipc = RecordBatchStreamWriter.writeAll([builder.flush()]).toUint8Array(true);
+      // As batches() on the fetching thread: rows counted from the page's offset. The builder and
+      // its compiled appender serve every page of the same columns, warm.
+      const key = JSON.stringify([m.column_names, m.column_types, task.int256As ?? null]);
+      if (decoder?.key !== key || !restartRowOffset(decoder.builder, task.offset)) {
+        const builder = createBatchBuilder(columns, { ...(task.int256As === undefined ? {} : { int256As: task.int256As }), firstRowOffset: task.offset });
+        decoder = { key, builder, append: compileJsonRowAppender(builder, columns) };
+      }
+      decoder.append(result.rows, 0, result.rows.length, task.offset);
+      const ipc = RecordBatchStreamWriter.writeAll([decoder.builder.flush()]).toUint8Array(true);
       result.rows = [];
       reply = { id: task.id, ok: true, page, ipc };
       transfer = [ipc.buffer as ArrayBuffer];

@@ -181,6 +181,19 @@ export function compileJsonRowAppender(builder: BatchBuilder, columns: readonly 
   };
 }
 
+/**
+ * Let a builder with no rows pending count its next row as result offset `offset` (for
+ * `ArrowValueError.rowOffset`), so one builder can serve pages that are not contiguous (a decode
+ * thread's). Returns false when the builder is not one of {@link createBatchBuilder}'s, has rows
+ * pending, or is unusable after a failed append.
+ */
+export function restartRowOffset(builder: BatchBuilder, offset: number): boolean {
+  const own = inside.get(builder);
+  if (own === undefined || own.state.length !== 0 || own.state.broken !== undefined) return false;
+  own.state.appended = offset;
+  return true;
+}
+
 /** The builder's fields are `columns`, in order, with unique names (a row object holds each once). */
 function sameColumns(own: BuilderInside, columns: readonly ColumnSpec[]): boolean {
   const { names, sqlTypes } = own;

@@ -1,6 +1,6 @@
 import { RecordBatchStreamWriter, type RecordBatch } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { compileJsonRowAppender } from '../../src/types/batch.ts';
+import { compileJsonRowAppender, restartRowOffset } from '../../src/types/batch.ts';
 import { canonicalDigits, canonicalUnscaled, formatUnscaled, normalizeDecimal, unscaledDigits } from '../../src/types/decimal.ts';
 import { ColumnValueError, Misfit } from '../../src/types/errors.ts';
 import { generated } from '../../src/types/generated.ts';
@@ -460,6 +460,27 @@ describe('whole rows agree with the column-by-column paths', () => {
       expect(a).toBe(pageOutcome(rows, 'two-step', columns));
       expect(a).toContain(rows[0] === raw ? 'VALUE_DECODE' : 'ARROW_VALUE');
     }
+  });
+
+  it('a builder restarted at another row offset reports misfits there; one with rows pending or broken is not restarted', () => {
+    const columns = [{ name: 'ts9', type: 'timestamp(9)' }];
+    const builder = createBatchBuilder(columns, { firstRowOffset: 10 });
+    const append = compileJsonRowAppender(builder, columns);
+    append([{ ts9: '2026-01-01 00:00:00.000000001' }], 0, 1, 10);
+    expect(restartRowOffset(builder, 500)).toBe(false);
+    expect(builder.flush().numRows).toBe(1);
+    expect(restartRowOffset(builder, 500)).toBe(true);
+    const error = (() => {
+      try {
+        append([{ ts9: '2026-01-01 00:00:00' }, { ts9: '9999-12-31 00:00:00' }], 0, 2, 500);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toMatchObject({ code: 'ARROW_VALUE', rowOffset: 501, column: 'ts9' });
+    expect(restartRowOffset(builder, 0)).toBe(false);
+    // Not a builder of createBatchBuilder: nothing to restart.
+    expect(restartRowOffset({ ...createBatchBuilder(columns) }, 0)).toBe(false);
   });
 
   it('builders whose columns repeat a name, or name __proto__, take the two-step path and agree with it', () => {

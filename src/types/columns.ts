@@ -422,6 +422,8 @@ function int256Text(v: unknown): string {
 
 class BinaryColumn implements ColumnBuilder {
   private bytes = new Uint8Array(INITIAL * 16);
+  /** `bytes` as a Buffer, for Node's native hex decoding. */
+  private view = Buffer.from(this.bytes.buffer);
   private offsets: Int32Array = new Int32Array(INITIAL + 1);
   private length = 0;
   private readonly validity = new Validity();
@@ -447,6 +449,24 @@ class BinaryColumn implements ColumnBuilder {
       this.validity.setValid(i);
     }
     this.length = i + 1;
+  }
+
+  /**
+   * Append the bytes of `0x` hex text of `byteLength` bytes (hexLength's answer) without making
+   * them a Uint8Array first; false, with nothing appended, when they would overflow the batch.
+   */
+  appendHex(text: string, byteLength: number): boolean {
+    const i = this.length;
+    const at = this.offsets[i]!;
+    if (at + byteLength > 0x7fff_ffff) return false;
+    if (i + 1 === this.offsets.length) this.offsets = grown(this.offsets, i + 2);
+    if (at + byteLength > this.bytes.length) this.bytes = grown(this.bytes, at + byteLength);
+    if (this.view.buffer !== this.bytes.buffer) this.view = Buffer.from(this.bytes.buffer, this.bytes.byteOffset, this.bytes.length);
+    this.view.write(text.slice(2), at, byteLength, 'hex');
+    this.offsets[i + 1] = at + byteLength;
+    this.validity.setValid(i);
+    this.length = i + 1;
+    return true;
   }
 
   finish(): Data {
@@ -649,6 +669,9 @@ export function columnBuilder(sql: SqlType, field: Field): ColumnBuilder {
   }
 }
 
+/** varbinary's wire text, as the decoder checks it. */
+const HEX = /^0x(?:[0-9a-fA-F]{2})*$/;
+
 /** See {@link wireAppender}. */
 export type WireAppender = (value: unknown) => boolean;
 
@@ -711,6 +734,12 @@ export function wireAppender(sql: SqlType, builder: ColumnBuilder): WireAppender
         return typeof v === 'string' && isCanonicalInteger(v, signed, maxDigits) && builder.appendText(v);
       };
     }
+    case 'varbinary':
+      if (!(builder instanceof BinaryColumn)) return undefined;
+      return (v) => {
+        if (typeof v !== 'string') return false;
+        return HEX.test(v) && builder.appendHex(v, (v.length - 2) >> 1);
+      };
     case 'date':
       if (!(builder instanceof DateDayColumn)) return undefined;
       return (v) => {

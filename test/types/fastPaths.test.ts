@@ -83,6 +83,13 @@ function decimalText(): string {
   return rnd() < 0.15 ? mutate(text) : text;
 }
 
+function hexText(): string {
+  const hex = '0123456789abcdefABCDEF';
+  const body = Array.from({ length: pick([0, 2, 40, 64, int(70)]) }, () => hex[int(hex.length)]).join('');
+  const text = `${pick(['0x', '0x', '0x', '0X', '', 'x'])}${body}`;
+  return rnd() < 0.2 ? mutate(text) : text;
+}
+
 const BOUNDARY_DATES = ['2026-13-01', '2026-00-10', '2026-02-30', '2026-02-29', '2024-02-29', '2100-02-29', '2000-02-29', '0000-02-29', '0000-01-01', '9999-12-31', '2026-04-31', '2026-01-00', '10000-01-01', '-0001-12-31', '0044-03-15 (BC)', '+2026-01-01', '2026-1-01', '2026-01-1', '2026/01/01', '٢٠٢٦-01-01'];
 const BOUNDARY_TIMESTAMPS = [
   '2026-01-01 24:00:00',
@@ -195,6 +202,23 @@ describe('canonical fast paths agree with the general parsers', () => {
     }
   });
 
+  it('varbinary: exactly 0x-prefixed hex pairs decode, each to a Uint8Array of its own (the fused Arrow path below takes the same texts)', () => {
+    const fast = compileDecoder(parseType('varbinary'));
+    const reference = (v: unknown): unknown => {
+      if (v == null) return null;
+      if (typeof v !== 'string' || !/^0x(?:[0-9a-fA-F]{2})*$/.test(v)) throw new Misfit(v, 'is not 0x-prefixed hex (varbinary)');
+      return new Uint8Array(Buffer.from(v.slice(2), 'hex'));
+    };
+    for (const v of ['0x', '0x0', '0xg0', '0xAbCd', '0x\u00e9e', ' 0x00', '0x00\n', 5, null, ...Array.from({ length: N }, hexText)]) {
+      const a = outcome(() => fast(v));
+      const b = outcome(() => reference(v));
+      if (!sameOutcome(a, b)) expect.fail(`${show(v)}: ${show(a)} vs ${show(b)}`);
+    }
+    const bytes = fast('0x00ff') as Uint8Array;
+    expect(bytes.constructor).toBe(Uint8Array);
+    expect(bytes.buffer.byteLength).toBe(2);
+  });
+
   it('integer decoders: the in-range shortcut gives what the range check gives, value and error', () => {
     for (const name of ['bigint', 'uint256', 'int256'] as const) {
       const fast = compileDecoder(parseType(name));
@@ -280,6 +304,7 @@ const COLUMNS: ColumnSpec[] = [
   { name: 'tags', type: 'array(integer)' },
   { name: 'u', type: 'uint256' },
   { name: 'i256', type: 'int256' },
+  { name: 'bin', type: 'varbinary' },
   { name: 'doc', type: 'json' },
   { name: 'weird "name"\n', type: 'varchar' },
   { name: '0', type: 'smallint' },
@@ -345,6 +370,8 @@ function wireValue(type: string): unknown {
       return pick(['{"a":1}', { a: [1, 2n ** 64n] }, 3]);
     case 'smallint':
       return pick([int(30_000), 40_000]);
+    case 'varbinary':
+      return hexText();
     default:
       return null;
   }

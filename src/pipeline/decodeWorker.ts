@@ -1,9 +1,6 @@
 import { parentPort } from 'node:worker_threads';
-import { RecordBatchStreamWriter } from 'apache-arrow';
 import { InvalidResponseError } from '../client/errors.ts';
 import { parseResultPage } from '../client/result-page.ts';
-import { createBatchBuilder } from '../types/batch.ts';
-import { compileRowDecoder } from '../types/decode.ts';
 import type { ResultPage } from '../protocol/index.ts';
 import { ColumnValueError } from '../types/errors.ts';
 import type { DecodeReply, DecodeTask, WorkerError } from './decodePool.ts';
@@ -18,8 +15,16 @@ import { decodePacked } from './packedRows.ts';
 const port = parentPort;
 if (port === null) throw new Error('decodeWorker.ts runs as a worker thread');
 const utf8 = new TextDecoder();
+/** The Arrow side, loaded on the first page asked as Arrow (a thread of `rows()` never needs it). */
+let arrow: Promise<typeof import('./decodeArrowPage.ts')> | undefined;
 
+// Tasks are handled one after another, in the order sent, even while the Arrow side loads.
+let queue: Promise<void> = Promise.resolve();
 port.on('message', (task: DecodeTask) => {
+  queue = queue.then(() => handle(task));
+});
+
+async function handle(task: DecodeTask): Promise<void> {
   let reply: DecodeReply;
   let transfer: ArrayBuffer[] = [];
   try {
@@ -31,14 +36,8 @@ port.on('message', (task: DecodeTask) => {
     } else if (task.rows !== undefined) {
       ({ reply, transfer } = decodeRows(task, page, result));
     } else {
-      const m = result.metadata;
-      const columns = m.column_names.map((name, i) => ({ name, type: m.column_types[i] ?? 'varchar' }));
-      // As batches() on the fetching thread: exact timestamp text, rows counted from the page's offset.
-      const decode = compileRowDecoder(columns, { timestamps: 'string' });
-      const builder = createBatchBuilder(columns, { ...(task.int256As === undefined ? {} : { int256As: task.int256As }), firstRowOffset: task.offset });
-      const rows = result.rows;
-      for (let i = 0; i < rows.length; i++) builder.append(decode(rows[i], task.offset + i));
-      const ipc = RecordBatchStreamWriter.writeAll([builder.flush()]).toUint8Array(true);
+      arrow ??= import('./decodeArrowPage.ts');
+      const ipc = (await arrow).arrowPage(result, task.offset, task.int256As);
       result.rows = [];
       reply = { id: task.id, ok: true, page, ipc };
       transfer = [ipc.buffer as ArrayBuffer];
@@ -46,8 +45,8 @@ port.on('message', (task: DecodeTask) => {
   } catch (error) {
     reply = { id: task.id, ok: false, error: serialize(error) };
   }
-  port.postMessage(reply, transfer);
-});
+  port!.postMessage(reply, transfer);
+}
 
 /**
  * Typed rows `[skip, take)` of the page, as `rows()` decodes them on its own thread. Rows outside

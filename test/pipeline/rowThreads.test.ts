@@ -68,6 +68,40 @@ describe('rows() with decode threads', () => {
   });
 });
 
+describe('rows() as an async generator', () => {
+  it.each([0, 2])('calls in flight at once get rows in order; return() and throw() end it (decode threads: %i)', async (decodeThreads) => {
+    const want = (await rows({ decodeThreads: 0 })).map(typed);
+    const it = stream(client, { executionId }, { wire: 'json', decodeThreads, pageSize: 64 }).rows();
+    // Ten calls before any settles: a page is read once, and the rows come in order.
+    const first = await Promise.all(Array.from({ length: 10 }, () => it.next()));
+    expect(first.map((r) => typed(r.value))).toEqual(want.slice(0, 10));
+    // Across a page boundary (64 rows a page), still in order.
+    const more = await Promise.all(Array.from({ length: 100 }, () => it.next()));
+    expect(more.map((r) => typed(r.value))).toEqual(want.slice(10, 110));
+    expect(await it.return(undefined)).toEqual({ done: true, value: undefined });
+    expect(await it.next()).toEqual({ done: true, value: undefined });
+
+    const other = stream(client, { executionId }, { wire: 'json', decodeThreads }).rows();
+    expect((await other.next()).done).toBe(false);
+    const boom = new Error('stop');
+    await expect(other.throw(boom)).rejects.toBe(boom);
+    expect(await other.next()).toEqual({ done: true, value: undefined });
+  });
+
+  it('break out of for await ends the read; a new read starts again from the first row', async () => {
+    const s = stream(client, { executionId }, { wire: 'json', decodeThreads: 2, pageSize: 64 });
+    const seen: unknown[] = [];
+    for await (const row of s) {
+      seen.push(typed(row));
+      if (seen.length === 70) break;
+    }
+    const again: unknown[] = [];
+    for await (const row of s) again.push(typed(row));
+    expect(again.slice(0, 70)).toEqual(seen);
+    expect(again.length).toBe((await rows({ decodeThreads: 0 })).length);
+  });
+});
+
 describe('packed rows (the hand-over between threads)', () => {
   const columns: ColumnSpec[] = [
     { name: 'i', type: 'integer' },

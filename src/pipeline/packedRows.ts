@@ -68,13 +68,9 @@ const columnDecoders = new Map<string, ColumnDecode>();
  * `__proto__` column go through the generic loop; any throw is re-examined by the caller.
  */
 function columnDecoder(names: readonly string[]): ColumnDecode {
-  const key = JSON.stringify(names);
-  let f = columnDecoders.get(key);
-  if (f === undefined) {
-    // Bounded: a long-lived process reading many differently shaped results.
-    if (columnDecoders.size >= 256) columnDecoders.clear();
+  return perColumns(columnDecoders, names, (): ColumnDecode => {
     if (names.includes('__proto__')) {
-      f = (raw, from, to, decoders, out) => {
+      return (raw, from, to, decoders, out) => {
         for (let i = from; i < to; i++) {
           const r = raw[i];
           if (r === null || typeof r !== 'object' || Array.isArray(r)) throw new TypeError('not a row object');
@@ -86,7 +82,7 @@ function columnDecoder(names: readonly string[]): ColumnDecode {
       const params = names.map((_, c) => `d${c}`).join(', ');
       const outs = names.map((_, c) => `o${c}`).join(', ');
       // Column names are data: each is a JSON string literal in the generated code, never code.
-      f = new Function(
+      return new Function(
         'raw',
         'from',
         'to',
@@ -100,9 +96,19 @@ ${lines}
 }`,
       ) as ColumnDecode;
     }
-    columnDecoders.set(key, f);
+  });
+}
+
+/** What `make` builds for a list of column names, built once (a bounded cache: a long-lived process reads many shapes). */
+function perColumns<T>(cache: Map<string, T>, names: readonly string[], make: () => T): T {
+  const key = JSON.stringify(names);
+  let made = cache.get(key);
+  if (made === undefined) {
+    if (cache.size >= 256) cache.clear();
+    made = make();
+    cache.set(key, made);
   }
-  return f;
+  return made;
 }
 
 function packColumn(values: readonly unknown[], transfer: ArrayBuffer[]): PackedColumn {
@@ -204,28 +210,21 @@ const makers = new Map<string, MakeRows>();
 
 /**
  * A function that builds rows keyed by `names` as one object literal (V8 then gives every row one
- * shape). A `__proto__` key, which a literal would take as the prototype, and keys a literal would
- * reorder are built by assignment, as the decoder builds them.
+ * shape). A `__proto__` key, which a literal would take as the prototype, is defined as an own
+ * property, as the decoder defines it.
  */
 function rowMaker(names: readonly string[]): MakeRows {
-  const key = JSON.stringify(names);
-  let make = makers.get(key);
-  if (make === undefined) {
-    // Bounded: a long-lived process reading many differently shaped results.
-    if (makers.size >= 256) makers.clear();
+  return perColumns(makers, names, (): MakeRows => {
     if (names.includes('__proto__')) {
-      make = (columns) => (i) => {
+      return (columns) => (i) => {
         const out: Row = {};
         for (let c = 0; c < names.length; c++) Object.defineProperty(out, names[c]!, { value: columns[c]![i], enumerable: true, writable: true, configurable: true });
         return out;
       };
-    } else {
-      const fields = names.map((name, c) => `${JSON.stringify(name)}: c${c}[i]`).join(', ');
-      const params = names.map((_, c) => `c${c}`).join(', ');
-      // Column names are data: each is a JSON string literal in the generated code, never code.
-      make = new Function('columns', `const [${params}] = columns; return (i) => ({ ${fields} });`) as MakeRows;
     }
-    makers.set(key, make);
-  }
-  return make;
+    const fields = names.map((name, c) => `${JSON.stringify(name)}: c${c}[i]`).join(', ');
+    const params = names.map((_, c) => `c${c}`).join(', ');
+    // Column names are data: each is a JSON string literal in the generated code, never code.
+    return new Function('columns', `const [${params}] = columns; return (i) => ({ ${fields} });`) as MakeRows;
+  });
 }

@@ -53,6 +53,19 @@ async function jobFile(name: string, out: string, extra = '', sql = SQL, connect
   return path;
 }
 
+/** Runs `sluice args` with slow pages and kills it (SIGKILL) once it has written a part. */
+async function killAfterAPart(args: string[]): Promise<void> {
+  svc.setFaults({ latency_ms: 150 });
+  try {
+    const doomed = startSluice([...args, '--log-format', 'json'], { env });
+    await doomed.waitFor(/"part written"/, 60_000);
+    doomed.child.kill('SIGKILL');
+    await doomed.done;
+  } finally {
+    svc.setFaults({ latency_ms: 0 });
+  }
+}
+
 /** The rows DuckDB reads from the committed output's files (in manifest order), as one text per row. */
 async function readBack(out: string): Promise<string[]> {
   const manifest = JSON.parse(await readFile(join(out, '_manifest.json'), 'utf8')) as { files: { path: string }[] };
@@ -116,15 +129,7 @@ describe('sharded runs (real processes, local folder)', () => {
     const first = await sluice(['run', file, '--shard', '0/2', '--run-id', runId, '--json'], { env });
     expect(first.code, first.stderr).toBe(0);
     expect(JSON.parse(first.stdout)).toMatchObject({ shard: 0, started_execution: true, outputs: [{ parts: 3, commit: 'waiting', waiting_for: [1] }] });
-    svc.setFaults({ latency_ms: 150 });
-    try {
-      const doomed = startSluice(['run', file, '--shard', '1/2', '--run-id', runId, '--log-format', 'json'], { env });
-      await doomed.waitFor(/"part written"/, 60_000);
-      doomed.child.kill('SIGKILL');
-      await doomed.done;
-    } finally {
-      svc.setFaults({ latency_ms: 0 });
-    }
+    await killAfterAPart(['run', file, '--shard', '1/2', '--run-id', runId]);
     // Killed: no commit, nothing at the output's place.
     await expect(readdir(out)).rejects.toMatchObject({ code: 'ENOENT' });
     const again = await sluice(['run', file, '--shard', '1/2', '--run-id', runId, '--json'], { env });
@@ -155,15 +160,7 @@ describe('sharded runs (real processes, local folder)', () => {
     const runId = 'threads-killed-1';
     const first = await sluice(['run', killedFile, '--shard', '0/2', '--run-id', runId, '--workers', '2', '--json'], { env });
     expect(first.code, first.stderr).toBe(0);
-    svc.setFaults({ latency_ms: 150 });
-    try {
-      const doomed = startSluice(['run', killedFile, '--shard', '1/2', '--run-id', runId, '--workers', '2', '--log-format', 'json'], { env });
-      await doomed.waitFor(/"part written"/, 60_000);
-      doomed.child.kill('SIGKILL');
-      await doomed.done;
-    } finally {
-      svc.setFaults({ latency_ms: 0 });
-    }
+    await killAfterAPart(['run', killedFile, '--shard', '1/2', '--run-id', runId, '--workers', '2']);
     await expect(readdir(killedOut)).rejects.toMatchObject({ code: 'ENOENT' });
     const again = await sluice(['run', killedFile, '--shard', '1/2', '--run-id', runId, '--workers', '2', '--json'], { env });
     expect(again.code, again.stderr).toBe(0);
@@ -281,15 +278,7 @@ describe('sharded runs to S3 (real processes; conditional writes enforced by the
     const file = await jobFile('s3-killed.yaml', 's3://lake/killed', s3Block());
     const first = await sluice(['run', file, '--shard', '0/2', '--run-id', 's3-killed-1'], { env });
     expect(first.code, first.stderr).toBe(0);
-    svc.setFaults({ latency_ms: 150 });
-    try {
-      const doomed = startSluice(['run', file, '--shard', '1/2', '--run-id', 's3-killed-1', '--log-format', 'json'], { env });
-      await doomed.waitFor(/"part written"/, 60_000);
-      doomed.child.kill('SIGKILL');
-      await doomed.done;
-    } finally {
-      svc.setFaults({ latency_ms: 0 });
-    }
+    await killAfterAPart(['run', file, '--shard', '1/2', '--run-id', 's3-killed-1']);
     expect((await s3.list('lake', 'killed/')).filter((k) => k.endsWith('_manifest.json') || k.endsWith('_SUCCESS'))).toEqual([]);
     const again = await sluice(['run', file, '--shard', '1/2', '--run-id', 's3-killed-1', '--json'], { env });
     expect(again.code, again.stderr).toBe(0);

@@ -58,10 +58,12 @@ export function serialReason(resolved: ResolvedOutput, multiFile: boolean): stri
 }
 
 /**
- * Rows a part thread must have, on each wire, to pay for starting it (`workers: auto`): a thread
- * costs about 0.25 s of CPU before its first row (loading the client, apache-arrow and the format,
- * from Node's compile cache), which is the work of roughly 60k rows over JSON and 250k over Arrow.
- * Measured with `npm run bench -- parallel` on two cores: see MIN_ROWS_PER_THREAD_NOTE in the README.
+ * Rows a part thread must have, on each wire, to pay for starting it (`workers: auto`): about a
+ * second of work, four times what the thread costs before its first row (~0.25 s of CPU: loading
+ * the client, apache-arrow and the format from Node's compile cache). Measured on two cores with
+ * `npm run bench -- parallel` (1M rows to zstd Parquet): a JSON row costs ~4.3 µs of CPU end to end
+ * and an Arrow row ~1.1 µs; over JSON two threads beat one at 1M rows, over Arrow they lost
+ * (wall 1.2 s against 0.85 s: the start-up of the second thread is as much as its share of the work).
  */
 export const MIN_ROWS_PER_THREAD = { json: 250_000, arrow: 1_000_000 } as const;
 

@@ -126,7 +126,9 @@ export async function writeExport(input: ExportInput, output: ResolvedOutput, op
 export function startThreadsFor(output: ResolvedOutput, workers: Workers | undefined, totalRows: number, wire?: 'json' | 'arrow'): void {
   if (resolveWorkers(workers) <= 1 || serialReason(output, output.sink.multiFile !== false) !== undefined) return;
   if (commitFor(output).prepare !== undefined) return;
-  startPartThreads(partThreadCount(workers, totalRows, output.maxRowsPerFile, wire), partFormatOf(output));
+  const count = partThreadCount(workers, totalRows, output.maxRowsPerFile, wire);
+  // One thread's worth: the calling thread writes the output (see `writeExport`), no thread to start.
+  if (count > 1) startPartThreads(count, partFormatOf(output));
 }
 
 function partFormatOf(output: ResolvedOutput): PartFormat {

@@ -160,6 +160,11 @@ export function trimPartThreads(keep: number): void {
   }
 }
 
+/** Part threads waiting for an export (started ahead, or left by one). */
+export function idlePartThreads(): number {
+  return idle.size;
+}
+
 function acquire(): PartThread {
   for (const thread of idle) {
     idle.delete(thread);

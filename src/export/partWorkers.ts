@@ -152,14 +152,6 @@ export function startPartThreads(count: number, format?: PartFormat): void {
   }
 }
 
-/** Ends idle part threads beyond `keep` (started ahead for more parts than the result has). */
-export function trimPartThreads(keep: number): void {
-  for (const thread of [...idle].slice(Math.max(0, keep))) {
-    idle.delete(thread);
-    thread.stop(new Error('part thread not needed'));
-  }
-}
-
 /** Part threads waiting for an export (started ahead, or left by one). */
 export function idlePartThreads(): number {
   return idle.size;

@@ -2,10 +2,11 @@
 // baselines measured in the same run (the machine is shared, so absolute times are noisy).
 // The service runs in a child process (its page encoding must not share this process's thread).
 // - bare JSON.parse of the same page bytes (the floor of anything that reads JSON pages);
-// - stream() typed rows over JSON; .batches() over JSON decoded on the calling thread, by 1 and
-//   2 decode threads, by the default pool (auto) and an over-subscribed 4;
+// - stream() typed rows over JSON, decoded on the calling thread and on decode threads;
+// - .batches() over JSON decoded on the calling thread, by 1 and 2 decode threads, by the default
+//   pool (auto) and an over-subscribed 4;
 // - .batches() over Arrow pages, when the service serves them (else said so);
-// - peak RSS of batches() at 1M and 5M rows (bounded memory: the same peak);
+// - peak RSS of a process reading batches() at 1M and 5M rows (bounded memory: the same peak);
 // - an export to zstd Parquet in parts (writeExport with workers 1, 2, auto and an over-subscribed
 //   4) over each wire, against DuckDB COPY ... TO parquet of the same rows; each case in a process
 //   of its own, with its peak RSS (threads included) and how busy its main thread was.
@@ -18,9 +19,9 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ServiceClient } from '../src/client/index.ts';
-import type { CaseInput, CaseResult } from './parallelCase.ts';
+import type { BatchesInput, BatchesResult, CaseInput, CaseResult } from './parallelCase.ts';
 import type { Workers } from '../src/export/partPlan.ts';
-import { defaultDecodeThreads } from '../src/pipeline/decodePool.ts';
+import { defaultDecodeThreads, defaultRowThreads } from '../src/pipeline/decodePool.ts';
 import { stream, type StreamOptions } from '../src/pipeline/stream.ts';
 import type { StreamSource } from '../src/pipeline/source.ts';
 import { ARROW_STREAM_MEDIA_TYPE } from '../src/protocol/index.ts';
@@ -49,12 +50,18 @@ export async function run(): Promise<void> {
     const parse = await jsonParseBaseline(svc.url, execution.id);
     console.log(`baseline JSON.parse of the same bytes: ${(parse.ms / 1000).toFixed(2)} s (${mb(parse.bytes)}, ${parse.pages} pages)`);
 
-    const rowsMs = await timed(async () => {
-      let n = 0;
-      for await (const _ of stream(client, source, { wire: 'json' })) n++;
-      return n;
-    });
-    console.log(`stream() rows over JSON: ${(rowsMs / 1000).toFixed(2)} s = ${x(rowsMs / parse.ms)} the JSON.parse time (target <= 1.5x)`);
+    console.log('stream() rows over JSON (target: at most 1.5x the JSON.parse time):');
+    for (const [label, options] of [
+      ['decoded on the calling thread', { decodeThreads: 0 }],
+      [`decode threads (default: ${defaultRowThreads()})`, {}],
+    ] as [string, StreamOptions][]) {
+      const rowsMs = await timed(async () => {
+        let n = 0;
+        for await (const _ of stream(client, source, { wire: 'json', ...options })) n++;
+        return n;
+      });
+      console.log(`  ${label.padEnd(34)} ${(rowsMs / 1000).toFixed(2)} s = ${x(rowsMs / parse.ms)}`);
+    }
 
     console.log('\n.batches() over JSON, concurrency 4:');
     console.log('decode threads            seconds  vs JSON.parse  speed-up vs calling thread');
@@ -80,22 +87,16 @@ export async function run(): Promise<void> {
       console.log('.batches() over Arrow: the service does not serve Arrow pages (it answered JSON): no figure');
     }
 
-    // Before DuckDB is loaded into this process for the COPY baseline.
-    console.log('\npeak RSS of the process during .batches() over JSON (auto), before -> peak:');
+    // Each read in a process of its own: this one holds the baseline's page bytes.
+    console.log('\npeak RSS of a process reading .batches() (default options), threads included:');
     for (const [label, src] of [
       [`${fmt(ROWS)}`, source],
       [`${fmt(ROWS * 5)}`, { sql: sampleEventsSelect(ROWS * 5) }],
     ] as const) {
-      const s = stream(client, src, {});
-      await s.info();
-      globalThis.gc?.();
-      const before = process.memoryUsage().rss;
-      const sampler = sampleRss();
-      let n = 0;
-      for await (const b of s.batches()) n += b.numRows;
-      const peak = sampler.stop();
-      console.log(`${label} rows: ${mb(before)} -> ${mb(peak)} (+${mb(peak - before)}; target: peak <= 300 MB, the same at 5x the rows)`);
-      if (n === 0) throw new Error('no rows');
+      for (const wire of arrowOffered ? (['json', 'arrow'] as const) : (['json'] as const)) {
+        const r = await runChild<BatchesResult>('batchesCase', { url: svc.url, key: KEY, source: src, wire } satisfies BatchesInput);
+        console.log(`${label.padStart(9)} rows over ${wire.padEnd(5)}: ${mb(r.startRss)} -> peak ${mb(r.peakRss)} in ${(r.ms / 1000).toFixed(2)} s (target: peak <= 300 MB, the same at 5x the rows)`);
+      }
     }
     // Parts in parallel: each case in a process of its own (its peak RSS, threads included, is its own).
     const sizes = process.env.BENCH_BIG === '1' ? [ROWS, ROWS * 5] : [ROWS];
@@ -151,15 +152,20 @@ function timeBatches(client: ServiceClient, source: StreamSource, options: Strea
 }
 
 /** One export in a child process (bench/parallelCase.ts): its time, peak RSS and how busy its main thread was. */
-async function runCase(input: CaseInput): Promise<CaseResult> {
+function runCase(input: CaseInput): Promise<CaseResult> {
+  return runChild<CaseResult>('exportCase', input);
+}
+
+/** A function of bench/parallelCase.ts in a child process: the JSON of the last line it prints. */
+async function runChild<T>(name: string, input: object): Promise<T> {
   const module = new URL('./parallelCase.ts', import.meta.url).href;
-  const script = `const m = await import(${JSON.stringify(module)}); await m.exportCase(${JSON.stringify(input)});`;
+  const script = `const m = await import(${JSON.stringify(module)}); await m.${name}(${JSON.stringify(input)});`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
   const [code] = (await once(child, 'exit')) as [number | null];
-  if (code !== 0) throw new Error(`export case ${JSON.stringify({ ...input, key: undefined })} exited with ${code}`);
-  return JSON.parse(out.trim().split('\n').at(-1)!) as CaseResult;
+  if (code !== 0) throw new Error(`${name} ${JSON.stringify({ ...input, key: undefined })} exited with ${code}`);
+  return JSON.parse(out.trim().split('\n').at(-1)!) as T;
 }
 
 async function duckdbCopy(dir: string, rows: number): Promise<number> {
@@ -201,19 +207,6 @@ async function jsonParseBaseline(url: string, executionId: string) {
     offset = page.next_offset;
   }
   return { ms, bytes, pages };
-}
-
-function sampleRss() {
-  let peak = process.memoryUsage().rss;
-  const timer = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage().rss);
-  }, 10);
-  return {
-    stop() {
-      clearInterval(timer);
-      return Math.max(peak, process.memoryUsage().rss);
-    },
-  };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await run();

@@ -74,3 +74,32 @@ export async function exportCase(input: CaseInput): Promise<void> {
   };
   console.log(JSON.stringify(result));
 }
+
+export interface BatchesInput {
+  readonly url: string;
+  readonly key: string;
+  readonly source: { readonly executionId: string } | { readonly sql: string };
+  readonly wire: 'json' | 'arrow';
+}
+
+export interface BatchesResult {
+  readonly ms: number;
+  readonly rows: number;
+  readonly startRss: number;
+  readonly peakRss: number;
+}
+
+/** `.batches()` of a result with default options, read to the end: time and peak RSS of this process. */
+export async function batchesCase(input: BatchesInput): Promise<void> {
+  const client = new ServiceClient({ baseUrl: input.url, apiKey: input.key, env: {} });
+  const s = stream(client, input.source, { wire: input.wire });
+  await s.info();
+  const startRss = process.memoryUsage().rss;
+  const t = performance.now();
+  let rows = 0;
+  for await (const b of s.batches()) rows += b.numRows;
+  const ms = performance.now() - t;
+  await client.close();
+  const result: BatchesResult = { ms, rows, startRss, peakRss: process.resourceUsage().maxRSS * 1024 };
+  console.log(JSON.stringify(result));
+}

@@ -31,7 +31,8 @@ export interface WritePartsOptions {
   readonly schema: Schema;
   readonly format: { readonly module: string; readonly type: string; readonly config: unknown; readonly contentType: string };
   readonly parts: readonly PartToWrite[];
-  readonly tx: Transaction;
+  /** Where parts are stored: the export's transaction, or a shard's shared area. */
+  readonly tx: Pick<Transaction, 'write'>;
   readonly signal?: AbortSignal | undefined;
   /** Called once a part is stored (resume journals it); the part counts as written once this resolves. */
   readonly onPart?: (part: WrittenPart) => Promise<void>;

@@ -2,6 +2,8 @@ import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import type { ResultPage } from '../protocol/index.ts';
 import type { ArrowTypeOptions } from '../types/arrow.ts';
+import type { DecodeOptions } from '../types/decode.ts';
+import type { PackedRows } from './packedRows.ts';
 import { startWorker } from '../workerThreads.ts';
 import { ArrowValueError, ValueDecodeError, type ColumnValueDetail } from '../types/errors.ts';
 
@@ -11,6 +13,22 @@ export interface DecodeTask {
   readonly body: Uint8Array;
   readonly offset: number;
   readonly int256As: ArrowTypeOptions['int256As'];
+  /** Typed rows `[skip, take)` of the page (page-relative), packed, instead of Arrow. */
+  readonly rows?: RowsTask | undefined;
+}
+
+/** What `rows()` asks of a page: the rows it will yield, decoded as it decodes them. */
+export interface RowsTask {
+  readonly skip: number;
+  readonly take: number;
+  readonly dates: DecodeOptions['dates'];
+}
+
+/** Decoded rows of a page from `from` on; a value that failed to decode ends them, with its error. */
+export interface DecodedRows<E = WorkerError> {
+  readonly from: number;
+  readonly packed: PackedRows;
+  readonly error?: E;
 }
 
 /** A failure in a decode thread, as it crosses back: the typed errors are rebuilt on this side. */
@@ -20,13 +38,17 @@ export type WorkerError =
   | { kind: 'other'; message: string };
 
 export type DecodeReply =
-  | { readonly id: number; readonly ok: true; readonly page: ResultPage; readonly ipc?: Uint8Array }
+  | { readonly id: number; readonly ok: true; readonly page: ResultPage; readonly ipc?: Uint8Array; readonly rows?: DecodedRows }
   | { readonly id: number; readonly ok: false; readonly error: WorkerError };
 
-/** A decoded page: the envelope (rows empty) and, when it has a result, its rows as an Arrow IPC stream. */
+/**
+ * A decoded page: the envelope (rows empty) and, when it has a result, its rows as an Arrow IPC
+ * stream, or (asked with `rows`) as packed typed rows.
+ */
 export interface DecodedPage {
   readonly page: ResultPage;
   readonly ipc: Uint8Array | undefined;
+  readonly rows?: DecodedRows<Error> | undefined;
 }
 
 /** A page the service described as invalid JSON or not matching the protocol (the message says which). */
@@ -44,6 +66,16 @@ export const PAGES_PER_THREAD = 2;
 export function defaultDecodeThreads(): number {
   const cores = availableParallelism();
   return cores <= 2 ? 0 : cores - 1;
+}
+
+/**
+ * The default for `rows()`: at least two threads, all cores but one on a bigger machine. A row
+ * consumer gets plain objects, which cost the fetching thread little to build from packed columns,
+ * so parsing and decoding on two threads is a gain even on two cores (measured with
+ * `npm run bench -- parallel`: see the figures there).
+ */
+export function defaultRowThreads(): number {
+  return Math.max(2, defaultDecodeThreads());
 }
 
 interface Slot {
@@ -82,10 +114,10 @@ export class DecodePool {
   }
 
   /** Decodes a JSON page; `body` is transferred (unusable here afterwards) when it owns its whole buffer. */
-  decode(body: Uint8Array, offset: number, options: ArrowTypeOptions = {}): Promise<DecodedPage> {
+  decode(body: Uint8Array, offset: number, options: ArrowTypeOptions & { rows?: RowsTask } = {}): Promise<DecodedPage> {
     if (this.#closed) return Promise.reject(new Error('decode pool is closed'));
     return new Promise((resolve, reject) => {
-      this.#waiting.push({ task: { body, offset, int256As: options.int256As }, resolve, reject });
+      this.#waiting.push({ task: { body, offset, int256As: options.int256As, rows: options.rows }, resolve, reject });
       this.#dispatch();
     });
   }
@@ -149,7 +181,14 @@ export class DecodePool {
       if (p === undefined) return;
       slot.pending.delete(reply.id);
       if (slot.pending.size === 0) worker.unref();
-      if (reply.ok) p.resolve({ page: reply.page, ipc: reply.ipc });
+      if (reply.ok) {
+        const rows = reply.rows;
+        p.resolve({
+          page: reply.page,
+          ipc: reply.ipc,
+          rows: rows === undefined ? undefined : { from: rows.from, packed: rows.packed, ...(rows.error === undefined ? {} : { error: rebuild(rows.error) }) },
+        });
+      }
       else p.reject(rebuild(reply.error));
       this.#dispatch();
     });
@@ -184,6 +223,6 @@ let shared: DecodePool | undefined;
 
 /** The process's pool, started on first use (threads themselves start on first need). */
 export function sharedDecodePool(): DecodePool {
-  shared ??= new DecodePool(Math.max(1, defaultDecodeThreads()));
+  shared ??= new DecodePool(defaultRowThreads());
   return shared;
 }

@@ -1,22 +1,30 @@
 import { parentPort } from 'node:worker_threads';
-import { RecordBatchStreamWriter } from 'apache-arrow';
 import { InvalidResponseError } from '../client/errors.ts';
 import { parseResultPage } from '../client/result-page.ts';
-import { createBatchBuilder } from '../types/batch.ts';
-import { compileRowDecoder } from '../types/decode.ts';
+import type { ResultPage } from '../protocol/index.ts';
 import { ColumnValueError } from '../types/errors.ts';
 import type { DecodeReply, DecodeTask, WorkerError } from './decodePool.ts';
+import { decodePacked } from './packedRows.ts';
 
 /**
  * A decode thread: a JSON result page in (the bytes as received, transferred), the page's envelope
- * and its rows as one Arrow IPC stream out (transferred back). Parsing, typed decoding and Arrow
- * building are the CPU work of a page; the thread that fetches only reads the finished buffers.
+ * and its rows out, transferred back: as one Arrow IPC stream for `batches()`, or as typed rows
+ * packed by column for `rows()` (see packedRows.ts). Parsing and typed decoding are the CPU work of
+ * a page; the thread that fetches only reads the finished values.
  */
 const port = parentPort;
 if (port === null) throw new Error('decodeWorker.ts runs as a worker thread');
 const utf8 = new TextDecoder();
+/** The Arrow side, loaded on the first page asked as Arrow (a thread of `rows()` never needs it). */
+let arrow: Promise<typeof import('./decodeArrowPage.ts')> | undefined;
 
+// Tasks are handled one after another, in the order sent, even while the Arrow side loads.
+let queue: Promise<void> = Promise.resolve();
 port.on('message', (task: DecodeTask) => {
+  queue = queue.then(() => handle(task));
+});
+
+async function handle(task: DecodeTask): Promise<void> {
   let reply: DecodeReply;
   let transfer: ArrayBuffer[] = [];
   try {
@@ -25,15 +33,11 @@ port.on('message', (task: DecodeTask) => {
     const result = page.result;
     if (result === undefined) {
       reply = { id: task.id, ok: true, page };
+    } else if (task.rows !== undefined) {
+      ({ reply, transfer } = decodeRows(task, page, result));
     } else {
-      const m = result.metadata;
-      const columns = m.column_names.map((name, i) => ({ name, type: m.column_types[i] ?? 'varchar' }));
-      // As batches() on the fetching thread: exact timestamp text, rows counted from the page's offset.
-      const decode = compileRowDecoder(columns, { timestamps: 'string' });
-      const builder = createBatchBuilder(columns, { ...(task.int256As === undefined ? {} : { int256As: task.int256As }), firstRowOffset: task.offset });
-      const rows = result.rows;
-      for (let i = 0; i < rows.length; i++) builder.append(decode(rows[i], task.offset + i));
-      const ipc = RecordBatchStreamWriter.writeAll([builder.flush()]).toUint8Array(true);
+      arrow ??= import('./decodeArrowPage.ts');
+      const ipc = (await arrow).arrowPage(result, task.offset, task.int256As);
       result.rows = [];
       reply = { id: task.id, ok: true, page, ipc };
       transfer = [ipc.buffer as ArrayBuffer];
@@ -41,8 +45,26 @@ port.on('message', (task: DecodeTask) => {
   } catch (error) {
     reply = { id: task.id, ok: false, error: serialize(error) };
   }
-  port.postMessage(reply, transfer);
-});
+  port!.postMessage(reply, transfer);
+}
+
+/**
+ * Typed rows `[skip, take)` of the page, as `rows()` decodes them on its own thread. Rows outside
+ * that range are not decoded (a bad value there is no error, as on the fetching thread); a bad value
+ * inside it ends the page there: the rows before it are sent with the error, so the reader yields
+ * them before it throws, as it would have decoding the page itself.
+ */
+function decodeRows(task: DecodeTask, page: ResultPage, result: NonNullable<ResultPage['result']>): { reply: DecodeReply; transfer: ArrayBuffer[] } {
+  const options = task.rows!;
+  const m = result.metadata;
+  const columns = m.column_names.map((name, i) => ({ name, type: m.column_types[i] ?? 'varchar' }));
+  const raw = result.rows;
+  const from = Math.min(raw.length, options.skip);
+  const decoded = decodePacked(raw, from, Math.max(from, Math.min(raw.length, options.take)), columns, options.dates === undefined ? {} : { dates: options.dates }, task.offset);
+  result.rows = [];
+  const rows = { from, packed: decoded.packed, ...(decoded.error === undefined ? {} : { error: serialize(decoded.error) }) };
+  return { reply: { id: task.id, ok: true, page, rows }, transfer: decoded.transfer };
+}
 
 function serialize(error: unknown): WorkerError {
   if (error instanceof ColumnValueError) {

@@ -8,7 +8,8 @@ import { arrowSchema, type ArrowTypeOptions } from '../types/arrow.ts';
 import { createBatchBuilder } from '../types/batch.ts';
 import { compileRowDecoder, type ColumnSpec, type DecodeOptions, type Row } from '../types/decode.ts';
 import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
-import { DecodePool, DecodeResponseError, defaultDecodeThreads, sharedDecodePool } from './decodePool.ts';
+import { DecodePool, DecodeResponseError, defaultDecodeThreads, defaultRowThreads, sharedDecodePool, type DecodedRows } from './decodePool.ts';
+import { unpackRows } from './packedRows.ts';
 import { DEFAULT_CONCURRENCY, DEFAULT_PREFETCH, fetchOrdered, type PageRequest, type PageShape } from './fetchOrdered.ts';
 import { ProgressTracker, type Progress, type ProgressListener } from './progress.ts';
 import { resolveSource, type ResolvedSource, type StreamClient, type StreamSource } from './source.ts';
@@ -20,6 +21,12 @@ import { resolveSource, type ResolvedSource, type StreamClient, type StreamSourc
  * to Parquet 3.7x as fast; values are the same on either wire.
  */
 export const DEFAULT_WIRE: Wire = 'auto';
+
+/**
+ * Pages a read must have left, past its first, for `rows()` to decode them on the shared pool by
+ * default: fewer cost more to hand to threads than to decode here.
+ */
+export const ROW_THREADS_MIN_PAGES = 8;
 
 export interface StreamOptions {
   /** Page requests in flight at most (default 4). */
@@ -68,8 +75,11 @@ export interface StreamOptions {
    */
   wire?: Wire;
   /**
-   * Threads that parse and decode JSON pages into Arrow for `batches()`: 0 decodes on the calling
-   * thread; default: the process's shared pool of all cores but one (none, so the calling thread, on two cores or fewer).
+   * Threads that parse and decode JSON pages, for `batches()` (into Arrow) and rows: 0 decodes on the
+   * calling thread. Default for `batches()`: the process's shared pool of all cores but one (none, so
+   * the calling thread, on two cores or fewer); for rows: the shared pool (at least two threads, see
+   * `defaultRowThreads`) when at least `ROW_THREADS_MIN_PAGES` pages are left after the first, else
+   * the calling thread. The first page is always decoded on the calling thread.
    */
   decodeThreads?: number;
 }
@@ -128,6 +138,8 @@ interface RawPage extends PageShape {
   readonly rows: readonly unknown[];
   /** The page's rows as an Arrow IPC stream: from the Arrow wire, or decoded by a decode thread. */
   readonly ipc: Uint8Array | undefined;
+  /** The page's typed rows, decoded by a decode thread for `rows()`. */
+  readonly decoded?: DecodedRows<Error> | undefined;
   /** `result_set_bytes`: the service's count of the values as text. */
   readonly bytes: number;
   /** The HTTP body as received. */
@@ -139,10 +151,14 @@ interface Fetched {
   readonly page: ResultPage;
   readonly httpBytes: number;
   readonly ipc?: Uint8Array | undefined;
+  readonly decoded?: DecodedRows<Error> | undefined;
 }
 
-/** How pages are read: JSON rows parsed here, Arrow pages, or JSON pages decoded by a thread pool. */
-type PageMode = 'rows' | 'arrow' | 'pool';
+/**
+ * How pages are read: JSON rows parsed here, Arrow pages, or JSON pages decoded by a thread pool
+ * into Arrow (`pool`, for batches) or into typed rows (`pool-rows`, for rows).
+ */
+type PageMode = 'rows' | 'arrow' | 'pool' | 'pool-rows';
 
 interface Started {
   readonly info: ResultInfo;
@@ -217,15 +233,51 @@ export class ResultStream implements AsyncIterable<Row> {
     return this.rows();
   }
 
-  async *rows(): AsyncGenerator<Row, void, undefined> {
+  rows(): AsyncGenerator<Row, void, undefined> {
+    return new RowCursor(this.#rowPages());
+  }
+
+  /** The pages of `rows()`, each a way to build its rows (decoded here, or by a decode thread). */
+  async *#rowPages(): AsyncGenerator<RowPage, void, undefined> {
     const started = await this.#start();
     // A first page that came as Arrow has no JSON rows: it is read again as JSON.
     if (started.first?.ipc !== undefined) started.first = undefined;
     const decode = compileRowDecoder(started.info.columns, { dates: this.#options.dates });
-    for await (const { page, offset, skip, take } of this.#pages(started, 'rows')) {
-      const rows = page.rows;
-      for (let i = skip; i < take; i++) yield decode(rows[i], offset + i);
+    const names = started.info.columns.map((c) => c.name);
+    const pool = this.#rowPool(started.info);
+    try {
+      for await (const { page, offset, skip, take } of this.#pages(started, pool === undefined ? 'rows' : 'pool-rows', pool)) {
+        const decoded = page.decoded;
+        if (decoded === undefined) {
+          const rows = page.rows;
+          yield { at: (i) => decode(rows[i], offset + i), next: skip, end: take, error: undefined };
+          continue;
+        }
+        const rowAt = unpackRows(decoded.packed, names);
+        const from = decoded.from;
+        const end = Math.min(take, from + decoded.packed.length);
+        // The thread decodes from the first row this read wants; fewer rows than wanted: a value failed.
+        const short = skip < from || end < take;
+        const error = short ? (decoded.error ?? new Error(`decode thread sent rows ${from} to ${end} of the page at offset ${offset}, rows ${skip} to ${take} were wanted`)) : undefined;
+        yield { at: (i) => rowAt(i - from), next: skip, end: skip < from ? skip : end, error };
+      }
+    } finally {
+      if (pool !== undefined && this.#options.decodeThreads !== undefined) await pool.close();
     }
+  }
+
+  /**
+   * The decode threads of `rows()`: as asked (`decodeThreads`), else the shared pool when enough pages
+   * are left to pay for starting threads (a thread costs a few hundred ms of CPU to start; a page
+   * takes some tens of ms to decode), else none.
+   */
+  #rowPool(info: ResultInfo): DecodePool | undefined {
+    const asked = this.#options.decodeThreads;
+    if (asked !== undefined) return asked === 0 ? undefined : new DecodePool(asked);
+    const rows = Math.min(info.totalRows, this.#options.endOffset ?? Number.POSITIVE_INFINITY) - (this.#options.startOffset ?? 0);
+    // The first page is read on this thread already.
+    const pagesLeft = Math.ceil(rows / info.pageSize) - 1;
+    return pagesLeft >= ROW_THREADS_MIN_PAGES && defaultRowThreads() > 0 ? sharedDecodePool() : undefined;
   }
 
   /** Arrow RecordBatches, all with the one schema of `schema()`. */
@@ -511,6 +563,13 @@ export class ResultStream implements AsyncIterable<Row> {
     if (answer.format === 'arrow') return { page: answer.page, httpBytes: answer.bytes, ipc: answer.ipc };
     if (pool === undefined) return { page: answer.parse(), httpBytes: answer.bytes };
     try {
+      if (mode === 'pool-rows') {
+        const o = this.#options;
+        // The rows this read yields from the page: the decode thread decodes no other.
+        const rows = { skip: Math.max(0, (o.startOffset ?? 0) - request.offset), take: (o.endOffset ?? Number.MAX_SAFE_INTEGER) - request.offset, dates: o.dates };
+        const decoded = await pool.decode(answer.body, request.offset, { rows });
+        return { page: decoded.page, httpBytes: answer.bytes, decoded: decoded.rows };
+      }
       const decoded = await pool.decode(answer.body, request.offset, this.#options.int256As === undefined ? {} : { int256As: this.#options.int256As });
       return { page: decoded.page, httpBytes: answer.bytes, ipc: decoded.ipc };
     } catch (error) {
@@ -533,7 +592,7 @@ export class ResultStream implements AsyncIterable<Row> {
   }
 
   /** A page with a result, and the same columns as the first page: one schema for the whole stream. */
-  #check(resolved: ResolvedSource, { page, httpBytes, ipc }: Fetched, columns: readonly ColumnSpec[] | undefined): RawPage {
+  #check(resolved: ResolvedSource, { page, httpBytes, ipc, decoded }: Fetched, columns: readonly ColumnSpec[] | undefined): RawPage {
     const result = page.result;
     const ctx = { method: 'stream', executionId: resolved.execution.id };
     if (result === undefined) {
@@ -550,7 +609,7 @@ export class ResultStream implements AsyncIterable<Row> {
         ctx,
       );
     }
-    return { rows: result.rows, ipc, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, httpBytes, metadata: m };
+    return { rows: result.rows, ipc, decoded, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, httpBytes, metadata: m };
   }
 }
 
@@ -602,6 +661,127 @@ function* pageBatches(page: RawPage, schema: Schema, skip: number, take: number,
 function compact(batch: RecordBatch): RecordBatch {
   const [copy] = RecordBatchReader.from(RecordBatchStreamWriter.writeAll([batch]).toUint8Array(true)).readAll();
   return copy!;
+}
+
+/** The rows of one page for `rows()`: row i is `at(i)` for i in `[next, end)`, then `error` if any. */
+interface RowPage {
+  readonly at: (i: number) => Row;
+  next: number;
+  readonly end: number;
+  readonly error: unknown;
+}
+
+const DONE: IteratorResult<Row, void> = Object.freeze({ done: true, value: undefined });
+
+/**
+ * The rows of a stream as an async generator, served from the current page without the machinery
+ * of an async generator per row (measured: a generator's `yield` costs about twice a settled
+ * promise, some 0.2 s per million rows). Calls are handled in order as a generator handles them;
+ * a failure (a value that does not decode, a page that cannot be read) ends it, and closing it
+ * (`return`, a `break` out of `for await`) closes the pages underneath, which stops their requests.
+ */
+class RowCursor implements AsyncGenerator<Row, void, undefined> {
+  readonly #pages: AsyncGenerator<RowPage, void, undefined>;
+  #page: RowPage | undefined;
+  #done = false;
+  /** The call still running (a page being read, the pages being closed); later calls wait for it. */
+  #queue: Promise<unknown> | undefined;
+
+  constructor(pages: AsyncGenerator<RowPage, void, undefined>) {
+    this.#pages = pages;
+  }
+
+  next(): Promise<IteratorResult<Row, void>> {
+    const page = this.#page;
+    if (this.#queue === undefined && !this.#done && page !== undefined && page.next < page.end) {
+      let value: Row;
+      try {
+        value = page.at(page.next++);
+      } catch (error) {
+        return this.#enqueue(() => this.#fail(error));
+      }
+      return Promise.resolve({ done: false, value });
+    }
+    return this.#enqueue(() => this.#advance());
+  }
+
+  return(): Promise<IteratorResult<Row, void>> {
+    return this.#enqueue(async () => {
+      this.#done = true;
+      this.#page = undefined;
+      await this.#pages.return(undefined);
+      return DONE;
+    });
+  }
+
+  throw(error: unknown): Promise<IteratorResult<Row, void>> {
+    return this.#enqueue(async () => {
+      this.#done = true;
+      this.#page = undefined;
+      await this.#pages.return(undefined);
+      throw error;
+    });
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.return();
+  }
+
+  #enqueue<T>(step: () => Promise<T>): Promise<T> {
+    const run = (this.#queue ?? Promise.resolve()).then(step);
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#queue = settled;
+    void settled.then(() => {
+      if (this.#queue === settled) this.#queue = undefined;
+    });
+    return run;
+  }
+
+  async #advance(): Promise<IteratorResult<Row, void>> {
+    for (;;) {
+      if (this.#done) return DONE;
+      const page = this.#page;
+      if (page !== undefined && page.next < page.end) {
+        let value: Row;
+        try {
+          value = page.at(page.next++);
+        } catch (error) {
+          return this.#fail(error);
+        }
+        return { done: false, value };
+      }
+      if (page?.error !== undefined) return this.#fail(page.error);
+      let got: IteratorResult<RowPage, void>;
+      try {
+        got = await this.#pages.next();
+      } catch (error) {
+        this.#done = true;
+        this.#page = undefined;
+        throw error;
+      }
+      if (got.done) {
+        this.#done = true;
+        this.#page = undefined;
+        return DONE;
+      }
+      this.#page = got.value;
+    }
+  }
+
+  /** Ends the rows with `error`, once the pages are closed (their requests stopped). */
+  async #fail(error: unknown): Promise<never> {
+    this.#done = true;
+    this.#page = undefined;
+    await this.#pages.return(undefined);
+    throw error;
+  }
 }
 
 /**

@@ -53,6 +53,19 @@ async function jobFile(name: string, out: string, extra = '', sql = SQL, connect
   return path;
 }
 
+/** Runs `sluice args` with slow pages and kills it (SIGKILL) once it has written a part. */
+async function killAfterAPart(args: string[]): Promise<void> {
+  svc.setFaults({ latency_ms: 150 });
+  try {
+    const doomed = startSluice([...args, '--log-format', 'json'], { env });
+    await doomed.waitFor(/"part written"/, 60_000);
+    doomed.child.kill('SIGKILL');
+    await doomed.done;
+  } finally {
+    svc.setFaults({ latency_ms: 0 });
+  }
+}
+
 /** The rows DuckDB reads from the committed output's files (in manifest order), as one text per row. */
 async function readBack(out: string): Promise<string[]> {
   const manifest = JSON.parse(await readFile(join(out, '_manifest.json'), 'utf8')) as { files: { path: string }[] };
@@ -116,15 +129,7 @@ describe('sharded runs (real processes, local folder)', () => {
     const first = await sluice(['run', file, '--shard', '0/2', '--run-id', runId, '--json'], { env });
     expect(first.code, first.stderr).toBe(0);
     expect(JSON.parse(first.stdout)).toMatchObject({ shard: 0, started_execution: true, outputs: [{ parts: 3, commit: 'waiting', waiting_for: [1] }] });
-    svc.setFaults({ latency_ms: 150 });
-    try {
-      const doomed = startSluice(['run', file, '--shard', '1/2', '--run-id', runId, '--log-format', 'json'], { env });
-      await doomed.waitFor(/"part written"/, 60_000);
-      doomed.child.kill('SIGKILL');
-      await doomed.done;
-    } finally {
-      svc.setFaults({ latency_ms: 0 });
-    }
+    await killAfterAPart(['run', file, '--shard', '1/2', '--run-id', runId]);
     // Killed: no commit, nothing at the output's place.
     await expect(readdir(out)).rejects.toMatchObject({ code: 'ENOENT' });
     const again = await sluice(['run', file, '--shard', '1/2', '--run-id', runId, '--json'], { env });
@@ -137,6 +142,33 @@ describe('sharded runs (real processes, local folder)', () => {
     expect(summary.outputs[0]!.commit).toBe('committed');
     expect(await readBack(out)).toEqual(EXPECTED);
     expect(await executionCount()).toBe(before + 1);
+  });
+
+  it('--workers within shards: each shard writes its parts with threads; the same rows, one commit; a killed threaded shard keeps what it finished', async () => {
+    const out = join(dir, 'threads');
+    const file = await jobFile('threads.yaml', out);
+    const run = await sluice(['run', file, '--processes', '2', '--workers', '2', '--json'], { env });
+    expect(run.code, run.stderr).toBe(0);
+    const summaries = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { shard: number; outputs: { commit: string; parts: number }[] });
+    expect(summaries.map((s) => s.outputs[0]!.parts).sort()).toEqual([3, 4]);
+    expect(run.stderr.match(/writing parts side by side/g)).toHaveLength(2);
+    expect(summaries.filter((s) => s.outputs[0]!.commit === 'committed')).toHaveLength(1);
+    expect(await readBack(out)).toEqual(EXPECTED);
+    // Killed mid-run with two threads, started again with two threads: parts it finished are kept.
+    const killedOut = join(dir, 'threads-killed');
+    const killedFile = await jobFile('threads-killed.yaml', killedOut);
+    const runId = 'threads-killed-1';
+    const first = await sluice(['run', killedFile, '--shard', '0/2', '--run-id', runId, '--workers', '2', '--json'], { env });
+    expect(first.code, first.stderr).toBe(0);
+    await killAfterAPart(['run', killedFile, '--shard', '1/2', '--run-id', runId, '--workers', '2']);
+    await expect(readdir(killedOut)).rejects.toMatchObject({ code: 'ENOENT' });
+    const again = await sluice(['run', killedFile, '--shard', '1/2', '--run-id', runId, '--workers', '2', '--json'], { env });
+    expect(again.code, again.stderr).toBe(0);
+    const summary = JSON.parse(again.stdout) as { outputs: { parts: number; resumed_parts: number; commit: string }[] };
+    expect(summary.outputs[0]).toMatchObject({ parts: 4, commit: 'committed' });
+    expect(summary.outputs[0]!.resumed_parts).toBeGreaterThanOrEqual(1);
+    expect(summary.outputs[0]!.resumed_parts).toBeLessThan(4);
+    expect(await readBack(killedOut)).toEqual(EXPECTED);
   });
 
   it('shard 0 killed while its execution runs: started again, it picks that execution up (one execution, charged once)', async () => {
@@ -246,15 +278,7 @@ describe('sharded runs to S3 (real processes; conditional writes enforced by the
     const file = await jobFile('s3-killed.yaml', 's3://lake/killed', s3Block());
     const first = await sluice(['run', file, '--shard', '0/2', '--run-id', 's3-killed-1'], { env });
     expect(first.code, first.stderr).toBe(0);
-    svc.setFaults({ latency_ms: 150 });
-    try {
-      const doomed = startSluice(['run', file, '--shard', '1/2', '--run-id', 's3-killed-1', '--log-format', 'json'], { env });
-      await doomed.waitFor(/"part written"/, 60_000);
-      doomed.child.kill('SIGKILL');
-      await doomed.done;
-    } finally {
-      svc.setFaults({ latency_ms: 0 });
-    }
+    await killAfterAPart(['run', file, '--shard', '1/2', '--run-id', 's3-killed-1']);
     expect((await s3.list('lake', 'killed/')).filter((k) => k.endsWith('_manifest.json') || k.endsWith('_SUCCESS'))).toEqual([]);
     const again = await sluice(['run', file, '--shard', '1/2', '--run-id', 's3-killed-1', '--json'], { env });
     expect(again.code, again.stderr).toBe(0);

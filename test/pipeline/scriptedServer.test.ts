@@ -67,7 +67,7 @@ async function serve(script: ResultScript) {
 }
 
 describe('a value that does not fit its column, through stream()', () => {
-  it('rejects with ValueDecodeError naming column, row offset and value; the rows before arrive; requests in flight are settled', async () => {
+  it.each([0, 2])('rejects with ValueDecodeError naming column, row offset and value; the rows before arrive; requests in flight are settled (decode threads: %i)', async (decodeThreads) => {
     const { server, client } = await serve({
       names: ['id', 'n'],
       types: ['integer', 'bigint'],
@@ -79,7 +79,7 @@ describe('a value that does not fit its column, through stream()', () => {
     const seen: unknown[] = [];
     const started = performance.now();
     const error = await (async () => {
-      for await (const row of stream(client, { executionId: ID }, { pageSize: 2, concurrency: 4 })) seen.push(row['id']);
+      for await (const row of stream(client, { executionId: ID }, { pageSize: 2, concurrency: 4, decodeThreads })) seen.push(row['id']);
     })().catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(ValueDecodeError);

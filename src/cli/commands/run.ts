@@ -52,7 +52,8 @@ export const runCommand = defineCommand({
     'One export across processes or machines: start the same command once per shard with --shard I/N',
     '(or --shards N under a Kubernetes Indexed Job) and a run id they share. Shard 0 starts the',
     'execution once and writes the plan; each shard writes its own parts; the last to finish commits.',
-    '--processes N does the same with N local processes.',
+    '--processes N does the same with N local processes. --workers applies to each shard: its parts are',
+    'written by that many threads side by side.',
   ].join('\n'),
   async run({ io, values, positionals, log, signal }) {
     const file = positionals[0]!;
@@ -66,7 +67,14 @@ export const runCommand = defineCommand({
     if (processes !== undefined && !flag(values, 'plan')) {
       if (shard !== undefined) throw new UsageError(`--processes starts the shards itself: leave out ${shard.from}`);
       if (!flag(values, 'plan') && stringOption(values, 'execution') !== undefined) throw new UsageError('--processes runs the export: leave out --execution');
-      const args = [file, ...listOption(values, 'job').flatMap((j) => ['--job', j]), ...(flag(values, 'json') ? ['--json'] : []), ...(flag(values, 'fresh') ? ['--fresh'] : []), '--no-progress'];
+      const args = [
+        file,
+        ...listOption(values, 'job').flatMap((j) => ['--job', j]),
+        ...(flag(values, 'json') ? ['--json'] : []),
+        ...(flag(values, 'fresh') ? ['--fresh'] : []),
+        ...(workers === undefined ? [] : ['--workers', String(workers)]),
+        '--no-progress',
+      ];
       return spawnShards({ io, log, signal, processes, args, runId: stringOption(values, 'run-id') });
     }
     if (shard !== undefined && jobs.length !== 1) throw new UsageError(`${shard.from}: a sharded run exports one job: name it with --job (the file has ${jobFile.jobs.map((j) => j.name).join(', ')})`);
@@ -96,7 +104,13 @@ export const runCommand = defineCommand({
       if (shard !== undefined) {
         const job = jobs[0]!;
         try {
-          const summary = await runShard(job, { client: connection.client, shard, signal, events: { onInfo: (message, fields) => log.info(message, fields) } });
+          const summary = await runShard(job, {
+            client: connection.client,
+            shard,
+            signal,
+            events: { onInfo: (message, fields) => log.info(message, fields) },
+            ...(workers === undefined ? {} : { workers }),
+          });
           await writeOut(summaryOut, json ? `${JSON.stringify(shardFields(summary))}\n` : formatShard(summary));
           return EXIT.ok;
         } catch (error) {

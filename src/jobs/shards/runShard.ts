@@ -10,6 +10,8 @@ import { describeSchema, type Manifest, manifestSchema, MANIFEST_NAME } from '..
 import { manifestCommit } from '../../export/manifestCommit.ts';
 import type { ResolvedOutput } from '../../export/outputConfig.ts';
 import { PartFile } from '../../export/partFile.ts';
+import { resolveWorkers, type Workers } from '../../export/partPlan.ts';
+import { writeParts as writePartsInThreads } from '../../export/partWorkers.ts';
 import { partFileName } from '../../export/partFileName.ts';
 import { commitShards, sameExport, type ShardCommitOutcome } from '../../export/shardCommit.ts';
 import { type Destination, PreconditionFailedError, type SharedArea } from '../../kit/index.ts';
@@ -51,6 +53,8 @@ export interface RunShardOptions {
   readonly events?: ShardEvents;
   /** How long a shard other than 0 waits for shard 0's plan (default 30 minutes). */
   readonly planWaitMs?: number;
+  /** Threads writing this shard's parts side by side; overrides the job's `workers` (`--workers`). */
+  readonly workers?: Workers;
 }
 
 export interface ShardOutputSummary {
@@ -345,15 +349,18 @@ async function writeParts(job: Job, output: ResolvedOutput, plan: Plan, area: Sh
   const mine = plan.parts.filter((p) => p.shard === shard.index);
   const journalBody = await area.read(journalName(shard.index), signal);
   const journal = journalBody === undefined ? undefined : safeDecode(journalBody);
+  // Parts written by threads complete in any order, so any journaled part can be kept; one thread
+  // reads its parts in one pass from the first missing row, so it keeps only a leading run of them.
+  const threads = Math.min(resolveWorkers(options.workers ?? job.workers), mine.length);
   const kept: WrittenPart[] = [];
   if (journal !== undefined && journal.execution_id === plan.execution_id) {
     for (const part of mine) {
       const entry = journal.parts.find((p) => p.path === part.path && p.first_row === part.first_row && p.rows === part.rows);
-      if (entry === undefined || (await area.size(part.path, signal)) !== entry.bytes) break;
-      kept.push(entry);
+      if (entry !== undefined && (await area.size(part.path, signal)) === entry.bytes) kept.push(entry);
+      else if (threads === 1) break;
     }
   }
-  const todo = mine.slice(kept.length);
+  const todo = mine.filter((part) => !kept.some((k) => k.path === part.path));
   if (kept.length > 0) options.events?.onInfo?.('parts kept from a killed attempt', { job: job.name, shard: shard.index, parts: kept.length });
   const read: StreamOptions = {
     signal,
@@ -366,13 +373,43 @@ async function writeParts(job: Job, output: ResolvedOutput, plan: Plan, area: Sh
   const result = stream(options.client, { executionId: plan.execution_id }, read);
   const schema = await result.schema();
   const parts = [...kept];
-  if (todo.length > 0) {
+  const reader = threads > 1 && todo.length > 1 ? await result.rangeReader() : undefined;
+  if (reader !== undefined) {
+    // Side by side, each part read, decoded and encoded by a part thread, stored in the shared area
+    // as the serial path stores it; the journal lists parts as they complete, in any order.
+    const format = output.format.create(output.formatConfig);
+    options.events?.onInfo?.('writing parts side by side', { job: job.name, shard: shard.index, threads, parts: todo.length });
+    await writePartsInThreads({
+      threads,
+      read: reader,
+      schema,
+      format: { module: output.format.module!, type: output.format.type, config: output.formatConfig, contentType: format.contentType },
+      parts: todo.map((p) => ({ range: { index: Math.round(p.first_row / plan.rows_per_part), firstRow: p.first_row, rows: p.rows }, name: p.path })),
+      tx: area,
+      signal,
+      onPart: async (part) => {
+        parts.push({ path: part.name, first_row: part.range.firstRow, rows: part.range.rows, bytes: part.bytes, sha256: part.sha256 });
+        parts.sort((a, b) => a.first_row - b.first_row);
+        await area.save(journalName(shard.index), encode({ version: 1 as const, execution_id: plan.execution_id, parts }), signal);
+        options.events?.onInfo?.('part written', { job: job.name, shard: shard.index, part: part.name, rows: part.range.rows, bytes: part.bytes });
+      },
+    });
+  } else if (todo.length > 0) {
     const format = output.format.create(output.formatConfig);
     const journaled = { version: 1 as const, execution_id: plan.execution_id, parts };
     const batches = result.batches()[Symbol.asyncIterator]();
     let pending: RecordBatch | undefined;
     try {
+      // The row of the result `pending` starts at: rows of kept parts between two missing ones are skipped.
+      let position = todo[0]!.first_row;
       for (const part of todo) {
+        while (position < part.first_row) {
+          pending ??= (await batches.next()).value as RecordBatch | undefined;
+          if (pending === undefined) break;
+          const skip = Math.min(pending.numRows, part.first_row - position);
+          position += skip;
+          pending = skip === pending.numRows ? undefined : pending.slice(skip);
+        }
         const file = new PartFile(area, format, schema, part.path, {}, signal, part.first_row);
         try {
           while (file.rows < part.rows) {
@@ -381,6 +418,7 @@ async function writeParts(job: Job, output: ResolvedOutput, plan: Plan, area: Sh
             const room = part.rows - file.rows;
             const piece = pending.numRows <= room ? pending : pending.slice(0, room);
             pending = piece === pending ? undefined : pending.slice(room);
+            position += piece.numRows;
             await file.push(piece);
           }
         } catch (error) {

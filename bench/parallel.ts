@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ServiceClient } from '../src/client/index.ts';
 import type { BatchesInput, BatchesResult, CaseInput, CaseResult } from './parallelCase.ts';
+import type { Workers } from '../src/export/partPlan.ts';
 import { defaultDecodeThreads, defaultRowThreads } from '../src/pipeline/decodePool.ts';
 import { stream, type StreamOptions } from '../src/pipeline/stream.ts';
 import type { StreamSource } from '../src/pipeline/source.ts';
@@ -99,8 +100,9 @@ export async function run(): Promise<void> {
     }
     // Parts in parallel: each case in a process of its own (its peak RSS, threads included, is its own).
     const sizes = process.env.BENCH_BIG === '1' ? [ROWS, ROWS * 5] : [ROWS];
-    const counts = [...new Set([1, 2, availableParallelism(), 4])].sort((a, b) => a - b);
-    const label = (n: number) => `${n}${n === availableParallelism() ? ' (auto)' : ''}${n > availableParallelism() ? ' (over-subscribed)' : ''}`;
+    // auto: as `workers: auto` decides (one thread per core at most, and only as many as the rows pay for on the wire).
+    const counts: Workers[] = [1, 2, 'auto', 4];
+    const label = (n: Workers) => (n === 'auto' ? `auto (${availableParallelism()} cores)` : `${n}${n > availableParallelism() ? ' (over-subscribed)' : ''}`);
     for (const size of sizes) {
       console.log(`\nexport of ${fmt(size)} rows to zstd Parquet, parts of ${fmt(PART_ROWS)} rows (writeExport with workers), vs DuckDB COPY of the same rows:`);
       const duckMs = await duckdbCopy(dataDir, size);

@@ -6,6 +6,8 @@ import { rm } from 'node:fs/promises';
 import { builtins } from '../connectors/index.ts';
 import { ServiceClient } from '../src/client/index.ts';
 import { resolveOutput, writeExport } from '../src/export/index.ts';
+import type { Workers } from '../src/export/partPlan.ts';
+import { startThreadsFor } from '../src/export/writeExport.ts';
 import { stream } from '../src/pipeline/stream.ts';
 
 export interface CaseInput {
@@ -13,7 +15,7 @@ export interface CaseInput {
   readonly key: string;
   readonly executionId: string;
   readonly wire: 'json' | 'arrow';
-  readonly workers: number;
+  readonly workers: Workers;
   readonly out: string;
   readonly rowsPerFile: number;
 }
@@ -42,11 +44,16 @@ export async function exportCase(input: CaseInput): Promise<void> {
   const elu = performance.eventLoopUtilization();
   const cpu = process.cpuUsage();
   const t = performance.now();
+  const output = resolveOutput({ format: 'parquet', format_options: { compression: 'zstd' }, path: input.out, max_rows_per_file: input.rowsPerFile }, builtins);
   const s = stream(client, { executionId: input.executionId }, { wire: input.wire });
+  // As `sluice run` does: the part threads start once the result's size is known, and load their
+  // code while the first page is read.
+  const { status } = await s.ready();
+  startThreadsFor(output, input.workers, status.result_metadata?.total_row_count ?? 0, input.wire);
   const info = await s.info();
   const summary = await writeExport(
     { schema: await s.schema(), batches: s.batches(), meta: { executionId: info.executionId, totalRowCount: info.totalRows }, parts: await s.rangeReader() },
-    resolveOutput({ format: 'parquet', format_options: { compression: 'zstd' }, path: input.out, max_rows_per_file: input.rowsPerFile }, builtins),
+    output,
     { workers: input.workers },
   );
   const ms = performance.now() - t;

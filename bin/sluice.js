@@ -12,6 +12,10 @@ if (major < 24) {
   process.stderr.write(`sluice needs Node 24 (this is Node ${process.versions.node})${how}\n`);
   process.exit(2);
 }
+// Node's module compile cache (NODE_COMPILE_CACHE moves it, NODE_DISABLE_COMPILE_CACHE=1 turns it
+// off): later runs skip compiling (and, from the sources, type-stripping) what they load. A cache
+// directory that cannot be created or written only means no cache.
+(await import('node:module')).enableCompileCache?.();
 const { main } = await import(fromSource ? '../src/cli/main.ts' : '../dist/src/cli/main.js');
 
 process.exitCode = await main(process.argv.slice(2));

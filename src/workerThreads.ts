@@ -1,5 +1,6 @@
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Worker, type WorkerOptions } from 'node:worker_threads';
 
 /** Flags a worker thread takes over from the process: module loading and warnings. */
 const KEPT_FLAGS = new Set(['--import', '--require', '-r', '--conditions', '-C', '--loader', '--experimental-loader']);
@@ -31,3 +32,14 @@ export function workerExecArgv(execArgv: readonly string[] = process.execArgv): 
 export function workerModuleUrl(base: string, importMetaUrl: string): URL {
   return new URL(`./${base}${extname(fileURLToPath(importMetaUrl))}`, importMetaUrl);
 }
+
+/**
+ * Starts the worker thread module `base` beside `importMetaUrl` (see `workerModuleUrl`) with the
+ * process's loading flags, through threadEntry, which turns on Node's compile cache for the thread
+ * first. Every thread sluice starts (part threads, decode threads, the service thread) starts here.
+ */
+export function startWorker(base: string, importMetaUrl: string, options: Omit<WorkerOptions, 'argv' | 'execArgv' | 'eval'> = {}): Worker {
+  return new Worker(ENTRY_URL, { ...options, argv: [workerModuleUrl(base, importMetaUrl).href], execArgv: workerExecArgv() });
+}
+
+const ENTRY_URL = workerModuleUrl('threadEntry', import.meta.url);

@@ -1,6 +1,7 @@
 export {
   openExport,
   writeExport,
+  startThreadsFor,
   type OpenedExport,
   type OpenExportOptions,
   type ExportInput,
@@ -21,5 +22,5 @@ export { escapeHivePathName, hiveSegment, HIVE_DEFAULT_PARTITION } from './hive.
 export { partFileName } from './partFileName.ts';
 export { AppendConflictError, ManifestInvalidError, RowCountMismatchError, SchemaDriftError } from './errors.ts';
 export * from './iceberg/index.ts';
-export { planParts, resolveWorkers, serialReason, type PartRange, type Workers } from './partPlan.ts';
-export { writeParts, CHUNKS_IN_FLIGHT, CHUNK_BYTES, type PartToWrite, type WritePartsOptions, type WrittenPart } from './partWorkers.ts';
+export { MIN_ROWS_PER_THREAD, partThreadCount, planParts, resolveWorkers, serialReason, type PartRange, type Workers } from './partPlan.ts';
+export { startPartThreads, writeParts, CHUNKS_IN_FLIGHT, CHUNK_BYTES, type PartToWrite, type WritePartsOptions, type WrittenPart } from './partWorkers.ts';

@@ -56,3 +56,26 @@ export function serialReason(resolved: ResolvedOutput, multiFile: boolean): stri
   if (resolved.format.module === undefined) return `the ${resolved.format.type} format names no module a worker thread can load`;
   return undefined;
 }
+
+/**
+ * Rows a part thread must have, on each wire, to pay for starting it (`workers: auto`): about a
+ * second of work, four times what the thread costs before its first row (~0.25 s of CPU: loading
+ * the client, apache-arrow and the format from Node's compile cache). Measured on two cores with
+ * `npm run bench -- parallel` (1M rows to zstd Parquet): a JSON row costs ~4.3 µs of CPU end to end
+ * and an Arrow row ~1.1 µs; over JSON two threads beat one at 1M rows, over Arrow they lost
+ * (wall 1.2 s against 0.85 s: the start-up of the second thread is as much as its share of the work).
+ */
+export const MIN_ROWS_PER_THREAD = { json: 250_000, arrow: 1_000_000 } as const;
+
+/**
+ * The part threads an export of `totalRows` rows in parts of `rowsPerPart` runs: never more than
+ * its parts; with `auto`, at most one per core and only as many as have `MIN_ROWS_PER_THREAD` rows
+ * each on the wire the rows come over (at least one). A count asked for is kept (up to the parts).
+ */
+export function partThreadCount(workers: Workers | undefined, totalRows: number, rowsPerPart: number, wire: 'json' | 'arrow' | undefined): number {
+  const parts = Math.max(1, Math.ceil(totalRows / Math.max(1, rowsPerPart)));
+  const asked = resolveWorkers(workers);
+  if (workers !== 'auto') return Math.min(asked, parts);
+  const perThread = MIN_ROWS_PER_THREAD[wire ?? 'json'];
+  return Math.max(1, Math.min(asked, parts, Math.floor(totalRows / perThread)));
+}

@@ -4,7 +4,7 @@ import { ServiceClient } from '../client/service-client.ts';
 import type { Format, FormatDescriptor } from '../kit/index.ts';
 import { stream } from '../pipeline/stream.ts';
 import { sendError } from '../threadErrors.ts';
-import { CHUNK_BYTES, CHUNKS_IN_FLIGHT, type FromPartThread, type PartJob, type ToPartThread } from './partWorkers.ts';
+import { CHUNK_BYTES, CHUNKS_IN_FLIGHT, type FromPartThread, type PartFormat, type PartJob, type ToPartThread } from './partMessages.ts';
 
 /**
  * A part thread: writes whole parts of an export, one at a time. For each it reads the part's rows
@@ -30,6 +30,13 @@ port.on('message', (message: ToPartThread) => {
     }
     return;
   }
+  if (message.type === 'warm') {
+    // A failure to load shows again, with its cause, on the first part that needs the format.
+    void formatOf(message.format)
+      .then((format) => format.load?.())
+      .catch(() => undefined);
+    return;
+  }
   void runPart(message);
 });
 
@@ -38,7 +45,7 @@ async function runPart(job: PartJob): Promise<void> {
   const state = { id: job.id, controller, acked: 0, sent: 0, wake: undefined as (() => void) | undefined };
   current = state;
   try {
-    const format = await formatOf(job);
+    const format = await formatOf(job.format);
     const schema = RecordBatchReader.from(job.schema).open().schema as Schema;
     const client = clientOf(job);
     let last = { rows: 0, bytes: 0, httpBytes: 0 };
@@ -110,16 +117,16 @@ async function runPart(job: PartJob): Promise<void> {
   }
 }
 
-function formatOf(job: PartJob): Promise<Format> {
-  const key = `${job.format.module}\n${job.format.type}\n${JSON.stringify(job.format.config)}`;
+function formatOf(wanted: PartFormat): Promise<Format> {
+  const key = `${wanted.module}\n${wanted.type}\n${JSON.stringify(wanted.config)}`;
   let format = formats.get(key);
   if (format === undefined) {
     format = (async () => {
-      const exports = (await import(job.format.module)) as Record<string, unknown>;
-      const descriptor = Object.values(exports).find((v): v is FormatDescriptor => isDescriptor(v) && v.type === job.format.type);
-      if (descriptor === undefined) throw new Error(`${job.format.module} exports no format of type ${job.format.type}`);
+      const exports = (await import(wanted.module)) as Record<string, unknown>;
+      const descriptor = Object.values(exports).find((v): v is FormatDescriptor => isDescriptor(v) && v.type === wanted.type);
+      if (descriptor === undefined) throw new Error(`${wanted.module} exports no format of type ${wanted.type}`);
       // Validated and defaulted by the owning thread (resolveOutput): handed over as it came out.
-      return descriptor.create(job.format.config as never);
+      return descriptor.create(wanted.config as never);
     })();
     formats.set(key, format);
   }

@@ -1,42 +1,16 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { type Schema, Table, tableToIPC } from 'apache-arrow';
 import type { Transaction } from '../kit/index.ts';
 import { DEFAULT_CONCURRENCY } from '../pipeline/fetchOrdered.ts';
 import type { RangeReader } from '../pipeline/stream.ts';
-import { reviveError, type SentError } from '../threadErrors.ts';
-import { workerExecArgv, workerModuleUrl } from '../workerThreads.ts';
+import { reviveError } from '../threadErrors.ts';
+import { startWorker } from '../workerThreads.ts';
 import { RowCountMismatchError } from './errors.ts';
 import { storeFile } from './partFile.ts';
 import type { PartRange } from './partPlan.ts';
+import type { FromPartThread, PartFormat, PartJob, ToPartThread } from './partMessages.ts';
 
-/**
- * Encoded chunks a part thread may send ahead of what the destination has taken: with `CHUNK_BYTES`
- * each, the bound on a part's bytes in flight between the threads (the encoder's own unit of work,
- * a row group, comes on top, in the part thread).
- */
-export const CHUNKS_IN_FLIGHT = 4;
-/** Encoded bytes gathered into one message: fewer, larger hand-overs. */
-export const CHUNK_BYTES = 1 << 20;
-
-/** A part to write, as a part thread receives it. */
-export interface PartJob {
-  readonly type: 'part';
-  readonly id: number;
-  readonly read: Pick<RangeReader, 'connection' | 'executionId' | 'options'>;
-  /** The export's Arrow schema as an IPC stream (no batches): the files carry its metadata. */
-  readonly schema: Uint8Array;
-  readonly format: { readonly module: string; readonly type: string; readonly config: unknown };
-  readonly firstRow: number;
-  readonly rows: number;
-}
-
-export type ToPartThread = PartJob | { readonly type: 'ack'; readonly id: number; readonly acked: number };
-
-export type FromPartThread =
-  | { readonly type: 'chunk'; readonly id: number; readonly bytes: Uint8Array }
-  | { readonly type: 'page'; readonly id: number; readonly rows: number; readonly bytes: number; readonly httpBytes: number }
-  | { readonly type: 'done'; readonly id: number; readonly rows: number }
-  | { readonly type: 'error'; readonly id: number; readonly error: SentError };
+export { CHUNK_BYTES, CHUNKS_IN_FLIGHT } from './partMessages.ts';
 
 /** One part of an export to write: its row range and the file name it is stored as. */
 export interface PartToWrite {
@@ -93,7 +67,10 @@ export async function writeParts(options: WritePartsOptions): Promise<WrittenPar
   options.signal?.addEventListener('abort', onAbort, { once: true });
   const schemaIpc = tableToIPC(new Table(options.schema), 'stream');
   // The read's page requests shared among the threads, two at least per thread (one fetching while
-  // one is decoded), none fetched ahead: each parsed page is the bulk of a thread's memory.
+  // one is decoded), none fetched ahead: each parsed page is the bulk of a thread's memory. Measured
+  // (1M rows, 2 threads, CPU s / peak RSS): over JSON, prefetch 1 5.8 s / 540 MB and concurrency 3
+  // 5.7 s / 562 MB against 5.9 s / 526 MB as here; over Arrow prefetch 1 and concurrency 3 no faster
+  // either: a thread's pages come faster than it decodes and encodes them, so more ahead only waits.
   const perThread = Math.max(2, Math.ceil((options.read.options.concurrency ?? DEFAULT_CONCURRENCY) / Math.max(1, threads)));
   const readOptions = { ...options.read.options, concurrency: perThread, prefetch: 0 };
   const written: WrittenPart[] = [];
@@ -152,11 +129,34 @@ const idle = new Set<PartThread>();
 
 /**
  * The young generation of a part thread's heap, MB. V8 sizes it per isolate, and each thread's
- * parsed pages die young: measured on 1M rows with 2 threads (`npm run bench -- parallel`), 16 MB
- * took the export's peak RSS from 716 MB to 523 MB for about the same CPU time (8 MB: 508 MB, 10% more CPU).
+ * parsed pages die young. Measured on 1M rows over JSON with 2 threads (`npm run bench -- parallel`,
+ * two runs each, CPU s of the export process / its peak RSS): V8's default 5.7-5.9 s / 793-801 MB,
+ * 64 MB 5.7-6.0 s / 665-669 MB, 32 MB 5.7-5.8 s / 599-613 MB, 16 MB 5.6-6.0 s / 544-550 MB; the CPU
+ * time is the same within the noise, the memory is not. 8 MB, measured before: 508 MB for 10% more CPU.
  */
 const PART_THREAD_YOUNG_MB = 16;
 export const IDLE_MS = 10_000;
+
+/**
+ * Starts part threads ahead of an export that will use `count` of them (idle ones count), so that
+ * their start-up (loading the client, apache-arrow and, with `format`, the format's code: a few
+ * hundred ms of CPU each) runs while the caller waits for the first page or stages the output,
+ * instead of in front of the first part. They wait as threads an export left do: idle, ended after
+ * `IDLE_MS` unless an export takes them.
+ */
+export function startPartThreads(count: number, format?: PartFormat): void {
+  if (format !== undefined) for (const thread of idle) thread.warm(format);
+  for (let i = idle.size; i < count; i++) {
+    const thread = newThread();
+    if (format !== undefined) thread.warm(format);
+    void release(thread);
+  }
+}
+
+/** Part threads waiting for an export (started ahead, or left by one). */
+export function idlePartThreads(): number {
+  return idle.size;
+}
 
 function acquire(): PartThread {
   for (const thread of idle) {
@@ -164,7 +164,11 @@ function acquire(): PartThread {
     thread.wake();
     return thread;
   }
-  return new PartThread(new Worker(PART_THREAD_URL, { execArgv: workerExecArgv(), resourceLimits: { maxYoungGenerationSizeMb: PART_THREAD_YOUNG_MB } }));
+  return newThread();
+}
+
+function newThread(): PartThread {
+  return new PartThread(startWorker('partThread', import.meta.url, { resourceLimits: { maxYoungGenerationSizeMb: PART_THREAD_YOUNG_MB } }));
 }
 
 async function release(thread: PartThread): Promise<void> {
@@ -172,8 +176,6 @@ async function release(thread: PartThread): Promise<void> {
   idle.add(thread);
   thread.sleep(IDLE_MS, () => idle.delete(thread));
 }
-
-const PART_THREAD_URL = workerModuleUrl('partThread', import.meta.url);
 
 /** The owning side of one part thread: runs one part at a time, hands its chunks over as they come. */
 class PartThread {
@@ -211,6 +213,11 @@ class PartThread {
   wake(): void {
     clearTimeout(this.#idleTimer);
     this.#worker.ref();
+  }
+
+  /** Loads `format`'s code in the thread now (nothing to answer; a failure shows on the first part). */
+  warm(format: PartFormat): void {
+    if (!this.#stopped) this.#worker.postMessage({ type: 'warm', format } satisfies ToPartThread);
   }
 
   run(job: PartJob, read: RangeReader): { chunks: AsyncIterable<Uint8Array>; rows: Promise<number> } {

@@ -14,8 +14,9 @@ import { type PartitionRun, partitioner } from './partitions.ts';
 import type { ResolvedOutput } from './outputConfig.ts';
 import { type KeepParts, noResume, recover, type Resume } from './resume.ts';
 import type { RangeReader } from '../pipeline/stream.ts';
-import { planParts, resolveWorkers, serialReason, type Workers } from './partPlan.ts';
-import { writeParts } from './partWorkers.ts';
+import { partThreadCount, planParts, resolveWorkers, serialReason, type Workers } from './partPlan.ts';
+import type { PartFormat } from './partMessages.ts';
+import { startPartThreads, writeParts } from './partWorkers.ts';
 
 /** What the pipeline hands over: one schema, batches that all use it, and the execution's identity. */
 export interface ExportInput {
@@ -107,8 +108,36 @@ export async function writeExport(input: ExportInput, output: ResolvedOutput, op
       { path: 'workers', message: 'part threads read their rows themselves: pass input.parts (await stream.rangeReader()), or leave workers at 1', value: asked },
     ]);
   }
-  const opened = await openExport(output, input.meta, { ...options, workers: input.parts === undefined ? 1 : asked });
+  const splits = asked > 1 && input.parts !== undefined && serialReason(output, output.sink.multiFile !== false) === undefined;
+  // The threads its parts are worth (one: this thread writes them, no thread to start).
+  const threads = splits ? partThreadCount(options.workers, input.parts!.totalRows, output.maxRowsPerFile, wireOf(input.parts!)) : undefined;
+  if (threads !== undefined && threads > 1) startThreadsFor(output, threads, input.parts!.totalRows);
+  const opened = await openExport(output, input.meta, { ...options, workers: input.parts === undefined ? 1 : (threads ?? options.workers ?? 1) });
   return opened.write(input, options);
+}
+
+/**
+ * Starts the part threads an export of `output` will use (see `partThreadCount`), when its parts
+ * can be written by threads at all, so that they load their code while the caller still stages the
+ * output, waits for the result or reads its first page. `wire`: the wire the rows will come over,
+ * when known (the JSON wire's smaller threshold otherwise: at worst, a thread started for nothing
+ * idles and ends).
+ */
+export function startThreadsFor(output: ResolvedOutput, workers: Workers | undefined, totalRows: number, wire?: 'json' | 'arrow'): void {
+  if (resolveWorkers(workers) <= 1 || serialReason(output, output.sink.multiFile !== false) !== undefined) return;
+  if (commitFor(output).prepare !== undefined) return;
+  const count = partThreadCount(workers, totalRows, output.maxRowsPerFile, wire);
+  // One thread's worth: the calling thread writes the output (see `writeExport`), no thread to start.
+  if (count > 1) startPartThreads(count, partFormatOf(output));
+}
+
+function partFormatOf(output: ResolvedOutput): PartFormat {
+  return { module: output.format.module!, type: output.format.type, config: output.formatConfig };
+}
+
+function wireOf(reader: RangeReader): 'json' | 'arrow' | undefined {
+  const wire = reader.options.wire;
+  return wire === 'json' || wire === 'arrow' ? wire : undefined;
 }
 
 export interface OpenExportOptions {
@@ -205,7 +234,8 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
         let files: FileEntry[];
         if (workers > 1) {
           if (input.parts === undefined) throw new Error(`openExport: opened for ${workers} workers, but write was given no input.parts to read the parts from`);
-          files = await writeInParallel(input, input.parts, workers, resolved, format, tx, { ...writeOptions, signal }, resume.kept, record);
+          const threads = partThreadCount(options.workers === 'auto' ? 'auto' : workers, input.parts.totalRows, resolved.maxRowsPerFile, wireOf(input.parts));
+          files = await writeInParallel(input, input.parts, threads, resolved, format, tx, { ...writeOptions, signal }, resume.kept, record);
         } else {
           files = await writeFiles(input, resolved, format, tx, { ...writeOptions, signal }, from);
         }
@@ -446,7 +476,7 @@ async function writeInParallel(
     threads: workers,
     read: reader,
     schema: input.schema,
-    format: { module: resolved.format.module!, type: resolved.format.type, config: resolved.formatConfig, contentType: format.contentType },
+    format: { ...partFormatOf(resolved), contentType: format.contentType },
     parts: parts.map((range) => ({ range, name: partFileName(executionId, range.index, format.extension) })),
     tx,
     signal: options.signal,

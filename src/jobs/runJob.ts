@@ -3,9 +3,9 @@ import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
 import type { Commit } from '../export/commit.ts';
 import { commitFor } from '../export/commitFor.ts';
-import { openExport, type ExportSummary, type OpenedExport } from '../export/writeExport.ts';
+import { openExport, startThreadsFor, type ExportSummary, type OpenedExport } from '../export/writeExport.ts';
 import { checkOutputs } from '../export/checkOutputs.ts';
-import { resolveWorkers, type Workers } from '../export/partPlan.ts';
+import { partThreadCount, resolveWorkers, serialReason, type Workers } from '../export/partPlan.ts';
 import { type ResultStream, stream } from '../pipeline/stream.ts';
 import type { Progress } from '../pipeline/progress.ts';
 import type { StreamSource } from '../pipeline/source.ts';
@@ -300,6 +300,12 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
 
     // 3. Outputs: skip those already committed for this execution, write the rest from one read.
     const totalRows = job.result?.filters === undefined ? status.result_metadata?.total_row_count : undefined;
+    const asked: Workers = options.workers ?? job.workers ?? 1;
+    if (totalRows !== undefined && plan === undefined) {
+      // Part threads load their code while the outputs are checked and staged and the first page is read.
+      const wire = job.wire === 'json' || job.wire === 'arrow' ? job.wire : undefined;
+      for (const output of job.outputs) startThreadsFor(output, asked, totalRows, wire);
+    }
     const summaries: (OutputSummary | undefined)[] = new Array(job.outputs.length).fill(undefined);
     const pending: number[] = [];
     for (const [i, output] of job.outputs.entries()) {
@@ -315,7 +321,7 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
     const committedCursors: (string | undefined)[] = plan === undefined ? [] : plan.committed.map((c) => c?.value);
     if (pending.length > 0) {
       const cursors = plan === undefined || kind === undefined ? undefined : { plan, kind };
-      const workers = resolveWorkers(options.workers ?? job.workers);
+      const workers = resolveWorkers(asked);
       if (workers > 1 && job.result?.filters !== undefined) {
         events?.onWarning?.('result.filters: the outputs are written by one thread (parts need row offsets, and the service does not count the rows a filter keeps)', { workers });
       }
@@ -323,7 +329,9 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
         events?.onWarning?.('incremental: the outputs are written by one thread (each drops the rows it holds already, from the one read)', { workers });
       }
       const written = await exportAll(job, pending, executionId, result, controller, signal, (pageSize) => (reportedPageSize = pageSize), {
-        workers: job.result?.filters === undefined && cursors === undefined ? workers : 1,
+        workers: job.result?.filters === undefined && cursors === undefined ? asked : 1,
+        totalRows,
+        wire: job.wire === 'json' || job.wire === 'arrow' ? job.wire : undefined,
         ...(events?.onWarning === undefined ? {} : { warn: events.onWarning }),
       }, cursors);
       fetchedRows = written.fetchedRows;
@@ -398,7 +406,7 @@ async function exportAll(
   controller: AbortController,
   stop: AbortSignal,
   onPageSize: (pageSize: number) => void,
-  parallel: { readonly workers: number; readonly warn?: (message: string, fields: Record<string, unknown>) => void },
+  parallel: { readonly workers: Workers; readonly totalRows?: number | undefined; readonly wire?: 'json' | 'arrow' | undefined; readonly warn?: (message: string, fields: Record<string, unknown>) => void },
   incremental?: { plan: CursorPlan; kind: CursorKind },
 ): Promise<Written> {
   const opened: OpenedExport[] = [];
@@ -414,7 +422,7 @@ async function exportAll(
           ...(incremental === undefined ? { resume: { attemptId: resumeAttemptId(job.name, executionId, output) } } : {}),
           // Stopped from outside (SIGTERM): finished parts survive for the next run, as after a kill.
           keepOnStop: stop,
-          workers: parallel.workers,
+          workers: threadsFor(output, parallel),
         }),
       );
       const why = opened.at(-1)!.serialReason;
@@ -494,6 +502,18 @@ async function exportAll(
     // Exports that never got to write (the read could not start) give their staging back.
     await Promise.allSettled(opened.map((o) => o.discard(controller.signal.reason)));
   }
+}
+
+/**
+ * The part threads an output's rows are worth (see `partThreadCount`): one when they pay for no
+ * thread (this thread then writes the output). With `auto` and the wire not known before the first
+ * page, `auto` goes on to the export, which counts again on the wire the rows come over.
+ */
+function threadsFor(output: Job['outputs'][number], parallel: { readonly workers: Workers; readonly totalRows?: number | undefined; readonly wire?: 'json' | 'arrow' | undefined }): Workers {
+  // An output part threads cannot write keeps the count asked for: opening it says why (a warning).
+  if (parallel.totalRows === undefined || resolveWorkers(parallel.workers) <= 1 || serialReason(output, output.sink.multiFile !== false) !== undefined) return parallel.workers;
+  const count = partThreadCount(parallel.workers, parallel.totalRows, output.maxRowsPerFile, parallel.wire);
+  return parallel.workers === 'auto' && parallel.wire === undefined && count > 1 ? 'auto' : count;
 }
 
 /** Whether an execution from an earlier run can still be read (or is still going). */

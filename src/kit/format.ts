@@ -15,6 +15,11 @@ export interface Format {
    * a valid file carrying the schema (a header row, a parquet footer) when the format has one.
    */
   encode(schema: Schema, batches: AsyncIterable<RecordBatch>, signal?: AbortSignal): AsyncIterable<Uint8Array>;
+  /**
+   * Loads what `encode` loads on first use (a WebAssembly module), ahead of it: a part thread started
+   * before its first part calls it while the export waits for the result. Optional; never required.
+   */
+  load?(): Promise<void>;
 }
 
 export interface FormatDescriptor<C extends z.ZodType = z.ZodType> {

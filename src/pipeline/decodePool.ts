@@ -1,10 +1,10 @@
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { ResultPage } from '../protocol/index.ts';
 import type { ArrowTypeOptions } from '../types/arrow.ts';
 import type { DecodeOptions } from '../types/decode.ts';
 import type { PackedRows } from './packedRows.ts';
-import { workerExecArgv, workerModuleUrl } from '../workerThreads.ts';
+import { startWorker } from '../workerThreads.ts';
 import { ArrowValueError, ValueDecodeError, type ColumnValueDetail } from '../types/errors.ts';
 
 /** One JSON page to decode: its body (transferred, so it must own its ArrayBuffer) and its row offset. */
@@ -172,7 +172,7 @@ export class DecodePool {
   }
 
   #start(i: number): Slot {
-    const worker = new Worker(WORKER_URL, { execArgv: workerExecArgv() });
+    const worker = startWorker('decodeWorker', import.meta.url);
     worker.unref();
     const slot: Slot = { worker, pending: new Map() };
     this.#slots[i] = slot;
@@ -205,8 +205,6 @@ export class DecodePool {
     return slot;
   }
 }
-
-const WORKER_URL = workerModuleUrl('decodeWorker', import.meta.url);
 
 function rebuild(error: WorkerError): Error {
   switch (error.kind) {

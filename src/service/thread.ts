@@ -1,6 +1,5 @@
 import { once } from 'node:events';
-import { Worker } from 'node:worker_threads';
-import { workerExecArgv, workerModuleUrl } from '../workerThreads.ts';
+import { startWorker } from '../workerThreads.ts';
 import type { ServiceOptions } from './index.ts';
 import { SettingsError } from './settings.ts';
 
@@ -25,7 +24,7 @@ type Message = { url: string; origin: string; generatedKey?: string } | { error:
  * must be cloneable (no `clock`). A settings error is the same `SettingsError` as in-process.
  */
 export async function startServiceThread(options: Omit<ServiceOptions, 'clock'>): Promise<ServiceThread> {
-  const worker = new Worker(workerModuleUrl('serviceThread', import.meta.url), { workerData: options, execArgv: workerExecArgv() });
+  const worker = startWorker('serviceThread', import.meta.url, { workerData: options });
   const first = await Promise.race([
     once(worker, 'message').then(([m]) => m as Message),
     once(worker, 'error').then(([e]) => ({ error: { name: 'Error', message: (e as Error).message } }) as Message),

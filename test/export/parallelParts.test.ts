@@ -165,4 +165,33 @@ describe('parts in parallel', () => {
       writeExport({ schema: await s.schema(), batches: s.batches(), meta: { executionId } }, resolveOutput({ format: 'csv', path: await outDir(), max_rows_per_file: 10 }, builtins), { workers: 2 }),
     ).rejects.toThrow(/workers: part threads read their rows themselves: pass input.parts/);
   });
+
+  it('workers auto: rows too few to pay for a thread are written by this thread; a count asked for starts the threads anyway', async () => {
+    // Which side wrote the parts shows in what was read: this thread reads `batches`, part threads read `parts`.
+    const run = async (workers: number | 'auto') => {
+      const s = stream(client, { executionId }, { wire: 'json' });
+      const info = await s.info();
+      let batchRows = 0;
+      let threadRows = 0;
+      const source = s.batches();
+      const batches = (async function* () {
+        for await (const b of source) {
+          batchRows += b.numRows;
+          yield b;
+        }
+      })();
+      const reader = (await s.rangeReader())!;
+      const parts = { ...reader, page: (rows: number, bytes: number, httpBytes: number) => ((threadRows += rows), reader.page(rows, bytes, httpBytes)) };
+      const path = await outDir();
+      const summary = await writeExport(
+        { schema: await s.schema(), batches, meta: { executionId, totalRowCount: info.totalRows, pageSize: info.pageSize }, parts },
+        resolveOutput({ format: 'csv', max_rows_per_file: 150, path }, builtins),
+        { workers },
+      );
+      expect(summary.rows).toBe(ROWS);
+      return { batchRows, threadRows };
+    };
+    expect(await run('auto')).toEqual({ batchRows: ROWS, threadRows: 0 });
+    expect(await run(2)).toEqual({ batchRows: 0, threadRows: ROWS });
+  });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { builtins } from '../../connectors/index.ts';
-import { planParts, resolveOutput, resolveWorkers, serialReason } from '../../src/export/index.ts';
+import { availableParallelism } from 'node:os';
+import { MIN_ROWS_PER_THREAD, partThreadCount, planParts, resolveOutput, resolveWorkers, serialReason } from '../../src/export/index.ts';
 
 describe('planParts', () => {
   it('part k holds rows [k*R, min((k+1)*R, total)); kept parts are left out; an empty result is one empty part', () => {
@@ -14,6 +15,31 @@ describe('planParts', () => {
     expect(planParts(1000, 300, new Set([0, 2])).map((p) => p.index)).toEqual([1, 3]);
     expect(planParts(0, 300)).toEqual([{ index: 0, firstRow: 0, rows: 0 }]);
     expect(() => planParts(10, 0)).toThrow('rowsPerPart must be a positive integer, got 0');
+  });
+});
+
+describe('partThreadCount', () => {
+  it('a count asked for is kept, but never more threads than parts', () => {
+    expect(partThreadCount(4, 1_000_000, 250_000, 'json')).toBe(4);
+    expect(partThreadCount(4, 1_000_000, 500_000, 'json')).toBe(2);
+    expect(partThreadCount(3, 10, 250_000, 'arrow')).toBe(1);
+    expect(partThreadCount(2, 0, 250_000, 'json')).toBe(1);
+    expect(partThreadCount(undefined, 1_000_000, 1, 'json')).toBe(1);
+  });
+
+  it('auto: one per core at most, one per part at most, and only as many as have enough rows on the wire to pay for their start', () => {
+    const cores = availableParallelism();
+    const plenty = 100 * cores * MIN_ROWS_PER_THREAD.arrow;
+    expect(partThreadCount('auto', plenty, 1_000, 'json')).toBe(cores);
+    expect(partThreadCount('auto', plenty, 1_000, 'arrow')).toBe(cores);
+    expect(partThreadCount('auto', plenty, plenty, 'json')).toBe(1);
+    // Two threads' worth of rows over JSON is one thread's worth over Arrow (cheaper rows: a thread's start weighs more).
+    const two = 2 * MIN_ROWS_PER_THREAD.json;
+    expect(partThreadCount('auto', two, 1_000, 'json')).toBe(Math.min(cores, 2));
+    expect(partThreadCount('auto', two, 1_000, 'arrow')).toBe(1);
+    expect(partThreadCount('auto', MIN_ROWS_PER_THREAD.json - 1, 1_000, 'json')).toBe(1);
+    // The wire not known yet: the JSON threshold (the one that starts more threads).
+    expect(partThreadCount('auto', two, 1_000, undefined)).toBe(Math.min(cores, 2));
   });
 });
 

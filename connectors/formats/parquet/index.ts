@@ -77,6 +77,9 @@ export const parquet = defineFormat({
     extension: 'parquet',
     contentType: 'application/vnd.apache.parquet',
     encode: (schema, batches, signal) => encodeParquet(schema, batches, config, signal),
+    load: async () => {
+      await import('parquet-wasm');
+    },
   }),
 });
 

@@ -10,8 +10,8 @@ import { describeSchema, type Manifest, manifestSchema, MANIFEST_NAME } from '..
 import { manifestCommit } from '../../export/manifestCommit.ts';
 import type { ResolvedOutput } from '../../export/outputConfig.ts';
 import { PartFile } from '../../export/partFile.ts';
-import { resolveWorkers, type Workers } from '../../export/partPlan.ts';
-import { writeParts as writePartsInThreads } from '../../export/partWorkers.ts';
+import { partThreadCount, type Workers } from '../../export/partPlan.ts';
+import { startPartThreads, writeParts as writePartsInThreads } from '../../export/partWorkers.ts';
 import { partFileName } from '../../export/partFileName.ts';
 import { commitShards, sameExport, type ShardCommitOutcome } from '../../export/shardCommit.ts';
 import { type Destination, PreconditionFailedError, type SharedArea } from '../../kit/index.ts';
@@ -351,7 +351,9 @@ async function writeParts(job: Job, output: ResolvedOutput, plan: Plan, area: Sh
   const journal = journalBody === undefined ? undefined : safeDecode(journalBody);
   // Parts written by threads complete in any order, so any journaled part can be kept; one thread
   // reads its parts in one pass from the first missing row, so it keeps only a leading run of them.
-  const threads = Math.min(resolveWorkers(options.workers ?? job.workers), mine.length);
+  // auto: as many as this shard's rows pay for (see `partThreadCount`).
+  const wire = job.wire === 'json' || job.wire === 'arrow' ? job.wire : undefined;
+  const threads = Math.min(partThreadCount(options.workers ?? job.workers, mine.reduce((n, p) => n + p.rows, 0), plan.rows_per_part, wire), mine.length);
   const kept: WrittenPart[] = [];
   if (journal !== undefined && journal.execution_id === plan.execution_id) {
     for (const part of mine) {
@@ -371,6 +373,8 @@ async function writeParts(job: Job, output: ResolvedOutput, plan: Plan, area: Sh
     ...(todo.length > 0 && todo[0]!.first_row > 0 ? { startOffset: Math.min(todo[0]!.first_row, Math.max(0, plan.total_rows - 1)) } : {}),
   };
   const result = stream(options.client, { executionId: plan.execution_id }, read);
+  // The part threads load their code while the first page is read.
+  if (threads > 1 && todo.length > 1 && output.format.module !== undefined) startPartThreads(Math.min(threads, todo.length), { module: output.format.module, type: output.format.type, config: output.formatConfig });
   const schema = await result.schema();
   const parts = [...kept];
   const reader = threads > 1 && todo.length > 1 ? await result.rangeReader() : undefined;

@@ -17,7 +17,11 @@ COPY connectors ./connectors
 COPY config ./config
 
 FROM node:24-slim
+# V8 sizes the main thread's young generation for throughput: capped at 8 MB per semi-space, a
+# one-thread export of 1M rows over JSON peaked at 330-350 MB instead of 412-438 MB, for the same
+# CPU time (part threads cap their own). The flag only works at start-up, hence here.
 ENV NODE_ENV=production \
+    NODE_OPTIONS=--max-semi-space-size=8 \
     SLUICE_HEALTH_PORT=9464
 WORKDIR /app
 COPY --from=build /app/package.json /app/package-lock.json ./

@@ -103,6 +103,10 @@ describe('Dockerfile', () => {
     // "multi-stage (`npm ci` then `npm prune --omit=dev` in the build stage)"
     expect(docker).toContain('multi-stage (`npm ci` then `npm prune --omit=dev` in the build stage)');
     expect(docker).toContain('The image is `node:24-slim`');
+    // "`NODE_OPTIONS=--max-semi-space-size=8`"
+    const nodeOptions = /NODE_OPTIONS=(\S+)/.exec(env)![1]!;
+    expect(nodeOptions).toMatch(/^--max-semi-space-size=\d+$/);
+    expect(docker).toContain(`\`NODE_OPTIONS=${nodeOptions}\``);
 
     // The quickstart's two commands: `npm ci && npx sluice run config/examples/quickstart.yaml`, then `npm test`.
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string>; scripts: Record<string, string> };

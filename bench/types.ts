@@ -1,11 +1,13 @@
 /**
  * src/types figures: lossless page parsing (fast path, exact path, bare JSON.parse baseline on
- * the same bytes), row decoding, and Arrow batch building for 1M rows x 8 columns.
- * Run alone: `node bench/types.ts`.
+ * the same bytes), row decoding, and Arrow batch building for 1M rows x 8 columns; then the
+ * JSON page decode of sample.events (rows and Arrow) as a ratio to bare JSON.parse (typesDecode.ts).
+ * Run alone: `node --expose-gc bench/types.ts`.
  */
 import { performance } from 'node:perf_hooks';
 import { compileRowDecoder, createBatchBuilder, parseJsonLossless, type ColumnSpec } from '../src/types/index.ts';
 import { parseJsonWithReviver } from '../src/types/json.ts';
+import { runDecodeVsParse } from './typesDecode.ts';
 
 const COLUMNS: ColumnSpec[] = [
   { name: 'id', type: 'bigint' },
@@ -128,6 +130,7 @@ export async function run(): Promise<void> {
   console.log(
     `  peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB (RSS before the 1M-row run ${(rssBefore / 1e6).toFixed(0)} MB)`,
   );
+  runDecodeVsParse();
 }
 
 if (import.meta.main) await run();

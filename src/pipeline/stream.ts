@@ -5,7 +5,7 @@ import type { ClientOptions } from '../client/config.ts';
 import type { Wire } from '../client/service-client.ts';
 import type { ExecutionStatus, ResultMetadata, ResultPage } from '../protocol/index.ts';
 import { arrowSchema, type ArrowTypeOptions } from '../types/arrow.ts';
-import { createBatchBuilder } from '../types/batch.ts';
+import { compileJsonRowAppender, createBatchBuilder } from '../types/batch.ts';
 import { compileRowDecoder, type ColumnSpec, type DecodeOptions, type Row } from '../types/decode.ts';
 import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
 import { DecodePool, DecodeResponseError, defaultDecodeThreads, defaultRowThreads, sharedDecodePool, type DecodedRows } from './decodePool.ts';
@@ -297,10 +297,9 @@ export class ResultStream implements AsyncIterable<Row> {
     const mode: PageMode = this.#arrowOffered && batchSize === undefined ? 'arrow' : batchSize === undefined && threads !== 0 ? 'pool' : 'rows';
     if (mode === 'rows' && started.first?.ipc !== undefined) started.first = undefined;
     const schema = this.#arrowSchema(started.info);
-    // Exact timestamp text: a Date would drop the microseconds of `timestamp(6) with time zone`.
-    const decode = compileRowDecoder(started.info.columns, { timestamps: 'string' });
     // Rows reach the builder contiguously from startOffset: its count is then the row's offset in the result.
     const builder = createBatchBuilder(schema, { firstRowOffset: this.#options.startOffset ?? 0 });
+    const append = compileJsonRowAppender(builder, started.info.columns);
     const ctx = { method: 'batches', executionId: started.info.executionId };
     const pool = mode === 'pool' ? (this.#options.decodeThreads === undefined ? sharedDecodePool() : new DecodePool(this.#options.decodeThreads)) : undefined;
     try {
@@ -309,9 +308,11 @@ export class ResultStream implements AsyncIterable<Row> {
           yield* pageBatches(page, schema, skip, take, ctx);
           continue;
         }
-        const rows = page.rows;
-        for (let i = skip; i < take; i++) {
-          builder.append(decode(rows[i], offset + i));
+        // In runs that end where a batch fills, so batches are cut where a row-by-row loop cuts them.
+        for (let i = skip; i < take; ) {
+          const end = batchSize === undefined ? take : Math.min(take, i + batchSize - builder.length);
+          append(page.rows, i, end, offset);
+          i = end;
           if (builder.length === batchSize) yield builder.flush();
         }
         if (batchSize === undefined && builder.length > 0) yield builder.flush();

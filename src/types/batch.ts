@@ -1,10 +1,11 @@
 import { RecordBatch, Schema, Struct, DataType, makeData } from 'apache-arrow';
 import { arrowSchema, arrowType, TYPE_METADATA_KEY, type ArrowTypeOptions, type ResultMeta } from './arrow.ts';
-import { columnBuilder, type ColumnBuilder } from './columns.ts';
-import type { ColumnSpec, Row } from './decode.ts';
+import { columnBuilder, wireAppender, type ColumnBuilder } from './columns.ts';
+import { compileDecoder, compileRowDecoder, type ColumnSpec, type Row, type ValueDecoder } from './decode.ts';
 import { ArrowValueError, Misfit } from './errors.ts';
 import { parseType } from './parse.ts';
-import type { SqlType } from './sql-type.ts';
+import { generated } from './generated.ts';
+import { formatType, type SqlType } from './sql-type.ts';
 
 /** Options of {@link createBatchBuilder}. */
 export interface BatchBuilderOptions extends ArrowTypeOptions {
@@ -49,54 +50,74 @@ export function createBatchBuilder(input: Schema | readonly ColumnSpec[], option
   const builders: ColumnBuilder[] = fields.map((f, i) => columnBuilder(sqlTypes[i]!, f));
   const names = fields.map((f) => f.name);
   const n = names.length;
-  let length = 0;
-  let appended = options.firstRowOffset ?? 0;
-  let broken: Error | undefined;
+  const state: BuilderState = { length: 0, appended: options.firstRowOffset ?? 0, broken: undefined };
 
   const fail = (error: unknown, i: number, value: unknown): unknown => {
     if (!(error instanceof Misfit)) return error;
     return new ArrowValueError({
       column: names[i]!,
       type: fields[i]!.metadata.get(TYPE_METADATA_KEY) ?? String(fields[i]!.type),
-      rowOffset: appended,
+      rowOffset: state.appended,
       path: error.path,
       value: error.value === undefined ? value : error.value,
       reason: error.message,
     });
   };
 
-  return {
+  const api: BatchBuilder = {
     schema,
     get length() {
-      return length;
+      return state.length;
     },
     append(row) {
-      if (broken !== undefined) throw broken;
+      if (state.broken !== undefined) throw state.broken;
       for (let i = 0; i < n; i++) {
         const value = row[names[i]!];
         try {
           builders[i]!.append(value);
         } catch (error) {
-          broken = new Error('batch builder unusable after an earlier append failed', { cause: error });
+          state.broken = new Error('batch builder unusable after an earlier append failed', { cause: error });
           throw fail(error, i, value);
         }
       }
-      length++;
-      appended++;
+      state.length++;
+      state.appended++;
     },
     flush() {
-      if (broken !== undefined) throw broken;
+      if (state.broken !== undefined) throw state.broken;
       const children = builders.map((b) => b.finish());
-      const data = makeData({ type: new Struct(fields), length, nullCount: 0, children });
+      const data = makeData({ type: new Struct(fields), length: state.length, nullCount: 0, children });
       const batch = new RecordBatch(schema, data);
       // RecordBatch rebuilds an equal Schema object per batch (Schema.assign); put the one
       // shared Schema back, so consumers can compare schemas by identity.
       (batch as unknown as { schema: Schema }).schema = schema;
-      length = 0;
+      state.length = 0;
       return batch;
     },
   };
+  inside.set(api, { builders, sqlTypes, names, state, fail });
+  return api;
 }
+
+interface BuilderState {
+  /** Rows since the last flush. */
+  length: number;
+  /** Offset in the result of the next row appended. */
+  appended: number;
+  /** Set once an append failed half-way. */
+  broken: Error | undefined;
+}
+
+/** What the fused JSON path needs of a builder: its column builders and counters. */
+interface BuilderInside {
+  builders: ColumnBuilder[];
+  sqlTypes: SqlType[];
+  names: string[];
+  state: BuilderState;
+  fail(error: unknown, column: number, value: unknown): unknown;
+}
+
+const inside = new WeakMap<BatchBuilder, BuilderInside>();
 
 function sqlTypeOf(name: string, text: string | undefined, actual: DataType): SqlType {
   if (text === undefined) {
@@ -109,4 +130,94 @@ function sqlTypeOf(name: string, text: string | undefined, actual: DataType): Sq
     throw new TypeError(`field "${name}" is ${actual} but "${text}" maps to ${expected}: build the schema with arrowSchema()`);
   }
   return sql;
+}
+
+/**
+ * Appends rows of a JSON page, `rows[from]` to `rows[to - 1]`, to `builder`: the row at index `i`
+ * is decoded as `compileRowDecoder(columns, { timestamps: 'string' })` decodes it at row offset
+ * `offset + i`, then appended. Throws what that decoder or `builder.append` throws.
+ */
+export type JsonRowAppender = (rows: readonly unknown[], from: number, to: number, offset: number) => void;
+
+/**
+ * The {@link JsonRowAppender} of a builder made by {@link createBatchBuilder} for `columns`.
+ *
+ * Values go from the parsed JSON row straight into the column builders where the column has a
+ * fused path ({@link wireAppender}): no decoded row object, no lookups by name, no value decoded
+ * twice. On any throw the row is decoded again the ordinary way, so the error is the one the
+ * two-step path gives: the row's ValueDecodeError first, else the ArrowValueError of the first
+ * column whose append failed. The builder is unusable after a throw (as after a failed `append`).
+ */
+export function compileJsonRowAppender(builder: BatchBuilder, columns: readonly ColumnSpec[]): JsonRowAppender {
+  const decode = compileRowDecoder(columns, { timestamps: 'string' });
+  const twoStep: JsonRowAppender = (rows, from, to, offset) => {
+    for (let i = from; i < to; i++) builder.append(decode(rows[i], offset + i));
+  };
+  const own = inside.get(builder);
+  if (own === undefined || !sameColumns(own, columns)) return twoStep;
+  const decoders = columns.map((c) => compileDecoder(parseType(c.type), { timestamps: 'string' }));
+  const fused = fusedRow(own, decoders);
+  if (fused === undefined) return twoStep;
+  const { state, names } = own;
+  const at = { column: 0 };
+  return (rows, from, to, offset) => {
+    for (let i = from; i < to; i++) {
+      const raw = rows[i];
+      if (state.broken !== undefined || raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+        builder.append(decode(raw, offset + i));
+        continue;
+      }
+      try {
+        fused(raw, at);
+      } catch (error) {
+        state.broken = new Error('batch builder unusable after an earlier append failed', { cause: error });
+        // Throws the row's ValueDecodeError, if it has one, as the two-step path would.
+        const row = decode(raw, offset + i);
+        throw own.fail(error, at.column, row[names[at.column]!]);
+      }
+      state.length++;
+      state.appended++;
+    }
+  };
+}
+
+/**
+ * Let a builder with no rows pending count its next row as result offset `offset` (for
+ * `ArrowValueError.rowOffset`), so one builder can serve pages that are not contiguous (a decode
+ * thread's). Returns false when the builder is not one of {@link createBatchBuilder}'s, has rows
+ * pending, or is unusable after a failed append.
+ */
+export function restartRowOffset(builder: BatchBuilder, offset: number): boolean {
+  const own = inside.get(builder);
+  if (own === undefined || own.state.length !== 0 || own.state.broken !== undefined) return false;
+  own.state.appended = offset;
+  return true;
+}
+
+/** The builder's fields are `columns`, in order, with unique names (a row object holds each once). */
+function sameColumns(own: BuilderInside, columns: readonly ColumnSpec[]): boolean {
+  const { names, sqlTypes } = own;
+  if (columns.length !== names.length || new Set(names).size !== names.length || names.includes('__proto__')) return false;
+  return columns.every((c, i) => c.name === names[i] && formatType(parseType(c.type)) === formatType(sqlTypes[i]!));
+}
+
+/**
+ * One generated function per column list appends a raw row to every column builder, each column
+ * with a call site of its own: `v = r["id"]; if (v == null) c0.append(null); else if (!w0(v))
+ * c0.append(d0(v));`. On a throw, `at.column` says which column threw. Undefined when code cannot
+ * be generated here.
+ */
+function fusedRow(own: BuilderInside, decoders: readonly ValueDecoder[]): ((raw: object, at: { column: number }) => void) | undefined {
+  const { builders, sqlTypes, names } = own;
+  const wires = builders.map((b, i) => wireAppender(sqlTypes[i]!, b));
+  const lines = names.map((name, i) => {
+    const get = `r[${JSON.stringify(name)}]`;
+    const step = wires[i] === undefined ? `c${i}.append(d${i}(${get}));` : `v = ${get}; if (v == null) c${i}.append(null); else if (!w${i}(v)) c${i}.append(d${i}(v));`;
+    return `j = ${i}; ${step}`;
+  });
+  const params = builders.flatMap((_, i) => [`c${i}`, `d${i}`, `w${i}`]);
+  const args = builders.flatMap((b, i) => [b, decoders[i], wires[i]]);
+  const body = `return function appendRow(r, at) {\nlet j = 0, v;\ntry {\n${lines.join('\n')}\n} catch (e) {\nat.column = j;\nthrow e;\n}\n};`;
+  const make = generated(params, body);
+  return make === undefined ? undefined : (make(...args) as (raw: object, at: { column: number }) => void);
 }

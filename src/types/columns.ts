@@ -1,8 +1,18 @@
 import { DataType, makeData, type Data, type Field, type Map_, type Struct } from 'apache-arrow';
-import { unscaledDigits, writeDecimalWords } from './decimal.ts';
+import { canonicalUnscaled, INT256_SAFE_DIGITS, isCanonicalInteger, UINT256_SAFE_DIGITS, unscaledDigits, writeDecimalWords } from './decimal.ts';
 import { Misfit, atPath } from './errors.ts';
 import type { SqlType } from './sql-type.ts';
-import { dateToDays, fracToUnits, parseDateDays, parseTimeMicros, parseTimestamp, type TimestampParts } from './temporal.ts';
+import {
+  canonicalFracUnits,
+  dateToDays,
+  fracToUnits,
+  parseDateDays,
+  parseTimeMicros,
+  parseTimestamp,
+  scanCanonicalTimestamp,
+  type CanonicalTimestamp,
+  type TimestampParts,
+} from './temporal.ts';
 import { Validity } from './validity.ts';
 
 /**
@@ -57,6 +67,15 @@ class NumberColumn implements ColumnBuilder {
       this.values[i] = v as number;
       this.validity.setValid(i);
     }
+    this.length = i + 1;
+  }
+
+  /** Append a number already known to fit (no check). */
+  appendNumber(v: number): void {
+    const i = this.length;
+    if (i === this.values.length) this.values = grown(this.values, i + 1);
+    this.values[i] = v;
+    this.validity.setValid(i);
     this.length = i + 1;
   }
 
@@ -160,6 +179,19 @@ class Int64Column implements ColumnBuilder {
     this.length = i + 1;
   }
 
+  /** Append a safe integer (no check). */
+  appendSafe(n: number): void {
+    const i = this.length;
+    if (i === this.big.length) {
+      this.words = grown(this.words, i * 2 + 2);
+      this.big = new BigInt64Array(this.words.buffer);
+    }
+    this.words[2 * i] = n >>> 0;
+    this.words[2 * i + 1] = Math.floor(n / TWO_32) >>> 0;
+    this.validity.setValid(i);
+    this.length = i + 1;
+  }
+
   finish(): Data {
     const length = this.length;
     const data = makeData({ type: this.type, length, data: this.big.subarray(0, length), ...this.validity.take(length) } as never);
@@ -190,6 +222,7 @@ function timeSlot(v: unknown): number | bigint {
 /** Timestamp slots by unit: 3 = ms, 6 = us, 9 = ns. */
 function timestampSlot(digits: 3 | 6 | 9): (v: unknown) => number | bigint {
   const parts: TimestampParts = { seconds: 0, frac: '', zoned: false };
+  const canonical: CanonicalTimestamp = { seconds: 0, fracAt: 0, fracLength: 0, zoned: false };
   const perMs = digits === 3 ? 1 : digits === 6 ? 1000 : 1_000_000;
   return (v) => {
     if (v instanceof Date) {
@@ -197,6 +230,10 @@ function timestampSlot(digits: 3 | 6 | 9): (v: unknown) => number | bigint {
       if (Number.isNaN(ms)) throw new Misfit(v, 'is an invalid Date');
       const n = ms * perMs;
       return n < SAFE && n > -SAFE ? n : BigInt(ms) * BigInt(perMs);
+    }
+    if (typeof v === 'string' && digits !== 9 && scanCanonicalTimestamp(v, canonical) && canonical.fracLength <= digits) {
+      const n = canonical.seconds * (digits === 3 ? 1000 : 1_000_000) + canonicalFracUnits(v, canonical, digits);
+      if (n < SAFE && n > -SAFE) return n;
     }
     if (typeof v !== 'string' || !parseTimestamp(v, parts)) throw new Misfit(v, 'is not a timestamp (Date or text)');
     const { units, exact } = fracToUnits(parts.frac, digits);
@@ -247,6 +284,16 @@ class DecimalColumn implements ColumnBuilder {
     this.length = i + 1;
   }
 
+  /** Append an unscaled value already known to fit (no check). */
+  appendUnscaled(n: number): void {
+    const i = this.length;
+    const at = i * this.stride;
+    if (at === this.words.length) this.words = grown(this.words, at + this.stride);
+    writeDecimalWords(this.words, at, this.stride, n);
+    this.validity.setValid(i);
+    this.length = i + 1;
+  }
+
   finish(): Data {
     const length = this.length;
     const data = makeData({
@@ -264,6 +311,8 @@ class DecimalColumn implements ColumnBuilder {
 function decimalText(precision: number, scale: number): (v: unknown) => number | bigint {
   return (v) => {
     if (typeof v !== 'string') throw new Misfit(v, `is not decimal text (decimal(${precision}, ${scale}))`);
+    const unscaled = canonicalUnscaled(v, precision, scale);
+    if (unscaled === unscaled) return unscaled;
     const digits = unscaledDigits(v, precision, scale);
     const length = digits.charCodeAt(0) === 45 ? digits.length - 1 : digits.length;
     return length <= 15 ? Number(digits) : BigInt(digits);
@@ -316,6 +365,22 @@ class Utf8Column implements ColumnBuilder {
     this.length = i + 1;
   }
 
+  /**
+   * Append text as it is (no conversion by `toText`); false, with nothing appended, when it would
+   * overflow the batch (`append` then says so about the value as the column received it).
+   */
+  appendText(s: string): boolean {
+    const i = this.length;
+    if (this.chars + s.length > 0x7fff_ffff) return false;
+    if (i + 1 === this.offsets.length) this.offsets = grown(this.offsets, i + 2);
+    this.parts.push(s);
+    this.chars += s.length;
+    this.validity.setValid(i);
+    this.offsets[i + 1] = this.chars;
+    this.length = i + 1;
+    return true;
+  }
+
   finish(): Data {
     const length = this.length;
     const joined = this.parts.join('');
@@ -357,6 +422,8 @@ function int256Text(v: unknown): string {
 
 class BinaryColumn implements ColumnBuilder {
   private bytes = new Uint8Array(INITIAL * 16);
+  /** `bytes` as a Buffer, for Node's native hex decoding. */
+  private view = Buffer.from(this.bytes.buffer);
   private offsets: Int32Array = new Int32Array(INITIAL + 1);
   private length = 0;
   private readonly validity = new Validity();
@@ -382,6 +449,24 @@ class BinaryColumn implements ColumnBuilder {
       this.validity.setValid(i);
     }
     this.length = i + 1;
+  }
+
+  /**
+   * Append the bytes of `0x` hex text of `byteLength` bytes (hexLength's answer) without making
+   * them a Uint8Array first; false, with nothing appended, when they would overflow the batch.
+   */
+  appendHex(text: string, byteLength: number): boolean {
+    const i = this.length;
+    const at = this.offsets[i]!;
+    if (at + byteLength > 0x7fff_ffff) return false;
+    if (i + 1 === this.offsets.length) this.offsets = grown(this.offsets, i + 2);
+    if (at + byteLength > this.bytes.length) this.bytes = grown(this.bytes, at + byteLength);
+    if (this.view.buffer !== this.bytes.buffer) this.view = Buffer.from(this.bytes.buffer, this.bytes.byteOffset, this.bytes.length);
+    this.view.write(text.slice(2), at, byteLength, 'hex');
+    this.offsets[i + 1] = at + byteLength;
+    this.validity.setValid(i);
+    this.length = i + 1;
+    return true;
   }
 
   finish(): Data {
@@ -581,5 +666,100 @@ export function columnBuilder(sql: SqlType, field: Field): ColumnBuilder {
     case 'ipaddress':
     case 'unknown':
       return new Utf8Column(type, stringText);
+  }
+}
+
+/** varbinary's wire text, as the decoder checks it. */
+const HEX = /^0x(?:[0-9a-fA-F]{2})*$/;
+
+/** See {@link wireAppender}. */
+export type WireAppender = (value: unknown) => boolean;
+
+/**
+ * The fused path of a JSON page into Arrow: a non-null wire value in the form the service sends for
+ * the column's type goes straight into `builder` (true); any other value is left alone (false), to
+ * be decoded and appended in two steps. When it returns true the column holds exactly what
+ * `builder.append(decode(value))` would have put there, `decode` being the column's decoder as
+ * `compileRowDecoder(columns, { timestamps: 'string' })` compiles it; it throws only what that
+ * append would throw. Undefined for types without such a path.
+ */
+export function wireAppender(sql: SqlType, builder: ColumnBuilder): WireAppender | undefined {
+  switch (sql.kind) {
+    case 'boolean':
+      if (!(builder instanceof BoolColumn)) return undefined;
+      return (v) => typeof v === 'boolean' && (builder.append(v), true);
+    case 'tinyint':
+    case 'smallint':
+    case 'integer': {
+      if (!(builder instanceof NumberColumn)) return undefined;
+      const [min, max] = sql.kind === 'tinyint' ? [-128, 127] : sql.kind === 'smallint' ? [-32_768, 32_767] : [-2_147_483_648, 2_147_483_647];
+      return (v) => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max && (builder.appendNumber(v), true);
+    }
+    case 'real':
+    case 'double':
+      if (!(builder instanceof NumberColumn)) return undefined;
+      return (v) => typeof v === 'number' && (builder.appendNumber(v), true);
+    case 'bigint':
+      if (!(builder instanceof Int64Column)) return undefined;
+      return (v) => {
+        if (typeof v === 'number') return Number.isSafeInteger(v) && (builder.appendSafe(v), true);
+        return typeof v === 'bigint' && v >= INT64_MIN && v <= INT64_MAX && (builder.append(v), true);
+      };
+    case 'decimal': {
+      if (!(builder instanceof DecimalColumn)) return undefined;
+      const { precision, scale } = sql;
+      return (v) => {
+        if (typeof v !== 'string') return false;
+        const unscaled = canonicalUnscaled(v, precision, scale);
+        return unscaled === unscaled && (builder.appendUnscaled(unscaled), true);
+      };
+    }
+    case 'varchar':
+    case 'char':
+    case 'uuid':
+    case 'ipaddress':
+    case 'json':
+    case 'unknown':
+      if (!(builder instanceof Utf8Column)) return undefined;
+      return (v) => typeof v === 'string' && builder.appendText(v);
+    case 'uint256':
+    case 'int256': {
+      // As Utf8 text: a canonical integer text short enough to be in range is its own text, with
+      // no bigint made and printed back (2^256 has 78 digits, 2^255 has 77).
+      if (!(builder instanceof Utf8Column)) return undefined;
+      const signed = sql.kind === 'int256';
+      const maxDigits = signed ? INT256_SAFE_DIGITS : UINT256_SAFE_DIGITS;
+      return (v) => {
+        if (typeof v === 'number') return Number.isSafeInteger(v) && (signed || v >= 0) && builder.appendText(String(v));
+        return typeof v === 'string' && isCanonicalInteger(v, signed, maxDigits) && builder.appendText(v);
+      };
+    }
+    case 'varbinary':
+      if (!(builder instanceof BinaryColumn)) return undefined;
+      return (v) => {
+        if (typeof v !== 'string') return false;
+        return HEX.test(v) && builder.appendHex(v, (v.length - 2) >> 1);
+      };
+    case 'date':
+      if (!(builder instanceof DateDayColumn)) return undefined;
+      return (v) => {
+        if (typeof v !== 'string' || v.length !== 10) return false;
+        const days = parseDateDays(v);
+        return days === days && (builder.appendNumber(days), true);
+      };
+    case 'timestamp': {
+      if (!(builder instanceof Int64Column) || sql.precision > 6) return undefined;
+      const { precision, withTimeZone } = sql;
+      const digits = precision <= 3 ? 3 : 6;
+      const perSecond = digits === 3 ? 1000 : 1_000_000;
+      const t: CanonicalTimestamp = { seconds: 0, fracAt: 0, fracLength: 0, zoned: false };
+      return (v) => {
+        if (typeof v !== 'string' || !scanCanonicalTimestamp(v, t) || t.zoned !== withTimeZone || t.fracLength > precision) return false;
+        const n = t.seconds * perSecond + canonicalFracUnits(v, t, digits);
+        return n < SAFE && n > -SAFE && (builder.appendSafe(n), true);
+      };
+    }
+    default:
+      return undefined;
   }
 }

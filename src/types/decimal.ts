@@ -74,7 +74,85 @@ export function formatUnscaled(unscaled: string, scale: number): string {
 
 /** Canonical decimal text if `text` fits `decimal(precision, scale)`; throws a Misfit otherwise. */
 export function normalizeDecimal(text: string, precision: number, scale: number): string {
+  if (canonicalDigits(text, precision, scale) > 0) return text;
   return formatUnscaled(unscaledDigits(text, precision, scale), scale);
+}
+
+/**
+ * How many digits `text` has when it is already the canonical text of a `decimal(precision, scale)`
+ * (what the service sends): `-?(0|[1-9][0-9]*)` with at most `precision - scale` digits, then `.`
+ * and exactly `scale` digits (no point at scale 0), and not a negative zero; 0 for anything
+ * else, which the general parser then reads or rejects. A char loop, no regex.
+ */
+export function canonicalDigits(text: string, precision: number, scale: number): number {
+  const n = text.length;
+  const negative = text.charCodeAt(0) === 45;
+  const start = negative ? 1 : 0;
+  const point = scale > 0 ? n - 1 - scale : n;
+  const intLength = point - start;
+  if (intLength < 1 || (scale > 0 && text.charCodeAt(point) !== 46)) return 0;
+  const first = text.charCodeAt(start) - 48;
+  if ((first >>> 0) > 9 || (first === 0 && intLength > 1) || (first === 0 ? 0 : intLength) > precision - scale) return 0;
+  let nonZero = first;
+  for (let i = start + 1; i < point; i++) {
+    const c = text.charCodeAt(i) - 48;
+    if ((c >>> 0) > 9) return 0;
+  }
+  for (let i = point + 1; i < n; i++) {
+    const c = text.charCodeAt(i) - 48;
+    if ((c >>> 0) > 9) return 0;
+    nonZero |= c;
+  }
+  // `nonZero` ORs the leading digit and the fraction digits: zero only for a zero value, whose canonical text has no sign.
+  if (negative && nonZero === 0) return 0;
+  return intLength + scale;
+}
+
+/**
+ * The unscaled value of a canonical decimal text of 15 digits or fewer (see canonicalDigits), as
+ * an exact double; NaN for any other text. One pass over the chars.
+ */
+export function canonicalUnscaled(text: string, precision: number, scale: number): number {
+  const n = text.length;
+  const negative = text.charCodeAt(0) === 45;
+  const start = negative ? 1 : 0;
+  const point = scale > 0 ? n - 1 - scale : n;
+  // Digits before the point: at least one, no leading zero, at most precision - scale significant.
+  const intLength = point - start;
+  if (intLength < 1 || intLength + scale > 15 || (scale > 0 && text.charCodeAt(point) !== 46)) return Number.NaN;
+  const first = text.charCodeAt(start) - 48;
+  if ((first >>> 0) > 9 || (first === 0 && intLength > 1) || (first === 0 ? 0 : intLength) > precision - scale) return Number.NaN;
+  let v = first;
+  for (let i = start + 1; i < point; i++) {
+    const c = text.charCodeAt(i) - 48;
+    if ((c >>> 0) > 9) return Number.NaN;
+    v = v * 10 + c;
+  }
+  for (let i = point + 1; i < n; i++) {
+    const c = text.charCodeAt(i) - 48;
+    if ((c >>> 0) > 9) return Number.NaN;
+    v = v * 10 + c;
+  }
+  if (negative) return v === 0 ? Number.NaN : -v;
+  return v;
+}
+
+/** Digits an integer text may have and still be in range for sure: 2^256 has 78, 2^255 has 77. */
+export const UINT256_SAFE_DIGITS = 77;
+export const INT256_SAFE_DIGITS = 76;
+
+/**
+ * `0` or `[1-9][0-9]*` of at most `maxDigits` digits, with a `-` before a non-zero one when
+ * `signed`: integer text whose bigint prints back to the same text.
+ */
+export function isCanonicalInteger(v: string, signed: boolean, maxDigits: number): boolean {
+  const start = signed && v.charCodeAt(0) === 45 ? 1 : 0;
+  const length = v.length - start;
+  if (length < 1 || length > maxDigits) return false;
+  const first = v.charCodeAt(start) - 48;
+  if ((first >>> 0) > 9 || (first === 0 && (length > 1 || start === 1))) return false;
+  for (let i = start + 1; i < v.length; i++) if ((v.charCodeAt(i) - 48) >>> 0 > 9) return false;
+  return true;
 }
 
 /** 2^53: below it (15 digits always are) an unscaled value can be written without a bigint. */

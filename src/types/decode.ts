@@ -1,5 +1,6 @@
-import { normalizeDecimal } from './decimal.ts';
+import { INT256_SAFE_DIGITS, isCanonicalInteger, normalizeDecimal, UINT256_SAFE_DIGITS } from './decimal.ts';
 import { Misfit, ValueDecodeError, atPath } from './errors.ts';
+import { generated } from './generated.ts';
 import { stringifyLossless } from './json.ts';
 import { parseType } from './parse.ts';
 import { formatType, type SqlType } from './sql-type.ts';
@@ -10,7 +11,10 @@ import {
   parseIntervalDayToSecondMs,
   parseIntervalYearToMonth,
   parseTimestamp,
+  scanCanonicalTimestamp,
+  canonicalFracUnits,
   timestampMillis,
+  type CanonicalTimestamp,
   MS_PER_DAY,
   type TimestampParts,
 } from './temporal.ts';
@@ -75,8 +79,42 @@ export type RowDecoder = (raw: unknown, rowOffset: number) => Row;
  * Types are parsed here, never per row.
  */
 export function compileRowDecoder(columns: readonly ColumnSpec[], options: DecodeOptions = {}): RowDecoder {
-  const names = columns.map((c) => c.name);
   const decoders = columns.map((c) => compileDecoder(parseType(c.type), options));
+  const perColumn = columnByColumn(columns, decoders);
+  const whole = wholeRow(
+    columns.map((c) => c.name),
+    decoders,
+  );
+  if (whole === undefined) return perColumn;
+  return (raw, rowOffset) => {
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return perColumn(raw, rowOffset);
+    try {
+      return whole(raw);
+    } catch (error) {
+      // Decoders are pure: the column-by-column pass meets the same misfit and names its column.
+      perColumn(raw, rowOffset);
+      throw error;
+    }
+  };
+}
+
+/**
+ * A function that builds the decoded row as one object literal (`{"id": d0(r["id"]), ...}`):
+ * the object is made with all its properties at once, in one shape, and every decoder has a call
+ * site of its own. Undefined when a column is named `__proto__` (a literal would set the
+ * prototype) or code cannot be generated here; the column-by-column decoder serves then.
+ */
+function wholeRow(names: readonly string[], decoders: readonly ValueDecoder[]): ((raw: object) => Row) | undefined {
+  if (names.includes('__proto__')) return undefined;
+  const params = decoders.map((_, i) => `d${i}`);
+  const body = names.map((name, i) => `${JSON.stringify(name)}: d${i}(r[${JSON.stringify(name)}])`).join(',\n');
+  const make = generated(params, `return function decodeRow(r) {\nreturn {\n${body}\n};\n};`);
+  return make === undefined ? undefined : (make(...decoders) as (raw: object) => Row);
+}
+
+/** Decodes a row column by column, naming the column of a value that does not fit. */
+function columnByColumn(columns: readonly ColumnSpec[], decoders: readonly ValueDecoder[]): RowDecoder {
+  const names = columns.map((c) => c.name);
   const n = columns.length;
   const assign = makeAssigner(names);
   return (raw, rowOffset) => {
@@ -203,8 +241,17 @@ const INTEGER_TEXT = /^-?\d+$/;
 
 function bigIntDecoder(min: bigint, max: bigint, name: string): ValueDecoder {
   const acceptsText = name !== 'bigint';
+  const signed = name !== 'uint256';
+  const safeDigits = name === 'uint256' ? UINT256_SAFE_DIGITS : INT256_SAFE_DIGITS;
   return (v) => {
     if (v == null) return null;
+    // In range for sure: a safe integer (non-negative for uint256), and for the 256-bit types
+    // canonical integer text short enough; no regex, no bigint comparisons.
+    if (typeof v === 'number') {
+      if (Number.isSafeInteger(v) && (signed || v >= 0)) return BigInt(v);
+    } else if (acceptsText && typeof v === 'string' && isCanonicalInteger(v, signed, safeDigits)) {
+      return BigInt(v);
+    }
     let n: bigint;
     if (typeof v === 'number') {
       if (!Number.isSafeInteger(v)) {
@@ -300,8 +347,15 @@ function timestampDecoder(precision: number, withTimeZone: boolean, mode: 'auto'
   const parts: TimestampParts = { seconds: 0, frac: '', zoned: false };
   const asDate = mode === 'auto' && (withTimeZone || precision <= 3);
   const expected = withTimeZone ? 'YYYY-MM-DD HH:MM:SS[.fraction] UTC' : 'YYYY-MM-DD HH:MM:SS[.fraction]';
+  const canonical: CanonicalTimestamp = { seconds: 0, fracAt: 0, fracLength: 0, zoned: false };
   return (v) => {
     if (v == null) return null;
+    // The service's own text: read at fixed positions, no strings made; anything else below.
+    if (typeof v === 'string' && scanCanonicalTimestamp(v, canonical) && canonical.zoned === withTimeZone && canonical.fracLength <= precision) {
+      if (!asDate) return v;
+      const ms = canonical.seconds * 1000 + canonicalFracUnits(v, canonical, 3);
+      if (Math.abs(ms) <= 8.64e15) return new Date(ms);
+    }
     if (typeof v !== 'string' || !parseTimestamp(v, parts)) {
       throw new Misfit(v, `is not a valid timestamp (${expected})`);
     }

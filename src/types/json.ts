@@ -38,6 +38,9 @@ function findUnsafeIntegers(s: string, firstOnly: boolean): number[] {
   let c = 0;
   for (let i = Math.min(15, n - 1); i < n; i += 16) {
     if (!isDigit(s.charCodeAt(i))) continue;
+    // A run of 16+ digits through i reaches i - 8 or i + 8: without a digit at either, this
+    // digit belongs to a shorter run (a date, a small number) and is passed like any other char.
+    if (!isDigit(s.charCodeAt(i - 8)) && !isDigit(s.charCodeAt(i + 8))) continue;
     let a = i - 1;
     while (a >= 0 && isDigit(s.charCodeAt(a))) a--;
     const before = a >= 0 ? s.charCodeAt(a) : -1;

@@ -24,12 +24,13 @@ function daysInMonth(year: number, month: number): number {
   return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
 }
 
-/** Value of `len` ASCII digits at `at`, or -1. */
+/** Value of `len` ASCII digits at `at`, or -1 (also when the text ends first). */
 function digits(s: string, at: number, len: number): number {
   let n = 0;
   for (let i = at; i < at + len; i++) {
     const c = s.charCodeAt(i) - 48;
-    if (c < 0 || c > 9) return -1;
+    // Past the end charCodeAt is NaN, which no comparison rejects: test for the digits instead.
+    if (!(c >= 0 && c <= 9)) return -1;
     n = n * 10 + c;
   }
   return n;
@@ -104,8 +105,120 @@ function scanTime(s: string, from: number): boolean {
 
 /** Days since 1970-01-01 of a date's text (see scanDate), or NaN. */
 export function parseDateDays(s: string): number {
+  if (s.length === 10) {
+    const days = canonicalDateDays(s);
+    if (days === days) return days;
+  }
+  return parseDateDaysGeneral(s);
+}
+
+/** {@link parseDateDays} without its fixed-position path: the reference the tests compare that path with. */
+export function parseDateDaysGeneral(s: string): number {
   return scanDate(s, 0) && scan.end === s.length ? scan.whole : Number.NaN;
 }
+
+/**
+ * Days since the epoch of the canonical `YYYY-MM-DD` starting the text (years 0000-9999, what
+ * the service writes for all but BC and 5+ digit years), read at fixed positions; NaN for
+ * anything else, which the general parser then reads or rejects. Where both accept a text they
+ * agree (a property test compares them).
+ */
+function canonicalDateDays(s: string): number {
+  if (s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45) return Number.NaN;
+  const y0 = s.charCodeAt(0) - 48;
+  const y1 = s.charCodeAt(1) - 48;
+  const y2 = s.charCodeAt(2) - 48;
+  const y3 = s.charCodeAt(3) - 48;
+  const m0 = s.charCodeAt(5) - 48;
+  const m1 = s.charCodeAt(6) - 48;
+  const d0 = s.charCodeAt(8) - 48;
+  const d1 = s.charCodeAt(9) - 48;
+  // Unsigned: a char below '0' wraps to a large number; callers pass at least 10 chars.
+  if ((y0 >>> 0) > 9 || (y1 >>> 0) > 9 || (y2 >>> 0) > 9 || (y3 >>> 0) > 9 || (m0 >>> 0) > 9 || (m1 >>> 0) > 9 || (d0 >>> 0) > 9 || (d1 >>> 0) > 9) {
+    return Number.NaN;
+  }
+  const y = y0 * 1000 + y1 * 100 + y2 * 10 + y3;
+  const month = m0 * 10 + m1;
+  const day = d0 * 10 + d1;
+  if (month < 1 || month > 12 || day < 1 || (day > 28 && day > daysInMonth(y, month))) return Number.NaN;
+  // daysFromCivil with integer division: years 0..9999 are shifted by one 400-year era to stay positive.
+  const yy = (month <= 2 ? y - 1 : y) + 400;
+  const era = (yy / 400) | 0;
+  const yoe = yy - era * 400;
+  const doy = (((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) | 0) + day - 1;
+  return (era - 1) * 146_097 + yoe * 365 + ((yoe / 4) | 0) - ((yoe / 100) | 0) + doy - 719_468;
+}
+
+/** A timestamp read by {@link scanCanonicalTimestamp}: no strings made. */
+export interface CanonicalTimestamp {
+  /** Whole seconds since the epoch (UTC). */
+  seconds: number;
+  /** Index of the first fraction digit, and how many there are (0: no fraction). */
+  fracAt: number;
+  fracLength: number;
+  /** Whether the text ends in ` UTC`. */
+  zoned: boolean;
+}
+
+/**
+ * The canonical timestamp text, `YYYY-MM-DD HH:MM:SS[.f{1,12}][ UTC]` (also with `T`), read at
+ * fixed positions into `out`; false for anything else (other zones, BC or 5+ digit years), which
+ * {@link parseTimestamp} then reads or rejects. Where both accept a text they agree.
+ */
+export function scanCanonicalTimestamp(s: string, out: CanonicalTimestamp): boolean {
+  const n = s.length;
+  if (n < 19) return false;
+  const days = canonicalDateDays(s);
+  if (days !== days) return false;
+  const sep = s.charCodeAt(10);
+  if ((sep !== 32 && sep !== 84) || s.charCodeAt(13) !== 58 || s.charCodeAt(16) !== 58) return false;
+  const h0 = s.charCodeAt(11) - 48;
+  const h1 = s.charCodeAt(12) - 48;
+  const m0 = s.charCodeAt(14) - 48;
+  const m1 = s.charCodeAt(15) - 48;
+  const s0 = s.charCodeAt(17) - 48;
+  const s1 = s.charCodeAt(18) - 48;
+  if ((h0 >>> 0) > 2 || (h1 >>> 0) > 9 || (m0 >>> 0) > 5 || (m1 >>> 0) > 9 || (s0 >>> 0) > 5 || (s1 >>> 0) > 9) return false;
+  const h = h0 * 10 + h1;
+  if (h > 23) return false;
+  const m = m0 * 10 + m1;
+  const sec = s0 * 10 + s1;
+  let i = 19;
+  out.fracAt = 20;
+  if (s.charCodeAt(19) === 46 /* . */) {
+    i = 20;
+    while (i < n) {
+      const c = s.charCodeAt(i);
+      if (c < 48 || c > 57) break;
+      i++;
+    }
+    if (i === 20 || i > 32) return false;
+  }
+  out.fracLength = i === 19 ? 0 : i - 20;
+  if (i === n) {
+    out.zoned = false;
+  } else if (n === i + 4 && s.charCodeAt(i) === 32 && s.charCodeAt(i + 1) === 85 && s.charCodeAt(i + 2) === 84 && s.charCodeAt(i + 3) === 67) {
+    out.zoned = true; /* " UTC" */
+  } else {
+    return false;
+  }
+  out.seconds = days * 86_400 + h * 3600 + m * 60 + sec;
+  return true;
+}
+
+/**
+ * The `width` first fraction digits of a canonical timestamp as an integer, right-padded with
+ * zeros (digits beyond `width` are dropped, as {@link fracToUnits} does).
+ */
+export function canonicalFracUnits(s: string, t: CanonicalTimestamp, width: number): number {
+  let units = 0;
+  const at = t.fracAt;
+  const length = t.fracLength;
+  for (let k = 0; k < width; k++) units = units * 10 + (k < length ? s.charCodeAt(at + k) - 48 : 0);
+  return units;
+}
+
+const canonical: CanonicalTimestamp = { seconds: 0, fracAt: 0, fracLength: 0, zoned: false };
 
 /** A parsed timestamp: whole seconds since the epoch (UTC) and the fraction digits. */
 export interface TimestampParts {
@@ -120,6 +233,17 @@ export interface TimestampParts {
  * wall clock is read as UTC. Returns false when malformed. Writes into `out`.
  */
 export function parseTimestamp(s: string, out: TimestampParts): boolean {
+  if (scanCanonicalTimestamp(s, canonical)) {
+    out.seconds = canonical.seconds;
+    out.frac = canonical.fracLength === 0 ? '' : s.slice(canonical.fracAt, canonical.fracAt + canonical.fracLength);
+    out.zoned = canonical.zoned;
+    return true;
+  }
+  return parseTimestampGeneral(s, out);
+}
+
+/** {@link parseTimestamp} without its fixed-position path: the reference the tests compare that path with. */
+export function parseTimestampGeneral(s: string, out: TimestampParts): boolean {
   if (!scanDate(s, 0)) return false;
   const sep = s.charCodeAt(scan.end);
   if (sep !== 32 && sep !== 84 /* T */) return false;

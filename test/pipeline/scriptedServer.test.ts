@@ -7,7 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import { InvalidResponseError, ServiceClient } from '../../src/client/index.ts';
 import { stream } from '../../src/pipeline/index.ts';
 import type { Progress } from '../../src/pipeline/progress.ts';
-import { ValueDecodeError } from '../../src/types/errors.ts';
+import { ArrowValueError, ValueDecodeError } from '../../src/types/errors.ts';
 import { startMisbehavingServer, type MisbehavingServer, type Scripted } from '../client/misbehaving-server.ts';
 
 const ID = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
@@ -102,6 +102,48 @@ describe('a value that does not fit its column, through stream()', () => {
     })().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ValueDecodeError);
     expect(error).toMatchObject({ column: 'd', rowOffset: 7, value: '2026-02-30' });
+  });
+});
+
+describe('misfits through every JSON decode path of batches()', () => {
+  // Calling thread page by page, re-cut batches, one decode thread: the same error every time. The
+  // nanosecond timestamp of year 9999 decodes but does not fit Int64 (an Arrow error); the date
+  // after it does not decode, and decoding comes first.
+  const paths = [
+    ['calling thread', { decodeThreads: 0 }, {}],
+    ['batchSize 4', { decodeThreads: 0 }, { batchSize: 4 }],
+    ['a decode thread', { decodeThreads: 1 }, {}],
+  ] as const;
+  const row = (bad: 'arrow' | 'both') => (i: number) => ({
+    id: i,
+    ts: i === 7 ? '9999-12-31 00:00:00.000000000' : '2026-01-01 10:15:30.123456789',
+    d: i === 7 && bad === 'both' ? '2026-02-30' : '2026-01-01',
+  });
+
+  it('a value Arrow cannot hold is an ArrowValueError naming column, row offset and value', async () => {
+    const { client } = await serve({ names: ['id', 'ts', 'd'], types: ['integer', 'timestamp(9)', 'date'], row: row('arrow') });
+    for (const [label, options, batchOptions] of paths) {
+      const rows: number[] = [];
+      const error = await (async () => {
+        for await (const b of stream(client, { executionId: ID }, { pageSize: 3, ...options }).batches(batchOptions)) rows.push(b.numRows);
+      })().catch((e: unknown) => e);
+      expect(error, label).toBeInstanceOf(ArrowValueError);
+      expect(error, label).toMatchObject({ code: 'ARROW_VALUE', column: 'ts', type: 'timestamp(9)', rowOffset: 7, path: '', value: '9999-12-31 00:00:00.000000000', reason: 'does not fit in 64 bits' });
+      // The batches before the bad row's arrive.
+      expect(rows.reduce((a, b) => a + b, 0), label).toBe(batchOptions === undefined || !('batchSize' in batchOptions) ? 6 : 4);
+    }
+  });
+
+  it('a row with a value that does not decode is that ValueDecodeError, even after a value Arrow cannot hold', async () => {
+    const { client } = await serve({ names: ['id', 'ts', 'd'], types: ['integer', 'timestamp(9)', 'date'], row: row('both') });
+    for (const [label, options, batchOptions] of paths) {
+      const error = await (async () => {
+        for await (const _ of stream(client, { executionId: ID }, { pageSize: 3, ...options }).batches(batchOptions)) void _;
+      })().catch((e: unknown) => e);
+      expect(error, label).toBeInstanceOf(ValueDecodeError);
+      expect(error, label).toMatchObject({ code: 'VALUE_DECODE', column: 'd', type: 'date', rowOffset: 7, value: '2026-02-30' });
+      expect((error as Error).message, label).toBe('column "d" (date), row 7: "2026-02-30" is not a valid date (YYYY-MM-DD)');
+    }
   });
 });
 

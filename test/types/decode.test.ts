@@ -185,6 +185,9 @@ describe('decoders', () => {
     );
     expect(decodeError('timestamp(3)', '2026-11-20 10:15:30.1234').message).toMatch(/more fractional digits/);
     expect(decodeError('timestamp(3)', 1_700_000_000_000).message).toMatch(/not a valid timestamp/);
+    // Cut short in the seconds: once read as a timestamp of NaN seconds.
+    expect(decodeError('timestamp(6)', '2026-10-31 23:59:5').message).toMatch(/"2026-10-31 23:59:5" is not a valid timestamp/);
+    expect(decodeError('timestamp(3)', '2026-10-31 23:59:5').message).toMatch(/not a valid timestamp/);
   });
 
   it('decode intervals from milliseconds / months or their text form', () => {

@@ -12,6 +12,11 @@ function parsePath(text: string): string[] {
   }
 }
 
+/** The reference: every integer token beyond 2^53 from its source text. */
+function reviveExact(_key: string, value: unknown, context?: { source?: string }): unknown {
+  return typeof value === 'number' && !Number.isSafeInteger(value) && context?.source !== undefined && /^-?\d+$/.test(context.source) ? BigInt(context.source) : value;
+}
+
 describe('parseJsonLossless', () => {
   afterEach(() => vi.restoreAllMocks());
 
@@ -96,6 +101,43 @@ describe('parseJsonLossless', () => {
       const text = `{"${'p'.repeat(pad)}":[${values.map((v, i) => `{"s":"${'7'.repeat(i)}","v": ${v},"f":0.5${'3'.repeat(i % 20)}}`).join(',')}]}`;
       const parsed = parseJsonLossless(text) as Record<string, Array<{ v: bigint }>>;
       expect(parsed['p'.repeat(pad)]!.map((r) => r.v)).toEqual(values);
+    }
+  });
+
+  it('agrees with the reviver on generated pages of numbers and digit-laden strings, at every alignment', () => {
+    let seed = 7;
+    const rnd = (): number => {
+      // mulberry32
+      seed = (seed + 0x6d2b79f5) >>> 0;
+      let t = Math.imul(seed ^ (seed >>> 15), seed | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+    };
+    const digitRun = (n: number): string => Array.from({ length: n }, (_, k) => String(k === 0 ? 1 + Math.floor(rnd() * 9) : Math.floor(rnd() * 10))).join('');
+    const value = (): string => {
+      const n = Math.floor(rnd() * 24);
+      switch (Math.floor(rnd() * 8)) {
+        case 0:
+          return digitRun(1 + n);
+        case 1:
+          return `-${digitRun(1 + n)}`;
+        case 2:
+          return `${digitRun(1 + n)}.${digitRun(1 + Math.floor(rnd() * 20))}`;
+        case 3:
+          return `${digitRun(1 + n)}e${Math.floor(rnd() * 5)}`;
+        case 4:
+          return `"${digitRun(n)}-${digitRun(Math.floor(rnd() * 20))} ${digitRun(Math.floor(rnd() * 20))}"`;
+        case 5:
+          return `"a:${digitRun(1 + n)}"`;
+        case 6:
+          return `[ ${digitRun(1 + n)} ,${digitRun(1 + n)}]`;
+        default:
+          return `"2026-01-01 00:00:01.${digitRun(6)} UTC"`;
+      }
+    };
+    for (let page = 0; page < 300; page++) {
+      const text = `{"${'p'.repeat(page % 16)}":[${Array.from({ length: 40 }, () => `{"v":${value()},"w":${value()}}`).join(',')}]}`;
+      expect(parseJsonLossless(text), text).toEqual(JSON.parse(text, reviveExact));
     }
   });
 

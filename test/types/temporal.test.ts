@@ -56,6 +56,13 @@ describe('temporal parsing', () => {
     expect(parseDateDays('2000-02-29')).toBe(Date.UTC(2000, 1, 29) / DAY);
   });
 
+  it('rejects a date or timestamp cut short inside its last field', () => {
+    const parts: TimestampParts = { seconds: 0, frac: '', zoned: false };
+    for (const cut of ['2026-10-31 23:59:5', '2026-10-31 23:5', '2026-10-31 2', '2026-10-31T23:59:5']) expect(parseTimestamp(cut, parts), cut).toBe(false);
+    for (const cut of ['2026-10-3', '2026-1']) expect(parseDateDays(cut), cut).toBeNaN();
+    expect(parseTimestamp('2026-10-31 23:59:05', parts)).toBe(true);
+  });
+
   it('parses timestamps with zones, offsets and up to 12 fraction digits', () => {
     const parts: TimestampParts = { seconds: 0, frac: '', zoned: false };
     expect(parseTimestamp('2026-11-20 10:15:30.123456789012', parts)).toBe(true);

@@ -76,10 +76,9 @@ export interface StreamOptions {
   wire?: Wire;
   /**
    * Threads that parse and decode JSON pages, for `batches()` (into Arrow) and rows: 0 decodes on the
-   * calling thread. Default for `batches()`: the process's shared pool of all cores but one (none, so
-   * the calling thread, on two cores or fewer); for rows: the shared pool (at least two threads, see
-   * `defaultRowThreads`) when at least `ROW_THREADS_MIN_PAGES` pages are left after the first, else
-   * the calling thread. The first page is always decoded on the calling thread.
+   * calling thread. Default: the process's shared pool of all cores but one, none (the calling
+   * thread) on two cores or fewer; rows use it when at least `ROW_THREADS_MIN_PAGES` pages are left
+   * after the first. The first page is always decoded on the calling thread.
    */
   decodeThreads?: number;
 }

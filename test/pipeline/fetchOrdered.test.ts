@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fetchOrdered, PageSequenceError, type FetchOrderedOptions } from '../../src/pipeline/fetchOrdered.ts';
-import { memorySource, seeded, type MemorySourceOptions } from './memorySource.ts';
+import { seeded } from '../helpers/seeded.ts';
+import { memorySource, type MemorySourceOptions } from './memorySource.ts';
 
 const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => from + i);
 

@@ -6,21 +6,11 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { runSql } from './api.ts';
+import { seeded } from '../helpers/seeded.ts';
 
 const SEED = 20261124;
 const COUNT = 400;
 
-/** mulberry32: small, fast, and the same sequence on every machine. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 let svc: TestService;
 let goodId: string;
@@ -163,7 +153,7 @@ function opt(body: string | Buffer | undefined): { body?: string | Buffer } {
 
 describe('fuzz: generated malformed requests', () => {
   it(`${COUNT} requests (seed ${SEED}): no 5xx, JSON error bodies, the service alive afterwards`, async () => {
-    const next = generator(rng(SEED));
+    const next = generator(seeded(SEED));
     const statuses = new Map<number, number>();
     for (let n = 0; n < COUNT; n++) {
       const { req, key } = next();

@@ -13,6 +13,7 @@ import {
   timestampMillis,
   type TimestampParts,
 } from '../../src/types/temporal.ts';
+import { seeded } from '../helpers/seeded.ts';
 
 /**
  * The fast paths for the service's canonical text (fixed-position dates and timestamps, decimals
@@ -21,19 +22,8 @@ import {
  * path over many generated strings that sit on and around the canonical forms.
  */
 
-/** mulberry32: a small seeded generator, so a failure reproduces. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
-const rnd = random(20_261_125);
+const rnd = seeded(20_261_125);
 const int = (n: number): number => Math.floor(rnd() * n);
 const pick = <T,>(xs: readonly T[]): T => xs[int(xs.length)]!;
 const pad = (n: number, width: number): string => String(n).padStart(width, '0');

@@ -10,18 +10,10 @@
 import { performance } from 'node:perf_hooks';
 import { parseResultPage } from '../src/client/result-page.ts';
 import { compileJsonRowAppender } from '../src/types/batch.ts';
+import { SAMPLE_EVENTS_COLUMNS } from '../src/service/engine/sampleEvents.ts';
 import { compileRowDecoder, createBatchBuilder, type ColumnSpec } from '../src/types/index.ts';
 
-export const EVENT_COLUMNS: ColumnSpec[] = [
-  { name: 'id', type: 'bigint' },
-  { name: 'ts', type: 'timestamp(6) with time zone' },
-  { name: 'name', type: 'varchar' },
-  { name: 'value', type: 'double' },
-  { name: 'amount', type: 'decimal(18, 4)' },
-  { name: 'quantity', type: 'integer' },
-  { name: 'flag', type: 'boolean' },
-  { name: 'day', type: 'date' },
-];
+export const EVENT_COLUMNS: readonly ColumnSpec[] = SAMPLE_EVENTS_COLUMNS;
 
 const PAGE_ROWS = 31_250;
 const TOTAL_ROWS = 1_000_000;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExecutionStatusSchema, isExecutionId } from '../../src/protocol/index.ts';
+import { SAMPLE_EVENTS_COLUMNS } from '../../src/service/engine/sampleEvents.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { call, executeSql, LONG_SQL, runSql, status, waitFor, waitRunning } from './api.ts';
 
@@ -12,6 +13,13 @@ beforeAll(async () => {
 afterAll(() => svc?.close());
 
 describe('execute SQL and status', () => {
+  it('sample.events reports the columns and types SAMPLE_EVENTS_COLUMNS says (benchmarks and tests build its pages from them)', async () => {
+    const id = await runSql(svc, 'SELECT * FROM sample.events LIMIT 1');
+    const m = (await status(svc, id)).result_metadata;
+    expect(SAMPLE_EVENTS_COLUMNS.map((c) => c.name)).toEqual(m.column_names);
+    expect(SAMPLE_EVENTS_COLUMNS.map((c) => c.type)).toEqual(m.column_types);
+  });
+
   it('answers the execution id in PENDING state and completes with correct metadata', async () => {
     const res = await call(svc, 'POST', '/v1/sql/execute', { key: svc.keys.demo.write, body: { sql: 'SELECT id, name, value FROM sample.events ORDER BY id LIMIT 7' } });
     expect(res.status).toBe(200);

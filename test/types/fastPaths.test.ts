@@ -14,6 +14,7 @@ import {
   type TimestampParts,
 } from '../../src/types/temporal.ts';
 import { seeded } from '../helpers/seeded.ts';
+import { SAMPLE_EVENTS_COLUMNS } from '../../src/service/engine/sampleEvents.ts';
 
 /**
  * The fast paths for the service's canonical text (fixed-position dates and timestamps, decimals
@@ -278,14 +279,7 @@ function show(o: unknown): string {
 // Rows: the one-literal row decoder and the fused appender against the column-by-column paths.
 
 const COLUMNS: ColumnSpec[] = [
-  { name: 'id', type: 'bigint' },
-  { name: 'ts', type: 'timestamp(6) with time zone' },
-  { name: 'name', type: 'varchar' },
-  { name: 'value', type: 'double' },
-  { name: 'amount', type: 'decimal(18, 4)' },
-  { name: 'quantity', type: 'integer' },
-  { name: 'flag', type: 'boolean' },
-  { name: 'day', type: 'date' },
+  ...SAMPLE_EVENTS_COLUMNS,
   { name: 'ts3', type: 'timestamp(3)' },
   { name: 'ts9', type: 'timestamp(9)' },
   { name: 'small', type: 'tinyint' },

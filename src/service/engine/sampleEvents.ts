@@ -17,3 +17,15 @@ export function sampleEventsSelect(rows: number): string {
   DATE '2026-01-01' + (i % 365)::INTEGER AS day
 FROM range(${Math.max(0, Math.trunc(rows))}) t(i)`;
 }
+
+/** sample.events' columns with the types the service reports for them (`column_types`). */
+export const SAMPLE_EVENTS_COLUMNS: readonly { readonly name: string; readonly type: string }[] = [
+  { name: 'id', type: 'bigint' },
+  { name: 'ts', type: 'timestamp(6) with time zone' },
+  { name: 'name', type: 'varchar' },
+  { name: 'value', type: 'double' },
+  { name: 'amount', type: 'decimal(18, 4)' },
+  { name: 'quantity', type: 'integer' },
+  { name: 'flag', type: 'boolean' },
+  { name: 'day', type: 'date' },
+];

@@ -303,7 +303,10 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
     const asked: Workers = options.workers ?? job.workers ?? 1;
     if (totalRows !== undefined && plan === undefined) {
       // Part threads load their code while the outputs are checked and staged and the first page is read.
-      const wire = job.wire === 'json' || job.wire === 'arrow' ? job.wire : undefined;
+      // With the wire not known before the first page (auto), only the threads the Arrow wire pays
+      // for (the fewer): a service that answers JSON gets the rest started by the export itself,
+      // while threads started for nothing would take CPU from the one that writes.
+      const wire = job.wire === 'json' ? 'json' : 'arrow';
       for (const output of job.outputs) startThreadsFor(output, asked, totalRows, wire);
     }
     const summaries: (OutputSummary | undefined)[] = new Array(job.outputs.length).fill(undefined);

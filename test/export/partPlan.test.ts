@@ -44,7 +44,7 @@ describe('partThreadCount', () => {
 });
 
 describe('which outputs part threads can write', () => {
-  const out = (extra: Record<string, unknown>) => resolveOutput({ format: 'parquet', path: '/tmp/x', ...extra }, builtins);
+  const out = (extra: Record<string, unknown>) => resolveOutput({ format: 'parquet', path: 'out/x', ...extra }, builtins);
   it('only files rolled by max_rows_per_file alone, on a multi-file destination', () => {
     expect(serialReason(out({ max_rows_per_file: 10 }), true)).toBeUndefined();
     expect(serialReason(out({}), true)).toMatch(/without max_rows_per_file the output is one file/);

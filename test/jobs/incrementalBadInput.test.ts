@@ -1,36 +1,17 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { builtins } from '../../connectors/index.ts';
-import { ServiceClient } from '../../src/client/index.ts';
 import { JobFileError, parseJobFile, type Job } from '../../src/config/index.ts';
 import { AppendConflictError, SchemaDriftError } from '../../src/export/errors.ts';
 import { CursorError } from '../../src/jobs/errors.ts';
 import { RunHistory } from '../../src/jobs/runHistory.ts';
 import { type JobSummary, runJob } from '../../src/jobs/runJob.ts';
-import { startTestService, type TestService } from '../helpers/service.ts';
 import { duck } from './duck.ts';
+import { client, dir, job, useJobHarness } from './jobHarness.ts';
 
-let svc: TestService;
-let client: ServiceClient;
-let dir: string;
-
-beforeAll(async () => {
-  svc = await startTestService({ sampleRows: 100 });
-  client = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.admin, env: {} });
-  dir = await mkdtemp(join(tmpdir(), 'sluice-incremental-bad-'));
-});
-afterAll(async () => {
-  await client?.close();
-  await svc?.close();
-  await rm(dir, { recursive: true, force: true });
-});
-
-function job(yaml: string): Job {
-  return parseJobFile(`jobs:\n${yaml}`, { file: 'test.yaml', registry: builtins, env: { DIR: dir } }).jobs[0]!;
-}
+useJobHarness({ sampleRows: 100 }, 'sluice-incremental-bad-');
 
 function parseError(yaml: string): string {
   try {

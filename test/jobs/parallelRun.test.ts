@@ -1,37 +1,17 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { builtins } from '../../connectors/index.ts';
+import { describe, expect, it } from 'vitest';
 import { NotFoundError, ServiceClient } from '../../src/client/index.ts';
-import { parseJobFile, type Job } from '../../src/config/index.ts';
 import { runJob } from '../../src/jobs/runJob.ts';
 import { RunStateStore } from '../../src/jobs/runState.ts';
-import { startTestService, type TestService } from '../helpers/service.ts';
 import { duck } from './duck.ts';
+import { client, dir, job, svc, useJobHarness } from './jobHarness.ts';
 
 // Jobs whose outputs are written by part threads (workers), against the real local service.
-let svc: TestService;
-let client: ServiceClient;
-let dir: string;
-
-beforeAll(async () => {
-  svc = await startTestService({ sampleRows: 3000, limits: { page_rows: 400 } });
-  client = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.admin, env: {} });
-  dir = await mkdtemp(join(tmpdir(), 'sluice-workers-'));
-});
-afterAll(async () => {
-  await client.close();
-  await svc.close();
-  await rm(dir, { recursive: true, force: true });
-});
-
-function job(yaml: string): Job {
-  return parseJobFile(`jobs:\n${yaml}`, { file: 'test.yaml', registry: builtins, env: { DIR: dir } }).jobs[0]!;
-}
+useJobHarness({ sampleRows: 3000, limits: { page_rows: 400 } }, 'sluice-workers-');
 const signal = () => new AbortController().signal;
 
 /** Every file of a directory with its bytes, the manifest aside (it carries the time it was written). */

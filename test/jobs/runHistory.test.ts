@@ -1,32 +1,12 @@
-import { appendFile, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { appendFile, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { builtins } from '../../connectors/index.ts';
+import { describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../src/client/index.ts';
-import { parseJobFile, type Job } from '../../src/config/index.ts';
 import { RunHistory, type RunRecord } from '../../src/jobs/runHistory.ts';
 import { runJob } from '../../src/jobs/runJob.ts';
-import { startTestService, type TestService } from '../helpers/service.ts';
+import { client, dir, job, svc, useJobHarness } from './jobHarness.ts';
 
-let svc: TestService;
-let client: ServiceClient;
-let dir: string;
-
-beforeAll(async () => {
-  svc = await startTestService({ sampleRows: 1000 });
-  client = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.admin, env: {} });
-  dir = await mkdtemp(join(tmpdir(), 'sluice-history-'));
-});
-afterAll(async () => {
-  await client.close();
-  await svc.close();
-  await rm(dir, { recursive: true, force: true });
-});
-
-function job(yaml: string): Job {
-  return parseJobFile(`jobs:\n${yaml}`, { file: 'test.yaml', registry: builtins, env: { DIR: dir } }).jobs[0]!;
-}
+useJobHarness({ sampleRows: 1000 }, 'sluice-history-');
 
 function record(over: Partial<RunRecord> = {}): RunRecord {
   return {

@@ -1,37 +1,17 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ServiceClient } from '../../src/client/index.ts';
-import { parseJobFile, type Job } from '../../src/config/index.ts';
+import { describe, expect, it } from 'vitest';
 import { resolveOutput } from '../../src/export/index.ts';
 import { BudgetExceededError } from '../../src/jobs/errors.ts';
 import { runJob } from '../../src/jobs/runJob.ts';
 import { RunStateStore, jobFingerprint, outputsFingerprint } from '../../src/jobs/runState.ts';
 import { startLocalS3 } from '../helpers/s3.ts';
-import { startTestService, type TestService } from '../helpers/service.ts';
 import { duck } from './duck.ts';
 import { builtins } from '../../connectors/index.ts';
+import { client, dir, job, useJobHarness } from './jobHarness.ts';
 
-let svc: TestService;
-let client: ServiceClient;
-let dir: string;
-
-beforeAll(async () => {
-  svc = await startTestService({ sampleRows: 3000, limits: { page_rows: 500 } });
-  client = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.admin, env: {} });
-  dir = await mkdtemp(join(tmpdir(), 'sluice-jobs-'));
-});
-afterAll(async () => {
-  await client.close();
-  await svc.close();
-  await rm(dir, { recursive: true, force: true });
-});
-
-function job(yaml: string): Job {
-  return parseJobFile(`jobs:\n${yaml}`, { file: 'test.yaml', registry: builtins, env: { DIR: dir } }).jobs[0]!;
-}
+useJobHarness({ sampleRows: 3000, limits: { page_rows: 500 } }, 'sluice-jobs-');
 
 const signal = () => new AbortController().signal;
 

@@ -1,4 +1,5 @@
 import { compileDecoder, compileRowDecoder, type ColumnSpec, type DecodeOptions, type Row, type ValueDecoder } from '../types/decode.ts';
+import { generated } from '../types/generated.ts';
 import { parseType } from '../types/parse.ts';
 
 /**
@@ -60,55 +61,37 @@ export function decodePacked(raw: readonly unknown[], from: number, to: number, 
 }
 
 type ColumnDecode = (raw: readonly unknown[], from: number, to: number, decoders: readonly ValueDecoder[], out: unknown[][]) => void;
-const columnDecoders = new Map<string, ColumnDecode>();
 
 /**
  * A loop over rows that reads each column by a literal property name (one shape at each access, so
- * V8 keeps them fast) and stores the decoded value in that column's array. Non-objects and a
- * `__proto__` column go through the generic loop; any throw is re-examined by the caller.
+ * V8 keeps them fast) and stores the decoded value in that column's array; generated once per
+ * column list. A `__proto__` column, or a runtime that cannot generate code, takes the generic
+ * loop; any throw is re-examined by the caller.
  */
 function columnDecoder(names: readonly string[]): ColumnDecode {
-  return perColumns(columnDecoders, names, (): ColumnDecode => {
-    if (names.includes('__proto__')) {
-      return (raw, from, to, decoders, out) => {
-        for (let i = from; i < to; i++) {
-          const r = raw[i];
-          if (r === null || typeof r !== 'object' || Array.isArray(r)) throw new TypeError('not a row object');
-          for (let c = 0; c < names.length; c++) out[c]![i - from] = decoders[c]!((r as Record<string, unknown>)[names[c]!]);
-        }
-      };
-    } else {
-      const lines = names.map((name, c) => `o${c}[k] = d${c}(r[${JSON.stringify(name)}]);`).join('\n');
-      const params = names.map((_, c) => `d${c}`).join(', ');
-      const outs = names.map((_, c) => `o${c}`).join(', ');
-      // Column names are data: each is a JSON string literal in the generated code, never code.
-      return new Function(
-        'raw',
-        'from',
-        'to',
-        'decoders',
-        'out',
-        `const [${params}] = decoders; const [${outs}] = out;
+  if (!names.includes('__proto__')) {
+    const lines = names.map((name, c) => `o${c}[k] = d${c}(r[${JSON.stringify(name)}]);`).join('\n');
+    const params = names.map((_, c) => `d${c}`).join(', ');
+    const outs = names.map((_, c) => `o${c}`).join(', ');
+    // Column names are data: each is a JSON string literal in the generated code, never code.
+    const loop = generated(
+      ['raw', 'from', 'to', 'decoders', 'out'],
+      `const [${params}] = decoders; const [${outs}] = out;
 for (let i = from, k = 0; i < to; i++, k++) {
   const r = raw[i];
   if (r === null || typeof r !== 'object' || Array.isArray(r)) throw new TypeError('not a row object');
 ${lines}
 }`,
-      ) as ColumnDecode;
-    }
-  });
-}
-
-/** What `make` builds for a list of column names, built once (a bounded cache: a long-lived process reads many shapes). */
-function perColumns<T>(cache: Map<string, T>, names: readonly string[], make: () => T): T {
-  const key = JSON.stringify(names);
-  let made = cache.get(key);
-  if (made === undefined) {
-    if (cache.size >= 256) cache.clear();
-    made = make();
-    cache.set(key, made);
+    );
+    if (loop !== undefined) return loop as ColumnDecode;
   }
-  return made;
+  return (raw, from, to, decoders, out) => {
+    for (let i = from; i < to; i++) {
+      const r = raw[i];
+      if (r === null || typeof r !== 'object' || Array.isArray(r)) throw new TypeError('not a row object');
+      for (let c = 0; c < names.length; c++) out[c]![i - from] = decoders[c]!((r as Record<string, unknown>)[names[c]!]);
+    }
+  };
 }
 
 function packColumn(values: readonly unknown[], transfer: ArrayBuffer[]): PackedColumn {
@@ -206,25 +189,24 @@ function columnValues(column: PackedColumn, n: number): ArrayLike<unknown> {
 }
 
 type MakeRows = (columns: readonly ArrayLike<unknown>[]) => RowAt;
-const makers = new Map<string, MakeRows>();
 
 /**
  * A function that builds rows keyed by `names` as one object literal (V8 then gives every row one
- * shape). A `__proto__` key, which a literal would take as the prototype, is defined as an own
- * property, as the decoder defines it.
+ * shape), generated once per column list. A `__proto__` key, which a literal would take as the
+ * prototype, is defined as an own property, as the decoder defines it; so is every key where code
+ * cannot be generated.
  */
 function rowMaker(names: readonly string[]): MakeRows {
-  return perColumns(makers, names, (): MakeRows => {
-    if (names.includes('__proto__')) {
-      return (columns) => (i) => {
-        const out: Row = {};
-        for (let c = 0; c < names.length; c++) Object.defineProperty(out, names[c]!, { value: columns[c]![i], enumerable: true, writable: true, configurable: true });
-        return out;
-      };
-    }
+  if (!names.includes('__proto__')) {
     const fields = names.map((name, c) => `${JSON.stringify(name)}: c${c}[i]`).join(', ');
     const params = names.map((_, c) => `c${c}`).join(', ');
     // Column names are data: each is a JSON string literal in the generated code, never code.
-    return new Function('columns', `const [${params}] = columns; return (i) => ({ ${fields} });`) as MakeRows;
-  });
+    const make = generated(['columns'], `const [${params}] = columns; return (i) => ({ ${fields} });`);
+    if (make !== undefined) return make as MakeRows;
+  }
+  return (columns) => (i) => {
+    const out: Row = {};
+    for (let c = 0; c < names.length; c++) Object.defineProperty(out, names[c]!, { value: columns[c]![i], enumerable: true, writable: true, configurable: true });
+    return out;
+  };
 }

@@ -22,7 +22,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { ServiceClient } from '../src/client/index.ts';
 import type { BatchesInput, BatchesResult, CaseInput, CaseResult } from './parallelCase.ts';
 import type { Workers } from '../src/export/partPlan.ts';
-import { defaultDecodeThreads, defaultRowThreads } from '../src/pipeline/decodePool.ts';
+import { defaultDecodeThreads } from '../src/pipeline/decodePool.ts';
 import { stream, type StreamOptions } from '../src/pipeline/stream.ts';
 import type { StreamSource } from '../src/pipeline/source.ts';
 import { ARROW_STREAM_MEDIA_TYPE } from '../src/protocol/index.ts';
@@ -64,7 +64,7 @@ export async function run(): Promise<void> {
     console.log('stream() rows over JSON (target: at most 1.5x the JSON.parse time):');
     for (const [label, options] of [
       ['decoded on the calling thread', { decodeThreads: 0 }],
-      [`decode threads (default: ${defaultRowThreads()})`, {}],
+      [`decode threads (default: ${defaultDecodeThreads()})`, {}],
     ] as [string, StreamOptions][]) {
       const rowsMs = await timed(async () => {
         let n = 0;

@@ -58,24 +58,16 @@ export class DecodeResponseError extends Error {}
 export const PAGES_PER_THREAD = 2;
 
 /**
- * The default size of the pool: every core but the one the fetching thread runs on. With two cores
- * or fewer that is none: measured on two cores (`npm run bench -- parallel`), one decode thread was
- * slower than decoding on the calling thread (the service, the fetching and the writer already
- * share both cores, and handing pages over costs more than it frees).
+ * The default size of the pool, for `batches()` and `rows()`: every core but the one the fetching
+ * thread runs on. With two cores or fewer that is none: measured on two cores (`npm run bench --
+ * parallel`, 1M rows over JSON), one decode thread was slower than decoding on the calling thread,
+ * and rows on two decode threads took 2.0-2.2 s against 1.9-2.0 s on the calling thread (the
+ * service, the fetching and the writer already share both cores, and handing pages over costs
+ * more than it frees).
  */
 export function defaultDecodeThreads(): number {
   const cores = availableParallelism();
   return cores <= 2 ? 0 : cores - 1;
-}
-
-/**
- * The default for `rows()`: as for `batches()`, every core but the one the fetching thread runs on,
- * and none on two cores or fewer. Measured on two cores (`npm run bench -- parallel`, 1M rows over
- * JSON): rows on the calling thread 1.9-2.0 s, on two decode threads 2.0-2.2 s (the service and
- * the fetching thread already take what the threads would free), so two cores keep the calling thread.
- */
-export function defaultRowThreads(): number {
-  return defaultDecodeThreads();
 }
 
 interface Slot {

@@ -8,7 +8,7 @@ import { arrowSchema, type ArrowTypeOptions } from '../types/arrow.ts';
 import { compileJsonRowAppender, createBatchBuilder } from '../types/batch.ts';
 import { compileRowDecoder, type ColumnSpec, type DecodeOptions, type Row } from '../types/decode.ts';
 import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
-import { DecodePool, DecodeResponseError, defaultDecodeThreads, defaultRowThreads, sharedDecodePool, type DecodedRows } from './decodePool.ts';
+import { DecodePool, DecodeResponseError, defaultDecodeThreads, sharedDecodePool, type DecodedRows } from './decodePool.ts';
 import { unpackRows } from './packedRows.ts';
 import { DEFAULT_CONCURRENCY, DEFAULT_PREFETCH, fetchOrdered, type PageRequest, type PageShape } from './fetchOrdered.ts';
 import { ProgressTracker, type Progress, type ProgressListener } from './progress.ts';
@@ -276,7 +276,7 @@ export class ResultStream implements AsyncIterable<Row> {
     const rows = Math.min(info.totalRows, this.#options.endOffset ?? Number.POSITIVE_INFINITY) - (this.#options.startOffset ?? 0);
     // The first page is read on this thread already.
     const pagesLeft = Math.ceil(rows / info.pageSize) - 1;
-    return pagesLeft >= ROW_THREADS_MIN_PAGES && defaultRowThreads() > 0 ? sharedDecodePool() : undefined;
+    return pagesLeft >= ROW_THREADS_MIN_PAGES && defaultDecodeThreads() > 0 ? sharedDecodePool() : undefined;
   }
 
   /** Arrow RecordBatches, all with the one schema of `schema()`. */

@@ -373,11 +373,14 @@ async function writeParts(job: Job, output: ResolvedOutput, plan: Plan, area: Sh
     ...(todo.length > 0 && todo[0]!.first_row > 0 ? { startOffset: Math.min(todo[0]!.first_row, Math.max(0, plan.total_rows - 1)) } : {}),
   };
   const result = stream(options.client, { executionId: plan.execution_id }, read);
+  const parallel = threads > 1 && todo.length > 1;
   // The part threads load their code while the first page is read.
-  if (threads > 1 && todo.length > 1 && output.format.module !== undefined) startPartThreads(Math.min(threads, todo.length), { module: output.format.module, type: output.format.type, config: output.formatConfig });
+  if (parallel && output.format.module !== undefined) startPartThreads(Math.min(threads, todo.length), { module: output.format.module, type: output.format.type, config: output.formatConfig });
   const schema = await result.schema();
   const parts = [...kept];
-  const reader = threads > 1 && todo.length > 1 ? await result.rangeReader() : undefined;
+  const journaled = { version: 1 as const, execution_id: plan.execution_id, parts };
+  // Shards refuse result filters, so their rows always have offsets and a range reader.
+  const reader = parallel ? await result.rangeReader() : undefined;
   if (reader !== undefined) {
     // Side by side, each part read, decoded and encoded by a part thread, stored in the shared area
     // as the serial path stores it; the journal lists parts as they complete, in any order.
@@ -394,26 +397,17 @@ async function writeParts(job: Job, output: ResolvedOutput, plan: Plan, area: Sh
       onPart: async (part) => {
         parts.push({ path: part.name, first_row: part.range.firstRow, rows: part.range.rows, bytes: part.bytes, sha256: part.sha256 });
         parts.sort((a, b) => a.first_row - b.first_row);
-        await area.save(journalName(shard.index), encode({ version: 1 as const, execution_id: plan.execution_id, parts }), signal);
+        await area.save(journalName(shard.index), encode(journaled), signal);
         options.events?.onInfo?.('part written', { job: job.name, shard: shard.index, part: part.name, rows: part.range.rows, bytes: part.bytes });
       },
     });
   } else if (todo.length > 0) {
+    // One thread: the parts still to write follow each other (a leading run was kept, or one part is left).
     const format = output.format.create(output.formatConfig);
-    const journaled = { version: 1 as const, execution_id: plan.execution_id, parts };
     const batches = result.batches()[Symbol.asyncIterator]();
     let pending: RecordBatch | undefined;
     try {
-      // The row of the result `pending` starts at: rows of kept parts between two missing ones are skipped.
-      let position = todo[0]!.first_row;
       for (const part of todo) {
-        while (position < part.first_row) {
-          pending ??= (await batches.next()).value as RecordBatch | undefined;
-          if (pending === undefined) break;
-          const skip = Math.min(pending.numRows, part.first_row - position);
-          position += skip;
-          pending = skip === pending.numRows ? undefined : pending.slice(skip);
-        }
         const file = new PartFile(area, format, schema, part.path, {}, signal, part.first_row);
         try {
           while (file.rows < part.rows) {
@@ -422,7 +416,6 @@ async function writeParts(job: Job, output: ResolvedOutput, plan: Plan, area: Sh
             const room = part.rows - file.rows;
             const piece = pending.numRows <= room ? pending : pending.slice(0, room);
             pending = piece === pending ? undefined : pending.slice(room);
-            position += piece.numRows;
             await file.push(piece);
           }
         } catch (error) {

@@ -1,36 +1,25 @@
-import { readdir, readFile, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtins } from '../../connectors/index.ts';
-import { ServiceClient } from '../../src/client/index.ts';
 import { parseJobFile, type Job } from '../../src/config/index.ts';
 import { RunHistory } from '../../src/jobs/runHistory.ts';
 import { type JobSummary, runJob } from '../../src/jobs/runJob.ts';
 import { ManualClock } from '../../src/scheduler/manualClock.ts';
 import { Scheduler } from '../../src/scheduler/scheduler.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
-import { startTestService, type TestService } from '../helpers/service.ts';
 import { duck } from './duck.ts';
 import { icebirdRead } from '../helpers/icebird.ts';
+import { client, dir, useJobHarness } from './jobHarness.ts';
 
-let svc: TestService;
-let client: ServiceClient;
-let dir: string;
+useJobHarness({ sampleRows: 100 }, 'sluice-incremental-');
 let s3: LocalS3;
-
 beforeAll(async () => {
   s3 = await startLocalS3();
   await s3.createBucket('sync');
-  svc = await startTestService({ sampleRows: 100 });
-  client = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.admin, env: {} });
-  dir = await mkdtemp(join(tmpdir(), 'sluice-incremental-'));
 });
 afterAll(async () => {
   await s3?.stop();
-  await client?.close();
-  await svc?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 /** CSV of rows 1..n: id, a timestamp one minute apart, a label. */

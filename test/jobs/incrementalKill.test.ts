@@ -1,29 +1,16 @@
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ServiceClient } from '../../src/client/index.ts';
-import { startTestService, type TestService } from '../helpers/service.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sluice, startSluice } from '../cli/sluiceProcess.ts';
 import { duck } from './duck.ts';
+import { client, dir, svc, useJobHarness } from './jobHarness.ts';
 
-let svc: TestService;
-let client: ServiceClient;
-let dir: string;
+// Small pages and some latency: the export of the new rows takes long enough to be killed halfway.
+useJobHarness({ sampleRows: 10, limits: { page_rows: 250 }, faults: { latency_ms: 30 } }, 'sluice-incremental-kill-');
 let env: Record<string, string>;
-
-beforeAll(async () => {
-  // Small pages and some latency: the export of the new rows takes long enough to be killed halfway.
-  svc = await startTestService({ sampleRows: 10, limits: { page_rows: 250 }, faults: { latency_ms: 30 } });
-  client = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.admin, env: {} });
-  dir = await mkdtemp(join(tmpdir(), 'sluice-incremental-kill-'));
+beforeAll(() => {
   env = { SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: svc.keys.demo.admin };
-});
-afterAll(async () => {
-  await client?.close();
-  await svc?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 function rows(n: number): string {

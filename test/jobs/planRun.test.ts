@@ -1,24 +1,10 @@
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ServiceClient } from '../../src/client/index.ts';
+import { describe, expect, it } from 'vitest';
 import { sluice } from '../cli/sluiceProcess.ts';
-import { startTestService, type TestService } from '../helpers/service.ts';
+import { client, dir, svc, useJobHarness } from './jobHarness.ts';
 
-let svc: TestService;
-let dir: string;
-let client: ServiceClient;
-beforeAll(async () => {
-  svc = await startTestService({ sampleRows: 2000 });
-  dir = await mkdtemp(join(tmpdir(), 'sluice-plan-'));
-  client = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.admin, env: {} });
-});
-afterAll(async () => {
-  await client.close();
-  await svc.close();
-  await rm(dir, { recursive: true, force: true });
-});
+useJobHarness({ sampleRows: 2000 }, 'sluice-plan-');
 
 async function executionCount(): Promise<number> {
   return (await readdir(join(svc.dataDir, 'catalog', 'executions'))).filter((n) => n.endsWith('.json')).length;

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../src/client/index.ts';
-import { logLines, sluice, startSluice } from '../cli/sluiceProcess.ts';
+import { sluice, startSluice } from '../cli/sluiceProcess.ts';
 import { ManualClock } from '../../src/service/clock.ts';
 import { startPreconditionGate, type PreconditionGate } from '../helpers/preconditionGate.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';

@@ -1,31 +1,16 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { builtins } from '../../connectors/index.ts';
-import { ServiceClient } from '../../src/client/index.ts';
 import { formatSummary, summaryFields } from '../../src/cli/output/summary.ts';
 import { parseJobFile, type Job } from '../../src/config/index.ts';
 import { DestinationError } from '../../src/kit/index.ts';
 import { runJob } from '../../src/jobs/runJob.ts';
 import { jobFingerprint, outputsFingerprint, RunStateStore } from '../../src/jobs/runState.ts';
-import { startTestService, type TestService } from '../helpers/service.ts';
 import { duck } from './duck.ts';
+import { client, dir, useJobHarness } from './jobHarness.ts';
 
-let svc: TestService;
-let client: ServiceClient;
-let dir: string;
-
-beforeAll(async () => {
-  svc = await startTestService({ sampleRows: 100 });
-  client = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.admin, env: {} });
-  dir = await mkdtemp(join(tmpdir(), 'sluice-stale-resume-'));
-});
-afterAll(async () => {
-  await client.close();
-  await svc.close();
-  await rm(dir, { recursive: true, force: true });
-});
+useJobHarness({ sampleRows: 100 }, 'sluice-stale-resume-');
 
 function job(name: string, table: string, path: string): Job {
   const yaml = `jobs:\n  - name: ${name}\n    source: { sql: "select v from ${table} order by v" }\n    outputs:\n      - { format: csv, path: "${path}" }\n`;

@@ -1,35 +1,20 @@
 // Value edges from the service's JSON through typed rows into every output format, read back by
 // independent readers (DuckDB for Parquet, CSV and NDJSON; apache-arrow for Arrow IPC; parquet-wasm
 // and polars for Parquet and Arrow): each value must come back exactly.
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Table, tableFromIPC } from 'apache-arrow';
 import pl from 'nodejs-polars';
 import * as pw from 'parquet-wasm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ServiceClient } from '../../src/client/index.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { stream } from '../../src/pipeline/stream.ts';
 import { parseJobFile } from '../../src/config/index.ts';
 import { runJob } from '../../src/jobs/runJob.ts';
 import { builtins } from '../../connectors/index.ts';
-import { startTestService, type TestService } from '../helpers/service.ts';
 import { duck } from './duck.ts';
+import { client, dir, useJobHarness } from './jobHarness.ts';
 
-let svc: TestService;
-let client: ServiceClient;
-let dir: string;
-
-beforeAll(async () => {
-  svc = await startTestService({ sampleRows: 10 });
-  client = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.admin, env: {} });
-  dir = await mkdtemp(join(tmpdir(), 'sluice-edges-'));
-});
-afterAll(async () => {
-  await client?.close();
-  await svc?.close();
-  await rm(dir, { recursive: true, force: true });
-});
+useJobHarness({ sampleRows: 10 }, 'sluice-edges-');
 
 // The dates and timestamps at DuckDB's extremes, before year 1 and after 9999: every target holds them
 // (Date32 and Parquet DATE are 32-bit days, timestamps 64-bit microseconds); CSV and NDJSON write them

@@ -15,7 +15,6 @@ import { IcebergCommitConflictError, icebergCommit, IcebergMetadataError, Iceber
 import { defineSink, DestinationCheckError, PreconditionFailedError, type SinkDescriptor } from '../../../src/kit/index.ts';
 import { type JobSummary, runJob, type RunJobOptions } from '../../../src/jobs/runJob.ts';
 import type { RunRecord } from '../../../src/jobs/runHistory.ts';
-import { stream } from '../../../src/pipeline/stream.ts';
 import { policyOf } from '../../../src/errorPolicy.ts';
 import { startLocalS3, type LocalS3 } from '../../helpers/s3.ts';
 import { startPreconditionGate, type PreconditionGate } from '../../helpers/preconditionGate.ts';
@@ -23,7 +22,7 @@ import { startTestService, type TestService } from '../../helpers/service.ts';
 import { icebirdRead } from '../../helpers/icebird.ts';
 import { duckRowsJS } from '../../helpers/duckdb.ts';
 import { startSluice } from '../../cli/sluiceProcess.ts';
-import { expectIcebirdRows } from './icebirdValues.ts';
+import { expectIcebirdRows, serviceRows } from './icebirdValues.ts';
 import { numbered, numberedSchema } from '../../connectors/fixtures.ts';
 
 let svc: TestService;
@@ -98,24 +97,13 @@ function run(j: Job, options: Partial<RunJobOptions> = {}): Promise<JobSummary> 
   return runJob(j, { client, stateDir: join(dir, 'state'), signal: new AbortController().signal, ...options });
 }
 
-const results = new Map<string, { rows: Record<string, unknown>[]; types: Record<string, string> }>();
 /** The service's rows of `sql` as typed JS values (read once per query), and the column types. */
-async function serviceRows(sql: string) {
-  const cached = results.get(sql);
-  if (cached) return cached;
-  const rows: Record<string, unknown>[] = [];
-  const s = stream(client, { sql });
-  for await (const row of s) rows.push(row);
-  const info = await s.info();
-  const r = { rows, types: Object.fromEntries(info.columns.map((c) => [c.name, c.type])) };
-  results.set(sql, r);
-  return r;
-}
+const serviceRowsOf = (sql: string) => serviceRows(client, sql);
 
 /** icebird's rows of the table's current snapshot against the service's rows of each run, value by value. */
 async function expectTable(url: string, runs: readonly string[]): Promise<void> {
   const got = await icebirdRead(url, s3);
-  expectIcebirdRows(got, await Promise.all(runs.map(serviceRows)));
+  expectIcebirdRows(got, await Promise.all(runs.map(serviceRowsOf)));
 }
 
 async function metadataOf(place: Place, table: string): Promise<{ file: string; json: Record<string, any> }> {
@@ -315,7 +303,7 @@ describe('table: iceberg, more', () => {
     const byName = Object.fromEntries(ids.map((r) => [r.name, Number(r.field_id)]));
     for (const f of json.schemas[0].fields) expect(byName[f.name], f.name).toBe(f.id);
     const rows = await duckRowsJS(`SELECT c_decimal::VARCHAR AS d, strftime(c_timestamp, '%Y-%m-%d %H:%M:%S.%f') AS ts FROM '${path}' ORDER BY id`);
-    const want = (await serviceRows(ALL)).rows;
+    const want = (await serviceRowsOf(ALL)).rows;
     expect(rows).toEqual(want.map((r) => ({ d: r.c_decimal, ts: r.c_timestamp })));
   });
 

@@ -1,5 +1,31 @@
 import { expect } from 'vitest';
+import type { ServiceClient } from '../../../src/client/index.ts';
+import { stream } from '../../../src/pipeline/stream.ts';
 import { parseType } from '../../../src/types/index.ts';
+
+/** A query's rows as the service gives them (typed JS values) and its column types. */
+export interface ServiceRows {
+  readonly rows: Record<string, unknown>[];
+  readonly types: Record<string, string>;
+}
+
+const read = new Map<string, Promise<ServiceRows>>();
+
+/** The service's rows of `sql` and their column types, read once per query in a test file (one service per file; its queries are deterministic). */
+export function serviceRows(client: ServiceClient, sql: string): Promise<ServiceRows> {
+  let got = read.get(sql);
+  if (got === undefined) {
+    got = (async () => {
+      const rows: Record<string, unknown>[] = [];
+      const s = stream(client, { sql });
+      for await (const row of s) rows.push(row);
+      const info = await s.info();
+      return { rows, types: Object.fromEntries(info.columns.map((c) => [c.name, c.type])) };
+    })();
+    read.set(sql, got);
+  }
+  return got;
+}
 
 /**
  * The service's typed row values (the pipeline's JS rows) as icebird decodes the same Iceberg

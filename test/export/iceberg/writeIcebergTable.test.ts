@@ -29,7 +29,7 @@ import { startLocalS3, type LocalS3 } from '../../helpers/s3.ts';
 import { startS3Gate, type S3Gate } from '../../helpers/s3Gate.ts';
 import { icebirdRead } from '../../helpers/icebird.ts';
 import { duckRowsJS } from '../../helpers/duckdb.ts';
-import { asIcebird, expectIcebirdRows } from './icebirdValues.ts';
+import { asIcebird, expectIcebirdRows, serviceRows } from './icebirdValues.ts';
 
 interface Result {
   schema: Schema;
@@ -55,13 +55,10 @@ const WIDER = 'SELECT id, c_varchar, c_bigint, c_decimal FROM sample.all_types O
 async function result(sql: string): Promise<Result> {
   const cached = results.get(sql);
   if (cached) return cached;
-  const rows: Record<string, unknown>[] = [];
-  const s = stream(client, { sql });
-  for await (const row of s) rows.push(row);
-  const info = await s.info();
+  const { rows, types } = await serviceRows(client, sql);
   const batches: RecordBatch[] = [];
   for await (const b of stream(client, { sql }).batches()) batches.push(b);
-  const r = { schema: batches[0]!.schema, batches, rows, types: Object.fromEntries(info.columns.map((c) => [c.name, c.type])) };
+  const r = { schema: batches[0]!.schema, batches, rows, types };
   results.set(sql, r);
   return r;
 }

@@ -1,5 +1,6 @@
 import { ResultPageSchema, type ResultPage } from '../protocol/index.ts';
 import { parseJsonLossless } from '../types/json.ts';
+import type { TextRead } from '../types/textRows.ts';
 import { InvalidResponseError, type ErrorContext } from './errors.ts';
 import { describeIssues } from './http.ts';
 
@@ -21,21 +22,52 @@ export function parseResultPage(res: { readonly text: string }, ctx: ErrorContex
   const result = isRecord(value) && isRecord(value['result']) ? value['result'] : undefined;
   const rows = result !== undefined && Array.isArray(result['rows']) ? result['rows'] : undefined;
   const envelope = isRecord(value) && result !== undefined && rows !== undefined ? { ...value, result: { ...result, rows: [] } } : value;
-  const parsed = ResultPageSchema.safeParse(envelope);
-  if (!parsed.success) {
-    throw new InvalidResponseError(`response does not match the protocol: ${describeIssues(parsed.error)}`, { ...ctx, cause: parsed.error });
-  }
-  const page = parsed.data;
+  const page = validEnvelope(envelope, ctx);
   if (page.result && rows !== undefined) {
     if (!isRowArray(rows)) {
       throw new InvalidResponseError(`response does not match the protocol: result.rows.${firstNonRecord(rows)}: expected an object`, ctx);
     }
     page.result.rows = rows;
-    if (rows.length !== page.result.metadata.row_count) {
-      throw new InvalidResponseError(`result.rows holds ${rows.length} rows but result.metadata.row_count says ${page.result.metadata.row_count}`, ctx);
-    }
+    checkRowCount(rows.length, page.result.metadata.row_count, ctx);
   }
   return page;
+}
+
+/**
+ * A JSON result page whose rows `read` takes straight from the text (`compileTextRows`,
+ * `compileTextBatchReader`): the envelope, with `result.rows` empty, is validated as
+ * {@link parseResultPage} validates it and raises the same errors. Undefined when `read` gave up
+ * or the array it read is not `result.rows`: the caller then parses the page with `parseResultPage`.
+ */
+export function parseResultPageText<T>(res: { readonly text: string }, ctx: ErrorContext, read: (text: string) => TextRead<T> | undefined): { page: ResultPage; value: T } | undefined {
+  const text = res.text;
+  const got = read(text);
+  if (got === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = parseJsonLossless(`${text.slice(0, got.start)}[]${text.slice(got.end)}`);
+  } catch {
+    return undefined;
+  }
+  const result = isRecord(value) && isRecord(value['result']) ? value['result'] : undefined;
+  const rows = result?.['rows'];
+  if (!Array.isArray(rows) || rows.length !== 0) return undefined;
+  const page = validEnvelope(value, ctx);
+  if (page.result === undefined) return undefined;
+  checkRowCount(got.count, page.result.metadata.row_count, ctx);
+  return { page, value: got.value };
+}
+
+function validEnvelope(envelope: unknown, ctx: ErrorContext): ResultPage {
+  const parsed = ResultPageSchema.safeParse(envelope);
+  if (!parsed.success) {
+    throw new InvalidResponseError(`response does not match the protocol: ${describeIssues(parsed.error)}`, { ...ctx, cause: parsed.error });
+  }
+  return parsed.data;
+}
+
+function checkRowCount(rows: number, rowCount: number, ctx: ErrorContext): void {
+  if (rows !== rowCount) throw new InvalidResponseError(`result.rows holds ${rows} rows but result.metadata.row_count says ${rowCount}`, ctx);
 }
 
 function isRecord(v: unknown): v is Row {

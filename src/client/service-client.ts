@@ -44,7 +44,8 @@ import { MAX_PAGE_CONCURRENCY, resolveConfig, type ClientOptions, type ResolvedC
 import { Execution, type ExecuteInput, type LatestResultOptions, type RunOptions } from './execution.ts';
 import type { ClientStats } from './hooks.ts';
 import { describeIssues, Http } from './http.ts';
-import { parseResultPage } from './result-page.ts';
+import { parseResultPage, parseResultPageText } from './result-page.ts';
+import type { TextRead } from '../types/textRows.ts';
 import { ACCEPT_ARROW, arrowPageEnvelope } from './arrow-page.ts';
 import { resultParams } from './result-options.ts';
 import { salvageExecuteResponse, salvageQueryIdResponse, salvageRefreshResponse } from './salvage.ts';
@@ -96,6 +97,11 @@ export type WirePage =
       readonly refused: boolean;
       /** Parses and validates the body (as `getResults` does). */
       parse(): ResultPage;
+      /**
+       * The envelope validated as `parse` validates it, and what `read` made of the rows straight
+       * from the text; undefined when `read` gave up (then `parse`).
+       */
+      parseText?<T>(read: (text: string) => TextRead<T> | undefined): { page: ResultPage; value: T } | undefined;
     };
 
 export interface WirePageOptions extends ResultCallOptions {
@@ -211,7 +217,14 @@ export class ServiceClient {
     const ctx = this.#http.context(spec);
     if (isArrowStreamContentType(header(res.headers['content-type']))) return { format: 'arrow', page: arrowPageEnvelope(res.headers, ctx), ipc: res.body, bytes: res.bytes };
     const answer = res;
-    return { format: 'json', body: res.body, bytes: res.bytes, refused, parse: () => parseResultPage(answer, ctx) };
+    return {
+      format: 'json',
+      body: res.body,
+      bytes: res.bytes,
+      refused,
+      parse: () => parseResultPage(answer, ctx),
+      parseText: (read) => parseResultPageText(answer, ctx, read),
+    };
   }
 
   async getResultsCsv(executionId: string, options: ResultCallOptions = {}): Promise<CsvPage> {

@@ -5,8 +5,9 @@ import type { ClientOptions } from '../client/config.ts';
 import type { Wire } from '../client/service-client.ts';
 import type { ExecutionStatus, ResultMetadata, ResultPage } from '../protocol/index.ts';
 import { arrowSchema, type ArrowTypeOptions } from '../types/arrow.ts';
-import { compileJsonRowAppender, createBatchBuilder } from '../types/batch.ts';
+import { compileJsonRowAppender, compileTextBatchReader, createBatchBuilder, restartRowOffset, type TextBatchReader } from '../types/batch.ts';
 import { compileRowDecoder, type ColumnSpec, type DecodeOptions, type Row } from '../types/decode.ts';
+import { compileTextRows, type TextRead, type TextReader } from '../types/textRows.ts';
 import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
 import { DecodePool, DecodeResponseError, defaultDecodeThreads, sharedDecodePool, type DecodedRows } from './decodePool.ts';
 import { unpackRows } from './packedRows.ts';
@@ -139,6 +140,10 @@ interface RawPage extends PageShape {
   readonly ipc: Uint8Array | undefined;
   /** The page's typed rows, decoded by a decode thread for `rows()`. */
   readonly decoded?: DecodedRows<Error> | undefined;
+  /** The page's typed rows read from its text on this thread (`rows[i - from]` is row i), for `rows()`. */
+  readonly typed?: TypedRows | undefined;
+  /** The rows this read wants of the page, read from its text into one batch, for `batches()`. */
+  readonly batch?: RecordBatch | undefined;
   /** `result_set_bytes`: the service's count of the values as text. */
   readonly bytes: number;
   /** The HTTP body as received. */
@@ -151,6 +156,53 @@ interface Fetched {
   readonly httpBytes: number;
   readonly ipc?: Uint8Array | undefined;
   readonly decoded?: DecodedRows<Error> | undefined;
+  readonly typed?: TypedRows | undefined;
+  readonly batch?: RecordBatch | undefined;
+}
+
+/** Typed rows of a page from its row `from` on. */
+interface TypedRows {
+  readonly from: number;
+  readonly rows: readonly Row[];
+}
+
+/**
+ * How this thread reads JSON pages whose columns it knows: straight from the text into typed rows
+ * or into a batch (no parsed page in between). A page of another shape is parsed the general way;
+ * after a few such pages the stream stops trying.
+ */
+class TextPages {
+  readonly #read: TextReader<Row[]> | undefined;
+  readonly #batch: TextBatchReader | undefined;
+  #misses = 0;
+  #hits = 0;
+
+  constructor(read: { rows: TextReader<Row[]> } | { batch: TextBatchReader }) {
+    this.#read = 'rows' in read ? read.rows : undefined;
+    this.#batch = 'batch' in read ? read.batch : undefined;
+  }
+
+  /** Worth trying on the next page: not given up after pages of another shape. */
+  get live(): boolean {
+    return this.#misses < 3 || this.#misses <= this.#hits;
+  }
+
+  /** Reads rows `from` to `to - 1` of the page at `offset` from the answer's text; undefined: parse it. */
+  read(answer: { parseText?: <T>(read: (text: string) => TextRead<T> | undefined) => { page: ResultPage; value: T } | undefined }, offset: number, from: number, to: number): Omit<Fetched, 'httpBytes'> | undefined {
+    let got: Omit<Fetched, 'httpBytes'> | undefined;
+    if (this.#read !== undefined) {
+      const read = this.#read;
+      const r = answer.parseText?.((text) => read(text, from, to));
+      if (r !== undefined) got = { page: r.page, typed: { from, rows: r.value } };
+    } else if (this.#batch !== undefined) {
+      const batch = this.#batch;
+      const r = answer.parseText?.((text) => batch(text, from, to, offset + from));
+      if (r !== undefined) got = { page: r.page, batch: r.value };
+    }
+    if (got === undefined) this.#misses++;
+    else this.#hits++;
+    return got;
+  }
 }
 
 /**
@@ -244,8 +296,16 @@ export class ResultStream implements AsyncIterable<Row> {
     const decode = compileRowDecoder(started.info.columns, { dates: this.#options.dates });
     const names = started.info.columns.map((c) => c.name);
     const pool = this.#rowPool(started.info);
+    const reader = pool === undefined ? compileTextRows(started.info.columns, { dates: this.#options.dates }) : undefined;
+    const text = reader === undefined ? undefined : new TextPages({ rows: reader });
     try {
-      for await (const { page, offset, skip, take } of this.#pages(started, pool === undefined ? 'rows' : 'pool-rows', pool)) {
+      for await (const { page, offset, skip, take } of this.#pages(started, pool === undefined ? 'rows' : 'pool-rows', pool, text)) {
+        const typed = page.typed;
+        if (typed !== undefined) {
+          const { from, rows } = typed;
+          yield { at: (i) => rows[i - from]!, next: skip, end: take, error: undefined };
+          continue;
+        }
         const decoded = page.decoded;
         if (decoded === undefined) {
           const rows = page.rows;
@@ -301,12 +361,21 @@ export class ResultStream implements AsyncIterable<Row> {
     const append = compileJsonRowAppender(builder, started.info.columns);
     const ctx = { method: 'batches', executionId: started.info.executionId };
     const pool = mode === 'pool' ? (this.#options.decodeThreads === undefined ? sharedDecodePool() : new DecodePool(this.#options.decodeThreads)) : undefined;
+    // Page by page, JSON pages go from their text into a batch of their own, with no parsed rows.
+    const reader = mode === 'rows' && batchSize === undefined ? compileTextBatchReader(schema, started.info.columns) : undefined;
+    const text = reader === undefined ? undefined : new TextPages({ batch: reader });
     try {
-      for await (const { page, offset, skip, take } of this.#pages(started, mode, pool)) {
+      for await (const { page, offset, skip, take } of this.#pages(started, mode, pool, text)) {
         if (page.ipc !== undefined) {
           yield* pageBatches(page, schema, skip, take, ctx);
           continue;
         }
+        if (page.batch !== undefined) {
+          if (page.batch.numRows > 0) yield page.batch;
+          continue;
+        }
+        // Pages read from their text did not go through the builder: it counts from this page.
+        if (text !== undefined) restartRowOffset(builder, offset + skip);
         // In runs that end where a batch fills, so batches are cut where a row-by-row loop cuts them.
         for (let i = skip; i < take; ) {
           const end = batchSize === undefined ? take : Math.min(take, i + batchSize - builder.length);
@@ -476,7 +545,7 @@ export class ResultStream implements AsyncIterable<Row> {
     }
   }
 
-  async *#pages(started: Started, mode: PageMode, pool?: DecodePool) {
+  async *#pages(started: Started, mode: PageMode, pool?: DecodePool, text?: TextPages) {
     const { signal } = this.#options;
     const { info, resolved } = started;
     let first = started.first;
@@ -493,7 +562,7 @@ export class ResultStream implements AsyncIterable<Row> {
     /** Rows of a page at `offset` still before `end`: the read delivers no row past it. */
     const upTo = (offset: number, rowCount: number) => Math.max(0, Math.min(rowCount, end - offset));
     try {
-      first ??= this.#check(resolved, await this.#fetch(resolved, { offset: firstOffset, limit: info.pageSize }, signal, mode, pool), info.columns);
+      first ??= this.#check(resolved, await this.#fetch(resolved, { offset: firstOffset, limit: info.pageSize }, signal, mode, pool, text), info.columns);
       const firstTake = upTo(firstOffset, first.rowCount);
       const skip = Math.min(start - firstOffset, firstTake);
       progress.page(firstTake - skip, first.bytes, total, first.httpBytes);
@@ -501,7 +570,7 @@ export class ResultStream implements AsyncIterable<Row> {
       if (first.nextOffset === undefined || firstOffset + first.rowCount >= end) return;
 
       const fetchPage = async (request: PageRequest, pageSignal: AbortSignal) =>
-        this.#check(resolved, await this.#fetch(resolved, request, pageSignal, mode, pool), info.columns);
+        this.#check(resolved, await this.#fetch(resolved, request, pageSignal, mode, pool, text), info.columns);
       const pages = fetchOrdered(fetchPage, {
         // A first page shorter than the grid leaves rows before `startOffset`: start there instead.
         start: Math.max(first.nextOffset, start),
@@ -551,9 +620,18 @@ export class ResultStream implements AsyncIterable<Row> {
     signal: AbortSignal | undefined,
     mode: PageMode = 'rows',
     pool?: DecodePool,
+    text?: TextPages,
   ): Promise<Fetched> {
     const executionId = resolved.execution.id;
     const options = this.#resultOptions(request, signal);
+    if (mode === 'rows' && text?.live) {
+      const answer = await this.#client.getResultsWire(executionId, { ...options, accept: 'json' });
+      if (answer.format === 'arrow') return { page: answer.page, httpBytes: answer.bytes, ipc: answer.ipc };
+      const o = this.#options;
+      // The rows this read yields from the page (as #pages cuts them): no other is decoded.
+      const read = text.read(answer, request.offset, Math.max(0, (o.startOffset ?? 0) - request.offset), (o.endOffset ?? Number.MAX_SAFE_INTEGER) - request.offset);
+      return { ...(read ?? { page: answer.parse() }), httpBytes: answer.bytes };
+    }
     if (mode === 'rows') {
       let httpBytes = 0;
       const page = await this.#client.getResults(executionId, { ...options, onBodyBytes: (n) => (httpBytes = n) });
@@ -592,7 +670,7 @@ export class ResultStream implements AsyncIterable<Row> {
   }
 
   /** A page with a result, and the same columns as the first page: one schema for the whole stream. */
-  #check(resolved: ResolvedSource, { page, httpBytes, ipc, decoded }: Fetched, columns: readonly ColumnSpec[] | undefined): RawPage {
+  #check(resolved: ResolvedSource, { page, httpBytes, ipc, decoded, typed, batch }: Fetched, columns: readonly ColumnSpec[] | undefined): RawPage {
     const result = page.result;
     const ctx = { method: 'stream', executionId: resolved.execution.id };
     if (result === undefined) {
@@ -609,7 +687,7 @@ export class ResultStream implements AsyncIterable<Row> {
         ctx,
       );
     }
-    return { rows: result.rows, ipc, decoded, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, httpBytes, metadata: m };
+    return { rows: result.rows, ipc, decoded, typed, batch, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, httpBytes, metadata: m };
   }
 }
 

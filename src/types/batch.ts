@@ -6,6 +6,7 @@ import { ArrowValueError, Misfit } from './errors.ts';
 import { parseType } from './parse.ts';
 import { generated } from './generated.ts';
 import { formatType, type SqlType } from './sql-type.ts';
+import { compileScan, readRows, type TextRead } from './textRows.ts';
 
 /** Options of {@link createBatchBuilder}. */
 export interface BatchBuilderOptions extends ArrowTypeOptions {
@@ -220,4 +221,46 @@ function fusedRow(own: BuilderInside, decoders: readonly ValueDecoder[]): ((raw:
   const body = `return function appendRow(r, at) {\nlet j = 0, v;\ntry {\n${lines.join('\n')}\n} catch (e) {\nat.column = j;\nthrow e;\n}\n};`;
   const make = generated(params, body);
   return make === undefined ? undefined : (make(...args) as (raw: object, at: { column: number }) => void);
+}
+
+/**
+ * Reads rows `from` to `to - 1` of a JSON page's text into one RecordBatch on `schema`; the first of
+ * them is result offset `rowOffset` (for errors). Undefined when the page is not of the shape the
+ * text scanner reads or a value did not fit: the caller then appends the parsed page the general
+ * way, which raises the error.
+ */
+export type TextBatchReader = (text: string, from: number, to: number, rowOffset: number) => TextRead<RecordBatch> | undefined;
+
+/**
+ * The {@link TextBatchReader} of a schema made by `arrowSchema` for `columns`: values go from the
+ * page's text into the column builders as {@link compileJsonRowAppender} puts parsed values there,
+ * with no parsed page and no row objects. Undefined when the columns have no text scanner (nested
+ * types, duplicate names, `__proto__`) or code cannot be generated.
+ */
+export function compileTextBatchReader(schema: Schema, columns: readonly ColumnSpec[]): TextBatchReader | undefined {
+  const decoders = columns.map((c) => compileDecoder(parseType(c.type), { timestamps: 'string' }));
+  const bind = (builder: BatchBuilder) => {
+    const own = inside.get(builder);
+    if (own === undefined || !sameColumns(own, columns)) return undefined;
+    const { builders, sqlTypes, state } = own;
+    const wires = builders.map((b, i) => wireAppender(sqlTypes[i]!, b));
+    const lines = builders.map((_, i) => (wires[i] === undefined ? `c${i}.append(d${i}(v${i}));` : `if (v${i} == null) c${i}.append(null); else if (!w${i}(v${i})) c${i}.append(d${i}(v${i}));`));
+    const params = ['st', ...builders.flatMap((_, i) => [`c${i}`, `d${i}`, `w${i}`])];
+    const args = [state, ...builders.flatMap((b, i) => [b, decoders[i], wires[i]])];
+    return compileScan(columns, sqlTypes, `${lines.join('\n')}\nst.length++;\nst.appended++;`, params, args, false);
+  };
+  let builder = createBatchBuilder(schema);
+  let scanner = bind(builder);
+  if (scanner === undefined) return undefined;
+  return (text, from, to, rowOffset) => {
+    restartRowOffset(builder, rowOffset);
+    const read = scanner === undefined ? undefined : readRows(scanner, text, from, to, undefined);
+    if (read === undefined) {
+      // Rows of the page may be in the builders: start afresh.
+      builder = createBatchBuilder(schema);
+      scanner = bind(builder);
+      return undefined;
+    }
+    return { ...read, value: builder.flush() };
+  };
 }

@@ -174,3 +174,58 @@ describe('progress', () => {
     expect(events.at(-1)).toMatchObject({ pages: 3, rows: TOTAL, bytes: TOTAL * 2, totalRows: TOTAL, etaMs: 0 });
   });
 });
+
+describe('pages read from their text', () => {
+  // After the first page, the calling thread reads a JSON page's rows straight from its text; a page
+  // it cannot read so (here: escapes in a string) is parsed the general way. Either way a read gives
+  // the rows the general path gives, also from and to offsets inside a page.
+  const names = ['id', 'name', 'ts', 'amount', 'big'];
+  const types = ['integer', 'varchar', 'timestamp(6) with time zone', 'decimal(18, 4)', 'bigint'];
+  const row = (i: number) => ({
+    id: i,
+    name: i === 4 ? 'a "quoted" name\non two lines' : i % 2 === 0 ? `event ${i} with a name longer than thirteen chars` : `é ${i} ✓`,
+    ts: `2026-01-0${1 + (i % 9)} 10:15:30.12345${i % 10} UTC`,
+    amount: i === 6 ? null : `${i}.5000`,
+    big: i === 8 ? 12_345_678_901_234 : -i,
+  });
+
+  it('rows() and batches() give the rows of the general path, and only pages with escapes are parsed whole', async () => {
+    const { client } = await serve({ names, types, row });
+    const expected = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, k) => {
+        const r = row(from + k);
+        return { ...r, ts: new Date(`${r.ts.slice(0, 10)}T${r.ts.slice(11, 23)}Z`), big: BigInt(r.big) };
+      });
+    const parsed: number[] = [];
+    const parse = JSON.parse;
+    const spy = vi.spyOn(JSON, 'parse').mockImplementation((text: string, reviver?: Parameters<typeof JSON.parse>[1]) => {
+      if (text.includes('"rows":[{')) parsed.push(Number(/"row_count":(\d+)/.exec(text)?.[1] ?? -1));
+      return parse(text, reviver);
+    });
+    try {
+      for (const [from, to] of [
+        [0, TOTAL],
+        [1, 8],
+        [5, 6],
+      ] as const) {
+        parsed.length = 0;
+        const rows: Record<string, unknown>[] = [];
+        for await (const r of stream(client, { executionId: ID }, { pageSize: 3, startOffset: from, endOffset: to, decodeThreads: 0 })) rows.push(r);
+        expect(rows, `${from}-${to}`).toEqual(expected(from, to));
+        // The first page, and the page of row 4 (escapes) when read after it: no other page was parsed whole.
+        expect(parsed.length, `${from}-${to}`).toBe(from <= 4 && to > 4 && Math.floor(from / 3) !== 1 ? 2 : 1);
+
+        let batched = 0;
+        const ids: number[] = [];
+        for await (const b of stream(client, { executionId: ID }, { pageSize: 3, startOffset: from, endOffset: to, decodeThreads: 0 }).batches()) {
+          batched += b.numRows;
+          for (const v of b.getChild('id')!) ids.push(v as number);
+          expect(b.getChild('name')!.toArray(), `${from}-${to}`).toEqual(expected(from + batched - b.numRows, from + batched).map((r) => r.name));
+        }
+        expect(ids).toEqual(expected(from, to).map((r) => r.id));
+      }
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});

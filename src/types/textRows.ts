@@ -1,0 +1,296 @@
+import { compileDecoder, type ColumnSpec, type DecodeOptions, type Row, type ValueDecoder } from './decode.ts';
+import { generated } from './generated.ts';
+import { parseType } from './parse.ts';
+import type { SqlType } from './sql-type.ts';
+
+/**
+ * Rows of a JSON result page read straight from its text, without `JSON.parse` building a row
+ * object of wire values first: one generated scanner per column list reads each row's values in
+ * column order and hands them to the decoders (typed rows) or the column builders (Arrow).
+ *
+ * It reads only the shape the service writes: `"rows":[{"a":1,"b":"x"},...]` with the keys in
+ * `column_names` order, scalar values, no escapes in the page, optional whitespace. Anything else (a key
+ * out of order or missing, an object or array value, a backslash anywhere in the page, a number
+ * JSON would not take) makes it give up on the page, and the caller parses the page the general
+ * way, which also raises the errors. So whatever it returns is exactly what `parseJsonLossless`
+ * and the decoders give for the same text: numbers as `Number(token)` (integers beyond 2^53 as
+ * bigint), strings as their text (a raw control character, which JSON forbids, gives up).
+ *
+ * Measured on `sample.events` pages (8 columns, 31,250 rows, 4.8 MB): parse and decode into typed
+ * rows 0.85 s per million rows, against 1.0 s for `JSON.parse` plus the row decoder.
+ */
+
+/** Where the rows of a page were, what they made, and how many the page holds. */
+export interface TextRead<T> {
+  readonly value: T;
+  /** Rows in the page's `rows` array (all of them, not only the ones read). */
+  readonly count: number;
+  /** Index of the array's `[` and one past its `]`. */
+  readonly start: number;
+  readonly end: number;
+}
+
+/**
+ * Reads rows `from` (inclusive) to `to` (exclusive) of a page's text; undefined when the page is
+ * not of the shape it reads, or a value did not decode (the general path then says why).
+ */
+export type TextReader<T> = (text: string, from: number, to: number) => TextRead<T> | undefined;
+
+/** What the generated scanner closes over besides the emit's own names. */
+export interface ScanState {
+  /** The last number read by `readNumber`. */
+  v: unknown;
+  /** Rows in the array just scanned. */
+  count: number;
+}
+
+/** A generated scanner and the state it writes (`count` after a scan). */
+export interface Scanner {
+  readonly scan: (s: string, p: number, from: number, to: number, out: unknown) => number;
+  readonly state: ScanState;
+}
+
+/** Column types whose values are scalars on the wire; a nested one makes the scanner not apply. */
+function scalar(type: SqlType): boolean {
+  return type.kind !== 'array' && type.kind !== 'map' && type.kind !== 'row';
+}
+
+/**
+ * Types whose decoder passes a string through as it is. The other decoders take only text of a
+ * fixed grammar (digits, dates, hex), which a raw control character never fits: they refuse it.
+ */
+function passesText(type: SqlType): boolean {
+  switch (type.kind) {
+    case 'varchar':
+    case 'char':
+    case 'uuid':
+    case 'ipaddress':
+    case 'json':
+    case 'unknown':
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** Types whose values are usually numbers: the number branch is tried first. */
+function numeric(type: SqlType): boolean {
+  switch (type.kind) {
+    case 'tinyint':
+    case 'smallint':
+    case 'integer':
+    case 'bigint':
+    case 'real':
+    case 'double':
+      return true;
+    default:
+      return false;
+  }
+}
+
+const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
+
+/**
+ * Reads the JSON number at `p` into `o.v` as `parseJsonLossless` would (a double; an integer
+ * beyond 2^53 as bigint) and returns the index after it, or -1 when the text there is not a JSON
+ * number. Up to 15 significant digits and 22 fraction digits the value is the digits over a power
+ * of ten: both exact doubles, so the one rounding of the division is the correct one.
+ */
+export function readNumber(s: string, p: number, o: ScanState): number {
+  const start = p;
+  let c = s.charCodeAt(p);
+  const negative = c === 45;
+  if (negative) c = s.charCodeAt(++p);
+  if (c < 48 || c > 57) return -1;
+  let m = 0;
+  let digits = 0;
+  if (c === 48) {
+    c = s.charCodeAt(++p);
+  } else {
+    do {
+      m = m * 10 + (c - 48);
+      digits++;
+      c = s.charCodeAt(++p);
+    } while (c >= 48 && c <= 57);
+  }
+  let fraction = 0;
+  if (c === 46) {
+    c = s.charCodeAt(++p);
+    if (c < 48 || c > 57) return -1;
+    do {
+      m = m * 10 + (c - 48);
+      digits++;
+      fraction++;
+      c = s.charCodeAt(++p);
+    } while (c >= 48 && c <= 57);
+  }
+  if (c === 101 || c === 69) {
+    c = s.charCodeAt(++p);
+    if (c === 43 || c === 45) c = s.charCodeAt(++p);
+    if (c < 48 || c > 57) return -1;
+    do c = s.charCodeAt(++p);
+    while (c >= 48 && c <= 57);
+    o.v = Number(s.slice(start, p));
+    return p;
+  }
+  if (digits > 15 || fraction > 22) {
+    const token = s.slice(start, p);
+    const v = Number(token);
+    o.v = fraction === 0 && !Number.isSafeInteger(v) ? BigInt(token) : v;
+    return p;
+  }
+  const v = fraction === 0 ? m : m / POW10[fraction]!;
+  o.v = negative ? -v : v;
+  return p;
+}
+
+/** Index of the first non-whitespace character at or after `p`. */
+export function skipSpace(s: string, p: number): number {
+  let c = s.charCodeAt(p);
+  while (c === 32 || c === 10 || c === 13 || c === 9) c = s.charCodeAt(++p);
+  return p;
+}
+
+/** Strings of at least this length are slices sharing the page's text; see `copyLong`. */
+const SLICED_FROM = 13;
+
+/**
+ * Source of the code reading column `i`'s value into `v{i}` with `c` holding its first char; gives up
+ * (`return -1`) on an object, an array or anything that is not JSON.
+ */
+function valueSource(i: number, type: SqlType, copyLong: boolean): string {
+  const v = `v${i}`;
+  // JSON forbids raw control characters in strings: the general path refuses such a page. Text
+  // that a decoder checks (or that is not decoded: rows outside the range) is looked at here.
+  const loop = `for (let k = p + 1; k < q; k++) if (s.charCodeAt(k) < 32) return -1;`;
+  const controlCheck = passesText(type) ? `${loop}\n` : `if (i < from || i >= to) ${loop}\n`;
+  // A slice of 13 chars or more shares the page's text: a row kept by the caller would keep the whole page.
+  const take = copyLong ? `${v} = q - p - 1 < ${SLICED_FROM} ? s.slice(p + 1, q) : JSON.parse(s.slice(p, q + 1));` : `${v} = s.slice(p + 1, q);`;
+  const str = `if (c === 34) {\nq = s.indexOf('"', p + 1);\nif (q < 0) return -1;\n${controlCheck}${take}\np = q + 1;\n}`;
+  const num = `if (c === 45 || (c >= 48 && c <= 57)) {\np = readNumber(s, p, o);\nif (p < 0) return -1;\n${v} = o.v;\n}`;
+  const rest = [
+    `if (c === 110 && s.startsWith('null', p)) {\n${v} = null;\np += 4;\n}`,
+    `if (c === 116 && s.startsWith('true', p)) {\n${v} = true;\np += 4;\n}`,
+    `if (c === 102 && s.startsWith('false', p)) {\n${v} = false;\np += 5;\n}`,
+  ];
+  const branches = numeric(type) ? [num, str, ...rest] : [str, num, ...rest];
+  return `${branches.join(' else ')} else return -1;`;
+}
+
+/**
+ * The scanner of a column list: `scan(s, p, from, to, out)` reads the array whose `[` is at `p`,
+ * runs `emit` (code over `v0..vN` and `out`) for rows `from` to `to - 1`, sets `o.count` and
+ * returns the index after the `]`, or -1 when the text is not of the shape it reads. Undefined
+ * when a column is nested or code cannot be generated here.
+ */
+export function compileScan(
+  columns: readonly ColumnSpec[],
+  types: readonly SqlType[],
+  emit: string,
+  params: readonly string[],
+  args: readonly unknown[],
+  copyLong: boolean,
+): Scanner | undefined {
+  if (columns.length === 0 || !types.every(scalar)) return undefined;
+  const n = columns.length;
+  const values = columns.map((c, i) => {
+    const key = JSON.stringify(c.name);
+    const after = i === n - 1 ? 125 : 44;
+    return [
+      keyCheck(key),
+      `p += ${key.length};`,
+      `if (s.charCodeAt(p) !== 58) { p = skipSpace(s, p); if (s.charCodeAt(p) !== 58) return -1; }`,
+      `c = s.charCodeAt(++p);`,
+      `if (c <= 32) { p = skipSpace(s, p); c = s.charCodeAt(p); }`,
+      valueSource(i, types[i]!, copyLong),
+      `c = s.charCodeAt(p);`,
+      `if (c !== ${after}) { p = skipSpace(s, p); c = s.charCodeAt(p); if (c !== ${after}) return -1; }`,
+      `c = s.charCodeAt(++p);`,
+      i === n - 1 ? '' : `if (c <= 32) { p = skipSpace(s, p); }`,
+    ].join('\n');
+  });
+  const locals = columns.map((_, i) => `v${i}`).join(', ');
+  const body = `return function scan(s, p, from, to, out) {
+let c, q, ${locals};
+let i = 0;
+p = skipSpace(s, p + 1);
+if (s.charCodeAt(p) === 93) { o.count = 0; return p + 1; }
+for (;;) {
+if (s.charCodeAt(p) !== 123) return -1;
+p = skipSpace(s, p + 1);
+${values.join('\n')}
+if (i >= from && i < to) {
+${emit}
+}
+i++;
+if (c <= 32) { p = skipSpace(s, p); c = s.charCodeAt(p); }
+p++;
+if (c === 93) { o.count = i; return p; }
+if (c !== 44) return -1;
+p = skipSpace(s, p);
+}
+};`;
+  const make = generated(['o', 'readNumber', 'skipSpace', ...params], body);
+  if (make === undefined) return undefined;
+  const state: ScanState = { v: undefined, count: 0 };
+  return { scan: make(state, readNumber, skipSpace, ...args) as Scanner['scan'], state };
+}
+
+/**
+ * The check that `key` (a JSON string) is at `p`: its chars compared one by one when it is short
+ * (measured: a `startsWith` call per key cost about 15% of the scan), else `startsWith`.
+ */
+function keyCheck(key: string): string {
+  if (key.length > 24) return `if (!s.startsWith(${JSON.stringify(key)}, p)) return -1;`;
+  const chars = Array.from({ length: key.length }, (_, k) => `s.charCodeAt(p + ${k}) !== ${key.charCodeAt(k)}`);
+  return `if (${chars.join(' || ')}) return -1;`;
+}
+
+/** Index of the `[` of the page's `result.rows`, or -1 (then the general path reads the page). */
+export function rowsArrayStart(text: string): number {
+  // A backslash anywhere means escapes: strings would need unescaping, which `JSON.parse` does.
+  if (text.indexOf('\\') >= 0) return -1;
+  const key = text.indexOf('"rows"');
+  if (key < 0) return -1;
+  let p = skipSpace(text, key + 6);
+  if (text.charCodeAt(p) !== 58) return -1;
+  p = skipSpace(text, p + 1);
+  return text.charCodeAt(p) === 91 ? p : -1;
+}
+
+/** Runs a scanner over a page's rows array: its read, or undefined when it gave up or a value threw. */
+export function readRows<T>(scanner: Scanner, text: string, from: number, to: number, out: T): TextRead<T> | undefined {
+  const start = rowsArrayStart(text);
+  if (start < 0) return undefined;
+  let end: number;
+  try {
+    end = scanner.scan(text, start, from, to, out);
+  } catch {
+    return undefined;
+  }
+  if (end < 0) return undefined;
+  return { value: out, count: scanner.state.count, start, end };
+}
+
+/**
+ * The typed rows of a page, read from its text: each row exactly what
+ * `compileRowDecoder(columns, options)` makes of the parsed row. Undefined when there is no such
+ * reader for these columns (a nested column, a column named `__proto__`, no code generation).
+ */
+export function compileTextRows(columns: readonly ColumnSpec[], options: DecodeOptions = {}): TextReader<Row[]> | undefined {
+  const names = columns.map((c) => c.name);
+  if (names.includes('__proto__') || new Set(names).size !== names.length) return undefined;
+  const types = columns.map((c) => parseType(c.type));
+  const decoders: ValueDecoder[] = types.map((t) => compileDecoder(t, options));
+  const literal = names.map((name, i) => `${JSON.stringify(name)}: d${i}(v${i})`).join(',\n');
+  const scanner = compileScan(
+    columns,
+    types,
+    `out.push({\n${literal}\n});`,
+    decoders.map((_, i) => `d${i}`),
+    decoders,
+    true,
+  );
+  if (scanner === undefined) return undefined;
+  return (text, from, to) => readRows(scanner, text, from, to, [] as Row[]);
+}

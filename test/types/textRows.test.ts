@@ -1,0 +1,317 @@
+import { isDeepStrictEqual } from 'node:util';
+import { RecordBatchStreamWriter, type RecordBatch } from 'apache-arrow';
+import { describe, expect, it } from 'vitest';
+import { parseResultPage, parseResultPageText } from '../../src/client/result-page.ts';
+import { InvalidResponseError } from '../../src/client/errors.ts';
+import { compileJsonRowAppender, compileTextBatchReader } from '../../src/types/batch.ts';
+import { arrowSchema, compileRowDecoder, createBatchBuilder, parseJsonLossless, type ColumnSpec, type DecodeOptions, type Row } from '../../src/types/index.ts';
+import { compileTextRows, readNumber, type ScanState } from '../../src/types/textRows.ts';
+import { seeded } from '../helpers/seeded.ts';
+
+/**
+ * The text scanner reads a page's rows without `JSON.parse`. Whatever it returns must be exactly
+ * what the general path (`parseJsonLossless`, then the row decoder or the JSON row appender) makes
+ * of the same text; wherever the general path throws (invalid JSON, a value that does not decode),
+ * the scanner must give up, so that the general path raises the error. Both are run over generated
+ * pages: canonical ones, and ones with the shapes, tokens and values around the canonical.
+ */
+
+const rnd = seeded(20_261_126);
+const int = (n: number): number => Math.floor(rnd() * n);
+const pick = <T,>(xs: readonly T[]): T => xs[int(xs.length)]!;
+
+const TYPES = [
+  'boolean',
+  'tinyint',
+  'smallint',
+  'integer',
+  'bigint',
+  'uint256',
+  'int256',
+  'real',
+  'double',
+  'decimal(18, 4)',
+  'decimal(38, 0)',
+  'varchar',
+  'char',
+  'uuid',
+  'ipaddress',
+  'json',
+  'unknown',
+  'varbinary',
+  'date',
+  'time',
+  'timestamp(3)',
+  'timestamp(6)',
+  'timestamp(6) with time zone',
+  'interval day to second',
+  'interval year to month',
+] as const;
+
+/** Raw JSON tokens around what each type takes (some are not JSON at all). */
+const NUMBERS = [
+  '0', '-0', '1', '-1', '127', '128', '-129', '32767', '2147483647', '2147483648', '-2147483648',
+  '9007199254740991', '9007199254740992', '-9007199254740993', '12345678901234567890', '-99999999999999999999999',
+  '1.5', '-0.0', '0.1', '79.19', '123456789012345.6', '1234567890123456.7', '0.00000000000000000000001',
+  '1e5', '1E-7', '-2.5e+3', '1.7976931348623157e308', '5e-324', '1e400', '3.0', '100.25',
+  '01', '1.', '-', '+1', '.5', '1e', '1.5.3', '0x10', 'NaN', 'Infinity',
+];
+const STRINGS = [
+  '"event_1"', '""', '"a long text of more than thirteen chars"', '"é unicode ✓ 🎉"', '"0.0000"', '"10.4729"', '"-12.5"',
+  '"2026-01-01"', '"2026-13-01"', '"0044-03-15 (BC)"', '"2026-01-01 00:00:01.234567 UTC"', '"2026-01-01 00:00:01.234 UTC"',
+  '"2026-01-01 00:00:01.234"', '"2026-01-01 00:00:01"', '"2026-01-01T00:00:01Z"', '"2026-10-31 23:59:5"', '"12:34:56.789"',
+  '"0xdeadbeef"', '"0xabc"', '"NaN"', '"Infinity"', '"-Infinity"', '"123456789012345678901234567890"', '"-5"',
+  '"1 02:03:04.500"', '"2-3"', '"6ba7b810-9dad-11d1-80b4-00c04fd430c8"', '"192.168.0.1"',
+  '"tab\there"', '"new\nline"', '"esc\\"aped"', '"\\u00e9"', '"back\\\\slash"', '"unterminated',
+];
+const OTHERS = ['true', 'false', 'null', 'nul', 'True', '{"a":1}', '[1,2]', '[]', '{}'];
+
+/** Tokens each type takes. */
+const VALID: Record<(typeof TYPES)[number], readonly string[]> = {
+  boolean: ['true', 'false'],
+  tinyint: ['0', '-128', '127', '-0'],
+  smallint: ['32767', '-5'],
+  integer: ['2147483647', '-2147483648', '42'],
+  bigint: ['9007199254740991', '-9007199254740993', '12', '9223372036854775807'],
+  uint256: ['"115792089237316195423570985008687907853269984665640564039457584007913129639935"', '7', '"0"'],
+  int256: ['"-5"', '12345678901234567890', '3'],
+  real: ['1.5', '-0.0', '1e5', '"NaN"'],
+  double: ['79.19', '5e-324', '-2.5e+3', '"-Infinity"', '1234567890123456.7', '0.1'],
+  'decimal(18, 4)': ['"10.4729"', '"0.0000"', '"-12.5"', '3'],
+  'decimal(38, 0)': ['"123456789012345678901234567890"', '"-5"'],
+  varchar: ['"event_1"', '""', '"a long text of more than thirteen chars"', '"é unicode ✓ 🎉"'],
+  char: ['"x"'],
+  uuid: ['"6ba7b810-9dad-11d1-80b4-00c04fd430c8"'],
+  ipaddress: ['"192.168.0.1"'],
+  json: ['"{}"', '"[1]"'],
+  unknown: ['"?"'],
+  varbinary: ['"0xdeadbeef"', '"0x"'],
+  date: ['"2026-01-01"', '"0044-03-15 (BC)"'],
+  time: ['"12:34:56.789"', '"00:00:00"'],
+  'timestamp(3)': ['"2026-01-01 00:00:01.234"', '"2026-01-01 00:00:01"'],
+  'timestamp(6)': ['"2026-01-01 00:00:01.234567"', '"2026-01-01T00:00:01"'],
+  'timestamp(6) with time zone': ['"2026-01-01 00:00:01.234567 UTC"', '"2026-01-01T00:00:01Z"', '"2026-01-01 00:00:01.234 UTC"'],
+  'interval day to second': ['"1 02:03:04.500"', '1500'],
+  'interval year to month': ['"2-3"', '14'],
+};
+
+function valid(column: ColumnSpec): string {
+  if (rnd() < 0.1) return 'null';
+  const v = pick(VALID[column.type as (typeof TYPES)[number]]);
+  if (!v.startsWith('"') || rnd() > 0.03) return v;
+  // A raw control character, which JSON does not allow in a string, anywhere in the text.
+  const at = 1 + int(v.length - 1);
+  return `${v.slice(0, at)}${pick(['\n', '\t', '\u0000', '\u001f'])}${v.slice(at)}`;
+}
+
+function token(): string {
+  const r = rnd();
+  return r < 0.45 ? pick(NUMBERS) : r < 0.9 ? pick(STRINGS) : pick(OTHERS);
+}
+
+/** Spaces where JSON allows them (sometimes), or none. */
+function gap(loose: boolean): string {
+  return loose && rnd() < 0.3 ? pick([' ', '  ', '\n', '\t', '\r\n ']) : '';
+}
+
+interface Page {
+  text: string;
+  columns: ColumnSpec[];
+}
+
+/** A page of `rows` rows; `oddity` in [0, 1) is how likely each row is to leave the canonical shape. */
+function page(columns: ColumnSpec[], rows: number, values: (column: ColumnSpec) => string, oddity: number): Page {
+  const loose = rnd() < 0.3;
+  const out: string[] = [];
+  for (let r = 0; r < rows; r++) {
+    let fields = columns.map((c) => `${JSON.stringify(c.name)}${gap(loose)}:${gap(loose)}${values(c)}`);
+    if (rnd() < oddity) {
+      switch (int(5)) {
+        case 0:
+          fields = fields.slice(1);
+          break;
+        case 1:
+          fields.push(`"extra":1`);
+          break;
+        case 2:
+          if (fields.length > 1) [fields[0], fields[1]] = [fields[1]!, fields[0]!];
+          break;
+        case 3:
+          fields.push(fields[0]!);
+          break;
+        default:
+          fields[int(fields.length)] = `${JSON.stringify(pick(columns).name)}:${token()}`;
+      }
+    }
+    out.push(`{${gap(loose)}${fields.join(`${gap(loose)},${gap(loose)}`)}${gap(loose)}}`);
+  }
+  const names = JSON.stringify(columns.map((c) => c.name));
+  const types = JSON.stringify(columns.map((c) => c.type));
+  const rowsText = `[${gap(loose)}${out.join(`${gap(loose)},${gap(loose)}`)}${gap(loose)}]`;
+  const text =
+    `{"execution_id":"01HX","query_id":0,"state":"QUERY_STATE_COMPLETED","is_execution_finished":true,` +
+    `"submitted_at":"2026-11-26T00:00:00Z","expires_at":"2027-02-24T00:00:00Z",` +
+    `"result":{"rows":${gap(loose)}${rowsText},"metadata":{"column_names":${names},"column_types":${types},` +
+    `"row_count":${rows},"result_set_bytes":100,"total_row_count":${rows},"total_result_set_bytes":100,"datapoint_count":${rows * columns.length},` +
+    `"pending_time_millis":1,"execution_time_millis":1}},"next_offset":${rows}}`;
+  return { text, columns };
+}
+
+function randomColumns(): ColumnSpec[] {
+  const n = 1 + int(6);
+  return Array.from({ length: n }, (_, i) => ({ name: pick(['id', 'ts', 'name', 'value', 'a b', 'ключ', 'x"y', '1', '🎉k', 'a_column_name_longer_than_twenty_four']) + i, type: pick(TYPES) }));
+}
+
+/** The general path: the page's rows from `from` to `to`, decoded; or the error it throws. */
+function general(text: string, columns: ColumnSpec[], from: number, to: number, options: DecodeOptions): { rows: Row[] } | { error: unknown } {
+  try {
+    const rows = (parseJsonLossless(text) as { result: { rows: unknown[] } }).result.rows;
+    const decode = compileRowDecoder(columns, options);
+    const out: Row[] = [];
+    for (let i = from; i < Math.min(to, rows.length); i++) out.push(decode(rows[i], i));
+    return { rows: out };
+  } catch (error) {
+    return { error };
+  }
+}
+
+function ipc(batch: RecordBatch): Buffer {
+  return Buffer.from(RecordBatchStreamWriter.writeAll([batch]).toUint8Array(true));
+}
+
+function generalBatch(text: string, columns: ColumnSpec[], from: number, to: number): { bytes: Buffer } | { error: unknown } {
+  try {
+    const rows = (parseJsonLossless(text) as { result: { rows: unknown[] } }).result.rows;
+    const builder = createBatchBuilder(arrowSchema(columns), { firstRowOffset: from });
+    compileJsonRowAppender(builder, columns)(rows, from, Math.min(to, rows.length), 0);
+    return { bytes: ipc(builder.flush()) };
+  } catch (error) {
+    return { error };
+  }
+}
+
+/** Same rows, same keys in the same order, values by `Object.is` (-0, NaN) and structure. */
+function sameRows(a: readonly Row[], b: readonly Row[]): boolean {
+  return a.length === b.length && a.every((row, i) => isDeepStrictEqual(Object.keys(row), Object.keys(b[i]!)) && isDeepStrictEqual(row, b[i]));
+}
+
+describe('text scanner against JSON.parse and the decoders', () => {
+  it('reads canonical pages of every scalar type, value for value, and gives up wherever the general path throws', () => {
+    let read = 0;
+    let gaveUp = 0;
+    let generalThrew = 0;
+    for (let k = 0; k < 1500; k++) {
+      const columns = randomColumns();
+      const canonical = rnd() < 0.5;
+      const p = page(columns, 1 + int(6), (c) => (canonical && rnd() < 0.97 ? valid(c) : token()), canonical ? 0 : 0.15);
+      const from = int(3);
+      const to = from + int(6);
+      const options: DecodeOptions = rnd() < 0.5 ? {} : { dates: 'date' };
+      const expected = general(p.text, columns, from, to, options);
+      const reader = compileTextRows(columns, options);
+      expect(reader).toBeDefined();
+      const got = reader!(p.text, from, to);
+      if ('error' in expected) generalThrew++;
+      if (got === undefined) {
+        gaveUp++;
+        continue;
+      }
+      read++;
+      if ('error' in expected) throw new Error(`scanner read what the general path refuses (${String(expected.error)}):\n${p.text}`);
+      if (!sameRows(got.value, expected.rows)) throw new Error(`rows differ for\n${p.text}\nscanner: ${String(got.value.map((r) => JSON.stringify(r, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))))}`);
+    }
+    // Both outcomes happen often enough for the comparison to mean something.
+    expect(read).toBeGreaterThan(300);
+    expect(gaveUp).toBeGreaterThan(300);
+    expect(generalThrew).toBeGreaterThan(200);
+  });
+
+  it('writes the same Arrow batch as the JSON row appender, and gives up wherever it throws', () => {
+    let read = 0;
+    for (let k = 0; k < 800; k++) {
+      const columns = randomColumns();
+      const p = page(columns, 1 + int(5), (c) => (rnd() < 0.97 ? valid(c) : token()), 0.05);
+      const from = int(2);
+      const to = from + 1 + int(5);
+      const expected = generalBatch(p.text, columns, from, to);
+      const reader = compileTextBatchReader(arrowSchema(columns), columns);
+      expect(reader).toBeDefined();
+      const got = reader!(p.text, from, to, from);
+      if (got === undefined) continue;
+      read++;
+      if ('error' in expected) throw new Error(`scanner read what the appender refuses (${String(expected.error)}):\n${p.text}`);
+      expect(ipc(got.value).equals(expected.bytes), p.text).toBe(true);
+    }
+    expect(read).toBeGreaterThan(150);
+  });
+
+  it('reads numbers exactly as JSON.parse (and integers beyond 2^53 as bigint, as the lossless parser)', () => {
+    const o: ScanState = { v: undefined, count: 0 };
+    const digits = (n: number) => Array.from({ length: n }, (_, i) => String(i === 0 ? 1 + int(9) : int(10))).join('');
+    for (let k = 0; k < 20_000; k++) {
+      const sign = rnd() < 0.3 ? '-' : '';
+      const whole = rnd() < 0.2 ? '0' : digits(1 + int(20));
+      const fraction = rnd() < 0.5 ? `.${Array.from({ length: 1 + int(25) }, () => String(int(10))).join('')}` : '';
+      const exponent = rnd() < 0.1 ? `e${pick(['', '+', '-'])}${int(30)}` : '';
+      const text = `${sign}${whole}${fraction}${exponent}`;
+      const end = readNumber(`${text},`, 0, o);
+      expect(end, text).toBe(text.length);
+      expect(Object.is(o.v, parseJsonLossless(text)) || o.v === parseJsonLossless(text), text).toBe(true);
+    }
+    for (const bad of ['-', '.5', '+1', '1.', '1e', '1e+', '-x']) expect(readNumber(`${bad},`, 0, o), bad).toBe(-1);
+  });
+
+  it('gives up on a page with any escape, and on columns it cannot read', () => {
+    const columns = [{ name: 'a', type: 'varchar' }];
+    const reader = compileTextRows(columns)!;
+    expect(reader(page(columns, 2, () => '"plain"', 0).text, 0, 9)?.value).toEqual([{ a: 'plain' }, { a: 'plain' }]);
+    // The escape is in the envelope, not in a row: the page still goes the general way.
+    const escaped = page(columns, 2, () => '"plain"', 0).text.replace('"01HX"', '"01\\u0048X"');
+    expect(reader(escaped, 0, 9)).toBeUndefined();
+    expect(compileTextRows([{ name: 'a', type: 'array(integer)' }])).toBeUndefined();
+    expect(compileTextRows([{ name: '__proto__', type: 'integer' }])).toBeUndefined();
+    expect(compileTextRows([{ name: 'a', type: 'integer' }, { name: 'a', type: 'integer' }])).toBeUndefined();
+  });
+
+  it('copies long strings, so a row kept does not keep its page text', () => {
+    const columns = [{ name: 'a', type: 'varchar' }];
+    const text = page(columns, 1, () => '"a long text of more than thirteen chars"', 0).text;
+    const row = compileTextRows(columns)!(text, 0, 1)!.value[0]!;
+    expect(row['a']).toBe('a long text of more than thirteen chars');
+  });
+});
+
+describe('parseResultPageText', () => {
+  const columns = [
+    { name: 'id', type: 'integer' },
+    { name: 'name', type: 'varchar' },
+  ];
+  const reader = compileTextRows(columns)!;
+  const ctx = { method: 'getResults' };
+  const read = (text: string) => parseResultPageText({ text }, ctx, (t) => reader(t, 0, Number.MAX_SAFE_INTEGER));
+
+  it('gives the envelope parseResultPage gives, with the rows read from the text', () => {
+    const { text } = page(columns, 3, (c) => (c.type === 'integer' ? '7' : '"x"'), 0);
+    const got = read(text)!;
+    const general = parseResultPage({ text }, ctx);
+    expect(got.value).toEqual(general.result!.rows);
+    expect({ ...got.page, result: { ...got.page.result!, rows: [] } }).toEqual({ ...general, result: { ...general.result!, rows: [] } });
+  });
+
+  it('raises the errors parseResultPage raises: a row count that differs, an envelope off the protocol', () => {
+    const { text } = page(columns, 3, (c) => (c.type === 'integer' ? '7' : '"x"'), 0);
+    const miscounted = text.replace('"row_count":3', '"row_count":4');
+    expect(() => read(miscounted)).toThrow(InvalidResponseError);
+    expect(() => read(miscounted)).toThrow('result.rows holds 3 rows but result.metadata.row_count says 4');
+    expect(() => parseResultPage({ text: miscounted }, ctx)).toThrow('result.rows holds 3 rows but result.metadata.row_count says 4');
+    const offProtocol = text.replace('"state":"QUERY_STATE_COMPLETED"', '"state":"DONE"');
+    expect(() => read(offProtocol)).toThrow(/does not match the protocol/);
+  });
+
+  it('leaves a page whose first "rows" array is not result.rows to the general path', () => {
+    const { text } = page(columns, 2, (c) => (c.type === 'integer' ? '7' : '"x"'), 0);
+    const decoy = text.replace('"query_id":0,', '"query_id":0,"extra":{"rows":[{"id":1,"name":"decoy"}]},');
+    expect(read(decoy)).toBeUndefined();
+    expect(parseResultPage({ text: decoy }, ctx).result!.rows).toHaveLength(2);
+  });
+});

@@ -58,14 +58,16 @@ export function serialReason(resolved: ResolvedOutput, multiFile: boolean): stri
 }
 
 /**
- * Rows a part thread must have, on each wire, to pay for starting it (`workers: auto`): about a
- * second of work, four times what the thread costs before its first row (~0.25 s of CPU: loading
- * the client, apache-arrow and the format from Node's compile cache). Measured on two cores with
- * `npm run bench -- parallel` (1M rows to zstd Parquet): a JSON row costs ~4.3 µs of CPU end to end
- * and an Arrow row ~1.1 µs; over JSON two threads beat one at 1M rows, over Arrow they lost
- * (wall 1.2 s against 0.85 s: the start-up of the second thread is as much as its share of the work).
+ * Rows a part thread must have, on each wire, to pay for starting it (`workers: auto`): about two and
+ * a half seconds of CPU work each. A thread costs ~0.25 s of CPU before its first row (loading the
+ * client, apache-arrow and the format from Node's compile cache), and more while its own code warms
+ * up and its own parquet-wasm compiles. Measured on two cores with the service on the same machine,
+ * to zstd Parquet (a JSON row costs ~2.5 µs of CPU end to end since pages are read from their text,
+ * an Arrow row ~1 µs): over JSON, two threads took 2.40 s against 2.22 s for one at 1M rows, and
+ * 3.8-4.5 s against 4.0 s at 2M; over Arrow, 1.11 s against 0.86 s at 1M, and 2.85 s against 3.0 s
+ * at 5M.
  */
-export const MIN_ROWS_PER_THREAD = { json: 250_000, arrow: 1_000_000 } as const;
+export const MIN_ROWS_PER_THREAD = { json: 1_000_000, arrow: 2_500_000 } as const;
 
 /**
  * The part threads an export of `totalRows` rows in parts of `rowsPerPart` runs: never more than

@@ -217,7 +217,7 @@ p = skipSpace(s, p + 1);
 if (s.charCodeAt(p) === 93) { o.count = 0; return p + 1; }
 for (;;) {
 if (s.charCodeAt(p) !== 123) return -1;
-p = skipSpace(s, p + 1);
+if (s.charCodeAt(++p) <= 32) p = skipSpace(s, p);
 ${values.join('\n')}
 if (i >= from && i < to) {
 ${emit}
@@ -227,7 +227,7 @@ if (c <= 32) { p = skipSpace(s, p); c = s.charCodeAt(p); }
 p++;
 if (c === 93) { o.count = i; return p; }
 if (c !== 44) return -1;
-p = skipSpace(s, p);
+if (s.charCodeAt(p) <= 32) p = skipSpace(s, p);
 }
 };`;
   const make = generated(['o', 'readNumber', 'skipSpace', ...params], body);

@@ -1,7 +1,10 @@
 import { RecordBatchStreamWriter } from 'apache-arrow';
 import type { ResultPage } from '../protocol/index.ts';
 import type { ArrowTypeOptions } from '../types/arrow.ts';
-import { compileJsonRowAppender, createBatchBuilder, restartRowOffset, type BatchBuilder, type JsonRowAppender } from '../types/batch.ts';
+import { parseResultPageText } from '../client/result-page.ts';
+import { arrowSchema } from '../types/arrow.ts';
+import { compileJsonRowAppender, compileTextBatchReader, createBatchBuilder, restartRowOffset, type BatchBuilder, type JsonRowAppender, type TextBatchReader } from '../types/batch.ts';
+import type { ColumnSpec } from '../types/decode.ts';
 
 /** The last page's columns, builder and appender; a builder left unusable by a misfit is replaced. */
 let decoder: { key: string; builder: BatchBuilder; append: JsonRowAppender } | undefined;
@@ -22,4 +25,22 @@ export function arrowPage(result: NonNullable<ResultPage['result']>, offset: num
   }
   decoder.append(result.rows, 0, result.rows.length, offset);
   return RecordBatchStreamWriter.writeAll([decoder.builder.flush()]).toUint8Array(true);
+}
+
+/** The text reader of the last columns asked for: a stream sends the same columns with every page. */
+let textReader: { key: string; read: TextBatchReader | undefined } | undefined;
+
+/**
+ * A JSON page's rows read straight from its text into one Arrow IPC stream, with the page's envelope
+ * (rows empty). Undefined when the page is not of the shape the text scanner reads or a value does
+ * not fit: the caller then takes {@link arrowPage}, which says why.
+ */
+export function arrowPageFromText(text: string, columns: readonly ColumnSpec[], offset: number, int256As: ArrowTypeOptions['int256As']): { page: ResultPage; bytes: Uint8Array } | undefined {
+  const key = JSON.stringify([columns, int256As ?? null]);
+  if (textReader?.key !== key) textReader = { key, read: compileTextBatchReader(arrowSchema(columns, undefined, int256As === undefined ? {} : { int256As }), columns) };
+  const read = textReader.read;
+  if (read === undefined) return undefined;
+  const got = parseResultPageText({ text }, {}, (t) => read(t, 0, Number.MAX_SAFE_INTEGER, offset));
+  if (got === undefined) return undefined;
+  return { page: got.page, bytes: RecordBatchStreamWriter.writeAll([got.value]).toUint8Array(true) };
 }

@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import type { ResultPage } from '../protocol/index.ts';
 import type { ArrowTypeOptions } from '../types/arrow.ts';
-import type { DecodeOptions } from '../types/decode.ts';
+import type { ColumnSpec, DecodeOptions } from '../types/decode.ts';
 import type { PackedRows } from './packedRows.ts';
 import { startWorker } from '../workerThreads.ts';
 import { ArrowValueError, ValueDecodeError, type ColumnValueDetail } from '../types/errors.ts';
@@ -15,6 +15,11 @@ export interface DecodeTask {
   readonly int256As: ArrowTypeOptions['int256As'];
   /** Typed rows `[skip, take)` of the page (page-relative), packed, instead of Arrow. */
   readonly rows?: RowsTask | undefined;
+  /**
+   * The result's columns, when the caller knows them (every page after the first): the thread then
+   * reads the rows straight from the page's text, as the calling thread does.
+   */
+  readonly columns?: readonly ColumnSpec[] | undefined;
 }
 
 /** What `rows()` asks of a page: the rows it will yield, decoded as it decodes them. */
@@ -106,10 +111,10 @@ export class DecodePool {
   }
 
   /** Decodes a JSON page; `body` is transferred (unusable here afterwards) when it owns its whole buffer. */
-  decode(body: Uint8Array, offset: number, options: ArrowTypeOptions & { rows?: RowsTask } = {}): Promise<DecodedPage> {
+  decode(body: Uint8Array, offset: number, options: ArrowTypeOptions & { rows?: RowsTask; columns?: readonly ColumnSpec[] | undefined } = {}): Promise<DecodedPage> {
     if (this.#closed) return Promise.reject(new Error('decode pool is closed'));
     return new Promise((resolve, reject) => {
-      this.#waiting.push({ task: { body, offset, int256As: options.int256As, rows: options.rows }, resolve, reject });
+      this.#waiting.push({ task: { body, offset, int256As: options.int256As, rows: options.rows, columns: options.columns }, resolve, reject });
       this.#dispatch();
     });
   }

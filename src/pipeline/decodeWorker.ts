@@ -1,10 +1,12 @@
 import { parentPort } from 'node:worker_threads';
 import { InvalidResponseError } from '../client/errors.ts';
-import { parseResultPage } from '../client/result-page.ts';
+import { parseResultPage, parseResultPageText } from '../client/result-page.ts';
 import type { ResultPage } from '../protocol/index.ts';
 import { ColumnValueError } from '../types/errors.ts';
 import type { DecodeReply, DecodeTask, WorkerError } from './decodePool.ts';
-import { decodePacked } from './packedRows.ts';
+import { decodePacked, packColumns } from './packedRows.ts';
+import type { ColumnSpec } from '../types/decode.ts';
+import { compileTextColumns, type TextReader } from '../types/textRows.ts';
 
 /**
  * A decode thread: a JSON result page in (the bytes as received, transferred), the page's envelope
@@ -29,6 +31,11 @@ async function handle(task: DecodeTask): Promise<void> {
   let transfer: ArrayBuffer[] = [];
   try {
     const text = utf8.decode(task.body);
+    const fast = task.columns === undefined ? undefined : task.rows !== undefined ? rowsFromText(task, text) : await batchFromText(task, text);
+    if (fast !== undefined) {
+      port!.postMessage(fast.reply, fast.transfer);
+      return;
+    }
     const page = parseResultPage({ text }, {});
     const result = page.result;
     if (result === undefined) {
@@ -64,6 +71,43 @@ function decodeRows(task: DecodeTask, page: ResultPage, result: NonNullable<Resu
   result.rows = [];
   const rows = { from, packed: decoded.packed, ...(decoded.error === undefined ? {} : { error: serialize(decoded.error) }) };
   return { reply: { id: task.id, ok: true, page, rows }, transfer: decoded.transfer };
+}
+
+/** Text readers of the last columns asked for, for rows: a stream sends the same columns with every page. */
+let textColumns: { key: string; read: TextReader<unknown[][]> | undefined } | undefined;
+
+/**
+ * Typed rows `[skip, take)` of the page read straight from its text (no parsed page), packed; undefined
+ * when the page is not of the shape the scanner reads, a value does not decode, or its columns are
+ * not the ones the task named: the general path then decodes it, and says what is wrong.
+ */
+function rowsFromText(task: DecodeTask, text: string): { reply: DecodeReply; transfer: ArrayBuffer[] } | undefined {
+  const columns = task.columns!;
+  const options = task.rows!;
+  const key = JSON.stringify([columns, options.dates ?? null]);
+  if (textColumns?.key !== key) textColumns = { key, read: compileTextColumns(columns, options.dates === undefined ? {} : { dates: options.dates }) };
+  const read = textColumns.read;
+  if (read === undefined) return undefined;
+  const got = parseResultPageText({ text }, {}, (t) => read(t, options.skip, options.take));
+  if (got === undefined || !namesColumns(got.page, columns)) return undefined;
+  const from = Math.min(options.skip, got.page.result!.metadata.row_count);
+  const { packed, transfer } = packColumns(got.value, got.value[0]?.length ?? 0);
+  return { reply: { id: task.id, ok: true, page: got.page, rows: { from, packed } }, transfer };
+}
+
+/** The page's rows read straight from its text into one Arrow IPC stream (see {@link rowsFromText}). */
+async function batchFromText(task: DecodeTask, text: string): Promise<{ reply: DecodeReply; transfer: ArrayBuffer[] } | undefined> {
+  arrow ??= import('./decodeArrowPage.ts');
+  const columns = task.columns!;
+  const ipc = (await arrow).arrowPageFromText(text, columns, task.offset, task.int256As);
+  if (ipc === undefined || !namesColumns(ipc.page, columns)) return undefined;
+  return { reply: { id: task.id, ok: true, page: ipc.page, ipc: ipc.bytes }, transfer: [ipc.bytes.buffer as ArrayBuffer] };
+}
+
+/** The page's metadata names exactly these columns. */
+function namesColumns(page: ResultPage, columns: readonly ColumnSpec[]): boolean {
+  const m = page.result?.metadata;
+  return m !== undefined && m.column_names.length === columns.length && columns.every((c, i) => c.name === m.column_names[i] && c.type === m.column_types[i]);
 }
 
 function serialize(error: unknown): WorkerError {

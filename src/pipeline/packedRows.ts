@@ -55,9 +55,14 @@ export function decodePacked(raw: readonly unknown[], from: number, to: number, 
     if (error === undefined) throw new Error('decoding the page failed, but no row fails to decode on its own');
     for (const v of values) v.length = done;
   }
-  const transfer: ArrayBuffer[] = [];
-  const packed = { length: done, columns: values.map((v) => packColumn(v, transfer)) };
+  const { packed, transfer } = packColumns(values, done);
   return error === undefined ? { packed, transfer } : { packed, transfer, error };
+}
+
+/** Decoded values of `length` rows, one array per column, packed for the trip to another thread. */
+export function packColumns(values: readonly unknown[][], length: number): { packed: PackedRows; transfer: ArrayBuffer[] } {
+  const transfer: ArrayBuffer[] = [];
+  return { packed: { length, columns: values.map((v) => packColumn(v, transfer)) }, transfer };
 }
 
 type ColumnDecode = (raw: readonly unknown[], from: number, to: number, decoders: readonly ValueDecoder[], out: unknown[][]) => void;

@@ -562,7 +562,7 @@ export class ResultStream implements AsyncIterable<Row> {
     /** Rows of a page at `offset` still before `end`: the read delivers no row past it. */
     const upTo = (offset: number, rowCount: number) => Math.max(0, Math.min(rowCount, end - offset));
     try {
-      first ??= this.#check(resolved, await this.#fetch(resolved, { offset: firstOffset, limit: info.pageSize }, signal, mode, pool, text), info.columns);
+      first ??= this.#check(resolved, await this.#fetch(resolved, { offset: firstOffset, limit: info.pageSize }, signal, mode, pool, text, info.columns), info.columns);
       const firstTake = upTo(firstOffset, first.rowCount);
       const skip = Math.min(start - firstOffset, firstTake);
       progress.page(firstTake - skip, first.bytes, total, first.httpBytes);
@@ -570,7 +570,7 @@ export class ResultStream implements AsyncIterable<Row> {
       if (first.nextOffset === undefined || firstOffset + first.rowCount >= end) return;
 
       const fetchPage = async (request: PageRequest, pageSignal: AbortSignal) =>
-        this.#check(resolved, await this.#fetch(resolved, request, pageSignal, mode, pool, text), info.columns);
+        this.#check(resolved, await this.#fetch(resolved, request, pageSignal, mode, pool, text, info.columns), info.columns);
       const pages = fetchOrdered(fetchPage, {
         // A first page shorter than the grid leaves rows before `startOffset`: start there instead.
         start: Math.max(first.nextOffset, start),
@@ -621,6 +621,8 @@ export class ResultStream implements AsyncIterable<Row> {
     mode: PageMode = 'rows',
     pool?: DecodePool,
     text?: TextPages,
+    /** The result's columns, when known: a decode thread then reads the page from its text. */
+    columns?: readonly ColumnSpec[],
   ): Promise<Fetched> {
     const executionId = resolved.execution.id;
     const options = this.#resultOptions(request, signal);
@@ -645,10 +647,10 @@ export class ResultStream implements AsyncIterable<Row> {
         const o = this.#options;
         // The rows this read yields from the page: the decode thread decodes no other.
         const rows = { skip: Math.max(0, (o.startOffset ?? 0) - request.offset), take: (o.endOffset ?? Number.MAX_SAFE_INTEGER) - request.offset, dates: o.dates };
-        const decoded = await pool.decode(answer.body, request.offset, { rows });
+        const decoded = await pool.decode(answer.body, request.offset, { rows, columns });
         return { page: decoded.page, httpBytes: answer.bytes, decoded: decoded.rows };
       }
-      const decoded = await pool.decode(answer.body, request.offset, this.#options.int256As === undefined ? {} : { int256As: this.#options.int256As });
+      const decoded = await pool.decode(answer.body, request.offset, { columns, ...(this.#options.int256As === undefined ? {} : { int256As: this.#options.int256As }) });
       return { page: decoded.page, httpBytes: answer.bytes, ipc: decoded.ipc };
     } catch (error) {
       if (error instanceof DecodeResponseError) throw new InvalidResponseError(error.message, { method: 'getResults', executionId });

@@ -294,3 +294,23 @@ export function compileTextRows(columns: readonly ColumnSpec[], options: DecodeO
   if (scanner === undefined) return undefined;
   return (text, from, to) => readRows(scanner, text, from, to, [] as Row[]);
 }
+
+/**
+ * The typed values of a page's rows, column by column (`value[c][k]` is column c of row `from + k`):
+ * for a decode thread, which sends rows as columns. The values are those of {@link compileTextRows}.
+ */
+export function compileTextColumns(columns: readonly ColumnSpec[], options: DecodeOptions = {}): TextReader<unknown[][]> | undefined {
+  const types = columns.map((c) => parseType(c.type));
+  const decoders: ValueDecoder[] = types.map((t) => compileDecoder(t, options));
+  const emit = decoders.map((_, i) => `out[${i}].push(d${i}(v${i}));`).join('\n');
+  const scanner = compileScan(
+    columns,
+    types,
+    emit,
+    decoders.map((_, i) => `d${i}`),
+    decoders,
+    true,
+  );
+  if (scanner === undefined) return undefined;
+  return (text, from, to) => readRows(scanner, text, from, to, columns.map(() => [] as unknown[]));
+}

@@ -5,7 +5,7 @@ import { parseResultPage, parseResultPageText } from '../../src/client/result-pa
 import { InvalidResponseError } from '../../src/client/errors.ts';
 import { compileJsonRowAppender, compileTextBatchReader } from '../../src/types/batch.ts';
 import { arrowSchema, compileRowDecoder, createBatchBuilder, parseJsonLossless, type ColumnSpec, type DecodeOptions, type Row } from '../../src/types/index.ts';
-import { compileTextRows, readNumber, type ScanState } from '../../src/types/textRows.ts';
+import { compileTextColumns, compileTextRows, readNumber, type ScanState } from '../../src/types/textRows.ts';
 import { seeded } from '../helpers/seeded.ts';
 
 /**
@@ -243,6 +243,25 @@ describe('text scanner against JSON.parse and the decoders', () => {
       expect(ipc(got.value).equals(expected.bytes), p.text).toBe(true);
     }
     expect(read).toBeGreaterThan(150);
+  });
+
+  it('reads the same values column by column (for a decode thread) as row by row', () => {
+    let read = 0;
+    for (let k = 0; k < 300; k++) {
+      const columns = randomColumns();
+      const p = page(columns, 1 + int(6), (c) => (rnd() < 0.97 ? valid(c) : token()), 0.05);
+      const from = int(2);
+      const to = from + 1 + int(6);
+      const rows = compileTextRows(columns)!(p.text, from, to);
+      const byColumn = compileTextColumns(columns)!(p.text, from, to);
+      expect(byColumn === undefined, p.text).toBe(rows === undefined);
+      if (rows === undefined || byColumn === undefined) continue;
+      read++;
+      expect(byColumn.count).toBe(rows.count);
+      const transposed = columns.map((c) => rows.value.map((r) => r[c.name]));
+      expect(isDeepStrictEqual(byColumn.value, transposed), p.text).toBe(true);
+    }
+    expect(read).toBeGreaterThan(50);
   });
 
   it('reads numbers exactly as JSON.parse (and integers beyond 2^53 as bigint, as the lossless parser)', () => {

@@ -3,7 +3,8 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RecordBatch } from 'apache-arrow';
+import { Decimal, RecordBatch, makeVector, tableFromArrays, type Table } from 'apache-arrow';
+import { countValues } from '../../connectors/formats/parquet/encodings.ts';
 import pl from 'nodejs-polars';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../src/client/index.ts';
@@ -170,5 +171,49 @@ describe('parquet format options', () => {
       'format_options.columns.name.encoding: delta_binary_packed cannot encode name (Utf8); use one of plain, delta_length_byte_array, delta_byte_array',
     );
     await expect(encode({ id: { encoding: 'byte_stream_split' } })).rejects.toThrow('use one of plain, delta_binary_packed');
+  });
+});
+
+describe('counting a sample\'s values for the dictionary estimate', () => {
+  it('counts distinct values, and those seen once and twice, for every width of value', () => {
+    const n = 1_000;
+    // 50 values 18 times each, then 100 rows over 60 more values: 40 of them once, 20 twice.
+    const key = (i: number) => (i < 900 ? i % 50 : 50 + (i % 60));
+    const keys = Array.from({ length: n }, (_, i) => key(i));
+    const expected = (() => {
+      const m = new Map<number, number>();
+      for (const k of keys) m.set(k, (m.get(k) ?? 0) + 1);
+      const counts = [...m.values()];
+      return { distinct: m.size, once: counts.filter((c) => c === 1).length, twice: counts.filter((c) => c === 2).length };
+    })();
+    const columns = {
+      int8: new Int8Array(keys.map((k) => k - 60)),
+      int16: new Int16Array(keys.map((k) => k * 300 - 20_000)),
+      int32: new Int32Array(keys.map((k) => k * 40_000_000 - 2e9)),
+      float32: new Float32Array(keys.map((k) => k / 7)),
+      int64: new BigInt64Array(keys.map((k) => BigInt(k) * 2n ** 40n - 2n ** 62n)),
+      float64: new Float64Array(keys.map((k) => k / 3)),
+      text: keys.map((k) => `value number ${k} ${'x'.repeat(k)}`),
+    };
+    const table = tableFromArrays(columns);
+    const decimal = makeVector({
+      type: new Decimal(4, 30, 128),
+      data: new Uint32Array(keys.flatMap((k) => [k * 7, 0, k % 3, 0])),
+      length: n,
+    } as never);
+    const decimalBatch = new RecordBatch({ decimal: decimal.data[0]! } as never) as RecordBatch;
+    for (const [index, name] of Object.keys(columns).entries()) {
+      const got = countValues(table.batches, index, n);
+      expect({ distinct: got.distinct, once: got.once, twice: got.twice }, name).toEqual(expected);
+      expect(got.values, name).toBe(n);
+    }
+    const got = countValues([decimalBatch], 0, n);
+    expect({ distinct: got.distinct, once: got.once, twice: got.twice }).toEqual(expected);
+    expect(got.rawBytes).toBe(16 * n);
+  });
+
+  it('skips nulls, and reads values by their type, not by the length of a buffer with room to spare', () => {
+    const table = tableFromArrays({ a: [1, null, 1, null, 2] as (number | null)[] } as never) as unknown as Table;
+    expect(countValues(table.batches, 0, 5)).toMatchObject({ values: 3, distinct: 2, once: 1, twice: 1 });
   });
 });

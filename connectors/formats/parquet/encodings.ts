@@ -4,7 +4,7 @@
 // whose compressed bytes were fewest. Sorted ids and times then get DELTA_BINARY_PACKED (thousands
 // of times smaller than plain), low-cardinality columns a dictionary, and unique hashes plain or
 // DELTA_BYTE_ARRAY, without a rule for each shape of data.
-import { type Data, DataType, RecordBatch, type Schema, Table, tableToIPC } from 'apache-arrow';
+import { type Data, DataType, IntervalUnit, RecordBatch, type Schema, Table, tableToIPC } from 'apache-arrow';
 import type * as Wasm from 'parquet-wasm';
 
 export const ENCODINGS = ['plain', 'delta_binary_packed', 'delta_length_byte_array', 'delta_byte_array', 'byte_stream_split'] as const;
@@ -137,7 +137,17 @@ interface DictionaryStats {
 }
 
 function dictionaryStats(sample: readonly RecordBatch[], index: number, rows: number, groupRows: number): DictionaryStats {
-  const counts = new Map<unknown, number>();
+  const { values, rawBytes, distinct: seen, once, twice } = countValues(sample, index, rows);
+  if (values === 0) return { values, groupValues: 0, groupDistinct: 0, fits: true };
+  const distinct = seen + (once * (once - 1)) / (2 * (twice + 1));
+  const groupValues = (groupRows * values) / rows;
+  const groupDistinct = distinct * -Math.expm1(-groupValues / distinct);
+  return { values, groupValues, groupDistinct, fits: groupDistinct * (rawBytes / values) <= DICTIONARY_PAGE_BYTES };
+}
+
+/** The non-null values of column `index` in `sample`: how many, their bytes, how many distinct, seen once, seen twice. */
+export function countValues(sample: readonly RecordBatch[], index: number, rows: number): { values: number; rawBytes: number; distinct: number; once: number; twice: number } {
+  const counts = new WordCounts(rows);
   let rawBytes = 0;
   let values = 0;
   for (const batch of sample) {
@@ -145,24 +155,83 @@ function dictionaryStats(sample: readonly RecordBatch[], index: number, rows: nu
       const read = valueKey(data);
       for (let i = 0; i < data.length; i++) {
         if (!data.getValid(i)) continue;
-        const [key, bytes] = read(i);
-        counts.set(key, (counts.get(key) ?? 0) + 1);
-        rawBytes += bytes;
+        rawBytes += read(i, counts);
         values++;
       }
     }
   }
-  if (values === 0) return { values, groupValues: 0, groupDistinct: 0, fits: true };
-  let once = 0;
-  let twice = 0;
-  for (const n of counts.values()) {
-    if (n === 1) once++;
-    else if (n === 2) twice++;
+  return { values, rawBytes, ...counts.tally() };
+}
+
+/**
+ * Occurrences of values given as two 32-bit words each (the value's bits, or a 64-bit hash of its
+ * bytes), in an open-addressing table of typed arrays: no Map entry, boxed number or bigint per
+ * value (measured: a Map over a 16,384-row sample of `sample.events` took about 15% of an export).
+ */
+class WordCounts {
+  #keys: Uint32Array;
+  #counts: Int32Array;
+  #size = 0;
+
+  constructor(expected: number) {
+    let capacity = 16;
+    while (capacity < expected * 2) capacity *= 2;
+    this.#keys = new Uint32Array(capacity * 2);
+    this.#counts = new Int32Array(capacity);
   }
-  const distinct = counts.size + (once * (once - 1)) / (2 * (twice + 1));
-  const groupValues = (groupRows * values) / rows;
-  const groupDistinct = distinct * -Math.expm1(-groupValues / distinct);
-  return { values, groupValues, groupDistinct, fits: groupDistinct * (rawBytes / values) <= DICTIONARY_PAGE_BYTES };
+
+  add(lo: number, hi: number): void {
+    const counts = this.#counts;
+    const keys = this.#keys;
+    const mask = counts.length - 1;
+    let slot = (Math.imul(lo ^ Math.imul(hi, 0x9e3779b1), 0x85ebca6b) >>> 7) & mask;
+    for (;;) {
+      const n = counts[slot]!;
+      if (n === 0) {
+        keys[2 * slot] = lo;
+        keys[2 * slot + 1] = hi;
+        counts[slot] = 1;
+        if (++this.#size * 2 > counts.length) this.#grow();
+        return;
+      }
+      if (keys[2 * slot] === lo >>> 0 && keys[2 * slot + 1] === hi >>> 0) {
+        counts[slot] = n + 1;
+        return;
+      }
+      slot = (slot + 1) & mask;
+    }
+  }
+
+  tally(): { distinct: number; once: number; twice: number } {
+    let once = 0;
+    let twice = 0;
+    for (const n of this.#counts) {
+      if (n === 1) once++;
+      else if (n === 2) twice++;
+    }
+    return { distinct: this.#size, once, twice };
+  }
+
+  #grow(): void {
+    const keys = this.#keys;
+    const counts = this.#counts;
+    this.#keys = new Uint32Array(keys.length * 2);
+    this.#counts = new Int32Array(counts.length * 2);
+    this.#size = 0;
+    for (let slot = 0; slot < counts.length; slot++) {
+      const n = counts[slot]!;
+      if (n === 0) continue;
+      this.add(keys[2 * slot]!, keys[2 * slot + 1]!);
+      this.#counts[this.#find(keys[2 * slot]!, keys[2 * slot + 1]!)] = n;
+    }
+  }
+
+  #find(lo: number, hi: number): number {
+    const mask = this.#counts.length - 1;
+    let slot = (Math.imul(lo ^ Math.imul(hi, 0x9e3779b1), 0x85ebca6b) >>> 7) & mask;
+    while (this.#keys[2 * slot] !== lo >>> 0 || this.#keys[2 * slot + 1] !== hi >>> 0) slot = (slot + 1) & mask;
+    return slot;
+  }
 }
 
 /**
@@ -177,36 +246,75 @@ function dictionaryEstimate(stats: DictionaryStats, rows: number, groupRows: num
 }
 
 /**
- * A map key for each value of a column and its size in bytes, read from the buffers: `Vector.get`
- * would turn int64 timestamps into numbers (and throw beyond 2^53) and decimals into objects.
+ * Counts each value of a column into `counts` (as two 32-bit words) and returns its size in bytes,
+ * reading the buffers: `Vector.get` would turn int64 timestamps into numbers (and throw beyond 2^53)
+ * and decimals into objects. Values of 1, 2, 4 or 8 bytes count by their bits; others (strings,
+ * bytes, decimals of 16 or 32 bytes) by a 64-bit hash of their bytes: a collision only nudges an
+ * estimate. Floats count by their bits, so -0 and 0 (or two NaNs) are two values, as a dictionary
+ * that compares bits would keep them.
  */
-function valueKey(data: Data): (i: number) => [key: unknown, bytes: number] {
+function valueKey(data: Data): (i: number, counts: WordCounts) => number {
   if (DataType.isUtf8(data.type) || DataType.isLargeUtf8(data.type) || DataType.isBinary(data.type) || DataType.isLargeBinary(data.type)) {
     const offsets = data.valueOffsets as ArrayLike<number | bigint>;
     const bytes = data.values as Uint8Array;
-    // A 53-bit hash of the bytes stands for the value: no string per value, and a collision only
-    // nudges an estimate.
-    return (i) => {
+    return (i, counts) => {
       const start = Number(offsets[i]);
       const end = Number(offsets[i + 1]);
-      let a = 0x811c9dc5;
-      let b = 0x01000193 ^ (end - start);
-      for (let k = start; k < end; k++) {
-        a = Math.imul(a ^ bytes[k]!, 0x01000193);
-        b = Math.imul(b ^ bytes[k]!, 0x5bd1e995);
-      }
-      return [(a >>> 0) * 0x20_0000 + ((b >>> 0) & 0x1f_ffff), end - start];
+      countBytes(counts, bytes, start, end);
+      return end - start;
     };
   }
-  const values = data.values as ArrayLike<number | bigint> & { BYTES_PER_ELEMENT: number };
-  const stride = data.length === 0 ? 1 : Math.max(1, Math.round(values.length / data.length));
-  const width = stride * values.BYTES_PER_ELEMENT;
-  if (stride === 1) return (i) => [values[i], width];
-  return (i) => {
-    let key = '';
-    for (let k = i * stride; k < (i + 1) * stride; k++) key += `${values[k]},`;
-    return [key, width];
+  const values = data.values as ArrayLike<number | bigint> & { BYTES_PER_ELEMENT: number; buffer: ArrayBufferLike; byteOffset: number; byteLength: number };
+  const width = elementsPerValue(data.type) * values.BYTES_PER_ELEMENT;
+  if (width < 4) {
+    // Int8/16, Uint8/16, Float16: the element's bits as one word.
+    const view = values as ArrayLike<number>;
+    const mask = width === 1 ? 0xff : 0xffff;
+    return (i, counts) => {
+      counts.add(view[i]! & mask, 0);
+      return width;
+    };
+  }
+  if ((width === 4 || width === 8) && values.byteOffset % 4 === 0) {
+    const words = new Uint32Array(values.buffer, values.byteOffset, values.byteLength >> 2);
+    if (width === 4) {
+      return (i, counts) => {
+        counts.add(words[i]!, 0);
+        return width;
+      };
+    }
+    return (i, counts) => {
+      counts.add(words[2 * i]!, words[2 * i + 1]!);
+      return width;
+    };
+  }
+  const bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+  return (i, counts) => {
+    countBytes(counts, bytes, i * width, (i + 1) * width);
+    return width;
   };
+}
+
+/**
+ * Elements of a column's values array per value: from the type, not from the array's length, which
+ * can run past the values (a builder's spare capacity, IPC padding).
+ */
+function elementsPerValue(type: DataType): number {
+  if (DataType.isDecimal(type)) return type.bitWidth / 32;
+  if (DataType.isFixedSizeBinary(type)) return type.byteWidth;
+  if (DataType.isInterval(type)) return type.unit === IntervalUnit.YEAR_MONTH ? 1 : type.unit === IntervalUnit.DAY_TIME ? 2 : 4;
+  return 1;
+}
+
+/** Counts `bytes[start..end)` by two 32-bit hashes of them (FNV-1a and a multiplicative one). */
+function countBytes(counts: WordCounts, bytes: Uint8Array, start: number, end: number): void {
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ (end - start);
+  for (let k = start; k < end; k++) {
+    a = Math.imul(a ^ bytes[k]!, 0x01000193);
+    b = Math.imul(b ^ bytes[k]!, 0x5bd1e995);
+  }
+  counts.add(a, b);
 }
 
 /** Compressed bytes per top-level column of a Parquet file, from its footer. */

@@ -6,7 +6,7 @@ import { ArrowValueError, Misfit } from './errors.ts';
 import { parseType } from './parse.ts';
 import { generated } from './generated.ts';
 import { formatType, type SqlType } from './sql-type.ts';
-import { compileScan, readRows, type TextRead } from './textRows.ts';
+import { cachedReader, compileScan, readRows, type TextRead } from './textRows.ts';
 
 /** Options of {@link createBatchBuilder}. */
 export interface BatchBuilderOptions extends ArrowTypeOptions {
@@ -238,27 +238,40 @@ export type TextBatchReader = (text: string, from: number, to: number, rowOffset
  * types, duplicate names, `__proto__`) or code cannot be generated.
  */
 export function compileTextBatchReader(schema: Schema, columns: readonly ColumnSpec[]): TextBatchReader | undefined {
-  const decoders = columns.map((c) => compileDecoder(parseType(c.type), { timestamps: 'string' }));
-  const bind = (builder: BatchBuilder) => {
-    const own = inside.get(builder);
-    if (own === undefined || !sameColumns(own, columns)) return undefined;
-    const { builders, sqlTypes, state } = own;
-    const wires = builders.map((b, i) => wireAppender(sqlTypes[i]!, b));
-    const lines = builders.map((_, i) => (wires[i] === undefined ? `c${i}.append(d${i}(v${i}));` : `if (v${i} == null) c${i}.append(null); else if (!w${i}(v${i})) c${i}.append(d${i}(v${i}));`));
-    const params = ['st', ...builders.flatMap((_, i) => [`c${i}`, `d${i}`, `w${i}`])];
-    const args = [state, ...builders.flatMap((b, i) => [b, decoders[i], wires[i]])];
-    return compileScan(columns, sqlTypes, `${lines.join('\n')}\nst.length++;\nst.appended++;`, params, args, false);
+  const types = schema.fields.map((f) => `${f.name}:${String(f.type)}:${f.metadata.get(TYPE_METADATA_KEY) ?? ''}`);
+  const shared = cachedReader('batch', columns, types, () => textBatchReader(schema, columns));
+  if (shared === undefined) return undefined;
+  return (text, from, to, rowOffset) => {
+    const read = shared(text, from, to, rowOffset);
+    if (read === undefined || read.value.schema === schema) return read;
+    // The reader is shared by every stream of these columns: the batch takes this stream's schema
+    // (the same fields; its own metadata), the one object every batch of the stream carries.
+    const batch = new RecordBatch(schema, read.value.data);
+    (batch as unknown as { schema: Schema }).schema = schema;
+    return { ...read, value: batch };
   };
-  let builder = createBatchBuilder(schema);
-  let scanner = bind(builder);
+}
+
+function textBatchReader(schema: Schema, columns: readonly ColumnSpec[]): TextBatchReader | undefined {
+  const decoders = columns.map((c) => compileDecoder(parseType(c.type), { timestamps: 'string' }));
+  const builder = createBatchBuilder(schema);
+  const own = inside.get(builder);
+  if (own === undefined || !sameColumns(own, columns)) return undefined;
+  const { builders, sqlTypes, state } = own;
+  const wires = builders.map((b, i) => wireAppender(sqlTypes[i]!, b));
+  const lines = builders.map((_, i) => (wires[i] === undefined ? `c${i}.append(d${i}(v${i}));` : `if (v${i} == null) c${i}.append(null); else if (!w${i}(v${i})) c${i}.append(d${i}(v${i}));`));
+  const params = ['st', ...builders.flatMap((_, i) => [`c${i}`, `d${i}`, `w${i}`])];
+  const args = [state, ...builders.flatMap((b, i) => [b, decoders[i], wires[i]])];
+  const scanner = compileScan(columns, sqlTypes, `${lines.join('\n')}\nst.length++;\nst.appended++;`, params, args, false);
   if (scanner === undefined) return undefined;
   return (text, from, to, rowOffset) => {
-    restartRowOffset(builder, rowOffset);
-    const read = scanner === undefined ? undefined : readRows(scanner, text, from, to, undefined);
+    state.appended = rowOffset;
+    const read = readRows(scanner, text, from, to, undefined);
     if (read === undefined) {
-      // Rows of the page may be in the builders: start afresh.
-      builder = createBatchBuilder(schema);
-      scanner = bind(builder);
+      // Rows of the page may be in the column builders, maybe half a row: drop them all.
+      for (const b of builders) b.finish();
+      state.length = 0;
+      state.broken = undefined;
       return undefined;
     }
     return { ...read, value: builder.flush() };

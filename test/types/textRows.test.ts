@@ -264,6 +264,22 @@ describe('text scanner against JSON.parse and the decoders', () => {
     expect(read).toBeGreaterThan(50);
   });
 
+  it('after a page it gave up on half-way, reads the next page from a clean builder', () => {
+    const columns = [
+      { name: 'id', type: 'integer' },
+      { name: 'd', type: 'date' },
+    ];
+    const reader = compileTextBatchReader(arrowSchema(columns), columns)!;
+    let row = 0;
+    const bad = page(columns, 6, (c) => (c.type === 'integer' ? String(row++) : row === 4 ? '"2026-02-30"' : '"2026-01-01"'), 0);
+    expect(reader(bad.text, 0, 6, 0)).toBeUndefined();
+    const good = page(columns, 3, (c) => (c.type === 'integer' ? '7' : '"2026-01-02"'), 0);
+    const got = reader(good.text, 0, 3, 100)!;
+    const expected = generalBatch(good.text, columns, 0, 3);
+    expect('bytes' in expected && ipc(got.value).equals(expected.bytes)).toBe(true);
+    expect(got.value.numRows).toBe(3);
+  });
+
   it('reads numbers exactly as JSON.parse (and integers beyond 2^53 as bigint, as the lossless parser)', () => {
     const o: ScanState = { v: undefined, count: 0 };
     const digits = (n: number) => Array.from({ length: n }, (_, i) => String(i === 0 ? 1 + int(9) : int(10))).join('');

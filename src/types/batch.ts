@@ -1,6 +1,6 @@
 import { RecordBatch, Schema, Struct, DataType, makeData } from 'apache-arrow';
 import { arrowSchema, arrowType, TYPE_METADATA_KEY, type ArrowTypeOptions, type ResultMeta } from './arrow.ts';
-import { columnBuilder, wireAppender, type ColumnBuilder } from './columns.ts';
+import { columnBuilder, textAppender, wireAppender, type ColumnBuilder } from './columns.ts';
 import { compileDecoder, compileRowDecoder, type ColumnSpec, type Row, type ValueDecoder } from './decode.ts';
 import { ArrowValueError, Misfit } from './errors.ts';
 import { parseType } from './parse.ts';
@@ -259,10 +259,13 @@ function textBatchReader(schema: Schema, columns: readonly ColumnSpec[]): TextBa
   if (own === undefined || !sameColumns(own, columns)) return undefined;
   const { builders, sqlTypes, state } = own;
   const wires = builders.map((b, i) => wireAppender(sqlTypes[i]!, b));
-  const lines = builders.map((_, i) => (wires[i] === undefined ? `c${i}.append(d${i}(v${i}));` : `if (v${i} == null) c${i}.append(null); else if (!w${i}(v${i})) c${i}.append(d${i}(v${i}));`));
-  const params = ['st', ...builders.flatMap((_, i) => [`c${i}`, `d${i}`, `w${i}`])];
-  const args = [state, ...builders.flatMap((b, i) => [b, decoders[i], wires[i]])];
-  const scanner = compileScan(columns, sqlTypes, `${lines.join('\n')}\nst.length++;\nst.appended++;`, params, args, false);
+  const direct = builders.map((b, i) => textAppender(sqlTypes[i]!, b));
+  const lines = builders.map((_, i) => {
+    const append = wires[i] === undefined ? `c${i}.append(d${i}(v${i}));` : `if (v${i} == null) c${i}.append(null); else if (!w${i}(v${i})) c${i}.append(d${i}(v${i}));`;
+    return direct[i] === undefined ? append : `if (v${i} !== TAKEN) { ${append} }`;
+  });
+  const bound = new Map<string, unknown>([['st', state], ...builders.flatMap((b, i): [string, unknown][] => [[`c${i}`, b], [`d${i}`, decoders[i]], [`w${i}`, wires[i]]])]);
+  const scanner = compileScan(columns, sqlTypes, { emit: `${lines.join('\n')}\nst.length++;\nst.appended++;`, bound, copyLong: false, direct });
   if (scanner === undefined) return undefined;
   return (text, from, to, rowOffset) => {
     state.appended = rowOffset;

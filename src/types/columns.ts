@@ -3,6 +3,7 @@ import { canonicalUnscaled, INT256_SAFE_DIGITS, isCanonicalInteger, UINT256_SAFE
 import { Misfit, atPath } from './errors.ts';
 import type { SqlType } from './sql-type.ts';
 import {
+  canonicalDateDays,
   canonicalFracUnits,
   dateToDays,
   fracToUnits,
@@ -756,6 +757,48 @@ export function wireAppender(sql: SqlType, builder: ColumnBuilder): WireAppender
       return (v) => {
         if (typeof v !== 'string' || !scanCanonicalTimestamp(v, t) || t.zoned !== withTimeZone || t.fracLength > precision) return false;
         const n = t.seconds * perSecond + canonicalFracUnits(v, t, digits);
+        return n < SAFE && n > -SAFE && (builder.appendSafe(n), true);
+      };
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Appends a date, timestamp or decimal value read straight from a page's text (`s` from `at` to
+ * `end`, without the quotes) when it is in the service's canonical form: exactly what the column's
+ * {@link wireAppender} appends for that text as a string, with no string made. False, with nothing
+ * appended, for any other text (the caller then makes the string and takes the general way).
+ * Undefined for other types.
+ */
+export function textAppender(sql: SqlType, builder: ColumnBuilder): ((s: string, at: number, end: number) => boolean) | undefined {
+  switch (sql.kind) {
+    case 'date': {
+      if (!(builder instanceof DateDayColumn)) return undefined;
+      return (s, at, end) => {
+        if (end - at !== 10) return false;
+        const days = canonicalDateDays(s, at);
+        return days === days && (builder.appendNumber(days), true);
+      };
+    }
+    case 'decimal': {
+      if (!(builder instanceof DecimalColumn)) return undefined;
+      const { precision, scale } = sql;
+      return (s, at, end) => {
+        const unscaled = canonicalUnscaled(s, precision, scale, at, end);
+        return unscaled === unscaled && (builder.appendUnscaled(unscaled), true);
+      };
+    }
+    case 'timestamp': {
+      if (!(builder instanceof Int64Column) || sql.precision > 6) return undefined;
+      const { precision, withTimeZone } = sql;
+      const digits = precision <= 3 ? 3 : 6;
+      const perSecond = digits === 3 ? 1000 : 1_000_000;
+      const t: CanonicalTimestamp = { seconds: 0, fracAt: 0, fracLength: 0, zoned: false };
+      return (s, at, end) => {
+        if (!scanCanonicalTimestamp(s, t, at, end) || t.zoned !== withTimeZone || t.fracLength > precision) return false;
+        const n = t.seconds * perSecond + canonicalFracUnits(s, t, digits);
         return n < SAFE && n > -SAFE && (builder.appendSafe(n), true);
       };
     }

@@ -110,12 +110,13 @@ export function canonicalDigits(text: string, precision: number, scale: number):
 
 /**
  * The unscaled value of a canonical decimal text of 15 digits or fewer (see canonicalDigits), as
- * an exact double; NaN for any other text. One pass over the chars.
+ * an exact double; NaN for any other text. One pass over the chars. `at` and `end`: where the text
+ * is in `text` (a page's text).
  */
-export function canonicalUnscaled(text: string, precision: number, scale: number): number {
-  const n = text.length;
-  const negative = text.charCodeAt(0) === 45;
-  const start = negative ? 1 : 0;
+export function canonicalUnscaled(text: string, precision: number, scale: number, at = 0, end = text.length): number {
+  const n = end;
+  const negative = text.charCodeAt(at) === 45;
+  const start = negative ? at + 1 : at;
   const point = scale > 0 ? n - 1 - scale : n;
   // Digits before the point: at least one, no leading zero, at most precision - scale significant.
   const intLength = point - start;

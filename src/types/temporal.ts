@@ -121,18 +121,18 @@ export function parseDateDaysGeneral(s: string): number {
  * Days since the epoch of the canonical `YYYY-MM-DD` starting the text (years 0000-9999, what
  * the service writes for all but BC and 5+ digit years), read at fixed positions; NaN for
  * anything else, which the general parser then reads or rejects. Where both accept a text they
- * agree (a property test compares them).
+ * agree (a property test compares them). `at`: where the date starts in `s` (a page's text).
  */
-function canonicalDateDays(s: string): number {
-  if (s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45) return Number.NaN;
-  const y0 = s.charCodeAt(0) - 48;
-  const y1 = s.charCodeAt(1) - 48;
-  const y2 = s.charCodeAt(2) - 48;
-  const y3 = s.charCodeAt(3) - 48;
-  const m0 = s.charCodeAt(5) - 48;
-  const m1 = s.charCodeAt(6) - 48;
-  const d0 = s.charCodeAt(8) - 48;
-  const d1 = s.charCodeAt(9) - 48;
+export function canonicalDateDays(s: string, at = 0): number {
+  if (s.charCodeAt(at + 4) !== 45 || s.charCodeAt(at + 7) !== 45) return Number.NaN;
+  const y0 = s.charCodeAt(at + 0) - 48;
+  const y1 = s.charCodeAt(at + 1) - 48;
+  const y2 = s.charCodeAt(at + 2) - 48;
+  const y3 = s.charCodeAt(at + 3) - 48;
+  const m0 = s.charCodeAt(at + 5) - 48;
+  const m1 = s.charCodeAt(at + 6) - 48;
+  const d0 = s.charCodeAt(at + 8) - 48;
+  const d1 = s.charCodeAt(at + 9) - 48;
   // Unsigned: a char below '0' wraps to a large number; callers pass at least 10 chars.
   if ((y0 >>> 0) > 9 || (y1 >>> 0) > 9 || (y2 >>> 0) > 9 || (y3 >>> 0) > 9 || (m0 >>> 0) > 9 || (m1 >>> 0) > 9 || (d0 >>> 0) > 9 || (d1 >>> 0) > 9) {
     return Number.NaN;
@@ -163,38 +163,39 @@ export interface CanonicalTimestamp {
 /**
  * The canonical timestamp text, `YYYY-MM-DD HH:MM:SS[.f{1,12}][ UTC]` (also with `T`), read at
  * fixed positions into `out`; false for anything else (other zones, BC or 5+ digit years), which
- * {@link parseTimestamp} then reads or rejects. Where both accept a text they agree.
+ * {@link parseTimestamp} then reads or rejects. Where both accept a text they agree. `at` and `end`:
+ * where the text is in `s` (a page's text); `out.fracAt` is an index in `s`.
  */
-export function scanCanonicalTimestamp(s: string, out: CanonicalTimestamp): boolean {
-  const n = s.length;
-  if (n < 19) return false;
-  const days = canonicalDateDays(s);
+export function scanCanonicalTimestamp(s: string, out: CanonicalTimestamp, at = 0, end = s.length): boolean {
+  const n = end;
+  if (n - at < 19) return false;
+  const days = canonicalDateDays(s, at);
   if (days !== days) return false;
-  const sep = s.charCodeAt(10);
-  if ((sep !== 32 && sep !== 84) || s.charCodeAt(13) !== 58 || s.charCodeAt(16) !== 58) return false;
-  const h0 = s.charCodeAt(11) - 48;
-  const h1 = s.charCodeAt(12) - 48;
-  const m0 = s.charCodeAt(14) - 48;
-  const m1 = s.charCodeAt(15) - 48;
-  const s0 = s.charCodeAt(17) - 48;
-  const s1 = s.charCodeAt(18) - 48;
+  const sep = s.charCodeAt(at + 10);
+  if ((sep !== 32 && sep !== 84) || s.charCodeAt(at + 13) !== 58 || s.charCodeAt(at + 16) !== 58) return false;
+  const h0 = s.charCodeAt(at + 11) - 48;
+  const h1 = s.charCodeAt(at + 12) - 48;
+  const m0 = s.charCodeAt(at + 14) - 48;
+  const m1 = s.charCodeAt(at + 15) - 48;
+  const s0 = s.charCodeAt(at + 17) - 48;
+  const s1 = s.charCodeAt(at + 18) - 48;
   if ((h0 >>> 0) > 2 || (h1 >>> 0) > 9 || (m0 >>> 0) > 5 || (m1 >>> 0) > 9 || (s0 >>> 0) > 5 || (s1 >>> 0) > 9) return false;
   const h = h0 * 10 + h1;
   if (h > 23) return false;
   const m = m0 * 10 + m1;
   const sec = s0 * 10 + s1;
-  let i = 19;
-  out.fracAt = 20;
-  if (s.charCodeAt(19) === 46 /* . */) {
-    i = 20;
+  let i = at + 19;
+  out.fracAt = at + 20;
+  if (s.charCodeAt(at + 19) === 46 /* . */) {
+    i = at + 20;
     while (i < n) {
       const c = s.charCodeAt(i);
       if (c < 48 || c > 57) break;
       i++;
     }
-    if (i === 20 || i > 32) return false;
+    if (i === at + 20 || i > at + 32) return false;
   }
-  out.fracLength = i === 19 ? 0 : i - 20;
+  out.fracLength = i === at + 19 ? 0 : i - at - 20;
   if (i === n) {
     out.zoned = false;
   } else if (n === i + 4 && s.charCodeAt(i) === 32 && s.charCodeAt(i + 1) === 85 && s.charCodeAt(i + 2) === 84 && s.charCodeAt(i + 3) === 67) {

@@ -158,7 +158,7 @@ const SLICED_FROM = 13;
  * Source of the code reading column `i`'s value into `v{i}` with `c` holding its first char; gives up
  * (`return -1`) on an object, an array or anything that is not JSON.
  */
-function valueSource(i: number, type: SqlType, copyLong: boolean): string {
+function valueSource(i: number, type: SqlType, copyLong: boolean, direct: boolean): string {
   const v = `v${i}`;
   // JSON forbids raw control characters in strings: the general path refuses such a page. Text
   // that a decoder checks (or that is not decoded: rows outside the range) is looked at here.
@@ -166,7 +166,9 @@ function valueSource(i: number, type: SqlType, copyLong: boolean): string {
   const controlCheck = passesText(type) ? `${loop}\n` : `if (i < from || i >= to) ${loop}\n`;
   // A slice of 13 chars or more shares the page's text: a row kept by the caller would keep the whole page.
   const take = copyLong ? `${v} = q - p - 1 < ${SLICED_FROM} ? s.slice(p + 1, q) : JSON.parse(s.slice(p, q + 1));` : `${v} = s.slice(p + 1, q);`;
-  const str = `if (c === 34) {\nq = s.indexOf('"', p + 1);\nif (q < 0) return -1;\n${controlCheck}${take}\np = q + 1;\n}`;
+  // Taken straight from the text by the column's own reader (no string made), else as a string.
+  const value = direct ? `if (i >= from && i < to && t${i}(s, p + 1, q)) ${v} = TAKEN;\nelse ${take}` : take;
+  const str = `if (c === 34) {\nq = s.indexOf('"', p + 1);\nif (q < 0) return -1;\n${controlCheck}${value}\np = q + 1;\n}`;
   const num = `if (c === 45 || (c >= 48 && c <= 57)) {\np = readNumber(s, p, o);\nif (p < 0) return -1;\n${v} = o.v;\n}`;
   const rest = [
     `if (c === 110 && s.startsWith('null', p)) {\n${v} = null;\np += 4;\n}`,
@@ -183,14 +185,30 @@ function valueSource(i: number, type: SqlType, copyLong: boolean): string {
  * returns the index after the `]`, or -1 when the text is not of the shape it reads. Undefined
  * when a column is nested or code cannot be generated here.
  */
-export function compileScan(
-  columns: readonly ColumnSpec[],
-  types: readonly SqlType[],
-  emit: string,
-  params: readonly string[],
-  args: readonly unknown[],
-  copyLong: boolean,
-): Scanner | undefined {
+/** What a scanner does with the values it reads. */
+export interface ScanCode {
+  /** Code run for each row read (rows `from` to `to - 1`), over `v0..vN` and `out`. */
+  readonly emit: string;
+  /** Names the code closes over, with their values. */
+  readonly bound: ReadonlyMap<string, unknown>;
+  /** Long strings copied (true: rows a caller may keep), or slices sharing the page's text. */
+  readonly copyLong: boolean;
+  /**
+   * Per column, a reader of a string value straight from the page's text (`s`, start, end: without
+   * the quotes) that returns true when it took the value, which `v{i}` then holds as `TAKEN`, and
+   * false (nothing taken) to have it as a string.
+   */
+  readonly direct?: readonly (DirectReader | undefined)[];
+}
+
+/** Takes a string value from the page's text without making a string of it; false when it does not take it. */
+export type DirectReader = (s: string, at: number, end: number) => boolean;
+
+/** What `v{i}` holds when a direct reader took column i's value. */
+export const TAKEN: unique symbol = Symbol('taken');
+
+export function compileScan(columns: readonly ColumnSpec[], types: readonly SqlType[], code: ScanCode): Scanner | undefined {
+  const { emit, copyLong, direct = [] } = code;
   if (columns.length === 0 || !types.every(scalar)) return undefined;
   const n = columns.length;
   const values = columns.map((c, i) => {
@@ -202,7 +220,7 @@ export function compileScan(
       `if (s.charCodeAt(p) !== 58) { p = skipSpace(s, p); if (s.charCodeAt(p) !== 58) return -1; }`,
       `c = s.charCodeAt(++p);`,
       `if (c <= 32) { p = skipSpace(s, p); c = s.charCodeAt(p); }`,
-      valueSource(i, types[i]!, copyLong),
+      valueSource(i, types[i]!, copyLong, direct[i] !== undefined),
       `c = s.charCodeAt(p);`,
       `if (c !== ${after}) { p = skipSpace(s, p); c = s.charCodeAt(p); if (c !== ${after}) return -1; }`,
       `c = s.charCodeAt(++p);`,
@@ -230,10 +248,12 @@ if (c !== 44) return -1;
 if (s.charCodeAt(p) <= 32) p = skipSpace(s, p);
 }
 };`;
-  const make = generated(['o', 'readNumber', 'skipSpace', ...params], body);
+  const readers = direct.flatMap((d, i): [string, unknown][] => (d === undefined ? [] : [[`t${i}`, d]]));
+  const bound = new Map<string, unknown>([['TAKEN', TAKEN], ...readers, ...code.bound]);
+  const make = generated(['o', 'readNumber', 'skipSpace', ...bound.keys()], body);
   if (make === undefined) return undefined;
   const state: ScanState = { v: undefined, count: 0 };
-  return { scan: make(state, readNumber, skipSpace, ...args) as Scanner['scan'], state };
+  return { scan: make(state, readNumber, skipSpace, ...bound.values()) as Scanner['scan'], state };
 }
 
 /**
@@ -287,14 +307,11 @@ function textRows(columns: readonly ColumnSpec[], options: DecodeOptions): TextR
   const types = columns.map((c) => parseType(c.type));
   const decoders: ValueDecoder[] = types.map((t) => compileDecoder(t, options));
   const literal = names.map((name, i) => `${JSON.stringify(name)}: d${i}(v${i})`).join(',\n');
-  const scanner = compileScan(
-    columns,
-    types,
-    `out.push({\n${literal}\n});`,
-    decoders.map((_, i) => `d${i}`),
-    decoders,
-    true,
-  );
+  const scanner = compileScan(columns, types, {
+    emit: `out.push({\n${literal}\n});`,
+    bound: new Map(decoders.map((d, i) => [`d${i}`, d])),
+    copyLong: true,
+  });
   if (scanner === undefined) return undefined;
   return (text, from, to) => readRows(scanner, text, from, to, [] as Row[]);
 }
@@ -311,14 +328,7 @@ function textColumns(columns: readonly ColumnSpec[], options: DecodeOptions): Te
   const types = columns.map((c) => parseType(c.type));
   const decoders: ValueDecoder[] = types.map((t) => compileDecoder(t, options));
   const emit = decoders.map((_, i) => `out[${i}].push(d${i}(v${i}));`).join('\n');
-  const scanner = compileScan(
-    columns,
-    types,
-    emit,
-    decoders.map((_, i) => `d${i}`),
-    decoders,
-    true,
-  );
+  const scanner = compileScan(columns, types, { emit, bound: new Map(decoders.map((d, i) => [`d${i}`, d])), copyLong: true });
   if (scanner === undefined) return undefined;
   return (text, from, to) => readRows(scanner, text, from, to, columns.map(() => [] as unknown[]));
 }

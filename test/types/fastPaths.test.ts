@@ -6,6 +6,10 @@ import { ColumnValueError, Misfit } from '../../src/types/errors.ts';
 import { generated } from '../../src/types/generated.ts';
 import { compileDecoder, compileRowDecoder, createBatchBuilder, parseType, type ColumnSpec, type DecodeOptions, type Row } from '../../src/types/index.ts';
 import {
+  canonicalDateDays,
+  canonicalFracUnits,
+  scanCanonicalTimestamp,
+  type CanonicalTimestamp,
   parseDateDays,
   parseDateDaysGeneral,
   parseTimestamp,
@@ -176,6 +180,32 @@ describe('canonical fast paths agree with the general parsers', () => {
     expect(normalizeDecimal('-0.0000', 18, 4)).toBe('0.0000');
     expect(normalizeDecimal('00.5000', 18, 4)).toBe('0.5000');
     expect(() => normalizeDecimal('123456789012345.0000', 18, 4)).toThrow(/more than 14 integer digits/);
+  });
+
+  it('read in place in a longer text (a page), the fixed-position readers give what they give for the text alone', () => {
+    // The text sits between other chars, as a value sits in a page: `"...":"<text>","...`.
+    const around = (t: string) => ({ s: `{"k":"${t}","z":"2026-01-01 00:00:00 UTC"}`, at: 6, end: 6 + t.length });
+    for (const t of [...BOUNDARY_DATES, ...Array.from({ length: N / 2 }, dateText)]) {
+      const { s, at } = around(t);
+      if (t.length === 10) expect(Object.is(canonicalDateDays(s, at), canonicalDateDays(t)), t).toBe(true);
+    }
+    const alone: CanonicalTimestamp = { seconds: 0, fracAt: 0, fracLength: 0, zoned: false };
+    const inPlace: CanonicalTimestamp = { seconds: 0, fracAt: 0, fracLength: 0, zoned: false };
+    for (const t of [...BOUNDARY_TIMESTAMPS, ...Array.from({ length: N / 2 }, timestampText)]) {
+      const { s, at, end } = around(t);
+      const ok = scanCanonicalTimestamp(t, alone);
+      expect(scanCanonicalTimestamp(s, inPlace, at, end), t).toBe(ok);
+      if (ok) {
+        expect({ ...inPlace, fracAt: inPlace.fracAt - at }, t).toEqual(alone);
+        expect(canonicalFracUnits(s, inPlace, 6), t).toBe(canonicalFracUnits(t, alone, 6));
+      }
+    }
+    for (const [p, sc] of DECIMAL_TYPES) {
+      for (const t of [...BOUNDARY_DECIMALS, ...Array.from({ length: N / 4 }, decimalText)]) {
+        const { s, at, end } = around(t);
+        expect(Object.is(canonicalUnscaled(s, p, sc, at, end), canonicalUnscaled(t, p, sc)), `${t} as decimal(${p}, ${sc})`).toBe(true);
+      }
+    }
   });
 
   it('timestamp decoders: the fast path gives what the general parser gives, value and error', () => {

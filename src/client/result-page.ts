@@ -45,18 +45,24 @@ export function parseResultPageText<T>(res: { readonly text: string }, ctx: Erro
   if (got === undefined) return undefined;
   let value: unknown;
   try {
-    value = parseJsonLossless(`${text.slice(0, got.start)}[]${text.slice(got.end)}`);
+    // A marker where the array was (an escape, which the page read from its text has none of):
+    // the page is taken only when the marker is what the envelope holds as result.rows, so the
+    // array read was that one (not a "rows" key elsewhere, nor one a later duplicate key overrides).
+    value = parseJsonLossless(`${text.slice(0, got.start)}${ROWS_MARKER_JSON}${text.slice(got.end)}`);
   } catch {
     return undefined;
   }
   const result = isRecord(value) && isRecord(value['result']) ? value['result'] : undefined;
-  const rows = result?.['rows'];
-  if (!Array.isArray(rows) || rows.length !== 0) return undefined;
+  if (result?.['rows'] !== ROWS_MARKER) return undefined;
+  result['rows'] = [];
   const page = validEnvelope(value, ctx);
   if (page.result === undefined) return undefined;
   checkRowCount(got.count, page.result.metadata.row_count, ctx);
   return { page, value: got.value };
 }
+
+const ROWS_MARKER = '\u0001rows read from the text';
+const ROWS_MARKER_JSON = JSON.stringify(ROWS_MARKER);
 
 function validEnvelope(envelope: unknown, ctx: ErrorContext): ResultPage {
   const parsed = ResultPageSchema.safeParse(envelope);

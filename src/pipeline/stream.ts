@@ -142,8 +142,8 @@ interface RawPage extends PageShape {
   readonly decoded?: DecodedRows<Error> | undefined;
   /** The page's typed rows read from its text on this thread (`rows[i - from]` is row i), for `rows()`. */
   readonly typed?: TypedRows | undefined;
-  /** The rows this read wants of the page, read from its text into one batch, for `batches()`. */
-  readonly batch?: RecordBatch | undefined;
+  /** The page's rows from its row `from` on, read from its text into one batch, for `batches()`. */
+  readonly batch?: TextBatch | undefined;
   /** `result_set_bytes`: the service's count of the values as text. */
   readonly bytes: number;
   /** The HTTP body as received. */
@@ -157,13 +157,19 @@ interface Fetched {
   readonly ipc?: Uint8Array | undefined;
   readonly decoded?: DecodedRows<Error> | undefined;
   readonly typed?: TypedRows | undefined;
-  readonly batch?: RecordBatch | undefined;
+  readonly batch?: TextBatch | undefined;
 }
 
 /** Typed rows of a page from its row `from` on. */
 interface TypedRows {
   readonly from: number;
   readonly rows: readonly Row[];
+}
+
+/** A page's rows from its row `from` on, as one batch. */
+interface TextBatch {
+  readonly from: number;
+  readonly batch: RecordBatch;
 }
 
 /**
@@ -197,7 +203,7 @@ class TextPages {
     } else if (this.#batch !== undefined) {
       const batch = this.#batch;
       const r = answer.parseText?.((text) => batch(text, from, to, offset + from));
-      if (r !== undefined) got = { page: r.page, batch: r.value };
+      if (r !== undefined) got = { page: r.page, batch: { from, batch: r.value } };
     }
     if (got === undefined) this.#misses++;
     else this.#hits++;
@@ -371,7 +377,15 @@ export class ResultStream implements AsyncIterable<Row> {
           continue;
         }
         if (page.batch !== undefined) {
-          if (page.batch.numRows > 0) yield page.batch;
+          // The batch starts where this read starts in the page, unless the page before ran past
+          // its limit (a service may send more rows than asked): then rows already delivered are cut.
+          const { from, batch } = page.batch;
+          let kept = batch;
+          if (skip !== from) {
+            kept = new RecordBatch(batch.schema, compact(batch.slice(skip - from)).data);
+            (kept as unknown as { schema: Schema }).schema = batch.schema;
+          }
+          if (kept.numRows > 0) yield kept;
           continue;
         }
         // Pages read from their text did not go through the builder: it counts from this page.
@@ -628,7 +642,9 @@ export class ResultStream implements AsyncIterable<Row> {
     const options = this.#resultOptions(request, signal);
     if (mode === 'rows' && text?.live) {
       const answer = await this.#client.getResultsWire(executionId, { ...options, accept: 'json' });
-      if (answer.format === 'arrow') return { page: answer.page, httpBytes: answer.bytes, ipc: answer.ipc };
+      if (answer.format === 'arrow') {
+        throw new InvalidResponseError('response does not match the protocol: JSON was asked for and an Arrow stream came back', { method: 'getResults', executionId });
+      }
       const o = this.#options;
       // The rows this read yields from the page (as #pages cuts them): no other is decoded.
       const read = text.read(answer, request.offset, Math.max(0, (o.startOffset ?? 0) - request.offset), (o.endOffset ?? Number.MAX_SAFE_INTEGER) - request.offset);

@@ -3,7 +3,7 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Decimal, RecordBatch, makeVector, tableFromArrays, type Table } from 'apache-arrow';
+import { Decimal, FixedSizeBinary, RecordBatch, makeVector, tableFromArrays, type Table } from 'apache-arrow';
 import { countValues } from '../../connectors/formats/parquet/encodings.ts';
 import pl from 'nodejs-polars';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -210,6 +210,17 @@ describe('counting a sample\'s values for the dictionary estimate', () => {
     const got = countValues([decimalBatch], 0, n);
     expect({ distinct: got.distinct, once: got.once, twice: got.twice }).toEqual(expected);
     expect(got.rawBytes).toBe(16 * n);
+    // Values of 1 to 3 bytes that are not one element each: fixed-size binary.
+    for (const byteWidth of [1, 2, 3]) {
+      const binary = makeVector({
+        type: new FixedSizeBinary(byteWidth),
+        data: new Uint8Array(keys.flatMap((k) => Array.from({ length: byteWidth }, (_, b) => (b === byteWidth - 1 ? k : 0)))),
+        length: n,
+      } as never);
+      const counted = countValues([new RecordBatch({ binary: binary.data[0]! } as never) as RecordBatch], 0, n);
+      expect({ distinct: counted.distinct, once: counted.once, twice: counted.twice }, `fixed-size binary(${byteWidth})`).toEqual(expected);
+      expect(counted.rawBytes).toBe(byteWidth * n);
+    }
   });
 
   it('skips nulls, and reads values by their type, not by the length of a buffer with room to spare', () => {

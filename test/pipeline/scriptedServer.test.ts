@@ -31,6 +31,10 @@ interface ResultScript {
   row: (offset: number) => Record<string, unknown>;
   /** Delay of the page at an offset. */
   delayAt?: (offset: number) => number;
+  /** Rows the page at an offset holds, given the limit asked for (a service may send more). */
+  limitAt?: (offset: number, asked: number) => number;
+  /** Headers of the page at an offset. */
+  headersAt?: (offset: number) => Record<string, string> | undefined;
 }
 
 /** Status and JSON result pages of one execution of TOTAL rows, paged by `limit` and `offset`. */
@@ -40,7 +44,8 @@ function results(script: ResultScript) {
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname.endsWith('/status')) return { body: STATUS };
     const offset = Number(url.searchParams.get('offset') ?? 0);
-    const limit = Number(url.searchParams.get('limit') ?? 3);
+    const asked = Number(url.searchParams.get('limit') ?? 3);
+    const limit = script.limitAt?.(offset, asked) ?? asked;
     const end = Math.min(TOTAL, offset + limit);
     const rows = Array.from({ length: Math.max(0, end - offset) }, (_, i) => script.row(offset + i));
     const metadata = {
@@ -54,7 +59,8 @@ function results(script: ResultScript) {
     };
     const body = JSON.stringify({ execution_id: ID, query_id: 0, state: 'QUERY_STATE_COMPLETED', is_execution_finished: true, result: { rows, metadata }, ...(end < TOTAL ? { next_offset: end } : {}) });
     bodies.push(Buffer.byteLength(body));
-    return { body, delayMs: script.delayAt?.(offset) ?? 0 };
+    const headers = script.headersAt?.(offset);
+    return { body, delayMs: script.delayAt?.(offset) ?? 0, ...(headers === undefined ? {} : { headers }) };
   };
   return { answer, bodies };
 }
@@ -226,6 +232,43 @@ describe('pages read from their text', () => {
       }
     } finally {
       spy.mockRestore();
+    }
+  });
+});
+
+describe('pages read from their text, against a service that breaks the rules', () => {
+  it('a page with more rows than asked: the next page starts after them, and no row comes twice', async () => {
+    // The page at offset 3 holds rows 3-6 (4 rows for a limit of 3) and says next_offset 7.
+    const { client } = await serve({ names: ['id', 'name'], types: ['integer', 'varchar'], row: (i) => ({ id: i, name: `n${i}` }), limitAt: (offset, asked) => (offset === 3 ? asked + 1 : asked) });
+    const rows: unknown[] = [];
+    for await (const r of stream(client, { executionId: ID }, { pageSize: 3, decodeThreads: 0 })) rows.push(r['id']);
+    expect(rows).toEqual(Array.from({ length: TOTAL }, (_, i) => i));
+    const ids: unknown[] = [];
+    const names: unknown[] = [];
+    for await (const b of stream(client, { executionId: ID }, { pageSize: 3, decodeThreads: 0 }).batches()) {
+      for (const v of b.getChild('id')!) ids.push(v);
+      for (const v of b.getChild('name')!) names.push(v);
+    }
+    expect(ids).toEqual(Array.from({ length: TOTAL }, (_, i) => i));
+    expect(names).toEqual(Array.from({ length: TOTAL }, (_, i) => `n${i}`));
+  });
+
+  it('an Arrow stream where JSON was asked for is an InvalidResponseError, after the rows before it', async () => {
+    const { client } = await serve({
+      names: ['id'],
+      types: ['integer'],
+      row: (i) => ({ id: i }),
+      headersAt: (offset) => (offset === 6 ? { 'content-type': 'application/vnd.apache.arrow.stream' } : undefined),
+    });
+    for (const read of ['rows', 'batches'] as const) {
+      const seen: unknown[] = [];
+      const error = await (async () => {
+        const s = stream(client, { executionId: ID }, { pageSize: 3, decodeThreads: 0, wire: 'json' });
+        if (read === 'rows') for await (const r of s) seen.push(r['id']);
+        else for await (const b of s.batches()) for (const v of b.getChild('id')!) seen.push(v);
+      })().catch((e: unknown) => e);
+      expect(error, read).toBeInstanceOf(InvalidResponseError);
+      expect(seen, read).toEqual([0, 1, 2, 3, 4, 5]);
     }
   });
 });

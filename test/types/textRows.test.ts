@@ -343,6 +343,28 @@ describe('parseResultPageText', () => {
     expect(() => read(offProtocol)).toThrow(/does not match the protocol/);
   });
 
+  it('leaves a page with a "rows" array besides result.rows to the general path, even when result.rows is empty', () => {
+    const text =
+      '{"execution_id":"01HX","query_id":0,"state":"QUERY_STATE_COMPLETED","is_execution_finished":true,"result":{"rows":[],' +
+      '"metadata":{"column_names":["id","name"],"column_types":["integer","varchar"],"row_count":0,"result_set_bytes":0,"total_row_count":0,' +
+      '"total_result_set_bytes":0,"datapoint_count":0}}}';
+    expect(read(text)?.value).toEqual([]);
+    const decoys = [
+      // Before result: another object's "rows".
+      text.replace('"query_id":0,', '"query_id":0,"extra":{"rows":[{"id":1,"name":"decoy"}]},'),
+      // Twice in result: JSON keeps the last one.
+      text.replace('"rows":[]', '"rows":[{"id":1,"name":"decoy"}],"rows":[]'),
+      text.replace('"rows":[]', '"rows":[{"id":1,"name":"decoy"}],"rows":[]').replace('"row_count":0', '"row_count":1'),
+    ];
+    for (const decoy of decoys) {
+      expect(read(decoy), decoy).toBeUndefined();
+      // What the general path makes of it, the caller then gets (a page or its error).
+      expect(() => parseResultPage({ text: decoy }, ctx), decoy).not.toThrow(TypeError);
+    }
+    expect(parseResultPage({ text: decoys[1]! }, ctx).result!.rows).toEqual([]);
+    expect(() => parseResultPage({ text: decoys[2]! }, ctx)).toThrow('result.rows holds 0 rows but result.metadata.row_count says 1');
+  });
+
   it('leaves a page whose first "rows" array is not result.rows to the general path', () => {
     const { text } = page(columns, 2, (c) => (c.type === 'integer' ? '7' : '"x"'), 0);
     const decoy = text.replace('"query_id":0,', '"query_id":0,"extra":{"rows":[{"id":1,"name":"decoy"}]},');

@@ -265,8 +265,9 @@ function valueKey(data: Data): (i: number, counts: WordCounts) => number {
     };
   }
   const values = data.values as ArrayLike<number | bigint> & { BYTES_PER_ELEMENT: number; buffer: ArrayBufferLike; byteOffset: number; byteLength: number };
-  const width = elementsPerValue(data.type) * values.BYTES_PER_ELEMENT;
-  if (width < 4) {
+  const elements = elementsPerValue(data.type);
+  const width = elements * values.BYTES_PER_ELEMENT;
+  if (elements === 1 && width < 4) {
     // Int8/16, Uint8/16, Float16: the element's bits as one word.
     const view = values as ArrayLike<number>;
     const mask = width === 1 ? 0xff : 0xffff;

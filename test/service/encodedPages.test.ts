@@ -193,6 +193,39 @@ describe('pre-encoded results', () => {
     expect(again.text).toBe(full.text);
   });
 
+  it('pages of many chunks served at once, to readers fast and slow, are each the page served alone', async () => {
+    // The service reads files into buffers it reuses once the socket has written them: responses
+    // in flight together must not share one. (A buffer handed back before its write completes
+    // cannot be provoked here: the loopback's kernel buffers take a whole page at once.)
+    const big = await startTestService({ sampleRows: 64_000, encodeMinBytes: 0 });
+    const id = await runSql(big, 'SELECT * FROM sample.events ORDER BY id');
+    await big.whenEncoded(id);
+    const pages = [0, 32_000];
+    for (const accept of ['application/json', ARROW_STREAM_MEDIA_TYPE]) {
+      const alone = new Map<number, Buffer>();
+      for (const offset of pages) {
+        const res = await request(`${big.url}/v1/execution/${id}/results?offset=${offset}&limit=32000`, { headers: { 'x-service-api-key': big.keys.demo.read, accept } });
+        alone.set(offset, Buffer.from(await res.body.arrayBuffer()));
+      }
+      expect(alone.get(0)!.length).toBeGreaterThan(3 * 256 * 1024);
+      const together = await Promise.all(
+        pages.flatMap((offset) =>
+          [0, 10, 10].map(async (pauseMs) => {
+            const res = await request(`${big.url}/v1/execution/${id}/results?offset=${offset}&limit=32000`, { headers: { 'x-service-api-key': big.keys.demo.read, accept } });
+            const chunks: Buffer[] = [];
+            for await (const chunk of res.body) {
+              chunks.push(chunk as Buffer);
+              if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
+            }
+            return [offset, Buffer.concat(chunks)] as const;
+          }),
+        ),
+      );
+      for (const [offset, bytes] of together) expect(bytes.equals(alone.get(offset)!), `${accept} at ${offset}`).toBe(true);
+    }
+    await big.close();
+  });
+
   it('a result that expires while a page is streamed: the page is completed, later requests see EXPIRED', async () => {
     const clock = new ManualClock();
     const s = await startTestService({ clock, limits: { retention_days: 1 }, encodeMinBytes: 0 });

@@ -707,13 +707,10 @@ export function wireAppender(sql: SqlType, builder: ColumnBuilder): WireAppender
         return typeof v === 'bigint' && v >= INT64_MIN && v <= INT64_MAX && (builder.append(v), true);
       };
     case 'decimal': {
-      if (!(builder instanceof DecimalColumn)) return undefined;
-      const { precision, scale } = sql;
-      return (v) => {
-        if (typeof v !== 'string') return false;
-        const unscaled = canonicalUnscaled(v, precision, scale);
-        return unscaled === unscaled && (builder.appendUnscaled(unscaled), true);
-      };
+      // The canonical text only, read where it sits: the same reader as for a page's text.
+      const inText = textAppender(sql, builder);
+      if (inText === undefined) return undefined;
+      return (v) => typeof v === 'string' && inText(v, 0, v.length);
     }
     case 'varchar':
     case 'char':
@@ -749,16 +746,9 @@ export function wireAppender(sql: SqlType, builder: ColumnBuilder): WireAppender
         return days === days && (builder.appendNumber(days), true);
       };
     case 'timestamp': {
-      if (!(builder instanceof Int64Column) || sql.precision > 6) return undefined;
-      const { precision, withTimeZone } = sql;
-      const digits = precision <= 3 ? 3 : 6;
-      const perSecond = digits === 3 ? 1000 : 1_000_000;
-      const t: CanonicalTimestamp = { seconds: 0, fracAt: 0, fracLength: 0, zoned: false };
-      return (v) => {
-        if (typeof v !== 'string' || !scanCanonicalTimestamp(v, t) || t.zoned !== withTimeZone || t.fracLength > precision) return false;
-        const n = t.seconds * perSecond + canonicalFracUnits(v, t, digits);
-        return n < SAFE && n > -SAFE && (builder.appendSafe(n), true);
-      };
+      const inText = textAppender(sql, builder);
+      if (inText === undefined) return undefined;
+      return (v) => typeof v === 'string' && inText(v, 0, v.length);
     }
     default:
       return undefined;
@@ -767,10 +757,11 @@ export function wireAppender(sql: SqlType, builder: ColumnBuilder): WireAppender
 
 /**
  * Appends a date, timestamp or decimal value read straight from a page's text (`s` from `at` to
- * `end`, without the quotes) when it is in the service's canonical form: exactly what the column's
- * {@link wireAppender} appends for that text as a string, with no string made. False, with nothing
- * appended, for any other text (the caller then makes the string and takes the general way).
- * Undefined for other types.
+ * `end`, without the quotes) when it is in the service's canonical form, with no string made: what
+ * the column's {@link wireAppender} appends for that text as a string (for timestamps and decimals
+ * it is this reader; for dates it also reads non-canonical text). False, with nothing appended, for
+ * any other text (the caller then makes the string and takes the general way). Undefined for other
+ * types.
  */
 export function textAppender(sql: SqlType, builder: ColumnBuilder): ((s: string, at: number, end: number) => boolean) | undefined {
   switch (sql.kind) {

@@ -646,7 +646,8 @@ export class ResultStream implements AsyncIterable<Row> {
         throw new InvalidResponseError('response does not match the protocol: JSON was asked for and an Arrow stream came back', { method: 'getResults', executionId });
       }
       const o = this.#options;
-      // The rows this read yields from the page (as #pages cuts them): no other is decoded.
+      // Rows from where this read starts in the page to where it ends: no row before or after is
+      // decoded. (If a page before ran past its limit, the reader cuts the rows it already had.)
       const read = text.read(answer, request.offset, Math.max(0, (o.startOffset ?? 0) - request.offset), (o.endOffset ?? Number.MAX_SAFE_INTEGER) - request.offset);
       return { ...(read ?? { page: answer.parse() }), httpBytes: answer.bytes };
     }

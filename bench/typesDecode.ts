@@ -4,12 +4,16 @@
  * boolean, date) in pages of 31,250 rows, written as the local service writes them. Three paths,
  * each timed from the page text:
  * - rows: the page parsed (parseResultPage) and every row decoded (compileRowDecoder), as stream();
- * - batches: the same, into Arrow batches of one page each, as batches() and the decode threads do;
+ * - batches: the same, into Arrow batches of one page each, the general path of batches();
+ * - rows and batches read straight from the page text (parseResultPageText with compileTextRows or
+ *   compileTextBatchReader), as stream() and the decode threads read every page after the first;
  * and the baseline, bare `JSON.parse`, and the page parse alone (lossless parse and envelope check). Part of `npm run bench -- types`.
  */
 import { performance } from 'node:perf_hooks';
-import { parseResultPage } from '../src/client/result-page.ts';
-import { compileJsonRowAppender } from '../src/types/batch.ts';
+import { parseResultPage, parseResultPageText } from '../src/client/result-page.ts';
+import { arrowSchema } from '../src/types/arrow.ts';
+import { compileJsonRowAppender, compileTextBatchReader } from '../src/types/batch.ts';
+import { compileTextRows } from '../src/types/textRows.ts';
 import { SAMPLE_EVENTS_COLUMNS } from '../src/service/engine/sampleEvents.ts';
 import { compileRowDecoder, createBatchBuilder, type ColumnSpec } from '../src/types/index.ts';
 
@@ -64,7 +68,8 @@ function times(pages: string[], fns: Array<(text: string, offset: number) => unk
 }
 
 export function runDecodeVsParse(rounds = 3): void {
-  const pages = Array.from({ length: DISTINCT_PAGES }, (_, p) => eventPage(p * PAGE_ROWS));
+  // Flat strings, as a page decoded from its HTTP body is (a string built by concatenation reads slower).
+  const pages = Array.from({ length: DISTINCT_PAGES }, (_, p) => Buffer.from(eventPage(p * PAGE_ROWS)).toString());
   const pageCount = Math.ceil(TOTAL_ROWS / PAGE_ROWS);
   const mb = (pages.reduce((n, t) => n + Buffer.byteLength(t), 0) / pages.length) * pageCount / 2 ** 20;
   console.log(`\n  JSON page decode vs bare JSON.parse: ${pageCount} pages of ${PAGE_ROWS} rows of sample.events (${mb.toFixed(0)} MB), best of ${rounds}:`);
@@ -86,11 +91,32 @@ export function runDecodeVsParse(rounds = 3): void {
     return builder.flush();
   };
   const parseOnly = (text: string): unknown => parseResultPage({ text }, {});
-  const [bareMs, parseMs, rowsMs, batchesMs] = times(pages, [bare, parseOnly, rows, batches], rounds) as [number, number, number, number];
+  const textRows = compileTextRows(EVENT_COLUMNS)!;
+  const rowsFromText = (text: string): unknown => {
+    const read = parseResultPageText({ text }, {}, (t) => textRows(t, 0, PAGE_ROWS));
+    if (read === undefined) throw new Error('the text scanner gave up on a page of sample.events');
+    return read.value.at(-1);
+  };
+  const textBatch = compileTextBatchReader(arrowSchema(EVENT_COLUMNS, { executionId: '01BENCH' }), EVENT_COLUMNS)!;
+  const batchesFromText = (text: string, offset: number): unknown => {
+    const read = parseResultPageText({ text }, {}, (t) => textBatch(t, 0, PAGE_ROWS, offset));
+    if (read === undefined) throw new Error('the text scanner gave up on a page of sample.events');
+    return read.value;
+  };
+  const [bareMs, parseMs, rowsMs, batchesMs, textRowsMs, textBatchesMs] = times(pages, [bare, parseOnly, rows, batches, rowsFromText, batchesFromText], rounds) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const line = (label: string, ms: number): void =>
     console.log(`    ${label.padEnd(44)} ${(ms / 1000).toFixed(2)} s per 1M rows  ${(ms / bareMs).toFixed(2)}x JSON.parse`);
   line('JSON.parse (baseline)', bareMs);
   line('page parse alone (parseResultPage)', parseMs);
   line('rows: page parse + compileRowDecoder', rowsMs);
   line('batches: page parse + decode + Arrow build', batchesMs);
+  line('rows read from the page text', textRowsMs);
+  line('batches read from the page text', textBatchesMs);
 }

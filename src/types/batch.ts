@@ -211,16 +211,21 @@ function sameColumns(own: BuilderInside, columns: readonly ColumnSpec[]): boolea
 function fusedRow(own: BuilderInside, decoders: readonly ValueDecoder[]): ((raw: object, at: { column: number }) => void) | undefined {
   const { builders, sqlTypes, names } = own;
   const wires = builders.map((b, i) => wireAppender(sqlTypes[i]!, b));
-  const lines = names.map((name, i) => {
-    const get = `r[${JSON.stringify(name)}]`;
-    const step = wires[i] === undefined ? `c${i}.append(d${i}(${get}));` : `v = ${get}; if (v == null) c${i}.append(null); else if (!w${i}(v)) c${i}.append(d${i}(v));`;
-    return `j = ${i}; ${step}`;
-  });
+  const lines = names.map((name, i) => `j = ${i}; v = r[${JSON.stringify(name)}]; ${appendSource(i, 'v', wires[i] !== undefined)}`);
   const params = builders.flatMap((_, i) => [`c${i}`, `d${i}`, `w${i}`]);
   const args = builders.flatMap((b, i) => [b, decoders[i], wires[i]]);
   const body = `return function appendRow(r, at) {\nlet j = 0, v;\ntry {\n${lines.join('\n')}\n} catch (e) {\nat.column = j;\nthrow e;\n}\n};`;
   const make = generated(params, body);
   return make === undefined ? undefined : (make(...args) as (raw: object, at: { column: number }) => void);
+}
+
+/**
+ * The generated code appending wire value `value` to column `i`'s builder `c{i}`: through its wire
+ * appender `w{i}` when it has one (falling back to its decoder `d{i}`), else decoded then appended.
+ */
+function appendSource(i: number, value: string, wired: boolean): string {
+  if (!wired) return `c${i}.append(d${i}(${value}));`;
+  return `if (${value} == null) c${i}.append(null); else if (!w${i}(${value})) c${i}.append(d${i}(${value}));`;
 }
 
 /**
@@ -261,7 +266,7 @@ function textBatchReader(schema: Schema, columns: readonly ColumnSpec[]): TextBa
   const wires = builders.map((b, i) => wireAppender(sqlTypes[i]!, b));
   const direct = builders.map((b, i) => textAppender(sqlTypes[i]!, b));
   const lines = builders.map((_, i) => {
-    const append = wires[i] === undefined ? `c${i}.append(d${i}(v${i}));` : `if (v${i} == null) c${i}.append(null); else if (!w${i}(v${i})) c${i}.append(d${i}(v${i}));`;
+    const append = appendSource(i, `v${i}`, wires[i] !== undefined);
     return direct[i] === undefined ? append : `if (v${i} !== TAKEN) { ${append} }`;
   });
   const bound = new Map<string, unknown>([['st', state], ...builders.flatMap((b, i): [string, unknown][] => [[`c${i}`, b], [`d${i}`, decoders[i]], [`w${i}`, wires[i]]])]);

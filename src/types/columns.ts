@@ -1,5 +1,6 @@
 import { DataType, makeData, type Data, type Field, type Map_, type Struct } from 'apache-arrow';
 import { canonicalUnscaled, INT256_SAFE_DIGITS, isCanonicalInteger, UINT256_SAFE_DIGITS, unscaledDigits, writeDecimalWords } from './decimal.ts';
+import { keepsText } from './decode.ts';
 import { Misfit, atPath } from './errors.ts';
 import type { SqlType } from './sql-type.ts';
 import {
@@ -685,6 +686,10 @@ export type WireAppender = (value: unknown) => boolean;
  * append would throw. Undefined for types without such a path.
  */
 export function wireAppender(sql: SqlType, builder: ColumnBuilder): WireAppender | undefined {
+  if (keepsText(sql)) {
+    if (!(builder instanceof Utf8Column)) return undefined;
+    return (v) => typeof v === 'string' && builder.appendText(v);
+  }
   switch (sql.kind) {
     case 'boolean':
       if (!(builder instanceof BoolColumn)) return undefined;
@@ -712,14 +717,6 @@ export function wireAppender(sql: SqlType, builder: ColumnBuilder): WireAppender
       if (inText === undefined) return undefined;
       return (v) => typeof v === 'string' && inText(v, 0, v.length);
     }
-    case 'varchar':
-    case 'char':
-    case 'uuid':
-    case 'ipaddress':
-    case 'json':
-    case 'unknown':
-      if (!(builder instanceof Utf8Column)) return undefined;
-      return (v) => typeof v === 'string' && builder.appendText(v);
     case 'uint256':
     case 'int256': {
       // As Utf8 text: a canonical integer text short enough to be in range is its own text, with

@@ -64,6 +64,11 @@ export interface ColumnSpec {
   type: string;
 }
 
+/** Whether `columns` are the columns a page's `column_names` and `column_types` name, in order. */
+export function sameColumns(columns: readonly ColumnSpec[], names: readonly string[], types: readonly string[]): boolean {
+  return columns.length === names.length && columns.every((c, i) => c.name === names[i] && c.type === types[i]);
+}
+
 /** A decoded row: keyed by column name, in `column_names` order. */
 export type Row = Record<string, unknown>;
 
@@ -168,6 +173,24 @@ function makeAssigner(names: readonly string[]): (o: Row, k: string, v: unknown)
   return (o, k, v) => {
     Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
   };
+}
+
+/**
+ * Whether the decoder of `type` gives a string value back as it is (the text types, and json and
+ * unknown as text). Every other decoder takes only text of a fixed grammar (digits, dates, hex).
+ */
+export function keepsText(type: SqlType): boolean {
+  switch (type.kind) {
+    case 'varchar':
+    case 'char':
+    case 'uuid':
+    case 'ipaddress':
+    case 'json':
+    case 'unknown':
+      return true;
+    default:
+      return false;
+  }
 }
 
 /** The decoder of one SQL type (nested types compile their children once, here). */

@@ -1,4 +1,4 @@
-import { compileDecoder, type ColumnSpec, type DecodeOptions, type Row, type ValueDecoder } from './decode.ts';
+import { compileDecoder, keepsText, type ColumnSpec, type DecodeOptions, type Row, type ValueDecoder } from './decode.ts';
 import { generated } from './generated.ts';
 import { parseType } from './parse.ts';
 import type { SqlType } from './sql-type.ts';
@@ -55,24 +55,6 @@ export interface Scanner {
 /** Column types whose values are scalars on the wire; a nested one makes the scanner not apply. */
 function scalar(type: SqlType): boolean {
   return type.kind !== 'array' && type.kind !== 'map' && type.kind !== 'row';
-}
-
-/**
- * Types whose decoder passes a string through as it is. The other decoders take only text of a
- * fixed grammar (digits, dates, hex), which a raw control character never fits: they refuse it.
- */
-function passesText(type: SqlType): boolean {
-  switch (type.kind) {
-    case 'varchar':
-    case 'char':
-    case 'uuid':
-    case 'ipaddress':
-    case 'json':
-    case 'unknown':
-      return true;
-    default:
-      return false;
-  }
 }
 
 /** Types whose values are usually numbers: the number branch is tried first. */
@@ -162,10 +144,11 @@ const SLICED_FROM = 13;
  */
 function valueSource(i: number, type: SqlType, copyLong: boolean, direct: boolean): string {
   const v = `v${i}`;
-  // JSON forbids raw control characters in strings: the general path refuses such a page. Text
-  // that a decoder checks (or that is not decoded: rows outside the range) is looked at here.
+  // JSON forbids raw control characters in strings: the general path refuses such a page. Text a
+  // decoder keeps as it is (or that is not decoded: rows outside the range) is looked at here; the
+  // other decoders take only text of a fixed grammar, which a control character never fits.
   const loop = `for (let k = p + 1; k < q; k++) if (s.charCodeAt(k) < 32) return -1;`;
-  const controlCheck = passesText(type) ? `${loop}\n` : `if (i < from || i >= to) ${loop}\n`;
+  const controlCheck = keepsText(type) ? `${loop}\n` : `if (i < from || i >= to) ${loop}\n`;
   // A slice of 13 chars or more shares the page's text: a row kept by the caller would keep the whole page.
   const take = copyLong ? `${v} = q - p - 1 < ${SLICED_FROM} ? s.slice(p + 1, q) : JSON.parse(s.slice(p, q + 1));` : `${v} = s.slice(p + 1, q);`;
   // Taken straight from the text by the column's own reader (no string made), else as a string.
@@ -181,12 +164,6 @@ function valueSource(i: number, type: SqlType, copyLong: boolean, direct: boolea
   return `${branches.join(' else ')} else return -1;`;
 }
 
-/**
- * The scanner of a column list: `scan(s, p, from, to, out)` reads the array whose `[` is at `p`,
- * runs `emit` (code over `v0..vN` and `out`) for rows `from` to `to - 1`, sets `o.count` and
- * returns the index after the `]`, or -1 when the text is not of the shape it reads. Undefined
- * when a column is nested or code cannot be generated here.
- */
 /** What a scanner does with the values it reads. */
 export interface ScanCode {
   /** Code run for each row read (rows `from` to `to - 1`), over `v0..vN` and `out`. */
@@ -209,9 +186,16 @@ export type DirectReader = (s: string, at: number, end: number) => boolean;
 /** What `v{i}` holds when a direct reader took column i's value. */
 export const TAKEN: unique symbol = Symbol('taken');
 
+/**
+ * The scanner of a column list: `scan(s, p, from, to, out)` reads the array whose `[` is at `p`,
+ * runs `emit` (code over `v0..vN` and `out`) for rows `from` to `to - 1`, sets `o.count` and
+ * returns the index after the `]`, or -1 when the text is not of the shape it reads. Undefined
+ * when a column is nested, two columns share a name (JSON keeps the last of two equal keys, which
+ * a read in column order cannot give), or code cannot be generated here.
+ */
 export function compileScan(columns: readonly ColumnSpec[], types: readonly SqlType[], code: ScanCode): Scanner | undefined {
   const { emit, copyLong, direct = [] } = code;
-  if (columns.length === 0 || !types.every(scalar)) return undefined;
+  if (columns.length === 0 || !types.every(scalar) || new Set(columns.map((c) => c.name)).size !== columns.length) return undefined;
   const n = columns.length;
   const values = columns.map((c, i) => {
     const key = JSON.stringify(c.name);
@@ -250,8 +234,8 @@ if (c !== 44) return -1;
 if (s.charCodeAt(p) <= 32) p = skipSpace(s, p);
 }
 };`;
-  const readers = direct.flatMap((d, i): [string, unknown][] => (d === undefined ? [] : [[`t${i}`, d]]));
-  const bound = new Map<string, unknown>([['TAKEN', TAKEN], ...readers, ...code.bound]);
+  const directReaders = direct.flatMap((d, i): [string, unknown][] => (d === undefined ? [] : [[`t${i}`, d]]));
+  const bound = new Map<string, unknown>([['TAKEN', TAKEN], ...directReaders, ...code.bound]);
   const make = generated(['o', 'readNumber', 'skipSpace', ...bound.keys()], body);
   if (make === undefined) return undefined;
   const state: ScanState = { v: undefined, count: 0 };
@@ -305,15 +289,11 @@ export function compileTextRows(columns: readonly ColumnSpec[], options: DecodeO
 
 function textRows(columns: readonly ColumnSpec[], options: DecodeOptions): TextReader<Row[]> | undefined {
   const names = columns.map((c) => c.name);
-  if (names.includes('__proto__') || new Set(names).size !== names.length) return undefined;
+  // An object literal would take a `__proto__` key as the prototype.
+  if (names.includes('__proto__')) return undefined;
   const types = columns.map((c) => parseType(c.type));
-  const decoders: ValueDecoder[] = types.map((t) => compileDecoder(t, options));
   const literal = names.map((name, i) => `${JSON.stringify(name)}: d${i}(v${i})`).join(',\n');
-  const scanner = compileScan(columns, types, {
-    emit: `out.push({\n${literal}\n});`,
-    bound: new Map(decoders.map((d, i) => [`d${i}`, d])),
-    copyLong: true,
-  });
+  const scanner = compileScan(columns, types, { emit: `out.push({\n${literal}\n});`, bound: decodersOf(types, options), copyLong: true });
   if (scanner === undefined) return undefined;
   return (text, from, to) => readRows(scanner, text, from, to, [] as Row[]);
 }
@@ -328,11 +308,15 @@ export function compileTextColumns(columns: readonly ColumnSpec[], options: Deco
 
 function textColumns(columns: readonly ColumnSpec[], options: DecodeOptions): TextReader<unknown[][]> | undefined {
   const types = columns.map((c) => parseType(c.type));
-  const decoders: ValueDecoder[] = types.map((t) => compileDecoder(t, options));
-  const emit = decoders.map((_, i) => `out[${i}].push(d${i}(v${i}));`).join('\n');
-  const scanner = compileScan(columns, types, { emit, bound: new Map(decoders.map((d, i) => [`d${i}`, d])), copyLong: true });
+  const emit = types.map((_, i) => `out[${i}].push(d${i}(v${i}));`).join('\n');
+  const scanner = compileScan(columns, types, { emit, bound: decodersOf(types, options), copyLong: true });
   if (scanner === undefined) return undefined;
   return (text, from, to) => readRows(scanner, text, from, to, columns.map(() => [] as unknown[]));
+}
+
+/** Each column's decoder, bound as `d{i}` in the generated code. */
+function decodersOf(types: readonly SqlType[], options: DecodeOptions): Map<string, ValueDecoder> {
+  return new Map(types.map((t, i) => [`d${i}`, compileDecoder(t, options)]));
 }
 
 /**

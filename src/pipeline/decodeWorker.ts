@@ -5,8 +5,8 @@ import type { ResultPage } from '../protocol/index.ts';
 import { ColumnValueError } from '../types/errors.ts';
 import type { DecodeReply, DecodeTask, WorkerError } from './decodePool.ts';
 import { decodePacked, packColumns } from './packedRows.ts';
-import type { ColumnSpec } from '../types/decode.ts';
-import { compileTextColumns, type TextReader } from '../types/textRows.ts';
+import { sameColumns, type ColumnSpec } from '../types/decode.ts';
+import { compileTextColumns } from '../types/textRows.ts';
 
 /**
  * A decode thread: a JSON result page in (the bytes as received, transferred), the page's envelope
@@ -73,9 +73,6 @@ function decodeRows(task: DecodeTask, page: ResultPage, result: NonNullable<Resu
   return { reply: { id: task.id, ok: true, page, rows }, transfer: decoded.transfer };
 }
 
-/** Text readers of the last columns asked for, for rows: a stream sends the same columns with every page. */
-let textColumns: { key: string; read: TextReader<unknown[][]> | undefined } | undefined;
-
 /**
  * Typed rows `[skip, take)` of the page read straight from its text (no parsed page), packed; undefined
  * when the page is not of the shape the scanner reads, a value does not decode, or its columns are
@@ -84,9 +81,8 @@ let textColumns: { key: string; read: TextReader<unknown[][]> | undefined } | un
 function rowsFromText(task: DecodeTask, text: string): { reply: DecodeReply; transfer: ArrayBuffer[] } | undefined {
   const columns = task.columns!;
   const options = task.rows!;
-  const key = JSON.stringify([columns, options.dates ?? null]);
-  if (textColumns?.key !== key) textColumns = { key, read: compileTextColumns(columns, options.dates === undefined ? {} : { dates: options.dates }) };
-  const read = textColumns.read;
+  // The same reader for every page of the same columns (compileTextColumns keeps them).
+  const read = compileTextColumns(columns, options.dates === undefined ? {} : { dates: options.dates });
   if (read === undefined) return undefined;
   const got = parseResultPageText({ text }, {}, (t) => read(t, options.skip, options.take));
   if (got === undefined || !namesColumns(got.page, columns)) return undefined;
@@ -107,7 +103,7 @@ async function batchFromText(task: DecodeTask, text: string): Promise<{ reply: D
 /** The page's metadata names exactly these columns. */
 function namesColumns(page: ResultPage, columns: readonly ColumnSpec[]): boolean {
   const m = page.result?.metadata;
-  return m !== undefined && m.column_names.length === columns.length && columns.every((c, i) => c.name === m.column_names[i] && c.type === m.column_types[i]);
+  return m !== undefined && sameColumns(columns, m.column_names, m.column_types);
 }
 
 function serialize(error: unknown): WorkerError {

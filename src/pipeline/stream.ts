@@ -6,7 +6,7 @@ import type { Wire } from '../client/service-client.ts';
 import type { ExecutionStatus, ResultMetadata, ResultPage } from '../protocol/index.ts';
 import { arrowSchema, type ArrowTypeOptions } from '../types/arrow.ts';
 import { compileJsonRowAppender, compileTextBatchReader, createBatchBuilder, restartRowOffset, type TextBatchReader } from '../types/batch.ts';
-import { compileRowDecoder, type ColumnSpec, type DecodeOptions, type Row } from '../types/decode.ts';
+import { compileRowDecoder, sameColumns, type ColumnSpec, type DecodeOptions, type Row } from '../types/decode.ts';
 import { compileTextRows, type TextRead, type TextReader } from '../types/textRows.ts';
 import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
 import { DecodePool, DecodeResponseError, defaultDecodeThreads, sharedDecodePool, type DecodedRows } from './decodePool.ts';
@@ -645,10 +645,8 @@ export class ResultStream implements AsyncIterable<Row> {
       if (answer.format === 'arrow') {
         throw new InvalidResponseError('response does not match the protocol: JSON was asked for and an Arrow stream came back', { method: 'getResults', executionId });
       }
-      const o = this.#options;
-      // Rows from where this read starts in the page to where it ends: no row before or after is
-      // decoded. (If a page before ran past its limit, the reader cuts the rows it already had.)
-      const read = text.read(answer, request.offset, Math.max(0, (o.startOffset ?? 0) - request.offset), (o.endOffset ?? Number.MAX_SAFE_INTEGER) - request.offset);
+      const { skip, take } = this.#wanted(request.offset);
+      const read = text.read(answer, request.offset, skip, take);
       return { ...(read ?? { page: answer.parse() }), httpBytes: answer.bytes };
     }
     if (mode === 'rows') {
@@ -661,10 +659,7 @@ export class ResultStream implements AsyncIterable<Row> {
     if (pool === undefined) return { page: answer.parse(), httpBytes: answer.bytes };
     try {
       if (mode === 'pool-rows') {
-        const o = this.#options;
-        // The rows this read yields from the page: the decode thread decodes no other.
-        const rows = { skip: Math.max(0, (o.startOffset ?? 0) - request.offset), take: (o.endOffset ?? Number.MAX_SAFE_INTEGER) - request.offset, dates: o.dates };
-        const decoded = await pool.decode(answer.body, request.offset, { rows, columns });
+        const decoded = await pool.decode(answer.body, request.offset, { rows: { ...this.#wanted(request.offset), dates: this.#options.dates }, columns });
         return { page: decoded.page, httpBytes: answer.bytes, decoded: decoded.rows };
       }
       const decoded = await pool.decode(answer.body, request.offset, { columns, ...(this.#options.int256As === undefined ? {} : { int256As: this.#options.int256As }) });
@@ -673,6 +668,16 @@ export class ResultStream implements AsyncIterable<Row> {
       if (error instanceof DecodeResponseError) throw new InvalidResponseError(error.message, { method: 'getResults', executionId });
       throw error;
     }
+  }
+
+  /**
+   * The rows of the page at `offset` this read wants, page-relative: from where the read starts in
+   * the page to where it ends. No row before or after is decoded (if a page before ran past its
+   * limit, the consumer cuts the rows it already had).
+   */
+  #wanted(offset: number): { skip: number; take: number } {
+    const o = this.#options;
+    return { skip: Math.max(0, (o.startOffset ?? 0) - offset), take: (o.endOffset ?? Number.MAX_SAFE_INTEGER) - offset };
   }
 
   #resultOptions(request: { offset: number; limit: number | undefined }, signal: AbortSignal | undefined) {
@@ -804,20 +809,20 @@ class RowCursor implements AsyncGenerator<Row, void, undefined> {
 
   return(): Promise<IteratorResult<Row, void>> {
     return this.#enqueue(async () => {
-      this.#done = true;
-      this.#page = undefined;
-      await this.#pages.return(undefined);
+      await this.#close();
       return DONE;
     });
   }
 
   throw(error: unknown): Promise<IteratorResult<Row, void>> {
-    return this.#enqueue(async () => {
-      this.#done = true;
-      this.#page = undefined;
-      await this.#pages.return(undefined);
-      throw error;
-    });
+    return this.#enqueue(() => this.#fail(error));
+  }
+
+  /** Ends the cursor and closes the pages underneath (which stops their requests). */
+  async #close(): Promise<void> {
+    this.#done = true;
+    this.#page = undefined;
+    await this.#pages.return(undefined);
   }
 
   [Symbol.asyncIterator](): this {
@@ -874,9 +879,7 @@ class RowCursor implements AsyncGenerator<Row, void, undefined> {
 
   /** Ends the rows with `error`, once the pages are closed (their requests stopped). */
   async #fail(error: unknown): Promise<never> {
-    this.#done = true;
-    this.#page = undefined;
-    await this.#pages.return(undefined);
+    await this.#close();
     throw error;
   }
 }
@@ -898,10 +901,6 @@ function checkUniqueNames(names: readonly string[], executionId: string): void {
       `so all but the last such column would be wrong: give each column its own name (SELECT x AS a, y AS a_2)`,
     { method: 'stream', executionId },
   );
-}
-
-function sameColumns(columns: readonly ColumnSpec[], names: readonly string[], types: readonly string[]): boolean {
-  return columns.length === names.length && columns.every((c, i) => c.name === names[i] && c.type === types[i]);
 }
 
 function describeColumns(columns: readonly ColumnSpec[]): string {

@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { ConfigError } from '../kit/index.ts';
 import type { ResolvedOutput } from './outputConfig.ts';
+import type { PartFormat } from './partMessages.ts';
 
 /** Threads writing an export's parts: a count, or `auto` (one per core the process may use). */
 export type Workers = number | 'auto';
@@ -46,9 +47,10 @@ export function planParts(totalRows: number, rowsPerPart: number, done: Readonly
  * Parts need fixed row ranges: files that roll by rows alone (`max_rows_per_file`), no
  * `partition_by` (which file a row lands in depends on its values) and no `max_bytes_per_file`
  * (where a file ends depends on how well the rows before compress). A single-stream destination
- * (stdout) has one file. Such outputs are written by one thread, as with `workers: 1`.
+ * (stdout) has one file. Such outputs are written by one thread, as with `workers: 1`. `multiFile`:
+ * whether the destination takes several files (by default, as the output's sink declares).
  */
-export function serialReason(resolved: ResolvedOutput, multiFile: boolean): string | undefined {
+export function serialReason(resolved: ResolvedOutput, multiFile: boolean = resolved.sink.multiFile !== false): string | undefined {
   if (!multiFile) return 'the destination takes one stream';
   if (resolved.partitionBy.length > 0) return 'partition_by decides files by values, not row ranges';
   if (Number.isFinite(resolved.maxBytesPerFile)) return 'max_bytes_per_file ends files by size, not row ranges';
@@ -68,6 +70,16 @@ export function serialReason(resolved: ResolvedOutput, multiFile: boolean): stri
  * at 5M.
  */
 export const MIN_ROWS_PER_THREAD = { json: 1_000_000, arrow: 2_500_000 } as const;
+
+/** The wire rows come over, when it is settled (`auto` is not, before the first page). */
+export function knownWire(wire: string | undefined): 'json' | 'arrow' | undefined {
+  return wire === 'json' || wire === 'arrow' ? wire : undefined;
+}
+
+/** An output's format as a part thread loads it: the module exporting its descriptor, and the checked config. */
+export function partFormatOf(output: ResolvedOutput): PartFormat {
+  return { module: output.format.module!, type: output.format.type, config: output.formatConfig };
+}
 
 /**
  * The part threads an export of `totalRows` rows in parts of `rowsPerPart` runs: never more than

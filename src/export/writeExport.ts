@@ -14,8 +14,7 @@ import { type PartitionRun, partitioner } from './partitions.ts';
 import type { ResolvedOutput } from './outputConfig.ts';
 import { type KeepParts, noResume, recover, type Resume } from './resume.ts';
 import type { RangeReader } from '../pipeline/stream.ts';
-import { partThreadCount, planParts, resolveWorkers, serialReason, type Workers } from './partPlan.ts';
-import type { PartFormat } from './partMessages.ts';
+import { knownWire, partFormatOf, partThreadCount, planParts, resolveWorkers, serialReason, type Workers } from './partPlan.ts';
 import { startPartThreads, writeParts } from './partWorkers.ts';
 
 /** What the pipeline hands over: one schema, batches that all use it, and the execution's identity. */
@@ -103,12 +102,12 @@ export interface ExportSummary {
  */
 export async function writeExport(input: ExportInput, output: ResolvedOutput, options: WriteExportOptions = {}): Promise<ExportSummary> {
   const asked = resolveWorkers(options.workers);
-  if (asked > 1 && input.parts === undefined && serialReason(output, output.sink.multiFile !== false) === undefined) {
+  if (asked > 1 && input.parts === undefined && serialReason(output) === undefined) {
     throw new ConfigError('export options', [
       { path: 'workers', message: 'part threads read their rows themselves: pass input.parts (await stream.rangeReader()), or leave workers at 1', value: asked },
     ]);
   }
-  const splits = asked > 1 && input.parts !== undefined && serialReason(output, output.sink.multiFile !== false) === undefined;
+  const splits = asked > 1 && input.parts !== undefined && serialReason(output) === undefined;
   // The threads its parts are worth (one: this thread writes them, no thread to start).
   const threads = splits ? partThreadCount(options.workers, input.parts!.totalRows, output.maxRowsPerFile, wireOf(input.parts!)) : undefined;
   if (threads !== undefined && threads > 1) startThreadsFor(output, threads, input.parts!.totalRows);
@@ -124,20 +123,15 @@ export async function writeExport(input: ExportInput, output: ResolvedOutput, op
  * idles and ends).
  */
 export function startThreadsFor(output: ResolvedOutput, workers: Workers | undefined, totalRows: number, wire?: 'json' | 'arrow'): void {
-  if (resolveWorkers(workers) <= 1 || serialReason(output, output.sink.multiFile !== false) !== undefined) return;
+  if (resolveWorkers(workers) <= 1 || serialReason(output) !== undefined) return;
   if (commitFor(output).prepare !== undefined) return;
   const count = partThreadCount(workers, totalRows, output.maxRowsPerFile, wire);
   // One thread's worth: the calling thread writes the output (see `writeExport`), no thread to start.
   if (count > 1) startPartThreads(count, partFormatOf(output));
 }
 
-function partFormatOf(output: ResolvedOutput): PartFormat {
-  return { module: output.format.module!, type: output.format.type, config: output.formatConfig };
-}
-
 function wireOf(reader: RangeReader): 'json' | 'arrow' | undefined {
-  const wire = reader.options.wire;
-  return wire === 'json' || wire === 'arrow' ? wire : undefined;
+  return knownWire(reader.options.wire);
 }
 
 export interface OpenExportOptions {

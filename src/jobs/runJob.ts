@@ -5,7 +5,7 @@ import type { Commit } from '../export/commit.ts';
 import { commitFor } from '../export/commitFor.ts';
 import { openExport, startThreadsFor, type ExportSummary, type OpenedExport } from '../export/writeExport.ts';
 import { checkOutputs } from '../export/checkOutputs.ts';
-import { partThreadCount, resolveWorkers, serialReason, type Workers } from '../export/partPlan.ts';
+import { knownWire, partThreadCount, resolveWorkers, serialReason, type Workers } from '../export/partPlan.ts';
 import { type ResultStream, stream } from '../pipeline/stream.ts';
 import type { Progress } from '../pipeline/progress.ts';
 import type { StreamSource } from '../pipeline/source.ts';
@@ -334,7 +334,7 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
       const written = await exportAll(job, pending, executionId, result, controller, signal, (pageSize) => (reportedPageSize = pageSize), {
         workers: job.result?.filters === undefined && cursors === undefined ? asked : 1,
         totalRows,
-        wire: job.wire === 'json' || job.wire === 'arrow' ? job.wire : undefined,
+        wire: knownWire(job.wire),
         ...(events?.onWarning === undefined ? {} : { warn: events.onWarning }),
       }, cursors);
       fetchedRows = written.fetchedRows;
@@ -514,7 +514,7 @@ async function exportAll(
  */
 function threadsFor(output: Job['outputs'][number], parallel: { readonly workers: Workers; readonly totalRows?: number | undefined; readonly wire?: 'json' | 'arrow' | undefined }): Workers {
   // An output part threads cannot write keeps the count asked for: opening it says why (a warning).
-  if (parallel.totalRows === undefined || resolveWorkers(parallel.workers) <= 1 || serialReason(output, output.sink.multiFile !== false) !== undefined) return parallel.workers;
+  if (parallel.totalRows === undefined || resolveWorkers(parallel.workers) <= 1 || serialReason(output) !== undefined) return parallel.workers;
   const count = partThreadCount(parallel.workers, parallel.totalRows, output.maxRowsPerFile, parallel.wire);
   return parallel.workers === 'auto' && parallel.wire === undefined && count > 1 ? 'auto' : count;
 }

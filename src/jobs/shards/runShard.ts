@@ -10,7 +10,7 @@ import { describeSchema, type Manifest, manifestSchema, MANIFEST_NAME } from '..
 import { manifestCommit } from '../../export/manifestCommit.ts';
 import type { ResolvedOutput } from '../../export/outputConfig.ts';
 import { PartFile } from '../../export/partFile.ts';
-import { partThreadCount, type Workers } from '../../export/partPlan.ts';
+import { knownWire, partFormatOf, partThreadCount, type Workers } from '../../export/partPlan.ts';
 import { startPartThreads, writeParts as writePartsInThreads } from '../../export/partWorkers.ts';
 import { partFileName } from '../../export/partFileName.ts';
 import { commitShards, sameExport, type ShardCommitOutcome } from '../../export/shardCommit.ts';
@@ -352,8 +352,7 @@ async function writeParts(job: Job, output: ResolvedOutput, plan: Plan, area: Sh
   // Parts written by threads complete in any order, so any journaled part can be kept; one thread
   // reads its parts in one pass from the first missing row, so it keeps only a leading run of them.
   // auto: as many as this shard's rows pay for (see `partThreadCount`).
-  const wire = job.wire === 'json' || job.wire === 'arrow' ? job.wire : undefined;
-  const threads = Math.min(partThreadCount(options.workers ?? job.workers, mine.reduce((n, p) => n + p.rows, 0), plan.rows_per_part, wire), mine.length);
+  const threads = Math.min(partThreadCount(options.workers ?? job.workers, mine.reduce((n, p) => n + p.rows, 0), plan.rows_per_part, knownWire(job.wire)), mine.length);
   const kept: WrittenPart[] = [];
   if (journal !== undefined && journal.execution_id === plan.execution_id) {
     for (const part of mine) {
@@ -375,7 +374,7 @@ async function writeParts(job: Job, output: ResolvedOutput, plan: Plan, area: Sh
   const result = stream(options.client, { executionId: plan.execution_id }, read);
   const parallel = threads > 1 && todo.length > 1;
   // The part threads load their code while the first page is read.
-  if (parallel && output.format.module !== undefined) startPartThreads(Math.min(threads, todo.length), { module: output.format.module, type: output.format.type, config: output.formatConfig });
+  if (parallel && output.format.module !== undefined) startPartThreads(Math.min(threads, todo.length), partFormatOf(output));
   const schema = await result.schema();
   const parts = [...kept];
   const journaled = { version: 1 as const, execution_id: plan.execution_id, parts };
@@ -390,7 +389,7 @@ async function writeParts(job: Job, output: ResolvedOutput, plan: Plan, area: Sh
       threads,
       read: reader,
       schema,
-      format: { module: output.format.module!, type: output.format.type, config: output.formatConfig, contentType: format.contentType },
+      format: { ...partFormatOf(output), contentType: format.contentType },
       parts: todo.map((p) => ({ range: { index: Math.round(p.first_row / plan.rows_per_part), firstRow: p.first_row, rows: p.rows }, name: p.path })),
       tx: area,
       signal,

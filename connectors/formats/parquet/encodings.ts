@@ -181,25 +181,14 @@ class WordCounts {
   }
 
   add(lo: number, hi: number): void {
-    const counts = this.#counts;
-    const keys = this.#keys;
-    const mask = counts.length - 1;
-    let slot = (Math.imul(lo ^ Math.imul(hi, 0x9e3779b1), 0x85ebca6b) >>> 7) & mask;
-    for (;;) {
-      const n = counts[slot]!;
-      if (n === 0) {
-        keys[2 * slot] = lo;
-        keys[2 * slot + 1] = hi;
-        counts[slot] = 1;
-        if (++this.#size * 2 > counts.length) this.#grow();
-        return;
-      }
-      if (keys[2 * slot] === lo >>> 0 && keys[2 * slot + 1] === hi >>> 0) {
-        counts[slot] = n + 1;
-        return;
-      }
-      slot = (slot + 1) & mask;
+    const slot = this.#slot(lo, hi);
+    if (this.#counts[slot] === 0) {
+      this.#keys[2 * slot] = lo;
+      this.#keys[2 * slot + 1] = hi;
+      this.#size++;
     }
+    this.#counts[slot]!++;
+    if (this.#size * 2 > this.#counts.length) this.#grow();
   }
 
   tally(): { distinct: number; once: number; twice: number } {
@@ -212,25 +201,28 @@ class WordCounts {
     return { distinct: this.#size, once, twice };
   }
 
+  /** The slot holding the value (lo, hi), or the empty slot where it goes. */
+  #slot(lo: number, hi: number): number {
+    const keys = this.#keys;
+    const counts = this.#counts;
+    const mask = counts.length - 1;
+    let slot = (Math.imul(lo ^ Math.imul(hi, 0x9e3779b1), 0x85ebca6b) >>> 7) & mask;
+    while (counts[slot] !== 0 && (keys[2 * slot] !== lo >>> 0 || keys[2 * slot + 1] !== hi >>> 0)) slot = (slot + 1) & mask;
+    return slot;
+  }
+
   #grow(): void {
     const keys = this.#keys;
     const counts = this.#counts;
     this.#keys = new Uint32Array(keys.length * 2);
     this.#counts = new Int32Array(counts.length * 2);
-    this.#size = 0;
-    for (let slot = 0; slot < counts.length; slot++) {
-      const n = counts[slot]!;
-      if (n === 0) continue;
-      this.add(keys[2 * slot]!, keys[2 * slot + 1]!);
-      this.#counts[this.#find(keys[2 * slot]!, keys[2 * slot + 1]!)] = n;
+    for (let old = 0; old < counts.length; old++) {
+      if (counts[old] === 0) continue;
+      const slot = this.#slot(keys[2 * old]!, keys[2 * old + 1]!);
+      this.#keys[2 * slot] = keys[2 * old]!;
+      this.#keys[2 * slot + 1] = keys[2 * old + 1]!;
+      this.#counts[slot] = counts[old]!;
     }
-  }
-
-  #find(lo: number, hi: number): number {
-    const mask = this.#counts.length - 1;
-    let slot = (Math.imul(lo ^ Math.imul(hi, 0x9e3779b1), 0x85ebca6b) >>> 7) & mask;
-    while (this.#keys[2 * slot] !== lo >>> 0 || this.#keys[2 * slot + 1] !== hi >>> 0) slot = (slot + 1) & mask;
-    return slot;
   }
 }
 

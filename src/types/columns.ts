@@ -332,15 +332,16 @@ function int256Decimal(v: unknown): bigint {
 }
 
 /**
- * Utf8: strings are kept until finish, then joined and encoded once. For ASCII text (the
- * byte length equals the character length) the offsets are the character offsets already
- * counted; otherwise they are recounted per value.
+ * Utf8: each value's UTF-8 bytes are written as it is appended, into a buffer kept between batches;
+ * `finish` hands Arrow a copy of the filled part. Text read from a page (`appendChars`) is copied
+ * char by char when it is ASCII, with no string made. Nothing but the bytes outlives an append, so
+ * a page's values are not kept alive (and copied by the garbage collector) until the batch ends.
  */
 class Utf8Column implements ColumnBuilder {
-  private parts: string[] = [];
+  private data = new Uint8Array(INITIAL * 16);
+  private bytes = 0;
   private offsets: Int32Array = new Int32Array(INITIAL + 1);
   private length = 0;
-  private chars = 0;
   private readonly validity = new Validity();
   private readonly type: DataType;
   private readonly toText: (v: unknown) => string;
@@ -354,16 +355,13 @@ class Utf8Column implements ColumnBuilder {
     const i = this.length;
     if (i + 1 === this.offsets.length) this.offsets = grown(this.offsets, i + 2);
     if (v == null) {
-      this.parts.push('');
       this.validity.setNull(i);
     } else {
       const s = this.toText(v);
-      this.parts.push(s);
-      this.chars += s.length;
-      if (this.chars > 0x7fff_ffff) throw new Misfit(v, 'overflows the 2 GiB of a Utf8 batch: flush smaller batches');
+      if (!this.write(s)) throw new Misfit(v, 'overflows the 2 GiB of a Utf8 batch: flush smaller batches');
       this.validity.setValid(i);
     }
-    this.offsets[i + 1] = this.chars;
+    this.offsets[i + 1] = this.bytes;
     this.length = i + 1;
   }
 
@@ -373,44 +371,92 @@ class Utf8Column implements ColumnBuilder {
    */
   appendText(s: string): boolean {
     const i = this.length;
-    if (this.chars + s.length > 0x7fff_ffff) return false;
     if (i + 1 === this.offsets.length) this.offsets = grown(this.offsets, i + 2);
-    this.parts.push(s);
-    this.chars += s.length;
+    if (!this.write(s)) return false;
     this.validity.setValid(i);
-    this.offsets[i + 1] = this.chars;
+    this.offsets[i + 1] = this.bytes;
     this.length = i + 1;
+    return true;
+  }
+
+  /**
+   * Append chars `at` to `end` of `s` when they are all ASCII and none a control character: the
+   * value `appendText(s.slice(at, end))` appends, with no string made. False, with nothing appended,
+   * otherwise (the caller then takes the text as a string).
+   */
+  appendChars(s: string, at: number, end: number): boolean {
+    const i = this.length;
+    const start = this.bytes;
+    if (start + (end - at) > MAX_UTF8_BYTES) return false;
+    if (i + 1 === this.offsets.length) this.offsets = grown(this.offsets, i + 2);
+    if (start + (end - at) > this.data.length) this.data = grown(this.data, start + (end - at));
+    const data = this.data;
+    let b = start;
+    for (let k = at; k < end; k++) {
+      const c = s.charCodeAt(k);
+      if (c >= 128 || c < 32) return false;
+      data[b++] = c;
+    }
+    this.bytes = b;
+    this.validity.setValid(i);
+    this.offsets[i + 1] = b;
+    this.length = i + 1;
+    return true;
+  }
+
+  /** Writes `s`'s UTF-8 bytes after the ones written; false, with nothing written, past 2 GiB. */
+  private write(s: string): boolean {
+    const at = this.bytes;
+    // A UTF-16 code unit is at most 3 bytes of UTF-8 (a surrogate pair, 2 units, is 4).
+    let room = at + s.length * 3;
+    if (room > this.data.length) {
+      if (at + Buffer.byteLength(s, 'utf8') > MAX_UTF8_BYTES) return false;
+      room = Math.min(room, MAX_UTF8_BYTES);
+      if (room > this.data.length) this.data = grown(this.data, room);
+    }
+    const data = this.data;
+    const n = s.length;
+    if (n <= SHORT_TEXT) {
+      let b = at;
+      for (let k = 0; k < n; k++) {
+        const c = s.charCodeAt(k);
+        if (c >= 128) return this.encode(s, at);
+        data[b++] = c;
+      }
+      this.bytes = b;
+      return true;
+    }
+    return this.encode(s, at);
+  }
+
+  private encode(s: string, at: number): boolean {
+    const { written } = UTF8.encodeInto(s, this.data.subarray(at));
+    if (at + written > MAX_UTF8_BYTES) return false;
+    this.bytes = at + written;
     return true;
   }
 
   finish(): Data {
     const length = this.length;
-    const joined = this.parts.join('');
-    const bytes = Buffer.from(joined, 'utf8');
-    if (bytes.length > 0x7fff_ffff) throw new RangeError('a Utf8 column exceeds 2 GiB in one batch: flush smaller batches');
-    let offsets = this.offsets.subarray(0, length + 1);
-    if (bytes.length !== joined.length) {
-      offsets = new Int32Array(length + 1);
-      let at = 0;
-      for (let i = 0; i < length; i++) {
-        at += Buffer.byteLength(this.parts[i]!, 'utf8');
-        offsets[i + 1] = at;
-      }
-    }
     const data = makeData({
       type: this.type,
       length,
-      valueOffsets: offsets,
-      data: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length),
+      valueOffsets: this.offsets.subarray(0, length + 1),
+      data: this.data.slice(0, this.bytes),
       ...this.validity.take(length),
     } as never);
-    this.parts = [];
     this.offsets = new Int32Array(Math.max(INITIAL, length) + 1);
     this.length = 0;
-    this.chars = 0;
+    this.bytes = 0;
     return data;
   }
 }
+
+/** The bytes of one Utf8 batch: its offsets are int32. */
+const MAX_UTF8_BYTES = 0x7fff_ffff;
+/** Texts up to this length are copied char by char when ASCII; longer ones are encoded by `TextEncoder`. */
+const SHORT_TEXT = 32;
+const UTF8 = new TextEncoder();
 
 function stringText(v: unknown): string {
   if (typeof v === 'string') return v;
@@ -753,14 +799,15 @@ export function wireAppender(sql: SqlType, builder: ColumnBuilder): WireAppender
 }
 
 /**
- * Appends a date, timestamp or decimal value read straight from a page's text (`s` from `at` to
- * `end`, without the quotes) when it is in the service's canonical form, with no string made: what
- * the column's {@link wireAppender} appends for that text as a string (for timestamps and decimals
- * it is this reader; for dates it also reads non-canonical text). False, with nothing appended, for
- * any other text (the caller then makes the string and takes the general way). Undefined for other
- * types.
+ * Appends a text, date, timestamp or decimal value read straight from a page's text (`s` from `at`
+ * to `end`, without the quotes), with no string made, when it is plain ASCII text (text types) or in
+ * the service's canonical form (the others): what the column's {@link wireAppender} appends for that
+ * text as a string (for timestamps and decimals it is this reader; for dates it also reads
+ * non-canonical text). False, with nothing appended, for any other text (the caller then makes the
+ * string and takes the general way). Undefined for other types.
  */
 export function textAppender(sql: SqlType, builder: ColumnBuilder): ((s: string, at: number, end: number) => boolean) | undefined {
+  if (keepsText(sql)) return builder instanceof Utf8Column ? (s, at, end) => builder.appendChars(s, at, end) : undefined;
   switch (sql.kind) {
     case 'date': {
       if (!(builder instanceof DateDayColumn)) return undefined;

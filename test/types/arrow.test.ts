@@ -1,5 +1,6 @@
 import { Schema, Table, Utf8, tableFromIPC, tableToIPC, type DataType, type RecordBatch, type Vector } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
+import { columnBuilder, textAppender } from '../../src/types/columns.ts';
 import { readDecimalWords } from '../../src/types/decimal.ts';
 import {
   ArrowValueError,
@@ -7,6 +8,7 @@ import {
   compileRowDecoder,
   createBatchBuilder,
   parseJsonLossless,
+  parseType,
   SCHEMA_METADATA_KEYS,
   TYPE_METADATA_KEY,
   type ColumnSpec,
@@ -298,6 +300,41 @@ describe('createBatchBuilder', () => {
     expect(col(batch, 'b').get(3000)).toBe(true);
     expect(col(batch, 'b').get(3001)).toBe(false);
     expect([...(col(batch, 'l').get(4000) as Vector)]).toEqual([4000, 4001]);
+  });
+
+  it('writes each text as its own UTF-8 bytes (short or long, any script, lone surrogates) and keeps a batch apart from the next', () => {
+    const texts = ['', 'a', 'x'.repeat(200), 'é', '日本語', '😀', '\ud800', '\udc00', `${'y'.repeat(40)}é`, `é${'z'.repeat(40)}`, null, 'ok'];
+    const builder = createBatchBuilder([{ name: 's', type: 'varchar' }]);
+    for (const s of texts) builder.append({ s });
+    const first = builder.flush();
+    const data = first.getChildAt(0)!.data[0]!;
+    // Value by value: a lone high surrogate followed by a lone low one is two replacement characters, not one pair.
+    const expected = texts.map((s) => Buffer.from(s ?? '', 'utf8'));
+    expect(Buffer.from(data.values).equals(Buffer.concat(expected))).toBe(true);
+    let at = 0;
+    expect([...data.valueOffsets]).toEqual([0, ...expected.map((b) => (at += b.length))]);
+    expect([...col(first, 's')]).toEqual(texts.map((s) => (s === null ? null : Buffer.from(s, 'utf8').toString('utf8'))));
+    for (let i = 0; i < 3000; i++) builder.append({ s: `second ${i} ✓` });
+    const second = builder.flush();
+    expect(col(second, 's').get(2999)).toBe('second 2999 ✓');
+    expect(col(first, 's').get(4)).toBe('日本語');
+    expect(col(first, 's').get(2)).toBe('x'.repeat(200));
+  });
+
+  it('takes text straight from a page only when it is plain ASCII, and appends nothing otherwise', () => {
+    const field = arrowSchema([{ name: 's', type: 'varchar' }]).fields[0]!;
+    const builder = columnBuilder(parseType('varchar'), field);
+    const take = textAppender(parseType('varchar'), builder)!;
+    const page = '"plain","é","tab\there","","last"';
+    expect(take(page, 1, 6)).toBe(true);
+    expect(take(page, 9, 10)).toBe(false);
+    expect(take(page, 13, 21)).toBe(false);
+    expect(take(page, 24, 24)).toBe(true);
+    expect(take(page, 27, 31)).toBe(true);
+    const data = builder.finish();
+    expect(data.length).toBe(3);
+    expect(Buffer.from(data.values).toString('latin1')).toBe('plainlast');
+    expect([...data.valueOffsets]).toEqual([0, 5, 5, 9]);
   });
 
   it('fails loudly, naming column, row and value, when a value does not fit', () => {

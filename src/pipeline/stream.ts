@@ -212,6 +212,17 @@ class TextPages {
 }
 
 /**
+ * Frees a page's body once the page is read (its text is made and kept by the answer): several MB
+ * left to the garbage collector would float, with the pages' texts, up to V8's allowance of external
+ * memory between full collections, and each full collection on that account grows the young
+ * generation. Only a buffer over an ArrayBuffer of its own (as the transport makes) is freed.
+ */
+export function releaseBody(body: Buffer): void {
+  const whole = body.buffer;
+  if (whole instanceof ArrayBuffer && body.byteOffset === 0 && body.byteLength === whole.byteLength) whole.transfer(0);
+}
+
+/**
  * How pages are read: JSON rows parsed here, Arrow pages, or JSON pages decoded by a thread pool
  * into Arrow (`pool`, for batches) or into typed rows (`pool-rows`, for rows).
  */
@@ -646,8 +657,9 @@ export class ResultStream implements AsyncIterable<Row> {
         throw new InvalidResponseError('response does not match the protocol: JSON was asked for and an Arrow stream came back', { method: 'getResults', executionId });
       }
       const { skip, take } = this.#wanted(request.offset);
-      const read = text.read(answer, request.offset, skip, take);
-      return { ...(read ?? { page: answer.parse() }), httpBytes: answer.bytes };
+      const read = text.read(answer, request.offset, skip, take) ?? { page: answer.parse() };
+      releaseBody(answer.body);
+      return { ...read, httpBytes: answer.bytes };
     }
     if (mode === 'rows') {
       let httpBytes = 0;

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { IncomingMessage } from 'node:http';
 import { InvalidResponseError, ServiceClient } from '../../src/client/index.ts';
 import { stream } from '../../src/pipeline/index.ts';
+import { releaseBody } from '../../src/pipeline/stream.ts';
 import type { Progress } from '../../src/pipeline/progress.ts';
 import { ArrowValueError, ValueDecodeError } from '../../src/types/errors.ts';
 import { startMisbehavingServer, type MisbehavingServer, type Scripted } from '../client/misbehaving-server.ts';
@@ -233,6 +234,45 @@ describe('pages read from their text', () => {
     } finally {
       spy.mockRestore();
     }
+  });
+});
+
+describe('page bodies', () => {
+  it('are freed once their rows are read, after their text was made, and rows and batches are whole', async () => {
+    const { client, bodies } = await serve({ names: ['id', 'name'], types: ['integer', 'varchar'], row: (i) => ({ id: i, name: `row ${i} é` }) });
+    const freed: number[] = [];
+    const transfer = ArrayBuffer.prototype.transfer;
+    const spy = vi.spyOn(ArrayBuffer.prototype, 'transfer').mockImplementation(function (this: ArrayBuffer, length?: number) {
+      if (length === 0) freed.push(this.byteLength);
+      return transfer.call(this, length);
+    });
+    try {
+      const rows: Record<string, unknown>[] = [];
+      for await (const r of stream(client, { executionId: ID }, { pageSize: 3, decodeThreads: 0 })) rows.push(r);
+      expect(rows.map((r) => r['name'])).toEqual(Array.from({ length: TOTAL }, (_, i) => `row ${i} é`));
+      // Pages at 0, 3, 6 and 9: the first is read before the stream knows its columns and is left to the collector.
+      expect(freed).toEqual(bodies.slice(1));
+      freed.length = 0;
+      bodies.length = 0;
+      const names: unknown[] = [];
+      for await (const b of stream(client, { executionId: ID }, { pageSize: 3, decodeThreads: 0, wire: 'json' }).batches()) names.push(...b.getChild('name')!);
+      expect(names).toEqual(rows.map((r) => r['name']));
+      expect(freed).toEqual(bodies.slice(1));
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('are freed only when they are a buffer of their own, never a slice of a shared pool', () => {
+    const own = Buffer.from(new ArrayBuffer(16));
+    releaseBody(own);
+    expect(own.buffer.byteLength).toBe(0);
+    const pooled = Buffer.from('a small answer');
+    const neighbour = Buffer.from('its neighbour in the pool');
+    expect(pooled.buffer).toBe(neighbour.buffer);
+    releaseBody(pooled);
+    expect(pooled.toString()).toBe('a small answer');
+    expect(neighbour.toString()).toBe('its neighbour in the pool');
   });
 });
 

@@ -11,6 +11,7 @@ import { compileTextRows, type TextRead, type TextReader } from '../types/textRo
 import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
 import { DecodePool, DecodeResponseError, defaultDecodeThreads, sharedDecodePool, type DecodedRows } from './decodePool.ts';
 import { unpackRows } from './packedRows.ts';
+import { releaseBody } from './pageBody.ts';
 import { DEFAULT_CONCURRENCY, DEFAULT_PREFETCH, fetchOrdered, type PageRequest, type PageShape } from './fetchOrdered.ts';
 import { ProgressTracker, type Progress, type ProgressListener } from './progress.ts';
 import { resolveSource, type ResolvedSource, type StreamClient, type StreamSource } from './source.ts';
@@ -209,17 +210,6 @@ class TextPages {
     else this.#hits++;
     return got;
   }
-}
-
-/**
- * Frees a page's body once the page is read (its text is made and kept by the answer): several MB
- * left to the garbage collector would float, with the pages' texts, up to V8's allowance of external
- * memory between full collections, and each full collection on that account grows the young
- * generation. Only a buffer over an ArrayBuffer of its own (as the transport makes) is freed.
- */
-export function releaseBody(body: Buffer): void {
-  const whole = body.buffer;
-  if (whole instanceof ArrayBuffer && body.byteOffset === 0 && body.byteLength === whole.byteLength) whole.transfer(0);
 }
 
 /**

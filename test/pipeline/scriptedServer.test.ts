@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { IncomingMessage } from 'node:http';
 import { InvalidResponseError, ServiceClient } from '../../src/client/index.ts';
 import { stream } from '../../src/pipeline/index.ts';
-import { releaseBody } from '../../src/pipeline/stream.ts';
+import { releaseBody } from '../../src/pipeline/pageBody.ts';
 import type { Progress } from '../../src/pipeline/progress.ts';
 import { ArrowValueError, ValueDecodeError } from '../../src/types/errors.ts';
 import { startMisbehavingServer, type MisbehavingServer, type Scripted } from '../client/misbehaving-server.ts';

@@ -389,7 +389,7 @@ class Utf8Column implements ColumnBuilder {
     const start = this.bytes;
     if (start + (end - at) > MAX_UTF8_BYTES) return false;
     if (i + 1 === this.offsets.length) this.offsets = grown(this.offsets, i + 2);
-    if (start + (end - at) > this.data.length) this.data = grown(this.data, start + (end - at));
+    this.reserve(start + (end - at));
     const data = this.data;
     let b = start;
     for (let k = at; k < end; k++) {
@@ -408,11 +408,10 @@ class Utf8Column implements ColumnBuilder {
   private write(s: string): boolean {
     const at = this.bytes;
     // A UTF-16 code unit is at most 3 bytes of UTF-8 (a surrogate pair, 2 units, is 4).
-    let room = at + s.length * 3;
+    const room = at + s.length * 3;
     if (room > this.data.length) {
       if (at + Buffer.byteLength(s, 'utf8') > MAX_UTF8_BYTES) return false;
-      room = Math.min(room, MAX_UTF8_BYTES);
-      if (room > this.data.length) this.data = grown(this.data, room);
+      this.reserve(Math.min(room, MAX_UTF8_BYTES));
     }
     const data = this.data;
     const n = s.length;
@@ -427,6 +426,14 @@ class Utf8Column implements ColumnBuilder {
       return true;
     }
     return this.encode(s, at);
+  }
+
+  /** Room for `bytes` bytes in all: the buffer doubles, up to what one batch can hold. */
+  private reserve(bytes: number): void {
+    if (bytes <= this.data.length) return;
+    const next = new Uint8Array(Math.min(MAX_UTF8_BYTES, Math.max(this.data.length * 2, bytes)));
+    next.set(this.data.subarray(0, this.bytes));
+    this.data = next;
   }
 
   private encode(s: string, at: number): boolean {

@@ -91,6 +91,7 @@ export type WirePage =
   | { readonly format: 'arrow'; readonly page: ResultPage; readonly ipc: Buffer; readonly bytes: number }
   | {
       readonly format: 'json';
+      /** The bytes as received; `stream()` frees them (an empty buffer then) once it has read the page. */
       readonly body: Buffer;
       readonly bytes: number;
       /** Arrow was asked for and the service refused it with 406 (it does not serve Arrow pages). */

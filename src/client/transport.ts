@@ -15,6 +15,7 @@ import type { ClientStats, RequestEvent } from './hooks.ts';
 import type { Idempotency } from './retry-policy.ts';
 import { redactUrl, scrub } from './redact.ts';
 import { errorText, statusError } from './status-errors.ts';
+import { madeBody } from './pageBody.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
@@ -219,7 +220,7 @@ export class Transport {
 function concat(chunks: readonly Buffer[]): Buffer {
   let total = 0;
   for (const c of chunks) total += c.length;
-  const out = Buffer.from(new ArrayBuffer(total));
+  const out = madeBody(Buffer.from(new ArrayBuffer(total)));
   let at = 0;
   for (const c of chunks) {
     out.set(c, at);

@@ -5,7 +5,7 @@ import type { ResultPage } from '../protocol/index.ts';
 import { ColumnValueError } from '../types/errors.ts';
 import type { DecodeReply, DecodeTask, WorkerError } from './decodePool.ts';
 import { decodePacked, packColumns } from './packedRows.ts';
-import { releaseBody } from './pageBody.ts';
+import { releaseBody } from '../client/pageBody.ts';
 import { sameColumns, type ColumnSpec } from '../types/decode.ts';
 import { compileTextColumns } from '../types/textRows.ts';
 
@@ -32,7 +32,8 @@ async function handle(task: DecodeTask): Promise<void> {
   let transfer: ArrayBuffer[] = [];
   try {
     const text = utf8.decode(task.body);
-    releaseBody(task.body);
+    // The thread has the body to itself: transferred here, or a copy.
+    releaseBody(task.body, true);
     const fast = task.columns === undefined ? undefined : task.rows !== undefined ? rowsFromText(task, text) : await batchFromText(task, text);
     if (fast !== undefined) {
       port!.postMessage(fast.reply, fast.transfer);

@@ -11,7 +11,7 @@ import { compileTextRows, type TextRead, type TextReader } from '../types/textRo
 import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
 import { DecodePool, DecodeResponseError, defaultDecodeThreads, sharedDecodePool, type DecodedRows } from './decodePool.ts';
 import { unpackRows } from './packedRows.ts';
-import { releaseBody } from './pageBody.ts';
+import { releaseBody } from '../client/pageBody.ts';
 import { DEFAULT_CONCURRENCY, DEFAULT_PREFETCH, fetchOrdered, type PageRequest, type PageShape } from './fetchOrdered.ts';
 import { ProgressTracker, type Progress, type ProgressListener } from './progress.ts';
 import { resolveSource, type ResolvedSource, type StreamClient, type StreamSource } from './source.ts';

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { IncomingMessage } from 'node:http';
 import { InvalidResponseError, ServiceClient } from '../../src/client/index.ts';
 import { stream } from '../../src/pipeline/index.ts';
-import { releaseBody } from '../../src/pipeline/pageBody.ts';
+import { madeBody, releaseBody } from '../../src/client/pageBody.ts';
 import type { Progress } from '../../src/pipeline/progress.ts';
 import { ArrowValueError, ValueDecodeError } from '../../src/types/errors.ts';
 import { startMisbehavingServer, type MisbehavingServer, type Scripted } from '../client/misbehaving-server.ts';
@@ -238,8 +238,10 @@ describe('pages read from their text', () => {
 });
 
 describe('page bodies', () => {
+  const row = (i: number) => ({ id: i, name: i % 2 === 0 ? `row ${i}` : `row ${i} é` });
+
   it('are freed once their rows are read, after their text was made, and rows and batches are whole', async () => {
-    const { client, bodies } = await serve({ names: ['id', 'name'], types: ['integer', 'varchar'], row: (i) => ({ id: i, name: `row ${i} é` }) });
+    const { client, bodies } = await serve({ names: ['id', 'name'], types: ['integer', 'varchar'], row });
     const freed: number[] = [];
     const transfer = ArrayBuffer.prototype.transfer;
     const spy = vi.spyOn(ArrayBuffer.prototype, 'transfer').mockImplementation(function (this: ArrayBuffer, length?: number) {
@@ -249,7 +251,7 @@ describe('page bodies', () => {
     try {
       const rows: Record<string, unknown>[] = [];
       for await (const r of stream(client, { executionId: ID }, { pageSize: 3, decodeThreads: 0 })) rows.push(r);
-      expect(rows.map((r) => r['name'])).toEqual(Array.from({ length: TOTAL }, (_, i) => `row ${i} é`));
+      expect(rows).toEqual(Array.from({ length: TOTAL }, (_, i) => row(i)));
       // Pages at 0, 3, 6 and 9: the first is read before the stream knows its columns and is left to the collector.
       expect(freed).toEqual(bodies.slice(1));
       freed.length = 0;
@@ -263,16 +265,49 @@ describe('page bodies', () => {
     }
   });
 
-  it('are freed only when they are a buffer of their own, never a slice of a shared pool', () => {
-    const own = Buffer.from(new ArrayBuffer(16));
-    releaseBody(own);
+  it("are never freed when a caller's own client hands them out (it may keep them)", async () => {
+    const { client } = await serve({ names: ['id', 'name'], types: ['integer', 'varchar'], row });
+    const kept: { body: Buffer; copy: Buffer }[] = [];
+    const own = new Proxy(client, {
+      get(target, key) {
+        if (key === 'getResultsWire') {
+          return async (...args: Parameters<ServiceClient['getResultsWire']>) => {
+            const answer = await target.getResultsWire(...args);
+            if (answer.format !== 'json') return answer;
+            const body = Buffer.from(new ArrayBuffer(answer.body.length));
+            answer.body.copy(body);
+            kept.push({ body, copy: Buffer.from(body) });
+            return { ...answer, body, parse: answer.parse, parseText: answer.parseText };
+          };
+        }
+        const value: unknown = Reflect.get(target, key);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const rows: Record<string, unknown>[] = [];
+    for await (const r of stream(own, { executionId: ID }, { pageSize: 3, decodeThreads: 0 })) rows.push(r);
+    expect(rows).toEqual(Array.from({ length: TOTAL }, (_, i) => row(i)));
+    expect(kept.length).toBeGreaterThan(1);
+    for (const { body, copy } of kept) expect(body.equals(copy)).toBe(true);
+  });
+
+  it('are freed only when the transport made them, whole, never a slice of a shared buffer', () => {
+    const made = madeBody(Buffer.from(new ArrayBuffer(16)));
+    releaseBody(made);
+    expect(made.buffer.byteLength).toBe(0);
+    const callers = Buffer.from(new ArrayBuffer(16)).fill(7);
+    releaseBody(callers);
+    expect([...callers]).toEqual(Array(16).fill(7));
+    const shared = new ArrayBuffer(32);
+    const head = madeBody(Buffer.from(shared, 0, 16).fill(1));
+    const tail = madeBody(Buffer.from(shared, 16, 16).fill(2));
+    releaseBody(head, true);
+    releaseBody(tail, true);
+    expect(shared.byteLength).toBe(32);
+    expect([...head, ...tail]).toEqual([...Array(16).fill(1), ...Array(16).fill(2)]);
+    const own = Buffer.from(new ArrayBuffer(8));
+    releaseBody(own, true);
     expect(own.buffer.byteLength).toBe(0);
-    const pooled = Buffer.from('a small answer');
-    const neighbour = Buffer.from('its neighbour in the pool');
-    expect(pooled.buffer).toBe(neighbour.buffer);
-    releaseBody(pooled);
-    expect(pooled.toString()).toBe('a small answer');
-    expect(neighbour.toString()).toBe('its neighbour in the pool');
   });
 });
 

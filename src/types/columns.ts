@@ -332,13 +332,14 @@ function int256Decimal(v: unknown): bigint {
 }
 
 /**
- * Utf8: each value's UTF-8 bytes are written as it is appended, into a buffer kept between batches;
- * `finish` hands Arrow a copy of the filled part. Text read from a page (`appendChars`) is copied
- * char by char when it is ASCII, with no string made. Nothing but the bytes outlives an append, so
- * a page's values are not kept alive (and copied by the garbage collector) until the batch ends.
+ * Utf8: each value's UTF-8 bytes are written as it is appended, into a buffer kept between batches
+ * of a similar size; `finish` hands Arrow a copy of the filled part. Text read from a page
+ * (`appendChars`) is copied char by char when it is ASCII with no control character, with no string
+ * made. Nothing but the bytes outlives an append, so a page's values are not kept alive (and copied
+ * by the garbage collector) until the batch ends.
  */
 class Utf8Column implements ColumnBuilder {
-  private data = new Uint8Array(INITIAL * 16);
+  private data = new Uint8Array(0);
   private bytes = 0;
   private offsets: Int32Array = new Int32Array(INITIAL + 1);
   private length = 0;
@@ -431,7 +432,7 @@ class Utf8Column implements ColumnBuilder {
   /** Room for `bytes` bytes in all: the buffer doubles, up to what one batch can hold. */
   private reserve(bytes: number): void {
     if (bytes <= this.data.length) return;
-    const next = new Uint8Array(Math.min(MAX_UTF8_BYTES, Math.max(this.data.length * 2, bytes)));
+    const next = new Uint8Array(Math.min(MAX_UTF8_BYTES, Math.max(this.data.length * 2, bytes, INITIAL * 16)));
     next.set(this.data.subarray(0, this.bytes));
     this.data = next;
   }
@@ -452,6 +453,9 @@ class Utf8Column implements ColumnBuilder {
       data: this.data.slice(0, this.bytes),
       ...this.validity.take(length),
     } as never);
+    // Kept for the next batch, unless this one was far smaller than the buffer: one outsized batch
+    // does not pin its memory in a builder kept between pages.
+    if (this.data.length > 4 * Math.max(this.bytes, INITIAL * 16)) this.data = new Uint8Array(0);
     this.offsets = new Int32Array(Math.max(INITIAL, length) + 1);
     this.length = 0;
     this.bytes = 0;

@@ -17,7 +17,7 @@ import type { SqlType } from './sql-type.ts';
  * bigint), strings as their text (a raw control character, which JSON forbids, gives up).
  *
  * Measured on `sample.events` pages (8 columns, 31,250 rows, 4.8 MB), per million rows: typed rows
- * 0.82 s against 1.0 s for `JSON.parse` plus the row decoder; Arrow batches 0.60 s against 1.03 s
+ * 0.82 s against 1.0 s for `JSON.parse` plus the row decoder; Arrow batches 0.55-0.58 s against 1.03 s
  * for `JSON.parse` plus the row appender, and 0.8 s for a bare `JSON.parse` (`npm run bench -- types`
  * times both paths).
  */

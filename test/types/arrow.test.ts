@@ -314,9 +314,11 @@ describe('createBatchBuilder', () => {
     let at = 0;
     expect([...data.valueOffsets]).toEqual([0, ...expected.map((b) => (at += b.length))]);
     expect([...col(first, 's')]).toEqual(texts.map((s) => (s === null ? null : Buffer.from(s, 'utf8').toString('utf8'))));
-    for (let i = 0; i < 3000; i++) builder.append({ s: `second ${i} ✓` });
+    // The buffer grows several times in this batch: every value must survive each growth.
+    const seconds = Array.from({ length: 3000 }, (_, i) => (i % 100 === 7 ? null : `second ${i} ✓${i % 3 === 0 ? 'x'.repeat(i % 50) : ''}`));
+    for (const s of seconds) builder.append({ s });
     const second = builder.flush();
-    expect(col(second, 's').get(2999)).toBe('second 2999 ✓');
+    expect([...col(second, 's')]).toEqual(seconds);
     expect(col(first, 's').get(4)).toBe('日本語');
     expect(col(first, 's').get(2)).toBe('x'.repeat(200));
   });
@@ -325,16 +327,20 @@ describe('createBatchBuilder', () => {
     const field = arrowSchema([{ name: 's', type: 'varchar' }]).fields[0]!;
     const builder = columnBuilder(parseType('varchar'), field);
     const take = textAppender(parseType('varchar'), builder)!;
-    const page = '"plain","é","tab\there","","last"';
+    const long = 'L'.repeat(40_000);
+    const page = `"plain","é","tab\there","","last","${long}"`;
     expect(take(page, 1, 6)).toBe(true);
     expect(take(page, 9, 10)).toBe(false);
     expect(take(page, 13, 21)).toBe(false);
     expect(take(page, 24, 24)).toBe(true);
+    builder.append(null);
     expect(take(page, 27, 31)).toBe(true);
+    expect(take(page, 34, 34 + long.length)).toBe(true);
     const data = builder.finish();
-    expect(data.length).toBe(3);
-    expect(Buffer.from(data.values).toString('latin1')).toBe('plainlast');
-    expect([...data.valueOffsets]).toEqual([0, 5, 5, 9]);
+    expect(data.length).toBe(5);
+    expect(data.nullCount).toBe(1);
+    expect(Buffer.from(data.values).toString('latin1')).toBe(`plainlast${long}`);
+    expect([...data.valueOffsets]).toEqual([0, 5, 5, 5, 9, 9 + long.length]);
   });
 
   it('fails loudly, naming column, row and value, when a value does not fit', () => {

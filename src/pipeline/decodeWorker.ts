@@ -17,7 +17,8 @@ import { compileTextColumns } from '../types/textRows.ts';
  */
 const port = parentPort;
 if (port === null) throw new Error('decodeWorker.ts runs as a worker thread');
-const utf8 = new TextDecoder();
+// As the calling thread makes a page's text (`Buffer#toString`): a byte order mark is kept, and refused by the parse.
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 /** The Arrow side, loaded on the first page asked as Arrow (a thread of `rows()` never needs it). */
 let arrow: Promise<typeof import('./decodeArrowPage.ts')> | undefined;
 

@@ -36,6 +36,8 @@ interface ResultScript {
   limitAt?: (offset: number, asked: number) => number;
   /** Headers of the page at an offset. */
   headersAt?: (offset: number) => Record<string, string> | undefined;
+  /** Text sent before the JSON of the page at an offset. */
+  prefixAt?: (offset: number) => string;
 }
 
 /** Status and JSON result pages of one execution of TOTAL rows, paged by `limit` and `offset`. */
@@ -58,7 +60,7 @@ function results(script: ResultScript) {
       total_result_set_bytes: TOTAL * 2,
       datapoint_count: rows.length * script.names.length,
     };
-    const body = JSON.stringify({ execution_id: ID, query_id: 0, state: 'QUERY_STATE_COMPLETED', is_execution_finished: true, result: { rows, metadata }, ...(end < TOTAL ? { next_offset: end } : {}) });
+    const body = (script.prefixAt?.(offset) ?? '') + JSON.stringify({ execution_id: ID, query_id: 0, state: 'QUERY_STATE_COMPLETED', is_execution_finished: true, result: { rows, metadata }, ...(end < TOTAL ? { next_offset: end } : {}) });
     bodies.push(Buffer.byteLength(body));
     const headers = script.headersAt?.(offset);
     return { body, delayMs: script.delayAt?.(offset) ?? 0, ...(headers === undefined ? {} : { headers }) };
@@ -326,6 +328,20 @@ describe('pages read from their text, against a service that breaks the rules', 
     }
     expect(ids).toEqual(Array.from({ length: TOTAL }, (_, i) => i));
     expect(names).toEqual(Array.from({ length: TOTAL }, (_, i) => `n${i}`));
+  });
+
+  it.each([0, 2])('a page behind a byte order mark is not JSON on every path, as JSON.parse says: an InvalidResponseError after the rows before it (decode threads: %i)', async (decodeThreads) => {
+    const { client } = await serve({ names: ['id'], types: ['integer'], row: (i) => ({ id: i }), prefixAt: (offset) => (offset === 6 ? '\ufeff' : '') });
+    for (const read of ['rows', 'batches'] as const) {
+      const seen: unknown[] = [];
+      const error = await (async () => {
+        const s = stream(client, { executionId: ID }, { pageSize: 3, decodeThreads, wire: 'json', concurrency: 1 });
+        if (read === 'rows') for await (const r of s) seen.push(r['id']);
+        else for await (const b of s.batches()) for (const v of b.getChild('id')!) seen.push(v);
+      })().catch((e: unknown) => e);
+      expect(error, read).toBeInstanceOf(InvalidResponseError);
+      expect(seen, read).toEqual([0, 1, 2, 3, 4, 5]);
+    }
   });
 
   it('an Arrow stream where JSON was asked for is an InvalidResponseError, after the rows before it', async () => {

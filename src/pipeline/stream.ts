@@ -730,6 +730,9 @@ function* pageBatches(page: RawPage, schema: Schema, skip: number, take: number,
   const reader = RecordBatchReader.from(page.ipc!);
   const fields = schema.fields;
   let checked = false;
+  // The page's batches are views of its bytes: all are read, and the page's row count checked,
+  // before the first is delivered, so a page refused delivers no row (as a JSON page does).
+  const kept: RecordBatch[] = [];
   for (const batch of reader) {
     if (!checked) {
       const got = batch.schema.fields;
@@ -751,15 +754,16 @@ function* pageBatches(page: RawPage, schema: Schema, skip: number, take: number,
     // A slice keeps its parent's buffers with an offset, which not every Arrow consumer honours:
     // written out and read back, it is a batch of its own (rare: a read starting or ending mid-page).
     const count = Math.min(batch.numRows - toSkip, left);
-    const kept = toSkip > 0 || count < batch.numRows ? compact(batch.slice(toSkip, toSkip + count)) : batch;
+    const part = toSkip > 0 || count < batch.numRows ? compact(batch.slice(toSkip, toSkip + count)) : batch;
     toSkip = 0;
     left -= count;
-    const out = new RecordBatch(schema, kept.data);
+    const out = new RecordBatch(schema, part.data);
     // The constructor rebuilds an equal Schema; put the shared one back (as the batch builder does).
     (out as unknown as { schema: Schema }).schema = schema;
-    yield out;
+    kept.push(out);
   }
   if (rows !== page.rowCount) throw new InvalidResponseError(`Arrow page holds ${rows} rows but its row count says ${page.rowCount}`, ctx);
+  yield* kept;
 }
 
 function compact(batch: RecordBatch): RecordBatch {

@@ -3,12 +3,16 @@
 // scripted node:http server stands in for a misbehaving real service; everything else is real (HTTP,
 // client, retries, fetcher, decoders).
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { IncomingMessage } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { RecordBatchStreamWriter } from 'apache-arrow';
 import { InvalidResponseError, ServiceClient } from '../../src/client/index.ts';
 import { stream } from '../../src/pipeline/index.ts';
 import { madeBody, releaseBody } from '../../src/client/pageBody.ts';
 import type { Progress } from '../../src/pipeline/progress.ts';
 import { ArrowValueError, ValueDecodeError } from '../../src/types/errors.ts';
+import { arrowPageHeaders, ARROW_STREAM_MEDIA_TYPE } from '../../src/protocol/arrowPage.ts';
+import { compileRowDecoder, createBatchBuilder } from '../../src/types/index.ts';
 import { startMisbehavingServer, type MisbehavingServer, type Scripted } from '../client/misbehaving-server.ts';
 
 const ID = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
@@ -360,6 +364,45 @@ describe('pages read from their text, against a service that breaks the rules', 
       })().catch((e: unknown) => e);
       expect(error, read).toBeInstanceOf(InvalidResponseError);
       expect(seen, read).toEqual([0, 1, 2, 3, 4, 5]);
+    }
+  });
+});
+
+describe('Arrow pages against a service that breaks the rules', () => {
+  it('a page whose row count header disagrees with its rows delivers none of them, as a JSON page does', async () => {
+    const columns = [{ name: 'id', type: 'integer' }];
+    const decode = compileRowDecoder(columns);
+    const http = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname.endsWith('/status')) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(STATUS);
+        return;
+      }
+      const offset = Number(url.searchParams.get('offset') ?? 0);
+      const end = Math.min(TOTAL, offset + Number(url.searchParams.get('limit') ?? 3));
+      const builder = createBatchBuilder(columns);
+      for (let i = offset; i < end; i++) builder.append(decode({ id: i }, i));
+      const ipc = Buffer.from(RecordBatchStreamWriter.writeAll([builder.flush()]).toUint8Array(true));
+      // The page at offset 3 holds 3 rows and says 4.
+      const rowCount = end - offset + (offset === 3 ? 1 : 0);
+      const metadata = { column_names: ['id'], column_types: ['integer'], row_count: rowCount, result_set_bytes: 1, total_row_count: TOTAL, total_result_set_bytes: 1, datapoint_count: 1 };
+      const next = end < TOTAL ? { next_offset: end } : {};
+      res.writeHead(200, { 'content-type': ARROW_STREAM_MEDIA_TYPE, 'content-length': ipc.length, ...arrowPageHeaders({ execution_id: ID, state: 'QUERY_STATE_COMPLETED', metadata, ...next }) }).end(ipc);
+    });
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    client = new ServiceClient({ apiKey: 'k', baseUrl: `http://127.0.0.1:${(http.address() as AddressInfo).port}/api`, retry: { attempts: 1, baseDelayMs: 1 } });
+    try {
+      const seen: unknown[] = [];
+      const error = await (async () => {
+        for await (const b of stream(client!, { executionId: ID }, { pageSize: 3, wire: 'arrow', concurrency: 1 }).batches()) for (const v of b.getChild('id')!) seen.push(v);
+      })().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidResponseError);
+      expect((error as Error).message).toMatch(/holds 3 rows but its row count says 4/);
+      expect(seen).toEqual([0, 1, 2]);
+    } finally {
+      await client.close();
+      client = undefined;
+      await new Promise((resolve) => http.close(resolve));
     }
   });
 });

@@ -44,6 +44,11 @@ async function handle(task: DecodeTask): Promise<void> {
     const result = page.result;
     if (result === undefined) {
       reply = { id: task.id, ok: true, page };
+    } else if (task.columns !== undefined && !namesColumns(page, task.columns)) {
+      // Not the stream's columns: the stream refuses the page for that (as it does a page it reads
+      // itself), before any of its values is decoded by columns it does not have.
+      result.rows = [];
+      reply = { id: task.id, ok: true, page };
     } else if (task.rows !== undefined) {
       ({ reply, transfer } = decodeRows(task, page, result));
     } else {

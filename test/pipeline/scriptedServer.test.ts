@@ -40,6 +40,8 @@ interface ResultScript {
   limitAt?: (offset: number, asked: number) => number;
   /** Headers of the page at an offset. */
   headersAt?: (offset: number) => Record<string, string> | undefined;
+  /** Column types of the page at an offset, when not `types`. */
+  typesAt?: (offset: number) => string[] | undefined;
   /** Text sent before the JSON of the page at an offset. */
   prefixAt?: (offset: number) => string;
 }
@@ -57,7 +59,7 @@ function results(script: ResultScript) {
     const rows = Array.from({ length: Math.max(0, end - offset) }, (_, i) => script.row(offset + i));
     const metadata = {
       column_names: script.names,
-      column_types: script.types,
+      column_types: script.typesAt?.(offset) ?? script.types,
       row_count: rows.length,
       result_set_bytes: rows.length * 2,
       total_row_count: TOTAL,
@@ -332,6 +334,21 @@ describe('pages read from their text, against a service that breaks the rules', 
     }
     expect(ids).toEqual(Array.from({ length: TOTAL }, (_, i) => i));
     expect(names).toEqual(Array.from({ length: TOTAL }, (_, i) => `n${i}`));
+  });
+
+  it.each([0, 2])('a page whose column types changed is refused for that, before its values are decoded: the same InvalidResponseError on every path (decode threads: %i)', async (decodeThreads) => {
+    const { client } = await serve({ names: ['id', 'x'], types: ['integer', 'varchar'], row: (i) => ({ id: i, x: `v${i}` }), typesAt: (offset) => (offset === 3 ? ['integer', 'date'] : undefined) });
+    for (const read of ['rows', 'batches'] as const) {
+      const seen: unknown[] = [];
+      const error = await (async () => {
+        const s = stream(client, { executionId: ID }, { pageSize: 3, decodeThreads, wire: 'json', concurrency: 1 });
+        if (read === 'rows') for await (const r of s) seen.push(r['id']);
+        else for await (const b of s.batches()) for (const v of b.getChild('id')!) seen.push(v);
+      })().catch((e: unknown) => e);
+      expect(error, read).toBeInstanceOf(InvalidResponseError);
+      expect((error as Error).message, read).toMatch(/columns changed between pages/);
+      expect(seen, read).toEqual([0, 1, 2]);
+    }
   });
 
   it.each([0, 2])('a page behind a byte order mark is not JSON on every path, as JSON.parse says: an InvalidResponseError after the rows before it (decode threads: %i)', async (decodeThreads) => {

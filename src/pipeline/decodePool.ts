@@ -15,11 +15,19 @@ export interface DecodeTask {
   readonly int256As: ArrowTypeOptions['int256As'];
   /** Typed rows `[skip, take)` of the page (page-relative), packed, instead of Arrow. */
   readonly rows?: RowsTask | undefined;
+  /** The rows `[skip, take)` of the page (page-relative) to build into Arrow; all of them when not given. */
+  readonly range?: PageRange | undefined;
   /**
    * The result's columns, when the caller knows them (every page after the first): the thread then
    * reads the rows straight from the page's text, as the calling thread does.
    */
   readonly columns?: readonly ColumnSpec[] | undefined;
+}
+
+/** Rows `[skip, take)` of a page, page-relative (`take` may run past the page's end). */
+export interface PageRange {
+  readonly skip: number;
+  readonly take: number;
 }
 
 /** What `rows()` asks of a page: the rows it will yield, decoded as it decodes them. */
@@ -43,7 +51,7 @@ export type WorkerError =
   | { kind: 'other'; message: string };
 
 export type DecodeReply =
-  | { readonly id: number; readonly ok: true; readonly page: ResultPage; readonly ipc?: Uint8Array; readonly rows?: DecodedRows }
+  | { readonly id: number; readonly ok: true; readonly page: ResultPage; readonly ipc?: Uint8Array; readonly ipcFrom?: number; readonly rows?: DecodedRows }
   | { readonly id: number; readonly ok: false; readonly error: WorkerError };
 
 /**
@@ -53,6 +61,8 @@ export type DecodeReply =
 export interface DecodedPage {
   readonly page: ResultPage;
   readonly ipc: Uint8Array | undefined;
+  /** The page row the IPC stream starts at, when it holds only the range asked for. */
+  readonly ipcFrom?: number | undefined;
   readonly rows?: DecodedRows<Error> | undefined;
 }
 
@@ -111,10 +121,10 @@ export class DecodePool {
   }
 
   /** Decodes a JSON page; `body` is transferred (unusable here afterwards) when it owns its whole buffer. */
-  decode(body: Uint8Array, offset: number, options: ArrowTypeOptions & { rows?: RowsTask; columns?: readonly ColumnSpec[] | undefined } = {}): Promise<DecodedPage> {
+  decode(body: Uint8Array, offset: number, options: ArrowTypeOptions & { rows?: RowsTask; range?: PageRange; columns?: readonly ColumnSpec[] | undefined } = {}): Promise<DecodedPage> {
     if (this.#closed) return Promise.reject(new Error('decode pool is closed'));
     return new Promise((resolve, reject) => {
-      this.#waiting.push({ task: { body, offset, int256As: options.int256As, rows: options.rows, columns: options.columns }, resolve, reject });
+      this.#waiting.push({ task: { body, offset, int256As: options.int256As, rows: options.rows, range: options.range, columns: options.columns }, resolve, reject });
       this.#dispatch();
     });
   }
@@ -183,6 +193,7 @@ export class DecodePool {
         p.resolve({
           page: reply.page,
           ipc: reply.ipc,
+          ipcFrom: reply.ipcFrom,
           rows: rows === undefined ? undefined : { from: rows.from, packed: rows.packed, ...(rows.error === undefined ? {} : { error: rebuild(rows.error) }) },
         });
       }

@@ -53,10 +53,10 @@ async function handle(task: DecodeTask): Promise<void> {
       ({ reply, transfer } = decodeRows(task, page, result));
     } else {
       arrow ??= import('./decodeArrowPage.ts');
-      const ipc = (await arrow).arrowPage(result, task.offset, task.int256As);
+      const ipc = (await arrow).arrowPage(result, task.offset, task.int256As, task.range);
       result.rows = [];
-      reply = { id: task.id, ok: true, page, ipc };
-      transfer = [ipc.buffer as ArrayBuffer];
+      reply = { id: task.id, ok: true, page, ipc: ipc.bytes, ipcFrom: ipc.from };
+      transfer = [ipc.bytes.buffer as ArrayBuffer];
     }
   } catch (error) {
     reply = { id: task.id, ok: false, error: serialize(error) };
@@ -104,9 +104,9 @@ function rowsFromText(task: DecodeTask, text: string): { reply: DecodeReply; tra
 async function batchFromText(task: DecodeTask, text: string): Promise<{ reply: DecodeReply; transfer: ArrayBuffer[] } | undefined> {
   arrow ??= import('./decodeArrowPage.ts');
   const columns = task.columns!;
-  const ipc = (await arrow).arrowPageFromText(text, columns, task.offset, task.int256As);
+  const ipc = (await arrow).arrowPageFromText(text, columns, task.offset, task.int256As, task.range);
   if (ipc === undefined || !namesColumns(ipc.page, columns)) return undefined;
-  return { reply: { id: task.id, ok: true, page: ipc.page, ipc: ipc.bytes }, transfer: [ipc.bytes.buffer as ArrayBuffer] };
+  return { reply: { id: task.id, ok: true, page: ipc.page, ipc: ipc.bytes, ipcFrom: ipc.from }, transfer: [ipc.bytes.buffer as ArrayBuffer] };
 }
 
 /** The page's metadata names exactly these columns. */

@@ -139,6 +139,11 @@ interface RawPage extends PageShape {
   readonly rows: readonly unknown[];
   /** The page's rows as an Arrow IPC stream: from the Arrow wire, or decoded by a decode thread. */
   readonly ipc: Uint8Array | undefined;
+  /**
+   * The page row `ipc` starts at when a decode thread built only the rows the read wants (its row
+   * count checked there); undefined when it holds the whole page (the Arrow wire).
+   */
+  readonly ipcFrom?: number | undefined;
   /** The page's typed rows, decoded by a decode thread for `rows()`. */
   readonly decoded?: DecodedRows<Error> | undefined;
   /** The page's typed rows read from its text on this thread (`rows[i - from]` is row i), for `rows()`. */
@@ -156,6 +161,7 @@ interface Fetched {
   readonly page: ResultPage;
   readonly httpBytes: number;
   readonly ipc?: Uint8Array | undefined;
+  readonly ipcFrom?: number | undefined;
   readonly decoded?: DecodedRows<Error> | undefined;
   readonly typed?: TypedRows | undefined;
   readonly batch?: TextBatch | undefined;
@@ -664,8 +670,9 @@ export class ResultStream implements AsyncIterable<Row> {
         const decoded = await pool.decode(answer.body, request.offset, { rows: { ...this.#wanted(request.offset), dates: this.#options.dates }, columns });
         return { page: decoded.page, httpBytes: answer.bytes, decoded: decoded.rows };
       }
-      const decoded = await pool.decode(answer.body, request.offset, { columns, ...(this.#options.int256As === undefined ? {} : { int256As: this.#options.int256As }) });
-      return { page: decoded.page, httpBytes: answer.bytes, ipc: decoded.ipc };
+      // Only the rows this read wants are decoded, as on this thread: a bad value outside them is no error.
+      const decoded = await pool.decode(answer.body, request.offset, { columns, range: this.#wanted(request.offset), ...(this.#options.int256As === undefined ? {} : { int256As: this.#options.int256As }) });
+      return { page: decoded.page, httpBytes: answer.bytes, ipc: decoded.ipc, ipcFrom: decoded.ipcFrom };
     } catch (error) {
       if (error instanceof DecodeResponseError) throw new InvalidResponseError(error.message, { method: 'getResults', executionId });
       throw error;
@@ -696,7 +703,7 @@ export class ResultStream implements AsyncIterable<Row> {
   }
 
   /** A page with a result, and the same columns as the first page: one schema for the whole stream. */
-  #check(resolved: ResolvedSource, { page, httpBytes, ipc, decoded, typed, batch }: Fetched, columns: readonly ColumnSpec[] | undefined): RawPage {
+  #check(resolved: ResolvedSource, { page, httpBytes, ipc, ipcFrom, decoded, typed, batch }: Fetched, columns: readonly ColumnSpec[] | undefined): RawPage {
     const result = page.result;
     const ctx = { method: 'stream', executionId: resolved.execution.id };
     if (result === undefined) {
@@ -713,7 +720,7 @@ export class ResultStream implements AsyncIterable<Row> {
         ctx,
       );
     }
-    return { rows: result.rows, ipc, decoded, typed, batch, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, httpBytes, metadata: m };
+    return { rows: result.rows, ipc, ipcFrom, decoded, typed, batch, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, httpBytes, metadata: m };
   }
 }
 
@@ -724,7 +731,8 @@ export class ResultStream implements AsyncIterable<Row> {
  */
 function* pageBatches(page: RawPage, schema: Schema, skip: number, take: number, ctx: ErrorContext): Generator<RecordBatch, void, undefined> {
   let rows = 0;
-  let toSkip = skip;
+  const from = page.ipcFrom ?? 0;
+  let toSkip = Math.max(0, skip - from);
   /** Rows still to deliver (the page may run past the read's `endOffset`). */
   let left = take - skip;
   const reader = RecordBatchReader.from(page.ipc!);
@@ -762,7 +770,7 @@ function* pageBatches(page: RawPage, schema: Schema, skip: number, take: number,
     (out as unknown as { schema: Schema }).schema = schema;
     kept.push(out);
   }
-  if (rows !== page.rowCount) throw new InvalidResponseError(`Arrow page holds ${rows} rows but its row count says ${page.rowCount}`, ctx);
+  if (page.ipcFrom === undefined && rows !== page.rowCount) throw new InvalidResponseError(`Arrow page holds ${rows} rows but its row count says ${page.rowCount}`, ctx);
   yield* kept;
 }
 

@@ -162,6 +162,25 @@ describe('misfits through every JSON decode path of batches()', () => {
   });
 });
 
+describe('a bad value outside the rows read', () => {
+  it.each([0, 2])('is no error on any path: only the rows read are decoded (decode threads: %i)', async (decodeThreads) => {
+    const { client } = await serve({ names: ['id', 'd'], types: ['integer', 'date'], row: (i) => ({ id: i, d: i === 5 ? '2026-02-30' : '2026-01-01' }) });
+    for (const [startOffset, endOffset] of [
+      [0, 5],
+      [6, TOTAL],
+      [1, 4],
+    ] as const) {
+      const expected = Array.from({ length: endOffset - startOffset }, (_, k) => startOffset + k);
+      const rows: unknown[] = [];
+      for await (const r of stream(client, { executionId: ID }, { pageSize: 3, decodeThreads, wire: 'json', startOffset, endOffset })) rows.push(r['id']);
+      expect(rows, `rows ${startOffset}-${endOffset}`).toEqual(expected);
+      const ids: unknown[] = [];
+      for await (const b of stream(client, { executionId: ID }, { pageSize: 3, decodeThreads, wire: 'json', startOffset, endOffset }).batches()) ids.push(...b.getChild('id')!);
+      expect(ids, `batches ${startOffset}-${endOffset}`).toEqual(expected);
+    }
+  });
+});
+
 describe('two columns of one name', () => {
   it('are refused with InvalidResponseError before any row is delivered, naming the column', async () => {
     // What the wire carries for SELECT 1 AS a, 2 AS a, 3 AS "A": one key `a`, holding the last value.

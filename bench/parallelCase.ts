@@ -9,6 +9,7 @@ import { resolveOutput, writeExport } from '../src/export/index.ts';
 import type { Workers } from '../src/export/partPlan.ts';
 import { startThreadsFor } from '../src/export/writeExport.ts';
 import { stream } from '../src/pipeline/stream.ts';
+import { peakRss } from './peakRss.ts';
 
 export interface CaseInput {
   readonly url: string;
@@ -66,7 +67,7 @@ export async function exportCase(input: CaseInput): Promise<void> {
     ms,
     rows: summary.rows,
     files: summary.files.length,
-    peakRss: process.resourceUsage().maxRSS * 1024,
+    peakRss: peakRss(),
     startRss,
     mainBusy: busy,
     cpuMs: (used.user + used.system) / 1000,
@@ -100,6 +101,6 @@ export async function batchesCase(input: BatchesInput): Promise<void> {
   for await (const b of s.batches()) rows += b.numRows;
   const ms = performance.now() - t;
   await client.close();
-  const result: BatchesResult = { ms, rows, startRss, peakRss: process.resourceUsage().maxRSS * 1024 };
+  const result: BatchesResult = { ms, rows, startRss, peakRss: peakRss() };
   console.log(JSON.stringify(result));
 }

@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { RecordBatchStreamWriter } from 'apache-arrow';
 import { InvalidResponseError, ServiceClient } from '../../src/client/index.ts';
-import { stream } from '../../src/pipeline/index.ts';
+import { stream, type StreamOptions } from '../../src/pipeline/index.ts';
 import { madeBody, releaseBody } from '../../src/client/pageBody.ts';
 import type { Progress } from '../../src/pipeline/progress.ts';
 import { ArrowValueError, ValueDecodeError } from '../../src/types/errors.ts';
@@ -79,6 +79,17 @@ async function serve(script: ResultScript) {
   server = await startMisbehavingServer((req) => r.answer(req));
   client = new ServiceClient({ apiKey: 'k', baseUrl: server.baseUrl, retry: { attempts: 2, baseDelayMs: 1 } });
   return { server, client, bodies: r.bodies };
+}
+
+/** The ids a read of rows or batches delivers, and the error it ends with (undefined: none). */
+async function idsUntilError(client: ServiceClient, read: 'rows' | 'batches', options: StreamOptions): Promise<{ seen: unknown[]; error: unknown }> {
+  const seen: unknown[] = [];
+  const error = await (async () => {
+    const s = stream(client, { executionId: ID }, options);
+    if (read === 'rows') for await (const r of s) seen.push(r['id']);
+    else for await (const b of s.batches()) for (const v of b.getChild('id')!) seen.push(v);
+  })().catch((e: unknown) => e);
+  return { seen, error };
 }
 
 describe('a value that does not fit its column, through stream()', () => {
@@ -358,12 +369,7 @@ describe('pages read from their text, against a service that breaks the rules', 
   it.each([0, 2])('a page whose column types changed is refused for that, before its values are decoded: the same InvalidResponseError on every path (decode threads: %i)', async (decodeThreads) => {
     const { client } = await serve({ names: ['id', 'x'], types: ['integer', 'varchar'], row: (i) => ({ id: i, x: `v${i}` }), typesAt: (offset) => (offset === 3 ? ['integer', 'date'] : undefined) });
     for (const read of ['rows', 'batches'] as const) {
-      const seen: unknown[] = [];
-      const error = await (async () => {
-        const s = stream(client, { executionId: ID }, { pageSize: 3, decodeThreads, wire: 'json', concurrency: 1 });
-        if (read === 'rows') for await (const r of s) seen.push(r['id']);
-        else for await (const b of s.batches()) for (const v of b.getChild('id')!) seen.push(v);
-      })().catch((e: unknown) => e);
+      const { seen, error } = await idsUntilError(client, read, { pageSize: 3, decodeThreads, wire: 'json', concurrency: 1 });
       expect(error, read).toBeInstanceOf(InvalidResponseError);
       expect((error as Error).message, read).toMatch(/columns changed between pages/);
       expect(seen, read).toEqual([0, 1, 2]);
@@ -373,12 +379,7 @@ describe('pages read from their text, against a service that breaks the rules', 
   it.each([0, 2])('a page behind a byte order mark is not JSON on every path, as JSON.parse says: an InvalidResponseError after the rows before it (decode threads: %i)', async (decodeThreads) => {
     const { client } = await serve({ names: ['id'], types: ['integer'], row: (i) => ({ id: i }), prefixAt: (offset) => (offset === 6 ? '\ufeff' : '') });
     for (const read of ['rows', 'batches'] as const) {
-      const seen: unknown[] = [];
-      const error = await (async () => {
-        const s = stream(client, { executionId: ID }, { pageSize: 3, decodeThreads, wire: 'json', concurrency: 1 });
-        if (read === 'rows') for await (const r of s) seen.push(r['id']);
-        else for await (const b of s.batches()) for (const v of b.getChild('id')!) seen.push(v);
-      })().catch((e: unknown) => e);
+      const { seen, error } = await idsUntilError(client, read, { pageSize: 3, decodeThreads, wire: 'json', concurrency: 1 });
       expect(error, read).toBeInstanceOf(InvalidResponseError);
       expect(seen, read).toEqual([0, 1, 2, 3, 4, 5]);
     }
@@ -392,12 +393,7 @@ describe('pages read from their text, against a service that breaks the rules', 
       headersAt: (offset) => (offset === 6 ? { 'content-type': 'application/vnd.apache.arrow.stream' } : undefined),
     });
     for (const read of ['rows', 'batches'] as const) {
-      const seen: unknown[] = [];
-      const error = await (async () => {
-        const s = stream(client, { executionId: ID }, { pageSize: 3, decodeThreads: 0, wire: 'json' });
-        if (read === 'rows') for await (const r of s) seen.push(r['id']);
-        else for await (const b of s.batches()) for (const v of b.getChild('id')!) seen.push(v);
-      })().catch((e: unknown) => e);
+      const { seen, error } = await idsUntilError(client, read, { pageSize: 3, decodeThreads: 0, wire: 'json' });
       expect(error, read).toBeInstanceOf(InvalidResponseError);
       expect(seen, read).toEqual([0, 1, 2, 3, 4, 5]);
     }

@@ -39,7 +39,7 @@ import {
   type View,
   type ViewList,
 } from '../protocol/index.ts';
-import { BadRequestError, InvalidArgumentError, InvalidResponseError } from './errors.ts';
+import { BadRequestError, InvalidArgumentError, InvalidResponseError, type ErrorContext } from './errors.ts';
 import { MAX_PAGE_CONCURRENCY, resolveConfig, type ClientOptions, type ResolvedConfig } from './config.ts';
 import { Execution, type ExecuteInput, type LatestResultOptions, type RunOptions } from './execution.ts';
 import type { ClientStats } from './hooks.ts';
@@ -94,6 +94,8 @@ export type WirePage =
       /** The bytes as received; `stream()` frees them (an empty buffer then) once it has read the page. */
       readonly body: Buffer;
       readonly bytes: number;
+      /** The request, as errors about this answer name it (for a decoder elsewhere, such as a decode thread). */
+      readonly context?: ErrorContext;
       /** Arrow was asked for and the service refused it with 406 (it does not serve Arrow pages). */
       readonly refused: boolean;
       /** Parses and validates the body (as `getResults` does). */
@@ -222,6 +224,7 @@ export class ServiceClient {
       format: 'json',
       body: res.body,
       bytes: res.bytes,
+      context: ctx,
       refused,
       parse: () => parseResultPage(answer, ctx),
       parseText: (read) => parseResultPageText(answer, ctx, read),

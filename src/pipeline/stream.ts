@@ -674,7 +674,7 @@ export class ResultStream implements AsyncIterable<Row> {
       const decoded = await pool.decode(answer.body, request.offset, { columns, range: this.#wanted(request.offset), ...(this.#options.int256As === undefined ? {} : { int256As: this.#options.int256As }) });
       return { page: decoded.page, httpBytes: answer.bytes, ipc: decoded.ipc, ipcFrom: decoded.ipcFrom };
     } catch (error) {
-      if (error instanceof DecodeResponseError) throw new InvalidResponseError(error.message, { method: 'getResults', executionId });
+      if (error instanceof DecodeResponseError) throw new InvalidResponseError(error.message, answer.context ?? { method: 'getResults', executionId });
       throw error;
     }
   }

@@ -381,6 +381,8 @@ describe('pages read from their text, against a service that breaks the rules', 
     for (const read of ['rows', 'batches'] as const) {
       const { seen, error } = await idsUntilError(client, read, { pageSize: 3, decodeThreads, wire: 'json', concurrency: 1 });
       expect(error, read).toBeInstanceOf(InvalidResponseError);
+      // The request the page answered, whichever thread read it.
+      expect((error as Error).message, read).toMatch(/GET http:\/\/127\.0\.0\.1:\d+\/\S*results\S*offset=6/);
       expect(seen, read).toEqual([0, 1, 2, 3, 4, 5]);
     }
   });

@@ -67,9 +67,12 @@ interface Slot<P> {
  * before the planned page after it; a page that overshoots makes the next one start mid-page (`skip`).
  * A row is never lost or delivered twice, whatever the service does with `limit`.
  *
- * When a request fails, or `signal` aborts, or the consumer stops early, every request in flight is
- * aborted and awaited before the iteration ends (lib-storage's `Upload` waits for all part uploads
- * before aborting the upload): nothing is left running and no rejection is left unhandled.
+ * When a request fails, the requests for pages after it are aborted and no page is planned; the
+ * pages before it are still fetched and handed over in order, then the iteration rejects with the
+ * failure, as a consumer reading page by page would have met it. When `signal` aborts or the
+ * consumer stops early, every request in flight is aborted. Either way all are awaited before the
+ * iteration ends (lib-storage's `Upload` waits for all part uploads before aborting the upload):
+ * nothing is left running and no rejection is left unhandled.
  */
 export async function* fetchOrdered<P extends PageShape>(
   fetchPage: FetchPage<P>,
@@ -84,7 +87,8 @@ export async function* fetchOrdered<P extends PageShape>(
 
   const window: Slot<P>[] = [];
   let inFlight = 0;
-  let failure: { error: unknown } | undefined;
+  /** The first failed page (by offset): pages before it are still handed over, then this is thrown. */
+  let failure: { error: unknown; offset: number } | undefined;
   /** Where the next planned page starts; pages are only planned below `planEnd`. */
   let planFrom = options.start;
   let planEnd = totalRows ?? Number.POSITIVE_INFINITY;
@@ -116,9 +120,9 @@ export async function* fetchOrdered<P extends PageShape>(
         inFlight--;
         slot.state = 'done';
         // A request aborted because its page became useless (or the iteration is ending) is not a failure.
-        if (!slot.controller.signal.aborted && failure === undefined) {
-          failure = { error };
-          abortAll(error);
+        if (!slot.controller.signal.aborted && (failure === undefined || slot.offset < failure.offset)) {
+          failure = { error, offset: slot.offset };
+          for (const later of window) if (later.offset > slot.offset) later.controller.abort(error);
         }
         notify();
       },
@@ -151,12 +155,15 @@ export async function* fetchOrdered<P extends PageShape>(
   try {
     while (cursor !== undefined) {
       if (signal?.aborted) throw signal.reason;
-      if (failure !== undefined) throw failure.error;
       const c: number = cursor;
 
       // Pages that end at or before the cursor will never be needed (the service overshot the plan).
       while (window.length > 0 && window[0]!.offset + window[0]!.limit <= c) drop(window.shift()!);
       const head = window[0];
+      // After a failure only pages already asked for, before the failed one, are still handed over.
+      if (failure !== undefined && !(head !== undefined && head.offset <= c && head.offset < failure.offset && head.state !== 'planned' && (head.state !== 'done' || head.page !== undefined))) {
+        throw failure.error;
+      }
       if (head === undefined || head.offset > c) {
         // A gap: the page before was shorter than planned. Fetch it first, keeping the bound on pages
         // held by giving up the furthest planned page (it is planned again later).

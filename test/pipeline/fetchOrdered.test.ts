@@ -176,6 +176,19 @@ describe('fetchOrdered: abort, early exit, errors', () => {
     expect(stats.signals.slice(1).every((s) => s.aborted)).toBe(true);
   });
 
+  it('a failed page rejects the iteration after the pages before it are handed over, in order', async () => {
+    const boom = new Error('page 50 failed for good');
+    // Page 50 fails at once, while the pages before it are still on their way.
+    const { fetchPage, stats } = memorySource({ total: 1000, failAt: (r) => (r.offset === 50 ? boom : undefined), latency: (r) => (r.offset < 50 ? 20 : 0) });
+    const seen: number[] = [];
+    const run = (async () => {
+      for await (const { page } of fetchOrdered(fetchPage, { start: 0, pageSize: 10, totalRows: 1000, concurrency: 8 })) seen.push(...page.rows);
+    })();
+    await expect(run).rejects.toBe(boom);
+    expect(seen).toEqual(range(50));
+    expect(stats.inFlight).toBe(0);
+  });
+
   it('a failed page rejects the iteration after the other requests settle', async () => {
     const boom = new Error('page 50 failed for good');
     const { fetchPage, stats } = memorySource({

@@ -192,6 +192,19 @@ describe('a bad value outside the rows read', () => {
   });
 });
 
+describe('a bad value in the last page', () => {
+  it.each([0, 2])('ends the read after the rows before it on every path, however early its page was fetched (decode threads: %i)', async (decodeThreads) => {
+    const { client } = await serve({ names: ['id', 'd'], types: ['integer', 'date'], row: (i) => ({ id: i, d: i === 9 ? '2026-02-30' : '2026-01-01' }) });
+    const rows = await idsUntilError(client, 'rows', { pageSize: 4, decodeThreads, wire: 'json' });
+    expect(rows.error).toBeInstanceOf(ValueDecodeError);
+    expect(rows.seen).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    // A batch is a page: the one with the bad value is not delivered.
+    const batches = await idsUntilError(client, 'batches', { pageSize: 4, decodeThreads, wire: 'json' });
+    expect(batches.error).toBeInstanceOf(ValueDecodeError);
+    expect(batches.seen).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+  });
+});
+
 describe('two columns of one name', () => {
   it('are refused with InvalidResponseError before any row is delivered, naming the column', async () => {
     // What the wire carries for SELECT 1 AS a, 2 AS a, 3 AS "A": one key `a`, holding the last value.

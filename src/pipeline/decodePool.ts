@@ -31,9 +31,7 @@ export interface PageRange {
 }
 
 /** What `rows()` asks of a page: the rows it will yield, decoded as it decodes them. */
-export interface RowsTask {
-  readonly skip: number;
-  readonly take: number;
+export interface RowsTask extends PageRange {
   readonly dates: DecodeOptions['dates'];
 }
 

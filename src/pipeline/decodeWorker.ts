@@ -3,7 +3,7 @@ import { InvalidResponseError } from '../client/errors.ts';
 import { parseResultPage, parseResultPageText } from '../client/result-page.ts';
 import type { ResultPage } from '../protocol/index.ts';
 import { ColumnValueError } from '../types/errors.ts';
-import type { DecodeReply, DecodeTask, WorkerError } from './decodePool.ts';
+import type { DecodeReply, DecodeTask, PageRange, WorkerError } from './decodePool.ts';
 import { decodePacked, packColumns } from './packedRows.ts';
 import { releaseBody } from '../client/pageBody.ts';
 import { sameColumns, type ColumnSpec } from '../types/decode.ts';
@@ -53,10 +53,11 @@ async function handle(task: DecodeTask): Promise<void> {
       ({ reply, transfer } = decodeRows(task, page, result));
     } else {
       arrow ??= import('./decodeArrowPage.ts');
-      const ipc = (await arrow).arrowPage(result, task.offset, task.int256As, task.range);
+      const { from, to } = rowsIn(task.range, result.rows.length);
+      const ipc = (await arrow).arrowPage(result, task.offset, task.int256As, from, to);
       result.rows = [];
-      reply = { id: task.id, ok: true, page, ipc: ipc.bytes, ipcFrom: ipc.from };
-      transfer = [ipc.bytes.buffer as ArrayBuffer];
+      reply = { id: task.id, ok: true, page, ipc, ipcFrom: from };
+      transfer = [ipc.buffer as ArrayBuffer];
     }
   } catch (error) {
     reply = { id: task.id, ok: false, error: serialize(error) };
@@ -75,8 +76,8 @@ function decodeRows(task: DecodeTask, page: ResultPage, result: NonNullable<Resu
   const m = result.metadata;
   const columns = m.column_names.map((name, i) => ({ name, type: m.column_types[i] ?? 'varchar' }));
   const raw = result.rows;
-  const from = Math.min(raw.length, options.skip);
-  const decoded = decodePacked(raw, from, Math.max(from, Math.min(raw.length, options.take)), columns, options.dates === undefined ? {} : { dates: options.dates }, task.offset);
+  const { from, to } = rowsIn(options, raw.length);
+  const decoded = decodePacked(raw, from, to, columns, options.dates === undefined ? {} : { dates: options.dates }, task.offset);
   result.rows = [];
   const rows = { from, packed: decoded.packed, ...(decoded.error === undefined ? {} : { error: serialize(decoded.error) }) };
   return { reply: { id: task.id, ok: true, page, rows }, transfer: decoded.transfer };
@@ -95,7 +96,7 @@ function rowsFromText(task: DecodeTask, text: string): { reply: DecodeReply; tra
   if (read === undefined) return undefined;
   const got = parseResultPageText({ text }, {}, (t) => read(t, options.skip, options.take));
   if (got === undefined || !namesColumns(got.page, columns)) return undefined;
-  const from = Math.min(options.skip, got.page.result!.metadata.row_count);
+  const { from } = rowsIn(options, got.page.result!.metadata.row_count);
   const { packed, transfer } = packColumns(got.value, got.value[0]?.length ?? 0);
   return { reply: { id: task.id, ok: true, page: got.page, rows: { from, packed } }, transfer };
 }
@@ -106,7 +107,14 @@ async function batchFromText(task: DecodeTask, text: string): Promise<{ reply: D
   const columns = task.columns!;
   const ipc = (await arrow).arrowPageFromText(text, columns, task.offset, task.int256As, task.range);
   if (ipc === undefined || !namesColumns(ipc.page, columns)) return undefined;
-  return { reply: { id: task.id, ok: true, page: ipc.page, ipc: ipc.bytes, ipcFrom: ipc.from }, transfer: [ipc.bytes.buffer as ArrayBuffer] };
+  const { from } = rowsIn(task.range, ipc.page.result!.metadata.row_count);
+  return { reply: { id: task.id, ok: true, page: ipc.page, ipc: ipc.bytes, ipcFrom: from }, transfer: [ipc.bytes.buffer as ArrayBuffer] };
+}
+
+/** Rows `[from, to)` of a page of `count` rows that a range asks for (all of them without one). */
+function rowsIn(range: PageRange | undefined, count: number): { from: number; to: number } {
+  const from = Math.min(count, range?.skip ?? 0);
+  return { from, to: Math.max(from, Math.min(count, range?.take ?? count)) };
 }
 
 /** The page's metadata names exactly these columns. */

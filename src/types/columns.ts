@@ -353,15 +353,13 @@ class Utf8Column implements ColumnBuilder {
   }
 
   append(v: unknown): void {
+    if (v != null) {
+      if (!this.appendText(this.toText(v))) throw new Misfit(v, 'overflows the 2 GiB of a Utf8 batch: flush smaller batches');
+      return;
+    }
     const i = this.length;
     if (i + 1 === this.offsets.length) this.offsets = grown(this.offsets, i + 2);
-    if (v == null) {
-      this.validity.setNull(i);
-    } else {
-      const s = this.toText(v);
-      if (!this.write(s)) throw new Misfit(v, 'overflows the 2 GiB of a Utf8 batch: flush smaller batches');
-      this.validity.setValid(i);
-    }
+    this.validity.setNull(i);
     this.offsets[i + 1] = this.bytes;
     this.length = i + 1;
   }

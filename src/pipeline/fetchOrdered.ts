@@ -161,9 +161,8 @@ export async function* fetchOrdered<P extends PageShape>(
       while (window.length > 0 && window[0]!.offset + window[0]!.limit <= c) drop(window.shift()!);
       const head = window[0];
       // After a failure only pages already asked for, before the failed one, are still handed over.
-      if (failure !== undefined && !(head !== undefined && head.offset <= c && head.offset < failure.offset && head.state !== 'planned' && (head.state !== 'done' || head.page !== undefined))) {
-        throw failure.error;
-      }
+      const coming = head !== undefined && head.offset <= c && (head.state === 'fetching' || head.page !== undefined);
+      if (failure !== undefined && !(coming && head.offset < failure.offset)) throw failure.error;
       if (head === undefined || head.offset > c) {
         // A gap: the page before was shorter than planned. Fetch it first, keeping the bound on pages
         // held by giving up the furthest planned page (it is planned again later).

@@ -11,7 +11,9 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const RUNS = Number(process.env.BENCH_CLI_RUNS ?? 5);
 const work = mkdtempSync(join(tmpdir(), 'sluice-bench-cli-'));
 // Loaded first in each child: writes the child's own peak RSS (KiB) when it exits, from VmHWM where
-// there is one (a child's maxRSS on Linux starts at its parent's; see peakRss.ts).
+// there is one (a child's maxRSS on Linux starts at its parent's; see peakRss.ts). Written out here
+// rather than importing peakRss.ts: loading TypeScript would add Node's type stripping to the
+// memory of the very child it measures.
 const probe = `data:text/javascript,${encodeURIComponent(
   "import { readFileSync, writeFileSync } from 'node:fs'; process.on('exit', () => { let kib = process.resourceUsage().maxRSS; try { const m = /^VmHWM:\\s+(\\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8')); if (m) kib = Number(m[1]); } catch {} writeFileSync(process.env.BENCH_RSS_FILE, String(kib)); });",
 )}`;

@@ -46,6 +46,26 @@ describe('Dockerfile', () => {
     expect(existsSync(join(ROOT, 'package-lock.json'))).toBe(true);
   });
 
+  it('runs the compiled output: built before the dev dependencies go, dist/ copied and no sources', () => {
+    const build = all.filter((i) => i.op === 'RUN' && i.stage === 0).map((i) => i.args).join(' && ');
+    const compile = build.indexOf('npm run build');
+    expect(compile).toBeGreaterThan(build.indexOf('npm ci'));
+    expect(build.indexOf('npm prune --omit=dev')).toBeGreaterThan(compile);
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const project = /-p (\S+)/.exec(pkg.scripts.build!)![1]!;
+    // The compiler's configuration, and the one it extends, are in the build stage.
+    const copied = all.filter((i) => i.op === 'COPY' && i.stage === 0).flatMap((i) => i.args.split(/\s+/).slice(0, -1));
+    expect(copied).toEqual(expect.arrayContaining([project, 'tsconfig.json', 'src', 'connectors', 'bin']));
+    const fromBuild = final.filter((i) => i.op === 'COPY' && i.args.startsWith('--from=build')).map((i) => i.args.split(/\s+/)[1]);
+    expect(fromBuild).toContain('/app/dist');
+    expect(fromBuild).not.toContain('/app/src');
+    expect(fromBuild).not.toContain('/app/connectors');
+    // With no src/ beside it, bin/sluice.js runs dist/.
+    const bin = readFileSync(join(ROOT, 'bin', 'sluice.js'), 'utf8');
+    expect(bin).toContain("existsSync(new URL('../src/cli/main.ts', import.meta.url))");
+    expect(bin).toContain("'../dist/src/cli/main.js'");
+  });
+
   it('runs as a non-root user, with sluice on PATH as the entrypoint and schedule as the command', () => {
     const users = final.filter((i) => i.op === 'USER').map((i) => i.args);
     expect(users.length).toBeGreaterThan(0);
@@ -100,8 +120,9 @@ describe('Dockerfile', () => {
     expect(docker).toContain(`default job file (${jobCopy})`);
     expect(docker).toContain(':/etc/sluice/jobs.yaml:ro"');
     expect(docker).toContain('-v sluice-data:/data');
-    // "multi-stage (`npm ci` then `npm prune --omit=dev` in the build stage)"
-    expect(docker).toContain('multi-stage (`npm ci` then `npm prune --omit=dev` in the build stage)');
+    // "multi-stage (`npm ci`, `npm run build`, then `npm prune --omit=dev` in the build stage)"
+    expect(docker).toContain('multi-stage (`npm ci`, `npm run build`, then `npm prune --omit=dev` in the build stage)');
+    expect(docker).toContain('runs the compiled `dist/`');
     expect(docker).toContain('The image is `node:24-slim`');
     // "`NODE_OPTIONS=--max-semi-space-size=8`"
     const nodeOptions = /NODE_OPTIONS=(\S+)/.exec(env)![1]!;

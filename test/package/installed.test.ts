@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, testEnv } from '../cli/sluiceProcess.ts';
+import { duckRowsJS as query } from '../helpers/duckdb.ts';
 
 const run = promisify(execFile);
 
@@ -79,4 +80,39 @@ try {
     const schema = await run(process.execPath, [join(pkgDir, 'bin', 'sluice.js'), 'schema'], { cwd: home, env: testEnv() });
     expect(JSON.parse(schema.stdout)).toHaveProperty('properties.jobs');
   }, 60_000);
+
+  // The image runs this compiled output too: the threads sluice starts (the embedded service's,
+  // two part threads: a count given is kept) must load their entry points from dist/ as the main
+  // thread does, or the run fails.
+  it('runs an export with part threads on the embedded service from the installed bin', async () => {
+    const work = await mkdtemp(join(tmpdir(), 'sluice-installed-run-'));
+    try {
+      const job = join(work, 'job.yaml');
+      await writeFile(
+        job,
+        `version: 1
+connection:
+  embedded:
+    sample_rows: 20000
+jobs:
+  - name: events
+    workers: 2
+    source:
+      sql: select * from sample.events order by id
+    outputs:
+      - format: parquet
+        path: ./out/events
+        max_rows_per_file: 6000
+`,
+      );
+      const { stdout } = await run(process.execPath, [join(pkgDir, 'bin', 'sluice.js'), 'run', job, '--json'], { cwd: work, env: testEnv() });
+      expect(stdout).toContain('"rows":20000');
+      const files = (await readdir(join(work, 'out', 'events'))).filter((f) => f.endsWith('.parquet'));
+      expect(files).toHaveLength(4);
+      const [row] = await query(`SELECT count(*)::INTEGER AS n, count(DISTINCT id)::INTEGER AS ids, min(id)::INTEGER AS lo, max(id)::INTEGER AS hi FROM read_parquet('${join(work, 'out', 'events', '*.parquet')}')`);
+      expect(row).toEqual({ n: 20000, ids: 20000, lo: 0, hi: 19999 });
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

@@ -11,13 +11,18 @@
 // - an export to zstd Parquet in parts (writeExport with workers 1, 2, auto and an over-subscribed
 //   4) over each wire, against DuckDB COPY ... TO parquet of the same rows; each case in a process
 //   of its own, with its peak RSS (threads included) and how busy its main thread was.
+// The processes of their own (peak RSS, exports) run the compiled JavaScript, as the installed
+// package and the image do: run from the TypeScript sources, each process and thread would also
+// hold Node's type stripping (some 15-20 MB). BENCH_FROM_SOURCE=1 runs them from the sources.
 // `npm run bench -- parallel`; BENCH_PARALLEL_ROWS overrides 1M (the 5M runs use 5x);
 // BENCH_BIG=1 repeats the exports at 5x the rows.
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ServiceClient } from '../src/client/index.ts';
 import type { BatchesInput, BatchesResult, CaseInput, CaseResult } from './parallelCase.ts';
@@ -36,6 +41,11 @@ const KEY = 'sk_bench_admin_key';
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
 const x = (n: number) => `${n.toFixed(2)}x`;
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+/** Where the cases are compiled to: inside the checkout, so that their imports find node_modules. */
+const BUILD = join(ROOT, '.sluice', 'bench-parallel-build');
+/** The module the child processes run their case from (bench/parallelCase.ts, or its compiled output). */
+let caseModule = new URL('./parallelCase.ts', import.meta.url).href;
 
 export async function run(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-parallel-'));
@@ -43,6 +53,11 @@ export async function run(): Promise<void> {
   const client = new ServiceClient({ baseUrl: svc.url, apiKey: KEY });
   try {
     console.log(`${fmt(ROWS)} rows x 8 columns (sample.events); ${availableParallelism()} cores; default decode threads ${defaultDecodeThreads()}`);
+    if (process.env.BENCH_FROM_SOURCE === '1') console.log('processes of their own run the TypeScript sources (BENCH_FROM_SOURCE=1)');
+    else {
+      caseModule = await compileCases();
+      console.log('processes of their own run the compiled JavaScript, as the installed package and the image do');
+    }
     const execution = await client.execute({ sql: 'SELECT * FROM sample.events' });
     await execution.wait();
     await encodingsSettled(dataDir);
@@ -153,7 +168,23 @@ export async function run(): Promise<void> {
     await client.close();
     await svc.close();
     await rm(dataDir, { recursive: true, force: true });
+    await rm(BUILD, { recursive: true, force: true });
   }
+}
+
+/** Compiles the sources and bench/parallelCase.ts as `npm run build` does (its tsconfig); the URL of the compiled case module. */
+async function compileCases(): Promise<string> {
+  await rm(BUILD, { recursive: true, force: true });
+  await mkdir(BUILD, { recursive: true });
+  const config = join(BUILD, 'tsconfig.json');
+  const settings = {
+    extends: join(ROOT, 'tsconfig.build.json'),
+    compilerOptions: { outDir: join(BUILD, 'out'), rootDir: ROOT, declaration: false },
+    include: [join(ROOT, 'src'), join(ROOT, 'connectors'), join(ROOT, 'bench', 'parallelCase.ts')],
+  };
+  await writeFile(config, JSON.stringify(settings));
+  await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', config], { cwd: ROOT });
+  return pathToFileURL(join(BUILD, 'out', 'bench', 'parallelCase.js')).href;
 }
 
 async function timed(f: () => Promise<number>): Promise<number> {
@@ -179,8 +210,7 @@ function runCase(input: CaseInput): Promise<CaseResult> {
 
 /** A function of bench/parallelCase.ts in a child process: the JSON of the last line it prints. */
 async function runChild<T>(name: string, input: object): Promise<T> {
-  const module = new URL('./parallelCase.ts', import.meta.url).href;
-  const script = `const m = await import(${JSON.stringify(module)}); await m.${name}(${JSON.stringify(input)});`;
+  const script = `const m = await import(${JSON.stringify(caseModule)}); await m.${name}(${JSON.stringify(input)});`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));

@@ -21,12 +21,18 @@ COPY config ./config
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:24-slim
-# V8 sizes the main thread's young generation for throughput: capped at 8 MB per semi-space, a
-# one-thread export over JSON peaked at 287-307 MB instead of 310-331 MB (1M rows) and 306-324 MB
-# instead of 327-354 MB (5M rows); part threads cap their own. The flag only works at start-up,
-# hence here.
+# Two start-up settings for memory (measured by `npm run bench -- parallel`, "image's env"):
+# - V8 sizes the main thread's young generation for throughput (up to 64 MB per semi-space);
+#   capped at 8 MB, a one-thread export over JSON peaks some 20-30 MB lower. Part threads cap their
+#   own.
+# - glibc's malloc raises its mmap threshold (up to 32 MB) once a big buffer is freed, so later
+#   page-sized buffers (page bodies and texts, Arrow columns) come from its heap, which stays at
+#   its high-water mark after they are freed: 50-70 MB of a one-thread export's peak. Fixed at its
+#   default, 128 KiB, such buffers are mapped, and unmapped when freed.
+# Both only work at start-up, hence here.
 ENV NODE_ENV=production \
     NODE_OPTIONS=--max-semi-space-size=8 \
+    MALLOC_MMAP_THRESHOLD_=131072 \
     SLUICE_HEALTH_PORT=9464
 WORKDIR /app
 COPY --from=build /app/package.json /app/package-lock.json ./

@@ -18,7 +18,7 @@
 // BENCH_BIG=1 repeats the exports at 5x the rows.
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -142,8 +142,11 @@ export async function run(): Promise<void> {
     // Parts in parallel: each case in a process of its own (its peak RSS, threads included, is its own).
     const sizes = process.env.BENCH_BIG === '1' ? [ROWS, ROWS * 5] : [ROWS];
     // auto: as `workers: auto` decides (one thread per core at most, and only as many as the rows pay for on the wire).
-    const counts: Workers[] = [1, 2, 'auto', 4];
-    const label = (n: Workers) => (n === 'auto' ? `auto (${availableParallelism()} cores)` : `${n}${n > availableParallelism() ? ' (over-subscribed)' : ''}`);
+    // Last, one thread again under the image's memory settings (its ENV: NODE_OPTIONS, MALLOC_*).
+    const image = await imageMemoryEnv();
+    const counts: { workers: Workers; env?: Record<string, string> }[] = [{ workers: 1 }, { workers: 2 }, { workers: 'auto' }, { workers: 4 }, { workers: 1, env: image }];
+    const label = (n: Workers, env?: object) =>
+      env !== undefined ? `${n}, image's env` : n === 'auto' ? `auto (${availableParallelism()} cores)` : `${n}${n > availableParallelism() ? ' (over-subscribed)' : ''}`;
     for (const size of sizes) {
       console.log(`\nexport of ${fmt(size)} rows to zstd Parquet, parts of ${fmt(PART_ROWS)} rows (writeExport with workers), vs DuckDB COPY of the same rows:`);
       const duckMs = await duckdbCopy(dataDir, size);
@@ -152,17 +155,18 @@ export async function run(): Promise<void> {
       console.log('wire   workers              seconds  vs DuckDB  speed-up vs 1  CPU s  cores got  peak RSS  main thread busy  loop delay p99');
       for (const wire of arrowOffered ? (['json', 'arrow'] as const) : (['json'] as const)) {
         let one = 0;
-        for (const workers of counts) {
-          const r = await runCase({ url: svc.url, key: KEY, executionId: id, wire, workers, out: join(dataDir, `export-${wire}-${workers}`), rowsPerFile: PART_ROWS });
+        for (const { workers, env } of counts) {
+          const r = await runCase({ url: svc.url, key: KEY, executionId: id, wire, workers, out: join(dataDir, `export-${wire}-${workers}`), rowsPerFile: PART_ROWS }, env);
           if (r.rows !== size) throw new Error(`exported ${r.rows} rows, expected ${size}`);
-          if (workers === 1) one = r.ms;
+          if (workers === 1 && env === undefined) one = r.ms;
           console.log(
-            `${wire.padEnd(5)}  ${label(workers).padEnd(19)}  ${(r.ms / 1000).toFixed(2).padStart(7)}  ${x(r.ms / duckMs).padStart(9)}  ${x(one / r.ms).padStart(13)}  ${(r.cpuMs / 1000).toFixed(1).padStart(5)}  ${(r.cpuMs / r.ms).toFixed(2).padStart(9)}  ${mb(r.peakRss).padStart(8)}  ${`${(r.mainBusy * 100).toFixed(0)}%`.padStart(16)}  ${`${r.loopDelayP99.toFixed(0)} ms`.padStart(14)}`,
+            `${wire.padEnd(5)}  ${label(workers, env).padEnd(19)}  ${(r.ms / 1000).toFixed(2).padStart(7)}  ${x(r.ms / duckMs).padStart(9)}  ${x(one / r.ms).padStart(13)}  ${(r.cpuMs / 1000).toFixed(1).padStart(5)}  ${(r.cpuMs / r.ms).toFixed(2).padStart(9)}  ${mb(r.peakRss).padStart(8)}  ${`${(r.mainBusy * 100).toFixed(0)}%`.padStart(16)}  ${`${r.loopDelayP99.toFixed(0)} ms`.padStart(14)}`,
           );
         }
       }
     }
     console.log('targets: workers 2 >= 1.7x workers 1; within 5x DuckDB COPY; peak RSS <= 300 MB and the same at 5x the rows');
+    console.log(`"image's env": ${Object.entries(image).map(([k, v]) => `${k}=${v}`).join(' ')}, as the Dockerfile sets them`);
     console.log('"cores got": CPU time of the export process (all its threads) over its wall time; the service process and other programs share the same cores');
   } finally {
     await client.close();
@@ -204,14 +208,24 @@ function timeBatches(client: ServiceClient, source: StreamSource, options: Strea
 }
 
 /** One export in a child process (bench/parallelCase.ts): its time, peak RSS and how busy its main thread was. */
-function runCase(input: CaseInput): Promise<CaseResult> {
-  return runChild<CaseResult>('exportCase', input);
+function runCase(input: CaseInput, env?: Record<string, string>): Promise<CaseResult> {
+  return runChild<CaseResult>('exportCase', input, env);
+}
+
+/** The memory settings of the image: the NODE_OPTIONS and MALLOC_* variables of the Dockerfile's ENV. */
+async function imageMemoryEnv(): Promise<Record<string, string>> {
+  const text = (await readFile(join(ROOT, 'Dockerfile'), 'utf8')).replace(/\\\n/g, ' ');
+  const env: Record<string, string> = {};
+  for (const line of text.split('\n').filter((l) => /^ENV\s/.test(l))) {
+    for (const [, k, v] of line.matchAll(/\b([A-Z_][A-Z0-9_]*)=(\S+)/g)) if (k === 'NODE_OPTIONS' || k!.startsWith('MALLOC_')) env[k!] = v!;
+  }
+  return env;
 }
 
 /** A function of bench/parallelCase.ts in a child process: the JSON of the last line it prints. */
-async function runChild<T>(name: string, input: object): Promise<T> {
+async function runChild<T>(name: string, input: object, env?: Record<string, string>): Promise<T> {
   const script = `const m = await import(${JSON.stringify(caseModule)}); await m.${name}(${JSON.stringify(input)});`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
   const [code] = (await once(child, 'exit')) as [number | null];

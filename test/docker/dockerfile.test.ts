@@ -128,6 +128,9 @@ describe('Dockerfile', () => {
     const nodeOptions = /NODE_OPTIONS=(\S+)/.exec(env)![1]!;
     expect(nodeOptions).toMatch(/^--max-semi-space-size=\d+$/);
     expect(docker).toContain(`\`NODE_OPTIONS=${nodeOptions}\``);
+    // "`MALLOC_MMAP_THRESHOLD_=131072` (big buffers given back to the system when freed)"
+    const mmapThreshold = /MALLOC_MMAP_THRESHOLD_=(\d+)/.exec(env)![1]!;
+    expect(docker).toContain(`\`MALLOC_MMAP_THRESHOLD_=${mmapThreshold}\``);
 
     // The quickstart's two commands: `npm ci && npx sluice run config/examples/quickstart.yaml`, then `npm test`.
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string>; scripts: Record<string, string> };

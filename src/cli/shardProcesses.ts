@@ -1,12 +1,15 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { EXIT } from './exit-codes.ts';
 import type { CliIo } from './io.ts';
 import type { Logger } from './log.ts';
 import { UsageError } from './usage-error.ts';
 
-const ENTRY = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
+// The package's own bin, found through its package.json: this module sits at a different depth in
+// the sources (src/cli) and in the compiled output (dist/src/cli).
+const ENTRY = join(dirname(createRequire(import.meta.url).resolve('sluice/package.json')), 'bin', 'sluice.js');
 const MAX_PROCESSES = 256;
 
 export interface SpawnShardsOptions {

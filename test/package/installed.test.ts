@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, testEnv } from '../cli/sluiceProcess.ts';
 import { duckRowsJS as query } from '../helpers/duckdb.ts';
+import { startTestService } from '../helpers/service.ts';
 
 const run = promisify(execFile);
 
@@ -112,6 +113,41 @@ jobs:
       const [row] = await query(`SELECT count(*)::INTEGER AS n, count(DISTINCT id)::INTEGER AS ids, min(id)::INTEGER AS lo, max(id)::INTEGER AS hi FROM read_parquet('${join(work, 'out', 'events', '*.parquet')}')`);
       expect(row).toEqual({ n: 20000, ids: 20000, lo: 0, hi: 19999 });
     } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  // `--processes N` starts N processes of the package's own bin, which the compiled module finds
+  // at another depth than the source one.
+  it('runs a sharded export with --processes 2 from the installed bin', async () => {
+    const work = await mkdtemp(join(tmpdir(), 'sluice-installed-shards-'));
+    const svc = await startTestService({ sampleRows: 5000 });
+    try {
+      const job = join(work, 'job.yaml');
+      await writeFile(
+        job,
+        `version: 1
+connection:
+  base_url: \${SERVICE_BASE_URL}
+jobs:
+  - name: events
+    source:
+      sql: select * from sample.events order by id
+    outputs:
+      - format: parquet
+        path: ./out/events
+        max_rows_per_file: 1000
+`,
+      );
+      const env = testEnv({ SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: svc.keys.demo.admin });
+      const { stdout } = await run(process.execPath, [join(pkgDir, 'bin', 'sluice.js'), 'run', job, '--processes', '2', '--json'], { cwd: work, env });
+      const shards = stdout.trim().split('\n').map((l) => JSON.parse(l) as { shard: number; execution_id: string });
+      expect(shards.map((s) => s.shard).sort()).toEqual([0, 1]);
+      expect(new Set(shards.map((s) => s.execution_id)).size).toBe(1);
+      const [row] = await query(`SELECT count(*)::INTEGER AS n, count(DISTINCT id)::INTEGER AS ids FROM read_parquet('${join(work, 'out', 'events', '*.parquet')}')`);
+      expect(row).toEqual({ n: 5000, ids: 5000 });
+    } finally {
+      await svc.close();
       await rm(work, { recursive: true, force: true });
     }
   }, 120_000);

@@ -42,10 +42,10 @@ const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
 const x = (n: number) => `${n.toFixed(2)}x`;
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-/** Where the cases are compiled to: inside the checkout, so that their imports find node_modules. */
-const BUILD = join(ROOT, '.sluice', 'bench-parallel-build');
 /** The module the child processes run their case from (bench/parallelCase.ts, or its compiled output). */
 let caseModule = new URL('./parallelCase.ts', import.meta.url).href;
+/** The folder the cases were compiled into, removed at the end. */
+let build: string | undefined;
 
 export async function run(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-parallel-'));
@@ -55,7 +55,8 @@ export async function run(): Promise<void> {
     console.log(`${fmt(ROWS)} rows x 8 columns (sample.events); ${availableParallelism()} cores; default decode threads ${defaultDecodeThreads()}`);
     if (process.env.BENCH_FROM_SOURCE === '1') console.log('processes of their own run the TypeScript sources (BENCH_FROM_SOURCE=1)');
     else {
-      caseModule = await compileCases();
+      build = await compileCases();
+      caseModule = pathToFileURL(join(build, 'out', 'bench', 'parallelCase.js')).href;
       console.log('processes of their own run the compiled JavaScript, as the installed package and the image do');
     }
     const execution = await client.execute({ sql: 'SELECT * FROM sample.events' });
@@ -172,23 +173,35 @@ export async function run(): Promise<void> {
     await client.close();
     await svc.close();
     await rm(dataDir, { recursive: true, force: true });
-    await rm(BUILD, { recursive: true, force: true });
+    if (build !== undefined) await rm(build, { recursive: true, force: true });
   }
 }
 
-/** Compiles the sources and bench/parallelCase.ts as `npm run build` does (its tsconfig); the URL of the compiled case module. */
+/**
+ * Compiles the sources and bench/parallelCase.ts as `npm run build` does (its tsconfig) into a
+ * folder of their own under .sluice/ (inside the checkout, so that their imports find
+ * node_modules), which it returns. A type error stops the bench, as it stops
+ * the build.
+ */
 async function compileCases(): Promise<string> {
-  await rm(BUILD, { recursive: true, force: true });
-  await mkdir(BUILD, { recursive: true });
-  const config = join(BUILD, 'tsconfig.json');
+  await mkdir(join(ROOT, '.sluice'), { recursive: true });
+  const folder = await mkdtemp(join(ROOT, '.sluice', 'bench-parallel-'));
+  const config = join(folder, 'tsconfig.json');
   const settings = {
     extends: join(ROOT, 'tsconfig.build.json'),
-    compilerOptions: { outDir: join(BUILD, 'out'), rootDir: ROOT, declaration: false },
+    compilerOptions: { outDir: join(folder, 'out'), rootDir: ROOT, declaration: false },
     include: [join(ROOT, 'src'), join(ROOT, 'connectors'), join(ROOT, 'bench', 'parallelCase.ts')],
   };
   await writeFile(config, JSON.stringify(settings));
-  await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', config], { cwd: ROOT });
-  return pathToFileURL(join(BUILD, 'out', 'bench', 'parallelCase.js')).href;
+  try {
+    await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', config], { cwd: ROOT, maxBuffer: 64 << 20 });
+  } catch (error) {
+    await rm(folder, { recursive: true, force: true });
+    // tsc prints its diagnostics on stdout.
+    const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
+    throw new Error(`compiling the bench's cases failed (BENCH_FROM_SOURCE=1 runs them from the sources):\n${stdout}${stderr}`);
+  }
+  return folder;
 }
 
 async function timed(f: () => Promise<number>): Promise<number> {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadJobFile } from '../../src/config/index.ts';
 import { logLines, ROOT, startSluice } from '../cli/sluiceProcess.ts';
@@ -52,10 +52,20 @@ describe('Dockerfile', () => {
     expect(compile).toBeGreaterThan(build.indexOf('npm ci'));
     expect(build.indexOf('npm prune --omit=dev')).toBeGreaterThan(compile);
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-    const project = /-p (\S+)/.exec(pkg.scripts.build!)![1]!;
-    // The compiler's configuration, and the one it extends, are in the build stage.
+    // What the build compiles is in the build stage: its tsconfig, every one it extends, and the
+    // folders of the nearest `include` in that chain (an `include` replaces the one it extends).
+    const needed: string[] = [];
+    let included: string[] | undefined;
+    for (let config: string | undefined = /-p (\S+)/.exec(pkg.scripts.build!)![1]!; config !== undefined; ) {
+      const { extends: base, include } = JSON.parse(readFileSync(join(ROOT, config), 'utf8')) as { extends?: string; include?: string[] };
+      needed.push(config);
+      included ??= include;
+      config = base?.startsWith('.') ? join(dirname(config), base) : undefined;
+    }
+    needed.push(...included!.map((i) => i.replace(/^\.\//, '').split('/')[0]!));
+    expect(needed.length).toBeGreaterThan(2);
     const copied = all.filter((i) => i.op === 'COPY' && i.stage === 0).flatMap((i) => i.args.split(/\s+/).slice(0, -1));
-    expect(copied).toEqual(expect.arrayContaining([project, 'tsconfig.json', 'src', 'connectors', 'bin']));
+    expect(copied).toEqual(expect.arrayContaining([...needed, 'bin']));
     const fromBuild = final.filter((i) => i.op === 'COPY' && i.args.startsWith('--from=build')).map((i) => i.args.split(/\s+/)[1]);
     expect(fromBuild).toContain('/app/dist');
     expect(fromBuild).not.toContain('/app/src');

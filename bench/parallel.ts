@@ -2,7 +2,9 @@
 // baselines measured in the same run (the machine is shared, so absolute times are noisy).
 // The service runs in a child process (its page encoding must not share this process's thread), and
 // each result is read once the service has finished encoding it in the background.
-// - bare JSON.parse of the same page bytes (the floor of anything that reads JSON pages);
+// - bare JSON.parse of the same page bytes (the floor of anything that reads JSON pages), and the
+//   floor of typed rows read that way (only the bigints and Dates the type table asks for, and the
+//   async iteration of the rows);
 // - stream() typed rows over JSON, decoded on the calling thread and on decode threads;
 // - .batches() over JSON decoded on the calling thread, by 1 and 2 decode threads, by the default
 //   pool (auto) and an over-subscribed 4;
@@ -76,6 +78,10 @@ export async function run(): Promise<void> {
 
     const parse = await jsonParseBaseline(svc.url, execution.id);
     console.log(`baseline JSON.parse of the same bytes: ${(parse.ms / 1000).toFixed(2)} s (${mb(parse.bytes)}, ${parse.pages} pages)`);
+    const floor = await typedRowsFloor(svc.url, execution.id);
+    console.log(
+      `floor of typed rows over JSON.parse (a bigint per bigint, a Date per timestamp with time zone, no checks; then one \`for await\` step per row): ${(floor.typedMs / 1000).toFixed(2)} s = ${x(floor.typedMs / parse.ms)}; ${(floor.awaitedMs / 1000).toFixed(2)} s = ${x(floor.awaitedMs / parse.ms)}`,
+    );
 
     // One untimed read of each kind first: the first read of a process also compiles and warms up the
     // page readers (the generated text scanners, the decoders), which the timed reads would otherwise
@@ -310,6 +316,51 @@ async function jsonParseBaseline(url: string, executionId: string) {
     offset = page.next_offset;
   }
   return { ms, bytes, pages };
+}
+
+/**
+ * What typed rows cost at least when read with JSON.parse: each page parsed, then only the values
+ * whose JS type differs from JSON's made (bigint columns as bigint; timestamps with time zone, in
+ * the service's canonical text, as Date, read at fixed positions with no checks), then each row
+ * handed out through an async iterator as `for await` reads it. Page by page; fetching not timed.
+ */
+async function typedRowsFloor(url: string, executionId: string) {
+  let offset: number | undefined = 0;
+  let typedMs = 0;
+  let awaitedMs = 0;
+  const digits = (s: string, from: number, to: number) => {
+    let n = 0;
+    for (let i = from; i < to; i++) n = n * 10 + s.charCodeAt(i) - 48;
+    return n;
+  };
+  const date = (s: string) => new Date(Date.UTC(digits(s, 0, 4), digits(s, 5, 7) - 1, digits(s, 8, 10), digits(s, 11, 13), digits(s, 14, 16), digits(s, 17, 19)) + digits(s, 20, 23));
+  type Page = { next_offset?: number; result: { rows: Record<string, unknown>[]; metadata: { column_names: string[]; column_types: string[] } } };
+  const typedRows = function* (page: Page) {
+    const { column_names: names, column_types: types } = page.result.metadata;
+    const bigints = names.filter((_, i) => types[i] === 'bigint');
+    const stamps = names.filter((_, i) => /^timestamp(\(\d+\))? with time zone$/.test(types[i]!));
+    for (const row of page.result.rows) {
+      for (const n of bigints) if (row[n] != null) row[n] = BigInt(row[n] as number);
+      for (const n of stamps) if (row[n] != null) row[n] = date(row[n] as string);
+      yield row;
+    }
+  };
+  while (offset !== undefined) {
+    const res = await fetch(`${url}/v1/execution/${executionId}/results?offset=${offset}`, { headers: { 'X-Service-Api-Key': KEY } });
+    const text = await res.text();
+    let t = performance.now();
+    let page = JSON.parse(text) as Page;
+    for (const _ of typedRows(page));
+    typedMs += performance.now() - t;
+    t = performance.now();
+    page = JSON.parse(text) as Page;
+    const rows = typedRows(page);
+    const cursor = { next: () => Promise.resolve(rows.next()), [Symbol.asyncIterator]: () => cursor };
+    for await (const _ of cursor);
+    awaitedMs += performance.now() - t;
+    offset = page.next_offset;
+  }
+  return { typedMs, awaitedMs };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await run();

@@ -88,30 +88,12 @@ try {
   it('runs an export with part threads on the embedded service from the installed bin', async () => {
     const work = await mkdtemp(join(tmpdir(), 'sluice-installed-run-'));
     try {
-      const job = join(work, 'job.yaml');
-      await writeFile(
-        job,
-        `version: 1
-connection:
-  embedded:
-    sample_rows: 20000
-jobs:
-  - name: events
-    workers: 2
-    source:
-      sql: select * from sample.events order by id
-    outputs:
-      - format: parquet
-        path: ./out/events
-        max_rows_per_file: 6000
-`,
-      );
+      const job = await eventsJob(work, '  embedded:\n    sample_rows: 20000', { workers: 2, rowsPerFile: 6000 });
       const { stdout } = await run(process.execPath, [join(pkgDir, 'bin', 'sluice.js'), 'run', job, '--json'], { cwd: work, env: testEnv() });
       expect(stdout).toContain('"rows":20000');
       const files = (await readdir(join(work, 'out', 'events'))).filter((f) => f.endsWith('.parquet'));
       expect(files).toHaveLength(4);
-      const [row] = await query(`SELECT count(*)::INTEGER AS n, count(DISTINCT id)::INTEGER AS ids, min(id)::INTEGER AS lo, max(id)::INTEGER AS hi FROM read_parquet('${join(work, 'out', 'events', '*.parquet')}')`);
-      expect(row).toEqual({ n: 20000, ids: 20000, lo: 0, hi: 19999 });
+      expect(await exported(work)).toEqual({ n: 20000, ids: 20000, lo: 0, hi: 19999 });
     } finally {
       await rm(work, { recursive: true, force: true });
     }
@@ -123,32 +105,34 @@ jobs:
     const work = await mkdtemp(join(tmpdir(), 'sluice-installed-shards-'));
     const svc = await startTestService({ sampleRows: 5000 });
     try {
-      const job = join(work, 'job.yaml');
-      await writeFile(
-        job,
-        `version: 1
-connection:
-  base_url: \${SERVICE_BASE_URL}
-jobs:
-  - name: events
-    source:
-      sql: select * from sample.events order by id
-    outputs:
-      - format: parquet
-        path: ./out/events
-        max_rows_per_file: 1000
-`,
-      );
+      const job = await eventsJob(work, '  base_url: ${SERVICE_BASE_URL}', { rowsPerFile: 1000 });
       const env = testEnv({ SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: svc.keys.demo.admin });
       const { stdout } = await run(process.execPath, [join(pkgDir, 'bin', 'sluice.js'), 'run', job, '--processes', '2', '--json'], { cwd: work, env });
       const shards = stdout.trim().split('\n').map((l) => JSON.parse(l) as { shard: number; execution_id: string });
       expect(shards.map((s) => s.shard).sort()).toEqual([0, 1]);
       expect(new Set(shards.map((s) => s.execution_id)).size).toBe(1);
-      const [row] = await query(`SELECT count(*)::INTEGER AS n, count(DISTINCT id)::INTEGER AS ids FROM read_parquet('${join(work, 'out', 'events', '*.parquet')}')`);
-      expect(row).toEqual({ n: 5000, ids: 5000 });
+      expect(await exported(work)).toEqual({ n: 5000, ids: 5000, lo: 0, hi: 4999 });
     } finally {
       await svc.close();
       await rm(work, { recursive: true, force: true });
     }
   }, 120_000);
 });
+
+/** A job file in `dir` exporting sample.events in id order to `./out/events` as Parquet files. */
+async function eventsJob(dir: string, connection: string, options: { workers?: number; rowsPerFile: number }): Promise<string> {
+  const path = join(dir, 'job.yaml');
+  const workers = options.workers === undefined ? '' : `    workers: ${options.workers}\n`;
+  await writeFile(
+    path,
+    `version: 1\nconnection:\n${connection}\njobs:\n  - name: events\n${workers}    source:\n      sql: select * from sample.events order by id\n    outputs:\n      - format: parquet\n        path: ./out/events\n        max_rows_per_file: ${options.rowsPerFile}\n`,
+  );
+  return path;
+}
+
+/** What DuckDB reads from the Parquet files under `dir`/out/events: rows, distinct ids, lowest and highest id. */
+async function exported(dir: string): Promise<Record<string, unknown> | undefined> {
+  const files = join(dir, 'out', 'events', '*.parquet');
+  const [row] = await query(`SELECT count(*)::INTEGER AS n, count(DISTINCT id)::INTEGER AS ids, min(id)::INTEGER AS lo, max(id)::INTEGER AS hi FROM read_parquet('${files}')`);
+  return row;
+}

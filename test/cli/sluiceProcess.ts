@@ -38,8 +38,8 @@ export interface Running {
   done: Promise<Finished>;
 }
 
-export function startSluice(args: readonly string[], options: { cwd?: string; env?: Record<string, string | undefined>; input?: string } = {}): Running {
-  const child = spawn('node', [sluiceEntry(), ...args], { cwd: options.cwd ?? ROOT, env: testEnv(options.env), stdio: ['pipe', 'pipe', 'pipe'] });
+export function startSluice(args: readonly string[], options: { cwd?: string; env?: Record<string, string | undefined>; input?: string; entry?: string } = {}): Running {
+  const child = spawn('node', [options.entry ?? sluiceEntry(), ...args], { cwd: options.cwd ?? ROOT, env: testEnv(options.env), stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   const listeners = new Set<() => void>();

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, testEnv } from '../cli/sluiceProcess.ts';
+import { logLines, ROOT, startSluice, testEnv } from '../cli/sluiceProcess.ts';
 import { duckRowsJS as query } from '../helpers/duckdb.ts';
 import { startTestService } from '../helpers/service.ts';
 
@@ -115,6 +115,28 @@ try {
     } finally {
       await svc.close();
       await rm(work, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  // The image's command (`sluice schedule /etc/sluice/jobs.yaml`) runs this compiled output: it
+  // schedules the image's own job file, serves its health check, and ends on SIGTERM with 0.
+  it('runs the image command, schedule, from the installed bin and ends on SIGTERM', async () => {
+    const data = await mkdtemp(join(tmpdir(), 'sluice-installed-schedule-'));
+    try {
+      const proc = startSluice(['schedule', join(pkgDir, 'config', 'docker', 'jobs.yaml')], {
+        entry: join(pkgDir, 'bin', 'sluice.js'),
+        cwd: data,
+        env: { SLUICE_DATA: data, SLUICE_SAMPLE_ROWS: '1000', SLUICE_HEALTH_PORT: '0', SLUICE_SCHEDULE: '0 0 1 1 *' },
+      });
+      await proc.waitFor(/"msg":"scheduled"/, 60_000);
+      const listening = logLines(proc.stderr()).find((l) => l.msg === 'health server listening');
+      const health = await fetch(new URL('/healthz', String(listening?.url)));
+      expect(health.status).toBe(200);
+      proc.child.kill('SIGTERM');
+      const result = await proc.done;
+      expect(result.code, result.stderr).toBe(0);
+    } finally {
+      await rm(data, { recursive: true, force: true });
     }
   }, 120_000);
 });

@@ -1,4 +1,4 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -131,9 +131,13 @@ jobs:
 describe('loadJobFile', () => {
   it('reads a file and names it in errors; a missing file is a JobFileError', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sluice-config-'));
-    const path = join(dir, 'jobs.yaml');
-    await writeFile(path, base('    retries: -1\n'));
-    await expect(loadJobFile(path, { registry: builtins, env: {} })).rejects.toThrow(`${path}:8:14 jobs[0].retries: expected number to be >=0, got -1`);
-    await expect(loadJobFile(join(dir, 'nope.yaml'), { registry: builtins, env: {} })).rejects.toThrow(/nope\.yaml cannot read the job file: no such file/);
+    try {
+      const path = join(dir, 'jobs.yaml');
+      await writeFile(path, base('    retries: -1\n'));
+      await expect(loadJobFile(path, { registry: builtins, env: {} })).rejects.toThrow(`${path}:8:14 jobs[0].retries: expected number to be >=0, got -1`);
+      await expect(loadJobFile(join(dir, 'nope.yaml'), { registry: builtins, env: {} })).rejects.toThrow(/nope\.yaml cannot read the job file: no such file/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

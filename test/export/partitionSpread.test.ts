@@ -40,8 +40,9 @@ async function* roundRobin(rows: number, size: number): AsyncIterable<RecordBatc
 
 describe('partitioned output with more partitions than max_open_files', () => {
   it('groups interleaved rows: at most two files per partition, 16 written at once, every row read back', async () => {
-    const path = join(await mkdtemp(join(tmpdir(), 'sluice-spread-')), 'out');
-    dirs.push(path);
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-spread-'));
+    dirs.push(dir);
+    const path = join(dir, 'out');
     let writing = 0;
     let most = 0;
     const counted = {

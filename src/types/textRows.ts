@@ -1,4 +1,4 @@
-import { compileDecoder, keepsText, type ColumnSpec, type DecodeOptions, type Row, type ValueDecoder } from './decode.ts';
+import { compileDecoder, keepsText, textValueReader, type ColumnSpec, type DecodeOptions, type Row, type ValueDecoder } from './decode.ts';
 import { generated } from './generated.ts';
 import { parseType } from './parse.ts';
 import type { SqlType } from './sql-type.ts';
@@ -292,8 +292,9 @@ function textRows(columns: readonly ColumnSpec[], options: DecodeOptions): TextR
   // An object literal would take a `__proto__` key as the prototype.
   if (names.includes('__proto__')) return undefined;
   const types = columns.map((c) => parseType(c.type));
-  const literal = names.map((name, i) => `${JSON.stringify(name)}: d${i}(v${i})`).join(',\n');
-  const scanner = compileScan(columns, types, { emit: `out.push({\n${literal}\n});`, bound: decodersOf(types, options), copyLong: true });
+  const values = typedValues(types, options);
+  const literal = names.map((name, i) => `${JSON.stringify(name)}: ${values.of(i)}`).join(',\n');
+  const scanner = compileScan(columns, types, { emit: `out.push({\n${literal}\n});`, bound: values.bound, copyLong: true, direct: values.direct });
   if (scanner === undefined) return undefined;
   return (text, from, to) => readRows(scanner, text, from, to, [] as Row[]);
 }
@@ -308,15 +309,28 @@ export function compileTextColumns(columns: readonly ColumnSpec[], options: Deco
 
 function textColumns(columns: readonly ColumnSpec[], options: DecodeOptions): TextReader<unknown[][]> | undefined {
   const types = columns.map((c) => parseType(c.type));
-  const emit = types.map((_, i) => `out[${i}].push(d${i}(v${i}));`).join('\n');
-  const scanner = compileScan(columns, types, { emit, bound: decodersOf(types, options), copyLong: true });
+  const values = typedValues(types, options);
+  const emit = types.map((_, i) => `out[${i}].push(${values.of(i)});`).join('\n');
+  const scanner = compileScan(columns, types, { emit, bound: values.bound, copyLong: true, direct: values.direct });
   if (scanner === undefined) return undefined;
   return (text, from, to) => readRows(scanner, text, from, to, columns.map(() => [] as unknown[]));
 }
 
-/** Each column's decoder, bound as `d{i}` in the generated code. */
-function decodersOf(types: readonly SqlType[], options: DecodeOptions): Map<string, ValueDecoder> {
-  return new Map(types.map((t, i) => [`d${i}`, compileDecoder(t, options)]));
+/**
+ * How the generated code makes each column's typed value: `of(i)` is the expression. The column's
+ * decoder (bound as `d{i}`) of what was read; or, for a column with a text reader (bound as `t{i}`
+ * through `direct`), the value that reader took from the text (in `r{i}.value`) when it took it.
+ */
+function typedValues(types: readonly SqlType[], options: DecodeOptions) {
+  const bound = new Map<string, unknown>(types.map((t, i): [string, ValueDecoder] => [`d${i}`, compileDecoder(t, options)]));
+  const direct = types.map((t, i) => {
+    const taken = { value: undefined as unknown };
+    const reader = textValueReader(t, options, taken);
+    if (reader !== undefined) bound.set(`r${i}`, taken);
+    return reader;
+  });
+  const of = (i: number) => (direct[i] === undefined ? `d${i}(v${i})` : `v${i} === TAKEN ? r${i}.value : d${i}(v${i})`);
+  return { bound, direct, of };
 }
 
 /**

@@ -5,6 +5,8 @@ import { parseResultPage, parseResultPageText } from '../../src/client/result-pa
 import { InvalidResponseError } from '../../src/client/errors.ts';
 import { compileJsonRowAppender, compileTextBatchReader } from '../../src/types/batch.ts';
 import { arrowSchema, compileRowDecoder, createBatchBuilder, parseJsonLossless, type ColumnSpec, type DecodeOptions, type Row } from '../../src/types/index.ts';
+import { textValueReader } from '../../src/types/decode.ts';
+import { parseType } from '../../src/types/parse.ts';
 import { compileTextColumns, compileTextRows, readNumber, type ScanState } from '../../src/types/textRows.ts';
 import { seeded } from '../helpers/seeded.ts';
 
@@ -90,7 +92,10 @@ const VALID: Record<(typeof TYPES)[number], readonly string[]> = {
   time: ['"12:34:56.789"', '"00:00:00"'],
   'timestamp(3)': ['"2026-01-01 00:00:01.234"', '"2026-01-01 00:00:01"'],
   'timestamp(6)': ['"2026-01-01 00:00:01.234567"', '"2026-01-01T00:00:01"'],
-  'timestamp(6) with time zone': ['"2026-01-01 00:00:01.234567 UTC"', '"2026-01-01T00:00:01Z"', '"2026-01-01 00:00:01.234 UTC"'],
+  'timestamp(6) with time zone': [
+    '"2026-01-01 00:00:01.234567 UTC"', '"2026-01-01T00:00:01Z"', '"2026-01-01 00:00:01.234 UTC"', '"9999-12-31 23:59:59.999999 UTC"',
+    '"0001-01-01 00:00:00 UTC"', '"2026-01-01 00:00:01+02:00"',
+  ],
   'interval day to second': ['"1 02:03:04.500"', '1500'],
   'interval year to month': ['"2-3"', '14'],
 };
@@ -206,7 +211,7 @@ describe('text scanner against JSON.parse and the decoders', () => {
       const p = page(columns, 1 + int(6), (c) => (canonical && rnd() < 0.97 ? valid(c) : token()), canonical ? 0 : 0.15);
       const from = int(3);
       const to = from + int(6);
-      const options: DecodeOptions = rnd() < 0.5 ? {} : { dates: 'date' };
+      const options: DecodeOptions = pick([{}, {}, { dates: 'date' }, { timestamps: 'string' }]);
       const expected = general(p.text, columns, from, to, options);
       const reader = compileTextRows(columns, options);
       expect(reader).toBeDefined();
@@ -306,6 +311,49 @@ describe('text scanner against JSON.parse and the decoders', () => {
     expect(compileTextRows([{ name: 'a', type: 'array(integer)' }])).toBeUndefined();
     expect(compileTextRows([{ name: '__proto__', type: 'integer' }])).toBeUndefined();
     expect(compileTextRows([{ name: 'a', type: 'integer' }, { name: 'a', type: 'integer' }])).toBeUndefined();
+  });
+
+  it('takes timestamps read as Date straight from the text, and leaves any other text to the decoder', () => {
+    const columns = [
+      { name: 'z', type: 'timestamp(6) with time zone' },
+      { name: 'm', type: 'timestamp(3)' },
+    ];
+    const values = [
+      ['"2026-01-01 00:00:01.234567 UTC"', '"2026-01-01 00:00:01.234"'],
+      ['"2026-01-01T00:00:01+02:00"', '"2026-01-01T00:00:01"'],
+      ['"9999-12-31 23:59:59.999999 UTC"', '"0001-01-01 00:00:00"'],
+      ['null', 'null'],
+    ];
+    let k = 0;
+    const text = page(columns, values.length, () => values[Math.floor(k / 2)]![k++ % 2]!, 0).text;
+    for (const options of [{}, { timestamps: 'string' }] satisfies DecodeOptions[]) {
+      const got = compileTextRows(columns, options)!(text, 0, values.length)!.value;
+      const expected = general(text, columns, 0, values.length, options) as { rows: Row[] };
+      expect(got).toEqual(expected.rows);
+      if (options.timestamps === undefined) {
+        expect(got[0]).toEqual({ z: new Date(Date.UTC(2026, 0, 1, 0, 0, 1, 234)), m: new Date(Date.UTC(2026, 0, 1, 0, 0, 1, 234)) });
+        expect(got[1]!['z']).toEqual(new Date(Date.UTC(2025, 11, 31, 22, 0, 1)));
+      } else {
+        expect(got[0]).toEqual({ z: '2026-01-01 00:00:01.234567 UTC', m: '2026-01-01 00:00:01.234' });
+      }
+    }
+    // The reader the scanner uses: only for timestamps decoded as Date, reading from anywhere in a text.
+    const out = { value: undefined as unknown };
+    const read = textValueReader(parseType('timestamp(6) with time zone'), {}, out)!;
+    const line = '"ts":"2026-01-01 00:00:01.5 UTC","next"';
+    expect(read(line, 6, 31)).toBe(true);
+    expect(out.value).toEqual(new Date(Date.UTC(2026, 0, 1, 0, 0, 1, 500)));
+    expect(read(line, 6, 30)).toBe(false);
+    expect(textValueReader(parseType('timestamp(6) with time zone'), { timestamps: 'string' }, out)).toBeUndefined();
+    expect(textValueReader(parseType('timestamp(6)'), {}, out)).toBeUndefined();
+    expect(textValueReader(parseType('date'), {}, out)).toBeUndefined();
+    // A canonical text that does not fit the column (too many fraction digits, no zone where one
+    // is required) is the decoder's to refuse: the scanner gives up and the general path raises.
+    for (const bad of ['"2026-01-01 00:00:01.1234567 UTC"', '"2026-01-01 00:00:01"', '"2026-13-01 00:00:00 UTC"']) {
+      const badText = page([columns[0]!], 1, () => bad, 0).text;
+      expect(compileTextRows([columns[0]!])!(badText, 0, 1), bad).toBeUndefined();
+      expect('error' in general(badText, [columns[0]!], 0, 1, {}), bad).toBe(true);
+    }
   });
 
   it('copies long strings, so a row kept does not keep its page text', () => {

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -151,6 +151,25 @@ describe('nothing stale after a commit', () => {
     // And when the next run writes (another execution), the same holds.
     await mkdir(aside, { recursive: true });
     await writeExport({ schema: numberedSchema, batches: numbered(30, 5), meta: { executionId: 'newer', totalRowCount: 30 } }, resolved(output));
+    expect(await readdir(parent)).toEqual(['out']);
+  });
+
+  it("local: a staging directory with no owner file yet is another writer's, until it has not changed for ten minutes", async () => {
+    const parent = await mkdtemp(join(tmpdir(), 'sluice-stale-'));
+    dirs.push(parent);
+    const path = join(parent, 'out');
+    const output = { format: 'csv', path, max_rows_per_file: 10 };
+    // Where a writer is between creating its staging directory and writing its owner file (or
+    // between removing that file and its commit's rename): another run's sweep leaves it alone.
+    const starting = join(parent, '.out.sluice-staging-rstarting');
+    await mkdir(starting);
+    await writeFile(join(starting, 'part-00000-x.csv'), 'id\n1\n');
+    expect(await exportOnce(output, 'new', builtins)).toBe('written');
+    expect((await readdir(parent)).sort()).toEqual(['.out.sluice-staging-rstarting', 'out']);
+    // A writer killed in between leaves it so: once it has not changed for ten minutes it goes.
+    const old = new Date(Date.now() - 11 * 60_000);
+    await utimes(starting, old, old);
+    expect(await exportOnce(output, 'new', builtins)).toBe('skipped');
     expect(await readdir(parent)).toEqual(['out']);
   });
 });

@@ -477,13 +477,30 @@ async function removeStale(parent: string, prefix: string, attemptId: string | u
       continue;
     }
     if ((attemptId !== undefined && name === `${prefix}${attemptId}`) || (await ownerAlive(path))) continue;
-    await rm(path, { recursive: true, force: true });
+    // A writer that wrote into it after all (it judged wrong) keeps it: what is left goes next time.
+    await rm(path, { recursive: true, force: true }).catch((error: unknown) => {
+      if (!isCode(error, 'ENOTEMPTY')) throw error;
+    });
   }
 }
 
+/**
+ * Whether another writer may still be using a staging directory: its owner file names a process
+ * that runs, or it has no owner file and changed within `OWNERLESS_GRACE_MS`. A writer creates the
+ * directory and then writes the file, and removes the file just before its commit renames the
+ * directory: in both moments the directory is in use with no owner file (and its modification
+ * time is that moment), and another writer's sweep must not remove it.
+ */
 async function ownerAlive(staging: string): Promise<boolean> {
-  return ownerAliveFile(join(staging, OWNER));
+  const file = join(staging, OWNER);
+  if (await ownerAliveFile(file)) return true;
+  if (await access(file).then(() => true, () => false)) return false;
+  const changed = await stat(staging).then((s) => s.mtimeMs, () => undefined);
+  return changed !== undefined && Date.now() - changed < OWNERLESS_GRACE_MS;
 }
+
+/** How long a staging directory with no owner file is taken to be in use (see `ownerAlive`). */
+const OWNERLESS_GRACE_MS = 10 * 60_000;
 
 /** Whether the process a file names (`host pid`) still runs. */
 async function ownerAliveFile(file: string): Promise<boolean> {

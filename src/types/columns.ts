@@ -12,6 +12,7 @@ import {
   parseTimeMicros,
   parseTimestamp,
   scanCanonicalTimestamp,
+  scanFittingTimestamp,
   type CanonicalTimestamp,
   type TimestampParts,
 } from './temporal.ts';
@@ -841,7 +842,7 @@ export function textAppender(sql: SqlType, builder: ColumnBuilder): ((s: string,
       const perSecond = digits === 3 ? 1000 : 1_000_000;
       const t: CanonicalTimestamp = { seconds: 0, fracAt: 0, fracLength: 0, zoned: false };
       return (s, at, end) => {
-        if (!scanCanonicalTimestamp(s, t, at, end) || t.zoned !== withTimeZone || t.fracLength > precision) return false;
+        if (!scanFittingTimestamp(s, t, precision, withTimeZone, at, end)) return false;
         const n = t.seconds * perSecond + canonicalFracUnits(s, t, digits);
         return n < SAFE && n > -SAFE && (builder.appendSafe(n), true);
       };

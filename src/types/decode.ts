@@ -11,7 +11,7 @@ import {
   parseIntervalDayToSecondMs,
   parseIntervalYearToMonth,
   parseTimestamp,
-  scanCanonicalTimestamp,
+  scanFittingTimestamp,
   canonicalFracUnits,
   timestampMillis,
   type CanonicalTimestamp,
@@ -377,7 +377,7 @@ function timestampAsDate(precision: number, withTimeZone: boolean, mode: 'auto' 
  * general path then reads or rejects.
  */
 function canonicalTimestampDate(s: string, at: number, end: number, precision: number, withTimeZone: boolean, canonical: CanonicalTimestamp): Date | undefined {
-  if (!scanCanonicalTimestamp(s, canonical, at, end) || canonical.zoned !== withTimeZone || canonical.fracLength > precision) return undefined;
+  if (!scanFittingTimestamp(s, canonical, precision, withTimeZone, at, end)) return undefined;
   const ms = canonical.seconds * 1000 + canonicalFracUnits(s, canonical, 3);
   return Math.abs(ms) <= 8.64e15 ? new Date(ms) : undefined;
 }
@@ -413,7 +413,7 @@ function timestampDecoder(precision: number, withTimeZone: boolean, mode: 'auto'
       if (asDate) {
         const date = canonicalTimestampDate(v, 0, v.length, precision, withTimeZone, canonical);
         if (date !== undefined) return date;
-      } else if (scanCanonicalTimestamp(v, canonical) && canonical.zoned === withTimeZone && canonical.fracLength <= precision) {
+      } else if (scanFittingTimestamp(v, canonical, precision, withTimeZone)) {
         return v;
       }
     }

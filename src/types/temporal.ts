@@ -208,6 +208,14 @@ export function scanCanonicalTimestamp(s: string, out: CanonicalTimestamp, at = 
 }
 
 /**
+ * {@link scanCanonicalTimestamp} of a text that also fits a timestamp column as it is: with a zone
+ * exactly when the column has one, and no more fraction digits than its precision.
+ */
+export function scanFittingTimestamp(s: string, out: CanonicalTimestamp, precision: number, withTimeZone: boolean, at = 0, end = s.length): boolean {
+  return scanCanonicalTimestamp(s, out, at, end) && out.zoned === withTimeZone && out.fracLength <= precision;
+}
+
+/**
  * The `width` first fraction digits of a canonical timestamp as an integer, right-padded with
  * zeros (digits beyond `width` are dropped, as {@link fracToUnits} does).
  */

@@ -17,7 +17,7 @@ import type { SqlType } from './sql-type.ts';
  * bigint), strings as their text (a raw control character, which JSON forbids, gives up).
  *
  * Measured on `sample.events` pages (8 columns, 31,250 rows, 4.8 MB), per million rows: typed rows
- * 0.82 s against 1.0 s for `JSON.parse` plus the row decoder; Arrow batches 0.55-0.58 s against 1.03 s
+ * 0.79-0.80 s against 1.0 s for `JSON.parse` plus the row decoder; Arrow batches 0.55-0.58 s against 1.03 s
  * for `JSON.parse` plus the row appender, and 0.8 s for a bare `JSON.parse` (`npm run bench -- types`
  * times both paths).
  */
@@ -320,6 +320,9 @@ function textColumns(columns: readonly ColumnSpec[], options: DecodeOptions): Te
  * How the generated code makes each column's typed value: `of(i)` is the expression. The column's
  * decoder (bound as `d{i}`) of what was read; or, for a column with a text reader (bound as `t{i}`
  * through `direct`), the value that reader took from the text (in `r{i}.value`) when it took it.
+ * `r{i}` is read when the row is emitted, after the other columns' decoders ran: sound because
+ * decoders are the library's own and never read a page (a reader is shared by every stream of
+ * its column list, as are the scanner's own state and holders).
  */
 function typedValues(types: readonly SqlType[], options: DecodeOptions) {
   const bound = new Map<string, unknown>(types.map((t, i): [string, ValueDecoder] => [`d${i}`, compileDecoder(t, options)]));

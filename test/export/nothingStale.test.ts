@@ -154,7 +154,7 @@ describe('nothing stale after a commit', () => {
     expect(await readdir(parent)).toEqual(['out']);
   });
 
-  it("local: a staging directory with no owner file yet is another writer's, until it has not changed for ten minutes", async () => {
+  it("local: a staging directory with no owner file yet is another writer's, until it has not changed for a minute", async () => {
     const parent = await mkdtemp(join(tmpdir(), 'sluice-stale-'));
     dirs.push(parent);
     const path = join(parent, 'out');
@@ -166,8 +166,8 @@ describe('nothing stale after a commit', () => {
     await writeFile(join(starting, 'part-00000-x.csv'), 'id\n1\n');
     expect(await exportOnce(output, 'new', builtins)).toBe('written');
     expect((await readdir(parent)).sort()).toEqual(['.out.sluice-staging-rstarting', 'out']);
-    // A writer killed in between leaves it so: once it has not changed for ten minutes it goes.
-    const old = new Date(Date.now() - 11 * 60_000);
+    // A writer killed in between leaves it so: once it has not changed for a minute it goes.
+    const old = new Date(Date.now() - 2 * 60_000);
     await utimes(starting, old, old);
     expect(await exportOnce(output, 'new', builtins)).toBe('skipped');
     expect(await readdir(parent)).toEqual(['out']);

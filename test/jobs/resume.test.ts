@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -124,6 +124,9 @@ describe('resume after a kill', () => {
     const stale = join(dirname(out), '.events.sluice-staging-1abc-deadbeef');
     await mkdir(stale, { recursive: true });
     await writeFile(join(stale, 'part-00000-01OTHER.parquet'), 'half a file');
+    // Long ago: a folder with no owner file that changed within the last minute is another writer's.
+    const longAgo = new Date(Date.now() - 3_600_000);
+    await utimes(stale, longAgo, longAgo);
 
     const second = await runCounted(['run', file]);
     expect(second.summary).toMatchObject({ execution_id: executionId, resumed: true, credits: 0, rows: 20_000, files: 10 });

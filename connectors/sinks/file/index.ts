@@ -499,8 +499,12 @@ async function ownerAlive(staging: string): Promise<boolean> {
   return changed !== undefined && Date.now() - changed < OWNERLESS_GRACE_MS;
 }
 
-/** How long a staging directory with no owner file is taken to be in use (see `ownerAlive`). */
-const OWNERLESS_GRACE_MS = 10 * 60_000;
+/**
+ * How long a staging directory with no owner file is taken to be in use (see `ownerAlive`): the
+ * moments it covers last milliseconds; a minute covers them on a loaded machine too, and is how
+ * long a folder a kill left in such a moment outlives the next run.
+ */
+const OWNERLESS_GRACE_MS = 60_000;
 
 /** Whether the process a file names (`host pid`) still runs. */
 async function ownerAliveFile(file: string): Promise<boolean> {

@@ -130,4 +130,20 @@ describe('openExport (resume)', () => {
     expect(await listFiles(join(parent, 'out'))).toEqual(['_SUCCESS', '_manifest.json', 'part-00000-e1.csv']);
     expect(await readdir(parent)).toEqual(['out']);
   });
+
+  it('puts the previous output back at once when the killed commit left its new output beside it', async () => {
+    const parent = await parentDir();
+    const output = { format: 'csv', path: join(parent, 'out') };
+    await writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e0' } }, resolved(output));
+    // Killed between its renames, right after removing its owner file: the new output staged (and
+    // just changed, so a sweep gives it a minute) and the committed one aside.
+    await rename(join(parent, 'out'), join(parent, '.out.sluice-staging-k.old'));
+    await mkdir(join(parent, '.out.sluice-staging-k'));
+    await writeFile(join(parent, '.out.sluice-staging-k', 'part-00000-e1.csv'), 'id\n1\n');
+    const r = resolved(output);
+    const destination = r.sink.create(r.sinkConfig);
+    expect(JSON.parse(new TextDecoder().decode((await destination.read('_manifest.json'))!))).toMatchObject({ execution_id: 'e0' });
+    await destination.close();
+    expect((await readdir(parent)).sort()).toEqual(['.out.sluice-staging-k', 'out']);
+  });
 });

@@ -147,7 +147,9 @@ export function fileDestination(path: string): Destination {
         // Nothing to resume: whatever a killed attempt with this id staged is discarded.
         if (journal === undefined) await rm(staging, { recursive: true, force: true });
         await mkdir(staging, { recursive: true });
-        await writeFile(join(staging, OWNER), `${hostname()} ${process.pid}\n`);
+        // Whole or absent, never empty or half-written, to another writer's sweep reading it.
+        await writeFile(join(staging, `${OWNER}.tmp`), `${hostname()} ${process.pid}\n`);
+        await rename(join(staging, `${OWNER}.tmp`), join(staging, OWNER));
       } catch (error) {
         throw new DestinationError(url, 'creating the staging directory for', error);
       }
@@ -432,7 +434,7 @@ async function lockFile(path: string): Promise<() => Promise<void>> {
       } catch (error) {
         if (!isCode(error, 'EEXIST')) throw error;
       }
-      if (!(await ownerAliveFile(path))) {
+      if (!(await ownerRuns(path))) {
         // Taken over by moving it aside first: of two processes doing so, one gets ENOENT and waits.
         const aside = `${path}.${randomBytes(6).toString('hex')}.stale`;
         if (await rename(path, aside).then(() => true, () => false)) await rm(aside, { force: true });
@@ -455,7 +457,9 @@ async function restoreAside(parent: string, prefix: string, target: string): Pro
   const names = (await entriesOf(parent)) ?? [];
   for (const name of names.filter((n) => n.startsWith(prefix) && n.endsWith('.old'))) {
     const owner = name.slice(0, -'.old'.length);
-    if (names.includes(owner) && (await ownerAlive(join(parent, owner)))) continue;
+    // Only a running writer's folder holds it back: a commit killed between its renames leaves a
+    // folder with no owner file, whose output must come back now, not after a grace.
+    if (names.includes(owner) && (await ownerRuns(join(parent, owner, OWNER)))) continue;
     await rename(join(parent, name), target).catch(() => undefined);
     return;
   }
@@ -477,10 +481,7 @@ async function removeStale(parent: string, prefix: string, attemptId: string | u
       continue;
     }
     if ((attemptId !== undefined && name === `${prefix}${attemptId}`) || (await ownerAlive(path))) continue;
-    // A writer that wrote into it after all (it judged wrong) keeps it: what is left goes next time.
-    await rm(path, { recursive: true, force: true }).catch((error: unknown) => {
-      if (!isCode(error, 'ENOTEMPTY')) throw error;
-    });
+    await rm(path, { recursive: true, force: true });
   }
 }
 
@@ -492,9 +493,9 @@ async function removeStale(parent: string, prefix: string, attemptId: string | u
  * time is that moment), and another writer's sweep must not remove it.
  */
 async function ownerAlive(staging: string): Promise<boolean> {
-  const file = join(staging, OWNER);
-  if (await ownerAliveFile(file)) return true;
-  if (await access(file).then(() => true, () => false)) return false;
+  // One read: the file is written whole (renamed into place), so it is there or not.
+  const text = await readFile(join(staging, OWNER), 'utf8').catch((error: unknown) => (isCode(error, 'ENOENT') ? undefined : ''));
+  if (text !== undefined) return textOwnerRuns(text);
   const changed = await stat(staging).then((s) => s.mtimeMs, () => undefined);
   return changed !== undefined && Date.now() - changed < OWNERLESS_GRACE_MS;
 }
@@ -507,8 +508,12 @@ async function ownerAlive(staging: string): Promise<boolean> {
 const OWNERLESS_GRACE_MS = 60_000;
 
 /** Whether the process a file names (`host pid`) still runs. */
-async function ownerAliveFile(file: string): Promise<boolean> {
-  const text = await readFile(file, 'utf8').catch(() => '');
+async function ownerRuns(file: string): Promise<boolean> {
+  return textOwnerRuns(await readFile(file, 'utf8').catch(() => ''));
+}
+
+/** Whether the process `host pid` names still runs (another host's: not known, taken as gone). */
+function textOwnerRuns(text: string): boolean {
   const [host, pidText] = text.trim().split(' ');
   const pid = Number(pidText);
   if (host !== hostname() || !Number.isInteger(pid) || pid <= 0) return false;

@@ -358,11 +358,8 @@ class Utf8Column implements ColumnBuilder {
       if (!this.appendText(this.toText(v))) throw new Misfit(v, 'overflows the 2 GiB of a Utf8 batch: flush smaller batches');
       return;
     }
-    const i = this.length;
-    if (i + 1 === this.offsets.length) this.offsets = grown(this.offsets, i + 2);
-    this.validity.setNull(i);
-    this.offsets[i + 1] = this.bytes;
-    this.length = i + 1;
+    this.validity.setNull(this.length);
+    this.endValue();
   }
 
   /**
@@ -370,12 +367,9 @@ class Utf8Column implements ColumnBuilder {
    * overflow the batch (`append` then says so about the value as the column received it).
    */
   appendText(s: string): boolean {
-    const i = this.length;
-    if (i + 1 === this.offsets.length) this.offsets = grown(this.offsets, i + 2);
     if (!this.write(s)) return false;
-    this.validity.setValid(i);
-    this.offsets[i + 1] = this.bytes;
-    this.length = i + 1;
+    this.validity.setValid(this.length);
+    this.endValue();
     return true;
   }
 
@@ -385,10 +379,8 @@ class Utf8Column implements ColumnBuilder {
    * otherwise (the caller then takes the text as a string).
    */
   appendChars(s: string, at: number, end: number): boolean {
-    const i = this.length;
     const start = this.bytes;
     if (start + (end - at) > MAX_UTF8_BYTES) return false;
-    if (i + 1 === this.offsets.length) this.offsets = grown(this.offsets, i + 2);
     this.reserve(start + (end - at));
     const data = this.data;
     let b = start;
@@ -398,10 +390,17 @@ class Utf8Column implements ColumnBuilder {
       data[b++] = c;
     }
     this.bytes = b;
-    this.validity.setValid(i);
-    this.offsets[i + 1] = b;
-    this.length = i + 1;
+    this.validity.setValid(this.length);
+    this.endValue();
     return true;
+  }
+
+  /** Ends the value being appended (its validity set) at the bytes written so far. */
+  private endValue(): void {
+    const i = this.length;
+    if (i + 1 === this.offsets.length) this.offsets = grown(this.offsets, i + 2);
+    this.offsets[i + 1] = this.bytes;
+    this.length = i + 1;
   }
 
   /** Writes `s`'s UTF-8 bytes after the ones written; false, with nothing written, past 2 GiB. */

@@ -32,9 +32,10 @@ export function arrowPage(result: NonNullable<ResultPage['result']>, offset: num
 let textReader: { key: string; read: TextBatchReader | undefined } | undefined;
 
 /**
- * A JSON page's rows (those `range` asks for, all without one) read straight from its text into one
- * Arrow IPC stream, with the page's envelope (rows empty). Undefined when the page is not of the shape the text scanner reads or a value does
- * not fit: the caller then takes {@link arrowPage}, which says why.
+ * A JSON page's rows (those `range` asks for, all without one) read straight from its text into
+ * one Arrow IPC stream, with the page's envelope (rows empty). Undefined when the page is not of
+ * the shape the text scanner reads or a value does not fit: the caller then takes
+ * {@link arrowPage}, which says why.
  */
 export function arrowPageFromText(text: string, columns: readonly ColumnSpec[], offset: number, int256As: ArrowTypeOptions['int256As'], range?: PageRange): { page: ResultPage; bytes: Uint8Array } | undefined {
   const key = JSON.stringify([columns, int256As ?? null]);

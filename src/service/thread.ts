@@ -15,6 +15,14 @@ export interface ServiceThread {
   close(): Promise<void>;
 }
 
+/**
+ * The service thread's young generation. Page building allocates and drops megabytes per page;
+ * V8's default young generation (tens of MB per semi-space once grown) then holds that garbage as
+ * resident memory. The image's --max-semi-space-size=8 gives 24 MB; the same here, for every
+ * process that embeds the service.
+ */
+const YOUNG_GENERATION_MB = 24;
+
 type Message = { url: string; origin: string; generatedKey?: string } | { error: { name: string; message: string } } | { closed: true; error?: { name: string; message: string } };
 
 /**
@@ -24,7 +32,7 @@ type Message = { url: string; origin: string; generatedKey?: string } | { error:
  * must be cloneable (no `clock`). A settings error is the same `SettingsError` as in-process.
  */
 export async function startServiceThread(options: Omit<ServiceOptions, 'clock'>): Promise<ServiceThread> {
-  const worker = startWorker('serviceThread', import.meta.url, { workerData: options });
+  const worker = startWorker('serviceThread', import.meta.url, { workerData: options, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
   const first = await Promise.race([
     once(worker, 'message').then(([m]) => m as Message),
     once(worker, 'error').then(([e]) => ({ error: { name: 'Error', message: (e as Error).message } }) as Message),

@@ -67,6 +67,12 @@ export interface ServiceHandle {
   whenEncoded(executionId: string): Promise<void>;
   /** Stops accepting connections, interrupts running executions, closes the engine. */
   close(): Promise<void>;
+  /**
+   * Stops the engine at once (every statement interrupted, the instance closed once none is in
+   * flight), for a process about to exit without the graceful close: ending a process or thread
+   * while DuckDB has a call in flight aborts it. Requests after it fail.
+   */
+  halt(): Promise<void>;
 }
 
 /** Starts the local query service (protocol.md) on an embedded DuckDB. */
@@ -165,6 +171,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
       faultCounts: faults.counts,
       whenEncoded: (id) => engine.encodingSettled(id),
       close: () => (closing ??= shutdown(srv, executions, engine, sweeper, views, flushLimits)),
+      halt: () => engine.close(),
     };
     if (generatedKey !== undefined) handle.generatedKey = generatedKey;
     return handle;

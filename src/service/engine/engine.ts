@@ -148,6 +148,7 @@ export class DuckDbEngine implements SqlEngine {
   #starting = 0;
   readonly #schemas = new Map<string, Promise<void>>();
   #closed = false;
+  #closing: Promise<void> | undefined;
   readonly #encodings = new Map<string, EncodingJob>();
   /** Encodings run one after the other: each is a bulk job that uses every thread. */
   #encodeQueue: Promise<void> = Promise.resolve();
@@ -817,8 +818,13 @@ export class DuckDbEngine implements SqlEngine {
     return join(this.#resultsDir, `${SCRATCH_PREFIX}${name}`);
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  /** Idempotent: a second call (a stop at once during a graceful close) waits for the first. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     this.#closed = true;
     for (const wake of this.#idleWaiters.splice(0)) wake();
     // The instance is closed only once no native call is in flight on any of its connections:

@@ -59,6 +59,8 @@ export const serveCommand: ServeCommand = {
         port,
         dataDir: values['data-dir'],
         ...(values.config === undefined ? {} : { settings: values.config }),
+        // Jobs without a base_url on the same data folder use this service (over loopback).
+        advertise: {},
       });
     } catch (err) {
       process.stderr.write(`sluice serve: ${err instanceof SettingsError ? err.message : String(err)}\n`);

@@ -23,12 +23,14 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
   }
   const resultsDir = join(opts.dataDir, 'results');
   await mkdir(resultsDir, { recursive: true });
-  await DuckDbEngine.removeIncomplete(resultsDir);
   const config = engineConfig(opts);
   await mkdir(config['temp_directory']!, { recursive: true });
+  // Opening engine.duckdb takes the folder's lock: only then are leftovers known to be no other
+  // process's files being written (a process that finds the folder held must not touch them).
   const instance = await DuckDBInstance.create(join(opts.dataDir, 'engine.duckdb'), config);
   let systemViews: Set<string>;
   try {
+    await DuckDbEngine.removeIncomplete(resultsDir);
     const conn = await instance.connect();
     try {
       await conn.run('SET GLOBAL errors_as_json = true');

@@ -250,7 +250,8 @@ function decodedBody(body: Readable, contentEncoding: string | string[] | undefi
   const header = Array.isArray(contentEncoding) ? contentEncoding.join(', ') : contentEncoding;
   const found = decodersFor(header);
   if ('unknown' in found) {
-    body.destroy();
+    // Not read: dropped with the connection (undici reports that as an error no one waits for).
+    body.on('error', () => undefined).destroy();
     throw new UndecodableBody(`the answer's body is in the content coding ${JSON.stringify(found.unknown)}, which the client cannot decode (it decodes zstd, br, gzip and deflate)`);
   }
   if (found.decoders.length === 0) return counted(body, wire);

@@ -20,6 +20,8 @@ export const mcpCommand = defineCommand({
   summary: 'Serve the Model Context Protocol to agents over stdio (or streamable HTTP): plan, preview, export, run jobs under a credit budget',
   args: '[FILE]',
   maxArgs: 1,
+  // SIGTERM or SIGINT is how a server over HTTP is stopped: calls in flight stop, and it exits 0.
+  handlesSignals: true,
   options: {
     'allow-output': { type: 'string', multiple: true, valueName: 'DIR|s3://B/P', description: 'A directory or object-store prefix export may write under (repeatable; none: export writes nowhere)' },
     'max-credits': { type: 'string', valueName: 'N', description: `Credits one session may spend in all (default ${SESSION_CREDITS})` },
@@ -50,7 +52,8 @@ export const mcpCommand = defineCommand({
     const file = positionals[0];
     const jobFile = file === undefined ? undefined : await loadJobFile(resolve(io.cwd, file), { registry: builtins, env: io.env });
     if (jobFile !== undefined) {
-      const flags = ['base-url', 'data-dir', 'sample-rows', 'state-dir'].filter((name) => values[name] !== undefined);
+      // --data-dir and --api-key-env have defaults, so only these can be told apart from not given.
+      const flags = ['base-url', 'sample-rows', 'state-dir'].filter((name) => values[name] !== undefined);
       if (flags.length > 0) throw new UsageError(`${flags.map((f) => `--${f}`).join(', ')}: the job file's connection and state_dir apply; leave them out or leave out FILE`);
     }
     const mcp = await import('../../mcp/index.ts');
@@ -74,7 +77,8 @@ export const mcpCommand = defineCommand({
       log.info('MCP guard rails', { read_only: context.settings.readOnly, allow_output: context.settings.allowlist.entries.join(', ') || '(none)', session_credits: credits.session, call_credits: credits.call });
       if (flag(values, 'http')) {
         if (!mcp.isLoopback(host)) log.warn('serving MCP on a non-loopback address: anyone who can reach it can spend the credits and write the allowed outputs', { host });
-        await mcp.serveHttp(context, packageVersion(), { host, port, onListening: (url) => log.info(`listening on ${url}`, { url }) });
+        const { serveHttp } = await import('../../mcp/http.ts');
+        await serveHttp(context, packageVersion(), { host, port, onListening: (url) => log.info(`listening on ${url}`, { url }) });
       } else {
         await mcp.serveStdio(context, packageVersion(), io.stdin, io.stdout as unknown as Writable);
       }

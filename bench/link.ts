@@ -10,7 +10,8 @@
 //   another; its fetch asks for gzip) in a process of its own. It writes no Parquet: its read is
 //   the least any export through it would take.
 // Bytes on the wire: what the proxy carried from the service to the client (headers included);
-// on loopback, the body bytes a sluice read counted. Every figure of a link is from the same run;
+// on loopback, the body bytes a sluice read counted. Service CPU: what the service process spent
+// answering (compressing pages per request is part of it; pre-compressed encodings would save that). Every figure of a link is from the same run;
 // the machine is shared, so absolute times vary from run to run, the ratios less.
 // `npm run bench -- link`; BENCH_LINK_ROWS overrides 1M rows (the 20 Mbit/s link reads a quarter of them).
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -84,15 +85,17 @@ export async function run(): Promise<void> {
       const proxy = link.spec === undefined ? undefined : await startProxy(svc.url, link.spec);
       const url = proxy?.url ?? svc.url;
       console.log(`\n${link.name}: ${fmt(link.rows)} rows`);
-      console.log(`${'client'.padEnd(48)}  seconds  bytes on the wire`);
+      console.log(`${'client'.padEnd(48)}  seconds  bytes on the wire  service CPU`);
       const figures: Figure[] = [];
       const measure = async (label: string, f: () => Promise<{ ms: number; wire?: number }>) => {
         const before = await proxy?.bytes();
+        const cpu = await svc.cpuMs();
         const r = await f();
+        const serviceMs = (await svc.cpuMs()) - cpu;
         const after = await proxy?.bytes();
         const figure = { label, ms: r.ms, wire: before !== undefined && after !== undefined ? after - before : r.wire };
         figures.push(figure);
-        console.log(`${label.padEnd(48)} ${secs(figure.ms).padStart(8)}  ${mb(figure.wire).padStart(10)}`);
+        console.log(`${label.padEnd(48)} ${secs(figure.ms).padStart(8)}  ${mb(figure.wire).padStart(17)}  ${secs(serviceMs).padStart(11)}`);
         return figure;
       };
       const bareArrow = await measure('bare download, Arrow', () => bare(url, executionId, link.rows, pageSize, 'arrow'));
@@ -185,8 +188,10 @@ async function startProxy(serviceUrl: string, spec: LinkSpec): Promise<{ url: st
   const module = new URL('./linkProxy.ts', import.meta.url).href;
   const code = `const m = await import(${JSON.stringify(module)}); await m.serveLinkProxy(${JSON.stringify({ host: target.hostname, port: Number(target.port) })}, ${JSON.stringify(spec)});`;
   const child: ChildProcess = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const exited = once(child, 'exit').then(() => Promise.reject(new Error('link proxy exited')));
+  exited.catch(() => undefined);
   const next = async (): Promise<Record<string, unknown>> => {
-    const [message] = (await Promise.race([once(child, 'message'), once(child, 'exit').then(() => Promise.reject(new Error('link proxy exited')))])) as [Record<string, unknown>];
+    const [message] = (await Promise.race([once(child, 'message'), exited])) as [Record<string, unknown>];
     return message;
   };
   const { port } = await next();
@@ -198,9 +203,9 @@ async function startProxy(serviceUrl: string, spec: LinkSpec): Promise<{ url: st
       return bytes.down;
     },
     async close() {
-      const exited = once(child, 'exit');
+      const gone = once(child, 'exit');
       child.send({ close: true });
-      await exited;
+      await gone;
     },
   };
 }

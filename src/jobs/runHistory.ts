@@ -17,6 +17,8 @@ const RunRecordSchema = z.object({
   resumed: z.boolean(),
   rows: z.number(),
   fetched_rows: z.number(),
+  /** Bytes of the result pages read: as they crossed the wire (compressed, when they were) and decoded. */
+  page_bytes: z.object({ wire: z.number(), decoded: z.number() }).optional(),
   files: z.number(),
   bytes: z.number(),
   credits: z.number(),

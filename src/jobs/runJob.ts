@@ -51,6 +51,11 @@ export interface JobSummary {
   readonly rows: number;
   /** Rows this run read from the service and handed to the outputs (fewer than `rows` when parts of a killed run were kept). */
   readonly fetchedRows: number;
+  /**
+   * The result pages this run read, in bytes: as they crossed the wire (compressed, when the
+   * service compressed them) and decoded. Part threads' pages included; retried attempts not.
+   */
+  readonly pageBytes: { readonly wire: number; readonly decoded: number };
   readonly files: number;
   readonly bytes: number;
   /** Credits spent by this run's executions (failed attempts included). */
@@ -183,6 +188,7 @@ async function recordRun(job: Job, options: RunJobOptions, run: RunTally, end: {
     resumed: summary?.resumed ?? false,
     rows: summary?.rows ?? 0,
     fetched_rows: summary?.fetchedRows ?? 0,
+    ...(summary === undefined ? {} : { page_bytes: summary.pageBytes }),
     files: summary?.files ?? 0,
     bytes: summary?.bytes ?? 0,
     credits: run.credits,
@@ -364,6 +370,7 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
       resume,
       rows: outputs[0]?.rows ?? 0,
       fetchedRows,
+      pageBytes: { wire: result.progress?.wireBytes ?? 0, decoded: result.progress?.httpBytes ?? 0 },
       files: outputs.reduce((n, o) => n + o.files, 0),
       bytes: outputs.reduce((n, o) => n + o.bytes, 0),
       outputs,
@@ -488,7 +495,7 @@ async function exportAll(
     });
     let splitRows = 0;
     if (reader !== undefined) {
-      const counted = { ...reader, page: (rows: number, bytes: number, httpBytes: number) => ((splitRows += rows), reader.page(rows, bytes, httpBytes)) };
+      const counted = { ...reader, page: (rows: number, bytes: number, httpBytes: number, wireBytes: number) => ((splitRows += rows), reader.page(rows, bytes, httpBytes, wireBytes)) };
       // One output after another, each on every worker: the threads in use stay at `workers`.
       let chain: Promise<unknown> = Promise.resolve();
       for (const { o, k } of split) {

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -9,6 +9,8 @@ import { createMcpServer } from './server.ts';
 export interface HttpOptions {
   readonly host: string;
   readonly port: number;
+  /** A bearer token every request must carry (`Authorization: Bearer <token>`); undefined: none asked. */
+  readonly token?: string | undefined;
   /** Told the URL once listening. */
   readonly onListening?: (url: string) => void;
 }
@@ -31,6 +33,10 @@ export async function serveHttp(context: McpServerContext, version: string, opti
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (new URL(req.url ?? '/', 'http://x').pathname !== '/mcp') {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: the MCP endpoint is /mcp\n');
+      return;
+    }
+    if (options.token !== undefined && !bearerMatches(req.headers.authorization, options.token)) {
+      res.writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer' }).end('unauthorized: send Authorization: Bearer <token>\n');
       return;
     }
     const id = req.headers['mcp-session-id'];
@@ -78,6 +84,12 @@ export async function serveHttp(context: McpServerContext, version: string, opti
   await Promise.allSettled([...sessions.values()].map((t) => t.close()));
   http.closeAllConnections();
   await new Promise<void>((resolve) => http.close(() => resolve()));
+}
+
+function bearerMatches(header: string | undefined, token: string): boolean {
+  const given = Buffer.from(header ?? '');
+  const expected = Buffer.from(`Bearer ${token}`);
+  return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
 /** MCP messages are small; a body past this is refused rather than buffered. */

@@ -4,16 +4,18 @@ const SECRET_NAME = /(KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL)/i;
 const MIN_SECRET_LENGTH = 8;
 
 /**
- * The values that must never appear in a tool result or a log line: the service API key in use and
- * every environment value whose name says it is a secret. The code never puts them there; this is
- * the last check on everything the server sends or logs, in case a server or a library echoes one.
+ * The values that must never appear in a tool result or a log line: the service API key in use, the
+ * HTTP token, and every environment value whose name says it is a secret. The code never puts them
+ * there; this is the last check on everything the server sends or logs, in case a server or a
+ * library echoes one.
  */
 export class Secrets {
   readonly #values: readonly string[];
 
-  constructor(apiKey: string | undefined, env: Readonly<Record<string, string | undefined>>) {
+  /** `known`: the secrets in use (the API key, an HTTP token), whatever the variables holding them are called. */
+  constructor(known: readonly (string | undefined)[], env: Readonly<Record<string, string | undefined>>) {
     const values = new Set<string>();
-    if (apiKey) values.add(apiKey);
+    for (const value of known) if (value) values.add(value);
     for (const [name, value] of Object.entries(env)) {
       if (value !== undefined && value.length >= MIN_SECRET_LENGTH && SECRET_NAME.test(name)) values.add(value);
     }

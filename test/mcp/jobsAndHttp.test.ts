@@ -76,17 +76,19 @@ describe('sluice mcp --http', () => {
   });
   afterAll(async () => svc?.close());
 
-  it('serves streamable HTTP on loopback, one budget per session, and refuses a foreign Host header', async () => {
-    const proc = startSluice(['mcp', '--http', '--port', '0', '--max-credits', '10', '--state-dir', join(dir, 'http-state')], {
-      env: { SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: TEST_KEYS.demo.admin },
+  it('serves streamable HTTP on loopback, one budget per session, only to clients with the token, and refuses a foreign Host header', async () => {
+    const token = 'mcp-test-token-0123456789';
+    const proc = startSluice(['mcp', '--http', '--port', '0', '--max-credits', '10', '--token-env', 'AGENT_GATE', '--state-dir', join(dir, 'http-state')], {
+      env: { SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: TEST_KEYS.demo.admin, AGENT_GATE: token },
     });
     try {
       const [, url] = (await proc.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/)) as unknown as [string, string];
-      const connect = async (): Promise<Client> => {
+      const connect = async (bearer = token): Promise<Client> => {
         const client = new Client({ name: 'sluice-test', version: '1.0.0' });
-        await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+        await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${bearer}` } } }));
         return client;
       };
+      await expect(connect('not-the-token')).rejects.toThrow(/unauthorized: send Authorization: Bearer/);
       const a = await connect();
       const b = await connect();
       expect((await a.listTools()).tools).toHaveLength(8);
@@ -101,7 +103,7 @@ describe('sluice mcp --http', () => {
       // fetch() will not send another Host header than the URL's: node:http will, as a browser tricked by DNS rebinding would.
       const rebinding = await new Promise<{ status: number }>((resolve, reject) => {
         const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
-        const req = request(url, { method: 'POST', headers: { host: 'attacker.example', 'content-type': 'application/json', accept: 'application/json, text/event-stream' } }, (res) => {
+        const req = request(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, host: 'attacker.example', 'content-type': 'application/json', accept: 'application/json, text/event-stream' } }, (res) => {
           res.resume();
           resolve({ status: res.statusCode ?? 0 });
         });

@@ -111,6 +111,20 @@ describe('sluice mcp: tools, preview, export', () => {
     expect(await executions()).toBe(before);
   });
 
+  it('keeps a preview of wide rows within its size: fewer rows than asked, long values clipped and counted', async () => {
+    const result = await mcp.call('preview', { sql: "SELECT i, repeat('w', 30000) AS wide FROM range(0, 20) t(i)", limit: 20 });
+    expect(result.isError, textOf(result)).toBeFalsy();
+    const s = result.structuredContent as Record<string, any>;
+    expect(s.size_limited).toBe(false);
+    expect(s.clipped_values).toBe(20);
+    expect(s.rows[0].wide).toMatch(/^w{2000}\.\.\. \[clipped: 28000 more characters\]$/);
+    const many = (await mcp.call('preview', { sql: "SELECT i, repeat('w', 1500) AS wide FROM range(0, 100) t(i)", limit: 100 })).structuredContent as Record<string, any>;
+    expect(many).toMatchObject({ size_limited: true, truncated: true, clipped_values: 0 });
+    expect(many.rows.length).toBeGreaterThan(10);
+    expect(many.rows.length).toBeLessThan(100);
+    expect(JSON.stringify(many.rows).length).toBeLessThanOrEqual(64 * 1024);
+  });
+
   it('reuses an execution of the same SQL within max_age_hours: no second charge', async () => {
     const before = await executions();
     const result = await mcp.call('preview', { sql: TYPED_SQL, limit: 2, max_age_hours: 1 });
@@ -179,7 +193,7 @@ describe('sluice mcp: tools, preview, export', () => {
 
     const usage = (await mcp.call('usage')).structuredContent as Record<string, any>;
     expect(usage.service.team).toBe('demo');
-    expect(usage.budget).toMatchObject({ call_limit: 20, session_limit: 100, session_spent: 20, session_left: 80 });
+    expect(usage.budget).toMatchObject({ call_limit: 20, session_limit: 100, session_spent: 40, session_left: 60 });
 
     const runs = ((await mcp.call('runs', { last: 200 })).structuredContent as { runs: Record<string, any>[] }).runs;
     expect(runs.every((r) => r.origin === 'mcp')).toBe(true);

@@ -29,8 +29,21 @@ describe('jsonValue', () => {
 
 describe('Secrets', () => {
   it('scrubs the API key and secret-named environment values from text and values', () => {
-    const secrets = new Secrets('sk_live_abcdef123', { AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG', HOME: '/home/someone', SHORT_TOKEN: 'abc' });
+    const secrets = new Secrets(['sk_live_abcdef123', undefined], { AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG', HOME: '/home/someone', SHORT_TOKEN: 'abc' });
     expect(secrets.scrub('key sk_live_abcdef123 and wJalrXUtnFEMI/K7MDENG in /home/someone abc')).toBe('key *** and *** in /home/someone abc');
     expect(secrets.scrubValue({ m: ['x sk_live_abcdef123'] })).toEqual({ m: ['x ***'] });
+  });
+});
+
+describe('jsonRow clipping', () => {
+  it('cuts text values past MAX_TEXT_CHARS, marked and counted, nested ones too', async () => {
+    const { MAX_TEXT_CHARS } = await import('../../src/mcp/values.ts');
+    const long = 'y'.repeat(MAX_TEXT_CHARS + 5);
+    const clipped = { count: 0 };
+    const row = jsonRow({ s: long, l: [long], b: new Uint8Array(MAX_TEXT_CHARS) }, [{ name: 's', type: 'varchar' }, { name: 'l', type: 'array(varchar)' }, { name: 'b', type: 'varbinary' }], clipped);
+    expect(row.s).toBe(`${'y'.repeat(MAX_TEXT_CHARS)}... [clipped: 5 more characters]`);
+    expect((row.l as string[])[0]).toBe(row.s);
+    expect(String(row.b)).toMatch(/^0x0{1998}\.\.\. \[clipped: 2002 more characters\]$/);
+    expect(clipped.count).toBe(3);
   });
 });

@@ -30,6 +30,7 @@ export const mcpCommand = defineCommand({
     http: { type: 'boolean', description: 'Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio' },
     host: { type: 'string', valueName: 'HOST', description: 'With --http: the address to listen on', default: '127.0.0.1' },
     port: { type: 'string', valueName: 'N', description: `With --http: the port (0: any free one)`, default: String(DEFAULT_PORT) },
+    'token-env': { type: 'string', valueName: 'NAME', description: 'With --http: the environment variable holding a token every request must send as Authorization: Bearer <token>' },
     'state-dir': { type: 'string', valueName: 'DIR', description: `Without FILE: where the run history goes (default ${DEFAULT_STATE_DIR})` },
     ...CONNECTION_OPTIONS,
   },
@@ -49,6 +50,7 @@ export const mcpCommand = defineCommand({
     const credits = { session: count(values, 'max-credits', SESSION_CREDITS), call: count(values, 'max-call-credits', CALL_CREDITS) };
     const port = count(values, 'port', DEFAULT_PORT);
     const host = stringOption(values, 'host') ?? '127.0.0.1';
+    const token = httpToken(values, io.env);
     const file = positionals[0];
     const jobFile = file === undefined ? undefined : await loadJobFile(resolve(io.cwd, file), { registry: builtins, env: io.env });
     if (jobFile !== undefined) {
@@ -70,15 +72,15 @@ export const mcpCommand = defineCommand({
         cwd: io.cwd,
         settings: { readOnly: flag(values, 'read-only'), allowlist: new mcp.OutputAllowlist(listOption(values, 'allow-output'), io.cwd), credits },
         log,
-        secrets: new mcp.Secrets(connection.client.connectionOptions().apiKey, io.env),
+        secrets: new mcp.Secrets([connection.client.connectionOptions().apiKey, token], io.env),
         signal,
         serialExport: serial(),
       };
       log.info('MCP guard rails', { read_only: context.settings.readOnly, allow_output: context.settings.allowlist.entries.join(', ') || '(none)', session_credits: credits.session, call_credits: credits.call });
       if (flag(values, 'http')) {
-        if (!mcp.isLoopback(host)) log.warn('serving MCP on a non-loopback address: anyone who can reach it can spend the credits and write the allowed outputs', { host });
+        if (!mcp.isLoopback(host) && token === undefined) log.warn('serving MCP on a non-loopback address: anyone who can reach it can spend the credits and write the allowed outputs', { host });
         const { serveHttp } = await import('../../mcp/http.ts');
-        await serveHttp(context, packageVersion(), { host, port, onListening: (url) => log.info(`listening on ${url}`, { url }) });
+        await serveHttp(context, packageVersion(), { host, port, token, onListening: (url) => log.info(`listening on ${url}`, { url }) });
       } else {
         await mcp.serveStdio(context, packageVersion(), io.stdin, io.stdout as unknown as Writable);
       }
@@ -88,6 +90,16 @@ export const mcpCommand = defineCommand({
     return EXIT.ok;
   },
 });
+
+/** The bearer token HTTP clients must send (--token-env), checked before anything starts. */
+function httpToken(values: OptionValues, env: Readonly<Record<string, string | undefined>>): string | undefined {
+  const name = stringOption(values, 'token-env');
+  if (name === undefined) return undefined;
+  if (!flag(values, 'http')) throw new UsageError('--token-env goes with --http: over stdio, the client that starts the server is its only client');
+  const token = env[name];
+  if (token === undefined || token === '') throw new UsageError(`--token-env ${name}: the environment variable is not set`);
+  return token;
+}
 
 function count(values: OptionValues, name: string, fallback: number): number {
   const text = stringOption(values, name);

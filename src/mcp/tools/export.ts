@@ -7,7 +7,7 @@ import type { Registry } from '../../kit/index.ts';
 import { ToolRefusedError } from '../budget.ts';
 import type { ToolCall } from '../context.ts';
 import { checkSource, jobSourceOf, planSource, planView, rememberSql, SOURCE_ARGS } from '../source.ts';
-import { BudgetShape, OutputSummaryShape, PlanShape } from './shapes.ts';
+import { BudgetShape, JOB_RESULT_SHAPE, PlanShape } from './shapes.ts';
 import { defineTool, type ToolSpec } from './tool.ts';
 import { jobResult } from './runJob.ts';
 
@@ -50,15 +50,7 @@ export function exportTool(registry: Registry): ToolSpec {
     ].join(' '),
     input: { ...SOURCE_ARGS, output: outputArg(registry) },
     output: {
-      execution_id: z.string(),
-      started_execution: z.boolean(),
-      resumed: z.boolean(),
-      rows: z.number(),
-      files: z.number(),
-      bytes: z.number(),
-      credits: z.number(),
-      credits_left: z.number().optional(),
-      outputs: z.array(OutputSummaryShape),
+      ...JOB_RESULT_SHAPE,
       plan: PlanShape,
       budget: BudgetShape,
     },

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { planRun } from '../../jobs/planRun.ts';
+import { ToolRefusedError } from '../budget.ts';
 import type { ToolCall } from '../context.ts';
 import { planSource, planView, SOURCE_ARGS } from '../source.ts';
 import { BudgetShape } from './shapes.ts';
@@ -50,7 +51,7 @@ async function sourcePlan(args: Parameters<typeof planSource>[0], call: ToolCall
 
 async function jobPlan(name: string, args: Record<string, unknown>, call: ToolCall) {
   const extra = Object.keys(SOURCE_ARGS).filter((k) => args[k] !== undefined);
-  if (extra.length > 0) throw new Error(`job plans a job of the job file: leave out ${extra.join(', ')}`);
+  if (extra.length > 0) throw new ToolRefusedError('INVALID_ARGUMENTS', `job plans a job of the job file: leave out ${extra.join(', ')}`);
   const job = findJob(name, call);
   const plan = await planRun(job, { client: call.server.client, stateDir: call.server.stateDir, signal: call.signal, resume: true });
   return {

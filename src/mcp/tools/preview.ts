@@ -2,9 +2,12 @@ import { z } from 'zod';
 import { stream } from '../../pipeline/stream.ts';
 import { DEFAULT_PREVIEW_ROWS, MAX_PREVIEW_ROWS, type ToolCall } from '../context.ts';
 import { planSource, planView, rememberSql, SOURCE_ARGS, type SourcePlan } from '../source.ts';
-import { jsonRow, type JsonValue } from '../values.ts';
+import { type Clipped, jsonRow, type JsonValue, MAX_TEXT_CHARS } from '../values.ts';
 import { BudgetShape, ColumnShape, PlanShape } from './shapes.ts';
 import { defineTool } from './tool.ts';
+
+/** The JSON text a preview's rows may take (about 16,000 tokens): wide rows give fewer rows than asked. */
+export const MAX_PREVIEW_CHARS = 64 * 1024;
 
 export const previewTool = defineTool({
   name: 'preview',
@@ -25,6 +28,8 @@ export const previewTool = defineTool({
     rows: z.array(z.record(z.string(), z.unknown())).describe('The first rows, keyed by column name'),
     total_rows: z.number().describe('Rows in the whole result'),
     truncated: z.boolean().describe('The result has more rows than returned'),
+    size_limited: z.boolean().describe(`Fewer rows than asked for: the rows' JSON would have passed ${MAX_PREVIEW_CHARS} characters`),
+    clipped_values: z.number().describe(`Text values longer than ${MAX_TEXT_CHARS} characters, cut and marked "[clipped: N more characters]" (an export has them whole)`),
     credits: z.number().describe('Credits this call spent'),
     plan: PlanShape,
     budget: BudgetShape,
@@ -48,6 +53,8 @@ export const previewTool = defineTool({
       rows: read.rows,
       total_rows: read.totalRows,
       truncated: read.totalRows > read.rows.length,
+      size_limited: read.sizeLimited,
+      clipped_values: read.clippedValues,
       credits: read.credits,
       plan: planView(plan),
       budget: call.session.budget.view(),
@@ -62,7 +69,12 @@ export interface FirstRows {
   readonly columns: { name: string; type: string }[];
   readonly rows: Record<string, JsonValue>[];
   readonly totalRows: number;
+  /** Text values cut to MAX_TEXT_CHARS. */
+  readonly clippedValues: number;
+  /** Fewer rows than asked for: more would have passed MAX_PREVIEW_CHARS. */
+  readonly sizeLimited: boolean;
 }
+
 
 /**
  * Executes (or finds) the plan's source and reads its first `limit` rows: one page of that many
@@ -72,8 +84,8 @@ export async function firstRows(plan: SourcePlan, limit: number, call: ToolCall)
   let executionId: string | undefined;
   const result = stream(call.server.client, plan.stream, {
     signal: call.signal,
-    // A call the client cancels (or a server stopping) cancels the execution it started.
-    cancelOnAbort: true,
+    // A call the client cancels (or a server stopping) cancels the execution it started, never one it only reads.
+    cancelOnAbort: !('executionId' in plan.stream),
     concurrency: 1,
     prefetch: 0,
     wire: 'json',
@@ -101,16 +113,26 @@ export async function firstRows(plan: SourcePlan, limit: number, call: ToolCall)
     const meta = ready.status.result_metadata;
     const columns = (meta?.column_names ?? []).map((name, i) => ({ name, type: meta?.column_types[i] ?? 'unknown' }));
     call.facts.rows = 0;
-    return { ...base, columns, rows: [], totalRows: meta?.total_row_count ?? 0 };
+    return { ...base, columns, rows: [], totalRows: meta?.total_row_count ?? 0, clippedValues: 0, sizeLimited: false };
   }
   const info = await result.info();
   const rows: Record<string, JsonValue>[] = [];
+  const clipped: Clipped = { count: 0 };
+  let size = 0;
+  let sizeLimited = false;
   for await (const row of result.rows()) {
-    rows.push(jsonRow(row, info.columns));
+    const json = jsonRow(row, info.columns, clipped);
+    size += JSON.stringify(json).length;
+    // Wide rows: the first always, then only while the rows stay within the size a preview may take.
+    if (rows.length > 0 && size > MAX_PREVIEW_CHARS) {
+      sizeLimited = true;
+      break;
+    }
+    rows.push(json);
     if (rows.length >= limit) break;
   }
   call.facts.rows = rows.length;
-  return { ...base, columns: info.columns.map((c) => ({ name: c.name, type: c.type })), rows, totalRows: info.totalRows };
+  return { ...base, columns: info.columns.map((c) => ({ name: c.name, type: c.type })), rows, totalRows: info.totalRows, clippedValues: clipped.count, sizeLimited };
 }
 
 async function chargedFor(call: ToolCall, executionId: string, planned: number): Promise<number> {

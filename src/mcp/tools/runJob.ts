@@ -4,7 +4,7 @@ import { planRun } from '../../jobs/planRun.ts';
 import { runJob, type JobSummary } from '../../jobs/runJob.ts';
 import { ToolRefusedError } from '../budget.ts';
 import type { ToolCall } from '../context.ts';
-import { BudgetShape, OutputSummaryShape } from './shapes.ts';
+import { BudgetShape, JOB_RESULT_SHAPE } from './shapes.ts';
 import { defineTool } from './tool.ts';
 
 export const runJobTool = defineTool({
@@ -20,15 +20,7 @@ export const runJobTool = defineTool({
   },
   output: {
     job: z.string(),
-    execution_id: z.string(),
-    started_execution: z.boolean(),
-    resumed: z.boolean(),
-    rows: z.number(),
-    files: z.number(),
-    bytes: z.number(),
-    credits: z.number(),
-    credits_left: z.number().optional().describe("Credits left in the team's billing cycle (an Admin key)"),
-    outputs: z.array(OutputSummaryShape),
+    ...JOB_RESULT_SHAPE,
     budget: BudgetShape,
   },
   writes: true,

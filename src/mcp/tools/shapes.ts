@@ -33,3 +33,16 @@ export const OutputSummaryShape = z.object({
   skipped: z.boolean().describe('Already held this execution, written the same way: nothing rewritten'),
   snapshot: z.string().optional().describe('Iceberg outputs: the snapshot committed'),
 });
+
+/** A job run's summary as run_job and export return it (see jobResult). */
+export const JOB_RESULT_SHAPE = {
+  execution_id: z.string(),
+  started_execution: z.boolean().describe('This call started the execution (false: an existing one was read)'),
+  resumed: z.boolean().describe('An interrupted run of the job was picked up'),
+  rows: z.number(),
+  files: z.number(),
+  bytes: z.number(),
+  credits: z.number().describe('Credits the run spent'),
+  credits_left: z.number().optional().describe("Credits left in the team's billing cycle (an Admin key)"),
+  outputs: z.array(OutputSummaryShape),
+};

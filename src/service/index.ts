@@ -137,6 +137,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
         ledger: credits.ledger,
         storageBytes: (team) => views.service.storageBytes(team) + uploads.datasets.storageBytes(team),
         storageQuotaBytes: storageQuota,
+        privateQueries: (team) => queries.privateCount(team),
       }),
     ];
     const flushLimits = async (): Promise<void> => {

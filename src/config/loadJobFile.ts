@@ -20,8 +20,9 @@ export interface ParseOptions {
 /**
  * Pure: YAML text -> a validated job file with every output resolved. Order matters: YAML syntax,
  * then `${VAR}` interpolation (so a variable can hold a number or a cron expression), then the
- * strict schema, then the outputs against the registry (which sink takes the path, its options).
- * Every problem found at one stage is reported together; later stages do not run.
+ * strict schema and the outputs against the registry (which sink takes the path, its options),
+ * whose problems are reported together: every output the schema found no fault in is resolved
+ * even when another part of the file has one. A syntax or interpolation problem stops there.
  */
 export function parseJobFile(text: string, options: ParseOptions): JobFile {
   const { file } = options;
@@ -41,11 +42,29 @@ export function parseJobFile(text: string, options: ParseOptions): JobFile {
   if (data === null || data === undefined) throw new JobFileError(file, [{ path: '', line: 1, col: 1, message: 'the file is empty (expected a mapping with `jobs:`)' }]);
   const schema = jobFileSchema(options.registry);
   const result = schema.safeParse(data);
-  if (!result.success) throw new JobFileError(file, describeIssues(result.error.issues, data, doc, lineCounter, schema));
-  const written = (data as { jobs: { outputs: unknown[] }[] }).jobs;
-  const { jobs, issues } = resolveOutputs(result.data.jobs, written, options.registry, (path) => positionOf(doc, lineCounter, path));
+  const written = writtenOutputs(data);
+  const at = (path: readonly PropertyKey[]) => positionOf(doc, lineCounter, path);
+  if (!result.success) {
+    const issues = describeIssues(result.error.issues, data, doc, lineCounter, schema);
+    // An output the schema faulted is not resolved again (that would say the same thing twice).
+    const outputOf = (path: string) => /^jobs\[\d+\]\.outputs\[\d+\]/.exec(path)?.[0];
+    const faulted = new Set(issues.map((i) => outputOf(i.path)));
+    const more = resolveOutputs(written, written, options.registry, at).issues.filter((i) => !faulted.has(outputOf(i.path)));
+    throw new JobFileError(file, [...issues, ...more]);
+  }
+  const { jobs, issues } = resolveOutputs(result.data.jobs, written, options.registry, at);
   if (issues.length > 0) throw new JobFileError(file, issues);
   return { ...result.data, jobs };
+}
+
+/** The outputs of each job as written, whatever the rest of the file holds (empty where none are readable). */
+function writtenOutputs(data: unknown): { outputs: readonly unknown[] }[] {
+  const jobs = typeof data === 'object' && data !== null && 'jobs' in data ? data.jobs : undefined;
+  if (!Array.isArray(jobs)) return [];
+  return jobs.map((job: unknown) => {
+    const outputs = typeof job === 'object' && job !== null && 'outputs' in job ? job.outputs : undefined;
+    return { outputs: Array.isArray(outputs) ? outputs : [] };
+  });
 }
 
 /** Reads and parses a job file; a file that cannot be read is a JobFileError too (exit code 2). */

@@ -94,6 +94,8 @@ export interface RunJobOptions {
   readonly events?: RunEvents;
   /** Threads writing an output's parts side by side; overrides the job's `workers` (`--workers`). */
   readonly workers?: Workers;
+  /** Recorded as the run's `origin` in the run history (`mcp` for a tool call of `sluice mcp`). */
+  readonly origin?: string;
   /** Waits between retries (tests shorten it). */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
@@ -195,6 +197,7 @@ async function recordRun(job: Job, options: RunJobOptions, run: RunTally, end: {
     // A failed incremental run says where it started; `to` null: what its outputs hold now is not known.
     ...(summary?.cursor !== undefined ? { cursor: summary.cursor } : run.cursorFrom !== undefined ? { cursor: { from: run.cursorFrom, to: null } } : {}),
     outputs: (summary?.outputs ?? []).map((o) => ({ url: o.url, format: o.format, rows: o.rows, files: o.files, bytes: o.bytes, skipped: o.skipped })),
+    ...(options.origin === undefined ? {} : { origin: options.origin }),
   };
   try {
     await new RunHistory(options.stateDir).append(record);

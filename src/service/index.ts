@@ -7,7 +7,8 @@ import { API_PREFIX } from '../protocol/index.ts';
 import { KeyRing } from './auth.ts';
 import { systemClock, type Clock } from './clock.ts';
 import type { ServiceContext } from './context.ts';
-import { openEngine } from './engine/index.ts';
+import { openEngine, type OpenEngineOptions } from './engine/index.ts';
+import { availableParallelism } from 'node:os';
 import type { ExecutionRecord } from './executionRecord.ts';
 import { Executions } from './executions.ts';
 import { Faults, type FaultCounts } from './http/faults.ts';
@@ -66,6 +67,12 @@ export interface ServiceHandle {
   whenEncoded(executionId: string): Promise<void>;
   /** Stops accepting connections, interrupts running executions, closes the engine. */
   close(): Promise<void>;
+  /**
+   * Stops the engine at once (every statement interrupted, the instance closed once none is in
+   * flight), for a process about to exit without the graceful close: ending a process or thread
+   * while DuckDB has a call in flight aborts it. Requests after it fail.
+   */
+  halt(): Promise<void>;
 }
 
 /** Starts the local query service (protocol.md) on an embedded DuckDB. */
@@ -86,6 +93,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     ...(options.sampleRows === undefined ? {} : { sampleRows: options.sampleRows }),
     ...(options.encodeMinBytes === undefined ? {} : { encodeMinBytes: options.encodeMinBytes }),
     arrowChunkRows: (columnCount) => defaultPageRows(settings, columnCount),
+    ...engineBounds(settings, dataDir),
   });
   let server: Server | undefined;
   try {
@@ -116,6 +124,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
         ledger: credits.ledger,
         storageBytes: (team) => views.service.storageBytes(team) + uploads.datasets.storageBytes(team),
         storageQuotaBytes: storageQuota,
+        privateQueries: (team) => queries.privateCount(team),
       }),
     ];
     const flushLimits = async (): Promise<void> => {
@@ -163,6 +172,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
       faultCounts: faults.counts,
       whenEncoded: (id) => engine.encodingSettled(id),
       close: () => (closing ??= shutdown(srv, executions, engine, sweeper, views, flushLimits)),
+      halt: () => engine.close(),
     };
     if (generatedKey !== undefined) handle.generatedKey = generatedKey;
     return handle;
@@ -171,6 +181,17 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     await engine.close();
     throw err;
   }
+}
+
+/** The engine-wide bounds of the settings' `engine` block (README: memory and disk). */
+function engineBounds(settings: ServiceSettings, dataDir: string): Pick<OpenEngineOptions, 'memoryLimit' | 'maxTempDirectorySize' | 'tempDirectory' | 'defaultThreads'> {
+  const { memory_limit, max_temp_directory_size, temp_directory, threads } = settings.engine;
+  return {
+    memoryLimit: memory_limit,
+    maxTempDirectorySize: max_temp_directory_size,
+    tempDirectory: temp_directory === undefined ? join(dataDir, 'engine', 'tmp') : resolve(temp_directory),
+    defaultThreads: threads ?? Math.min(4, availableParallelism()),
+  };
 }
 
 async function resolveSettings(given: ServiceOptions['settings']): Promise<{ settings: ServiceSettings; generatedKey?: string }> {

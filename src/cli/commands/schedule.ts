@@ -6,7 +6,7 @@ import { connect } from '../../jobs/connect.ts';
 import type { RunRecord } from '../../jobs/runHistory.ts';
 import { runJob } from '../../jobs/runJob.ts';
 import { systemClock } from '../../scheduler/clock.ts';
-import { startHealthServer, type HealthServer } from '../../scheduler/healthServer.ts';
+import { DEFAULT_HEALTH_HOST, startHealthServer, type HealthServer } from '../../scheduler/healthServer.ts';
 import { Metrics } from '../../scheduler/metrics.ts';
 import { Scheduler } from '../../scheduler/scheduler.ts';
 import { defineCommand, flag, stringOption } from '../command.ts';
@@ -26,7 +26,7 @@ export const scheduleCommand = defineCommand({
   handlesSignals: true,
   options: {
     'health-port': { type: 'string', valueName: 'PORT', description: 'Serve /healthz and /metrics on this port (default $SLUICE_HEALTH_PORT; 0 = any free port)' },
-    'health-host': { type: 'string', valueName: 'HOST', description: 'Interface of the health server', default: '0.0.0.0' },
+    'health-host': { type: 'string', valueName: 'HOST', description: `Interface of the health server (default $SLUICE_HEALTH_HOST, else ${DEFAULT_HEALTH_HOST}; 0.0.0.0 = every interface, as a container needs)` },
     'grace-seconds': { type: 'string', valueName: 'S', description: 'On SIGTERM, how long runs in flight get to stop', default: String(DEFAULT_GRACE_SECONDS) },
     'run-now': { type: 'boolean', description: 'Also run every scheduled job once at start' },
   },
@@ -84,8 +84,9 @@ export const scheduleCommand = defineCommand({
       });
       if (port !== undefined) {
         const s = scheduler;
-        health = await startHealthServer({ port, host: stringOption(values, 'health-host') ?? '0.0.0.0', metrics, healthy: () => !s.stopping });
-        log.info('health server listening', { url: health.url });
+        const host = stringOption(values, 'health-host') ?? (io.env.SLUICE_HEALTH_HOST || DEFAULT_HEALTH_HOST);
+        health = await startHealthServer({ port, host, metrics, healthy: () => !s.stopping });
+        log.info('health server listening', { url: health.url, host: health.host });
       }
       scheduler.start();
       for (const job of scheduled) {

@@ -169,7 +169,7 @@ export function functionDenial(rec: Record<string, unknown>, ctx: AccessContext)
   return undefined;
 }
 
-function asRecord(v: unknown): Record<string, unknown> | undefined {
+export function asRecord(v: unknown): Record<string, unknown> | undefined {
   return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 }
 

@@ -4,7 +4,7 @@
 // its CREATE VIEW text (duckdb_views().sql) and binds that query whenever the view is read, so
 // what the view reads today (another team's table made private since, a function refused
 // since) is what this checks, not what was allowed when the view was made.
-import { selectDenial, type AccessContext, type Denial } from './accessPolicy.ts';
+import { asRecord, selectDenial, type AccessContext, type Denial } from './accessPolicy.ts';
 import type { Parsed } from './sandbox.ts';
 import { readName, skipParens, tokenize } from './sqlTokens.ts';
 
@@ -17,10 +17,6 @@ const MAX_VIEW_DEPTH = 16;
 interface TableRef {
   parts: string[];
   location?: number;
-}
-
-function asRecord(v: unknown): Record<string, unknown> | undefined {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 }
 
 /** Every table reference of a json_serialize_sql tree, with its location when DuckDB gave one. */

@@ -4,13 +4,13 @@ import type { CreditLedger } from './credits.ts';
 
 export interface UsageSources {
   ledger: CreditLedger;
-  /** Bytes the team's materialized views and uploaded datasets hold. */
-  storageBytes(team: string): number;
+  /** Bytes the team stores: its materialized views, uploaded datasets and the tables its SQL created. */
+  storageBytes(team: string): number | Promise<number>;
   storageQuotaBytes(team: string): number;
 }
 
 /** GET /v1/usage: the team's consumption in the current billing cycle. */
-export function usageOf(team: string, src: UsageSources): Usage {
+export async function usageOf(team: string, src: UsageSources): Promise<Usage> {
   const cycle = src.ledger.cycle();
   return {
     team,
@@ -19,7 +19,7 @@ export function usageOf(team: string, src: UsageSources): Usage {
     credits_used: src.ledger.used(team),
     credits_limit: src.ledger.limit(team),
     executions: src.ledger.executions(team),
-    storage_bytes: src.storageBytes(team),
+    storage_bytes: await src.storageBytes(team),
     storage_quota_bytes: src.storageQuotaBytes(team),
   };
 }

@@ -37,7 +37,7 @@ export const scheduleCommand = defineCommand({
   ].join('\n'),
   async run({ io, values, positionals, log, signal }) {
     const file = positionals[0]!;
-    const jobFile = await loadJobFile(file, { registry: builtins, env: io.env });
+    const jobFile = await loadJobFile(file, { registry: builtins, env: io.env, cwd: io.cwd });
     const scheduled = jobFile.jobs.filter((j) => j.schedule !== undefined);
     for (const job of jobFile.jobs) if (job.schedule === undefined) log.warn('job has no schedule: not run by `sluice schedule`', { job: job.name });
     if (scheduled.length === 0) throw new UsageError(`${file}: no job has a schedule (add schedule: "<cron>" to a job, or use sluice run)`);

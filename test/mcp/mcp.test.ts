@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ServiceClient } from '../../src/client/index.ts';
 import { duckRowsJS } from '../helpers/duckdb.ts';
 import { startTestService, TEST_KEYS, type TestService } from '../helpers/service.ts';
@@ -138,8 +139,11 @@ describe('sluice mcp: tools, preview, export', () => {
   it('exports the previewed execution to Parquet that DuckDB reads back, returning only the summary', async () => {
     const before = await executions();
     const path = join(out, 'typed');
-    const result = await mcp.call('export', { execution_id: executionId, output: { path, format: 'parquet' } });
+    const progress: { progress: number; total?: number; message?: string }[] = [];
+    const result = (await mcp.client.callTool({ name: 'export', arguments: { execution_id: executionId, output: { path, format: 'parquet' } } }, undefined, { onprogress: (p) => progress.push(p) })) as CallToolResult;
     expect(result.isError, textOf(result)).toBeFalsy();
+    // Asked for with a progress token: the first page read is told at once.
+    expect(progress[0]).toEqual({ progress: 50, total: 50, message: '50 of 50 rows read' });
     const s = result.structuredContent as Record<string, any>;
     expect(s).toMatchObject({ execution_id: executionId, started_execution: false, rows: 50, credits: 0 });
     expect(s.outputs[0]).toMatchObject({ url: `file://${path}`, format: 'parquet', rows: 50, skipped: false });

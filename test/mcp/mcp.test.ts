@@ -248,6 +248,33 @@ describe('sluice mcp: budgets and read-only mode', () => {
   });
 });
 
+describe('sluice mcp: a call the client cancels', () => {
+  it('cancels the execution it started, and records the call as stopped', async () => {
+    const state = join(dir, 'state-cancel');
+    const mcp = await startMcp(['--state-dir', state], { env: serviceEnv() });
+    try {
+      const before = await executions();
+      const controller = new AbortController();
+      const call = mcp.client.callTool({ name: 'preview', arguments: { sql: 'SELECT sum(i) AS s FROM range(0, 1000000000000) t(i)' } }, undefined, { signal: controller.signal });
+      // Cancel once the service has the execution.
+      for (let i = 0; i < 200 && (await executions()) === before; i++) await new Promise((r) => setTimeout(r, 50));
+      controller.abort();
+      await expect(call).rejects.toThrow();
+      let record: Record<string, any> | undefined;
+      for (let i = 0; i < 200 && record === undefined; i++) {
+        record = ((await mcp.call('runs', { job: 'mcp-preview' })).structuredContent as { runs: Record<string, any>[] }).runs[0];
+        if (record === undefined) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(record).toMatchObject({ outcome: 'stopped', origin: 'mcp', tool: 'preview' });
+      const statusCall = await mcp.call('status', { execution_id: record!.execution_id });
+      const status = statusCall.structuredContent as Record<string, any>;
+      expect(status.state).toBe('QUERY_STATE_CANCELED');
+    } finally {
+      await mcp.close();
+    }
+  });
+});
+
 describe('sluice mcp: service errors', () => {
   it('turns a 401 into a tool error naming the key variable, and keeps serving', async () => {
     const mcp = await startMcp(['--state-dir', join(dir, 'state-401')], { env: serviceEnv('sk_not_a_key') });

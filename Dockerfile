@@ -30,10 +30,13 @@ FROM node:24-slim
 #   its high-water mark after they are freed: 50-70 MB of a one-thread export's peak. Fixed at its
 #   default, 128 KiB, such buffers are mapped, and unmapped when freed.
 # Both only work at start-up, hence here. They cost time: such an export took 2-18% longer.
+# The health server binds loopback unless told otherwise; in a container it must take every
+# interface, for a published port and an orchestrator's probes.
 ENV NODE_ENV=production \
     NODE_OPTIONS=--max-semi-space-size=8 \
     MALLOC_MMAP_THRESHOLD_=131072 \
-    SLUICE_HEALTH_PORT=9464
+    SLUICE_HEALTH_PORT=9464 \
+    SLUICE_HEALTH_HOST=0.0.0.0
 WORKDIR /app
 COPY --from=build /app/package.json /app/package-lock.json ./
 COPY --from=build /app/node_modules ./node_modules

@@ -84,9 +84,13 @@ export const QuerySchema = z.object({
   parameters: z.array(
     z.object({ key: z.string(), type: z.string(), value: ParameterValueSchema, enum_options: z.array(z.string()).optional() }),
   ),
+  /** The SQL dialect, such as `v2 DuckDB SQL`: free text. */
+  query_engine: z.string(),
   query_sql: z.string(),
   is_private: z.boolean(),
   is_archived: z.boolean(),
+  /** Always false for a query saved through the API. */
+  is_unsaved: z.boolean(),
   owner: z.string(),
 });
 export type Query = z.infer<typeof QuerySchema>;

@@ -14,11 +14,32 @@ export const UsageSchema = z.object({
 });
 export type Usage = z.infer<typeof UsageSchema>;
 
+/** A `YYYY-MM-DD` day of the official clients' usage request. */
+const DaySchema = z.iso.date({ error: 'must be a date YYYY-MM-DD' });
+
 /**
- * POST /v1/usage: the official clients' form of the usage request. Only the current billing cycle
- * is kept, so a period is refused (400 naming the field) instead of silently ignored.
+ * POST /v1/usage: the official clients' form of the usage request, an optional period of days
+ * (both ends included). Without one, the current billing cycle is reported.
  */
-export const UsageRequestSchema = z.strictObject({
-  start_date: z.undefined({ error: 'only the current billing cycle is reported: omit start_date' }).optional(),
-  end_date: z.undefined({ error: 'only the current billing cycle is reported: omit end_date' }).optional(),
+export const UsageRequestSchema = z
+  .strictObject({ start_date: DaySchema.optional(), end_date: DaySchema.optional() })
+  .refine((r) => r.start_date === undefined || r.end_date === undefined || r.start_date <= r.end_date, {
+    error: 'must not be before start_date',
+    path: ['end_date'],
+  });
+export type UsageRequest = z.infer<typeof UsageRequestSchema>;
+
+/**
+ * POST /v1/usage: the answer in the shape the official clients decode (protocol.md section 3):
+ * the billing cycles the period overlaps, dates as `YYYY-MM-DD` (the end the cycle's last day).
+ */
+export const BillingUsageSchema = z.object({
+  private_queries: z.number().int(),
+  private_dashboards: z.number().int(),
+  bytes_used: z.number().int(),
+  bytes_allowed: z.number().int(),
+  billing_periods: z.array(
+    z.object({ start_date: z.string(), end_date: z.string(), credits_used: z.number(), credits_included: z.number() }),
+  ),
 });
+export type BillingUsage = z.infer<typeof BillingUsageSchema>;

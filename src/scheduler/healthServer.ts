@@ -3,17 +3,24 @@ import type { AddressInfo } from 'node:net';
 import type { Metrics } from './metrics.ts';
 
 export interface HealthServer {
+  /** Where to reach it: the bound address, or loopback when it bound every interface. */
   readonly url: string;
+  /** The address it bound (`0.0.0.0` or `::`: every interface). */
+  readonly host: string;
   close(): Promise<void>;
 }
 
 export interface HealthServerOptions {
   readonly port: number;
+  /** Interface to bind; default loopback (`DEFAULT_HEALTH_HOST`): a container sets every interface. */
   readonly host?: string;
   readonly metrics: Metrics;
   /** False once shutdown began: /healthz answers 503 so an orchestrator stops routing. */
   readonly healthy: () => boolean;
 }
+
+/** Loopback: what binds beyond it is chosen, not defaulted (the image sets `0.0.0.0`). */
+export const DEFAULT_HEALTH_HOST = '127.0.0.1';
 
 /** `/healthz` (liveness, JSON) and `/metrics` (Prometheus text) for `sluice schedule --health-port`. */
 export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
@@ -33,12 +40,14 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
   server.keepAliveTimeout = 1000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());
+    server.listen(options.port, options.host ?? DEFAULT_HEALTH_HOST, () => resolve());
   });
   const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const every = address.address === '0.0.0.0' || address.address === '::';
+  const reach = every ? '127.0.0.1' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
-    url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${address.port}`,
+    url: `http://${reach}:${address.port}`,
+    host: address.address,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -42,6 +42,13 @@ export class SavedQueries {
     }
   }
 
+  /** Saved queries of the team that are private (archived ones too: they still count). */
+  privateCount(team: string): number {
+    let n = 0;
+    for (const rec of this.#records.values()) if (rec.team === team && rec.isPrivate) n++;
+    return n;
+  }
+
   get(id: number): QueryRecord | undefined {
     return this.#records.get(id);
   }
@@ -96,6 +103,9 @@ export class SavedQueries {
   }
 }
 
+/** What GET /v1/query/{id} names as the engine (the official Python client requires the field). */
+export const QUERY_ENGINE = 'DuckDB SQL';
+
 export function queryView(rec: QueryRecord): Query {
   return {
     query_id: rec.id,
@@ -107,6 +117,8 @@ export function queryView(rec: QueryRecord): Query {
     query_sql: rec.sql,
     is_private: rec.isPrivate,
     is_archived: rec.isArchived,
+    is_unsaved: false,
+    query_engine: QUERY_ENGINE,
     owner: rec.team,
   };
 }

@@ -31,8 +31,10 @@ async function scheduleFile(name: string, sql: string): Promise<string> {
 describe('sluice schedule (spawned)', () => {
   it('serves /healthz and /metrics, runs jobs, and exits 0 promptly on SIGTERM', async () => {
     const file = await scheduleFile('counted', 'select * from sample.events');
-    const proc = startSluice(['schedule', file, '--health-port', '0', '--health-host', '127.0.0.1', '--run-now'], { env });
+    // No --health-host: loopback, and the log says so.
+    const proc = startSluice(['schedule', file, '--health-port', '0', '--run-now'], { env });
     const [, url] = (await proc.waitFor(/"health server listening","url":"(http:[^"]+)"/)) as unknown as [string, string];
+    expect(logLines(proc.stderr()).find((l) => l.msg === 'health server listening')?.host).toBe('127.0.0.1');
     await proc.waitFor(/"job finished"/);
     const health = await fetch(`${url}/healthz`);
     expect(health.status).toBe(200);

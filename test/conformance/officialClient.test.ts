@@ -201,7 +201,13 @@ const CONTRACT: Record<string, () => Promise<void>> = {
     expect(await client.table.uploadCsv({ table_name: 'official_table', data: 'a\n1\n', description: 'd', is_private: false })).toBe(true);
   },
   'usage.getUsage': async () => {
-    expect(await client.usage.getUsage()).toMatchObject({ team: 'demo' });
+    const usage = await client.usage.getUsage();
+    expect(usage).toMatchObject({ private_dashboards: 0, bytes_allowed: 1_048_576 });
+    expect(typeof usage.private_queries).toBe('number');
+    expect(typeof usage.bytes_used).toBe('number');
+    expect(usage.billing_periods).toHaveLength(1);
+    expect(usage.billing_periods[0]).toMatchObject({ credits_included: 10_000 });
+    expect(typeof usage.billing_periods[0]!.credits_used).toBe('number');
   },
 };
 

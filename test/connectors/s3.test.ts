@@ -1,5 +1,7 @@
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { writeExport } from '../../src/export/index.ts';
@@ -15,6 +17,21 @@ beforeAll(async () => {
 afterAll(async () => s3?.stop());
 
 describe('s3 sink', () => {
+  it("runs against a local S3 that listens on loopback only", async () => {
+    expect(s3.host).toBe('127.0.0.1');
+    // Not on another interface of this machine, where there is one.
+    const port = Number(new URL(s3.endpoint).port);
+    const outside = Object.values(networkInterfaces()).flat().find((a) => a !== undefined && !a.internal && a.family === 'IPv4');
+    if (outside !== undefined) {
+      const reached = await new Promise<boolean>((done) => {
+        const socket = connect({ host: outside.address, port, timeout: 2_000 }, () => done(true));
+        socket.on('error', () => done(false)).on('timeout', () => done(false));
+        socket.on('close', () => socket.destroy());
+      }).finally(() => undefined);
+      expect(reached).toBe(false);
+    }
+  });
+
   it('parses s3 URLs', () => {
     expect(parseS3Url('s3://my.bucket-1/a/b/')).toEqual({ bucket: 'my.bucket-1', prefix: 'a/b' });
     expect(parseS3Url('s3://bucket')).toEqual({ bucket: 'bucket', prefix: '' });

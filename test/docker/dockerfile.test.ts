@@ -33,6 +33,8 @@ function instructions(): Instruction[] {
 describe('Dockerfile', () => {
   const all = instructions();
   const final = all.filter((i) => i.stage === Math.max(...all.map((x) => x.stage)));
+  /** A variable the final stage's ENV sets ('' when it sets none). */
+  const imageEnv = (name: string): string => new RegExp(`\\b${name}=(\\S+)`).exec(final.filter((i) => i.op === 'ENV').map((i) => i.args).join(' '))?.[1] ?? '';
 
   it('is multi-stage on node:24-slim, installs with npm ci and prunes dev dependencies', () => {
     const froms = all.filter((i) => i.op === 'FROM').map((i) => i.args);
@@ -123,6 +125,10 @@ describe('Dockerfile', () => {
     const port = /SLUICE_HEALTH_PORT=(\d+)/.exec(env)![1]!;
     expect(docker).toContain(`health check on \`SLUICE_HEALTH_PORT\` (${port})`);
     expect(docker).toContain(`-p ${port}:${port}`);
+    // The health server binds loopback unless told otherwise: the image tells it every interface,
+    // which a published port and an orchestrator's probes need.
+    expect(/SLUICE_HEALTH_HOST=(\S+)/.exec(env)?.[1]).toBe('0.0.0.0');
+    expect(docker).toContain('`SLUICE_HEALTH_HOST=0.0.0.0`');
     expect(final.some((i) => i.op === 'EXPOSE' && i.args === port)).toBe(true);
     expect(final.find((i) => i.op === 'HEALTHCHECK')!.args).toContain('SLUICE_HEALTH_PORT');
     // "the image's default job file (config/docker/jobs.yaml)", mounted over at /etc/sluice/jobs.yaml
@@ -162,7 +168,7 @@ describe('Dockerfile', () => {
     try {
       const proc = startSluice(cmd, {
         cwd: data,
-        env: { SLUICE_DATA: data, SLUICE_SAMPLE_ROWS: '1000', SLUICE_HEALTH_PORT: '0', SLUICE_SCHEDULE: '0 0 1 1 *' },
+        env: { SLUICE_DATA: data, SLUICE_SAMPLE_ROWS: '1000', SLUICE_HEALTH_PORT: '0', SLUICE_HEALTH_HOST: imageEnv('SLUICE_HEALTH_HOST'), SLUICE_SCHEDULE: '0 0 1 1 *' },
       });
       await proc.waitFor(/"msg":"scheduled"/, 60_000);
       const sent = performance.now();
@@ -171,7 +177,7 @@ describe('Dockerfile', () => {
       expect(result.code).toBe(0);
       // Docker sends SIGKILL 10 s after SIGTERM; the process must be gone well before.
       expect(performance.now() - sent).toBeLessThan(10_000);
-      expect(logLines(result.stderr).some((l) => l.msg === 'health server listening')).toBe(true);
+      expect(logLines(result.stderr).find((l) => l.msg === 'health server listening')?.host).toBe('0.0.0.0');
     } finally {
       await rm(data, { recursive: true, force: true });
     }

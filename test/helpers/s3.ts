@@ -1,11 +1,14 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
-import { startFauxqs } from 'fauxqs';
+import type { AddressInfo } from 'node:net';
+import { buildApp } from 'fauxqs';
 
 export interface LocalS3 {
   /** http://127.0.0.1:<port> */
   readonly endpoint: string;
+  /** The address the server bound: loopback. */
+  readonly host: string;
   readonly region: string;
   readonly client: S3Client;
   createBucket(name: string): Promise<void>;
@@ -19,14 +22,17 @@ export interface LocalS3 {
 
 /**
  * A local S3 (fauxqs) on 127.0.0.1 and an ephemeral port. Credentials come from the standard
- * chain, as in production: the environment variables are set here if the run has none.
+ * chain, as in production: the environment variables are set here if the run has none. Its app is
+ * started here rather than by `startFauxqs`, which listens on every interface.
  */
-export async function startLocalS3(options: { storageDir?: string } = {}): Promise<LocalS3> {
+export async function startLocalS3(): Promise<LocalS3> {
   process.env.AWS_ACCESS_KEY_ID ??= 'test';
   process.env.AWS_SECRET_ACCESS_KEY ??= 'test';
   process.env.AWS_REGION ??= 'us-east-1';
-  const server = await startFauxqs({ port: 0, logger: false, ...(options.storageDir ? { s3StorageDir: options.storageDir } : {}) });
-  const endpoint = `http://127.0.0.1:${server.port}`;
+  const app = buildApp({ logger: false });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const bound = app.server.address() as AddressInfo;
+  const endpoint = `http://127.0.0.1:${bound.port}`;
   const region = process.env.AWS_REGION;
   const client = new S3Client({ endpoint, region });
 
@@ -47,6 +53,7 @@ export async function startLocalS3(options: { storageDir?: string } = {}): Promi
 
   return {
     endpoint,
+    host: bound.address,
     region,
     client,
     async createBucket(name) {
@@ -68,7 +75,7 @@ export async function startLocalS3(options: { storageDir?: string } = {}): Promi
     },
     async stop() {
       client.destroy();
-      await server.stop();
+      await app.close();
     },
   };
 }

@@ -9,6 +9,17 @@ afterEach(async () => {
 });
 
 describe('health server', () => {
+  it('binds loopback unless told otherwise, and says what it bound', async () => {
+    server = await startHealthServer({ port: 0, metrics: new Metrics(), healthy: () => true });
+    expect(server.host).toBe('127.0.0.1');
+    expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    await server.close();
+    server = await startHealthServer({ port: 0, host: '0.0.0.0', metrics: new Metrics(), healthy: () => true });
+    expect(server.host).toBe('0.0.0.0');
+    // Every interface: reachable on loopback too, which is the address the log gives to try.
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+  });
+
   it('answers /healthz with 200 while healthy and 503 once stopping', async () => {
     let healthy = true;
     server = await startHealthServer({ port: 0, host: '127.0.0.1', metrics: new Metrics(), healthy: () => healthy });

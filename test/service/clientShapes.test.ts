@@ -2,6 +2,7 @@
 // (the TypeScript client itself runs in test/conformance/officialClient.test.ts). One test per
 // request shape; each asserts the service does with it what the client meant.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { parseColumns } from '../../src/service/resultShape.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { call, runSql, waitFor } from './api.ts';
@@ -225,15 +226,62 @@ describe('uploads and usage', () => {
     expect(res.json).toMatchObject({ success: true });
   });
 
-  it('POST /v1/usage (the clients\' form) answers like GET; a period is refused', async () => {
+  // The official Python client's UsageResponse.from_dict (dune_client/models.py) and the TypeScript
+  // client's UsageResponse type: every field a number but the periods, each period's four fields.
+  const OfficialUsage = z.object({
+    private_queries: z.number().int(),
+    private_dashboards: z.number().int(),
+    bytes_used: z.number().int(),
+    bytes_allowed: z.number().int(),
+    billing_periods: z.array(z.object({ start_date: z.iso.date(), end_date: z.iso.date(), credits_used: z.number(), credits_included: z.number() })),
+  });
+
+  it('POST /v1/usage (the clients\' form) answers in the shape the official clients decode', async () => {
     const key = svc.keys.demo.admin;
-    const get = await call(svc, 'GET', '/v1/usage', { key });
-    const post = await call(svc, 'POST', '/v1/usage', { key });
-    expect(post.status).toBe(200);
-    expect(post.json).toEqual(get.json);
-    expect((await call(svc, 'POST', '/v1/usage', { key, body: {} })).status).toBe(200);
-    const period = await call(svc, 'POST', '/v1/usage', { key, body: { start_date: '2026-01-01' } });
-    expect(period.status).toBe(400);
-    expect(period.json.error).toContain('start_date: only the current billing cycle is reported');
+    await createQuery({ name: 'private one', query_sql: 'SELECT 1', is_private: true });
+    await runSql(svc, 'SELECT 1');
+    const own = (await call(svc, 'GET', '/v1/usage', { key })).json;
+    for (const body of [undefined, {}]) {
+      const post = await call(svc, 'POST', '/v1/usage', { key, body });
+      expect(post.status, post.text).toBe(200);
+      const usage = OfficialUsage.parse(post.json);
+      expect(usage.private_queries).toBeGreaterThanOrEqual(1);
+      expect(usage).toMatchObject({ private_dashboards: 0, bytes_used: own.storage_bytes, bytes_allowed: own.storage_quota_bytes });
+      // No period asked: the current one, with what was spent in it; its end is its last day.
+      const lastDay = new Date(Date.parse(own.cycle_end) - 86_400_000).toISOString().slice(0, 10);
+      expect(usage.billing_periods).toEqual([
+        { start_date: own.cycle_start.slice(0, 10), end_date: lastDay, credits_used: own.credits_used, credits_included: own.credits_limit },
+      ]);
+    }
+  });
+
+  it('POST /v1/usage with a period: the cycles it overlaps; a malformed date names the field', async () => {
+    const key = svc.keys.demo.admin;
+    const own = (await call(svc, 'GET', '/v1/usage', { key })).json;
+    const today = own.cycle_start.slice(0, 10);
+    const within = await call(svc, 'POST', '/v1/usage', { key, body: { start_date: today, end_date: today } });
+    expect(within.status, within.text).toBe(200);
+    expect(OfficialUsage.parse(within.json).billing_periods).toHaveLength(1);
+    // A period long before any cycle the service kept: no periods (not the current one).
+    const old = await call(svc, 'POST', '/v1/usage', { key, body: { start_date: '2001-01-01', end_date: '2001-01-31' } });
+    expect(OfficialUsage.parse(old.json).billing_periods).toEqual([]);
+    const bad = await call(svc, 'POST', '/v1/usage', { key, body: { start_date: '2026/01/01' } });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error).toContain('start_date');
+    const backwards = await call(svc, 'POST', '/v1/usage', { key, body: { start_date: '2026-02-01', end_date: '2026-01-01' } });
+    expect(backwards.status).toBe(400);
+    expect(backwards.json.error).toContain('end_date');
+  });
+});
+
+describe('a saved query as the official Python client decodes it', () => {
+  it('GET /v1/query/{id} carries query_engine and is_unsaved (DuneQuery.from_dict requires both)', async () => {
+    const id = await createQuery({ name: 'py', query_sql: 'SELECT 1' });
+    const q = await getQuery(id);
+    for (const field of ['query_id', 'name', 'parameters', 'description', 'tags', 'version', 'query_engine', 'is_private', 'is_archived', 'is_unsaved', 'owner', 'query_sql']) {
+      expect(q, field).toHaveProperty(field);
+    }
+    expect(typeof q.query_engine).toBe('string');
+    expect(q.is_unsaved).toBe(false);
   });
 });

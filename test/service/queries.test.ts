@@ -48,7 +48,7 @@ describe('saved queries', () => {
     expect(QuerySchema.safeParse(got.json).success).toBe(true);
     expect(got.json).toEqual({
       query_id: id, name: 'q1', description: 'd', tags: ['t'], version: 1, parameters: PARAMS,
-      query_sql: SQL, is_private: false, is_archived: false, owner: 'demo',
+      query_engine: 'DuckDB SQL', query_sql: SQL, is_private: false, is_archived: false, is_unsaved: false, owner: 'demo',
     });
     const renamed = await call(svc, 'PATCH', `/v1/query/${id}`, { key: w(), body: { name: 'q1b' } });
     expect(renamed.json).toEqual({ query_id: id });

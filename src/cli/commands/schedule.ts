@@ -2,13 +2,13 @@ import { resolve } from 'node:path';
 import { builtins } from '../../../connectors/index.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
 import { DEFAULT_STATE_DIR } from '../../config/jobSchema.ts';
-import { connect } from '../../jobs/connect.ts';
 import type { RunRecord } from '../../jobs/runHistory.ts';
 import { runJob } from '../../jobs/runJob.ts';
 import { systemClock } from '../../scheduler/clock.ts';
-import { startHealthServer, type HealthServer } from '../../scheduler/healthServer.ts';
+import { DEFAULT_HEALTH_HOST, startHealthServer, type HealthServer } from '../../scheduler/healthServer.ts';
 import { Metrics } from '../../scheduler/metrics.ts';
 import { Scheduler } from '../../scheduler/scheduler.ts';
+import { connectLogged } from '../connection.ts';
 import { defineCommand, flag, stringOption } from '../command.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jobEvents } from '../jobEvents.ts';
@@ -26,7 +26,7 @@ export const scheduleCommand = defineCommand({
   handlesSignals: true,
   options: {
     'health-port': { type: 'string', valueName: 'PORT', description: 'Serve /healthz and /metrics on this port (default $SLUICE_HEALTH_PORT; 0 = any free port)' },
-    'health-host': { type: 'string', valueName: 'HOST', description: 'Interface of the health server', default: '0.0.0.0' },
+    'health-host': { type: 'string', valueName: 'HOST', description: `Interface of the health server (default $SLUICE_HEALTH_HOST, else ${DEFAULT_HEALTH_HOST}; 0.0.0.0 = every interface, as a container needs)` },
     'grace-seconds': { type: 'string', valueName: 'S', description: 'On SIGTERM, how long runs in flight get to stop', default: String(DEFAULT_GRACE_SECONDS) },
     'run-now': { type: 'boolean', description: 'Also run every scheduled job once at start' },
   },
@@ -37,7 +37,7 @@ export const scheduleCommand = defineCommand({
   ].join('\n'),
   async run({ io, values, positionals, log, signal }) {
     const file = positionals[0]!;
-    const jobFile = await loadJobFile(file, { registry: builtins, env: io.env });
+    const jobFile = await loadJobFile(file, { registry: builtins, env: io.env, cwd: io.cwd });
     const scheduled = jobFile.jobs.filter((j) => j.schedule !== undefined);
     for (const job of jobFile.jobs) if (job.schedule === undefined) log.warn('job has no schedule: not run by `sluice schedule`', { job: job.name });
     if (scheduled.length === 0) throw new UsageError(`${file}: no job has a schedule (add schedule: "<cron>" to a job, or use sluice run)`);
@@ -48,11 +48,7 @@ export const scheduleCommand = defineCommand({
     if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) throw new UsageError(`--health-port must be a port number, got ${JSON.stringify(portText)}`);
 
     const stateDir = resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
-    const connection = await connect(jobFile.connection, {
-      env: io.env,
-      cwd: io.cwd,
-      onEmbedded: ({ url, dataDir }) => log.info('started the embedded local service', { url, data_dir: dataDir }),
-    });
+    const connection = await connectLogged(jobFile.connection, io, log, signal, true);
     const metrics = new Metrics(scheduled.map((j) => j.name));
     let health: HealthServer | undefined;
     let scheduler: Scheduler | undefined;
@@ -84,8 +80,9 @@ export const scheduleCommand = defineCommand({
       });
       if (port !== undefined) {
         const s = scheduler;
-        health = await startHealthServer({ port, host: stringOption(values, 'health-host') ?? '0.0.0.0', metrics, healthy: () => !s.stopping });
-        log.info('health server listening', { url: health.url });
+        const host = stringOption(values, 'health-host') ?? (io.env.SLUICE_HEALTH_HOST || DEFAULT_HEALTH_HOST);
+        health = await startHealthServer({ port, host, metrics, healthy: () => !s.stopping });
+        log.info('health server listening', { url: health.url, host: health.host });
       }
       scheduler.start();
       for (const job of scheduled) {

@@ -77,6 +77,19 @@ export class CreditLedger {
     return this.#usageOf(team, this.cycle().start)?.used ?? 0;
   }
 
+  /**
+   * The cycles overlapping `[from, to)` (epoch ms) that the ledger knows, newest first, with the
+   * credits charged in each: those with usage recorded (the last ones kept) and the current one.
+   */
+  periods(team: string, from: number, to: number): Array<Cycle & { used: number }> {
+    const current = this.cycle();
+    const starts = new Set([current.start, ...(this.#usage.get(team)?.keys() ?? [])]);
+    return [...starts]
+      .sort((a, b) => b - a)
+      .map((start) => ({ ...cycleAt(this.#deps.cycle, start), used: this.#usageOf(team, start)?.used ?? 0 }))
+      .filter((c) => c.start < to && c.end > from);
+  }
+
   /** Executions admitted in the current cycle. */
   executions(team: string): number {
     return this.#usageOf(team, this.cycle().start)?.executions ?? 0;

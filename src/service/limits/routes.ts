@@ -2,12 +2,12 @@ import { UsageRequestSchema } from '../../protocol/index.ts';
 import { validateBody } from '../http/body.ts';
 import { json } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
-import { usageOf, type UsageSources } from './usage.ts';
+import { billingUsageOf, usageOf, type UsageSources } from './usage.ts';
 
 /**
- * GET /v1/usage (Admin): credits used in the cycle, executions, storage. The official clients ask
- * with POST and an optional `{start_date, end_date}` body; the service keeps only the current
- * cycle, so a POST with a period is refused rather than answered with another period's figures.
+ * GET /v1/usage (Admin): the service's own answer, credits used in the cycle, executions, storage.
+ * POST /v1/usage with an optional `{start_date, end_date}` body is how the official clients ask,
+ * and is answered in the shape they decode (billing periods, bytes, private queries).
  */
 export function usageRoutes(sources: UsageSources): Route[] {
   return [
@@ -24,8 +24,8 @@ export function usageRoutes(sources: UsageSources): Route[] {
       path: '/v1/usage',
       scope: 'Admin',
       async handle(ctx) {
-        validateBody(UsageRequestSchema, (await ctx.body()) ?? {});
-        return json(200, await usageOf(ctx.principal.team, sources));
+        const period = validateBody(UsageRequestSchema, (await ctx.body()) ?? {});
+        return json(200, await billingUsageOf(ctx.principal.team, sources, period));
       },
     },
   ];

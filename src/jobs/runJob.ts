@@ -391,7 +391,8 @@ function lowest(kind: CursorKind | undefined, values: readonly (string | undefin
 }
 
 /** Each output's committed export as its commit protocol reads it (undefined: none yet). */
-async function readCommits(job: Job, signal: AbortSignal): Promise<(Commit | undefined)[]> {
+/** Each output's commit (undefined for a single-stream output, or one with none yet). */
+export async function readCommits(job: Job, signal: AbortSignal): Promise<(Commit | undefined)[]> {
   const commits: (Commit | undefined)[] = [];
   for (const output of job.outputs) {
     const destination = output.sink.create(output.sinkConfig);

@@ -15,7 +15,7 @@ export { DestinationCheckError, DestinationError, FormatError, KitError } from '
 export * from './client/index.ts';
 export * from './pipeline/index.ts';
 export * from './types/index.ts';
-// Both the client (raw rows) and the types (decoded rows) name a Row; the decoded one is what users see.
+// The client and the types both name a Row: the same typed row.
 export type { Row } from './types/index.ts';
 export * from './export/index.ts';
 export * as protocol from './protocol/index.ts';

@@ -23,8 +23,9 @@ import {
   TimeoutError,
   type ErrorContext,
 } from './errors.ts';
+import { compileRowDecoder, sameColumns, type ColumnSpec, type DecodeOptions, type Row, type RowDecoder } from '../types/decode.ts';
 import { sleep } from './retry.ts';
-import type { CsvPage, Row, ServiceClient } from './service-client.ts';
+import type { CsvPage, ServiceClient } from './service-client.ts';
 import { sqlExcerpt } from './sql-excerpt.ts';
 
 export type ExecuteInput = { sql: string } | { queryId: number; parameters?: Record<string, ParameterValue> };
@@ -45,7 +46,18 @@ export interface WaitOptions {
   onPoll?: (event: { state: ExecutionState; nextPollInMs: number }) => void;
 }
 
-export interface RowsOptions extends ResultOptions {
+/** How rows are typed: as `stream()` types them (types.md), with the same options. */
+export interface RowTyping {
+  /** `date` values as `YYYY-MM-DD` strings (default) or Dates at UTC midnight. */
+  dates?: DecodeOptions['dates'];
+  /**
+   * Timestamps as Dates (default `auto`; a zoneless one beyond milliseconds as its exact text), or
+   * exactly: `micros` / `nanos` (bigint since the epoch), `string` (the wire text).
+   */
+  timestamps?: DecodeOptions['timestamps'];
+}
+
+export interface RowsOptions extends ResultOptions, RowTyping {
   signal?: AbortSignal;
 }
 
@@ -209,9 +221,24 @@ export class Execution {
     }
   }
 
-  /** Every row of the result as an object keyed by column name, values exactly as sent. */
+  /**
+   * Every row of the result as an object keyed by column name, typed from `column_types` as
+   * `stream()` types them (`dates` and `timestamps` as there). `pages()` has the values as sent.
+   */
   async *rows(options: RowsOptions = {}): AsyncGenerator<Row> {
-    for await (const page of this.pages(options)) yield* page.result?.rows ?? [];
+    const { dates, timestamps, ...pageOptions } = options;
+    let columns: ColumnSpec[] = [];
+    let decode: RowDecoder | undefined;
+    let at = options.offset ?? 0;
+    for await (const page of this.pages(pageOptions)) {
+      const result = page.result!;
+      const { column_names: names, column_types: types } = result.metadata;
+      if (decode === undefined || !sameColumns(columns, names, types)) {
+        columns = names.map((name, i) => ({ name, type: types[i] ?? 'varchar' }));
+        decode = compileRowDecoder(columns, { dates, timestamps });
+      }
+      for (const raw of result.rows) yield decode(raw, at++);
+    }
   }
 
   /** Raises the error class of a terminal state that is not a (permitted) completion. */

@@ -6,7 +6,7 @@
  * const rows = await client.run('SELECT * FROM sample.events LIMIT 10');
  * const exec = await client.execute({ queryId: 7, parameters: { day: '2026-11-20' } }, { performance: 'large' });
  * await exec.wait({ deadlineMs: 60_000, signal });           // polls 50 ms, doubling to 2 s
- * for await (const row of exec.rows({ columns: ['id'] })) ...  // every page, following next_offset
+ * for await (const row of exec.rows({ columns: ['id'] })) ...  // typed rows (as stream()), every page
  * for await (const page of exec.csvPages()) ...               // CSV text pages, each with its header
  * const latest = await client.getLatestResult(7, { maxAgeHours: 24 });  // stored result, or a fresh run
  * await client.close();
@@ -34,7 +34,7 @@
  * message naming the method, the URL (never the API key) and the execution id.
  */
 export { ServiceClient, type CallOptions, type CsvPage, type ExecuteOptions, type ExecuteQueryOptions, type LatestResultPageOptions, type ResultCallOptions, type Row } from './service-client.ts';
-export { Execution, DEFAULT_WAIT, type ExecuteInput, type LatestResultOptions, type RowsOptions, type RunOptions, type WaitOptions } from './execution.ts';
+export { Execution, DEFAULT_WAIT, type ExecuteInput, type LatestResultOptions, type RowsOptions, type RowTyping, type RunOptions, type WaitOptions } from './execution.ts';
 export { API_KEY_ENV, BASE_URL_ENV, DEFAULT_TIMEOUT_MS, MAX_PAGE_CONCURRENCY, type ClientOptions } from './config.ts';
 export { DEFAULT_RETRY, mayRetry, backoffDelay, parseRetryAfter, type Idempotency, type RetryPolicy } from './retry-policy.ts';
 export type { ClientStats, RequestEvent, RetryEvent } from './hooks.ts';

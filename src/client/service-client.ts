@@ -46,6 +46,7 @@ import type { ClientStats } from './hooks.ts';
 import { describeIssues, Http } from './http.ts';
 import { parseResultPage, parseResultPageText } from './result-page.ts';
 import type { TextRead } from '../types/textRows.ts';
+import type { Row } from '../types/decode.ts';
 import { ACCEPT_ARROW, arrowPageEnvelope } from './arrow-page.ts';
 import { resultParams } from './result-options.ts';
 import { salvageExecuteResponse, salvageQueryIdResponse, salvageRefreshResponse } from './salvage.ts';
@@ -118,8 +119,8 @@ export interface WirePageOptions extends ResultCallOptions {
   accept: 'arrow' | 'json';
 }
 
-/** A JSON row, values exactly as sent (integers beyond 2^53 as bigint). */
-export type Row = Record<string, unknown>;
+/** A row typed from `column_types`, as `stream()` types it (types.md). */
+export type { Row };
 
 /**
  * Client of the query service (protocol.md): one typed method per operation, plus `execute`, `run`
@@ -355,7 +356,10 @@ export class ServiceClient {
     return Execution.fromId(this, executionId, sql);
   }
 
-  /** Submit, wait, and return every row (pages followed by `next_offset`). */
+  /**
+   * Submit, wait, and return every row (pages followed by `next_offset`), typed as `stream()` types
+   * them (`dates`, `timestamps`). For a result of any size, `stream()` reads it without holding it.
+   */
   async run(input: string | ExecuteInput, options: RunOptions = {}): Promise<Row[]> {
     const execution = await this.execute(typeof input === 'string' ? { sql: input } : input, options);
     await execution.wait(options);

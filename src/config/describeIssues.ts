@@ -36,8 +36,11 @@ export function describeIssues(issues: readonly Issue[], data: unknown, doc: Doc
         case 'invalid_union': {
           const options = (issue as { options?: unknown[] }).options;
           if (issue.errors.length === 0 && Array.isArray(options)) {
-            // A discriminated union whose discriminator value matched nothing.
+            // A discriminated union whose discriminator value matched nothing; its other fields are
+            // still checked, so a misspelt format does not hide an unknown field beside it.
             add(path, `expected one of ${options.map(String).join('|')}, got ${shown}`);
+            const parent = path.slice(0, -1);
+            walk(sharedFieldIssues(schemaAt(schema, parent, data), valueAt(data, parent), path.at(-1)), parent);
             break;
           }
           const best = closestBranch(issue.errors);
@@ -106,7 +109,6 @@ function pickOption(node: z.core.$ZodType | undefined, value: unknown): z.core.$
   const def = node?._zod.def as { type: string; options?: z.core.$ZodType[]; discriminator?: string } | undefined;
   if (def?.type !== 'union' || !def.options) return node;
   const record = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
-  const shapeOf = (o: z.core.$ZodType) => (unwrap(o)?._zod.def as { shape?: Record<string, z.core.$ZodType> }).shape ?? {};
   if (def.discriminator !== undefined) {
     const wanted = record[def.discriminator];
     const match = def.options.find((o) => {
@@ -130,10 +132,41 @@ function unwrap(schema: z.core.$ZodType | undefined): z.core.$ZodType | undefine
   }
 }
 
+/** The keys allowed at `path`: of its object, or of every option of a union the data picks none of. */
 function allowedKeys(schema: z.ZodType, path: readonly PropertyKey[], data: unknown): string[] {
   const node = schemaAt(schema, path, data);
-  const def = node?._zod.def as { type: string; shape?: Record<string, unknown> } | undefined;
+  const def = node?._zod.def as { type: string; shape?: Record<string, unknown>; options?: z.core.$ZodType[] } | undefined;
+  if (def?.type === 'union' && def.options) return [...new Set(def.options.flatMap((o) => Object.keys(shapeOf(o))))];
   return def?.type === 'object' && def.shape ? Object.keys(def.shape) : [];
+}
+
+function shapeOf(option: z.core.$ZodType): Record<string, z.core.$ZodType> {
+  return (unwrap(option)?._zod.def as { shape?: Record<string, z.core.$ZodType> }).shape ?? {};
+}
+
+/**
+ * The issues of `value` against a discriminated union whose discriminator it misses, as far as
+ * they do not depend on which option it meant: keys no option knows, and fields every option
+ * checks with the same schema. Checked against the first option, its discriminator supplied.
+ */
+function sharedFieldIssues(union: z.core.$ZodType | undefined, value: unknown, discriminator: PropertyKey | undefined): Issue[] {
+  const def = union?._zod.def as { type: string; options?: z.core.$ZodType[] } | undefined;
+  const options = def?.type === 'union' ? def.options : undefined;
+  if (!options?.[0] || typeof discriminator !== 'string' || typeof value !== 'object' || value === null || Array.isArray(value)) return [];
+  const shapes = options.map(shapeOf);
+  const first = shapes[0]!;
+  const literal = (unwrap(first[discriminator])?._zod.def as { values?: unknown[] } | undefined)?.values?.[0];
+  const shared = (key: PropertyKey) => typeof key === 'string' && key !== discriminator && shapes.every((sh) => sh[key] !== undefined && sh[key] === first[key]);
+  const known = (key: string) => shapes.some((sh) => key in sh);
+  const result = (unwrap(options[0]) as z.ZodType).safeParse({ ...value, [discriminator]: literal });
+  if (result.success) return [];
+  return result.error.issues.flatMap((i): Issue[] => {
+    if (i.code === 'unrecognized_keys' && i.path.length === 0) {
+      const keys = i.keys.filter((k) => !known(k));
+      return keys.length > 0 ? [{ ...i, keys }] : [];
+    }
+    return i.path.length > 0 && shared(i.path[0]!) ? [i] : [];
+  });
 }
 
 function unionChoices(schema: z.ZodType, path: readonly PropertyKey[]): string {

@@ -1,3 +1,4 @@
+import { missingFolders, removeEmptyFolders } from './createdFolders.ts';
 import { sleep } from '../client/retry.ts';
 import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
@@ -113,9 +114,11 @@ export async function runJob(job: Job, options: RunJobOptions): Promise<JobSumma
   const run: RunTally = { startedAt: new Date(), began: performance.now(), credits: 0, attempts: 0 };
   try {
     let summary: JobSummary;
+    const created = await missingFolders(job.outputs.map((o) => o.path));
     try {
       summary = await attemptWithRetries(job, options, jobRunState(store, job), run);
     } catch (error) {
+      await removeEmptyFolders(created);
       await recordRun(job, options, run, { error });
       throw error;
     }

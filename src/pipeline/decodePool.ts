@@ -33,6 +33,7 @@ export interface PageRange {
 /** What `rows()` asks of a page: the rows it will yield, decoded as it decodes them. */
 export interface RowsTask extends PageRange {
   readonly dates: DecodeOptions['dates'];
+  readonly timestamps: DecodeOptions['timestamps'];
 }
 
 /** Decoded rows of a page from `from` on; a value that failed to decode ends them, with its error. */

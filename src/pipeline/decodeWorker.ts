@@ -3,10 +3,10 @@ import { InvalidResponseError } from '../client/errors.ts';
 import { parseResultPage, parseResultPageText } from '../client/result-page.ts';
 import type { ResultPage } from '../protocol/index.ts';
 import { ColumnValueError } from '../types/errors.ts';
-import type { DecodeReply, DecodeTask, PageRange, WorkerError } from './decodePool.ts';
+import type { DecodeReply, DecodeTask, PageRange, RowsTask, WorkerError } from './decodePool.ts';
 import { decodePacked, packColumns } from './packedRows.ts';
 import { releaseBody } from '../client/pageBody.ts';
-import { sameColumns, type ColumnSpec } from '../types/decode.ts';
+import { sameColumns, type ColumnSpec, type DecodeOptions } from '../types/decode.ts';
 import { compileTextColumns } from '../types/textRows.ts';
 
 /**
@@ -77,7 +77,7 @@ function decodeRows(task: DecodeTask, page: ResultPage, result: NonNullable<Resu
   const columns = m.column_names.map((name, i) => ({ name, type: m.column_types[i] ?? 'varchar' }));
   const raw = result.rows;
   const { from, to } = rowsIn(options, raw.length);
-  const decoded = decodePacked(raw, from, to, columns, options.dates === undefined ? {} : { dates: options.dates }, task.offset);
+  const decoded = decodePacked(raw, from, to, columns, typing(options), task.offset);
   result.rows = [];
   const rows = { from, packed: decoded.packed, ...(decoded.error === undefined ? {} : { error: serialize(decoded.error) }) };
   return { reply: { id: task.id, ok: true, page, rows }, transfer: decoded.transfer };
@@ -92,7 +92,7 @@ function rowsFromText(task: DecodeTask, text: string): { reply: DecodeReply; tra
   const columns = task.columns!;
   const options = task.rows!;
   // The same reader for every page of the same columns (compileTextColumns keeps them).
-  const read = compileTextColumns(columns, options.dates === undefined ? {} : { dates: options.dates });
+  const read = compileTextColumns(columns, typing(options));
   if (read === undefined) return undefined;
   const got = parseResultPageText({ text }, {}, (t) => read(t, options.skip, options.take));
   if (got === undefined || !namesColumns(got.page, columns)) return undefined;
@@ -132,4 +132,9 @@ function serialize(error: unknown): WorkerError {
   }
   if (error instanceof InvalidResponseError) return { kind: 'response', message: error.message };
   return { kind: 'other', message: error instanceof Error ? (error.stack ?? error.message) : String(error) };
+}
+
+/** The decode options of a rows task, only those it sets (the text readers are cached by them). */
+function typing(task: RowsTask): DecodeOptions {
+  return { ...(task.dates === undefined ? {} : { dates: task.dates }), ...(task.timestamps === undefined ? {} : { timestamps: task.timestamps }) };
 }

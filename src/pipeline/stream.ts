@@ -66,6 +66,12 @@ export interface StreamOptions {
   onExecution?: (executionId: string, how: { started: boolean }) => void;
   /** `date` values in rows as `YYYY-MM-DD` strings (default) or Dates at UTC midnight. */
   dates?: DecodeOptions['dates'];
+  /**
+   * Timestamps in rows as Dates (`auto`, the default: milliseconds; a zoneless timestamp(p > 3) as
+   * its exact text), or exactly: `micros` / `nanos`, a bigint count since the epoch (UTC);
+   * `string`, the wire text. Batches keep every digit whatever this says.
+   */
+  timestamps?: DecodeOptions['timestamps'];
   /** uint256 / int256 in Arrow as Utf8 text (default) or Decimal256(76, 0). */
   int256As?: ArrowTypeOptions['int256As'];
   /**
@@ -309,10 +315,11 @@ export class ResultStream implements AsyncIterable<Row> {
     const started = await this.#start();
     // A first page that came as Arrow has no JSON rows: it is read again as JSON.
     if (started.first?.ipc !== undefined) started.first = undefined;
-    const decode = compileRowDecoder(started.info.columns, { dates: this.#options.dates });
+    const typing = { dates: this.#options.dates, timestamps: this.#options.timestamps };
+    const decode = compileRowDecoder(started.info.columns, typing);
     const names = started.info.columns.map((c) => c.name);
     const pool = this.#rowPool(started.info);
-    const reader = pool === undefined ? compileTextRows(started.info.columns, { dates: this.#options.dates }) : undefined;
+    const reader = pool === undefined ? compileTextRows(started.info.columns, typing) : undefined;
     const text = reader === undefined ? undefined : new TextPages({ rows: reader });
     try {
       for await (const { page, offset, skip, take } of this.#pages(started, pool === undefined ? 'rows' : 'pool-rows', pool, text)) {
@@ -671,7 +678,7 @@ export class ResultStream implements AsyncIterable<Row> {
     if (pool === undefined) return { page: answer.parse(), httpBytes: answer.decodedBytes, wireBytes: answer.bytes };
     try {
       if (mode === 'pool-rows') {
-        const decoded = await pool.decode(answer.body, request.offset, { rows: { ...this.#wanted(request.offset), dates: this.#options.dates }, columns });
+        const decoded = await pool.decode(answer.body, request.offset, { rows: { ...this.#wanted(request.offset), dates: this.#options.dates, timestamps: this.#options.timestamps }, columns });
         return { page: decoded.page, httpBytes: answer.decodedBytes, wireBytes: answer.bytes, decoded: decoded.rows };
       }
       // Only the rows this read wants are decoded, as on this thread: a bad value outside them is no error.

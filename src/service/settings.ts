@@ -60,6 +60,22 @@ export const FaultsSchema = z.strictObject({
   reset_rate: share().default(0).describe('Share of GET responses whose connection is reset halfway through the body'),
 });
 
+/** A size as DuckDB reads it: a whole number of bytes, or a number and a unit (`256MiB`, `2GB`). */
+const SIZE = /^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i;
+const size = () =>
+  z.union([posInt(), z.string().regex(SIZE, 'a size is a number of bytes or a number with a unit: B, KB, MB, GB, TB, KiB, MiB, GiB or TiB (e.g. 512MiB)')]);
+
+/**
+ * The engine's bounds, shared by every team and execution. Defaults fit a small container (see
+ * the README): what a result needs beyond memory_limit is spilled to temp_directory.
+ */
+export const EngineSchema = z.strictObject({
+  memory_limit: size().default('256MiB').describe("DuckDB's memory limit (its buffer pool: tables, results being written, sorts, joins); work beyond it spills to temp_directory"),
+  threads: posInt().optional().describe("DuckDB's worker threads (default: the core count, at most 4)"),
+  temp_directory: z.string().min(1).optional().describe('Where DuckDB spills what does not fit in memory_limit (default: engine/tmp in the data directory); relative to the working directory'),
+  max_temp_directory_size: size().default('8GiB').describe('Most disk the spilled data may take; a query that needs more fails with an out-of-memory error'),
+});
+
 export const ServiceSettingsSchema = z
   .strictObject({
     teams: z.array(TeamSchema).min(1).describe('Teams, their plans and API keys'),
@@ -70,6 +86,7 @@ export const ServiceSettingsSchema = z
       .describe('Performance tiers; unset fields: medium 1 thread x1, large 2 threads x2, timeout limits.execution_timeout_ms'),
     faults: FaultsSchema.prefault({}),
     datasets: z.array(z.enum(['sample'])).default(['sample']).describe('Datasets loaded when the service starts'),
+    engine: EngineSchema.prefault({}).describe("The query engine's memory, temporary disk and threads"),
   })
   .superRefine((s, ctx) => {
     const teams = new Set<string>();
@@ -88,6 +105,7 @@ export type ServiceSettings = z.infer<typeof ServiceSettingsSchema>;
 export type ServiceSettingsInput = z.input<typeof ServiceSettingsSchema>;
 export type Tier = z.infer<typeof TierSchema>;
 export type FaultSettings = z.infer<typeof FaultsSchema>;
+export type EngineSettings = z.infer<typeof EngineSchema>;
 export type FaultSettingsInput = z.input<typeof FaultsSchema>;
 
 /** A settings file that cannot be read, parsed, interpolated or validated; the message names the file and the path. */

@@ -13,6 +13,7 @@ import {
   parseTimestamp,
   scanFittingTimestamp,
   canonicalFracUnits,
+  fracToUnits,
   timestampMillis,
   type CanonicalTimestamp,
   MS_PER_DAY,
@@ -48,12 +49,18 @@ export interface DecodeOptions {
   /**
    * `auto` (default) follows types.md: Date for timestamp(p <= 3) and for every
    * `with time zone`, exact string for timestamp(p > 3). A zoneless timestamp's Date has
-   * the wall-clock time as its UTC fields (`2026-11-20 10:15:30` is `2026-11-20T10:15:30Z`). `string` keeps the wire text for
-   * every timestamp: what the Arrow batch path wants, since a Date drops sub-millisecond
-   * digits of `timestamp(6) with time zone`.
+   * the wall-clock time as its UTC fields (`2026-11-20 10:15:30` is `2026-11-20T10:15:30Z`);
+   * a Date holds milliseconds, so `timestamp(6) with time zone` loses its last three digits.
+   * Exact for every timestamp: `micros` or `nanos`, a bigint of microseconds or nanoseconds
+   * since the epoch (UTC; a zoneless one's wall clock read as UTC), which is what
+   * `Temporal.Instant.fromEpochNanoseconds` takes; a digit the unit cannot hold is an error, not
+   * dropped. `string` keeps the wire text: what the Arrow batch path wants.
    */
-  timestamps?: 'auto' | 'string';
+  timestamps?: TimestampMode;
 }
+
+/** How timestamps come out of the decoders: see {@link DecodeOptions.timestamps}. */
+export type TimestampMode = 'auto' | 'string' | 'micros' | 'nanos';
 
 /** One value from the wire to its JS value; throws a Misfit when it does not fit. */
 export type ValueDecoder = (value: unknown) => unknown;
@@ -366,8 +373,8 @@ function decodeTime(v: unknown): unknown {
   throw new Misfit(v, 'is not a valid time (HH:MM:SS[.fraction])');
 }
 
-/** Whether a timestamp column's JS value is a Date (else its text); see the type table. */
-function timestampAsDate(precision: number, withTimeZone: boolean, mode: 'auto' | 'string'): boolean {
+/** Whether a timestamp column's JS value is a Date (else its text or an epoch count); see the type table. */
+function timestampAsDate(precision: number, withTimeZone: boolean, mode: TimestampMode): boolean {
   return mode === 'auto' && (withTimeZone || precision <= 3);
 }
 
@@ -401,7 +408,8 @@ export function textValueReader(type: SqlType, options: DecodeOptions, out: { va
   };
 }
 
-function timestampDecoder(precision: number, withTimeZone: boolean, mode: 'auto' | 'string'): ValueDecoder {
+function timestampDecoder(precision: number, withTimeZone: boolean, mode: TimestampMode): ValueDecoder {
+  if (mode === 'micros' || mode === 'nanos') return epochTimestampDecoder(precision, withTimeZone, mode === 'micros' ? 6 : 9);
   const parts: TimestampParts = { seconds: 0, frac: '', zoned: false };
   const asDate = timestampAsDate(precision, withTimeZone, mode);
   const expected = withTimeZone ? 'YYYY-MM-DD HH:MM:SS[.fraction] UTC' : 'YYYY-MM-DD HH:MM:SS[.fraction]';
@@ -431,6 +439,29 @@ function timestampDecoder(precision: number, withTimeZone: boolean, mode: 'auto'
     const ms = timestampMillis(parts);
     if (!(Math.abs(ms) <= 8.64e15)) throw new Misfit(v, 'is outside the range of a JS Date');
     return new Date(ms);
+  };
+}
+
+/**
+ * A timestamp as a bigint count of 10^-`digits` seconds since the epoch: exact, with no digit beyond
+ * the unit dropped (such a value is a Misfit naming the mode that holds it).
+ */
+function epochTimestampDecoder(precision: number, withTimeZone: boolean, digits: 6 | 9): ValueDecoder {
+  const parts: TimestampParts = { seconds: 0, frac: '', zoned: false };
+  const canonical: CanonicalTimestamp = { seconds: 0, fracAt: 0, fracLength: 0, zoned: false };
+  const unit = 10n ** BigInt(digits);
+  const general = timestampDecoder(precision, withTimeZone, 'string');
+  return (v) => {
+    if (v == null) return null;
+    if (typeof v === 'string' && scanFittingTimestamp(v, canonical, precision, withTimeZone) && canonical.fracLength <= digits) {
+      return BigInt(canonical.seconds) * unit + BigInt(canonicalFracUnits(v, canonical, digits));
+    }
+    // Checked (and its errors raised) as the text mode checks it, then counted from its parts.
+    general(v);
+    parseTimestamp(v as string, parts);
+    const { units, exact } = fracToUnits(parts.frac, digits);
+    if (!exact) throw new Misfit(v, `has digits beyond ${digits === 6 ? 'microseconds (timestamps: nanos or string keeps them)' : 'nanoseconds (timestamps: string keeps them)'}`);
+    return BigInt(parts.seconds) * unit + BigInt(units);
   };
 }
 

@@ -12,6 +12,7 @@ export {
   type DecodeOptions,
   type Row,
   type RowDecoder,
+  type TimestampMode,
   type ValueDecoder,
 } from './decode.ts';
 export { parseJsonLossless, needsExactParse, stringifyLossless } from './json.ts';

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Execution, NotFoundError, PaymentRequiredError, ServiceClient } from '../../src/client/index.ts';
+import { stream } from '../../src/pipeline/index.ts';
+import type { Row } from '../../src/types/index.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,11 +39,43 @@ describe('executions', () => {
     const pages: number[] = [];
     const rows = await client.run('SELECT id, name FROM sample.events ORDER BY id', { limit: 700 });
     expect(rows).toHaveLength(2000);
-    expect(rows[1999]).toEqual({ id: 1999, name: 'event_999' });
+    expect(rows[1999]).toEqual({ id: 1999n, name: 'event_999' });
     // The server lowered the page size to its cap (300): offsets come from next_offset, not from limit.
     const exec = await client.execute({ sql: 'SELECT id FROM sample.events' });
     for await (const page of exec.pages({ limit: 700 })) pages.push(page.result?.rows.length ?? -1);
     expect(pages).toEqual([300, 300, 300, 300, 300, 300, 200]);
+  });
+
+  it('run() and Execution.rows() type rows as stream() does: one typing for every way rows come out', async () => {
+    const sql = 'SELECT * FROM sample.all_types ORDER BY id';
+    const streamed: Row[] = [];
+    for await (const row of stream(client, { sql })) streamed.push(row);
+    const ran = await client.run(sql);
+    expect(ran).toEqual(streamed);
+    const rows: Row[] = [];
+    for await (const row of (await client.execute({ sql })).rows()) rows.push(row);
+    expect(rows).toEqual(streamed);
+    // What stream() gives, not the wire's text: a Date, bytes, a Map, a bigint.
+    const first = ran[0]!;
+    expect(first['c_timestamptz']).toBeInstanceOf(Date);
+    expect(first['c_varbinary']).toBeInstanceOf(Uint8Array);
+    expect(first['c_map']).toBeInstanceOf(Map);
+    expect(typeof first['c_hugeint']).toBe('bigint');
+    // The wire values stay a call away, as pages.
+    const exec = await client.execute({ sql });
+    for await (const page of exec.pages()) expect(typeof page.result!.rows[0]!['c_timestamptz']).toBe('string');
+  });
+
+  it('timestamps exactly, by option: epoch microseconds or nanoseconds as bigint, the same from run() and stream()', async () => {
+    const sql = 'SELECT id, c_timestamptz, c_timestamp_ns FROM sample.all_types ORDER BY id';
+    const exact = await client.run(sql, { timestamps: 'nanos' });
+    const streamed: Row[] = [];
+    for await (const row of stream(client, { sql }, { timestamps: 'nanos' })) streamed.push(row);
+    expect(exact).toEqual(streamed);
+    const at = BigInt(Date.UTC(2026, 10, 20, 10, 15, 30)) * 1_000_000n;
+    expect(exact[0]).toEqual({ id: exact[0]!['id'], c_timestamptz: at + 123_456_000n, c_timestamp_ns: at + 123_456_789n });
+    // The default keeps what a Date holds: milliseconds.
+    expect(((await client.run(sql))[0]!['c_timestamptz'] as Date).toISOString()).toBe('2026-11-20T10:15:30.123Z');
   });
 
   it('keeps integers beyond 2^53 exact (lossless parse)', async () => {
@@ -117,8 +151,8 @@ describe('saved queries', () => {
     expect(await client.updateQuery(query_id, { description: 'updated' })).toEqual({ query_id });
     expect((await client.getQuery(query_id)).description).toBe('updated');
 
-    expect(await client.run({ queryId: query_id })).toEqual([{ id: 5 }, { id: 1005 }]);
-    expect(await client.run({ queryId: query_id, parameters: { q: 7 } })).toEqual([{ id: 7 }, { id: 1007 }]);
+    expect(await client.run({ queryId: query_id })).toEqual([{ id: 5n }, { id: 1005n }]);
+    expect(await client.run({ queryId: query_id, parameters: { q: 7 } })).toEqual([{ id: 7n }, { id: 1007n }]);
 
     expect(await client.archiveQuery(query_id)).toEqual({ query_id });
     expect((await client.getQuery(query_id)).is_archived).toBe(true);
@@ -169,14 +203,14 @@ describe('uploads, views and usage', () => {
     const up = await client.uploadCsv({ table_name: 'client_test', data: 'a,b\n1,x\n2,y\n' });
     expect(up).toEqual({ success: true, table_name: 'service.demo.dataset_client_test' });
     expect(await client.run(`SELECT * FROM ${up.table_name} ORDER BY a`)).toEqual([
-      { a: 1, b: 'x' },
-      { a: 2, b: 'y' },
+      { a: 1n, b: 'x' },
+      { a: 2n, b: 'y' },
     ]);
 
     // An upload replaces the table whole, so the client resends it like a read: the same upload twice
     // leaves the same table, not twice the rows.
     expect(await client.uploadCsv({ table_name: 'client_test', data: 'a,b\n1,x\n2,y\n' })).toEqual(up);
-    expect(await client.run(`SELECT count(*) AS n FROM ${up.table_name}`)).toEqual([{ n: 2 }]);
+    expect(await client.run(`SELECT count(*) AS n FROM ${up.table_name}`)).toEqual([{ n: 2n }]);
 
     const { query_id } = await client.createQuery({ name: 'for view', query_sql: `SELECT count(*) AS n FROM ${up.table_name}` });
     const view = await client.upsertView({ name: 'result_client_test', query_id });
@@ -186,7 +220,7 @@ describe('uploads, views and usage', () => {
     expect((await client.listViews()).materialized_views.map((v) => v.name)).toContain(view.name);
     const refresh = await client.refreshView('result_client_test');
     await client.execution(refresh.execution_id).wait();
-    expect(await client.run(`SELECT n FROM ${view.name}`)).toEqual([{ n: 2 }]);
+    expect(await client.run(`SELECT n FROM ${view.name}`)).toEqual([{ n: 2n }]);
     const other = await client.createQuery({ name: 'other', query_sql: 'SELECT 1' });
     await expect(client.upsertView({ name: 'result_client_test', query_id: other.query_id })).rejects.toMatchObject({ code: 'CONFLICT', status: 409 });
     expect((await client.deleteView(view.name)).message).toBeTruthy();

@@ -95,6 +95,21 @@ jobs:
     expect(messages(base('    wire: avro\n'))).toEqual(['jobs.yaml:8:11 jobs[0].wire: expected one of auto|json|arrow, got "avro"']);
   });
 
+  it('every error of a file in one pass: a bad format hides no unknown field, a schema error no output error', () => {
+    expect(messages(base('', '      - format: parqet\n        path: ./out\n        max_row_per_file: 10\n        colour: red\n'))).toEqual([
+      'jobs.yaml:6:17 jobs[0].outputs[0].format: expected one of parquet|arrow|csv|ndjson, got "parqet"',
+      'jobs.yaml:8:9 jobs[0].outputs[0].max_row_per_file: unknown field, did you mean "max_rows_per_file"?',
+      expect.stringMatching(/^jobs\.yaml:9:9 jobs\[0\]\.outputs\[0\]\.colour: unknown field \(allowed: format, format_options, path, /),
+    ]);
+    // A field of the job (the schema) and an output's destination block (resolved against the
+    // sinks) wrong in the same file: both at once.
+    const both = messages(base('    retries: three\n', '      - format: csv\n        path: ./out\n        s3: { region: eu-west-1 }\n'));
+    expect(both).toEqual([
+      'jobs.yaml:9:14 jobs[0].retries: expected number, got string "three"',
+      expect.stringMatching(/^jobs\.yaml:8:13 jobs\[0\]\.outputs\[0\]\.s3: s3 settings apply only to s3:\/\//),
+    ]);
+  });
+
   it('a bad cron expression names the path and the problem', () => {
     const [line] = messages(base('    schedule: "61 * * * *"\n'));
     expect(line).toMatch(/^jobs\.yaml:8:15 jobs\[0\]\.schedule: invalid cron expression "61 \* \* \* \*": .*minute/);

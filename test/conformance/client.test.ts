@@ -336,13 +336,16 @@ describe('wait()', () => {
 
 describe('values', () => {
   it('integers beyond 2^53 stay exact inside arrays, maps and rows, next to look-alike strings', async () => {
-    const rows = await client.run(
-      `SELECT [9007199254740993, -9007199254740993, 1]::BIGINT[] AS arr,
+    // On the wire (pages, values as sent): the lossless parse.
+    const exec = await client.execute({
+      sql: `SELECT [9007199254740993, -9007199254740993, 1]::BIGINT[] AS arr,
               MAP {'k': 9223372036854775807}::MAP(VARCHAR, BIGINT) AS m,
               {'x': 9007199254740995::BIGINT, 's': '":12345678901234567890'} AS r,
               '[9007199254740993]' AS s,
               0.1::DOUBLE AS d, 1e300::DOUBLE AS big_double, 9007199254740991::BIGINT AS safe`,
-    );
+    });
+    const rows = [];
+    for await (const page of exec.pages()) rows.push(...page.result!.rows);
     expect(rows).toHaveLength(1);
     const row = rows[0]!;
     expect(row['arr']).toEqual([9007199254740993n, -9007199254740993n, 1]);
@@ -352,6 +355,11 @@ describe('values', () => {
     expect(row['d']).toBe(0.1);
     expect(row['big_double']).toBe(1e300);
     expect(row['safe']).toBe(9007199254740991);
+    // Typed (run, rows): every bigint a bigint, the map a Map.
+    const [typed] = await client.run({ sql: exec.sql! });
+    expect(typed!['arr']).toEqual([9007199254740993n, -9007199254740993n, 1n]);
+    expect(typed!['m']).toEqual(new Map([['k', 9223372036854775807n]]));
+    expect(typed!['safe']).toBe(9007199254740991n);
   });
 
   it('run() with a partial result and allowPartialResults pages through the truncated rows only', async () => {
@@ -361,7 +369,7 @@ describe('values', () => {
       const rows = await c.run('SELECT id FROM sample.events ORDER BY id', { allowPartialResults: true });
       expect(rows.length).toBeGreaterThan(4);
       expect(rows.length).toBeLessThan(50);
-      expect(rows).toEqual(Array.from({ length: rows.length }, (_, i) => ({ id: i })));
+      expect(rows).toEqual(Array.from({ length: rows.length }, (_, i) => ({ id: BigInt(i) })));
     } finally {
       await c.close();
       await local.close();

@@ -1,7 +1,9 @@
-// The package as users install it: `npm pack` (which builds dist/ through prepack), unpacked under a
+// The package as users install it: `npm pack` (which builds dist/ through prepare), unpacked under a
 // node_modules folder, where Node refuses to strip TypeScript types. The library, `sluice/service`
-// and the CLI must all run from the compiled output there.
+// and the CLI must all run from the compiled output there. Packed from a copy of the checkout, so
+// that the tests build nothing into the checkout itself.
 import { execFile } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logLines, ROOT, startSluice, testEnv } from '../cli/sluiceProcess.ts';
 import { duckRowsJS as query } from '../helpers/duckdb.ts';
 import { startTestService } from '../helpers/service.ts';
+import { checkoutCopy } from './checkoutCopy.ts';
 
 const run = promisify(execFile);
 
@@ -17,10 +20,18 @@ const run = promisify(execFile);
 const home = join(ROOT, 'node_modules', `.sluice-installed-test-${process.pid}`);
 const pkgDir = join(home, 'node_modules', 'sluice');
 
+/** The checkout's dist/ before the tests (absent in a fresh clone): the tests must leave it as it was. */
+const distBefore = distState();
+
+function distState(): string {
+  return existsSync(join(ROOT, 'dist')) ? `built ${statSync(join(ROOT, 'dist')).mtimeMs}` : 'absent';
+}
+
 beforeAll(async () => {
   const packDir = await mkdtemp(join(tmpdir(), 'sluice-pack-'));
+  const copy = await checkoutCopy();
   try {
-    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', packDir], { cwd: ROOT, env: testEnv(), maxBuffer: 64 << 20 });
+    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', packDir], { cwd: copy.dir, env: testEnv(), maxBuffer: 64 << 20 });
     const [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as { filename: string }[];
     if (packed === undefined) throw new Error(`npm pack printed no tarball: ${stdout}`);
     const { filename } = packed;
@@ -28,6 +39,7 @@ beforeAll(async () => {
     await run('tar', ['-xzf', join(packDir, filename), '-C', pkgDir, '--strip-components=1']);
   } finally {
     await rm(packDir, { recursive: true, force: true });
+    await copy.remove();
   }
 }, 180_000);
 
@@ -36,6 +48,10 @@ afterAll(async () => {
 });
 
 describe('the installed package', () => {
+  it('is packed without building into the checkout', () => {
+    expect(distState()).toBe(distBefore);
+  });
+
   it('ships the compiled output and no TypeScript sources', async () => {
     const top = await readdir(pkgDir);
     expect(top).toEqual(expect.arrayContaining(['bin', 'dist', 'package.json', 'README.md']));

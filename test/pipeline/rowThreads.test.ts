@@ -55,6 +55,9 @@ describe('rows() with decode threads', () => {
 
   it('dates as Dates, and row ranges on and off the page grid, alike', { timeout: 120_000 }, async () => {
     expect((await rows({ decodeThreads: 2, dates: 'date' })).map(typed)).toEqual((await rows({ decodeThreads: 0, dates: 'date' })).map(typed));
+    const exact = (await rows({ decodeThreads: 0, timestamps: 'nanos' })).map(typed);
+    expect(exact).not.toEqual((await rows({ decodeThreads: 0 })).map(typed));
+    expect((await rows({ decodeThreads: 2, timestamps: 'nanos' })).map(typed)).toEqual(exact);
     const all = (await rows({ decodeThreads: 0 })).map(typed);
     for (const [start, end] of [
       [70, 100],
@@ -128,7 +131,7 @@ describe('packed rows (the hand-over between threads)', () => {
     return o;
   });
 
-  for (const options of [{}, { dates: 'date' }, { timestamps: 'string' }] as DecodeOptions[]) {
+  for (const options of [{}, { dates: 'date' }, { timestamps: 'string' }, { timestamps: 'nanos' }] as DecodeOptions[]) {
     it(`round-trip the decoder's rows exactly (${JSON.stringify(options)})`, () => {
       const decode = compileRowDecoder(columns, options);
       const want = page.map((r, i) => decode(r, i));

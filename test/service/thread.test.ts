@@ -29,7 +29,7 @@ describe('startServiceThread', () => {
     try {
       expect(svc.threadId).toBeGreaterThan(0);
       const rows = await client.run('SELECT count(*) AS n FROM sample.events');
-      expect(rows).toEqual([{ n: 500 }]);
+      expect(rows).toEqual([{ n: 500n }]);
     } finally {
       await client.close();
       await svc.close();
@@ -49,7 +49,7 @@ describe('startServiceThread', () => {
     const connection = await connect({ embedded: { data_dir: join(dir, 'c'), sample_rows: 100 } } as never, { env: {}, cwd: dir });
     try {
       expect(connection.embedded).toBe(true);
-      expect(await connection.client.run('SELECT count(*) AS n FROM sample.events')).toEqual([{ n: 100 }]);
+      expect(await connection.client.run('SELECT count(*) AS n FROM sample.events')).toEqual([{ n: 100n }]);
     } finally {
       await connection.close();
     }

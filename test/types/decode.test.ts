@@ -176,6 +176,22 @@ describe('decoders', () => {
     expect(decode('timestamp(3)', '2026-11-20 10:15:30.123', { timestamps: 'string' })).toBe('2026-11-20 10:15:30.123');
   });
 
+  it('decode timestamps exactly as epoch microseconds or nanoseconds (bigint) on request', () => {
+    const base = BigInt(Date.UTC(2026, 10, 20, 10, 15, 30)) * 1000n;
+    expect(decode('timestamp(6) with time zone', '2026-11-20 10:15:30.234567 UTC', { timestamps: 'micros' })).toBe(base + 234_567n);
+    expect(decode('timestamp(6) with time zone', '2026-11-20 12:15:30.234567 +02:00', { timestamps: 'micros' })).toBe(base + 234_567n);
+    expect(decode('timestamp(6) with time zone', '2026-11-20 10:15:30.234567 UTC', { timestamps: 'nanos' })).toBe((base + 234_567n) * 1000n);
+    expect(decode('timestamp(3)', '2026-11-20 10:15:30.2', { timestamps: 'micros' })).toBe(base + 200_000n);
+    expect(decode('timestamp(9)', '1969-12-31 23:59:59.999999999', { timestamps: 'nanos' })).toBe(-1n);
+    expect(decode('timestamp(0)', '1969-12-31 23:59:59', { timestamps: 'micros' })).toBe(-1_000_000n);
+    // Years outside 0000-9999 and BC take the general path to the same numbers.
+    expect(decode('timestamp(6)', '10000-01-01 00:00:00', { timestamps: 'micros' })).toBe(BigInt(Date.UTC(10000, 0, 1)) * 1000n);
+    expect(decode('timestamp(3) with time zone', null, { timestamps: 'micros' })).toBeNull();
+    // Digits the unit cannot hold are refused, not dropped.
+    expect(() => decode('timestamp(9)', '2026-11-20 10:15:30.123456789', { timestamps: 'micros' })).toThrow(/nanos/);
+    expect(decode('timestamp(9)', '2026-11-20 10:15:30.123456000', { timestamps: 'micros' })).toBe(base + 123_456n);
+  });
+
   it('reject malformed or mismatched timestamps', () => {
     expect(decodeError('timestamp(3)', '2026-11-20').message).toMatch(/not a valid timestamp/);
     expect(decodeError('timestamp(3)', '2026-11-20 10:15:30.123 UTC').message).toMatch(/has a time zone/);

@@ -429,7 +429,7 @@ function rowOutcome(fn: () => unknown): string {
 
 describe('whole rows agree with the column-by-column paths', () => {
   it('compileRowDecoder gives the same rows and the same errors (column, row offset, path, value, reason)', () => {
-    for (const options of [{}, { timestamps: 'string' }, { dates: 'date' }] as DecodeOptions[]) {
+    for (const options of [{}, { timestamps: 'string' }, { dates: 'date' }, { timestamps: 'micros' }, { timestamps: 'nanos' }] as DecodeOptions[]) {
       const fast = compileRowDecoder(COLUMNS, options);
       const reference = referenceRowDecoder(COLUMNS, options);
       let errors = 0;

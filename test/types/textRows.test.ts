@@ -213,7 +213,7 @@ describe('text scanner against JSON.parse and the decoders', () => {
       const p = page(columns, 1 + int(6), (c) => (canonical && rnd() < 0.97 ? valid(c) : token()), canonical ? 0 : 0.15);
       const from = int(3);
       const to = from + int(6);
-      const options: DecodeOptions = pick([{}, {}, { dates: 'date' }, { timestamps: 'string' }]);
+      const options: DecodeOptions = pick([{}, {}, { dates: 'date' }, { timestamps: 'string' }, { timestamps: 'micros' }, { timestamps: 'nanos' }]);
       const expected = general(p.text, columns, from, to, options);
       const reader = compileTextRows(columns, options);
       expect(reader).toBeDefined();

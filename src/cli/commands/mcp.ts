@@ -3,9 +3,8 @@ import type { Writable } from 'node:stream';
 import { builtins } from '../../../connectors/index.ts';
 import { DEFAULT_STATE_DIR } from '../../config/jobSchema.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
-import { connect } from '../../jobs/connect.ts';
 import { defineCommand, flag, listOption, stringOption, type OptionValues } from '../command.ts';
-import { CONNECTION_OPTIONS, connectFromFlags } from '../connection.ts';
+import { CONNECTION_OPTIONS, connectFromFlags, connectLogged } from '../connection.ts';
 import { packageVersion } from '../dispatch.ts';
 import { EXIT } from '../exit-codes.ts';
 import { UsageError } from '../usage-error.ts';
@@ -60,8 +59,8 @@ export const mcpCommand = defineCommand({
     }
     const mcp = await import('../../mcp/index.ts');
     const connection = jobFile === undefined
-      ? await connectFromFlags(values, io, log)
-      : await connect(jobFile.connection, { env: io.env, cwd: io.cwd, onEmbedded: ({ url, dataDir }) => log.info('started the embedded local service', { url, data_dir: dataDir }) });
+      ? await connectFromFlags(values, io, log, signal)
+      : await connectLogged(jobFile.connection, io, log, signal);
     try {
       const context: McpServerContext = {
         client: connection.client,

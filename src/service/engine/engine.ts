@@ -87,8 +87,11 @@ export const DEFAULT_ENCODE_MIN_BYTES = 64 * 1024;
 const defaultArrowChunkRows = (columnCount: number): number => Math.min(32_000, Math.max(1, Math.floor(250_000 / Math.max(1, columnCount))));
 /** How often a stopped execution's connection is interrupted again (see the header). */
 const INTERRUPT_REPEAT_MS = 5;
-/** How long close() waits for running statements to stop before closing the instance anyway. */
-const CLOSE_WAIT_MS = 10_000;
+/**
+ * An encoding waits until no page of any result was built by a page query for this long: a reader
+ * paging through a fresh result (an export) is never slowed, nor its memory doubled, by the encoder.
+ */
+const ENCODE_AFTER_IDLE_MS = 1_000;
 
 interface OpenResult {
   alias: string;
@@ -101,6 +104,8 @@ interface EncodingJob {
   done: Promise<void>;
   started: boolean;
   cancelled: boolean;
+  /** Stopped for a reader: scheduled again once the service is quiet. */
+  preempted: boolean;
   conn?: DuckDBConnection;
 }
 
@@ -143,6 +148,7 @@ export class DuckDbEngine implements SqlEngine {
   #starting = 0;
   readonly #schemas = new Map<string, Promise<void>>();
   #closed = false;
+  #closing: Promise<void> | undefined;
   readonly #encodings = new Map<string, EncodingJob>();
   /** Encodings run one after the other: each is a bulk job that uses every thread. */
   #encodeQueue: Promise<void> = Promise.resolve();
@@ -152,6 +158,8 @@ export class DuckDbEngine implements SqlEngine {
   /** Executions in progress: encodings wait for none to be running (they would compete for every thread). */
   #executing = 0;
   #idleWaiters: Array<() => void> = [];
+  /** When a page query or an execution last ended (performance.now()): encodings wait for quiet. */
+  #lastActivity = Number.NEGATIVE_INFINITY;
 
   readonly #systemViews: ReadonlySet<string>;
 
@@ -320,6 +328,7 @@ export class DuckDbEngine implements SqlEngine {
       this.#running.delete(conn);
       conn.closeSync();
       this.#executing -= 1;
+      this.#lastActivity = performance.now();
       if (this.#executing === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
     }
   }
@@ -516,7 +525,7 @@ export class DuckDbEngine implements SqlEngine {
     const { entry, open } = await this.#acquire(id);
     try {
       const plan = planPage(open.columns, req, format);
-      const conn = await this.#instance.connect();
+      const conn = await this.#pageConnection();
       try {
         const row = (await conn.runAndReadAll(plan.sql)).getRowsJson()[0]!;
         let total = plan.totalRowCount;
@@ -530,11 +539,46 @@ export class DuckDbEngine implements SqlEngine {
         }
         throw mapped;
       } finally {
-        conn.closeSync();
+        this.#endPageConnection(conn);
       }
     } finally {
       this.#release(entry);
     }
+  }
+
+  /** A connection for a page query: interrupted by close, which waits for it. */
+  async #pageConnection(): Promise<DuckDBConnection> {
+    this.#lastActivity = performance.now();
+    this.#preemptEncodings();
+    const conn = await this.#connect();
+    this.#running.add(conn);
+    if (this.#closed) {
+      this.#endPageConnection(conn);
+      throw new EngineError('canceled', 'the service is stopping');
+    }
+    return conn;
+  }
+
+  /**
+   * A reader of a result not encoded yet pays for a page query; an encoding running beside it
+   * would take the same cores and as much memory again. So the encoding stops (interrupted until
+   * it has) and is scheduled again for when the service is quiet.
+   */
+  #preemptEncodings(): void {
+    for (const job of this.#encodings.values()) {
+      if (!job.started || job.cancelled) continue;
+      job.cancelled = true;
+      job.preempted = true;
+      job.conn?.interrupt();
+      const repeat = setInterval(() => job.conn?.interrupt(), INTERRUPT_REPEAT_MS);
+      void job.done.finally(() => clearInterval(repeat));
+    }
+  }
+
+  #endPageConnection(conn: DuckDBConnection): void {
+    this.#lastActivity = performance.now();
+    this.#running.delete(conn);
+    conn.closeSync();
   }
 
   async page(resultId: string, req: PageRequest): Promise<Page> {
@@ -553,7 +597,7 @@ export class DuckDbEngine implements SqlEngine {
     const { entry, open } = await this.#acquire(resultId);
     try {
       const plan = planPage(open.columns, req, 'json');
-      const conn = await this.#instance.connect();
+      const conn = await this.#pageConnection();
       try {
         const body = await buildArrowPage(conn, open.columns, plan);
         const bytesSql = `SELECT coalesce(sum(${rowBytesSql(plan.cols, open.columns)}), 0)::BIGINT FROM ${plan.source} AS page`;
@@ -568,7 +612,7 @@ export class DuckDbEngine implements SqlEngine {
         }
         throw mapped;
       } finally {
-        conn.closeSync();
+        this.#endPageConnection(conn);
       }
     } finally {
       this.#release(entry);
@@ -637,7 +681,7 @@ export class DuckDbEngine implements SqlEngine {
 
   #scheduleEncoding(id: string): void {
     if (this.#closed || this.#encodings.has(id) || this.#encodeFailed.has(id)) return;
-    const job: EncodingJob = { done: Promise.resolve(), started: false, cancelled: false };
+    const job: EncodingJob = { done: Promise.resolve(), started: false, cancelled: false, preempted: false };
     job.done = this.#encodeQueue
       .then(() => this.#encode(id, job))
       .catch((err: unknown) => {
@@ -646,17 +690,24 @@ export class DuckDbEngine implements SqlEngine {
       })
       .finally(() => {
         if (this.#encodings.get(id) === job) this.#encodings.delete(id);
+        if (job.preempted) this.#scheduleEncoding(id);
       });
     this.#encodeQueue = job.done;
     this.#encodings.set(id, job);
   }
 
   async #encode(id: string, job: EncodingJob): Promise<void> {
-    while (this.#executing > 0 && !job.cancelled && !this.#closed) await new Promise<void>((wake) => this.#idleWaiters.push(wake));
+    while (!job.cancelled && !this.#closed) {
+      if (this.#executing > 0) await new Promise<void>((wake) => this.#idleWaiters.push(wake));
+      else if (performance.now() - this.#lastActivity < ENCODE_AFTER_IDLE_MS) await new Promise((wake) => setTimeout(wake, ENCODE_AFTER_IDLE_MS).unref());
+      else break;
+    }
     if (job.cancelled || this.#closed) return;
     job.started = true;
     const { dir, tmp } = encodedDir(this.#resultsDir, id);
-    if (existsSync(dir)) return;
+    const published = existsSync(dir);
+    // Published by a run a reader stopped in its Arrow part: that part is left.
+    if (published && (!this.#encodedInfo.has(id) || existsSync(arrowDirs(dir).dir))) return;
     const { entry, open } = await this.#acquire(id);
     let conn: DuckDBConnection | undefined;
     try {
@@ -664,13 +715,15 @@ export class DuckDbEngine implements SqlEngine {
       this.#running.add(conn);
       job.conn = conn;
       if (job.cancelled || this.#closed) return;
-      await rm(tmp, { recursive: true, force: true });
-      await writeEncodings(conn, open.columns, open.info, tmp);
-      if (job.cancelled || this.#closed) throw new EngineError('canceled', 'encoding stopped');
-      await publishEncodings(tmp, dir);
-      if (job.cancelled || this.#closed) return;
-      // JSON and CSV pages are byte ranges from here on; the Arrow chunks follow.
-      this.#encodedInfo.set(id, open.info);
+      if (!published) {
+        await rm(tmp, { recursive: true, force: true });
+        await writeEncodings(conn, open.columns, open.info, tmp);
+        if (job.cancelled || this.#closed) throw new EngineError('canceled', 'encoding stopped');
+        await publishEncodings(tmp, dir);
+        if (job.cancelled || this.#closed) return;
+        // JSON and CSV pages are byte ranges from here on; the Arrow chunks follow.
+        this.#encodedInfo.set(id, open.info);
+      }
       if (open.info.columnNames.length > 0 && open.info.rowCount > 0) await this.#encodeArrow(id, job, conn, open, dir);
     } catch (err) {
       await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
@@ -729,6 +782,7 @@ export class DuckDbEngine implements SqlEngine {
     const job = this.#encodings.get(resultId);
     if (job !== undefined) {
       job.cancelled = true;
+      job.preempted = false;
       // A running encoding holds the result attached: stop it and let it let go first.
       if (job.started) {
         job.conn?.interrupt();
@@ -764,14 +818,21 @@ export class DuckDbEngine implements SqlEngine {
     return join(this.#resultsDir, `${SCRATCH_PREFIX}${name}`);
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  /** Idempotent: a second call (a stop at once during a graceful close) waits for the first. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     this.#closed = true;
     for (const wake of this.#idleWaiters.splice(0)) wake();
-    // Interrupted again and again: an interrupt between two statements is lost (see the header).
-    const deadline = performance.now() + CLOSE_WAIT_MS;
-    while ((this.#starting > 0 || this.#running.size > 0 || this.#trusted.size > 0) && performance.now() < deadline) {
+    // The instance is closed only once no native call is in flight on any of its connections:
+    // closing it (or ending the thread) under one aborts the process. Every statement is
+    // interrupted, again and again (an interrupt between two statements is lost, see the header).
+    while (this.#starting > 0 || this.#running.size > 0 || this.#trusted.size > 0) {
       for (const conn of this.#running) conn.interrupt();
+      for (const conn of this.#trusted) conn.interrupt();
       await new Promise((r) => setTimeout(r, INTERRUPT_REPEAT_MS));
     }
     await this.#attached.settled();

@@ -23,12 +23,14 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
   }
   const resultsDir = join(opts.dataDir, 'results');
   await mkdir(resultsDir, { recursive: true });
-  await DuckDbEngine.removeIncomplete(resultsDir);
-  const config: Record<string, string> = {};
-  if (opts.defaultThreads !== undefined) config['threads'] = String(opts.defaultThreads);
+  const config = engineConfig(opts);
+  await mkdir(config['temp_directory']!, { recursive: true });
+  // Opening engine.duckdb takes the folder's lock: only then are leftovers known to be no other
+  // process's files being written (a process that finds the folder held must not touch them).
   const instance = await DuckDBInstance.create(join(opts.dataDir, 'engine.duckdb'), config);
   let systemViews: Set<string>;
   try {
+    await DuckDbEngine.removeIncomplete(resultsDir);
     const conn = await instance.connect();
     try {
       await conn.run('SET GLOBAL errors_as_json = true');
@@ -53,4 +55,14 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
     throw err;
   }
   return new DuckDbEngine(instance, opts.dataDir, systemViews, opts.encodeMinBytes, opts.arrowChunkRows);
+}
+
+/** DuckDB's configuration of the instance: set at creation, locked from then on (lockdown.ts). */
+function engineConfig(opts: OpenEngineOptions): Record<string, string> {
+  const size = (v: number | string): string => (typeof v === 'number' ? `${v}B` : v);
+  const config: Record<string, string> = { temp_directory: opts.tempDirectory ?? join(opts.dataDir, 'tmp') };
+  if (opts.defaultThreads !== undefined) config['threads'] = String(opts.defaultThreads);
+  if (opts.memoryLimit !== undefined) config['memory_limit'] = size(opts.memoryLimit);
+  if (opts.maxTempDirectorySize !== undefined) config['max_temp_directory_size'] = size(opts.maxTempDirectorySize);
+  return config;
 }

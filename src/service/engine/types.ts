@@ -205,4 +205,10 @@ export interface OpenEngineOptions {
   arrowChunkRows?: (columnCount: number) => number;
   /** DuckDB threads for the instance (default: DuckDB's default, the core count). */
   defaultThreads?: number;
+  /** DuckDB's memory_limit: bytes, or a size with a unit (`128MiB`). Default: DuckDB's (80% of RAM). */
+  memoryLimit?: number | string;
+  /** Where DuckDB spills what exceeds memoryLimit (default: dataDir/tmp). */
+  tempDirectory?: string;
+  /** Most disk the spilled data may take (bytes, or a size with a unit). Default: DuckDB's (90% of free disk). */
+  maxTempDirectorySize?: number | string;
 }

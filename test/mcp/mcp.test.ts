@@ -253,11 +253,10 @@ describe('sluice mcp: a call the client cancels', () => {
     const state = join(dir, 'state-cancel');
     const mcp = await startMcp(['--state-dir', state], { env: serviceEnv() });
     try {
-      const before = await executions();
       const controller = new AbortController();
       const call = mcp.client.callTool({ name: 'preview', arguments: { sql: 'SELECT sum(i) AS s FROM range(0, 1000000000000) t(i)' } }, undefined, { signal: controller.signal });
-      // Cancel once the service has the execution.
-      for (let i = 0; i < 200 && (await executions()) === before; i++) await new Promise((r) => setTimeout(r, 50));
+      // Cancel once the server knows the execution it started (it logs it).
+      for (let i = 0; i < 400 && !mcp.stderr().includes('execution started'); i++) await new Promise((r) => setTimeout(r, 50));
       controller.abort();
       await expect(call).rejects.toThrow();
       let record: Record<string, any> | undefined;

@@ -10,6 +10,7 @@ import { EXIT } from '../exit-codes.ts';
 import { UsageError } from '../usage-error.ts';
 // The budgets' module loads no MCP SDK: `sluice --help` stays as light as before.
 import { DEFAULT_CALL_CREDITS, DEFAULT_SESSION_CREDITS } from '../../mcp/budget.ts';
+import type { McpServerContext } from '../../mcp/context.ts';
 
 const DEFAULT_PORT = 8765;
 
@@ -61,7 +62,7 @@ export const mcpCommand = defineCommand({
       ? await connectFromFlags(values, io, log, signal)
       : await connectLogged(jobFile.connection, io, log, signal);
     try {
-      const context = {
+      const context: McpServerContext = {
         client: connection.client,
         embedded: connection.embedded,
         registry: builtins,

@@ -91,9 +91,10 @@ export async function firstRows(plan: SourcePlan, limit: number, call: ToolCall)
     decodeThreads: 0,
     // One page of `limit` rows and no more; none for the columns alone.
     ...(limit > 0 ? { pageSize: limit, endOffset: limit } : {}),
-    onExecution: (id) => {
+    onExecution: (id, { started }) => {
       executionId = id;
       call.facts.executionId = id;
+      if (started) call.server.log.info('execution started', { execution_id: id });
     },
   });
   let ready;

@@ -45,6 +45,9 @@ export const runJobTool = defineTool({
 export function runEvents(call: ToolCall): RunEvents {
   return {
     onRecorded: (record) => (call.facts.credits = record.credits),
+    onExecution: ({ executionId, started }) => {
+      if (started) call.server.log.info('execution started', { execution_id: executionId });
+    },
     onProgress: (p) => call.progress(p.rows, p.totalRows, `${p.rows.toLocaleString('en-US')}${p.totalRows === undefined ? '' : ` of ${p.totalRows.toLocaleString('en-US')}`} rows read`),
   };
 }

@@ -10,14 +10,19 @@ if (port === null) throw new Error('serviceThread.ts runs as a worker thread');
 // A halt can come while the service is starting (a second Ctrl-C during the first start, which
 // loads the sample data): it is answered once the start has settled and the engine is stopped.
 let halting = false;
+/** Aborted when the closing owner stops waiting for the processes that use its service. */
+const borrowers = new AbortController();
 const started = startService(workerData as ServiceOptions);
 port.on('message', (message: unknown) => {
   if (message === 'halt' && !halting) {
     halting = true;
     const halted = (): void => port.postMessage({ halted: true });
     void started.then((service) => service.halt()).then(halted, halted);
-  } else if (message === 'close') {
-    void started.then((service) => service.close()).then(
+  } else if (message === 'undrain') {
+    borrowers.abort();
+  } else if (typeof message === 'object' && message !== null && 'close' in message) {
+    const { waitForBorrowers } = message as { waitForBorrowers?: boolean };
+    void started.then((service) => service.close(waitForBorrowers === true ? borrowers.signal : undefined)).then(
       () => port.postMessage({ closed: true }),
       (error: unknown) => port.postMessage({ closed: true, error: describe(error) }),
     );

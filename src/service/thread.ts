@@ -13,8 +13,11 @@ export interface ServiceThread {
   readonly generatedKey?: string;
   /** The worker thread's id (never 0, the main thread's). */
   readonly threadId: number;
-  /** Stops the service (as `ServiceHandle.close`) and ends its thread. */
-  close(): Promise<void>;
+  /**
+   * Stops the service (as `ServiceHandle.close`) and ends its thread. Given `borrowers`, it first
+   * waits for the other processes using it, until that signal aborts.
+   */
+  close(borrowers?: AbortSignal): Promise<void>;
   /** Stops its engine at once (`ServiceHandle.halt`): the process may then exit without aborting. */
   halt(): Promise<void>;
 }
@@ -67,11 +70,14 @@ export async function startServiceThread(options: Omit<ServiceOptions, 'clock'>)
     origin: started.origin,
     threadId: worker.threadId,
     ...(started.generatedKey === undefined ? {} : { generatedKey: started.generatedKey }),
-    close() {
+    close(borrowers) {
       closing ??= (async () => {
         const done = Promise.race([answer(worker, 'closed'), once(worker, 'exit')]);
-        worker.postMessage('close');
+        const undrain = (): void => worker.postMessage('undrain');
+        borrowers?.addEventListener('abort', undrain, { once: true });
+        worker.postMessage({ close: true, waitForBorrowers: borrowers !== undefined && !borrowers.aborted });
         const [reply] = (await done) as [Message | number];
+        borrowers?.removeEventListener('abort', undrain);
         await worker.terminate();
         unregister();
         if (typeof reply === 'object' && 'error' in reply && reply.error !== undefined) {

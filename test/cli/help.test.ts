@@ -33,6 +33,17 @@ describe('command table', () => {
     expect(cli.out.text()).toContain('--log-format');
   });
 
+  it('`sluice serve --help` (and `sluice help serve`) looks like every other command\'s help', async () => {
+    for (const argv of [['serve', '--help'], ['serve', '-h'], ['help', 'serve']]) {
+      const cli = io();
+      expect(await runCli(argv, { io: cli, signal: new AbortController().signal })).toBe(0);
+      const text = cli.out.text();
+      expect(text).toMatch(/^Usage: sluice serve \[options\]\n\nRun the local query service/);
+      expect(text).toMatch(/\nOptions:\n {6}--host HOST +Interface to bind.*\(default: 127\.0\.0\.1\)\n/);
+      for (const option of ['--port PORT', '--data-dir DIR', '--config FILE']) expect(text).toContain(option);
+    }
+  });
+
   it('names are unique and every option has a description', () => {
     expect(new Set(COMMANDS.map((c) => c.name)).size).toBe(COMMANDS.length);
     for (const c of COMMANDS) for (const [name, o] of Object.entries(c.options ?? {})) expect(o.description, `${c.name} --${name}`).not.toBe('');

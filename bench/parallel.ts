@@ -18,8 +18,7 @@
 // hold Node's type stripping (some 15-20 MB). BENCH_FROM_SOURCE=1 runs them from the sources.
 // `npm run bench -- parallel`; BENCH_PARALLEL_ROWS overrides 1M (the 5M runs use 5x);
 // BENCH_BIG=1 repeats the exports at 5x the rows.
-import { execFile, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +34,7 @@ import type { StreamSource } from '../src/pipeline/source.ts';
 import { ARROW_STREAM_MEDIA_TYPE } from '../src/protocol/index.ts';
 import { sampleEventsSelect } from '../src/service/engine/sampleEvents.ts';
 import { startChildService } from './pipeline.ts';
+import { runChildCase } from './childCase.ts';
 
 const ROWS = Number(process.env.BENCH_PARALLEL_ROWS ?? 1_000_000);
 /** Rows per part (max_rows_per_file) of the exports: 4 parts per million rows. */
@@ -242,14 +242,8 @@ async function imageMemoryEnv(): Promise<Record<string, string>> {
 }
 
 /** A function of bench/parallelCase.ts in a child process: the JSON of the last line it prints. */
-async function runChild<T>(name: string, input: object, env?: Record<string, string>): Promise<T> {
-  const script = `const m = await import(${JSON.stringify(caseModule)}); await m.${name}(${JSON.stringify(input)});`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
-  let out = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  const [code] = (await once(child, 'exit')) as [number | null];
-  if (code !== 0) throw new Error(`${name} ${JSON.stringify({ ...input, key: undefined })} exited with ${code}`);
-  return JSON.parse(out.trim().split('\n').at(-1)!) as T;
+function runChild<T>(name: string, input: object, env?: Record<string, string>): Promise<T> {
+  return runChildCase<T>(caseModule, name, input, env);
 }
 
 async function duckdbCopy(dir: string, rows: number): Promise<number> {
@@ -274,7 +268,7 @@ async function duckdbCopy(dir: string, rows: number): Promise<number> {
  * in the background after an execution completes): until then it spends a core the client's
  * figures would be measured against, which a real service, on machines of its own, does not.
  */
-async function encodingsSettled(dataDir: string): Promise<void> {
+export async function encodingsSettled(dataDir: string): Promise<void> {
   const results = join(dataDir, 'engine', 'results');
   const deadline = performance.now() + 300_000;
   for (;;) {

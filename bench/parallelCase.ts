@@ -19,6 +19,8 @@ export interface CaseInput {
   readonly workers: Workers;
   readonly out: string;
   readonly rowsPerFile: number;
+  /** The client's `compression` (default: its own, `auto`). */
+  readonly compression?: 'auto' | 'on' | 'off';
 }
 
 export interface CaseResult {
@@ -38,7 +40,7 @@ export interface CaseResult {
 }
 
 export async function exportCase(input: CaseInput): Promise<void> {
-  const client = new ServiceClient({ baseUrl: input.url, apiKey: input.key, env: {} });
+  const client = new ServiceClient({ baseUrl: input.url, apiKey: input.key, env: {}, ...(input.compression === undefined ? {} : { compression: input.compression }) });
   const startRss = process.memoryUsage().rss;
   const delay = monitorEventLoopDelay({ resolution: 10 });
   delay.enable();

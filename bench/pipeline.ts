@@ -180,6 +180,8 @@ function sampleRss() {
 export interface ChildService {
   url: string;
   setFaults(faults: { latency_ms: number }): Promise<void>;
+  /** CPU time the service process has used so far (all its threads), ms. */
+  cpuMs(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -195,12 +197,16 @@ export async function startChildService(dataDir: string, rows: number = ROWS): P
     })});
     process.on('message', async (m) => {
       if (m.faults) { svc.setFaults(m.faults); process.send({ ok: true }); }
+      if (m.cpu) { const u = process.cpuUsage(); process.send({ cpuMs: (u.user + u.system) / 1000 }); }
       if (m.close) { await svc.close(); process.disconnect(); }
     });
     process.send({ url: svc.url });`;
   const child: ChildProcess = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // One listener for the exit, however many messages are awaited.
+  const exited = once(child, 'exit').then(() => Promise.reject(new Error('service process exited')));
+  exited.catch(() => undefined);
   const next = async (): Promise<Record<string, unknown>> => {
-    const [message] = (await Promise.race([once(child, 'message'), once(child, 'exit').then(() => Promise.reject(new Error('service process exited')))])) as [Record<string, unknown>];
+    const [message] = (await Promise.race([once(child, 'message'), exited])) as [Record<string, unknown>];
     return message;
   };
   const { url } = await next();
@@ -211,10 +217,16 @@ export async function startChildService(dataDir: string, rows: number = ROWS): P
       child.send({ faults });
       await next();
     },
+    async cpuMs() {
+      child.send({ cpu: true });
+      const { cpuMs } = await next();
+      if (typeof cpuMs !== 'number') throw new Error(`service process sent ${JSON.stringify(cpuMs)} instead of its CPU time`);
+      return cpuMs;
+    },
     async close() {
-      const exited = once(child, 'exit');
+      const gone = once(child, 'exit');
       child.send({ close: true });
-      await exited;
+      await gone;
     },
   };
 }

@@ -36,6 +36,7 @@ const SAMPLES: readonly (readonly [Error, ExitCode])[] = [
   [new c.ServerError('503', { status: 503, retryAfterMs: undefined }), EXIT.other],
   [new c.NetworkError('connection refused', { phase: 'connect' }), EXIT.other],
   [new c.SubmissionOutcomeUnknownError('reset after the request was written', { phase: 'response-headers' }), EXIT.other],
+  [new c.ContentEncodingError('gzip body could not be decoded', { phase: 'response-body' }), EXIT.other],
   [new c.TimeoutError('no answer within 10 ms', { retryable: true }), EXIT.other],
   [new c.AbortedError('aborted by the caller', {}), EXIT.interrupted],
   [new c.InvalidResponseError('body does not match the schema'), EXIT.other],

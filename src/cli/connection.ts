@@ -3,6 +3,7 @@ import { stringOption } from './command.ts';
 import type { CliIo } from './io.ts';
 import type { Logger } from './log.ts';
 import { connect, type Connected } from '../jobs/connect.ts';
+import type { Connection } from '../config/jobSchema.ts';
 import { UsageError } from './usage-error.ts';
 
 /** Options of every command that talks to the service. */
@@ -14,11 +15,11 @@ export const CONNECTION_OPTIONS: Readonly<Record<string, OptionSpec>> = {
 };
 
 /** Connects as the flags and the environment say (the same rules as a job file's `connection`). */
-export async function connectFromFlags(values: OptionValues, io: CliIo, log: Logger): Promise<Connected> {
+export async function connectFromFlags(values: OptionValues, io: CliIo, log: Logger, signal: AbortSignal): Promise<Connected> {
   const sampleRows = stringOption(values, 'sample-rows');
   if (sampleRows !== undefined && !/^\d+$/.test(sampleRows)) throw new UsageError(`--sample-rows must be a whole number, got ${JSON.stringify(sampleRows)}`);
   const baseUrl = stringOption(values, 'base-url') ?? io.env.SERVICE_BASE_URL;
-  return connect(
+  return connectLogged(
     {
       ...(baseUrl ? { base_url: baseUrl } : {}),
       api_key_env: stringOption(values, 'api-key-env') ?? 'SERVICE_API_KEY',
@@ -27,13 +28,28 @@ export async function connectFromFlags(values: OptionValues, io: CliIo, log: Log
         ...(sampleRows === undefined ? {} : { sample_rows: Number(sampleRows) }),
       },
     },
-    { env: io.env, cwd: io.cwd, onEmbedded: ({ url, dataDir }) => log.info('started the embedded local service', { url, data_dir: dataDir }) },
+    io,
+    log,
+    signal,
   );
 }
 
+/** Connects as a job file's `connection` says, logging which embedded service is used. */
+export function connectLogged(connection: Connection | undefined, io: CliIo, log: Logger, signal: AbortSignal, ownFolder = false): Promise<Connected> {
+  return connect(connection, {
+    env: io.env,
+    cwd: io.cwd,
+    signal,
+    ownFolder,
+    onWaiting: ({ dataDir, pid }) => log.warn('the data folder is served by another process: waiting for it to finish (a long-running command uses only its own service)', { data_dir: dataDir, pid }),
+    onEmbedded: ({ url, dataDir }) => log.info('started the embedded local service', { url, data_dir: dataDir }),
+    onShared: ({ url, dataDir, pid }) => log.info("using the data folder's service, run by another process", { url, data_dir: dataDir, pid }),
+  });
+}
+
 /** Runs `fn` with a connection and always closes it. */
-export async function withConnection<T>(values: OptionValues, io: CliIo, log: Logger, fn: (c: Connected) => Promise<T>): Promise<T> {
-  const connection = await connectFromFlags(values, io, log);
+export async function withConnection<T>(values: OptionValues, io: CliIo, log: Logger, signal: AbortSignal, fn: (c: Connected) => Promise<T>): Promise<T> {
+  const connection = await connectFromFlags(values, io, log, signal);
   try {
     return await fn(connection);
   } finally {

@@ -7,8 +7,8 @@ import type { Connected } from '../jobs/connect.ts';
 import { toJson } from './output/json.ts';
 
 /** The shape of most service commands: connect, ask one thing, print the answer as JSON, exit 0. */
-export async function printAnswer(values: OptionValues, io: CliIo, log: Logger, ask: (c: Connected) => Promise<unknown>): Promise<number> {
-  return withConnection(values, io, log, async (connection) => {
+export async function printAnswer(values: OptionValues, io: CliIo, log: Logger, signal: AbortSignal, ask: (c: Connected) => Promise<unknown>): Promise<number> {
+  return withConnection(values, io, log, signal, async (connection) => {
     await writeOut(io.stdout, toJson(await ask(connection)));
     return EXIT.ok;
   });

@@ -2,6 +2,7 @@ import type { Dispatcher } from 'undici';
 import { ConfigError } from './errors.ts';
 import { DEFAULT_RETRY, type RetryPolicy } from './retry-policy.ts';
 import type { RequestEvent, RetryEvent } from './hooks.ts';
+import { ACCEPT_ENCODING } from './contentCoding.ts';
 
 export const API_KEY_ENV = 'SERVICE_API_KEY';
 export const BASE_URL_ENV = 'SERVICE_BASE_URL';
@@ -36,6 +37,13 @@ export interface ClientOptions {
   /** False opens a fresh connection per request (benchmarks; proxies that mishandle keep-alive). */
   keepAlive?: boolean;
   userAgent?: string;
+  /**
+   * Whether to ask for compressed answers (`Accept-Encoding: zstd, br, gzip`; a service that
+   * ignores it answers uncompressed, which works the same). `auto` (default): on, except for a
+   * service on this machine (a loopback host), where compressing costs more time than the bytes
+   * it saves: see docs/protocol.md section 7.
+   */
+  compression?: 'auto' | 'on' | 'off';
   /** Called before every HTTP attempt (the URL is key-free). */
   onRequest?: (event: RequestEvent) => void;
   /** Called before every retry, with the error that caused it and the delay chosen. */
@@ -54,6 +62,9 @@ export interface ResolvedConfig {
   retry: RetryPolicy;
   keepAlive: boolean;
   userAgent: string;
+  compression: 'auto' | 'on' | 'off';
+  /** What the client sends as Accept-Encoding (undefined: no header, answers uncompressed). */
+  acceptEncoding: string | undefined;
 }
 
 export function resolveConfig(options: ClientOptions): ResolvedConfig {
@@ -83,6 +94,11 @@ export function resolveConfig(options: ClientOptions): ResolvedConfig {
   if (!Number.isInteger(retry.attempts) || retry.attempts < 1) {
     throw new ConfigError(`ServiceClient retry.attempts must be an integer >= 1 (1 = no retries), got ${retry.attempts}`);
   }
+  const compression = options.compression ?? 'auto';
+  if (compression !== 'auto' && compression !== 'on' && compression !== 'off') {
+    throw new ConfigError(`ServiceClient compression must be 'auto', 'on' or 'off', got ${JSON.stringify(compression)}`);
+  }
+  const compress = compression === 'on' || (compression === 'auto' && !isLoopback(parsed.hostname));
   return {
     apiKey,
     apiKeyFrom: options.apiKeyFrom ?? (options.apiKey !== undefined ? 'the apiKey option' : `the environment variable ${API_KEY_ENV}`),
@@ -92,7 +108,15 @@ export function resolveConfig(options: ClientOptions): ResolvedConfig {
     retry,
     keepAlive: options.keepAlive ?? true,
     userAgent: options.userAgent ?? 'sluice-client/0.1',
+    compression,
+    acceptEncoding: compress ? ACCEPT_ENCODING : undefined,
   };
+}
+
+/** A host name that is this machine: `localhost`, 127.0.0.0/8, ::1. */
+export function isLoopback(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return host === 'localhost' || host.endsWith('.localhost') || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || host === '::1' || host === '0:0:0:0:0:0:0:1';
 }
 
 function redactBase(url: string): string {

@@ -147,6 +147,14 @@ export class NetworkError extends ServiceError {
 }
 
 /**
+ * An answer whose body the client could not decode: a content coding it does not know, or a body
+ * that is not valid in its coding (corrupt, or cut short). Retried as a connection lost mid-body.
+ */
+export class ContentEncodingError extends NetworkError {
+  override readonly code = 'CONTENT_ENCODING';
+}
+
+/**
  * A submission (execute, refresh, create) whose request reached the service but whose answer was lost.
  * The service may have accepted it; resending could start a second execution, so the client does not.
  */

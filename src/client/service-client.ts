@@ -65,8 +65,11 @@ export interface ExecuteQueryOptions extends ExecuteOptions {
 }
 
 export interface ResultCallOptions extends ResultOptions, CallOptions {
-  /** Told the size in bytes of the response body once it has arrived (progress reporting). */
-  onBodyBytes?: (bytes: number) => void;
+  /**
+   * Told the size in bytes of the response body once it has arrived (progress reporting): as it
+   * crossed the wire (compressed, when it was), and decoded.
+   */
+  onBodyBytes?: (bytes: number, decodedBytes: number) => void;
 }
 
 export interface LatestResultPageOptions extends ResultCallOptions {
@@ -89,12 +92,15 @@ export type Wire = 'auto' | 'json' | 'arrow';
  * (from the headers), or a JSON body (parsed by whoever decodes it, maybe another thread).
  */
 export type WirePage =
-  | { readonly format: 'arrow'; readonly page: ResultPage; readonly ipc: Buffer; readonly bytes: number }
+  | { readonly format: 'arrow'; readonly page: ResultPage; readonly ipc: Buffer; readonly bytes: number; readonly decodedBytes: number }
   | {
       readonly format: 'json';
       /** The bytes as received; `stream()` frees them (an empty buffer then) once it has read the page. */
       readonly body: Buffer;
+      /** Body bytes as they crossed the wire (compressed, when they were). */
       readonly bytes: number;
+      /** Body bytes decoded (`body.length` before it is freed). */
+      readonly decodedBytes: number;
       /** The request, as errors about this answer name it (for a decoder elsewhere, such as a decode thread). */
       readonly context?: ErrorContext;
       /** Arrow was asked for and the service refused it with 406 (it does not serve Arrow pages). */
@@ -159,7 +165,7 @@ export class ServiceClient {
    */
   connectionOptions(): ClientOptions {
     const c = this.#config;
-    return { apiKey: c.apiKey, apiKeyFrom: c.apiKeyFrom, baseUrl: c.baseUrl, apiKeyIn: c.apiKeyIn, timeoutMs: c.timeoutMs, retry: { ...c.retry }, keepAlive: c.keepAlive, userAgent: c.userAgent, env: {} };
+    return { apiKey: c.apiKey, apiKeyFrom: c.apiKeyFrom, baseUrl: c.baseUrl, apiKeyIn: c.apiKeyIn, timeoutMs: c.timeoutMs, retry: { ...c.retry }, keepAlive: c.keepAlive, userAgent: c.userAgent, compression: c.compression, env: {} };
   }
 
   // ---- executions ----
@@ -217,14 +223,17 @@ export class ServiceClient {
       }
     }
     res ??= await this.#http.call(spec);
-    options.onBodyBytes?.(res.bytes);
+    options.onBodyBytes?.(res.bytes, res.decodedBytes);
     const ctx = this.#http.context(spec);
-    if (isArrowStreamContentType(header(res.headers['content-type']))) return { format: 'arrow', page: arrowPageEnvelope(res.headers, ctx), ipc: res.body, bytes: res.bytes };
+    if (isArrowStreamContentType(header(res.headers['content-type']))) {
+      return { format: 'arrow', page: arrowPageEnvelope(res.headers, ctx), ipc: res.body, bytes: res.bytes, decodedBytes: res.decodedBytes };
+    }
     const answer = res;
     return {
       format: 'json',
       body: res.body,
       bytes: res.bytes,
+      decodedBytes: res.decodedBytes,
       context: ctx,
       refused,
       parse: () => parseResultPage(answer, ctx),
@@ -388,15 +397,15 @@ export class ServiceClient {
     return { ...this.#plain(operation, httpMethod, path, options), executionId };
   }
 
-  async #resultPage(spec: RequestSpec, onBodyBytes: ((bytes: number) => void) | undefined): Promise<ResultPage> {
+  async #resultPage(spec: RequestSpec, onBodyBytes: ResultCallOptions['onBodyBytes']): Promise<ResultPage> {
     const res = await this.#http.call(spec);
-    onBodyBytes?.(res.bytes);
+    onBodyBytes?.(res.bytes, res.decodedBytes);
     return parseResultPage(res, this.#http.context(spec));
   }
 
-  async #csvPage(spec: RequestSpec, onBodyBytes: ((bytes: number) => void) | undefined): Promise<CsvPage> {
+  async #csvPage(spec: RequestSpec, onBodyBytes: ResultCallOptions['onBodyBytes']): Promise<CsvPage> {
     const res = await this.#http.call(spec);
-    onBodyBytes?.(res.bytes);
+    onBodyBytes?.(res.bytes, res.decodedBytes);
     const page: CsvPage = { text: res.text };
     const next = header(res.headers[CSV_NEXT_OFFSET_HEADER]);
     if (next !== undefined) {

@@ -1,7 +1,9 @@
 import { request, type Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
+import { pipeline, type Readable } from 'node:stream';
 import {
   AbortedError,
+  ContentEncodingError,
   InvalidArgumentError,
   NetworkError,
   SubmissionOutcomeUnknownError,
@@ -16,6 +18,7 @@ import type { Idempotency } from './retry-policy.ts';
 import { redactUrl, scrub } from './redact.ts';
 import { errorText, statusError } from './status-errors.ts';
 import { madeBody } from './pageBody.ts';
+import { decodersFor } from './contentCoding.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
@@ -47,10 +50,12 @@ export interface RawResponse {
   headers: IncomingHttpHeaders;
   /** The body as UTF-8 text (decoded on first use: a page handed to a worker is never decoded here). */
   readonly text: string;
-  /** The body as received. */
+  /** The body, decoded from its content coding (as received when it had none). */
   body: Buffer;
-  /** Bytes of the body as received (what crossed the wire, before decoding to text). */
+  /** Bytes of the body as received: what crossed the wire, before any decoding (compressed, when it was). */
   bytes: number;
+  /** Bytes of the body once decoded from its content coding (`body.length`; `bytes` when it had none). */
+  decodedBytes: number;
   /** Key-free URL of the request. */
   url: string;
 }
@@ -132,6 +137,7 @@ export class Transport {
     this.#onRequest?.({ operation: spec.operation, httpMethod: spec.httpMethod, url, attempt });
 
     const headers: Record<string, string> = { accept: spec.accept ?? 'application/json', 'user-agent': this.#config.userAgent };
+    if (this.#config.acceptEncoding !== undefined) headers['accept-encoding'] = this.#config.acceptEncoding;
     if (this.#config.apiKeyIn === 'header') headers['x-service-api-key'] = this.#config.apiKey;
     let body: string | undefined;
     if (spec.body !== undefined) {
@@ -154,6 +160,7 @@ export class Transport {
     let status = 0;
     let resHeaders: IncomingHttpHeaders = {};
     const chunks: Buffer[] = [];
+    const wire = { coded: false, bytes: 0 };
     try {
       const res = await request(this.#url(spec, true), {
         method: spec.httpMethod,
@@ -166,9 +173,9 @@ export class Transport {
       status = res.statusCode;
       resHeaders = res.headers;
       phase = 'response-body';
-      for await (const chunk of res.body) chunks.push(chunk as Buffer);
+      for await (const chunk of decodedBody(res.body, res.headers['content-encoding'], wire)) chunks.push(chunk as Buffer);
       const raw = concat(chunks);
-      if (status >= 200 && status < 300) return rawResponse(status, res.headers, raw, url);
+      if (status >= 200 && status < 300) return rawResponse(status, res.headers, raw, url, wire.coded ? wire.bytes : raw.length);
       throw statusError(status, scrub(errorText(raw.toString('utf8')), this.#config.apiKey), res.headers['retry-after'], ctx, this.#config.apiKeyFrom);
     } catch (err) {
       if (err instanceof ServiceError) throw err;
@@ -180,7 +187,7 @@ export class Transport {
       if (answered && spec.salvage) {
         const partial = Buffer.concat(chunks);
         const rebuilt = spec.salvage(partial.toString('utf8'));
-        if (rebuilt !== undefined) return { ...rawResponse(status, {}, Buffer.from(rebuilt), url), bytes: partial.length };
+        if (rebuilt !== undefined) return rawResponse(status, {}, Buffer.from(rebuilt), url, wire.coded ? wire.bytes : partial.length);
       }
       throw this.#failure(err, spec, ctx, controller.signal, connectPhase(err) ? 'connect' : phase);
     } finally {
@@ -200,6 +207,7 @@ export class Transport {
         { ...c, phase },
       );
     }
+    if (err instanceof UndecodableBody) return new ContentEncodingError(err.message, { ...c, phase });
     if (timedOut) {
       return new TimeoutError(`no complete answer within ${this.#config.timeoutMs} ms (timeoutMs)`, { ...c, retryable: true });
     }
@@ -229,13 +237,47 @@ function concat(chunks: readonly Buffer[]): Buffer {
   return out;
 }
 
-function rawResponse(status: number, headers: IncomingHttpHeaders, body: Buffer, url: string): RawResponse {
+/** A body that could not be decoded from its content coding; the transport raises it as ContentEncodingError. */
+class UndecodableBody extends Error {}
+
+/**
+ * The body decoded from its content coding as it arrives (the body itself when it has none),
+ * counting the bytes received into `wire` when it has one (without, they are the body's own). A decoder's own failure (an unknown coding, data that
+ * is not valid in it, a stream cut short inside a block) is an UndecodableBody naming the coding;
+ * a connection lost mid-body stays the network error it is.
+ */
+function decodedBody(body: Readable, contentEncoding: string | string[] | undefined, wire: { coded: boolean; bytes: number }): AsyncIterable<unknown> {
+  const header = Array.isArray(contentEncoding) ? contentEncoding.join(', ') : contentEncoding;
+  const found = decodersFor(header);
+  if ('unknown' in found) {
+    // Not read: dropped with the connection (undici reports that as an error no one waits for).
+    body.on('error', () => undefined).destroy();
+    throw new UndecodableBody(`the answer's body is in the content coding ${JSON.stringify(found.unknown)}, which the client cannot decode (it decodes zstd, br, gzip and deflate)`);
+  }
+  if (found.decoders.length === 0) return body;
+  wire.coded = true;
+  body.on('data', (chunk: Buffer) => (wire.bytes += chunk.length));
+  let bodyError: unknown;
+  body.once('error', (error) => (bodyError = error));
+  const decoded = pipeline([body, ...found.decoders], () => undefined) as unknown as Readable;
+  return (async function* () {
+    try {
+      yield* decoded;
+    } catch (error) {
+      if (bodyError !== undefined) throw error;
+      throw new UndecodableBody(`the answer's body is not valid ${found.codings.join(' then ')} (${(error as Error).message})`, { cause: error });
+    }
+  })();
+}
+
+function rawResponse(status: number, headers: IncomingHttpHeaders, body: Buffer, url: string, wireBytes: number): RawResponse {
   let text: string | undefined;
   return {
     status,
     headers,
     body,
-    bytes: body.length,
+    bytes: wireBytes,
+    decodedBytes: body.length,
     url,
     get text() {
       text ??= body.toString('utf8');

@@ -44,6 +44,6 @@ export type ToPartThread = PartJob | WarmUp | { readonly type: 'ack'; readonly i
 
 export type FromPartThread =
   | { readonly type: 'chunk'; readonly id: number; readonly bytes: Uint8Array }
-  | { readonly type: 'page'; readonly id: number; readonly rows: number; readonly bytes: number; readonly httpBytes: number }
+  | { readonly type: 'page'; readonly id: number; readonly rows: number; readonly bytes: number; readonly httpBytes: number; readonly wireBytes: number }
   | { readonly type: 'done'; readonly id: number; readonly rows: number }
   | { readonly type: 'error'; readonly id: number; readonly error: SentError };

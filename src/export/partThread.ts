@@ -48,7 +48,7 @@ async function runPart(job: PartJob): Promise<void> {
     const format = await formatOf(job.format);
     const schema = RecordBatchReader.from(job.schema).open().schema as Schema;
     const client = clientOf(job);
-    let last = { rows: 0, bytes: 0, httpBytes: 0 };
+    let last = { rows: 0, bytes: 0, httpBytes: 0, wireBytes: 0 };
     // An empty part (the one part of an empty result) reads nothing: the format writes its header alone.
     const read =
       job.rows === 0
@@ -64,7 +64,7 @@ async function runPart(job: PartJob): Promise<void> {
         decodeThreads: 0,
         signal: controller.signal,
         onProgress: (p) => {
-          port!.postMessage({ type: 'page', id: job.id, rows: p.rows - last.rows, bytes: p.bytes - last.bytes, httpBytes: p.httpBytes - last.httpBytes } satisfies FromPartThread);
+          port!.postMessage({ type: 'page', id: job.id, rows: p.rows - last.rows, bytes: p.bytes - last.bytes, httpBytes: p.httpBytes - last.httpBytes, wireBytes: p.wireBytes - last.wireBytes } satisfies FromPartThread);
           last = p;
         },
       },

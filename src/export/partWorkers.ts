@@ -253,7 +253,7 @@ class PartThread {
         current.chunks.push(message.bytes);
         return;
       case 'page':
-        current.read.page(message.rows, message.bytes, message.httpBytes);
+        current.read.page(message.rows, message.bytes, message.httpBytes, message.wireBytes);
         return;
       case 'done':
         this.#current = undefined;

@@ -4,6 +4,7 @@ import { ServiceClient } from '../client/service-client.ts';
 import { ConfigError as ClientConfigError } from '../client/errors.ts';
 import { DEFAULT_API_KEY_ENV, DEFAULT_EMBEDDED_DATA_DIR, type Connection } from '../config/jobSchema.ts';
 import type { ServiceSettingsInput } from '../service/settings.ts';
+import { findOwner, isLockConflict, takeLease } from '../service/owner.ts';
 
 export interface Connected {
   readonly client: ServiceClient;
@@ -21,13 +22,30 @@ export interface ConnectOptions {
   readonly cwd: string;
   /** Told once the embedded service is up (it takes a moment on first start: sample data). */
   readonly onEmbedded?: (info: { url: string; dataDir: string }) => void;
+  /**
+   * The command's signal: while it has not aborted, closing an embedded service this process
+   * started waits for the other processes using it (it is the data folder's shared service).
+   * Without one, close does not wait for them.
+   */
+  readonly signal?: AbortSignal;
+  /**
+   * For a long-lived process (`schedule`): never use another process's service (its owner would
+   * wait for this one to exit before it could); wait until that process has closed the folder
+   * and open it, until `signal` aborts.
+   */
+  readonly ownFolder?: boolean;
+  /** Told once when `ownFolder` waits for the process that serves the folder. */
+  readonly onWaiting?: (info: { dataDir: string; pid: number }) => void;
+  /** Told when the folder's service runs in another process, which this one then uses. */
+  readonly onShared?: (info: { url: string; dataDir: string; pid: number }) => void;
 }
 
 /**
  * A client for the connection of a job file. With a `base_url` the service is remote and the
- * key must be in the environment; without one the local service is started in a worker thread
- * of this process on 127.0.0.1 and a free port, keeping its data in `embedded.data_dir` so results (and resumable
- * executions) survive from one run to the next.
+ * key must be in the environment; without one it is the data folder's service (`embedded.data_dir`,
+ * so results and resumable executions survive from one run to the next): the one another process
+ * runs for that folder, found through it (src/service/owner.ts), or else one started in a worker
+ * thread of this process on 127.0.0.1 and a free port, which other processes then use.
  */
 export async function connect(connection: Connection | undefined, options: ConnectOptions): Promise<Connected> {
   const keyEnv = connection?.api_key_env ?? DEFAULT_API_KEY_ENV;
@@ -60,23 +78,84 @@ export async function connect(connection: Connection | undefined, options: Conne
     apiKey = key !== undefined && key !== '' ? key : `sk_local_${randomBytes(12).toString('hex')}`;
     settings = { teams: [{ name: 'demo', keys: [{ key: apiKey, scopes: ['Admin'] }] }] };
   }
-  // In a thread of its own: the service's page work runs on another core than the export's.
-  const service = await startServiceThread({
-    dataDir,
-    settings,
-    ...(embedded?.sample_rows === undefined ? {} : { sampleRows: embedded.sample_rows }),
-  });
-  options.onEmbedded?.({ url: service.url, dataDir });
-  const client = new ServiceClient({ baseUrl: service.url, apiKey, apiKeyFrom, env: {} });
-  return {
-    client,
-    baseUrl: service.url,
-    embedded: true,
-    async close() {
-      await client.close();
-      await service.close();
-    },
-  };
+  const defaultSettings = embedded?.settings === undefined;
+  const deadline = performance.now() + FOLDER_WAIT_MS;
+  let waiting = false;
+  for (;;) {
+    // The folder's service may run in another process already (`sluice schedule`, `serve`, the
+    // parent of --processes): use it over loopback.
+    // The lease comes first: an owner that has withdrawn its record and sees no lease is sure
+    // no process can still be about to use it (owner.ts).
+    const releaseLease = await takeLease(dataDir);
+    const owner = await findOwner(dataDir);
+    if (owner !== undefined && options.ownFolder === true) {
+      // A long-lived process never borrows: the owner would wait for it to exit, for ever.
+      await releaseLease();
+      if (!waiting) options.onWaiting?.({ dataDir, pid: owner.pid });
+      waiting = true;
+      await abortableSleep(FOLDER_POLL_MS * 5, options.signal);
+      continue;
+    }
+    if (owner !== undefined) {
+      const sharedKey = defaultSettings && owner.key !== undefined ? owner.key : apiKey;
+      options.onShared?.({ url: owner.url, dataDir, pid: owner.pid });
+      const client = new ServiceClient({ baseUrl: owner.url, apiKey: sharedKey, apiKeyFrom: defaultSettings ? `the owner record of ${dataDir}` : apiKeyFrom, env: {} });
+      return {
+        client,
+        baseUrl: owner.url,
+        embedded: false,
+        async close() {
+          await client.close();
+          await releaseLease();
+        },
+      };
+    }
+    await releaseLease();
+    try {
+      // In a thread of its own: the service's page work runs on another core than the export's.
+      const service = await startServiceThread({
+        dataDir,
+        settings,
+        ...(embedded?.sample_rows === undefined ? {} : { sampleRows: embedded.sample_rows }),
+        advertise: defaultSettings ? { key: apiKey } : {},
+      });
+      options.onEmbedded?.({ url: service.url, dataDir });
+      const client = new ServiceClient({ baseUrl: service.url, apiKey, apiKeyFrom, env: {} });
+      return {
+        client,
+        baseUrl: service.url,
+        embedded: true,
+        async close() {
+          await client.close();
+          // Other processes using this service finish first, unless this command was stopped.
+          await service.close(options.signal);
+        },
+      };
+    } catch (error) {
+      // Another process holds the folder: it is starting (its record comes once it listens) or
+      // closing (the folder frees once its engine is closed). Anything else is an error here.
+      if (!isLockConflict(error) || (performance.now() > deadline && options.ownFolder !== true)) throw lockError(error, dataDir);
+      await abortableSleep(FOLDER_POLL_MS, options.signal);
+    }
+  }
+}
+
+/** How long a process waits for a folder another process is opening or closing. */
+const FOLDER_WAIT_MS = 60_000;
+const FOLDER_POLL_MS = 200;
+
+async function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  signal?.throwIfAborted();
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  signal?.throwIfAborted();
+}
+
+function lockError(error: unknown, dataDir: string): unknown {
+  if (!isLockConflict(error)) return error;
+  return new ClientConfigError(
+    `the embedded service's data folder ${dataDir} is held by another process that does not answer as its service (${(error as Error).message}); stop that process, or give this one another data_dir`,
+    { cause: error },
+  );
 }
 
 /** `https://host` -> `https://host/api`; a URL that already has a path is taken as given. */

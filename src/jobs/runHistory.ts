@@ -17,6 +17,8 @@ const RunRecordSchema = z.object({
   resumed: z.boolean(),
   rows: z.number(),
   fetched_rows: z.number(),
+  /** Bytes of the result pages read: as they crossed the wire (compressed, when they were) and decoded. */
+  page_bytes: z.object({ wire: z.number(), decoded: z.number() }).optional(),
   files: z.number(),
   bytes: z.number(),
   credits: z.number(),
@@ -26,6 +28,10 @@ const RunRecordSchema = z.object({
   /** Incremental jobs: the cursor value the run started after, and the high-water mark it committed. */
   cursor: z.object({ from: z.string().nullable(), to: z.string().nullable() }).optional(),
   outputs: z.array(z.object({ url: z.string(), format: z.string(), rows: z.number(), files: z.number(), bytes: z.number(), skipped: z.boolean() })),
+  /** Who asked for the run when not the CLI or the scheduler: `mcp` for a tool call of `sluice mcp`. */
+  origin: z.string().optional(),
+  /** The MCP tool the record is for (origin `mcp`). */
+  tool: z.string().optional(),
 });
 export type RunRecord = z.infer<typeof RunRecordSchema>;
 

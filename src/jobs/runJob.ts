@@ -52,6 +52,11 @@ export interface JobSummary {
   readonly rows: number;
   /** Rows this run read from the service and handed to the outputs (fewer than `rows` when parts of a killed run were kept). */
   readonly fetchedRows: number;
+  /**
+   * The result pages this run read, in bytes: as they crossed the wire (compressed, when the
+   * service compressed them) and decoded. Part threads' pages included; retried attempts not.
+   */
+  readonly pageBytes: { readonly wire: number; readonly decoded: number };
   readonly files: number;
   readonly bytes: number;
   /** Credits spent by this run's executions (failed attempts included). */
@@ -90,6 +95,8 @@ export interface RunJobOptions {
   readonly events?: RunEvents;
   /** Threads writing an output's parts side by side; overrides the job's `workers` (`--workers`). */
   readonly workers?: Workers;
+  /** Recorded as the run's `origin` in the run history (`mcp` for a tool call of `sluice mcp`). */
+  readonly origin?: string;
   /** Waits between retries (tests shorten it). */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
@@ -184,6 +191,7 @@ async function recordRun(job: Job, options: RunJobOptions, run: RunTally, end: {
     resumed: summary?.resumed ?? false,
     rows: summary?.rows ?? 0,
     fetched_rows: summary?.fetchedRows ?? 0,
+    ...(summary === undefined ? {} : { page_bytes: summary.pageBytes }),
     files: summary?.files ?? 0,
     bytes: summary?.bytes ?? 0,
     credits: run.credits,
@@ -192,6 +200,7 @@ async function recordRun(job: Job, options: RunJobOptions, run: RunTally, end: {
     // A failed incremental run says where it started; `to` null: what its outputs hold now is not known.
     ...(summary?.cursor !== undefined ? { cursor: summary.cursor } : run.cursorFrom !== undefined ? { cursor: { from: run.cursorFrom, to: null } } : {}),
     outputs: (summary?.outputs ?? []).map((o) => ({ url: o.url, format: o.format, rows: o.rows, files: o.files, bytes: o.bytes, skipped: o.skipped })),
+    ...(options.origin === undefined ? {} : { origin: options.origin }),
   };
   try {
     await new RunHistory(options.stateDir).append(record);
@@ -364,6 +373,7 @@ async function attemptRun(job: Job, options: RunJobOptions, state: JobRunState, 
       resume,
       rows: outputs[0]?.rows ?? 0,
       fetchedRows,
+      pageBytes: { wire: result.progress?.wireBytes ?? 0, decoded: result.progress?.httpBytes ?? 0 },
       files: outputs.reduce((n, o) => n + o.files, 0),
       bytes: outputs.reduce((n, o) => n + o.bytes, 0),
       outputs,
@@ -489,7 +499,7 @@ async function exportAll(
     });
     let splitRows = 0;
     if (reader !== undefined) {
-      const counted = { ...reader, page: (rows: number, bytes: number, httpBytes: number) => ((splitRows += rows), reader.page(rows, bytes, httpBytes)) };
+      const counted = { ...reader, page: (rows: number, bytes: number, httpBytes: number, wireBytes: number) => ((splitRows += rows), reader.page(rows, bytes, httpBytes, wireBytes)) };
       // One output after another, each on every worker: the threads in use stay at `workers`.
       let chain: Promise<unknown> = Promise.resolve();
       for (const { o, k } of split) {

@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Job } from '../config/jobSchema.ts';
 import { describeOutput } from '../export/outputConfig.ts';
 import { JobBusyError } from './errors.ts';
+import { onExitRemove } from '../exitHooks.ts';
 
 /**
  * What survives a killed run: which execution the job was exporting. The next run of the job
@@ -143,7 +145,12 @@ export class RunStateStore {
         const handle = await open(file, 'wx');
         await handle.writeFile(`${process.pid}\n`);
         await handle.close();
-        return () => rm(file, { force: true });
+        // A command stopped at once (a second Ctrl-C) removes it too on its way out.
+        const unregister = onExitRemove(() => rmSync(file, { force: true }));
+        return async () => {
+          unregister();
+          await rm(file, { force: true });
+        };
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
         const pid = Number((await readFile(file, 'utf8').catch(() => '')).trim());

@@ -6,8 +6,10 @@ export interface Progress {
   readonly rows: number;
   /** Result bytes delivered, as the service counts them (`result_set_bytes`: values as text, no JSON overhead). */
   readonly bytes: number;
-  /** HTTP body bytes of the pages delivered (JSON overhead included; retried attempts not counted). */
+  /** HTTP body bytes of the pages delivered, decoded (JSON overhead included; retried attempts not counted). */
   readonly httpBytes: number;
+  /** The same bodies' bytes as they crossed the wire: fewer than `httpBytes` when the service compressed them. */
+  readonly wireBytes: number;
   /** `total_row_count`, when the service reported it. */
   readonly totalRows: number | undefined;
   /** Since the first page was requested. */
@@ -25,6 +27,7 @@ export class ProgressTracker {
   #rows = 0;
   #bytes = 0;
   #httpBytes = 0;
+  #wireBytes = 0;
   #totalRows: number | undefined;
   readonly #started: number;
   readonly #listener: ProgressListener | undefined;
@@ -38,11 +41,12 @@ export class ProgressTracker {
   }
 
   /** Records one delivered page and tells the listener. */
-  page(rows: number, bytes: number, totalRows: number | undefined, httpBytes = 0): void {
+  page(rows: number, bytes: number, totalRows: number | undefined, httpBytes = 0, wireBytes = httpBytes): void {
     this.#pages++;
     this.#rows += rows;
     this.#bytes += bytes;
     this.#httpBytes += httpBytes;
+    this.#wireBytes += wireBytes;
     if (totalRows !== undefined) this.#totalRows = totalRows;
     this.#listener?.(this.snapshot());
   }
@@ -54,6 +58,6 @@ export class ProgressTracker {
     let etaMs: number | undefined;
     if (total !== undefined && this.#rows >= total) etaMs = 0;
     else if (total !== undefined && rowsPerSecond > 0) etaMs = ((total - this.#rows) * 1000) / rowsPerSecond;
-    return { pages: this.#pages, rows: this.#rows, bytes: this.#bytes, httpBytes: this.#httpBytes, totalRows: total, elapsedMs, rowsPerSecond, etaMs };
+    return { pages: this.#pages, rows: this.#rows, bytes: this.#bytes, httpBytes: this.#httpBytes, wireBytes: this.#wireBytes, totalRows: total, elapsedMs, rowsPerSecond, etaMs };
   }
 }

@@ -100,7 +100,7 @@ export interface RangeReader {
   /** The stream's options for the read: the wire the first page settled on, its page grid, columns, order. */
   readonly options: Pick<StreamOptions, 'wire' | 'pageSize' | 'concurrency' | 'prefetch' | 'columns' | 'sortBy' | 'allowPartialResults' | 'int256As'>;
   /** Counts pages another thread delivered in this stream's `progress` (and its `onProgress`). */
-  page(rows: number, bytes: number, httpBytes: number): void;
+  page(rows: number, bytes: number, httpBytes: number, wireBytes: number): void;
 }
 
 export interface BatchOptions {
@@ -158,14 +158,17 @@ interface RawPage extends PageShape {
   readonly batch?: TextBatch | undefined;
   /** `result_set_bytes`: the service's count of the values as text. */
   readonly bytes: number;
-  /** The HTTP body as received. */
+  /** The HTTP body, decoded from its content coding. */
   readonly httpBytes: number;
+  /** The HTTP body as it crossed the wire (compressed, when it was). */
+  readonly wireBytes: number;
   readonly metadata: ResultMetadata;
 }
 
 interface Fetched {
   readonly page: ResultPage;
   readonly httpBytes: number;
+  readonly wireBytes: number;
   readonly ipc?: Uint8Array | undefined;
   readonly ipcFrom?: number | undefined;
   readonly decoded?: DecodedRows<Error> | undefined;
@@ -207,8 +210,8 @@ class TextPages {
   }
 
   /** Reads rows `from` to `to - 1` of the page at `offset` from the answer's text; undefined: parse it. */
-  read(answer: { parseText?: <T>(read: (text: string) => TextRead<T> | undefined) => { page: ResultPage; value: T } | undefined }, offset: number, from: number, to: number): Omit<Fetched, 'httpBytes'> | undefined {
-    let got: Omit<Fetched, 'httpBytes'> | undefined;
+  read(answer: { parseText?: <T>(read: (text: string) => TextRead<T> | undefined) => { page: ResultPage; value: T } | undefined }, offset: number, from: number, to: number): Omit<Fetched, 'httpBytes' | 'wireBytes'> | undefined {
+    let got: Omit<Fetched, 'httpBytes' | 'wireBytes'> | undefined;
     if (this.#read !== undefined) {
       const read = this.#read;
       const r = answer.parseText?.((text) => read(text, from, to));
@@ -446,7 +449,7 @@ export class ResultStream implements AsyncIterable<Row> {
         ...(o.allowPartialResults ? { allowPartialResults: true } : {}),
         ...(o.int256As === undefined ? {} : { int256As: o.int256As }),
       },
-      page: (rows, bytes, httpBytes) => progress.page(rows, bytes, total, httpBytes),
+      page: (rows, bytes, httpBytes, wireBytes) => progress.page(rows, bytes, total, httpBytes, wireBytes),
     };
   }
 
@@ -593,7 +596,7 @@ export class ResultStream implements AsyncIterable<Row> {
       first ??= this.#check(resolved, await this.#fetch(resolved, { offset: firstOffset, limit: info.pageSize }, signal, mode, pool, text, info.columns), info.columns);
       const firstTake = upTo(firstOffset, first.rowCount);
       const skip = Math.min(start - firstOffset, firstTake);
-      progress.page(firstTake - skip, first.bytes, total, first.httpBytes);
+      progress.page(firstTake - skip, first.bytes, total, first.httpBytes, first.wireBytes);
       if (skip < firstTake) yield { page: first, offset: firstOffset, skip, take: firstTake };
       if (first.nextOffset === undefined || firstOffset + first.rowCount >= end) return;
 
@@ -612,7 +615,7 @@ export class ResultStream implements AsyncIterable<Row> {
       for await (const ordered of pages) {
         const take = upTo(ordered.offset, ordered.page.rowCount);
         if (take <= ordered.skip) return;
-        progress.page(take - ordered.skip, ordered.page.bytes, total, ordered.page.httpBytes);
+        progress.page(take - ordered.skip, ordered.page.bytes, total, ordered.page.httpBytes, ordered.page.wireBytes);
         yield { ...ordered, take };
         // Leaving the loop ends the fetcher, which aborts and settles what it has in flight.
         if (ordered.offset + take >= end) return;
@@ -630,7 +633,7 @@ export class ResultStream implements AsyncIterable<Row> {
     const answer = await this.#client.getResultsWire(resolved.execution.id, { ...this.#resultOptions({ offset, limit: this.#options.pageSize }, signal), accept: 'arrow' });
     if (answer.format === 'arrow') {
       this.#arrowOffered = true;
-      return { page: answer.page, httpBytes: answer.bytes, ipc: answer.ipc };
+      return { page: answer.page, httpBytes: answer.decodedBytes, wireBytes: answer.bytes, ipc: answer.ipc };
     }
     const page = answer.parse();
     if (this.#options.wire === 'arrow' && (answer.refused || page.result !== undefined)) {
@@ -639,7 +642,7 @@ export class ResultStream implements AsyncIterable<Row> {
         { method: 'stream', executionId: resolved.execution.id },
       );
     }
-    return { page, httpBytes: answer.bytes };
+    return { page, httpBytes: answer.decodedBytes, wireBytes: answer.bytes };
   }
 
   async #fetch(
@@ -662,24 +665,25 @@ export class ResultStream implements AsyncIterable<Row> {
       const { skip, take } = this.#wanted(request.offset);
       const read = text.read(answer, request.offset, skip, take) ?? { page: answer.parse() };
       releaseBody(answer.body);
-      return { ...read, httpBytes: answer.bytes };
+      return { ...read, httpBytes: answer.decodedBytes, wireBytes: answer.bytes };
     }
     if (mode === 'rows') {
       let httpBytes = 0;
-      const page = await this.#client.getResults(executionId, { ...options, onBodyBytes: (n) => (httpBytes = n) });
-      return { page, httpBytes };
+      let wireBytes = 0;
+      const page = await this.#client.getResults(executionId, { ...options, onBodyBytes: (wire, decoded) => ((wireBytes = wire), (httpBytes = decoded)) });
+      return { page, httpBytes, wireBytes };
     }
     const answer = await this.#client.getResultsWire(executionId, { ...options, accept: mode === 'arrow' ? 'arrow' : 'json' });
-    if (answer.format === 'arrow') return { page: answer.page, httpBytes: answer.bytes, ipc: answer.ipc };
-    if (pool === undefined) return { page: answer.parse(), httpBytes: answer.bytes };
+    if (answer.format === 'arrow') return { page: answer.page, httpBytes: answer.decodedBytes, wireBytes: answer.bytes, ipc: answer.ipc };
+    if (pool === undefined) return { page: answer.parse(), httpBytes: answer.decodedBytes, wireBytes: answer.bytes };
     try {
       if (mode === 'pool-rows') {
         const decoded = await pool.decode(answer.body, request.offset, { rows: { ...this.#wanted(request.offset), dates: this.#options.dates, timestamps: this.#options.timestamps }, columns });
-        return { page: decoded.page, httpBytes: answer.bytes, decoded: decoded.rows };
+        return { page: decoded.page, httpBytes: answer.decodedBytes, wireBytes: answer.bytes, decoded: decoded.rows };
       }
       // Only the rows this read wants are decoded, as on this thread: a bad value outside them is no error.
       const decoded = await pool.decode(answer.body, request.offset, { columns, range: this.#wanted(request.offset), ...(this.#options.int256As === undefined ? {} : { int256As: this.#options.int256As }) });
-      return { page: decoded.page, httpBytes: answer.bytes, ipc: decoded.ipc, ipcFrom: decoded.ipcFrom };
+      return { page: decoded.page, httpBytes: answer.decodedBytes, wireBytes: answer.bytes, ipc: decoded.ipc, ipcFrom: decoded.ipcFrom };
     } catch (error) {
       if (error instanceof DecodeResponseError) throw new InvalidResponseError(error.message, answer.context ?? { method: 'getResults', executionId });
       throw error;
@@ -710,7 +714,7 @@ export class ResultStream implements AsyncIterable<Row> {
   }
 
   /** A page with a result, and the same columns as the first page: one schema for the whole stream. */
-  #check(resolved: ResolvedSource, { page, httpBytes, ipc, ipcFrom, decoded, typed, batch }: Fetched, columns: readonly ColumnSpec[] | undefined): RawPage {
+  #check(resolved: ResolvedSource, { page, httpBytes, wireBytes, ipc, ipcFrom, decoded, typed, batch }: Fetched, columns: readonly ColumnSpec[] | undefined): RawPage {
     const result = page.result;
     const ctx = { method: 'stream', executionId: resolved.execution.id };
     if (result === undefined) {
@@ -727,7 +731,7 @@ export class ResultStream implements AsyncIterable<Row> {
         ctx,
       );
     }
-    return { rows: result.rows, ipc, ipcFrom, decoded, typed, batch, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, httpBytes, metadata: m };
+    return { rows: result.rows, ipc, ipcFrom, decoded, typed, batch, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, httpBytes, wireBytes, metadata: m };
   }
 }
 

@@ -7,7 +7,8 @@ import { API_PREFIX } from '../protocol/index.ts';
 import { KeyRing } from './auth.ts';
 import { systemClock, type Clock } from './clock.ts';
 import type { ServiceContext } from './context.ts';
-import { openEngine } from './engine/index.ts';
+import { openEngine, type OpenEngineOptions } from './engine/index.ts';
+import { availableParallelism } from 'node:os';
 import type { ExecutionRecord } from './executionRecord.ts';
 import { Executions } from './executions.ts';
 import { Faults, type FaultCounts } from './http/faults.ts';
@@ -19,6 +20,7 @@ import { resultRoutes } from './routes/resultRoutes.ts';
 import { SavedQueries, type QueryRecord } from './savedQueries.ts';
 import { defaultSettings, loadSettingsFile, parseSettings, type FaultSettings, type FaultSettingsInput, type ServiceSettings, type ServiceSettingsInput } from './settings.ts';
 import { JsonStore } from './store.ts';
+import { advertiseOwner, loopbackUrl, waitForBorrowers } from './owner.ts';
 import { defaultPageRows } from './resultShape.ts';
 import { openCreditLedger } from './limits/credits.ts';
 import { executionHooks, readableWhenShared } from './limits/hooks.ts';
@@ -43,6 +45,13 @@ export interface ServiceOptions {
   /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB; tests pass 0). */
   encodeMinBytes?: number;
   clock?: Clock;
+  /**
+   * Makes this service the data folder's shared one (owner.ts): its loopback URL (and `key`, the
+   * Admin key other processes use with it: by default the default settings' key; none with a
+   * settings file, whose keys they have) go into the folder's owner.json until it closes. Ignored
+   * when bound to a non-loopback host.
+   */
+  advertise?: { key?: string };
 }
 
 export interface ServiceHandle {
@@ -64,8 +73,18 @@ export interface ServiceHandle {
    * ended otherwise); until then its pages are built per request. For tests and benchmarks.
    */
   whenEncoded(executionId: string): Promise<void>;
-  /** Stops accepting connections, interrupts running executions, closes the engine. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting connections, interrupts running executions, closes the engine. An advertised
+   * service first withdraws its owner record; given `borrowers`, it then waits until no other
+   * process uses it (owner.ts leases) or that signal aborts.
+   */
+  close(borrowers?: AbortSignal): Promise<void>;
+  /**
+   * Stops the engine at once (every statement interrupted, the instance closed once none is in
+   * flight), for a process about to exit without the graceful close: ending a process or thread
+   * while DuckDB has a call in flight aborts it. Requests after it fail.
+   */
+  halt(): Promise<void>;
 }
 
 /** Starts the local query service (protocol.md) on an embedded DuckDB. */
@@ -75,20 +94,22 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
   const dataDir = resolve(options.dataDir);
   await mkdir(dataDir, { recursive: true });
 
-  const executionStore = new JsonStore<ExecutionRecord>(join(dataDir, 'catalog', 'executions'));
-  const queryStore = new JsonStore<QueryRecord>(join(dataDir, 'catalog', 'queries'));
-  await executionStore.init();
-  await queryStore.init();
-
   const engine = await openEngine({
     dataDir: join(dataDir, 'engine'),
     datasets: settings.datasets,
     ...(options.sampleRows === undefined ? {} : { sampleRows: options.sampleRows }),
     ...(options.encodeMinBytes === undefined ? {} : { encodeMinBytes: options.encodeMinBytes }),
     arrowChunkRows: (columnCount) => defaultPageRows(settings, columnCount),
+    ...engineBounds(settings, dataDir),
   });
   let server: Server | undefined;
   try {
+    // After the engine: opening it takes the folder's lock, and only its holder may clean up the
+    // temp files of interrupted writes (another process's are not interrupted).
+    const executionStore = new JsonStore<ExecutionRecord>(join(dataDir, 'catalog', 'executions'));
+    const queryStore = new JsonStore<QueryRecord>(join(dataDir, 'catalog', 'queries'));
+    await executionStore.init();
+    await queryStore.init();
     // Work tables of refreshes and uploads a crash left half-written.
     await engine.tables.dropStagingLeftovers();
     // Credits and views come before executions: loading executions settles those a restart ended.
@@ -98,23 +119,43 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
       if (svc === undefined) throw new Error('the service is not assembled yet');
       return svc;
     };
-    const views = await openViews({ settings, clock, dir: join(dataDir, 'catalog', 'views'), tables: engine.tables, service });
-    const uploads = await openDatasets(engine.tables, clock, join(dataDir, 'catalog', 'datasets'));
+    // One storage quota per team covers its materialized views, uploads and the tables its SQL
+    // created (engine/storageQuota.ts); each store checks it against what the others hold.
+    const storageQuota = (team: string): number => settings.teams.find((t) => t.name === team)?.plan.storage_quota_bytes ?? 0;
+    let datasetsOf: ((team: string) => number) | undefined;
+    const views = await openViews({
+      settings,
+      clock,
+      dir: join(dataDir, 'catalog', 'views'),
+      tables: engine.tables,
+      service,
+      otherStorageBytes: async (team) => (datasetsOf?.(team) ?? 0) + (await engine.tables.teamTableBytes(team)),
+    });
+    const uploads = await openDatasets(engine.tables, clock, join(dataDir, 'catalog', 'datasets'), async (team) => ({
+      limitBytes: storageQuota(team),
+      otherBytes: views.service.storageBytes(team) + (await engine.tables.teamTableBytes(team)),
+    }));
+    datasetsOf = (team) => uploads.datasets.storageBytes(team);
     const canRead = readableWhenShared(views.registry, uploads.datasets);
-    const hooks = executionHooks({ settings, ledger: credits.ledger, views: views.service, canRead });
+    const hooks = executionHooks({
+      settings,
+      ledger: credits.ledger,
+      views: views.service,
+      canRead,
+      storageQuota: (team) => ({ limitBytes: storageQuota(team), otherBytes: views.service.storageBytes(team) + uploads.datasets.storageBytes(team) }),
+    });
     const executions = new Executions({ engine, store: executionStore, clock, settings, hooks });
     const queries = new SavedQueries({ store: queryStore, clock });
     await executions.load();
     await queries.load();
     svc = { settings, clock, engine, executions, queries };
     const rateLimiter = rateLimiterFor(settings, clock);
-    const storageQuota = (team: string): number => settings.teams.find((t) => t.name === team)?.plan.storage_quota_bytes ?? 0;
     const limitRoutes = [
       ...views.routes(svc),
       ...uploadRoutes(uploads.datasets),
       ...usageRoutes({
         ledger: credits.ledger,
-        storageBytes: (team) => views.service.storageBytes(team) + uploads.datasets.storageBytes(team),
+        storageBytes: async (team) => views.service.storageBytes(team) + uploads.datasets.storageBytes(team) + (await engine.tables.teamTableBytes(team)),
         storageQuotaBytes: storageQuota,
         privateQueries: (team) => queries.privateCount(team),
       }),
@@ -151,6 +192,12 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     void sweeper.sweep().catch(onSweepError);
     views.start();
 
+    const advertised = options.advertise === undefined ? undefined : loopbackUrl(host, port, API_PREFIX);
+    // With the default settings, other processes use the one key there is (team demo, Admin).
+    const sharedKey = options.advertise?.key ?? (options.settings === undefined ? settings.teams[0]?.keys[0]?.key : undefined);
+    const unadvertise =
+      advertised === undefined ? async () => undefined : await advertiseOwner(dataDir, { url: advertised, ...(sharedKey === undefined ? {} : { key: sharedKey }) });
+
     let closing: Promise<void> | undefined;
     const handle: ServiceHandle = {
       url: `${origin}${API_PREFIX}`,
@@ -163,7 +210,14 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
       },
       faultCounts: faults.counts,
       whenEncoded: (id) => engine.encodingSettled(id),
-      close: () => (closing ??= shutdown(srv, executions, engine, sweeper, views, flushLimits)),
+      // Other processes stop finding this service first: they wait for the folder, then open it.
+      close: (borrowers) =>
+        (closing ??= (async () => {
+          await unadvertise();
+          if (advertised !== undefined && borrowers !== undefined) await waitForBorrowers(dataDir, borrowers);
+          await shutdown(srv, executions, engine, sweeper, views, flushLimits);
+        })()),
+      halt: () => unadvertise().finally(() => engine.close()),
     };
     if (generatedKey !== undefined) handle.generatedKey = generatedKey;
     return handle;
@@ -172,6 +226,17 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     await engine.close();
     throw err;
   }
+}
+
+/** The engine-wide bounds of the settings' `engine` block (README: memory and disk). */
+function engineBounds(settings: ServiceSettings, dataDir: string): Pick<OpenEngineOptions, 'memoryLimit' | 'maxTempDirectorySize' | 'tempDirectory' | 'defaultThreads'> {
+  const { memory_limit, max_temp_directory_size, temp_directory, threads } = settings.engine;
+  return {
+    memoryLimit: memory_limit,
+    maxTempDirectorySize: max_temp_directory_size,
+    tempDirectory: temp_directory === undefined ? join(dataDir, 'engine', 'tmp') : resolve(temp_directory),
+    defaultThreads: threads ?? Math.min(4, availableParallelism()),
+  };
 }
 
 async function resolveSettings(given: ServiceOptions['settings']): Promise<{ settings: ServiceSettings; generatedKey?: string }> {

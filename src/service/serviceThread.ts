@@ -7,15 +7,29 @@ import { startService, type ServiceOptions } from './index.ts';
  */
 const port = parentPort;
 if (port === null) throw new Error('serviceThread.ts runs as a worker thread');
-try {
-  const service = await startService(workerData as ServiceOptions);
-  port.on('message', (message: unknown) => {
-    if (message !== 'close') return;
-    void service.close().then(
+// A halt can come while the service is starting (a second Ctrl-C during the first start, which
+// loads the sample data): it is answered once the start has settled and the engine is stopped.
+let halting = false;
+/** Aborted when the closing owner stops waiting for the processes that use its service. */
+const borrowers = new AbortController();
+const started = startService(workerData as ServiceOptions);
+port.on('message', (message: unknown) => {
+  if (message === 'halt' && !halting) {
+    halting = true;
+    const halted = (): void => port.postMessage({ halted: true });
+    void started.then((service) => service.halt()).then(halted, halted);
+  } else if (message === 'undrain') {
+    borrowers.abort();
+  } else if (typeof message === 'object' && message !== null && 'close' in message) {
+    const { waitForBorrowers } = message as { waitForBorrowers?: boolean };
+    void started.then((service) => service.close(waitForBorrowers === true ? borrowers.signal : undefined)).then(
       () => port.postMessage({ closed: true }),
       (error: unknown) => port.postMessage({ closed: true, error: describe(error) }),
     );
-  });
+  }
+});
+try {
+  const service = await started;
   port.postMessage({ url: service.url, origin: service.origin, ...(service.generatedKey === undefined ? {} : { generatedKey: service.generatedKey }) });
 } catch (error) {
   port.postMessage({ error: describe(error) });

@@ -16,7 +16,7 @@ const share = () => z.number().min(0).max(1);
 export const PlanSchema = z.strictObject({
   credits_per_cycle: nonNegInt().default(10_000).describe('Credits a team may spend per billing cycle; a submission that would exceed them gets 402'),
   max_inflight: posInt().default(3).describe('Executions of the team running at once; more wait PENDING in FIFO order'),
-  storage_quota_bytes: nonNegInt().default(MiB).describe('Storage quota of the team\'s materialized views; a refresh that would exceed it fails'),
+  storage_quota_bytes: nonNegInt().default(MiB).describe('Storage quota of everything the team stores: materialized views, uploaded datasets and the tables its SQL creates in service.<team>; a refresh, upload or execution that would exceed it fails'),
 });
 
 export const KeySchema = z.strictObject({
@@ -34,6 +34,8 @@ export const TierSchema = z.strictObject({
   threads: posInt().describe('Engine threads wanted by an execution of this tier; advisory: DuckDB\'s threads setting is per instance (src/service/README.md)'),
   timeout_ms: posInt().describe('Execution timeout; a timed-out execution is FAILED and costs 0'),
   cost_factor: z.number().positive().describe('Multiplier of limits.credits_per_execution'),
+  memory_limit_bytes: posInt().describe('Engine memory an execution of this tier may use; more fails it (FAILED, capacity, cost 0). The engine\'s memory limit is the sum over the executions running (src/service/README.md)'),
+  temp_limit_bytes: posInt().describe('Temporary disk (spilled data) an execution of this tier may use; more fails it (FAILED, capacity, cost 0)'),
 });
 
 export const LimitsSchema = z.strictObject({
@@ -60,6 +62,22 @@ export const FaultsSchema = z.strictObject({
   reset_rate: share().default(0).describe('Share of GET responses whose connection is reset halfway through the body'),
 });
 
+/** A size as DuckDB reads it: a whole number of bytes, or a number and a unit (`256MiB`, `2GB`). */
+const SIZE = /^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i;
+const size = () =>
+  z.union([posInt(), z.string().regex(SIZE, 'a size is a number of bytes or a number with a unit: B, KB, MB, GB, TB, KiB, MiB, GiB or TiB (e.g. 512MiB)')]);
+
+/**
+ * The engine's bounds, shared by every team and execution. Defaults fit a small container (see
+ * the README): what a result needs beyond memory_limit is spilled to temp_directory.
+ */
+export const EngineSchema = z.strictObject({
+  memory_limit: size().default('256MiB').describe("DuckDB's memory limit (its buffer pool: tables, results being written, sorts, joins); work beyond it spills to temp_directory"),
+  threads: posInt().optional().describe("DuckDB's worker threads (default: the core count, at most 4)"),
+  temp_directory: z.string().min(1).optional().describe('Where DuckDB spills what does not fit in memory_limit (default: engine/tmp in the data directory); relative to the working directory'),
+  max_temp_directory_size: size().default('8GiB').describe('Most disk the spilled data may take; a query that needs more fails with an out-of-memory error'),
+});
+
 export const ServiceSettingsSchema = z
   .strictObject({
     teams: z.array(TeamSchema).min(1).describe('Teams, their plans and API keys'),
@@ -67,9 +85,10 @@ export const ServiceSettingsSchema = z
     tiers: z
       .strictObject({ medium: TierSchema.partial().prefault({}), large: TierSchema.partial().prefault({}) })
       .prefault({})
-      .describe('Performance tiers; unset fields: medium 1 thread x1, large 2 threads x2, timeout limits.execution_timeout_ms'),
+      .describe('Performance tiers; unset fields: medium 1 thread x1, 1 GiB memory, 4 GiB temp; large 2 threads x2, 2 GiB memory, 8 GiB temp; timeout limits.execution_timeout_ms'),
     faults: FaultsSchema.prefault({}),
     datasets: z.array(z.enum(['sample'])).default(['sample']).describe('Datasets loaded when the service starts'),
+    engine: EngineSchema.prefault({}).describe("The query engine's memory, temporary disk and threads"),
   })
   .superRefine((s, ctx) => {
     const teams = new Set<string>();
@@ -88,6 +107,7 @@ export type ServiceSettings = z.infer<typeof ServiceSettingsSchema>;
 export type ServiceSettingsInput = z.input<typeof ServiceSettingsSchema>;
 export type Tier = z.infer<typeof TierSchema>;
 export type FaultSettings = z.infer<typeof FaultsSchema>;
+export type EngineSettings = z.infer<typeof EngineSchema>;
 export type FaultSettingsInput = z.input<typeof FaultsSchema>;
 
 /** A settings file that cannot be read, parsed, interpolated or validated; the message names the file and the path. */
@@ -149,10 +169,15 @@ export function defaultSettings(env: NodeJS.ProcessEnv = process.env): { setting
 /** A tier with every field resolved. */
 export function resolveTier(settings: ServiceSettings, tier: 'medium' | 'large'): Tier {
   const given = settings.tiers[tier];
-  const dflt = tier === 'large' ? { threads: 2, cost_factor: 2 } : { threads: 1, cost_factor: 1 };
+  const dflt =
+    tier === 'large'
+      ? { threads: 2, cost_factor: 2, memory_limit_bytes: 2 * GiB, temp_limit_bytes: 8 * GiB }
+      : { threads: 1, cost_factor: 1, memory_limit_bytes: GiB, temp_limit_bytes: 4 * GiB };
   return {
     threads: given.threads ?? dflt.threads,
     cost_factor: given.cost_factor ?? dflt.cost_factor,
+    memory_limit_bytes: given.memory_limit_bytes ?? dflt.memory_limit_bytes,
+    temp_limit_bytes: given.temp_limit_bytes ?? dflt.temp_limit_bytes,
     timeout_ms: given.timeout_ms ?? settings.limits.execution_timeout_ms,
   };
 }

@@ -1,7 +1,9 @@
 import { once } from 'node:events';
+import type { Worker } from 'node:worker_threads';
 import { startWorker } from '../workerThreads.ts';
 import type { ServiceOptions } from './index.ts';
 import { SettingsError } from './settings.ts';
+import { onExitStop } from '../exitHooks.ts';
 
 /** The local service running in a worker thread: its address, and how to stop it. */
 export interface ServiceThread {
@@ -11,11 +13,28 @@ export interface ServiceThread {
   readonly generatedKey?: string;
   /** The worker thread's id (never 0, the main thread's). */
   readonly threadId: number;
-  /** Stops the service (as `ServiceHandle.close`) and ends its thread. */
-  close(): Promise<void>;
+  /**
+   * Stops the service (as `ServiceHandle.close`) and ends its thread. Given `borrowers`, it first
+   * waits for the other processes using it, until that signal aborts.
+   */
+  close(borrowers?: AbortSignal): Promise<void>;
+  /** Stops its engine at once (`ServiceHandle.halt`): the process may then exit without aborting. */
+  halt(): Promise<void>;
 }
 
-type Message = { url: string; origin: string; generatedKey?: string } | { error: { name: string; message: string } } | { closed: true; error?: { name: string; message: string } };
+/**
+ * The service thread's young generation. Page building allocates and drops megabytes per page;
+ * V8's default young generation (tens of MB per semi-space once grown) then holds that garbage as
+ * resident memory. The image's --max-semi-space-size=8 gives 24 MB; the same here, for every
+ * process that embeds the service.
+ */
+const YOUNG_GENERATION_MB = 24;
+
+type Message =
+  | { url: string; origin: string; generatedKey?: string }
+  | { error: { name: string; message: string } }
+  | { closed: true; error?: { name: string; message: string } }
+  | { halted: true };
 
 /**
  * Starts the local service (`startService`) in a worker thread. A job on the embedded service
@@ -24,13 +43,22 @@ type Message = { url: string; origin: string; generatedKey?: string } | { error:
  * must be cloneable (no `clock`). A settings error is the same `SettingsError` as in-process.
  */
 export async function startServiceThread(options: Omit<ServiceOptions, 'clock'>): Promise<ServiceThread> {
-  const worker = startWorker('serviceThread', import.meta.url, { workerData: options });
+  const worker = startWorker('serviceThread', import.meta.url, { workerData: options, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
+  const halt = async (): Promise<void> => {
+    const done = Promise.race([answer(worker, 'halted'), once(worker, 'exit')]);
+    worker.postMessage('halt');
+    await done;
+  };
+  // A process stopped at once (a second Ctrl-C), even while the service is starting, stops the
+  // engine before it exits.
+  const unregister = onExitStop(halt);
   const first = await Promise.race([
     once(worker, 'message').then(([m]) => m as Message),
     once(worker, 'error').then(([e]) => ({ error: { name: 'Error', message: (e as Error).message } }) as Message),
     once(worker, 'exit').then(([code]) => ({ error: { name: 'Error', message: `the service thread exited with code ${String(code)} before it started` } }) as Message),
   ]);
   if ('error' in first && first.error !== undefined) {
+    unregister();
     await worker.terminate();
     const { name, message } = first.error;
     throw name === 'SettingsError' ? new SettingsError(message) : new Error(message);
@@ -42,17 +70,34 @@ export async function startServiceThread(options: Omit<ServiceOptions, 'clock'>)
     origin: started.origin,
     threadId: worker.threadId,
     ...(started.generatedKey === undefined ? {} : { generatedKey: started.generatedKey }),
-    close() {
+    close(borrowers) {
       closing ??= (async () => {
-        const done = Promise.race([once(worker, 'message'), once(worker, 'exit')]);
-        worker.postMessage('close');
-        const [answer] = (await done) as [Message | number];
+        const done = Promise.race([answer(worker, 'closed'), once(worker, 'exit')]);
+        const undrain = (): void => worker.postMessage('undrain');
+        borrowers?.addEventListener('abort', undrain, { once: true });
+        worker.postMessage({ close: true, waitForBorrowers: borrowers !== undefined && !borrowers.aborted });
+        const [reply] = (await done) as [Message | number];
+        borrowers?.removeEventListener('abort', undrain);
         await worker.terminate();
-        if (typeof answer === 'object' && 'error' in answer && answer.error !== undefined) {
-          throw new Error(`closing the service thread: ${answer.error.message}`);
+        unregister();
+        if (typeof reply === 'object' && 'error' in reply && reply.error !== undefined) {
+          throw new Error(`closing the service thread: ${reply.error.message}`);
         }
       })();
       return closing;
     },
+    halt,
   };
+}
+
+/** The thread's next message that has `key` (a close and a halt may be answered in either order). */
+function answer(worker: Worker, key: 'closed' | 'halted'): Promise<[Message]> {
+  return new Promise((resolve) => {
+    const onMessage = (message: Message): void => {
+      if (typeof message !== 'object' || !(key in message)) return;
+      worker.off('message', onMessage);
+      resolve([message]);
+    };
+    worker.on('message', onMessage);
+  });
 }

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 export interface Scripted {
   status?: number;
   headers?: Record<string, string>;
-  body?: string;
+  body?: string | Buffer;
   /** Write this many bytes of `body`, then destroy the socket (headers announce the full length). */
   resetAfterBytes?: number;
   /** Answer after this many ms (unless the client has gone by then). */

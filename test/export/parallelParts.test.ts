@@ -181,7 +181,7 @@ describe('parts in parallel', () => {
         }
       })();
       const reader = (await s.rangeReader())!;
-      const parts = { ...reader, page: (rows: number, bytes: number, httpBytes: number) => ((threadRows += rows), reader.page(rows, bytes, httpBytes)) };
+      const parts = { ...reader, page: (rows: number, bytes: number, httpBytes: number, wireBytes: number) => ((threadRows += rows), reader.page(rows, bytes, httpBytes, wireBytes)) };
       const path = await outDir();
       const summary = await writeExport(
         { schema: await s.schema(), batches, meta: { executionId, totalRowCount: info.totalRows, pageSize: info.pageSize }, parts },

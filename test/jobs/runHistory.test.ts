@@ -66,6 +66,29 @@ describe('run history', () => {
     expect(ok.credits_left).toBe(before.credits_limit - before.credits_used - ok.credits);
   });
 
+  it('counts the result pages read both ways: as they crossed the wire and decoded, equal when uncompressed', async () => {
+    const stateDir = join(dir, 'state-page-bytes');
+    const spec = (name: string) =>
+      job(`  - name: ${name}
+    source: { sql: "select id, name from sample.events" }
+    outputs: [{ format: csv, path: "\${DIR}/${name}" }]
+`);
+    const plain = await runJob(spec('plain'), { client, stateDir, signal: new AbortController().signal });
+    const compressing = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.admin, env: {}, compression: 'on' });
+    let packed;
+    try {
+      packed = await runJob(spec('packed'), { client: compressing, stateDir, signal: new AbortController().signal });
+    } finally {
+      await compressing.close();
+    }
+    expect(plain.pageBytes.wire).toBe(plain.pageBytes.decoded);
+    expect(plain.pageBytes.decoded).toBeGreaterThan(0);
+    expect(packed.pageBytes.decoded).toBe(plain.pageBytes.decoded);
+    expect(packed.pageBytes.wire).toBeLessThan(packed.pageBytes.decoded / 2);
+    const runs = await new RunHistory(stateDir).list();
+    expect(runs.map((r) => r.page_bytes)).toEqual([plain.pageBytes, packed.pageBytes]);
+  });
+
   it('a key that may not read usage still runs; the summary just does not say what is left', async () => {
     const writer = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.write, env: {} });
     try {

@@ -7,11 +7,12 @@ describe('ProgressTracker', () => {
     const events: Progress[] = [];
     const tracker = new ProgressTracker((p) => events.push(p), undefined, () => now);
     now += 500;
-    tracker.page(100, 4_000, 400, 6_100);
-    expect(events[0]).toEqual({ pages: 1, rows: 100, bytes: 4_000, httpBytes: 6_100, totalRows: 400, elapsedMs: 500, rowsPerSecond: 200, etaMs: 1_500 });
+    tracker.page(100, 4_000, 400, 6_100, 1_200);
+    expect(events[0]).toEqual({ pages: 1, rows: 100, bytes: 4_000, httpBytes: 6_100, wireBytes: 1_200, totalRows: 400, elapsedMs: 500, rowsPerSecond: 200, etaMs: 1_500 });
     now += 500;
+    // A page that came uncompressed: its wire bytes are its body's.
     tracker.page(300, 12_000, 400, 18_300);
-    expect(events[1]).toMatchObject({ pages: 2, rows: 400, bytes: 16_000, httpBytes: 24_400, rowsPerSecond: 400, etaMs: 0 });
+    expect(events[1]).toMatchObject({ pages: 2, rows: 400, bytes: 16_000, httpBytes: 24_400, wireBytes: 19_500, rowsPerSecond: 400, etaMs: 0 });
   });
 
   it('has no estimate without a total, and counts from the start time given', () => {

@@ -1,5 +1,6 @@
 import type { Command } from '../command.ts';
 import { dispatch, type RunCliOptions } from '../dispatch.ts';
+import { mcpCommand } from './mcp.ts';
 import { queriesArchiveCommand, queriesCreateCommand, queriesGetCommand, queriesUpdateCommand } from './queries.ts';
 import { queryCommand } from './query.ts';
 import { resultsCommand } from './results.ts';
@@ -49,6 +50,7 @@ export const COMMANDS: readonly Command[] = [
   queriesUpdateCommand,
   queriesArchiveCommand,
   uploadCommand,
+  mcpCommand,
   serve,
 ];
 

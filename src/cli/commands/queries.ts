@@ -54,7 +54,7 @@ export const queriesCreateCommand = defineCommand({
   async run({ io, values, log, signal }) {
     const fields = await queryFields(values, (p) => readFile(p, 'utf8'));
     if (fields.name === undefined || fields.query_sql === undefined) throw new UsageError('--name and --sql (or --sql-file) are required');
-    return printAnswer(values, io, log, ({ client }) => client.createQuery({ ...fields, name: fields.name!, query_sql: fields.query_sql! }, { signal }));
+    return printAnswer(values, io, log, signal, ({ client }) => client.createQuery({ ...fields, name: fields.name!, query_sql: fields.query_sql! }, { signal }));
   },
 });
 
@@ -66,7 +66,7 @@ export const queriesGetCommand = defineCommand({
   options: { ...CONNECTION_OPTIONS },
   async run({ io, values, positionals, log, signal }) {
     const id = queryId(positionals);
-    return printAnswer(values, io, log, ({ client }) => client.getQuery(id, { signal }));
+    return printAnswer(values, io, log, signal, ({ client }) => client.getQuery(id, { signal }));
   },
 });
 
@@ -80,7 +80,7 @@ export const queriesUpdateCommand = defineCommand({
     const id = queryId(positionals);
     const fields = await queryFields(values, (p) => readFile(p, 'utf8'));
     if (Object.keys(fields).length === 0) throw new UsageError('nothing to update: give at least one of --name, --sql, --sql-file, --description, --param, --tag, --private');
-    return printAnswer(values, io, log, ({ client }) => client.updateQuery(id, fields, { signal }));
+    return printAnswer(values, io, log, signal, ({ client }) => client.updateQuery(id, fields, { signal }));
   },
 });
 
@@ -92,6 +92,6 @@ export const queriesArchiveCommand = defineCommand({
   options: { undo: { type: 'boolean', description: 'Unarchive instead' }, ...CONNECTION_OPTIONS },
   async run({ io, values, positionals, log, signal }) {
     const id = queryId(positionals);
-    return printAnswer(values, io, log, ({ client }) => (flag(values, 'undo') ? client.unarchiveQuery(id, { signal }) : client.archiveQuery(id, { signal })));
+    return printAnswer(values, io, log, signal, ({ client }) => (flag(values, 'undo') ? client.unarchiveQuery(id, { signal }) : client.archiveQuery(id, { signal })));
   },
 });

@@ -120,7 +120,7 @@ export async function printRows(ctx: CommandContext, source: StreamSource): Prom
   const columns = stringOption(values, 'columns')?.split(',').map((c) => c.trim()).filter(Boolean);
   const opened = await openTarget(target, { endpoint: stringOption(values, 's3-endpoint'), region: stringOption(values, 's3-region') }, signal);
   try {
-    return await withConnection(values, io, log, async ({ client }) => {
+    return await withConnection(values, io, log, signal, async ({ client }) => {
       const showBar = target.kind !== 'stdout' && io.stderr.isTTY === true && log.format === 'text' && !flag(values, 'quiet');
       const bar = showBar ? createProgressBar(io.stderr, 'query') : undefined;
       const result = stream(client, source, {

@@ -1,10 +1,10 @@
 import { resolve } from 'node:path';
 import { builtins } from '../../../connectors/index.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
-import { DEFAULT_STATE_DIR, type Job, MAX_WORKERS } from '../../config/jobSchema.ts';
+import { type Connection, DEFAULT_STATE_DIR, type Job, MAX_WORKERS } from '../../config/jobSchema.ts';
 import type { Workers } from '../../export/partPlan.ts';
-import { connect } from '../../jobs/connect.ts';
 import { runJob, type JobSummary } from '../../jobs/runJob.ts';
+import { connectLogged } from '../connection.ts';
 import { defineCommand, flag, listOption, stringOption } from '../command.ts';
 import { EXIT, exitCodeOf } from '../exit-codes.ts';
 import { writeOut } from '../io.ts';
@@ -75,7 +75,14 @@ export const runCommand = defineCommand({
         ...(workers === undefined ? [] : ['--workers', String(workers)]),
         '--no-progress',
       ];
-      return spawnShards({ io, log, signal, processes, args, runId: stringOption(values, 'run-id') });
+      // One service for all shards: on the embedded service, this process opens (or finds) the
+      // data folder's service and holds it while the shards run; they find it through the folder.
+      const shared = isRemote(jobFile.connection) ? undefined : await connectLogged(jobFile.connection, io, log, signal);
+      try {
+        return await spawnShards({ io, log, signal, processes, args, runId: stringOption(values, 'run-id') });
+      } finally {
+        await shared?.close();
+      }
     }
     if (shard !== undefined && jobs.length !== 1) throw new UsageError(`${shard.from}: a sharded run exports one job: name it with --job (the file has ${jobFile.jobs.map((j) => j.name).join(', ')})`);
     if (shard !== undefined && stringOption(values, 'execution') !== undefined) throw new UsageError(`${shard.from}: shard 0 picks the execution; leave out --execution`);
@@ -87,11 +94,7 @@ export const runCommand = defineCommand({
     const summaryOut = jobs.some((job) => job.outputs.some((output) => output.path === '-')) ? io.stderr : io.stdout;
     const json = flag(values, 'json');
 
-    const connection = await connect(jobFile.connection, {
-      env: io.env,
-      cwd: io.cwd,
-      onEmbedded: ({ url, dataDir }) => log.info('started the embedded local service', { url, data_dir: dataDir }),
-    });
+    const connection = await connectLogged(jobFile.connection, io, log, signal);
     let exit: number = EXIT.ok;
     try {
       if (flag(values, 'plan')) {
@@ -158,6 +161,10 @@ export const runCommand = defineCommand({
     return exit;
   },
 });
+
+function isRemote(connection: Connection | undefined): boolean {
+  return connection?.base_url !== undefined && connection.base_url !== '';
+}
 
 function workersOption(text: string | undefined): Workers | undefined {
   if (text === undefined) return undefined;

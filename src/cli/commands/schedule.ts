@@ -2,13 +2,13 @@ import { resolve } from 'node:path';
 import { builtins } from '../../../connectors/index.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
 import { DEFAULT_STATE_DIR } from '../../config/jobSchema.ts';
-import { connect } from '../../jobs/connect.ts';
 import type { RunRecord } from '../../jobs/runHistory.ts';
 import { runJob } from '../../jobs/runJob.ts';
 import { systemClock } from '../../scheduler/clock.ts';
 import { DEFAULT_HEALTH_HOST, startHealthServer, type HealthServer } from '../../scheduler/healthServer.ts';
 import { Metrics } from '../../scheduler/metrics.ts';
 import { Scheduler } from '../../scheduler/scheduler.ts';
+import { connectLogged } from '../connection.ts';
 import { defineCommand, flag, stringOption } from '../command.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jobEvents } from '../jobEvents.ts';
@@ -48,11 +48,7 @@ export const scheduleCommand = defineCommand({
     if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) throw new UsageError(`--health-port must be a port number, got ${JSON.stringify(portText)}`);
 
     const stateDir = resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
-    const connection = await connect(jobFile.connection, {
-      env: io.env,
-      cwd: io.cwd,
-      onEmbedded: ({ url, dataDir }) => log.info('started the embedded local service', { url, data_dir: dataDir }),
-    });
+    const connection = await connectLogged(jobFile.connection, io, log, signal, true);
     const metrics = new Metrics(scheduled.map((j) => j.name));
     let health: HealthServer | undefined;
     let scheduler: Scheduler | undefined;

@@ -47,6 +47,8 @@ export const serveCommand: ServeCommand = {
         port,
         dataDir: values['data-dir'],
         ...(values.config === undefined ? {} : { settings: values.config }),
+        // Jobs without a base_url on the same data folder use this service (over loopback).
+        advertise: {},
       });
     } catch (err) {
       process.stderr.write(`sluice serve: ${err instanceof SettingsError ? err.message : String(err)}\n`);
@@ -60,8 +62,17 @@ export const serveCommand: ServeCommand = {
       process.once('SIGTERM', () => resolve('SIGTERM'));
       process.once('SIGINT', () => resolve('SIGINT'));
     });
-    process.stdout.write(`${signal}: stopping\n`);
+    process.stdout.write(`${signal}: stopping (send it again to stop at once)\n`);
+    // A second signal stops the engine at once (interrupting what runs) and exits 130; never
+    // under a native call in flight, which would abort the process.
+    const again = (): void => {
+      void service.halt().finally(() => process.exit(130));
+    };
+    process.once('SIGTERM', again);
+    process.once('SIGINT', again);
     await service.close();
+    process.off('SIGTERM', again);
+    process.off('SIGINT', again);
     return 0;
   },
 };

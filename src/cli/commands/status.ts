@@ -9,7 +9,7 @@ export const statusCommand = defineCommand({
   minArgs: 1,
   options: { ...CONNECTION_OPTIONS },
   async run({ io, values, positionals, log, signal }) {
-    return printAnswer(values, io, log, ({ client }) => client.getStatus(positionals[0]!, { signal }));
+    return printAnswer(values, io, log, signal, ({ client }) => client.getStatus(positionals[0]!, { signal }));
   },
 });
 
@@ -20,7 +20,7 @@ export const cancelCommand = defineCommand({
   minArgs: 1,
   options: { ...CONNECTION_OPTIONS },
   async run({ io, values, positionals, log, signal }) {
-    return printAnswer(values, io, log, async ({ client }) => {
+    return printAnswer(values, io, log, signal, async ({ client }) => {
       const id = positionals[0]!;
       const accepted = await client.cancel(id, { signal });
       const status = await client.getStatus(id, { signal });

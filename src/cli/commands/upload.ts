@@ -22,7 +22,7 @@ export const uploadCommand = defineCommand({
     const file = positionals[0]!;
     // The endpoint takes the CSV as one JSON string: the file is read whole (uploads are small tables).
     const data = file === '-' ? await streamText(io.stdin) : await readFile(file, 'utf8');
-    return printAnswer(values, io, log, ({ client }) =>
+    return printAnswer(values, io, log, signal, ({ client }) =>
       client.uploadCsv(
         {
           table_name: table,

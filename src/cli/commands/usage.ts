@@ -14,7 +14,7 @@ export const usageCommand = defineCommand({
     ...CONNECTION_OPTIONS,
   },
   async run({ io, values, log, signal }) {
-    return withConnection(values, io, log, async ({ client }) => {
+    return withConnection(values, io, log, signal, async ({ client }) => {
       const usage = await client.getUsage({ signal });
       await writeOut(io.stdout, flag(values, 'json') ? toJson({ ...usage, credits_left: creditsLeft(usage) }) : formatUsage(usage));
       return EXIT.ok;

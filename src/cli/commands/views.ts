@@ -26,7 +26,7 @@ export const viewsListCommand = defineCommand({
     ...CONNECTION_OPTIONS,
   },
   async run({ io, values, log, signal }) {
-    return withConnection(values, io, log, async ({ client }) => {
+    return withConnection(values, io, log, signal, async ({ client }) => {
       const limit = intOption(values, 'limit');
       const offset = intOption(values, 'offset');
       const list = await client.listViews({ signal, ...(limit === undefined ? {} : { limit }), ...(offset === undefined ? {} : { offset }) });
@@ -49,7 +49,7 @@ export const viewsGetCommand = defineCommand({
   minArgs: 1,
   options: { ...CONNECTION_OPTIONS },
   async run({ io, values, positionals, log, signal }) {
-    return printAnswer(values, io, log, ({ client }) => client.getView(positionals[0]!, { signal }));
+    return printAnswer(values, io, log, signal, ({ client }) => client.getView(positionals[0]!, { signal }));
   },
 });
 
@@ -71,7 +71,7 @@ export const viewsUpsertCommand = defineCommand({
     const queryId = intOption(values, 'query-id');
     if (queryId === undefined) throw new UsageError('--query-id is required');
     const performance = performanceOption(values);
-    return printAnswer(values, io, log, async (connection) => {
+    return printAnswer(values, io, log, signal, async (connection) => {
       const res = await connection.client.upsertView(
         {
           name: positionals[0]!,
@@ -94,7 +94,7 @@ export const viewsDeleteCommand = defineCommand({
   minArgs: 1,
   options: { ...CONNECTION_OPTIONS },
   async run({ io, values, positionals, log, signal }) {
-    return printAnswer(values, io, log, ({ client }) => client.deleteView(positionals[0]!, { signal }));
+    return printAnswer(values, io, log, signal, ({ client }) => client.deleteView(positionals[0]!, { signal }));
   },
 });
 
@@ -111,7 +111,7 @@ export const viewsRefreshCommand = defineCommand({
   details: EMBEDDED_WAITS,
   async run({ io, values, positionals, log, signal }) {
     const performance = performanceOption(values);
-    return printAnswer(values, io, log, async (connection) => {
+    return printAnswer(values, io, log, signal, async (connection) => {
       const res = await connection.client.refreshView(positionals[0]!, { signal, ...(performance === undefined ? {} : { performance }) });
       return withOutcome(res, connection, flag(values, 'wait'), log, signal);
     });

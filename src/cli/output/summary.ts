@@ -18,8 +18,10 @@ export function formatSummary(s: JobSummary): string {
   const how = s.resume?.resume ? ` (resumed from the interrupted run of ${s.resume.startedAt})` : s.startedExecution ? '' : ' (stored result)';
   // Only when parts of a killed run were kept does the fetched count differ from the total.
   const fetched = s.fetchedRows === s.rows ? '' : ` (${s.fetchedRows.toLocaleString('en-US')} fetched)`;
+  // Said only when the pages came compressed: what crossed the wire, and what it decoded to.
+  const pages = s.pageBytes.wire === s.pageBytes.decoded ? '' : `, pages ${formatBytes(s.pageBytes.wire)} on the wire (${formatBytes(s.pageBytes.decoded)} decoded)`;
   const lines = [
-    `${s.job}: ${s.rows.toLocaleString('en-US')} rows${fetched}, ${plural(s.files, 'file')}, ${formatBytes(s.bytes)}, ${s.credits} credits${left(s)} in ${fmtDuration(s.durationMs)} (execution ${s.executionId}${how})`,
+    `${s.job}: ${s.rows.toLocaleString('en-US')} rows${fetched}, ${plural(s.files, 'file')}, ${formatBytes(s.bytes)}${pages}, ${s.credits} credits${left(s)} in ${fmtDuration(s.durationMs)} (execution ${s.executionId}${how})`,
     ...(s.cursor === undefined ? [] : [`  cursor ${s.cursor.from ?? '(initial)'} -> ${s.cursor.to ?? '(not all outputs committed)'}`]),
     ...s.outputs.map(
       (o) =>
@@ -54,6 +56,7 @@ export function summaryFields(s: JobSummary): Record<string, unknown> {
     started_execution: s.startedExecution,
     rows: s.rows,
     fetched_rows: s.fetchedRows,
+    page_bytes: s.pageBytes,
     files: s.files,
     bytes: s.bytes,
     credits: s.credits,

@@ -48,7 +48,7 @@ import {
   type EncodedPage,
 } from './encodedResult.ts';
 import { join } from 'node:path';
-import { StatementType, type DuckDBConnection, type DuckDBInstance, type DuckDBPreparedStatement, type DuckDBType } from '@duckdb/node-api';
+import { StatementType, type DuckDBConnection, type DuckDBDataChunk, type DuckDBInstance, type DuckDBPreparedStatement, type DuckDBType } from '@duckdb/node-api';
 import {
   EngineError,
   type ArrowPage,
@@ -73,6 +73,8 @@ import { Sandbox } from './sandbox.ts';
 import { buildArrowPage } from './arrowPage.ts';
 import { hideUnreadableHints, type AccessContext } from './accessPolicy.ts';
 import { lineColumnAt } from './sqlPosition.ts';
+import { StorageQuota } from './storageQuota.ts';
+import { boundsError, ResourceBounds, type EngineCeilings } from './resourceBounds.ts';
 
 const RESULT_ID = /^[A-Za-z0-9_-]{1,100}$/;
 const TEAM_NAME = /^[A-Za-z0-9_-]{1,100}$/;
@@ -87,8 +89,11 @@ export const DEFAULT_ENCODE_MIN_BYTES = 64 * 1024;
 const defaultArrowChunkRows = (columnCount: number): number => Math.min(32_000, Math.max(1, Math.floor(250_000 / Math.max(1, columnCount))));
 /** How often a stopped execution's connection is interrupted again (see the header). */
 const INTERRUPT_REPEAT_MS = 5;
-/** How long close() waits for running statements to stop before closing the instance anyway. */
-const CLOSE_WAIT_MS = 10_000;
+/**
+ * An encoding waits until no page of any result was built by a page query for this long: a reader
+ * paging through a fresh result (an export) is never slowed, nor its memory doubled, by the encoder.
+ */
+const ENCODE_AFTER_IDLE_MS = 1_000;
 
 interface OpenResult {
   alias: string;
@@ -101,6 +106,8 @@ interface EncodingJob {
   done: Promise<void>;
   started: boolean;
   cancelled: boolean;
+  /** Stopped for a reader: scheduled again once the service is quiet. */
+  preempted: boolean;
   conn?: DuckDBConnection;
 }
 
@@ -120,6 +127,21 @@ function originOf(sql: string, st: SqlStatement, ran: string, prefixLength: numb
   return { sql, statementStart: st.start, ran, prefixLength, statementLength: st.text.length };
 }
 
+/** Runs a statement that is not a query and keeps its rows (a count, a plan: few) in memory. */
+async function runHeld(prepared: DuckDBPreparedStatement, sql: string, st: SqlStatement): Promise<DuckDBDataChunk[]> {
+  try {
+    const result = await prepared.run();
+    const chunks: DuckDBDataChunk[] = [];
+    for (;;) {
+      const chunk = await result.fetchChunk();
+      if (!chunk || chunk.rowCount === 0) return chunks;
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    throw toEngineError(err, originOf(sql, st, st.text, 0));
+  }
+}
+
 /** Extra statements are the user's own (e.g. CREATE TABLE then SELECT); run them in order. */
 async function runStatement(conn: DuckDBConnection, sql: string, st: SqlStatement): Promise<void> {
   try {
@@ -136,6 +158,8 @@ function sqlTypeOf(type: DuckDBType): string {
 export class DuckDbEngine implements SqlEngine {
   readonly #instance: DuckDBInstance;
   readonly #resultsDir: string;
+  /** The file of the `service` catalog (index.ts), watched while SQL writes a team's schema. */
+  readonly #serviceDatabase: string;
   readonly #attached: AttachedResults<OpenResult>;
   /** Connections of user SQL (interrupted by close) and of trusted callers (waited for). */
   readonly #running = new Set<DuckDBConnection>();
@@ -143,6 +167,7 @@ export class DuckDbEngine implements SqlEngine {
   #starting = 0;
   readonly #schemas = new Map<string, Promise<void>>();
   #closed = false;
+  #closing: Promise<void> | undefined;
   readonly #encodings = new Map<string, EncodingJob>();
   /** Encodings run one after the other: each is a bulk job that uses every thread. */
   #encodeQueue: Promise<void> = Promise.resolve();
@@ -152,8 +177,12 @@ export class DuckDbEngine implements SqlEngine {
   /** Executions in progress: encodings wait for none to be running (they would compete for every thread). */
   #executing = 0;
   #idleWaiters: Array<() => void> = [];
+  /** When a page query or an execution last ended (performance.now()): encodings wait for quiet. */
+  #lastActivity = Number.NEGATIVE_INFINITY;
 
   readonly #systemViews: ReadonlySet<string>;
+  /** Sets the instance's memory and spill limits to the executions running (resourceBounds.ts). */
+  readonly #bounds: ResourceBounds | undefined;
 
   /** `systemViews`: DuckDB's built-in catalog views, which user SQL may not read. */
   readonly #encodeMinBytes: number;
@@ -169,8 +198,12 @@ export class DuckDbEngine implements SqlEngine {
     systemViews: ReadonlySet<string> = new Set(),
     encodeMinBytes = DEFAULT_ENCODE_MIN_BYTES,
     arrowChunkRows: (columnCount: number) => number = defaultArrowChunkRows,
+    ceilings?: EngineCeilings,
   ) {
     this.#instance = instance;
+    if (ceilings !== undefined) {
+      this.#bounds = new ResourceBounds(ceilings, (stmt) => this.#withTrusted(async (conn) => void (await conn.run(stmt))));
+    }
     this.#arrowChunkRows = arrowChunkRows;
     this.#attached = new AttachedResults<OpenResult>({
       max: MAX_ATTACHED,
@@ -192,11 +225,12 @@ export class DuckDbEngine implements SqlEngine {
     });
     this.#encodeMinBytes = encodeMinBytes;
     this.#resultsDir = join(dataDir, 'results');
+    this.#serviceDatabase = join(dataDir, 'service.duckdb');
     this.#systemViews = systemViews;
   }
 
   /** Refuses the user's SQL before any of it runs when one statement is not allowed. */
-  async #checkAccess(conn: DuckDBConnection, sql: string, statements: SqlStatement[], opts: ExecuteOptions): Promise<AccessContext> {
+  async #checkAccess(conn: DuckDBConnection, sql: string, statements: SqlStatement[], opts: ExecuteOptions): Promise<{ ctx: AccessContext; writesTeamSchema: boolean }> {
     const db = await conn.runAndReadAll(
       "SELECT current_database() AS db, list(lower(schema_name)) AS schemas FROM duckdb_schemas() WHERE database_name = current_database() AND schema_name NOT IN ('information_schema', 'pg_catalog')",
     );
@@ -217,7 +251,7 @@ export class DuckDbEngine implements SqlEngine {
         throw new EngineError('semantic', `line ${line}:${column}: ${denial.message}`, { line, column });
       }
     }
-    return ctx;
+    return { ctx, writesTeamSchema: sandbox.writesTeamSchema };
   }
 
   #path(id: string): string {
@@ -270,11 +304,21 @@ export class DuckDbEngine implements SqlEngine {
     const alias = sqlIdent(`w_${opts.resultId}`);
     let attached = false;
     let access: AccessContext | undefined;
+    let quota: StorageQuota | undefined;
+    let leaveBounds: (() => Promise<void>) | undefined;
     try {
+      check();
+      if (this.#bounds !== undefined && opts.bounds !== undefined) leaveBounds = await this.#bounds.enter(opts.bounds);
       check();
       if (opts.team !== undefined) await this.#teamSchema(opts.team);
       check();
-      access = await this.#checkAccess(conn, sql, statements, opts);
+      const checked = await this.#checkAccess(conn, sql, statements, opts);
+      access = checked.ctx;
+      // SQL that stores rows in the team's schema runs in one transaction, kept only if the
+      // team's storage stays within its quota (storageQuota.ts).
+      if (checked.writesTeamSchema && opts.team !== undefined && opts.storageQuota !== undefined) {
+        quota = await StorageQuota.begin(conn, opts.team, opts.storageQuota, this.#serviceDatabase);
+      }
       for (const st of statements.slice(0, -1)) {
         check();
         await runStatement(conn, sql, st);
@@ -287,13 +331,23 @@ export class DuckDbEngine implements SqlEngine {
         throw toEngineError(err, originOf(sql, last, last.text, 0));
       }
       check();
+      // A last statement that writes runs inside the transaction; its few rows (a count, a
+      // plan) are held until the result file can be written, after the commit.
+      let held: DuckDBDataChunk[] | undefined;
+      if (quota !== undefined) {
+        if (prepared.statementType !== StatementType.SELECT) held = await runHeld(prepared, sql, last);
+        check();
+        await quota.settle();
+        quota = undefined;
+      }
+      check();
       await rm(tmpPath, { force: true });
       await rm(`${tmpPath}.wal`, { force: true });
       check();
       await conn.run(`ATTACH ${sqlString(tmpPath)} AS ${alias}`);
       attached = true;
       check();
-      const columnNames = await this.#store(conn, sql, last, prepared, alias);
+      const columnNames = await this.#store(conn, sql, last, prepared, alias, held);
       check();
       const info = await this.#finish(conn, alias, columnNames, opts.maxResultBytes);
       check();
@@ -307,19 +361,24 @@ export class DuckDbEngine implements SqlEngine {
     } catch (err) {
       // Cleanup statements must not be interrupted (a failed DETACH would leave the file attached).
       stopRepeating();
+      const overflow = quota?.overflowError();
+      if (quota !== undefined) await quota.abandon();
       if (attached) await this.#detachRetrying(conn, alias);
       await rm(tmpPath, { force: true }).catch(() => undefined);
       await rm(`${tmpPath}.wal`, { force: true }).catch(() => undefined);
+      if (overflow !== undefined) throw overflow;
       if (stop) throw stopError(stop, opts.timeoutMs);
-      const mapped = toEngineError(err);
+      const mapped = boundsError(toEngineError(err), opts.bounds);
       throw access === undefined ? mapped : withoutHiddenHints(mapped, access);
     } finally {
       stopRepeating();
+      await leaveBounds?.().catch(() => undefined);
       if (timer) clearTimeout(timer);
       opts.signal.removeEventListener('abort', onAbort);
       this.#running.delete(conn);
       conn.closeSync();
       this.#executing -= 1;
+      this.#lastActivity = performance.now();
       if (this.#executing === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
     }
   }
@@ -380,9 +439,10 @@ export class DuckDbEngine implements SqlEngine {
     last: SqlStatement,
     prepared: DuckDBPreparedStatement,
     alias: string,
+    held?: DuckDBDataChunk[],
   ): Promise<string[]> {
     const names = uniqueColumnNames(Array.from({ length: prepared.columnCount }, (_, i) => prepared.columnName(i)));
-    if (prepared.statementType === StatementType.SELECT && names.length > 0) {
+    if (held === undefined && prepared.statementType === StatementType.SELECT && names.length > 0) {
       const prefix = `CREATE TABLE ${alias}.main.result AS SELECT * FROM (\n`;
       const ran = `${prefix}${last.text}\n) AS __t(${names.map((_, i) => `c${i}`).join(', ')})`;
       try {
@@ -399,11 +459,16 @@ export class DuckDbEngine implements SqlEngine {
     if (types.length > 0) {
       await conn.run(`CREATE TABLE ${alias}.main.result (${types.map((t, i) => `c${i} ${sqlTypeOf(t)}`).join(', ')})`);
     }
-    let result;
-    try {
-      result = await prepared.stream();
-    } catch (err) {
-      throw toEngineError(err, originOf(sql, last, last.text, 0));
+    let result: { fetchChunk(): Promise<DuckDBDataChunk | null> };
+    if (held !== undefined) {
+      const chunks = held.values();
+      result = { fetchChunk: async () => chunks.next().value ?? null };
+    } else {
+      try {
+        result = await prepared.stream();
+      } catch (err) {
+        throw toEngineError(err, originOf(sql, last, last.text, 0));
+      }
     }
     if (types.length === 0) return [];
     const appender = await conn.createAppender('result', 'main', alias.slice(1, -1).replaceAll('""', '"'));
@@ -516,7 +581,7 @@ export class DuckDbEngine implements SqlEngine {
     const { entry, open } = await this.#acquire(id);
     try {
       const plan = planPage(open.columns, req, format);
-      const conn = await this.#instance.connect();
+      const conn = await this.#pageConnection();
       try {
         const row = (await conn.runAndReadAll(plan.sql)).getRowsJson()[0]!;
         let total = plan.totalRowCount;
@@ -530,11 +595,46 @@ export class DuckDbEngine implements SqlEngine {
         }
         throw mapped;
       } finally {
-        conn.closeSync();
+        this.#endPageConnection(conn);
       }
     } finally {
       this.#release(entry);
     }
+  }
+
+  /** A connection for a page query: interrupted by close, which waits for it. */
+  async #pageConnection(): Promise<DuckDBConnection> {
+    this.#lastActivity = performance.now();
+    this.#preemptEncodings();
+    const conn = await this.#connect();
+    this.#running.add(conn);
+    if (this.#closed) {
+      this.#endPageConnection(conn);
+      throw new EngineError('canceled', 'the service is stopping');
+    }
+    return conn;
+  }
+
+  /**
+   * A reader of a result not encoded yet pays for a page query; an encoding running beside it
+   * would take the same cores and as much memory again. So the encoding stops (interrupted until
+   * it has) and is scheduled again for when the service is quiet.
+   */
+  #preemptEncodings(): void {
+    for (const job of this.#encodings.values()) {
+      if (!job.started || job.cancelled) continue;
+      job.cancelled = true;
+      job.preempted = true;
+      job.conn?.interrupt();
+      const repeat = setInterval(() => job.conn?.interrupt(), INTERRUPT_REPEAT_MS);
+      void job.done.finally(() => clearInterval(repeat));
+    }
+  }
+
+  #endPageConnection(conn: DuckDBConnection): void {
+    this.#lastActivity = performance.now();
+    this.#running.delete(conn);
+    conn.closeSync();
   }
 
   async page(resultId: string, req: PageRequest): Promise<Page> {
@@ -553,7 +653,7 @@ export class DuckDbEngine implements SqlEngine {
     const { entry, open } = await this.#acquire(resultId);
     try {
       const plan = planPage(open.columns, req, 'json');
-      const conn = await this.#instance.connect();
+      const conn = await this.#pageConnection();
       try {
         const body = await buildArrowPage(conn, open.columns, plan);
         const bytesSql = `SELECT coalesce(sum(${rowBytesSql(plan.cols, open.columns)}), 0)::BIGINT FROM ${plan.source} AS page`;
@@ -568,7 +668,7 @@ export class DuckDbEngine implements SqlEngine {
         }
         throw mapped;
       } finally {
-        conn.closeSync();
+        this.#endPageConnection(conn);
       }
     } finally {
       this.#release(entry);
@@ -637,7 +737,7 @@ export class DuckDbEngine implements SqlEngine {
 
   #scheduleEncoding(id: string): void {
     if (this.#closed || this.#encodings.has(id) || this.#encodeFailed.has(id)) return;
-    const job: EncodingJob = { done: Promise.resolve(), started: false, cancelled: false };
+    const job: EncodingJob = { done: Promise.resolve(), started: false, cancelled: false, preempted: false };
     job.done = this.#encodeQueue
       .then(() => this.#encode(id, job))
       .catch((err: unknown) => {
@@ -646,17 +746,24 @@ export class DuckDbEngine implements SqlEngine {
       })
       .finally(() => {
         if (this.#encodings.get(id) === job) this.#encodings.delete(id);
+        if (job.preempted) this.#scheduleEncoding(id);
       });
     this.#encodeQueue = job.done;
     this.#encodings.set(id, job);
   }
 
   async #encode(id: string, job: EncodingJob): Promise<void> {
-    while (this.#executing > 0 && !job.cancelled && !this.#closed) await new Promise<void>((wake) => this.#idleWaiters.push(wake));
+    while (!job.cancelled && !this.#closed) {
+      if (this.#executing > 0) await new Promise<void>((wake) => this.#idleWaiters.push(wake));
+      else if (performance.now() - this.#lastActivity < ENCODE_AFTER_IDLE_MS) await new Promise((wake) => setTimeout(wake, ENCODE_AFTER_IDLE_MS).unref());
+      else break;
+    }
     if (job.cancelled || this.#closed) return;
     job.started = true;
     const { dir, tmp } = encodedDir(this.#resultsDir, id);
-    if (existsSync(dir)) return;
+    const published = existsSync(dir);
+    // Published by a run a reader stopped in its Arrow part: that part is left.
+    if (published && (!this.#encodedInfo.has(id) || existsSync(arrowDirs(dir).dir))) return;
     const { entry, open } = await this.#acquire(id);
     let conn: DuckDBConnection | undefined;
     try {
@@ -664,13 +771,15 @@ export class DuckDbEngine implements SqlEngine {
       this.#running.add(conn);
       job.conn = conn;
       if (job.cancelled || this.#closed) return;
-      await rm(tmp, { recursive: true, force: true });
-      await writeEncodings(conn, open.columns, open.info, tmp);
-      if (job.cancelled || this.#closed) throw new EngineError('canceled', 'encoding stopped');
-      await publishEncodings(tmp, dir);
-      if (job.cancelled || this.#closed) return;
-      // JSON and CSV pages are byte ranges from here on; the Arrow chunks follow.
-      this.#encodedInfo.set(id, open.info);
+      if (!published) {
+        await rm(tmp, { recursive: true, force: true });
+        await writeEncodings(conn, open.columns, open.info, tmp);
+        if (job.cancelled || this.#closed) throw new EngineError('canceled', 'encoding stopped');
+        await publishEncodings(tmp, dir);
+        if (job.cancelled || this.#closed) return;
+        // JSON and CSV pages are byte ranges from here on; the Arrow chunks follow.
+        this.#encodedInfo.set(id, open.info);
+      }
       if (open.info.columnNames.length > 0 && open.info.rowCount > 0) await this.#encodeArrow(id, job, conn, open, dir);
     } catch (err) {
       await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
@@ -729,6 +838,7 @@ export class DuckDbEngine implements SqlEngine {
     const job = this.#encodings.get(resultId);
     if (job !== undefined) {
       job.cancelled = true;
+      job.preempted = false;
       // A running encoding holds the result attached: stop it and let it let go first.
       if (job.started) {
         job.conn?.interrupt();
@@ -764,14 +874,21 @@ export class DuckDbEngine implements SqlEngine {
     return join(this.#resultsDir, `${SCRATCH_PREFIX}${name}`);
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  /** Idempotent: a second call (a stop at once during a graceful close) waits for the first. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     this.#closed = true;
     for (const wake of this.#idleWaiters.splice(0)) wake();
-    // Interrupted again and again: an interrupt between two statements is lost (see the header).
-    const deadline = performance.now() + CLOSE_WAIT_MS;
-    while ((this.#starting > 0 || this.#running.size > 0 || this.#trusted.size > 0) && performance.now() < deadline) {
+    // The instance is closed only once no native call is in flight on any of its connections:
+    // closing it (or ending the thread) under one aborts the process. Every statement is
+    // interrupted, again and again (an interrupt between two statements is lost, see the header).
+    while (this.#starting > 0 || this.#running.size > 0 || this.#trusted.size > 0) {
       for (const conn of this.#running) conn.interrupt();
+      for (const conn of this.#trusted) conn.interrupt();
       await new Promise((r) => setTimeout(r, INTERRUPT_REPEAT_MS));
     }
     await this.#attached.settled();

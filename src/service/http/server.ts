@@ -1,13 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { pipeline, type Writable } from 'node:stream';
 import { API_PREFIX, MESSAGES } from '../../protocol/index.ts';
 import { requireScope, type KeyRing } from '../auth.ts';
 import { HttpError } from './errors.ts';
 import { RateLimitError } from '../limits/errors.ts';
 import type { Faults } from './faults.ts';
-import { errorReply, type PartsBody, type Reply } from './reply.ts';
+import { errorReply, json, partsBody, type PartsBody, type Reply } from './reply.ts';
 import type { Router } from './router.ts';
 import { parseJson, readBody } from './body.ts';
+import { CODINGS, compressor, MIN_COMPRESSED_BYTES, negotiateCoding, type Coding } from './contentCoding.ts';
 
 export interface HandlerDeps {
   router: Router;
@@ -81,16 +83,38 @@ function replyForError(err: unknown): Reply {
   return errorReply(500, MESSAGES.internal);
 }
 
+/**
+ * Writes a reply in the content coding the request accepts (contentCoding.ts): an answer of at
+ * least MIN_COMPRESSED_BYTES is compressed as it is written, chunk by chunk with backpressure
+ * (never built whole first), and sent chunked; a smaller one, or one to a client that accepts no
+ * coding, goes as is with its length.
+ */
 function send(req: IncomingMessage, res: ServerResponse, reply: Reply, reset: boolean): void {
+  const accepted = negotiateCoding(header(req.headers['accept-encoding']));
+  if (accepted === undefined) {
+    reply = json(406, {
+      error: `Not Acceptable: answers are sent as ${[...CODINGS, 'identity'].join(', ')}; the request's Accept-Encoding header was ${JSON.stringify(header(req.headers['accept-encoding']))}`,
+      supported: [...CODINGS, 'identity'],
+    });
+  }
+  const length = typeof reply.body === 'string' ? Buffer.byteLength(reply.body, 'utf8') : reply.body.length;
+  const coding = accepted !== undefined && accepted !== 'identity' && length >= MIN_COMPRESSED_BYTES ? accepted : undefined;
+  res.statusCode = reply.status;
+  res.setHeader('content-type', reply.contentType);
+  for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
+  // Caches keep one answer per coding: a body this large would have been compressed for another request.
+  if (length >= MIN_COMPRESSED_BYTES) res.setHeader('vary', 'accept-encoding');
+  if (coding !== undefined) {
+    res.setHeader('content-encoding', coding);
+    sendCompressed(res, typeof reply.body === 'string' ? partsBody([reply.body]) : reply.body, coding, reset);
+    return;
+  }
+  res.setHeader('content-length', length);
   if (typeof reply.body !== 'string') {
-    sendParts(res, reply, reply.body, reset);
+    sendParts(res, reply.body, reset);
     return;
   }
   const body = Buffer.from(reply.body, 'utf8');
-  res.statusCode = reply.status;
-  res.setHeader('content-type', reply.contentType);
-  res.setHeader('content-length', body.length);
-  for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
   if (reset && body.length > 1) {
     // Half the body, then the connection dies: the client sees a truncated response.
     res.write(body.subarray(0, Math.floor(body.length / 2)), () => res.destroy());
@@ -109,11 +133,7 @@ function send(req: IncomingMessage, res: ServerResponse, reply: Reply, reset: bo
  * Streams a PartsBody with backpressure. A client that goes away mid-body ends the stream (no
  * error reply can follow a started body: the connection is destroyed, and the files are closed).
  */
-function sendParts(res: ServerResponse, reply: Reply, body: PartsBody, reset: boolean): void {
-  res.statusCode = reply.status;
-  res.setHeader('content-type', reply.contentType);
-  res.setHeader('content-length', body.length);
-  for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
+function sendParts(res: ServerResponse, body: PartsBody, reset: boolean): void {
   // A reset fault sends half the body, then kills the connection (as for string bodies).
   const budget = reset && body.length > 1 ? Math.floor(body.length / 2) : body.length;
   const cut = budget < body.length;
@@ -126,6 +146,33 @@ function sendParts(res: ServerResponse, reply: Reply, body: PartsBody, reset: bo
     .finally(() => closeParts(body));
 }
 
+/**
+ * Streams a PartsBody through a compressor into the response. The pipeline destroys both when the
+ * client goes away, which fails the pending write and closes the files. A reset fault compresses
+ * half the body, sends what that made, then kills the connection: the client sees a compressed
+ * stream cut short.
+ */
+function sendCompressed(res: ServerResponse, body: PartsBody, coding: Coding, reset: boolean): void {
+  const z = compressor(coding, body.length);
+  pipeline(z, res, () => undefined);
+  const budget = reset && body.length > 1 ? Math.floor(body.length / 2) : body.length;
+  const cut = budget < body.length;
+  writeParts(z, body, budget)
+    .then(() => {
+      if (!cut) return void z.end();
+      z.flush(() => res.write('', () => res.destroy()));
+    })
+    .catch(() => {
+      z.destroy();
+      res.destroy();
+    })
+    .finally(() => closeParts(body));
+}
+
+function header(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
 /** Bytes read from a file per write. */
 const CHUNK_BYTES = 256 * 1024;
 /**
@@ -136,7 +183,7 @@ const CHUNK_BYTES = 256 * 1024;
 const spareChunks: Buffer[] = [];
 const SPARE_CHUNKS = 16;
 
-async function writeParts(res: ServerResponse, body: PartsBody, budget: number): Promise<void> {
+async function writeParts(res: Writable, body: PartsBody, budget: number): Promise<void> {
   let left = budget;
   for (const p of body.parts) {
     if (left <= 0) return;
@@ -162,7 +209,7 @@ async function writeParts(res: ServerResponse, body: PartsBody, budget: number):
  * Writes a chunk, waiting for the socket to drain when its buffer is full; `reusable` goes back to
  * the spare buffers once the socket has written it (its callback), not before.
  */
-function write(res: ServerResponse, chunk: Uint8Array, reusable: Buffer | undefined): Promise<void> {
+function write(res: Writable, chunk: Uint8Array, reusable: Buffer | undefined): Promise<void> {
   if (res.destroyed) return Promise.reject(new Error('the response was closed'));
   const more = res.write(chunk, (error) => {
     if (error == null && reusable !== undefined && spareChunks.length < SPARE_CHUNKS) spareChunks.push(reusable);

@@ -1,0 +1,148 @@
+// One service per data folder. DuckDB lets one process open the folder's databases; the process
+// that did (the owner: `sluice serve`, or a command that started the embedded service) writes
+// owner.json into the folder: its pid, its loopback URL and, when the service runs with the default
+// settings, the Admin key of team demo. Another process that needs the folder's service reads it
+// and talks to the owner over loopback instead of failing on DuckDB's lock.
+//
+// The file is the owner's only while it lives: mode 0600 (it holds a key: readable by the user
+// who could open the databases themselves, nobody else), written whole (temp + rename), removed by
+// the owner as it starts to close. A record whose process is gone (killed -9) or that does not
+// answer is stale: the next process removes it, opens the folder itself and becomes the owner.
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { onExitRemove } from '../exitHooks.ts';
+
+export const OWNER_FILE = 'owner.json';
+/** How long a probe of the owner's URL may take before the owner is taken for stale. */
+const PROBE_TIMEOUT_MS = 3_000;
+
+const OwnerSchema = z.strictObject({
+  pid: z.number().int().positive(),
+  /** Base URL including the API prefix, on a loopback address. */
+  url: z.string().url(),
+  /** The Admin key of team demo when the owner runs the default settings. */
+  key: z.string().optional(),
+  started_at: z.string(),
+  /** Changes with every owner: removing the record checks it is still this owner's. */
+  token: z.string(),
+});
+export type OwnerRecord = z.infer<typeof OwnerSchema>;
+
+/** The loopback base URL a service bound to `host` is reached on from this machine, or undefined when it is not bound to loopback. */
+export function loopbackUrl(host: string, port: number, prefix: string): string | undefined {
+  if (host === '127.0.0.1' || host === 'localhost' || host === '0.0.0.0') return `http://127.0.0.1:${port}${prefix}`;
+  if (host === '::1' || host === '::') return `http://[::1]:${port}${prefix}`;
+  return undefined;
+}
+
+/** Writes this process's record; returns its removal (a no-op once another owner replaced it). */
+export async function advertiseOwner(dataDir: string, record: Omit<OwnerRecord, 'pid' | 'started_at' | 'token'>): Promise<() => Promise<void>> {
+  const file = join(dataDir, OWNER_FILE);
+  const token = randomBytes(12).toString('hex');
+  const full: OwnerRecord = { pid: process.pid, started_at: new Date().toISOString(), token, ...record };
+  const tmp = `${file}.${process.pid}.${token}.tmp`;
+  await writeFile(tmp, `${JSON.stringify(full)}\n`, { mode: 0o600 });
+  await rename(tmp, file);
+  return async () => {
+    const current = await readOwnerFile(dataDir);
+    if (current?.token === token) await rm(file, { force: true });
+  };
+}
+
+async function readOwnerFile(dataDir: string): Promise<OwnerRecord | undefined> {
+  let text: string;
+  try {
+    text = await readFile(join(dataDir, OWNER_FILE), 'utf8');
+  } catch {
+    return undefined;
+  }
+  try {
+    const parsed = OwnerSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The running owner of the folder's service, or undefined (none, or a stale record, which is then
+ * removed). An owner answers its URL; any HTTP answer (a 401 included) is the service.
+ */
+export async function findOwner(dataDir: string): Promise<OwnerRecord | undefined> {
+  const record = await readOwnerFile(dataDir);
+  if (record === undefined) return undefined;
+  if (record.pid !== process.pid && alive(record.pid) && (await answers(record))) return record;
+  // Gone, or not answering: stale. Removed only if it is still that record.
+  const again = await readOwnerFile(dataDir);
+  if (again?.token === record.token) await rm(join(dataDir, OWNER_FILE), { force: true });
+  return undefined;
+}
+
+async function answers(record: OwnerRecord): Promise<boolean> {
+  try {
+    const res = await fetch(`${record.url}/v1/usage`, {
+      headers: record.key === undefined ? {} : { 'x-service-api-key': record.key },
+      signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+    });
+    await res.body?.cancel();
+    return res.status < 500;
+  } catch {
+    return false;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** DuckDB's error when another process holds the folder's database open. */
+export function isLockConflict(error: unknown): boolean {
+  return error instanceof Error && /Could not set lock on file|Conflicting lock/.test(error.message);
+}
+
+const BORROWERS_DIR = 'borrowers';
+/** How often a closing owner looks whether the processes using its service are done. */
+const BORROWERS_POLL_MS = 200;
+
+/**
+ * Marks this process as using the folder's service (a file named by its pid, removed by the
+ * returned function, and on a stop at once). Taken BEFORE the owner record is read: an owner that
+ * withdrew its record and then finds no borrower knows that none can still come.
+ */
+export async function takeLease(dataDir: string): Promise<() => Promise<void>> {
+  const dir = join(dataDir, BORROWERS_DIR);
+  await mkdir(dir, { recursive: true });
+  const file = join(dir, `${process.pid}-${randomBytes(6).toString('hex')}`);
+  await writeFile(file, '');
+  const unregister = onExitRemove(() => rmSync(file, { force: true }));
+  return async () => {
+    unregister();
+    await rm(file, { force: true });
+  };
+}
+
+/**
+ * Waits until no live process holds a lease on the folder's service (leases of dead processes
+ * are removed), or `signal` aborts. The owner's own work is over then; theirs may not be.
+ */
+export async function waitForBorrowers(dataDir: string, signal: AbortSignal): Promise<void> {
+  const dir = join(dataDir, BORROWERS_DIR);
+  while (!signal.aborted) {
+    let live = 0;
+    for (const name of await readdir(dir).catch(() => [] as string[])) {
+      const pid = Number(name.split('-')[0]);
+      if (Number.isInteger(pid) && pid > 0 && alive(pid)) live += 1;
+      else await rm(join(dir, name), { force: true });
+    }
+    if (live === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, BORROWERS_POLL_MS));
+  }
+}

@@ -1,12 +1,8 @@
-// rows() over JSON decoded by threads: the rows are the ones the calling thread decodes (values,
-// their JS types, key order), for every column type, ranges and options; a bad value stops the read
-// where the calling thread would stop it, with the same error.
+// rows() as an async generator over every column type: calls in flight at once, return(), throw()
+// and break behave as a generator's do.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../src/client/index.ts';
-import { decodePacked, unpackRows } from '../../src/pipeline/packedRows.ts';
 import { stream, type StreamOptions } from '../../src/pipeline/stream.ts';
-import { compileRowDecoder, type ColumnSpec, type DecodeOptions } from '../../src/types/decode.ts';
-import { ValueDecodeError } from '../../src/types/errors.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 
 let svc: TestService;
@@ -42,39 +38,10 @@ function typed(v: unknown): unknown {
   return ['Object', Object.keys(v), Object.values(v).map(typed)];
 }
 
-describe('rows() with decode threads', () => {
-  it('gives the rows of the calling thread: every column type, NULLs and extremes, keys in order', { timeout: 120_000 }, async () => {
-    const here = await rows({ decodeThreads: 0 });
-    expect(here.length).toBeGreaterThan(150);
-    for (const threads of [1, 2]) {
-      const there = await rows({ decodeThreads: threads });
-      expect(there.map(typed), `${threads} threads`).toEqual(here.map(typed));
-      expect(there.map((r) => Object.keys(r))).toEqual(here.map((r) => Object.keys(r)));
-    }
-  });
-
-  it('dates as Dates, and row ranges on and off the page grid, alike', { timeout: 120_000 }, async () => {
-    expect((await rows({ decodeThreads: 2, dates: 'date' })).map(typed)).toEqual((await rows({ decodeThreads: 0, dates: 'date' })).map(typed));
-    const exact = (await rows({ decodeThreads: 0, timestamps: 'nanos' })).map(typed);
-    expect(exact).not.toEqual((await rows({ decodeThreads: 0 })).map(typed));
-    expect((await rows({ decodeThreads: 2, timestamps: 'nanos' })).map(typed)).toEqual(exact);
-    const all = (await rows({ decodeThreads: 0 })).map(typed);
-    for (const [start, end] of [
-      [70, 100],
-      [64, 128],
-      [10, 11],
-      [100, 10_000],
-    ] as const) {
-      const got = await rows({ decodeThreads: 2, startOffset: start, endOffset: end, pageSize: 64 });
-      expect(got.map(typed), `${start}-${end}`).toEqual(all.slice(start, end));
-    }
-  });
-});
-
 describe('rows() as an async generator', () => {
-  it.each([0, 2])('calls in flight at once get rows in order; return() and throw() end it (decode threads: %i)', async (decodeThreads) => {
-    const want = (await rows({ decodeThreads: 0 })).map(typed);
-    const it = stream(client, { executionId }, { wire: 'json', decodeThreads, pageSize: 64 }).rows();
+  it('calls in flight at once get rows in order; return() and throw() end it', async () => {
+    const want = (await rows({})).map(typed);
+    const it = stream(client, { executionId }, { wire: 'json', pageSize: 64 }).rows();
     // Ten calls before any settles: a page is read once, and the rows come in order.
     const first = await Promise.all(Array.from({ length: 10 }, () => it.next()));
     expect(first.map((r) => typed(r.value))).toEqual(want.slice(0, 10));
@@ -84,7 +51,7 @@ describe('rows() as an async generator', () => {
     expect(await it.return(undefined)).toEqual({ done: true, value: undefined });
     expect(await it.next()).toEqual({ done: true, value: undefined });
 
-    const other = stream(client, { executionId }, { wire: 'json', decodeThreads }).rows();
+    const other = stream(client, { executionId }, { wire: 'json' }).rows();
     expect((await other.next()).done).toBe(false);
     const boom = new Error('stop');
     await expect(other.throw(boom)).rejects.toBe(boom);
@@ -92,7 +59,7 @@ describe('rows() as an async generator', () => {
   });
 
   it('break out of for await ends the read; a new read starts again from the first row', async () => {
-    const s = stream(client, { executionId }, { wire: 'json', decodeThreads: 2, pageSize: 64 });
+    const s = stream(client, { executionId }, { wire: 'json', pageSize: 64 });
     const seen: unknown[] = [];
     for await (const row of s) {
       seen.push(typed(row));
@@ -101,81 +68,30 @@ describe('rows() as an async generator', () => {
     const again: unknown[] = [];
     for await (const row of s) again.push(typed(row));
     expect(again.slice(0, 70)).toEqual(seen);
-    expect(again.length).toBe((await rows({ decodeThreads: 0 })).length);
+    expect(again.length).toBe((await rows({})).length);
   });
 });
 
-describe('packed rows (the hand-over between threads)', () => {
-  const columns: ColumnSpec[] = [
-    { name: 'i', type: 'integer' },
-    { name: 'b', type: 'bigint' },
-    { name: 'u', type: 'uint256' },
-    { name: 'f', type: 'double' },
-    { name: 'flag', type: 'boolean' },
-    { name: 'ts', type: 'timestamp(3) with time zone' },
-    { name: 'd', type: 'date' },
-    { name: 'bin', type: 'varbinary' },
-    { name: 'a', type: 'array(integer)' },
-    { name: '__proto__', type: 'varchar' },
-    { name: '2', type: 'varchar' },
-  ];
-  const raw = [
-    { i: 1, b: 9223372036854775807n, u: '115792089237316195423570985008687907853269984665640564039457584007913129639935', f: -0, flag: true, ts: '2026-01-01 00:00:00.123 UTC', d: '2026-02-28', bin: '0x00ff', a: [1, null], ['__proto__']: 'p', 2: 'two' },
-    { i: null, b: -9223372036854775808n, u: '0', f: 'NaN', flag: null, ts: null, d: null, bin: null, a: null, ['__proto__']: null, 2: null },
-    { i: -2147483648, b: null, u: null, f: 'Infinity', flag: false, ts: '1969-12-31 23:59:59.999 UTC', d: '0044-03-15 (BC)', bin: '0x', a: [], ['__proto__']: '', 2: '' },
-  ];
-  // JSON.parse makes `__proto__` an own key, as the wire does; an object literal would not.
-  const page = raw.map((r) => {
-    const o = { ...r };
-    Object.defineProperty(o, '__proto__', { value: r['__proto__'], enumerable: true, writable: true, configurable: true });
-    return o;
-  });
-
-  for (const options of [{}, { dates: 'date' }, { timestamps: 'string' }, { timestamps: 'nanos' }] as DecodeOptions[]) {
-    it(`round-trip the decoder's rows exactly (${JSON.stringify(options)})`, () => {
-      const decode = compileRowDecoder(columns, options);
-      const want = page.map((r, i) => decode(r, i));
-      const { packed, error } = decodePacked(page, 0, page.length, columns, options, 0);
-      expect(error).toBeUndefined();
-      const cloned = structuredClone(packed);
-      const rowAt = unpackRows(cloned, columns.map((c) => c.name));
-      const got = want.map((_, i) => rowAt(i));
-      expect(got.map(typed)).toEqual(want.map(typed));
-      expect(got.map((r) => Object.keys(r))).toEqual(want.map((r) => Object.keys(r)));
-      // The column named __proto__ is a value, not the prototype.
-      expect(Object.getPrototypeOf(got[0])).toBe(Object.prototype);
-    });
-  }
-
-  it('a bad value ends the rows before it, with the error the row decoder throws', () => {
-    const cols: ColumnSpec[] = [
-      { name: 'a', type: 'integer' },
-      { name: 'b', type: 'date' },
-    ];
-    const rowsIn = [
-      { a: 1, b: '2026-01-01' },
-      { a: 2, b: '2026-01-02' },
-      { a: 3, b: '2026-02-30' },
-      { a: 'x', b: '2026-01-04' },
-    ];
-    const { packed, error } = decodePacked(rowsIn, 1, 4, cols, {}, 100);
-    expect(packed.length).toBe(1);
-    expect(unpackRows(packed, ['a', 'b'])(0)).toEqual({ a: 2, b: '2026-01-02' });
-    expect(error).toBeInstanceOf(ValueDecodeError);
-    expect(error).toMatchObject({ column: 'b', rowOffset: 102, value: '2026-02-30' });
-    let direct: unknown;
+describe('the decodeThreads option (pages are decoded on the calling thread)', () => {
+  it('is accepted and ignored: the same rows and batches, and one DeprecationWarning per process naming the option and what to use instead', async () => {
+    const warnings: Error[] = [];
+    const listen = (w: Error) => warnings.push(w);
+    process.on('warning', listen);
     try {
-      compileRowDecoder(cols)(rowsIn[2], 102);
-    } catch (e) {
-      direct = e;
+      const want = (await rows({})).map(typed);
+      expect((await rows({ decodeThreads: 2 })).map(typed)).toEqual(want);
+      expect((await rows({ decodeThreads: 0 })).map(typed)).toEqual(want);
+      let n = 0;
+      for await (const b of stream(client, { executionId }, { wire: 'json', decodeThreads: 2 }).batches()) n += b.numRows;
+      expect(n).toBe(want.length);
+      // Warnings are emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', listen);
     }
-    expect((error as Error).message).toBe((direct as Error).message);
-  });
-
-  it('a row that is not an object is the row decoder\'s error', () => {
-    const { packed, error } = decodePacked([{ a: 1 }, null], 0, 2, [{ name: 'a', type: 'integer' }], {}, 0);
-    expect(packed.length).toBe(1);
-    expect(error).toBeInstanceOf(ValueDecodeError);
-    expect((error as Error).message).toMatch(/row 1.*not a row object/);
+    const ours = warnings.filter((w) => (w as Error & { code?: string }).code === 'SLUICE_DECODE_THREADS');
+    expect(ours).toHaveLength(1);
+    expect(ours[0]!.name).toBe('DeprecationWarning');
+    expect(ours[0]!.message).toMatch(/decodeThreads is ignored.*calling thread.*workers/);
   });
 });

@@ -174,7 +174,10 @@ describe('SluiceError hierarchy', () => {
 
   it('keeps the messages that name the method, URL and execution id', () => {
     const error = new c.ExecutionFailedError('syntax error', { method: 'wait', url: 'GET http://127.0.0.1/api/v1/execution/01X/status', executionId: '01X' });
-    expect(error.message).toBe('wait GET http://127.0.0.1/api/v1/execution/01X/status (execution 01X): syntax error');
+    // The engine's words first (what the reader acts on), then where they came from.
+    expect(error.message).toBe('syntax error\n(wait GET http://127.0.0.1/api/v1/execution/01X/status, execution 01X)');
+    const pointed = new c.ExecutionFailedError('syntax error', { method: 'wait', executionId: '01X', excerpt: '1 | SELEC 1\n  | ^' });
+    expect(pointed.message).toBe('syntax error\n1 | SELEC 1\n  | ^\n(wait, execution 01X)');
     expect(new typeErrors.ValueDecodeError(column).message).toBe('column "amount" (decimal(10, 2)), row 7, at [1]: "x" is not a decimal(10, 2)');
     expect(new typeErrors.ArrowValueError({ ...column, path: '' }).message).toBe('Arrow column "amount" (decimal(10, 2)), row 7: "x" is not a decimal(10, 2)');
     expect(new UsageError('unknown option --x', 'run').command).toBe('run');

@@ -1,5 +1,6 @@
 // Streams typed rows from the library, without the CLI:
-//   node config/examples/stream-rows.ts "select id, amount from sample.events limit 5"
+//   npx node config/examples/stream-rows.ts "select id, amount from sample.events limit 5"
+// (`npx node`: the project's Node 24, which runs TypeScript.)
 // With SERVICE_BASE_URL and SERVICE_API_KEY set it talks to that service; otherwise it starts
 // the embedded local service (data under ./.sluice/service), as `sluice run` does.
 import { connect } from '../../src/jobs/connect.ts';

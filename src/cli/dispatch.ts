@@ -33,7 +33,7 @@ export async function dispatch(commands: readonly Command[], argv: readonly stri
   const first = argv[0];
   if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
     const target = first === 'help' ? findCommand(commands, argv.slice(1)) : undefined;
-    io.stdout.write(target ? commandHelp(target.command, COMMON_OPTIONS) : mainHelp(commands, packageVersion()));
+    io.stdout.write(target ? commandHelp(target.command, target.command.passthrough ? {} : COMMON_OPTIONS) : mainHelp(commands, packageVersion()));
     return first === undefined ? EXIT.config : EXIT.ok;
   }
   if (first === '--version' || first === '-V' || first === 'version') {
@@ -51,7 +51,14 @@ export async function dispatch(commands: readonly Command[], argv: readonly stri
     return EXIT.config;
   }
   const { command, rest } = found;
-  if (command.passthrough) return command.passthrough([...rest]);
+  if (command.passthrough) {
+    // It parses its own arguments, but its help is every command's: its options, none of the common ones.
+    if (rest.includes('--help') || rest.includes('-h')) {
+      io.stdout.write(commandHelp(command, {}));
+      return EXIT.ok;
+    }
+    return command.passthrough([...rest]);
+  }
   const specs = { ...COMMON_OPTIONS, ...command.options };
 
   let values: OptionValues;

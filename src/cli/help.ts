@@ -11,7 +11,7 @@ export function commandHelp(command: Command, common: Readonly<Record<string, Op
   if (command.details) lines.push('', command.details.trimEnd());
   const own = Object.entries(command.options ?? {});
   if (own.length > 0) lines.push('', 'Options:', ...optionLines(own));
-  lines.push('', 'Common options:', ...optionLines(Object.entries(common)));
+  if (Object.keys(common).length > 0) lines.push('', 'Common options:', ...optionLines(Object.entries(common)));
   return `${lines.join('\n')}\n`;
 }
 

@@ -29,13 +29,25 @@ export class ServiceError extends SluiceError {
   readonly executionId: string | undefined;
   readonly serverMessage: string | undefined;
 
-  constructor(detail: string, ctx: ErrorContext & { retryable?: boolean } = {}) {
-    super(formatMessage(detail, ctx), ctx);
+  constructor(detail: string, ctx: ErrorContext & { retryable?: boolean } = {}, layout: MessageLayout = 'context-first') {
+    super(layout === 'context-first' ? formatMessage(detail, ctx) : detailFirst(detail, ctx), ctx);
     this.method = ctx.method;
     this.url = ctx.url;
     this.executionId = ctx.executionId;
     this.serverMessage = ctx.serverMessage;
   }
+}
+
+/**
+ * Where a message names its context: before the detail (`getStatus GET http://... : 404 ...`), or
+ * after it on a line of its own, for a detail that is what the reader acts on (an engine's message
+ * and a caret under the SQL).
+ */
+export type MessageLayout = 'context-first' | 'detail-first';
+
+function detailFirst(detail: string, ctx: ErrorContext): string {
+  const where = [[ctx.method, ctx.url].filter(Boolean).join(' '), ctx.executionId ? `execution ${ctx.executionId}` : ''].filter(Boolean).join(', ');
+  return where ? `${detail}\n(${where})` : detail;
 }
 
 function formatMessage(detail: string, ctx: ErrorContext): string {
@@ -188,7 +200,7 @@ export class ExecutionFailedError extends ServiceError {
   /** The offending line of SQL with a caret under the column, when the SQL text is known. */
   readonly excerpt: string | undefined;
   constructor(detail: string, ctx: ErrorContext & SqlPosition & { errorType?: string; excerpt?: string | undefined }) {
-    super(ctx.excerpt ? `${detail}\n${ctx.excerpt}` : detail, ctx);
+    super(ctx.excerpt ? `${detail}\n${ctx.excerpt}` : detail, ctx, 'detail-first');
     this.line = ctx.line;
     this.column = ctx.column;
     this.errorType = ctx.errorType;

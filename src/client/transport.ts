@@ -160,7 +160,7 @@ export class Transport {
     let status = 0;
     let resHeaders: IncomingHttpHeaders = {};
     const chunks: Buffer[] = [];
-    const wire = { bytes: 0 };
+    const wire = { coded: false, bytes: 0 };
     try {
       const res = await request(this.#url(spec, true), {
         method: spec.httpMethod,
@@ -175,7 +175,7 @@ export class Transport {
       phase = 'response-body';
       for await (const chunk of decodedBody(res.body, res.headers['content-encoding'], wire)) chunks.push(chunk as Buffer);
       const raw = concat(chunks);
-      if (status >= 200 && status < 300) return rawResponse(status, res.headers, raw, url, wire.bytes);
+      if (status >= 200 && status < 300) return rawResponse(status, res.headers, raw, url, wire.coded ? wire.bytes : raw.length);
       throw statusError(status, scrub(errorText(raw.toString('utf8')), this.#config.apiKey), res.headers['retry-after'], ctx, this.#config.apiKeyFrom);
     } catch (err) {
       if (err instanceof ServiceError) throw err;
@@ -187,7 +187,7 @@ export class Transport {
       if (answered && spec.salvage) {
         const partial = Buffer.concat(chunks);
         const rebuilt = spec.salvage(partial.toString('utf8'));
-        if (rebuilt !== undefined) return rawResponse(status, {}, Buffer.from(rebuilt), url, wire.bytes);
+        if (rebuilt !== undefined) return rawResponse(status, {}, Buffer.from(rebuilt), url, wire.coded ? wire.bytes : partial.length);
       }
       throw this.#failure(err, spec, ctx, controller.signal, connectPhase(err) ? 'connect' : phase);
     } finally {
@@ -242,11 +242,11 @@ class UndecodableBody extends Error {}
 
 /**
  * The body decoded from its content coding as it arrives (the body itself when it has none),
- * counting the bytes received into `wire`. A decoder's own failure (an unknown coding, data that
+ * counting the bytes received into `wire` when it has one (without, they are the body's own). A decoder's own failure (an unknown coding, data that
  * is not valid in it, a stream cut short inside a block) is an UndecodableBody naming the coding;
  * a connection lost mid-body stays the network error it is.
  */
-function decodedBody(body: Readable, contentEncoding: string | string[] | undefined, wire: { bytes: number }): AsyncIterable<unknown> {
+function decodedBody(body: Readable, contentEncoding: string | string[] | undefined, wire: { coded: boolean; bytes: number }): AsyncIterable<unknown> {
   const header = Array.isArray(contentEncoding) ? contentEncoding.join(', ') : contentEncoding;
   const found = decodersFor(header);
   if ('unknown' in found) {
@@ -254,7 +254,8 @@ function decodedBody(body: Readable, contentEncoding: string | string[] | undefi
     body.on('error', () => undefined).destroy();
     throw new UndecodableBody(`the answer's body is in the content coding ${JSON.stringify(found.unknown)}, which the client cannot decode (it decodes zstd, br, gzip and deflate)`);
   }
-  if (found.decoders.length === 0) return counted(body, wire);
+  if (found.decoders.length === 0) return body;
+  wire.coded = true;
   body.on('data', (chunk: Buffer) => (wire.bytes += chunk.length));
   let bodyError: unknown;
   body.once('error', (error) => (bodyError = error));
@@ -267,13 +268,6 @@ function decodedBody(body: Readable, contentEncoding: string | string[] | undefi
       throw new UndecodableBody(`the answer's body is not valid ${found.codings.join(' then ')} (${(error as Error).message})`, { cause: error });
     }
   })();
-}
-
-async function* counted(body: Readable, wire: { bytes: number }): AsyncIterable<unknown> {
-  for await (const chunk of body) {
-    wire.bytes += (chunk as Buffer).length;
-    yield chunk;
-  }
 }
 
 function rawResponse(status: number, headers: IncomingHttpHeaders, body: Buffer, url: string, wireBytes: number): RawResponse {

@@ -244,7 +244,7 @@ function buildJobFileSchema(registry: Registry) {
     .strictObject({
       version: z.literal(1).optional().describe('Job file format version (1)'),
       connection: ConnectionSchema.optional(),
-      state_dir: z.string().min(1).optional().describe('Where run state for resume is kept (default ./.sluice/state)'),
+      state_dir: z.string().min(1).optional().describe('Where run state for resume is kept (default ./.sluice/state); relative paths of a job file are relative to the folder sluice runs in, ${SLUICE_JOB_DIR} is the job file\'s folder'),
       jobs: z.array(jobSchema(output)).min(1).describe('The jobs of this file'),
     })
     .superRefine((file, ctx) => {

@@ -1,10 +1,11 @@
 import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { describeIssues } from './describeIssues.ts';
 import { JobFileError, type JobFileIssue } from './errors.ts';
 import { interpolateDocument, type Env } from './interpolate.ts';
 import type { Registry } from '../kit/index.ts';
-import { jobFileSchema, type JobFile } from './jobSchema.ts';
+import { DEFAULT_STATE_DIR, jobFileSchema, type JobFile } from './jobSchema.ts';
 import { resolveOutputs } from './resolveOutputs.ts';
 import { positionOf } from './yamlPath.ts';
 
@@ -15,7 +16,17 @@ export interface ParseOptions {
   readonly registry: Registry;
   /** Variables for `${VAR}`; defaults to process.env. */
   readonly env?: Env;
+  /**
+   * The folder sluice runs in. Given, every relative path the file names (state_dir, local output
+   * paths, the embedded service's data_dir and settings) is resolved against it, state_dir gets its
+   * default there, and `${SLUICE_JOB_DIR}` is the folder of `file` (read from it). Absent: paths
+   * stay as written.
+   */
+  readonly cwd?: string;
 }
+
+/** The variable that anchors a path to the job file's folder, whatever folder sluice runs in. */
+export const JOB_DIR_VARIABLE = 'SLUICE_JOB_DIR';
 
 /**
  * Pure: YAML text -> a validated job file with every output resolved. Order matters: YAML syntax,
@@ -35,14 +46,15 @@ export function parseJobFile(text: string, options: ParseOptions): JobFile {
     });
     throw new JobFileError(file, issues);
   }
-  const envIssues = interpolateDocument(doc, options.env ?? process.env, lineCounter);
+  const env = options.cwd === undefined ? (options.env ?? process.env) : { ...(options.env ?? process.env), [JOB_DIR_VARIABLE]: dirname(resolve(options.cwd, file)) };
+  const envIssues = interpolateDocument(doc, env, lineCounter);
   if (envIssues.length > 0) throw new JobFileError(file, envIssues);
 
   const data: unknown = doc.toJS({ maxAliasCount: 100 });
   if (data === null || data === undefined) throw new JobFileError(file, [{ path: '', line: 1, col: 1, message: 'the file is empty (expected a mapping with `jobs:`)' }]);
   const schema = jobFileSchema(options.registry);
   const result = schema.safeParse(data);
-  const written = writtenOutputs(data);
+  const written = options.cwd === undefined ? writtenOutputs(data) : localPathsResolved(writtenOutputs(data), options.cwd);
   const at = (path: readonly PropertyKey[]) => positionOf(doc, lineCounter, path);
   if (!result.success) {
     const issues = describeIssues(result.error.issues, data, doc, lineCounter, schema);
@@ -54,7 +66,48 @@ export function parseJobFile(text: string, options: ParseOptions): JobFile {
   }
   const { jobs, issues } = resolveOutputs(result.data.jobs, written, options.registry, at);
   if (issues.length > 0) throw new JobFileError(file, issues);
-  return { ...result.data, jobs };
+  const parsed = { ...result.data, jobs };
+  return options.cwd === undefined ? parsed : fileLevelPathsResolved(parsed, options.cwd);
+}
+
+/** A path with no URL scheme (and not `-`, standard output) is a local one. */
+function isLocalPath(path: string): boolean {
+  return path !== '-' && !/^[a-z][a-z0-9+.-]*:/i.test(path);
+}
+
+/** The outputs with their local paths made absolute against `cwd`, before the sinks see them. */
+function localPathsResolved(jobs: { outputs: readonly unknown[] }[], cwd: string): { outputs: readonly unknown[] }[] {
+  return jobs.map((job) => ({
+    outputs: job.outputs.map((o) => {
+      if (typeof o !== 'object' || o === null || !('path' in o) || typeof o.path !== 'string' || !isLocalPath(o.path)) return o;
+      return { ...o, path: resolve(cwd, o.path) };
+    }),
+  }));
+}
+
+/** state_dir (its default too) and the embedded service's paths made absolute against `cwd`. */
+function fileLevelPathsResolved(file: JobFile, cwd: string): JobFile {
+  const embedded = file.connection?.embedded;
+  return {
+    ...file,
+    state_dir: resolve(cwd, file.state_dir ?? DEFAULT_STATE_DIR),
+    ...(file.connection === undefined
+      ? {}
+      : {
+          connection: {
+            ...file.connection,
+            ...(embedded === undefined
+              ? {}
+              : {
+                  embedded: {
+                    ...embedded,
+                    ...(embedded.data_dir === undefined ? {} : { data_dir: resolve(cwd, embedded.data_dir) }),
+                    ...(embedded.settings === undefined ? {} : { settings: resolve(cwd, embedded.settings) }),
+                  },
+                }),
+          },
+        }),
+  };
 }
 
 /** The outputs of each job as written, whatever the rest of the file holds (empty where none are readable). */
@@ -67,14 +120,19 @@ function writtenOutputs(data: unknown): { outputs: readonly unknown[] }[] {
   });
 }
 
-/** Reads and parses a job file; a file that cannot be read is a JobFileError too (exit code 2). */
+/**
+ * Reads and parses a job file; a file that cannot be read is a JobFileError too (exit code 2).
+ * Relative paths (the file's own and those it names) are resolved against `cwd`, by default the
+ * process's current folder: the one rule for every path of a job file.
+ */
 export async function loadJobFile(path: string, options: Omit<ParseOptions, 'file'>): Promise<JobFile> {
+  const cwd = options.cwd ?? process.cwd();
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = await readFile(resolve(cwd, path), 'utf8');
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : error instanceof Error ? error.message : String(error);
     throw new JobFileError(path, [{ path: '', message: `cannot read the job file: ${reason}` }], { cause: error });
   }
-  return parseJobFile(text, { ...options, file: path });
+  return parseJobFile(text, { ...options, cwd, file: path });
 }

@@ -3,6 +3,8 @@ import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
 import { MESSAGES, holdsResult, type ParameterValue, type ResultPage } from '../protocol/index.ts';
 import { jobSource } from './jobSource.ts';
+import { planCursor } from './incremental.ts';
+import { readCommits } from './runJob.ts';
 import { manifestCommit } from '../export/manifestCommit.ts';
 import { TIER_COST } from './budget.ts';
 import { outputFingerprint } from './committedOutput.ts';
@@ -25,6 +27,17 @@ export interface JobPlan {
   readonly budget: { readonly maxCredits: number | undefined; readonly withinBudget: boolean };
   readonly shards: number;
   readonly outputs: readonly OutputPlan[];
+  /** An incremental job: the cursor value the run's query would receive, and the committed one it comes from. */
+  readonly cursor?: CursorPreview;
+}
+
+export interface CursorPreview {
+  readonly column: string;
+  /** The committed value (the lowest over the outputs); null while an output holds none. */
+  readonly from: string | null;
+  /** What the query receives: `from` less the lookback, or the initial value. */
+  readonly value: string | number;
+  readonly lookback?: string | number;
 }
 
 export interface OutputPlan {
@@ -129,7 +142,15 @@ export async function planRun(job: Job, options: PlanRunOptions): Promise<JobPla
     }
   }
   const maxCredits = job.budget?.max_credits;
-  return { job: job.name, action, credits, executionId, reason, rows, bytes, budget: { maxCredits, withinBudget: maxCredits === undefined || credits <= maxCredits }, shards, outputs };
+  const cursor = job.incremental === undefined ? undefined : await cursorPreview(job, signal, client);
+  return { job: job.name, action, credits, executionId, reason, rows, bytes, budget: { maxCredits, withinBudget: maxCredits === undefined || credits <= maxCredits }, shards, outputs, ...(cursor === undefined ? {} : { cursor }) };
+}
+
+/** The cursor a run would start from, planned as the run plans it (from the outputs' commits). */
+async function cursorPreview(job: Job, signal: AbortSignal, client: ServiceClient): Promise<CursorPreview> {
+  const plan = await planCursor(job, await readCommits(job, signal), client, signal);
+  const lookback = plan.from === null ? undefined : plan.incremental.lookback;
+  return { column: plan.incremental.cursor, from: plan.from, value: plan.argument.value, ...(lookback === undefined ? {} : { lookback }) };
 }
 
 async function latestPage(client: ServiceClient, queryId: number, parameters: Record<string, ParameterValue> | undefined, signal: AbortSignal): Promise<ResultPage | undefined> {

@@ -1,3 +1,4 @@
+import { missingFolders, removeEmptyFolders } from './createdFolders.ts';
 import { sleep } from '../client/retry.ts';
 import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
@@ -113,9 +114,11 @@ export async function runJob(job: Job, options: RunJobOptions): Promise<JobSumma
   const run: RunTally = { startedAt: new Date(), began: performance.now(), credits: 0, attempts: 0 };
   try {
     let summary: JobSummary;
+    const created = await missingFolders(job.outputs.map((o) => o.path));
     try {
       summary = await attemptWithRetries(job, options, jobRunState(store, job), run);
     } catch (error) {
+      await removeEmptyFolders(created);
       await recordRun(job, options, run, { error });
       throw error;
     }
@@ -388,7 +391,8 @@ function lowest(kind: CursorKind | undefined, values: readonly (string | undefin
 }
 
 /** Each output's committed export as its commit protocol reads it (undefined: none yet). */
-async function readCommits(job: Job, signal: AbortSignal): Promise<(Commit | undefined)[]> {
+/** Each output's commit (undefined for a single-stream output, or one with none yet). */
+export async function readCommits(job: Job, signal: AbortSignal): Promise<(Commit | undefined)[]> {
   const commits: (Commit | undefined)[] = [];
   for (const output of job.outputs) {
     const destination = output.sink.create(output.sinkConfig);

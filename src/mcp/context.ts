@@ -72,4 +72,10 @@ export interface ToolCall {
   /** The client's cancellation and the server's stop, together. */
   readonly signal: AbortSignal;
   readonly facts: CallFacts;
+  /**
+   * Tells the client how far a long call has got (MCP progress notifications, when the client asked
+   * for them with a progress token; otherwise nothing). Clients that reset their request timeout on
+   * progress then wait for an export of any length.
+   */
+  progress(done: number, total: number | undefined, message: string): void;
 }

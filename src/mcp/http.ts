@@ -45,6 +45,11 @@ export async function serveHttp(context: McpServerContext, version: string, opti
       await existing.handleRequest(req, res);
       return;
     }
+    if (typeof id === 'string') {
+      // A session this server does not know (it ended, or the server restarted): the client starts a new one.
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
+      return;
+    }
     if (req.method !== 'POST') {
       res.writeHead(400, { 'content-type': 'text/plain' }).end('no such session: start one with an initialize request\n');
       return;

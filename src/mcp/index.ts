@@ -4,7 +4,6 @@ import type { McpServerContext } from './context.ts';
 import { createMcpServer, toolsFor } from './server.ts';
 
 export { OutputAllowlist } from './allowlist.ts';
-export { DEFAULT_CALL_CREDITS, DEFAULT_SESSION_CREDITS } from './budget.ts';
 export { Secrets } from './secrets.ts';
 export type { McpServerContext, McpSettings } from './context.ts';
 export { toolsFor } from './server.ts';

@@ -43,10 +43,36 @@ export function createMcpServer(context: McpServerContext, version: string): Mcp
         outputSchema: tool.output,
         annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: tool.writes, idempotentHint: tool.readOnly, openWorldHint: false },
       },
-      ((args: Record<string, unknown>, extra: { signal: AbortSignal }) => callTool(tool, args, { server: context, session, signal: AbortSignal.any([extra.signal, context.signal]), facts: { credits: 0 } })) as never,
+      ((args: Record<string, unknown>, extra: RequestExtra) =>
+        callTool(tool, args, { server: context, session, signal: AbortSignal.any([extra.signal, context.signal]), facts: { credits: 0 }, progress: progressOf(extra) })) as never,
     );
   }
   return server;
+}
+
+/** What the SDK hands a tool handler, as far as the server uses it. */
+interface RequestExtra {
+  readonly signal: AbortSignal;
+  readonly _meta?: { readonly progressToken?: string | number } | undefined;
+  sendNotification(notification: { method: 'notifications/progress'; params: { progressToken: string | number; progress: number; total?: number; message?: string } }): Promise<void>;
+}
+
+/** Progress notifications at most this often: a client needs to see the call move, not every page. */
+const PROGRESS_INTERVAL_MS = 1_000;
+
+function progressOf(extra: RequestExtra): ToolCall['progress'] {
+  const token = extra._meta?.progressToken;
+  if (token === undefined) return () => undefined;
+  let last = 0;
+  let sent = -1;
+  return (done, total, message) => {
+    const now = performance.now();
+    // Progress must increase with each notification; a lost one is harmless.
+    if (done <= sent || now - last < PROGRESS_INTERVAL_MS) return;
+    last = now;
+    sent = done;
+    extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: done, ...(total === undefined ? {} : { total }), message } }).catch(() => undefined);
+  };
 }
 
 /** Runs a tool: its result (secrets scrubbed) or a tool error naming what went wrong; logged and recorded either way. */

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import type { Job } from '../config/jobSchema.ts';
-import { TIER_COST } from '../jobs/budget.ts';
 import { planRun, type JobPlan } from '../jobs/planRun.ts';
 import type { StreamSource } from '../pipeline/source.ts';
 import { holdsResult, ParameterValueSchema, PERFORMANCE_TIERS, type Performance } from '../protocol/index.ts';
@@ -122,11 +121,6 @@ async function recentSql(sql: string, performance: Performance, maxAgeHours: num
 export function rememberSql(args: SourceArgs, executionId: string, call: ToolCall): void {
   if (args.sql === undefined) return;
   call.session.recentSql.set(sqlKey(args.sql, args.performance ?? 'medium'), { executionId, endedAt: Date.now() });
-}
-
-/** The cost of executing once at a tier, for plans made without asking the service. */
-export function tierCost(performance: Performance | undefined): number {
-  return TIER_COST[performance ?? 'medium'];
 }
 
 /** A plan as the agent sees it (without the internal stream source). */

@@ -262,9 +262,11 @@ export class Executions {
         signal: ac.signal,
         threads: tier.threads,
         timeoutMs: tier.timeoutMs,
+        bounds: { memoryBytes: tier.memoryLimitBytes, tempBytes: tier.tempLimitBytes, tier: rec.performance },
         maxResultBytes: this.#settings.limits.max_result_bytes,
         team: rec.team,
         ...(this.#hooks.canRead === undefined ? {} : { canRead: this.#hooks.canRead }),
+        ...(this.#hooks.storageQuota === undefined ? {} : { storageQuota: this.#hooks.storageQuota(rec.team) }),
       });
       // A view refresh stores its result as the view's table before it is reported COMPLETED.
       await this.#hooks.afterRun?.(executing, info);

@@ -119,23 +119,43 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
       if (svc === undefined) throw new Error('the service is not assembled yet');
       return svc;
     };
-    const views = await openViews({ settings, clock, dir: join(dataDir, 'catalog', 'views'), tables: engine.tables, service });
-    const uploads = await openDatasets(engine.tables, clock, join(dataDir, 'catalog', 'datasets'));
+    // One storage quota per team covers its materialized views, uploads and the tables its SQL
+    // created (engine/storageQuota.ts); each store checks it against what the others hold.
+    const storageQuota = (team: string): number => settings.teams.find((t) => t.name === team)?.plan.storage_quota_bytes ?? 0;
+    let datasetsOf: ((team: string) => number) | undefined;
+    const views = await openViews({
+      settings,
+      clock,
+      dir: join(dataDir, 'catalog', 'views'),
+      tables: engine.tables,
+      service,
+      otherStorageBytes: async (team) => (datasetsOf?.(team) ?? 0) + (await engine.tables.teamTableBytes(team)),
+    });
+    const uploads = await openDatasets(engine.tables, clock, join(dataDir, 'catalog', 'datasets'), async (team) => ({
+      limitBytes: storageQuota(team),
+      otherBytes: views.service.storageBytes(team) + (await engine.tables.teamTableBytes(team)),
+    }));
+    datasetsOf = (team) => uploads.datasets.storageBytes(team);
     const canRead = readableWhenShared(views.registry, uploads.datasets);
-    const hooks = executionHooks({ settings, ledger: credits.ledger, views: views.service, canRead });
+    const hooks = executionHooks({
+      settings,
+      ledger: credits.ledger,
+      views: views.service,
+      canRead,
+      storageQuota: (team) => ({ limitBytes: storageQuota(team), otherBytes: views.service.storageBytes(team) + uploads.datasets.storageBytes(team) }),
+    });
     const executions = new Executions({ engine, store: executionStore, clock, settings, hooks });
     const queries = new SavedQueries({ store: queryStore, clock });
     await executions.load();
     await queries.load();
     svc = { settings, clock, engine, executions, queries };
     const rateLimiter = rateLimiterFor(settings, clock);
-    const storageQuota = (team: string): number => settings.teams.find((t) => t.name === team)?.plan.storage_quota_bytes ?? 0;
     const limitRoutes = [
       ...views.routes(svc),
       ...uploadRoutes(uploads.datasets),
       ...usageRoutes({
         ledger: credits.ledger,
-        storageBytes: (team) => views.service.storageBytes(team) + uploads.datasets.storageBytes(team),
+        storageBytes: async (team) => views.service.storageBytes(team) + uploads.datasets.storageBytes(team) + (await engine.tables.teamTableBytes(team)),
         storageQuotaBytes: storageQuota,
         privateQueries: (team) => queries.privateCount(team),
       }),

@@ -16,7 +16,7 @@ const share = () => z.number().min(0).max(1);
 export const PlanSchema = z.strictObject({
   credits_per_cycle: nonNegInt().default(10_000).describe('Credits a team may spend per billing cycle; a submission that would exceed them gets 402'),
   max_inflight: posInt().default(3).describe('Executions of the team running at once; more wait PENDING in FIFO order'),
-  storage_quota_bytes: nonNegInt().default(MiB).describe('Storage quota of the team\'s materialized views; a refresh that would exceed it fails'),
+  storage_quota_bytes: nonNegInt().default(MiB).describe('Storage quota of everything the team stores: materialized views, uploaded datasets and the tables its SQL creates in service.<team>; a refresh, upload or execution that would exceed it fails'),
 });
 
 export const KeySchema = z.strictObject({
@@ -34,6 +34,8 @@ export const TierSchema = z.strictObject({
   threads: posInt().describe('Engine threads wanted by an execution of this tier; advisory: DuckDB\'s threads setting is per instance (src/service/README.md)'),
   timeout_ms: posInt().describe('Execution timeout; a timed-out execution is FAILED and costs 0'),
   cost_factor: z.number().positive().describe('Multiplier of limits.credits_per_execution'),
+  memory_limit_bytes: posInt().describe('Engine memory an execution of this tier may use; more fails it (FAILED, capacity, cost 0). The engine\'s memory limit is the sum over the executions running (src/service/README.md)'),
+  temp_limit_bytes: posInt().describe('Temporary disk (spilled data) an execution of this tier may use; more fails it (FAILED, capacity, cost 0)'),
 });
 
 export const LimitsSchema = z.strictObject({
@@ -83,7 +85,7 @@ export const ServiceSettingsSchema = z
     tiers: z
       .strictObject({ medium: TierSchema.partial().prefault({}), large: TierSchema.partial().prefault({}) })
       .prefault({})
-      .describe('Performance tiers; unset fields: medium 1 thread x1, large 2 threads x2, timeout limits.execution_timeout_ms'),
+      .describe('Performance tiers; unset fields: medium 1 thread x1, 1 GiB memory, 4 GiB temp; large 2 threads x2, 2 GiB memory, 8 GiB temp; timeout limits.execution_timeout_ms'),
     faults: FaultsSchema.prefault({}),
     datasets: z.array(z.enum(['sample'])).default(['sample']).describe('Datasets loaded when the service starts'),
     engine: EngineSchema.prefault({}).describe("The query engine's memory, temporary disk and threads"),
@@ -167,10 +169,15 @@ export function defaultSettings(env: NodeJS.ProcessEnv = process.env): { setting
 /** A tier with every field resolved. */
 export function resolveTier(settings: ServiceSettings, tier: 'medium' | 'large'): Tier {
   const given = settings.tiers[tier];
-  const dflt = tier === 'large' ? { threads: 2, cost_factor: 2 } : { threads: 1, cost_factor: 1 };
+  const dflt =
+    tier === 'large'
+      ? { threads: 2, cost_factor: 2, memory_limit_bytes: 2 * GiB, temp_limit_bytes: 8 * GiB }
+      : { threads: 1, cost_factor: 1, memory_limit_bytes: GiB, temp_limit_bytes: 4 * GiB };
   return {
     threads: given.threads ?? dflt.threads,
     cost_factor: given.cost_factor ?? dflt.cost_factor,
+    memory_limit_bytes: given.memory_limit_bytes ?? dflt.memory_limit_bytes,
+    temp_limit_bytes: given.temp_limit_bytes ?? dflt.temp_limit_bytes,
     timeout_ms: given.timeout_ms ?? settings.limits.execution_timeout_ms,
   };
 }

@@ -6,9 +6,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ROOT, sluiceEntry, testEnv } from './sluiceProcess.ts';
 
 // What a command loads before it does anything: checking a job file or printing help must not pay
-// for DuckDB (the service), parquet-wasm or the AWS SDK, which only running an export needs.
+// for DuckDB (the service), parquet-wasm or the AWS SDK, which only running an export needs, nor for
+// the MCP SDK, which only `sluice mcp` needs.
 
-const HEAVY = /^(?:@duckdb\/|parquet-wasm|@aws-sdk\/)/;
+const HEAVY = /^(?:@duckdb\/|parquet-wasm|@aws-sdk\/|@modelcontextprotocol\/)/;
 const work = mkdtempSync(join(tmpdir(), 'sluice-startup-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 

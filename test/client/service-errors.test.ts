@@ -136,8 +136,10 @@ describe('execution outcomes', () => {
     const failed = err as ExecutionFailedError;
     expect(failed).toMatchObject({ line: 4, column: 7, errorType: 'FAILED_TYPE_EXECUTION_FAILED' });
     expect(failed.excerpt).toBe('4 | WHERE nope > 1\n  |       ^');
-    expect(failed.message).toContain(`(execution ${failed.executionId}): execution failed:`);
-    expect(failed.message.endsWith(failed.excerpt ?? '')).toBe(true);
+    // The engine's message first, its caret under it, the request last.
+    expect(failed.message).toMatch(/^execution failed: .*nope/);
+    expect(failed.message).toContain(`\n${failed.excerpt}\n(wait GET `);
+    expect(failed.message.endsWith(`, execution ${failed.executionId})`)).toBe(true);
   });
 
   it('COMPLETED_PARTIAL: PartialResultError unless allowPartialResults', async () => {

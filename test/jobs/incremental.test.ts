@@ -5,6 +5,8 @@ import { builtins } from '../../connectors/index.ts';
 import { parseJobFile, type Job } from '../../src/config/index.ts';
 import { RunHistory } from '../../src/jobs/runHistory.ts';
 import { type JobSummary, runJob } from '../../src/jobs/runJob.ts';
+import { planRun } from '../../src/jobs/planRun.ts';
+import { formatPlan, planFields } from '../../src/cli/output/shardSummary.ts';
 import { ManualClock } from '../../src/scheduler/manualClock.ts';
 import { Scheduler } from '../../src/scheduler/scheduler.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
@@ -120,6 +122,25 @@ describe('incremental jobs', () => {
     } finally {
       await scheduler.stop(5000);
     }
+  });
+
+  it('--plan shows the cursor value the next run would read from: the initial one, then past the committed one less the lookback', async () => {
+    const table = await upload('ticks_plan', ticks(20));
+    const j = job(`  - name: planned
+    source: { sql: "select id, ts, label from ${table} where ts > {{since}} order by ts" }
+    incremental: { cursor: ts, parameter: since, initial: "2000-01-01 00:00:00", lookback: 5m, key: [id] }
+    outputs: [{ format: parquet, path: "\${DIR}/planned", mode: append }]
+`);
+    const stateDir = join(dir, 'state-plan');
+    const plan = () => planRun(j, { client, stateDir, signal: new AbortController().signal, resume: true });
+    const first = await plan();
+    expect(first.cursor).toEqual({ column: 'ts', from: null, value: '2000-01-01 00:00:00' });
+    expect(formatPlan(first)).toContain('  cursor ts: from 2000-01-01 00:00:00 (the initial value: no output holds a cursor yet)');
+    await run(j, stateDir);
+    const next = await plan();
+    expect(next.cursor).toEqual({ column: 'ts', from: '2026-01-01 00:20:00.000000', value: '2026-01-01 00:15:00.000000', lookback: '5m' });
+    expect(formatPlan(next)).toContain('  cursor ts: from 2026-01-01 00:15:00.000000 (committed 2026-01-01 00:20:00.000000, less the lookback 5m)');
+    expect(planFields(next)).toMatchObject({ cursor: { column: 'ts', from: '2026-01-01 00:20:00.000000', value: '2026-01-01 00:15:00.000000' } });
   });
 
   it('a lost state directory neither re-exports nor skips: the cursor is in the output', async () => {

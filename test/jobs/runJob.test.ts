@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { readFile, readdir } from 'node:fs/promises';
+import { mkdir, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { resolveOutput } from '../../src/export/index.ts';
@@ -53,6 +53,28 @@ describe('runJob', () => {
     const error = await runJob(j, { client, stateDir: join(dir, 'state'), signal: signal() }).catch((e: unknown) => e);
     expect(String(error)).toMatch(/partition_by\[0\]: no such column in the result/);
     expect(existsSync(join(dir, 'one-bad', 'good', '_SUCCESS'))).toBe(false);
+  });
+
+  it('a run stopped midway leaves no empty output folder behind (nor the folders made for it)', async () => {
+    const j = job(`  - name: stopped
+    source: { sql: "select id, name, amount from sample.events order by id" }
+    outputs:
+      - { format: parquet, path: "\${DIR}/stopped/nested/parquet", max_rows_per_file: 500 }
+      - { format: csv, path: "\${DIR}/stopped/csv" }
+`);
+    const controller = new AbortController();
+    const error = await runJob(j, { client, stateDir: join(dir, 'state'), signal: controller.signal, events: { onProgress: () => controller.abort() } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect(existsSync(join(dir, 'stopped'))).toBe(false);
+    // A folder that was there before the run stays, even empty.
+    await mkdir(join(dir, 'kept'));
+    const k = job(`  - name: failed-into-kept
+    source: { sql: "select * from no_such_table" }
+    outputs: [{ format: csv, path: "\${DIR}/kept/out" }]
+`);
+    await runJob(k, { client, stateDir: join(dir, 'state'), signal: signal() }).catch(() => undefined);
+    expect(existsSync(join(dir, 'kept'))).toBe(true);
+    expect(existsSync(join(dir, 'kept', 'out'))).toBe(false);
   });
 
   it('applies result shaping: columns, filters and sort', async () => {

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ServiceClient } from '../../src/client/index.ts';
 import { duckRowsJS } from '../helpers/duckdb.ts';
 import { startTestService, TEST_KEYS, type TestService } from '../helpers/service.ts';
@@ -138,8 +139,11 @@ describe('sluice mcp: tools, preview, export', () => {
   it('exports the previewed execution to Parquet that DuckDB reads back, returning only the summary', async () => {
     const before = await executions();
     const path = join(out, 'typed');
-    const result = await mcp.call('export', { execution_id: executionId, output: { path, format: 'parquet' } });
+    const progress: { progress: number; total?: number; message?: string }[] = [];
+    const result = (await mcp.client.callTool({ name: 'export', arguments: { execution_id: executionId, output: { path, format: 'parquet' } } }, undefined, { onprogress: (p) => progress.push(p) })) as CallToolResult;
     expect(result.isError, textOf(result)).toBeFalsy();
+    // Asked for with a progress token: the first page read is told at once.
+    expect(progress[0]).toEqual({ progress: 50, total: 50, message: '50 of 50 rows read' });
     const s = result.structuredContent as Record<string, any>;
     expect(s).toMatchObject({ execution_id: executionId, started_execution: false, rows: 50, credits: 0 });
     expect(s.outputs[0]).toMatchObject({ url: `file://${path}`, format: 'parquet', rows: 50, skipped: false });
@@ -241,6 +245,32 @@ describe('sluice mcp: budgets and read-only mode', () => {
     const third = await mcp.call('preview', { sql: 'SELECT 3 AS x' });
     expect(textOf(third)).toMatch(/^BUDGET_EXCEEDED: refused: this call could cost 10 credits and the session has 5 left of its budget of 25/);
     expect(await executions()).toBe(before + 2);
+  });
+});
+
+describe('sluice mcp: a call the client cancels', () => {
+  it('cancels the execution it started, and records the call as stopped', async () => {
+    const state = join(dir, 'state-cancel');
+    const mcp = await startMcp(['--state-dir', state], { env: serviceEnv() });
+    try {
+      const controller = new AbortController();
+      const call = mcp.client.callTool({ name: 'preview', arguments: { sql: 'SELECT sum(i) AS s FROM range(0, 1000000000000) t(i)' } }, undefined, { signal: controller.signal });
+      // Cancel once the server knows the execution it started (it logs it).
+      for (let i = 0; i < 400 && !mcp.stderr().includes('execution started'); i++) await new Promise((r) => setTimeout(r, 50));
+      controller.abort();
+      await expect(call).rejects.toThrow();
+      let record: Record<string, any> | undefined;
+      for (let i = 0; i < 200 && record === undefined; i++) {
+        record = ((await mcp.call('runs', { job: 'mcp-preview' })).structuredContent as { runs: Record<string, any>[] }).runs[0];
+        if (record === undefined) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(record).toMatchObject({ outcome: 'stopped', origin: 'mcp', tool: 'preview' });
+      const statusCall = await mcp.call('status', { execution_id: record!.execution_id });
+      const status = statusCall.structuredContent as Record<string, any>;
+      expect(status.state).toBe('QUERY_STATE_CANCELED');
+    } finally {
+      await mcp.close();
+    }
   });
 });
 

@@ -32,8 +32,8 @@ describe('service settings', () => {
     expect(s.teams[0]?.keys.map((k) => k.key)).toEqual(['sk_demo_admin', 'sk_demo_read']);
     expect(s.limits).toMatchObject({ page_rows: 32000, max_result_bytes: 8 * 1024 ** 3, execution_timeout_ms: 1_800_000, max_body_bytes: 10 * 1024 ** 2 });
     expect(s.faults).toMatchObject({ error_statuses: [500, 429], retry_after_seconds: 1 });
-    expect(resolveTier(s, 'medium')).toEqual({ threads: 1, cost_factor: 1, timeout_ms: 1_800_000 });
-    expect(resolveTier(s, 'large')).toEqual({ threads: 2, cost_factor: 2, timeout_ms: 1_800_000 });
+    expect(resolveTier(s, 'medium')).toEqual({ threads: 1, cost_factor: 1, timeout_ms: 1_800_000, memory_limit_bytes: 1024 ** 3, temp_limit_bytes: 4 * 1024 ** 3 });
+    expect(resolveTier(s, 'large')).toEqual({ threads: 2, cost_factor: 2, timeout_ms: 1_800_000, memory_limit_bytes: 2 * 1024 ** 3, temp_limit_bytes: 8 * 1024 ** 3 });
   });
 
   it('names the YAML path of every error', async () => {

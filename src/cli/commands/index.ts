@@ -7,6 +7,7 @@ import { resultsCommand } from './results.ts';
 import { runCommand } from './run.ts';
 import { runsCommand } from './runs.ts';
 import { scheduleCommand } from './schedule.ts';
+import { SERVE_OPTIONS, SERVE_SUMMARY } from './serveOptions.ts';
 import { schemaCommand } from './schema.ts';
 import { cancelCommand, statusCommand } from './status.ts';
 import { uploadCommand } from './upload.ts';
@@ -21,7 +22,8 @@ import { viewsDeleteCommand, viewsGetCommand, viewsListCommand, viewsRefreshComm
 const runServe = async (argv: string[]): Promise<number> => (await import('./serve.ts')).serveCommand.run(argv);
 const serve: Command = {
   name: 'serve',
-  summary: 'Run the local query service (options: sluice serve --help)',
+  summary: SERVE_SUMMARY,
+  options: SERVE_OPTIONS,
   passthrough: (argv) => runServe(argv),
   run: () => runServe([]),
 };

@@ -8,10 +8,10 @@ import { CONNECTION_OPTIONS, connectFromFlags, connectLogged } from '../connecti
 import { packageVersion } from '../dispatch.ts';
 import { EXIT } from '../exit-codes.ts';
 import { UsageError } from '../usage-error.ts';
+// The budgets' module loads no MCP SDK: `sluice --help` stays as light as before.
+import { DEFAULT_CALL_CREDITS, DEFAULT_SESSION_CREDITS } from '../../mcp/budget.ts';
+import type { McpServerContext } from '../../mcp/context.ts';
 
-/** The budgets' defaults, repeated here so that `sluice --help` loads no MCP code (src/mcp/budget.ts holds them). */
-const SESSION_CREDITS = 100;
-const CALL_CREDITS = 20;
 const DEFAULT_PORT = 8765;
 
 export const mcpCommand = defineCommand({
@@ -23,8 +23,8 @@ export const mcpCommand = defineCommand({
   handlesSignals: true,
   options: {
     'allow-output': { type: 'string', multiple: true, valueName: 'DIR|s3://B/P', description: 'A directory or object-store prefix export may write under (repeatable; none: export writes nowhere)' },
-    'max-credits': { type: 'string', valueName: 'N', description: `Credits one session may spend in all (default ${SESSION_CREDITS})` },
-    'max-call-credits': { type: 'string', valueName: 'N', description: `Credits one tool call may spend (default ${CALL_CREDITS})` },
+    'max-credits': { type: 'string', valueName: 'N', description: `Credits one session may spend in all (default ${DEFAULT_SESSION_CREDITS})` },
+    'max-call-credits': { type: 'string', valueName: 'N', description: `Credits one tool call may spend (default ${DEFAULT_CALL_CREDITS})` },
     'read-only': { type: 'boolean', description: 'Offer no tool that writes (no export, no run_job)' },
     http: { type: 'boolean', description: 'Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio' },
     host: { type: 'string', valueName: 'HOST', description: 'With --http: the address to listen on', default: '127.0.0.1' },
@@ -46,12 +46,12 @@ export const mcpCommand = defineCommand({
     '  sluice mcp --http --port 8765 --read-only',
   ].join('\n'),
   async run({ io, values, positionals, log, signal }) {
-    const credits = { session: count(values, 'max-credits', SESSION_CREDITS), call: count(values, 'max-call-credits', CALL_CREDITS) };
+    const credits = { session: count(values, 'max-credits', DEFAULT_SESSION_CREDITS), call: count(values, 'max-call-credits', DEFAULT_CALL_CREDITS) };
     const port = count(values, 'port', DEFAULT_PORT);
     const host = stringOption(values, 'host') ?? '127.0.0.1';
     const token = httpToken(values, io.env);
     const file = positionals[0];
-    const jobFile = file === undefined ? undefined : await loadJobFile(resolve(io.cwd, file), { registry: builtins, env: io.env });
+    const jobFile = file === undefined ? undefined : await loadJobFile(file, { registry: builtins, env: io.env, cwd: io.cwd });
     if (jobFile !== undefined) {
       // --data-dir and --api-key-env have defaults, so only these can be told apart from not given.
       const flags = ['base-url', 'sample-rows', 'state-dir'].filter((name) => values[name] !== undefined);
@@ -62,7 +62,7 @@ export const mcpCommand = defineCommand({
       ? await connectFromFlags(values, io, log, signal)
       : await connectLogged(jobFile.connection, io, log, signal);
     try {
-      const context = {
+      const context: McpServerContext = {
         client: connection.client,
         embedded: connection.embedded,
         registry: builtins,

@@ -9,7 +9,7 @@ import { defineCommand, flag, listOption, stringOption } from '../command.ts';
 import { EXIT, exitCodeOf } from '../exit-codes.ts';
 import { writeOut } from '../io.ts';
 import { jobEvents } from '../jobEvents.ts';
-import { errorCode, failureFields, formatFailure, formatSummary, messageOf, summaryFields } from '../output/summary.ts';
+import { errorCode, failureFields, formatFailure, finishedLogFields, formatSummary, messageOf, summaryFields } from '../output/summary.ts';
 import { UsageError } from '../usage-error.ts';
 import { planRun } from '../../jobs/planRun.ts';
 import { runShard } from '../../jobs/shards/runShard.ts';
@@ -59,7 +59,7 @@ export const runCommand = defineCommand({
     const file = positionals[0]!;
     // Checked before the file is read: a mistake on the command line is reported as such.
     const workers = workersOption(stringOption(values, 'workers'));
-    const jobFile = await loadJobFile(file, { registry: builtins, env: io.env });
+    const jobFile = await loadJobFile(file, { registry: builtins, env: io.env, cwd: io.cwd });
     const jobs = selectJobs(jobFile.jobs, listOption(values, 'job'));
     const processes = stringOption(values, 'processes');
     // A plan needs the shard count only: no index, no run id.
@@ -98,9 +98,11 @@ export const runCommand = defineCommand({
     let exit: number = EXIT.ok;
     try {
       if (flag(values, 'plan')) {
+        // Paths as resolved here (relative ones against this folder): where the run would keep its state and write.
+        if (!json) await writeOut(io.stdout, `state_dir: ${stateDir}\n`);
         for (const job of jobs) {
           const plan = await planRun(job, { client: connection.client, stateDir, signal, resume: !flag(values, 'fresh'), shards: planShards(values) });
-          await writeOut(io.stdout, json ? `${JSON.stringify(planFields(plan))}\n` : formatPlan(plan));
+          await writeOut(io.stdout, json ? `${JSON.stringify({ ...planFields(plan), state_dir: stateDir })}\n` : formatPlan(plan));
         }
         return EXIT.ok;
       }
@@ -150,7 +152,7 @@ export const runCommand = defineCommand({
           continue;
         }
         done();
-        log.info('job finished', summaryFields(summary));
+        log.info('job finished', finishedLogFields(summary, log.format, true));
         await writeOut(summaryOut, json ? `${JSON.stringify(summaryFields(summary))}\n` : formatSummary(summary));
       }
     } finally {

@@ -53,7 +53,7 @@ async function historyDir(values: Record<string, unknown>, io: { cwd: string; en
   if (typeof explicit === 'string') return resolve(io.cwd, explicit);
   const file = values.file;
   if (typeof file === 'string') {
-    const jobFile = await loadJobFile(resolve(io.cwd, file), { registry: builtins, env: io.env });
+    const jobFile = await loadJobFile(file, { registry: builtins, env: io.env, cwd: io.cwd });
     return resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
   }
   return resolve(io.cwd, DEFAULT_STATE_DIR);

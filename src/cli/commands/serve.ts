@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
 import { startService } from '../../service/index.ts';
 import { SettingsError } from '../../service/settings.ts';
-import { DEFAULT_EMBEDDED_DATA_DIR } from '../../config/jobSchema.ts';
+import { commandUsage } from '../help.ts';
+import { SERVE_OPTIONS, SERVE_SUMMARY } from './serveOptions.ts';
 
 /** `serve` parses its own arguments; the CLI table wraps it as a passthrough command. */
 interface ServeCommand {
@@ -11,40 +12,27 @@ interface ServeCommand {
   run(argv: string[]): Promise<number>;
 }
 
-const USAGE = `usage: sluice serve [--host 127.0.0.1] [--port 8080] [--data-dir DIR] [--config FILE]
-
-Runs the local query service until SIGTERM or SIGINT.
-  --host      interface to bind (default 127.0.0.1)
-  --port      port (default 8080; 0 picks a free one)
-  --data-dir  where queries, executions and results are kept (default ${DEFAULT_EMBEDDED_DATA_DIR},
-              the embedded service's: jobs without a base_url find what serve stored)
-  --config    service settings YAML (teams, keys, limits, faults); without it: team demo with
-              one Admin key from SERVICE_API_KEY, or a generated key printed once`;
+const USAGE = `usage: ${commandUsage({ name: 'serve', options: SERVE_OPTIONS, summary: SERVE_SUMMARY, run: async () => 0 })} (see --help)`;
 
 export const serveCommand: ServeCommand = {
   name: 'serve',
   summary: 'run the local query service',
   usage: USAGE,
   async run(argv) {
-    // Every command takes --help; serve parses its own arguments, so it answers here.
-    if (argv.includes('--help') || argv.includes('-h')) {
-      process.stdout.write(`${USAGE}\n`);
-      return 0;
-    }
     let values: { host: string; port: string; 'data-dir': string; config?: string | undefined };
     try {
       ({ values } = parseArgs({
         args: argv,
         strict: true,
         options: {
-          host: { type: 'string', default: '127.0.0.1' },
-          port: { type: 'string', default: '8080' },
-          'data-dir': { type: 'string', default: DEFAULT_EMBEDDED_DATA_DIR },
+          host: { type: 'string', default: SERVE_OPTIONS.host.default },
+          port: { type: 'string', default: SERVE_OPTIONS.port.default },
+          'data-dir': { type: 'string', default: SERVE_OPTIONS['data-dir'].default },
           config: { type: 'string' },
         },
       }));
     } catch (err) {
-      process.stderr.write(`sluice serve: ${(err as Error).message}\n\n${USAGE}\n`);
+      process.stderr.write(`sluice serve: ${(err as Error).message}\n${USAGE}\n`);
       return 2;
     }
     const port = Number(values.port);

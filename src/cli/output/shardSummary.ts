@@ -63,7 +63,13 @@ export function planFields(p: JobPlan): Record<string, unknown> {
       parts_per_shard: o.partsPerShard ?? null,
       committed_execution: o.committedExecution ?? null,
     })),
+    ...(p.cursor === undefined ? {} : { cursor: { column: p.cursor.column, from: p.cursor.from, value: p.cursor.value, ...(p.cursor.lookback === undefined ? {} : { lookback: p.cursor.lookback }) } }),
   };
+}
+
+function cursorOrigin(c: NonNullable<JobPlan['cursor']>): string {
+  if (c.from === null) return 'the initial value: no output holds a cursor yet';
+  return c.lookback === undefined ? 'the committed value' : `committed ${c.from}, less the lookback ${c.lookback}`;
 }
 
 export function formatPlan(p: JobPlan): string {
@@ -79,6 +85,7 @@ export function formatPlan(p: JobPlan): string {
         `${o.partsPerShard === undefined ? '' : ` (per shard: ${o.partsPerShard.join(', ')})`}` +
         `${o.committedExecution === undefined ? '' : `  now holds ${o.committedExecution}`}`,
     ),
+    ...(p.cursor === undefined ? [] : [`  cursor ${p.cursor.column}: from ${p.cursor.value} (${cursorOrigin(p.cursor)})`]),
   ];
   return `${lines.join('\n')}\n`;
 }

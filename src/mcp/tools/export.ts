@@ -9,7 +9,7 @@ import type { ToolCall } from '../context.ts';
 import { checkSource, jobSourceOf, planSource, planView, rememberSql, SOURCE_ARGS } from '../source.ts';
 import { BudgetShape, JOB_RESULT_SHAPE, PlanShape } from './shapes.ts';
 import { defineTool, type ToolSpec } from './tool.ts';
-import { jobResult } from './runJob.ts';
+import { jobResult, runEvents } from './runJob.ts';
 
 /** The job name exports run under: their run history records, their lock, their outputs' manifests. */
 export const EXPORT_JOB = 'mcp-export';
@@ -75,7 +75,7 @@ export function exportTool(registry: Registry): ToolSpec {
             ...(plan.action === 'reuse' && plan.execution_id !== null ? { executionId: plan.execution_id } : {}),
             resume: false,
             origin: 'mcp',
-            events: { onRecorded: (record) => (call.facts.credits = record.credits) },
+            events: runEvents(call),
           }),
         );
       } finally {

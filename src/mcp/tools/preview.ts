@@ -75,7 +75,6 @@ export interface FirstRows {
   readonly sizeLimited: boolean;
 }
 
-
 /**
  * Executes (or finds) the plan's source and reads its first `limit` rows: one page of that many
  * rows, nothing more fetched. Also the way `describe` reads a table's columns (`limit` 0).
@@ -89,12 +88,12 @@ export async function firstRows(plan: SourcePlan, limit: number, call: ToolCall)
     concurrency: 1,
     prefetch: 0,
     wire: 'json',
-    decodeThreads: 0,
     // One page of `limit` rows and no more; none for the columns alone.
     ...(limit > 0 ? { pageSize: limit, endOffset: limit } : {}),
-    onExecution: (id) => {
+    onExecution: (id, { started }) => {
       executionId = id;
       call.facts.executionId = id;
+      if (started) call.server.log.info('execution started', { execution_id: id });
     },
   });
   let ready;
@@ -121,7 +120,8 @@ export async function firstRows(plan: SourcePlan, limit: number, call: ToolCall)
   let size = 0;
   let sizeLimited = false;
   for await (const row of result.rows()) {
-    const json = jsonRow(row, info.columns, clipped);
+    const rowClipped: Clipped = { count: 0 };
+    const json = jsonRow(row, info.columns, rowClipped);
     size += JSON.stringify(json).length;
     // Wide rows: the first always, then only while the rows stay within the size a preview may take.
     if (rows.length > 0 && size > MAX_PREVIEW_CHARS) {
@@ -129,6 +129,7 @@ export async function firstRows(plan: SourcePlan, limit: number, call: ToolCall)
       break;
     }
     rows.push(json);
+    clipped.count += rowClipped.count;
     if (rows.length >= limit) break;
   }
   call.facts.rows = rows.length;

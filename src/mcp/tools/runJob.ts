@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Job } from '../../config/jobSchema.ts';
 import { planRun } from '../../jobs/planRun.ts';
-import { runJob, type JobSummary } from '../../jobs/runJob.ts';
+import { runJob, type JobSummary, type RunEvents } from '../../jobs/runJob.ts';
 import { ToolRefusedError } from '../budget.ts';
 import type { ToolCall } from '../context.ts';
 import { BudgetShape, JOB_RESULT_SHAPE } from './shapes.ts';
@@ -33,13 +33,24 @@ export const runJobTool = defineTool({
     let summary: JobSummary | undefined;
     try {
       call.facts.recordedByRun = true;
-      summary = await runJob(job, { client: call.server.client, stateDir: call.server.stateDir, signal: call.signal, resume: args.fresh !== true, origin: 'mcp', events: { onRecorded: (record) => (call.facts.credits = record.credits) } });
+      summary = await runJob(job, { client: call.server.client, stateDir: call.server.stateDir, signal: call.signal, resume: args.fresh !== true, origin: 'mcp', events: runEvents(call) });
     } finally {
       settle(summary?.credits ?? call.facts.credits);
     }
     return { ...jobResult(summary, call), job: summary.job, budget: call.session.budget.view() };
   },
 });
+
+/** What a job run tells the call: its credits for the history and budget, its rows as progress. */
+export function runEvents(call: ToolCall): RunEvents {
+  return {
+    onRecorded: (record) => (call.facts.credits = record.credits),
+    onExecution: ({ executionId, started }) => {
+      if (started) call.server.log.info('execution started', { execution_id: executionId });
+    },
+    onProgress: (p) => call.progress(p.rows, p.totalRows, `${p.rows.toLocaleString('en-US')}${p.totalRows === undefined ? '' : ` of ${p.totalRows.toLocaleString('en-US')}`} rows read`),
+  };
+}
 
 /** A job summary as a tool returns it (and as the call's log line tells it). */
 export function jobResult(summary: JobSummary, call: ToolCall) {

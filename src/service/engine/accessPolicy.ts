@@ -2,15 +2,25 @@
 // syntax tree DuckDB's own parser gives for a query (json_serialize_sql), so that they judge
 // exactly what DuckDB will bind. A rule returns the reason of a denial, or undefined.
 //
+// Deny by default: every function, aggregate, window function, macro and table function the
+// tree names must be on the service's lists (functionAllowlist.ts), and every table it names
+// must be one the caller may read. Views are judged by what they read when they are read
+// (sandbox.ts expands them), not when they were made.
+//
 // Reads: unqualified names (temporary tables, CTEs), the readable schemas of the engine's main
 // database (sample, main), the caller's own schema service.<team>, and another team's object
 // only when ExecuteOptions.canRead allows it. Every other catalog is invisible: `system`
 // (its views list every team's objects), the per-result databases the engine attaches
-// (r_<id>, w_<id>), and anything a later ATTACH could add. Table functions come from an allow
-// list: most others read files (read_csv, glob, ...) or run SQL text the sandbox never saw
-// (query, query_table, json_execute_serialized_sql).
+// (r_<id>, w_<id>), and anything a later ATTACH could add.
 // Writes: temporary objects and the caller's own schema only.
 import { splitNameText } from './sqlTokens.ts';
+import {
+  AGGREGATE_BY_NAME,
+  ALLOWED_FUNCTIONS,
+  ALLOWED_SETTINGS,
+  ALLOWED_TABLE_FUNCTIONS,
+  TABLE_NAME_FUNCTIONS,
+} from './functionAllowlist.ts';
 
 export interface AccessContext {
   /** The caller's team: its schema service.<team> is readable and writable. */
@@ -31,13 +41,6 @@ export interface Denial {
   location?: number;
 }
 
-const SAFE_TABLE_FUNCTIONS = new Set([
-  'range', 'generate_series', 'unnest', 'json_each', 'json_tree', 'repeat', 'repeat_row',
-  'pg_timezone_names', 'icu_calendar_names', 'duckdb_functions', 'duckdb_keywords', 'duckdb_types',
-  'pragma_version', 'pragma_platform', 'test_all_types',
-]);
-/** Table functions whose first argument names a table: allowed when that table is readable. */
-const TABLE_NAME_FUNCTIONS = new Set(['pragma_table_info', 'pragma_show']);
 const FILE_FUNCTION = /^(read_|parquet_|sniff_csv$|glob$|.*_scan$|iceberg|delta_|copy_)/;
 
 function display(parts: string[]): string {
@@ -118,7 +121,7 @@ function constantText(node: unknown): string | undefined {
 
 export function tableFunctionDenial(name: string, args: unknown[], ctx: AccessContext): string | undefined {
   const fn = name.toLowerCase();
-  if (SAFE_TABLE_FUNCTIONS.has(fn)) return undefined;
+  if (ALLOWED_TABLE_FUNCTIONS.has(fn)) return undefined;
   if (TABLE_NAME_FUNCTIONS.has(fn)) {
     const arg = constantText(args[0]);
     if (arg === undefined) return `Not allowed: ${fn} needs the table name as a string literal`;
@@ -127,10 +130,46 @@ export function tableFunctionDenial(name: string, args: unknown[], ctx: AccessCo
   const first = constantText(args[0]);
   const call = `${fn}(${first === undefined ? (args.length > 0 ? '...' : '') : `'${first.replaceAll("'", "''")}'`})`;
   if (FILE_FUNCTION.test(fn)) return `access to files is not allowed: ${call}`;
-  return `Not allowed: table function ${fn}`;
+  return `Not allowed: table function ${fn} (not on the service's list of table functions)`;
 }
 
-function asRecord(v: unknown): Record<string, unknown> | undefined {
+/** Where a function may be looked up: DuckDB's own (system.main, pg_catalog) and the main database's macros. */
+function functionSchemaDenial(rec: Record<string, unknown>, fn: string, ctx: AccessContext): string | undefined {
+  const catalog = typeof rec['catalog'] === 'string' ? rec['catalog'].toLowerCase() : '';
+  const schema = typeof rec['schema'] === 'string' ? rec['schema'].toLowerCase() : '';
+  const catalogOk = catalog === '' || catalog === 'system' || catalog === ctx.mainCatalog;
+  const schemaOk = schema === '' || schema === 'main' || schema === 'pg_catalog';
+  if (catalogOk && schemaOk) return undefined;
+  return `Not allowed: function ${[catalog, schema, fn].filter((p) => p !== '').join('.')}: only DuckDB's own functions and the service's macros can be called`;
+}
+
+/**
+ * A call of a scalar function, aggregate, window function or macro (a FUNCTION or WINDOW node):
+ * its name must be on the allowed list; current_setting only with a literal allowed name; a
+ * function taking an aggregate's name only with a literal allowed name.
+ */
+export function functionDenial(rec: Record<string, unknown>, ctx: AccessContext): string | undefined {
+  const fn = String(rec['function_name']).toLowerCase();
+  const where = functionSchemaDenial(rec, fn, ctx);
+  if (where !== undefined) return where;
+  const args = Array.isArray(rec['children']) ? rec['children'] : [];
+  if (fn === 'current_setting') {
+    const name = constantText(args[0]);
+    if (name === undefined) return 'Not allowed: current_setting needs the setting\'s name as a string literal';
+    if (ALLOWED_SETTINGS.has(name.toLowerCase())) return undefined;
+    return `Not allowed: current_setting('${name.replaceAll("'", "''")}'): settings that name files, directories or secrets cannot be read`;
+  }
+  if (!ALLOWED_FUNCTIONS.has(fn)) return `Not allowed: function ${fn} (not on the service's list of functions: those that take SQL text, a setting, a catalog object's name or a path are refused)`;
+  const byName = AGGREGATE_BY_NAME.get(fn);
+  if (byName !== undefined) {
+    const agg = constantText(args[byName]);
+    if (agg === undefined) return `Not allowed: ${fn} needs the aggregate's name as a string literal`;
+    if (!ALLOWED_FUNCTIONS.has(agg.toLowerCase())) return `Not allowed: ${fn}(..., '${agg.replaceAll("'", "''")}'): not on the service's list of functions`;
+  }
+  return undefined;
+}
+
+export function asRecord(v: unknown): Record<string, unknown> | undefined {
   return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 }
 
@@ -166,7 +205,16 @@ export function selectDenial(tree: unknown, ctx: AccessContext, near?: number): 
     const fn = asRecord(rec['function']);
     const name = typeof fn?.['function_name'] === 'string' ? fn['function_name'] : '';
     const args = Array.isArray(fn?.['children']) ? fn['children'] : [];
-    const why = tableFunctionDenial(name, args, ctx);
+    const why = tableFunctionDenial(name, args, ctx) ?? (fn === undefined ? undefined : functionSchemaDenial(fn, name.toLowerCase(), ctx));
+    if (why) return deny(why);
+    // The call itself is judged above as a table function; its arguments and the rest as usual.
+    for (const [key, value] of Object.entries(rec)) {
+      const d = key === 'function' ? selectDenial(args, ctx, location) : value !== null && typeof value === 'object' ? selectDenial(value, ctx, location) : undefined;
+      if (d) return d;
+    }
+    return undefined;
+  } else if ((rec['class'] === 'FUNCTION' || rec['class'] === 'WINDOW') && typeof rec['function_name'] === 'string') {
+    const why = functionDenial(rec, ctx);
     if (why) return deny(why);
   } else if (rec['type'] === 'SHOW_REF' && typeof rec['table_name'] === 'string' && rec['table_name'] !== '') {
     return deny(`Not allowed: SHOW ${rec['table_name'].replaceAll('"', '')} lists the objects of every team; DESCRIBE a table instead`);

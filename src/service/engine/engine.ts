@@ -48,7 +48,7 @@ import {
   type EncodedPage,
 } from './encodedResult.ts';
 import { join } from 'node:path';
-import { StatementType, type DuckDBConnection, type DuckDBInstance, type DuckDBPreparedStatement, type DuckDBType } from '@duckdb/node-api';
+import { StatementType, type DuckDBConnection, type DuckDBDataChunk, type DuckDBInstance, type DuckDBPreparedStatement, type DuckDBType } from '@duckdb/node-api';
 import {
   EngineError,
   type ArrowPage,
@@ -73,6 +73,8 @@ import { Sandbox } from './sandbox.ts';
 import { buildArrowPage } from './arrowPage.ts';
 import { hideUnreadableHints, type AccessContext } from './accessPolicy.ts';
 import { lineColumnAt } from './sqlPosition.ts';
+import { StorageQuota } from './storageQuota.ts';
+import { boundsError, ResourceBounds, type EngineCeilings } from './resourceBounds.ts';
 
 const RESULT_ID = /^[A-Za-z0-9_-]{1,100}$/;
 const TEAM_NAME = /^[A-Za-z0-9_-]{1,100}$/;
@@ -125,6 +127,21 @@ function originOf(sql: string, st: SqlStatement, ran: string, prefixLength: numb
   return { sql, statementStart: st.start, ran, prefixLength, statementLength: st.text.length };
 }
 
+/** Runs a statement that is not a query and keeps its rows (a count, a plan: few) in memory. */
+async function runHeld(prepared: DuckDBPreparedStatement, sql: string, st: SqlStatement): Promise<DuckDBDataChunk[]> {
+  try {
+    const result = await prepared.run();
+    const chunks: DuckDBDataChunk[] = [];
+    for (;;) {
+      const chunk = await result.fetchChunk();
+      if (!chunk || chunk.rowCount === 0) return chunks;
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    throw toEngineError(err, originOf(sql, st, st.text, 0));
+  }
+}
+
 /** Extra statements are the user's own (e.g. CREATE TABLE then SELECT); run them in order. */
 async function runStatement(conn: DuckDBConnection, sql: string, st: SqlStatement): Promise<void> {
   try {
@@ -141,6 +158,8 @@ function sqlTypeOf(type: DuckDBType): string {
 export class DuckDbEngine implements SqlEngine {
   readonly #instance: DuckDBInstance;
   readonly #resultsDir: string;
+  /** The file of the `service` catalog (index.ts), watched while SQL writes a team's schema. */
+  readonly #serviceDatabase: string;
   readonly #attached: AttachedResults<OpenResult>;
   /** Connections of user SQL (interrupted by close) and of trusted callers (waited for). */
   readonly #running = new Set<DuckDBConnection>();
@@ -162,6 +181,8 @@ export class DuckDbEngine implements SqlEngine {
   #lastActivity = Number.NEGATIVE_INFINITY;
 
   readonly #systemViews: ReadonlySet<string>;
+  /** Sets the instance's memory and spill limits to the executions running (resourceBounds.ts). */
+  readonly #bounds: ResourceBounds | undefined;
 
   /** `systemViews`: DuckDB's built-in catalog views, which user SQL may not read. */
   readonly #encodeMinBytes: number;
@@ -177,8 +198,12 @@ export class DuckDbEngine implements SqlEngine {
     systemViews: ReadonlySet<string> = new Set(),
     encodeMinBytes = DEFAULT_ENCODE_MIN_BYTES,
     arrowChunkRows: (columnCount: number) => number = defaultArrowChunkRows,
+    ceilings?: EngineCeilings,
   ) {
     this.#instance = instance;
+    if (ceilings !== undefined) {
+      this.#bounds = new ResourceBounds(ceilings, (stmt) => this.#withTrusted(async (conn) => void (await conn.run(stmt))));
+    }
     this.#arrowChunkRows = arrowChunkRows;
     this.#attached = new AttachedResults<OpenResult>({
       max: MAX_ATTACHED,
@@ -200,11 +225,12 @@ export class DuckDbEngine implements SqlEngine {
     });
     this.#encodeMinBytes = encodeMinBytes;
     this.#resultsDir = join(dataDir, 'results');
+    this.#serviceDatabase = join(dataDir, 'service.duckdb');
     this.#systemViews = systemViews;
   }
 
   /** Refuses the user's SQL before any of it runs when one statement is not allowed. */
-  async #checkAccess(conn: DuckDBConnection, sql: string, statements: SqlStatement[], opts: ExecuteOptions): Promise<AccessContext> {
+  async #checkAccess(conn: DuckDBConnection, sql: string, statements: SqlStatement[], opts: ExecuteOptions): Promise<{ ctx: AccessContext; writesTeamSchema: boolean }> {
     const db = await conn.runAndReadAll(
       "SELECT current_database() AS db, list(lower(schema_name)) AS schemas FROM duckdb_schemas() WHERE database_name = current_database() AND schema_name NOT IN ('information_schema', 'pg_catalog')",
     );
@@ -225,7 +251,7 @@ export class DuckDbEngine implements SqlEngine {
         throw new EngineError('semantic', `line ${line}:${column}: ${denial.message}`, { line, column });
       }
     }
-    return ctx;
+    return { ctx, writesTeamSchema: sandbox.writesTeamSchema };
   }
 
   #path(id: string): string {
@@ -278,11 +304,21 @@ export class DuckDbEngine implements SqlEngine {
     const alias = sqlIdent(`w_${opts.resultId}`);
     let attached = false;
     let access: AccessContext | undefined;
+    let quota: StorageQuota | undefined;
+    let leaveBounds: (() => Promise<void>) | undefined;
     try {
+      check();
+      if (this.#bounds !== undefined && opts.bounds !== undefined) leaveBounds = await this.#bounds.enter(opts.bounds);
       check();
       if (opts.team !== undefined) await this.#teamSchema(opts.team);
       check();
-      access = await this.#checkAccess(conn, sql, statements, opts);
+      const checked = await this.#checkAccess(conn, sql, statements, opts);
+      access = checked.ctx;
+      // SQL that stores rows in the team's schema runs in one transaction, kept only if the
+      // team's storage stays within its quota (storageQuota.ts).
+      if (checked.writesTeamSchema && opts.team !== undefined && opts.storageQuota !== undefined) {
+        quota = await StorageQuota.begin(conn, opts.team, opts.storageQuota, this.#serviceDatabase);
+      }
       for (const st of statements.slice(0, -1)) {
         check();
         await runStatement(conn, sql, st);
@@ -295,13 +331,23 @@ export class DuckDbEngine implements SqlEngine {
         throw toEngineError(err, originOf(sql, last, last.text, 0));
       }
       check();
+      // A last statement that writes runs inside the transaction; its few rows (a count, a
+      // plan) are held until the result file can be written, after the commit.
+      let held: DuckDBDataChunk[] | undefined;
+      if (quota !== undefined) {
+        if (prepared.statementType !== StatementType.SELECT) held = await runHeld(prepared, sql, last);
+        check();
+        await quota.settle();
+        quota = undefined;
+      }
+      check();
       await rm(tmpPath, { force: true });
       await rm(`${tmpPath}.wal`, { force: true });
       check();
       await conn.run(`ATTACH ${sqlString(tmpPath)} AS ${alias}`);
       attached = true;
       check();
-      const columnNames = await this.#store(conn, sql, last, prepared, alias);
+      const columnNames = await this.#store(conn, sql, last, prepared, alias, held);
       check();
       const info = await this.#finish(conn, alias, columnNames, opts.maxResultBytes);
       check();
@@ -315,14 +361,18 @@ export class DuckDbEngine implements SqlEngine {
     } catch (err) {
       // Cleanup statements must not be interrupted (a failed DETACH would leave the file attached).
       stopRepeating();
+      const overflow = quota?.overflowError();
+      if (quota !== undefined) await quota.abandon();
       if (attached) await this.#detachRetrying(conn, alias);
       await rm(tmpPath, { force: true }).catch(() => undefined);
       await rm(`${tmpPath}.wal`, { force: true }).catch(() => undefined);
+      if (overflow !== undefined) throw overflow;
       if (stop) throw stopError(stop, opts.timeoutMs);
-      const mapped = toEngineError(err);
+      const mapped = boundsError(toEngineError(err), opts.bounds);
       throw access === undefined ? mapped : withoutHiddenHints(mapped, access);
     } finally {
       stopRepeating();
+      await leaveBounds?.().catch(() => undefined);
       if (timer) clearTimeout(timer);
       opts.signal.removeEventListener('abort', onAbort);
       this.#running.delete(conn);
@@ -389,9 +439,10 @@ export class DuckDbEngine implements SqlEngine {
     last: SqlStatement,
     prepared: DuckDBPreparedStatement,
     alias: string,
+    held?: DuckDBDataChunk[],
   ): Promise<string[]> {
     const names = uniqueColumnNames(Array.from({ length: prepared.columnCount }, (_, i) => prepared.columnName(i)));
-    if (prepared.statementType === StatementType.SELECT && names.length > 0) {
+    if (held === undefined && prepared.statementType === StatementType.SELECT && names.length > 0) {
       const prefix = `CREATE TABLE ${alias}.main.result AS SELECT * FROM (\n`;
       const ran = `${prefix}${last.text}\n) AS __t(${names.map((_, i) => `c${i}`).join(', ')})`;
       try {
@@ -408,11 +459,16 @@ export class DuckDbEngine implements SqlEngine {
     if (types.length > 0) {
       await conn.run(`CREATE TABLE ${alias}.main.result (${types.map((t, i) => `c${i} ${sqlTypeOf(t)}`).join(', ')})`);
     }
-    let result;
-    try {
-      result = await prepared.stream();
-    } catch (err) {
-      throw toEngineError(err, originOf(sql, last, last.text, 0));
+    let result: { fetchChunk(): Promise<DuckDBDataChunk | null> };
+    if (held !== undefined) {
+      const chunks = held.values();
+      result = { fetchChunk: async () => chunks.next().value ?? null };
+    } else {
+      try {
+        result = await prepared.stream();
+      } catch (err) {
+        throw toEngineError(err, originOf(sql, last, last.text, 0));
+      }
     }
     if (types.length === 0) return [];
     const appender = await conn.createAppender('result', 'main', alias.slice(1, -1).replaceAll('""', '"'));

@@ -10,6 +10,7 @@ import { customTypeStatements } from './customTypes.ts';
 import { loadSampleDataset } from './sampleDataset.ts';
 import { sqlString } from '../sql.ts';
 import { lockDown } from './lockdown.ts';
+import type { EngineCeilings } from './resourceBounds.ts';
 import type { OpenEngineOptions, SqlEngine } from './types.ts';
 
 export * from './types.ts';
@@ -29,6 +30,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
   // process's files being written (a process that finds the folder held must not touch them).
   const instance = await DuckDBInstance.create(join(opts.dataDir, 'engine.duckdb'), config);
   let systemViews: Set<string>;
+  let ceilings: EngineCeilings;
   try {
     await DuckDbEngine.removeIncomplete(resultsDir);
     const conn = await instance.connect();
@@ -46,6 +48,8 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
         "SELECT lower(view_name) FROM duckdb_views() WHERE internal AND database_name = 'system' AND schema_name IN ('main', 'pg_catalog')",
       );
       systemViews = new Set(views.getRowsJson().map((r) => String(r[0])));
+      const limits = (await conn.runAndReadAll("SELECT current_setting('memory_limit'), current_setting('max_temp_directory_size')")).getRowsJson()[0]!;
+      ceilings = { memoryLimit: String(limits[0]), maxTempDirectorySize: String(limits[1]) };
       await lockDown(conn, resultsDir);
     } finally {
       conn.closeSync();
@@ -54,7 +58,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
     instance.closeSync();
     throw err;
   }
-  return new DuckDbEngine(instance, opts.dataDir, systemViews, opts.encodeMinBytes, opts.arrowChunkRows);
+  return new DuckDbEngine(instance, opts.dataDir, systemViews, opts.encodeMinBytes, opts.arrowChunkRows, ceilings);
 }
 
 /** DuckDB's configuration of the instance: set at creation, locked from then on (lockdown.ts). */

@@ -6,12 +6,17 @@
 //   INSERT [OR REPLACE|IGNORE] INTO name [(columns)] [BY NAME] query     (temp or own schema)
 //   DROP TABLE|VIEW [IF EXISTS] name                                      (temp or own schema)
 //   EXPLAIN [ANALYZE] statement, PRAGMA table_info|show('table')
+// A view a query reads is judged when it is read, by what its own query reads and calls, with
+// the reader's rights (views over views too): a view made when another team's table was
+// shared stops answering once that table is private, and a view made under older rules is
+// held to today's lists.
 // Everything else is denied: SET, RESET, PRAGMA, ATTACH, DETACH, USE, COPY, EXPORT, IMPORT,
 // INSTALL, LOAD, CALL, CREATE MACRO/SCHEMA/SECRET/..., ALTER, UPDATE, DELETE, transactions.
 // The engine-wide lockdown (lockdown.ts) stays underneath as a second wall.
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { selectDenial, tableReadDenial, tableWriteDenial, type AccessContext, type Denial } from './accessPolicy.ts';
 import { readName, skipParens, splitNameText, tokenize, type SqlToken } from './sqlTokens.ts';
+import { viewDenial, type ViewCatalog } from './viewExpansion.ts';
 import { utf16IndexOf } from './sqlPosition.ts';
 
 /** A denial located in the checked text (UTF-16 offset). */
@@ -20,7 +25,7 @@ export interface StatementDenial {
   offset: number;
 }
 
-type Parsed = { kind: 'query'; statements: unknown[] } | { kind: 'other' } | { kind: 'parse_error' };
+export type Parsed = { kind: 'query'; statements: unknown[] } | { kind: 'other' } | { kind: 'parse_error' };
 
 async function parse(conn: DuckDBConnection, text: string): Promise<Parsed> {
   const reader = await conn.runAndReadAll('SELECT json_serialize_sql($1::VARCHAR)', [text]);
@@ -50,10 +55,22 @@ function kindDenial(word: string): string {
 export class Sandbox {
   readonly #conn: DuckDBConnection;
   readonly #ctx: AccessContext;
+  /** The views of every catalog the connection sees, read once per sandbox when a query names a table. */
+  #views: Promise<ViewCatalog> | undefined;
+  #writesTeamSchema = false;
 
   constructor(conn: DuckDBConnection, ctx: AccessContext) {
     this.#conn = conn;
     this.#ctx = ctx;
+  }
+
+  /** True once a checked statement creates a table in, or inserts into, the team's schema (storage it must pay for). */
+  get writesTeamSchema(): boolean {
+    return this.#writesTeamSchema;
+  }
+
+  #noteWrite(parts: string[]): void {
+    if (parts.length === 3 && parts[0]!.toLowerCase() === 'service') this.#writesTeamSchema = true;
   }
 
   /** The first reason `text` (one statement) must not run, or undefined when it may. */
@@ -70,7 +87,9 @@ export class Sandbox {
     if (parsed.kind === 'parse_error') return depth === 0 ? undefined : at(0, 'Not allowed: this form of statement cannot be checked');
     if (parsed.kind === 'query') {
       if (parsed.statements.length !== 1) return at(0, 'Not allowed: one statement expected here');
-      const d = selectDenial(parsed.statements[0], this.#ctx);
+      const d =
+        selectDenial(parsed.statements[0], this.#ctx) ??
+        (await viewDenial(parsed.statements[0], this.#ctx, () => this.#viewCatalog(), (sql) => parse(this.#conn, sql)));
       return d ? this.#located(text, base, d) : undefined;
     }
     const tokens = tokenize(text);
@@ -116,6 +135,13 @@ export class Sandbox {
     }
   }
 
+  #viewCatalog(): Promise<ViewCatalog> {
+    this.#views ??= this.#conn
+      .runAndReadAll('SELECT lower(database_name), lower(schema_name), lower(view_name), sql FROM duckdb_views() WHERE NOT internal')
+      .then((r) => new Map(r.getRowsJson().map(([db, schema, view, sql]) => [`${String(db)}.${String(schema)}.${String(view)}`, String(sql)])));
+    return this.#views;
+  }
+
   async #statementCount(text: string): Promise<number> {
     try {
       return (await this.#conn.extractStatements(text)).count;
@@ -148,6 +174,7 @@ export class Sandbox {
     if (!name) return at(tokens[i]?.start ?? 0, 'Not allowed: CREATE needs a table name');
     const why = tableWriteDenial(name.parts, !temp, this.#ctx);
     if (why) return at(tokens[i]!.start, why);
+    if (!temp && object.value === 'table') this.#noteWrite(name.parts);
     i = name.next;
     if (tokens[i]?.value === '(') i = skipParens(tokens, i);
     if (i >= tokens.length) return undefined;
@@ -168,6 +195,7 @@ export class Sandbox {
     if (!name) return at(tokens[i]?.start ?? 0, 'Not allowed: INSERT INTO needs a table name');
     const why = tableWriteDenial(name.parts, false, this.#ctx);
     if (why) return at(tokens[i]!.start, why);
+    this.#noteWrite(name.parts);
     i = name.next;
     if (tokens[i]?.value === '(') i = skipParens(tokens, i);
     if (tokens[i]?.value === 'by' && (tokens[i + 1]?.value === 'name' || tokens[i + 1]?.value === 'position')) i += 2;
@@ -204,7 +232,9 @@ export class Sandbox {
       if (name?.value === 'table_info' || name?.value === 'show') return at(name.start, "Not allowed: this form of PRAGMA; write PRAGMA table_info('<table>')");
       return at(tokens[0]!.start, kindDenial('pragma'));
     }
-    const why = tableReadDenial(arg.kind === 'string' ? splitNameText(arg.value) : [arg.value], this.#ctx);
+    // DuckDB splits the argument on its dots whether it is written as a string or as a quoted
+    // identifier: PRAGMA table_info("service.other.t") names service.other.t.
+    const why = tableReadDenial(splitNameText(arg.value), this.#ctx);
     return why ? at(arg.start, why) : undefined;
   }
 }

@@ -14,6 +14,7 @@ import { sqlIdent, sqlString } from '../sql.ts';
 import { uniqueColumnNames } from './columnNames.ts';
 import { ingestCsvSql } from './csvIngest.ts';
 import type { IngestedCsv, ServiceTables } from './types.ts';
+import { teamTableBytes } from './teamStorage.ts';
 
 /** The part of a DuckDB connection the table code uses. */
 export type TableConnection = Pick<DuckDBConnection, 'run' | 'runAndReadAll'>;
@@ -99,6 +100,10 @@ export class DuckDbServiceTables implements ServiceTables {
 
   async exists(team: string, name: string): Promise<boolean> {
     return this.#host.withConnection((conn) => exists(conn, team, name));
+  }
+
+  teamTableBytes(team: string): Promise<number> {
+    return this.#host.withConnection((conn) => teamTableBytes(conn, team));
   }
 
   async dropStagingLeftovers(): Promise<string[]> {

@@ -29,6 +29,12 @@ export interface ExecuteOptions {
   threads?: number;
   /** Rejects with EngineError kind 'timeout' when exceeded. */
   timeoutMs?: number;
+  /**
+   * Engine memory and temporary disk the execution may use (its tier's); beyond them it fails
+   * with EngineError kind 'capacity'. DuckDB bounds memory per instance, not per query: the
+   * engine's limits are the sum over the executions running (resourceBounds.ts).
+   */
+  bounds?: { memoryBytes: number; tempBytes: number; tier: string };
   /** Results larger than this (in ResultInfo.bytes terms) are cut and flagged truncated. */
   maxResultBytes?: number;
   /**
@@ -44,6 +50,13 @@ export interface ExecuteOptions {
    * another team's schema are never allowed.
    */
   canRead?: (owner: string, name: string) => boolean;
+  /**
+   * The team's storage quota, when SQL that writes `service.<team>` must keep within it. Such SQL
+   * then runs in one transaction; when the team's tables (teamTableBytes) plus `otherBytes` (its
+   * views and uploads) would exceed `limitBytes`, nothing it wrote is kept and the execution fails
+   * with EngineError kind 'capacity'.
+   */
+  storageQuota?: { limitBytes: number; otherBytes: number };
 }
 
 export interface PageRequest {
@@ -119,6 +132,11 @@ export interface ServiceTables {
   exists(team: string, name: string): Promise<boolean>;
   /** Drops the work tables a crash left half-written; returns their full names. */
   dropStagingLeftovers(): Promise<string[]>;
+  /**
+   * Bytes (CSV text of the rows, as result_set_bytes) of the tables the team's own SQL created in
+   * `service.<team>`; the service's views and datasets are not among them.
+   */
+  teamTableBytes(team: string): Promise<number>;
 }
 
 export interface SqlEngine {

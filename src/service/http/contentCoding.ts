@@ -56,10 +56,16 @@ export type Compressor = Transform & { flush(callback: () => void): void };
  * JSON page at well over 100 MB/s; brotli is held to quality 3 (its default, 11, takes seconds a page).
  */
 export function compressor(coding: Coding, sizeHint: number): Compressor {
-  const chunkSize = 64 * 1024;
-  if (coding === 'zstd') return createZstdCompress({ chunkSize, params: { [constants.ZSTD_c_compressionLevel]: 1 } });
+  // The compressor takes up to READ_AHEAD bytes before it says to wait: the next reads of the
+  // file go on while it compresses (each block it takes is a trip to libuv's thread pool, and at
+  // the default 16 KiB the reads waited for every one of them).
+  const chunkSize = 256 * 1024;
+  const stream = { writableHighWaterMark: READ_AHEAD };
+  if (coding === 'zstd') return createZstdCompress({ ...stream, chunkSize, params: { [constants.ZSTD_c_compressionLevel]: 1 } });
   if (coding === 'br') {
-    return createBrotliCompress({ chunkSize, params: { [constants.BROTLI_PARAM_QUALITY]: 3, [constants.BROTLI_PARAM_SIZE_HINT]: sizeHint } });
+    return createBrotliCompress({ ...stream, chunkSize, params: { [constants.BROTLI_PARAM_QUALITY]: 3, [constants.BROTLI_PARAM_SIZE_HINT]: sizeHint } });
   }
-  return createGzip({ chunkSize, level: 1 });
+  return createGzip({ ...stream, chunkSize, level: 1 });
 }
+
+const READ_AHEAD = 2 * 1024 * 1024;

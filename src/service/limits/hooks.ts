@@ -26,6 +26,11 @@ export interface ExecutionHooks {
   afterRun?(rec: ExecutionRecord, info: ResultInfo): Promise<void>;
   /** Lets the engine's sandbox read another team's `service.<owner>.<name>` (a non-private view or dataset). */
   canRead?(owner: string, name: string): boolean;
+  /**
+   * The team's storage quota and what its views and uploads already hold, for SQL that writes
+   * tables in its schema (the engine adds the tables and refuses what would exceed the quota).
+   */
+  storageQuota?(team: string): { limitBytes: number; otherBytes: number };
   /** Once per execution, when it reaches a terminal state (COMPLETED*, FAILED, CANCELED). */
   finished?(rec: ExecutionRecord): Promise<void>;
 }
@@ -35,14 +40,16 @@ export interface HookParts {
   ledger: CreditLedger;
   views: ViewService;
   canRead(owner: string, name: string): boolean;
+  storageQuota?(team: string): { limitBytes: number; otherBytes: number };
 }
 
 /**
  * Credits are reserved when a submission is admitted and settled when it finishes; a view
  * refresh swaps its table in after the run.
  */
-export function executionHooks({ settings, ledger, views, canRead }: HookParts): ExecutionHooks {
+export function executionHooks({ settings, ledger, views, canRead, storageQuota }: HookParts): ExecutionHooks {
   return {
+    ...(storageQuota === undefined ? {} : { storageQuota }),
     admit: (rec) => ledger.reserve(rec.team, executionCost(settings, rec.performance, true), rec.id),
     abandon: (rec) => ledger.release(rec.id),
     afterRun: async (rec, info) => {

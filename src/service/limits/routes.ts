@@ -16,7 +16,7 @@ export function usageRoutes(sources: UsageSources): Route[] {
       path: '/v1/usage',
       scope: 'Admin',
       async handle(ctx) {
-        return json(200, usageOf(ctx.principal.team, sources));
+        return json(200, await usageOf(ctx.principal.team, sources));
       },
     },
     {
@@ -25,7 +25,7 @@ export function usageRoutes(sources: UsageSources): Route[] {
       scope: 'Admin',
       async handle(ctx) {
         const period = validateBody(UsageRequestSchema, (await ctx.body()) ?? {});
-        return json(200, billingUsageOf(ctx.principal.team, sources, period));
+        return json(200, await billingUsageOf(ctx.principal.team, sources, period));
       },
     },
   ];

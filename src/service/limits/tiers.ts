@@ -17,6 +17,9 @@ export interface TierPolicy {
   threads: number;
   timeoutMs: number;
   costFactor: number;
+  /** Engine memory and temporary disk an execution of the tier may use. */
+  memoryLimitBytes: number;
+  tempLimitBytes: number;
 }
 
 /** The settings of a tier for one execution. */
@@ -27,6 +30,8 @@ export function tierPolicy(settings: ServiceSettings, performance: Performance, 
     threads: t.threads,
     timeoutMs: purpose === 'view' ? t.timeout_ms * VIEW_TIMEOUT_FACTOR : t.timeout_ms,
     costFactor: t.cost_factor,
+    memoryLimitBytes: t.memory_limit_bytes,
+    tempLimitBytes: t.temp_limit_bytes,
   };
 }
 

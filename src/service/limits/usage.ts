@@ -4,8 +4,8 @@ import type { CreditLedger } from './credits.ts';
 
 export interface UsageSources {
   ledger: CreditLedger;
-  /** Bytes the team's materialized views and uploaded datasets hold. */
-  storageBytes(team: string): number;
+  /** Bytes the team stores: its materialized views, uploaded datasets and the tables its SQL created. */
+  storageBytes(team: string): number | Promise<number>;
   storageQuotaBytes(team: string): number;
   /** Saved queries of the team that are private. */
   privateQueries(team: string): number;
@@ -14,7 +14,7 @@ export interface UsageSources {
 const DAY_MS = 86_400_000;
 
 /** GET /v1/usage: the team's consumption in the current billing cycle. */
-export function usageOf(team: string, src: UsageSources): Usage {
+export async function usageOf(team: string, src: UsageSources): Promise<Usage> {
   const cycle = src.ledger.cycle();
   return {
     team,
@@ -23,7 +23,7 @@ export function usageOf(team: string, src: UsageSources): Usage {
     credits_used: src.ledger.used(team),
     credits_limit: src.ledger.limit(team),
     executions: src.ledger.executions(team),
-    storage_bytes: src.storageBytes(team),
+    storage_bytes: await src.storageBytes(team),
     storage_quota_bytes: src.storageQuotaBytes(team),
   };
 }
@@ -32,7 +32,7 @@ export function usageOf(team: string, src: UsageSources): Usage {
  * POST /v1/usage, in the shape the official clients decode: the billing cycles the period overlaps
  * (both days included; without a period, the current cycle). The service has no dashboards.
  */
-export function billingUsageOf(team: string, src: UsageSources, period: UsageRequest): BillingUsage {
+export async function billingUsageOf(team: string, src: UsageSources, period: UsageRequest): Promise<BillingUsage> {
   const { start_date: start, end_date: end } = period;
   const current = src.ledger.cycle();
   const open = start === undefined && end === undefined;
@@ -41,7 +41,7 @@ export function billingUsageOf(team: string, src: UsageSources, period: UsageReq
   return {
     private_queries: src.privateQueries(team),
     private_dashboards: 0,
-    bytes_used: src.storageBytes(team),
+    bytes_used: await src.storageBytes(team),
     bytes_allowed: src.storageQuotaBytes(team),
     billing_periods: src.ledger.periods(team, from, to).map((c) => ({
       start_date: formatTimestamp(c.start).slice(0, 10),

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.ts';
 import { JsonStore } from '../store.ts';
 import type { ServiceTables } from '../engine/types.ts';
 import { ingestCsv } from './csvIngest.ts';
+import { StorageQuotaError } from './errors.ts';
 
 export const DatasetRecordSchema = z.object({
   team: z.string(),
@@ -19,12 +20,23 @@ export const DatasetRecordSchema = z.object({
 });
 export type DatasetRecord = z.infer<typeof DatasetRecordSchema>;
 
+export interface DatasetsDeps {
+  tables: ServiceTables;
+  clock: Clock;
+  store?: JsonStore<DatasetRecord>;
+  /**
+   * The team's storage quota and what it stores besides its datasets (views, the tables its SQL
+   * created). Absent: uploads are not limited.
+   */
+  quota?(team: string): Promise<{ limitBytes: number; otherBytes: number }>;
+}
+
 /** Uploaded CSV datasets: their tables live in DuckDB, their descriptions here (one file each). */
 export class Datasets {
   readonly #records = new Map<string, DatasetRecord>();
-  readonly #deps: { tables: ServiceTables; clock: Clock; store?: JsonStore<DatasetRecord> };
+  readonly #deps: DatasetsDeps;
 
-  constructor(deps: { tables: ServiceTables; clock: Clock; store?: JsonStore<DatasetRecord> }) {
+  constructor(deps: DatasetsDeps) {
     this.#deps = deps;
   }
 
@@ -35,8 +47,9 @@ export class Datasets {
 
   /** POST /v1/uploads/csv: creates or replaces `service.<team>.dataset_<table_name>`. Throws UploadError (400). */
   async upload(team: string, req: UploadCsvRequest): Promise<{ success: true; table_name: string }> {
-    const t = await ingestCsv(this.#deps.tables, { team, tableName: req.table_name, data: req.data });
     const name = `dataset_${req.table_name}`;
+    await this.#checkQuota(team, name, Buffer.byteLength(req.data));
+    const t = await ingestCsv(this.#deps.tables, { team, tableName: req.table_name, data: req.data });
     const now = this.#deps.clock.now();
     const prev = this.#records.get(`${team}.${name}`);
     const rec: DatasetRecord = {
@@ -55,6 +68,17 @@ export class Datasets {
     return { success: true, table_name: t.fullName };
   }
 
+  /** Refuses (402) an upload that would take the team past its quota; the dataset it replaces does not count. */
+  async #checkQuota(team: string, name: string, bytes: number): Promise<void> {
+    if (this.#deps.quota === undefined) return;
+    const { limitBytes, otherBytes } = await this.#deps.quota(team);
+    const datasets = this.storageBytes(team) - (this.#records.get(`${team}.${name}`)?.bytes ?? 0);
+    if (otherBytes + datasets + bytes <= limitBytes) return;
+    throw new StorageQuotaError(
+      `This upload would exceed your team's storage quota: the CSV is ${bytes} bytes, and with the team's other datasets (${datasets} bytes) and its materialized views and tables (${otherBytes} bytes) that exceeds the quota of ${limitBytes} bytes. Nothing was stored; delete views or drop tables you no longer need, or upload fewer rows.`,
+    );
+  }
+
   get(team: string, name: string): DatasetRecord | undefined {
     return this.#records.get(`${team}.${name}`);
   }
@@ -67,10 +91,15 @@ export class Datasets {
 }
 
 /** The datasets kept under `dir` (one record per table), loaded; `flush` waits for their writes. */
-export async function openDatasets(tables: ServiceTables, clock: Clock, dir: string): Promise<{ datasets: Datasets; flush(): Promise<void> }> {
+export async function openDatasets(
+  tables: ServiceTables,
+  clock: Clock,
+  dir: string,
+  quota?: DatasetsDeps['quota'],
+): Promise<{ datasets: Datasets; flush(): Promise<void> }> {
   const store = new JsonStore<DatasetRecord>(dir);
   await store.init();
-  const datasets = new Datasets({ tables, clock, store });
+  const datasets = new Datasets({ tables, clock, store, ...(quota === undefined ? {} : { quota }) });
   await datasets.load();
   return { datasets, flush: () => store.flush() };
 }

@@ -7,3 +7,13 @@ export class UploadError extends HttpError {
     super(400, message);
   }
 }
+
+/**
+ * An upload that would take the team past its storage quota: 402, as every request that would
+ * exceed the team's configured limits (protocol.md section 6). Nothing is written.
+ */
+export class StorageQuotaError extends HttpError {
+  constructor(message: string) {
+    super(402, message);
+  }
+}

@@ -33,6 +33,8 @@ export interface ViewServiceDeps {
   clock: Clock;
   /** The team's plan storage_quota_bytes. */
   quotaOf(team: string): number;
+  /** What else the team stores under the same quota: its uploads and the tables its SQL created. */
+  otherStorageBytes?(team: string): Promise<number>;
   newId(): string;
 }
 
@@ -148,9 +150,11 @@ export class ViewService {
     }
     const quota = this.#d.quotaOf(rec.team);
     const others = this.#d.registry.storageBytes(rec.team, rec.name);
-    if (others + out.bytes > quota) {
+    const rest = (await this.#d.otherStorageBytes?.(rec.team)) ?? 0;
+    if (others + rest + out.bytes > quota) {
+      const also = rest > 0 ? ` and its uploads and tables (${rest} bytes)` : '';
       throw new ViewRefreshError(
-        `Refresh of materialized view ${full} failed: its result is ${out.bytes} bytes, and with the team's other views (${others} bytes) that exceeds the storage quota of ${quota} bytes; the previous table is kept. Make the query's result smaller or delete other views.`,
+        `Refresh of materialized view ${full} failed: its result is ${out.bytes} bytes, and with the team's other views (${others} bytes)${also} that exceeds the storage quota of ${quota} bytes; the previous table is kept. Make the query's result smaller or delete other views${rest > 0 ? ', uploads or tables' : ''}.`,
       );
     }
     await this.#d.tables.replaceFromResult(rec.team, rec.name, executionId, out.columnNames);

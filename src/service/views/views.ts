@@ -37,6 +37,8 @@ export interface ViewsDeps {
   tables: ServiceTables;
   /** The service's executions and saved queries: a refresh is an execution of the view's query. */
   service(): ServiceContext;
+  /** What else the team stores under its storage quota (uploads, the tables its SQL created). */
+  otherStorageBytes?(team: string): Promise<number>;
 }
 
 /** The views kept under `deps.dir`, loaded. */
@@ -53,6 +55,7 @@ export async function openViews(deps: ViewsDeps): Promise<Views> {
     runner: refreshRunner(deps.service),
     clock,
     quotaOf: (team) => settings.teams.find((t) => t.name === team)?.plan.storage_quota_bytes ?? 0,
+    ...(deps.otherStorageBytes === undefined ? {} : { otherStorageBytes: deps.otherStorageBytes }),
     newId: () => ids(Math.floor(clock.now())),
   });
   const scheduler = new ViewScheduler({

@@ -51,9 +51,13 @@ test('extensions cannot be installed or loaded', async () => {
 });
 
 test('the configuration is locked, the lock included', async () => {
-  for (const sql of ['SET threads = 1', 'SET errors_as_json = true', 'RESET memory_limit', 'PRAGMA threads = 1', 'SET GLOBAL lock_configuration = false']) {
+  for (const sql of ['SET threads = 1', 'SET errors_as_json = true', 'RESET temp_directory', 'PRAGMA threads = 1', 'SET GLOBAL lock_configuration = false', "SET GLOBAL allowed_configs = ['threads']"]) {
     expect(await failure(sql), sql).toContain('the configuration has been locked');
   }
+  // Only the limits the engine sets per running execution (resourceBounds.ts) stay changeable
+  // under the lock; user SQL cannot issue SET (the sandbox refuses it).
+  const allowed = await conn.runAndReadAll("SELECT current_setting('allowed_configs')");
+  expect(String(allowed.getRowsJson()[0]![0]).split(',').sort()).toEqual(['max_memory', 'max_temp_directory_size']);
   const threads = await conn.runAndReadAll("SELECT current_setting('threads')");
   expect(Number(threads.getRowsJson()[0]![0])).toBe(2);
 });

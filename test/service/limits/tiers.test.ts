@@ -12,8 +12,8 @@ describe('tiers', () => {
   });
 
   it('gives large more threads and each tier its timeout; views an extended one', () => {
-    expect(tierPolicy(settings, 'medium')).toEqual({ performance: 'medium', threads: 1, timeoutMs: 1000, costFactor: 1 });
-    expect(tierPolicy(settings, 'large')).toEqual({ performance: 'large', threads: 4, timeoutMs: 1000, costFactor: 2 });
+    expect(tierPolicy(settings, 'medium')).toEqual({ performance: 'medium', threads: 1, timeoutMs: 1000, costFactor: 1, memoryLimitBytes: 1024 ** 3, tempLimitBytes: 4 * 1024 ** 3 });
+    expect(tierPolicy(settings, 'large')).toEqual({ performance: 'large', threads: 4, timeoutMs: 1000, costFactor: 2, memoryLimitBytes: 2 * 1024 ** 3, tempLimitBytes: 8 * 1024 ** 3 });
     expect(tierPolicy(settings, 'medium', 'view').timeoutMs).toBe(1000 * VIEW_TIMEOUT_FACTOR);
   });
 });

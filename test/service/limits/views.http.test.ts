@@ -254,14 +254,16 @@ describe('refreshes replace the table atomically; the storage quota', () => {
 
   it('a refresh over the quota fails with a clear error, costs 0, and the previous table stays', async () => {
     await upload(svc, 'grow', versioned(1, 10));
-    const q = await createQuery(svc, 'grow', 'SELECT v, i FROM service.demo.dataset_grow');
+    // Version 1 gives 10 rows; version 2 (an upload as small) 2,000: uploads count toward the
+    // same quota, so the view's result grows, not the upload.
+    const q = await createQuery(svc, 'grow', 'SELECT d.v, d.i FROM service.demo.dataset_grow d, range(200) r WHERE d.v > 1 OR r.range = 0');
     await refreshed(svc, await upsert(svc, { name: 'result_grow', query_id: q }));
     const before = (await call(svc, 'GET', '/v1/materialized-views/result_grow', { key: svc.keys.demo.read })).json;
-    await upload(svc, 'grow', versioned(2, 2000));
+    expect((await upload(svc, 'grow', versioned(2, 10))).status).toBe(200);
     const s = await refreshed(svc, await call(svc, 'POST', '/v1/materialized-views/result_grow/refresh', { key: svc.keys.demo.write }));
     expect(s.state).toBe('QUERY_STATE_FAILED');
     expect(s.execution_cost_credits).toBe(0);
-    expect(s.error.message).toMatch(/^Refresh of materialized view service\.demo\.result_grow failed: its result is \d+ bytes, and with the team's other views \(\d+ bytes\) that exceeds the storage quota of 4000 bytes; the previous table is kept/);
+    expect(s.error.message).toMatch(/^Refresh of materialized view service\.demo\.result_grow failed: its result is \d+ bytes, and with the team's other views \(\d+ bytes\) and its uploads and tables \(\d+ bytes\) that exceeds the storage quota of 4000 bytes; the previous table is kept/);
     expect((await query(svc, 'SELECT count(*)::BIGINT AS n, min(v)::BIGINT AS v FROM service.demo.result_grow')).rows).toEqual([{ n: 10, v: 1 }]);
     const after = (await call(svc, 'GET', '/v1/materialized-views/result_grow', { key: svc.keys.demo.read })).json;
     expect(after.table_size_bytes).toBe(before.table_size_bytes);

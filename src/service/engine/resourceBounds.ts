@@ -1,0 +1,120 @@
+// Memory and temporary-disk bounds of executions, from their tiers. DuckDB 1.5 bounds memory
+// (`memory_limit`) and spilled data (`max_temp_directory_size`) per instance only: no setting is
+// per connection or per query (duckdb_settings() lists none), and its memory accounting is not
+// by query. So the engine sets the instance's limits to the sum of the bounds of the executions
+// running, plus a reserve for the service's own work (page queries, encodings, view copies),
+// never above the limits the instance was opened with, and back to those when none runs. The
+// lockdown lets only these two settings change (`allowed_configs`); the sandbox refuses SET.
+//
+// What that gives: an execution running alone fails (FAILED, capacity, cost 0) once it needs
+// more than its tier allows; executions running together are bounded together by the sum of
+// their tiers (a team's share by its max_inflight executions), so a runaway query fails cleanly
+// instead of taking the machine; it can still take headroom its neighbours were not using.
+import { EngineError } from './types.ts';
+
+/** What an execution may use (its tier's bounds). */
+export interface ExecutionBounds {
+  memoryBytes: number;
+  tempBytes: number;
+  tier: string;
+}
+
+/** Engine memory kept for the service's own statements while executions run. */
+export const SERVICE_RESERVE_BYTES = 64 * 1024 * 1024;
+
+const UNITS: Record<string, number> = {
+  b: 1, bytes: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, tib: 1024 ** 4,
+};
+
+/** DuckDB's text of a size ('18.8 GiB', '95.3 MiB'); undefined when it is not one ('90% of available disk space'). */
+export function parseDuckDbSize(text: string): number | undefined {
+  const m = /^\s*([0-9.]+)\s*([A-Za-z]+)\s*$/.exec(text);
+  const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
+  return m && unit !== undefined ? Math.floor(Number(m[1]) * unit) : undefined;
+}
+
+export function formatBytes(n: number): string {
+  if (n >= 1024 ** 3 && n % 1024 ** 3 === 0) return `${n / 1024 ** 3} GiB`;
+  if (n >= 1024 ** 2 && n % 1024 ** 2 === 0) return `${n / 1024 ** 2} MiB`;
+  return `${n} bytes`;
+}
+
+/** The instance's limits when it was opened: DuckDB's texts, restored when no execution runs. */
+export interface EngineCeilings {
+  memoryLimit: string;
+  maxTempDirectorySize: string;
+}
+
+export class ResourceBounds {
+  readonly #running = new Set<ExecutionBounds>();
+  readonly #set: (sql: string) => Promise<void>;
+  readonly #ceilings: EngineCeilings;
+  readonly #memoryCeiling: number;
+  readonly #tempCeiling: number;
+  /** SETs are applied one after the other, each with the set of executions at that moment. */
+  #applying: Promise<void> = Promise.resolve();
+  #applied = '';
+
+  constructor(ceilings: EngineCeilings, set: (sql: string) => Promise<void>) {
+    this.#ceilings = ceilings;
+    this.#set = set;
+    this.#memoryCeiling = parseDuckDbSize(ceilings.memoryLimit) ?? Number.POSITIVE_INFINITY;
+    this.#tempCeiling = parseDuckDbSize(ceilings.maxTempDirectorySize) ?? Number.POSITIVE_INFINITY;
+  }
+
+  /** Counts the execution in until the returned function is called (once it has stopped). */
+  async enter(bounds: ExecutionBounds): Promise<() => Promise<void>> {
+    const own = { ...bounds };
+    this.#running.add(own);
+    await this.#apply();
+    return async () => {
+      this.#running.delete(own);
+      await this.#apply();
+    };
+  }
+
+  #apply(): Promise<void> {
+    const next = this.#applying.then(async () => {
+      let memory = this.#ceilings.memoryLimit;
+      let temp = this.#ceilings.maxTempDirectorySize;
+      if (this.#running.size > 0) {
+        let m = SERVICE_RESERVE_BYTES;
+        let t = 0;
+        for (const b of this.#running) {
+          m += b.memoryBytes;
+          t += b.tempBytes;
+        }
+        memory = `${Math.min(m, this.#memoryCeiling)}B`;
+        temp = `${Math.min(t, this.#tempCeiling)}B`;
+      }
+      const key = `${memory}|${temp}`;
+      if (key === this.#applied) return;
+      this.#applied = key;
+      // DuckDB refuses a memory limit below what is in use and cannot free: the previous one
+      // stays until the next change (the executions in use finish and it is applied again).
+      await this.#set(`SET GLOBAL memory_limit = '${memory}'`).catch(() => {
+        this.#applied = '';
+      });
+      await this.#set(`SET GLOBAL max_temp_directory_size = '${temp}'`).catch(async () => {
+        if (this.#running.size === 0) await this.#set('RESET GLOBAL max_temp_directory_size').catch(() => undefined);
+        else this.#applied = '';
+      });
+    });
+    this.#applying = next.catch(() => undefined);
+    return next;
+  }
+}
+
+/**
+ * DuckDB's out-of-memory error (memory or spilled data) of an execution, told in the terms of
+ * its tier: its own "SET memory_limit" advice does not apply to a user of the service.
+ */
+export function boundsError(err: EngineError, bounds: ExecutionBounds | undefined): EngineError {
+  if (err.kind !== 'capacity' || bounds === undefined || !/out of memory|failed to (allocate|offload)/i.test(err.message)) return err;
+  const duck = err.message.split('\n')[0]!.trim().replace(/\.$/, '');
+  const together = "(executions running at once share the sum of their tiers' bounds)";
+  const message = /max_temp_directory_size|offload/i.test(err.message)
+    ? `Query exceeded the temporary disk of its tier: a ${bounds.tier} execution may spill ${formatBytes(bounds.tempBytes)} of data to disk ${together}. ${duck}. Make it need less (filter or aggregate before sorting, joining or DISTINCT; fewer columns) or run it in a larger tier.`
+    : `Query exceeded the memory of its tier: a ${bounds.tier} execution may use ${formatBytes(bounds.memoryBytes)} of engine memory ${together}. ${duck}. Make it need less (filter or aggregate earlier; fewer columns; no list() of every row) or run it in a larger tier.`;
+  return new EngineError('capacity', message, { cause: err });
+}

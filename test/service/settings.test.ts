@@ -36,6 +36,15 @@ describe('service settings', () => {
     expect(resolveTier(s, 'large')).toEqual({ threads: 2, cost_factor: 2, timeout_ms: 1_800_000, memory_limit_bytes: 2 * 1024 ** 3, temp_limit_bytes: 8 * 1024 ** 3 });
   });
 
+  it("takes the tiers' memory and temporary-disk bounds as the README writes them", async () => {
+    const path = join(dir, 'tiers.yaml');
+    await writeFile(path, `${ISSUE_YAML}tiers:\n  medium: { memory_limit_bytes: 1073741824, temp_limit_bytes: 4294967296 }\n  large: { memory_limit_bytes: 268435456, temp_limit_bytes: 1073741824 }\n`);
+    const s = await loadSettingsFile(path);
+    expect(resolveTier(s, 'large')).toMatchObject({ memory_limit_bytes: 256 * 1024 ** 2, temp_limit_bytes: 1024 ** 3 });
+    await writeFile(path, `${ISSUE_YAML}tiers:\n  medium: { memory_limit_bytes: 0 }\n`);
+    expect((await loadSettingsFile(path).then(() => new Error('no error'), (e: unknown) => e as Error)).message).toContain('tiers.medium.memory_limit_bytes');
+  });
+
   it('names the YAML path of every error', async () => {
     const path = join(dir, 'bad.yaml');
     await writeFile(path, ISSUE_YAML.replace('[Read]', '[Reader]').replace('page_rows: 32000', 'page_rows: -1, pages: 3'));

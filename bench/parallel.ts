@@ -5,9 +5,8 @@
 // - bare JSON.parse of the same page bytes (the floor of anything that reads JSON pages), and the
 //   floor of typed rows read that way (only the bigints and Dates the type table asks for, and the
 //   async iteration of the rows);
-// - stream() typed rows over JSON, decoded on the calling thread and on decode threads;
-// - .batches() over JSON decoded on the calling thread, by 1 and 2 decode threads, by the default
-//   pool (auto) and an over-subscribed 4;
+// - stream() typed rows over JSON;
+// - .batches() over JSON;
 // - .batches() over Arrow pages, when the service serves them (else said so);
 // - peak RSS of a process reading batches() at 1M and 5M rows (bounded memory: the same peak);
 // - an export to zstd Parquet in parts (writeExport with workers 1, 2, auto and an over-subscribed
@@ -28,7 +27,6 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { ServiceClient } from '../src/client/index.ts';
 import type { BatchesInput, BatchesResult, CaseInput, CaseResult } from './parallelCase.ts';
 import type { Workers } from '../src/export/partPlan.ts';
-import { defaultDecodeThreads } from '../src/pipeline/decodePool.ts';
 import { stream, type StreamOptions } from '../src/pipeline/stream.ts';
 import type { StreamSource } from '../src/pipeline/source.ts';
 import { ARROW_STREAM_MEDIA_TYPE } from '../src/protocol/index.ts';
@@ -54,7 +52,7 @@ export async function run(): Promise<void> {
   const svc = await startChildService(dataDir, ROWS);
   const client = new ServiceClient({ baseUrl: svc.url, apiKey: KEY });
   try {
-    console.log(`${fmt(ROWS)} rows x 8 columns (sample.events); ${availableParallelism()} cores; default decode threads ${defaultDecodeThreads()}`);
+    console.log(`${fmt(ROWS)} rows x 8 columns (sample.events); ${availableParallelism()} cores`);
     if (process.env.BENCH_FROM_SOURCE === '1') console.log('processes of their own run the TypeScript sources (BENCH_FROM_SOURCE=1)');
     else {
       build = await compileCases();
@@ -86,38 +84,16 @@ export async function run(): Promise<void> {
     // One untimed read of each kind first: the first read of a process also compiles and warms up the
     // page readers (the generated text scanners, the decoders), which the timed reads would otherwise
     // share unevenly (the first case paying for all).
-    for await (const _ of stream(client, source, { wire: 'json', decodeThreads: 0 }));
-    for await (const _ of stream(client, source, { wire: 'json', decodeThreads: 0 }).batches());
-    console.log('stream() rows over JSON (target: at most 1.5x the JSON.parse time; each after a warm-up read):');
-    for (const [label, options] of [
-      ['decoded on the calling thread', { decodeThreads: 0 }],
-      [`decode threads (default: ${defaultDecodeThreads()})`, {}],
-    ] as [string, StreamOptions][]) {
-      const rowsMs = await timed(async () => {
-        let n = 0;
-        for await (const _ of stream(client, source, { wire: 'json', ...options })) n++;
-        return n;
-      });
-      console.log(`  ${label.padEnd(34)} ${(rowsMs / 1000).toFixed(2)} s = ${x(rowsMs / parse.ms)}`);
-    }
-
-    console.log('\n.batches() over JSON, concurrency 4:');
-    console.log('decode threads            seconds  vs JSON.parse  speed-up vs calling thread');
-    const cases: [string, StreamOptions][] = [
-      ['0 (calling thread)', { decodeThreads: 0 }],
-      ['1', { decodeThreads: 1 }],
-      ['2', { decodeThreads: 2 }],
-      [`auto (${defaultDecodeThreads()})`, {}],
-      ['4 (over-subscribed)', { decodeThreads: 4 }],
-    ];
-    let inThread = 0;
-    let jsonBatchesMs = 0;
-    for (const [label, options] of cases) {
-      const ms = await timeBatches(client, source, { wire: 'json', ...options });
-      if (inThread === 0) inThread = ms;
-      if (label.startsWith('auto')) jsonBatchesMs = ms;
-      console.log(`${label.padEnd(24)}  ${(ms / 1000).toFixed(2).padStart(7)}  ${x(ms / parse.ms).padStart(13)}  ${x(inThread / ms).padStart(10)}`);
-    }
+    for await (const _ of stream(client, source, { wire: 'json' }));
+    for await (const _ of stream(client, source, { wire: 'json' }).batches());
+    const rowsMs = await timed(async () => {
+      let n = 0;
+      for await (const _ of stream(client, source, { wire: 'json' })) n++;
+      return n;
+    });
+    console.log(`stream() rows over JSON (target: at most 1.5x the JSON.parse time; after a warm-up read): ${(rowsMs / 1000).toFixed(2)} s = ${x(rowsMs / parse.ms)}`);
+    const jsonBatchesMs = await timeBatches(client, source, { wire: 'json' });
+    console.log(`.batches() over JSON, concurrency 4: ${(jsonBatchesMs / 1000).toFixed(2)} s = ${x(jsonBatchesMs / parse.ms)}`);
     if (arrowOffered) {
       const ms = await timeBatches(client, source, { wire: 'arrow' });
       console.log(`.batches() over Arrow: ${(ms / 1000).toFixed(2)} s = ${x(jsonBatchesMs / ms)} faster than over JSON (target >= 5x)`);

@@ -6,7 +6,7 @@
  * - rows: the page parsed (parseResultPage) and every row decoded (compileRowDecoder), as stream();
  * - batches: the same, into Arrow batches of one page each, the general path of batches();
  * - rows and batches read straight from the page text (parseResultPageText with compileTextRows or
- *   compileTextBatchReader), as stream() and the decode threads read every page after the first;
+ *   compileTextBatchReader), as stream() reads every page after the first;
  * and the baseline, bare `JSON.parse`, and the page parse alone (lossless parse and envelope check). Part of `npm run bench -- types`.
  */
 import { performance } from 'node:perf_hooks';

@@ -45,15 +45,16 @@ export function sendError(error: unknown, depth = 0): SentError {
 /**
  * The error `sent` describes, as an instance of its own class when sluice has one of that name (so
  * `instanceof`, `code` and the error table work as if it had been thrown here), else a plain Error.
- * Built without running a constructor: the fields are those of the original.
+ * Built without running a constructor: the fields are those of the original. `classes` adds the
+ * receiver's own error classes (the service's, which the rest of sluice does not load).
  */
-export function reviveError(sent: SentError): Error {
-  const known = CLASSES.get(sent.name);
+export function reviveError(sent: SentError, classes: readonly (abstract new (...args: never[]) => Error)[] = []): Error {
+  const known = classes.find((c) => c.name === sent.name) ?? CLASSES.get(sent.name);
   const error = known ? (Object.create(known.prototype) as Error) : new Error(sent.message);
   Object.defineProperty(error, 'message', { value: sent.message, writable: true, configurable: true });
   Object.defineProperty(error, 'name', { value: sent.name, writable: true, configurable: true });
   if (sent.stack !== undefined) Object.defineProperty(error, 'stack', { value: sent.stack, writable: true, configurable: true });
   Object.assign(error, sent.fields);
-  if (sent.cause !== undefined) Object.defineProperty(error, 'cause', { value: reviveError(sent.cause), writable: true, configurable: true });
+  if (sent.cause !== undefined) Object.defineProperty(error, 'cause', { value: reviveError(sent.cause, classes), writable: true, configurable: true });
   return error;
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { NotFoundError } from '../src/client/errors.ts';
 import { ConfigError } from '../src/errors.ts';
+import { SettingsError } from '../src/service/settings.ts';
 import { policyOf } from '../src/errorPolicy.ts';
 import { FormatError } from '../src/kit/index.ts';
 import { reviveError, sendError } from '../src/threadErrors.ts';
@@ -36,5 +37,19 @@ describe('errors across threads', () => {
     expect(plain).toBeInstanceOf(Error);
     expect(plain.message).toBe('x is not a function');
     expect(across('a string thrown').message).toBe('a string thrown');
+  });
+
+  it("a class of the receiver's own (the service's SettingsError) is revived as that class when the receiver names it, its cause too", () => {
+    const settings = new SettingsError('settings.yaml: not valid YAML', { cause: new SettingsError('line 3') });
+    const sent = structuredClone(sendError(settings));
+    const named = reviveError(sent, [SettingsError]);
+    expect(named).toBeInstanceOf(SettingsError);
+    expect(named).toBeInstanceOf(ConfigError);
+    expect(named).toMatchObject({ code: 'SETTINGS_INVALID', message: 'settings.yaml: not valid YAML' });
+    expect(named.cause).toBeInstanceOf(SettingsError);
+    // Not named, it is of no class the rest of sluice knows: a plain Error with the message.
+    const unnamed = reviveError(sent);
+    expect(unnamed).not.toBeInstanceOf(SettingsError);
+    expect(unnamed.message).toBe('settings.yaml: not valid YAML');
   });
 });

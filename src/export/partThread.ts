@@ -60,8 +60,6 @@ async function runPart(job: PartJob): Promise<void> {
         ...job.read.options,
         startOffset: job.firstRow,
         endOffset: job.firstRow + job.rows,
-        // This thread is the decode thread: no pool of its own.
-        decodeThreads: 0,
         signal: controller.signal,
         onProgress: (p) => {
           port!.postMessage({ type: 'page', id: job.id, rows: p.rows - last.rows, bytes: p.bytes - last.bytes, httpBytes: p.httpBytes - last.httpBytes, wireBytes: p.wireBytes - last.wireBytes } satisfies FromPartThread);

@@ -1,4 +1,4 @@
-import { SluiceError, type SluiceErrorOptions } from '../errors.ts';
+import { SluiceError, type SluiceErrorOptions } from './sluiceError.ts';
 
 // Failures of formats, destinations and exports. Connectors throw these (they import only src/kit),
 // and callers branch on the class or on `code` without knowing every connector.
@@ -16,7 +16,7 @@ export class KitError extends SluiceError {
 }
 
 // One ConfigError for the whole project: the kit re-exports it so connectors keep importing only src/kit.
-export { ConfigError, type ConfigIssue } from '../errors.ts';
+export { ConfigError, type ConfigIssue } from './sluiceError.ts';
 
 /** A destination (disk, S3, stdout) failed to store or publish bytes. */
 export class DestinationError extends KitError {

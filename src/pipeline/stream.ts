@@ -9,8 +9,6 @@ import { compileJsonRowAppender, compileTextBatchReader, createBatchBuilder, res
 import { compileRowDecoder, sameColumns, type ColumnSpec, type DecodeOptions, type Row } from '../types/decode.ts';
 import { compileTextRows, type TextRead, type TextReader } from '../types/textRows.ts';
 import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
-import { DecodePool, DecodeResponseError, defaultDecodeThreads, sharedDecodePool, type DecodedRows } from './decodePool.ts';
-import { unpackRows } from './packedRows.ts';
 import { releaseBody } from '../client/pageBody.ts';
 import { DEFAULT_CONCURRENCY, DEFAULT_PREFETCH, fetchOrdered, type PageRequest, type PageShape } from './fetchOrdered.ts';
 import { ProgressTracker, type Progress, type ProgressListener } from './progress.ts';
@@ -23,12 +21,6 @@ import { resolveSource, type ResolvedSource, type StreamClient, type StreamSourc
  * to Parquet 3.7x as fast; values are the same on either wire.
  */
 export const DEFAULT_WIRE: Wire = 'auto';
-
-/**
- * Pages a read must have left, past its first, for `rows()` to decode them on the shared pool by
- * default: fewer cost more to hand to threads than to decode here.
- */
-export const ROW_THREADS_MIN_PAGES = 8;
 
 export interface StreamOptions {
   /** Page requests in flight at most (default 4). */
@@ -83,10 +75,9 @@ export interface StreamOptions {
    */
   wire?: Wire;
   /**
-   * Threads that parse and decode JSON pages, for `batches()` (into Arrow) and rows: 0 decodes on the
-   * calling thread. Default: the process's shared pool of all cores but one, none (the calling
-   * thread) on two cores or fewer; rows use it when at least `ROW_THREADS_MIN_PAGES` pages are left
-   * after the first. The first page is always decoded on the calling thread.
+   * @deprecated Accepted and ignored, with one `DeprecationWarning` per process: pages are decoded on
+   * the calling thread (decode threads took longer, and more CPU, than the calling thread alone).
+   * To use more cores, write an export in parts (`writeExport`'s part threads, a job's `workers`).
    */
   decodeThreads?: number;
 }
@@ -143,15 +134,8 @@ export interface ResultInfo {
 interface RawPage extends PageShape {
   /** The page's rows as the JSON wire sent them; empty when they came decoded (`ipc`). */
   readonly rows: readonly unknown[];
-  /** The page's rows as an Arrow IPC stream: from the Arrow wire, or decoded by a decode thread. */
+  /** The page's rows as an Arrow IPC stream, from the Arrow wire. */
   readonly ipc: Uint8Array | undefined;
-  /**
-   * The page row `ipc` starts at when a decode thread built only the rows the read wants (its row
-   * count checked there); undefined when it holds the whole page (the Arrow wire).
-   */
-  readonly ipcFrom?: number | undefined;
-  /** The page's typed rows, decoded by a decode thread for `rows()`. */
-  readonly decoded?: DecodedRows<Error> | undefined;
   /** The page's typed rows read from its text on this thread (`rows[i - from]` is row i), for `rows()`. */
   readonly typed?: TypedRows | undefined;
   /** The page's rows from its row `from` on, read from its text into one batch, for `batches()`. */
@@ -170,8 +154,6 @@ interface Fetched {
   readonly httpBytes: number;
   readonly wireBytes: number;
   readonly ipc?: Uint8Array | undefined;
-  readonly ipcFrom?: number | undefined;
-  readonly decoded?: DecodedRows<Error> | undefined;
   readonly typed?: TypedRows | undefined;
   readonly batch?: TextBatch | undefined;
 }
@@ -227,11 +209,8 @@ class TextPages {
   }
 }
 
-/**
- * How pages are read: JSON rows parsed here, Arrow pages, or JSON pages decoded by a thread pool
- * into Arrow (`pool`, for batches) or into typed rows (`pool-rows`, for rows).
- */
-type PageMode = 'rows' | 'arrow' | 'pool' | 'pool-rows';
+/** How pages are read: JSON pages (read from their text, or parsed), or Arrow pages. */
+type PageMode = 'rows' | 'arrow';
 
 interface Started {
   readonly info: ResultInfo;
@@ -310,56 +289,25 @@ export class ResultStream implements AsyncIterable<Row> {
     return new RowCursor(this.#rowPages());
   }
 
-  /** The pages of `rows()`, each a way to build its rows (decoded here, or by a decode thread). */
+  /** The pages of `rows()`, each a way to build its rows. */
   async *#rowPages(): AsyncGenerator<RowPage, void, undefined> {
     const started = await this.#start();
     // A first page that came as Arrow has no JSON rows: it is read again as JSON.
     if (started.first?.ipc !== undefined) started.first = undefined;
     const typing = { dates: this.#options.dates, timestamps: this.#options.timestamps };
     const decode = compileRowDecoder(started.info.columns, typing);
-    const names = started.info.columns.map((c) => c.name);
-    const pool = this.#rowPool(started.info);
-    const reader = pool === undefined ? compileTextRows(started.info.columns, typing) : undefined;
+    const reader = compileTextRows(started.info.columns, typing);
     const text = reader === undefined ? undefined : new TextPages({ rows: reader });
-    try {
-      for await (const { page, offset, skip, take } of this.#pages(started, pool === undefined ? 'rows' : 'pool-rows', pool, text)) {
-        const typed = page.typed;
-        if (typed !== undefined) {
-          const { from, rows } = typed;
-          yield { at: (i) => rows[i - from]!, next: skip, end: take, error: undefined };
-          continue;
-        }
-        const decoded = page.decoded;
-        if (decoded === undefined) {
-          const rows = page.rows;
-          yield { at: (i) => decode(rows[i], offset + i), next: skip, end: take, error: undefined };
-          continue;
-        }
-        const rowAt = unpackRows(decoded.packed, names);
-        const from = decoded.from;
-        const end = Math.min(take, from + decoded.packed.length);
-        // The thread decodes from the first row this read wants; fewer rows than wanted: a value failed.
-        const short = skip < from || end < take;
-        const error = short ? (decoded.error ?? new Error(`decode thread sent rows ${from} to ${end} of the page at offset ${offset}, rows ${skip} to ${take} were wanted`)) : undefined;
-        yield { at: (i) => rowAt(i - from), next: skip, end: skip < from ? skip : end, error };
+    for await (const { page, offset, skip, take } of this.#pages(started, 'rows', text)) {
+      const typed = page.typed;
+      if (typed !== undefined) {
+        const { from, rows } = typed;
+        yield { at: (i) => rows[i - from]!, next: skip, end: take };
+        continue;
       }
-    } finally {
-      if (pool !== undefined && this.#options.decodeThreads !== undefined) await pool.close();
+      const rows = page.rows;
+      yield { at: (i) => decode(rows[i], offset + i), next: skip, end: take };
     }
-  }
-
-  /**
-   * The decode threads of `rows()`: as asked (`decodeThreads`), else the shared pool when enough pages
-   * are left to pay for starting threads (a thread costs a few hundred ms of CPU to start; a page
-   * takes some tens of ms to decode), else none.
-   */
-  #rowPool(info: ResultInfo): DecodePool | undefined {
-    const asked = this.#options.decodeThreads;
-    if (asked !== undefined) return asked === 0 ? undefined : new DecodePool(asked);
-    const rows = Math.min(info.totalRows, this.#options.endOffset ?? Number.POSITIVE_INFINITY) - (this.#options.startOffset ?? 0);
-    // The first page is read on this thread already.
-    const pagesLeft = Math.ceil(rows / info.pageSize) - 1;
-    return pagesLeft >= ROW_THREADS_MIN_PAGES && defaultDecodeThreads() > 0 ? sharedDecodePool() : undefined;
   }
 
   /** Arrow RecordBatches, all with the one schema of `schema()`. */
@@ -375,51 +323,45 @@ export class ResultStream implements AsyncIterable<Row> {
       });
     }
     const started = await this.#start();
-    const threads = this.#options.decodeThreads ?? defaultDecodeThreads();
-    const mode: PageMode = this.#arrowOffered && batchSize === undefined ? 'arrow' : batchSize === undefined && threads !== 0 ? 'pool' : 'rows';
+    const mode: PageMode = this.#arrowOffered && batchSize === undefined ? 'arrow' : 'rows';
     if (mode === 'rows' && started.first?.ipc !== undefined) started.first = undefined;
     const schema = this.#arrowSchema(started.info);
     // Rows reach the builder contiguously from startOffset: its count is then the row's offset in the result.
     const builder = createBatchBuilder(schema, { firstRowOffset: this.#options.startOffset ?? 0 });
     const append = compileJsonRowAppender(builder, started.info.columns);
     const ctx = { method: 'batches', executionId: started.info.executionId };
-    const pool = mode === 'pool' ? (this.#options.decodeThreads === undefined ? sharedDecodePool() : new DecodePool(this.#options.decodeThreads)) : undefined;
     // Page by page, JSON pages go from their text into a batch of their own, with no parsed rows.
     const reader = mode === 'rows' && batchSize === undefined ? compileTextBatchReader(schema, started.info.columns) : undefined;
     const text = reader === undefined ? undefined : new TextPages({ batch: reader });
-    try {
-      for await (const { page, offset, skip, take } of this.#pages(started, mode, pool, text)) {
-        if (page.ipc !== undefined) {
-          yield* pageBatches(page, schema, skip, take, ctx);
-          continue;
-        }
-        if (page.batch !== undefined) {
-          // The batch starts where this read starts in the page, unless the page before ran past
-          // its limit (a service may send more rows than asked): then rows already delivered are cut.
-          const { from, batch } = page.batch;
-          let kept = batch;
-          if (skip !== from) {
-            kept = new RecordBatch(batch.schema, compact(batch.slice(skip - from)).data);
-            (kept as unknown as { schema: Schema }).schema = batch.schema;
-          }
-          if (kept.numRows > 0) yield kept;
-          continue;
-        }
-        // Pages read from their text did not go through the builder: it counts from this page.
-        if (text !== undefined) restartRowOffset(builder, offset + skip);
-        // In runs that end where a batch fills, so batches are cut where a row-by-row loop cuts them.
-        for (let i = skip; i < take; ) {
-          const end = batchSize === undefined ? take : Math.min(take, i + batchSize - builder.length);
-          append(page.rows, i, end, offset);
-          i = end;
-          if (builder.length === batchSize) yield builder.flush();
-        }
-        if (batchSize === undefined && builder.length > 0) yield builder.flush();
+    for await (const { page, offset, skip, take } of this.#pages(started, mode, text)) {
+      if (page.ipc !== undefined) {
+        yield* pageBatches(page, schema, skip, take, ctx);
+        continue;
       }
-      if (builder.length > 0) yield builder.flush();
-    } finally {
-      if (pool !== undefined && this.#options.decodeThreads !== undefined) await pool.close();
+      if (page.batch !== undefined) {
+        // The batch starts where this read starts in the page, unless the page before ran past
+        // its limit (a service may send more rows than asked): then rows already delivered are cut.
+        const { from, batch } = page.batch;
+        let kept = batch;
+        if (skip !== from) {
+          kept = new RecordBatch(batch.schema, compact(batch.slice(skip - from)).data);
+          (kept as unknown as { schema: Schema }).schema = batch.schema;
+        }
+        if (kept.numRows > 0) yield kept;
+        continue;
+      }
+      // Pages read from their text did not go through the builder: it counts from this page.
+      if (text !== undefined) restartRowOffset(builder, offset + skip);
+      // In runs that end where a batch fills, so batches are cut where a row-by-row loop cuts them.
+      for (let i = skip; i < take; ) {
+        const end = batchSize === undefined ? take : Math.min(take, i + batchSize - builder.length);
+        append(page.rows, i, end, offset);
+        i = end;
+        if (builder.length === batchSize) yield builder.flush();
+      }
+      if (batchSize === undefined && builder.length > 0) yield builder.flush();
     }
+    if (builder.length > 0) yield builder.flush();
   }
 
   /**
@@ -576,7 +518,7 @@ export class ResultStream implements AsyncIterable<Row> {
     }
   }
 
-  async *#pages(started: Started, mode: PageMode, pool?: DecodePool, text?: TextPages) {
+  async *#pages(started: Started, mode: PageMode, text?: TextPages) {
     const { signal } = this.#options;
     const { info, resolved } = started;
     let first = started.first;
@@ -593,7 +535,7 @@ export class ResultStream implements AsyncIterable<Row> {
     /** Rows of a page at `offset` still before `end`: the read delivers no row past it. */
     const upTo = (offset: number, rowCount: number) => Math.max(0, Math.min(rowCount, end - offset));
     try {
-      first ??= this.#check(resolved, await this.#fetch(resolved, { offset: firstOffset, limit: info.pageSize }, signal, mode, pool, text, info.columns), info.columns);
+      first ??= this.#check(resolved, await this.#fetch(resolved, { offset: firstOffset, limit: info.pageSize }, signal, mode, text), info.columns);
       const firstTake = upTo(firstOffset, first.rowCount);
       const skip = Math.min(start - firstOffset, firstTake);
       progress.page(firstTake - skip, first.bytes, total, first.httpBytes, first.wireBytes);
@@ -601,7 +543,7 @@ export class ResultStream implements AsyncIterable<Row> {
       if (first.nextOffset === undefined || firstOffset + first.rowCount >= end) return;
 
       const fetchPage = async (request: PageRequest, pageSignal: AbortSignal) =>
-        this.#check(resolved, await this.#fetch(resolved, request, pageSignal, mode, pool, text, info.columns), info.columns);
+        this.#check(resolved, await this.#fetch(resolved, request, pageSignal, mode, text), info.columns);
       const pages = fetchOrdered(fetchPage, {
         // A first page shorter than the grid leaves rows before `startOffset`: start there instead.
         start: Math.max(first.nextOffset, start),
@@ -650,10 +592,7 @@ export class ResultStream implements AsyncIterable<Row> {
     request: { offset: number; limit: number | undefined },
     signal: AbortSignal | undefined,
     mode: PageMode = 'rows',
-    pool?: DecodePool,
     text?: TextPages,
-    /** The result's columns, when known: a decode thread then reads the page from its text. */
-    columns?: readonly ColumnSpec[],
   ): Promise<Fetched> {
     const executionId = resolved.execution.id;
     const options = this.#resultOptions(request, signal);
@@ -673,21 +612,9 @@ export class ResultStream implements AsyncIterable<Row> {
       const page = await this.#client.getResults(executionId, { ...options, onBodyBytes: (wire, decoded) => ((wireBytes = wire), (httpBytes = decoded)) });
       return { page, httpBytes, wireBytes };
     }
-    const answer = await this.#client.getResultsWire(executionId, { ...options, accept: mode === 'arrow' ? 'arrow' : 'json' });
+    const answer = await this.#client.getResultsWire(executionId, { ...options, accept: 'arrow' });
     if (answer.format === 'arrow') return { page: answer.page, httpBytes: answer.decodedBytes, wireBytes: answer.bytes, ipc: answer.ipc };
-    if (pool === undefined) return { page: answer.parse(), httpBytes: answer.decodedBytes, wireBytes: answer.bytes };
-    try {
-      if (mode === 'pool-rows') {
-        const decoded = await pool.decode(answer.body, request.offset, { rows: { ...this.#wanted(request.offset), dates: this.#options.dates, timestamps: this.#options.timestamps }, columns });
-        return { page: decoded.page, httpBytes: answer.decodedBytes, wireBytes: answer.bytes, decoded: decoded.rows };
-      }
-      // Only the rows this read wants are decoded, as on this thread: a bad value outside them is no error.
-      const decoded = await pool.decode(answer.body, request.offset, { columns, range: this.#wanted(request.offset), ...(this.#options.int256As === undefined ? {} : { int256As: this.#options.int256As }) });
-      return { page: decoded.page, httpBytes: answer.decodedBytes, wireBytes: answer.bytes, ipc: decoded.ipc, ipcFrom: decoded.ipcFrom };
-    } catch (error) {
-      if (error instanceof DecodeResponseError) throw new InvalidResponseError(error.message, answer.context ?? { method: 'getResults', executionId });
-      throw error;
-    }
+    return { page: answer.parse(), httpBytes: answer.decodedBytes, wireBytes: answer.bytes };
   }
 
   /**
@@ -714,7 +641,7 @@ export class ResultStream implements AsyncIterable<Row> {
   }
 
   /** A page with a result, and the same columns as the first page: one schema for the whole stream. */
-  #check(resolved: ResolvedSource, { page, httpBytes, wireBytes, ipc, ipcFrom, decoded, typed, batch }: Fetched, columns: readonly ColumnSpec[] | undefined): RawPage {
+  #check(resolved: ResolvedSource, { page, httpBytes, wireBytes, ipc, typed, batch }: Fetched, columns: readonly ColumnSpec[] | undefined): RawPage {
     const result = page.result;
     const ctx = { method: 'stream', executionId: resolved.execution.id };
     if (result === undefined) {
@@ -731,19 +658,18 @@ export class ResultStream implements AsyncIterable<Row> {
         ctx,
       );
     }
-    return { rows: result.rows, ipc, ipcFrom, decoded, typed, batch, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, httpBytes, wireBytes, metadata: m };
+    return { rows: result.rows, ipc, typed, batch, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, httpBytes, wireBytes, metadata: m };
   }
 }
 
 /**
- * The batches of a page that came as Arrow (from the wire or a decode thread), on the stream's one
+ * The batches of a page that came as Arrow, on the stream's one
  * schema, without the first `skip` rows. The stream's schema is the truth: a page whose columns have
  * other Arrow types, or whose row count differs from its envelope's, is refused.
  */
 function* pageBatches(page: RawPage, schema: Schema, skip: number, take: number, ctx: ErrorContext): Generator<RecordBatch, void, undefined> {
   let rows = 0;
-  const from = page.ipcFrom ?? 0;
-  let toSkip = Math.max(0, skip - from);
+  let toSkip = skip;
   /** Rows still to deliver (the page may run past the read's `endOffset`). */
   let left = take - skip;
   const reader = RecordBatchReader.from(page.ipc!);
@@ -781,7 +707,7 @@ function* pageBatches(page: RawPage, schema: Schema, skip: number, take: number,
     (out as unknown as { schema: Schema }).schema = schema;
     kept.push(out);
   }
-  if (page.ipcFrom === undefined && rows !== page.rowCount) throw new InvalidResponseError(`Arrow page holds ${rows} rows but its row count says ${page.rowCount}`, ctx);
+  if (rows !== page.rowCount) throw new InvalidResponseError(`Arrow page holds ${rows} rows but its row count says ${page.rowCount}`, ctx);
   yield* kept;
 }
 
@@ -790,12 +716,11 @@ function compact(batch: RecordBatch): RecordBatch {
   return copy!;
 }
 
-/** The rows of one page for `rows()`: row i is `at(i)` for i in `[next, end)`, then `error` if any. */
+/** The rows of one page for `rows()`: row i is `at(i)` for i in `[next, end)`. */
 interface RowPage {
   readonly at: (i: number) => Row;
   next: number;
   readonly end: number;
-  readonly error: unknown;
 }
 
 const DONE: IteratorResult<Row, void> = Object.freeze({ done: true, value: undefined });
@@ -884,7 +809,6 @@ class RowCursor implements AsyncGenerator<Row, void, undefined> {
         }
         return { done: false, value };
       }
-      if (page?.error !== undefined) return this.#fail(page.error);
       let got: IteratorResult<RowPage, void>;
       try {
         got = await this.#pages.next();
@@ -948,7 +872,17 @@ async function cancelQuietly(resolved: ResolvedSource): Promise<void> {
   }
 }
 
+/** Whether the process was already told that `decodeThreads` is ignored (Node warns of a deprecation once). */
+let decodeThreadsWarned = false;
+
 function checkOptions(options: StreamOptions): void {
+  if (options.decodeThreads !== undefined && !decodeThreadsWarned) {
+    decodeThreadsWarned = true;
+    process.emitWarning(
+      'stream option decodeThreads is ignored: pages are decoded on the calling thread. Remove the option; to use more cores, write an export in parts (writeExport part threads, a job\'s workers).',
+      { type: 'DeprecationWarning', code: 'SLUICE_DECODE_THREADS' },
+    );
+  }
   const positive = (name: string, v: number | undefined) => {
     if (v !== undefined && !(Number.isInteger(v) && v > 0)) throw new InvalidArgumentError(`${name} must be a positive integer, got ${v}`, { method: 'stream' });
   };

@@ -1,5 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { startService, type ServiceOptions } from './index.ts';
+import { sendError } from '../threadErrors.ts';
 
 /**
  * The local service in a worker thread of its own (started by `startServiceThread`): its page
@@ -24,7 +25,7 @@ port.on('message', (message: unknown) => {
     const { waitForBorrowers } = message as { waitForBorrowers?: boolean };
     void started.then((service) => service.close(waitForBorrowers === true ? borrowers.signal : undefined)).then(
       () => port.postMessage({ closed: true }),
-      (error: unknown) => port.postMessage({ closed: true, error: describe(error) }),
+      (error: unknown) => port.postMessage({ closed: true, error: sendError(error) }),
     );
   }
 });
@@ -32,9 +33,5 @@ try {
   const service = await started;
   port.postMessage({ url: service.url, origin: service.origin, ...(service.generatedKey === undefined ? {} : { generatedKey: service.generatedKey }) });
 } catch (error) {
-  port.postMessage({ error: describe(error) });
-}
-
-function describe(error: unknown): { name: string; message: string } {
-  return error instanceof Error ? { name: error.name, message: error.message } : { name: 'Error', message: String(error) };
+  port.postMessage({ error: sendError(error) });
 }

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import type { Worker } from 'node:worker_threads';
+import { reviveError, sendError, type SentError } from '../threadErrors.ts';
 import { startWorker } from '../workerThreads.ts';
 import type { ServiceOptions } from './index.ts';
 import { SettingsError } from './settings.ts';
@@ -32,15 +33,16 @@ const YOUNG_GENERATION_MB = 24;
 
 type Message =
   | { url: string; origin: string; generatedKey?: string }
-  | { error: { name: string; message: string } }
-  | { closed: true; error?: { name: string; message: string } }
+  | { error: SentError }
+  | { closed: true; error?: SentError }
   | { halted: true };
 
 /**
  * Starts the local service (`startService`) in a worker thread. A job on the embedded service
  * then has the service's work (SQL, page encoding: ~150 ms per 31k-row JSON page) on another
  * core, not interleaved with its own fetching, decoding and writing on one event loop. Options
- * must be cloneable (no `clock`). A settings error is the same `SettingsError` as in-process.
+ * must be cloneable (no `clock`). A settings error is the same `SettingsError` as in-process (its
+ * fields included: errors cross as every thread's do, see threadErrors.ts).
  */
 export async function startServiceThread(options: Omit<ServiceOptions, 'clock'>): Promise<ServiceThread> {
   const worker = startWorker('serviceThread', import.meta.url, { workerData: options, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
@@ -54,14 +56,13 @@ export async function startServiceThread(options: Omit<ServiceOptions, 'clock'>)
   const unregister = onExitStop(halt);
   const first = await Promise.race([
     once(worker, 'message').then(([m]) => m as Message),
-    once(worker, 'error').then(([e]) => ({ error: { name: 'Error', message: (e as Error).message } }) as Message),
-    once(worker, 'exit').then(([code]) => ({ error: { name: 'Error', message: `the service thread exited with code ${String(code)} before it started` } }) as Message),
+    once(worker, 'error').then(([e]) => ({ error: sendError(e) }) as Message),
+    once(worker, 'exit').then(([code]) => ({ error: sendError(new Error(`the service thread exited with code ${String(code)} before it started`)) }) as Message),
   ]);
   if ('error' in first && first.error !== undefined) {
     unregister();
     await worker.terminate();
-    const { name, message } = first.error;
-    throw name === 'SettingsError' ? new SettingsError(message) : new Error(message);
+    throw reviveError(first.error, [SettingsError]);
   }
   const started = first as { url: string; origin: string; generatedKey?: string };
   let closing: Promise<void> | undefined;
@@ -81,7 +82,8 @@ export async function startServiceThread(options: Omit<ServiceOptions, 'clock'>)
         await worker.terminate();
         unregister();
         if (typeof reply === 'object' && 'error' in reply && reply.error !== undefined) {
-          throw new Error(`closing the service thread: ${reply.error.message}`);
+          const error = reviveError(reply.error, [SettingsError]);
+          throw new Error(`closing the service thread: ${error.message}`, { cause: error });
         }
       })();
       return closing;

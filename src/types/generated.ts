@@ -1,7 +1,7 @@
 /**
  * Functions generated from source text (`new Function`), made once per distinct source and kept:
  * the per-row code of a column list is compiled once per process, and every decoder or builder
- * of the same columns (one per page in a decode thread) shares it, with the optimized code V8
+ * of the same columns (one per page) shares it, with the optimized code V8
  * made for it, instead of warming a fresh copy up on each page.
  *
  * `params` are the names of what the code closes over; the result is the function that binds

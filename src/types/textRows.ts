@@ -300,23 +300,6 @@ function textRows(columns: readonly ColumnSpec[], options: DecodeOptions): TextR
 }
 
 /**
- * The typed values of a page's rows, column by column (`value[c][k]` is column c of row `from + k`):
- * for a decode thread, which sends rows as columns. The values are those of {@link compileTextRows}.
- */
-export function compileTextColumns(columns: readonly ColumnSpec[], options: DecodeOptions = {}): TextReader<unknown[][]> | undefined {
-  return cachedReader('columns', columns, options, () => textColumns(columns, options));
-}
-
-function textColumns(columns: readonly ColumnSpec[], options: DecodeOptions): TextReader<unknown[][]> | undefined {
-  const types = columns.map((c) => parseType(c.type));
-  const values = typedValues(types, options);
-  const emit = types.map((_, i) => `out[${i}].push(${values.of(i)});`).join('\n');
-  const scanner = compileScan(columns, types, { emit, bound: values.bound, copyLong: true, direct: values.direct });
-  if (scanner === undefined) return undefined;
-  return (text, from, to) => readRows(scanner, text, from, to, columns.map(() => [] as unknown[]));
-}
-
-/**
  * How the generated code makes each column's typed value: `of(i)` is the expression. The column's
  * decoder (bound as `d{i}`) of what was read; or, for a column with a text reader (bound as `t{i}`
  * through `direct`), the value that reader took from the text (in `r{i}.value`) when it took it.

@@ -84,7 +84,7 @@ describe('compressed pages of the real service', () => {
 
   it.each(['json', 'arrow'] as const)('stream() over %s: the same rows; progress counts wire bytes below the decoded ones', async (wire) => {
     const read = async (client: ServiceClient) => {
-      const s = stream(client, { executionId }, { wire, decodeThreads: 1 });
+      const s = stream(client, { executionId }, { wire });
       const rows: unknown[] = [];
       for await (const row of s) rows.push(row);
       return { rows, progress: s.progress! };

@@ -54,7 +54,7 @@ describe('response bodies in many chunks', () => {
     expect(wire.format).toBe('json');
     if (wire.format === 'json') {
       expect(Buffer.compare(wire.body, body)).toBe(0);
-      // A buffer of its own, whole: it can be transferred to a decode thread without a copy.
+      // A buffer of its own, whole: it can be freed (or transferred) without a copy.
       expect(wire.body.byteOffset).toBe(0);
       expect(wire.body.buffer.byteLength).toBe(body.length);
     }

@@ -93,7 +93,7 @@ async function idsUntilError(client: ServiceClient, read: 'rows' | 'batches', op
 }
 
 describe('a value that does not fit its column, through stream()', () => {
-  it.each([0, 2])('rejects with ValueDecodeError naming column, row offset and value; the rows before arrive; requests in flight are settled (decode threads: %i)', async (decodeThreads) => {
+  it('rejects with ValueDecodeError naming column, row offset and value; the rows before arrive; requests in flight are settled', async () => {
     const { server, client } = await serve({
       names: ['id', 'n'],
       types: ['integer', 'bigint'],
@@ -105,7 +105,7 @@ describe('a value that does not fit its column, through stream()', () => {
     const seen: unknown[] = [];
     const started = performance.now();
     const error = await (async () => {
-      for await (const row of stream(client, { executionId: ID }, { pageSize: 2, concurrency: 4, decodeThreads })) seen.push(row['id']);
+      for await (const row of stream(client, { executionId: ID }, { pageSize: 2, concurrency: 4 })) seen.push(row['id']);
     })().catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(ValueDecodeError);
@@ -132,13 +132,12 @@ describe('a value that does not fit its column, through stream()', () => {
 });
 
 describe('misfits through every JSON decode path of batches()', () => {
-  // Calling thread page by page, re-cut batches, one decode thread: the same error every time. The
+  // Page by page and re-cut batches: the same error every time. The
   // nanosecond timestamp of year 9999 decodes but does not fit Int64 (an Arrow error); the date
   // after it does not decode, and decoding comes first.
   const paths = [
-    ['calling thread', { decodeThreads: 0 }, {}],
-    ['batchSize 4', { decodeThreads: 0 }, { batchSize: 4 }],
-    ['a decode thread', { decodeThreads: 1 }, {}],
+    ['page by page', {}, {}],
+    ['batchSize 4', {}, { batchSize: 4 }],
   ] as const;
   const row = (bad: 'arrow' | 'both') => (i: number) => ({
     id: i,
@@ -174,7 +173,7 @@ describe('misfits through every JSON decode path of batches()', () => {
 });
 
 describe('a bad value outside the rows read', () => {
-  it.each([0, 2])('is no error on any path: only the rows read are decoded (decode threads: %i)', async (decodeThreads) => {
+  it('is no error on any path: only the rows read are decoded', async () => {
     const { client } = await serve({ names: ['id', 'd'], types: ['integer', 'date'], row: (i) => ({ id: i, d: i === 5 ? '2026-02-30' : '2026-01-01' }) });
     for (const [startOffset, endOffset] of [
       [0, 5],
@@ -183,23 +182,23 @@ describe('a bad value outside the rows read', () => {
     ] as const) {
       const expected = Array.from({ length: endOffset - startOffset }, (_, k) => startOffset + k);
       const rows: unknown[] = [];
-      for await (const r of stream(client, { executionId: ID }, { pageSize: 3, decodeThreads, wire: 'json', startOffset, endOffset })) rows.push(r['id']);
+      for await (const r of stream(client, { executionId: ID }, { pageSize: 3, wire: 'json', startOffset, endOffset })) rows.push(r['id']);
       expect(rows, `rows ${startOffset}-${endOffset}`).toEqual(expected);
       const ids: unknown[] = [];
-      for await (const b of stream(client, { executionId: ID }, { pageSize: 3, decodeThreads, wire: 'json', startOffset, endOffset }).batches()) ids.push(...b.getChild('id')!);
+      for await (const b of stream(client, { executionId: ID }, { pageSize: 3, wire: 'json', startOffset, endOffset }).batches()) ids.push(...b.getChild('id')!);
       expect(ids, `batches ${startOffset}-${endOffset}`).toEqual(expected);
     }
   });
 });
 
 describe('a bad value in the last page', () => {
-  it.each([0, 2])('ends the read after the rows before it on every path, however early its page was fetched (decode threads: %i)', async (decodeThreads) => {
+  it('ends the read after the rows before it on every path, however early its page was fetched', async () => {
     const { client } = await serve({ names: ['id', 'd'], types: ['integer', 'date'], row: (i) => ({ id: i, d: i === 9 ? '2026-02-30' : '2026-01-01' }) });
-    const rows = await idsUntilError(client, 'rows', { pageSize: 4, decodeThreads, wire: 'json' });
+    const rows = await idsUntilError(client, 'rows', { pageSize: 4, wire: 'json' });
     expect(rows.error).toBeInstanceOf(ValueDecodeError);
     expect(rows.seen).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
     // A batch is a page: the one with the bad value is not delivered.
-    const batches = await idsUntilError(client, 'batches', { pageSize: 4, decodeThreads, wire: 'json' });
+    const batches = await idsUntilError(client, 'batches', { pageSize: 4, wire: 'json' });
     expect(batches.error).toBeInstanceOf(ValueDecodeError);
     expect(batches.seen).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
   });
@@ -268,14 +267,14 @@ describe('pages read from their text', () => {
       ] as const) {
         parsed.length = 0;
         const rows: Record<string, unknown>[] = [];
-        for await (const r of stream(client, { executionId: ID }, { pageSize: 3, startOffset: from, endOffset: to, decodeThreads: 0 })) rows.push(r);
+        for await (const r of stream(client, { executionId: ID }, { pageSize: 3, startOffset: from, endOffset: to })) rows.push(r);
         expect(rows, `${from}-${to}`).toEqual(expected(from, to));
         // The first page, and the page of row 4 (escapes) when read after it: no other page was parsed whole.
         expect(parsed.length, `${from}-${to}`).toBe(from <= 4 && to > 4 && Math.floor(from / 3) !== 1 ? 2 : 1);
 
         let batched = 0;
         const ids: number[] = [];
-        for await (const b of stream(client, { executionId: ID }, { pageSize: 3, startOffset: from, endOffset: to, decodeThreads: 0 }).batches()) {
+        for await (const b of stream(client, { executionId: ID }, { pageSize: 3, startOffset: from, endOffset: to }).batches()) {
           batched += b.numRows;
           for (const v of b.getChild('id')!) ids.push(v as number);
           expect(b.getChild('name')!.toArray(), `${from}-${to}`).toEqual(expected(from + batched - b.numRows, from + batched).map((r) => r.name));
@@ -301,14 +300,14 @@ describe('page bodies', () => {
     });
     try {
       const rows: Record<string, unknown>[] = [];
-      for await (const r of stream(client, { executionId: ID }, { pageSize: 3, decodeThreads: 0 })) rows.push(r);
+      for await (const r of stream(client, { executionId: ID }, { pageSize: 3 })) rows.push(r);
       expect(rows).toEqual(Array.from({ length: TOTAL }, (_, i) => row(i)));
       // Pages at 0, 3, 6 and 9: the first is read before the stream knows its columns and is left to the collector.
       expect(freed).toEqual(bodies.slice(1));
       freed.length = 0;
       bodies.length = 0;
       const names: unknown[] = [];
-      for await (const b of stream(client, { executionId: ID }, { pageSize: 3, decodeThreads: 0, wire: 'json' }).batches()) names.push(...b.getChild('name')!);
+      for await (const b of stream(client, { executionId: ID }, { pageSize: 3, wire: 'json' }).batches()) names.push(...b.getChild('name')!);
       expect(names).toEqual(rows.map((r) => r['name']));
       expect(freed).toEqual(bodies.slice(1));
     } finally {
@@ -336,7 +335,7 @@ describe('page bodies', () => {
       },
     });
     const rows: Record<string, unknown>[] = [];
-    for await (const r of stream(own, { executionId: ID }, { pageSize: 3, decodeThreads: 0 })) rows.push(r);
+    for await (const r of stream(own, { executionId: ID }, { pageSize: 3 })) rows.push(r);
     expect(rows).toEqual(Array.from({ length: TOTAL }, (_, i) => row(i)));
     expect(kept.length).toBeGreaterThan(1);
     for (const { body, copy } of kept) expect(body.equals(copy)).toBe(true);
@@ -367,11 +366,11 @@ describe('pages read from their text, against a service that breaks the rules', 
     // The page at offset 3 holds rows 3-6 (4 rows for a limit of 3) and says next_offset 7.
     const { client } = await serve({ names: ['id', 'name'], types: ['integer', 'varchar'], row: (i) => ({ id: i, name: `n${i}` }), limitAt: (offset, asked) => (offset === 3 ? asked + 1 : asked) });
     const rows: unknown[] = [];
-    for await (const r of stream(client, { executionId: ID }, { pageSize: 3, decodeThreads: 0 })) rows.push(r['id']);
+    for await (const r of stream(client, { executionId: ID }, { pageSize: 3 })) rows.push(r['id']);
     expect(rows).toEqual(Array.from({ length: TOTAL }, (_, i) => i));
     const ids: unknown[] = [];
     const names: unknown[] = [];
-    for await (const b of stream(client, { executionId: ID }, { pageSize: 3, decodeThreads: 0 }).batches()) {
+    for await (const b of stream(client, { executionId: ID }, { pageSize: 3 }).batches()) {
       for (const v of b.getChild('id')!) ids.push(v);
       for (const v of b.getChild('name')!) names.push(v);
     }
@@ -379,20 +378,20 @@ describe('pages read from their text, against a service that breaks the rules', 
     expect(names).toEqual(Array.from({ length: TOTAL }, (_, i) => `n${i}`));
   });
 
-  it.each([0, 2])('a page whose column types changed is refused for that, before its values are decoded: the same InvalidResponseError on every path (decode threads: %i)', async (decodeThreads) => {
+  it('a page whose column types changed is refused for that, before its values are decoded: the same InvalidResponseError on every path', async () => {
     const { client } = await serve({ names: ['id', 'x'], types: ['integer', 'varchar'], row: (i) => ({ id: i, x: `v${i}` }), typesAt: (offset) => (offset === 3 ? ['integer', 'date'] : undefined) });
     for (const read of ['rows', 'batches'] as const) {
-      const { seen, error } = await idsUntilError(client, read, { pageSize: 3, decodeThreads, wire: 'json', concurrency: 1 });
+      const { seen, error } = await idsUntilError(client, read, { pageSize: 3, wire: 'json', concurrency: 1 });
       expect(error, read).toBeInstanceOf(InvalidResponseError);
       expect((error as Error).message, read).toMatch(/columns changed between pages/);
       expect(seen, read).toEqual([0, 1, 2]);
     }
   });
 
-  it.each([0, 2])('a page behind a byte order mark is not JSON on every path, as JSON.parse says: an InvalidResponseError after the rows before it (decode threads: %i)', async (decodeThreads) => {
+  it('a page behind a byte order mark is not JSON on every path, as JSON.parse says: an InvalidResponseError after the rows before it', async () => {
     const { client } = await serve({ names: ['id'], types: ['integer'], row: (i) => ({ id: i }), prefixAt: (offset) => (offset === 6 ? '\ufeff' : '') });
     for (const read of ['rows', 'batches'] as const) {
-      const { seen, error } = await idsUntilError(client, read, { pageSize: 3, decodeThreads, wire: 'json', concurrency: 1 });
+      const { seen, error } = await idsUntilError(client, read, { pageSize: 3, wire: 'json', concurrency: 1 });
       expect(error, read).toBeInstanceOf(InvalidResponseError);
       // The request the page answered, whichever thread read it.
       expect((error as Error).message, read).toMatch(/GET http:\/\/127\.0\.0\.1:\d+\/\S*results\S*offset=6/);
@@ -408,7 +407,7 @@ describe('pages read from their text, against a service that breaks the rules', 
       headersAt: (offset) => (offset === 6 ? { 'content-type': 'application/vnd.apache.arrow.stream' } : undefined),
     });
     for (const read of ['rows', 'batches'] as const) {
-      const { seen, error } = await idsUntilError(client, read, { pageSize: 3, decodeThreads: 0, wire: 'json' });
+      const { seen, error } = await idsUntilError(client, read, { pageSize: 3, wire: 'json' });
       expect(error, read).toBeInstanceOf(InvalidResponseError);
       expect(seen, read).toEqual([0, 1, 2, 3, 4, 5]);
     }

@@ -53,14 +53,12 @@ async function values(c: ServiceClient, source: { executionId: string } | { sql:
 }
 
 describe('wire: a service that only speaks JSON (the official one)', () => {
-  it('auto falls back to JSON; decode threads, the calling thread and wire json give the same values', async () => {
+  it('auto falls back to JSON; auto and wire json give the same values', async () => {
     const auto = await values(client(jsonOnly.url), { executionId }, { wire: 'auto' });
-    const json = await values(direct, { executionId }, { wire: 'json', decodeThreads: 0 });
-    const twoThreads = await values(direct, { executionId }, { wire: 'json', decodeThreads: 2 });
+    const json = await values(direct, { executionId }, { wire: 'json' });
     expect(auto.rows).toHaveLength(150);
     expect(auto.rows).toEqual(json.rows);
-    expect(twoThreads.rows).toEqual(json.rows);
-    // One schema object for every batch, whichever thread built it.
+    // One schema object for every batch.
     expect(new Set(auto.batches.map((b) => b.schema)).size).toBe(1);
   }, 120_000);
 
@@ -81,7 +79,7 @@ describe('wire: the local service itself', () => {
   it('auto gives the values of the JSON wire, every column type included', { timeout: 120_000 }, async () => {
     for (const source of [{ executionId }, { sql: ALL_TYPES }]) {
       const auto = await values(direct, source, { wire: 'auto' });
-      const json = await values(direct, source, { wire: 'json', decodeThreads: 0 });
+      const json = await values(direct, source, { wire: 'json' });
       expect(auto.rows.length).toBeGreaterThan(0);
       expect(auto.rows).toEqual(json.rows);
     }
@@ -116,7 +114,7 @@ describe('wire: a service that serves Arrow pages', () => {
 
   it('every type of the wire arrives with the same values, and rows() still reads JSON rows', { timeout: 120_000 }, async () => {
     const viaArrow = await values(client(arrow.url), { sql: ALL_TYPES }, { wire: 'arrow' });
-    expect(viaArrow.rows).toEqual((await values(direct, { sql: ALL_TYPES }, { wire: 'json', decodeThreads: 0 })).rows);
+    expect(viaArrow.rows).toEqual((await values(direct, { sql: ALL_TYPES }, { wire: 'json' })).rows);
     const rows: unknown[] = [];
     for await (const r of stream(client(arrow.url), { executionId }, { wire: 'arrow' })) rows.push(r);
     const jsonRows: unknown[] = [];
@@ -142,7 +140,7 @@ describe('wire: a service that serves Arrow pages', () => {
 });
 
 describe('row ranges (a part of an export)', () => {
-  it('startOffset and endOffset, on or off the page grid, give exactly those rows on both wires, decode threads and rows() alike', async () => {
+  it('startOffset and endOffset, on or off the page grid, give exactly those rows on both wires and rows() alike', async () => {
     const all = (await values(direct, { executionId }, { wire: 'json' })).rows;
     expect(all).toHaveLength(150);
     for (const [start, end] of [
@@ -156,7 +154,6 @@ describe('row ranges (a part of an export)', () => {
       const range = { startOffset: start, endOffset: end, pageSize: 64 };
       expect((await values(direct, { executionId }, { ...range, wire: 'json' })).rows, `${start}-${end} json`).toEqual(want);
       expect((await values(client(arrow.url), { executionId }, { ...range, wire: 'arrow' })).rows, `${start}-${end} arrow`).toEqual(want);
-      expect((await values(direct, { executionId }, { ...range, wire: 'json', decodeThreads: 2 })).rows, `${start}-${end} threads`).toEqual(want);
       let n = 0;
       for await (const _ of stream(direct, { executionId }, range)) n++;
       expect(n, `${start}-${end} rows()`).toBe(want.length);

@@ -7,7 +7,7 @@ import { compileJsonRowAppender, compileTextBatchReader } from '../../src/types/
 import { arrowSchema, compileRowDecoder, createBatchBuilder, parseJsonLossless, type ColumnSpec, type DecodeOptions, type Row } from '../../src/types/index.ts';
 import { textValueReader } from '../../src/types/decode.ts';
 import { parseType } from '../../src/types/parse.ts';
-import { compileTextColumns, compileTextRows, readNumber, type ScanState } from '../../src/types/textRows.ts';
+import { compileTextRows, readNumber, type ScanState } from '../../src/types/textRows.ts';
 import { seeded } from '../helpers/seeded.ts';
 
 /**
@@ -250,25 +250,6 @@ describe('text scanner against JSON.parse and the decoders', () => {
       expect(ipc(got.value).equals(expected.bytes), p.text).toBe(true);
     }
     expect(read).toBeGreaterThan(150);
-  });
-
-  it('reads the same values column by column (for a decode thread) as row by row', () => {
-    let read = 0;
-    for (let k = 0; k < 300; k++) {
-      const columns = randomColumns();
-      const p = page(columns, 1 + int(6), (c) => (rnd() < 0.97 ? valid(c) : token()), 0.05);
-      const from = int(2);
-      const to = from + 1 + int(6);
-      const rows = compileTextRows(columns)!(p.text, from, to);
-      const byColumn = compileTextColumns(columns)!(p.text, from, to);
-      expect(byColumn === undefined, p.text).toBe(rows === undefined);
-      if (rows === undefined || byColumn === undefined) continue;
-      read++;
-      expect(byColumn.count).toBe(rows.count);
-      const transposed = columns.map((c) => rows.value.map((r) => r[c.name]));
-      expect(isDeepStrictEqual(byColumn.value, transposed), p.text).toBe(true);
-    }
-    expect(read).toBeGreaterThan(50);
   });
 
   it('after a page it gave up on half-way, reads the next page from a clean builder', () => {

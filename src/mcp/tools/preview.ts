@@ -88,7 +88,6 @@ export async function firstRows(plan: SourcePlan, limit: number, call: ToolCall)
     concurrency: 1,
     prefetch: 0,
     wire: 'json',
-    decodeThreads: 0,
     // One page of `limit` rows and no more; none for the columns alone.
     ...(limit > 0 ? { pageSize: limit, endOffset: limit } : {}),
     onExecution: (id, { started }) => {

@@ -91,7 +91,8 @@ function replyForError(err: unknown): Reply {
  */
 function send(req: IncomingMessage, res: ServerResponse, reply: Reply, reset: boolean): void {
   const accepted = negotiateCoding(header(req.headers['accept-encoding']));
-  if (accepted === undefined) {
+  // An error answer goes as it is (uncompressed, small): what went wrong matters more than the coding.
+  if (accepted === undefined && reply.status >= 200 && reply.status < 300) {
     reply = json(406, {
       error: `Not Acceptable: answers are sent as ${[...CODINGS, 'identity'].join(', ')}; the request's Accept-Encoding header was ${JSON.stringify(header(req.headers['accept-encoding']))}`,
       supported: [...CODINGS, 'identity'],
@@ -206,8 +207,8 @@ async function writeParts(res: Writable, body: PartsBody, budget: number): Promi
 }
 
 /**
- * Writes a chunk, waiting for the socket to drain when its buffer is full; `reusable` goes back to
- * the spare buffers once the socket has written it (its callback), not before.
+ * Writes a chunk, waiting for the socket (or the compressor) to drain when its buffer is full;
+ * `reusable` goes back to the spare buffers once it has taken the chunk (its callback), not before.
  */
 function write(res: Writable, chunk: Uint8Array, reusable: Buffer | undefined): Promise<void> {
   if (res.destroyed) return Promise.reject(new Error('the response was closed'));

@@ -94,7 +94,8 @@ export const runCommand = defineCommand({
     const summaryOut = jobs.some((job) => job.outputs.some((output) => output.path === '-')) ? io.stderr : io.stdout;
     const json = flag(values, 'json');
 
-    const connection = await connectLogged(jobFile.connection, io, log, signal);
+    // A shard of N spends 1/N of the key's rate: N shards together stay within it.
+    const connection = await connectLogged(jobFile.connection, io, log, signal, false, shard === undefined ? 1 : 1 / shard.count);
     let exit: number = EXIT.ok;
     try {
       if (flag(values, 'plan')) {

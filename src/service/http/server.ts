@@ -17,7 +17,7 @@ export interface HandlerDeps {
   faults: Faults;
   maxBodyBytes: () => number;
   /** Per-key rate limit of the operation's class (Read-scope operations read, the rest write); off when absent. */
-  rateLimit?: (key: string, cls: 'read' | 'write') => { allowed: true } | { allowed: false; retryAfterSeconds: number };
+  rateLimit?: (key: string, cls: 'read' | 'write', team: string) => { allowed: true } | { allowed: false; retryAfterSeconds: number };
   /** Used when a request has no usable Host header. */
   fallbackOrigin: () => string;
 }
@@ -61,7 +61,7 @@ async function handle(deps: HandlerDeps, req: IncomingMessage): Promise<Reply> {
     throw new HttpError(405, `Method not allowed: ${url.pathname} accepts ${match.allow.join(', ')}`, { allow: match.allow.join(', ') });
   }
   requireScope(principal, match.route.scope);
-  const rate = deps.rateLimit?.(principal.key, match.route.scope === 'Read' ? 'read' : 'write');
+  const rate = deps.rateLimit?.(principal.key, match.route.scope === 'Read' ? 'read' : 'write', principal.team);
   if (rate !== undefined && !rate.allowed) throw new RateLimitError(rate.retryAfterSeconds);
 
   const host = req.headers.host;

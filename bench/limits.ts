@@ -1,4 +1,6 @@
-// Limits benchmark: 50 clients submit and read at once against one team with max_inflight 3.
+// Limits benchmark. First the rate budget (rateBudget.ts): a 4-fetcher stream against a key
+// limited to 40, 200 and 1000 read requests per minute, with the client told the limit and not.
+// Then the queue: 50 clients submit and read at once against one team with max_inflight 3.
 // Figures: executions per second end to end (submit -> poll -> first result page), the order the
 // queue admitted them in (FIFO: inversions of start order against submission order), the most
 // executions seen running at once, and memory before and after.
@@ -8,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { startService, type ServiceHandle } from '../src/service/index.ts';
+import { budgetRun, printBudget } from './rateBudget.ts';
 
 const CLIENTS = 50;
 const PER_CLIENT = 4;
@@ -69,7 +72,19 @@ function mb(bytes: number): string {
   return `${(bytes / 1e6).toFixed(1)} MB`;
 }
 
+/** Rows of the rate budget runs (`BENCH_RATE_ROWS`; default 1,000,000). */
+const RATE_ROWS = Number(process.env.BENCH_RATE_ROWS ?? 1_000_000);
+const RATES = [40, 200, 1000];
+
 export async function run(): Promise<void> {
+  for (const rpm of RATES) {
+    printBudget('rate_limit set,', await budgetRun(RATE_ROWS, rpm, { rateLimit: { read: rpm, write: rpm } }), RATE_ROWS);
+    printBudget('rate_limit unset (learned from 429s),', await budgetRun(RATE_ROWS, rpm, {}), RATE_ROWS);
+  }
+  await queueRun();
+}
+
+async function queueRun(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-limits-'));
   const svc = await startService({
     dataDir,

@@ -35,9 +35,10 @@ export async function connectFromFlags(values: OptionValues, io: CliIo, log: Log
 }
 
 /** Connects as a job file's `connection` says, logging which embedded service is used. */
-export function connectLogged(connection: Connection | undefined, io: CliIo, log: Logger, signal: AbortSignal, ownFolder = false): Promise<Connected> {
+export function connectLogged(connection: Connection | undefined, io: CliIo, log: Logger, signal: AbortSignal, ownFolder = false, rateShare = 1): Promise<Connected> {
   return connect(connection, {
     env: io.env,
+    rateShare,
     cwd: io.cwd,
     signal,
     ownFolder,

@@ -30,9 +30,8 @@ export function createProgressBar(stream: OutputStream, label: string, now: () =
   let visible = false;
   const draw = (): void => {
     if (!last) return;
-    const line = renderProgress(label, last);
-    const columns = stream.columns ?? 120;
-    stream.write(`\r${line.length > columns - 1 ? line.slice(0, columns - 1) : line}\x1b[K`);
+    // The terminal's width as it is now (it may have been resized since the last draw).
+    stream.write(`\r${renderProgress(label, last, stream.columns ?? 120)}\x1b[K`);
     visible = true;
     drawnAt = now();
   };
@@ -56,19 +55,37 @@ export function createProgressBar(stream: OutputStream, label: string, now: () =
   };
 }
 
-/** `label [#########...............] 37% 370,000/1,000,000 rows  pages 12/32  14.2 MB/s  0:05 left` */
-export function renderProgress(label: string, s: ProgressSnapshot): string {
+/**
+ * `label [#########...............] 37% 370,000/1,000,000 rows  pages 12/32  14.2 MB/s  0:05 left`,
+ * shorter than `columns`: a narrower terminal gets a shorter bar, then no pages, no speed, no bar
+ * (the percentage stays), no time left, in that order, and only then a cut line.
+ */
+export function renderProgress(label: string, s: ProgressSnapshot, columns = Number.POSITIVE_INFINITY): string {
   const share = s.totalRows !== undefined && s.totalRows > 0 ? Math.min(1, s.rows / s.totalRows) : undefined;
-  const filled = share === undefined ? 0 : Math.round(share * WIDTH);
-  const bar = share === undefined ? '' : `[${'#'.repeat(filled)}${'.'.repeat(WIDTH - filled)}] ${String(Math.floor(share * 100)).padStart(3)}% `;
+  const bar = (width: number): string => {
+    if (share === undefined) return '';
+    const filled = Math.round(share * width);
+    return width === 0 ? `${String(Math.floor(share * 100)).padStart(3)}% ` : `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(Math.floor(share * 100)).padStart(3)}% `;
+  };
   const rows = s.totalRows !== undefined ? `${fmtInt(s.rows)}/${fmtInt(s.totalRows)} rows` : `${fmtInt(s.rows)} rows`;
   const pages = s.totalPages !== undefined ? `pages ${s.pages}/${s.totalPages}` : `pages ${s.pages}`;
   const seconds = s.elapsedMs / 1000;
   const rate = seconds > 0 ? `${(s.bytes / 1e6 / seconds).toFixed(1)} MB/s` : '-- MB/s';
   let eta = s.etaMs;
   if (eta === undefined && share !== undefined && share > 0 && seconds > 0) eta = (s.elapsedMs / share) * (1 - share);
-  const left = eta === undefined ? '' : `  ${fmtDuration(eta)} left`;
-  return `${label} ${bar}${rows}  ${pages}  ${rate}${left}`;
+  const left = eta === undefined ? undefined : `${fmtDuration(eta)} left`;
+  const line = (width: number, ...tail: (string | undefined)[]): string => [`${label} ${bar(width)}${rows}`, ...tail].filter((t) => t !== undefined).join('  ');
+  const candidates = [
+    line(WIDTH, pages, rate, left),
+    line(WIDTH / 2, pages, rate, left),
+    line(WIDTH / 2, rate, left),
+    line(WIDTH / 2, left),
+    line(0, left),
+    line(0),
+  ];
+  const fits = candidates.find((c) => c.length < columns);
+  if (fits !== undefined) return fits;
+  return candidates.at(-1)!.slice(0, Math.max(0, columns - 1));
 }
 
 function fmtInt(n: number): string {

@@ -3,6 +3,7 @@ import { ConfigError } from './errors.ts';
 import { DEFAULT_RETRY, type RetryPolicy } from './retry-policy.ts';
 import type { RequestEvent, RetryEvent } from './hooks.ts';
 import { ACCEPT_ENCODING } from './contentCoding.ts';
+import { RATE_PLANS, rateLimitOf, type RateLimit, type RatePlan } from './governor.ts';
 
 export const API_KEY_ENV = 'SERVICE_API_KEY';
 export const BASE_URL_ENV = 'SERVICE_BASE_URL';
@@ -32,6 +33,16 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Overrides of `DEFAULT_RETRY`; `{ attempts: 1 }` turns retries off. */
   retry?: Partial<RetryPolicy>;
+  /**
+   * The key's request rate: a plan name (`free`, `plus`, `enterprise`: the real service's published
+   * limits) or requests per minute per class (`{ read, write }`). Every client of the key in this
+   * process shares one budget (governor.ts). Unset: not limited until a 429, then learned from it.
+   */
+  rateLimit?: RatePlan | RateLimit;
+  /** This process's part of the key's rate, in (0, 1]: a shard of N takes 1/N. Default 1. */
+  rateShare?: number;
+  /** The shared state of a parent thread's governor (`connectionOptions()` carries it): this client takes from that bucket. */
+  governor?: SharedArrayBuffer;
   /** An undici dispatcher; default: a keep-alive `Agent` owned (and closed) by the client. */
   dispatcher?: Dispatcher;
   /** False opens a fresh connection per request (benchmarks; proxies that mishandle keep-alive). */
@@ -65,6 +76,8 @@ export interface ResolvedConfig {
   compression: 'auto' | 'on' | 'off';
   /** What the client sends as Accept-Encoding (undefined: no header, answers uncompressed). */
   acceptEncoding: string | undefined;
+  rateLimit: RateLimit | undefined;
+  rateShare: number;
 }
 
 export function resolveConfig(options: ClientOptions): ResolvedConfig {
@@ -98,6 +111,9 @@ export function resolveConfig(options: ClientOptions): ResolvedConfig {
   if (compression !== 'auto' && compression !== 'on' && compression !== 'off') {
     throw new ConfigError(`ServiceClient compression must be 'auto', 'on' or 'off', got ${JSON.stringify(compression)}`);
   }
+  const rateLimit = options.rateLimit === undefined ? undefined : checkRateLimit(options.rateLimit);
+  const rateShare = options.rateShare ?? 1;
+  if (!(rateShare > 0 && rateShare <= 1)) throw new ConfigError(`ServiceClient rateShare must be in (0, 1] (a shard of N takes 1/N), got ${rateShare}`);
   const compress = compression === 'on' || (compression === 'auto' && !isLoopback(parsed.hostname));
   return {
     apiKey,
@@ -110,7 +126,22 @@ export function resolveConfig(options: ClientOptions): ResolvedConfig {
     userAgent: options.userAgent ?? 'sluice-client/0.1',
     compression,
     acceptEncoding: compress ? ACCEPT_ENCODING : undefined,
+    rateLimit,
+    rateShare,
   };
+}
+
+function checkRateLimit(value: RatePlan | RateLimit): RateLimit {
+  if (typeof value === 'string' && !Object.hasOwn(RATE_PLANS, value)) {
+    throw new ConfigError(`ServiceClient rateLimit ${JSON.stringify(value)} is not a plan: use ${Object.keys(RATE_PLANS).join(', ')} or { read, write } requests per minute`);
+  }
+  const limit = rateLimitOf(value);
+  for (const [cls, rpm] of Object.entries(limit)) {
+    if (rpm !== undefined && !(typeof rpm === 'number' && rpm > 0 && Number.isFinite(rpm))) {
+      throw new ConfigError(`ServiceClient rateLimit.${cls} must be a positive number of requests per minute, got ${JSON.stringify(rpm)}`);
+    }
+  }
+  return limit;
 }
 
 /** A host name that is this machine: `localhost`, 127.0.0.0/8, ::1. */

@@ -33,6 +33,23 @@ export type ExecuteInput = { sql: string } | { queryId: number; parameters?: Rec
 /** Polling starts fast (most executions here take milliseconds) and backs off to a cap. */
 export const DEFAULT_WAIT = Object.freeze({ pollIntervalMs: 50, maxPollIntervalMs: 2_000, backoffFactor: 2 });
 
+/**
+ * Under a read rate limit, polls grow with the time the execution has taken so far (the best guess
+ * of the time it still needs): a quarter of it, up to a minute, and never closer than four read
+ * tokens apart once past `maxPollIntervalMs`. Polls come out of the same budget as pages; an
+ * execution that runs for minutes must not spend it all on asking whether it is done.
+ */
+export const GOVERNED_POLL = Object.freeze({ elapsedShare: 0.25, tokens: 4, maxIntervalMs: 60_000 });
+
+/** The wait before the next poll: doubling up to `cap`, and with a read rate limit `readRpm`, as `GOVERNED_POLL` says. */
+export function nextPollInterval(interval: number, cap: number, elapsedMs: number, readRpm: number): number {
+  const doubled = interval * DEFAULT_WAIT.backoffFactor;
+  if (!(readRpm > 0)) return Math.min(cap, doubled);
+  const expected = Math.min(elapsedMs * GOVERNED_POLL.elapsedShare, GOVERNED_POLL.maxIntervalMs);
+  const ceiling = Math.max(cap, (GOVERNED_POLL.tokens * 60_000) / readRpm, expected);
+  return Math.min(ceiling, Math.max(doubled, expected));
+}
+
 export interface WaitOptions {
   signal?: AbortSignal;
   /** Give up (TimeoutError) when the execution is not finished this many ms after `wait()` began. */
@@ -152,7 +169,7 @@ export class Execution {
       const nextPollInMs = Math.min(interval, remaining);
       options.onPoll?.({ state: status.state, nextPollInMs });
       await sleep(nextPollInMs, options.signal, this.#ctx('wait'));
-      interval = Math.min(cap, interval * DEFAULT_WAIT.backoffFactor);
+      interval = nextPollInterval(interval, cap, Date.now() - started, this.#client.governor.perMinute('read'));
     }
   }
 

@@ -1,12 +1,14 @@
 import type { z } from 'zod';
-import { InvalidResponseError, type ErrorContext } from './errors.ts';
+import { InvalidResponseError, RateLimitedError, type ErrorContext } from './errors.ts';
+import { rateClassOf, type RateGovernor } from './governor.ts';
 import type { ResolvedConfig } from './config.ts';
 import type { ClientStats, RetryEvent } from './hooks.ts';
 import { withRetry } from './retry.ts';
 import type { RawResponse, RequestSpec, Transport } from './transport.ts';
 
 /**
- * The top of the HTTP stack: a call goes through the retry layer to the transport, and its JSON body
+ * The top of the HTTP stack: a call goes through the retry layer, then the key's rate governor
+ * (every attempt, retries too, waits for its token), to the transport; its JSON body
  * is parsed and checked against the protocol schema. No network data leaves here unvalidated.
  */
 export class Http {
@@ -14,9 +16,11 @@ export class Http {
   readonly #config: ResolvedConfig;
   readonly #stats: ClientStats;
   readonly #onRetry: ((event: RetryEvent) => void) | undefined;
+  readonly #governor: RateGovernor;
 
-  constructor(transport: Transport, config: ResolvedConfig, stats: ClientStats, onRetry?: (event: RetryEvent) => void) {
+  constructor(transport: Transport, governor: RateGovernor, config: ResolvedConfig, stats: ClientStats, onRetry?: (event: RetryEvent) => void) {
     this.#transport = transport;
+    this.#governor = governor;
     this.#config = config;
     this.#stats = stats;
     this.#onRetry = onRetry;
@@ -37,7 +41,17 @@ export class Http {
   }
 
   #call(spec: RequestSpec, errorContext: ErrorContext): Promise<RawResponse> {
-    return withRetry((n) => this.#transport.send(spec, n), {
+    const cls = rateClassOf(spec.httpMethod, spec.operation);
+    const governed = async (n: number): Promise<RawResponse> => {
+      await this.#governor.take(cls, spec.signal, errorContext);
+      try {
+        return await this.#transport.send(spec, n);
+      } catch (err) {
+        if (err instanceof RateLimitedError) this.#governor.refused(cls, err.retryAfterMs);
+        throw err;
+      }
+    };
+    return withRetry(governed, {
       operation: spec.operation,
       idempotency: spec.idempotency,
       policy: this.#config.retry,

@@ -43,6 +43,7 @@ import { BadRequestError, InvalidArgumentError, InvalidResponseError, type Error
 import { MAX_PAGE_CONCURRENCY, resolveConfig, type ClientOptions, type ResolvedConfig } from './config.ts';
 import { Execution, type ExecuteInput, type LatestResultOptions, type RunOptions } from './execution.ts';
 import type { ClientStats } from './hooks.ts';
+import { governorFor, type RateGovernor } from './governor.ts';
 import { describeIssues, Http } from './http.ts';
 import { parseResultPage, parseResultPageText } from './result-page.ts';
 import type { TextRead } from '../types/textRows.ts';
@@ -135,6 +136,8 @@ export class ServiceClient {
   /** Counters of HTTP attempts and retries, for observing retry behaviour. */
   readonly stats: ClientStats = { requests: 0, retries: 0 };
   readonly baseUrl: string;
+  /** The key's request budget in this process, shared with every other client of the key. */
+  readonly governor: RateGovernor;
   readonly #config: ResolvedConfig;
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
@@ -152,7 +155,9 @@ export class ServiceClient {
     this.#dispatcher =
       options.dispatcher ?? new Agent({ keepAliveTimeout: 4_000, connections: MAX_PAGE_CONCURRENCY, connect: { timeout: this.#config.timeoutMs } });
     const transport = new Transport(this.#config, this.#dispatcher, this.stats, options.onRequest);
-    this.#http = new Http(transport, this.#config, this.stats, options.onRetry);
+    this.governor = governorFor(this.#config.baseUrl, this.#config.apiKey, options.governor);
+    if (this.#config.rateLimit !== undefined) this.governor.configure(this.#config.rateLimit, this.#config.rateShare);
+    this.#http = new Http(transport, this.governor, this.#config, this.stats, options.onRetry);
   }
 
   async close(): Promise<void> {
@@ -161,11 +166,13 @@ export class ServiceClient {
 
   /**
    * What another client of the same service needs (a worker thread cannot share this one's
-   * connections): the key, where it came from, the URL, timeouts and retry policy. Holds the key.
+   * connections): the key, where it came from, the URL, timeouts, retry policy and the shared
+   * state of the key's rate governor (a SharedArrayBuffer: a worker thread takes from the same
+   * budget). Holds the key.
    */
   connectionOptions(): ClientOptions {
     const c = this.#config;
-    return { apiKey: c.apiKey, apiKeyFrom: c.apiKeyFrom, baseUrl: c.baseUrl, apiKeyIn: c.apiKeyIn, timeoutMs: c.timeoutMs, retry: { ...c.retry }, keepAlive: c.keepAlive, userAgent: c.userAgent, compression: c.compression, env: {} };
+    return { apiKey: c.apiKey, apiKeyFrom: c.apiKeyFrom, baseUrl: c.baseUrl, apiKeyIn: c.apiKeyIn, timeoutMs: c.timeoutMs, retry: { ...c.retry }, keepAlive: c.keepAlive, userAgent: c.userAgent, compression: c.compression, governor: this.governor.shared, env: {} };
   }
 
   // ---- executions ----

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PerformanceSchema } from '../protocol/common.ts';
+import { RATE_PLAN_NAMES } from '../protocol/rateLimits.ts';
 import { MAX_PAGE_CONCURRENCY } from '../client/config.ts';
 import { outputConfigSchema, type ResolvedOutput } from '../export/outputConfig.ts';
 import type { Registry } from '../kit/index.ts';
@@ -234,6 +235,18 @@ export const ConnectionSchema = z
       .optional()
       .describe('Name of the environment variable holding the API key (default SERVICE_API_KEY)'),
     embedded: EmbeddedServiceSchema.optional(),
+    rate_limit: z
+      .union([
+        z.enum(RATE_PLAN_NAMES),
+        z.strictObject({
+          read: z.number().positive().optional().describe('Results, status, get and list requests per minute (the "high limit" class)'),
+          write: z.number().positive().optional().describe('Execute, cancel and other change requests per minute (the "low limit" class)'),
+        }),
+      ])
+      .optional()
+      .describe(
+        "The API key's request rate, which every page fetcher, status poll and part thread of this process shares (a shard of N takes 1/N): a plan name (free: 40 read / 15 write per minute, plus: 200 / 70, enterprise: 1000 / 350) or { read, write } requests per minute. Unset, or set too high: learned from the service's 429s and Retry-After",
+      ),
   })
   .describe('How to reach the service');
 export type Connection = z.infer<typeof ConnectionSchema>;

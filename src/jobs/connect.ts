@@ -18,6 +18,8 @@ export interface Connected {
 
 export interface ConnectOptions {
   readonly env: Readonly<Record<string, string | undefined>>;
+  /** This process's part of the key's rate (`connection.rate_limit`): a shard of N takes 1/N. Default 1. */
+  readonly rateShare?: number;
   /** Relative paths (the embedded data dir, its settings file) are resolved against this. */
   readonly cwd: string;
   /** Told once the embedded service is up (it takes a moment on first start: sample data). */
@@ -50,12 +52,13 @@ export interface ConnectOptions {
 export async function connect(connection: Connection | undefined, options: ConnectOptions): Promise<Connected> {
   const keyEnv = connection?.api_key_env ?? DEFAULT_API_KEY_ENV;
   const key = options.env[keyEnv];
+  const rate = { ...(connection?.rate_limit === undefined ? {} : { rateLimit: connection.rate_limit }), rateShare: options.rateShare ?? 1 };
   const baseUrl = connection?.base_url;
   if (baseUrl !== undefined && baseUrl !== '') {
     if (key === undefined || key === '') {
       throw new ClientConfigError(`the API key is missing: set the environment variable ${keyEnv} (connection.api_key_env) for ${baseUrl}`);
     }
-    const client = new ServiceClient({ baseUrl: apiBase(baseUrl), apiKey: key, apiKeyFrom: `the environment variable ${keyEnv}`, env: {} });
+    const client = new ServiceClient({ baseUrl: apiBase(baseUrl), apiKey: key, apiKeyFrom: `the environment variable ${keyEnv}`, env: {}, ...rate });
     return { client, baseUrl: client.baseUrl, embedded: false, close: () => client.close() };
   }
 
@@ -99,7 +102,7 @@ export async function connect(connection: Connection | undefined, options: Conne
     if (owner !== undefined) {
       const sharedKey = defaultSettings && owner.key !== undefined ? owner.key : apiKey;
       options.onShared?.({ url: owner.url, dataDir, pid: owner.pid });
-      const client = new ServiceClient({ baseUrl: owner.url, apiKey: sharedKey, apiKeyFrom: defaultSettings ? `the owner record of ${dataDir}` : apiKeyFrom, env: {} });
+      const client = new ServiceClient({ baseUrl: owner.url, apiKey: sharedKey, apiKeyFrom: defaultSettings ? `the owner record of ${dataDir}` : apiKeyFrom, env: {}, ...rate });
       return {
         client,
         baseUrl: owner.url,
@@ -120,7 +123,7 @@ export async function connect(connection: Connection | undefined, options: Conne
         advertise: defaultSettings ? { key: apiKey } : {},
       });
       options.onEmbedded?.({ url: service.url, dataDir });
-      const client = new ServiceClient({ baseUrl: service.url, apiKey, apiKeyFrom, env: {} });
+      const client = new ServiceClient({ baseUrl: service.url, apiKey, apiKeyFrom, env: {}, ...rate });
       return {
         client,
         baseUrl: service.url,

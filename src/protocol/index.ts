@@ -11,3 +11,4 @@ export * from './uploads.ts';
 export * from './usage.ts';
 export * from './paths.ts';
 export * from './arrowPage.ts';
+export * from './rateLimits.ts';

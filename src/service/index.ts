@@ -173,7 +173,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     server = srv;
     let origin = '';
     srv.on('clientError', answerClientError);
-    srv.on('request', createRequestHandler({ router, keys: new KeyRing(settings), faults, maxBodyBytes: () => settings.limits.max_body_bytes, fallbackOrigin: () => origin, rateLimit: (key, cls) => rateLimiter.take(key, cls) }));
+    srv.on('request', createRequestHandler({ router, keys: new KeyRing(settings), faults, maxBodyBytes: () => settings.limits.max_body_bytes, fallbackOrigin: () => origin, rateLimit: (key, cls, team) => rateLimiter.take(key, cls, team) }));
     await new Promise<void>((ok, fail) => {
       srv.once('error', fail);
       srv.listen(options.port ?? 0, host, () => {

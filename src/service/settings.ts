@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { LineCounter, parseDocument } from 'yaml';
 import { interpolateDocument, type Env } from '../config/interpolate.ts';
 import { ConfigError } from '../errors.ts';
-import { SCOPES, TEAM_NAME } from '../protocol/index.ts';
+import { RATE_PLAN_NAMES, RATE_PLANS, SCOPES, TEAM_NAME } from '../protocol/index.ts';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
@@ -17,6 +17,19 @@ export const PlanSchema = z.strictObject({
   credits_per_cycle: nonNegInt().default(10_000).describe('Credits a team may spend per billing cycle; a submission that would exceed them gets 402'),
   max_inflight: posInt().default(3).describe('Executions of the team running at once; more wait PENDING in FIFO order'),
   storage_quota_bytes: nonNegInt().default(MiB).describe('Storage quota of everything the team stores: materialized views, uploaded datasets and the tables its SQL creates in service.<team>; a refresh, upload or execution that would exceed it fails'),
+  rate_limit: z
+    .preprocess(
+      (v) => (typeof v === 'string' && Object.hasOwn(RATE_PLANS, v) ? { ...RATE_PLANS[v as keyof typeof RATE_PLANS] } : v),
+      z.strictObject(
+        {
+          read: nonNegInt().optional().describe('Read operations (Read scope: status, results, get, list) per minute per key; 0 = off'),
+          write: nonNegInt().optional().describe('Write operations (Write and Admin scope: execute, cancel, changes) per minute per key; 0 = off'),
+        },
+        { error: (issue) => (issue.code === 'invalid_type' ? `expected a plan name (${RATE_PLAN_NAMES.join(', ')}) or { read, write } requests per minute, got ${JSON.stringify(issue.input)}` : undefined) },
+      ),
+    )
+    .optional()
+    .describe("Per-key request rates of the team's keys: a plan name (free 40/15, plus 200/70, enterprise 1000/350 read/write per minute, the real service's published figures) or { read, write }; unset classes: limits.read_requests_per_minute / write_requests_per_minute"),
 });
 
 export const KeySchema = z.strictObject({

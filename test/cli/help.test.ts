@@ -6,7 +6,7 @@ import { COMMANDS, runCli } from '../../src/cli/commands/index.ts';
 import { EXIT, EXIT_CODE_DOCS, exitCodeOf } from '../../src/cli/exit-codes.ts';
 import type { CliIo, OutputStream } from '../../src/cli/io.ts';
 import { createLogger } from '../../src/cli/log.ts';
-import { renderProgress } from '../../src/cli/progress.ts';
+import { createProgressBar, renderProgress } from '../../src/cli/progress.ts';
 import { InvalidApiKeyError, ForbiddenError, PaymentRequiredError, ExecutionFailedError, NetworkError, AbortedError } from '../../src/client/errors.ts';
 import { JobFileError } from '../../src/config/errors.ts';
 import { DestinationError } from '../../src/kit/errors.ts';
@@ -110,6 +110,29 @@ describe('progress and logs', () => {
     const line = renderProgress('job', { rows: 250_000, totalRows: 1_000_000, pages: 8, totalPages: 32, bytes: 20_000_000, elapsedMs: 2000 });
     expect(line).toBe('job [######..................]  25% 250,000/1,000,000 rows  pages 8/32  10.0 MB/s  0:06 left');
     expect(renderProgress('job', { rows: 10, pages: 1, bytes: 0, elapsedMs: 0 })).toBe('job 10 rows  pages 1  -- MB/s');
+  });
+
+  it('fits the bar to the terminal: narrower, it drops detail (pages, then speed, then the bar) rather than being cut', () => {
+    const snapshot = { rows: 250_000, totalRows: 1_000_000, pages: 8, totalPages: 32, bytes: 20_000_000, elapsedMs: 2000 };
+    const full = renderProgress('quickstart', snapshot);
+    expect(renderProgress('quickstart', snapshot, 200)).toBe(full);
+    for (const width of [100, 80, 60, 50, 40]) {
+      const line = renderProgress('quickstart', snapshot, width);
+      expect(line.length, `${width}: ${line}`).toBeLessThan(width);
+      // What matters most stays: how far, and how many rows.
+      expect(line, `${width}`).toContain('25%');
+      expect(line, `${width}`).toContain('250,000/1,000,000 rows');
+    }
+    expect(renderProgress('quickstart', snapshot, 80)).toContain('0:06 left');
+    // The bar redrawn in place follows the terminal's width as it is at each draw.
+    const tty = Object.assign(capture(true), { columns: 80 });
+    const bar = createProgressBar(tty, 'quickstart', () => 0);
+    bar.update(snapshot);
+    bar.done();
+    const drawn = tty.text().split('\r').at(-1)!.replace(/\x1b\[K/g, '').trimEnd();
+    expect(drawn.length).toBeLessThan(80);
+    expect(drawn).toContain('25%');
+    expect(drawn).toContain('0:06 left');
   });
 
   it('writes one JSON object per line in json format, and key=value text otherwise', () => {

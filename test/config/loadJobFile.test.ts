@@ -93,6 +93,10 @@ jobs:
     expect(messages(base('    retries: three\n'))).toEqual(['jobs.yaml:8:14 jobs[0].retries: expected number, got string "three"']);
     expect(messages(base('    performance: huge\n'))).toEqual(['jobs.yaml:8:18 jobs[0].performance: expected one of medium|large, got "huge"']);
     expect(messages(base('    wire: avro\n'))).toEqual(['jobs.yaml:8:11 jobs[0].wire: expected one of auto|json|arrow, got "avro"']);
+    const rate = (value: string) => messages(`connection:\n  rate_limit: ${value}\n${base()}`);
+    expect(rate('gold')).toEqual(['jobs.yaml:2:15 connection.rate_limit: expected one of free|plus|enterprise, got "gold"']);
+    expect(rate('{read: 0}')).toEqual(['jobs.yaml:2:22 connection.rate_limit.read: expected number to be >0, got 0']);
+    expect(rate('{reads: 5}')).toEqual(['jobs.yaml:2:16 connection.rate_limit.reads: unknown field, did you mean "read"?']);
   });
 
   it('every error of a file in one pass: a bad format hides no unknown field, a schema error no output error', () => {

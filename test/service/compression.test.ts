@@ -115,6 +115,9 @@ describe('compressed answers', () => {
     const body = JSON.parse(r.body.toString());
     expect(body.supported).toEqual(['zstd', 'br', 'gzip', 'identity']);
     expect(body.error).toContain('snappy, identity;q=0');
+    // An error answer says what went wrong instead.
+    const denied = await raw(`/v1/execution/${id}/results?limit=1000`, { 'accept-encoding': 'snappy, identity;q=0', 'x-service-api-key': 'wrong' });
+    expect(denied.status).toBe(401);
   });
 
   it('a reset fault cuts the compressed stream short: what arrived does not decode whole', async () => {

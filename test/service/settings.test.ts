@@ -36,6 +36,15 @@ describe('service settings', () => {
     expect(resolveTier(s, 'large')).toEqual({ threads: 2, cost_factor: 2, timeout_ms: 1_800_000, memory_limit_bytes: 2 * 1024 ** 3, temp_limit_bytes: 8 * 1024 ** 3 });
   });
 
+  it("takes the tiers' memory and temporary-disk bounds as the README writes them", async () => {
+    const path = join(dir, 'tiers.yaml');
+    await writeFile(path, `${ISSUE_YAML}tiers:\n  medium: { memory_limit_bytes: 1073741824, temp_limit_bytes: 4294967296 }\n  large: { memory_limit_bytes: 268435456, temp_limit_bytes: 1073741824 }\n`);
+    const s = await loadSettingsFile(path);
+    expect(resolveTier(s, 'large')).toMatchObject({ memory_limit_bytes: 256 * 1024 ** 2, temp_limit_bytes: 1024 ** 3 });
+    await writeFile(path, `${ISSUE_YAML}tiers:\n  medium: { memory_limit_bytes: 0 }\n`);
+    expect((await loadSettingsFile(path).then(() => new Error('no error'), (e: unknown) => e as Error)).message).toContain('tiers.medium.memory_limit_bytes');
+  });
+
   it('names the YAML path of every error', async () => {
     const path = join(dir, 'bad.yaml');
     await writeFile(path, ISSUE_YAML.replace('[Read]', '[Reader]').replace('page_rows: 32000', 'page_rows: -1, pages: 3'));
@@ -95,6 +104,31 @@ describe('service settings', () => {
     expect(err).toBeInstanceOf(SluiceError);
     expect(err).toMatchObject({ name: 'SettingsError', code: 'SETTINGS_INVALID', retryable: false });
     expect(exitCodeOf(err)).toBe(EXIT.config);
+  });
+
+  it('engine: bounds with defaults for a small container; a size is bytes or a number with a unit; errors name the field', async () => {
+    const teams = [{ name: 'demo', keys: [{ key: 'sk_engine_key', scopes: ['Admin'] }] }];
+    expect(parseSettings({ teams }).engine).toEqual({ memory_limit: '256MiB', max_temp_directory_size: '8GiB' });
+    expect(parseSettings({ teams, engine: { memory_limit: 536870912, threads: 1, temp_directory: '/tmp/x' } }).engine).toMatchObject({ memory_limit: 536870912, threads: 1, temp_directory: '/tmp/x' });
+    expect(() => parseSettings({ teams, engine: { memory_limit: '1 gigabyte' } })).toThrow(/engine\.memory_limit: a size is a number of bytes or a number with a unit/);
+    expect(() => parseSettings({ teams, engine: { threads: 0 } })).toThrow(/engine\.threads/);
+    expect(() => parseSettings({ teams, engine: { memory: '1GB' } })).toThrow(/engine: .*memory/);
+    // The engine takes them: DuckDB reports what it was given.
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-engine-settings-'));
+    try {
+      const { openEngine } = await import('../../src/service/engine/index.ts');
+      const engine = await openEngine({ dataDir: dir, memoryLimit: '96MiB', maxTempDirectorySize: 1 << 30, defaultThreads: 1 });
+      try {
+        const rows = await (engine as unknown as { withConnection<T>(fn: (c: { runAndReadAll(sql: string): Promise<{ getRowsJson(): unknown[][] }> }) => Promise<T>): Promise<T> }).withConnection(
+          async (c) => (await c.runAndReadAll("select current_setting('memory_limit'), current_setting('max_temp_directory_size'), current_setting('threads')::INTEGER, current_setting('temp_directory')")).getRowsJson(),
+        );
+        expect(rows[0]).toEqual(['96.0 MiB', '1.0 GiB', 1, join(dir, 'tmp')]);
+      } finally {
+        await engine.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('defaults to team demo with one Admin key from SERVICE_API_KEY, or a generated one', () => {

@@ -51,7 +51,7 @@ export const mcpCommand = defineCommand({
     const host = stringOption(values, 'host') ?? '127.0.0.1';
     const token = httpToken(values, io.env);
     const file = positionals[0];
-    const jobFile = file === undefined ? undefined : await loadJobFile(resolve(io.cwd, file), { registry: builtins, env: io.env });
+    const jobFile = file === undefined ? undefined : await loadJobFile(file, { registry: builtins, env: io.env, cwd: io.cwd });
     if (jobFile !== undefined) {
       // --data-dir and --api-key-env have defaults, so only these can be told apart from not given.
       const flags = ['base-url', 'sample-rows', 'state-dir'].filter((name) => values[name] !== undefined);

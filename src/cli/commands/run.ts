@@ -9,7 +9,7 @@ import { defineCommand, flag, listOption, stringOption } from '../command.ts';
 import { EXIT, exitCodeOf } from '../exit-codes.ts';
 import { writeOut } from '../io.ts';
 import { jobEvents } from '../jobEvents.ts';
-import { errorCode, failureFields, formatFailure, formatSummary, messageOf, summaryFields } from '../output/summary.ts';
+import { errorCode, failureFields, formatFailure, finishedLogFields, formatSummary, messageOf, summaryFields } from '../output/summary.ts';
 import { UsageError } from '../usage-error.ts';
 import { planRun } from '../../jobs/planRun.ts';
 import { runShard } from '../../jobs/shards/runShard.ts';
@@ -94,7 +94,8 @@ export const runCommand = defineCommand({
     const summaryOut = jobs.some((job) => job.outputs.some((output) => output.path === '-')) ? io.stderr : io.stdout;
     const json = flag(values, 'json');
 
-    const connection = await connectLogged(jobFile.connection, io, log, signal);
+    // A shard of N spends 1/N of the key's rate: N shards together stay within it.
+    const connection = await connectLogged(jobFile.connection, io, log, signal, false, shard === undefined ? 1 : 1 / shard.count);
     let exit: number = EXIT.ok;
     try {
       if (flag(values, 'plan')) {
@@ -152,7 +153,7 @@ export const runCommand = defineCommand({
           continue;
         }
         done();
-        log.info('job finished', summaryFields(summary));
+        log.info('job finished', finishedLogFields(summary, log.format, true));
         await writeOut(summaryOut, json ? `${JSON.stringify(summaryFields(summary))}\n` : formatSummary(summary));
       }
     } finally {

@@ -12,7 +12,7 @@ import { connectLogged } from '../connection.ts';
 import { defineCommand, flag, stringOption } from '../command.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jobEvents } from '../jobEvents.ts';
-import { summaryFields } from '../output/summary.ts';
+import { finishedLogFields } from '../output/summary.ts';
 import { UsageError } from '../usage-error.ts';
 
 /** Runs get this long after SIGTERM to cancel executions and abort uploads (Docker waits 10 s). */
@@ -64,7 +64,7 @@ export const scheduleCommand = defineCommand({
           let recorded: RunRecord | undefined;
           try {
             const summary = await runJob(job, { client: connection.client, stateDir, signal: runSignal, events: { ...events, onRecorded: (r) => (recorded = r) } });
-            log.info('job finished', summaryFields(summary));
+            log.info('job finished', finishedLogFields(summary, log.format, false));
             return { rows: summary.rows, bytes: summary.bytes, credits: summary.credits };
           } catch (error) {
             return { rows: 0, bytes: 0, credits: recorded?.credits ?? 0, error };

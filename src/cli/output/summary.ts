@@ -32,6 +32,17 @@ export function formatSummary(s: JobSummary): string {
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * The fields of the "job finished" log line. JSON logs (collectors) get the whole summary. Text logs
+ * are a terminal's: where the summary is printed as text too (`run`), the line names the job only;
+ * where it is not (`schedule`), it gives the figures on one line.
+ */
+export function finishedLogFields(s: JobSummary, format: 'text' | 'json', summaryPrinted: boolean): Record<string, unknown> {
+  if (format === 'json') return summaryFields(s);
+  if (summaryPrinted) return { job: s.job };
+  return { job: s.job, rows: s.rows, files: s.files, bytes: formatBytes(s.bytes), credits: s.credits, duration: fmtDuration(s.durationMs), execution_id: s.executionId };
+}
+
 /** The summary as one JSON object (`--json`, and the log line in JSON log format). */
 export function summaryFields(s: JobSummary): Record<string, unknown> {
   return {

@@ -17,7 +17,7 @@ export interface HandlerDeps {
   faults: Faults;
   maxBodyBytes: () => number;
   /** Per-key rate limit of the operation's class (Read-scope operations read, the rest write); off when absent. */
-  rateLimit?: (key: string, cls: 'read' | 'write') => { allowed: true } | { allowed: false; retryAfterSeconds: number };
+  rateLimit?: (key: string, cls: 'read' | 'write', team: string) => { allowed: true } | { allowed: false; retryAfterSeconds: number };
   /** Used when a request has no usable Host header. */
   fallbackOrigin: () => string;
 }
@@ -61,7 +61,7 @@ async function handle(deps: HandlerDeps, req: IncomingMessage): Promise<Reply> {
     throw new HttpError(405, `Method not allowed: ${url.pathname} accepts ${match.allow.join(', ')}`, { allow: match.allow.join(', ') });
   }
   requireScope(principal, match.route.scope);
-  const rate = deps.rateLimit?.(principal.key, match.route.scope === 'Read' ? 'read' : 'write');
+  const rate = deps.rateLimit?.(principal.key, match.route.scope === 'Read' ? 'read' : 'write', principal.team);
   if (rate !== undefined && !rate.allowed) throw new RateLimitError(rate.retryAfterSeconds);
 
   const host = req.headers.host;
@@ -91,7 +91,8 @@ function replyForError(err: unknown): Reply {
  */
 function send(req: IncomingMessage, res: ServerResponse, reply: Reply, reset: boolean): void {
   const accepted = negotiateCoding(header(req.headers['accept-encoding']));
-  if (accepted === undefined) {
+  // An error answer goes as it is (uncompressed, small): what went wrong matters more than the coding.
+  if (accepted === undefined && reply.status >= 200 && reply.status < 300) {
     reply = json(406, {
       error: `Not Acceptable: answers are sent as ${[...CODINGS, 'identity'].join(', ')}; the request's Accept-Encoding header was ${JSON.stringify(header(req.headers['accept-encoding']))}`,
       supported: [...CODINGS, 'identity'],
@@ -206,8 +207,8 @@ async function writeParts(res: Writable, body: PartsBody, budget: number): Promi
 }
 
 /**
- * Writes a chunk, waiting for the socket to drain when its buffer is full; `reusable` goes back to
- * the spare buffers once the socket has written it (its callback), not before.
+ * Writes a chunk, waiting for the socket (or the compressor) to drain when its buffer is full;
+ * `reusable` goes back to the spare buffers once it has taken the chunk (its callback), not before.
  */
 function write(res: Writable, chunk: Uint8Array, reusable: Buffer | undefined): Promise<void> {
   if (res.destroyed) return Promise.reject(new Error('the response was closed'));

@@ -172,6 +172,11 @@ function trapProcessSignals(controller: AbortController, log: Logger): () => voi
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   return () => {
+    // A stopping command returns before the process has exited (the embedded service still
+    // closes): a second signal in that window must still exit 130 through the exit hooks, not
+    // take the default action and kill the process by the signal. Signal listeners do not keep
+    // the process alive, so staying costs nothing.
+    if (controller.signal.aborted) return;
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   };

@@ -97,12 +97,14 @@ export class RateGovernor {
     }
   }
 
-  /** The service answered 429: pause the class for `retryAfterMs`, empty the bucket, lower the rate. */
+  /** The service answered 429: pause the class for `retryAfterMs` (1 s when it gave none), empty the bucket, lower the rate. */
   refused(cls: RateClass, retryAfterMs: number | undefined): void {
     this.#locked(() => {
       const now = Date.now();
-      const pause = Math.max(1, retryAfterMs ?? 1_000);
       this.#set(cls, F.tooMany, this.#get(cls, F.tooMany) + 1);
+      // `Retry-After: 0` asks for no wait: the answer says nothing of a rate to learn.
+      if (retryAfterMs === 0) return;
+      const pause = retryAfterMs ?? 1_000;
       this.#set(cls, F.lastRefused, now);
       this.#refill(cls, now);
       this.#set(cls, F.tokens, Math.min(0, this.#get(cls, F.tokens)));

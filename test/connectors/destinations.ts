@@ -71,7 +71,8 @@ export async function fileLeftovers(parent: string, name: string): Promise<strin
   const area = `.${name}.sluice`;
   const beside = (await readdir(parent)).filter((n) => n !== name && n !== area);
   const current = await readlink(join(parent, name)).then((to) => to.slice(area.length + 1), () => undefined);
-  const inArea = (await listFiles(join(parent, area))).filter((n) => current === undefined || !n.startsWith(`${current}/`));
+  // `.sluice-replaced-<id>`: when the spared commit stopped being the output.
+  const inArea = (await listFiles(join(parent, area))).filter((n) => (current === undefined || !n.startsWith(`${current}/`)) && !n.startsWith('.sluice-replaced-'));
   const replaced = inArea.filter((n) => n.endsWith('/_manifest.json')).map((n) => n.slice(0, -'_manifest.json'.length));
   const spared = replaced.length === 1 ? replaced[0]! : undefined;
   return [...beside, ...inArea.filter((n) => spared === undefined || !n.startsWith(spared)).map((n) => `${area}/${n}`)];

@@ -56,15 +56,18 @@ export function folderStore(root: string): ObjectStore {
       // Start below the prefix's folder: a commit's folder is listed without the others.
       const from = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/')) : '';
       const dir = from === '' ? root : inside(root, from);
-      try {
-        const entries = await readdir(dir, { recursive: true, withFileTypes: true });
-        return entries
-          .filter((e) => e.isFile() && !e.name.includes(TEMP))
-          .map((e) => relative(root, join(e.parentPath, e.name)).split(sep).join('/'))
-          .filter((n) => n.startsWith(prefix));
-      } catch (error) {
-        if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR')) return [];
-        throw error;
+      for (;;) {
+        try {
+          const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+          return entries
+            .filter((e) => e.isFile() && !e.name.includes(TEMP))
+            .map((e) => relative(root, join(e.parentPath, e.name)).split(sep).join('/'))
+            .filter((n) => n.startsWith(prefix));
+        } catch (error) {
+          if (!isCode(error, 'ENOENT') && !isCode(error, 'ENOTDIR')) throw error;
+          // A folder below removed while the walk went through it is not an empty listing: walk again.
+          if ((await stat(dir).catch(() => undefined))?.isDirectory() !== true) return [];
+        }
       }
     },
     async delete(names) {

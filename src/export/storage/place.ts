@@ -28,6 +28,14 @@ export const folderOf = (id: string): string => `${COMMITS}${id}/`;
 /** The commit folder's id of a name in the area (`v/<id>/...`), or undefined. */
 export const folderId = (name: string): string | undefined => (name.startsWith(COMMITS) ? name.slice(COMMITS.length).split('/')[0] : undefined);
 
+/** On a linked store: when the commit folder `id` stopped being the output (a record in the area). */
+export const replacedName = (id: string): string => `.sluice-replaced-${id}`;
+/**
+ * How long a commit folder that stopped being the output is kept, for readers that resolved the
+ * link before it was swapped and still read its files.
+ */
+export const READER_GRACE_MS = 60_000;
+
 /** Where one transaction's data goes: the output itself (in place), or its own folder of the area (linked). */
 export function dataStore(place: Place, folder: string): ObjectStore {
   return place.link === undefined ? place.store : prefixed(place.area, folderOf(folder));

@@ -1,11 +1,9 @@
-import { journalAttempt, folderId, folderOf, type Place, PART, JOURNAL_PREFIX } from './place.ts';
+import { journalAttempt, folderId, folderOf, type Place, PART, READER_GRACE_MS, replacedName } from './place.ts';
 import { leasesOf } from './leases.ts';
 
 export interface SweepOptions {
   /** The sweeping writer's own lease, never counted as another live writer. */
   readonly self?: string | undefined;
-  /** On a linked store: a commit folder left alone this time (the one a commit just replaced, which readers may still be listing). */
-  readonly spare?: string | undefined;
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -22,7 +20,8 @@ export interface SweepOptions {
  *
  * In place (an object store): part files no commit lists and journals of dead attempts go, parts
  * only when no other writer is alive (they cannot be told apart by writer). Linked (a file system):
- * each commit is a folder of its own, removed when it is not the output and its writer is dead.
+ * each commit is a folder of its own, removed when it is not the output and its writer is dead,
+ * and a whole commit only once its readers had time to finish (`readersDone`).
  */
 export async function sweep(place: Place, owned: () => Promise<readonly string[] | undefined>, options: SweepOptions = {}): Promise<void> {
   const { signal, self } = options;
@@ -43,9 +42,10 @@ export async function sweep(place: Place, owned: () => Promise<readonly string[]
   });
   let stale: string[];
   if (place.link) {
+    const gone = await readersDone(place, names, after.key, alive, signal);
     stale = names.filter((n) => {
-      const id = folderId(n);
-      return id !== undefined && folderOf(id) !== after.key && folderOf(id) !== options.spare && !alive(id);
+      const id = folderId(n) ?? replacedId(n);
+      return id !== undefined && gone.has(id);
     });
   } else {
     const keep = new Set(after.names);
@@ -55,3 +55,22 @@ export async function sweep(place: Place, owned: () => Promise<readonly string[]
   await place.area.delete([...stale, ...deadJournals], signal);
   await place.area.delete(dead, signal);
 }
+
+/**
+ * The commit folders (ids) a linked store's sweep removes: not the output, no live writer, and, for
+ * a whole commit, stopped being the output more than `READER_GRACE_MS` ago (by its replaced record,
+ * else by its manifest's age), so a reader that resolved the link just before a swap can finish.
+ */
+async function readersDone(place: Place, names: readonly string[], current: string | undefined, alive: (id: string) => boolean, signal?: AbortSignal): Promise<Set<string>> {
+  const ids = new Set(names.map((n) => folderId(n) ?? replacedId(n)).filter((id): id is string => id !== undefined));
+  const gone = new Set<string>();
+  for (const id of ids) {
+    if (folderOf(id) === current || alive(id)) continue;
+    const whole = names.includes(`${folderOf(id)}_manifest.json`);
+    const since = whole ? ((await place.area.head(replacedName(id), signal)) ?? (await place.area.head(`${folderOf(id)}_manifest.json`, signal)))?.modified : undefined;
+    if (since === undefined || Date.now() - since > READER_GRACE_MS) gone.add(id);
+  }
+  return gone;
+}
+
+const replacedId = (name: string): string | undefined => /^\.sluice-replaced-(.+)$/.exec(name)?.[1];

@@ -1,7 +1,7 @@
 import { ANY_TARGET, DestinationError, PreconditionFailedError, type ObjectStore, type PutCondition } from '../../kit/index.ts';
 import type { BeginOptions, Marker, StagedStream, Transaction, WriteOptions } from '../destination.ts';
 import { type Lease, mustHold, takeLease } from './leases.ts';
-import { dataStore, folderOf, journalName, type Place } from './place.ts';
+import { dataStore, folderId, folderOf, journalName, type Place, replacedName } from './place.ts';
 import { sweep } from './sweep.ts';
 
 /** A transaction that publishes what other writers stored (the parts of a sharded export). */
@@ -25,9 +25,15 @@ export interface Adopted {
 export async function beginTransaction(place: Place, options: BeginOptions, adopted?: Adopted): Promise<Transaction> {
   const { signal, attemptId } = options;
   const folder = adopted?.folder ?? attemptId;
-  const lease = await takeLease(place.area, adopted?.folder ? `${folder}~${attemptId}` : attemptId, signal).catch((error: unknown) => {
+  // Not cut short by the signal: a put the store completed after the client gave up would be a
+  // lease nobody removes. The signal is checked once it is held.
+  const lease = await takeLease(place.area, adopted?.folder ? `${folder}~${attemptId}` : attemptId).catch((error: unknown) => {
     throw new DestinationError(place.url, 'starting a transaction at', error, true);
   });
+  if (signal?.aborted) {
+    await lease.release(true).catch(() => undefined);
+    throw signal.reason;
+  }
   const journalKey = journalName(attemptId);
   let journal: Uint8Array | undefined;
   try {
@@ -122,7 +128,7 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
     }
   }
 
-  async function swapIn(markers: readonly Marker[]): Promise<string | undefined> {
+  async function swapIn(markers: readonly Marker[]): Promise<void> {
     const link = place.link!;
     const expected = await link.target(options.signal);
     for (const marker of markers) {
@@ -138,7 +144,9 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
     if (expected !== undefined && !expected.startsWith('v/')) await refuseForeign();
     // The folder is never rewritten once swapped in: a target unchanged since `holds` is the version read.
     await link.swap(folderOf(folder), conditional === undefined ? ANY_TARGET : expected);
-    return expected;
+    // When the replaced folder stopped being the output: the sweep keeps it a while for its readers.
+    const replaced = expected === undefined ? undefined : folderId(expected);
+    if (replaced !== undefined) await place.area.put(replacedName(replaced), new Uint8Array()).catch(() => undefined);
   }
 
   /** Whether `marker`'s condition holds for the output `current` (a commit folder, or an older layout's folder). */
@@ -198,9 +206,8 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
     async commit(markers: readonly Marker[]) {
       await settle(undefined);
       await mustHold(lease, url, options.signal);
-      let replaced: string | undefined;
       if (inPlace) await publishMarkers(markers);
-      else replaced = await swapIn(markers);
+      else await swapIn(markers);
       await lease.release(true).catch(() => undefined);
       if (journalSaved) await place.area.delete([journalKey]).catch(() => undefined);
       const keep = new Set([...written, ...retained, ...carried, ...theirs, ...markers.map((m) => m.name)]);
@@ -214,7 +221,7 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
         const first = markers[0]?.name;
         const ours = inPlace && first !== undefined ? (await place.store.head(first))?.version : undefined;
         // What abandoned attempts left, while the output is still this commit (see `sweep`).
-        await sweep(place, async () => (!inPlace || (first !== undefined && (await place.store.head(first))?.version === ours) ? [...keep] : undefined), { spare: replaced });
+        await sweep(place, async () => (!inPlace || (first !== undefined && (await place.store.head(first))?.version === ours) ? [...keep] : undefined));
       } catch (error) {
         // The new output is committed; leftovers are unreferenced by it. Say so loudly.
         throw new DestinationError(url, `committed, but removing ${stale.length || 'the'} objects of earlier outputs from`, error, true);

@@ -120,12 +120,16 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
     }
   }
 
-  async function publishMarkers(markers: readonly Marker[]): Promise<void> {
+  /** Puts the markers in order; resolves to the version the first one (the commit point) got. */
+  async function publishMarkers(markers: readonly Marker[]): Promise<string | undefined> {
+    let first: string | undefined;
     for (const marker of markers) {
       // Markers this transaction withdrew are gone: replacing one then means creating it.
       const condition: PutCondition | undefined = marker.condition !== undefined && withdrawal !== undefined && previous.has(marker.name) ? { ifAbsent: true } : marker.condition;
-      await putMarker(place.store, url, marker, condition);
+      const version = await putMarker(place.store, url, marker, condition);
+      first ??= version;
     }
+    return first;
   }
 
   async function swapIn(markers: readonly Marker[]): Promise<void> {
@@ -206,8 +210,9 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
     async commit(markers: readonly Marker[]) {
       await settle(undefined);
       await mustHold(lease, url, options.signal);
-      if (inPlace) await publishMarkers(markers);
-      else await swapIn(markers);
+      // The version our own put got: read back later, a newer commit's would pass for ours.
+      const ours = inPlace ? await publishMarkers(markers) : undefined;
+      if (!inPlace) await swapIn(markers);
       await lease.release(true).catch(() => undefined);
       if (journalSaved) await place.area.delete([journalKey]).catch(() => undefined);
       const keep = new Set([...written, ...retained, ...carried, ...theirs, ...markers.map((m) => m.name)]);
@@ -219,7 +224,6 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
           await place.store.delete(stale);
         }
         const first = markers[0]?.name;
-        const ours = inPlace && first !== undefined ? (await place.store.head(first))?.version : undefined;
         // What abandoned attempts left, while the output is still this commit (see `sweep`).
         await sweep(place, async () => (!inPlace || (first !== undefined && (await place.store.head(first))?.version === ours) ? [...keep] : undefined));
       } catch (error) {
@@ -247,9 +251,9 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
   };
 }
 
-async function putMarker(store: ObjectStore, url: string, marker: Marker, condition: PutCondition | undefined): Promise<void> {
+async function putMarker(store: ObjectStore, url: string, marker: Marker, condition: PutCondition | undefined): Promise<string> {
   try {
-    await store.put(marker.name, marker.body, { contentType: marker.contentType, condition });
+    return (await store.put(marker.name, marker.body, { contentType: marker.contentType, condition })).version;
   } catch (error) {
     if (error instanceof PreconditionFailedError) throw error;
     throw new DestinationError(url, `writing ${marker.name} to`, error, true);

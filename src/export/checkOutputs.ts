@@ -1,5 +1,6 @@
 import { commitFor } from './commitFor.ts';
 import type { ResolvedOutput } from './outputConfig.ts';
+import { openDestination } from './storage/openDestination.ts';
 
 /**
  * Checks every output's destination as far as it can be known without writing or spending: the
@@ -10,7 +11,7 @@ import type { ResolvedOutput } from './outputConfig.ts';
  */
 export async function checkOutputs(outputs: readonly ResolvedOutput[], signal: AbortSignal): Promise<void> {
   for (const output of outputs) {
-    const destination = output.sink.create(output.sinkConfig as never);
+    const destination = openDestination(output);
     const commit = commitFor(output);
     try {
       await destination.check?.(signal, { records: commit.records });

@@ -1,5 +1,5 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
-import type { BeginOptions, Destination, Transaction } from '../kit/index.ts';
+import type { BeginOptions, Destination, Transaction } from './destination.ts';
 import type { Manifest } from './manifest.ts';
 import type { FileEntry } from './partFile.ts';
 
@@ -57,6 +57,8 @@ export interface Commit {
   readonly entries?: readonly FileEntry[] | undefined;
   /** A table format's name for it, for summaries: the snapshot id. */
   readonly snapshot?: string;
+  /** A sharded export's run id and shard count, when its record says. */
+  readonly shards?: { readonly runId: string; readonly count: number } | undefined;
 }
 
 /** The schema a protocol's data files are written with, and each result batch converted to it. */

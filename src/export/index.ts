@@ -24,3 +24,5 @@ export { AppendConflictError, ManifestInvalidError, RowCountMismatchError, Schem
 export * from './iceberg/index.ts';
 export { MIN_ROWS_PER_THREAD, partThreadCount, planParts, resolveWorkers, serialReason, type PartRange, type Workers } from './partPlan.ts';
 export { startPartThreads, writeParts, CHUNKS_IN_FLIGHT, CHUNK_BYTES, type PartToWrite, type WritePartsOptions, type WrittenPart } from './partWorkers.ts';
+export type { BeginOptions, Destination, Marker, PublishCondition, PublishOptions, SharedArea, StagedStream, Transaction, Versioned, WriteOptions, WriteResult } from './destination.ts';
+export * from './storage/index.ts';

@@ -1,4 +1,5 @@
-import { ConfigError, type Destination, type Marker, PreconditionFailedError, type Transaction } from '../kit/index.ts';
+import { ConfigError, PreconditionFailedError } from '../kit/index.ts';
+import { type Destination, type Marker, type Transaction } from './destination.ts';
 import type { Commit, CommitProtocol } from './commit.ts';
 import { AppendConflictError, ManifestInvalidError } from './errors.ts';
 import { encodeManifest, type Manifest, MANIFEST_NAME, manifestSchema, SUCCESS_NAME } from './manifest.ts';
@@ -36,6 +37,7 @@ export const manifestCommit: CommitProtocol = {
       columns: manifest.schema?.fields.map((f) => ({ name: f.name, type: f.metadata?.[SERVICE_TYPE] ?? f.type })),
       cursor: manifest.incremental ?? undefined,
       entries: manifest.files.map((f) => ({ path: f.path, rows: f.rows, bytes: f.bytes, sha256: f.sha256, partition: f.partition ?? {} })),
+      shards: manifest.shards === undefined ? undefined : { runId: manifest.shards.run_id, count: manifest.shards.count },
     };
   },
 

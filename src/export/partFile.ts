@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { RecordBatch, Schema } from 'apache-arrow';
-import type { Format, Transaction } from '../kit/index.ts';
+import type { Format } from '../kit/index.ts';
+import type { Transaction } from './destination.ts';
 import { Channel } from './channel.ts';
 
 export interface FileEntry {

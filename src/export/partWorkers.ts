@@ -1,6 +1,6 @@
 import type { Worker } from 'node:worker_threads';
 import { type Schema, Table, tableToIPC } from 'apache-arrow';
-import type { Transaction } from '../kit/index.ts';
+import type { Transaction } from './destination.ts';
 import { DEFAULT_CONCURRENCY } from '../pipeline/fetchOrdered.ts';
 import type { RangeReader } from '../pipeline/stream.ts';
 import { reviveError } from '../threadErrors.ts';

@@ -1,4 +1,4 @@
-import type { Transaction } from '../kit/index.ts';
+import type { Transaction } from './destination.ts';
 import { encodeJournal, type Journal, type JournalPart, layoutFingerprint, parseJournal, resumableParts, resumablePrefix } from './journal.ts';
 import type { ResolvedOutput } from './outputConfig.ts';
 import { partFileName } from './partFileName.ts';

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { type Destination, type Marker, PreconditionFailedError, type SharedArea } from '../kit/index.ts';
+import { PreconditionFailedError } from '../kit/index.ts';
+import { type Destination, type Marker, type SharedArea } from './destination.ts';
 import type { Commit } from './commit.ts';
 import { encodeManifest, type Manifest, SUCCESS_NAME } from './manifest.ts';
 import { manifestCommit } from './manifestCommit.ts';

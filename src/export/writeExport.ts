@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { RecordBatch, Schema } from 'apache-arrow';
-import { ConfigError, type Destination, type Format, PreconditionFailedError, type Transaction } from '../kit/index.ts';
+import { ConfigError, type Format, PreconditionFailedError } from '../kit/index.ts';
+import { type Destination, type Transaction } from './destination.ts';
 import { checkAppend } from './appendCheck.ts';
 import type { Commit, CommitProtocol, CursorState } from './commit.ts';
 import { RowCountMismatchError } from './errors.ts';
@@ -16,6 +17,7 @@ import { type KeepParts, noResume, recover, type Resume } from './resume.ts';
 import type { RangeReader } from '../pipeline/stream.ts';
 import { knownWire, partFormatOf, partThreadCount, planParts, resolveWorkers, serialReason, type Workers } from './partPlan.ts';
 import { startPartThreads, writeParts } from './partWorkers.ts';
+import { openDestination } from './storage/openDestination.ts';
 
 /** What the pipeline hands over: one schema, batches that all use it, and the execution's identity. */
 export interface ExportInput {
@@ -183,7 +185,7 @@ export interface OpenedExport {
  */
 export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta, 'executionId'>, options: OpenExportOptions = {}): Promise<OpenedExport> {
   const format = resolved.format.create(resolved.formatConfig);
-  const destination = resolved.sink.create(resolved.sinkConfig);
+  const destination = openDestination(resolved);
   const commit = destination.multiFile ? (options.commit ?? commitFor(resolved)) : undefined;
   const asked = resolveWorkers(options.workers);
   // A commit that converts the rows for its data files (a table format's field ids) does so on this thread.

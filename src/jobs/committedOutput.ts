@@ -3,6 +3,7 @@ import type { Job } from '../config/jobSchema.ts';
 import type { CommitProtocol } from '../export/commit.ts';
 import { commitFor } from '../export/commitFor.ts';
 import { describeOutput, type ResolvedOutput } from '../export/outputConfig.ts';
+import { openDestination } from '../export/storage/openDestination.ts';
 
 export interface Committed {
   readonly url: string;
@@ -39,7 +40,7 @@ export async function committedExport(
   signal: AbortSignal,
   commit: CommitProtocol = commitFor(output),
 ): Promise<Committed | undefined> {
-  const destination = output.sink.create(output.sinkConfig);
+  const destination = openDestination(output);
   try {
     if (!destination.multiFile) return undefined;
     const found = await (commit.find ? commit.find(destination, executionId, fingerprint, signal) : commit.read(destination, signal)).catch(() => undefined);
@@ -47,7 +48,7 @@ export async function committedExport(
     // An append's commit holds earlier runs' rows too: its execution and fingerprint decide.
     if (rows !== undefined && output.mode !== 'append' && found.rows !== rows) return undefined;
     await commit.finish?.(destination, found, signal);
-    await destination.sweep?.(found.owns, signal);
+    await destination.sweep?.(async () => (await commit.read(destination, signal))?.owns, signal);
     return { url: destination.url, rows: found.rows, bytes: found.bytes, files: found.files.length, ...(found.snapshot ? { snapshot: found.snapshot } : {}) };
   } finally {
     await destination.close();

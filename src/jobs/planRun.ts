@@ -5,10 +5,11 @@ import { MESSAGES, holdsResult, type ParameterValue, type ResultPage } from '../
 import { jobSource } from './jobSource.ts';
 import { planCursor } from './incremental.ts';
 import { readCommits } from './runJob.ts';
-import { manifestCommit } from '../export/manifestCommit.ts';
+import { commitFor } from '../export/commitFor.ts';
 import { TIER_COST } from './budget.ts';
 import { outputFingerprint } from './committedOutput.ts';
 import { jobFingerprint, outputsFingerprint, RunStateStore } from './runState.ts';
+import { openDestination } from '../export/storage/openDestination.ts';
 
 /** What a run of one job would do, found by reading only: nothing is executed, nothing written. */
 export interface JobPlan {
@@ -121,9 +122,9 @@ export async function planRun(job: Job, options: PlanRunOptions): Promise<JobPla
   const shards = options.shards ?? 1;
   const outputs: OutputPlan[] = [];
   for (const output of job.outputs) {
-    const destination = output.sink.create(output.sinkConfig);
+    const destination = openDestination(output);
     try {
-      const committed = destination.multiFile ? await manifestCommit.read(destination, signal).catch(() => undefined) : undefined;
+      const committed = destination.multiFile ? await commitFor(output).read(destination, signal).catch(() => undefined) : undefined;
       const skip = committed !== undefined && executionId !== undefined && committed.executionId === executionId && committed.fingerprint === outputFingerprint(job, output);
       const byRows = output.partitionBy.length === 0 && !Number.isFinite(output.maxBytesPerFile);
       const rowsPerPart = !byRows ? undefined : Number.isFinite(output.maxRowsPerFile) ? output.maxRowsPerFile : rows === undefined ? undefined : Math.max(1, Math.ceil(rows / shards));

@@ -25,6 +25,7 @@ import { type RunRecord, RunHistory } from './runHistory.ts';
 import { type JobRunState, jobRunState, type ResumeDecision, RunStateStore } from './runState.ts';
 import { skipRows } from './skipRows.ts';
 import { tee } from './tee.ts';
+import { openDestination } from '../export/storage/openDestination.ts';
 
 export interface OutputSummary {
   readonly url: string;
@@ -395,7 +396,7 @@ function lowest(kind: CursorKind | undefined, values: readonly (string | undefin
 export async function readCommits(job: Job, signal: AbortSignal): Promise<(Commit | undefined)[]> {
   const commits: (Commit | undefined)[] = [];
   for (const output of job.outputs) {
-    const destination = output.sink.create(output.sinkConfig);
+    const destination = openDestination(output);
     try {
       commits.push(destination.multiFile ? await commitFor(output).read(destination, signal) : undefined);
     } finally {

@@ -1,10 +1,11 @@
 // Credentials never reach an error, a log line or a summary. Wherever configuration is echoed, it
 // goes through `redact` first: by field name, so a connector's new secret field is covered when
-// its name says what it is (`*_secret`, `*_token`, `password`, `*access_key*`, `credentials`).
+// its name says what it is (`*_secret`, `*_token`, `password`, `*access_key*`, `account_key`,
+// `connection_string`, `credentials`).
 
 export const REDACTED = '[redacted]';
 
-const SECRET_FIELD = /secret|password|passwd|token|credential|access_?key|private_?key|api_?key/i;
+const SECRET_FIELD = /secret|password|passwd|token|credential|access_?key|account_?key|private_?key|api_?key|connection_?string/i;
 
 /** Whether a field of that name holds a credential; `api_key_env` names a variable, not a key. */
 export function isSecretField(name: string): boolean {

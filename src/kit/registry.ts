@@ -1,4 +1,4 @@
-import type { SinkDescriptor } from './destination.ts';
+import type { SinkDescriptor } from './sink.ts';
 import type { FormatDescriptor } from './format.ts';
 
 /**

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtins } from '../../connectors/index.ts';
 import { writeExport } from '../../src/export/index.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
-import { cleanupScratch, fileDestinationForTests, s3DestinationForTests, type TestDestination } from './destinations.ts';
+import { startAzurite, type LocalAzure } from '../helpers/azurite.ts';
+import { azureDestinationForTests, cleanupScratch, fileDestinationForTests, s3DestinationForTests, type TestDestination } from './destinations.ts';
 import { EVERY_TYPE_EXPECTED, everyTypeBatch, fromArray, numbered, numberedSchema, resolved } from './fixtures.ts';
 import { readBack, renderJson } from './readBack.ts';
 
@@ -26,20 +27,22 @@ const FORMATS = builtins.formats.flatMap((descriptor) =>
 );
 
 let s3: LocalS3;
+let azure: LocalAzure;
 const BUCKET = 'conformance';
 
 beforeAll(async () => {
-  s3 = await startLocalS3();
-  await s3.createBucket(BUCKET);
+  [s3, azure] = await Promise.all([startLocalS3(), startAzurite()]);
+  await Promise.all([s3.createBucket(BUCKET), azure.createContainer(BUCKET)]);
 });
 afterAll(async () => {
-  await s3?.stop();
+  await Promise.all([s3?.stop(), azure?.stop()]);
   await cleanupScratch();
 });
 
 const TEST_DESTINATIONS: Record<string, () => TestDestination> = {
   file: fileDestinationForTests,
   s3: () => s3DestinationForTests(() => s3, BUCKET),
+  azure: () => azureDestinationForTests(() => azure, BUCKET),
 };
 const DESTINATIONS: TestDestination[] = builtins.sinks
   .filter((sink) => sink.multiFile !== false)

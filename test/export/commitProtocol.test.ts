@@ -5,7 +5,8 @@ import type { RecordBatch } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Commit, type CommitProtocol, writeExport } from '../../src/export/index.ts';
 import { committedExport } from '../../src/jobs/committedOutput.ts';
-import { type Destination, PreconditionFailedError } from '../../src/kit/index.ts';
+import { PreconditionFailedError } from '../../src/kit/index.ts';
+import { type Destination, openDestination } from '../../src/export/index.ts';
 import { builtins } from '../../connectors/index.ts';
 import type { OutputConfig } from '../../src/export/index.ts';
 import { listFiles } from '../connectors/destinations.ts';
@@ -92,8 +93,7 @@ function barrier(parties: number): (batches: AsyncIterable<RecordBatch>) => Asyn
 const s3Output = (prefix: string): OutputConfig => ({ format: 'csv', path: `s3://commits/${prefix}`, s3: { endpoint: gate.endpoint, region: s3.region, force_path_style: true } });
 
 function destinationOf(output: OutputConfig): Destination {
-  const r = resolved(output, builtins);
-  return r.sink.create(r.sinkConfig);
+  return openDestination(resolved(output, builtins));
 }
 
 describe.each([

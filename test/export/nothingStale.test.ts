@@ -1,13 +1,11 @@
-import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, mkdtemp, readdir, readlink, rm, utimes, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { manifestCommit, openExport, type OutputConfig, writeExport } from '../../src/export/index.ts';
+import { LEASE_PREFIX, LEASE_TTL_MS, manifestCommit, openExport, type OutputConfig, writeExport } from '../../src/export/index.ts';
 import { builtins } from '../../connectors/index.ts';
-import type { Registry } from '../../src/kit/index.ts';
+import type { ObjectStore, Registry } from '../../src/kit/index.ts';
 import { committedExport } from '../../src/jobs/committedOutput.ts';
-import { s3Destination } from '../../connectors/sinks/s3/index.ts';
-import type { ObjectStore } from '../../connectors/sinks/s3/objectStore.ts';
 import { sdkObjectStore } from '../../connectors/sinks/s3/sdkStore.ts';
 import { parseS3Url } from '../../connectors/sinks/s3/url.ts';
 import { listFiles } from '../connectors/destinations.ts';
@@ -26,8 +24,8 @@ afterAll(async () => {
 });
 
 /**
- * The S3 store of a process killed before its `killAt`-th change (upload, put or delete): that call
- * and every later one never return, as if the process were gone; nothing cleans up after it.
+ * The S3 store of a process killed before its `killAt`-th change (put or delete): that call and
+ * every later one never return, as if the process were gone; nothing cleans up after it.
  */
 function killedStore(store: ObjectStore, killAt: number): { store: ObjectStore; killed: () => boolean } {
   let changes = 0;
@@ -44,31 +42,34 @@ function killedStore(store: ObjectStore, killAt: number): { store: ObjectStore; 
   return {
     killed: () => dead,
     store: {
-      upload: (key, body, o) => gate(true, () => store.upload(key, body, o)),
-      put: (key, body, type, condition) => gate(true, () => store.put(key, body, type, condition)),
-      delete: (keys) => gate(true, () => store.delete(keys)),
-      get: (key, signal) => gate(false, () => store.get(key, signal)),
-      getVersioned: (key, signal) => gate(false, () => store.getVersioned(key, signal)),
-      head: (key, signal) => gate(false, () => store.head(key, signal)),
+      url: store.url,
+      put: (name, body, o) => gate(true, () => store.put(name, body, o)),
+      delete: (names) => gate(true, () => store.delete(names)),
+      get: (name, signal) => gate(false, () => store.get(name, signal)),
+      head: (name, signal) => gate(false, () => store.head(name, signal)),
       list: (prefix, signal) => gate(false, () => store.list(prefix, signal)),
       close: () => store.close(),
     },
   };
 }
 
+/** The killed process is gone: its leases now name a process that does not run (as a real kill leaves them). */
+async function buryLeases(prefix: string): Promise<void> {
+  const store = s3Store(`s3://stale/${prefix}`);
+  for (const name of await store.list(LEASE_PREFIX)) {
+    const body = JSON.parse(new TextDecoder().decode((await store.get(name))!.body)) as object;
+    await store.put(name, new TextEncoder().encode(JSON.stringify({ ...body, pid: 2 ** 31 - 1 })));
+  }
+  await store.close();
+}
+
+function s3Store(url: string): ObjectStore {
+  const location = parseS3Url(url)!;
+  return sdkObjectStore({ location, client: { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true }, partSize: 5 * 1024 * 1024, queueSize: 1 });
+}
+
 function registryWith(wrap: (store: ObjectStore) => ObjectStore): Registry {
-  const sinks = builtins.sinks.map((sink): Registry['sinks'][number] =>
-    sink.type !== 's3'
-      ? sink
-      : {
-          ...sink,
-          create: (config: { url: string }) => {
-            const location = parseS3Url(config.url)!;
-            const store = sdkObjectStore({ bucket: location.bucket, client: { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true }, partSize: 5 * 1024 * 1024, queueSize: 1 });
-            return s3Destination(location, wrap(store));
-          },
-        },
-  );
+  const sinks = builtins.sinks.map((sink): Registry['sinks'][number] => (sink.type !== 's3' ? sink : { ...sink, create: (config: { url: string }) => wrap(s3Store(config.url)) }));
   return { ...builtins, sinks } as Registry;
 }
 
@@ -117,6 +118,7 @@ describe('nothing stale after a commit', () => {
         void run.finally(() => clearInterval(poll));
       })]);
       if (finished) break; // no change left to be killed before
+      await buryLeases(prefix);
       // The successful re-run of the same export, same layout.
       outcomes.push(await exportOnce(output, rerun, plain));
       const manifest = JSON.parse(new TextDecoder().decode(await s3.get('stale', `${prefix}/_manifest.json`))) as { execution_id: string; files: { path: string }[] };
@@ -129,47 +131,53 @@ describe('nothing stale after a commit', () => {
     expect(outcomes.length).toBeGreaterThan(3);
   });
 
-  it('local: no staging or aside directory survives the next successful run, whether it writes or finds the output committed', async () => {
+  it('local: no commit folder of a dead writer survives the next successful run, whether it writes or finds the output committed', async () => {
     const parent = await mkdtemp(join(tmpdir(), 'sluice-stale-'));
     dirs.push(parent);
     const path = join(parent, 'out');
     const output = { format: 'csv', path, max_rows_per_file: 10 };
     await exportOnce(output, 'new', builtins);
-    // What a run killed right after its commit (before removing the previous output set aside) and a
-    // run killed mid-write leave: `.old` beside the output, and a staging directory whose writer is gone.
-    const aside = join(parent, '.out.sluice-staging-rdead.old');
-    const staging = join(parent, '.out.sluice-staging-rkilled');
-    for (const dir of [aside, staging]) {
-      await mkdir(dir, { recursive: true });
-      await writeFile(join(dir, 'part-00000-old.csv'), 'id\n1\n');
-    }
-    await writeFile(join(staging, '.sluice-owner'), 'no-such-host 1\n');
+    const area = join(parent, '.out.sluice');
+    const current = await readlink(path);
+    // What killed runs leave: a commit folder with no lease, one whose lease names a process that is
+    // gone, and a journal of a dead attempt.
+    await leftBehind(area, 'rkilled', undefined);
+    await leftBehind(area, 'rgone', 2 ** 31 - 1);
+    await writeFile(join(area, '.sluice-journal-rgone.json'), '{}');
     expect(await exportOnce(output, 'new', builtins)).toBe('skipped');
-    expect(await readdir(parent)).toEqual(['out']);
+    expect(await readdir(parent)).toEqual(['.out.sluice', 'out']);
+    expect((await listFiles(area)).filter((n) => !n.startsWith(`${current.slice('.out.sluice/'.length)}/`))).toEqual([]);
     expect(await listFiles(path)).toEqual(['_SUCCESS', '_manifest.json', 'part-00000-new.csv', 'part-00001-new.csv', 'part-00002-new.csv']);
 
-    // And when the next run writes (another execution), the same holds.
-    await mkdir(aside, { recursive: true });
+    // And when the next run writes (another execution): nothing but the new output and the one it replaced.
+    await leftBehind(area, 'rkilled', undefined);
     await writeExport({ schema: numberedSchema, batches: numbered(30, 5), meta: { executionId: 'newer', totalRowCount: 30 } }, resolved(output));
-    expect(await readdir(parent)).toEqual(['out']);
+    const folders = [...new Set((await listFiles(area)).filter((n) => n.startsWith('v/')).map((n) => n.split('/').slice(0, 2).join('/')))].sort();
+    expect(folders).toEqual([current.slice('.out.sluice/'.length), (await readlink(path)).slice('.out.sluice/'.length)].sort());
   });
 
-  it("local: a staging directory with no owner file yet is another writer's, until it has not changed for a minute", async () => {
+  it("local: a commit folder whose writer's lease is alive stays, until the lease expires", async () => {
     const parent = await mkdtemp(join(tmpdir(), 'sluice-stale-'));
     dirs.push(parent);
     const path = join(parent, 'out');
     const output = { format: 'csv', path, max_rows_per_file: 10 };
-    // Where a writer is between creating its staging directory and writing its owner file (or
-    // between removing that file and its commit's rename): another run's sweep leaves it alone.
-    const starting = join(parent, '.out.sluice-staging-rstarting');
-    await mkdir(starting);
-    await writeFile(join(starting, 'part-00000-x.csv'), 'id\n1\n');
-    expect(await exportOnce(output, 'new', builtins)).toBe('written');
-    expect((await readdir(parent)).sort()).toEqual(['.out.sluice-staging-rstarting', 'out']);
-    // A writer killed in between leaves it so: once it has not changed for a minute it goes.
-    const old = new Date(Date.now() - 2 * 60_000);
-    await utimes(starting, old, old);
+    await exportOnce(output, 'new', builtins);
+    const area = join(parent, '.out.sluice');
+    // A writer running in another process of this host (the test runner's parent stands in for it).
+    await leftBehind(area, 'rlive', process.ppid);
     expect(await exportOnce(output, 'new', builtins)).toBe('skipped');
-    expect(await readdir(parent)).toEqual(['out']);
+    expect(await listFiles(join(area, 'v', 'rlive'))).toEqual(['part-00000-x.csv']);
+    // Not renewed for longer than a lease lives: its writer is taken for dead, and the folder goes.
+    const old = new Date(Date.now() - LEASE_TTL_MS - 60_000);
+    await utimes(join(area, `${LEASE_PREFIX}rlive`), old, old);
+    expect(await exportOnce(output, 'new', builtins)).toBe('skipped');
+    expect(await listFiles(join(area, 'v', 'rlive'))).toEqual([]);
   });
 });
+
+/** A commit folder `id` in the private area, with a lease naming process `pid` (none when undefined). */
+async function leftBehind(area: string, id: string, pid: number | undefined): Promise<void> {
+  await mkdir(join(area, 'v', id), { recursive: true });
+  await writeFile(join(area, 'v', id, 'part-00000-x.csv'), 'id\n1\n');
+  if (pid !== undefined) await writeFile(join(area, `${LEASE_PREFIX}${id}`), JSON.stringify({ host: hostname(), pid, token: 'theirs' }));
+}

@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, readlink, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openExport, type OutputConfig, writeExport } from '../../src/export/index.ts';
+import { openDestination, openExport, type OutputConfig, writeExport } from '../../src/export/index.ts';
 import { skipRows } from '../../src/jobs/skipRows.ts';
 import { listFiles } from '../connectors/destinations.ts';
 import { numbered, numberedSchema, resolved } from '../connectors/fixtures.ts';
@@ -38,9 +37,12 @@ async function hashes(dir: string): Promise<Record<string, string>> {
   return out;
 }
 
+/** Parts listed by the resume journal in the private area of the output `out` in `parent`. */
 async function journalParts(parent: string): Promise<number> {
-  for (const name of await readdir(parent)) {
-    const text = await readFile(join(parent, name, '.sluice-journal'), 'utf8').catch(() => undefined);
+  const area = join(parent, '.out.sluice');
+  for (const name of await readdir(area).catch(() => [] as string[])) {
+    if (!name.startsWith('.sluice-journal-')) continue;
+    const text = await readFile(join(area, name), 'utf8').catch(() => undefined);
     if (text !== undefined) return (JSON.parse(text) as { parts: unknown[] }).parts.length;
   }
   return 0;
@@ -73,7 +75,12 @@ describe('openExport (resume)', () => {
     const ref = join(parent, 'ref');
     await writeExport({ schema: numberedSchema, batches: numbered(1000, 100), meta: { executionId: 'e-res' } }, resolved({ ...output, path: ref }));
     expect(await hashes(join(parent, 'out'))).toEqual(await hashes(ref));
-    expect((await readdir(parent)).sort()).toEqual(['out', 'ref']);
+    expect((await readdir(parent)).sort()).toEqual(['.out.sluice', '.ref.sluice', 'out', 'ref']);
+    const folder = (await readlink(join(parent, 'out'))).slice('.out.sluice/'.length);
+    // Besides the output's folder, only the temp file of the part the stalled writer still writes
+    // (a killed process's goes once it is an hour old).
+    const area = (await listFiles(join(parent, '.out.sluice'))).filter((n) => !n.startsWith('.sluice-put-'));
+    expect(area).toEqual((await listFiles(join(parent, 'out'))).map((n) => `${folder}/${n}`));
   });
 
   it('keeps nothing when the layout changed (rows per file), and empties the old staging area', async () => {
@@ -82,9 +89,10 @@ describe('openExport (resume)', () => {
     await killedExport(output, 'a2', 500, 2);
     const changed = await openExport(resolved({ ...output, max_rows_per_file: 300 }), { executionId: 'e-res' }, { resume: { attemptId: 'a2' } });
     expect(changed.startRow).toBe(0);
-    expect((await listFiles(join(parent, '.out.sluice-staging-a2'))).filter((n) => !n.startsWith('.'))).toEqual([]);
+    expect(await listFiles(join(parent, '.out.sluice', 'v', 'a2'))).toEqual([]);
     await changed.discard();
-    expect(await readdir(parent)).toEqual([]);
+    // Nothing but the temp file of the part the stalled writer still writes.
+    expect((await listFiles(parent)).map((n) => n.replace(/[0-9a-f]{12}/, 'x'))).toEqual(['.out.sluice/.sluice-put-x.tmp']);
   });
 
   it('does not resume an output rolled by bytes: it is written from row 0', async () => {
@@ -101,49 +109,65 @@ describe('openExport (resume)', () => {
     expect(summary.rows).toBe(1000);
   });
 
-  it('removes staging areas of other attempts whose process is gone, keeps those of a live one', async () => {
+  it('removes commit folders of other attempts whose writer is gone, keeps those of a live one', async () => {
     const parent = await parentDir();
-    const dead = join(parent, '.out.sluice-staging-dead');
-    const live = join(parent, '.out.sluice-staging-live');
-    const oldCommit = join(parent, '.out.sluice-staging-dead2.old');
+    const area = join(parent, '.out.sluice');
     const output = { format: 'csv', path: join(parent, 'out') };
     await writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e0' } }, resolved(output));
-    for (const d of [dead, live, oldCommit]) await mkdir(d, { recursive: true });
-    await writeFile(join(dead, '.sluice-owner'), `${hostname()} 999999999\n`);
-    await writeFile(join(live, '.sluice-owner'), `${hostname()} ${process.pid}\n`);
-    await writeFile(join(oldCommit, 'part-00000-x.csv'), 'old');
+    const replaced = await readlink(join(parent, 'out'));
+    for (const id of ['dead', 'live', 'nolease']) {
+      await mkdir(join(area, 'v', id), { recursive: true });
+      await writeFile(join(area, 'v', id, 'part-00000-x.csv'), 'old');
+    }
+    await writeFile(join(area, '.sluice-lease-dead'), JSON.stringify({ host: hostname(), pid: 2 ** 31 - 1, token: 't' }));
+    // A writer running in another process of this host (the test runner's parent stands in for it).
+    await writeFile(join(area, '.sluice-lease-live'), JSON.stringify({ host: hostname(), pid: process.ppid, token: 't' }));
     await writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e1' } }, resolved(output));
-    expect(existsSync(dead)).toBe(false);
-    expect(existsSync(oldCommit)).toBe(false);
-    expect(existsSync(live)).toBe(true);
-    expect((await readdir(parent)).sort()).toEqual(['.out.sluice-staging-live', 'out']);
+    const current = await readlink(join(parent, 'out'));
+    // The output the commit replaced stays for readers until the next sweep.
+    expect((await readdir(join(area, 'v'))).sort()).toEqual(['live', current.split('/').pop()!, replaced.split('/').pop()!].sort());
+    expect((await readdir(area)).filter((n) => n.startsWith('.sluice-lease-'))).toEqual(['.sluice-lease-live']);
+    expect(await readdir(parent)).toEqual(['.out.sluice', 'out']);
     expect(await listFiles(join(parent, 'out'))).toEqual(['_SUCCESS', '_manifest.json', 'part-00000-e1.csv']);
   });
 
-  it('puts the previous output back when a commit was killed between its two renames', async () => {
+  it('takes over an output folder written by an older sluice: replaced, or appended to with its files kept', async () => {
     const parent = await parentDir();
-    const output = { format: 'csv', path: join(parent, 'out') };
-    await writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e0' } }, resolved(output));
-    // The killed commit had moved the output aside and not yet moved the new one in.
-    await rename(join(parent, 'out'), join(parent, '.out.sluice-staging-gone.old'));
-    await writeExport({ schema: numberedSchema, batches: numbered(20, 10), meta: { executionId: 'e1' } }, resolved(output));
-    expect(await listFiles(join(parent, 'out'))).toEqual(['_SUCCESS', '_manifest.json', 'part-00000-e1.csv']);
-    expect(await readdir(parent)).toEqual(['out']);
+    const path = join(parent, 'out');
+    await olderLayout(parent, 'e0');
+    await writeExport({ schema: numberedSchema, batches: numbered(20, 10), meta: { executionId: 'e1' } }, resolved({ format: 'csv', path }));
+    expect(await listFiles(path)).toEqual(['_SUCCESS', '_manifest.json', 'part-00000-e1.csv']);
+    expect((await readlink(path)).startsWith('.out.sluice/v/')).toBe(true);
+    // The older folder moved beside the commit folders, kept a minute for its readers as any replaced output.
+    const folders = await readdir(join(parent, '.out.sluice', 'v'));
+    expect(folders.filter((f) => !f.startsWith('older-'))).toEqual([(await readlink(path)).split('/').pop()]);
+    expect(folders.filter((f) => f.startsWith('older-'))).toHaveLength(1);
+
+    const other = await parentDir();
+    await olderLayout(other, 'e0');
+    const appended = { format: 'csv', path: join(other, 'out'), mode: 'append' as const };
+    await writeExport({ schema: numberedSchema, batches: numbered(20, 10), meta: { executionId: 'e1' } }, resolved(appended));
+    expect(await listFiles(join(other, 'out'))).toEqual(['_SUCCESS', '_manifest.json', 'part-00000-e0.csv', 'part-00000-e1.csv']);
   });
 
-  it('puts the previous output back at once when the killed commit left its new output beside it', async () => {
+  it('a takeover killed between its renames: the next look at the output puts the new link in place', async () => {
     const parent = await parentDir();
-    const output = { format: 'csv', path: join(parent, 'out') };
-    await writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e0' } }, resolved(output));
-    // Killed between its renames, right after removing its owner file: the new output staged (and
-    // just changed, so a sweep gives it a minute) and the committed one aside.
-    await rename(join(parent, 'out'), join(parent, '.out.sluice-staging-k.old'));
-    await mkdir(join(parent, '.out.sluice-staging-k'));
-    await writeFile(join(parent, '.out.sluice-staging-k', 'part-00000-e1.csv'), 'id\n1\n');
-    const r = resolved(output);
-    const destination = r.sink.create(r.sinkConfig);
+    const path = join(parent, 'out');
+    await writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId: 'e0' } }, resolved({ format: 'csv', path }));
+    // The older folder moved into the area, the link made but not yet renamed into place.
+    await rename(path, join(parent, '.out.sluice', '.takeover'));
+    const destination = openDestination(resolved({ format: 'csv', path }));
     expect(JSON.parse(new TextDecoder().decode((await destination.read('_manifest.json'))!))).toMatchObject({ execution_id: 'e0' });
     await destination.close();
-    expect((await readdir(parent)).sort()).toEqual(['.out.sluice-staging-k', 'out']);
+    expect(await listFiles(path)).toEqual(['_SUCCESS', '_manifest.json', 'part-00000-e0.csv']);
   });
 });
+
+/** The output folder `out` in `parent` as an older sluice left it: a real folder holding the committed export of `executionId`. */
+async function olderLayout(parent: string, executionId: string): Promise<void> {
+  const source = join(parent, 'source');
+  await writeExport({ schema: numberedSchema, batches: numbered(10, 10), meta: { executionId } }, resolved({ format: 'csv', path: source }));
+  await cp(await realpath(source), join(parent, 'out'), { recursive: true });
+  await rm(source);
+  await rm(join(parent, '.source.sluice'), { recursive: true });
+}

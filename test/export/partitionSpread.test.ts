@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { DateDay, Field, Int64, makeData, RecordBatch, Schema, Struct, Utf8, vectorFromArray } from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeExport } from '../../src/export/index.ts';
-import { builtins, file } from '../../connectors/index.ts';
+import { builtins } from '../../connectors/index.ts';
+import { countingFileSink } from '../connectors/destinations.ts';
 import { resolved } from '../connectors/fixtures.ts';
 import { duckRowsJS as query } from '../helpers/duckdb.ts';
 
@@ -43,35 +44,8 @@ describe('partitioned output with more partitions than max_open_files', () => {
     const dir = await mkdtemp(join(tmpdir(), 'sluice-spread-'));
     dirs.push(dir);
     const path = join(dir, 'out');
-    let writing = 0;
-    let most = 0;
-    const counted = {
-      ...file,
-      create: (config: Parameters<typeof file.create>[0]) => {
-        const destination = file.create(config);
-        return {
-          ...destination,
-          read: destination.read.bind(destination),
-          close: destination.close.bind(destination),
-          async begin(options: Parameters<typeof destination.begin>[0]) {
-            const tx = await destination.begin(options);
-            return {
-              ...tx,
-              commit: tx.commit.bind(tx),
-              abort: tx.abort.bind(tx),
-              async write(name: string, body: AsyncIterable<Uint8Array>, opts?: Parameters<typeof tx.write>[2]) {
-                most = Math.max(most, ++writing);
-                try {
-                  return await tx.write(name, body, opts);
-                } finally {
-                  writing -= 1;
-                }
-              },
-            };
-          },
-        };
-      },
-    };
+    const counter = { writing: 0, most: 0 };
+    const counted = countingFileSink(counter);
     const registry = { formats: builtins.formats, sinks: builtins.sinks.map((s) => (s.type === 'file' ? counted : s)) };
     // Fewer rows than the 1M of the bench figure (npm run bench -- sinks), same shape; no encoding
     // trial per file (dictionary: false) to keep the test quick.
@@ -80,7 +54,7 @@ describe('partitioned output with more partitions than max_open_files', () => {
       { schema, batches: roundRobin(rows, 1_024), meta: { executionId: 'e-spread', totalRowCount: rows } },
       resolved({ format: 'parquet', format_options: { dictionary: false }, path, partition_by: ['day'], max_open_files: 16 }, registry),
     );
-    expect(most).toBeLessThanOrEqual(16);
+    expect(counter.most).toBeLessThanOrEqual(16);
     const perPartition = new Map<string, number>();
     for (const f of summary.files) perPartition.set(f.path.split('/')[0]!, (perPartition.get(f.path.split('/')[0]!) ?? 0) + 1);
     expect(perPartition.size).toBe(DAYS);

@@ -3,13 +3,14 @@ import { z } from 'zod';
 import { builtins } from '../../connectors/index.ts';
 import { jobFileJsonSchema, JobFileError, parseJobFile } from '../../src/config/index.ts';
 import { writeExport } from '../../src/export/index.ts';
-import { defineSink, type Destination, type Registry } from '../../src/kit/index.ts';
+import { defineSink, type Registry } from '../../src/kit/index.ts';
+import { memoryStore } from '../helpers/memoryStore.ts';
 import { numbered, numberedSchema } from '../connectors/fixtures.ts';
 
 // A sink brings its own YAML block: registering one is a change of the registry handed in, not of
-// src/. This in-memory sink is the test's own connector (it is what is being tested), not a fake.
+// src/. This in-memory object store is the test's own connector (it is what is being tested), not a fake.
 
-const stores = new Map<string, Map<string, Uint8Array>>();
+const stores = new Map<string, Map<string, { body: Uint8Array; modified: number }>>();
 
 const memoryOptions = z.strictObject({
   label: z.string().min(1).describe('A name for messages.'),
@@ -23,32 +24,10 @@ const memory = defineSink({
   config: memoryOptions.extend({ url: z.string().regex(/^mem:\/\/[a-z]+$/, 'expected mem://store') }),
   options: { key: 'memory', schema: memoryOptions },
   accepts: (url) => url.startsWith('mem://'),
-  create: (config): Destination => {
-    const store = stores.get(config.url) ?? new Map<string, Uint8Array>();
-    stores.set(config.url, store);
-    return {
-      url: config.url,
-      multiFile: true,
-      read: async (name) => store.get(name),
-      begin: async () => {
-        const staged = new Map<string, Uint8Array>();
-        return {
-          async write(name, body) {
-            const chunks: Uint8Array[] = [];
-            for await (const chunk of body) chunks.push(chunk);
-            const bytes = Buffer.concat(chunks);
-            staged.set(name, bytes);
-            return { bytes: bytes.byteLength };
-          },
-          async commit(markers) {
-            for (const [name, bytes] of staged) store.set(name, bytes);
-            for (const marker of markers) store.set(marker.name, marker.body);
-          },
-          async abort() {},
-        };
-      },
-      close: async () => {},
-    };
+  create: (config) => {
+    const objects = stores.get(config.url) ?? new Map<string, { body: Uint8Array; modified: number }>();
+    stores.set(config.url, objects);
+    return memoryStore(config.url, objects);
   },
 });
 

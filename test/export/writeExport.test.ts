@@ -5,11 +5,11 @@ import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { HIVE_DEFAULT_PARTITION, ManifestInvalidError, RowCountMismatchError, writeExport } from '../../src/export/index.ts';
 import { ConfigError, DestinationError } from '../../src/kit/index.ts';
-import { streamDestination } from '../../connectors/sinks/stdout/index.ts';
+import { streamSink } from '../../connectors/sinks/stdout/index.ts';
 import { file, stdout } from '../../connectors/index.ts';
 import { builtins } from '../../connectors/index.ts';
 import { resolveOutput } from '../../src/export/index.ts';
-import { listFiles } from '../connectors/destinations.ts';
+import { countingFileSink, listFiles } from '../connectors/destinations.ts';
 import { fromArray, numbered, numberedSchema, resolved } from '../connectors/fixtures.ts';
 import { duckRowsJS as query } from '../helpers/duckdb.ts';
 
@@ -99,42 +99,15 @@ describe('writeExport', () => {
   it('keeps at most max_open_files files open: the least recently used partition file is finished and later rows roll to a new part', async () => {
     const path = await outDir();
     // The file sink, counting the streams being written at once.
-    let writing = 0;
-    let most = 0;
-    const counted = {
-      ...file,
-      create: (config: Parameters<typeof file.create>[0]) => {
-        const destination = file.create(config);
-        return {
-          ...destination,
-          read: destination.read.bind(destination),
-          close: destination.close.bind(destination),
-          async begin(options: Parameters<typeof destination.begin>[0]) {
-            const tx = await destination.begin(options);
-            return {
-              ...tx,
-              commit: tx.commit.bind(tx),
-              abort: tx.abort.bind(tx),
-              async write(name: string, body: AsyncIterable<Uint8Array>, opts?: Parameters<typeof tx.write>[2]) {
-                most = Math.max(most, ++writing);
-                try {
-                  return await tx.write(name, body, opts);
-                } finally {
-                  writing -= 1;
-                }
-              },
-            };
-          },
-        };
-      },
-    };
+    const counter = { writing: 0, most: 0 };
+    const counted = countingFileSink(counter);
     const registry = { formats: builtins.formats, sinks: builtins.sinks.map((s) => (s.type === 'file' ? counted : s)) };
     // Unsorted: the three groups alternate row by row, in batches of 9 rows.
     const summary = await writeExport(
       { schema: numberedSchema, batches: numbered(90, 9), meta: { executionId: 'e-lru', totalRowCount: 90 } },
       resolved({ format: 'csv', path, partition_by: ['grp'], max_open_files: 2 }, registry),
     );
-    expect(most).toBe(2);
+    expect(counter.most).toBe(2);
     // The group evicted first (NULL) comes back: its later rows wait and make one more file at
     // the end, instead of a new part each time it returns.
     expect(summary.files.map((f) => f.path.split('/')[0]).sort()).toEqual(['grp=__HIVE_DEFAULT_PARTITION__', 'grp=__HIVE_DEFAULT_PARTITION__', 'grp=g1', 'grp=g2']);
@@ -213,7 +186,7 @@ describe('writeExport', () => {
     const out = new PassThrough();
     const chunks: Buffer[] = [];
     out.on('data', (c: Buffer) => chunks.push(c));
-    const registry = { formats: builtins.formats, sinks: [{ ...stdout, create: () => streamDestination(out) }, ...builtins.sinks.filter((s) => s.type !== 'stdout')] };
+    const registry = { formats: builtins.formats, sinks: [{ ...stdout, create: () => streamSink(out) }, ...builtins.sinks.filter((s) => s.type !== 'stdout')] };
     const progress: number[] = [];
     const summary = await writeExport(
       { schema: numberedSchema, batches: numbered(5, 2), meta: { executionId: 'e-out', totalRowCount: 5 } },

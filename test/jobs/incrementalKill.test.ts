@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { sluice, startSluice } from '../cli/sluiceProcess.ts';
 import { duck } from './duck.ts';
 import { client, dir, svc, useJobHarness } from './jobHarness.ts';
+import { hasStagedPart, journalsLeft, otherCommits } from '../helpers/localOutput.ts';
 
 // Small pages and some latency: the export of the new rows takes long enough to be killed halfway.
 useJobHarness({ sampleRows: 10, limits: { page_rows: 250 }, faults: { latency_ms: 30 } }, 'sluice-incremental-kill-');
@@ -51,7 +52,7 @@ jobs:
     await killed.waitFor(/"execution started"/);
     // Fetching: the run's first part is being written in its staging directory; nothing committed.
     const deadline = Date.now() + 30_000;
-    const staged = () => readdirSync(dir).filter((n) => n.startsWith('.out.sluice-staging-')).flatMap((s) => readdirSync(join(dir, s))).some((n) => n.endsWith('.parquet'));
+    const staged = () => hasStagedPart(out, '.parquet');
     while (!staged() && killed.child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     killed.child.kill('SIGKILL');
     const result = await killed.done;
@@ -66,7 +67,7 @@ jobs:
     const counted = await duck(`select count(*) as n, count(distinct id) as ids, min(id) as lo, max(id) as hi from read_parquet('${out}/*.parquet')`);
     expect(counted).toEqual([{ n: '6000', ids: '6000', lo: '1', hi: '6000' }]);
     // What the killed run staged is gone.
-    expect(readdirSync(dir).filter((n) => n.includes('sluice-staging'))).toEqual([]);
+    expect([...otherCommits(out), ...journalsLeft(out)]).toEqual([]);
     expect(existsSync(join(dir, 'state', 'killed.json'))).toBe(false);
 
     // The history (through the CLI): the two runs that finished, with their cursor ranges; a killed

@@ -9,6 +9,7 @@ import { runJob } from '../../src/jobs/runJob.ts';
 import { RunStateStore } from '../../src/jobs/runState.ts';
 import { duck } from './duck.ts';
 import { client, dir, job, svc, useJobHarness } from './jobHarness.ts';
+import { journalsLeft, localJournal, otherCommits } from '../helpers/localOutput.ts';
 
 // Jobs whose outputs are written by part threads (workers), against the real local service.
 useJobHarness({ sampleRows: 3000, limits: { page_rows: 400 } }, 'sluice-workers-');
@@ -85,13 +86,7 @@ describe('runJob with workers', () => {
 `);
     const stateDir = join(dir, 'state-stopped');
     const parent = join(dir, 'stopped');
-    const journal = async (): Promise<{ path: string; first_row: number }[]> => {
-      for (const name of await readdir(parent).catch(() => [] as string[])) {
-        const text = await readFile(join(parent, name, '.sluice-journal'), 'utf8').catch(() => undefined);
-        if (text !== undefined) return (JSON.parse(text) as { parts: { path: string; first_row: number }[] }).parts;
-      }
-      return [];
-    };
+    const journal = (): Promise<{ path: string; first_row: number }[]> => localJournal(join(parent, 'out'));
     const controller = new AbortController();
     const poll = setInterval(() => void journal().then((parts) => parts.length >= 3 && controller.abort(new Error('SIGTERM'))), 2);
     const stopped = await runJob(j, { client, stateDir, signal: controller.signal, workers: 2 }).catch((e: unknown) => e).finally(() => clearInterval(poll));
@@ -116,7 +111,7 @@ describe('runJob with workers', () => {
     const out = await files(join(parent, 'out'));
     expect(Object.keys(out)).toHaveLength(21);
     expect(out).toEqual(await files(join(dir, 'stopped-ref')));
-    expect((await readdir(parent)).filter((n) => n.includes('sluice-staging'))).toEqual([]);
+    expect([...otherCommits(join(parent, 'out')), ...journalsLeft(join(parent, 'out'))]).toEqual([]);
   });
 
   it('a part that fails fails the export: the typed error of the thread, no output, no staging left', async () => {
@@ -132,7 +127,7 @@ describe('runJob with workers', () => {
       expect(error).toBeInstanceOf(NotFoundError);
       expect((error as NotFoundError).code).toBe('NOT_FOUND');
       expect(existsSync(join(dir, 'broken', 'out'))).toBe(false);
-      expect((await readdir(join(dir, 'broken')).catch(() => [] as string[])).filter((n) => n.includes('sluice-staging'))).toEqual([]);
+      expect([...otherCommits(join(dir, 'broken', 'out')), ...journalsLeft(join(dir, 'broken', 'out'))]).toEqual([]);
     } finally {
       await proxied.close();
       await proxy.close();

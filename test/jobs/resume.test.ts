@@ -8,6 +8,7 @@ import { startTestService, type TestService } from '../helpers/service.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 import { logLines, sluice, startSluice, type Running } from '../cli/sluiceProcess.ts';
 import { duck } from './duck.ts';
+import { journalsLeft, localJournal, otherCommits } from '../helpers/localOutput.ts';
 
 let svc: TestService;
 let s3: LocalS3;
@@ -63,19 +64,10 @@ async function snapshot(root: string): Promise<Record<string, string>> {
   return out;
 }
 
+/** Commit folders of runs in progress or left behind, and journals, relative to the output's parent. */
 function stagingDirs(target: string): string[] {
-  const parent = dirname(target);
-  if (!existsSync(parent)) return [];
-  return readdirSync(parent).filter((n) => n.startsWith(`.${basename(target)}.sluice-staging-`));
-}
-
-/** The parts a local staging area's journal lists (none when there is no journal yet). */
-async function localJournal(target: string): Promise<JournalPart[]> {
-  for (const staging of stagingDirs(target)) {
-    const text = await readFile(join(dirname(target), staging, '.sluice-journal'), 'utf8').catch(() => undefined);
-    if (text !== undefined) return (JSON.parse(text) as { parts: JournalPart[] }).parts;
-  }
-  return [];
+  const area = `.${basename(target)}.sluice`;
+  return [...otherCommits(target).map((f) => `${area}/v/${f}`), ...journalsLeft(target).map((j) => `${area}/${j}`)];
 }
 
 async function s3Journal(prefix: string): Promise<JournalPart[]> {
@@ -114,17 +106,16 @@ describe('resume after a kill', () => {
     const file = join(dir, 'jobs.yaml');
     await writeFile(file, jobYaml('resumable', parquetOut(out)));
 
-    const { executionId, journaled } = await killMidExport(file, () => localJournal(out));
+    const { executionId, journaled } = await killMidExport(file, () => localJournal<JournalPart>(out));
     expect(existsSync(join(out, '_SUCCESS'))).toBe(false);
     expect(JSON.parse(await readFile(join(dir, 'state', 'resumable.json'), 'utf8'))).toMatchObject({ execution_id: executionId });
     expect(journaled.map((p) => p.first_row)).toEqual(journaled.map((_, i) => i * 2000));
     const [ours] = stagingDirs(out);
     const kept = Object.fromEntries(journaled.map((p) => [p.path, statSync(join(dirname(out), ours!, p.path))]));
-    // A staging area of another attempt whose process is gone (another execution, killed long ago).
-    const stale = join(dirname(out), '.events.sluice-staging-1abc-deadbeef');
+    // A commit folder of another attempt whose writer is gone (another execution, killed long ago).
+    const stale = join(dirname(out), '.events.sluice', 'v', '1abc-deadbeef');
     await mkdir(stale, { recursive: true });
     await writeFile(join(stale, 'part-00000-01OTHER.parquet'), 'half a file');
-    // Long ago: a folder with no owner file that changed within the last minute is another writer's.
     const longAgo = new Date(Date.now() - 3_600_000);
     await utimes(stale, longAgo, longAgo);
 
@@ -198,9 +189,9 @@ describe('resume after a kill', () => {
 `;
     const file = join(dir, 'mixed.yaml');
     await writeFile(file, jobYaml('mixed', outputs(base)));
-    const { executionId, journaled } = await killMidExport(file, () => localJournal(join(base, 'rows')));
+    const { executionId, journaled } = await killMidExport(file, () => localJournal<JournalPart>(join(base, 'rows')));
     // Only the row-rolled output journals its parts.
-    expect(await localJournal(join(base, 'bytes'))).toEqual([]);
+    expect(await localJournal<JournalPart>(join(base, 'bytes'))).toEqual([]);
     expect(stagingDirs(join(base, 'bytes'))).toHaveLength(1);
     const kept = statSync(join(base, stagingDirs(join(base, 'rows'))[0]!, journaled[0]!.path));
 
@@ -224,7 +215,7 @@ describe('resume after a kill', () => {
     const out = join(dir, 'threads', 'events');
     const file = join(dir, 'threads.yaml');
     await writeFile(file, jobYaml('threads', parquetOut(out)));
-    const { executionId, journaled } = await killMidExport(file, () => localJournal(out), 2, ['--workers', '2']);
+    const { executionId, journaled } = await killMidExport(file, () => localJournal<JournalPart>(out), 2, ['--workers', '2']);
     expect(existsSync(join(out, '_SUCCESS'))).toBe(false);
     // Each journaled part holds the rows its number says, whichever thread finished it first.
     for (const p of journaled) expect(p.path).toBe(`part-${String(p.first_row / 2000).padStart(5, '0')}-${executionId}.parquet`);

@@ -10,6 +10,7 @@ import { startLocalS3 } from '../helpers/s3.ts';
 import { duck } from './duck.ts';
 import { builtins } from '../../connectors/index.ts';
 import { client, dir, job, useJobHarness } from './jobHarness.ts';
+import { journalsLeft, localJournal, otherCommits } from '../helpers/localOutput.ts';
 
 useJobHarness({ sampleRows: 3000, limits: { page_rows: 500 } }, 'sluice-jobs-');
 
@@ -221,13 +222,7 @@ describe('runJob', () => {
 `);
     const stateDir = join(dir, 'state-stopped');
     const parent = join(dir, 'stopped');
-    const journal = async (): Promise<{ path: string }[]> => {
-      for (const name of await readdir(parent).catch(() => [] as string[])) {
-        const text = await readFile(join(parent, name, '.sluice-journal'), 'utf8').catch(() => undefined);
-        if (text !== undefined) return (JSON.parse(text) as { parts: { path: string }[] }).parts;
-      }
-      return [];
-    };
+    const journal = (): Promise<{ path: string }[]> => localJournal(join(parent, 'out'));
     const controller = new AbortController();
     const poll = setInterval(() => void journal().then((parts) => parts.length >= 2 && controller.abort(new Error('SIGTERM'))), 2);
     const stopped = await runJob(j, { client, stateDir, signal: controller.signal }).catch((e: unknown) => e).finally(() => clearInterval(poll));
@@ -249,7 +244,7 @@ describe('runJob', () => {
     expect(Object.keys(await files(join(parent, 'out')))).toHaveLength(13);
     expect(await files(join(parent, 'out'))).toEqual(await files(join(dir, 'stopped-ref')));
     expect(reference.rows).toBe(60000);
-    expect((await readdir(parent)).filter((n) => n.includes('sluice-staging'))).toEqual([]);
+    expect([...otherCommits(join(parent, 'out')), ...journalsLeft(join(parent, 'out'))]).toEqual([]);
   });
 
   it('on S3 too: a stop keeps the uploaded parts and the journal; the next run resumes them', async () => {

@@ -9,6 +9,7 @@ import { startPreconditionGate, type PreconditionGate } from '../helpers/precond
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { duck } from './duck.ts';
+import { fileLeftovers } from '../connectors/destinations.ts';
 
 // Sharded runs as a cluster runs them: real `sluice run` processes (one per shard) against the real
 // local service, writing to a local folder; the output is read back by DuckDB.
@@ -115,8 +116,8 @@ describe('sharded runs (real processes, local folder)', () => {
     expect(second.files).toHaveLength(3);
     const lines = (await Promise.all(second.files.map((f) => readFile(join(`${out}-ndjson`, f.path), 'utf8')))).join('').trim().split('\n');
     expect(lines.map((l) => Number((JSON.parse(l) as { id: string }).id))).toEqual(Array.from({ length: 2000 }, (_, i) => i));
-    // The winner removed the shared area; the folder holds exactly the output.
-    expect((await readdir(dir)).filter((n) => n.startsWith('.four.'))).toEqual([]);
+    // The winner removed the shared records; beside the output, only the folder it links to.
+    expect((await fileLeftovers(dir, 'four')).filter((n) => n.startsWith('.four.'))).toEqual([]);
     expect((await readdir(out)).sort()).toEqual(['_SUCCESS', '_manifest.json', ...manifest.files.map((f) => (f as { path: string }).path)].sort());
   });
 
@@ -182,8 +183,9 @@ describe('sharded runs (real processes, local folder)', () => {
       const deadline = Date.now() + 60_000;
       let recorded = false;
       while (!recorded && Date.now() < deadline) {
-        const areas = (await readdir(dir)).filter((n) => n.startsWith('.planner.sluice-shards-'));
-        recorded = areas.length > 0 && (await readdir(join(dir, areas[0]!, 'records')).catch(() => [] as string[])).includes('execution.json');
+        const records = join(dir, '.planner.sluice', '.sluice-shards');
+        const areas = await readdir(records).catch(() => [] as string[]);
+        recorded = areas.length > 0 && (await readdir(join(records, areas[0]!)).catch(() => [] as string[])).includes('execution.json');
         if (!recorded) await new Promise((r) => setTimeout(r, 20));
       }
       expect(recorded).toBe(true);

@@ -5,7 +5,6 @@ import {
   HeadBucketCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
-  NoSuchKey,
   PutObjectCommand,
   S3Client,
   type S3ClientConfig,
@@ -13,125 +12,149 @@ import {
   type StorageClass,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { ConditionFailed, S3ProbeError, type ObjectStore } from './objectStore.ts';
+import { ConfigError, DestinationCheckError, type ObjectStore, PreconditionFailedError } from '../../../src/kit/index.ts';
+import { keyOf, type S3Location } from './url.ts';
 
 export interface SdkStoreOptions {
-  bucket: string;
+  location: S3Location;
   client: S3ClientConfig;
-  sse?: ServerSideEncryption;
-  sseKmsKeyId?: string;
-  storageClass?: StorageClass;
+  sse?: ServerSideEncryption | undefined;
+  sseKmsKeyId?: string | undefined;
+  storageClass?: StorageClass | undefined;
   partSize: number;
   queueSize: number;
 }
 
+type SdkError = { name?: unknown; message?: unknown; $metadata?: { httpStatusCode?: number } };
+const statusOf = (error: unknown): number | undefined => (error as SdkError).$metadata?.httpStatusCode;
+const missing = (error: unknown): boolean => ['NoSuchKey', 'NotFound'].includes(String((error as SdkError).name)) || statusOf(error) === 404;
+
+/**
+ * S3 through the AWS SDK: a body held in memory is one PUT (conditional with `If-None-Match: *` or
+ * `If-Match: <etag>`), a stream a multipart upload (which appears only when complete).
+ */
 export function sdkObjectStore(options: SdkStoreOptions): ObjectStore {
   const client = new S3Client(options.client);
-  const Bucket = options.bucket;
+  const { location } = options;
+  const Bucket = location.bucket;
+  const url = `s3://${Bucket}${location.prefix ? `/${location.prefix}` : ''}`;
+  const base = location.prefix === '' ? '' : `${location.prefix}/`;
   const objectParams = {
     ...(options.sse ? { ServerSideEncryption: options.sse } : {}),
     ...(options.sseKmsKeyId ? { SSEKMSKeyId: options.sseKmsKeyId } : {}),
     ...(options.storageClass ? { StorageClass: options.storageClass } : {}),
   };
-  const getVersioned = async (key: string, signal?: AbortSignal): Promise<{ body: Uint8Array; etag: string } | undefined> => {
-    try {
-      const out = await client.send(new GetObjectCommand({ Bucket, Key: key }), { abortSignal: signal });
-      return { body: out.Body ? await out.Body.transformToByteArray() : new Uint8Array(), etag: out.ETag ?? '' };
-    } catch (error) {
-      if (error instanceof NoSuchKey || (error as { name?: unknown }).name === 'NoSuchKey') return undefined;
-      throw error;
-    }
-  };
   return {
-    async upload(key, body, { contentType, signal }) {
-      signal?.throwIfAborted();
-      const upload = new Upload({
-        client,
-        params: { Bucket, Key: key, Body: Readable.from(body), ContentType: contentType, ...objectParams },
-        partSize: options.partSize,
-        queueSize: options.queueSize,
-        // On failure lib-storage waits for every in-flight part, then aborts the multipart upload.
-        leavePartsOnError: false,
-      });
-      const onAbort = () => void upload.abort().catch(() => undefined);
-      signal?.addEventListener('abort', onAbort, { once: true });
+    url,
+    async get(name, signal) {
       try {
-        await upload.done();
-      } finally {
-        signal?.removeEventListener('abort', onAbort);
-      }
-      signal?.throwIfAborted();
-    },
-    async put(key, body, contentType, condition) {
-      const conditional = condition === undefined ? {} : 'ifAbsent' in condition ? { IfNoneMatch: '*' } : { IfMatch: condition.ifVersion };
-      try {
-        const out = await client.send(new PutObjectCommand({ Bucket, Key: key, Body: body, ContentType: contentType, ...objectParams, ...conditional }));
-        return out.ETag ?? '';
+        const out = await client.send(new GetObjectCommand({ Bucket, Key: keyOf(location, name) }), { abortSignal: signal });
+        return { body: out.Body ? await out.Body.transformToByteArray() : new Uint8Array(), version: out.ETag ?? '' };
       } catch (error) {
-        const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-        if (condition !== undefined && (status === 412 || status === 409)) throw new ConditionFailed(key, error);
+        if (missing(error)) return undefined;
         throw error;
       }
     },
-    async get(key, signal) {
-      return (await getVersioned(key, signal))?.body;
-    },
-    getVersioned,
-    async head(key, signal) {
+    async put(name, body, { condition, contentType, signal } = {}) {
+      const Key = keyOf(location, name);
+      if (!(body instanceof Uint8Array)) {
+        if (condition !== undefined) body = await collect(body);
+        else return upload(Key, body, contentType, signal);
+      }
+      const conditional = condition === undefined ? {} : 'ifAbsent' in condition ? { IfNoneMatch: '*' } : { IfMatch: condition.ifVersion };
       try {
-        const out = await client.send(new HeadObjectCommand({ Bucket, Key: key }), { abortSignal: signal });
-        return out.ContentLength ?? 0;
+        const out = await client.send(new PutObjectCommand({ Bucket, Key, Body: body, ContentType: contentType, ...objectParams, ...conditional }), { abortSignal: signal });
+        return { bytes: body.byteLength, version: out.ETag ?? '' };
       } catch (error) {
-        const e = error as { name?: unknown; $metadata?: { httpStatusCode?: number } };
-        if (e.name === 'NotFound' || e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return undefined;
+        // 409: another conditional write to the key was in flight.
+        const status = statusOf(error);
+        if (condition !== undefined && (status === 412 || status === 409)) throw new PreconditionFailedError(url, name, `${name} changed since it was read (another writer committed first)`, error);
+        throw error;
+      }
+    },
+    async head(name, signal) {
+      try {
+        const out = await client.send(new HeadObjectCommand({ Bucket, Key: keyOf(location, name) }), { abortSignal: signal });
+        return { size: out.ContentLength ?? 0, version: out.ETag ?? '', modified: out.LastModified?.getTime() ?? 0 };
+      } catch (error) {
+        if (missing(error)) return undefined;
         throw error;
       }
     },
     async list(prefix, signal) {
-      const keys: string[] = [];
+      const names: string[] = [];
       let token: string | undefined;
       do {
-        const out = await client.send(new ListObjectsV2Command({ Bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal });
-        for (const o of out.Contents ?? []) if (o.Key !== undefined) keys.push(o.Key);
+        const out = await client.send(new ListObjectsV2Command({ Bucket, Prefix: `${base}${prefix}`, ContinuationToken: token }), { abortSignal: signal });
+        for (const o of out.Contents ?? []) if (o.Key !== undefined) names.push(o.Key.slice(base.length));
         token = out.IsTruncated ? out.NextContinuationToken : undefined;
       } while (token !== undefined);
-      return keys;
+      return names;
     },
-    async delete(keys) {
-      for (let i = 0; i < keys.length; i += 1000) {
-        const chunk = keys.slice(i, i + 1000);
-        const out = await client.send(
-          new DeleteObjectsCommand({ Bucket, Delete: { Objects: chunk.map((Key) => ({ Key })), Quiet: true } }),
-        );
+    async delete(names, signal) {
+      for (let i = 0; i < names.length; i += 1000) {
+        const chunk = names.slice(i, i + 1000);
+        const out = await client.send(new DeleteObjectsCommand({ Bucket, Delete: { Objects: chunk.map((n) => ({ Key: keyOf(location, n) })), Quiet: true } }), { abortSignal: signal });
         const failed = out.Errors ?? [];
-        if (failed.length > 0) {
-          throw new Error(`could not delete ${failed.length} object(s), first ${failed[0]?.Key}: ${failed[0]?.Message}`);
-        }
+        if (failed.length > 0) throw new Error(`could not delete ${failed.length} object(s), first ${failed[0]?.Key}: ${failed[0]?.Message}`);
       }
     },
-    async probe(signal) {
+    async check(signal) {
       try {
         await client.config.credentials();
       } catch (error) {
-        throw new S3ProbeError(
-          'credentials',
-          `no S3 credentials found (${(error as Error).message}): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the s3 block's profile or access_key_id`,
-          error,
+        throw new ConfigError(
+          `${url}: no S3 credentials found (${(error as Error).message}): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the s3 block's profile or access_key_id`,
+          { cause: error },
         );
       }
       try {
         await client.send(new HeadBucketCommand({ Bucket }), { abortSignal: signal });
       } catch (error) {
-        const e = error as { name?: unknown; message?: unknown; $metadata?: { httpStatusCode?: number } };
         // 403: the bucket exists, the key only lacks s3:ListBucket, which writing does not need.
-        if (e.$metadata?.httpStatusCode === 403) return;
+        if (statusOf(error) === 403) return;
         signal?.throwIfAborted();
-        const why = e.$metadata?.httpStatusCode === 404 || e.name === 'NotFound' || e.name === 'NoSuchBucket' ? 'does not exist' : `did not answer (${String(e.message ?? e.name)})`;
-        throw new S3ProbeError('bucket', `the bucket ${Bucket} ${why}`, error);
+        const e = error as SdkError;
+        const why = statusOf(error) === 404 || e.name === 'NotFound' || e.name === 'NoSuchBucket' ? 'does not exist' : `did not answer (${String(e.message ?? e.name)})`;
+        throw new DestinationCheckError(url, `the bucket ${Bucket} ${why}`, error);
       }
     },
-    close() {
+    async close() {
       client.destroy();
     },
   };
+
+  async function upload(Key: string, body: AsyncIterable<Uint8Array>, contentType: string | undefined, signal: AbortSignal | undefined) {
+    signal?.throwIfAborted();
+    let bytes = 0;
+    const counted = async function* () {
+      for await (const chunk of body) {
+        bytes += chunk.byteLength;
+        yield chunk;
+      }
+    };
+    const upload = new Upload({
+      client,
+      params: { Bucket, Key, Body: Readable.from(counted()), ContentType: contentType, ...objectParams },
+      partSize: options.partSize,
+      queueSize: options.queueSize,
+      // On failure lib-storage waits for every in-flight part, then aborts the multipart upload.
+      leavePartsOnError: false,
+    });
+    const onAbort = () => void upload.abort().catch(() => undefined);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const out = await upload.done();
+      signal?.throwIfAborted();
+      return { bytes, version: ('ETag' in out ? out.ETag : undefined) ?? '' };
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+}
+
+async function collect(body: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of body) chunks.push(chunk);
+  return Buffer.concat(chunks);
 }

@@ -1,7 +1,7 @@
 import type { Writable } from 'node:stream';
 import { once } from 'node:events';
 import { z } from 'zod';
-import { defineSink, type Destination, DestinationError } from '../../../src/kit/index.ts';
+import { defineSink, type StreamSink } from '../../../src/kit/index.ts';
 
 export const stdoutConfig = z.strictObject({
   url: z.literal('-').describe('"-" writes the single output stream to standard output.'),
@@ -19,33 +19,22 @@ export const stdout = defineSink({
   config: stdoutConfig,
   multiFile: false,
   accepts: (url) => url === '-',
-  create: () => streamDestination(process.stdout),
+  create: () => streamSink(process.stdout),
 });
 
-export function streamDestination(out: Writable): Destination {
-  let used = false;
+/** One stream into `out`, written as it comes (waiting for `drain`). */
+export function streamSink(out: Writable): StreamSink {
   return {
     url: 'stdout:',
-    multiFile: false,
-    async read() {
-      return undefined;
-    },
-    async begin() {
-      return {
-        async write(name, body, opts = {}) {
-          if (used) throw new DestinationError('stdout:', `writing ${name} to`, new Error('stdout takes a single stream'));
-          used = true;
-          let bytes = 0;
-          for await (const chunk of body) {
-            opts.signal?.throwIfAborted();
-            bytes += chunk.byteLength;
-            if (!out.write(chunk)) await once(out, 'drain', opts.signal ? { signal: opts.signal } : {});
-          }
-          return { bytes };
-        },
-        async commit() {},
-        async abort() {},
-      };
+    stream: true,
+    async write(body, signal) {
+      let bytes = 0;
+      for await (const chunk of body) {
+        signal?.throwIfAborted();
+        bytes += chunk.byteLength;
+        if (!out.write(chunk)) await once(out, 'drain', signal ? { signal } : {});
+      }
+      return bytes;
     },
     async close() {},
   };

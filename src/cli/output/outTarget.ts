@@ -2,10 +2,9 @@ import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { clientConfig, s3Config } from '../../../connectors/sinks/s3/index.ts';
-import { S3ProbeError, type ObjectStore } from '../../../connectors/sinks/s3/objectStore.ts';
+import { s3 as s3Sink, s3Config } from '../../../connectors/sinks/s3/index.ts';
 import { parseS3Url } from '../../../connectors/sinks/s3/url.ts';
-import { ConfigError, DestinationCheckError, DestinationError } from '../../kit/index.ts';
+import { ConfigError, DestinationCheckError, DestinationError, type ObjectStore } from '../../kit/index.ts';
 import { UsageError } from '../usage-error.ts';
 
 /**
@@ -117,19 +116,16 @@ export async function openTarget(target: OutTarget, s3: S3OutOptions, signal: Ab
   if (!parsed.success) {
     throw new ConfigError('--out S3 settings', parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message, value: undefined })));
   }
-  const config = parsed.data;
-  // Loaded here: the AWS SDK is large, and only an S3 destination needs it.
-  const { sdkObjectStore } = await import('../../../connectors/sinks/s3/sdkStore.ts');
-  const store = sdkObjectStore({ bucket: target.bucket, client: clientConfig(config), partSize: config.part_size_mb * 1024 * 1024, queueSize: config.queue_size });
+  // The sink's store loads the AWS SDK with its first call: only an S3 destination needs it.
+  const store = s3Sink.create(parsed.data);
   try {
-    await store.probe?.(signal);
+    await store.check?.(signal);
   } catch (error) {
-    store.close();
-    if (error instanceof S3ProbeError && error.problem === 'credentials') throw new ConfigError(`--out ${target.url}: ${error.message}`, { cause: error.cause });
-    if (error instanceof S3ProbeError) throw new DestinationCheckError(target.url, error.message, error.cause);
+    await store.close();
+    if (error instanceof ConfigError || error instanceof DestinationCheckError) throw error;
     throw new DestinationError(target.url, 'checking', error, true);
   }
-  return { target, url: target.url, store, close: () => store.close() };
+  return { target, url: target.url, store, close: () => void store.close() };
 }
 
 function refuse(url: string, why: string): DestinationCheckError {

@@ -60,7 +60,7 @@ export async function writeResult(result: ResultStream, options: WriteResultOpti
     for await (const chunk of encoded) await writeOut(options.stdout, chunk);
   } else if (target.kind === 's3') {
     try {
-      await options.target.store!.upload(target.key, encoded, { contentType: format.contentType, signal: options.signal });
+      await options.target.store!.put(target.key, encoded, { contentType: format.contentType, signal: options.signal });
     } catch (error) {
       throw asDestinationError(options.target.url, error, options.signal);
     }

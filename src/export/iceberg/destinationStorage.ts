@@ -1,4 +1,6 @@
-import { type Destination, PreconditionFailedError } from '../../kit/index.ts';
+import { type ObjectStore, PreconditionFailedError } from '../../kit/index.ts';
+import type { Destination } from '../destination.ts';
+import { storeDestination } from '../storage/storeDestination.ts';
 import { IcebergUnsupportedDestinationError } from './errors.ts';
 import type { TableStorage } from './storage.ts';
 
@@ -36,4 +38,10 @@ export function destinationStorage(destination: Destination): TableStorage {
     // The destination is the caller's to close.
     async close() {},
   };
+}
+
+/** The table storage of a sink's object store (`file.create(...)`, `s3.create(...)`), for `writeIcebergTable`. */
+export function tableStorage(store: ObjectStore): TableStorage {
+  const destination = storeDestination(store);
+  return { ...destinationStorage(destination), close: () => destination.close() };
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Schema } from 'apache-arrow';
-import type { BeginOptions, Destination, StagedStream, Transaction, WriteOptions } from '../../kit/index.ts';
+import type { BeginOptions, Destination, StagedStream, Transaction, WriteOptions } from '../destination.ts';
 import type { Commit, CommitProtocol, CursorState } from '../commit.ts';
 import { decodeAvroFile } from './avro.ts';
 import { toTableBatch } from './convert.ts';

@@ -6,7 +6,9 @@ import { ConfigError, type ConfigIssue } from '../../errors.ts';
 import type { Job } from '../../config/jobSchema.ts';
 import { RowCountMismatchError } from '../../export/errors.ts';
 import { checkOutputs } from '../../export/checkOutputs.ts';
-import { describeSchema, type Manifest, manifestSchema, MANIFEST_NAME } from '../../export/manifest.ts';
+import { describeSchema, type Manifest } from '../../export/manifest.ts';
+import type { Commit } from '../../export/commit.ts';
+import { ManifestInvalidError } from '../../export/errors.ts';
 import { manifestCommit } from '../../export/manifestCommit.ts';
 import type { ResolvedOutput } from '../../export/outputConfig.ts';
 import { PartFile } from '../../export/partFile.ts';
@@ -14,7 +16,8 @@ import { knownWire, partFormatOf, partThreadCount, type Workers } from '../../ex
 import { startPartThreads, writeParts as writePartsInThreads } from '../../export/partWorkers.ts';
 import { partFileName } from '../../export/partFileName.ts';
 import { commitShards, sameExport, type ShardCommitOutcome } from '../../export/shardCommit.ts';
-import { type Destination, PreconditionFailedError, type SharedArea } from '../../kit/index.ts';
+import { PreconditionFailedError } from '../../kit/index.ts';
+import { type Destination, type SharedArea } from '../../export/destination.ts';
 import { stream, type StreamOptions } from '../../pipeline/stream.ts';
 import { holdsResult } from '../../protocol/index.ts';
 import { checkBytes, creditsAllowed, TIER_COST } from '../budget.ts';
@@ -41,6 +44,7 @@ import {
   type ShardSpec,
   type WrittenPart,
 } from './plan.ts';
+import { openDestination } from '../../export/storage/openDestination.ts';
 
 export interface ShardEvents {
   onInfo?(message: string, fields: Record<string, unknown>): void;
@@ -100,7 +104,7 @@ export async function runShard(job: Job, options: RunShardOptions): Promise<Shar
   checkShardable(job);
   // Before anything is started or written: a destination that cannot work costs nothing.
   await checkOutputs(job.outputs, signal);
-  const destinations = job.outputs.map((o) => o.sink.create(o.sinkConfig));
+  const destinations = job.outputs.map((o) => openDestination(o));
   try {
     const areas = destinations.map((d, i) => d.shared!(areaId(shard.runId, job.name, i)));
     for (const [i, destination] of destinations.entries()) await refuseIfCommitted(job, i, destination, shard, signal);
@@ -188,37 +192,34 @@ function checkShardable(job: Job): void {
     if (output.table !== 'manifest') issues.push({ path: `outputs[${i}].table`, message: 'a sharded run commits a manifest: run table outputs without shards', value: output.table });
     if (output.partitionBy.length > 0) issues.push({ path: `outputs[${i}].partition_by`, message: 'a sharded run writes parts by row ranges: drop partition_by or run without shards', value: output.partitionBy });
     if (Number.isFinite(output.maxBytesPerFile)) issues.push({ path: `outputs[${i}].max_bytes_per_file`, message: 'a sharded run rolls parts by rows: use max_rows_per_file', value: output.maxBytesPerFile });
-    const probe = output.sink.create(output.sinkConfig);
+    const probe = openDestination(output);
     if (!probe.multiFile || probe.shared === undefined) issues.push({ path: `outputs[${i}].path`, message: `${output.sink.type} destinations cannot be sharded (use a local or shared folder, or S3)`, value: output.path });
     void probe.close();
   });
   if (issues.length > 0) throw new ConfigError(`job ${job.name}: cannot run sharded`, issues);
 }
 
-/** The committed manifest at `destination`, as far as a shard needs it; undefined when none (or unreadable: the commit says what is wrong). */
-async function committedManifest(destination: Destination, signal: AbortSignal) {
-  const body = await destination.read(MANIFEST_NAME, signal);
-  if (body === undefined) return undefined;
-  try {
-    return manifestSchema.parse(JSON.parse(new TextDecoder().decode(body)));
-  } catch {
-    return undefined;
-  }
+/** The committed output at `destination`, as the manifest commit reads it; undefined when none (or unreadable: the commit says what is wrong). */
+async function committedOutput(destination: Destination, signal: AbortSignal): Promise<Commit | undefined> {
+  return manifestCommit.read(destination, signal).catch((error: unknown) => {
+    if (error instanceof ManifestInvalidError) return undefined;
+    throw error;
+  });
 }
 
 /** Whether the output holds this run's export (its execution, its options, its run id). */
 async function committedByThisRun(destination: Destination, plan: Plan, shard: ShardSpec, signal: AbortSignal): Promise<boolean> {
-  const manifest = await committedManifest(destination, signal).catch(() => undefined);
-  return manifest !== undefined && manifest.execution_id === plan.execution_id && manifest.fingerprint === plan.output.fingerprint && manifest.shards?.run_id === shard.runId;
+  const commit = await committedOutput(destination, signal).catch(() => undefined);
+  return commit !== undefined && commit.executionId === plan.execution_id && commit.fingerprint === plan.output.fingerprint && commit.shards?.runId === shard.runId;
 }
 
 /** A shard of a run whose export is committed (the manifest names the run id) has nothing to do. */
 async function refuseIfCommitted(job: Job, i: number, destination: Destination, shard: ShardSpec, signal: AbortSignal): Promise<void> {
-  const manifest = await committedManifest(destination, signal);
-  if (manifest?.shards?.run_id !== shard.runId) return;
+  const commit = await committedOutput(destination, signal);
+  if (commit?.shards?.runId !== shard.runId) return;
   throw new ShardCommittedError(
     `job ${job.name}, shard ${shard.index} of ${shard.count} (${shard.from}), run id ${shard.runId}: the export to ${destination.url} (outputs[${i}]) is committed already ` +
-      `(execution ${manifest.execution_id}, ${manifest.total_rows ?? '?'} rows, ${manifest.shards.count} shards); this shard wrote nothing. ` +
+      `(execution ${commit.executionId}, ${commit.rows} rows, ${commit.shards.count} shards); this shard wrote nothing. ` +
       'To export again, start a new run with a new run id (--run-id / SLUICE_RUN_ID)',
   );
 }

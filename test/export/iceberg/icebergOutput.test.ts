@@ -12,7 +12,7 @@ import { ServiceClient } from '../../../src/client/index.ts';
 import { parseJobFile, type Job } from '../../../src/config/index.ts';
 import { type ExportSummary, openExport, resolveOutput, writeExport } from '../../../src/export/index.ts';
 import { IcebergCommitConflictError, icebergCommit, IcebergMetadataError, IcebergNotATableError, IcebergSchemaConflictError } from '../../../src/export/iceberg/index.ts';
-import { defineSink, DestinationCheckError, PreconditionFailedError, type SinkDescriptor } from '../../../src/kit/index.ts';
+import { defineSink, DestinationCheckError, type ObjectStore, PreconditionFailedError, type SinkDescriptor } from '../../../src/kit/index.ts';
 import { type JobSummary, runJob, type RunJobOptions } from '../../../src/jobs/runJob.ts';
 import type { RunRecord } from '../../../src/jobs/runHistory.ts';
 import { policyOf } from '../../../src/errorPolicy.ts';
@@ -259,19 +259,20 @@ function racingFileSink(writers: number): { sink: SinkDescriptor; refused(): num
     ...file,
     type: 'racing-file',
     create(config) {
-      const destination = file.create(config);
+      const store = file.create(config) as ObjectStore;
       let first = true;
       return {
-        ...destination,
-        async publish(name, body, condition, options) {
-          if (first && 'ifAbsent' in condition) {
+        ...store,
+        async put(name, body, options = {}) {
+          const condition = options.condition;
+          if (first && condition !== undefined && 'ifAbsent' in condition) {
             first = false;
             await new Promise<void>((resolve) => {
               waiting.push(resolve);
               if (waiting.length === writers) for (const w of waiting.splice(0)) w();
             });
           }
-          return destination.publish!(name, body, condition, options).catch((error: unknown) => {
+          return store.put(name, body, options).catch((error: unknown) => {
             if (error instanceof PreconditionFailedError) refused++;
             throw error;
           });

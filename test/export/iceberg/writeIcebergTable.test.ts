@@ -6,24 +6,24 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { S3Client } from '@aws-sdk/client-s3';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../../src/client/index.ts';
 import { stream } from '../../../src/pipeline/stream.ts';
 import {
-  fileTableStorage,
   IcebergCommitConflictError,
   IcebergMetadataError,
   IcebergNotATableError,
   IcebergSchemaConflictError,
   type IcebergCommitSummary,
   type IcebergTableOptions,
-  s3TableStorage,
+  tableStorage,
   type TableStorage,
   writeIcebergTable,
 } from '../../../src/export/iceberg/index.ts';
 import { parquet } from '../../../connectors/formats/parquet/index.ts';
+import { fileStore } from '../../../connectors/sinks/file/index.ts';
+import { sdkObjectStore } from '../../../connectors/sinks/s3/sdkStore.ts';
 import { startTestService, type TestService } from '../../helpers/service.ts';
 import { startLocalS3, type LocalS3 } from '../../helpers/s3.ts';
 import { startS3Gate, type S3Gate } from '../../helpers/s3Gate.ts';
@@ -42,7 +42,6 @@ let svc: TestService;
 let client: ServiceClient;
 let s3: LocalS3;
 let gate: S3Gate;
-let gated: S3Client;
 let scratch: string;
 const results = new Map<string, Result>();
 const format = parquet.create(parquet.config.parse({}));
@@ -77,10 +76,16 @@ async function expectTable(storage: TableStorage, expected: { sql: string }[]): 
   expectIcebirdRows(got, await Promise.all(expected.map((e) => result(e.sql))));
 }
 
+/** A table in a local folder, through the file sink's store. */
+const fileTableStorage = (dir: string): TableStorage => tableStorage(fileStore(dir));
+/** A table under an S3 prefix, through the S3 sink's store, behind the gate. */
+const s3TableStorage = (prefix: string): TableStorage =>
+  tableStorage(sdkObjectStore({ location: { bucket: 'lake', prefix }, client: { endpoint: gate.endpoint, region: s3.region, forcePathStyle: true }, partSize: 5 * 1024 * 1024, queueSize: 4 }));
+
 let tables = 0;
 const backends: { name: string; make: () => Promise<TableStorage> }[] = [
   { name: 'disk', make: async () => fileTableStorage(join(scratch, `t${++tables}`)) },
-  { name: 's3', make: async () => s3TableStorage(gated, { bucket: 'lake', prefix: `tables/t${++tables}` }) },
+  { name: 's3', make: async () => s3TableStorage(`tables/t${++tables}`) },
 ];
 
 beforeAll(async () => {
@@ -89,11 +94,9 @@ beforeAll(async () => {
   s3 = await startLocalS3();
   await s3.createBucket('lake');
   gate = await startS3Gate(s3.endpoint);
-  gated = new S3Client({ endpoint: gate.endpoint, region: s3.region, forcePathStyle: true });
   scratch = await mkdtemp(join(tmpdir(), 'sluice-iceberg-'));
 });
 afterAll(async () => {
-  gated?.destroy();
   await gate?.close();
   await s3?.stop();
   await client?.close();

@@ -1,10 +1,10 @@
-import type { z } from 'zod';
+import type { CheckOptions, PutCondition } from '../kit/index.ts';
 
 /**
- * Where the bytes land. The seam is deliberately small: store named byte streams inside a
- * transaction that becomes visible all at once (or as close to that as the store allows; each
- * sink documents its guarantee), read back one small named object (the previous manifest), and
- * close. Names are `/`-separated relative paths such as `day=2024-01-01/part-00000-x.parquet`.
+ * The commit API: what the export, the shards' commit and the table formats write through. It is
+ * implemented once over a sink's object store (`storeDestination`), and once for a single-stream
+ * sink (`streamDestination`); a sink never implements it. Names are `/`-separated relative paths
+ * such as `day=2024-01-01/part-00000-x.parquet`.
  */
 export interface Destination {
   /** Where this destination points, for messages: `file:///srv/exports/out`, `s3://bucket/prefix`. */
@@ -45,13 +45,13 @@ export interface Destination {
    */
   publish?(name: string, body: Uint8Array, condition: PublishCondition, options?: PublishOptions): Promise<string>;
   /**
-   * Removes what earlier attempts at this place left that the committed output does not own
-   * (`owned`: its names, as its commit lists them): staging areas and aside copies whose writer is
-   * gone, journals, objects of killed or superseded runs. Never touches names this sink did not
-   * write. For a run that finds its output already committed, so that after any successful run the
-   * place holds exactly the committed output.
+   * Removes what earlier attempts at this place left that the committed output does not list:
+   * commit folders and journals of dead writers, parts no commit lists. Never anything a writer
+   * still alive may yet commit, nor names sluice did not write (see `sweep` in storage/sweep.ts).
+   * `owned` reads the committed output's names (undefined: none); it is read before and after
+   * listing, and a commit in between makes the sweep remove nothing.
    */
-  sweep?(owned: readonly string[], signal?: AbortSignal): Promise<void>;
+  sweep?(owned: () => Promise<readonly string[] | undefined>, signal?: AbortSignal): Promise<void>;
   /**
    * Stores one stream in place, outside any transaction: it appears under `name` only once complete
    * (a temp file renamed into place, a multipart upload), replacing an object of that name. For a
@@ -67,15 +67,6 @@ export interface Destination {
    * cannot be sharded.
    */
   shared?(id: string): SharedArea;
-}
-
-export interface CheckOptions {
-  /**
-   * Names whose presence at the top of the place shows that sluice committed an output there (the
-   * commit protocol's records: `_manifest.json`, `_SUCCESS`; an Iceberg table's `metadata/`), so its
-   * files are not foreign. Default: the manifest commit's.
-   */
-  readonly records?: readonly string[];
 }
 
 /**
@@ -113,7 +104,7 @@ export interface Versioned {
 }
 
 /** When a conditional publish may happen: the name is free, or it still holds the version read. */
-export type PublishCondition = { readonly ifAbsent: true } | { readonly ifVersion: string };
+export type PublishCondition = PutCondition;
 
 export interface PublishOptions {
   readonly contentType?: string;
@@ -218,36 +209,3 @@ export interface Marker {
   readonly condition?: PublishCondition;
 }
 
-export interface SinkDescriptor<C extends z.ZodType = z.ZodType> {
-  readonly type: string;
-  readonly description: string;
-  /** The paths this sink serves, for messages that list the choices: `s3://bucket/prefix`. */
-  readonly paths: string;
-  /**
-   * Strict config schema of everything the sink is given: the output's path as `url`, plus the
-   * fields of its options block. Checks across fields (credentials that go together) live here.
-   */
-  readonly config: C;
-  /**
-   * The sink's own block in an output (`s3: {region: ...}`): its key and the schema of its fields
-   * (what job files, `sluice schema` and editors see). Absent: the sink takes the path alone.
-   */
-  readonly options?: SinkOptions;
-  /** False when the sink stores one stream only (no partitioning, no rolling); default true. */
-  readonly multiFile?: boolean;
-  /** Which destination URLs this sink serves (`s3://...`, a local path, `-`). */
-  accepts(url: string): boolean;
-  /** May do I/O lazily; creating a client must not contact the store. */
-  create(config: z.output<C>): Destination;
-}
-
-export interface SinkOptions {
-  /** The key of the block in an output, e.g. `s3`. */
-  readonly key: string;
-  /** Strict object schema of the block, described per field. */
-  readonly schema: z.ZodType;
-}
-
-export function defineSink<C extends z.ZodType>(descriptor: SinkDescriptor<C>): SinkDescriptor<C> {
-  return Object.freeze(descriptor);
-}

@@ -1,0 +1,164 @@
+import { randomBytes } from 'node:crypto';
+import { link, mkdir, open, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
+import type { BigIntStats } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { type ObjectInfo, type ObjectStore, PreconditionFailedError, type PutCondition } from '../../../src/kit/index.ts';
+import { isCode, lockFile } from './lock.ts';
+
+/** Infix of the temp and lock files of a put, never listed as objects. */
+export const TEMP = '.sluice-put-';
+
+/**
+ * A local folder as an object store. An object is a file; a put writes a synced temp file at the
+ * root and renames it into place (create-only: hard-links it, which fails when the name is
+ * taken; replace-if-version: under a lock file, after comparing the version). A version is the
+ * file's inode, modification time and size: a put always makes a new file, so it always changes.
+ */
+export function folderStore(root: string): ObjectStore {
+  const url = `file://${root}`;
+  return {
+    url,
+    async get(name) {
+      const path = inside(root, name);
+      try {
+        const handle = await open(path, 'r');
+        try {
+          const info = await handle.stat({ bigint: true });
+          return { body: new Uint8Array(await handle.readFile()), version: versionOf(info) };
+        } finally {
+          await handle.close();
+        }
+      } catch (error) {
+        if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR') || isCode(error, 'EISDIR')) return undefined;
+        throw error;
+      }
+    },
+    async put(name, body, options = {}) {
+      const path = inside(root, name);
+      await makeFolder(dirname(path));
+      // At the root, never inside a folder of objects: a commit folder a killed writer left holds no temp file to publish.
+      const tmp = join(root, `${TEMP}${randomBytes(6).toString('hex')}.tmp`);
+      try {
+        const bytes = await writeDurably(tmp, body instanceof Uint8Array ? [body] : body, options.signal);
+        await publish(tmp, path, name, url, options.condition);
+        return { bytes, version: versionOf(await stat(path, { bigint: true })) };
+      } catch (error) {
+        if (options.signal?.aborted) throw options.signal.reason;
+        throw error;
+      } finally {
+        await rm(tmp, { force: true });
+      }
+    },
+    async head(name) {
+      return infoOf(inside(root, name));
+    },
+    async list(prefix) {
+      // Start below the prefix's folder: a commit's folder is listed without the others.
+      const from = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/')) : '';
+      const dir = from === '' ? root : inside(root, from);
+      for (;;) {
+        try {
+          const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+          return entries
+            .filter((e) => e.isFile() && !e.name.includes(TEMP))
+            .map((e) => relative(root, join(e.parentPath, e.name)).split(sep).join('/'))
+            .filter((n) => n.startsWith(prefix));
+        } catch (error) {
+          if (!isCode(error, 'ENOENT') && !isCode(error, 'ENOTDIR')) throw error;
+          // A folder below removed while the walk went through it is not an empty listing: walk again.
+          if ((await stat(dir).catch(() => undefined))?.isDirectory() !== true) return [];
+        }
+      }
+    },
+    async delete(names) {
+      await Promise.all(names.map((n) => rm(inside(root, n), { force: true })));
+      // Folders emptied by it go too (a failed first write leaves the folder as it found it).
+      const dirs = new Set(names.flatMap((n) => n.split('/').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('/'))));
+      for (const dir of [...dirs].sort((a, b) => b.length - a.length)) await rmdir(inside(root, dir)).catch(() => undefined);
+      if (names.length > 0) await rmdir(root).catch(() => undefined);
+    },
+    async close() {},
+  };
+}
+
+async function publish(tmp: string, path: string, name: string, url: string, condition: PutCondition | undefined): Promise<void> {
+  if (condition === undefined) return rename(tmp, path);
+  if ('ifAbsent' in condition) {
+    try {
+      await link(tmp, path);
+      return;
+    } catch (error) {
+      if (isCode(error, 'EEXIST')) throw new PreconditionFailedError(url, name, `${name} exists already (another writer published it first)`);
+      throw error;
+    }
+  }
+  const unlock = await lockFile(join(dirname(path), `${TEMP}${name.split('/').pop()}.lock`));
+  try {
+    if ((await infoOf(path))?.version !== condition.ifVersion) throw new PreconditionFailedError(url, name, `${name} changed since it was read (another writer published first)`);
+    await rename(tmp, path);
+  } finally {
+    await unlock();
+  }
+}
+
+async function infoOf(path: string): Promise<ObjectInfo | undefined> {
+  try {
+    const info = await stat(path, { bigint: true });
+    if (!info.isFile()) return undefined;
+    return { size: Number(info.size), version: versionOf(info), modified: Number(info.mtimeMs) };
+  } catch (error) {
+    if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR')) return undefined;
+    throw error;
+  }
+}
+
+function versionOf(info: BigIntStats): string {
+  return `${info.ino}-${info.mtimeNs}-${info.size}`;
+}
+
+/** Writes `body` into a new file at `path` (never an existing one) and syncs it to disk: the bytes written. */
+export async function writeDurably(path: string, body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, signal: AbortSignal | undefined): Promise<number> {
+  const handle = await open(path, 'wx');
+  let bytes = 0;
+  try {
+    for await (const chunk of body) {
+      signal?.throwIfAborted();
+      let done = 0;
+      while (done < chunk.byteLength) done += (await handle.write(chunk, done)).bytesWritten;
+      bytes += chunk.byteLength;
+    }
+    // Durable before it can be committed: a crash after the commit must not leave empty files.
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+  return bytes;
+}
+
+/**
+ * Makes a folder and its missing parents one level at a time. Node's recursive mkdir retries for
+ * ever where a level cannot be made but is reported missing (under /proc); this fails at once.
+ */
+export async function makeFolder(path: string): Promise<void> {
+  const missing: string[] = [];
+  for (let dir = path; ; dir = dirname(dir)) {
+    const found = await stat(dir).catch((error: unknown) => (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR') ? undefined : Promise.reject(error)));
+    if (found !== undefined && !found.isDirectory()) throw Object.assign(new Error(`${dir} is a file, so no folder can be made under it`), { code: 'ENOTDIR', path: dir });
+    if (found !== undefined) break;
+    missing.unshift(dir);
+    if (dirname(dir) === dir) break;
+  }
+  for (const dir of missing) {
+    await mkdir(dir).catch((error: unknown) => {
+      if (!isCode(error, 'EEXIST')) throw error;
+    });
+  }
+}
+
+/** Joins a `/`-separated relative name under `root`, refusing names that climb out of it. */
+export function inside(root: string, name: string): string {
+  const path = resolve(root, ...name.split('/'));
+  if (isAbsolute(name) || !path.startsWith(root + sep)) throw new Error(`name ${JSON.stringify(name)} escapes ${root}`);
+  return path;
+}
+

@@ -1,0 +1,109 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { type ObjectStore, PreconditionFailedError } from '../../kit/index.ts';
+
+/**
+ * A writer's lease at an output: an object in the output's private area (`.sluice-lease-<id>`) that
+ * says a writer is alive and may still commit what it wrote. Taken before its first write, renewed
+ * while it runs, removed after its commit or abort. The sweep removes nothing a writer with a live
+ * lease may still list (see `sweep.ts`); a committer whose lease is gone (taken for dead) publishes
+ * nothing.
+ *
+ * Alive: renewed within `LEASE_TTL_MS`, and, on this host, its process still runs (a killed writer
+ * on the same machine is known dead at once, on another only once the lease expires).
+ */
+export const LEASE_PREFIX = '.sluice-lease-';
+/** How often a lease is renewed, and after how long without renewal it is dead. */
+export const LEASE_RENEW_MS = 20_000;
+export const LEASE_TTL_MS = 120_000;
+
+interface LeaseBody {
+  readonly host: string;
+  readonly pid: number;
+  readonly token: string;
+}
+
+export interface Lease {
+  readonly id: string;
+  /** Whether the lease is still this writer's: present and not taken over. */
+  held(signal?: AbortSignal): Promise<boolean>;
+  /** Stops renewing; with `remove`, deletes the lease (a stop that leaves it lets it expire). */
+  release(remove: boolean): Promise<void>;
+}
+
+export async function takeLease(area: ObjectStore, id: string, signal?: AbortSignal): Promise<Lease> {
+  const name = `${LEASE_PREFIX}${id}`;
+  const mine: LeaseBody = { host: hostname(), pid: process.pid, token: randomBytes(8).toString('hex') };
+  const body = new TextEncoder().encode(`${JSON.stringify(mine)}\n`);
+  await area.put(name, body, { contentType: 'application/json', signal });
+  let renewing: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    renewing = area.put(name, body, { contentType: 'application/json' }).catch(() => undefined);
+  }, LEASE_RENEW_MS);
+  timer.unref();
+  let released = false;
+  heldHere.add(mine.token);
+  return {
+    id,
+    async held(s) {
+      const found = await area.get(name, s);
+      return found !== undefined && parseLease(found.body)?.token === mine.token;
+    },
+    async release(remove) {
+      if (released) return;
+      released = true;
+      heldHere.delete(mine.token);
+      clearInterval(timer);
+      await renewing;
+      if (remove) await area.delete([name]);
+    },
+  };
+}
+
+/** The ids of live leases in `area`, and the names of dead ones (to remove once their objects are). */
+export async function leasesOf(area: ObjectStore, signal?: AbortSignal): Promise<{ live: Set<string>; dead: string[] }> {
+  const live = new Set<string>();
+  const dead: string[] = [];
+  const names = (await area.list(LEASE_PREFIX, signal)).filter((n) => !n.includes('/'));
+  await Promise.all(
+    names.map(async (name) => {
+      const [info, found] = await Promise.all([area.head(name, signal), area.get(name, signal)]);
+      if (info === undefined || found === undefined) return; // released meanwhile
+      const body = parseLease(found.body);
+      const expired = Date.now() - info.modified > LEASE_TTL_MS;
+      if (expired || (body !== undefined && !processRuns(body))) dead.push(name);
+      else live.add(name.slice(LEASE_PREFIX.length));
+    }),
+  );
+  return { live, dead };
+}
+
+/** Fails loudly when this writer's lease is gone: a sweep took it for dead and may have removed what it wrote. */
+export async function mustHold(lease: Lease, url: string, signal?: AbortSignal): Promise<void> {
+  if (await lease.held(signal)) return;
+  throw new PreconditionFailedError(url, `${LEASE_PREFIX}${lease.id}`, 'this run was taken for dead (its lease expired or was removed) and may have lost what it wrote; nothing was published, run it again');
+}
+
+function parseLease(bytes: Uint8Array): LeaseBody | undefined {
+  try {
+    const value = JSON.parse(new TextDecoder().decode(bytes)) as Partial<LeaseBody>;
+    return typeof value.host === 'string' && typeof value.pid === 'number' && typeof value.token === 'string' ? (value as LeaseBody) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The tokens of the leases this process holds now. */
+const heldHere = new Set<string>();
+
+/** Whether the writer still runs: another host's is taken as running (its lease expires instead). */
+function processRuns(body: LeaseBody): boolean {
+  if (body.host !== hostname()) return true;
+  if (body.pid === process.pid) return heldHere.has(body.token);
+  try {
+    process.kill(body.pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: unknown }).code === 'EPERM';
+  }
+}

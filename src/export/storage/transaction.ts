@@ -1,0 +1,266 @@
+import { ANY_TARGET, DestinationError, PreconditionFailedError, type ObjectStore, type PutCondition } from '../../kit/index.ts';
+import type { BeginOptions, Marker, StagedStream, Transaction, WriteOptions } from '../destination.ts';
+import { type Lease, mustHold, takeLease } from './leases.ts';
+import { dataStore, folderId, folderOf, journalName, type Place, replacedName } from './place.ts';
+import { sweep } from './sweep.ts';
+
+/** A transaction that publishes what other writers stored (the parts of a sharded export). */
+export interface Adopted {
+  /** Names written by the shards: published by the commit, never removed by an abort. */
+  readonly files: readonly string[];
+  /** On a linked store: the shared folder the shards wrote into, which the commit publishes. */
+  readonly folder?: string;
+}
+
+/**
+ * The one transaction, for every store. Data goes to its final name: in place on an object store
+ * (an object appears only whole, and counts only once the manifest lists it), into a folder of its
+ * own on a linked store (the output path is swapped to it at commit). The commit point is a
+ * conditional put of the first marker (in place) or a conditional swap of the link.
+ *
+ * In place, an object the committed output lists is overwritten only after its markers are removed
+ * (`withdraw`), so a failure from there on leaves no commit rather than one describing changed
+ * objects.
+ */
+export async function beginTransaction(place: Place, options: BeginOptions, adopted?: Adopted): Promise<Transaction> {
+  const { signal, attemptId } = options;
+  const folder = adopted?.folder ?? attemptId;
+  // Not cut short by the signal: a put the store completed after the client gave up would be a
+  // lease nobody removes. The signal is checked once it is held.
+  const lease = await takeLease(place.area, adopted?.folder ? `${folder}~${attemptId}` : attemptId).catch((error: unknown) => {
+    throw new DestinationError(place.url, 'starting a transaction at', error, true);
+  });
+  if (signal?.aborted) {
+    await lease.release(true).catch(() => undefined);
+    throw signal.reason;
+  }
+  const journalKey = journalName(attemptId);
+  let journal: Uint8Array | undefined;
+  try {
+    if (options.resume) journal = (await place.area.get(journalKey, signal))?.body;
+    // Linked: nothing to resume means whatever a killed attempt with this id left in its folder goes.
+    if (place.link && journal === undefined && adopted?.folder === undefined) await removeFolder(place, folder, signal);
+  } catch (error) {
+    await lease.release(true).catch(() => undefined);
+    if (signal?.aborted) throw signal.reason;
+    throw new DestinationError(place.url, 'reading the resume journal from', error, true);
+  }
+  return storeTransaction(place, options, lease, journal, folder, adopted);
+}
+
+function storeTransaction(place: Place, options: BeginOptions, lease: Lease, journal: Uint8Array | undefined, folder: string, adopted: Adopted | undefined): Transaction {
+  const { url } = place;
+  const target = dataStore(place, folder);
+  const inPlace = place.link === undefined;
+  const previous = new Set(options.previous);
+  const theirs = new Set(adopted?.files ?? []);
+  const written = new Set<string>();
+  const retained = new Set<string>();
+  const carried = new Set<string>();
+  const journalKey = journalName(options.attemptId);
+  let journalSaved = journal !== undefined;
+  const inFlight = new Map<Promise<unknown>, AbortController>();
+  const settle = async (why: string | undefined): Promise<void> => {
+    if (why !== undefined) for (const controller of inFlight.values()) controller.abort(new Error(why));
+    await Promise.allSettled([...inFlight.keys()]);
+  };
+  // In place: set once the committed output's markers are gone; its objects are then no longer protected.
+  let withdrawal: Promise<void> | undefined;
+  const withdraw = (): Promise<void> => (withdrawal ??= place.store.delete((options.markers ?? []).filter((m) => previous.has(m))));
+
+  const abort = async (_reason?: unknown, keep: readonly string[] = []): Promise<void> => {
+    await settle('transaction aborted');
+    try {
+      if (!inPlace) {
+        if (adopted?.folder === undefined) await removeFolder(place, folder);
+      } else {
+        const protect = new Set(keep);
+        const ours = [...written, ...retained].filter((n) => (withdrawal !== undefined || !previous.has(n)) && !protect.has(n) && !theirs.has(n));
+        await place.store.delete(ours);
+      }
+      if (journalSaved) await place.area.delete([journalKey]);
+    } catch {
+      // Never throws: what is left has no live lease once it is released, and the next sweep takes it.
+    }
+    await lease.release(true).catch(() => undefined);
+  };
+
+  async function write(name: string, body: AsyncIterable<Uint8Array>, opts: WriteOptions = {}) {
+    const controller = new AbortController();
+    const signal = opts.signal ? AbortSignal.any([opts.signal, controller.signal]) : controller.signal;
+    if (inPlace && previous.has(name)) {
+      try {
+        await withdraw();
+      } catch (error) {
+        throw new DestinationError(url, `withdrawing the committed output before overwriting ${name} at`, error, true);
+      }
+    }
+    // Recorded before the write starts: one that completes after abort began is still cleaned up.
+    written.add(name);
+    // The body's own failure (the rows, a part thread) passes unchanged; only the store's is wrapped.
+    let failed: { error: unknown } | undefined;
+    const source = (async function* () {
+      try {
+        yield* body;
+      } catch (error) {
+        failed = { error };
+        throw error;
+      }
+    })();
+    const done = target.put(name, source, { contentType: opts.contentType, signal });
+    inFlight.set(done, controller);
+    try {
+      return { bytes: (await done).bytes };
+    } catch (error) {
+      if (failed !== undefined) throw failed.error;
+      if (signal.aborted) throw signal.reason;
+      throw error instanceof DestinationError ? error : new DestinationError(url, `writing ${name} to`, error, true);
+    } finally {
+      inFlight.delete(done);
+    }
+  }
+
+  /** Puts the markers in order; resolves to the version the first one (the commit point) got. */
+  async function publishMarkers(markers: readonly Marker[]): Promise<string | undefined> {
+    let first: string | undefined;
+    for (const marker of markers) {
+      // Markers this transaction withdrew are gone: replacing one then means creating it.
+      const condition: PutCondition | undefined = marker.condition !== undefined && withdrawal !== undefined && previous.has(marker.name) ? { ifAbsent: true } : marker.condition;
+      const version = await putMarker(place.store, url, marker, condition);
+      first ??= version;
+    }
+    return first;
+  }
+
+  async function swapIn(markers: readonly Marker[]): Promise<void> {
+    const link = place.link!;
+    const expected = await link.target(options.signal);
+    for (const marker of markers) {
+      // A shared folder may hold another committer's markers of the same export already.
+      await putMarker(target, url, marker, adopted?.folder ? { ifAbsent: true } : undefined).catch((error: unknown) => {
+        if (!(error instanceof PreconditionFailedError) || adopted?.folder === undefined) throw error;
+      });
+    }
+    const conditional = markers.find((m) => m.condition !== undefined);
+    if (conditional !== undefined && !(await holds(conditional, expected))) {
+      throw new PreconditionFailedError(url, conditional.name, `${conditional.name} changed since it was read (another writer committed first)`);
+    }
+    if (expected !== undefined && !expected.startsWith('v/')) await refuseForeign();
+    // The folder is never rewritten once swapped in: a target unchanged since `holds` is the version read.
+    await link.swap(folderOf(folder), conditional === undefined ? ANY_TARGET : expected);
+    // When the replaced folder stopped being the output: the sweep keeps it a while for its readers.
+    const replaced = expected === undefined ? undefined : folderId(expected);
+    if (replaced !== undefined) await place.area.put(replacedName(replaced), new Uint8Array()).catch(() => undefined);
+  }
+
+  /** Whether `marker`'s condition holds for the output `current` (a commit folder, or an older layout's folder). */
+  async function holds(marker: Marker, current: string | undefined): Promise<boolean> {
+    const condition = marker.condition!;
+    const found = current === undefined ? undefined : current.startsWith('v/') ? await place.area.head(`${current}${marker.name}`) : await place.store.head(marker.name);
+    return 'ifAbsent' in condition ? found === undefined : found?.version === condition.ifVersion;
+  }
+
+  /** An output folder of an older layout, taken over by this commit, must hold only what sluice wrote there. */
+  async function refuseForeign(): Promise<void> {
+    const ours = new Set([...options.previous, ...(options.markers ?? [])]);
+    const foreign = (await place.store.list('')).filter((n) => !ours.has(n));
+    if (foreign.length === 0) return;
+    throw new DestinationError(
+      url,
+      'replacing',
+      new Error(`the directory holds files this export did not write (${foreign.slice(0, 5).join(', ')}${foreign.length > 5 ? ', ...' : ''}); point the export at an empty or sluice-owned directory`),
+    );
+  }
+
+  return {
+    journal,
+    write: (name, body, opts) => write(name, body, opts),
+
+    async retain(streams: readonly StagedStream[]) {
+      const kept: string[] = [];
+      for (const { name, bytes } of streams) {
+        let size: number | undefined;
+        try {
+          size = (await target.head(name, options.signal))?.size;
+        } catch (error) {
+          throw new DestinationError(url, `checking ${name} at`, error, true);
+        }
+        // An object appears only whole: the recorded size means it is the part the journal lists.
+        if (size !== bytes) continue;
+        kept.push(name);
+        retained.add(name);
+      }
+      if (!inPlace) {
+        // What the killed attempt left in its folder beyond the kept parts goes now.
+        const extra = (await target.list('', options.signal)).filter((n) => !retained.has(n));
+        await target.delete(extra, options.signal);
+      }
+      return kept;
+    },
+
+    async saveJournal(body: Uint8Array) {
+      journalSaved = true;
+      try {
+        await place.area.put(journalKey, body, { contentType: 'application/json' });
+      } catch (error) {
+        throw new DestinationError(url, 'saving the resume journal to', error, true);
+      }
+    },
+
+    async commit(markers: readonly Marker[]) {
+      await settle(undefined);
+      await mustHold(lease, url, options.signal);
+      // The version our own put got: read back later, a newer commit's would pass for ours.
+      const ours = inPlace ? await publishMarkers(markers) : undefined;
+      if (!inPlace) await swapIn(markers);
+      await lease.release(true).catch(() => undefined);
+      if (journalSaved) await place.area.delete([journalKey]).catch(() => undefined);
+      const keep = new Set([...written, ...retained, ...carried, ...theirs, ...markers.map((m) => m.name)]);
+      let stale: string[] = [];
+      try {
+        if (inPlace) {
+          // The previous output's objects the new one does not list: no commit lists them any more.
+          stale = [...previous].filter((n) => !keep.has(n));
+          await place.store.delete(stale);
+        }
+        const first = markers[0]?.name;
+        // What abandoned attempts left, while the output is still this commit (see `sweep`).
+        await sweep(place, async () => (!inPlace || (first !== undefined && (await place.store.head(first))?.version === ours) ? [...keep] : undefined));
+      } catch (error) {
+        // The new output is committed; leftovers are unreferenced by it. Say so loudly.
+        throw new DestinationError(url, `committed, but removing ${stale.length || 'the'} objects of earlier outputs from`, error, true);
+      }
+    },
+
+    abort,
+
+    async carry(names: readonly string[]) {
+      for (const name of names) carried.add(name);
+      // In place the objects stay where they are (the commit only must not remove them); linked, they
+      // become part of this commit's folder too.
+      if (!inPlace) await place.link!.carry(names, folderOf(folder));
+    },
+
+    async suspend() {
+      if (!journalSaved) return abort();
+      // Open writes are stopped (no half objects: none appear); finished ones and the journal stay
+      // for the next attempt. The lease is left to expire: the next attempt takes it over.
+      await settle('transaction suspended');
+      await lease.release(false);
+    },
+  };
+}
+
+async function putMarker(store: ObjectStore, url: string, marker: Marker, condition: PutCondition | undefined): Promise<string> {
+  try {
+    return (await store.put(marker.name, marker.body, { contentType: marker.contentType, condition })).version;
+  } catch (error) {
+    if (error instanceof PreconditionFailedError) throw error;
+    throw new DestinationError(url, `writing ${marker.name} to`, error, true);
+  }
+}
+
+/** Removes one commit folder of a linked store's area. */
+export async function removeFolder(place: Place, folder: string, signal?: AbortSignal): Promise<void> {
+  await place.area.delete(await place.area.list(folderOf(folder), signal), signal);
+}

@@ -56,6 +56,7 @@ function satisfies(v: readonly [number, number, number], range: string): boolean
   const parse = (s: string) => [0, 1, 2].map((i) => Number(s.split('.')[i] ?? 0));
   return range.split('||').some((alt) =>
     alt.replace(/(>=|<|\^|~)\s+/g, '$1').trim().split(/\s+/).every((c) => {
+      if (c === '*' || c === 'x' || c === '') return true; // any version ("node": "*")
       if (c.startsWith('>=')) return cmp(v, parse(c.slice(2))) >= 0;
       if (c.startsWith('<')) return cmp(v, parse(c.slice(1))) < 0;
       if (c.startsWith('~')) {

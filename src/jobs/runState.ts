@@ -7,6 +7,7 @@ import type { Job } from '../config/jobSchema.ts';
 import { describeOutput } from '../export/outputConfig.ts';
 import { JobBusyError } from './errors.ts';
 import { onExitRemove } from '../exitHooks.ts';
+import { processRuns } from '../kit/processRuns.ts';
 
 /**
  * What survives a killed run: which execution the job was exporting. The next run of the job
@@ -154,7 +155,7 @@ export class RunStateStore {
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
         const pid = Number((await readFile(file, 'utf8').catch(() => '')).trim());
-        if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+        if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processRuns(pid)) {
           throw new JobBusyError(job, `process ${pid} holds ${file}`);
         }
         await rm(file, { force: true });
@@ -164,11 +165,3 @@ export class RunStateStore {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}

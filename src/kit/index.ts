@@ -29,3 +29,4 @@ export { coalesce, concat } from './bytes.ts';
 export { lazyStore } from './lazyStore.ts';
 export { emptyBatch } from './emptyBatch.ts';
 export { textRows } from './textRows.ts';
+export { processRuns } from './processRuns.ts';

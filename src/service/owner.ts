@@ -14,6 +14,7 @@ import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { join } from 'node:path';
 import { z } from 'zod';
 import { onExitRemove } from '../exitHooks.ts';
+import { processRuns } from '../kit/processRuns.ts';
 
 export const OWNER_FILE = 'owner.json';
 /** How long a probe of the owner's URL may take before the owner is taken for stale. */
@@ -74,7 +75,7 @@ async function readOwnerFile(dataDir: string): Promise<OwnerRecord | undefined> 
 export async function findOwner(dataDir: string): Promise<OwnerRecord | undefined> {
   const record = await readOwnerFile(dataDir);
   if (record === undefined) return undefined;
-  if (record.pid !== process.pid && alive(record.pid) && (await answers(record))) return record;
+  if (record.pid !== process.pid && processRuns(record.pid) && (await answers(record))) return record;
   // Gone, or not answering: stale. Removed only if it is still that record.
   const again = await readOwnerFile(dataDir);
   if (again?.token === record.token) await rm(join(dataDir, OWNER_FILE), { force: true });
@@ -94,14 +95,6 @@ async function answers(record: OwnerRecord): Promise<boolean> {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** DuckDB's error when another process holds the folder's database open. */
 export function isLockConflict(error: unknown): boolean {
@@ -139,7 +132,7 @@ export async function waitForBorrowers(dataDir: string, signal: AbortSignal): Pr
     let live = 0;
     for (const name of await readdir(dir).catch(() => [] as string[])) {
       const pid = Number(name.split('-')[0]);
-      if (Number.isInteger(pid) && pid > 0 && alive(pid)) live += 1;
+      if (Number.isInteger(pid) && pid > 0 && processRuns(pid)) live += 1;
       else await rm(join(dir, name), { force: true });
     }
     if (live === 0) return;

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { link, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
+import { processRuns } from '../../../src/kit/index.ts';
 
 const LOCK_WAIT_MS = 10_000;
 
@@ -41,12 +42,7 @@ async function ownerRuns(file: string): Promise<boolean> {
   const pid = Number(pidText);
   if (host !== hostname() || !Number.isInteger(pid) || pid <= 0) return false;
   if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return isCode(error, 'EPERM');
-  }
+  return processRuns(pid);
 }
 
 export function isCode(error: unknown, code: string): boolean {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { type ObjectStore, PreconditionFailedError } from '../../kit/index.ts';
+import { processRuns as processRunsHere } from '../../kit/index.ts';
 
 /**
  * A writer's lease at an output: an object in the output's private area (`.sluice-lease-<id>`) that
@@ -100,10 +101,5 @@ const heldHere = new Set<string>();
 function processRuns(body: LeaseBody): boolean {
   if (body.host !== hostname()) return true;
   if (body.pid === process.pid) return heldHere.has(body.token);
-  try {
-    process.kill(body.pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: unknown }).code === 'EPERM';
-  }
+  return processRunsHere(body.pid);
 }

@@ -25,10 +25,10 @@ jobs:
 
 describe('paths in a job file', () => {
   it('resolve against the folder sluice runs in; ${SLUICE_JOB_DIR} is the job file\'s folder', () => {
-    const file = parseJobFile(JOBS, { file: 'etc/jobs.yaml', registry: builtins, env: {}, cwd: '/work/here' });
-    expect(file.state_dir).toBe('/work/here/state');
-    expect(file.connection?.embedded).toMatchObject({ data_dir: '/work/here/svc', settings: '/work/service.yaml' });
-    expect(file.jobs[0]!.outputs.map((o) => o.path)).toEqual(['/work/here/out/a', '/work/here/etc/beside', 's3://bucket/a', '-', '/abs/a']);
+    const file = parseJobFile(JOBS, { file: 'etc/jobs.yaml', registry: builtins, env: {}, cwd: '/srv/here' });
+    expect(file.state_dir).toBe('/srv/here/state');
+    expect(file.connection?.embedded).toMatchObject({ data_dir: '/srv/here/svc', settings: '/srv/service.yaml' });
+    expect(file.jobs[0]!.outputs.map((o) => o.path)).toEqual(['/srv/here/out/a', '/srv/here/etc/beside', 's3://bucket/a', '-', '/abs/a']);
   });
 
   it('state_dir gets its default there too', () => {

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-export const AREAS = ['engine', 'service', 'client', 'types', 'pipeline', 'sinks', 'jobs', 'limits', 'cli', 'parallel', 'shards', 'link'] as const;
+export const AREAS = ['engine', 'service', 'firstread', 'client', 'types', 'pipeline', 'sinks', 'jobs', 'limits', 'cli', 'parallel', 'shards', 'link'] as const;
 
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((a) => !(AREAS as readonly string[]).includes(a));

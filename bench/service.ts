@@ -19,13 +19,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { RecordBatchReader } from 'apache-arrow';
 import { request } from 'undici';
 
-const KEY = 'sk_bench_service_key';
+export const KEY = 'sk_bench_service_key';
 /** 1M rows; BENCH_SERVICE_ROWS overrides it for a quick check of the bench itself. */
-const ROWS = Number(process.env.BENCH_SERVICE_ROWS ?? 1_000_000);
-const ARROW = 'application/vnd.apache.arrow.stream';
+export const ROWS = Number(process.env.BENCH_SERVICE_ROWS ?? 1_000_000);
+export const ARROW = 'application/vnd.apache.arrow.stream';
 const CPU_REPEAT = 3;
 
-interface Child {
+export interface Child {
   url: string;
   proc: ChildProcess;
   /** Resolves when the execution's pre-encoded pages are written. */
@@ -33,11 +33,12 @@ interface Child {
 }
 
 /** The service in its own process; it answers `encoded <id>` lines on stdout. */
-async function startChild(dataDir: string): Promise<Child> {
+export async function startChild(dataDir: string, encodeMinBytes?: number): Promise<Child> {
   const service = new URL('../src/service/index.ts', import.meta.url).href;
+  const extra = encodeMinBytes === undefined ? '' : ` encodeMinBytes: ${encodeMinBytes},`;
   const script = `
     const { startService } = await import(${JSON.stringify(service)});
-    const svc = await startService({ dataDir: ${JSON.stringify(dataDir)}, sampleRows: ${ROWS},
+    const svc = await startService({ dataDir: ${JSON.stringify(dataDir)}, sampleRows: ${ROWS},${extra}
       settings: { teams: [{ name: 'bench', keys: [{ key: '${KEY}', scopes: ['Admin'] }] }] } });
     console.log('url ' + svc.url);
     const { createInterface } = await import('node:readline');
@@ -73,7 +74,7 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-async function get(url: string, accept?: string): Promise<{ status: number; body: Buffer; headers: Record<string, unknown> }> {
+export async function get(url: string, accept?: string): Promise<{ status: number; body: Buffer; headers: Record<string, unknown> }> {
   const headers: Record<string, string> = { 'x-service-api-key': KEY };
   if (accept !== undefined) headers.accept = accept;
   let res;
@@ -100,7 +101,7 @@ async function cpuPerPage(child: Child, url: string, accept?: string): Promise<n
 }
 
 /** Every page, `concurrency` at a time; returns the bodies in order and the wall time. */
-async function downloadAll(urls: string[], concurrency: number, accept?: string): Promise<{ ms: number; bodies: Buffer[] }> {
+export async function downloadAll(urls: string[], concurrency: number, accept?: string): Promise<{ ms: number; bodies: Buffer[] }> {
   const bodies: Buffer[] = new Array(urls.length);
   let next = 0;
   const t0 = performance.now();
@@ -115,8 +116,8 @@ async function downloadAll(urls: string[], concurrency: number, accept?: string)
   return { ms: performance.now() - t0, bodies };
 }
 
-const fmt = (ms: number): string => `${ms.toFixed(ms < 10 ? 1 : 0)} ms`;
-const ratio = (a: number, b: number): string => (b === 0 ? 'n/a' : `${(a / b).toFixed(2)}x`);
+export const fmt = (ms: number): string => `${ms.toFixed(ms < 10 ? 1 : 0)} ms`;
+export const ratio = (a: number, b: number): string => (b === 0 ? 'n/a' : `${(a / b).toFixed(2)}x`);
 
 export async function run(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-service-'));

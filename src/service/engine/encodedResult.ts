@@ -1,6 +1,7 @@
 // Pre-encoded results. A completed result never changes, so its JSON and CSV page encodings are
-// written once, in bulk by DuckDB, and an unfiltered page is then served as a byte range of a
-// file: no SQL, no string building, no copy of the rows through JS strings.
+// written once, streaming (DuckDB renders every row once into a file, split here into the files
+// below with bounded buffers), and an unfiltered page is then served as a byte range of a file:
+// no SQL, no string building, no copy of the rows through JS strings.
 //
 // Layout, dataDir/results/<id>.enc/ (chosen by measurement, see bench/service.ts):
 //   rows.json  every row's JSON object text, each followed by ','
@@ -9,7 +10,7 @@
 //              hex numbers (where the row starts in rows.json, where in rows.csv, and the
 //              result_set_bytes of all rows before it), then '\n'. Row i's record is at i * 37.
 //   info.json  the result's ResultInfo; written last
-//   arrow/     written after the rest is published (under arrow.tmp/, then renamed):
+//   arrow/     written after the rest (under arrow.tmp/, then renamed):
 //     rows.arrow    the rows as Arrow record batch messages, one batch per chunk of `chunkRows`
 //                   rows (the page size clients read by), each as an Arrow page of them has it
 //     arrow.schema  the Arrow schema message every page stream starts with
@@ -49,6 +50,8 @@ const FILES = {
   arrow: 'rows.arrow',
   arrowSchema: 'arrow.schema',
   arrowIndex: 'arrow.index',
+  /** The rendered rows before they are split (writeEncodings); removed once split. */
+  rendered: 'rows.rendered',
 } as const;
 
 /** The Arrow encoding's directory inside a published encoding, and where it is written first. */
@@ -86,43 +89,145 @@ function rawCopy(lineEnd: string): string {
 
 const hex = (x: string): string => `lpad(hex(${x}), ${HEX}, '0')`;
 
+/** Bytes of the fields in front of each rendered row: its row number and three lengths. */
+const RENDERED_HEAD = 4 * HEX;
+/** The rendered file is read, and the three files are written, this many bytes at a time. */
+const SPLIT_CHUNK_BYTES = 4 * 1024 * 1024;
+
 /**
- * Writes the encodings of a stored result into `dir` (which must not exist), in bulk: the rows are
- * rendered once into a temporary table, then copied out and indexed by DuckDB. `conn` runs the
- * statements; interrupting it stops the work (the caller removes `dir`).
+ * Writes the encodings of a stored result into `dir` (created; empty if it exists), streaming: DuckDB
+ * renders every row once, in insertion order, into one file (`rendered`: the row's number, the
+ * byte lengths of its JSON and CSV texts and its result_set_bytes as hex, then the two texts),
+ * which is then split into rows.json, rows.csv and the index in buffers of SPLIT_CHUNK_BYTES
+ * (larger only for a row larger than that). Memory stays bounded whatever the result's size: no
+ * table of rendered rows, no sort, no window over the rows. `conn` runs the COPY; interrupting it,
+ * or `stopped()` turning true, stops the work (the caller removes `dir`).
  */
-export async function writeEncodings(conn: DuckDBConnection, stored: StoredColumns, info: ResultInfo, dir: string): Promise<void> {
-  await mkdir(dir, { recursive: false });
+export async function writeEncodings(conn: DuckDBConnection, stored: StoredColumns, info: ResultInfo, dir: string, stopped: () => boolean = () => false): Promise<void> {
+  await mkdir(dir, { recursive: true });
   const cols = stored.names.map((_, i) => i);
-  const enc = `"enc_${Math.random().toString(36).slice(2)}"`;
-  const path = (f: string): string => sqlString(join(dir, f));
   if (cols.length === 0) {
     await writeFile(join(dir, FILES.json), '');
     await writeFile(join(dir, FILES.csv), '');
     await writeFile(join(dir, FILES.index), `${'0'.repeat(3 * HEX)}\n`);
   } else {
-    try {
-      await conn.run(
-        `CREATE TEMP TABLE ${enc} AS SELECT rowid AS rn, ${jsonRowSql(stored, cols)} AS j, ${csvRowSql(stored, cols)} AS c, ${rowBytesSql(cols, stored)}::BIGINT AS b FROM ${stored.table}`,
-      );
-      await conn.run(`COPY (SELECT j FROM ${enc} ORDER BY rn) TO ${path(FILES.json)} ${rawCopy(',')}`);
-      await conn.run(`COPY (SELECT c FROM ${enc} ORDER BY rn) TO ${path(FILES.csv)} ${rawCopy('\n')}`);
-      // Each record holds the sums over the rows before it; the extra last record, the totals.
-      const before = 'OVER (ORDER BY rn ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)';
-      await conn.run(
-        `COPY (SELECT rec FROM (
-           SELECT rn, ${hex(`coalesce(sum(strlen(j) + 1) ${before}, 0)`)} || ${hex(`coalesce(sum(strlen(c) + 1) ${before}, 0)`)} || ${hex(`coalesce(sum(b) ${before}, 0)`)} AS rec FROM ${enc}
-           UNION ALL
-           SELECT (SELECT count(*) FROM ${enc}) AS rn, ${hex(`(SELECT coalesce(sum(strlen(j) + 1), 0) FROM ${enc})`)} || ${hex(`(SELECT coalesce(sum(strlen(c) + 1), 0) FROM ${enc})`)} || ${hex(`(SELECT coalesce(sum(b), 0) FROM ${enc})`)}
-         ) ORDER BY rn) TO ${path(FILES.index)} ${rawCopy('\n')}`,
-      );
-    } finally {
-      await conn.run(`DROP TABLE IF EXISTS temp.${enc}`).catch(() => undefined);
-    }
+    const rendered = join(dir, FILES.rendered);
+    // The subquery renders each text once; the outer projection only measures and joins them.
+    await conn.run(
+      `COPY (SELECT ${hex('rn')} || ${hex('strlen(j)')} || ${hex('strlen(c)')} || ${hex('b')} || j || c FROM (
+         SELECT rowid AS rn, ${jsonRowSql(stored, cols)} AS j, ${csvRowSql(stored, cols)} AS c, ${rowBytesSql(cols, stored)}::BIGINT AS b FROM ${stored.table}
+       )) TO ${sqlString(rendered)} ${rawCopy('\n')}`,
+    );
+    await splitRendered(rendered, dir, info.rowCount, stopped);
+    await rm(rendered);
   }
   await syncFiles(dir, [FILES.json, FILES.csv, FILES.index]);
   await writeFile(join(dir, FILES.info), JSON.stringify(info));
   await syncFiles(dir, [FILES.info]);
+}
+
+/**
+ * Splits the rendered rows (see writeEncodings) into rows.json, rows.csv and the index. The rows
+ * must come in order (COPY keeps a table's insertion order): a row number out of place, a torn
+ * record or a count other than `rowCount` fails the encoding rather than publish a wrong one.
+ */
+async function splitRendered(rendered: string, dir: string, rowCount: number, stopped: () => boolean): Promise<void> {
+  const input = await open(rendered, 'r');
+  const outs = await Promise.all([FILES.json, FILES.csv, FILES.index].map((f) => open(join(dir, f), 'w')));
+  const [json, csv, index] = outs as [FileHandle, FileHandle, FileHandle];
+  try {
+    let buf = Buffer.allocUnsafe(SPLIT_CHUNK_BYTES);
+    let jsonOut = Buffer.allocUnsafe(SPLIT_CHUNK_BYTES);
+    let csvOut = Buffer.allocUnsafe(SPLIT_CHUNK_BYTES);
+    // A record per row of at least RENDERED_HEAD + 1 bytes: never more records than that in a chunk.
+    const indexOut = Buffer.allocUnsafe(Math.ceil(SPLIT_CHUNK_BYTES / (RENDERED_HEAD + 1)) * INDEX_RECORD_BYTES + INDEX_RECORD_BYTES);
+    let have = 0;
+    let eof = false;
+    let row = 0;
+    let sumJson = 0;
+    let sumCsv = 0;
+    let sumBytes = 0;
+    while (!eof || have > 0) {
+      if (stopped()) throw new Error('encoding stopped');
+      if (!eof) {
+        const { bytesRead } = await input.read(buf, have, buf.length - have, null);
+        if (bytesRead === 0) eof = true;
+        have += bytesRead;
+      }
+      let at = 0;
+      let j = 0;
+      let c = 0;
+      let x = 0;
+      while (have - at >= RENDERED_HEAD) {
+        const lenJson = readHex(buf, at + HEX);
+        const lenCsv = readHex(buf, at + 2 * HEX);
+        const end = at + RENDERED_HEAD + lenJson + lenCsv + 1;
+        if (end > have) break;
+        if (readHex(buf, at) !== row || buf[end - 1] !== 0x0a) throw new Error(`encoding: rendered row ${row} is out of place or torn`);
+        writeRecord(indexOut, x, sumJson, sumCsv, sumBytes);
+        x += INDEX_RECORD_BYTES;
+        const from = at + RENDERED_HEAD;
+        j += buf.copy(jsonOut, j, from, from + lenJson);
+        jsonOut[j++] = 0x2c; // ','
+        c += buf.copy(csvOut, c, from + lenJson, from + lenJson + lenCsv);
+        csvOut[c++] = 0x0a;
+        sumJson += lenJson + 1;
+        sumCsv += lenCsv + 1;
+        sumBytes += readHex(buf, at + 3 * HEX);
+        row += 1;
+        at = end;
+      }
+      if (j > 0) await writeFully(json, jsonOut, j);
+      if (c > 0) await writeFully(csv, csvOut, c);
+      if (x > 0) await writeFully(index, indexOut, x);
+      if (at === 0 && have === buf.length) {
+        // One row larger than the buffer: room for it (and its texts) is made.
+        const bigger = Buffer.allocUnsafe(buf.length * 2);
+        buf.copy(bigger, 0, 0, have);
+        buf = bigger;
+        jsonOut = Buffer.allocUnsafe(buf.length);
+        csvOut = Buffer.allocUnsafe(buf.length);
+      } else {
+        buf.copy(buf, 0, at, have);
+        have -= at;
+      }
+      if (eof && have > 0 && at === 0) throw new Error(`encoding: the rendered rows end inside row ${row}`);
+    }
+    if (row !== rowCount) throw new Error(`encoding: ${row} rows rendered, the result has ${rowCount}`);
+    writeRecord(indexOut, 0, sumJson, sumCsv, sumBytes);
+    await writeFully(index, indexOut, INDEX_RECORD_BYTES);
+  } finally {
+    await input.close();
+    for (const h of outs) await h.close();
+  }
+}
+
+async function writeFully(h: FileHandle, buf: Buffer, length: number): Promise<void> {
+  let done = 0;
+  while (done < length) done += (await h.write(buf, done, length - done)).bytesWritten;
+}
+
+/** A 12-digit hex number (upper or lower case) at `at`. */
+function readHex(buf: Buffer, at: number): number {
+  let v = 0;
+  for (let i = at; i < at + HEX; i++) {
+    const ch = buf[i]!;
+    v = v * 16 + (ch <= 0x39 ? ch - 0x30 : (ch | 0x20) - 0x57);
+  }
+  return v;
+}
+
+/** An index record (three 12-digit hex numbers, '\n') at `at`. */
+function writeRecord(buf: Buffer, at: number, json: number, csv: number, bytes: number): void {
+  [json, csv, bytes].forEach((n, k) => {
+    let v = n;
+    for (let i = at + (k + 1) * HEX - 1; i >= at + k * HEX; i--) {
+      const d = v % 16;
+      buf[i] = d < 10 ? 0x30 + d : 0x37 + d;
+      v = Math.floor(v / 16);
+    }
+  });
+  buf[at + 3 * HEX] = 0x0a;
 }
 
 /**

@@ -16,11 +16,13 @@
 // (the flag is cleared as the next statement starts), so a stop is checked before each statement
 // and the connection is interrupted again every few milliseconds until execute settles.
 //
-// Pre-encoded pages (encodedResult.ts): once a result is stored, its JSON and CSV encodings are
-// written in the background, one result at a time, and from then on an unfiltered page is a
-// byte range of a file. Until then (and after a restart, until re-encoded) pages are built by
-// the page query, so a completed result is servable at once. An encoding is interrupted and
-// removed when its result is dropped or the engine closes.
+// Pre-encoded pages (encodedResult.ts): a result's JSON, CSV and Arrow encodings are written as
+// the last step of its execution, before it completes and is published, so an unfiltered page is
+// a byte range of a file from its first read on, and no encoder ever runs beside a reader. A stop
+// during the encoding fails the execution like a stop during the query (nothing published). A
+// result with no encoding (an encoding failed; stored by an older version or before a crash) is
+// served by the page query and encoded in the background once the service is quiet. An encoding
+// is interrupted and removed when its result is dropped or the engine closes.
 //
 // Stored results are attached for paging under an LRU of at most MAX_ATTACHED (attachedResults.ts).
 //
@@ -280,12 +282,18 @@ export class DuckDbEngine implements SqlEngine {
     this.#executing += 1;
     let stop: 'canceled' | 'timeout' | undefined;
     let repeat: NodeJS.Timeout | undefined;
+    /** The connections writing the result's encodings, while they do. */
+    const encodeConns = new Set<DuckDBConnection>();
+    const interruptAll = (): void => {
+      conn.interrupt();
+      for (const c of encodeConns) c.interrupt();
+    };
     const interrupt = (why: 'canceled' | 'timeout'): void => {
       if (stop) return;
       stop = why;
-      conn.interrupt();
+      interruptAll();
       // The interrupt above is lost when it lands between two statements: keep interrupting.
-      repeat = setInterval(() => conn.interrupt(), INTERRUPT_REPEAT_MS);
+      repeat = setInterval(interruptAll, INTERRUPT_REPEAT_MS);
     };
     const stopRepeating = (): void => {
       if (repeat !== undefined) clearInterval(repeat);
@@ -352,11 +360,18 @@ export class DuckDbEngine implements SqlEngine {
       const info = await this.#finish(conn, alias, columnNames, opts.maxResultBytes);
       check();
       await this.#checkpoint(conn, alias, tmpPath);
+      // Encoded before it completes: the first read of a result is served from files, as every
+      // later one (nothing competes with it), and no encoder runs beside the readers.
+      const encoding =
+        info.bytes >= this.#encodeMinBytes
+          ? await this.#encodeStored(alias, opts.resultId, info, encodeConns, () => stop !== undefined || this.#closed)
+          : undefined;
+      check();
       await conn.run(`DETACH ${alias}`);
       attached = false;
       if (existsSync(`${tmpPath}.wal`)) throw new EngineError('internal', `result ${opts.resultId}: its write-ahead log was not checkpointed`);
       await rename(tmpPath, this.#path(opts.resultId));
-      if (info.bytes >= this.#encodeMinBytes) this.#scheduleEncoding(opts.resultId);
+      if (encoding !== undefined) await this.#publishEncoding(opts.resultId, encoding, info);
       return info;
     } catch (err) {
       // Cleanup statements must not be interrupted (a failed DETACH would leave the file attached).
@@ -365,6 +380,7 @@ export class DuckDbEngine implements SqlEngine {
       if (quota !== undefined) await quota.abandon();
       if (attached) await this.#detachRetrying(conn, alias);
       await rm(tmpPath, { force: true }).catch(() => undefined);
+      await rm(encodedDir(this.#resultsDir, opts.resultId).tmp, { recursive: true, force: true }).catch(() => undefined);
       await rm(`${tmpPath}.wal`, { force: true }).catch(() => undefined);
       if (overflow !== undefined) throw overflow;
       if (stop) throw stopError(stop, opts.timeoutMs);
@@ -380,6 +396,56 @@ export class DuckDbEngine implements SqlEngine {
       this.#executing -= 1;
       this.#lastActivity = performance.now();
       if (this.#executing === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
+    }
+  }
+
+  /**
+   * Writes the encodings of the result stored under `alias` into its temporary encoding directory:
+   * JSON, CSV and the index (DuckDB's COPY, on its threads) and the Arrow chunks (built here, on
+   * this thread) at the same time, each on a connection of its own (in `conns` while it runs; none
+   * of the user's session settings apply). Returns that directory, or undefined when the JSON/CSV
+   * encoding failed (pages are then built per request) or `stopped()` (the caller then fails the
+   * execution). Arrow failing alone leaves the rest (Arrow pages are then built per request).
+   */
+  async #encodeStored(alias: string, id: string, info: ResultInfo, conns: Set<DuckDBConnection>, stopped: () => boolean): Promise<string | undefined> {
+    const { tmp } = encodedDir(this.#resultsDir, id);
+    const withConn = async (fn: (conn: DuckDBConnection) => Promise<void>): Promise<void> => {
+      const conn = await this.#connect();
+      this.#running.add(conn);
+      conns.add(conn);
+      try {
+        await fn(conn);
+      } finally {
+        conns.delete(conn);
+        this.#running.delete(conn);
+        conn.closeSync();
+      }
+    };
+    const table = `${alias}.main.result`;
+    await rm(tmp, { recursive: true, force: true });
+    await mkdir(tmp);
+    const [rows, arrow] = await Promise.allSettled([
+      withConn(async (conn) => writeEncodings(conn, await storedColumns(conn, table, info), info, tmp, stopped)),
+      info.columnNames.length > 0 && info.rowCount > 0
+        ? withConn(async (conn) => this.#encodeArrow(id, conn, await storedColumns(conn, table, info), info.rowCount, tmp, stopped))
+        : Promise.resolve(),
+    ]);
+    if (rows.status === 'fulfilled' && arrow.status === 'fulfilled' && !stopped()) return tmp;
+    await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+    const failed = rows.status === 'rejected' ? rows.reason : arrow.status === 'rejected' ? arrow.reason : undefined;
+    if (!stopped()) console.error(`sluice engine: encoding result ${id} failed (its pages are built per request):`, failed);
+    return undefined;
+  }
+
+  /** Moves the encoding written by #encodeStored into place, once its result is. */
+  async #publishEncoding(id: string, tmp: string, info: ResultInfo): Promise<void> {
+    try {
+      await publishEncodings(tmp, encodedDir(this.#resultsDir, id).dir);
+      this.#encodedInfo.set(id, info);
+    } catch (err) {
+      // The result stands; it is encoded again in the background when first read.
+      await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+      console.error(`sluice engine: publishing the encoding of result ${id} failed:`, err);
     }
   }
 
@@ -539,18 +605,7 @@ export class DuckDbEngine implements SqlEngine {
       await conn.run(`ATTACH IF NOT EXISTS ${sqlString(path)} AS ${alias} (READ_ONLY)`);
       const meta = await conn.runAndReadAll(`SELECT info FROM ${alias}.main.meta`);
       const info = parseInfo(String(meta.getRowsJson()[0]?.[0]));
-      let types: DuckDBType[] = [];
-      if (info.columnNames.length > 0) {
-        types = (await conn.runAndReadAll(`SELECT * FROM ${alias}.main.result LIMIT 0`)).columnTypes();
-      }
-      const columns: StoredColumns = {
-        table: `${alias}.main.result`,
-        names: info.columnNames,
-        protocolTypes: info.columnTypes,
-        types,
-        rowCount: info.rowCount,
-      };
-      return { alias, info, columns };
+      return { alias, info, columns: await storedColumns(conn, `${alias}.main.result`, info) };
     });
   }
 
@@ -773,14 +828,16 @@ export class DuckDbEngine implements SqlEngine {
       if (job.cancelled || this.#closed) return;
       if (!published) {
         await rm(tmp, { recursive: true, force: true });
-        await writeEncodings(conn, open.columns, open.info, tmp);
+        await writeEncodings(conn, open.columns, open.info, tmp, () => job.cancelled || this.#closed);
         if (job.cancelled || this.#closed) throw new EngineError('canceled', 'encoding stopped');
         await publishEncodings(tmp, dir);
         if (job.cancelled || this.#closed) return;
         // JSON and CSV pages are byte ranges from here on; the Arrow chunks follow.
         this.#encodedInfo.set(id, open.info);
       }
-      if (open.info.columnNames.length > 0 && open.info.rowCount > 0) await this.#encodeArrow(id, job, conn, open, dir);
+      if (open.info.columnNames.length > 0 && open.info.rowCount > 0) {
+        await this.#encodeArrow(id, conn, open.columns, open.info.rowCount, dir, () => job.cancelled || this.#closed);
+      }
     } catch (err) {
       await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
       if (job.cancelled || this.#closed) return;
@@ -799,23 +856,23 @@ export class DuckDbEngine implements SqlEngine {
    * failure leaves the JSON and CSV encodings as they are: Arrow pages are then built per request
    * (a value Arrow cannot hold fails only the pages that hold it).
    */
-  async #encodeArrow(id: string, job: EncodingJob, conn: DuckDBConnection, open: OpenResult, encoded: string): Promise<void> {
+  async #encodeArrow(id: string, conn: DuckDBConnection, columns: StoredColumns, rowCount: number, encoded: string, stopped: () => boolean): Promise<void> {
     const { dir, tmp } = arrowDirs(encoded);
     try {
       await rm(tmp, { recursive: true, force: true });
       await mkdir(tmp);
       await writeArrowEncoding(
         tmp,
-        this.#arrowChunkRows(open.info.columnNames.length),
-        open.info.rowCount,
-        async (offset, limit) => (await buildArrowPage(conn, open.columns, planPage(open.columns, { offset, limit }, 'json'))).bytes,
-        () => job.cancelled || this.#closed,
+        this.#arrowChunkRows(columns.names.length),
+        rowCount,
+        async (offset, limit) => (await buildArrowPage(conn, columns, planPage(columns, { offset, limit }, 'json'))).bytes,
+        stopped,
       );
-      if (job.cancelled || this.#closed) throw new EngineError('canceled', 'encoding stopped');
+      if (stopped()) throw new EngineError('canceled', 'encoding stopped');
       await rename(tmp, dir);
     } catch (err) {
       await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
-      if (job.cancelled || this.#closed || (err instanceof EngineError && err.kind === 'unrepresentable')) return;
+      if (stopped() || (err instanceof EngineError && err.kind === 'unrepresentable')) return;
       console.error(`sluice engine: Arrow encoding of result ${id} failed (its Arrow pages are built per request):`, err);
     }
   }
@@ -919,6 +976,12 @@ function withoutHiddenHints(err: EngineError, ctx: AccessContext): EngineError {
   if (err.column !== undefined) options.column = err.column;
   if (err.position !== undefined) options.position = err.position;
   return new EngineError(err.kind, message, options);
+}
+
+/** The stored table's columns, as page queries and encoders take them. */
+async function storedColumns(conn: DuckDBConnection, table: string, info: ResultInfo): Promise<StoredColumns> {
+  const types = info.columnNames.length > 0 ? (await conn.runAndReadAll(`SELECT * FROM ${table} LIMIT 0`)).columnTypes() : [];
+  return { table, names: info.columnNames, protocolTypes: info.columnTypes, types, rowCount: info.rowCount };
 }
 
 function csvHeaderField(name: string): string {

@@ -78,14 +78,17 @@ export async function get(url: string, accept?: string): Promise<{ status: numbe
   const headers: Record<string, string> = { 'x-service-api-key': KEY };
   if (accept !== undefined) headers.accept = accept;
   let res;
-  try {
-    res = await request(url, { headers });
-  } catch (err) {
-    // A pooled connection the service closed as idle just as it was reused (on a loaded machine
-    // the keep-alive race is won by the close now and then): a GET is safe to send again, once.
-    const code = (err as { code?: string }).code;
-    if (code !== 'UND_ERR_SOCKET' && code !== 'ECONNRESET') throw err;
-    res = await request(url, { headers });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      res = await request(url, { headers });
+      break;
+    } catch (err) {
+      // A pooled connection the service closed as idle just as it was reused (on a loaded machine
+      // the keep-alive race is won by the close now and then; after a pause longer than the
+      // service's keep-alive timeout, every pooled connection is such): a GET is safe to send again.
+      const code = (err as { code?: string }).code;
+      if ((code !== 'UND_ERR_SOCKET' && code !== 'ECONNRESET') || attempt > 8) throw err;
+    }
   }
   const body = Buffer.from(await res.body.arrayBuffer());
   if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${body.toString().slice(0, 200)}`);

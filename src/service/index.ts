@@ -229,9 +229,13 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
 }
 
 /** The engine-wide bounds of the settings' `engine` block (README: memory and disk). */
-function engineBounds(settings: ServiceSettings, dataDir: string): Pick<OpenEngineOptions, 'memoryLimit' | 'maxTempDirectorySize' | 'tempDirectory' | 'defaultThreads'> {
-  const { memory_limit, max_temp_directory_size, temp_directory, threads } = settings.engine;
+function engineBounds(
+  settings: ServiceSettings,
+  dataDir: string,
+): Pick<OpenEngineOptions, 'memoryLimit' | 'maxTempDirectorySize' | 'tempDirectory' | 'defaultThreads' | 'encodeResults'> {
+  const { memory_limit, max_temp_directory_size, temp_directory, threads, encode_results } = settings.engine;
   return {
+    encodeResults: encode_results,
     memoryLimit: memory_limit,
     maxTempDirectorySize: max_temp_directory_size,
     tempDirectory: temp_directory === undefined ? join(dataDir, 'engine', 'tmp') : resolve(temp_directory),

@@ -89,6 +89,12 @@ export const EngineSchema = z.strictObject({
   threads: posInt().optional().describe("DuckDB's worker threads (default: the core count, at most 4)"),
   temp_directory: z.string().min(1).optional().describe('Where DuckDB spills what does not fit in memory_limit (default: engine/tmp in the data directory); relative to the working directory'),
   max_temp_directory_size: size().default('8GiB').describe('Most disk the spilled data may take; a query that needs more fails with an out-of-memory error'),
+  encode_results: z
+    .enum(['at_completion', 'when_idle'])
+    .default('at_completion')
+    .describe(
+      "When a result's JSON, CSV and Arrow pages are written for reading as byte ranges: at_completion, as the execution's last step (its first read is as fast as any later one; the execution takes longer), or when_idle, in the background once no execution or page query runs (the first read is built per request)",
+    ),
 });
 
 export const ServiceSettingsSchema = z

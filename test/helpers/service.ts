@@ -31,6 +31,8 @@ export interface TestServiceOverrides {
   clock?: Clock;
   /** Results of at least this many bytes get pre-encoded pages (the service's default unless given). */
   encodeMinBytes?: number;
+  /** The settings' `engine` block (the defaults unless given). */
+  engine?: ServiceSettingsInput['engine'];
 }
 
 export interface TestService extends ServiceHandle {
@@ -60,6 +62,7 @@ export function testSettings(overrides: TestServiceOverrides = {}): ServiceSetti
     limits: { sweep_interval_ms: 3_600_000, ...overrides.limits },
     faults: { retry_after_seconds: 0, ...overrides.faults },
     ...(overrides.tiers === undefined ? {} : { tiers: overrides.tiers }),
+    ...(overrides.engine === undefined ? {} : { engine: overrides.engine }),
     datasets: ['sample'],
   };
 }

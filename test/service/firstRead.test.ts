@@ -103,6 +103,25 @@ describe('the first read of a fresh result', () => {
   });
 });
 
+describe('engine.encode_results: when_idle', () => {
+  it('completes without the encodings, serves the first read by the page query, and encodes once the service is idle', async () => {
+    const s = await startTestService({ sampleRows: 5_000, encodeMinBytes: 0, engine: { encode_results: 'when_idle' } });
+    try {
+      const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
+      const enc = join(resultsDir(s), `${id}.enc`);
+      expect(existsSync(enc)).toBe(false);
+      const first = await call(s, 'GET', `/v1/execution/${id}/results`, { key: s.keys.demo.read });
+      expect(first.status).toBe(200);
+      await s.whenEncoded(id);
+      expect(existsSync(join(enc, 'info.json'))).toBe(true);
+      const again = await call(s, 'GET', `/v1/execution/${id}/results`, { key: s.keys.demo.read });
+      expect(again.text).toBe(first.text);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('a stop while the encodings are written', () => {
   it('a cancel fails the execution as CANCELED and leaves no result, no encoding, no temporary file', async () => {
     const s = await startTestService({ sampleRows: 300_000, encodeMinBytes: 0 });

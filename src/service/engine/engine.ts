@@ -188,6 +188,8 @@ export class DuckDbEngine implements SqlEngine {
 
   /** `systemViews`: DuckDB's built-in catalog views, which user SQL may not read. */
   readonly #encodeMinBytes: number;
+  /** Encodings are written as an execution's last step (else in the background when idle). */
+  readonly #encodeAtCompletion: boolean;
 
   readonly tables: ServiceTables;
 
@@ -201,8 +203,10 @@ export class DuckDbEngine implements SqlEngine {
     encodeMinBytes = DEFAULT_ENCODE_MIN_BYTES,
     arrowChunkRows: (columnCount: number) => number = defaultArrowChunkRows,
     ceilings?: EngineCeilings,
+    encodeResults: 'at_completion' | 'when_idle' = 'at_completion',
   ) {
     this.#instance = instance;
+    this.#encodeAtCompletion = encodeResults === 'at_completion';
     if (ceilings !== undefined) {
       this.#bounds = new ResourceBounds(ceilings, (stmt) => this.#withTrusted(async (conn) => void (await conn.run(stmt))));
     }
@@ -362,8 +366,9 @@ export class DuckDbEngine implements SqlEngine {
       await this.#checkpoint(conn, alias, tmpPath);
       // Encoded before it completes: the first read of a result is served from files, as every
       // later one (nothing competes with it), and no encoder runs beside the readers.
+      const encode = info.bytes >= this.#encodeMinBytes;
       const encoding =
-        info.bytes >= this.#encodeMinBytes
+        encode && this.#encodeAtCompletion
           ? await this.#encodeStored(alias, opts.resultId, info, encodeConns, () => stop !== undefined || this.#closed)
           : undefined;
       check();
@@ -372,6 +377,9 @@ export class DuckDbEngine implements SqlEngine {
       if (existsSync(`${tmpPath}.wal`)) throw new EngineError('internal', `result ${opts.resultId}: its write-ahead log was not checkpointed`);
       await rename(tmpPath, this.#path(opts.resultId));
       if (encoding !== undefined) await this.#publishEncoding(opts.resultId, encoding, info);
+      // Failed at completion: its pages are built per request (not retried in the background).
+      else if (encode && this.#encodeAtCompletion) this.#encodeFailed.add(opts.resultId);
+      else if (encode) this.#scheduleEncoding(opts.resultId);
       return info;
     } catch (err) {
       // Cleanup statements must not be interrupted (a failed DETACH would leave the file attached).

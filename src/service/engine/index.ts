@@ -58,7 +58,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
     instance.closeSync();
     throw err;
   }
-  return new DuckDbEngine(instance, opts.dataDir, systemViews, opts.encodeMinBytes, opts.arrowChunkRows, ceilings);
+  return new DuckDbEngine(instance, opts.dataDir, systemViews, opts.encodeMinBytes, opts.arrowChunkRows, ceilings, opts.encodeResults);
 }
 
 /** DuckDB's configuration of the instance: set at creation, locked from then on (lockdown.ts). */

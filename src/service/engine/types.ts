@@ -216,6 +216,11 @@ export interface OpenEngineOptions {
   /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB). */
   encodeMinBytes?: number;
   /**
+   * When they are written: as the execution's last step, before it completes (default), or in the
+   * background once the service is idle.
+   */
+  encodeResults?: 'at_completion' | 'when_idle';
+  /**
    * Rows per pre-encoded Arrow chunk of a result with that many columns: the page size clients
    * read by (an Arrow page of whole chunks is served from the encoding). Default: 32,000 rows, at
    * most 250,000 values.

@@ -12,10 +12,37 @@ if (major < 24) {
   process.stderr.write(`sluice needs Node 24 (this is Node ${process.versions.node})${how}\n`);
   process.exit(2);
 }
+// Two memory settings that only work when a process starts (README, "Memory"): glibc's mmap
+// threshold held at its default (128 KiB), so page-sized buffers are unmapped when freed instead
+// of staying in a heap that keeps its high-water mark, and V8's young generation capped (8 MB
+// semi-spaces). Every command gets them unless the environment sets them or
+// SLUICE_MEMORY_DEFAULTS=0: the process replaces itself (same pid, stdio and signals) with one
+// started with them. A platform without process.execve runs as is.
+const env = process.env;
+const semiSpaceSet = /--max-semi-space-size/.test(`${env.NODE_OPTIONS ?? ''} ${process.execArgv.join(' ')}`);
+if (env.SLUICE_MEMORY_DEFAULTS !== '0' && process.platform === 'linux' && typeof process.execve === 'function' && (env.MALLOC_MMAP_THRESHOLD_ === undefined || !semiSpaceSet)) {
+  const tuned = { ...env, MALLOC_MMAP_THRESHOLD_: env.MALLOC_MMAP_THRESHOLD_ ?? '131072' };
+  if (!semiSpaceSet) tuned.NODE_OPTIONS = `${env.NODE_OPTIONS ?? ''} --max-semi-space-size=8`.trim();
+  try {
+    process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], tuned);
+  } catch {
+    // Runs without them.
+  }
+}
 // Node's module compile cache (NODE_COMPILE_CACHE moves it, NODE_DISABLE_COMPILE_CACHE=1 turns it
 // off): later runs skip compiling (and, from the sources, type-stripping) what they load. A cache
 // directory that cannot be created or written only means no cache.
 (await import('node:module')).enableCompileCache?.();
 const { main } = await import(fromSource ? '../src/cli/main.ts' : '../dist/src/cli/main.js');
 
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+if (code === 130) {
+  // Interrupted: exit now rather than let Node wind down on its own, which takes as long as the
+  // embedded service's close and, once it has given up the signal handlers, lets a second
+  // SIGINT/SIGTERM end the process by that signal. Native work is stopped first (the exit hooks,
+  // as a second signal runs them): ending the process under a DuckDB call would abort it.
+  const { runExitHooks } = await import(fromSource ? '../src/exitHooks.ts' : '../dist/src/exitHooks.js');
+  await runExitHooks(5_000);
+  process.exit(code);
+}
+process.exitCode = code;

@@ -15,7 +15,7 @@ import { resumeAttemptId } from './attemptId.ts';
 import { checkBytes, creditsAllowed, TIER_COST } from './budget.ts';
 import { committedExport, outputFingerprint } from './committedOutput.ts';
 import { BudgetExceededError } from './errors.ts';
-import { policyOf } from '../errorPolicy.ts';
+import { policyOf } from './errorPolicy.ts';
 import { checkResultColumns, type CursorPlan, explainInitial, OutputCursor, planCursor, serviceType } from './incremental.ts';
 import { jobSource } from './jobSource.ts';
 import type { CursorKind } from './cursor.ts';

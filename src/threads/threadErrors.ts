@@ -1,8 +1,8 @@
-import * as clientErrors from './client/errors.ts';
-import * as rootErrors from './errors.ts';
-import * as exportErrors from './export/errors.ts';
-import * as kitErrors from './kit/errors.ts';
-import * as typeErrors from './types/errors.ts';
+import * as clientErrors from '../client/errors.ts';
+import * as rootErrors from '../errors.ts';
+import * as exportErrors from '../export/errors.ts';
+import * as kitErrors from '../kit/errors.ts';
+import * as typeErrors from '../types/errors.ts';
 
 /**
  * An error as it crosses from a worker thread: its class name and own fields. A structured clone

@@ -3,69 +3,14 @@ import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
 import { checkOutputs } from '../export/checkOutputs.ts';
 import type { Workers } from '../export/partPlan.ts';
-import type { Progress } from '../pipeline/progress.ts';
 import { missingFolders, removeEmptyFolders } from './createdFolders.ts';
 import { policyOf } from './errorPolicy.ts';
-import { JobRun, type RunTally } from './jobRun.ts';
+import { JobRun, type JobSummary, type RunEvents, type RunTally } from './jobRun.ts';
 import { worthRetrying } from './retryable.ts';
 import { type RunRecord, RunHistory } from './runHistory.ts';
-import { type JobRunState, jobRunState, type ResumeDecision, RunStateStore } from './runState.ts';
+import { type JobRunState, jobRunState, RunStateStore } from './runState.ts';
 
-export interface OutputSummary {
-  readonly url: string;
-  readonly format: string;
-  readonly rows: number;
-  readonly files: number;
-  readonly bytes: number;
-  /** Already committed for this execution by an earlier (interrupted) run. */
-  readonly skipped: boolean;
-  /** Part files a killed run had completed and this run kept instead of writing them again. */
-  readonly resumedFiles: number;
-  /** For a table format output (`table: iceberg`): the snapshot the output is at. */
-  readonly snapshot?: string;
-}
-
-export interface JobSummary {
-  readonly job: string;
-  readonly executionId: string;
-  /** This run started the execution (false: a stored result, or one resumed from a killed run). */
-  readonly startedExecution: boolean;
-  /** Picked up the execution of an earlier run that did not finish. */
-  readonly resumed: boolean;
-  /** Whether an interrupted run's execution was picked up, and why not when it was not (undefined: none known). */
-  readonly resume: ResumeDecision | undefined;
-  readonly rows: number;
-  /** Rows this run read from the service and handed to the outputs (fewer than `rows` when parts of a killed run were kept). */
-  readonly fetchedRows: number;
-  /**
-   * The result pages this run read, in bytes: as they crossed the wire (compressed, when the
-   * service compressed them) and decoded. Part threads' pages included; retried attempts not.
-   */
-  readonly pageBytes: { readonly wire: number; readonly decoded: number };
-  readonly files: number;
-  readonly bytes: number;
-  /** Credits spent by this run's executions (failed attempts included). */
-  readonly credits: number;
-  readonly durationMs: number;
-  readonly attempts: number;
-  readonly outputs: readonly OutputSummary[];
-  /** Credits left in the team's billing cycle after the run (absent when the key may not read usage). */
-  readonly creditsLeft?: number;
-  /** Incremental jobs: the committed cursor value the run started after (null: none yet), and the one committed now. */
-  readonly cursor?: { readonly from: string | null; readonly to: string | null };
-}
-
-export interface RunEvents {
-  /** An interrupted run of this job was found: whether this run resumes its execution, and why not. */
-  onResume?(decision: ResumeDecision): void;
-  onExecution?(event: { executionId: string; started: boolean; resumed: boolean }): void;
-  onProgress?(progress: Progress & { totalPages: number | undefined }): void;
-  onOutput?(output: OutputSummary): void;
-  onRetry?(event: { attempt: number; error: unknown; delayMs: number }): void;
-  /** The run's record, as appended to the run history, whatever the outcome. */
-  onRecorded?(record: RunRecord): void;
-  onWarning?(message: string, fields: Record<string, unknown>): void;
-}
+export type { JobSummary, OutputSummary, RunEvents } from './jobRun.ts';
 
 export interface RunJobOptions {
   readonly client: ServiceClient;

@@ -3,8 +3,7 @@ import type { Job } from '../config/jobSchema.ts';
 import { commitFor } from '../export/commitFor.ts';
 import type { Workers } from '../export/partPlan.ts';
 import { type ExportMeta, type ExportSummary, openExport, type OpenedExport } from '../export/writeExport.ts';
-import type { RangeReader } from '../pipeline/stream.ts';
-import type { ResultStream } from '../pipeline/stream.ts';
+import type { RangeReader, ResultStream } from '../pipeline/stream.ts';
 import { resumeAttemptId } from './attemptId.ts';
 import { outputFingerprint } from './committedOutput.ts';
 import type { CursorKind } from './cursor.ts';
@@ -42,6 +41,14 @@ export interface WriteOutputsOptions {
 
 type Opened = { readonly o: OpenedExport; readonly k: number };
 
+/** What every output's write shares: the result's schema and meta, where each summary goes, what a failure does. */
+interface Writes {
+  readonly schema: Schema;
+  readonly meta: ExportMeta;
+  readonly summaries: Promise<ExportSummary>[];
+  readonly failed: (error: unknown) => never;
+}
+
 /**
  * Reads the result once and writes it to every pending output; one failing aborts the rest
  * (through `controller`, which also stops the read).
@@ -72,11 +79,12 @@ export async function writeOutputs(options: WriteOutputsOptions): Promise<Writte
       throw error;
     };
     const summaries: Promise<ExportSummary>[] = new Array(opened.length);
+    const writes: Writes = { schema, meta, summaries, failed };
     // Before any write starts: a failure here leaves nothing running.
     const reader = split.length > 0 ? await options.result.rangeReader() : undefined;
     if (split.length > 0 && reader === undefined) throw new Error('runJob: the result cannot be read by row ranges, yet outputs were opened for part threads');
-    const cursors = writeSerial(options, serial, startRow, schema, meta, summaries, failed);
-    const splitRows = reader === undefined ? { rows: 0 } : writeSplit(options, split, reader, schema, meta, summaries, failed);
+    const cursors = writeSerial(options, serial, startRow, writes);
+    const splitRows = reader === undefined ? { rows: 0 } : writeSplit(options, split, reader, writes);
     const settled = await Promise.allSettled(summaries);
     if (first) throw options.stop.aborted ? options.stop.reason : first.error;
     const done = settled.map((s) => (s as PromiseFulfilledResult<ExportSummary>).value);
@@ -126,16 +134,9 @@ async function seekAndDescribe(options: WriteOutputsOptions, startRow: number, p
 }
 
 /** The outputs this thread writes, each from its branch of the one read; their cursors, when incremental. */
-function writeSerial(
-  options: WriteOutputsOptions,
-  serial: readonly Opened[],
-  startRow: number,
-  schema: Schema,
-  meta: ExportMeta,
-  summaries: Promise<ExportSummary>[],
-  failed: (error: unknown) => never,
-): (OutputCursor | undefined)[] {
+function writeSerial(options: WriteOutputsOptions, serial: readonly Opened[], startRow: number, writes: Writes): (OutputCursor | undefined)[] {
   const { job, pending, incremental, controller } = options;
+  const { schema, meta, summaries, failed } = writes;
   const branches = serial.length > 0 ? tee(options.result.batches(), serial.length, 2, controller.signal) : [];
   // Incremental (every output serial): each output drops the rows its commit holds and tracks the new mark.
   const cursorType = incremental === undefined ? undefined : serviceType(schema, incremental.plan.incremental.cursor);
@@ -158,16 +159,9 @@ function writeSerial(
 }
 
 /** The outputs part threads write, one after another, each on every worker: the threads in use stay at `workers`. */
-function writeSplit(
-  options: WriteOutputsOptions,
-  split: readonly Opened[],
-  reader: RangeReader,
-  schema: Schema,
-  meta: ExportMeta,
-  summaries: Promise<ExportSummary>[],
-  failed: (error: unknown) => never,
-): { rows: number } {
+function writeSplit(options: WriteOutputsOptions, split: readonly Opened[], reader: RangeReader, writes: Writes): { rows: number } {
   const { job, pending, controller } = options;
+  const { schema, meta, summaries, failed } = writes;
   const counted = { rows: 0 };
   const parts = { ...reader, page: (rows: number, bytes: number, httpBytes: number, wireBytes: number) => ((counted.rows += rows), reader.page(rows, bytes, httpBytes, wireBytes)) };
   let chain: Promise<unknown> = Promise.resolve();

@@ -11,13 +11,23 @@ import { type RangeReader, type ResultStream, stream } from '../../pipeline/stre
 import { readOptions } from '../readOptions.ts';
 import { shardThreads, startShardThreads } from '../workers.ts';
 import { decode, encode, journalName, journalSchema, type Plan, type PlannedPart, type ShardSpec, type WrittenPart } from './plan.ts';
-import type { RunShardOptions } from './runShard.ts';
+import type { ServiceClient } from '../../client/service-client.ts';
+import type { Workers } from '../../export/partPlan.ts';
 
 export interface Written {
   /** Every part of this shard, in part order. */
   readonly parts: WrittenPart[];
   readonly resumed: number;
   readonly schema: Manifest['schema'];
+}
+
+/** What writing a shard's parts takes of the shard's options. */
+export interface PartsOptions {
+  readonly client: ServiceClient;
+  readonly shard: ShardSpec;
+  readonly signal: AbortSignal;
+  readonly events?: { onInfo?(message: string, fields: Record<string, unknown>): void } | undefined;
+  readonly workers?: Workers | undefined;
 }
 
 /** Where one shard's parts of one output go, and what it reports on the way. */
@@ -32,7 +42,7 @@ interface PartsTarget {
 }
 
 /** Writes this shard's parts, keeping those a killed attempt completed (its journal, sizes checked). */
-export async function writeShardParts(job: Job, output: ResolvedOutput, plan: Plan, area: SharedArea, options: RunShardOptions): Promise<Written> {
+export async function writeShardParts(job: Job, output: ResolvedOutput, plan: Plan, area: SharedArea, options: PartsOptions): Promise<Written> {
   const { shard, signal } = options;
   const target: PartsTarget = { job, output, plan, area, shard, signal, info: (message, fields) => options.events?.onInfo?.(message, { job: job.name, shard: shard.index, ...fields }) };
   const mine = plan.parts.filter((p) => p.shard === shard.index);

@@ -138,15 +138,7 @@ function useOwner(folder: Folder, owner: Owner, releaseLease: () => Promise<void
   const apiKey = folder.defaultSettings && owner.key !== undefined ? owner.key : folder.apiKey;
   options.onShared?.({ url: owner.url, dataDir: folder.dataDir, pid: owner.pid });
   const client = new ServiceClient({ baseUrl: owner.url, apiKey, apiKeyFrom: folder.defaultSettings ? `the owner record of ${folder.dataDir}` : folder.apiKeyFrom, env: {}, ...rate });
-  return {
-    client,
-    baseUrl: owner.url,
-    embedded: false,
-    async close() {
-      await client.close();
-      await releaseLease();
-    },
-  };
+  return connected(client, owner.url, false, releaseLease);
 }
 
 /** The folder's service, started in a thread of its own: its page work runs on another core than the export's. */
@@ -161,14 +153,19 @@ async function startOwn(folder: Folder, rate: Rate, options: ConnectOptions): Pr
   });
   options.onEmbedded?.({ url: service.url, dataDir: folder.dataDir });
   const client = new ServiceClient({ baseUrl: service.url, apiKey: folder.apiKey, apiKeyFrom: folder.apiKeyFrom, env: {}, ...rate });
+  // Other processes using this service finish first, unless this command was stopped.
+  return connected(client, service.url, true, () => service.close(options.signal));
+}
+
+/** A connection whose close closes the client, then what holds the service (a lease, the service itself). */
+function connected(client: ServiceClient, baseUrl: string, embedded: boolean, then: () => Promise<void>): Connected {
   return {
     client,
-    baseUrl: service.url,
-    embedded: true,
+    baseUrl,
+    embedded,
     async close() {
       await client.close();
-      // Other processes using this service finish first, unless this command was stopped.
-      await service.close(options.signal);
+      await then();
     },
   };
 }

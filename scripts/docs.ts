@@ -1,0 +1,20 @@
+// `npm run docs`: writes the pages of docs/ that are generated from the code, today the job file
+// reference (docs/jobs.md) from the job file schema with the built-in formats and sinks. A test
+// (test/docsGenerated.test.ts) fails while a page on disk is not what this writes.
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { builtins } from '../connectors/index.ts';
+import { jobFileJsonSchema } from '../src/config/jsonSchema.ts';
+import { jobFileReference } from '../src/config/reference.ts';
+
+/** Each generated page: its path under the repository and its text. */
+export function generatedPages(): { path: string; text: string }[] {
+  return [{ path: 'docs/jobs.md', text: jobFileReference(jobFileJsonSchema(builtins)) }];
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  for (const page of generatedPages()) {
+    writeFileSync(fileURLToPath(new URL(`../${page.path}`, import.meta.url)), page.text);
+    console.log(`wrote ${page.path}`);
+  }
+}

@@ -1,0 +1,43 @@
+// The pages of docs/ generated from the code (`npm run docs`) are current: the job file reference
+// says what the schema says, field by field.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { generatedPages } from '../scripts/docs.ts';
+import { ROOT } from './cli/sluiceProcess.ts';
+import { jobFileReference } from '../src/config/reference.ts';
+import { jobFileJsonSchema } from '../src/config/jsonSchema.ts';
+import { builtins } from '../connectors/index.ts';
+
+describe('generated docs', () => {
+  it.each(generatedPages().map((p) => [p.path, p.text] as const))('%s is current (else run `npm run docs`)', (path, text) => {
+    const onDisk = readFileSync(join(ROOT, path), 'utf8');
+    // A plain equality: a diff of two long pages is what the reader needs to see.
+    expect(onDisk, `${path} is not what \`npm run docs\` writes from the schema: run it and commit the page`).toBe(text);
+  });
+
+  it('lists every field of the schema with its description, at its path', () => {
+    const page = jobFileReference(jobFileJsonSchema(builtins));
+    for (const [field, described] of [
+      ['max_rows_per_file', 'Start a new file after this many rows.'],
+      ['row_group_size', 'Maximum rows per row group.'],
+      ['max_age_hours', 'Use the newest finished result'],
+      ['lookback', 'Read again this far below the committed value'],
+      ['sample_rows', 'Rows of sample.events'],
+    ]) {
+      expect(page).toMatch(new RegExp(`^\\| \`${field}\`[^\\n]*${described!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`, 'm'));
+    }
+    for (const section of ['`connection.embedded`', '`jobs[].outputs[].s3`', '`jobs[].outputs[]` with `format: csv`', '`jobs[].source.latest`', '`jobs[].outputs[].format_options.columns.<name>` (`format: parquet`)']) {
+      expect(page).toContain(`## ${section}\n`);
+    }
+  });
+
+  it('links every section it names to an anchor on the page', () => {
+    const page = jobFileReference(jobFileJsonSchema(builtins));
+    const anchors = new Set([...page.matchAll(/<a id="([^"]+)"><\/a>/g)].map((m) => m[1]));
+    const links = [...page.matchAll(/\]\(#([^)]+)\)/g)].map((m) => m[1]);
+    expect(links.length).toBeGreaterThan(10);
+    expect(links.filter((l) => !anchors.has(l))).toEqual([]);
+    expect(anchors.size).toBe([...page.matchAll(/<a id=/g)].length);
+  });
+});

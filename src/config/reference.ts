@@ -141,7 +141,7 @@ function typeOf(node: Node, section?: string): string {
     case 'string':
       return node.format === 'uri' ? 'URL' : 'string';
     default:
-      return node.type ?? 'any';
+      return typeof node.type === 'string' ? node.type : 'any';
   }
 }
 

@@ -8,6 +8,7 @@ import { ROOT } from './cli/sluiceProcess.ts';
 import { jobFileReference } from '../src/config/reference.ts';
 import { jobFileJsonSchema } from '../src/config/jsonSchema.ts';
 import { builtins } from '../connectors/index.ts';
+import { FIGURES, performancePage } from '../bench/figures.ts';
 
 describe('generated docs', () => {
   it.each(generatedPages().map((p) => [p.path, p.text] as const))('%s is current (else run `npm run docs`)', (path, text) => {
@@ -41,3 +42,24 @@ describe('generated docs', () => {
     expect(anchors.size).toBe([...page.matchAll(/<a id=/g)].length);
   });
 });
+
+// docs/performance.md is written by `npm run bench`, never by a test (no test times anything): these
+// check its shape and that a bench run of some areas keeps the figures of the others.
+describe('docs/performance.md', () => {
+  it('has one row per figure the benches record, in their order', () => {
+    const page = readFileSync(join(ROOT, 'docs', 'performance.md'), 'utf8');
+    expect(page).toBe(performancePage(page, new Map()));
+    const rows = [...page.matchAll(/^\| (.+) \| [^|]+ \| `([a-z]+)` \|/gm)].map(([, what, area]) => ({ what, area }));
+    expect(rows).toEqual(FIGURES.map(({ what, area }) => ({ what, area })));
+  });
+
+  it('takes the figures of this run and keeps every other row as it was', () => {
+    const [first, second] = FIGURES;
+    const before = performancePage('', new Map([[first.id, { value: '1.00x as fast', measured: 'day one' }], [second.id, { value: '2.00x the time', measured: 'day one' }]]));
+    const after = performancePage(before, new Map([[second.id, { value: '3.00x the time', measured: 'day two' }]]));
+    expect(after).toContain(`| ${first.what} | 1.00x as fast | \`${first.area}\` | day one |`);
+    expect(after).toContain(`| ${second.what} | 3.00x the time | \`${second.area}\` | day two |`);
+    expect(after).toContain(`| ${FIGURES[2].what} | not measured yet |`);
+  });
+});
+

@@ -6,8 +6,8 @@ import { outputConfigSchema, type ResolvedOutput } from '../export/outputConfig.
 import type { Registry } from '../kit/index.ts';
 import { cronProblem, timezoneProblem } from './cron.ts';
 
-// The one truth about job files: validation, types (z.infer), `sluice schema` and the README's
-// field reference all come from here. Fields are snake_case like the wire protocol. The outputs'
+// The one truth about job files: validation, types (z.infer), `sluice schema` and the job file
+// reference (docs/jobs.md, written by `npm run docs`) all come from here. Fields are snake_case like the wire protocol. The outputs'
 // formats and sinks come from the registry the caller hands in (the CLI: the built-in connectors).
 
 const ParameterValue = z.union([z.string(), z.number(), z.boolean()]);

@@ -82,7 +82,7 @@ const size = () =>
 
 /**
  * The engine's bounds, shared by every team and execution. Defaults fit a small container (see
- * the README): what a result needs beyond memory_limit is spilled to temp_directory.
+ * docs/local-service.md): what a result needs beyond memory_limit is spilled to temp_directory.
  */
 export const EngineSchema = z.strictObject({
   memory_limit: size().default('256MiB').describe("DuckDB's memory limit (its buffer pool: tables, results being written, sorts, joins); work beyond it spills to temp_directory"),

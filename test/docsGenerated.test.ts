@@ -20,7 +20,7 @@ describe('generated docs', () => {
   it('lists every field of the schema with its description, at its path', () => {
     const page = jobFileReference(jobFileJsonSchema(builtins));
     for (const [field, described] of [
-      ['max_rows_per_file', 'Start a new file after this many rows.'],
+      ['max_rows_per_file', 'Start a new file after this many rows'],
       ['row_group_size', 'Maximum rows per row group.'],
       ['max_age_hours', 'Use the newest finished result'],
       ['lookback', 'Read again this far below the committed value'],

@@ -122,7 +122,7 @@ function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
       name: z.string().regex(JOB_NAME, 'a job name is letters, digits, _ . and -, starting with a letter or digit').describe('Unique name of the job (used by `sluice run FILE --job NAME`, logs, metrics and resume state)'),
       description: z.string().optional().describe('Free text'),
       source: SourceSchema,
-      performance: PerformanceSchema.optional(),
+      performance: PerformanceSchema.optional().describe('Performance tier of the execution: medium (the default, 10 credits) or large (20 credits, more engine threads)'),
       result: ResultShapingSchema.optional(),
       outputs: z.array(output).min(1).describe('One or more outputs; the rows are fetched once and written to each'),
       schedule: z

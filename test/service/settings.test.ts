@@ -113,6 +113,8 @@ describe('service settings', () => {
     expect(() => parseSettings({ teams, engine: { memory_limit: '1 gigabyte' } })).toThrow(/engine\.memory_limit: a size is a number of bytes or a number with a unit/);
     expect(() => parseSettings({ teams, engine: { threads: 0 } })).toThrow(/engine\.threads/);
     expect(() => parseSettings({ teams, engine: { memory: '1GB' } })).toThrow(/engine: .*memory/);
+    expect(parseSettings({ teams, engine: { memory_admission: 'reserve' } }).engine.memory_admission).toBe('reserve');
+    expect(() => parseSettings({ teams, engine: { memory_admission: 'fair' } })).toThrow(/engine\.memory_admission/);
     // The engine takes them: DuckDB reports what it was given.
     const dir = await mkdtemp(join(tmpdir(), 'sluice-engine-settings-'));
     try {

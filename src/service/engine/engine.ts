@@ -176,6 +176,8 @@ export class DuckDbEngine implements SqlEngine {
   #starting = 0;
   readonly #schemas = new Map<string, Promise<void>>();
   #closed = false;
+  /** Aborted when the engine closes: executions waiting for memory room stop waiting. */
+  readonly #closeSignal = new AbortController();
   #closing: Promise<void> | undefined;
   readonly #encodings = new Map<string, EncodingJob>();
   /** Encodings run one after the other: each is a bulk job that uses every thread. */
@@ -302,6 +304,8 @@ export class DuckDbEngine implements SqlEngine {
     let files: DuckDBConnection | undefined;
     let stop: 'canceled' | 'timeout' | undefined;
     let repeat: NodeJS.Timeout | undefined;
+    /** Ends a wait for memory room (resourceBounds.ts) on a stop or when the engine closes. */
+    const stopWaiting = new AbortController();
     const interruptBoth = (): void => {
       conn.interrupt();
       files?.interrupt();
@@ -309,6 +313,7 @@ export class DuckDbEngine implements SqlEngine {
     const interrupt = (why: 'canceled' | 'timeout'): void => {
       if (stop) return;
       stop = why;
+      stopWaiting.abort(stopError(why, opts.timeoutMs));
       interruptBoth();
       // The interrupt above is lost when it lands between two statements: keep interrupting.
       repeat = setInterval(interruptBoth, INTERRUPT_REPEAT_MS);
@@ -338,7 +343,9 @@ export class DuckDbEngine implements SqlEngine {
     let committedBytes: number | undefined;
     try {
       check();
-      if (this.#bounds !== undefined && opts.bounds !== undefined) leaveBounds = await this.#bounds.enter(opts.bounds);
+      if (this.#bounds !== undefined && opts.bounds !== undefined) {
+        leaveBounds = await this.#bounds.enter(opts.bounds, AbortSignal.any([stopWaiting.signal, this.#closeSignal.signal]));
+      }
       check();
       if (opts.team !== undefined) await this.#teamSchema(opts.team);
       check();
@@ -915,6 +922,7 @@ export class DuckDbEngine implements SqlEngine {
 
   async #close(): Promise<void> {
     this.#closed = true;
+    this.#closeSignal.abort(new EngineError('canceled', 'Query was canceled: the service is stopping'));
     for (const wake of this.#idleWaiters.splice(0)) wake();
     // The instance is closed only once no native call is in flight on any of its connections:
     // closing it (or ending the thread) under one aborts the process. Every statement is

@@ -63,6 +63,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
       if (total !== undefined && filesMemory !== undefined) await conn.run(`SET GLOBAL memory_limit = '${total - filesMemory}B'`);
       const [memoryLimit, maxTempDirectorySize] = await limits();
       ceilings = { memoryLimit: memoryLimit!, maxTempDirectorySize: maxTempDirectorySize! };
+      if (opts.memoryAdmission !== undefined) ceilings.admission = opts.memoryAdmission;
       files = await openFiles(opts, config, resultsDir, filesMemory);
       await lockDown(conn);
     } finally {

@@ -34,8 +34,8 @@
 //
 // Threads: DuckDB's `threads` setting is per instance ("cannot be set locally"), so
 // ExecuteOptions.threads cannot give one execution more threads than another; the instance
-// runs with defaultThreads and the option is accepted and ignored. A second instance for the
-// large tier would need its own copy of every database (a DuckDB file is opened read-write by
+// runs with defaultThreads and the option is accepted and ignored (the files instance has as
+// many, idle unless results are written or read). A second instance for the large tier would need its own copy of every database (a DuckDB file is opened read-write by
 // one instance only), and the task scheduler already shares the instance's threads among the
 // queries running at once, so a lone large query gets all of them anyway.
 import { existsSync } from 'node:fs';
@@ -897,15 +897,16 @@ export class DuckDbEngine implements SqlEngine {
   }
 
   /**
-   * Runs trusted code on a connection of the instance; never user SQL. Not part of SqlEngine: the
-   * service asks for tables through `tables`.
+   * Runs trusted code on a connection of the instance that runs users' SQL (the catalogs; no file
+   * is readable to it); never user SQL. Not part of SqlEngine: the service asks for tables
+   * through `tables`.
    */
   withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
     return this.#withTrusted(fn);
   }
 
   /**
-   * A path inside the results directory, the only one the locked-down DuckDB reads files from.
+   * A path inside the results directory, the only one the files instance reads files from.
    * Scratch files are named `SCRATCH_PREFIX<name>`, so those a crash left behind are removed at
    * start (removeIncomplete).
    */

@@ -228,7 +228,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
   }
 }
 
-/** The engine-wide bounds of the settings' `engine` block (README: memory and disk). */
+/** The engine-wide bounds of the settings' `engine` block (docs/local-service.md, "Engine and memory"). */
 function engineBounds(
   settings: ServiceSettings,
   dataDir: string,

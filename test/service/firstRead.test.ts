@@ -104,7 +104,8 @@ describe('the first read of a fresh result', () => {
   });
 
   it('of rows larger than the encoder\'s buffers (4 MB) equals the page query', async () => {
-    const s = await startTestService({ sampleRows: 10, encodeMinBytes: 0 });
+    // Rendering a row copies its text a few times (each `||`): room for that in the engine.
+    const s = await startTestService({ sampleRows: 10, encodeMinBytes: 0, engine: { memory_limit: '1GiB' } });
     try {
       // Texts of 1.3 and 2.8 MB between small rows: the second one's rendered JSON and CSV together
       // pass the split's 4 MB buffer, which grows for it.

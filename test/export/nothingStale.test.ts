@@ -131,6 +131,34 @@ describe('nothing stale after a commit', () => {
     expect(outcomes.length).toBeGreaterThan(3);
   });
 
+  it("S3: a committer's own sweep removes nothing of a commit that replaced its output before the sweep looked", async () => {
+    const output = { format: 'csv', path: 's3://stale/overtaken', max_rows_per_file: 10 };
+    const plain = registryWith((store) => store);
+    const exportOf = (executionId: string, registry: Registry) =>
+      writeExport({ schema: numberedSchema, batches: numbered(30, 10), meta: { executionId, totalRowCount: 30 } }, resolved(output, registry));
+    // Run a publishes, then, as its sweep lists the prefix, run b commits over it (and is gone).
+    let published = false;
+    const overtaken = registryWith((store) => ({
+      ...store,
+      async put(name, body, options) {
+        const done = await store.put(name, body, options);
+        if (name === '_manifest.json') published = true;
+        return done;
+      },
+      async list(prefix, signal) {
+        if (published && prefix === '') {
+          published = false;
+          await exportOf('b', plain);
+        }
+        return store.list(prefix, signal);
+      },
+    }));
+    await exportOf('a', overtaken);
+    const manifest = JSON.parse(new TextDecoder().decode(await s3.get('stale', 'overtaken/_manifest.json'))) as { execution_id: string; files: { path: string }[] };
+    expect(manifest.execution_id).toBe('b');
+    expect(await listed('overtaken')).toEqual(['_SUCCESS', '_manifest.json', ...manifest.files.map((f) => f.path)].sort());
+  });
+
   it('local: no commit folder of a dead writer survives the next successful run, whether it writes or finds the output committed', async () => {
     const parent = await mkdtemp(join(tmpdir(), 'sluice-stale-'));
     dirs.push(parent);

@@ -39,7 +39,7 @@ export function folderStore(root: string): ObjectStore {
       // At the root, never inside a folder of objects: a commit folder a killed writer left holds no temp file to publish.
       const tmp = join(root, `${TEMP}${randomBytes(6).toString('hex')}.tmp`);
       try {
-        const bytes = await writeDurably(tmp, body instanceof Uint8Array ? [body] : body, options.signal);
+        const bytes = await writeNewFile(tmp, body instanceof Uint8Array ? [body] : body, options.signal, options.durable !== false);
         await publish(tmp, path, name, url, options.condition);
         return { bytes, version: versionOf(await stat(path, { bigint: true })) };
       } catch (error) {
@@ -116,8 +116,8 @@ function versionOf(info: BigIntStats): string {
   return `${info.ino}-${info.mtimeNs}-${info.size}`;
 }
 
-/** Writes `body` into a new file at `path` (never an existing one) and syncs it to disk: the bytes written. */
-export async function writeDurably(path: string, body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, signal: AbortSignal | undefined): Promise<number> {
+/** Writes `body` into a new file at `path` (never an existing one) and, with `sync`, syncs it to disk: the bytes written. */
+export async function writeNewFile(path: string, body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, signal: AbortSignal | undefined, sync = true): Promise<number> {
   const handle = await open(path, 'wx');
   let bytes = 0;
   try {
@@ -128,7 +128,7 @@ export async function writeDurably(path: string, body: AsyncIterable<Uint8Array>
       bytes += chunk.byteLength;
     }
     // Durable before it can be committed: a crash after the commit must not leave empty files.
-    await handle.datasync();
+    if (sync) await handle.datasync();
   } finally {
     await handle.close();
   }

@@ -32,6 +32,9 @@ export interface LocalAzure {
 export async function startAzurite(): Promise<LocalAzure> {
   const main = join(dirname(createRequire(import.meta.url).resolve('azurite/package.json')), 'dist', 'src', 'blob', 'main.js');
   const child = spawn(process.execPath, [main, '--blobHost', '127.0.0.1', '--blobPort', '0', '--inMemoryPersistence', '--skipApiVersionCheck', '--disableTelemetry', '--loose'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // A test process that dies without its afterAll (a crash, a timeout) takes azurite with it.
+  const orphaned = (): void => void child.kill();
+  process.once('exit', orphaned);
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
     const onData = (chunk: Buffer) => {
@@ -75,6 +78,7 @@ export async function startAzurite(): Promise<LocalAzure> {
       return names;
     },
     async stop() {
+      process.off('exit', orphaned);
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { PerformanceSchema } from '../protocol/common.ts';
 import { RATE_PLAN_NAMES } from '../protocol/rateLimits.ts';
-import { MAX_PAGE_CONCURRENCY } from '../client/config.ts';
+import { COMPRESSION_MODES, MAX_PAGE_CONCURRENCY } from '../client/config.ts';
 import { outputConfigSchema, type ResolvedOutput } from '../export/outputConfig.ts';
 import type { Registry } from '../kit/index.ts';
 import { cronProblem, timezoneProblem } from './cron.ts';
@@ -247,6 +247,10 @@ export const ConnectionSchema = z
       .describe(
         "The API key's request rate, which every page fetcher, status poll and part thread of this process shares (a shard of N takes 1/N): a plan name (free: 40 read / 15 write per minute, plus: 200 / 70, enterprise: 1000 / 350) or { read, write } requests per minute. Unset, or set too high: learned from the service's 429s and Retry-After",
       ),
+    compression: z
+      .enum(COMPRESSION_MODES)
+      .optional()
+      .describe('Whether to ask the service for compressed answers (zstd, br or gzip): auto (default) does, except for a service on this machine (a loopback address), where compressing costs more time than the bytes save; on and off force it'),
   })
   .describe('How to reach the service');
 export type Connection = z.infer<typeof ConnectionSchema>;

@@ -52,7 +52,11 @@ export interface ConnectOptions {
 export async function connect(connection: Connection | undefined, options: ConnectOptions): Promise<Connected> {
   const keyEnv = connection?.api_key_env ?? DEFAULT_API_KEY_ENV;
   const key = options.env[keyEnv];
-  const rate = { ...(connection?.rate_limit === undefined ? {} : { rateLimit: connection.rate_limit }), rateShare: options.rateShare ?? 1 };
+  const rate = {
+    ...(connection?.rate_limit === undefined ? {} : { rateLimit: connection.rate_limit }),
+    rateShare: options.rateShare ?? 1,
+    ...(connection?.compression === undefined ? {} : { compression: connection.compression }),
+  };
   const baseUrl = connection?.base_url;
   if (baseUrl !== undefined && baseUrl !== '') {
     if (key === undefined || key === '') {

@@ -22,11 +22,12 @@ export interface Adopted {
  * (`withdraw`), so a failure from there on leaves no commit rather than one describing changed
  * objects.
  */
-export async function beginTransaction(place: Place, options: BeginOptions, adopted?: Adopted): Promise<Transaction> {
+export async function beginTransaction(place: Place, options: BeginOptions, adopted?: Adopted, prepared?: Lease): Promise<Transaction> {
   const { signal, attemptId } = options;
   const folder = adopted?.folder ?? attemptId;
-  // Stored while the first part is written (see `Lease.taken`); its failure fails the first write.
-  const lease = takeLease(place.area, adopted?.folder ? `${folder}~${attemptId}` : attemptId);
+  // Stored while the first part is written, if not already (see `Lease.taken`); its failure fails
+  // the first write.
+  const lease = prepared ?? takeLease(place.area, adopted?.folder ? `${folder}~${attemptId}` : attemptId);
   if (signal?.aborted) {
     await lease.release(true).catch(() => undefined);
     throw signal.reason;

@@ -8,8 +8,8 @@ import type { ResolvedOutput } from './outputConfig.ts';
  * it. Every caller that writes or checks an output asks here; a new table format adds one line.
  * Returns a new instance per call: an Iceberg commit holds the state of one export.
  */
-export function commitFor(output: Pick<ResolvedOutput, 'table' | 'mode' | 'partitionBy'> & Partial<Pick<ResolvedOutput, 'commit'>>): CommitProtocol {
-  if (output.table === 'iceberg') return icebergCommit({ mode: output.mode, partitionBy: output.partitionBy });
+export function commitFor(output: Pick<ResolvedOutput, 'table' | 'mode' | 'partitionBy'> & Partial<Pick<ResolvedOutput, 'commit' | 'catalog'>>): CommitProtocol {
+  if (output.table === 'iceberg') return icebergCommit({ mode: output.mode, partitionBy: output.partitionBy, catalog: output.catalog });
   // `commit: unconditional`: for stores that ignore conditional writes, last writer wins.
   return output.commit === 'unconditional' ? unconditionalManifestCommit : manifestCommit;
 }

@@ -1,0 +1,71 @@
+import { z } from 'zod';
+
+const bearer = z.strictObject({
+  type: z.literal('bearer'),
+  token: z.string().min(1).describe('The bearer token, from the environment: token: ${ICEBERG_TOKEN}. Redacted wherever configuration is shown.'),
+});
+
+const oauth2 = z.strictObject({
+  type: z.literal('oauth2'),
+  client_id: z.string().min(1).describe('OAuth2 client id (Polaris: the principal client id).'),
+  client_secret: z.string().min(1).describe('OAuth2 client secret, from the environment: client_secret: ${ICEBERG_CLIENT_SECRET}. Redacted wherever configuration is shown.'),
+  token_uri: z
+    .url({ protocol: /^https?$/ })
+    .optional()
+    .describe('Token endpoint of the client-credentials exchange (default: <uri>/v1/oauth/tokens, the catalog\'s own, as Polaris and Lakekeeper\'s test setups serve it; Unity and Keycloak-backed catalogs have their own).'),
+  scope: z.string().min(1).optional().describe('Scope asked for (default catalog; Polaris: PRINCIPAL_ROLE:ALL).'),
+});
+
+const sigv4 = z.strictObject({
+  type: z.literal('sigv4'),
+  region: z.string().min(1).describe('AWS region the catalog endpoint signs for (us-east-1).'),
+  signing_name: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Service name in the signature (default glue: the Glue Iceberg REST endpoint; s3tables for S3 Tables). Credentials come from the AWS default chain (environment, profile, instance role).'),
+});
+
+const none = z.strictObject({ type: z.literal('none') });
+
+/** The `catalog:` block of an Iceberg output. */
+export const catalogConfigSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('path').describe('The table is its path: metadata/v<N>.metadata.json created only if absent (the default).') }),
+  z.strictObject({
+    type: z.literal('rest').describe('An Iceberg REST catalog (Polaris, Nessie, Lakekeeper, Unity, Glue, S3 Tables, R2): the table is committed through it.'),
+    uri: z.url({ protocol: /^https?$/ }).describe('The catalog\'s base URI, the one engines are given (https://catalog.example.com/api/catalog); requests go to <uri>/v1/...'),
+    warehouse: z.string().min(1).optional().describe('Warehouse asked for in GET /v1/config (Polaris: the catalog name; Glue: the account id; S3 Tables: the table bucket ARN).'),
+    namespace: z
+      .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
+      .describe('The table\'s namespace: a name, dotted levels (analytics.events) or a list of levels.'),
+    table: z.string().min(1).optional().describe('The table\'s name in the namespace (default: the last segment of the output path).'),
+    create: z.boolean().optional().describe('Create the namespace and the table when absent (default true); false refuses an absent one before the query runs.'),
+    auth: z.discriminatedUnion('type', [bearer, oauth2, sigv4, none]).optional().describe('How requests authenticate (default none).'),
+  }),
+]);
+
+export type CatalogConfig = z.infer<typeof catalogConfigSchema>;
+export type RestCatalogConfig = Extract<CatalogConfig, { type: 'rest' }>;
+export type CatalogAuth = NonNullable<RestCatalogConfig['auth']>;
+
+/** Namespace levels from the config's spelling. */
+export function namespaceLevels(namespace: string | readonly string[]): string[] {
+  return typeof namespace === 'string' ? namespace.split('.') : [...namespace];
+}
+
+/** The table name a REST catalog output commits to: configured, or the last segment of the output path. */
+export function tableName(config: RestCatalogConfig, path: string): string {
+  return config.table ?? path.replace(/\/+$/, '').split('/').pop()!;
+}
+
+/** What an output commits to, for `validate` and `--plan`: the catalog (path or URI + warehouse) and the table. */
+export interface CatalogTarget {
+  readonly catalog: string;
+  readonly table: string;
+}
+
+export function catalogTarget(config: CatalogConfig | undefined, path: string): CatalogTarget {
+  if (config === undefined || config.type === 'path') return { catalog: 'path (metadata/v<N>.metadata.json)', table: path };
+  const warehouse = config.warehouse === undefined ? '' : ` warehouse ${config.warehouse}`;
+  return { catalog: `rest ${config.uri}${warehouse}`, table: [...namespaceLevels(config.namespace), tableName(config, path)].join('.') };
+}

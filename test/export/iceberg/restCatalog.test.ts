@@ -1,0 +1,319 @@
+// Iceberg tables committed through a REST catalog (`catalog: { type: rest }`): job files run by the
+// job runner against the real local service; the catalog is the stand-in of test/helpers, which
+// validates every request and response against the official OpenAPI document and applies commit
+// requirements as the spec says. Read back by independent clients: iceberg-js loads the table from
+// the catalog, icebird reads the data files of the metadata the catalog points at, value by value
+// against the service's rows.
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { IcebergRestCatalog } from 'iceberg-js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { builtins } from '../../../connectors/index.ts';
+import { ServiceClient } from '../../../src/client/index.ts';
+import { parseJobFile, type Job } from '../../../src/config/index.ts';
+import { describeOutput, resolveOutput } from '../../../src/export/index.ts';
+import { IcebergCatalogError } from '../../../src/export/iceberg/catalog/catalogErrors.ts';
+import { catalogTarget } from '../../../src/export/iceberg/catalog/catalogConfig.ts';
+import { type JobSummary, runJob } from '../../../src/jobs/runJob.ts';
+import { startTestService, type TestService } from '../../helpers/service.ts';
+import { icebirdRead } from '../../helpers/icebird.ts';
+import { type CatalogStandIn, type StandInAuth, startCatalogStandIn } from '../../helpers/icebergCatalog.ts';
+import { expectIcebirdRows, serviceRows } from './icebirdValues.ts';
+
+let svc: TestService;
+let client: ServiceClient;
+let dir: string;
+const stands: CatalogStandIn[] = [];
+
+const ALL = 'select * from sample.all_types order by id';
+const NARROW = 'select id, c_varchar from sample.all_types order by id';
+const WIDER = 'select id, c_varchar, c_bigint, c_date from sample.all_types order by id';
+
+beforeAll(async () => {
+  svc = await startTestService({ limits: { page_rows: 2 } });
+  client = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.admin, env: {} });
+  dir = await mkdtemp(join(tmpdir(), 'sluice-iceberg-rest-'));
+});
+afterEach(() => {
+  // Every request and response of every test followed the OpenAPI document.
+  for (const stand of stands) expect(stand.violations).toEqual([]);
+});
+afterAll(async () => {
+  await Promise.all(stands.map((s) => s.stop()));
+  await client?.close();
+  await svc?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+async function standIn(auth?: StandInAuth): Promise<CatalogStandIn> {
+  const stand = await startCatalogStandIn(auth ? { auth } : {});
+  stands.push(stand);
+  return stand;
+}
+
+let tables = 0;
+const tableName = (what: string) => `${what}_${++tables}`;
+
+function job(name: string, sql: string, output: string, env: Record<string, string> = {}): Job {
+  const text = `jobs:\n  - name: ${name}\n    source: { sql: "${sql}" }\n    outputs:\n      - format: parquet\n        table: iceberg\n        ${output}\n`;
+  return parseJobFile(text, { file: 'catalog.yaml', registry: builtins, env }).jobs[0]!;
+}
+
+/** An output committed through `stand` to analytics.<table>, at a folder of the test's. */
+function output(stand: CatalogStandIn, table: string, extra = '', auth = ''): string {
+  return [
+    `path: "${join(dir, table)}"`,
+    `catalog:`,
+    `          type: rest`,
+    `          uri: ${stand.uri}`,
+    `          warehouse: main`,
+    `          namespace: analytics`,
+    ...(auth ? [`          auth: ${auth}`] : []),
+    ...(extra ? [`          ${extra}`] : []),
+  ].join('\n        ');
+}
+
+function run(j: Job): Promise<JobSummary> {
+  return runJob(j, { client, stateDir: join(dir, 'state'), signal: new AbortController().signal });
+}
+
+/** The table as iceberg-js loads it from the catalog, and icebird's rows of the data its metadata points at. */
+async function readBack(stand: CatalogStandIn, table: string, auth?: { type: 'bearer'; token: string }): Promise<{ metadata: Record<string, any>; rows: Record<string, unknown>[] }> {
+  const catalog = new IcebergRestCatalog({ baseUrl: `${stand.uri}`, warehouse: 'main', ...(auth ? { auth } : {}) });
+  const result = await catalog.loadTableResult({ namespace: ['analytics'], name: table });
+  const metadata = result!.metadata as unknown as Record<string, any>;
+  const location = String(result!['metadata-location']);
+  const file = location.slice(`${metadata.location}/metadata/`.length);
+  return { metadata, rows: await icebirdRead(String(metadata.location), undefined, file) };
+}
+
+const commits = (stand: CatalogStandIn) => stand.requests.filter((r) => r.operation === 'updateTable').map((r) => JSON.parse(r.body) as { requirements: Record<string, unknown>[]; updates: Record<string, unknown>[] });
+
+describe('table: iceberg through a REST catalog', () => {
+  it('append: creates the namespace and table, one snapshot per run committed with assert-table-uuid and assert-ref-snapshot-id; read back by iceberg-js + icebird value by value', async () => {
+    const stand = await standIn();
+    const table = tableName('append');
+    const j = job('rest-append', ALL, `mode: append\n        ${output(stand, table)}`);
+    const first = await run(j);
+    expect(first.outputs[0]).toMatchObject({ rows: 4, skipped: false });
+    const second = await run(job('rest-append', ALL, `mode: append\n        ${output(stand, table)}`));
+    expect(second.outputs[0]).toMatchObject({ rows: 4, skipped: false });
+
+    expect(stand.namespaces()).toEqual([['analytics']]);
+    const { metadata, rows } = await readBack(stand, table);
+    expect(metadata.snapshots).toHaveLength(2);
+    expect(metadata.snapshots[1]['parent-snapshot-id']).toBe(metadata.snapshots[0]['snapshot-id']);
+    expect(metadata.snapshots.map((s: any) => s.summary.operation)).toEqual(['append', 'append']);
+    expectIcebirdRows(rows, [await serviceRows(client, ALL), await serviceRows(client, ALL)]);
+
+    const [create, onTop] = commits(stand);
+    expect(create!.requirements).toEqual([{ type: 'assert-create' }]);
+    expect(onTop!.requirements).toEqual([
+      { type: 'assert-table-uuid', uuid: metadata['table-uuid'] },
+      { type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': metadata.snapshots[0]['snapshot-id'] },
+    ]);
+    // A staged creation told the location before anything was written; the data lives there.
+    expect(stand.requests.find((r) => r.operation === 'createTable')?.body).toContain('"stage-create":true');
+    expect(metadata.location).toBe(`file://${join(dir, table)}`);
+    expect(await readdir(join(dir, table, 'data'))).toHaveLength(2);
+  });
+
+  it('replace: an overwrite snapshot; the table then holds only the last run', async () => {
+    const stand = await standIn();
+    const table = tableName('replace');
+    await run(job('rest-replace', ALL, output(stand, table)));
+    const second = await run(job('rest-replace', NARROW, output(stand, table)));
+    expect(second.outputs[0]).toMatchObject({ rows: 4, skipped: false });
+    const { metadata, rows } = await readBack(stand, table);
+    expect(metadata.snapshots.map((s: any) => s.summary.operation)).toEqual(['overwrite', 'overwrite']);
+    expect(rows.map((r) => Object.keys(r).length)).toEqual([...rows.map(() => 23)].fill(Object.keys(rows[0]!).length));
+    expect(rows).toHaveLength(4);
+  });
+
+  it('schema evolution: a wider result adds its columns through add-schema, asserting the current schema and last column id', async () => {
+    const stand = await standIn();
+    const table = tableName('evolve');
+    await run(job('rest-evolve', NARROW, `mode: append\n        ${output(stand, table)}`));
+    await run(job('rest-evolve', WIDER, `mode: append\n        ${output(stand, table)}`));
+    const { metadata, rows } = await readBack(stand, table);
+    expect(metadata.schemas).toHaveLength(2);
+    expect(metadata.schemas[1].fields.map((f: any) => f.name)).toEqual(['id', 'c_varchar', 'c_bigint', 'c_date']);
+    const evolve = commits(stand)[1]!;
+    expect(evolve.requirements).toContainEqual({ type: 'assert-current-schema-id', 'current-schema-id': 0 });
+    expect(evolve.updates.map((u) => u.action)).toEqual(['add-schema', 'set-current-schema', 'add-snapshot', 'set-snapshot-ref']);
+    expect(rows).toHaveLength(8);
+  });
+
+  it('two writers race: the one that loses the requirement (409) reloads and commits on top; no snapshot is lost', async () => {
+    const stand = await standIn();
+    const table = tableName('race');
+    await run(job('rest-race-a', NARROW, `mode: append\n        ${output(stand, table)}`));
+    // Writer A reaches its commit; before the catalog looks at it, writer B runs whole and commits.
+    let other: Promise<JobSummary> | undefined;
+    stand.beforeCommit = async () => {
+      if (other) return;
+      other = run(job('rest-race-b', NARROW, `mode: append\n        ${output(stand, table)}`));
+      await other;
+    };
+    const a = await run(job('rest-race-a2', NARROW, `mode: append\n        ${output(stand, table)}`));
+    stand.beforeCommit = undefined;
+    const b = await other!;
+    expect(a.outputs[0]).toMatchObject({ rows: 4, skipped: false });
+    expect(b.outputs[0]).toMatchObject({ rows: 4, skipped: false });
+    expect(stand.requests.filter((r) => r.operation === 'updateTable').map((r) => r.status)).toEqual([200, 200, 409, 200]);
+    const { metadata, rows } = await readBack(stand, table);
+    expect(metadata.snapshots).toHaveLength(3);
+    // A linear history: every snapshot's parent is the one before it.
+    for (let i = 1; i < 3; i++) expect(metadata.snapshots[i]['parent-snapshot-id']).toBe(metadata.snapshots[i - 1]['snapshot-id']);
+    expect(rows).toHaveLength(12);
+  });
+
+  it('a commit answered 502 after it was applied is found in the table (no second snapshot); 500s that persist fail with nothing committed and no data files left', async () => {
+    const stand = await standIn();
+    const table = tableName('unknown');
+    await run(job('rest-5xx', NARROW, `mode: append\n        ${output(stand, table)}`));
+    stand.failCommits(1, 502, true);
+    const landed = await run(job('rest-5xx-2', NARROW, `mode: append\n        ${output(stand, table)}`));
+    expect(landed.outputs[0]).toMatchObject({ rows: 4, skipped: false });
+    expect((await readBack(stand, table)).metadata.snapshots).toHaveLength(2);
+
+    stand.failCommits(100, 500);
+    const before = (await readdir(join(dir, table, 'data'))).sort();
+    const failed = await run(job('rest-5xx-3', NARROW, `mode: append\n        ${output(stand, table)}`)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    stand.failCommits(0, 0);
+    expect(failed).toBeInstanceOf(IcebergCatalogError);
+    expect((failed as IcebergCatalogError).code).toBe('CATALOG_COMMIT_FAILED');
+    expect((failed as Error).message).toMatch(/analytics\.unknown_\d+.*HTTP 500.*nothing was committed/);
+    expect((await readBack(stand, table)).metadata.snapshots).toHaveLength(2);
+    expect((await readdir(join(dir, table, 'data'))).sort()).toEqual(before);
+  });
+
+  it('bearer token: sent on every request; the config echoes it redacted; a wrong one is refused before the query runs', async () => {
+    const stand = await standIn({ type: 'bearer', token: 's3cr3t-token' });
+    const table = tableName('bearer');
+    const env = { ICEBERG_TOKEN: 's3cr3t-token' };
+    const out = output(stand, table, '', '{ type: bearer, token: "${ICEBERG_TOKEN}" }');
+    const j = job('rest-bearer', NARROW, out, env);
+    await run(j);
+    expect(stand.requests.every((r) => r.headers.authorization === 'Bearer s3cr3t-token')).toBe(true);
+    expect(JSON.stringify(describeOutput(j.outputs[0]!))).not.toContain('s3cr3t');
+    expect((await readBack(stand, table, { type: 'bearer', token: 's3cr3t-token' })).rows).toHaveLength(4);
+
+    const bad = tableName('bearer');
+    const refused = await run(job('rest-bearer-bad', NARROW, output(stand, bad, '', '{ type: bearer, token: "${ICEBERG_TOKEN}" }'), { ICEBERG_TOKEN: 'wrong' })).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(refused).toBeInstanceOf(IcebergCatalogError);
+    expect((refused as IcebergCatalogError).code).toBe('CATALOG_AUTH_REFUSED');
+    expect((refused as Error).message).toMatch(/Iceberg catalog http:\/\/127\.0\.0\.1:\d+ \(warehouse main\).*HTTP 401.*check catalog\.auth/);
+    expect((refused as Error).message).not.toContain('wrong');
+    await expect(readdir(join(dir, bad))).rejects.toThrow(/ENOENT/);
+  });
+
+  it('OAuth2 client credentials: one token exchange per process and client, a new one when the catalog stops taking it; a wrong secret is refused naming the client', async () => {
+    const stand = await standIn({ type: 'oauth2', clientId: 'sluice', clientSecret: 'hunter2' });
+    const table = tableName('oauth');
+    const auth = '{ type: oauth2, client_id: sluice, client_secret: "${ICEBERG_SECRET}", scope: "PRINCIPAL_ROLE:ALL" }';
+    const j = job('rest-oauth', NARROW, `mode: append\n        ${output(stand, table, '', auth)}`, { ICEBERG_SECRET: 'hunter2' });
+    await run(j);
+    expect(stand.exchanges).toBe(1);
+    const exchange = stand.requests.find((r) => r.operation === 'getToken')!;
+    expect(Object.fromEntries(new URLSearchParams(exchange.body))).toEqual({ grant_type: 'client_credentials', client_id: 'sluice', client_secret: 'hunter2', scope: 'PRINCIPAL_ROLE:ALL' });
+    expect(JSON.stringify(describeOutput(j.outputs[0]!))).not.toContain('hunter2');
+
+    // The next run reuses the token; when the catalog stops taking it, the refusal gets a new one and the run goes on.
+    await run(j);
+    expect(stand.exchanges).toBe(1);
+    stand.expireTokens();
+    await run(j);
+    expect(stand.exchanges).toBe(2);
+    expect(stand.requests.filter((r) => r.status === 401)).toHaveLength(1);
+    expect(stand.requests.filter((r) => r.operation === 'updateTable').map((r) => r.status)).toEqual([200, 200, 200]);
+
+    const refused = await run(job('rest-oauth-bad', NARROW, output(stand, tableName('oauth'), '', auth), { ICEBERG_SECRET: 'nope' })).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((refused as IcebergCatalogError).code).toBe('CATALOG_AUTH_REFUSED');
+    expect((refused as Error).message).toMatch(/token endpoint .*\/v1\/oauth\/tokens refused client sluice \(invalid_client/);
+  });
+
+  it('AWS SigV4: every request signed by the SDK signer with the default credential chain, verified by re-signing; a wrong secret is refused', async () => {
+    const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY, token: process.env.AWS_SESSION_TOKEN };
+    process.env.AWS_ACCESS_KEY_ID = 'AKIDEXAMPLE';
+    process.env.AWS_SECRET_ACCESS_KEY = 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY';
+    delete process.env.AWS_SESSION_TOKEN;
+    try {
+      const stand = await standIn({ type: 'sigv4', region: 'eu-west-1', service: 'glue', accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' });
+      const table = tableName('sigv4');
+      const out = output(stand, table, '', '{ type: sigv4, region: eu-west-1 }');
+      await run(job('rest-sigv4', NARROW, out));
+      expect(stand.requests.length).toBeGreaterThan(3);
+      expect(stand.requests.every((r) => String(r.headers.authorization).startsWith('AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/') && r.status !== 401)).toBe(true);
+      expect(stand.requests.some((r) => r.operation === 'updateTable' && r.status === 200)).toBe(true);
+
+      process.env.AWS_SECRET_ACCESS_KEY = 'not-the-secret';
+      const refused = await run(job('rest-sigv4-bad', NARROW, out)).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect((refused as IcebergCatalogError).code).toBe('CATALOG_AUTH_REFUSED');
+    } finally {
+      for (const [k, v] of [['AWS_ACCESS_KEY_ID', saved.id], ['AWS_SECRET_ACCESS_KEY', saved.secret], ['AWS_SESSION_TOKEN', saved.token]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
+
+  it('bad input is found before the query runs, naming the catalog, the table and what to do; nothing is written', async () => {
+    const stand = await standIn();
+    const expectRefused = async (out: string, code: string, message: RegExp, table: string) => {
+      const error = await run(job('rest-bad', NARROW, out)).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(IcebergCatalogError);
+      expect((error as IcebergCatalogError).code).toBe(code);
+      expect((error as Error).message).toMatch(message);
+      await expect(readdir(join(dir, table, 'data'))).rejects.toThrow(/ENOENT/);
+    };
+    const t1 = tableName('nowarehouse');
+    await expectRefused(output(stand, t1).replace('warehouse: main', 'warehouse: nope'), 'CATALOG_NOT_FOUND', /warehouse nope was not accepted .*check catalog\.warehouse/, t1);
+    const t2 = tableName('unreachable');
+    await expectRefused(output(stand, t2).replace(stand.uri, 'http://127.0.0.1:9'), 'CATALOG_UNREACHABLE', /GET \/v1\/config did not answer after 4 attempts.*check catalog\.uri/, t2);
+    const t3 = tableName('nocreate');
+    await expectRefused(output(stand, t3, 'create: false'), 'CATALOG_NOT_FOUND', /table analytics\.nocreate_\d+: .*namespace analytics does not exist and catalog\.create is false/, t3);
+    stand.createNamespace(['analytics']);
+    await expectRefused(output(stand, t3, 'create: false'), 'CATALOG_NOT_FOUND', /table analytics\.nocreate_\d+: it does not exist and catalog\.create is false/, t3);
+
+    // A table the catalog keeps elsewhere than the output's path.
+    const t4 = tableName('moved');
+    await run(job('rest-moved', NARROW, output(stand, t4)));
+    await expectRefused(output(stand, t4, `table: ${t4}`).replace(`path: "${join(dir, t4)}"`, `path: "${join(dir, `${t4}-elsewhere`)}"`), 'CATALOG_REJECTED', /keeps this table at file:\/\/.*set the output's path to/, `${t4}-elsewhere`);
+  });
+});
+
+describe('catalog: in the job file', () => {
+  const parse = (output: string) => parseJobFile(`jobs:\n  - name: j\n    source: { sql: "select 1" }\n    outputs:\n      - format: parquet\n        path: out\n${output}`, { file: 'jobs.yaml', registry: builtins, env: {} });
+
+  it('names the file, line and column of a wrong field', () => {
+    expect(() => parse('        catalog: { type: rest, uri: "https://c.example", namespace: a }\n')).toThrow(/jobs\.yaml:\d+:\d+.*catalog.*set table: iceberg/s);
+    expect(() => parse('        table: iceberg\n        catalog:\n          type: rest\n          uri: "https://c.example"\n')).toThrow(/jobs\.yaml:9:\d+.*namespace/s);
+    expect(() => parse('        table: iceberg\n        catalog:\n          type: rest\n          uri: "https://c.example"\n          namespace: a\n          auth: { type: oauth2, client_id: x }\n')).toThrow(/jobs\.yaml:12:\d+.*client_secret/s);
+    expect(() => parse('        table: iceberg\n        catalog: { type: glue }\n')).toThrow(/jobs\.yaml:8:\d+.*catalog\.type/s);
+  });
+
+  it('path stays the default; validate and --plan name the catalog and table', () => {
+    const plain = resolveOutput({ format: 'parquet', path: '/srv/lake/events', table: 'iceberg' }, builtins);
+    expect(plain.catalog).toBeUndefined();
+    expect(catalogTarget(plain.catalog, plain.path)).toEqual({ catalog: 'path (metadata/v<N>.metadata.json)', table: '/srv/lake/events' });
+    const rest = resolveOutput({ format: 'parquet', path: '/srv/lake/events', table: 'iceberg', catalog: { type: 'rest', uri: 'https://c.example/api/catalog', warehouse: 'lake', namespace: 'a.b' } }, builtins);
+    expect(catalogTarget(rest.catalog, rest.path)).toEqual({ catalog: 'rest https://c.example/api/catalog warehouse lake', table: 'a.b.events' });
+  });
+});

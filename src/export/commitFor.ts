@@ -1,4 +1,5 @@
 import type { CommitProtocol } from './commit.ts';
+import { catalogTarget, type CatalogTarget } from './iceberg/catalog/catalogConfig.ts';
 import { icebergCommit } from './iceberg/icebergCommit.ts';
 import { manifestCommit, unconditionalManifestCommit } from './manifestCommit.ts';
 import type { ResolvedOutput } from './outputConfig.ts';
@@ -12,4 +13,13 @@ export function commitFor(output: Pick<ResolvedOutput, 'table' | 'mode' | 'parti
   if (output.table === 'iceberg') return icebergCommit({ mode: output.mode, partitionBy: output.partitionBy, catalog: output.catalog });
   // `commit: unconditional`: for stores that ignore conditional writes, last writer wins.
   return output.commit === 'unconditional' ? unconditionalManifestCommit : manifestCommit;
+}
+
+/**
+ * What a table output commits to, for `validate` and `--plan`: the catalog (its path, or a REST
+ * catalog's URI and warehouse) and the table (its location, or its namespace and name). Undefined
+ * for a manifest output, whose path says it all.
+ */
+export function commitTarget(output: Pick<ResolvedOutput, 'table' | 'path'> & Partial<Pick<ResolvedOutput, 'catalog'>>, url = output.path): CatalogTarget | undefined {
+  return output.table === 'iceberg' ? catalogTarget(output.catalog, url) : undefined;
 }

@@ -5,7 +5,8 @@ import { MESSAGES, holdsResult, type ParameterValue, type ResultPage } from '../
 import { jobSource } from './jobSource.ts';
 import { planCursor } from './incremental.ts';
 import { readCommits } from './runJob.ts';
-import { commitFor } from '../export/commitFor.ts';
+import { commitFor, commitTarget } from '../export/commitFor.ts';
+import type { CatalogTarget } from '../export/iceberg/catalog/catalogConfig.ts';
 import { TIER_COST } from './budget.ts';
 import { outputFingerprint } from './committedOutput.ts';
 import { jobFingerprint, outputsFingerprint, RunStateStore } from './runState.ts';
@@ -53,6 +54,8 @@ export interface OutputPlan {
   readonly partsPerShard: readonly number[] | undefined;
   /** The execution the output's committed export holds now (undefined: none). */
   readonly committedExecution: string | undefined;
+  /** A table output: the catalog and table it commits to (`commitTarget`). */
+  readonly commitsTo?: CatalogTarget | undefined;
 }
 
 export interface PlanRunOptions {
@@ -137,6 +140,7 @@ export async function planRun(job: Job, options: PlanRunOptions): Promise<JobPla
         rowsPerPart,
         partsPerShard: parts === undefined || shards === 1 ? undefined : Array.from({ length: shards }, (_, s) => Math.floor(((s + 1) * parts) / shards) - Math.floor((s * parts) / shards)),
         committedExecution: committed?.executionId,
+        commitsTo: commitTarget(output, destination.url),
       });
     } finally {
       await destination.close();

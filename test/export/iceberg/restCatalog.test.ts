@@ -4,7 +4,7 @@
 // requirements as the spec says. Read back by independent clients: iceberg-js loads the table from
 // the catalog, icebird reads the data files of the metadata the catalog points at, value by value
 // against the service's rows.
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IcebergRestCatalog } from 'iceberg-js';
@@ -16,6 +16,9 @@ import { describeOutput, resolveOutput } from '../../../src/export/index.ts';
 import { IcebergCatalogError } from '../../../src/export/iceberg/catalog/catalogErrors.ts';
 import { catalogTarget } from '../../../src/export/iceberg/catalog/catalogConfig.ts';
 import { type JobSummary, runJob } from '../../../src/jobs/runJob.ts';
+import { planRun } from '../../../src/jobs/planRun.ts';
+import { formatPlan, planFields } from '../../../src/cli/output/shardSummary.ts';
+import { sluice } from '../../cli/sluiceProcess.ts';
 import { startTestService, type TestService } from '../../helpers/service.ts';
 import { icebirdRead } from '../../helpers/icebird.ts';
 import { type CatalogStandIn, type StandInAuth, startCatalogStandIn } from '../../helpers/icebergCatalog.ts';
@@ -299,6 +302,30 @@ describe('table: iceberg through a REST catalog', () => {
   });
 });
 
+describe('validate and --plan name the catalog and table', () => {
+  it('sluice validate prints the table each output commits to, the token redacted; --plan too, with the table as it stands', async () => {
+    const stand = await standIn({ type: 'bearer', token: 'plan-token' });
+    const table = tableName('plan');
+    const file = join(dir, 'plan.yaml');
+    const text = `jobs:\n  - name: planned\n    source: { sql: "${NARROW}" }\n    outputs:\n      - format: parquet\n        table: iceberg\n        ${output(stand, table, 'table: events', '{ type: bearer, token: "${PLAN_TOKEN}" }')}\n      - format: parquet\n        table: iceberg\n        path: "${join(dir, `${table}-by-path`)}"\n`;
+    await writeFile(file, text);
+    const validated = await sluice(['validate', file], { env: { PLAN_TOKEN: 'plan-token' } });
+    expect(validated.code).toBe(0);
+    expect(validated.stdout).toContain(`commits to Iceberg table analytics.events in catalog rest ${stand.uri} warehouse main`);
+    expect(validated.stdout).toContain(`commits to Iceberg table at ${join(dir, `${table}-by-path`)} (no catalog`);
+    expect(validated.stdout + validated.stderr).not.toContain('plan-token');
+
+    const j = parseJobFile(text, { file: 'plan.yaml', registry: builtins, env: { PLAN_TOKEN: 'plan-token' } }).jobs[0]!;
+    const plan = await planRun(j, { client, stateDir: join(dir, 'state'), signal: new AbortController().signal, resume: true });
+    expect(plan.outputs.map((o) => o.commitsTo)).toEqual([
+      { catalog: `rest ${stand.uri} warehouse main`, table: 'analytics.events' },
+      { catalog: undefined, table: `file://${join(dir, `${table}-by-path`)}` },
+    ]);
+    expect(formatPlan(plan)).toContain(`commits to Iceberg table analytics.events in catalog rest ${stand.uri} warehouse main`);
+    expect((planFields(plan) as { outputs: unknown[] }).outputs[0]).toMatchObject({ catalog: `rest ${stand.uri} warehouse main`, catalog_table: 'analytics.events' });
+  });
+});
+
 describe('catalog: in the job file', () => {
   const parse = (output: string) => parseJobFile(`jobs:\n  - name: j\n    source: { sql: "select 1" }\n    outputs:\n      - format: parquet\n        path: out\n${output}`, { file: 'jobs.yaml', registry: builtins, env: {} });
 
@@ -312,7 +339,7 @@ describe('catalog: in the job file', () => {
   it('path stays the default; validate and --plan name the catalog and table', () => {
     const plain = resolveOutput({ format: 'parquet', path: '/srv/lake/events', table: 'iceberg' }, builtins);
     expect(plain.catalog).toBeUndefined();
-    expect(catalogTarget(plain.catalog, plain.path)).toEqual({ catalog: 'path (metadata/v<N>.metadata.json)', table: '/srv/lake/events' });
+    expect(catalogTarget(plain.catalog, plain.path)).toEqual({ catalog: undefined, table: '/srv/lake/events' });
     const rest = resolveOutput({ format: 'parquet', path: '/srv/lake/events', table: 'iceberg', catalog: { type: 'rest', uri: 'https://c.example/api/catalog', warehouse: 'lake', namespace: 'a.b' } }, builtins);
     expect(catalogTarget(rest.catalog, rest.path)).toEqual({ catalog: 'rest https://c.example/api/catalog warehouse lake', table: 'a.b.events' });
   });

@@ -58,14 +58,21 @@ export function tableName(config: RestCatalogConfig, path: string): string {
   return config.table ?? path.replace(/\/+$/, '').split('/').pop()!;
 }
 
-/** What an output commits to, for `validate` and `--plan`: the catalog (path or URI + warehouse) and the table. */
+/** What an output commits to, for `validate` and `--plan`: the table, and the catalog that keeps it (none: its path). */
 export interface CatalogTarget {
-  readonly catalog: string;
+  /** `rest <uri> warehouse <w>`, or undefined for a path table. */
+  readonly catalog: string | undefined;
+  /** The catalog's `namespace.table`, or the path table's location. */
   readonly table: string;
 }
 
 export function catalogTarget(config: CatalogConfig | undefined, path: string): CatalogTarget {
-  if (config === undefined || config.type === 'path') return { catalog: 'path (metadata/v<N>.metadata.json)', table: path };
+  if (config === undefined || config.type === 'path') return { catalog: undefined, table: path };
   const warehouse = config.warehouse === undefined ? '' : ` warehouse ${config.warehouse}`;
   return { catalog: `rest ${config.uri}${warehouse}`, table: [...namespaceLevels(config.namespace), tableName(config, path)].join('.') };
+}
+
+/** One line for people: `Iceberg table a.b in catalog rest https://... warehouse w`, or the path table's. */
+export function targetText(target: CatalogTarget): string {
+  return target.catalog === undefined ? `Iceberg table at ${target.table} (no catalog: committed by its metadata/v<N>.metadata.json)` : `Iceberg table ${target.table} in catalog ${target.catalog}`;
 }

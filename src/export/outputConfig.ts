@@ -65,6 +65,13 @@ const common = {
 };
 
 /**
+ * The Parquet encodings an Iceberg output's automatic choice may take: all but DELTA_BYTE_ARRAY,
+ * which hyparquet and icebird (the JavaScript readers of such tables) cannot read in version 1 data
+ * pages. The format's `auto_encodings` option given in format_options wins.
+ */
+const TABLE_ENCODINGS = ['plain', 'delta_binary_packed', 'delta_length_byte_array', 'byte_stream_split'];
+
+/**
  * The output section of a job, one object per format so each format's options are checked. Each
  * sink with an options block adds it under its key; which block goes with which path is checked
  * by `resolveOutput`.
@@ -190,7 +197,7 @@ export function resolveOutput(input: unknown, registry: Registry): ResolvedOutpu
   if (issues.length > 0) throw new ConfigError('output', issues);
   return {
     format,
-    formatConfig: format.config.parse(config.format_options ?? {}),
+    formatConfig: format.config.parse(table === 'iceberg' ? { auto_encodings: TABLE_ENCODINGS, ...config.format_options } : (config.format_options ?? {})),
     sink,
     sinkConfig: sinkParsed.data,
     path: config.path,

@@ -1,12 +1,12 @@
 import { z } from 'zod';
 
 const bearer = z.strictObject({
-  type: z.literal('bearer'),
+  type: z.literal('bearer').describe('A static bearer token (Authorization: Bearer ...).'),
   token: z.string().min(1).describe('The bearer token, from the environment: token: ${ICEBERG_TOKEN}. Redacted wherever configuration is shown.'),
 });
 
 const oauth2 = z.strictObject({
-  type: z.literal('oauth2'),
+  type: z.literal('oauth2').describe('OAuth2 client credentials, exchanged for an access token that is renewed before it expires.'),
   client_id: z.string().min(1).describe('OAuth2 client id (Polaris: the principal client id).'),
   client_secret: z.string().min(1).describe('OAuth2 client secret, from the environment: client_secret: ${ICEBERG_CLIENT_SECRET}. Redacted wherever configuration is shown.'),
   token_uri: z
@@ -17,7 +17,7 @@ const oauth2 = z.strictObject({
 });
 
 const sigv4 = z.strictObject({
-  type: z.literal('sigv4'),
+  type: z.literal('sigv4').describe('AWS Signature V4 on every request (Glue, S3 Tables).'),
   region: z.string().min(1).describe('AWS region the catalog endpoint signs for (us-east-1).'),
   signing_name: z
     .string()
@@ -26,7 +26,7 @@ const sigv4 = z.strictObject({
     .describe('Service name in the signature (default glue: the Glue Iceberg REST endpoint; s3tables for S3 Tables). Credentials come from the AWS default chain (environment, profile, instance role).'),
 });
 
-const none = z.strictObject({ type: z.literal('none') });
+const none = z.strictObject({ type: z.literal('none').describe('No authentication (a catalog on a trusted network).') });
 
 /** The `catalog:` block of an Iceberg output. */
 export const catalogConfigSchema = z.discriminatedUnion('type', [

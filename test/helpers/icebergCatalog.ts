@@ -33,6 +33,10 @@ export interface StandInOptions {
   readonly auth?: StandInAuth;
   /** Warehouses GET /v1/config accepts, each with the prefix it gives (default: `main` -> `wh-main`). */
   readonly warehouses?: Readonly<Record<string, string>>;
+  /** S3 credentials vended (as `storage-credentials` for the table's location) to a client that asks for them. */
+  readonly vend?: { readonly accessKeyId: string; readonly secretAccessKey: string; readonly sessionToken: string };
+  /** Stores a metadata file at a location that is not file:// (a table on S3). */
+  readonly write?: (location: string, body: string) => Promise<void>;
 }
 
 export interface LoggedRequest {
@@ -172,6 +176,24 @@ export async function startCatalogStandIn(options: StandInOptions = {}): Promise
     });
   });
 
+  const vended = (req: IncomingMessage, location: string) => {
+    const asked = String(req.headers['x-iceberg-access-delegation'] ?? '').split(',').map((s) => s.trim()).includes('vended-credentials');
+    if (!asked || options.vend === undefined) return {};
+    const { accessKeyId, secretAccessKey, sessionToken } = options.vend;
+    return { 'storage-credentials': [{ prefix: location, config: { 's3.access-key-id': accessKeyId, 's3.secret-access-key': secretAccessKey, 's3.session-token': sessionToken } }] };
+  };
+
+  const persist = async (metadata: Record<string, unknown>, location: string, version: number): Promise<string> => {
+    const target = `${location}/metadata/${String(version).padStart(5, '0')}-${String(metadata['table-uuid'])}.metadata.json`;
+    const text = `${JSON.stringify(metadata, null, 2)}\n`;
+    if (target.startsWith('file://')) {
+      const path = fileURLToPath(target);
+      await mkdir(dirname(path), { recursive: true });
+      await writeFile(path, text);
+    } else await options.write?.(target, text);
+    return target;
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse, body: string) => {
     const url = new URL(req.url!, 'http://127.0.0.1');
     const method = req.method!;
@@ -257,12 +279,12 @@ export async function startCatalogStandIn(options: StandInOptions = {}): Promise
           tables.set(`${ns}\u0000${request.name}`, { metadata, location });
           return send(200, { 'metadata-location': await persist(metadata, location, 0), metadata });
         }
-        return send(200, { metadata });
+        return send(200, { metadata, ...vended(req, location) });
       }
       case 'loadTable': {
         const table = tables.get(key);
         if (!table) return error(404, namespaces.has(ns!) ? 'NoSuchTableException' : 'NoSuchNamespaceException', `table ${levels!.join('.')}.${tableName} does not exist`);
-        return send(200, { 'metadata-location': locationOf(table), metadata: publicMetadata(table.metadata) });
+        return send(200, { 'metadata-location': locationOf(table), metadata: publicMetadata(table.metadata), ...vended(req, table.location) });
       }
       case 'tableExists':
         return send(tables.has(key) ? 204 : 404);
@@ -278,8 +300,16 @@ export async function startCatalogStandIn(options: StandInOptions = {}): Promise
     updates: Record<string, unknown>[];
   }
 
+  // Commits are applied one at a time, as a catalog's transaction does: check the requirements, apply, store.
+  let serial: Promise<unknown> = Promise.resolve();
   const commit = async (key: string, request: CommitRequest, levels: string[], name: string, send: (s: number, j?: unknown) => void, error: (s: number, t: string, m: string) => void) => {
     await stand.beforeCommit?.();
+    const turn = serial.then(() => applyCommit(key, request, levels, name, send, error));
+    serial = turn.catch(() => undefined);
+    return turn;
+  };
+
+  const applyCommit = async (key: string, request: CommitRequest, levels: string[], name: string, send: (s: number, j?: unknown) => void, error: (s: number, t: string, m: string) => void) => {
     const existing = tables.get(key);
     for (const requirement of request.requirements) {
       const failed = failedRequirement(requirement, existing?.metadata);
@@ -451,13 +481,3 @@ function locationOf(table: Table): string {
   return `${table.location}/metadata/${String(version).padStart(5, '0')}-${String(table.metadata['table-uuid'])}.metadata.json`;
 }
 
-/** Writes the metadata file where the metadata location says (file:// locations; others are not written). */
-async function persist(metadata: Record<string, unknown>, location: string, version: number): Promise<string> {
-  const target = `${location}/metadata/${String(version).padStart(5, '0')}-${String(metadata['table-uuid'])}.metadata.json`;
-  if (target.startsWith('file://')) {
-    const path = fileURLToPath(target);
-    await mkdir(dirname(path), { recursive: true });
-    await writeFile(path, `${JSON.stringify(metadata, null, 2)}\n`);
-  }
-  return target;
-}

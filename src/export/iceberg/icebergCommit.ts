@@ -12,7 +12,7 @@ import { IcebergCatalogError } from './catalog/catalogErrors.ts';
 import { RestCatalog } from './catalog/restCatalog.ts';
 import { restTablePointer } from './catalog/restTable.ts';
 import { prepareSchema, type PreparedSchema } from './tableSchema.ts';
-import { commitSnapshot, committed, type IcebergMode, type LoadedTable, pathPointer, partitionSpec, readManifestList, type Spec, writeHint } from './writeIcebergTable.ts';
+import { commitSnapshot, committed, type IcebergMode, type LoadedTable, pathPointer, type VendedCredentials, partitionSpec, readManifestList, type Spec, writeHint } from './writeIcebergTable.ts';
 
 export interface IcebergCommitOptions {
   /** `append`: each export adds a snapshot; `replace`: each export replaces the table's data (an `overwrite` snapshot). */
@@ -23,6 +23,8 @@ export interface IcebergCommitOptions {
   readonly commitAttempts?: number;
   /** Where the table's current metadata is kept: its path (default) or an Iceberg REST catalog. */
   readonly catalog?: CatalogConfig | undefined;
+  /** Opens the output's destination again with credentials a catalog vended (S3 outputs); without it they are not used. */
+  readonly reopen?: ((credentials: VendedCredentials) => Destination) | undefined;
 }
 
 /**
@@ -44,10 +46,23 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
   const catalog = rest === undefined ? undefined : new RestCatalog(rest);
   const pointerOf = (storage: TableStorage): TablePointer => (rest === undefined ? pathPointer(storage) : restTablePointer(rest, storage.url, catalog));
 
+  // The output's destination opened with the credentials the catalog vended, when it vended some.
+  let vended: Destination | undefined;
+  const mine = (destination: Destination) => vended ?? destination;
+  const release = async () => {
+    const open = vended;
+    vended = undefined;
+    await open?.close();
+  };
+
   const load = async (destination: Destination, signal?: AbortSignal) => {
-    const storage = destinationStorage(destination);
-    const pointer = pointerOf(storage);
-    table = { storage, pointer, base: await pointer.load(signal) };
+    const pointer = pointerOf(destinationStorage(destination));
+    const base = await pointer.load(signal);
+    if (base.credentials !== undefined && options.reopen !== undefined) {
+      await release();
+      vended = options.reopen(base.credentials);
+    }
+    table = { storage: destinationStorage(mine(destination)), pointer, base };
     return table;
   };
 
@@ -74,6 +89,7 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
 
     async check(destination, signal) {
       await load(destination, signal);
+      await release();
     },
 
     async finish(destination, commit) {
@@ -86,7 +102,7 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
     },
 
     begin(destination, beginOptions) {
-      return tableTransaction(destination, beginOptions);
+      return tableTransaction(mine(destination), beginOptions);
     },
 
     prepare(schema) {
@@ -105,7 +121,7 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
       const { located, keep } = own;
       const files = content.files.map((f) => ({ path: located(f.path), rows: f.rows, bytes: f.bytes, partition: f.partition }));
       const summary = await commitSnapshot(
-        destinationStorage(destination),
+        destinationStorage(mine(destination)),
         {
           base: table.base,
         result: prepared.result,
@@ -132,6 +148,7 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
       // A concurrent writer committed this very export first: the table has it, these files are spare.
       if (summary.skipped) await tx.abort();
       else await tx.commit([]);
+      await release();
       const paths = summary.skipped ? [] : files.map((f) => f.path);
       return {
         executionId: content.execution_id,

@@ -81,6 +81,15 @@ export interface LoadedTable {
   readonly metadata: TableMetadata | undefined;
   /** A catalog's table not created yet: the uuid and location its staged creation gave. */
   readonly staged?: { readonly uuid: string; readonly location: string } | undefined;
+  /** Storage credentials a catalog vended for the table's location (S3), when it did. */
+  readonly credentials?: VendedCredentials | undefined;
+}
+
+/** Short-lived S3 credentials a catalog hands out for one table (`s3.access-key-id` and friends). */
+export interface VendedCredentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string | undefined;
 }
 
 /** The path table's pointer: `metadata/v<N+1>.metadata.json` created only if absent, then the hint. */

@@ -19,6 +19,9 @@ import { type JobSummary, runJob } from '../../../src/jobs/runJob.ts';
 import { planRun } from '../../../src/jobs/planRun.ts';
 import { formatPlan, planFields } from '../../../src/cli/output/shardSummary.ts';
 import { sluice } from '../../cli/sluiceProcess.ts';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { startLocalS3, type LocalS3 } from '../../helpers/s3.ts';
+import { startPreconditionGate, type PreconditionGate } from '../../helpers/preconditionGate.ts';
 import { startTestService, type TestService } from '../../helpers/service.ts';
 import { icebirdRead } from '../../helpers/icebird.ts';
 import { type CatalogStandIn, type StandInAuth, startCatalogStandIn } from '../../helpers/icebergCatalog.ts';
@@ -172,6 +175,20 @@ describe('table: iceberg through a REST catalog', () => {
     expect(rows).toHaveLength(12);
   });
 
+  it('three writers at once, unordered: every run commits one snapshot, in one linear history', async () => {
+    const stand = await standIn();
+    const table = tableName('free');
+    const runs = await Promise.all([1, 2, 3].map((i) => run(job(`rest-free-${i}`, NARROW, `mode: append\n        ${output(stand, table)}`))));
+    expect(runs.map((r) => r.outputs[0]!.rows)).toEqual([4, 4, 4]);
+    const { metadata, rows } = await readBack(stand, table);
+    expect(metadata.snapshots).toHaveLength(3);
+    for (let i = 1; i < 3; i++) expect(metadata.snapshots[i]['parent-snapshot-id']).toBe(metadata.snapshots[i - 1]['snapshot-id']);
+    expect(new Set(metadata.snapshots.map((s: any) => s.summary['sluice.execution-id'])).size).toBe(3);
+    expect(rows).toHaveLength(12);
+    // Two of the three created the table at the same time at most once: the others lost assert-create (409) and went on top.
+    expect(stand.requests.filter((r) => r.operation === 'updateTable' && r.status === 200)).toHaveLength(3);
+  });
+
   it('a commit answered 502 after it was applied is found in the table (no second snapshot); 500s that persist fail with nothing committed and no data files left', async () => {
     const stand = await standIn();
     const table = tableName('unknown');
@@ -299,6 +316,47 @@ describe('table: iceberg through a REST catalog', () => {
     const t4 = tableName('moved');
     await run(job('rest-moved', NARROW, output(stand, t4)));
     await expectRefused(output(stand, t4, `table: ${t4}`).replace(`path: "${join(dir, t4)}"`, `path: "${join(dir, `${t4}-elsewhere`)}"`), 'CATALOG_REJECTED', /keeps this table at file:\/\/.*set the output's path to/, `${t4}-elsewhere`);
+  });
+});
+
+describe('vended credentials', () => {
+  let s3: LocalS3;
+  let gate: PreconditionGate;
+  beforeAll(async () => {
+    s3 = await startLocalS3();
+    await s3.createBucket('lake');
+    gate = await startPreconditionGate(s3.endpoint);
+  });
+  afterAll(async () => {
+    await gate?.stop();
+    await s3?.stop();
+  });
+
+  it('an S3 table is written with the credentials the catalog vends for it; with access_delegation: none, with the output\'s own', async () => {
+    const vend = { accessKeyId: 'VENDEDKEY1', secretAccessKey: 'vended-secret', sessionToken: 'vended-session' };
+    const stand = await startCatalogStandIn({ vend, write: (location, body) => s3.client.send(new PutObjectCommand({ Bucket: 'lake', Key: location.slice('s3://lake/'.length), Body: body })).then(() => undefined) });
+    stands.push(stand);
+    const s3Output = (table: string, extra = '') =>
+      output(stand, table, extra).replace(`path: "${join(dir, table)}"`, `path: s3://lake/${table}\n        s3: { endpoint: "${gate.endpoint}", region: ${s3.region}, force_path_style: true }`);
+
+    const table = tableName('vended');
+    const seen = gate.accessKeys.length;
+    await run(job('rest-vended', NARROW, s3Output(table)));
+    const keys = gate.accessKeys.slice(seen);
+    expect(stand.requests.filter((r) => r.operation === 'loadTable' || r.operation === 'createTable').every((r) => r.headers['x-iceberg-access-delegation'] === 'vended-credentials')).toBe(true);
+    // Every write of the table (data files, manifests, journal) used the vended key; the sink's own check may use its own.
+    const puts = keys.filter((k) => k.method === 'PUT' || k.method === 'POST');
+    expect(puts.length).toBeGreaterThan(0);
+    expect(new Set(puts.map((k) => k.key))).toEqual(new Set(['VENDEDKEY1']));
+    const loaded = stand.table(['analytics'], table)!;
+    const rows = await icebirdRead(`s3://lake/${table}`, s3, loaded.metadataLocation.slice(`s3://lake/${table}/metadata/`.length));
+    expectIcebirdRows(rows, [await serviceRows(client, NARROW)]);
+
+    const own = tableName('own');
+    const before = gate.accessKeys.length;
+    await run(job('rest-own', NARROW, s3Output(own, 'access_delegation: none')));
+    expect(gate.accessKeys.slice(before).some((k) => k.key === 'VENDEDKEY1')).toBe(false);
+    expect(stand.requests.filter((r) => r.path.includes(own)).some((r) => r.headers['x-iceberg-access-delegation'] !== undefined)).toBe(false);
   });
 });
 

@@ -41,6 +41,12 @@ export const catalogConfigSchema = z.discriminatedUnion('type', [
     table: z.string().min(1).optional().describe('The table\'s name in the namespace (default: the last segment of the output path).'),
     create: z.boolean().optional().describe('Create the namespace and the table when absent (default true); false refuses an absent one before the query runs.'),
     auth: z.discriminatedUnion('type', [bearer, oauth2, sigv4, none]).optional().describe('How requests authenticate (default none).'),
+    access_delegation: z
+      .enum(['vended-credentials', 'none'])
+      .optional()
+      .describe(
+        'vended-credentials (default): ask the catalog for short-lived storage credentials of the table (X-Iceberg-Access-Delegation) and write an S3 table with them when it gives some; none: do not ask. Without vended credentials the output\'s own storage credentials are used.',
+      ),
   }),
 ]);
 

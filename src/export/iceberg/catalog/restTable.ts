@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { type TableMetadata, validMetadata } from '../metadata.ts';
 import type { TablePointer } from '../storage.ts';
-import type { LoadedTable } from '../writeIcebergTable.ts';
+import type { LoadedTable, VendedCredentials } from '../writeIcebergTable.ts';
 import { namespaceLevels, type RestCatalogConfig, tableName } from './catalogConfig.ts';
 import { IcebergCatalogError } from './catalogErrors.ts';
 import { namespacePath, RestCatalog } from './restCatalog.ts';
@@ -9,7 +9,26 @@ import { namespacePath, RestCatalog } from './restCatalog.ts';
 /** Times a commit answered 500/502/504 (outcome unknown) is looked up and sent again before giving up. */
 const UNKNOWN_OUTCOME_ATTEMPTS = 3;
 
-const loadResult = z.looseObject({ 'metadata-location': z.string().optional(), metadata: z.unknown() });
+const properties = z.record(z.string(), z.string());
+const loadResult = z.looseObject({
+  'metadata-location': z.string().optional(),
+  metadata: z.unknown(),
+  config: properties.optional(),
+  'storage-credentials': z.array(z.looseObject({ prefix: z.string(), config: properties })).optional(),
+});
+
+/**
+ * The S3 credentials of a load or create answer for `location`: the `storage-credentials` entry with
+ * the longest prefix of it, else the table `config` (older catalogs put them there).
+ */
+export function vendedCredentials(result: z.infer<typeof loadResult>, location: string): VendedCredentials | undefined {
+  const scoped = (result['storage-credentials'] ?? []).filter((c) => location.startsWith(c.prefix)).sort((a, b) => b.prefix.length - a.prefix.length)[0];
+  const config = scoped?.config ?? result.config ?? {};
+  const accessKeyId = config['s3.access-key-id'];
+  const secretAccessKey = config['s3.secret-access-key'];
+  if (accessKeyId === undefined || secretAccessKey === undefined) return undefined;
+  return { accessKeyId, secretAccessKey, sessionToken: config['s3.session-token'] };
+}
 const commitResponse = z.looseObject({ 'metadata-location': z.string(), metadata: z.unknown() });
 
 /**
@@ -27,6 +46,8 @@ export function restTablePointer(config: RestCatalogConfig, url: string, catalog
   const name = tableName(config, url);
   const qualified = [...namespace, name].join('.');
   const target = `table ${qualified} in Iceberg catalog ${catalog.name}`;
+  // Asked on load and create, as the spec's data-access parameter says; a catalog that vends none ignores it.
+  const delegation: Record<string, string> = config.access_delegation === 'none' ? {} : { 'x-iceberg-access-delegation': 'vended-credentials' };
   const tablePath = (signal?: AbortSignal) => catalog.path(`namespaces/${namespacePath(namespace)}/tables/${encodeURIComponent(name)}`, signal);
   const fail = (code: ConstructorParameters<typeof IcebergCatalogError>[0], detail: string, options?: ConstructorParameters<typeof IcebergCatalogError>[3]) =>
     new IcebergCatalogError(code, catalog.name, `table ${qualified}: ${detail}`, options);
@@ -54,6 +75,7 @@ export function restTablePointer(config: RestCatalogConfig, url: string, catalog
     // The schema is the result's and is not known yet: an empty one stands in; the commit sends the real one.
     const staged = await catalog.request('POST', await catalog.path(`namespaces/${namespacePath(namespace)}/tables`, signal), {
       body: { name, location: url, schema: { type: 'struct', 'schema-id': 0, fields: [] }, 'stage-create': true, properties: { 'write.format.default': 'parquet' } },
+      headers: delegation,
       signal,
     });
     if (staged.status === 409) return load(signal);
@@ -61,18 +83,20 @@ export function restTablePointer(config: RestCatalogConfig, url: string, catalog
     const result = loadResult.safeParse(staged.json);
     const metadata = metadataOf(result.success ? result.data.metadata : undefined, 'the staged creation');
     sameLocation(metadata.location);
-    return { version: 0, file: '', metadata: undefined, staged: { uuid: metadata['table-uuid'], location: metadata.location } };
+    const credentials = result.success ? vendedCredentials(result.data, metadata.location) : undefined;
+    return { version: 0, file: '', metadata: undefined, staged: { uuid: metadata['table-uuid'], location: metadata.location }, credentials };
   };
 
   const load = async (signal?: AbortSignal): Promise<LoadedTable> => {
     const path = await tablePath(signal);
-    const response = await catalog.request('GET', path, { signal });
+    const response = await catalog.request('GET', path, { headers: delegation, signal });
     if (response.status === 404) return stage(signal);
     if (response.status !== 200) throw fail('CATALOG_REJECTED', `loading it answered HTTP ${response.status} (${response.message})`);
     const result = loadResult.safeParse(response.json);
     const metadata = metadataOf(result.success ? result.data.metadata : undefined, 'GET table');
     sameLocation(metadata.location);
-    return { version: 0, file: (result.success ? result.data['metadata-location'] : undefined) ?? '', metadata };
+    const credentials = result.success ? vendedCredentials(result.data, metadata.location) : undefined;
+    return { version: 0, file: (result.success ? result.data['metadata-location'] : undefined) ?? '', metadata, credentials };
   };
 
   const metadataOf = (json: unknown, what: string): TableMetadata => {

@@ -61,6 +61,8 @@ export interface CatalogStandIn {
   readonly violations: string[];
   /** Token exchanges served (OAuth2). */
   readonly exchanges: number;
+  /** The next `count` table loads answer `status` (a catalog that fails while a writer looks up its commit). */
+  failLoads(count: number, status: number): void;
   /** Every OAuth2 token issued so far stops being accepted (as when it expires). */
   expireTokens(): void;
   /** The next `count` commits answer `status`; with `apply`, the commit is applied first (a lost response). */
@@ -132,6 +134,7 @@ export async function startCatalogStandIn(options: StandInOptions = {}): Promise
   const violations: string[] = [];
   let exchanges = 0;
   let failures: { count: number; status: number; apply: boolean } = { count: 0, status: 0, apply: false };
+  let loadFailures = { count: 0, status: 0 };
   const signer =
     auth.type === 'sigv4'
       ? new SignatureV4({ credentials: { accessKeyId: auth.accessKeyId, secretAccessKey: auth.secretAccessKey }, region: auth.region, service: auth.service, sha256: Sha256 })
@@ -282,6 +285,10 @@ export async function startCatalogStandIn(options: StandInOptions = {}): Promise
         return send(200, { metadata, ...vended(req, location) });
       }
       case 'loadTable': {
+        if (loadFailures.count > 0) {
+          loadFailures = { ...loadFailures, count: loadFailures.count - 1 };
+          return error(loadFailures.status, 'ServiceFailureException', 'injected failure');
+        }
         const table = tables.get(key);
         if (!table) return error(404, namespaces.has(ns!) ? 'NoSuchTableException' : 'NoSuchNamespaceException', `table ${levels!.join('.')}.${tableName} does not exist`);
         return send(200, { 'metadata-location': locationOf(table), metadata: publicMetadata(table.metadata), ...vended(req, table.location) });
@@ -342,6 +349,9 @@ export async function startCatalogStandIn(options: StandInOptions = {}): Promise
     },
     failCommits(count, status, apply = false) {
       failures = { count, status, apply };
+    },
+    failLoads(count, status) {
+      loadFailures = { count, status };
     },
     beforeCommit: undefined,
     expireTokens() {

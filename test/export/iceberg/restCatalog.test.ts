@@ -8,7 +8,7 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IcebergRestCatalog } from 'iceberg-js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { builtins } from '../../../connectors/index.ts';
 import { ServiceClient } from '../../../src/client/index.ts';
 import { parseJobFile, type Job } from '../../../src/config/index.ts';
@@ -210,6 +210,47 @@ describe('table: iceberg through a REST catalog', () => {
     expect((failed as Error).message).toMatch(/analytics\.unknown_\d+.*HTTP 500.*nothing was committed/);
     expect((await readBack(stand, table)).metadata.snapshots).toHaveLength(2);
     expect((await readdir(join(dir, table, 'data'))).sort()).toEqual(before);
+  });
+
+  it('a commit whose outcome cannot be learnt (502, then the table cannot be read) keeps its data files and lists them in the error', async () => {
+    const stand = await standIn();
+    const table = tableName('orphans');
+    await run(job('rest-orphans', NARROW, `mode: append\n        ${output(stand, table)}`));
+    const before = new Set(await readdir(join(dir, table, 'data')));
+    stand.failCommits(1, 502);
+    // The lookup after the 502 fails (every retry of it too).
+    stand.beforeCommit = async () => stand.failLoads(100, 500);
+    const failed = await run(job('rest-orphans-2', NARROW, `mode: append\n        ${output(stand, table)}`)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    stand.beforeCommit = undefined;
+    stand.failLoads(0, 0);
+    expect(failed).toBeInstanceOf(IcebergCatalogError);
+    const error = failed as IcebergCatalogError;
+    expect([error.code, error.unknownOutcome]).toEqual(['CATALOG_COMMIT_FAILED', true]);
+    const added = (await readdir(join(dir, table, 'data'))).filter((n) => !before.has(n));
+    expect(added).toHaveLength(1);
+    expect(error.orphans).toEqual([`data/${added[0]}`]);
+    expect(error.message).toMatch(/whether the snapshot \d+ landed is unknown.*left in place.*data\/part-/s);
+    expect((await readBack(stand, table)).metadata.snapshots).toHaveLength(1);
+  });
+
+  it('an OAuth2 token is renewed shortly before it expires, without a refusal', async () => {
+    const stand = await standIn({ type: 'oauth2', clientId: 'renewer', clientSecret: 'renew-secret', tokenLifeSeconds: 600 });
+    const auth = '{ type: oauth2, client_id: renewer, client_secret: "${RENEW_SECRET}" }';
+    const j = job('rest-renew', NARROW, `mode: append\n        ${output(stand, tableName('renew'), '', auth)}`, { RENEW_SECRET: 'renew-secret' });
+    await run(j);
+    expect(stand.exchanges).toBe(1);
+    // Only the clock is moved (the catalog's and the client's alike): 9.5 minutes on, the token has 30 s left.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 570_000 });
+    try {
+      await run(j);
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(stand.exchanges).toBe(2);
+    expect(stand.requests.filter((r) => r.status === 401)).toEqual([]);
   });
 
   it('bearer token: sent on every request; the config echoes it redacted; a wrong one is refused before the query runs', async () => {

@@ -325,7 +325,7 @@ export async function startCatalogStandIn(options: StandInOptions = {}): Promise
     if (!existing && !request.requirements.some((r) => r.type === 'assert-create')) return error(404, 'NoSuchTableException', `table ${levels.join('.')}.${name} does not exist`);
     const fail = failures.count > 0 ? failures : undefined;
     if (fail) failures = { ...failures, count: failures.count - 1 };
-    if (fail && !fail.apply) return error(fail.status, 'ServiceFailureException', 'injected failure');
+    if (fail && !fail.apply) return error(fail.status, fail.status === 409 ? 'CommitFailedException' : 'ServiceFailureException', 'injected failure');
     const metadata = structuredClone(existing?.metadata ?? emptyMetadata('', { type: 'struct', 'schema-id': 0, fields: [] }, {}));
     if (!existing) Object.assign(metadata, { schemas: [], 'partition-specs': [] });
     applyUpdates(metadata, request.updates);

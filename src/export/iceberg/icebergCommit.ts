@@ -107,8 +107,9 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
 
     prepare(schema) {
       if (table === undefined) throw new Error('icebergCommit: prepare before read');
-      const { storage, base } = table;
-      const prepSchema = prepareSchema(schema, base.metadata, storage.url, base.file);
+      const { storage, base, pointer } = table;
+      // Messages name the metadata file of a path table, the table in its catalog otherwise.
+      const prepSchema = prepareSchema(schema, base.metadata, storage.url, rest === undefined ? base.file : pointer.target(base));
       const spec = partitionSpec(prepSchema, options.partitionBy, base.metadata, storage.url);
       prepared = { result: schema, schema: prepSchema, spec };
       return { schema: prepSchema.fileSchema, convert: (batch) => toTableBatch(batch, prepSchema.fileSchema, prepSchema.columns) };

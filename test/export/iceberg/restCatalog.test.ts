@@ -14,6 +14,7 @@ import { ServiceClient } from '../../../src/client/index.ts';
 import { parseJobFile, type Job } from '../../../src/config/index.ts';
 import { describeOutput, resolveOutput } from '../../../src/export/index.ts';
 import { IcebergCatalogError } from '../../../src/export/iceberg/catalog/catalogErrors.ts';
+import { IcebergCommitConflictError, IcebergSchemaConflictError } from '../../../src/export/iceberg/errors.ts';
 import { catalogTarget } from '../../../src/export/iceberg/catalog/catalogConfig.ts';
 import { type JobSummary, runJob } from '../../../src/jobs/runJob.ts';
 import { planRun } from '../../../src/jobs/planRun.ts';
@@ -210,6 +211,47 @@ describe('table: iceberg through a REST catalog', () => {
     expect((failed as Error).message).toMatch(/analytics\.unknown_\d+.*HTTP 500.*nothing was committed/);
     expect((await readBack(stand, table)).metadata.snapshots).toHaveLength(2);
     expect((await readdir(join(dir, table, 'data'))).sort()).toEqual(before);
+  });
+
+  it('incremental: the cursor is committed in the snapshot summary through the catalog; a run with a fresh state directory resumes from it', async () => {
+    const stand = await standIn();
+    const table = tableName('cursor');
+    const text = (state: string) =>
+      `jobs:\n  - name: rest-cursor\n    source: { sql: "select id, c_varchar from sample.all_types where id > {{after}} order by id" }\n    incremental: { cursor: id, parameter: after, initial: -1000 }\n    outputs:\n      - format: parquet\n        table: iceberg\n        mode: append\n        ${output(stand, table)}\n# ${state}\n`;
+    const runIn = (state: string) => runJob(parseJobFile(text(state), { file: 'cursor.yaml', registry: builtins, env: {} }).jobs[0]!, { client, stateDir: join(dir, state), signal: new AbortController().signal });
+    const first = await runIn('cursor-state-1');
+    expect(first.rows).toBe(4);
+    const { metadata } = await readBack(stand, table);
+    const cursor = JSON.parse(metadata.snapshots[0].summary['sluice.cursor']) as { column: string; value: string };
+    expect(cursor).toMatchObject({ column: 'id' });
+    // A fresh state directory: the cursor comes from the table in the catalog, so nothing is read again.
+    const second = await runIn('cursor-state-2');
+    expect(second).toMatchObject({ rows: 0, cursor: { from: cursor.value } });
+    expect((await readBack(stand, table)).metadata.snapshots).toHaveLength(1);
+  });
+
+  it('a schema conflict and a catalog that keeps refusing the commit (409) fail with what to do; nothing is committed, the run\'s files are removed', async () => {
+    const stand = await standIn();
+    const table = tableName('conflicts');
+    await run(job('rest-conflict', NARROW, `mode: append\n        ${output(stand, table)}`));
+    const files = new Set(await readdir(join(dir, table, 'data')));
+    const conflict = await run(job('rest-conflict-2', 'select id::varchar as id, c_varchar from sample.all_types', `mode: append\n        ${output(stand, table)}`)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(conflict).toBeInstanceOf(IcebergSchemaConflictError);
+    expect((conflict as Error).message).toMatch(/\(table analytics\.conflicts_\d+ in Iceberg catalog http:\/\/127\.0\.0\.1:\d+ \(warehouse main\)\): column id is int in the table but string in this result; nothing was written/);
+
+    stand.failCommits(100, 409);
+    const lost = await run(job('rest-conflict-3', NARROW, `mode: append\n        ${output(stand, table)}`)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    stand.failCommits(0, 0);
+    expect(lost).toBeInstanceOf(IcebergCommitConflictError);
+    expect((lost as Error).message).toMatch(/lost the commit of table analytics\.conflicts_\d+ in Iceberg catalog http:\/\/127\.0\.0\.1:\d+ \(warehouse main\) to a concurrent writer 4 time\(s\); nothing was committed/);
+    expect((await readBack(stand, table)).metadata.snapshots).toHaveLength(1);
+    expect(new Set(await readdir(join(dir, table, 'data')))).toEqual(files);
   });
 
   it('a commit whose outcome cannot be learnt (502, then the table cannot be read) keeps its data files and lists them in the error', async () => {

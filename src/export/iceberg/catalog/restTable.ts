@@ -60,9 +60,10 @@ export function restTablePointer(config: RestCatalogConfig, url: string, catalog
 
   const ensureNamespace = async (signal?: AbortSignal) => {
     const path = await catalog.path(`namespaces/${namespacePath(namespace)}`, signal);
-    const found = await catalog.request('HEAD', path, { signal });
-    if (found.status === 204 || found.status === 200) return;
-    if (found.status !== 404) throw fail('CATALOG_REJECTED', `HEAD ${path} answered HTTP ${found.status} (${found.message})`);
+    // GET rather than HEAD: every catalog version serves it (HEAD came later to the spec).
+    const found = await catalog.request('GET', path, { signal });
+    if (found.status === 200) return;
+    if (found.status !== 404) throw fail('CATALOG_REJECTED', `GET ${path} answered HTTP ${found.status} (${found.message})`);
     if (config.create === false) throw fail('CATALOG_NOT_FOUND', `namespace ${namespace.join('.')} does not exist and catalog.create is false; create it in the catalog, or set create: true`);
     const made = await catalog.request('POST', await catalog.path('namespaces', signal), { body: { namespace, properties: {} }, signal });
     // 409: another writer made it meanwhile.

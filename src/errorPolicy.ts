@@ -23,7 +23,7 @@ import { IcebergMetadataError, IcebergNotATableError, IcebergPartitionError, Ice
 
 /**
  * The exit codes of every command. `sluice --help` prints them (src/cli/exit-codes.ts has the
- * words), and a test checks that the README's table says exactly the same.
+ * words), and a test checks that the table of docs/cli.md says exactly the same.
  */
 export const EXIT = {
   ok: 0,

@@ -2,7 +2,7 @@ import { EXIT, policyOf, type ExitCode } from '../errorPolicy.ts';
 
 export { EXIT, type ExitCode };
 
-/** What each exit code means, for `sluice --help` and the README (a test keeps them equal). */
+/** What each exit code means, for `sluice --help` and docs/cli.md (a test keeps them equal). */
 export const EXIT_CODE_DOCS: readonly { code: ExitCode; meaning: string }[] = [
   { code: EXIT.ok, meaning: 'success (also `schedule` stopped cleanly by SIGTERM/SIGINT)' },
   { code: EXIT.other, meaning: 'any other failure (network, service error, a bug; `schedule` when a run had to be abandoned)' },

@@ -228,7 +228,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
   }
 }
 
-/** The engine-wide bounds of the settings' `engine` block (README: memory and disk). */
+/** The engine-wide bounds of the settings' `engine` block (docs/local-service.md, "Engine and memory"). */
 function engineBounds(settings: ServiceSettings, dataDir: string): Pick<OpenEngineOptions, 'memoryLimit' | 'maxTempDirectorySize' | 'tempDirectory' | 'defaultThreads'> {
   const { memory_limit, max_temp_directory_size, temp_directory, threads } = settings.engine;
   return {

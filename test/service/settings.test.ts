@@ -36,7 +36,7 @@ describe('service settings', () => {
     expect(resolveTier(s, 'large')).toEqual({ threads: 2, cost_factor: 2, timeout_ms: 1_800_000, memory_limit_bytes: 2 * 1024 ** 3, temp_limit_bytes: 8 * 1024 ** 3 });
   });
 
-  it("takes the tiers' memory and temporary-disk bounds as the README writes them", async () => {
+  it("takes the tiers' memory and temporary-disk bounds as docs/local-service.md writes them", async () => {
     const path = join(dir, 'tiers.yaml');
     await writeFile(path, `${ISSUE_YAML}tiers:\n  medium: { memory_limit_bytes: 1073741824, temp_limit_bytes: 4294967296 }\n  large: { memory_limit_bytes: 268435456, temp_limit_bytes: 1073741824 }\n`);
     const s = await loadSettingsFile(path);

@@ -4,6 +4,7 @@
 // requirements as the spec says. Read back by independent clients: iceberg-js loads the table from
 // the catalog, icebird reads the data files of the metadata the catalog points at, value by value
 // against the service's rows.
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +20,7 @@ import { catalogTarget } from '../../../src/export/iceberg/catalog/catalogConfig
 import { type JobSummary, runJob } from '../../../src/jobs/runJob.ts';
 import { planRun } from '../../../src/jobs/planRun.ts';
 import { formatPlan, planFields } from '../../../src/cli/output/shardSummary.ts';
-import { sluice } from '../../cli/sluiceProcess.ts';
+import { ROOT, sluice } from '../../cli/sluiceProcess.ts';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { startLocalS3, type LocalS3 } from '../../helpers/s3.ts';
 import { startPreconditionGate, type PreconditionGate } from '../../helpers/preconditionGate.ts';
@@ -475,6 +476,14 @@ describe('catalog: in the job file', () => {
     expect(() => parse('        table: iceberg\n        catalog:\n          type: rest\n          uri: "https://c.example"\n')).toThrow(/jobs\.yaml:9:\d+.*namespace/s);
     expect(() => parse('        table: iceberg\n        catalog:\n          type: rest\n          uri: "https://c.example"\n          namespace: a\n          auth: { type: oauth2, client_id: x }\n')).toThrow(/jobs\.yaml:12:\d+.*client_secret/s);
     expect(() => parse('        table: iceberg\n        catalog: { type: glue }\n')).toThrow(/jobs\.yaml:8:\d+.*catalog\.type/s);
+  });
+
+  it('the example of docs/iceberg-catalogs.md is a valid job file, its secret from the environment and redacted', () => {
+    const doc = readFileSync(join(ROOT, 'docs/iceberg-catalogs.md'), 'utf8');
+    const yaml = /```yaml\n([\s\S]*?)\n```/.exec(doc)![1]!;
+    const [j] = parseJobFile(yaml, { file: 'docs/iceberg-catalogs.md', registry: builtins, env: { POLARIS_CLIENT_SECRET: 'from-env' } }).jobs;
+    expect(j!.outputs[0]!.catalog).toMatchObject({ type: 'rest', warehouse: 'lake', namespace: 'analytics', table: 'events', auth: { type: 'oauth2', client_secret: 'from-env' } });
+    expect(JSON.stringify(describeOutput(j!.outputs[0]!))).not.toContain('from-env');
   });
 
   it('path stays the default; validate and --plan name the catalog and table', () => {

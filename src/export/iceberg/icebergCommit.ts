@@ -55,9 +55,9 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
     await open?.close();
   };
 
-  const load = async (destination: Destination, signal?: AbortSignal) => {
+  const load = async (destination: Destination, signal?: AbortSignal, create = false) => {
     const pointer = pointerOf(destinationStorage(destination));
-    const base = await pointer.load(signal);
+    const base = await pointer.load(signal, { create });
     if (base.credentials !== undefined && options.reopen !== undefined) {
       await release();
       vended = options.reopen(base.credentials);
@@ -88,7 +88,8 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
     },
 
     async check(destination, signal) {
-      await load(destination, signal);
+      // Before a run: a catalog's namespace is made here, so the table's location is checked (staged) before the query runs.
+      await load(destination, signal, true);
       await release();
     },
 

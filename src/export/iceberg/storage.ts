@@ -28,8 +28,11 @@ export interface TableStorage {
 export interface TablePointer {
   /** How messages name what a commit on top of `base` goes to: the next metadata file, or the table in its catalog. */
   target(base: import('./writeIcebergTable.ts').LoadedTable): string;
-  /** The table as it is now (`metadata` undefined: no table yet). */
-  load(signal?: AbortSignal): Promise<import('./writeIcebergTable.ts').LoadedTable>;
+  /**
+   * The table as it is now (`metadata` undefined: no table yet). `create`: what a write needs may be
+   * made (a catalog's namespace); without it loading changes nothing (`--plan`).
+   */
+  load(signal?: AbortSignal, options?: { create?: boolean }): Promise<import('./writeIcebergTable.ts').LoadedTable>;
   /**
    * Makes `next` the table's current metadata if the table is still `base`. Returns the new current
    * metadata's name (relative to the table, or a catalog's metadata location), or undefined when

@@ -464,6 +464,9 @@ describe('validate and --plan name the catalog and table', () => {
       { catalog: undefined, table: `file://${join(dir, `${table}-by-path`)}` },
     ]);
     expect(formatPlan(plan)).toContain(`commits to Iceberg table analytics.events in catalog rest ${stand.uri} warehouse main`);
+    // A plan changes nothing in the catalog: it only reads (the namespace is made by a run's check).
+    expect(stand.requests.filter((r) => r.method !== 'GET')).toEqual([]);
+    expect(stand.namespaces()).toEqual([]);
     expect((planFields(plan) as { outputs: unknown[] }).outputs[0]).toMatchObject({ catalog: `rest ${stand.uri} warehouse main`, catalog_table: 'analytics.events' });
   });
 });

@@ -58,20 +58,24 @@ export function restTablePointer(config: RestCatalogConfig, url: string, catalog
     }
   };
 
-  const ensureNamespace = async (signal?: AbortSignal) => {
+  /** Whether the namespace is there; `create` makes it when absent (and allowed). */
+  const ensureNamespace = async (create: boolean, signal?: AbortSignal): Promise<boolean> => {
     const path = await catalog.path(`namespaces/${namespacePath(namespace)}`, signal);
     // GET rather than HEAD: every catalog version serves it (HEAD came later to the spec).
     const found = await catalog.request('GET', path, { signal });
-    if (found.status === 200) return;
+    if (found.status === 200) return true;
     if (found.status !== 404) throw fail('CATALOG_REJECTED', `GET ${path} answered HTTP ${found.status} (${found.message})`);
     if (config.create === false) throw fail('CATALOG_NOT_FOUND', `namespace ${namespace.join('.')} does not exist and catalog.create is false; create it in the catalog, or set create: true`);
+    if (!create) return false;
     const made = await catalog.request('POST', await catalog.path('namespaces', signal), { body: { namespace, properties: {} }, signal });
     // 409: another writer made it meanwhile.
     if (made.status !== 200 && made.status !== 409) throw fail('CATALOG_REJECTED', `creating namespace ${namespace.join('.')} answered HTTP ${made.status} (${made.message}); create it in the catalog, or check the grants of catalog.auth`);
+    return true;
   };
 
-  const stage = async (signal?: AbortSignal): Promise<LoadedTable> => {
-    await ensureNamespace(signal);
+  /** A table not there yet: its staged creation (nothing is created), once its namespace is there. */
+  const stage = async (create: boolean, signal?: AbortSignal): Promise<LoadedTable> => {
+    if (!(await ensureNamespace(create, signal))) return { version: 0, file: '', metadata: undefined };
     if (config.create === false) throw fail('CATALOG_NOT_FOUND', 'it does not exist and catalog.create is false; create the table in the catalog, or set create: true');
     // The schema is the result's and is not known yet: an empty one stands in; the commit sends the real one.
     const staged = await catalog.request('POST', await catalog.path(`namespaces/${namespacePath(namespace)}/tables`, signal), {
@@ -79,7 +83,7 @@ export function restTablePointer(config: RestCatalogConfig, url: string, catalog
       headers: delegation,
       signal,
     });
-    if (staged.status === 409) return load(signal);
+    if (staged.status === 409) return load(signal, { create });
     if (staged.status !== 200) throw fail('CATALOG_REJECTED', `a staged creation at ${url} answered HTTP ${staged.status} (${staged.message}); check the location is inside the catalog's warehouse and the grants of catalog.auth`);
     const result = loadResult.safeParse(staged.json);
     const metadata = metadataOf(result.success ? result.data.metadata : undefined, 'the staged creation');
@@ -88,10 +92,10 @@ export function restTablePointer(config: RestCatalogConfig, url: string, catalog
     return { version: 0, file: '', metadata: undefined, staged: { uuid: metadata['table-uuid'], location: metadata.location }, credentials };
   };
 
-  const load = async (signal?: AbortSignal): Promise<LoadedTable> => {
+  const load = async (signal?: AbortSignal, options: { create?: boolean } = {}): Promise<LoadedTable> => {
     const path = await tablePath(signal);
     const response = await catalog.request('GET', path, { headers: delegation, signal });
-    if (response.status === 404) return stage(signal);
+    if (response.status === 404) return stage(options.create === true, signal);
     if (response.status !== 200) throw fail('CATALOG_REJECTED', `loading it answered HTTP ${response.status} (${response.message})`);
     const result = loadResult.safeParse(response.json);
     const metadata = metadataOf(result.success ? result.data.metadata : undefined, 'GET table');
@@ -115,6 +119,12 @@ export function restTablePointer(config: RestCatalogConfig, url: string, catalog
     target: () => target,
     load,
     async swap(base, next, signal) {
+      if (base.metadata === undefined && base.staged === undefined) {
+        // Its namespace was not there when the table was read (a library caller that did not check): make it now.
+        const now = await load(signal, { create: true });
+        if (now.metadata !== undefined) return undefined;
+        base = now;
+      }
       for (let attempt = 1; ; attempt++) {
         const response = await send(base, next, signal);
         if (response.status === 200) {

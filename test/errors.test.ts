@@ -11,7 +11,7 @@ import { UsageError } from '../src/cli/usage-error.ts';
 import { EXIT, exitCodeOf, type ExitCode } from '../src/cli/exit-codes.ts';
 import { ConfigError, SluiceError } from '../src/errors.ts';
 import { SettingsError } from '../src/service/settings.ts';
-import { policyOf } from '../src/errorPolicy.ts';
+import { policyOf } from '../src/jobs/errorPolicy.ts';
 import { statusError } from '../src/client/status-errors.ts';
 import { PageSequenceError } from '../src/pipeline/fetchOrdered.ts';
 import { PolarsMissingError } from '../src/pipeline/dataFrame.ts';

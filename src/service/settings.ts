@@ -89,6 +89,12 @@ export const EngineSchema = z.strictObject({
   threads: posInt().optional().describe("DuckDB's worker threads (default: the core count, at most 4)"),
   temp_directory: z.string().min(1).optional().describe('Where DuckDB spills what does not fit in memory_limit (default: engine/tmp in the data directory); relative to the working directory'),
   max_temp_directory_size: size().default('8GiB').describe('Most disk the spilled data may take; a query that needs more fails with an out-of-memory error'),
+  memory_admission: z
+    .enum(['share', 'reserve'])
+    .optional()
+    .describe(
+      "How executions running at once share memory_limit. share (default): all run, bounded together by the sum of their tiers' bounds; when they need more together, whichever allocates next fails. reserve: an execution starts only when its tier's memory and temp bounds (at most the engine's) fit beside those running, and waits otherwise (the wait counts toward its timeout): each can use its whole bound, but fewer run at once (src/service/README.md)",
+    ),
 });
 
 export const ServiceSettingsSchema = z

@@ -12,14 +12,14 @@ import {
   PaymentRequiredError,
   QueryArchivedError,
   ServiceError,
-} from './client/errors.ts';
-import { ConfigError, SluiceError } from './errors.ts';
-import { BudgetExceededError, JobBusyError } from './jobs/errors.ts';
-import { DestinationCheckError, DestinationError, FormatError, KitError } from './kit/errors.ts';
-import { ArrowValueError, ValueDecodeError } from './types/errors.ts';
-import { AppendConflictError, SchemaDriftError } from './export/errors.ts';
-import { IcebergCatalogError } from './export/iceberg/catalog/catalogErrors.ts';
-import { IcebergMetadataError, IcebergNotATableError, IcebergPartitionError, IcebergSchemaConflictError, IcebergUnsupportedDestinationError } from './export/iceberg/errors.ts';
+} from '../client/errors.ts';
+import { ConfigError, SluiceError } from '../errors.ts';
+import { BudgetExceededError, JobBusyError } from './errors.ts';
+import { DestinationCheckError, DestinationError, FormatError, KitError } from '../kit/errors.ts';
+import { ArrowValueError, ValueDecodeError } from '../types/errors.ts';
+import { AppendConflictError, SchemaDriftError } from '../export/errors.ts';
+import { IcebergCatalogError } from '../export/iceberg/catalog/catalogErrors.ts';
+import { IcebergMetadataError, IcebergNotATableError, IcebergPartitionError, IcebergSchemaConflictError, IcebergUnsupportedDestinationError } from '../export/iceberg/errors.ts';
 
 /**
  * The exit codes of every command. `sluice --help` prints them (src/cli/exit-codes.ts has the

@@ -66,12 +66,14 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
     return table;
   };
 
+  // What marks a folder as a table sluice writes: its metadata, or the data files of a first export
+  // stopped before its commit. `check` then reads what is there to be sure. A catalog names its
+  // metadata files itself (no version hint).
+  const records = rest === undefined ? [VERSION_HINT, 'data/'] : ['metadata/', 'data/'];
+
   return {
     type: 'iceberg',
-    // What marks a folder as a table sluice writes: its metadata, or the data files of a first export
-    // stopped before its commit. `check` then reads what is there to be sure. A catalog names its
-    // metadata files itself (no version hint).
-    records: rest === undefined ? [VERSION_HINT, 'data/'] : ['metadata/', 'data/'],
+    records,
 
     async read(destination, signal) {
       const { storage, base } = await load(destination, signal);
@@ -87,10 +89,17 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
       return snapshot === undefined ? undefined : commitOf(storage, base, snapshot);
     },
 
+    // A catalog may vend the credentials to write with: the destination is checked with those.
+    checksDestination: rest !== undefined,
+
     async check(destination, signal) {
       // Before a run: a catalog's namespace is made here, so the table's location is checked (staged) before the query runs.
       await load(destination, signal, true);
-      await release();
+      try {
+        if (rest !== undefined) await mine(destination).check?.(signal, { records });
+      } finally {
+        await release();
+      }
     },
 
     async finish(destination, commit) {

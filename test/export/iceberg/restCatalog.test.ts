@@ -441,6 +441,17 @@ describe('vended credentials', () => {
     await run(job('rest-own', NARROW, s3Output(own, 'access_delegation: none')));
     expect(gate.accessKeys.slice(before).some((k) => k.key === 'VENDEDKEY1')).toBe(false);
     expect(stand.requests.filter((r) => r.path.includes(own)).some((r) => r.headers['x-iceberg-access-delegation'] !== undefined)).toBe(false);
+
+    // Only vended credentials: the output's own (a profile that does not exist) never resolve, and are never needed.
+    const onlyVended = tableName('onlyvended');
+    const noOwn = (extra = '') => s3Output(onlyVended, extra).replace('force_path_style: true }', 'force_path_style: true, profile: sluice-test-no-such-profile }');
+    const ran = await run(job('rest-only-vended', NARROW, noOwn()));
+    expect(ran.outputs[0]).toMatchObject({ rows: 4, skipped: false });
+    const refused = await run(job('rest-no-creds', NARROW, noOwn('access_delegation: none'))).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((refused as Error).message).toMatch(/sluice-test-no-such-profile|credentials/i);
   });
 });
 

@@ -42,7 +42,7 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
   let table: { storage: TableStorage; pointer: TablePointer; base: LoadedTable } | undefined;
   let prepared: { result: Schema; schema: PreparedSchema; spec: Spec } | undefined;
   const rest = options.catalog?.type === 'rest' ? options.catalog : undefined;
-  // One catalog client per export: an OAuth2 token is exchanged once and reused.
+  // One catalog client per export: the warehouse prefix is asked once (OAuth2 tokens are shared per process).
   const catalog = rest === undefined ? undefined : new RestCatalog(rest);
   const pointerOf = (storage: TableStorage): TablePointer => (rest === undefined ? pathPointer(storage) : restTablePointer(rest, storage.url, catalog));
 

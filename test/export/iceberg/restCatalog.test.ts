@@ -98,6 +98,25 @@ async function readBack(stand: CatalogStandIn, table: string, auth?: { type: 'be
 
 const commits = (stand: CatalogStandIn) => stand.requests.filter((r) => r.operation === 'updateTable').map((r) => JSON.parse(r.body) as { requirements: Record<string, unknown>[]; updates: Record<string, unknown>[] });
 
+describe('the catalog stand-in', () => {
+  it('refuses and records a request or answer the OpenAPI document does not allow (so a clean run means conforming traffic)', async () => {
+    const stand = await startCatalogStandIn();
+    try {
+      const post = (path: string, body: unknown) => fetch(`${stand.uri}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      // An update action the spec does not define, and a requirement without its field.
+      const bad = await post('/v1/wh-main/namespaces/a/tables/t', { requirements: [{ type: 'assert-table-uuid' }], updates: [{ action: 'set-snapshot-ref', 'ref-name': 'main' }] });
+      expect(bad.status).toBe(400);
+      expect(stand.violations).toHaveLength(1);
+      expect(stand.violations[0]).toMatch(/^request updateTable: /);
+      const route = await fetch(`${stand.uri}/v1/wh-main/no/such/route`);
+      expect(route.status).toBe(400);
+      expect(stand.violations[1]).toMatch(/no operation of the spec/);
+    } finally {
+      await stand.stop();
+    }
+  });
+});
+
 describe('table: iceberg through a REST catalog', () => {
   it('append: creates the namespace and table, one snapshot per run committed with assert-table-uuid and assert-ref-snapshot-id; read back by iceberg-js + icebird value by value', async () => {
     const stand = await standIn();
@@ -345,6 +364,7 @@ describe('table: iceberg through a REST catalog', () => {
     );
     expect((refused as IcebergCatalogError).code).toBe('CATALOG_AUTH_REFUSED');
     expect((refused as Error).message).toMatch(/token endpoint .*\/v1\/oauth\/tokens refused client sluice \(invalid_client/);
+    expect((refused as Error).message).not.toContain('nope');
   });
 
   it('AWS SigV4: every request signed by the SDK signer with the default credential chain, verified by re-signing; a wrong secret is refused', async () => {

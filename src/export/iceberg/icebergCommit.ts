@@ -46,9 +46,14 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
   const catalog = rest === undefined ? undefined : new RestCatalog(rest);
   const pointerOf = (storage: TableStorage): TablePointer => (rest === undefined ? pathPointer(storage) : restTablePointer(rest, storage.url, catalog));
 
-  // The output's destination opened with the credentials the catalog vended, when it vended some.
+  // The output's destination opened with the credentials the catalog vended, when it vended some:
+  // opened when first needed, closed after each read-only call (a plan's) and after the commit.
+  let credentials: VendedCredentials | undefined;
   let vended: Destination | undefined;
-  const mine = (destination: Destination) => vended ?? destination;
+  const mine = (destination: Destination) => {
+    if (credentials !== undefined && options.reopen !== undefined) vended ??= options.reopen(credentials);
+    return vended ?? destination;
+  };
   const release = async () => {
     const open = vended;
     vended = undefined;
@@ -58,10 +63,8 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
   const load = async (destination: Destination, signal?: AbortSignal, create = false) => {
     const pointer = pointerOf(destinationStorage(destination));
     const base = await pointer.load(signal, { create });
-    if (base.credentials !== undefined && options.reopen !== undefined) {
-      await release();
-      vended = options.reopen(base.credentials);
-    }
+    if (JSON.stringify(base.credentials) !== JSON.stringify(credentials)) await release();
+    credentials = base.credentials;
     table = { storage: destinationStorage(mine(destination)), pointer, base };
     return table;
   };
@@ -76,17 +79,25 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
     records,
 
     async read(destination, signal) {
-      const { storage, base } = await load(destination, signal);
-      if (base.metadata === undefined) return undefined;
-      const current = base.metadata.snapshots?.find((s) => String(s['snapshot-id']) === String(base.metadata?.['current-snapshot-id']));
-      return commitOf(storage, base, current);
+      try {
+        const { storage, base } = await load(destination, signal);
+        if (base.metadata === undefined) return undefined;
+        const current = base.metadata.snapshots?.find((s) => String(s['snapshot-id']) === String(base.metadata?.['current-snapshot-id']));
+        return await commitOf(storage, base, current);
+      } finally {
+        await release();
+      }
     },
 
     async find(destination, executionId, fingerprint, signal) {
       const { storage, base } = await load(destination, signal);
       // The same rule as the commit's own no-op check: in append mode any snapshot since the last overwrite.
       const snapshot = committed(base, { executionId, fingerprint }, options.mode);
-      return snapshot === undefined ? undefined : commitOf(storage, base, snapshot);
+      try {
+        return snapshot === undefined ? undefined : await commitOf(storage, base, snapshot);
+      } finally {
+        await release();
+      }
     },
 
     // A catalog may vend the credentials to write with: the destination is checked with those.

@@ -14,6 +14,7 @@ import { connect } from '../src/jobs/connect.ts';
 import { runJob } from '../src/jobs/runJob.ts';
 import { stream } from '../src/pipeline/stream.ts';
 import { builtins } from '../connectors/index.ts';
+import { recordFigure } from './figures.ts';
 
 const ROWS = Number(process.env.BENCH_JOB_ROWS ?? 1_000_000);
 
@@ -49,6 +50,10 @@ export async function run(): Promise<void> {
           `${Math.round(rate).toLocaleString('en-US')} rows/s, ${(summary.bytes / 1e6 / seconds).toFixed(1)} MB/s written, ${(rate / baseline).toFixed(2)}x the baseline`,
       );
       console.log(`peak RSS (process, DuckDB and the embedded service included): ${rssMiB()} MiB`);
+      if (ROWS === 1_000_000) {
+        recordFigure('quickstart-rate', `${(rate / baseline).toFixed(2)}x the rows per second`);
+        recordFigure('quickstart-peak', `${rssMiB()} MB`);
+      }
       await incrementalAgainstFull(connection.client, work, signal);
     } finally {
       await connection.close();

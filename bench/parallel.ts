@@ -33,8 +33,13 @@ import { ARROW_STREAM_MEDIA_TYPE } from '../src/protocol/index.ts';
 import { sampleEventsSelect } from '../src/service/engine/sampleEvents.ts';
 import { startChildService } from './pipeline.ts';
 import { runChildCase } from './childCase.ts';
+import { recordFigure } from './figures.ts';
 
 const ROWS = Number(process.env.BENCH_PARALLEL_ROWS ?? 1_000_000);
+/** Figures go to docs/performance.md only from the runs its rows describe: 1M rows, compiled cases. */
+const record: typeof recordFigure = (id, value) => {
+  if (ROWS === 1_000_000 && process.env.BENCH_FROM_SOURCE !== '1') recordFigure(id, value);
+};
 /** Rows per part (max_rows_per_file) of the exports: 4 parts per million rows. */
 const PART_ROWS = Math.max(1, Math.round(ROWS / 4));
 const KEY = 'sk_bench_admin_key';
@@ -92,11 +97,14 @@ export async function run(): Promise<void> {
       return n;
     });
     console.log(`stream() rows over JSON (target: at most 1.5x the JSON.parse time; after a warm-up read): ${(rowsMs / 1000).toFixed(2)} s = ${x(rowsMs / parse.ms)}`);
+    record('rows-json', `${x(rowsMs / parse.ms)} the time`);
     const jsonBatchesMs = await timeBatches(client, source, { wire: 'json' });
     console.log(`.batches() over JSON, concurrency 4: ${(jsonBatchesMs / 1000).toFixed(2)} s = ${x(jsonBatchesMs / parse.ms)}`);
+    record('batches-json', `${x(jsonBatchesMs / parse.ms)} the time`);
     if (arrowOffered) {
       const ms = await timeBatches(client, source, { wire: 'arrow' });
       console.log(`.batches() over Arrow: ${(ms / 1000).toFixed(2)} s = ${x(jsonBatchesMs / ms)} faster than over JSON (target >= 5x)`);
+      record('batches-arrow', `${x(jsonBatchesMs / ms)} as fast`);
     } else {
       console.log('.batches() over Arrow: the service does not serve Arrow pages (it answered JSON): no figure');
     }
@@ -104,6 +112,7 @@ export async function run(): Promise<void> {
     // Each read in a process of its own: this one holds the baseline's page bytes. Twice each: the
     // same read peaks some 20 MB apart from one run to the next (when V8's collections fall).
     console.log('\npeak RSS of a process reading .batches() (default options), threads included, two runs each:');
+    const peaks = { json: [] as string[], arrow: [] as string[] };
     for (const [label, src] of [
       [`${fmt(ROWS)}`, source],
       [`${fmt(ROWS * 5)}`, { executionId: await bigExecution() }],
@@ -120,8 +129,11 @@ export async function run(): Promise<void> {
         const start = range((r) => r.startRss, mib);
         const secs = range((r) => r.ms, (n) => (n / 1000).toFixed(2));
         console.log(`${label.padStart(9)} rows over ${wire.padEnd(5)}: ${start} MB -> peak ${peak} MB in ${secs} s (target: peak <= 300 MB, the same at 5x the rows)`);
+        peaks[wire].push(`${peak} MB`);
       }
     }
+    record('batches-peak-json', peaks.json.join(' / '));
+    if (arrowOffered) record('batches-peak-arrow', peaks.arrow.join(' / '));
     // Parts in parallel: each case in a process of its own (its peak RSS, threads included, is its own).
     const sizes = process.env.BENCH_BIG === '1' ? [ROWS, ROWS * 5] : [ROWS];
     // auto: as `workers: auto` decides (one thread per core at most, and only as many as the rows pay for on the wire).
@@ -136,17 +148,20 @@ export async function run(): Promise<void> {
       console.log(`DuckDB COPY ... TO parquet (zstd): ${(duckMs / 1000).toFixed(2)} s`);
       const id = size === ROWS ? execution.id : await bigExecution();
       console.log('wire   workers              seconds  vs DuckDB  speed-up vs 1  CPU s  cores got  peak RSS  main thread busy  loop delay p99');
+      const cases = new Map<string, CaseResult>();
       for (const wire of arrowOffered ? (['json', 'arrow'] as const) : (['json'] as const)) {
         let one = 0;
         for (const { workers, env } of counts) {
           const r = await runCase({ url: svc.url, key: KEY, executionId: id, wire, workers, out: join(dataDir, `export-${wire}-${workers}`), rowsPerFile: PART_ROWS }, env);
           if (r.rows !== size) throw new Error(`exported ${r.rows} rows, expected ${size}`);
           if (workers === 1 && env === undefined) one = r.ms;
+          cases.set(`${wire} ${workers}${env === undefined ? '' : ' image'}`, r);
           console.log(
             `${wire.padEnd(5)}  ${label(workers, env).padEnd(19)}  ${(r.ms / 1000).toFixed(2).padStart(7)}  ${x(r.ms / duckMs).padStart(9)}  ${x(one / r.ms).padStart(13)}  ${(r.cpuMs / 1000).toFixed(1).padStart(5)}  ${(r.cpuMs / r.ms).toFixed(2).padStart(9)}  ${mb(r.peakRss).padStart(8)}  ${`${(r.mainBusy * 100).toFixed(0)}%`.padStart(16)}  ${`${r.loopDelayP99.toFixed(0)} ms`.padStart(14)}`,
           );
         }
       }
+      if (size === ROWS) recordExports(cases, duckMs);
     }
     console.log('targets: workers 2 >= 1.7x workers 1; within 5x DuckDB COPY; peak RSS <= 300 MB and the same at 5x the rows');
     console.log(`"image's env": ${Object.entries(image).map(([k, v]) => `${k}=${v}`).join(' ')}, as the Dockerfile sets them`);
@@ -184,6 +199,22 @@ async function compileCases(): Promise<string> {
     throw new Error(`compiling the bench's cases failed (BENCH_FROM_SOURCE=1 runs them from the sources):\n${stdout}${stderr}`);
   }
   return folder;
+}
+
+/** The export figures of docs/performance.md, from the cases at 1M rows (`wire workers[ image]`). */
+function recordExports(cases: ReadonlyMap<string, CaseResult>, duckMs: number): void {
+  const json = cases.get('json 1')!;
+  const jsonImage = cases.get('json 1 image')!;
+  record('export-json-duckdb', `${x(json.ms / duckMs)} the time`);
+  record('export-workers-json', `${x(json.ms / cases.get('json 2')!.ms)} as fast`);
+  record('export-peak-json', `${mb(json.peakRss)} / ${mb(jsonImage.peakRss)}`);
+  record('export-time-image', `${x(jsonImage.ms / json.ms)} the time`);
+  const arrow = cases.get('arrow 1');
+  if (arrow === undefined) return;
+  record('export-arrow-duckdb', `${x(arrow.ms / duckMs)} the time`);
+  record('export-arrow', `${x(json.ms / arrow.ms)} as fast`);
+  record('export-workers-arrow', `${x(arrow.ms / cases.get('arrow 2')!.ms)} as fast`);
+  record('export-peak-arrow', `${mb(arrow.peakRss)} / ${mb(cases.get('arrow 1 image')!.peakRss)}`);
 }
 
 async function timed(f: () => Promise<number>): Promise<number> {

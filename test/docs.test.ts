@@ -1,5 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from './cli/sluiceProcess.ts';
 
@@ -35,4 +35,42 @@ describe('docs/', () => {
     expect(cited).toBeGreaterThan(40);
     expect(missing).toEqual([]);
   });
+
+  it('links only to pages and sections that exist (the README and every page of docs/)', () => {
+    const pages = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const broken: string[] = [];
+    for (const page of pages) {
+      const text = readFileSync(join(ROOT, page), 'utf8');
+      for (const [, target, section] of text.matchAll(/\]\(([^)#\s]*)(?:#([^)\s]+))?\)/g)) {
+        if (/^[a-z]+:/.test(target!)) continue; // https:, mailto:
+        const file = target === '' ? page : join(dirname(page), target!);
+        let linked: string;
+        try {
+          linked = readFileSync(join(ROOT, file), 'utf8');
+        } catch {
+          broken.push(`${page}: ${target}`);
+          continue;
+        }
+        if (section !== undefined && !anchors(linked).has(section)) broken.push(`${page}: ${target}#${section}`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it('holds every docs/ page the code names', () => {
+    const named = new Set<string>();
+    for (const file of [...sources(join(ROOT, 'src')), ...sources(join(ROOT, 'connectors')), ...sources(join(ROOT, 'bench'))]) {
+      for (const [, page] of readFileSync(file, 'utf8').matchAll(/\bdocs\/([\w-]+\.md)\b/g)) named.add(page!);
+    }
+    expect(named.size).toBeGreaterThan(3);
+    expect([...named].filter((page) => !existsSync(join(ROOT, 'docs', page)))).toEqual([]);
+  });
 });
+
+/** The anchors of a Markdown page: its headings as GitHub makes them, and explicit `<a id>`s. */
+function anchors(text: string): Set<string> {
+  const out = new Set<string>();
+  for (const [, heading] of text.matchAll(/^#{1,6} (.+)$/gm)) out.add(heading!.toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-'));
+  for (const [, id] of text.matchAll(/<a id="([^"]+)"><\/a>/g)) out.add(id!);
+  return out;
+}

@@ -7,6 +7,8 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from './cli/sluiceProcess.ts';
 import { startTestService } from './helpers/service.ts';
+import { parseJobFile } from '../src/config/index.ts';
+import { builtins } from '../connectors/index.ts';
 
 const run = promisify(execFile);
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
@@ -36,6 +38,27 @@ describe('README commands', () => {
     } finally {
       await svc.close();
     }
+  });
+
+  it('shows job files that are valid, each with the fields it is there to show', () => {
+    const blocks = [...README.matchAll(/```yaml\n([\s\S]*?)\n```/g)].map((m) => m[1]!);
+    expect(blocks).toHaveLength(2);
+    const [lake, sync] = blocks.map((text, i) => parseJobFile(text, { file: `README.md yaml block ${i + 1}`, registry: builtins, env: {} }).jobs[0]!);
+    expect(lake!.outputs.map((o) => [o.sink.type, o.table, o.partitionBy])).toEqual([
+      ['s3', 'manifest', ['day']],
+      ['file', 'iceberg', ['day']],
+    ]);
+    expect(sync!.incremental).toMatchObject({ cursor: 'id', parameter: 'after' });
+    expect(sync!.outputs[0]).toMatchObject({ mode: 'append' });
+    expect(sync!.schedule).toBe('*/15 * * * *');
+  });
+
+  it('links its first screen to the job file reference, and every docs/ page it links exists', () => {
+    const firstScreen = README.split('\n').slice(0, 25).join('\n');
+    expect(firstScreen).toContain('](docs/jobs.md)');
+    const linked = [...README.matchAll(/\]\((docs\/[^)#]+)(?:#[^)]*)?\)/g)].map((m) => m[1]!);
+    expect(linked.filter((p) => !existsSync(join(ROOT, p)))).toEqual([]);
+    expect(README.split('\n').length).toBeLessThanOrEqual(250);
   });
 
   it('explains each engine warning npm prints while installing on the oldest Node it allows', () => {

@@ -1,8 +1,8 @@
-import { EXIT, policyOf, type ExitCode } from '../errorPolicy.ts';
+import { EXIT, policyOf, type ExitCode } from '../jobs/errorPolicy.ts';
 
 export { EXIT, type ExitCode };
 
-/** What each exit code means, for `sluice --help` and the README (a test keeps them equal). */
+/** What each exit code means, for `sluice --help` and docs/cli.md (a test keeps them equal). */
 export const EXIT_CODE_DOCS: readonly { code: ExitCode; meaning: string }[] = [
   { code: EXIT.ok, meaning: 'success (also `schedule` stopped cleanly by SIGTERM/SIGINT)' },
   { code: EXIT.other, meaning: 'any other failure (network, service error, a bug; `schedule` when a run had to be abandoned)' },
@@ -15,7 +15,7 @@ export const EXIT_CODE_DOCS: readonly { code: ExitCode; meaning: string }[] = [
 ];
 
 /**
- * The exit code for an error: its row in the one error table (src/errorPolicy.ts), which the job
+ * The exit code for an error: its row in the one error table (src/jobs/errorPolicy.ts), which the job
  * runner and its retry policy read too.
  */
 export function exitCodeOf(error: unknown, interrupted = false): ExitCode {

@@ -125,14 +125,8 @@ export class Execution {
     if (maxAgeHours !== undefined && !(maxAgeHours >= 0)) {
       throw new InvalidArgumentError(`maxAgeHours must be a number >= 0, got ${maxAgeHours}`, { method: 'getLatestResult' });
     }
-    let page: ResultPage | undefined;
-    try {
-      // One row is enough to learn which execution holds the latest result and when it ended.
-      page = await client.getLatestResultPage(queryId, { parameters, limit: 1, allowPartialResults: true, signal });
-    } catch (err) {
-      if (!(err instanceof NotFoundError && err.serverMessage === MESSAGES.noLatestResult)) throw err;
-    }
-    if (page && isFresh(page, maxAgeHours)) return new Execution(client, page.execution_id, undefined, true);
+    const { page, fresh } = await findLatest(client, queryId, { parameters, maxAgeHours, signal });
+    if (page && fresh) return new Execution(client, page.execution_id, undefined, true);
     return client.execute({ queryId, parameters }, { performance: options.performance, signal });
   }
 
@@ -289,6 +283,26 @@ export class Execution {
   #ctx(method: string): ErrorContext {
     return { method, url: `GET ${this.#client.baseUrl}${PATHS.status(this.id)}`, executionId: this.id };
   }
+}
+
+/**
+ * The latest stored result of a saved query (its first row only: enough to learn which execution
+ * holds it and when it ended; undefined when there is none) and whether it may be reused: it holds
+ * a result and ended at most `maxAgeHours` ago. The one freshness rule: `getLatestResult` follows
+ * it, and a job's plan reports it.
+ */
+export async function findLatest(
+  client: Pick<ServiceClient, 'getLatestResultPage'>,
+  queryId: number,
+  options: Pick<LatestResultOptions, 'parameters' | 'maxAgeHours' | 'signal'>,
+): Promise<{ page: ResultPage | undefined; fresh: boolean }> {
+  let page: ResultPage | undefined;
+  try {
+    page = await client.getLatestResultPage(queryId, { parameters: options.parameters, limit: 1, allowPartialResults: true, signal: options.signal });
+  } catch (err) {
+    if (!(err instanceof NotFoundError && err.serverMessage === MESSAGES.noLatestResult)) throw err;
+  }
+  return { page, fresh: page !== undefined && isFresh(page, options.maxAgeHours) };
 }
 
 function isFresh(page: ResultPage, maxAgeHours: number | undefined): boolean {

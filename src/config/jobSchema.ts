@@ -6,8 +6,8 @@ import { outputConfigSchema, type ResolvedOutput } from '../export/outputConfig.
 import type { Registry } from '../kit/index.ts';
 import { cronProblem, timezoneProblem } from './cron.ts';
 
-// The one truth about job files: validation, types (z.infer), `sluice schema` and the README's
-// field reference all come from here. Fields are snake_case like the wire protocol. The outputs'
+// The one truth about job files: validation, types (z.infer), `sluice schema` and the job file
+// reference (docs/jobs.md, written by `npm run docs`) all come from here. Fields are snake_case like the wire protocol. The outputs'
 // formats and sinks come from the registry the caller hands in (the CLI: the built-in connectors).
 
 const ParameterValue = z.union([z.string(), z.number(), z.boolean()]);
@@ -122,7 +122,7 @@ function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
       name: z.string().regex(JOB_NAME, 'a job name is letters, digits, _ . and -, starting with a letter or digit').describe('Unique name of the job (used by `sluice run FILE --job NAME`, logs, metrics and resume state)'),
       description: z.string().optional().describe('Free text'),
       source: SourceSchema,
-      performance: PerformanceSchema.optional(),
+      performance: PerformanceSchema.optional().describe('Performance tier of the execution: medium (the default, 10 credits) or large (20 credits, more engine threads)'),
       result: ResultShapingSchema.optional(),
       outputs: z.array(output).min(1).describe('One or more outputs; the rows are fetched once and written to each'),
       schedule: z

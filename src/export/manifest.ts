@@ -94,3 +94,46 @@ export function encodeManifest(manifest: Manifest): Uint8Array {
   const text = JSON.stringify(manifest, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2);
   return new TextEncoder().encode(`${text}\n`);
 }
+
+/** What an export says about itself in its manifest (see `ExportMeta` in writeExport.ts). */
+export interface ManifestMeta {
+  readonly executionId: string;
+  readonly queryId?: number | undefined;
+  readonly parameters?: Record<string, unknown> | undefined;
+  readonly endedAt?: string | undefined;
+  readonly fingerprint?: string | undefined;
+  readonly job?: string | undefined;
+  readonly cursor?: (() => CursorState | undefined) | undefined;
+}
+
+/**
+ * The manifest of an export of `files`: the one place a `Manifest` is made, for an export written
+ * by one process (`writeExport`) and for one whose parts shards wrote (`shards`).
+ */
+export function buildManifest(
+  meta: ManifestMeta,
+  layout: { readonly mode: Manifest['mode']; readonly format: string; readonly partitionBy: readonly string[] },
+  files: FileEntry[],
+  schema: Manifest['schema'],
+  shards?: Manifest['shards'],
+): Manifest {
+  return {
+    version: 1,
+    execution_id: meta.executionId,
+    query_id: meta.queryId ?? null,
+    parameters: meta.parameters ?? null,
+    ended_at: meta.endedAt ?? null,
+    fingerprint: meta.fingerprint ?? null,
+    job: meta.job ?? null,
+    mode: layout.mode,
+    incremental: meta.cursor?.() ?? null,
+    written_at: new Date().toISOString(),
+    format: layout.format,
+    partition_by: [...layout.partitionBy],
+    total_rows: files.reduce((n, f) => n + f.rows, 0),
+    total_bytes: files.reduce((n, f) => n + f.bytes, 0),
+    files,
+    schema,
+    ...(shards === undefined ? {} : { shards }),
+  };
+}

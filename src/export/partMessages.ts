@@ -1,5 +1,5 @@
 import type { RangeReader } from '../pipeline/stream.ts';
-import type { SentError } from '../threadErrors.ts';
+import type { SentError } from '../threads/threadErrors.ts';
 
 /**
  * The messages between an export's thread and its part threads, apart from the code of either

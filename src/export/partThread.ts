@@ -3,7 +3,7 @@ import { RecordBatch, RecordBatchReader, type Schema } from 'apache-arrow';
 import { ServiceClient } from '../client/service-client.ts';
 import type { Format, FormatDescriptor } from '../kit/index.ts';
 import { stream } from '../pipeline/stream.ts';
-import { sendError } from '../threadErrors.ts';
+import { sendError } from '../threads/threadErrors.ts';
 import { CHUNK_BYTES, CHUNKS_IN_FLIGHT, type FromPartThread, type PartFormat, type PartJob, type ToPartThread } from './partMessages.ts';
 
 /**

@@ -3,12 +3,16 @@ import { type Schema, Table, tableToIPC } from 'apache-arrow';
 import type { Transaction } from './destination.ts';
 import { DEFAULT_CONCURRENCY } from '../pipeline/fetchOrdered.ts';
 import type { RangeReader } from '../pipeline/stream.ts';
-import { reviveError } from '../threadErrors.ts';
-import { startWorker } from '../workerThreads.ts';
+import * as exportErrors from './errors.ts';
+import { errorClasses, reviveError } from '../threads/threadErrors.ts';
+import { startWorker } from '../threads/workerThreads.ts';
 import { RowCountMismatchError } from './errors.ts';
 import { storeFile } from './partFile.ts';
 import type { PartRange } from './partPlan.ts';
 import type { FromPartThread, PartFormat, PartJob, ToPartThread } from './partMessages.ts';
+
+/** The export's own error classes, rebuilt as themselves when a part thread throws one. */
+const EXPORT_ERRORS = errorClasses(exportErrors);
 
 export { CHUNK_BYTES, CHUNKS_IN_FLIGHT } from './partMessages.ts';
 
@@ -262,7 +266,7 @@ class PartThread {
         return;
       case 'error': {
         this.#current = undefined;
-        const error = reviveError(message.error);
+        const error = reviveError(message.error, EXPORT_ERRORS);
         current.chunks.fail(error);
         current.rows.reject(error);
         return;

@@ -6,7 +6,7 @@ import { checkAppend } from './appendCheck.ts';
 import type { Commit, CommitProtocol, CursorState } from './commit.ts';
 import { RowCountMismatchError } from './errors.ts';
 import { fileEntryOf, type JournalPart, resumableLayout } from './journal.ts';
-import { describeSchema, type Manifest } from './manifest.ts';
+import { buildManifest, describeSchema, type Manifest } from './manifest.ts';
 import { commitFor } from './commitFor.ts';
 import { partFileName } from './partFileName.ts';
 import { type FileEntry, PartFile } from './partFile.ts';
@@ -245,7 +245,7 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
           await end(undefined);
           return { url: destination.url, rows: 0, bytes: 0, files: [], resumedFiles: 0, resumedRows: 0, committed: false };
         }
-        const manifest = buildManifest(input, resolved, files);
+        const manifest = buildManifest(input.meta, { mode: resolved.mode, format: resolved.format.type, partitionBy: resolved.partitionBy }, files, describeSchema(input.schema));
         const published = commit ? await publish(commit, destination, tx, manifest, previous, end) : await tx.commit([]);
         const resumedRows = resume.kept.reduce((n, p) => n + p.rows, 0);
         const summary = { url: destination.url, rows, bytes: manifest.total_bytes, files, resumedFiles: resumedFiles.length, resumedRows, ...(addedColumns.length > 0 ? { addedColumns } : {}) };
@@ -511,27 +511,6 @@ function checkColumns(schema: Schema, resolved: ResolvedOutput): void {
     issues.push({ path: 'partition_by', message: 'at least one column must stay in the data files', value: resolved.partitionBy.join(',') });
   }
   if (issues.length > 0) throw new ConfigError('output', issues);
-}
-
-function buildManifest(input: ExportInput, resolved: ResolvedOutput, files: FileEntry[]): Manifest {
-  return {
-    version: 1,
-    execution_id: input.meta.executionId,
-    query_id: input.meta.queryId ?? null,
-    parameters: input.meta.parameters ?? null,
-    ended_at: input.meta.endedAt ?? null,
-    fingerprint: input.meta.fingerprint ?? null,
-    job: input.meta.job ?? null,
-    mode: resolved.mode,
-    incremental: input.meta.cursor?.() ?? null,
-    written_at: new Date().toISOString(),
-    format: resolved.format.type,
-    partition_by: [...resolved.partitionBy],
-    total_rows: files.reduce((n, f) => n + f.rows, 0),
-    total_bytes: files.reduce((n, f) => n + f.bytes, 0),
-    files,
-    schema: describeSchema(input.schema),
-  };
 }
 
 function attemptId(): string {

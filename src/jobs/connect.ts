@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { ServiceClient } from '../client/service-client.ts';
+import type { ClientOptions } from '../client/config.ts';
 import { ConfigError as ClientConfigError } from '../client/errors.ts';
 import { DEFAULT_API_KEY_ENV, DEFAULT_EMBEDDED_DATA_DIR, type Connection } from '../config/jobSchema.ts';
 import type { ServiceSettingsInput } from '../service/settings.ts';
@@ -51,93 +52,81 @@ export interface ConnectOptions {
  */
 export async function connect(connection: Connection | undefined, options: ConnectOptions): Promise<Connected> {
   const keyEnv = connection?.api_key_env ?? DEFAULT_API_KEY_ENV;
-  const key = options.env[keyEnv];
-  const rate = {
+  const given = options.env[keyEnv];
+  const key = given === undefined || given === '' ? undefined : given;
+  const rate: Rate = {
     ...(connection?.rate_limit === undefined ? {} : { rateLimit: connection.rate_limit }),
     rateShare: options.rateShare ?? 1,
     ...(connection?.compression === undefined ? {} : { compression: connection.compression }),
   };
   const baseUrl = connection?.base_url;
   if (baseUrl !== undefined && baseUrl !== '') {
-    if (key === undefined || key === '') {
-      throw new ClientConfigError(`the API key is missing: set the environment variable ${keyEnv} (connection.api_key_env) for ${baseUrl}`);
-    }
+    if (key === undefined) throw new ClientConfigError(`the API key is missing: set the environment variable ${keyEnv} (connection.api_key_env) for ${baseUrl}`);
     const client = new ServiceClient({ baseUrl: apiBase(baseUrl), apiKey: key, apiKeyFrom: `the environment variable ${keyEnv}`, env: {}, ...rate });
     return { client, baseUrl: client.baseUrl, embedded: false, close: () => client.close() };
   }
-
-  // Imported here so that talking to a remote service never loads DuckDB.
-  const { startServiceThread } = await import('../service/thread.ts');
   const embedded = connection?.embedded;
-  const dataDir = resolve(options.cwd, embedded?.data_dir ?? DEFAULT_EMBEDDED_DATA_DIR);
-  let settings: ServiceSettingsInput | string;
-  let apiKey: string;
-  let apiKeyFrom = `the environment variable ${keyEnv}`;
-  if (embedded?.settings !== undefined) {
-    settings = resolve(options.cwd, embedded.settings);
-    const { loadSettingsFile } = await import('../service/settings.ts');
-    const loaded = await loadSettingsFile(settings);
-    apiKey = key !== undefined && key !== '' ? key : firstWriteKey(loaded.teams) ?? '';
-    if (apiKey === '') throw new ClientConfigError(`${settings}: no API key with the Write or Admin scope; add one or set ${keyEnv}`);
-    apiKeyFrom = key !== undefined && key !== '' ? `the environment variable ${keyEnv}` : `the first Write or Admin key of ${settings}`;
-  } else {
+  const folder: Folder = {
+    dataDir: resolve(options.cwd, embedded?.data_dir ?? DEFAULT_EMBEDDED_DATA_DIR),
+    sampleRows: embedded?.sample_rows,
+    defaultSettings: embedded?.settings === undefined,
+    ...(await embeddedKey(embedded?.settings === undefined ? undefined : resolve(options.cwd, embedded.settings), key, keyEnv)),
+  };
+  return openFolder(folder, rate, options);
+}
+
+type Rate = Pick<ClientOptions, 'rateLimit' | 'rateShare' | 'compression'>;
+
+/** The data folder of the embedded service, and the key this process uses with it. */
+interface Folder {
+  readonly dataDir: string;
+  readonly sampleRows: number | undefined;
+  /** No settings file: the service's one team and key are made up here (and advertised to other processes). */
+  readonly defaultSettings: boolean;
+  readonly settings: ServiceSettingsInput | string;
+  readonly apiKey: string;
+  readonly apiKeyFrom: string;
+}
+
+/** The settings the embedded service starts with, and the key to use: the environment's, else the settings file's first Write or Admin key, else a made-up one. */
+async function embeddedKey(settingsFile: string | undefined, key: string | undefined, keyEnv: string): Promise<Pick<Folder, 'settings' | 'apiKey' | 'apiKeyFrom'>> {
+  const fromEnv = `the environment variable ${keyEnv}`;
+  if (settingsFile === undefined) {
     // The embedded service is private to this process: any key works, the environment's if set.
-    apiKey = key !== undefined && key !== '' ? key : `sk_local_${randomBytes(12).toString('hex')}`;
-    settings = { teams: [{ name: 'demo', keys: [{ key: apiKey, scopes: ['Admin'] }] }] };
+    const apiKey = key ?? `sk_local_${randomBytes(12).toString('hex')}`;
+    return { settings: { teams: [{ name: 'demo', keys: [{ key: apiKey, scopes: ['Admin'] }] }] }, apiKey, apiKeyFrom: fromEnv };
   }
-  const defaultSettings = embedded?.settings === undefined;
+  const { loadSettingsFile } = await import('../service/settings.ts');
+  const loaded = await loadSettingsFile(settingsFile);
+  const apiKey = key ?? firstWriteKey(loaded.teams) ?? '';
+  if (apiKey === '') throw new ClientConfigError(`${settingsFile}: no API key with the Write or Admin scope; add one or set ${keyEnv}`);
+  return { settings: settingsFile, apiKey, apiKeyFrom: key !== undefined ? fromEnv : `the first Write or Admin key of ${settingsFile}` };
+}
+
+/**
+ * The folder's service: the one another process runs already (`sluice schedule`, `serve`, the
+ * parent of --processes), used over loopback, or one this process starts. The lease comes first:
+ * an owner that has withdrawn its record and sees no lease is sure no process can still be about
+ * to use it (owner.ts).
+ */
+async function openFolder(folder: Folder, rate: Rate, options: ConnectOptions): Promise<Connected> {
+  const { dataDir } = folder;
   const deadline = performance.now() + FOLDER_WAIT_MS;
   let waiting = false;
   for (;;) {
-    // The folder's service may run in another process already (`sluice schedule`, `serve`, the
-    // parent of --processes): use it over loopback.
-    // The lease comes first: an owner that has withdrawn its record and sees no lease is sure
-    // no process can still be about to use it (owner.ts).
     const releaseLease = await takeLease(dataDir);
     const owner = await findOwner(dataDir);
-    if (owner !== undefined && options.ownFolder === true) {
+    if (owner !== undefined && options.ownFolder !== true) return useOwner(folder, owner, releaseLease, rate, options);
+    await releaseLease();
+    if (owner !== undefined) {
       // A long-lived process never borrows: the owner would wait for it to exit, for ever.
-      await releaseLease();
       if (!waiting) options.onWaiting?.({ dataDir, pid: owner.pid });
       waiting = true;
       await abortableSleep(FOLDER_POLL_MS * 5, options.signal);
       continue;
     }
-    if (owner !== undefined) {
-      const sharedKey = defaultSettings && owner.key !== undefined ? owner.key : apiKey;
-      options.onShared?.({ url: owner.url, dataDir, pid: owner.pid });
-      const client = new ServiceClient({ baseUrl: owner.url, apiKey: sharedKey, apiKeyFrom: defaultSettings ? `the owner record of ${dataDir}` : apiKeyFrom, env: {}, ...rate });
-      return {
-        client,
-        baseUrl: owner.url,
-        embedded: false,
-        async close() {
-          await client.close();
-          await releaseLease();
-        },
-      };
-    }
-    await releaseLease();
     try {
-      // In a thread of its own: the service's page work runs on another core than the export's.
-      const service = await startServiceThread({
-        dataDir,
-        settings,
-        ...(embedded?.sample_rows === undefined ? {} : { sampleRows: embedded.sample_rows }),
-        advertise: defaultSettings ? { key: apiKey } : {},
-      });
-      options.onEmbedded?.({ url: service.url, dataDir });
-      const client = new ServiceClient({ baseUrl: service.url, apiKey, apiKeyFrom, env: {}, ...rate });
-      return {
-        client,
-        baseUrl: service.url,
-        embedded: true,
-        async close() {
-          await client.close();
-          // Other processes using this service finish first, unless this command was stopped.
-          await service.close(options.signal);
-        },
-      };
+      return await startOwn(folder, rate, options);
     } catch (error) {
       // Another process holds the folder: it is starting (its record comes once it listens) or
       // closing (the folder frees once its engine is closed). Anything else is an error here.
@@ -145,6 +134,44 @@ export async function connect(connection: Connection | undefined, options: Conne
       await abortableSleep(FOLDER_POLL_MS, options.signal);
     }
   }
+}
+
+type Owner = NonNullable<Awaited<ReturnType<typeof findOwner>>>;
+
+function useOwner(folder: Folder, owner: Owner, releaseLease: () => Promise<void>, rate: Rate, options: ConnectOptions): Connected {
+  const apiKey = folder.defaultSettings && owner.key !== undefined ? owner.key : folder.apiKey;
+  options.onShared?.({ url: owner.url, dataDir: folder.dataDir, pid: owner.pid });
+  const client = new ServiceClient({ baseUrl: owner.url, apiKey, apiKeyFrom: folder.defaultSettings ? `the owner record of ${folder.dataDir}` : folder.apiKeyFrom, env: {}, ...rate });
+  return connected(client, owner.url, false, releaseLease);
+}
+
+/** The folder's service, started in a thread of its own: its page work runs on another core than the export's. */
+async function startOwn(folder: Folder, rate: Rate, options: ConnectOptions): Promise<Connected> {
+  // Imported here so that talking to a remote service never loads DuckDB.
+  const { startServiceThread } = await import('../service/thread.ts');
+  const service = await startServiceThread({
+    dataDir: folder.dataDir,
+    settings: folder.settings,
+    ...(folder.sampleRows === undefined ? {} : { sampleRows: folder.sampleRows }),
+    advertise: folder.defaultSettings ? { key: folder.apiKey } : {},
+  });
+  options.onEmbedded?.({ url: service.url, dataDir: folder.dataDir });
+  const client = new ServiceClient({ baseUrl: service.url, apiKey: folder.apiKey, apiKeyFrom: folder.apiKeyFrom, env: {}, ...rate });
+  // Other processes using this service finish first, unless this command was stopped.
+  return connected(client, service.url, true, () => service.close(options.signal));
+}
+
+/** A connection whose close closes the client, then what holds the service (a lease, the service itself). */
+function connected(client: ServiceClient, baseUrl: string, embedded: boolean, then: () => Promise<void>): Connected {
+  return {
+    client,
+    baseUrl,
+    embedded,
+    async close() {
+      await client.close();
+      await then();
+    },
+  };
 }
 
 /** How long a process waits for a folder another process is opening or closing. */

@@ -15,7 +15,7 @@ import {
   sqlLiteral,
 } from './cursor.ts';
 import { CursorError } from './errors.ts';
-import type { CursorArgument } from './jobSource.ts';
+import { type CursorArgument, sourceInfo } from './jobSource.ts';
 
 type Incremental = NonNullable<Job['incremental']>;
 
@@ -60,7 +60,8 @@ export async function planCursor(job: Job, commits: readonly (Commit | undefined
     kind ??= k;
   });
   if (kind !== undefined) checkKind(job, kind, committed.find((s) => s !== undefined)!.type);
-  if ('query_id' in job.source) await checkSavedQuery(job, job.source.query_id, client, signal);
+  const source = sourceInfo(job);
+  if (source.kind === 'query') await checkSavedQuery(job, source.queryId!, client, signal);
 
   const starts = committed.map((state) => (state === undefined ? undefined : lookbackStart(kind!, state.value, inc.lookback)));
   const missing = starts.some((s) => s === undefined);

@@ -1,15 +1,15 @@
-import { NotFoundError } from '../client/errors.ts';
 import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
-import { MESSAGES, holdsResult, type ParameterValue, type ResultPage } from '../protocol/index.ts';
-import { jobSource } from './jobSource.ts';
-import { planCursor } from './incremental.ts';
-import { readCommits } from './runJob.ts';
-import { commitFor } from '../export/commitFor.ts';
-import { TIER_COST } from './budget.ts';
-import { outputFingerprint } from './committedOutput.ts';
-import { jobFingerprint, outputsFingerprint, RunStateStore } from './runState.ts';
+import type { ResolvedOutput } from '../export/outputConfig.ts';
+import { commitTarget } from '../export/commitFor.ts';
+import type { CatalogTarget } from '../export/iceberg/catalog/catalogConfig.ts';
 import { openDestination } from '../export/storage/openDestination.ts';
+import { creditsAllowed, executionCost } from './budget.ts';
+import { readCommit, readCommits, wouldSkip } from './committedOutput.ts';
+import { type CursorPlan, planCursor } from './incremental.ts';
+import { jobRunState, RunStateStore } from './runState.ts';
+import { partsPerShard, rowsPerPart } from './shards/plan.ts';
+import { decideSource, type SourceDecision } from './sourceDecision.ts';
 
 /** What a run of one job would do, found by reading only: nothing is executed, nothing written. */
 export interface JobPlan {
@@ -53,6 +53,8 @@ export interface OutputPlan {
   readonly partsPerShard: readonly number[] | undefined;
   /** The execution the output's committed export holds now (undefined: none). */
   readonly committedExecution: string | undefined;
+  /** A table output: the catalog and table it commits to (`commitTarget`). */
+  readonly commitsTo?: CatalogTarget | undefined;
 }
 
 export interface PlanRunOptions {
@@ -62,103 +64,73 @@ export interface PlanRunOptions {
   /** `--fresh`: never resume. */
   readonly resume: boolean;
   readonly shards?: number;
+  /** `--execution`: the run would read this one. */
+  readonly executionId?: string;
 }
 
 /**
- * `sluice run --plan`: per job, whether a run would execute (and what that costs), reuse a stored
- * result or resume an interrupted run's execution, the result's size when it exists, and what each
- * output would get. Reads only: the service's latest stored result (a page of one row, which starts
- * nothing) and execution statuses, the run state, the outputs' manifests.
+ * `sluice run --plan`: the phases of a run (see `JobRun`) up to where it would start an execution,
+ * reading only, and their report: whether the run would execute (and what that costs), reuse a
+ * stored result or resume an interrupted run's execution, the result's size when it exists, and
+ * what each output would get. It asks what the run asks, the same way: the outputs' commits,
+ * the run state (left as it is), the service's latest stored result (a page of one row, which starts
+ * nothing) and execution statuses.
  */
 export async function planRun(job: Job, options: PlanRunOptions): Promise<JobPlan> {
   const { client, signal } = options;
-  const tier = job.performance ?? 'medium';
-  const cost = TIER_COST[tier];
-  let action: JobPlan['action'] = 'execute';
-  let reason: string;
-  let executionId: string | undefined;
-  let rows: number | undefined;
-  let bytes: number | undefined;
-  const source = job.source;
-  if ('sql' in source) reason = `SQL runs anew on every run (${tier} tier)`;
-  else if ('query_id' in source) reason = `saved query ${source.query_id} runs anew (query_id always executes; latest reuses a stored result)`;
-  else if ('view_refresh' in source) reason = `refreshing view ${source.view_refresh.name} runs its query`;
-  else {
-    const { query_id, max_age_hours } = source.latest;
-    const streamSource = jobSource(job);
-    const page = await latestPage(client, query_id, 'queryId' in streamSource ? streamSource.parameters : undefined, signal);
-    if (page === undefined) reason = `saved query ${query_id} has no stored result for these parameters`;
-    else if (!holdsResult(page)) reason = `the latest result of saved query ${query_id} (execution ${page.execution_id}) is ${page.state}`;
-    else {
-      const ended = page.execution_ended_at === undefined ? NaN : Date.parse(page.execution_ended_at);
-      const ageHours = (Date.now() - ended) / 3_600_000;
-      if (max_age_hours !== undefined && !(ageHours <= max_age_hours)) {
-        reason = `the latest result of saved query ${query_id} ended ${ageHours.toFixed(1)} h ago, older than max_age_hours ${max_age_hours}`;
-      } else {
-        action = 'reuse';
-        executionId = page.execution_id;
-        reason = `the latest result of saved query ${query_id} (ended ${page.execution_ended_at ?? 'at an unknown time'}) is fresh enough`;
-        rows = page.result?.metadata.total_row_count;
-        bytes = page.result?.metadata.total_result_set_bytes;
-      }
-    }
-  }
-
-  // An interrupted run of the same job resumes its execution (read-only here: the state is not touched).
-  if (options.resume) {
-    const state = await new RunStateStore(options.stateDir).read(job.name).catch(() => undefined);
-    if (state !== undefined && state.fingerprint === jobFingerprint(job) && state.outputs === outputsFingerprint(job)) {
-      const status = await client.getStatus(state.execution_id, { signal }).catch(() => undefined);
-      if (status !== undefined && holdsResult(status)) {
-        action = 'resume';
-        executionId = state.execution_id;
-        reason = `an interrupted run (started ${state.started_at}) left execution ${state.execution_id}, which can still be read`;
-        rows = status.result_metadata?.total_row_count;
-        bytes = status.result_metadata?.total_result_set_bytes;
-      }
-    }
-  }
-  const credits = action === 'execute' ? cost : 0;
   const shards = options.shards ?? 1;
+  const cursor = job.incremental === undefined ? undefined : await planCursor(job, await readCommits(job, signal), client, signal);
+  // A sharded run never resumes: shard 0 starts or reuses its execution afresh.
+  const state = options.resume && shards === 1 ? jobRunState(new RunStateStore(options.stateDir), job) : undefined;
+  const decision = await decideSource(job, { client, signal, executionId: options.executionId, state, readOnly: true }, cursor?.argument);
+  const credits = decision.action === 'execute' ? executionCost(job) : 0;
   const outputs: OutputPlan[] = [];
-  for (const output of job.outputs) {
-    const destination = openDestination(output);
-    try {
-      const committed = destination.multiFile ? await commitFor(output).read(destination, signal).catch(() => undefined) : undefined;
-      const skip = committed !== undefined && executionId !== undefined && committed.executionId === executionId && committed.fingerprint === outputFingerprint(job, output);
-      const byRows = output.partitionBy.length === 0 && !Number.isFinite(output.maxBytesPerFile);
-      const rowsPerPart = !byRows ? undefined : Number.isFinite(output.maxRowsPerFile) ? output.maxRowsPerFile : rows === undefined ? undefined : Math.max(1, Math.ceil(rows / shards));
-      const parts = rows === undefined || rowsPerPart === undefined ? undefined : Math.max(1, Math.ceil(rows / rowsPerPart));
-      outputs.push({
-        url: destination.url,
-        format: output.format.type,
-        action: skip ? 'skip' : 'write',
-        parts,
-        rowsPerPart,
-        partsPerShard: parts === undefined || shards === 1 ? undefined : Array.from({ length: shards }, (_, s) => Math.floor(((s + 1) * parts) / shards) - Math.floor((s * parts) / shards)),
-        committedExecution: committed?.executionId,
-      });
-    } finally {
-      await destination.close();
-    }
-  }
+  for (const output of job.outputs) outputs.push(await planOutput(job, output, decision, shards, signal));
   const maxCredits = job.budget?.max_credits;
-  const cursor = job.incremental === undefined ? undefined : await cursorPreview(job, signal, client);
-  return { job: job.name, action, credits, executionId, reason, rows, bytes, budget: { maxCredits, withinBudget: maxCredits === undefined || credits <= maxCredits }, shards, outputs, ...(cursor === undefined ? {} : { cursor }) };
+  return {
+    job: job.name,
+    action: decision.action,
+    credits,
+    executionId: decision.executionId,
+    reason: decision.reason,
+    rows: decision.rows,
+    bytes: decision.bytes,
+    budget: { maxCredits, withinBudget: creditsAllowed(job, 0, credits) },
+    shards,
+    outputs,
+    ...(cursor === undefined ? {} : { cursor: cursorPreview(cursor) }),
+  };
+}
+
+/**
+ * What one output would get: skipped where the run would skip it (the execution exists and the
+ * output's commit holds it, written the same way: `wouldSkip`, the run's own rule; a sharded run
+ * always writes), else its parts when the row count is known and parts roll by rows.
+ */
+async function planOutput(job: Job, output: ResolvedOutput, decision: SourceDecision, shards: number, signal: AbortSignal): Promise<OutputPlan> {
+  const destination = openDestination(output);
+  const url = destination.url;
+  const committed = await readCommit(output, destination, signal)
+    .catch(() => undefined)
+    .finally(() => destination.close());
+  const rows = job.result?.filters === undefined ? decision.rows : undefined;
+  const skip = shards === 1 && decision.executionId !== undefined && (await wouldSkip(job, output, decision.executionId, rows, signal));
+  const perPart = rowsPerPart(output, rows, shards);
+  const parts = rows === undefined || perPart === undefined ? undefined : Math.max(1, Math.ceil(rows / perPart));
+  return {
+    url,
+    format: output.format.type,
+    action: skip ? 'skip' : 'write',
+    parts,
+    rowsPerPart: perPart,
+    partsPerShard: parts === undefined || shards === 1 ? undefined : partsPerShard(parts, shards),
+    committedExecution: committed?.executionId,
+    commitsTo: commitTarget(output, url),
+  };
 }
 
 /** The cursor a run would start from, planned as the run plans it (from the outputs' commits). */
-async function cursorPreview(job: Job, signal: AbortSignal, client: ServiceClient): Promise<CursorPreview> {
-  const plan = await planCursor(job, await readCommits(job, signal), client, signal);
+function cursorPreview(plan: CursorPlan): CursorPreview {
   const lookback = plan.from === null ? undefined : plan.incremental.lookback;
   return { column: plan.incremental.cursor, from: plan.from, value: plan.argument.value, ...(lookback === undefined ? {} : { lookback }) };
-}
-
-async function latestPage(client: ServiceClient, queryId: number, parameters: Record<string, ParameterValue> | undefined, signal: AbortSignal): Promise<ResultPage | undefined> {
-  try {
-    return await client.getLatestResultPage(queryId, { ...(parameters ? { parameters } : {}), limit: 1, allowPartialResults: true, signal });
-  } catch (error) {
-    if (error instanceof NotFoundError && error.serverMessage === MESSAGES.noLatestResult) return undefined;
-    throw error;
-  }
 }

@@ -1,8 +1,8 @@
-import { policyOf } from '../errorPolicy.ts';
+import { policyOf } from './errorPolicy.ts';
 
 /**
  * Whether running the job again could succeed: the `retryJob` column of the one error table
- * (src/errorPolicy.ts, which says why it differs from `SluiceError.retryable`). After an abort,
+ * (src/jobs/errorPolicy.ts, which says why it differs from `SluiceError.retryable`). After an abort,
  * never: an abort means stop.
  */
 export function worthRetrying(error: unknown, signal: AbortSignal): boolean {

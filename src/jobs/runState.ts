@@ -52,9 +52,9 @@ export interface JobRunState {
    * Resume applies only to an interrupted run of the same job (name), the same source (source,
    * result shaping, tier), the same outputs, whose execution can still be read, and that did not
    * end in a failure that would fail again (`failed` forgets those). Anything else is forgotten.
-   * Undefined when no interrupted run is known.
+   * Undefined when no interrupted run is known. `readOnly`: decide, forget nothing (a plan).
    */
-  decide(readable: (executionId: string) => Promise<boolean>): Promise<ResumeDecision | undefined>;
+  decide(readable: (executionId: string) => Promise<boolean>, options?: { readonly readOnly?: boolean }): Promise<ResumeDecision | undefined>;
   /** Remembers the execution this run started, before waiting for it: a kill from there on resumes it. */
   remember(executionId: string, started: boolean): Promise<void>;
   /** The execution is exported, or can never be: nothing to resume. */
@@ -67,7 +67,7 @@ export function jobRunState(store: RunStateStore, job: Job): JobRunState {
   const fingerprint = jobFingerprint(job);
   const outputs = outputsFingerprint(job);
   return {
-    async decide(readable) {
+    async decide(readable, options = {}) {
       const previous = await store.read(job.name);
       if (previous === undefined) return undefined;
       const executionId = previous.execution_id;
@@ -80,7 +80,8 @@ export function jobRunState(store: RunStateStore, job: Job): JobRunState {
               ? 'its execution can no longer be read (expired, failed or cancelled)'
               : undefined;
       if (reason !== undefined) {
-        await store.clear(job.name);
+        // A plan only reports: the run it describes clears the state.
+        if (options.readOnly !== true) await store.clear(job.name);
         return { resume: false, executionId, reason };
       }
       return { resume: true, executionId, started: previous.started, startedAt: previous.started_at };

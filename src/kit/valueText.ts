@@ -2,7 +2,7 @@ import { type Data, type DataType, type Field, makeVector, Type, TimeUnit, DateU
 import { dateText } from './dateText.ts';
 
 /**
- * Exact text for every Arrow value, per the column type mapping (README, "The library"): CSV cells and NDJSON values
+ * Exact text for every Arrow value, per the column type mapping (docs/library.md, "Column types"): CSV cells and NDJSON values
  * come from here so both formats agree. Values are read from the Arrow buffers, never through
  * `Vector.get`, which turns int64 timestamps into float milliseconds and decimals into objects.
  */

@@ -16,9 +16,9 @@ import { resolveSource, type ResolvedSource, type StreamClient, type StreamSourc
 
 /**
  * Arrow pages when the service offers them, else JSON (the real service answers JSON to any Accept).
- * The local service pre-encodes Arrow pages as it does JSON ones, and measured on two cores
- * (`npm run bench -- parallel`) `.batches()` over Arrow ran 5.2x as fast as over JSON and an export
- * to Parquet 3.7x as fast; values are the same on either wire.
+ * The local service pre-encodes Arrow pages as it does JSON ones, and `.batches()` and exports read
+ * them several times as fast as JSON pages (the figures: docs/performance.md, from
+ * `npm run bench -- parallel`); values are the same on either wire.
  */
 export const DEFAULT_WIRE: Wire = 'auto';
 

@@ -228,14 +228,18 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
   }
 }
 
-/** The engine-wide bounds of the settings' `engine` block (README: memory and disk). */
-function engineBounds(settings: ServiceSettings, dataDir: string): Pick<OpenEngineOptions, 'memoryLimit' | 'maxTempDirectorySize' | 'tempDirectory' | 'defaultThreads'> {
-  const { memory_limit, max_temp_directory_size, temp_directory, threads } = settings.engine;
+/** The engine-wide bounds of the settings' `engine` block (docs/local-service.md, "Engine and memory"). */
+function engineBounds(
+  settings: ServiceSettings,
+  dataDir: string,
+): Pick<OpenEngineOptions, 'memoryLimit' | 'maxTempDirectorySize' | 'tempDirectory' | 'defaultThreads' | 'memoryAdmission'> {
+  const { memory_limit, max_temp_directory_size, temp_directory, threads, memory_admission } = settings.engine;
   return {
     memoryLimit: memory_limit,
     maxTempDirectorySize: max_temp_directory_size,
     tempDirectory: temp_directory === undefined ? join(dataDir, 'engine', 'tmp') : resolve(temp_directory),
     defaultThreads: threads ?? Math.min(4, availableParallelism()),
+    ...(memory_admission === undefined ? {} : { memoryAdmission: memory_admission }),
   };
 }
 

@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { startService, type ServiceOptions } from './index.ts';
-import { sendError } from '../threadErrors.ts';
+import { sendError } from '../threads/threadErrors.ts';
 
 /**
  * The local service in a worker thread of its own (started by `startServiceThread`): its page

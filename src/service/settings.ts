@@ -39,8 +39,8 @@ export const KeySchema = z.strictObject({
 
 export const TeamSchema = z.strictObject({
   name: z.string().regex(TEAM_NAME, 'a team name starts with a-z and holds a-z, 0-9 and _').describe('Team name'),
-  plan: PlanSchema.prefault({}),
-  keys: z.array(KeySchema).default([]),
+  plan: PlanSchema.prefault({}).describe("The team's credits, concurrency, storage quota and request rates"),
+  keys: z.array(KeySchema).default([]).describe("The team's API keys and their scopes"),
 });
 
 export const TierSchema = z.strictObject({
@@ -82,24 +82,30 @@ const size = () =>
 
 /**
  * The engine's bounds, shared by every team and execution. Defaults fit a small container (see
- * the README): what a result needs beyond memory_limit is spilled to temp_directory.
+ * docs/local-service.md): what a result needs beyond memory_limit is spilled to temp_directory.
  */
 export const EngineSchema = z.strictObject({
   memory_limit: size().default('256MiB').describe("DuckDB's memory limit (its buffer pool: tables, results being written, sorts, joins); work beyond it spills to temp_directory"),
   threads: posInt().optional().describe("DuckDB's worker threads (default: the core count, at most 4)"),
   temp_directory: z.string().min(1).optional().describe('Where DuckDB spills what does not fit in memory_limit (default: engine/tmp in the data directory); relative to the working directory'),
   max_temp_directory_size: size().default('8GiB').describe('Most disk the spilled data may take; a query that needs more fails with an out-of-memory error'),
+  memory_admission: z
+    .enum(['share', 'reserve'])
+    .optional()
+    .describe(
+      "How executions running at once share memory_limit. share (default): all run, bounded together by the sum of their tiers' bounds; when they need more together, whichever allocates next fails. reserve: an execution starts only when its tier's memory and temp bounds (at most the engine's) fit beside those running, and waits otherwise (the wait counts toward its timeout): each can use its whole bound, but fewer run at once (src/service/README.md)",
+    ),
 });
 
 export const ServiceSettingsSchema = z
   .strictObject({
     teams: z.array(TeamSchema).min(1).describe('Teams, their plans and API keys'),
-    limits: LimitsSchema.prefault({}),
+    limits: LimitsSchema.prefault({}).describe('Limits of every team: result pages, retention, result size, timeouts, credits, request sizes and rates'),
     tiers: z
       .strictObject({ medium: TierSchema.partial().prefault({}), large: TierSchema.partial().prefault({}) })
       .prefault({})
       .describe('Performance tiers; unset fields: medium 1 thread x1, 1 GiB memory, 4 GiB temp; large 2 threads x2, 2 GiB memory, 8 GiB temp; timeout limits.execution_timeout_ms'),
-    faults: FaultsSchema.prefault({}),
+    faults: FaultsSchema.prefault({}).describe('Misbehaviour on purpose (latency, error answers, reset connections), to test clients against; all off by default'),
     datasets: z.array(z.enum(['sample'])).default(['sample']).describe('Datasets loaded when the service starts'),
     engine: EngineSchema.prefault({}).describe("The query engine's memory, temporary disk and threads"),
   })

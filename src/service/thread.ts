@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { Worker } from 'node:worker_threads';
-import { reviveError, sendError, type SentError } from '../threadErrors.ts';
-import { startWorker } from '../workerThreads.ts';
+import { reviveError, sendError, type SentError } from '../threads/threadErrors.ts';
+import { startWorker } from '../threads/workerThreads.ts';
 import type { ServiceOptions } from './index.ts';
 import { SettingsError } from './settings.ts';
 import { onExitStop } from '../exitHooks.ts';

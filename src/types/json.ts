@@ -2,12 +2,12 @@
  * Lossless JSON for result pages.
  *
  * `JSON.parse` rounds integers beyond 2^53, and a reviver on every value (the textbook fix,
- * with `context.source`) made it 7-12x slower in bench/types.ts. So:
+ * with `context.source`) made it several times slower (`npm run bench -- types` prints both). So:
  * 1. a page is scanned for integer tokens of 16+ digits beyond 2^53 (every integer of 15
  *    digits or fewer is safe), reading about one char in 16; none: plain `JSON.parse`;
  * 2. otherwise each such token is rewritten as a marker string (`"\u0000<digits>"`), the
  *    text parsed with plain `JSON.parse`, and the marker strings turned into bigints by one
- *    walk over the parsed value: about 2.5x a plain parse instead of 7-12x;
+ *    walk over the parsed value: a fraction of the reviver's cost;
  * 3. the reviver remains the fallback when the marker could be ambiguous (the page holds a
  *    `\u0000` escape) or the scan mistook text inside a string for a number (the rewrite
  *    then always yields a SyntaxError, since it puts a backslash outside any string).

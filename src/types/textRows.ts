@@ -16,10 +16,9 @@ import type { SqlType } from './sql-type.ts';
  * and the decoders give for the same text: numbers as `Number(token)` (integers beyond 2^53 as
  * bigint), strings as their text (a raw control character, which JSON forbids, gives up).
  *
- * Measured on `sample.events` pages (8 columns, 31,250 rows, 4.8 MB), per million rows: typed rows
- * 0.79-0.80 s against 1.0 s for `JSON.parse` plus the row decoder; Arrow batches 0.55-0.58 s against 1.03 s
- * for `JSON.parse` plus the row appender, and 0.8 s for a bare `JSON.parse` (`npm run bench -- types`
- * times both paths).
+ * Both typed rows and Arrow batches read this way take less time than `JSON.parse` plus the
+ * decoders (`npm run bench -- types` times both paths); what reading JSON pages costs against a
+ * bare `JSON.parse`: docs/performance.md.
  */
 
 /** Where the rows of a page were, what they made, and how many the page holds. */

@@ -81,10 +81,10 @@ describe('exit codes', () => {
   });
 });
 
-describe('the README', () => {
+describe('docs/cli.md', () => {
   it('documents exactly the exit codes of src/cli/exit-codes.ts, which `sluice --help` prints', async () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('### Exit codes'));
+    const doc = readFileSync(join(ROOT, 'docs', 'cli.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('## Exit codes'));
     const rows = [...section.slice(0, section.indexOf('\n\n', section.indexOf('| Code |'))).matchAll(/^\| (\d+) \| (.+) \|$/gm)];
     expect(rows.map(([, code, meaning]) => ({ code: Number(code), meaning }))).toEqual(EXIT_CODE_DOCS);
     const cli = io();
@@ -93,8 +93,8 @@ describe('the README', () => {
   });
 
   it('lists every command of the command table, and every command in it exists', () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## Command line'), readme.indexOf('### Exit codes'));
+    const doc = readFileSync(join(ROOT, 'docs', 'cli.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('## Commands'), doc.indexOf('## Exit codes'));
     const table = section.split('\n').filter((l) => l.startsWith('| `sluice ')).join('\n');
     // `sluice views list\|get\|...` stands for one command per subcommand.
     const documented = [...table.matchAll(/`sluice ([^`]+)`/g)].flatMap(([, usage]) => {

@@ -1,6 +1,6 @@
 // SIGTERM / SIGINT at a spread of moments of a real export on the embedded service (starting,
 // executing, streaming pages, writing, committing): every stop ends with the exit code of the
-// README's table, never a native abort (exit 134, "terminate called after throwing an instance of
+// table in docs/cli.md, never a native abort (exit 134, "terminate called after throwing an instance of
 // 'Napi::Error'"), and leaves no lock file in state_dir; the next run resumes and completes.
 // The delays are a spread, not expectations: a signal that lands after the run ended finds it
 // finished (exit 0), and that is accepted as such.

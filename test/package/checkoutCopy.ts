@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { ROOT } from '../cli/sluiceProcess.ts';
 
 /** What `files`, the build and the scripts of package.json need: the sources, not the tests. */
-const PACKAGE_FILES = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'bin', 'src', 'connectors', 'config'];
+const PACKAGE_FILES = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'docs', 'bin', 'src', 'connectors', 'config'];
 
 export interface CheckoutCopy {
   readonly dir: string;

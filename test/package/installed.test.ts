@@ -54,7 +54,7 @@ describe('the installed package', () => {
 
   it('ships the compiled output and no TypeScript sources', async () => {
     const top = await readdir(pkgDir);
-    expect(top).toEqual(expect.arrayContaining(['bin', 'dist', 'package.json', 'README.md']));
+    expect(top).toEqual(expect.arrayContaining(['bin', 'dist', 'docs', 'package.json', 'README.md']));
     expect(top).not.toContain('src');
     expect(top).not.toContain('test');
   });

@@ -36,7 +36,7 @@ describe('service settings', () => {
     expect(resolveTier(s, 'large')).toEqual({ threads: 2, cost_factor: 2, timeout_ms: 1_800_000, memory_limit_bytes: 2 * 1024 ** 3, temp_limit_bytes: 8 * 1024 ** 3 });
   });
 
-  it("takes the tiers' memory and temporary-disk bounds as the README writes them", async () => {
+  it("takes the tiers' memory and temporary-disk bounds as docs/local-service.md writes them", async () => {
     const path = join(dir, 'tiers.yaml');
     await writeFile(path, `${ISSUE_YAML}tiers:\n  medium: { memory_limit_bytes: 1073741824, temp_limit_bytes: 4294967296 }\n  large: { memory_limit_bytes: 268435456, temp_limit_bytes: 1073741824 }\n`);
     const s = await loadSettingsFile(path);
@@ -113,6 +113,8 @@ describe('service settings', () => {
     expect(() => parseSettings({ teams, engine: { memory_limit: '1 gigabyte' } })).toThrow(/engine\.memory_limit: a size is a number of bytes or a number with a unit/);
     expect(() => parseSettings({ teams, engine: { threads: 0 } })).toThrow(/engine\.threads/);
     expect(() => parseSettings({ teams, engine: { memory: '1GB' } })).toThrow(/engine: .*memory/);
+    expect(parseSettings({ teams, engine: { memory_admission: 'reserve' } }).engine.memory_admission).toBe('reserve');
+    expect(() => parseSettings({ teams, engine: { memory_admission: 'fair' } })).toThrow(/engine\.memory_admission/);
     // The engine takes them: DuckDB reports what it was given.
     const dir = await mkdtemp(join(tmpdir(), 'sluice-engine-settings-'));
     try {
@@ -122,7 +124,9 @@ describe('service settings', () => {
         const rows = await (engine as unknown as { withConnection<T>(fn: (c: { runAndReadAll(sql: string): Promise<{ getRowsJson(): unknown[][] }> }) => Promise<T>): Promise<T> }).withConnection(
           async (c) => (await c.runAndReadAll("select current_setting('memory_limit'), current_setting('max_temp_directory_size'), current_setting('threads')::INTEGER, current_setting('temp_directory')")).getRowsJson(),
         );
-        expect(rows[0]).toEqual(['96.0 MiB', '1.0 GiB', 1, join(dir, 'tmp')]);
+        // The instance of users' SQL gets three quarters of memory_limit, the files instance the
+        // rest (engine/index.ts): together what was given.
+        expect(rows[0]).toEqual(['72.0 MiB', '1.0 GiB', 1, join(dir, 'tmp')]);
       } finally {
         await engine.close();
       }

@@ -30,7 +30,7 @@ export type FileConfig = z.output<typeof fileConfig>;
  * A local folder. The output path is a symbolic link to the folder of its current commit, kept in
  * `.<name>.sluice/` beside it; a commit writes a new folder there and renames a new link over the
  * output path, so a reader listing the folder, as one reading the manifest, sees the old output or
- * the new one (README, "What a reader sees"). The commit itself is written once over this store in
+ * the new one (docs/running-jobs.md, "What a reader sees"). The commit itself is written once over this store in
  * src/export.
  */
 export const file = defineSink({

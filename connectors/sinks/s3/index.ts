@@ -9,7 +9,7 @@ export { s3Config, type S3Config, s3Options } from './options.ts';
  * Amazon S3 or a compatible store: the store's calls only (GET, PUT with `If-None-Match` /
  * `If-Match`, multipart uploads, HEAD, LIST, DELETE). The commit is written once over them in
  * src/export: parts under their final keys, `_manifest.json` put conditionally as the commit point,
- * `_SUCCESS` after it (README, "What a reader sees"). Multipart uploads a killed run left open are
+ * `_SUCCESS` after it (docs/running-jobs.md, "What a reader sees"). Multipart uploads a killed run left open are
  * not listed: an AbortIncompleteMultipartUpload lifecycle rule on the bucket reclaims them.
  */
 export const s3 = defineSink({

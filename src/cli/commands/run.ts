@@ -102,7 +102,7 @@ export const runCommand = defineCommand({
         // Paths as resolved here (relative ones against this folder): where the run would keep its state and write.
         if (!json) await writeOut(io.stdout, `state_dir: ${stateDir}\n`);
         for (const job of jobs) {
-          const plan = await planRun(job, { client: connection.client, stateDir, signal, resume: !flag(values, 'fresh'), shards: planShards(values) });
+          const plan = await planRun(job, { client: connection.client, stateDir, signal, resume: !flag(values, 'fresh'), shards: planShards(values), ...(executionId === undefined ? {} : { executionId }) });
           await writeOut(io.stdout, json ? `${JSON.stringify({ ...planFields(plan), state_dir: stateDir })}\n` : formatPlan(plan));
         }
         return EXIT.ok;

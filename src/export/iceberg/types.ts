@@ -65,7 +65,7 @@ export interface IcebergSchema extends IcebergStruct {
 
 /**
  * How a value is changed on its way into the table's Parquet files. Every change is exact and
- * documented (README, Iceberg tables): Iceberg has no 8/16-bit integers, stores timestamps in
+ * documented (docs/library.md, Iceberg tables): Iceberg has no 8/16-bit integers, stores timestamps in
  * microseconds, and has no type for nanosecond timestamps (format v2), durations, or decimals
  * beyond 38 digits.
  */

@@ -8,7 +8,7 @@ import { beginTransaction } from './transaction.ts';
 
 /**
  * The commit API over a sink's object store: written once for every store. What readers are
- * guaranteed depends only on whether the store has a link (README, "What a reader sees"):
+ * guaranteed depends only on whether the store has a link (docs/running-jobs.md, "What a reader sees"):
  *
  * - In place (S3, Azure): parts are written under their final names, then `_manifest.json` is put
  *   conditionally (create-only, or only over the version read), then `_SUCCESS`. A reader of the

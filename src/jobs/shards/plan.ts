@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Job } from '../../config/jobSchema.ts';
-import { describeOutput } from '../../export/outputConfig.ts';
+import { describeOutput, type ResolvedOutput } from '../../export/outputConfig.ts';
 
 /** Which shard of how many this process runs, and the id every shard of the export shares. */
 export interface ShardSpec {
@@ -88,6 +88,22 @@ export function planParts(total: number, rowsPerPart: number, count: number, nam
   const owner: number[] = [];
   for (let s = 0; s < count; s++) for (let k = Math.floor((s * parts) / count); k < Math.floor(((s + 1) * parts) / count); k++) owner[k] = s;
   return Array.from({ length: parts }, (_, k) => ({ path: name(k), first_row: k * rowsPerPart, rows: Math.max(0, Math.min(rowsPerPart, total - k * rowsPerPart)), shard: owner[k]! }));
+}
+
+/**
+ * Rows per part of an output whose parts roll by rows: its `max_rows_per_file`, else the rows split
+ * evenly over the shards (undefined while the row count is not known, or when files are cut by
+ * values or bytes). A sharded run's plan and `--plan` both count with it.
+ */
+export function rowsPerPart(output: Pick<ResolvedOutput, 'partitionBy' | 'maxBytesPerFile' | 'maxRowsPerFile'>, rows: number | undefined, shards: number): number | undefined {
+  if (output.partitionBy.length > 0 || Number.isFinite(output.maxBytesPerFile)) return undefined;
+  if (Number.isFinite(output.maxRowsPerFile)) return output.maxRowsPerFile;
+  return rows === undefined ? undefined : Math.max(1, Math.ceil(rows / shards));
+}
+
+/** How many of `parts` parts each of `count` shards writes (shard s: parts [floor(s * P / count), floor((s + 1) * P / count))). */
+export function partsPerShard(parts: number, count: number): number[] {
+  return Array.from({ length: count }, (_, s) => Math.floor(((s + 1) * parts) / count) - Math.floor((s * parts) / count));
 }
 
 /** What shards of one export must agree on: the job's source, result shaping and this output. */

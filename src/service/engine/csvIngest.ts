@@ -11,13 +11,18 @@ const LITERAL: Record<string, string | undefined> = { BIGINT: '[+-]?[0-9]+', DAT
 
 export interface CsvIngestPlan {
   team: string;
-  /** The CSV file (in the directory the locked-down DuckDB may read). */
+  /** The CSV file (in the directory the files instance may read). */
   file: string;
   /** The header's names, already checked (non-empty, unique ignoring case). */
   columnNames: readonly string[];
   /** Work tables in `service.<team>`: the text as read, and the typed table left for the swap. */
   rawName: string;
   stagingName: string;
+  /**
+   * Runs `select` where `file` is readable (the files instance: the instance of `conn` reads no
+   * file) and streams its rows into the new table `service.<team>.<table>`.
+   */
+  copyIn(select: string, table: string): Promise<void>;
 }
 
 /**
@@ -34,8 +39,9 @@ export async function ingestCsvSql(conn: TableConnection, plan: CsvIngestPlan): 
   const columns = `{${names.map((n) => `${sqlString(n)}: 'VARCHAR'`).join(', ')}}`;
   try {
     try {
-      await conn.run(
-        `CREATE TABLE ${raw} AS SELECT * FROM read_csv(${sqlString(plan.file)}, header = true, auto_detect = false, columns = ${columns}, delim = ',', quote = '"', escape = '"', strict_mode = true, null_padding = false, ignore_errors = false)`,
+      await plan.copyIn(
+        `SELECT * FROM read_csv(${sqlString(plan.file)}, header = true, auto_detect = false, columns = ${columns}, delim = ',', quote = '"', escape = '"', strict_mode = true, null_padding = false, ignore_errors = false)`,
+        plan.rawName,
       );
     } catch (err) {
       throw csvError(err);

@@ -1,16 +1,24 @@
-// The SqlEngine over one embedded DuckDB instance.
+// The SqlEngine over two embedded DuckDB instances (see "Two instances" below).
 //
 // Storage: each result is its own DuckDB file dataDir/results/<id>.duckdb holding `result`
 // (columns c0..cN-1, so any column names work, duplicates included) and `meta` (ResultInfo as
-// JSON). The user's last statement runs as `CREATE TABLE .. AS SELECT * FROM (<sql>)` straight
-// into that file: rows never pass through JS, the query's ORDER BY survives (insertion order is
-// preserved), and rowid is the row's ordinal, so `rowid BETWEEN a AND b` reads only the row
-// groups of a page. The file is written under a .tmp name and renamed when complete, so a
+// JSON). The user's last statement is streamed into that file (see "Two instances"): no row
+// becomes a JS value, the query's ORDER BY survives (rows are appended in order), and rowid is
+// the row's ordinal, so `rowid BETWEEN a AND b` reads only the row groups of a page. The file is written under a .tmp name and renamed when complete, so a
 // stored result is either whole or absent; dropping it is deleting the file.
 //
 // Sandbox: every statement of user SQL is judged before DuckDB binds it (sandbox.ts,
 // accessPolicy.ts), under an engine-wide lockdown (lockdown.ts). A denied statement fails the
 // execution with kind 'semantic' before any statement of it ran.
+//
+// Two instances, so that DuckDB itself keeps users' SQL away from the service's files: DuckDB's
+// file access settings are per instance and cannot change once external access is off, so the
+// instance that runs users' SQL (`#instance`: the catalogs, the sandbox, the teams' tables) is
+// locked with no readable directory, and a second, in-memory instance (`#files`) is the only one
+// that opens the results directory: it writes result files, attaches them for pages, encodes
+// them and reads upload files. It never runs users' SQL. Rows cross between the two as native
+// chunks (copyRows.ts): the user's last statement is streamed into its result file; an upload or
+// a stored result is streamed into a table of the `service` catalog.
 //
 // Cancel: DuckDB forgets an interrupt that arrives while no statement of the connection runs
 // (the flag is cleared as the next statement starts), so a stop is checked before each statement
@@ -26,8 +34,8 @@
 //
 // Threads: DuckDB's `threads` setting is per instance ("cannot be set locally"), so
 // ExecuteOptions.threads cannot give one execution more threads than another; the instance
-// runs with defaultThreads and the option is accepted and ignored. A second instance for the
-// large tier would need its own copy of every database (a DuckDB file is opened read-write by
+// runs with defaultThreads and the option is accepted and ignored (the files instance has as
+// many, idle unless results are written or read). A second instance for the large tier would need its own copy of every database (a DuckDB file is opened read-write by
 // one instance only), and the task scheduler already shares the instance's threads among the
 // queries running at once, so a lone large query gets all of them anyway.
 import { existsSync } from 'node:fs';
@@ -49,6 +57,7 @@ import {
 } from './encodedResult.ts';
 import { join } from 'node:path';
 import { StatementType, type DuckDBConnection, type DuckDBDataChunk, type DuckDBInstance, type DuckDBPreparedStatement, type DuckDBType } from '@duckdb/node-api';
+import { copyRows, type ChunkSource } from './copyRows.ts';
 import {
   EngineError,
   type ArrowPage,
@@ -74,6 +83,7 @@ import { buildArrowPage } from './arrowPage.ts';
 import { hideUnreadableHints, type AccessContext } from './accessPolicy.ts';
 import { lineColumnAt } from './sqlPosition.ts';
 import { StorageQuota } from './storageQuota.ts';
+import { TeamTableSizes } from './teamStorage.ts';
 import { boundsError, ResourceBounds, type EngineCeilings } from './resourceBounds.ts';
 
 const RESULT_ID = /^[A-Za-z0-9_-]{1,100}$/;
@@ -151,12 +161,11 @@ async function runStatement(conn: DuckDBConnection, sql: string, st: SqlStatemen
   }
 }
 
-function sqlTypeOf(type: DuckDBType): string {
-  return type.alias?.toUpperCase() === 'JSON' ? 'JSON' : type.toString();
-}
-
 export class DuckDbEngine implements SqlEngine {
+  /** Runs users' SQL: no directory is readable to it (lockdown.ts). */
   readonly #instance: DuckDBInstance;
+  /** Opens the results directory; runs no user SQL (see the header). */
+  readonly #files: DuckDBInstance;
   readonly #resultsDir: string;
   /** The file of the `service` catalog (index.ts), watched while SQL writes a team's schema. */
   readonly #serviceDatabase: string;
@@ -167,6 +176,8 @@ export class DuckDbEngine implements SqlEngine {
   #starting = 0;
   readonly #schemas = new Map<string, Promise<void>>();
   #closed = false;
+  /** Aborted when the engine closes: executions waiting for memory room stop waiting. */
+  readonly #closeSignal = new AbortController();
   #closing: Promise<void> | undefined;
   readonly #encodings = new Map<string, EncodingJob>();
   /** Encodings run one after the other: each is a bulk job that uses every thread. */
@@ -188,12 +199,15 @@ export class DuckDbEngine implements SqlEngine {
   readonly #encodeMinBytes: number;
 
   readonly tables: ServiceTables;
+  /** The bytes of each team's own tables, kept between the executions that change them. */
+  readonly #sizes = new TeamTableSizes();
 
   /** Rows per pre-encoded Arrow chunk for a result of that many columns (the default page size). */
   readonly #arrowChunkRows: (columnCount: number) => number;
 
   constructor(
     instance: DuckDBInstance,
+    files: DuckDBInstance,
     dataDir: string,
     systemViews: ReadonlySet<string> = new Set(),
     encodeMinBytes = DEFAULT_ENCODE_MIN_BYTES,
@@ -201,6 +215,7 @@ export class DuckDbEngine implements SqlEngine {
     ceilings?: EngineCeilings,
   ) {
     this.#instance = instance;
+    this.#files = files;
     if (ceilings !== undefined) {
       this.#bounds = new ResourceBounds(ceilings, (stmt) => this.#withTrusted(async (conn) => void (await conn.run(stmt))));
     }
@@ -209,7 +224,7 @@ export class DuckDbEngine implements SqlEngine {
       max: MAX_ATTACHED,
       attach: (id) => this.#attach(id),
       detach: (open) =>
-        this.#withTrusted(async (conn) => {
+        this.#withFiles(async (conn) => {
           await conn.run(`DETACH DATABASE IF EXISTS ${open.alias}`);
         }),
       closed: () => this.#closed,
@@ -217,6 +232,8 @@ export class DuckDbEngine implements SqlEngine {
     });
     this.tables = new DuckDbServiceTables({
       withConnection: (fn) => this.#withTrusted(fn),
+      withFiles: (fn) => this.#withFiles(fn),
+      tableSizes: this.#sizes,
       resultPath: (id) => {
         checkResultId(id);
         return this.#path(id);
@@ -230,7 +247,12 @@ export class DuckDbEngine implements SqlEngine {
   }
 
   /** Refuses the user's SQL before any of it runs when one statement is not allowed. */
-  async #checkAccess(conn: DuckDBConnection, sql: string, statements: SqlStatement[], opts: ExecuteOptions): Promise<{ ctx: AccessContext; writesTeamSchema: boolean }> {
+  async #checkAccess(
+    conn: DuckDBConnection,
+    sql: string,
+    statements: SqlStatement[],
+    opts: ExecuteOptions,
+  ): Promise<{ ctx: AccessContext; writesTeamSchema: boolean; changesTeamTables: boolean }> {
     const db = await conn.runAndReadAll(
       "SELECT current_database() AS db, list(lower(schema_name)) AS schemas FROM duckdb_schemas() WHERE database_name = current_database() AND schema_name NOT IN ('information_schema', 'pg_catalog')",
     );
@@ -251,7 +273,7 @@ export class DuckDbEngine implements SqlEngine {
         throw new EngineError('semantic', `line ${line}:${column}: ${denial.message}`, { line, column });
       }
     }
-    return { ctx, writesTeamSchema: sandbox.writesTeamSchema };
+    return { ctx, writesTeamSchema: sandbox.writesTeamSchema, changesTeamTables: sandbox.changesTeamTables };
   }
 
   #path(id: string): string {
@@ -278,14 +300,23 @@ export class DuckDbEngine implements SqlEngine {
     const conn = await this.#connect();
     this.#running.add(conn);
     this.#executing += 1;
+    /** The connection of the files instance writing the result, once it is opened. */
+    let files: DuckDBConnection | undefined;
     let stop: 'canceled' | 'timeout' | undefined;
     let repeat: NodeJS.Timeout | undefined;
+    /** Ends a wait for memory room (resourceBounds.ts) on a stop or when the engine closes. */
+    const stopWaiting = new AbortController();
+    const interruptBoth = (): void => {
+      conn.interrupt();
+      files?.interrupt();
+    };
     const interrupt = (why: 'canceled' | 'timeout'): void => {
       if (stop) return;
       stop = why;
-      conn.interrupt();
+      stopWaiting.abort(stopError(why, opts.timeoutMs));
+      interruptBoth();
       // The interrupt above is lost when it lands between two statements: keep interrupting.
-      repeat = setInterval(() => conn.interrupt(), INTERRUPT_REPEAT_MS);
+      repeat = setInterval(interruptBoth, INTERRUPT_REPEAT_MS);
     };
     const stopRepeating = (): void => {
       if (repeat !== undefined) clearInterval(repeat);
@@ -301,19 +332,26 @@ export class DuckDbEngine implements SqlEngine {
     };
 
     const tmpPath = join(this.#resultsDir, `${opts.resultId}.tmp.duckdb`);
-    const alias = sqlIdent(`w_${opts.resultId}`);
+    const catalog = `w_${opts.resultId}`;
+    const alias = sqlIdent(catalog);
     let attached = false;
     let access: AccessContext | undefined;
     let quota: StorageQuota | undefined;
     let leaveBounds: (() => Promise<void>) | undefined;
+    /** Set while the SQL may change the team's tables: ends with their committed size, if measured. */
+    let endWrite: ((committedBytes?: number) => void) | undefined;
+    let committedBytes: number | undefined;
     try {
       check();
-      if (this.#bounds !== undefined && opts.bounds !== undefined) leaveBounds = await this.#bounds.enter(opts.bounds);
+      if (this.#bounds !== undefined && opts.bounds !== undefined) {
+        leaveBounds = await this.#bounds.enter(opts.bounds, AbortSignal.any([stopWaiting.signal, this.#closeSignal.signal]));
+      }
       check();
       if (opts.team !== undefined) await this.#teamSchema(opts.team);
       check();
       const checked = await this.#checkAccess(conn, sql, statements, opts);
       access = checked.ctx;
+      if (checked.changesTeamTables && opts.team !== undefined) endWrite = this.#sizes.beginWrite(opts.team);
       // SQL that stores rows in the team's schema runs in one transaction, kept only if the
       // team's storage stays within its quota (storageQuota.ts).
       if (checked.writesTeamSchema && opts.team !== undefined && opts.storageQuota !== undefined) {
@@ -337,22 +375,25 @@ export class DuckDbEngine implements SqlEngine {
       if (quota !== undefined) {
         if (prepared.statementType !== StatementType.SELECT) held = await runHeld(prepared, sql, last);
         check();
-        await quota.settle();
+        committedBytes = await quota.settle();
         quota = undefined;
       }
       check();
       await rm(tmpPath, { force: true });
       await rm(`${tmpPath}.wal`, { force: true });
       check();
-      await conn.run(`ATTACH ${sqlString(tmpPath)} AS ${alias}`);
+      files = await this.#connect(this.#files);
+      this.#running.add(files);
+      check();
+      await files.run(`ATTACH ${sqlString(tmpPath)} AS ${alias}`);
       attached = true;
       check();
-      const columnNames = await this.#store(conn, sql, last, prepared, alias, held);
+      const columnNames = await this.#store(files, sql, last, prepared, catalog, held);
       check();
-      const info = await this.#finish(conn, alias, columnNames, opts.maxResultBytes);
+      const info = await this.#finish(files, alias, columnNames, opts.maxResultBytes);
       check();
-      await this.#checkpoint(conn, alias, tmpPath);
-      await conn.run(`DETACH ${alias}`);
+      await this.#checkpoint(files, alias, tmpPath);
+      await files.run(`DETACH ${alias}`);
       attached = false;
       if (existsSync(`${tmpPath}.wal`)) throw new EngineError('internal', `result ${opts.resultId}: its write-ahead log was not checkpointed`);
       await rename(tmpPath, this.#path(opts.resultId));
@@ -363,7 +404,7 @@ export class DuckDbEngine implements SqlEngine {
       stopRepeating();
       const overflow = quota?.overflowError();
       if (quota !== undefined) await quota.abandon();
-      if (attached) await this.#detachRetrying(conn, alias);
+      if (attached && files !== undefined) await this.#detachRetrying(files, alias);
       await rm(tmpPath, { force: true }).catch(() => undefined);
       await rm(`${tmpPath}.wal`, { force: true }).catch(() => undefined);
       if (overflow !== undefined) throw overflow;
@@ -372,11 +413,16 @@ export class DuckDbEngine implements SqlEngine {
       throw access === undefined ? mapped : withoutHiddenHints(mapped, access);
     } finally {
       stopRepeating();
+      endWrite?.(committedBytes);
       await leaveBounds?.().catch(() => undefined);
       if (timer) clearTimeout(timer);
       opts.signal.removeEventListener('abort', onAbort);
       this.#running.delete(conn);
       conn.closeSync();
+      if (files !== undefined) {
+        this.#running.delete(files);
+        files.closeSync();
+      }
       this.#executing -= 1;
       this.#lastActivity = performance.now();
       if (this.#executing === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
@@ -432,56 +478,45 @@ export class DuckDbEngine implements SqlEngine {
     }
   }
 
-  /** Stores the last statement's rows as `result`; returns the column names. */
+  /**
+   * Streams the last statement's rows (or the rows it already returned, `held`) from the user's
+   * connection into `result` of the result file attached as `catalog` on `files`; returns the
+   * column names.
+   */
   async #store(
-    conn: DuckDBConnection,
+    files: DuckDBConnection,
     sql: string,
     last: SqlStatement,
     prepared: DuckDBPreparedStatement,
-    alias: string,
+    catalog: string,
     held?: DuckDBDataChunk[],
   ): Promise<string[]> {
     const names = uniqueColumnNames(Array.from({ length: prepared.columnCount }, (_, i) => prepared.columnName(i)));
-    if (held === undefined && prepared.statementType === StatementType.SELECT && names.length > 0) {
-      const prefix = `CREATE TABLE ${alias}.main.result AS SELECT * FROM (\n`;
-      const ran = `${prefix}${last.text}\n) AS __t(${names.map((_, i) => `c${i}`).join(', ')})`;
-      try {
-        await conn.run(ran);
-        return names;
-      } catch (err) {
-        const mapped = toEngineError(err, originOf(sql, last, ran, prefix.length));
-        // Statements typed SELECT that cannot be a subquery (rare) are stored by streaming.
-        if (mapped.kind !== 'syntax') throw mapped;
-      }
-    }
-    // The table is created before streaming: another query on this connection would end the stream.
     const types = Array.from({ length: prepared.columnCount }, (_, i) => prepared.columnType(i));
-    if (types.length > 0) {
-      await conn.run(`CREATE TABLE ${alias}.main.result (${types.map((t, i) => `c${i} ${sqlTypeOf(t)}`).join(', ')})`);
-    }
-    let result: { fetchChunk(): Promise<DuckDBDataChunk | null> };
+    const userError = (err: unknown): EngineError => toEngineError(err, originOf(sql, last, last.text, 0));
+    let rows: ChunkSource;
     if (held !== undefined) {
       const chunks = held.values();
-      result = { fetchChunk: async () => chunks.next().value ?? null };
+      rows = { fetchChunk: async () => chunks.next().value ?? null };
     } else {
+      let stream: ChunkSource;
       try {
-        result = await prepared.stream();
+        stream = await prepared.stream();
       } catch (err) {
-        throw toEngineError(err, originOf(sql, last, last.text, 0));
+        throw userError(err);
       }
+      rows = {
+        fetchChunk: async () => {
+          try {
+            return await stream.fetchChunk();
+          } catch (err) {
+            throw userError(err);
+          }
+        },
+      };
     }
     if (types.length === 0) return [];
-    const appender = await conn.createAppender('result', 'main', alias.slice(1, -1).replaceAll('""', '"'));
-    try {
-      for (;;) {
-        const chunk = await result.fetchChunk();
-        if (!chunk || chunk.rowCount === 0) break;
-        appender.appendDataChunk(chunk);
-      }
-      appender.flushSync();
-    } finally {
-      appender.closeSync();
-    }
+    await copyRows(files, { catalog, schema: 'main', table: 'result' }, names.map((_, i) => `c${i}`), types, rows);
     return names;
   }
 
@@ -535,7 +570,7 @@ export class DuckDbEngine implements SqlEngine {
     const path = this.#path(id);
     if (!existsSync(path)) throw new EngineError('not_found', `no stored result ${id}`);
     const alias = sqlIdent(`r_${id}`);
-    return this.#withTrusted(async (conn) => {
+    return this.#withFiles(async (conn) => {
       await conn.run(`ATTACH IF NOT EXISTS ${sqlString(path)} AS ${alias} (READ_ONLY)`);
       const meta = await conn.runAndReadAll(`SELECT info FROM ${alias}.main.meta`);
       const info = parseInfo(String(meta.getRowsJson()[0]?.[0]));
@@ -554,20 +589,25 @@ export class DuckDbEngine implements SqlEngine {
     });
   }
 
-  /** Counted while connecting: close() must not close the instance under a connect in progress. */
-  async #connect(): Promise<DuckDBConnection> {
+  /** Counted while connecting: close() must not close an instance under a connect in progress. */
+  async #connect(instance: DuckDBInstance = this.#instance): Promise<DuckDBConnection> {
     this.#starting += 1;
     try {
-      return await this.#instance.connect();
+      return await instance.connect();
     } finally {
       this.#starting -= 1;
     }
   }
 
+  /** A connection of the files instance for the engine's own statements (close waits for it). */
+  #withFiles<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
+    return this.#withTrusted(fn, this.#files);
+  }
+
   /** A connection of the instance for the engine's own statements (close waits for it). */
-  async #withTrusted<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
+  async #withTrusted<T>(fn: (conn: DuckDBConnection) => Promise<T>, instance: DuckDBInstance = this.#instance): Promise<T> {
     this.#checkOpen();
-    const conn = await this.#connect();
+    const conn = await this.#connect(instance);
     this.#trusted.add(conn);
     try {
       return await fn(conn);
@@ -606,7 +646,7 @@ export class DuckDbEngine implements SqlEngine {
   async #pageConnection(): Promise<DuckDBConnection> {
     this.#lastActivity = performance.now();
     this.#preemptEncodings();
-    const conn = await this.#connect();
+    const conn = await this.#connect(this.#files);
     this.#running.add(conn);
     if (this.#closed) {
       this.#endPageConnection(conn);
@@ -767,7 +807,7 @@ export class DuckDbEngine implements SqlEngine {
     const { entry, open } = await this.#acquire(id);
     let conn: DuckDBConnection | undefined;
     try {
-      conn = await this.#connect();
+      conn = await this.#connect(this.#files);
       this.#running.add(conn);
       job.conn = conn;
       if (job.cancelled || this.#closed) return;
@@ -857,15 +897,16 @@ export class DuckDbEngine implements SqlEngine {
   }
 
   /**
-   * Runs trusted code on a connection of the instance; never user SQL. Not part of SqlEngine: the
-   * service asks for tables through `tables`.
+   * Runs trusted code on a connection of the instance that runs users' SQL (the catalogs; no file
+   * is readable to it); never user SQL. Not part of SqlEngine: the service asks for tables
+   * through `tables`.
    */
   withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
     return this.#withTrusted(fn);
   }
 
   /**
-   * A path inside the results directory, the only one the locked-down DuckDB reads files from.
+   * A path inside the results directory, the only one the files instance reads files from.
    * Scratch files are named `SCRATCH_PREFIX<name>`, so those a crash left behind are removed at
    * start (removeIncomplete).
    */
@@ -882,6 +923,7 @@ export class DuckDbEngine implements SqlEngine {
 
   async #close(): Promise<void> {
     this.#closed = true;
+    this.#closeSignal.abort(new EngineError('canceled', 'Query was canceled: the service is stopping'));
     for (const wake of this.#idleWaiters.splice(0)) wake();
     // The instance is closed only once no native call is in flight on any of its connections:
     // closing it (or ending the thread) under one aborts the process. Every statement is
@@ -892,6 +934,7 @@ export class DuckDbEngine implements SqlEngine {
       await new Promise((r) => setTimeout(r, INTERRUPT_REPEAT_MS));
     }
     await this.#attached.settled();
+    this.#files.closeSync();
     this.#instance.closeSync();
   }
 

@@ -1,7 +1,9 @@
 // Opens the engine over dataDir: dataDir/engine.duckdb (custom types, macros, datasets),
 // dataDir/service.duckdb attached as catalog `service` (one schema per team, so
 // `service.<team>.<name>` resolves), dataDir/results/<id>.duckdb (one file per stored result).
-// After setting up, the instance is locked down (lockdown.ts): user SQL runs sandboxed.
+// After setting up, the instance is locked down with no readable directory (lockdown.ts): user
+// SQL runs sandboxed on it. A second, in-memory instance opens the results directory and nothing
+// else (engine.ts, "Two instances"); the engine's memory_limit is shared between the two.
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -10,13 +12,18 @@ import { customTypeStatements } from './customTypes.ts';
 import { loadSampleDataset } from './sampleDataset.ts';
 import { sqlString } from '../sql.ts';
 import { lockDown } from './lockdown.ts';
-import type { EngineCeilings } from './resourceBounds.ts';
+import { parseDuckDbSize, type EngineCeilings } from './resourceBounds.ts';
 import type { OpenEngineOptions, SqlEngine } from './types.ts';
 
 export * from './types.ts';
 
 export const DEFAULT_SAMPLE_ROWS = 1_000_000;
 const KNOWN_DATASETS = new Set(['sample']);
+/**
+ * The part of the engine's memory_limit given to the files instance (result files written,
+ * pages, encodings, uploads read); the rest runs users' SQL. Both spill beyond their part.
+ */
+const FILES_MEMORY_SHARE = 0.25;
 
 export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
   for (const name of opts.datasets ?? []) {
@@ -31,6 +38,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
   const instance = await DuckDBInstance.create(join(opts.dataDir, 'engine.duckdb'), config);
   let systemViews: Set<string>;
   let ceilings: EngineCeilings;
+  let files: DuckDBInstance | undefined;
   try {
     await DuckDbEngine.removeIncomplete(resultsDir);
     const conn = await instance.connect();
@@ -48,17 +56,51 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
         "SELECT lower(view_name) FROM duckdb_views() WHERE internal AND database_name = 'system' AND schema_name IN ('main', 'pg_catalog')",
       );
       systemViews = new Set(views.getRowsJson().map((r) => String(r[0])));
-      const limits = (await conn.runAndReadAll("SELECT current_setting('memory_limit'), current_setting('max_temp_directory_size')")).getRowsJson()[0]!;
-      ceilings = { memoryLimit: String(limits[0]), maxTempDirectorySize: String(limits[1]) };
+      const limits = async (): Promise<string[]> =>
+        (await conn.runAndReadAll("SELECT current_setting('memory_limit'), current_setting('max_temp_directory_size')")).getRowsJson()[0]!.map(String);
+      const total = parseDuckDbSize((await limits())[0]!);
+      const filesMemory = total === undefined ? undefined : Math.floor(total * FILES_MEMORY_SHARE);
+      if (total !== undefined && filesMemory !== undefined) await conn.run(`SET GLOBAL memory_limit = '${total - filesMemory}B'`);
+      const [memoryLimit, maxTempDirectorySize] = await limits();
+      ceilings = { memoryLimit: memoryLimit!, maxTempDirectorySize: maxTempDirectorySize! };
+      if (opts.memoryAdmission !== undefined) ceilings.admission = opts.memoryAdmission;
+      files = await openFiles(opts, config, resultsDir, filesMemory);
+      await lockDown(conn);
+    } finally {
+      conn.closeSync();
+    }
+  } catch (err) {
+    files?.closeSync();
+    instance.closeSync();
+    throw err;
+  }
+  return new DuckDbEngine(instance, files, opts.dataDir, systemViews, opts.encodeMinBytes, opts.arrowChunkRows, ceilings);
+}
+
+/**
+ * The files instance: in memory, reading and writing the results directory only, spilling to its
+ * own directory (never the users' instance's, whose spill directory DuckDB lets that instance read).
+ */
+async function openFiles(opts: OpenEngineOptions, userConfig: Record<string, string>, resultsDir: string, memoryBytes: number | undefined): Promise<DuckDBInstance> {
+  const config: Record<string, string> = { temp_directory: join(opts.dataDir, 'results-tmp') };
+  if (userConfig['threads'] !== undefined) config['threads'] = userConfig['threads'];
+  if (memoryBytes !== undefined) config['memory_limit'] = `${memoryBytes}B`;
+  if (userConfig['max_temp_directory_size'] !== undefined) config['max_temp_directory_size'] = userConfig['max_temp_directory_size'];
+  const files = await DuckDBInstance.create(':memory:', config);
+  try {
+    const conn = await files.connect();
+    try {
+      await conn.run('SET GLOBAL errors_as_json = true');
+      await conn.run("SET GLOBAL TimeZone = 'UTC'");
       await lockDown(conn, resultsDir);
     } finally {
       conn.closeSync();
     }
   } catch (err) {
-    instance.closeSync();
+    files.closeSync();
     throw err;
   }
-  return new DuckDbEngine(instance, opts.dataDir, systemViews, opts.encodeMinBytes, opts.arrowChunkRows, ceilings);
+  return files;
 }
 
 /** DuckDB's configuration of the instance: set at creation, locked from then on (lockdown.ts). */

@@ -10,6 +10,16 @@
 // more than its tier allows; executions running together are bounded together by the sum of
 // their tiers (a team's share by its max_inflight executions), so a runaway query fails cleanly
 // instead of taking the machine; it can still take headroom its neighbours were not using.
+//
+// Fairness between executions running at once ('share', the default) is not given: DuckDB's pool
+// cannot say whose query holds what, so when the sum of their needs passes the ceiling, the one
+// whose allocation comes next fails, not necessarily the one using most. 'reserve' gives it at a
+// price: an execution starts only when its tier's bound (at most the ceiling) fits beside the
+// bounds of those running, and waits its turn otherwise (first come, first served; the wait
+// counts toward its timeout; cancel ends it). Each running execution can then use its whole bound
+// whatever the others do, and fails only past it; but executions run at once only as many as
+// their bounds fit in the engine (with tiers larger than the engine, one at a time), however
+// little they really use. Meant for engines sized in multiples of the tiers.
 import { EngineError } from './types.ts';
 
 /** What an execution may use (its tier's bounds). */
@@ -43,6 +53,15 @@ export function formatBytes(n: number): string {
 export interface EngineCeilings {
   memoryLimit: string;
   maxTempDirectorySize: string;
+  /** 'reserve': an execution waits until its bounds fit beside the running ones' (see the header). */
+  admission?: MemoryAdmission;
+}
+
+export type MemoryAdmission = 'share' | 'reserve';
+
+interface Waiter {
+  need: ExecutionBounds;
+  admit: () => void;
 }
 
 export class ResourceBounds {
@@ -54,6 +73,8 @@ export class ResourceBounds {
   /** SETs are applied one after the other, each with the set of executions at that moment. */
   #applying: Promise<void> = Promise.resolve();
   #applied = '';
+  /** Executions waiting for room ('reserve'), first come first served. */
+  readonly #waiting: Waiter[] = [];
 
   constructor(ceilings: EngineCeilings, set: (sql: string) => Promise<void>) {
     this.#ceilings = ceilings;
@@ -62,15 +83,75 @@ export class ResourceBounds {
     this.#tempCeiling = parseDuckDbSize(ceilings.maxTempDirectorySize) ?? Number.POSITIVE_INFINITY;
   }
 
-  /** Counts the execution in until the returned function is called (once it has stopped). */
-  async enter(bounds: ExecutionBounds): Promise<() => Promise<void>> {
+  /** Executions waiting for room to start ('reserve'). */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  /**
+   * Counts the execution in until the returned function is called (once it has stopped). Under
+   * 'reserve' it first waits for room; `signal` ends the wait (rejecting with its reason).
+   */
+  async enter(bounds: ExecutionBounds, signal?: AbortSignal): Promise<() => Promise<void>> {
     const own = { ...bounds };
+    if (this.#ceilings.admission === 'reserve') await this.#room(own, signal);
     this.#running.add(own);
     await this.#apply();
     return async () => {
       this.#running.delete(own);
+      this.#admitWaiting();
       await this.#apply();
     };
+  }
+
+  /** A bound as reserved: never more than the engine has, so every execution can start at last. */
+  #reserved(b: ExecutionBounds): { memory: number; temp: number } {
+    return { memory: Math.min(b.memoryBytes, this.#memoryCeiling - SERVICE_RESERVE_BYTES), temp: Math.min(b.tempBytes, this.#tempCeiling) };
+  }
+
+  #fits(b: ExecutionBounds): boolean {
+    if (this.#running.size === 0) return true;
+    let memory = SERVICE_RESERVE_BYTES;
+    let temp = 0;
+    for (const r of [...this.#running, b]) {
+      const x = this.#reserved(r);
+      memory += x.memory;
+      temp += x.temp;
+    }
+    return memory <= this.#memoryCeiling && temp <= this.#tempCeiling;
+  }
+
+  #room(own: ExecutionBounds, signal: AbortSignal | undefined): Promise<void> {
+    if (this.#waiting.length === 0 && this.#fits(own)) return Promise.resolve();
+    signal?.throwIfAborted();
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        const i = this.#waiting.indexOf(waiter);
+        if (i >= 0) this.#waiting.splice(i, 1);
+        // The next in line may fit now that this one no longer goes first.
+        this.#admitWaiting();
+        reject(signal?.reason);
+      };
+      const waiter: Waiter = {
+        need: own,
+        admit: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      };
+      this.#waiting.push(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Starts waiting executions in order while the first in line fits (none overtakes it). */
+  #admitWaiting(): void {
+    while (this.#waiting.length > 0 && this.#fits(this.#waiting[0]!.need)) {
+      const next = this.#waiting.shift()!;
+      // Counted at once, before the next in line is judged.
+      this.#running.add(next.need);
+      next.admit();
+    }
   }
 
   #apply(): Promise<void> {

@@ -58,6 +58,7 @@ export class Sandbox {
   /** The views of every catalog the connection sees, read once per sandbox when a query names a table. */
   #views: Promise<ViewCatalog> | undefined;
   #writesTeamSchema = false;
+  #changesTeamTables = false;
 
   constructor(conn: DuckDBConnection, ctx: AccessContext) {
     this.#conn = conn;
@@ -69,8 +70,18 @@ export class Sandbox {
     return this.#writesTeamSchema;
   }
 
+  /** True once a checked statement creates, fills or drops a table or view of the team's schema (its size may change). */
+  get changesTeamTables(): boolean {
+    return this.#changesTeamTables;
+  }
+
   #noteWrite(parts: string[]): void {
     if (parts.length === 3 && parts[0]!.toLowerCase() === 'service') this.#writesTeamSchema = true;
+    this.#noteChange(parts);
+  }
+
+  #noteChange(parts: string[]): void {
+    if (parts.length === 3 && parts[0]!.toLowerCase() === 'service') this.#changesTeamTables = true;
   }
 
   /** The first reason `text` (one statement) must not run, or undefined when it may. */
@@ -216,6 +227,7 @@ export class Sandbox {
     const why = tableWriteDenial(name.parts, false, this.#ctx);
     if (why) return at(tokens[i]!.start, why);
     if (name.next !== tokens.length) return at(tokens[name.next]!.start, 'Not allowed: this form of DROP; write DROP TABLE|VIEW [IF EXISTS] <name>');
+    this.#noteChange(name.parts);
     return undefined;
   }
 

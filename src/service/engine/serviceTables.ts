@@ -1,6 +1,8 @@
 // The service's own tables in the `service` catalog (materialized views `result_*`, uploaded
 // datasets `dataset_*`), written by the engine for the views and uploads code, which asks for a
-// copy or an ingest and never sees a connection, a SQL text or a file path.
+// copy or an ingest and never sees a connection, a SQL text or a file path. Files (a stored
+// result, an upload's CSV) are read by the engine's files instance and their rows streamed into
+// the `service` catalog of the instance that runs users' SQL, which reads no file (engine.ts).
 //
 // Atomic swap: new rows first go into a staging table (the slow part, outside any lock a reader
 // could notice), then one transaction drops the old table and renames the staging one. DuckDB's
@@ -13,20 +15,25 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { sqlIdent, sqlString } from '../sql.ts';
 import { uniqueColumnNames } from './columnNames.ts';
 import { ingestCsvSql } from './csvIngest.ts';
+import { copyRows } from './copyRows.ts';
 import type { IngestedCsv, ServiceTables } from './types.ts';
-import { teamTableBytes } from './teamStorage.ts';
+import { teamTableBytes, type TeamTableSizes } from './teamStorage.ts';
 
 /** The part of a DuckDB connection the table code uses. */
 export type TableConnection = Pick<DuckDBConnection, 'run' | 'runAndReadAll'>;
 
-/** What the tables need of the engine's instance: a trusted connection and where files live. */
+/** What the tables need of the engine's instances: trusted connections and where files live. */
 export interface TableHost {
   /** Runs `fn` on a connection of the instance (catalog `service` attached), closed afterwards. */
   withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T>;
+  /** Runs `fn` on a connection of the files instance (the only one that reads the results directory). */
+  withFiles<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T>;
   /** The DuckDB file of a stored result: table `result` with columns c0..cN-1, rows in result order. */
   resultPath(resultId: string): string;
-  /** A path for a temporary file DuckDB may read (the engine's lockdown allows one directory). */
+  /** A path for a temporary file the files instance may read (in the results directory). */
   scratchPath(name: string): string;
+  /** Keeps each team's teamTableBytes between the SQL that changes them (none: measured each time). */
+  tableSizes?: TeamTableSizes;
 }
 
 /** Names of scratch files in the results directory (a result id cannot contain '~'). */
@@ -55,16 +62,22 @@ export class DuckDbServiceTables implements ServiceTables {
     const stagingName = `__staging_${name}_${suffix}`;
     const staging = `${schema}.${sqlIdent(stagingName)}`;
     const alias = sqlIdent(`v_${resultId}_${suffix}`);
-    const select = uniqueColumnNames(columnNames)
-      .map((n, i) => `c${i} AS ${sqlIdent(n)}`)
-      .join(', ');
+    const path = this.#host.resultPath(resultId);
     await this.#host.withConnection(async (conn) => {
       await conn.run(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-      await conn.run(`ATTACH ${sqlString(this.#host.resultPath(resultId))} AS ${alias} (READ_ONLY)`);
       try {
-        await conn.run(`CREATE TABLE ${staging} AS SELECT ${select} FROM ${alias}.main.result ORDER BY rowid`);
-      } finally {
-        await conn.run(`DETACH ${alias}`);
+        await this.#host.withFiles(async (files) => {
+          await files.run(`ATTACH ${sqlString(path)} AS ${alias} (READ_ONLY)`);
+          try {
+            // A plain scan streams the rows in the order they were stored (preserve_insertion_order).
+            await copyInto(conn, files, team, stagingName, `SELECT * FROM ${alias}.main.result`, uniqueColumnNames(columnNames));
+          } finally {
+            await files.run(`DETACH ${alias}`);
+          }
+        });
+      } catch (err) {
+        await conn.run(`DROP TABLE IF EXISTS ${staging}`).catch(() => undefined);
+        throw err;
       }
       await swapTable(conn, team, stagingName, name);
     });
@@ -77,7 +90,8 @@ export class DuckDbServiceTables implements ServiceTables {
     try {
       return await this.#host.withConnection(async (conn) => {
         const stagingName = `__upload_${name}_${suffix}`;
-        const ingested = await ingestCsvSql(conn, { team, file, columnNames, rawName: `__upload_raw_${suffix}`, stagingName });
+        const copyIn = (select: string, table: string): Promise<void> => this.#host.withFiles((files) => copyInto(conn, files, team, table, select));
+        const ingested = await ingestCsvSql(conn, { team, file, columnNames, rawName: `__upload_raw_${suffix}`, stagingName, copyIn });
         await swapTable(conn, team, stagingName, name);
         return ingested;
       });
@@ -103,7 +117,8 @@ export class DuckDbServiceTables implements ServiceTables {
   }
 
   teamTableBytes(team: string): Promise<number> {
-    return this.#host.withConnection((conn) => teamTableBytes(conn, team));
+    const measure = (): Promise<number> => this.#host.withConnection((conn) => teamTableBytes(conn, team));
+    return this.#host.tableSizes === undefined ? measure() : this.#host.tableSizes.bytes(team, measure);
   }
 
   async dropStagingLeftovers(): Promise<string[]> {
@@ -118,6 +133,17 @@ export class DuckDbServiceTables implements ServiceTables {
       return dropped;
     });
   }
+}
+
+/**
+ * Runs `select` on the files instance and streams its rows into the new table
+ * `service.<team>.<table>` through `conn`, its columns named `names` (default: the select's).
+ */
+async function copyInto(conn: DuckDBConnection, files: DuckDBConnection, team: string, table: string, select: string, names?: readonly string[]): Promise<void> {
+  const prepared = await files.prepare(select);
+  const types = Array.from({ length: prepared.columnCount }, (_, i) => prepared.columnType(i));
+  const columns = names ?? Array.from({ length: prepared.columnCount }, (_, i) => prepared.columnName(i));
+  await copyRows(conn, { catalog: 'service', schema: team, table }, columns, types, await prepared.stream());
 }
 
 async function exists(conn: TableConnection, team: string, name: string): Promise<boolean> {

@@ -86,8 +86,11 @@ export class StorageQuota {
     );
   }
 
-  /** Commits when the team's storage fits its quota; otherwise rolls back and throws. */
-  async settle(): Promise<void> {
+  /**
+   * Commits when the team's storage fits its quota; otherwise rolls back and throws. Returns the
+   * bytes of the team's tables measured just before the commit.
+   */
+  async settle(): Promise<number> {
     this.#stopWatch();
     const tables = await teamTableBytes(this.#conn, this.#team);
     const { limitBytes, otherBytes } = this.#limit;
@@ -100,6 +103,7 @@ export class StorageQuota {
     }
     this.#open = false;
     await this.#conn.run('COMMIT');
+    return tables;
   }
 
   /** Rolls back what the SQL wrote (after a failure, a cancel or a timeout). */

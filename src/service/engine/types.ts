@@ -229,4 +229,10 @@ export interface OpenEngineOptions {
   tempDirectory?: string;
   /** Most disk the spilled data may take (bytes, or a size with a unit). Default: DuckDB's (90% of free disk). */
   maxTempDirectorySize?: number | string;
+  /**
+   * How executions running at once share the memory: 'share' (default) bounds them together by
+   * the sum of their tiers' bounds; 'reserve' starts one only when its bound fits beside the
+   * running ones' (resourceBounds.ts).
+   */
+  memoryAdmission?: 'share' | 'reserve';
 }

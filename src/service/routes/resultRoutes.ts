@@ -73,7 +73,7 @@ export function resultRoutes(svc: ServiceContext): Route[] {
 
 /**
  * The format a JSON results request is answered in, by its Accept header (Arrow pages are an
- * extension: see the README), or the 406 reply. CSV operations answer CSV whatever it says.
+ * extension: see docs/library.md), or the 406 reply. CSV operations answer CSV whatever it says.
  */
 function mediaFormat(ctx: RequestContext, format: 'json' | 'csv'): Format | Reply {
   if (format === 'csv') return 'csv';

@@ -15,7 +15,7 @@ import { IcebergCommitConflictError, icebergCommit, IcebergMetadataError, Iceber
 import { defineSink, DestinationCheckError, type ObjectStore, PreconditionFailedError, type SinkDescriptor } from '../../../src/kit/index.ts';
 import { type JobSummary, runJob, type RunJobOptions } from '../../../src/jobs/runJob.ts';
 import type { RunRecord } from '../../../src/jobs/runHistory.ts';
-import { policyOf } from '../../../src/errorPolicy.ts';
+import { policyOf } from '../../../src/jobs/errorPolicy.ts';
 import { startLocalS3, type LocalS3 } from '../../helpers/s3.ts';
 import { startPreconditionGate, type PreconditionGate } from '../../helpers/preconditionGate.ts';
 import { startTestService, type TestService } from '../../helpers/service.ts';

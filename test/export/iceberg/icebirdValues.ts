@@ -29,7 +29,7 @@ export function serviceRows(client: ServiceClient, sql: string): Promise<Service
 
 /**
  * The service's typed row values (the pipeline's JS rows) as icebird decodes the same Iceberg
- * column, per the type mapping of Iceberg tables (README). Where icebird's own decoding is lossy
+ * column, per the type mapping of Iceberg tables (docs/library.md). Where icebird's own decoding is lossy
  * (decimals as float64, timestamps as Date in milliseconds, binary as UTF-8 text), the expectation
  * is reduced the same way; the exact values are checked separately with DuckDB.
  */

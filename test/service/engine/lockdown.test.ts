@@ -1,5 +1,6 @@
 // The engine-wide wall under the sandbox, checked on its own: DuckDB itself refuses what
-// lockdown.ts says it refuses, and still lets the engine attach result files.
+// lockdown.ts says it refuses, lets the files instance attach result files, and lets the
+// instance of users' SQL open no directory at all.
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,22 +11,31 @@ import { lockDown } from '../../../src/service/engine/lockdown.ts';
 let dir: string;
 let instance: DuckDBInstance;
 let conn: DuckDBConnection;
+/** Locked as the instance of users' SQL: no readable directory. */
+let users: DuckDBInstance;
+let usersConn: DuckDBConnection;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sluice-lockdown-test-'));
   await mkdir(join(dir, 'results'));
-  instance = await DuckDBInstance.create(join(dir, 'engine.duckdb'), { threads: '2' });
+  instance = await DuckDBInstance.create(':memory:', { threads: '2' });
   conn = await instance.connect();
   await lockDown(conn, join(dir, 'results'));
+  users = await DuckDBInstance.create(join(dir, 'engine.duckdb'), { threads: '2', temp_directory: join(dir, 'tmp') });
+  usersConn = await users.connect();
+  await usersConn.run(`ATTACH '${join(dir, 'service.duckdb')}' AS service`);
+  await lockDown(usersConn);
 });
 afterAll(async () => {
   conn.closeSync();
   instance.closeSync();
+  usersConn.closeSync();
+  users.closeSync();
   await rm(dir, { recursive: true, force: true });
 });
 
-async function failure(sql: string): Promise<string> {
+async function failure(sql: string, on: DuckDBConnection = conn): Promise<string> {
   try {
-    await conn.run(sql);
+    await on.run(sql);
   } catch (err) {
     return err instanceof Error ? err.message : String(err);
   }
@@ -69,4 +79,21 @@ test('the engine can still write and attach result files', async () => {
   await conn.run('DETACH w1');
   await conn.run(`ATTACH '${file}' AS r1 (READ_ONLY)`);
   expect((await conn.runAndReadAll('SELECT v FROM r1.main.result')).getRowsJson()).toEqual([[7]]);
+});
+
+test('the instance of users\' SQL opens no file but its own catalogs, and still writes them', async () => {
+  const file = join(dir, 'results', 'r1.duckdb');
+  for (const sql of [
+    `SELECT * FROM read_text('${file}')`,
+    `SELECT * FROM glob('${join(dir, 'results')}/*')`,
+    `ATTACH '${file}' AS r1 (READ_ONLY)`,
+    `COPY (SELECT 1) TO '${join(dir, 'results', 'x.csv')}'`,
+  ]) {
+    expect(await failure(sql, usersConn), sql).toContain('file system operations are disabled by configuration');
+  }
+  // DuckDB keeps what its storage needs (lockdown.ts) and the lists cannot change any more.
+  expect(await failure(`SET GLOBAL allowed_directories = ['${dir}/']`, usersConn)).toMatch(/configuration has been locked|Cannot change allowed_directories/);
+  await usersConn.run('CREATE TABLE service.main.t AS SELECT 1 AS v');
+  await usersConn.run('CHECKPOINT service');
+  expect((await usersConn.runAndReadAll('SELECT v FROM service.main.t')).getRowsJson()).toEqual([[1]]);
 });

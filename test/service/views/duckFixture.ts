@@ -1,9 +1,10 @@
 // A DuckDB instance laid out as the engine lays it out: catalog `service` attached, stored results
-// as dataDir/results/<id>.duckdb with table `result` (c0..cN-1). Views and uploads tests run on it.
+// as dataDir/results/<id>.duckdb with table `result` (c0..cN-1), read by a second, in-memory
+// instance as the engine's files instance reads them. Views and uploads tests run on it.
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { sqlString } from '../../../src/service/sql.ts';
 import { DuckDbServiceTables, SCRATCH_PREFIX, type TableHost } from '../../../src/service/engine/serviceTables.ts';
 import type { ServiceTables } from '../../../src/service/engine/types.ts';
@@ -24,15 +25,18 @@ export async function startDuck(): Promise<DuckFixture> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-views-'));
   await mkdir(join(dataDir, 'results'), { recursive: true });
   const instance = await DuckDBInstance.create(join(dataDir, 'engine.duckdb'));
+  const files = await DuckDBInstance.create(':memory:');
+  const on = async <T>(inst: DuckDBInstance, fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> => {
+    const conn = await inst.connect();
+    try {
+      return await fn(conn);
+    } finally {
+      conn.closeSync();
+    }
+  };
   const host: TableHost = {
-    async withConnection(fn) {
-      const conn = await instance.connect();
-      try {
-        return await fn(conn);
-      } finally {
-        conn.closeSync();
-      }
-    },
+    withConnection: (fn) => on(instance, fn),
+    withFiles: (fn) => on(files, fn),
     resultPath: (id) => join(dataDir, 'results', `${id}.duckdb`),
     scratchPath: (name) => join(dataDir, 'results', `${SCRATCH_PREFIX}${name}`),
   };
@@ -54,6 +58,7 @@ export async function startDuck(): Promise<DuckFixture> {
       }),
     rows: (sql) => host.withConnection(async (c) => (await c.runAndReadAll(sql)).getRowsJson()),
     async close() {
+      files.closeSync();
       instance.closeSync();
       await rm(dataDir, { recursive: true, force: true });
     },

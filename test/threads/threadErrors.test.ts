@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { NotFoundError } from '../src/client/errors.ts';
-import { ConfigError } from '../src/errors.ts';
-import { SettingsError } from '../src/service/settings.ts';
-import { policyOf } from '../src/errorPolicy.ts';
-import { FormatError } from '../src/kit/index.ts';
-import { reviveError, sendError } from '../src/threadErrors.ts';
-import { ValueDecodeError } from '../src/types/errors.ts';
+import { NotFoundError } from '../../src/client/errors.ts';
+import { ConfigError } from '../../src/errors.ts';
+import { SettingsError } from '../../src/service/settings.ts';
+import { policyOf } from '../../src/jobs/errorPolicy.ts';
+import { FormatError } from '../../src/kit/index.ts';
+import { reviveError, sendError } from '../../src/threads/threadErrors.ts';
+import { ValueDecodeError } from '../../src/types/errors.ts';
 
 /** What a worker thread's error becomes on the other side: sent, cloned as postMessage would, revived. */
 const across = (error: unknown) => reviveError(structuredClone(sendError(error)));

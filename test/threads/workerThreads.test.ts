@@ -4,8 +4,8 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startWorker } from '../src/workerThreads.ts';
-import { ROOT, sluiceEntry, testEnv } from './cli/sluiceProcess.ts';
+import { startWorker } from '../../src/threads/workerThreads.ts';
+import { ROOT, sluiceEntry, testEnv } from '../cli/sluiceProcess.ts';
 
 // Every thread sluice starts goes through startWorker, which turns on Node's compile cache in the
 // thread before loading its module. The cache must only ever help: moved by NODE_COMPILE_CACHE, off
@@ -34,7 +34,7 @@ function withCache(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
 
 /** Starts test/helpers/probeThread.ts with `env` and returns its answer once the thread has ended. */
 async function probe(env: Record<string, string | undefined>): Promise<Probe> {
-  const worker = startWorker('probeThread', new URL('./helpers/probeThread.ts', import.meta.url).href, {
+  const worker = startWorker('probeThread', new URL('../helpers/probeThread.ts', import.meta.url).href, {
     workerData: { part: 7 },
     env: withCache(env),
   });

@@ -12,17 +12,18 @@ import {
   PaymentRequiredError,
   QueryArchivedError,
   ServiceError,
-} from './client/errors.ts';
-import { ConfigError, SluiceError } from './errors.ts';
-import { BudgetExceededError, JobBusyError } from './jobs/errors.ts';
-import { DestinationCheckError, DestinationError, FormatError, KitError } from './kit/errors.ts';
-import { ArrowValueError, ValueDecodeError } from './types/errors.ts';
-import { AppendConflictError, SchemaDriftError } from './export/errors.ts';
-import { IcebergMetadataError, IcebergNotATableError, IcebergPartitionError, IcebergSchemaConflictError, IcebergUnsupportedDestinationError } from './export/iceberg/errors.ts';
+} from '../client/errors.ts';
+import { ConfigError, SluiceError } from '../errors.ts';
+import { BudgetExceededError, JobBusyError } from './errors.ts';
+import { DestinationCheckError, DestinationError, FormatError, KitError } from '../kit/errors.ts';
+import { ArrowValueError, ValueDecodeError } from '../types/errors.ts';
+import { AppendConflictError, SchemaDriftError } from '../export/errors.ts';
+import { IcebergCatalogError } from '../export/iceberg/catalog/catalogErrors.ts';
+import { IcebergMetadataError, IcebergNotATableError, IcebergPartitionError, IcebergSchemaConflictError, IcebergUnsupportedDestinationError } from '../export/iceberg/errors.ts';
 
 /**
  * The exit codes of every command. `sluice --help` prints them (src/cli/exit-codes.ts has the
- * words), and a test checks that the README's table says exactly the same.
+ * words), and a test checks that the table of docs/cli.md says exactly the same.
  */
 export const EXIT = {
   ok: 0,
@@ -99,6 +100,8 @@ const POLICY: ReadonlyMap<ErrorClass, ErrorPolicy> = new Map<ErrorClass, ErrorPo
   [IcebergSchemaConflictError, MISTAKE],
   [IcebergPartitionError, MISTAKE],
   [IcebergUnsupportedDestinationError, MISTAKE],
+  // A catalog that cannot be reached, refuses the credentials or the commit: the message says what to fix; a new execution would meet the same catalog.
+  [IcebergCatalogError, row(EXIT.io, false, false)],
   // The same data gives the same value the encoder or decoder cannot take.
   [FormatError, row(EXIT.other, false, false)],
   [ValueDecodeError, row(EXIT.other, false, false)],

@@ -1,8 +1,7 @@
-import * as clientErrors from './client/errors.ts';
-import * as rootErrors from './errors.ts';
-import * as exportErrors from './export/errors.ts';
-import * as kitErrors from './kit/errors.ts';
-import * as typeErrors from './types/errors.ts';
+import * as clientErrors from '../client/errors.ts';
+import * as rootErrors from '../errors.ts';
+import * as kitErrors from '../kit/errors.ts';
+import * as typeErrors from '../types/errors.ts';
 
 /**
  * An error as it crosses from a worker thread: its class name and own fields. A structured clone
@@ -18,13 +17,19 @@ export interface SentError {
   readonly cause: SentError | undefined;
 }
 
-/** Every error class sluice throws, by name: what `revive` can rebuild. */
-const CLASSES: ReadonlyMap<string, { prototype: Error }> = new Map(
-  [clientErrors, rootErrors, exportErrors, kitErrors, typeErrors]
-    .flatMap((m) => Object.values(m))
-    .filter((v): v is { prototype: Error; name: string } => typeof v === 'function' && v.prototype instanceof Error)
-    .map((c) => [c.name, c]),
-);
+type ErrorClass = abstract new (...args: never[]) => Error;
+
+/** The error classes a module exports: what a receiver hands `reviveError` for its own errors. */
+export function errorClasses(...modules: readonly Record<string, unknown>[]): ErrorClass[] {
+  return modules.flatMap((m) => Object.values(m)).filter((v): v is ErrorClass => typeof v === 'function' && v.prototype instanceof Error);
+}
+
+/**
+ * The error classes of the layers every thread stands on, by name: what `revive` rebuilds without
+ * being told. Those of the layers that start threads (the export's, the service's) are handed in by
+ * the receiver, so this room imports nothing of them.
+ */
+const CLASSES: ReadonlyMap<string, ErrorClass> = new Map(errorClasses(clientErrors, rootErrors, kitErrors, typeErrors).map((c) => [c.name, c]));
 
 export function sendError(error: unknown, depth = 0): SentError {
   if (!(error instanceof Error)) return { name: 'Error', message: String(error), stack: undefined, fields: {}, cause: undefined };
@@ -48,7 +53,7 @@ export function sendError(error: unknown, depth = 0): SentError {
  * Built without running a constructor: the fields are those of the original. `classes` adds the
  * receiver's own error classes (the service's, which the rest of sluice does not load).
  */
-export function reviveError(sent: SentError, classes: readonly (abstract new (...args: never[]) => Error)[] = []): Error {
+export function reviveError(sent: SentError, classes: readonly ErrorClass[] = []): Error {
   const known = classes.find((c) => c.name === sent.name) ?? CLASSES.get(sent.name);
   const error = known ? (Object.create(known.prototype) as Error) : new Error(sent.message);
   Object.defineProperty(error, 'message', { value: sent.message, writable: true, configurable: true });

@@ -1,4 +1,4 @@
-// The README's table of HTTP routes is true to the service: each route it lists exists with the
+// The table of HTTP routes in docs/local-service.md is true to the service: each route it lists exists with the
 // method it says (asked with a method no route takes, the service answers 405 and names it in Allow).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,9 +13,9 @@ beforeAll(async () => {
 afterAll(() => svc?.close());
 
 /** `METHOD /path` of each row, with the row's alternatives (`/unarchive`, `/v1/other/path`, `POST`). */
-function readmeRoutes(): { method: string; path: string }[] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## The local query service'), readme.indexOf('## Layout'));
+function documentedRoutes(): { method: string; path: string }[] {
+  const doc = readFileSync(join(ROOT, 'docs', 'local-service.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## Routes'), doc.indexOf('## Settings'));
   const routes: { method: string; path: string }[] = [];
   for (const line of section.split('\n').filter((l) => l.startsWith('| `'))) {
     const cell = line.split(' | ')[0]!;
@@ -31,9 +31,9 @@ function readmeRoutes(): { method: string; path: string }[] {
   return routes;
 }
 
-describe('README: the HTTP routes', () => {
+describe('docs/local-service.md: the HTTP routes', () => {
   it('lists routes the service has, each with its method', async () => {
-    const routes = readmeRoutes();
+    const routes = documentedRoutes();
     expect(routes.length).toBeGreaterThan(20);
     const wrong: string[] = [];
     for (const { method, path } of routes) {
@@ -47,8 +47,8 @@ describe('README: the HTTP routes', () => {
   });
 
   it('names the key header the service reads', async () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    expect(readme).toContain('`X-Service-Api-Key` header');
+    const doc = readFileSync(join(ROOT, 'docs', 'local-service.md'), 'utf8');
+    expect(doc).toContain('`X-Service-Api-Key` header');
     const denied = await fetch(`${svc.url}/v1/usage`, { headers: { 'X-Service-Api-Key': 'sk_wrong' } });
     expect(denied.status).toBe(401);
     const allowed = await fetch(`${svc.url}/v1/usage`, { headers: { 'X-Service-Api-Key': svc.keys.demo.admin } });

@@ -53,7 +53,14 @@ export async function startAzurite(): Promise<LocalAzure> {
     for await (const item of service.getContainerClient(container).listBlobsFlat({ prefix })) names.push(item.name);
     return names.sort();
   };
-  const get = async (container: string, name: string): Promise<Uint8Array> => new Uint8Array(await service.getContainerClient(container).getBlockBlobClient(name).downloadToBuffer());
+  // One GET of the whole blob: `downloadToBuffer` reads the size first and then that many bytes, so a
+  // blob replaced in between (a journal a running export rewrites) came back cut at the old size.
+  const get = async (container: string, name: string): Promise<Uint8Array> => {
+    const answer = await service.getContainerClient(container).getBlockBlobClient(name).download();
+    const chunks: Buffer[] = [];
+    for await (const chunk of answer.readableStreamBody ?? []) chunks.push(chunk as Buffer);
+    return new Uint8Array(Buffer.concat(chunks));
+  };
   return {
     endpoint,
     account: ACCOUNT,

@@ -123,7 +123,7 @@ export const ColumnCheckSchema = z
       .boolean()
       .optional()
       .describe(`No value may appear twice within the run (NULLs are not compared). Held in memory, one entry per distinct value, at most ${MAX_UNIQUE_VALUES.toLocaleString('en-US')}: check larger keys in the query`),
-    accepted_values: z.array(z.union([z.string(), z.number(), z.boolean()])).min(1).optional().describe('Every non-NULL value is one of these (compared as the value\'s text, as CSV writes it)'),
+    accepted_values: z.array(z.union([z.string(), z.number(), z.boolean()])).min(1).optional().describe('Every non-NULL value is one of these (numbers compared as numbers, 1.0 = 1; other values as their text, as CSV writes it)'),
     min: CheckBound.optional().describe("No value below this (numbers, dates, timestamps and text, in the column's order)"),
     max: CheckBound.optional().describe("No value above this (numbers, dates, timestamps and text, in the column's order)"),
     on_violation: OnViolationSchema.optional().describe('What a violation of this column\'s checks does (default: expect.on_violation)'),

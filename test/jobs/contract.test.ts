@@ -2,6 +2,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatSummary, summaryFields } from '../../src/cli/output/summary.ts';
 import { ServiceClient } from '../../src/client/index.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { ContractViolationError } from '../../src/jobs/errors.ts';
@@ -117,6 +118,8 @@ describe('expect: the columns, before any page is fetched', () => {
     // name takes 1000 values; 10 accepted, each held by 3 rows of 3000: the other 2970 are counted, one logged.
     expect(r.summary!.contract).toEqual({ warnings: [{ check: 'expect.checks.name.accepted_values', column: 'name', count: 2970, first: expect.stringMatching(/^row 11 of the result: name is "event_10", not one of accepted_values/) }] });
     expect(r.warnings.filter((w) => w.startsWith('contract broken'))).toHaveLength(1);
+    expect(formatSummary(r.summary!)).toMatch(/\n {2}contract broken \(warn\): expect\.checks\.name\.accepted_values: 2970 violations, first: row 11 /);
+    expect(summaryFields(r.summary!).contract).toEqual({ warnings: [expect.objectContaining({ check: 'expect.checks.name.accepted_values', count: 2970 })] });
     const files = await readdir(join(dir, 'meets'));
     const parquet = files.filter((f) => f.endsWith('.parquet')).map((f) => `'${join(dir, 'meets', f)}'`);
     expect(await duck(`select count(*)::INT as n, count(distinct id)::INT as ids from read_parquet([${parquet.join(',')}])`)).toEqual([{ n: 3000, ids: 3000 }]);

@@ -8,6 +8,7 @@ import { ConfigError } from '../../src/errors.ts';
 import { ContractViolationError } from '../../src/jobs/errors.ts';
 import type { RunRecord } from '../../src/jobs/runHistory.ts';
 import { runJob } from '../../src/jobs/runJob.ts';
+import { runShard } from '../../src/jobs/shards/runShard.ts';
 import { journalsLeft, otherCommits } from '../helpers/localOutput.ts';
 import { startProxy } from '../helpers/proxy.ts';
 import { duck } from './duck.ts';
@@ -211,5 +212,36 @@ ${outputs}`);
     expect((r.error as Error).message).toMatch(/expect\.checks\.flag\.min: column flag is boolean, which has no order/);
     expect(r.pages).toBe(0);
     unpublished(join(dir, 'unordered'));
+  });
+});
+
+describe('expect on a sharded run', () => {
+  it('shard 0 checks the columns from the metadata before it plans: no page, no plan, nothing written', async () => {
+    const j = job(`  - name: sharded-wrong
+    source: { sql: "select id, amount from sample.events order by id" }
+    expect: { columns: { amount: double } }
+    outputs: [{ format: parquet, path: "\${DIR}/sharded-wrong", max_rows_per_file: 500 }]
+`);
+    requests.pages = 0;
+    const error = await runShard(j, { client: counted, signal: signal(), shard: { index: 0, count: 2, runId: 'r1', from: '--shard 0/2' } }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'CONTRACT_VIOLATED', check: 'expect.columns.amount' });
+    expect(requests.pages).toBe(0);
+    expect(existsSync(join(dir, 'sharded-wrong'))).toBe(false);
+    // The shared area holds the execution's record (so a restarted shard 0 would not pay again), no plan and no part.
+    const area = readdirSync(join(dir, '.sharded-wrong.sluice'), { recursive: true, encoding: 'utf8' }).map((f) => basename(f));
+    expect(area).toContain('execution.json');
+    expect(area.filter((f) => f.endsWith('.json'))).not.toContain('plan.json');
+    expect(area.filter((f) => f.endsWith('.parquet'))).toEqual([]);
+  });
+
+  it('refuses column checks, which a shard could not make over rows it does not read', async () => {
+    const j = job(`  - name: sharded-checks
+    source: { sql: "select id from sample.events" }
+    expect: { checks: { id: { unique: true } } }
+    outputs: [{ format: parquet, path: "\${DIR}/sharded-checks", max_rows_per_file: 500 }]
+`);
+    const error = await runShard(j, { client: counted, signal: signal(), shard: { index: 0, count: 2, runId: 'r2', from: '--shard 0/2' } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toMatch(/expect\.checks: not supported on sharded runs yet/);
   });
 });

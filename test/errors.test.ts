@@ -65,6 +65,7 @@ const SAMPLES: readonly (readonly [Error, ExitCode])[] = [
   [new icebergErrors.IcebergPartitionError('file:///lake/t', 'partition_by differs'), EXIT.config],
   [new icebergErrors.IcebergUnsupportedDestinationError('stdout:', ['list', 'put']), EXIT.config],
   [new icebergErrors.IcebergCommitConflictError('file:///lake/t', 'metadata/v3.metadata.json', 4), EXIT.other],
+  [new icebergErrors.IcebergCatalogError('CATALOG_AUTH_REFUSED', 'https://catalog.example', 'GET /v1/config was refused (HTTP 401)'), EXIT.io],
   [new configModule.JobFileError('jobs.yaml', [{ path: 'jobs[0].name', line: 2, col: 3, message: 'required' }]), EXIT.config],
   [new jobErrors.BudgetExceededError('daily', 'max_credits', 'over budget'), EXIT.payment],
   [new jobErrors.JobBusyError('daily', 'process 12 holds the lock'), EXIT.other],

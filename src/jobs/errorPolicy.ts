@@ -18,6 +18,7 @@ import { BudgetExceededError, ContractViolationError, JobBusyError } from './err
 import { DestinationCheckError, DestinationError, FormatError, KitError } from '../kit/errors.ts';
 import { ArrowValueError, ValueDecodeError } from '../types/errors.ts';
 import { AppendConflictError, SchemaDriftError } from '../export/errors.ts';
+import { IcebergCatalogError } from '../export/iceberg/catalog/catalogErrors.ts';
 import { IcebergMetadataError, IcebergNotATableError, IcebergPartitionError, IcebergSchemaConflictError, IcebergUnsupportedDestinationError } from '../export/iceberg/errors.ts';
 
 /**
@@ -99,6 +100,8 @@ const POLICY: ReadonlyMap<ErrorClass, ErrorPolicy> = new Map<ErrorClass, ErrorPo
   [IcebergSchemaConflictError, MISTAKE],
   [IcebergPartitionError, MISTAKE],
   [IcebergUnsupportedDestinationError, MISTAKE],
+  // A catalog that cannot be reached, refuses the credentials or the commit: the message says what to fix; a new execution would meet the same catalog.
+  [IcebergCatalogError, row(EXIT.io, false, false)],
   // The same data gives the same value the encoder or decoder cannot take.
   [FormatError, row(EXIT.other, false, false)],
   [ValueDecodeError, row(EXIT.other, false, false)],

@@ -34,12 +34,15 @@ export class RunContract {
   readonly #expect: Expect;
   readonly #warn: Warn;
   readonly #warnings = new Map<string, ContractWarning>();
+  readonly #maxUnique: number;
   #rowsChecked = false;
 
-  constructor(job: Job, warn: Warn) {
+  /** `maxUnique`: distinct values a `unique` check may hold (MAX_UNIQUE_VALUES; lower in tests of the limit). */
+  constructor(job: Job, warn: Warn, maxUnique = MAX_UNIQUE_VALUES) {
     this.#job = job;
     this.#expect = job.expect ?? {};
     this.#warn = warn;
+    this.#maxUnique = maxUnique;
   }
 
   /** The broken checks a `warn` contract let through, in the order they were first seen. */
@@ -114,8 +117,8 @@ export class RunContract {
         for (const [test, problem] of tests) if (!test(value)) this.#violated({ check: `${at}.${test.name}`, column: name, row, value, problem: `row ${row} of the result: ${name} is ${shown(value)}, ${problem}` }, on);
         if (seen === undefined || value === null) continue;
         if (seen.has(value)) this.#violated({ check: `${at}.unique`, column: name, row, value, problem: `row ${row} of the result: ${name} ${shown(value)} appeared before in this run` }, on);
-        else if (seen.size >= MAX_UNIQUE_VALUES) {
-          throw new ContractViolationError(this.#job.name, { check: `${at}.unique`, column: name, row, problem: `more than ${MAX_UNIQUE_VALUES} distinct values of ${name}: the check holds them in memory and stops there; check uniqueness in the query instead (count(distinct ${name}) = count(*))` });
+        else if (seen.size >= this.#maxUnique) {
+          throw new ContractViolationError(this.#job.name, { check: `${at}.unique`, column: name, row, problem: `more than ${this.#maxUnique.toLocaleString('en-US')} distinct values of ${name}: the check holds them in memory and stops there; check uniqueness in the query instead (count(distinct ${name}) = count(*))` });
         } else seen.add(value);
       }
     };

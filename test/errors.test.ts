@@ -69,6 +69,7 @@ const SAMPLES: readonly (readonly [Error, ExitCode])[] = [
   [new configModule.JobFileError('jobs.yaml', [{ path: 'jobs[0].name', line: 2, col: 3, message: 'required' }]), EXIT.config],
   [new jobErrors.BudgetExceededError('daily', 'max_credits', 'over budget'), EXIT.payment],
   [new jobErrors.JobBusyError('daily', 'process 12 holds the lock'), EXIT.other],
+  [new jobErrors.ContractViolationError('daily', { check: 'expect.checks.amount.not_null', column: 'amount', row: 3, value: null, problem: 'row 3 of the result: amount is NULL' }), EXIT.other],
   [new jobErrors.ShardMismatchError('the plan was made for 2 shards, this shard was started for 3'), EXIT.config],
   [new jobErrors.ShardCommittedError('the export is committed already'), EXIT.config],
   [new UsageError('unknown option --x', 'run'), EXIT.config],

@@ -14,7 +14,7 @@ import {
   ServiceError,
 } from '../client/errors.ts';
 import { ConfigError, SluiceError } from '../errors.ts';
-import { BudgetExceededError, JobBusyError } from './errors.ts';
+import { BudgetExceededError, ContractViolationError, JobBusyError } from './errors.ts';
 import { DestinationCheckError, DestinationError, FormatError, KitError } from '../kit/errors.ts';
 import { ArrowValueError, ValueDecodeError } from '../types/errors.ts';
 import { AppendConflictError, SchemaDriftError } from '../export/errors.ts';
@@ -106,6 +106,8 @@ const POLICY: ReadonlyMap<ErrorClass, ErrorPolicy> = new Map<ErrorClass, ErrorPo
   [FormatError, row(EXIT.other, false, false)],
   [ValueDecodeError, row(EXIT.other, false, false)],
   [ArrowValueError, row(EXIT.other, false, false)],
+  // A result that breaks the job's contract breaks it again from a new execution over the same data.
+  [ContractViolationError, row(EXIT.other, false, false)],
   // An append the committed output cannot take (another job's, another layout, a changed column): the user decides.
   [AppendConflictError, MISTAKE],
   [SchemaDriftError, MISTAKE],

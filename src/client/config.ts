@@ -17,6 +17,10 @@ export const MAX_PAGE_CONCURRENCY = 32;
 /** Per-request timeout (from the request being sent on a connection to its last body byte) unless the caller sets `timeoutMs`. */
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
+/** Whether the client asks for compressed answers (`ClientOptions.compression`). */
+export const COMPRESSION_MODES = ['auto', 'on', 'off'] as const;
+export type Compression = (typeof COMPRESSION_MODES)[number];
+
 export interface ClientOptions {
   /** Defaults to `$SERVICE_API_KEY`. */
   apiKey?: string;
@@ -54,7 +58,7 @@ export interface ClientOptions {
    * service on this machine (a loopback host), where compressing costs more time than the bytes
    * it saves: see docs/protocol.md section 7.
    */
-  compression?: 'auto' | 'on' | 'off';
+  compression?: Compression;
   /** Called before every HTTP attempt (the URL is key-free). */
   onRequest?: (event: RequestEvent) => void;
   /** Called before every retry, with the error that caused it and the delay chosen. */
@@ -73,7 +77,7 @@ export interface ResolvedConfig {
   retry: RetryPolicy;
   keepAlive: boolean;
   userAgent: string;
-  compression: 'auto' | 'on' | 'off';
+  compression: Compression;
   /** What the client sends as Accept-Encoding (undefined: no header, answers uncompressed). */
   acceptEncoding: string | undefined;
   rateLimit: RateLimit | undefined;
@@ -108,7 +112,7 @@ export function resolveConfig(options: ClientOptions): ResolvedConfig {
     throw new ConfigError(`ServiceClient retry.attempts must be an integer >= 1 (1 = no retries), got ${retry.attempts}`);
   }
   const compression = options.compression ?? 'auto';
-  if (compression !== 'auto' && compression !== 'on' && compression !== 'off') {
+  if (!COMPRESSION_MODES.includes(compression)) {
     throw new ConfigError(`ServiceClient compression must be 'auto', 'on' or 'off', got ${JSON.stringify(compression)}`);
   }
   const rateLimit = options.rateLimit === undefined ? undefined : checkRateLimit(options.rateLimit);

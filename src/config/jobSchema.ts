@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { PerformanceSchema } from '../protocol/common.ts';
 import { RATE_PLAN_NAMES } from '../protocol/rateLimits.ts';
-import { MAX_PAGE_CONCURRENCY } from '../client/config.ts';
+import { COMPRESSION_MODES, MAX_PAGE_CONCURRENCY } from '../client/config.ts';
 import { outputConfigSchema, type ResolvedOutput } from '../export/outputConfig.ts';
 import type { Registry } from '../kit/index.ts';
+import { parseType } from '../types/parse.ts';
 import { cronProblem, timezoneProblem } from './cron.ts';
 
 // The one truth about job files: validation, types (z.infer), `sluice schema` and the job file
@@ -103,6 +104,52 @@ export const IncrementalSchema = z
     'Fetch only new rows: the query receives the highest cursor value committed so far, and the new high-water mark is committed with the rows, in each output (its manifest), so the state travels with the data. Needs mode: append on every output',
   );
 
+const OnViolationSchema = z
+  .enum(['fail', 'warn', 'quarantine'])
+  .superRefine((value, ctx) => {
+    // Accepted by name so that a job file written for it says what is missing, not "invalid enum".
+    if (value === 'quarantine') ctx.addIssue({ code: 'custom', message: 'quarantine is not supported yet: use fail (publish nothing) or warn (publish, log and count the violations)' });
+  });
+
+/** Distinct values a `unique` check holds: beyond this a run stops rather than grow without bound. */
+export const MAX_UNIQUE_VALUES = 2_000_000;
+
+const CheckBound = z.union([z.string(), z.number()]);
+
+export const ColumnCheckSchema = z
+  .strictObject({
+    not_null: z.boolean().optional().describe('No row may hold NULL'),
+    unique: z
+      .boolean()
+      .optional()
+      .describe(`No value may appear twice within the run (NULLs are not compared). Held in memory, one entry per distinct value, at most ${MAX_UNIQUE_VALUES.toLocaleString('en-US')}: check larger keys in the query`),
+    accepted_values: z.array(z.union([z.string(), z.number(), z.boolean()])).min(1).optional().describe('Every non-NULL value is one of these (numbers compared as numbers, 1.0 = 1; other values as their text, as CSV writes it)'),
+    min: CheckBound.optional().describe("No value below this (numbers, dates, timestamps and text, in the column's order)"),
+    max: CheckBound.optional().describe("No value above this (numbers, dates, timestamps and text, in the column's order)"),
+    on_violation: OnViolationSchema.optional().describe('What a violation of this column\'s checks does (default: expect.on_violation)'),
+  })
+  .describe('Checks on every row of one column, as the rows stream (before anything is published)');
+export type ColumnCheck = z.infer<typeof ColumnCheckSchema>;
+
+export const ExpectSchema = z
+  .strictObject({
+    columns: z
+      .record(z.string().min(1), z.string().min(1))
+      .optional()
+      .describe("Columns the result must have, name: type as the service spells it in column_types (bigint, varchar, decimal(18,2), timestamp ...; case and spaces ignored). Checked from the execution's metadata before any page is fetched: a mismatch fetches, writes and charges nothing beyond the execution. Other columns may be there too"),
+    rows: z
+      .strictObject({
+        min: z.number().int().nonnegative().optional().describe('At least this many rows'),
+        max: z.number().int().nonnegative().optional().describe('At most this many rows'),
+      })
+      .optional()
+      .describe("The result's row count: checked before any page is fetched when the service reports it (no result.filters), else at the end of the read, before anything is published"),
+    checks: z.record(z.string().min(1), ColumnCheckSchema).optional().describe('Per column: checks on every row while it streams (not_null, unique, accepted_values, min, max)'),
+    on_violation: OnViolationSchema.optional().describe('fail (the default): the run stops and publishes nothing, naming the check, column, row and value; warn: the rows are published, each broken check is logged once and its violations counted in the run summary; quarantine: not supported yet'),
+  })
+  .describe('A contract the result must meet before anything is published');
+export type Expect = z.infer<typeof ExpectSchema>;
+
 /** A zod check from a function that says what is wrong with a value (undefined: nothing). */
 function reportProblem(problemOf: (value: string) => string | undefined) {
   return (value: string, ctx: z.RefinementCtx<string>): void => {
@@ -155,9 +202,11 @@ function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
       retry_delay_seconds: z.number().nonnegative().optional().describe('Delay before the first retry, doubled for each next one (default 5)'),
       budget: BudgetSchema.optional(),
       incremental: IncrementalSchema.optional(),
+      expect: ExpectSchema.optional(),
     })
     .superRefine((job, ctx) => {
       if (job.incremental) incrementalIssues(job, ctx);
+      if (job.expect) expectIssues(job.expect, job.result?.columns, ctx);
       const columns = job.result?.columns;
       const paths = new Map<string, number>();
       job.outputs.forEach((output, i) => {
@@ -215,6 +264,32 @@ function incrementalIssues(
   });
 }
 
+/** What the schema of one field cannot see about a contract: its bounds against each other, its columns against result.columns. */
+function expectIssues(expect: Expect, shaped: readonly string[] | undefined, ctx: z.RefinementCtx): void {
+  const issue = (path: PropertyKey[], message: string) => ctx.addIssue({ code: 'custom', path: ['expect', ...path], message });
+  const { rows } = expect;
+  if (rows !== undefined && rows.min === undefined && rows.max === undefined) issue(['rows'], 'give min, max or both');
+  if (rows?.min !== undefined && rows.max !== undefined && rows.min > rows.max) issue(['rows', 'min'], `min ${rows.min} is above max ${rows.max}`);
+  for (const [name, type] of Object.entries(expect.columns ?? {})) {
+    if (!typeKnown(type)) issue(['columns', name], `"${type}" is not a column type the service reports (e.g. bigint, double, varchar, decimal(18,2), timestamp, date, boolean)`);
+  }
+  for (const [name, check] of Object.entries(expect.checks ?? {})) {
+    const given = ['not_null', 'unique', 'accepted_values', 'min', 'max'].filter((k) => check[k as keyof ColumnCheck] !== undefined);
+    if (given.length === 0) issue(['checks', name], 'no check given: add not_null, unique, accepted_values, min or max');
+    if (typeof check.min === 'number' && typeof check.max === 'number' && check.min > check.max) issue(['checks', name, 'min'], `min ${check.min} is above max ${check.max}`);
+  }
+  if (shaped === undefined) return;
+  for (const part of ['columns', 'checks'] as const) {
+    for (const name of Object.keys(expect[part] ?? {})) {
+      if (!shaped.includes(name)) issue([part, name], `"${name}" is not among result.columns (${shaped.join(', ')}): it would never be fetched`);
+    }
+  }
+}
+
+function typeKnown(type: string): boolean {
+  return parseType(type).kind !== 'unknown';
+}
+
 export const EmbeddedServiceSchema = z
   .strictObject({
     data_dir: z.string().min(1).optional().describe('Where the embedded service keeps its database (default ./.sluice/service)'),
@@ -247,6 +322,10 @@ export const ConnectionSchema = z
       .describe(
         "The API key's request rate, which every page fetcher, status poll and part thread of this process shares (a shard of N takes 1/N): a plan name (free: 40 read / 15 write per minute, plus: 200 / 70, enterprise: 1000 / 350) or { read, write } requests per minute. Unset, or set too high: learned from the service's 429s and Retry-After",
       ),
+    compression: z
+      .enum(COMPRESSION_MODES)
+      .optional()
+      .describe('Whether to ask the service for compressed answers (zstd, br or gzip): auto (default) does, except for a service on this machine (a loopback address), where compressing costs more time than the bytes save; on and off force it'),
   })
   .describe('How to reach the service');
 export type Connection = z.infer<typeof ConnectionSchema>;

@@ -14,7 +14,8 @@ export async function checkOutputs(outputs: readonly ResolvedOutput[], signal: A
     const destination = openDestination(output);
     const commit = commitFor(output);
     try {
-      await destination.check?.(signal, { records: commit.records });
+      // A commit that checks the destination itself (with a catalog's vended credentials) does it below.
+      if (commit.checksDestination !== true) await destination.check?.(signal, { records: commit.records });
       // What is there must be an output this commit can go on top of (an Iceberg table, not foreign files).
       if (destination.multiFile) await commit.check?.(destination, signal);
     } finally {

@@ -114,4 +114,9 @@ export interface CommitProtocol {
    * an output this protocol can commit on top of. Throws an error naming the place and what to do.
    */
   check?(destination: Destination, signal?: AbortSignal): Promise<void>;
+  /**
+   * True when `check` also checks the destination itself, with the storage credentials the commit
+   * will write with (an Iceberg catalog's vended ones): the sink's own `check` is then not run first.
+   */
+  readonly checksDestination?: boolean;
 }

@@ -20,6 +20,12 @@ export interface Destination {
    */
   begin(options: BeginOptions): Promise<Transaction>;
   /**
+   * Optional: starts what a transaction with `attemptId` needs before its first write (a writer's
+   * lease) while the caller still reads the committed output, so that it costs no time of its own.
+   * The next `begin` with that id takes it over; `close` releases it if none did.
+   */
+  startLease?(attemptId: string): void;
+  /**
    * Checks, without writing, what can be known before anything is spent: the place can be written
    * (a folder that exists or can be made, not one full of files sluice did not write), credentials
    * resolve, a bucket answers. Throws `DestinationCheckError`, or `ConfigError` for missing

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { type CatalogConfig, catalogConfigSchema } from './iceberg/catalog/catalogConfig.ts';
 import { ConfigError, type ConfigIssue, type FormatDescriptor, issuesOf, redact, type Registry, type SinkDescriptor } from '../kit/index.ts';
 
 /** How an output is committed: `manifest` (files, `_manifest.json`, `_SUCCESS`) or an Iceberg table. */
@@ -50,6 +51,11 @@ const common = {
     .describe(
       'How the output is committed. manifest (default): the data files, then _manifest.json and _SUCCESS; each run replaces the output. iceberg: an Apache Iceberg table (format v2) at the path, each run a snapshot: Parquet data files under data/ (partition_by an identity partition spec, the columns kept in the files), metadata under metadata/, committed by creating metadata/v<N>.metadata.json only if absent. Parquet outputs only, at a directory or object prefix (not a single stream).',
     ),
+  catalog: catalogConfigSchema
+    .optional()
+    .describe(
+      'With table: iceberg, where the table is committed. type: path (default): the table is its path, committed by creating metadata/v<N>.metadata.json only if absent. type: rest: through an Iceberg REST catalog (uri, warehouse, namespace, table, auth), which engines then find the table in; the data files and manifests go to the output path, which must be the table\'s location in the catalog. See docs/iceberg-catalogs.md.',
+    ),
   mode: z
     .enum(['replace', 'append'])
     .optional()
@@ -57,6 +63,13 @@ const common = {
       'replace (default): each run replaces the output (with table: iceberg, an overwrite snapshot; older snapshots stay for time travel). append: each run adds its rows: a manifest output keeps the committed parts and adds the run\'s (named after its execution) under a manifest listing all of them; with table: iceberg, an append snapshot. A run with no rows commits nothing; re-running an execution already committed with the same options commits nothing. Appending to a manifest output needs the same job, format and partition_by as the committed one; a column whose type changed fails, a new column is added only where the format can hold it (parquet, ndjson).',
     ),
 };
+
+/**
+ * The Parquet encodings an Iceberg output's automatic choice may take: all but DELTA_BYTE_ARRAY,
+ * which hyparquet and icebird (the JavaScript readers of such tables) cannot read in version 1 data
+ * pages. The format's `auto_encodings` option given in format_options wins.
+ */
+const TABLE_ENCODINGS = ['plain', 'delta_binary_packed', 'delta_length_byte_array', 'byte_stream_split'];
 
 /**
  * The output section of a job, one object per format so each format's options are checked. Each
@@ -96,6 +109,7 @@ export interface OutputConfig {
   readonly table?: Table;
   readonly mode?: OutputMode;
   readonly commit?: 'conditional' | 'unconditional';
+  readonly catalog?: CatalogConfig;
   /** A sink's options block under its key (see `SinkDescriptor.options`). */
   readonly [block: string]: unknown;
 }
@@ -117,6 +131,8 @@ export interface ResolvedOutput {
   readonly mode: OutputMode;
   /** How the manifest is published: conditionally (default) or last writer wins. */
   readonly commit: 'conditional' | 'unconditional';
+  /** An Iceberg output's catalog (undefined: the path commit). */
+  readonly catalog?: CatalogConfig | undefined;
 }
 
 /** Pure validation: no I/O. Every error names the field (`format_options.compression`) and value. */
@@ -175,10 +191,13 @@ export function resolveOutput(input: unknown, registry: Registry): ResolvedOutpu
       issues.push({ path: 'commit', message: 'an Iceberg table is committed by creating its next metadata file only if absent: drop commit: unconditional', value: 'unconditional' });
     }
   }
+  if (config.catalog !== undefined && table !== 'iceberg') {
+    issues.push({ path: 'catalog', message: 'a catalog commits an Iceberg table: set table: iceberg, or drop catalog', value: config.catalog.type });
+  }
   if (issues.length > 0) throw new ConfigError('output', issues);
   return {
     format,
-    formatConfig: format.config.parse(config.format_options ?? {}),
+    formatConfig: format.config.parse(table === 'iceberg' ? { auto_encodings: TABLE_ENCODINGS, ...config.format_options } : (config.format_options ?? {})),
     sink,
     sinkConfig: sinkParsed.data,
     path: config.path,
@@ -190,6 +209,7 @@ export function resolveOutput(input: unknown, registry: Registry): ResolvedOutpu
     table,
     mode: config.mode ?? 'replace',
     commit: config.commit ?? 'conditional',
+    ...(config.catalog === undefined || config.catalog.type === 'path' ? {} : { catalog: config.catalog }),
   };
 }
 
@@ -212,6 +232,8 @@ export function describeOutput(resolved: ResolvedOutput): Record<string, unknown
     max_open_files: resolved.maxOpenFiles,
     table: resolved.table,
     mode: resolved.mode,
+    // Only when set: the fingerprints of outputs without one stay as they were.
+    ...(resolved.catalog === undefined ? {} : { catalog: redact(resolved.catalog) }),
   };
 }
 

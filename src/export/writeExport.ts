@@ -287,10 +287,13 @@ async function stage(
 ): Promise<Staged> {
   const { signal } = options;
   signal?.throwIfAborted();
+  const attempt = options.resume?.attemptId ?? attemptId();
+  // The writer's lease is taken while the committed output is read (a commit with a transaction of its own takes none).
+  if (commit?.begin === undefined) destination.startLease?.(attempt);
   const previous = commit ? await commit.read(destination, signal) : undefined;
   const resumable = options.resume !== undefined && commit !== undefined && resumableLayout(resolved);
   const begin = {
-    attemptId: options.resume?.attemptId ?? attemptId(),
+    attemptId: attempt,
     previous: previous?.owns ?? [],
     markers: commit?.records ?? [],
     resume: resumable,

@@ -54,7 +54,11 @@ export async function connect(connection: Connection | undefined, options: Conne
   const keyEnv = connection?.api_key_env ?? DEFAULT_API_KEY_ENV;
   const given = options.env[keyEnv];
   const key = given === undefined || given === '' ? undefined : given;
-  const rate: Rate = { ...(connection?.rate_limit === undefined ? {} : { rateLimit: connection.rate_limit }), rateShare: options.rateShare ?? 1 };
+  const rate: Rate = {
+    ...(connection?.rate_limit === undefined ? {} : { rateLimit: connection.rate_limit }),
+    rateShare: options.rateShare ?? 1,
+    ...(connection?.compression === undefined ? {} : { compression: connection.compression }),
+  };
   const baseUrl = connection?.base_url;
   if (baseUrl !== undefined && baseUrl !== '') {
     if (key === undefined) throw new ClientConfigError(`the API key is missing: set the environment variable ${keyEnv} (connection.api_key_env) for ${baseUrl}`);
@@ -71,7 +75,7 @@ export async function connect(connection: Connection | undefined, options: Conne
   return openFolder(folder, rate, options);
 }
 
-type Rate = Pick<ClientOptions, 'rateLimit' | 'rateShare'>;
+type Rate = Pick<ClientOptions, 'rateLimit' | 'rateShare' | 'compression'>;
 
 /** The data folder of the embedded service, and the key this process uses with it. */
 interface Folder {

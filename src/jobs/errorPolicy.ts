@@ -14,10 +14,11 @@ import {
   ServiceError,
 } from '../client/errors.ts';
 import { ConfigError, SluiceError } from '../errors.ts';
-import { BudgetExceededError, JobBusyError } from './errors.ts';
+import { BudgetExceededError, ContractViolationError, JobBusyError } from './errors.ts';
 import { DestinationCheckError, DestinationError, FormatError, KitError } from '../kit/errors.ts';
 import { ArrowValueError, ValueDecodeError } from '../types/errors.ts';
 import { AppendConflictError, SchemaDriftError } from '../export/errors.ts';
+import { IcebergCatalogError } from '../export/iceberg/catalog/catalogErrors.ts';
 import { IcebergMetadataError, IcebergNotATableError, IcebergPartitionError, IcebergSchemaConflictError, IcebergUnsupportedDestinationError } from '../export/iceberg/errors.ts';
 
 /**
@@ -99,10 +100,14 @@ const POLICY: ReadonlyMap<ErrorClass, ErrorPolicy> = new Map<ErrorClass, ErrorPo
   [IcebergSchemaConflictError, MISTAKE],
   [IcebergPartitionError, MISTAKE],
   [IcebergUnsupportedDestinationError, MISTAKE],
+  // A catalog that cannot be reached, refuses the credentials or the commit: the message says what to fix; a new execution would meet the same catalog.
+  [IcebergCatalogError, row(EXIT.io, false, false)],
   // The same data gives the same value the encoder or decoder cannot take.
   [FormatError, row(EXIT.other, false, false)],
   [ValueDecodeError, row(EXIT.other, false, false)],
   [ArrowValueError, row(EXIT.other, false, false)],
+  // A result that breaks the job's contract breaks it again from a new execution over the same data.
+  [ContractViolationError, row(EXIT.other, false, false)],
   // An append the committed output cannot take (another job's, another layout, a changed column): the user decides.
   [AppendConflictError, MISTAKE],
   [SchemaDriftError, MISTAKE],

@@ -54,3 +54,29 @@ export class ShardMismatchError extends ConfigError {
 export class ShardCommittedError extends ConfigError {
   override readonly code: string = 'SHARD_COMMITTED';
 }
+
+/**
+ * A result that breaks its job's `expect` contract (with `on_violation: fail`): the columns or
+ * their types, the row count, or a column check on a row. Names the check, the column, the row
+ * (1-based, in the result) and the value; nothing was published. Not retried: the same query over
+ * the same data breaks it again.
+ */
+export class ContractViolationError extends SluiceError {
+  readonly code = 'CONTRACT_VIOLATED';
+  readonly job: string;
+  /** The contract field broken, e.g. `expect.columns`, `expect.rows.max`, `expect.checks.amount.not_null`. */
+  readonly check: string;
+  readonly column: string | undefined;
+  /** The row of the result (1-based) that broke a column check. */
+  readonly row: number | undefined;
+  readonly value: unknown;
+
+  constructor(job: string, violation: { check: string; column?: string | undefined; row?: number | undefined; value?: unknown; problem: string }) {
+    super(`job ${job}: ${violation.check}: ${violation.problem}; nothing was published`);
+    this.job = job;
+    this.check = violation.check;
+    this.column = violation.column;
+    this.row = violation.row;
+    this.value = violation.value;
+  }
+}

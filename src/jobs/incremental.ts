@@ -237,7 +237,7 @@ export class OutputCursor {
 }
 
 /** A column of a batch with its text reader bound. */
-function columnData(batch: RecordBatch, name: string): { text(i: number, reader: ReturnType<typeof valueText>): string | null } {
+export function columnData(batch: RecordBatch, name: string): { text(i: number, reader: ReturnType<typeof valueText>): string | null } {
   const vector = batch.getChild(name);
   if (vector === null) throw new Error(`column ${name} is not in the batch`);
   const chunks = vector.data as Data[];

@@ -5,6 +5,7 @@ import type { ExportSummary } from '../export/writeExport.ts';
 import { type Ready, type ResultStream, stream } from '../pipeline/stream.ts';
 import { checkBytes, checkCredits, TIER_COST } from './budget.ts';
 import { committedExport, outputFingerprint, readCommits } from './committedOutput.ts';
+import { type ContractWarning, RunContract } from './contract.ts';
 import { compareCursor, type CursorKind } from './cursor.ts';
 import { policyOf } from './errorPolicy.ts';
 import { checkResultColumns, type CursorPlan, explainInitial, planCursor } from './incremental.ts';
@@ -58,6 +59,8 @@ export interface JobSummary {
   readonly creditsLeft?: number;
   /** Incremental jobs: the committed cursor value the run started after (null: none yet), and the one committed now. */
   readonly cursor?: { readonly from: string | null; readonly to: string | null };
+  /** Jobs with `expect`: the checks a `warn` contract let through, with how many rows broke each (empty: the result met the contract). */
+  readonly contract?: { readonly warnings: readonly ContractWarning[] };
 }
 
 export interface RunEvents {
@@ -118,6 +121,7 @@ export class JobRun {
   readonly #tally: RunTally;
   /** Linked to the caller's signal; aborted by the first failing output too. */
   readonly #controller = new AbortController();
+  readonly #contract: RunContract | undefined;
   #pageSize: number | undefined;
 
   constructor(job: Job, options: AttemptOptions, state: JobRunState, tally: RunTally) {
@@ -125,6 +129,7 @@ export class JobRun {
     this.#options = options;
     this.#state = state;
     this.#tally = tally;
+    this.#contract = job.expect === undefined ? undefined : new RunContract(job, options.events?.onWarning);
   }
 
   async attempt(): Promise<AttemptResult> {
@@ -205,11 +210,16 @@ export class JobRun {
     return cursor === undefined ? error : explainInitial(cursor, error);
   }
 
-  /** `max_bytes`, and an incremental job's cursor column against the result's columns: both end the resume. */
+  /**
+   * `max_bytes`, the contract's columns and row count, and an incremental job's cursor column
+   * against the result's columns, all from the execution's metadata before any page is fetched:
+   * each ends the resume.
+   */
   async #checkResult(ready: Ready, cursor: CursorPlan | undefined): Promise<CursorKind | undefined> {
     try {
       const overBytes = checkBytes(this.#job, ready.status);
       if (overBytes) throw overBytes;
+      this.#contract?.beforeFetch(ready.status);
       const metadata = ready.status.result_metadata;
       return cursor === undefined ? undefined : checkResultColumns(cursor, metadata?.column_names ?? [], metadata?.column_types ?? []);
     } catch (error) {
@@ -247,6 +257,7 @@ export class JobRun {
       wire: knownWire(job.wire),
       warn,
       incremental: cursor === undefined || started.kind === undefined ? undefined : { plan: cursor, kind: started.kind },
+      contract: this.#contract,
     });
     pending.forEach((index, k) => this.#report(summaries, index, writtenSummary(written.summaries[k]!, job.outputs[index]!.format.type, warn)));
     return { outputs: summaries.map((s) => s!), written: { ...written, cursors: spread(job.outputs.length, pending, written.cursors, cursor) } };
@@ -275,6 +286,7 @@ export class JobRun {
       bytes: outputs.reduce((n, o) => n + o.bytes, 0),
       outputs,
       ...(cursor === undefined ? {} : { cursor: { from: cursor.from, to: lowest(started.kind ?? cursor.kind, cursors) } }),
+      ...(this.#contract === undefined ? {} : { contract: { warnings: this.#contract.warnings } }),
     };
   }
 }

@@ -1,6 +1,8 @@
 import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
 import type { ResolvedOutput } from '../export/outputConfig.ts';
+import { commitTarget } from '../export/commitFor.ts';
+import type { CatalogTarget } from '../export/iceberg/catalog/catalogConfig.ts';
 import { openDestination } from '../export/storage/openDestination.ts';
 import { creditsAllowed, executionCost } from './budget.ts';
 import { readCommit, readCommits, wouldSkip } from './committedOutput.ts';
@@ -51,6 +53,8 @@ export interface OutputPlan {
   readonly partsPerShard: readonly number[] | undefined;
   /** The execution the output's committed export holds now (undefined: none). */
   readonly committedExecution: string | undefined;
+  /** A table output: the catalog and table it commits to (`commitTarget`). */
+  readonly commitsTo?: CatalogTarget | undefined;
 }
 
 export interface PlanRunOptions {
@@ -121,6 +125,7 @@ async function planOutput(job: Job, output: ResolvedOutput, decision: SourceDeci
     rowsPerPart: perPart,
     partsPerShard: parts === undefined || shards === 1 ? undefined : partsPerShard(parts, shards),
     committedExecution: committed?.executionId,
+    commitsTo: commitTarget(output, url),
   };
 }
 

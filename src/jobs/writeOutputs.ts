@@ -6,6 +6,7 @@ import { type ExportMeta, type ExportSummary, openExport, type OpenedExport } fr
 import type { RangeReader, ResultStream } from '../pipeline/stream.ts';
 import { resumeAttemptId } from './attemptId.ts';
 import { outputFingerprint } from './committedOutput.ts';
+import type { RunContract } from './contract.ts';
 import type { CursorKind } from './cursor.ts';
 import { type CursorPlan, OutputCursor, serviceType } from './incremental.ts';
 import { sourceInfo } from './jobSource.ts';
@@ -37,6 +38,8 @@ export interface WriteOutputsOptions {
   readonly wire: 'json' | 'arrow' | undefined;
   readonly warn?: ((message: string, fields: Record<string, unknown>) => void) | undefined;
   readonly incremental?: { readonly plan: CursorPlan; readonly kind: CursorKind } | undefined;
+  /** The job's `expect` contract: every row read passes its column checks before any output sees it. */
+  readonly contract?: RunContract | undefined;
 }
 
 type Opened = { readonly o: OpenedExport; readonly k: number };
@@ -137,7 +140,10 @@ async function seekAndDescribe(options: WriteOutputsOptions, startRow: number, p
 function writeSerial(options: WriteOutputsOptions, serial: readonly Opened[], startRow: number, writes: Writes): (OutputCursor | undefined)[] {
   const { job, pending, incremental, controller } = options;
   const { schema, meta, summaries, failed } = writes;
-  const branches = serial.length > 0 ? tee(options.result.batches(), serial.length, 2, controller.signal) : [];
+  // Checked ahead of the branches: a violation (or a row count out of range at the end) fails the
+  // read itself, so every output fails with it and none commits.
+  const read = options.contract?.watchesRows === true ? options.contract.watch(options.result.batches(), schema, startRow) : options.result.batches();
+  const branches = serial.length > 0 ? tee(read, serial.length, 2, controller.signal) : [];
   // Incremental (every output serial): each output drops the rows its commit holds and tracks the new mark.
   const cursorType = incremental === undefined ? undefined : serviceType(schema, incremental.plan.incremental.cursor);
   const cursors = pending.map((index) => (incremental === undefined ? undefined : new OutputCursor(incremental.plan, incremental.kind, cursorType!, index)));

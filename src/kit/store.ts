@@ -83,6 +83,11 @@ export interface PutOptions {
   readonly condition?: PutCondition | undefined;
   readonly contentType?: string | undefined;
   readonly signal?: AbortSignal | undefined;
+  /**
+   * `false`: the object need not survive a crash of the machine (a writer's lease, a record a crash
+   * makes moot), so a store that syncs its writes to disk may skip that. Default true.
+   */
+  readonly durable?: boolean | undefined;
 }
 
 export interface PutResult {

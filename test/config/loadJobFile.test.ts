@@ -97,6 +97,7 @@ jobs:
     expect(rate('gold')).toEqual(['jobs.yaml:2:15 connection.rate_limit: expected one of free|plus|enterprise, got "gold"']);
     expect(rate('{read: 0}')).toEqual(['jobs.yaml:2:22 connection.rate_limit.read: expected number to be >0, got 0']);
     expect(rate('{reads: 5}')).toEqual(['jobs.yaml:2:16 connection.rate_limit.reads: unknown field, did you mean "read"?']);
+    expect(messages(`connection:\n  compression: gzip\n${base()}`)).toEqual(['jobs.yaml:2:16 connection.compression: expected one of auto|on|off, got "gzip"']);
   });
 
   it('every error of a file in one pass: a bad format hides no unknown field, a schema error no output error', () => {

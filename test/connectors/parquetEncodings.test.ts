@@ -1,6 +1,8 @@
 // Parquet column encodings and statistics, read from the files by DuckDB's parquet_metadata, and
 // the values read back by DuckDB and polars. sample.events comes from the real service.
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { parquetReadObjects } from 'hyparquet';
+import { compressors } from 'hyparquet-compressors';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Decimal, FixedSizeBinary, RecordBatch, makeVector, tableFromArrays, type Table } from 'apache-arrow';
@@ -226,5 +228,31 @@ describe('counting a sample\'s values for the dictionary estimate', () => {
   it('skips nulls, and reads values by their type, not by the length of a buffer with room to spare', () => {
     const table = tableFromArrays({ a: [1, null, 1, null, 2] as (number | null)[] } as never) as unknown as Table;
     expect(countValues(table.batches, 0, 5)).toMatchObject({ values: 3, distinct: 2, once: 1, twice: 1 });
+  });
+});
+
+describe('encodings an Iceberg table output may choose', () => {
+  // Sorted URLs that share long prefixes: what DELTA_BYTE_ARRAY (prefix + suffix) was made for.
+  const urls = () => {
+    const values = Array.from({ length: ROWS }, (_, i) => `https://cdn.example.com/assets/2026/catalogue/items/${String(i).padStart(8, '0')}/thumbnail.png`);
+    return tableFromArrays({ url: values }).batches as RecordBatch[];
+  };
+
+  it('auto picks DELTA_BYTE_ARRAY for shared prefixes, which hyparquet (icebird\'s reader) cannot read; a table output leaves it out, and hyparquet reads its file', async () => {
+    const plain = await exportParquet(urls());
+    expect((await encodings(plain)).url).toContain('DELTA_BYTE_ARRAY');
+    const read = (file: string) => readFile(file).then((b) => parquetReadObjects({ file: b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer, compressors }));
+    await expect(read(plain)).rejects.toThrow(/unsupported encoding: DELTA_BYTE_ARRAY/);
+
+    const table = resolved({ format: 'parquet', path: '/srv/lake/t', table: 'iceberg' });
+    const options = (table.formatConfig as { auto_encodings: string[] }).auto_encodings;
+    expect(options).not.toContain('delta_byte_array');
+    const portable = await exportParquet(urls(), { auto_encodings: options });
+    expect((await encodings(portable)).url).not.toContain('DELTA_BYTE_ARRAY');
+    const rows = await read(portable);
+    expect(rows).toHaveLength(ROWS);
+    expect(rows[ROWS - 1]).toEqual({ url: `https://cdn.example.com/assets/2026/catalogue/items/${String(ROWS - 1).padStart(8, '0')}/thumbnail.png` });
+    // Set in format_options, the table output takes what it is given.
+    expect(resolved({ format: 'parquet', path: '/srv/lake/t', table: 'iceberg', format_options: { auto_encodings: ['delta_byte_array'] } }).formatConfig).toMatchObject({ auto_encodings: ['delta_byte_array'] });
   });
 });

@@ -13,6 +13,7 @@ import { listFiles } from '../connectors/destinations.ts';
 import { numbered, numberedSchema, resolved } from '../connectors/fixtures.ts';
 import { startPreconditionGate, type PreconditionGate } from '../helpers/preconditionGate.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
+import { startAzurite, type LocalAzure } from '../helpers/azurite.ts';
 import { duckRowsJS as query } from '../helpers/duckdb.ts';
 
 const dirs: string[] = [];
@@ -24,14 +25,15 @@ async function outDir(): Promise<string> {
 
 let s3: LocalS3;
 let gate: PreconditionGate;
+let azure: LocalAzure;
 beforeAll(async () => {
-  s3 = await startLocalS3();
-  await s3.createBucket('commits');
+  [s3, azure] = await Promise.all([startLocalS3(), startAzurite()]);
+  await Promise.all([s3.createBucket('commits'), azure.createContainer('commits')]);
   gate = await startPreconditionGate(s3.endpoint);
-});
+}, 60_000);
 afterAll(async () => {
   await gate?.stop();
-  await s3?.stop();
+  await Promise.all([s3?.stop(), azure?.stop()]);
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
@@ -104,6 +106,14 @@ describe.each([
     async (o: { path: string }) => {
       const prefix = o.path.slice('s3://commits/'.length);
       return (await s3.list('commits', `${prefix}/`)).map((k) => k.slice(prefix.length + 1));
+    },
+  ],
+  [
+    'azure',
+    async (): Promise<OutputConfig> => ({ format: 'csv', path: `azure://commits/race${Math.random().toString(36).slice(2, 8)}`, azure: azure.options }),
+    async (o: { path: string }) => {
+      const prefix = o.path.slice('azure://commits/'.length);
+      return (await azure.list('commits', `${prefix}/`)).map((k) => k.slice(prefix.length + 1));
     },
   ],
 ] as const)('conditional publish on %s', (_name, makeOutput, list) => {

@@ -6,25 +6,41 @@ import { LEASE_PREFIX, LEASE_TTL_MS, manifestCommit, openExport, type OutputConf
 import { builtins } from '../../connectors/index.ts';
 import type { ObjectStore, Registry } from '../../src/kit/index.ts';
 import { committedExport } from '../../src/jobs/committedOutput.ts';
-import { sdkObjectStore } from '../../connectors/sinks/s3/sdkStore.ts';
-import { parseS3Url } from '../../connectors/sinks/s3/url.ts';
 import { listFiles } from '../connectors/destinations.ts';
 import { numbered, numberedSchema, resolved } from '../connectors/fixtures.ts';
+import { startAzurite, type LocalAzure } from '../helpers/azurite.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 
 let s3: LocalS3;
+let azure: LocalAzure;
 const dirs: string[] = [];
 beforeAll(async () => {
-  s3 = await startLocalS3();
-  await s3.createBucket('stale');
-});
+  [s3, azure] = await Promise.all([startLocalS3(), startAzurite()]);
+  await Promise.all([s3.createBucket('stale'), azure.createContainer('stale')]);
+}, 60_000);
 afterAll(async () => {
-  await s3?.stop();
+  await Promise.all([s3?.stop(), azure?.stop()]);
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
+/** The object stores the commit writes in place, each with its own client to look with. */
+const stores = {
+  S3: {
+    type: 's3',
+    output: (prefix: string): OutputConfig => ({ format: 'csv', path: `s3://stale/${prefix}`, max_rows_per_file: 10, s3: { endpoint: s3.endpoint, region: s3.region, force_path_style: true } }),
+    list: (prefix: string) => s3.list('stale', prefix),
+    get: (name: string) => s3.get('stale', name),
+  },
+  Azure: {
+    type: 'azure',
+    output: (prefix: string): OutputConfig => ({ format: 'csv', path: `azure://stale/${prefix}`, max_rows_per_file: 10, azure: azure.options }),
+    list: (prefix: string) => azure.list('stale', prefix),
+    get: (name: string) => azure.get('stale', name),
+  },
+};
+
 /**
- * The S3 store of a process killed before its `killAt`-th change (put or delete): that call and
+ * The store of a process killed before its `killAt`-th change (put or delete): that call and
  * every later one never return, as if the process were gone; nothing cleans up after it.
  */
 function killedStore(store: ObjectStore, killAt: number): { store: ObjectStore; killed: () => boolean } {
@@ -53,24 +69,21 @@ function killedStore(store: ObjectStore, killAt: number): { store: ObjectStore; 
   };
 }
 
+/** The built-in sinks, with the store of sink `type` wrapped. */
+function registryWith(type: string, wrap: (store: ObjectStore) => ObjectStore): Registry {
+  const sinks = builtins.sinks.map((sink): Registry['sinks'][number] => (sink.type !== type ? sink : { ...sink, create: (config: never) => wrap(sink.create(config) as ObjectStore) }));
+  return { ...builtins, sinks } as Registry;
+}
+
 /** The killed process is gone: its leases now name a process that does not run (as a real kill leaves them). */
-async function buryLeases(prefix: string): Promise<void> {
-  const store = s3Store(`s3://stale/${prefix}`);
+async function buryLeases(output: OutputConfig): Promise<void> {
+  const { sink, sinkConfig } = resolved(output);
+  const store = sink.create(sinkConfig as never) as ObjectStore;
   for (const name of await store.list(LEASE_PREFIX)) {
     const body = JSON.parse(new TextDecoder().decode((await store.get(name))!.body)) as object;
     await store.put(name, new TextEncoder().encode(JSON.stringify({ ...body, pid: 2 ** 31 - 1 })));
   }
   await store.close();
-}
-
-function s3Store(url: string): ObjectStore {
-  const location = parseS3Url(url)!;
-  return sdkObjectStore({ location, client: { endpoint: s3.endpoint, region: s3.region, forcePathStyle: true }, partSize: 5 * 1024 * 1024, queueSize: 1 });
-}
-
-function registryWith(wrap: (store: ObjectStore) => ObjectStore): Registry {
-  const sinks = builtins.sinks.map((sink): Registry['sinks'][number] => (sink.type !== 's3' ? sink : { ...sink, create: (config: { url: string }) => wrap(s3Store(config.url)) }));
-  return { ...builtins, sinks } as Registry;
 }
 
 const fingerprint = 'same-layout';
@@ -86,22 +99,22 @@ async function exportOnce(config: OutputConfig, executionId: string, registry: R
   return 'written';
 }
 
-async function listed(prefix: string): Promise<string[]> {
-  return (await s3.list('stale', `${prefix}/`)).map((k) => k.slice(prefix.length + 1));
-}
+describe.each(Object.keys(stores) as (keyof typeof stores)[])('nothing stale after a commit on %s', (kind) => {
+  const place = stores[kind];
+  const listed = async (prefix: string): Promise<string[]> => (await place.list(`${prefix}/`)).map((k) => k.slice(prefix.length + 1));
+  const manifestAt = async (prefix: string) => JSON.parse(new TextDecoder().decode(await place.get(`${prefix}/_manifest.json`))) as { execution_id: string; files: { path: string }[] };
 
-describe('nothing stale after a commit', () => {
   // The re-run exports the same execution (resumed, or found committed) or another one (a fresh run).
-  it.each(['new', 'newer'])('S3: killed before each change of a run, the next successful run (of execution %s) leaves exactly the manifest files and the markers', async (rerun) => {
-    const plain = registryWith((store) => store);
+  it.each(['new', 'newer'])('killed before each change of a run, the next successful run (of execution %s) leaves exactly the manifest files and the markers', async (rerun) => {
+    const plain = registryWith(place.type, (store) => store);
     const outcomes: string[] = [];
     for (let killAt = 0; ; killAt++) {
       const prefix = `${rerun}-k${killAt}`;
-      const output = { format: 'csv', path: `s3://stale/${prefix}`, max_rows_per_file: 10 };
+      const output = place.output(prefix);
       // A committed output of an earlier execution, then a run of a new one killed at step `killAt`.
       await exportOnce(output, 'old', plain);
       let handle: { killed: () => boolean } | undefined;
-      const killed = registryWith((store) => {
+      const killed = registryWith(place.type, (store) => {
         const k = killedStore(store, killAt);
         handle = k;
         return k.store;
@@ -118,10 +131,10 @@ describe('nothing stale after a commit', () => {
         void run.finally(() => clearInterval(poll));
       })]);
       if (finished) break; // no change left to be killed before
-      await buryLeases(prefix);
+      await buryLeases(output);
       // The successful re-run of the same export, same layout.
       outcomes.push(await exportOnce(output, rerun, plain));
-      const manifest = JSON.parse(new TextDecoder().decode(await s3.get('stale', `${prefix}/_manifest.json`))) as { execution_id: string; files: { path: string }[] };
+      const manifest = await manifestAt(prefix);
       expect(manifest.execution_id).toBe(rerun);
       expect(await listed(prefix)).toEqual(['_SUCCESS', '_manifest.json', ...manifest.files.map((f) => f.path)].sort());
     }
@@ -131,6 +144,36 @@ describe('nothing stale after a commit', () => {
     expect(outcomes.length).toBeGreaterThan(3);
   });
 
+  it("a committer's own sweep removes nothing of a commit that replaced its output before the sweep looked", async () => {
+    const output = place.output('overtaken');
+    const plain = registryWith(place.type, (store) => store);
+    const exportOf = (executionId: string, registry: Registry) =>
+      writeExport({ schema: numberedSchema, batches: numbered(30, 10), meta: { executionId, totalRowCount: 30 } }, resolved(output, registry));
+    // Run a publishes, then, as its sweep lists the prefix, run b commits over it (and is gone).
+    let published = false;
+    const overtaken = registryWith(place.type, (store) => ({
+      ...store,
+      async put(name, body, options) {
+        const done = await store.put(name, body, options);
+        if (name === '_manifest.json') published = true;
+        return done;
+      },
+      async list(prefix, signal) {
+        if (published && prefix === '') {
+          published = false;
+          await exportOf('b', plain);
+        }
+        return store.list(prefix, signal);
+      },
+    }));
+    await exportOf('a', overtaken);
+    const manifest = await manifestAt('overtaken');
+    expect(manifest.execution_id).toBe('b');
+    expect(await listed('overtaken')).toEqual(['_SUCCESS', '_manifest.json', ...manifest.files.map((f) => f.path)].sort());
+  });
+});
+
+describe('nothing stale after a commit on a local disk', () => {
   it('local: no commit folder of a dead writer survives the next successful run, whether it writes or finds the output committed', async () => {
     const parent = await mkdtemp(join(tmpdir(), 'sluice-stale-'));
     dirs.push(parent);

@@ -32,6 +32,9 @@ export interface LocalAzure {
 export async function startAzurite(): Promise<LocalAzure> {
   const main = join(dirname(createRequire(import.meta.url).resolve('azurite/package.json')), 'dist', 'src', 'blob', 'main.js');
   const child = spawn(process.execPath, [main, '--blobHost', '127.0.0.1', '--blobPort', '0', '--inMemoryPersistence', '--skipApiVersionCheck', '--disableTelemetry', '--loose'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // A test process that dies without its afterAll (a crash, a timeout) takes azurite with it.
+  const orphaned = (): void => void child.kill();
+  process.once('exit', orphaned);
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
     const onData = (chunk: Buffer) => {
@@ -50,7 +53,14 @@ export async function startAzurite(): Promise<LocalAzure> {
     for await (const item of service.getContainerClient(container).listBlobsFlat({ prefix })) names.push(item.name);
     return names.sort();
   };
-  const get = async (container: string, name: string): Promise<Uint8Array> => new Uint8Array(await service.getContainerClient(container).getBlockBlobClient(name).downloadToBuffer());
+  // One GET of the whole blob: `downloadToBuffer` reads the size first and then that many bytes, so a
+  // blob replaced in between (a journal a running export rewrites) came back cut at the old size.
+  const get = async (container: string, name: string): Promise<Uint8Array> => {
+    const answer = await service.getContainerClient(container).getBlockBlobClient(name).download();
+    const chunks: Buffer[] = [];
+    for await (const chunk of answer.readableStreamBody ?? []) chunks.push(chunk as Buffer);
+    return new Uint8Array(Buffer.concat(chunks));
+  };
   return {
     endpoint,
     account: ACCOUNT,
@@ -75,6 +85,7 @@ export async function startAzurite(): Promise<LocalAzure> {
       return names;
     },
     async stop() {
+      process.off('exit', orphaned);
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');

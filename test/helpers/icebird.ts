@@ -8,9 +8,10 @@ import type { LocalS3 } from './s3.ts';
  * the current snapshot's rows, as icebird decodes them. icebird fetches over HTTP(S) only, and
  * turns s3:// into https://<bucket>.s3.amazonaws.com; for the duration of the read, `fetch`
  * serves file:// URLs from disk and those S3 URLs from the local S3 server instead. Nothing else
- * about the reader is replaced.
+ * about the reader is replaced. `metadataFileName` (under metadata/) is the one a catalog gave;
+ * without it icebird follows the version hint.
  */
-export async function icebirdRead(tableUrl: string, s3?: LocalS3): Promise<Record<string, unknown>[]> {
+export async function icebirdRead(tableUrl: string, s3?: LocalS3, metadataFileName?: string): Promise<Record<string, unknown>[]> {
   const original = globalThis.fetch;
   globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) => {
     const url = String(input instanceof Request ? input.url : input);
@@ -33,7 +34,7 @@ export async function icebirdRead(tableUrl: string, s3?: LocalS3): Promise<Recor
     return new Response(body, { status: 200 });
   }) as typeof fetch;
   try {
-    return await icebergRead({ tableUrl });
+    return await icebergRead({ tableUrl, ...(metadataFileName === undefined ? {} : { metadataFileName }) });
   } finally {
     globalThis.fetch = original;
   }

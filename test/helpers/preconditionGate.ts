@@ -6,6 +6,8 @@ export interface PreconditionGate {
   readonly endpoint: string;
   /** Conditional PUTs refused with 412 so far. */
   readonly refused: number;
+  /** The access key id of every signed request so far, by method (which credentials a writer used). */
+  readonly accessKeys: readonly { readonly method: string; readonly key: string }[];
   stop(): Promise<void>;
 }
 
@@ -48,7 +50,10 @@ export async function startPreconditionGate(upstream: string): Promise<Precondit
       up.end();
     });
 
+  const accessKeys: { method: string; key: string }[] = [];
   const server: Server = createServer((req, res) => {
+    const signer = /Credential=([^/]+)\//.exec(String(req.headers.authorization ?? ''))?.[1];
+    if (signer !== undefined) accessKeys.push({ method: req.method!, key: signer });
     const url = new URL(req.url!, 'http://gate');
     const ifNoneMatch = req.headers['if-none-match'];
     const ifMatch = req.headers['if-match'];
@@ -93,6 +98,7 @@ export async function startPreconditionGate(upstream: string): Promise<Precondit
     get refused() {
       return refused;
     },
+    accessKeys,
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -1,7 +1,5 @@
 import { existsSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NotFoundError, ServiceClient } from '../../src/client/index.ts';
@@ -10,6 +8,7 @@ import { RunStateStore } from '../../src/jobs/runState.ts';
 import { duck } from './duck.ts';
 import { client, dir, job, svc, useJobHarness } from './jobHarness.ts';
 import { journalsLeft, localJournal, otherCommits } from '../helpers/localOutput.ts';
+import { startProxy } from '../helpers/proxy.ts';
 
 // Jobs whose outputs are written by part threads (workers), against the real local service.
 useJobHarness({ sampleRows: 3000, limits: { page_rows: 400 } }, 'sluice-workers-');
@@ -134,39 +133,3 @@ describe('runJob with workers', () => {
     }
   });
 });
-
-/** Forwards every request to `target`; `fault(url)` may answer one with an error status instead. */
-async function startProxy(target: string, fault: (url: string) => number | undefined): Promise<{ url: string; close(): Promise<void> }> {
-  const origin = new URL(target).origin;
-  const server: Server = createServer((req, res) => {
-    const status = fault(req.url ?? '');
-    if (status !== undefined) {
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: 'execution not found (injected by the test proxy)' }));
-      return;
-    }
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== 'host' && k !== 'connection') as [string, string][]);
-      const body = chunks.length > 0 ? Buffer.concat(chunks) : undefined;
-      fetch(`${origin}${req.url}`, { method: req.method, headers, ...(body ? { body } : {}) })
-        .then(async (answer) => {
-          const bytes = Buffer.from(await answer.arrayBuffer());
-          const out: Record<string, string> = {};
-          answer.headers.forEach((v, k) => {
-            if (k !== 'content-encoding' && k !== 'content-length' && k !== 'transfer-encoding' && k !== 'connection') out[k] = v;
-          });
-          res.writeHead(answer.status, out);
-          res.end(bytes);
-        })
-        .catch(() => res.destroy());
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}${new URL(target).pathname}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}

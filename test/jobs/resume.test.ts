@@ -6,12 +6,14 @@ import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
+import { startAzurite, type LocalAzure } from '../helpers/azurite.ts';
 import { logLines, sluice, startSluice, type Running } from '../cli/sluiceProcess.ts';
 import { duck } from './duck.ts';
 import { journalsLeft, localJournal, otherCommits } from '../helpers/localOutput.ts';
 
 let svc: TestService;
 let s3: LocalS3;
+let azure: LocalAzure;
 let dir: string;
 let env: Record<string, string>;
 const BUCKET = 'resume';
@@ -20,13 +22,14 @@ beforeAll(async () => {
   // Small pages and some latency so that the export takes long enough to be killed halfway.
   // The latency also counts requests: every request the service answers is delayed once.
   svc = await startTestService({ sampleRows: 20_000, limits: { page_rows: 500 }, faults: { latency_ms: 40 } });
-  s3 = await startLocalS3();
-  await s3.createBucket(BUCKET);
+  [s3, azure] = await Promise.all([startLocalS3(), startAzurite()]);
+  await Promise.all([s3.createBucket(BUCKET), azure.createContainer(BUCKET)]);
   dir = await mkdtemp(join(tmpdir(), 'sluice-resume-'));
-  env = { SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: svc.keys.demo.admin, S3_ENDPOINT: s3.endpoint };
-});
+  // Azure's key from the environment, as a user would give it.
+  env = { SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: svc.keys.demo.admin, S3_ENDPOINT: s3.endpoint, AZURE_ENDPOINT: azure.endpoint, AZURE_STORAGE_KEY: azure.key };
+}, 60_000);
 afterAll(async () => {
-  await s3?.stop();
+  await Promise.all([s3?.stop(), azure?.stop()]);
   await svc?.close();
   await rm(dir, { recursive: true, force: true });
 });
@@ -70,10 +73,37 @@ function stagingDirs(target: string): string[] {
   return [...otherCommits(target).map((f) => `${area}/v/${f}`), ...journalsLeft(target).map((j) => `${area}/${j}`)];
 }
 
-async function s3Journal(prefix: string): Promise<JournalPart[]> {
-  const key = (await s3.list(BUCKET, `${prefix}/`)).find((k) => k.includes('.sluice-journal-'));
+/** The object stores a resumed export writes in place, each with its settings block and its own client to look with. */
+const stores = {
+  S3: {
+    scheme: 's3',
+    settings: s3Settings,
+    list: (prefix: string) => s3.list(BUCKET, prefix),
+    get: (key: string) => s3.get(BUCKET, key),
+    put: async (key: string, body: string) => {
+      await s3.client.send(new (await import('@aws-sdk/client-s3')).PutObjectCommand({ Bucket: BUCKET, Key: key, Body: body }));
+    },
+    download: (prefix: string, to: string) => s3.download(BUCKET, prefix, to),
+  },
+  Azure: {
+    scheme: 'azure',
+    settings: '        azure: { account: devstoreaccount1, endpoint: "${AZURE_ENDPOINT}" }\n',
+    list: (prefix: string) => azure.list(BUCKET, prefix),
+    get: (key: string) => azure.get(BUCKET, key),
+    put: async (key: string, body: string) => {
+      const { BlobServiceClient, StorageSharedKeyCredential } = await import('@azure/storage-blob');
+      const service = new BlobServiceClient(azure.endpoint, new StorageSharedKeyCredential(azure.account, azure.key));
+      await service.getContainerClient(BUCKET).getBlockBlobClient(key).upload(body, body.length);
+    },
+    download: (prefix: string, to: string) => azure.download(BUCKET, prefix, to),
+  },
+};
+type Store = (typeof stores)[keyof typeof stores];
+
+async function storeJournal(store: Store, prefix: string): Promise<JournalPart[]> {
+  const key = (await store.list(`${prefix}/`)).find((k) => k.includes('.sluice-journal-'));
   if (key === undefined) return [];
-  return (JSON.parse(new TextDecoder().decode(await s3.get(BUCKET, key))) as { parts: JournalPart[] }).parts;
+  return (JSON.parse(new TextDecoder().decode(await store.get(key))) as { parts: JournalPart[] }).parts;
 }
 
 /** Starts `sluice run`, waits until `journal()` lists at least `parts` parts, then kills it with SIGKILL. */
@@ -149,32 +179,33 @@ describe('resume after a kill', () => {
     expect(check).toEqual({ n: 20_000, ids: 20_000, lo: 0, hi: 19_999 });
   });
 
-  it('on S3: keeps the uploaded parts, fetches only the rest, removes what abandoned attempts left, identical output', async () => {
+  it.each(Object.keys(stores) as (keyof typeof stores)[])('on %s: keeps the uploaded parts, fetches only the rest, removes what abandoned attempts left, identical output', async (kind) => {
+    const store = stores[kind];
     const prefix = 'events';
-    const file = join(dir, 's3.yaml');
-    await writeFile(file, jobYaml('to-s3', parquetOut(`s3://${BUCKET}/${prefix}`, s3Settings)));
-    const { executionId, journaled } = await killMidExport(file, () => s3Journal(prefix));
-    const keys = await s3.list(BUCKET, `${prefix}/`);
+    const file = join(dir, `${store.scheme}.yaml`);
+    await writeFile(file, jobYaml(`to-${store.scheme}`, parquetOut(`${store.scheme}://${BUCKET}/${prefix}`, store.settings)));
+    const { executionId, journaled } = await killMidExport(file, () => storeJournal(store, prefix));
+    const keys = await store.list(`${prefix}/`);
     for (const p of journaled) expect(keys).toContain(`${prefix}/${p.path}`);
     // What an attempt abandoned long ago left (a part no manifest lists), and an object sluice did not write.
-    await s3.client.send(new (await import('@aws-sdk/client-s3')).PutObjectCommand({ Bucket: BUCKET, Key: `${prefix}/part-00042-01ABANDONED.parquet`, Body: 'x' }));
-    await s3.client.send(new (await import('@aws-sdk/client-s3')).PutObjectCommand({ Bucket: BUCKET, Key: `${prefix}/README.txt`, Body: 'keep' }));
+    await store.put(`${prefix}/part-00042-01ABANDONED.parquet`, 'x');
+    await store.put(`${prefix}/README.txt`, 'keep');
 
     const second = await runCounted(['run', file]);
     expect(second.summary).toMatchObject({ execution_id: executionId, resumed: true, rows: 20_000, files: 10 });
 
-    const refFile = join(dir, 's3-ref.yaml');
-    await writeFile(refFile, jobYaml('to-s3-ref', parquetOut(`s3://${BUCKET}/ref`, s3Settings)));
+    const refFile = join(dir, `${store.scheme}-ref.yaml`);
+    await writeFile(refFile, jobYaml(`to-${store.scheme}-ref`, parquetOut(`${store.scheme}://${BUCKET}/ref`, store.settings)));
     const ref = await runCounted(['run', refFile, '--execution', executionId]);
     expect(ref.requests - second.requests).toBeGreaterThanOrEqual(journaled.length * 4 - 1);
 
-    const after = await s3.list(BUCKET, `${prefix}/`);
+    const after = await store.list(`${prefix}/`);
     expect(after.filter((k) => k.includes('ABANDONED') || k.includes('.sluice-journal'))).toEqual([]);
     expect(after).toContain(`${prefix}/README.txt`);
-    const got = join(dir, 's3-got');
-    const want = join(dir, 's3-want');
-    await s3.download(BUCKET, prefix, got);
-    await s3.download(BUCKET, 'ref', want);
+    const got = join(dir, `${store.scheme}-got`);
+    const want = join(dir, `${store.scheme}-want`);
+    await store.download(prefix, got);
+    await store.download('ref', want);
     await rm(join(got, 'README.txt'));
     const resumed = await snapshot(got);
     expect(Object.keys(resumed)).toHaveLength(11);

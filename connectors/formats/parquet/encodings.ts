@@ -83,13 +83,14 @@ export async function chooseEncodings(
   columns: readonly string[],
   compression: Wasm.Compression,
   rowGroupRows: number,
+  allowed: ReadonlySet<string> = new Set(['dictionary', ...ENCODINGS]),
 ): Promise<Map<string, Choice>> {
   const chosen = new Map<string, Choice>();
   const rows = sample.reduce((n, b) => n + b.numRows, 0);
   const tried = columns
     .map((name) => ({ name, index: schema.fields.findIndex((f) => f.name === name) }))
     .map((c) => {
-      const candidates = CANDIDATES[physicalOf(schema.fields[c.index]!.type)];
+      const candidates = CANDIDATES[physicalOf(schema.fields[c.index]!.type)].filter((x) => allowed.has(x));
       const stats = rows > 0 && candidates.includes('dictionary') ? dictionaryStats(sample, c.index, rows, rowGroupRows) : undefined;
       return { ...c, stats, candidates: stats?.fits === false ? candidates.filter((x) => x !== 'dictionary') : candidates };
     })

@@ -60,6 +60,14 @@ export const parquetConfig = z.strictObject({
         'true: a dictionary for every column (plain when it overflows); false: no dictionaries.',
     ),
   statistics: statistics.default('page'),
+  auto_encodings: z
+    .array(z.enum(ENCODINGS))
+    .min(1)
+    .optional()
+    .describe(
+      'The encodings dictionary: auto may choose besides a dictionary (default: every one). An Iceberg table output leaves out delta_byte_array unless this is set: ' +
+        'hyparquet and icebird, JavaScript readers of such tables, cannot read it in the data pages this writer makes. Plain is always allowed.',
+    ),
   columns: z
     .record(z.string().min(1), columnOptions)
     .default({})
@@ -207,7 +215,8 @@ async function writerProperties(wasm: typeof Wasm, schema: Schema, config: Parqu
     const open = simple.filter((name) => config.columns[name]?.dictionary === undefined && config.columns[name]?.encoding === undefined);
     // Each file decides from its own first rows, so a file's bytes depend on its rows only (a
     // resumed export writes the same files as an uninterrupted one).
-    for (const [name, choice] of await chooseEncodings(wasm, schema, leading(head, SAMPLE_ROWS), open, wasm.Compression[CODECS[config.compression]], config.row_group_size)) {
+    const allowed = new Set<string>(['dictionary', 'plain', ...(config.auto_encodings ?? ENCODINGS)]);
+    for (const [name, choice] of await chooseEncodings(wasm, schema, leading(head, SAMPLE_ROWS), open, wasm.Compression[CODECS[config.compression]], config.row_group_size, allowed)) {
       builder = applyChoice(wasm, builder, name, choice);
     }
   } else {

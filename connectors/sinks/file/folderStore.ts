@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, open, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import type { BigIntStats } from 'node:fs';
-import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { type ObjectInfo, type ObjectStore, PreconditionFailedError, type PutCondition } from '../../../src/kit/index.ts';
 import { isCode, lockFile } from './lock.ts';
 
@@ -39,36 +39,43 @@ export function folderStore(root: string): ObjectStore {
       // At the root, never inside a folder of objects: a commit folder a killed writer left holds no temp file to publish.
       const tmp = join(root, `${TEMP}${randomBytes(6).toString('hex')}.tmp`);
       try {
-        const bytes = await writeDurably(tmp, body instanceof Uint8Array ? [body] : body, options.signal);
+        const bytes = await writeNewFile(tmp, body instanceof Uint8Array ? [body] : body, options.signal, options.durable !== false);
         await publish(tmp, path, name, url, options.condition);
         return { bytes, version: versionOf(await stat(path, { bigint: true })) };
       } catch (error) {
+        // Published, the temp file is gone (renamed); not published, it goes now.
+        await rm(tmp, { force: true });
         if (options.signal?.aborted) throw options.signal.reason;
         throw error;
-      } finally {
-        await rm(tmp, { force: true });
       }
     },
     async head(name) {
       return infoOf(inside(root, name));
     },
     async list(prefix) {
-      // Start below the prefix's folder: a commit's folder is listed without the others.
+      // Start below the prefix's folder and enter only folders the prefix can reach: a commit's
+      // folder is listed without the others, the writers' leases without any folder.
       const from = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/')) : '';
-      const dir = from === '' ? root : inside(root, from);
-      for (;;) {
+      const names: string[] = [];
+      const walk = async (dir: string, under: string): Promise<void> => {
+        let entries;
         try {
-          const entries = await readdir(dir, { recursive: true, withFileTypes: true });
-          return entries
-            .filter((e) => e.isFile() && !e.name.includes(TEMP))
-            .map((e) => relative(root, join(e.parentPath, e.name)).split(sep).join('/'))
-            .filter((n) => n.startsWith(prefix));
+          entries = await readdir(dir, { withFileTypes: true });
         } catch (error) {
-          if (!isCode(error, 'ENOENT') && !isCode(error, 'ENOTDIR')) throw error;
-          // A folder below removed while the walk went through it is not an empty listing: walk again.
-          if ((await stat(dir).catch(() => undefined))?.isDirectory() !== true) return [];
+          // Removed while the walk went through it: its objects are gone, not the listing.
+          if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR')) return;
+          throw error;
         }
-      }
+        await Promise.all(
+          entries.map(async (entry) => {
+            const name = under === '' ? entry.name : `${under}/${entry.name}`;
+            if (entry.isDirectory() && (`${name}/`.startsWith(prefix) || prefix.startsWith(`${name}/`))) await walk(join(dir, entry.name), name);
+            else if (entry.isFile() && !entry.name.includes(TEMP) && name.startsWith(prefix)) names.push(name);
+          }),
+        );
+      };
+      await walk(from === '' ? root : inside(root, from), from);
+      return names;
     },
     async delete(names) {
       await Promise.all(names.map((n) => rm(inside(root, n), { force: true })));
@@ -86,6 +93,8 @@ async function publish(tmp: string, path: string, name: string, url: string, con
   if ('ifAbsent' in condition) {
     try {
       await link(tmp, path);
+      // The temp name of the file goes; the file stays under its own.
+      await rm(tmp, { force: true });
       return;
     } catch (error) {
       if (isCode(error, 'EEXIST')) throw new PreconditionFailedError(url, name, `${name} exists already (another writer published it first)`);
@@ -116,8 +125,8 @@ function versionOf(info: BigIntStats): string {
   return `${info.ino}-${info.mtimeNs}-${info.size}`;
 }
 
-/** Writes `body` into a new file at `path` (never an existing one) and syncs it to disk: the bytes written. */
-export async function writeDurably(path: string, body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, signal: AbortSignal | undefined): Promise<number> {
+/** Writes `body` into a new file at `path` (never an existing one) and, with `sync`, syncs it to disk: the bytes written. */
+export async function writeNewFile(path: string, body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, signal: AbortSignal | undefined, sync = true): Promise<number> {
   const handle = await open(path, 'wx');
   let bytes = 0;
   try {
@@ -128,7 +137,7 @@ export async function writeDurably(path: string, body: AsyncIterable<Uint8Array>
       bytes += chunk.byteLength;
     }
     // Durable before it can be committed: a crash after the commit must not leave empty files.
-    await handle.datasync();
+    if (sync) await handle.datasync();
   } finally {
     await handle.close();
   }

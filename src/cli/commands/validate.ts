@@ -3,6 +3,8 @@ import { EXIT } from '../exit-codes.ts';
 import { builtins } from '../../../connectors/index.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
 import { writeOut } from '../io.ts';
+import { commitTarget } from '../../export/commitFor.ts';
+import { targetText } from '../../export/iceberg/catalog/catalogConfig.ts';
 import { resolve } from 'node:path';
 import { DEFAULT_EMBEDDED_DATA_DIR, type JobFile } from '../../config/jobSchema.ts';
 
@@ -40,6 +42,9 @@ function resolvedPaths(jobFile: JobFile, cwd: string): string {
   if (base === undefined || base === '') lines.push(`  embedded service data: ${resolve(cwd, jobFile.connection?.embedded?.data_dir ?? DEFAULT_EMBEDDED_DATA_DIR)}`);
   const settings = jobFile.connection?.embedded?.settings;
   if (settings !== undefined) lines.push(`  embedded service settings: ${settings}`);
-  for (const job of jobFile.jobs) lines.push(`  ${job.name}: ${job.outputs.map((o) => `${o.path} (${o.format.type})`).join(', ')}`);
+  for (const job of jobFile.jobs) {
+    lines.push(`  ${job.name}: ${job.outputs.map((o) => `${o.path} (${o.format.type})`).join(', ')}`);
+    for (const target of job.outputs.map((o) => commitTarget(o)).filter((t) => t !== undefined)) lines.push(`    commits to ${targetText(target)}`);
+  }
   return `${lines.join('\n')}\n`;
 }

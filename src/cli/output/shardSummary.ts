@@ -1,4 +1,5 @@
 import type { JobPlan } from '../../jobs/planRun.ts';
+import { targetText } from '../../export/iceberg/catalog/catalogConfig.ts';
 import type { ShardSummary } from '../../jobs/shards/runShard.ts';
 import { fmtDuration } from '../progress.ts';
 import { formatBytes } from './summary.ts';
@@ -62,6 +63,7 @@ export function planFields(p: JobPlan): Record<string, unknown> {
       rows_per_part: o.rowsPerPart ?? null,
       parts_per_shard: o.partsPerShard ?? null,
       committed_execution: o.committedExecution ?? null,
+      ...(o.commitsTo === undefined ? {} : { catalog: o.commitsTo.catalog ?? null, catalog_table: o.commitsTo.table }),
     })),
     ...(p.cursor === undefined ? {} : { cursor: { column: p.cursor.column, from: p.cursor.from, value: p.cursor.value, ...(p.cursor.lookback === undefined ? {} : { lookback: p.cursor.lookback }) } }),
   };
@@ -83,7 +85,8 @@ export function formatPlan(p: JobPlan): string {
         `  ${o.url}  ${o.format}  ${o.action === 'skip' ? 'skip (holds this execution already)' : 'write'}` +
         `${o.parts === undefined ? '' : `  ${o.parts} parts of ${o.rowsPerPart?.toLocaleString('en-US')} rows`}` +
         `${o.partsPerShard === undefined ? '' : ` (per shard: ${o.partsPerShard.join(', ')})`}` +
-        `${o.committedExecution === undefined ? '' : `  now holds ${o.committedExecution}`}`,
+        `${o.committedExecution === undefined ? '' : `  now holds ${o.committedExecution}`}` +
+        `${o.commitsTo === undefined ? '' : `\n    commits to ${targetText(o.commitsTo)}`}`,
     ),
     ...(p.cursor === undefined ? [] : [`  cursor ${p.cursor.column}: from ${p.cursor.value} (${cursorOrigin(p.cursor)})`]),
   ];

@@ -23,6 +23,7 @@ export function formatSummary(s: JobSummary): string {
   const lines = [
     `${s.job}: ${s.rows.toLocaleString('en-US')} rows${fetched}, ${plural(s.files, 'file')}, ${formatBytes(s.bytes)}${pages}, ${s.credits} credits${left(s)} in ${fmtDuration(s.durationMs)} (execution ${s.executionId}${how})`,
     ...(s.cursor === undefined ? [] : [`  cursor ${s.cursor.from ?? '(initial)'} -> ${s.cursor.to ?? '(not all outputs committed)'}`]),
+    ...(s.contract?.warnings ?? []).map((w) => `  contract broken (warn): ${w.check}: ${plural(w.count, 'violation')}, first: ${w.first}`),
     ...s.outputs.map(
       (o) =>
         `  ${o.url}  ${o.format}  ${o.rows.toLocaleString('en-US')} rows  ${plural(o.files, 'file')}  ${formatBytes(o.bytes)}` +
@@ -62,6 +63,7 @@ export function summaryFields(s: JobSummary): Record<string, unknown> {
     credits: s.credits,
     ...(s.creditsLeft === undefined ? {} : { credits_left: s.creditsLeft }),
     ...(s.cursor === undefined ? {} : { cursor: s.cursor }),
+    ...(s.contract === undefined ? {} : { contract: { warnings: s.contract.warnings.map((w) => ({ check: w.check, ...(w.column === undefined ? {} : { column: w.column }), count: w.count, first: w.first })) } }),
     duration_ms: Math.round(s.durationMs),
     attempts: s.attempts,
     outputs: s.outputs.map((o) => ({

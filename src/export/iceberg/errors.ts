@@ -64,3 +64,5 @@ export class IcebergUnsupportedDestinationError extends KitError {
     );
   }
 }
+
+export { IcebergCatalogError } from './catalog/catalogErrors.ts';

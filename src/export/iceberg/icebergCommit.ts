@@ -6,9 +6,13 @@ import { decodeAvroFile } from './avro.ts';
 import { toTableBatch } from './convert.ts';
 import { destinationStorage } from './destinationStorage.ts';
 import { type Snapshot, SUMMARY_CURSOR, SUMMARY_EXECUTION_ID, SUMMARY_FINGERPRINT, VERSION_HINT, versionOf } from './metadata.ts';
-import type { TableStorage } from './storage.ts';
+import type { TablePointer, TableStorage } from './storage.ts';
+import type { CatalogConfig } from './catalog/catalogConfig.ts';
+import { IcebergCatalogError } from './catalog/catalogErrors.ts';
+import { RestCatalog } from './catalog/restCatalog.ts';
+import { restTablePointer } from './catalog/restTable.ts';
 import { prepareSchema, type PreparedSchema } from './tableSchema.ts';
-import { commitSnapshot, committed, type IcebergMode, loadTable, type LoadedTable, partitionSpec, readManifestList, type Spec, writeHint } from './writeIcebergTable.ts';
+import { commitSnapshot, committed, type IcebergMode, type LoadedTable, pathPointer, type VendedCredentials, partitionSpec, readManifestList, type Spec, writeHint } from './writeIcebergTable.ts';
 
 export interface IcebergCommitOptions {
   /** `append`: each export adds a snapshot; `replace`: each export replaces the table's data (an `overwrite` snapshot). */
@@ -17,6 +21,10 @@ export interface IcebergCommitOptions {
   readonly partitionBy: readonly string[];
   /** Commits tried before giving up to concurrent writers (default 4). */
   readonly commitAttempts?: number;
+  /** Where the table's current metadata is kept: its path (default) or an Iceberg REST catalog. */
+  readonly catalog?: CatalogConfig | undefined;
+  /** Opens the output's destination again with credentials a catalog vended (S3 outputs); without it they are not used. */
+  readonly reopen?: ((credentials: VendedCredentials) => Destination) | undefined;
 }
 
 /**
@@ -31,40 +39,82 @@ export interface IcebergCommitOptions {
  * loaded, and `prepare` the schema the files are written with, for `publish`.
  */
 export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
-  let table: { storage: TableStorage; base: LoadedTable } | undefined;
+  let table: { storage: TableStorage; pointer: TablePointer; base: LoadedTable } | undefined;
   let prepared: { result: Schema; schema: PreparedSchema; spec: Spec } | undefined;
+  const rest = options.catalog?.type === 'rest' ? options.catalog : undefined;
+  // One catalog client per export: the warehouse prefix is asked once (OAuth2 tokens are shared per process).
+  const catalog = rest === undefined ? undefined : new RestCatalog(rest);
+  const pointerOf = (storage: TableStorage): TablePointer => (rest === undefined ? pathPointer(storage) : restTablePointer(rest, storage.url, catalog));
 
-  const load = async (destination: Destination, signal?: AbortSignal) => {
-    const storage = destinationStorage(destination);
-    table = { storage, base: await loadTable(storage, signal) };
+  // The output's destination opened with the credentials the catalog vended, when it vended some:
+  // opened when first needed, closed after each read-only call (a plan's) and after the commit.
+  let credentials: VendedCredentials | undefined;
+  let vended: Destination | undefined;
+  const mine = (destination: Destination) => {
+    if (credentials !== undefined && options.reopen !== undefined) vended ??= options.reopen(credentials);
+    return vended ?? destination;
+  };
+  const release = async () => {
+    const open = vended;
+    vended = undefined;
+    await open?.close();
+  };
+
+  const load = async (destination: Destination, signal?: AbortSignal, create = false) => {
+    const pointer = pointerOf(destinationStorage(destination));
+    const base = await pointer.load(signal, { create });
+    if (JSON.stringify(base.credentials) !== JSON.stringify(credentials)) await release();
+    credentials = base.credentials;
+    table = { storage: destinationStorage(mine(destination)), pointer, base };
     return table;
   };
 
+  // What marks a folder as a table sluice writes: its metadata, or the data files of a first export
+  // stopped before its commit. `check` then reads what is there to be sure. A catalog names its
+  // metadata files itself (no version hint).
+  const records = rest === undefined ? [VERSION_HINT, 'data/'] : ['metadata/', 'data/'];
+
   return {
     type: 'iceberg',
-    // What marks a folder as a table sluice writes: its metadata, or the data files of a first export
-    // stopped before its commit. `check` then reads what is there to be sure.
-    records: [VERSION_HINT, 'data/'],
+    records,
 
     async read(destination, signal) {
-      const { storage, base } = await load(destination, signal);
-      if (base.metadata === undefined) return undefined;
-      const current = base.metadata.snapshots?.find((s) => String(s['snapshot-id']) === String(base.metadata?.['current-snapshot-id']));
-      return commitOf(storage, base, current);
+      try {
+        const { storage, base } = await load(destination, signal);
+        if (base.metadata === undefined) return undefined;
+        const current = base.metadata.snapshots?.find((s) => String(s['snapshot-id']) === String(base.metadata?.['current-snapshot-id']));
+        return await commitOf(storage, base, current);
+      } finally {
+        await release();
+      }
     },
 
     async find(destination, executionId, fingerprint, signal) {
       const { storage, base } = await load(destination, signal);
       // The same rule as the commit's own no-op check: in append mode any snapshot since the last overwrite.
       const snapshot = committed(base, { executionId, fingerprint }, options.mode);
-      return snapshot === undefined ? undefined : commitOf(storage, base, snapshot);
+      try {
+        return snapshot === undefined ? undefined : await commitOf(storage, base, snapshot);
+      } finally {
+        await release();
+      }
     },
 
+    // A catalog may vend the credentials to write with: the destination is checked with those.
+    checksDestination: rest !== undefined,
+
     async check(destination, signal) {
-      await load(destination, signal);
+      // Before a run: a catalog's namespace is made here, so the table's location is checked (staged) before the query runs.
+      await load(destination, signal, true);
+      try {
+        if (rest !== undefined) await mine(destination).check?.(signal, { records });
+      } finally {
+        await release();
+      }
     },
 
     async finish(destination, commit) {
+      if (rest !== undefined) return;
       // The vN file is the commit; the hint, for readers that do not list, may lag after a kill.
       const version = commit.version === undefined ? undefined : versionOf(commit.version);
       const storage = destinationStorage(destination);
@@ -73,13 +123,14 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
     },
 
     begin(destination, beginOptions) {
-      return tableTransaction(destination, beginOptions);
+      return tableTransaction(mine(destination), beginOptions);
     },
 
     prepare(schema) {
       if (table === undefined) throw new Error('icebergCommit: prepare before read');
-      const { storage, base } = table;
-      const prepSchema = prepareSchema(schema, base.metadata, storage.url, base.file);
+      const { storage, base, pointer } = table;
+      // Messages name the metadata file of a path table, the table in its catalog otherwise.
+      const prepSchema = prepareSchema(schema, base.metadata, storage.url, rest === undefined ? base.file : pointer.target(base));
       const spec = partitionSpec(prepSchema, options.partitionBy, base.metadata, storage.url);
       prepared = { result: schema, schema: prepSchema, spec };
       return { schema: prepSchema.fileSchema, convert: (batch) => toTableBatch(batch, prepSchema.fileSchema, prepSchema.columns) };
@@ -87,11 +138,14 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
 
     async publish(tx, content, _previous, destination) {
       if (table === undefined || prepared === undefined) throw new Error('icebergCommit: publish before read and prepare');
-      const located = locations.get(tx);
-      if (located === undefined) throw new Error('icebergCommit: publish takes the transaction its begin made');
+      const own = locations.get(tx);
+      if (own === undefined) throw new Error('icebergCommit: publish takes the transaction its begin made');
+      const { located, keep } = own;
       const files = content.files.map((f) => ({ path: located(f.path), rows: f.rows, bytes: f.bytes, partition: f.partition }));
-      const summary = await commitSnapshot(destinationStorage(destination), {
-        base: table.base,
+      const summary = await commitSnapshot(
+        destinationStorage(mine(destination)),
+        {
+          base: table.base,
         result: prepared.result,
         schema: prepared.schema,
         spec: prepared.spec,
@@ -105,10 +159,18 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
         },
         mode: options.mode,
         commitAttempts: options.commitAttempts,
+        },
+        table.pointer,
+      ).catch((error: unknown) => {
+        if (!(error instanceof IcebergCatalogError && error.unknownOutcome)) throw error;
+        // The table may reference them: they stay, and the error lists them.
+        keep();
+        throw new IcebergCatalogError('CATALOG_COMMIT_FAILED', catalog?.name ?? '', error.message.replace(/^Iceberg catalog [^:]*: /, ''), { cause: error, unknownOutcome: true, orphans: files.map((f) => f.path) });
       });
       // A concurrent writer committed this very export first: the table has it, these files are spare.
       if (summary.skipped) await tx.abort();
       else await tx.commit([]);
+      await release();
       const paths = summary.skipped ? [] : files.map((f) => f.path);
       return {
         executionId: content.execution_id,
@@ -167,8 +229,8 @@ async function addedFiles(storage: TableStorage, snapshot: Snapshot): Promise<st
   return files;
 }
 
-/** The names of one export's data files in the table, by the name `writeExport` gave each. */
-const locations = new WeakMap<Transaction, (name: string) => string>();
+/** The names of one export's data files in the table, by the name `writeExport` gave each; `keep` makes abort leave them. */
+const locations = new WeakMap<Transaction, { located: (name: string) => string; keep: () => void }>();
 
 const JOURNAL_PREFIX = '.sluice-journal-';
 
@@ -192,6 +254,7 @@ async function tableTransaction(destination: Destination, options: BeginOptions)
   const written = new Set<string>();
   const inFlight = new Map<Promise<unknown>, AbortController>();
   let journalSaved = saved !== undefined;
+  let kept = false;
 
   const settle = async (reason: string): Promise<void> => {
     for (const controller of inFlight.values()) controller.abort(new Error(reason));
@@ -199,6 +262,7 @@ async function tableTransaction(destination: Destination, options: BeginOptions)
   };
   const abort = async (_reason?: unknown, keep: readonly string[] = []): Promise<void> => {
     await settle('transaction aborted');
+    if (kept) return;
     const protect = new Set(keep);
     const ours = [...written].filter((n) => !protect.has(n));
     if (journalSaved) ours.push(journalName);
@@ -251,7 +315,7 @@ async function tableTransaction(destination: Destination, options: BeginOptions)
       await settle('transaction suspended');
     },
   };
-  locations.set(tx, located);
+  locations.set(tx, { located, keep: () => (kept = true) });
   return tx;
 }
 

@@ -86,16 +86,32 @@ export interface TableMetadata {
   [key: string]: unknown;
 }
 
+/** Parses JSON keeping 64-bit ids exact (integers beyond 2^53 become bigints). */
+export function parseExactJson(text: string): unknown {
+  return JSON.parse(text, (_key, value: unknown, context?: { source?: string }) =>
+    typeof value === 'number' && !Number.isSafeInteger(value) && context?.source !== undefined && /^-?\d+$/.test(context.source) ? BigInt(context.source) : value,
+  );
+}
+
+/** JSON text of a value holding bigints (64-bit ids), written as plain numbers. */
+export function exactJsonText(value: unknown, indent?: number): string {
+  const rawJSON = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
+  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? rawJSON(v.toString()) : v), indent);
+}
+
 /** Parses metadata JSON keeping 64-bit ids exact (ids beyond 2^53 become bigints). */
 export function parseMetadata(bytes: Uint8Array, url: string, file: string): TableMetadata {
   let json: unknown;
   try {
-    json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes), (_key, value: unknown, context?: { source?: string }) =>
-      typeof value === 'number' && !Number.isSafeInteger(value) && context?.source !== undefined && /^-?\d+$/.test(context.source) ? BigInt(context.source) : value,
-    );
+    json = parseExactJson(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
   } catch (error) {
     throw new IcebergMetadataError(url, file, `not JSON: ${(error as Error).message}`);
   }
+  return validMetadata(json, url, file);
+}
+
+/** Table metadata already parsed (a catalog's response), checked as `parseMetadata` checks a file. */
+export function validMetadata(json: unknown, url: string, file: string): TableMetadata {
   const parsed = tableMetadataSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -107,7 +123,5 @@ export function parseMetadata(bytes: Uint8Array, url: string, file: string): Tab
 }
 
 export function encodeMetadata(metadata: TableMetadata): Uint8Array {
-  const rawJSON = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
-  const text = JSON.stringify(metadata, (_key, value: unknown) => (typeof value === 'bigint' ? rawJSON(value.toString()) : value), 2);
-  return new TextEncoder().encode(`${text}\n`);
+  return new TextEncoder().encode(`${exactJsonText(metadata, 2)}\n`);
 }

@@ -18,3 +18,25 @@ export interface TableStorage {
   delete(names: readonly string[]): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * Where a table's current metadata is kept and how a commit swaps it: the one thing the path and the
+ * catalog commits do differently. The path pointer creates `metadata/v<N+1>.metadata.json` only if
+ * absent; a REST catalog takes the change with its requirements (`assert-table-uuid`,
+ * `assert-ref-snapshot-id`). Everything else (data files, manifests, the snapshot) is written once.
+ */
+export interface TablePointer {
+  /** How messages name what a commit on top of `base` goes to: the next metadata file, or the table in its catalog. */
+  target(base: import('./writeIcebergTable.ts').LoadedTable): string;
+  /**
+   * The table as it is now (`metadata` undefined: no table yet). `create`: what a write needs may be
+   * made (a catalog's namespace); without it loading changes nothing (`--plan`).
+   */
+  load(signal?: AbortSignal, options?: { create?: boolean }): Promise<import('./writeIcebergTable.ts').LoadedTable>;
+  /**
+   * Makes `next` the table's current metadata if the table is still `base`. Returns the new current
+   * metadata's name (relative to the table, or a catalog's metadata location), or undefined when
+   * another writer committed first (the caller reloads and commits again on top).
+   */
+  swap(base: import('./writeIcebergTable.ts').LoadedTable, next: import('./metadata.ts').TableMetadata, signal?: AbortSignal): Promise<string | undefined>;
+}

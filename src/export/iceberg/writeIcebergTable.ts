@@ -5,9 +5,10 @@ import { Channel } from '../channel.ts';
 import { RowCountMismatchError } from '../errors.ts';
 import { partitioner } from '../partitions.ts';
 import { decodeAvroFile, encodeAvroFile, type ManifestEntry, manifestEntrySchema, type ManifestFile, manifestFileSchema, partitionAvroType, type PartitionSpecField } from './avro.ts';
+import { IcebergCatalogError } from './catalog/catalogErrors.ts';
 import { IcebergCommitConflictError, IcebergMetadataError, IcebergNotATableError, IcebergPartitionError } from './errors.ts';
 import { encodeMetadata, METADATA_DIR, metadataFileName, parseMetadata, type Snapshot, SUMMARY_CURSOR, SUMMARY_EXECUTION_ID, SUMMARY_FINGERPRINT, type TableMetadata, VERSION_HINT, versionOf } from './metadata.ts';
-import type { TableStorage } from './storage.ts';
+import type { TablePointer, TableStorage } from './storage.ts';
 import { prepareSchema, type PreparedSchema } from './tableSchema.ts';
 import { toTableBatch } from './convert.ts';
 import { typeText } from './types.ts';
@@ -73,9 +74,36 @@ export interface IcebergCommitSummary {
 export const DEFAULT_COMMIT_ATTEMPTS = 4;
 
 export interface LoadedTable {
+  /** The path table's version (v<N>); 0 for a catalog's table. */
   readonly version: number;
+  /** The current metadata file: relative to the table for a path table, a catalog's metadata location. */
   readonly file: string;
   readonly metadata: TableMetadata | undefined;
+  /** A catalog's table not created yet: the uuid and location its staged creation gave. */
+  readonly staged?: { readonly uuid: string; readonly location: string } | undefined;
+  /** Storage credentials a catalog vended for the table's location (S3), when it did. */
+  readonly credentials?: VendedCredentials | undefined;
+}
+
+/** Short-lived S3 credentials a catalog hands out for one table (`s3.access-key-id` and friends). */
+export interface VendedCredentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string | undefined;
+}
+
+/** The path table's pointer: `metadata/v<N+1>.metadata.json` created only if absent, then the hint. */
+export function pathPointer(storage: TableStorage): TablePointer {
+  return {
+    target: (base) => metadataFileName(base.version + 1),
+    load: (signal) => loadTable(storage, signal),
+    async swap(base, next, signal) {
+      const file = metadataFileName(base.version + 1);
+      if (!(await storage.createIfAbsent(file, encodeMetadata(next), signal))) return undefined;
+      await writeHint(storage, base.version + 1);
+      return file;
+    },
+  };
 }
 
 /**
@@ -139,7 +167,7 @@ export interface SnapshotChange {
  * is committed and the summary says `skipped` (the caller removes its data files). Whatever this
  * writes under `metadata/` is removed again when it fails; the data files are the caller's.
  */
-export async function commitSnapshot(storage: TableStorage, change: SnapshotChange): Promise<IcebergCommitSummary> {
+export async function commitSnapshot(storage: TableStorage, change: SnapshotChange, pointer: TablePointer = pathPointer(storage)): Promise<IcebergCommitSummary> {
   const { signal, meta, mode } = change;
   const url = storage.url;
   let { base, schema, spec } = change;
@@ -180,7 +208,6 @@ export async function commitSnapshot(storage: TableStorage, change: SnapshotChan
     const attempts = change.commitAttempts ?? DEFAULT_COMMIT_ATTEMPTS;
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted();
-      const version = base.version + 1;
       const sequence = (base.metadata?.['last-sequence-number'] ?? 0) + 1;
       const parent = base.metadata?.snapshots?.find((s) => String(s['snapshot-id']) === String(base.metadata?.['current-snapshot-id']));
       const carried = mode === 'append' && parent ? await readManifestList(storage, parent['manifest-list'], url) : [];
@@ -222,16 +249,16 @@ export async function commitSnapshot(storage: TableStorage, change: SnapshotChan
         manifestList: `${url}/${listName}`,
         summary: snapshotSummary(mode, meta, { files: files.length, rows, bytes }, list, parent),
       });
-      const file = metadataFileName(version);
-      if (await storage.createIfAbsent(file, encodeMetadata(next), signal)) {
-        await writeHint(storage, version);
+      const lost = pointer.target(base);
+      const file = await pointer.swap(base, next, signal);
+      if (file !== undefined) {
         return { url, skipped: false, snapshotId: String(snapshotId), metadataFile: file, rows, bytes, files: files.map(({ values: _, ...f }) => f), attempts: attempt };
       }
-      // Lost the race: another writer committed version N+1 first. Re-read, then commit on top.
+      // Lost the race: another writer committed first. Re-read, then commit on top.
       await storage.delete([listName]);
       staged.pop();
-      if (attempt >= attempts) throw new IcebergCommitConflictError(url, file, attempt);
-      base = await loadTable(storage, signal);
+      if (attempt >= attempts) throw new IcebergCommitConflictError(url, lost, attempt);
+      base = await pointer.load(signal);
       const now = committed(base, meta, mode);
       if (now) {
         await storage.delete(staged).catch(() => undefined);
@@ -240,13 +267,14 @@ export async function commitSnapshot(storage: TableStorage, change: SnapshotChan
       const again = prepareSchema(change.result, base.metadata, url, base.file);
       if (!sameIds(again, schema)) {
         // The concurrent writer added columns with the ids this run's files already carry.
-        throw new IcebergCommitConflictError(url, file, attempt);
+        throw new IcebergCommitConflictError(url, lost, attempt);
       }
       schema = again;
       spec = partitionSpec(schema, change.partitionBy, base.metadata, url);
     }
   } catch (error) {
-    await storage.delete(staged).catch(() => undefined);
+    // A commit whose outcome is unknown may have made these part of the table.
+    if (!(error instanceof IcebergCatalogError && error.unknownOutcome)) await storage.delete(staged).catch(() => undefined);
     throw error;
   }
 }

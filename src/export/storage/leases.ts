@@ -26,27 +26,52 @@ interface LeaseBody {
 
 export interface Lease {
   readonly id: string;
+  /**
+   * Settles once the lease is stored (rejects when it could not be). A writer's first object must
+   * not become visible before it: a write awaits it at the end of its body, since every store makes
+   * an object visible only once its body is complete, so the lease's put overlaps the first write.
+   */
+  readonly taken: Promise<void>;
   /** Whether the lease is still this writer's: present and not taken over. */
   held(signal?: AbortSignal): Promise<boolean>;
   /** Stops renewing; with `remove`, deletes the lease (a stop that leaves it lets it expire). */
   release(remove: boolean): Promise<void>;
 }
 
-export async function takeLease(area: ObjectStore, id: string, signal?: AbortSignal): Promise<Lease> {
+/**
+ * Starts taking the lease `id` in `area` and returns at once (see `Lease.taken`). Not cut short by
+ * a signal: a put the store completed after the client gave up would be a lease nobody removes.
+ */
+export function takeLease(area: ObjectStore, id: string): Lease {
   const name = `${LEASE_PREFIX}${id}`;
   const mine: LeaseBody = { host: hostname(), pid: process.pid, token: randomBytes(8).toString('hex') };
   const body = new TextEncoder().encode(`${JSON.stringify(mine)}\n`);
-  await area.put(name, body, { contentType: 'application/json', signal });
+  // When the last put of the lease that succeeded began (this process's clock).
+  let renewedAt: number | undefined;
+  // A lease needs no durability: a crash of the machine ends its writer too.
+  const put = async (): Promise<void> => {
+    const started = Date.now();
+    await area.put(name, body, { contentType: 'application/json', durable: false });
+    renewedAt = started;
+  };
+  const taken = put();
+  taken.catch(() => undefined); // awaited by the writer; this only keeps a failure from going unhandled meanwhile
   let renewing: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {
-    renewing = area.put(name, body, { contentType: 'application/json' }).catch(() => undefined);
+    renewing = taken.then(put).catch(() => undefined);
   }, LEASE_RENEW_MS);
   timer.unref();
   let released = false;
   heldHere.add(mine.token);
   return {
     id,
+    taken,
     async held(s) {
+      await taken;
+      // Written less than half a lifetime ago by this running process: no sweep can have taken it
+      // for dead (a sweep on this host sees the process run, one elsewhere sees it renewed), so it
+      // is not read back.
+      if (renewedAt !== undefined && Date.now() - renewedAt < LEASE_TTL_MS / 2) return true;
       const found = await area.get(name, s);
       return found !== undefined && parseLease(found.body)?.token === mine.token;
     },
@@ -56,7 +81,8 @@ export async function takeLease(area: ObjectStore, id: string, signal?: AbortSig
       heldHere.delete(mine.token);
       clearInterval(timer);
       await renewing;
-      if (remove) await area.delete([name]);
+      const stored = await taken.then(() => true, () => false);
+      if (remove && stored) await area.delete([name]);
     },
   };
 }

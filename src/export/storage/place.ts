@@ -30,6 +30,8 @@ export const folderId = (name: string): string | undefined => (name.startsWith(C
 
 /** On a linked store: when the commit folder `id` stopped being the output (a record in the area). */
 export const replacedName = (id: string): string => `.sluice-replaced-${id}`;
+/** The commit folder's id a replaced record names, or undefined for another name. */
+export const replacedId = (name: string): string | undefined => /^\.sluice-replaced-(.+)$/.exec(name)?.[1];
 /**
  * How long a commit folder that stopped being the output is kept, for readers that resolved the
  * link before it was swapped and still read its files.

@@ -16,12 +16,14 @@ export function storeSharedArea(place: Place, id: string, leases: Set<Lease>): S
   const folder = `s-${id}`;
   const data = dataStore(place, folder);
   const areaUrl = `${place.url}/${records.slice(0, -1)}`;
-  let lease: Promise<Lease> | undefined;
-  const leased = (signal?: AbortSignal): Promise<Lease> =>
-    (lease ??= takeLease(place.area, `${folder}~${randomBytes(4).toString('hex')}`, signal).then((l) => {
-      leases.add(l);
-      return l;
-    }));
+  let lease: Lease | undefined;
+  const leased = (): Promise<void> => {
+    if (lease === undefined) {
+      lease = takeLease(place.area, `${folder}~${randomBytes(4).toString('hex')}`);
+      leases.add(lease);
+    }
+    return lease.taken;
+  };
   const fail = (action: string, error: unknown): never => {
     if (error instanceof PreconditionFailedError) throw error;
     throw new DestinationError(areaUrl, action, error, true);
@@ -50,7 +52,7 @@ export function storeSharedArea(place: Place, id: string, leases: Set<Lease>): S
     },
     async write(name, body, options = {}) {
       try {
-        await leased(options.signal);
+        await leased();
         return { bytes: (await data.put(name, body, { contentType: options.contentType, signal: options.signal })).bytes };
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason;
@@ -82,7 +84,7 @@ export function storeSharedArea(place: Place, id: string, leases: Set<Lease>): S
         // The export is committed: its records go, and the leases of every process that wrote its parts.
         const leases = (await place.area.list(`${LEASE_PREFIX}${folder}~`, signal)).filter((n) => !n.includes('/'));
         await place.area.delete([...(await place.area.list(records, signal)), ...leases], signal);
-        if (lease !== undefined) await (await lease).release(false);
+        if (lease !== undefined) await lease.release(false);
         // Linked: the folder goes unless it is the output now (the commit swapped it in).
         if (place.link && (await place.link.target(signal)) !== `v/${folder}/`) await removeFolder(place, folder, signal);
       } catch (error) {

@@ -1,6 +1,6 @@
 import { DestinationError, type ObjectStore, PreconditionFailedError } from '../../kit/index.ts';
 import type { Destination } from '../destination.ts';
-import type { Lease } from './leases.ts';
+import { type Lease, takeLease } from './leases.ts';
 import { placeOf } from './place.ts';
 import { storeSharedArea } from './sharedArea.ts';
 import { sweep } from './sweep.ts';
@@ -26,6 +26,8 @@ export function storeDestination(store: ObjectStore): Destination {
   const place = placeOf(store);
   const { url, link } = place;
   const leases = new Set<Lease>();
+  // Leases started by `startLease`, until their `begin` takes them.
+  const started = new Map<string, Lease>();
   const fail = (action: string, error: unknown, signal?: AbortSignal): never => {
     // Stopped by the caller: say so, not "request aborted".
     if (signal?.aborted) throw signal.reason;
@@ -85,13 +87,22 @@ export function storeDestination(store: ObjectStore): Destination {
         fail('removing what earlier runs left at', error, signal);
       }
     },
-    begin: (options) => beginTransaction(place, options),
+    startLease(attemptId) {
+      if (!started.has(attemptId)) started.set(attemptId, takeLease(place.area, attemptId));
+    },
+    begin(options) {
+      const lease = started.get(options.attemptId);
+      started.delete(options.attemptId);
+      return beginTransaction(place, options, undefined, lease);
+    },
     shared: (id) => storeSharedArea(place, id, leases),
     check: store.check ? (signal, options) => store.check!(signal, options) : undefined,
     async close() {
       // A shard's lease is left to expire: its parts wait for the commit of the last shard.
       await Promise.allSettled([...leases].map((l) => l.release(false)));
       leases.clear();
+      await Promise.allSettled([...started.values()].map((l) => l.release(true)));
+      started.clear();
       await store.close();
     },
   };

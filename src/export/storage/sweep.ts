@@ -1,40 +1,61 @@
-import { journalAttempt, folderId, folderOf, type Place, PART, READER_GRACE_MS, replacedName } from './place.ts';
-import { leasesOf } from './leases.ts';
+import { journalAttempt, folderId, folderOf, type Place, PART, READER_GRACE_MS, replacedId, replacedName } from './place.ts';
+import { LEASE_PREFIX, leasesOf } from './leases.ts';
 
 export interface SweepOptions {
   /** The sweeping writer's own lease, never counted as another live writer. */
   readonly self?: string | undefined;
   readonly signal?: AbortSignal | undefined;
+  /**
+   * Names the caller knows it leaves at the output by right (a committer: what its commit lists, or
+   * on a linked store the folders of its commit and of the one it replaced). When one listing shows
+   * nothing else the sweep could remove, it ends there: a sweep after every commit then costs one
+   * listing when nothing was left behind.
+   */
+  readonly expected?: ((name: string) => boolean) | undefined;
 }
+
+/**
+ * What `owned` answers when the committed output is one the caller cannot read the names of (a
+ * committer whose commit was replaced by another writer's meanwhile): the sweep removes nothing.
+ * Not "no output": that would make every part unlisted.
+ */
+export const UNKNOWN: unique symbol = Symbol('another commit');
 
 /**
  * The one sweep rule, for every store: removes what earlier attempts left at an output that the
  * committed output does not list, and nothing a writer that is still alive may yet commit.
  *
- * `owned` reads the committed output's names (undefined: none). It is read before and after
- * everything is listed; when the two differ another writer committed meanwhile, and this sweep
- * removes nothing (that writer sweeps after its commit). A writer's lease exists before its first
- * write and goes only after its commit is published, so an object listed here was either written by
- * a writer whose lease the later listing of leases shows alive, or by one that is dead, or by one
- * that committed, which changes `owned`.
+ * The objects are listed first; then `owned` (the committed output's names, undefined: none, or
+ * `UNKNOWN`) is
+ * read, the leases are listed, and `owned` is read again. When the two reads differ another writer
+ * committed meanwhile, and this sweep removes nothing (that writer sweeps after its commit). A
+ * writer's lease exists before its first object appears and goes only after its commit is
+ * published, so an object listed here was written by a writer whose lease the later listing of
+ * leases shows alive, or by one that is dead, or by one that committed: before the first read of
+ * `owned` (which then lists the object while that commit is the output) or after it (which changes
+ * `owned`).
  *
  * In place (an object store): part files no commit lists and journals of dead attempts go, parts
  * only when no other writer is alive (they cannot be told apart by writer). Linked (a file system):
  * each commit is a folder of its own, removed when it is not the output and its writer is dead,
  * and a whole commit only once its readers had time to finish (`readersDone`).
  */
-export async function sweep(place: Place, owned: () => Promise<readonly string[] | undefined>, options: SweepOptions = {}): Promise<void> {
-  const { signal, self } = options;
-  const state = async (): Promise<{ key: string | undefined; names: readonly string[] }> => {
+export async function sweep(place: Place, owned: () => Promise<readonly string[] | undefined | typeof UNKNOWN>, options: SweepOptions = {}): Promise<void> {
+  const { signal, self, expected } = options;
+  const names = await place.area.list('', signal);
+  if (expected !== undefined && !names.some((n) => !expected(n) && removable(place, n, self))) return;
+  const state = async (): Promise<{ key: string | undefined; names: readonly string[] } | undefined> => {
     if (place.link) return { key: await place.link.target(signal), names: [] };
-    const names = (await owned()) ?? [];
+    const found = await owned();
+    if (found === UNKNOWN) return undefined;
+    const names = found ?? [];
     return { key: [...names].sort().join('\n'), names };
   };
   const before = await state();
-  const names = await place.area.list('', signal);
+  if (before === undefined) return;
   const { live, dead } = await leasesOf(place.area, signal);
   const after = await state();
-  if (before.key !== after.key) return;
+  if (after === undefined || before.key !== after.key) return;
   const alive = (id: string): boolean => id === self || live.has(id) || [...live].some((l) => l.startsWith(`${id}~`));
   const deadJournals = names.filter((n) => {
     const attempt = journalAttempt(n);
@@ -73,4 +94,10 @@ async function readersDone(place: Place, names: readonly string[], current: stri
   return gone;
 }
 
-const replacedId = (name: string): string | undefined => /^\.sluice-replaced-(.+)$/.exec(name)?.[1];
+/** Whether a sweep might remove `name` (or, for a lease, must look at its writer): what `expected` leaves out of that decides whether to look further. */
+function removable(place: Place, name: string, self: string | undefined): boolean {
+  if (name.startsWith(LEASE_PREFIX) && !name.includes('/')) return name.slice(LEASE_PREFIX.length) !== self;
+  const attempt = journalAttempt(name);
+  if (attempt !== undefined) return attempt !== self;
+  return place.link ? (folderId(name) ?? replacedId(name)) !== undefined : PART.test(name);
+}

@@ -1,8 +1,8 @@
 import { ANY_TARGET, DestinationError, PreconditionFailedError, type ObjectStore, type PutCondition } from '../../kit/index.ts';
 import type { BeginOptions, Marker, StagedStream, Transaction, WriteOptions } from '../destination.ts';
 import { type Lease, mustHold, takeLease } from './leases.ts';
-import { dataStore, folderId, folderOf, journalName, type Place, replacedName } from './place.ts';
-import { sweep } from './sweep.ts';
+import { dataStore, folderId, folderOf, journalName, type Place, replacedId, replacedName } from './place.ts';
+import { sweep, UNKNOWN } from './sweep.ts';
 
 /** A transaction that publishes what other writers stored (the parts of a sharded export). */
 export interface Adopted {
@@ -22,14 +22,12 @@ export interface Adopted {
  * (`withdraw`), so a failure from there on leaves no commit rather than one describing changed
  * objects.
  */
-export async function beginTransaction(place: Place, options: BeginOptions, adopted?: Adopted): Promise<Transaction> {
+export async function beginTransaction(place: Place, options: BeginOptions, adopted?: Adopted, prepared?: Lease): Promise<Transaction> {
   const { signal, attemptId } = options;
   const folder = adopted?.folder ?? attemptId;
-  // Not cut short by the signal: a put the store completed after the client gave up would be a
-  // lease nobody removes. The signal is checked once it is held.
-  const lease = await takeLease(place.area, adopted?.folder ? `${folder}~${attemptId}` : attemptId).catch((error: unknown) => {
-    throw new DestinationError(place.url, 'starting a transaction at', error, true);
-  });
+  // Stored while the first part is written, if not already (see `Lease.taken`); its failure fails
+  // the first write.
+  const lease = prepared ?? takeLease(place.area, adopted?.folder ? `${folder}~${attemptId}` : attemptId);
   if (signal?.aborted) {
     await lease.release(true).catch(() => undefined);
     throw signal.reason;
@@ -38,8 +36,9 @@ export async function beginTransaction(place: Place, options: BeginOptions, adop
   let journal: Uint8Array | undefined;
   try {
     if (options.resume) journal = (await place.area.get(journalKey, signal))?.body;
-    // Linked: nothing to resume means whatever a killed attempt with this id left in its folder goes.
-    if (place.link && journal === undefined && adopted?.folder === undefined) await removeFolder(place, folder, signal);
+    // Linked: nothing to resume means whatever a killed attempt with this id left in its folder goes
+    // (a fresh attempt's id is new: it has no folder).
+    if (place.link && options.resume && journal === undefined && adopted?.folder === undefined) await removeFolder(place, folder, signal);
   } catch (error) {
     await lease.release(true).catch(() => undefined);
     if (signal?.aborted) throw signal.reason;
@@ -67,6 +66,11 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
   // In place: set once the committed output's markers are gone; its objects are then no longer protected.
   let withdrawal: Promise<void> | undefined;
   const withdraw = (): Promise<void> => (withdrawal ??= place.store.delete((options.markers ?? []).filter((m) => previous.has(m))));
+
+  const leaseTaken = (): Promise<void> =>
+    lease.taken.catch((error: unknown) => {
+      throw new DestinationError(url, 'starting a transaction at', error, true);
+    });
 
   const abort = async (_reason?: unknown, keep: readonly string[] = []): Promise<void> => {
     await settle('transaction aborted');
@@ -102,6 +106,8 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
     const source = (async function* () {
       try {
         yield* body;
+        // The object becomes visible only once its body ends: never before the writer's lease.
+        await leaseTaken();
       } catch (error) {
         failed = { error };
         throw error;
@@ -132,15 +138,22 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
     return first;
   }
 
-  async function swapIn(markers: readonly Marker[]): Promise<void> {
+  /** Swaps the link to this transaction's folder: resolves to the id of the commit folder it replaced. */
+  async function swapIn(markers: readonly Marker[]): Promise<string | undefined> {
     const link = place.link!;
     const expected = await link.target(options.signal);
+    // When the replaced folder stopped being the output, for its readers (see `sweep`): recorded
+    // before the swap, so no sweep finds it replaced without the record. A swap that then fails
+    // leaves a record of the output, which a sweep does not touch and the next swap writes anew.
+    const replaced = expected === undefined ? undefined : folderId(expected);
+    const record = replaced === undefined ? undefined : place.area.put(replacedName(replaced), new Uint8Array(), { durable: false }).catch(() => undefined);
     for (const marker of markers) {
       // A shared folder may hold another committer's markers of the same export already.
       await putMarker(target, url, marker, adopted?.folder ? { ifAbsent: true } : undefined).catch((error: unknown) => {
         if (!(error instanceof PreconditionFailedError) || adopted?.folder === undefined) throw error;
       });
     }
+    await record;
     const conditional = markers.find((m) => m.condition !== undefined);
     if (conditional !== undefined && !(await holds(conditional, expected))) {
       throw new PreconditionFailedError(url, conditional.name, `${conditional.name} changed since it was read (another writer committed first)`);
@@ -148,9 +161,7 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
     if (expected !== undefined && !expected.startsWith('v/')) await refuseForeign();
     // The folder is never rewritten once swapped in: a target unchanged since `holds` is the version read.
     await link.swap(folderOf(folder), conditional === undefined ? ANY_TARGET : expected);
-    // When the replaced folder stopped being the output: the sweep keeps it a while for its readers.
-    const replaced = expected === undefined ? undefined : folderId(expected);
-    if (replaced !== undefined) await place.area.put(replacedName(replaced), new Uint8Array()).catch(() => undefined);
+    return replaced;
   }
 
   /** Whether `marker`'s condition holds for the output `current` (a commit folder, or an older layout's folder). */
@@ -199,6 +210,7 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
     },
 
     async saveJournal(body: Uint8Array) {
+      await leaseTaken();
       journalSaved = true;
       try {
         await place.area.put(journalKey, body, { contentType: 'application/json' });
@@ -209,12 +221,14 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
 
     async commit(markers: readonly Marker[]) {
       await settle(undefined);
+      await leaseTaken();
       await mustHold(lease, url, options.signal);
       // The version our own put got: read back later, a newer commit's would pass for ours.
       const ours = inPlace ? await publishMarkers(markers) : undefined;
-      if (!inPlace) await swapIn(markers);
-      await lease.release(true).catch(() => undefined);
-      if (journalSaved) await place.area.delete([journalKey]).catch(() => undefined);
+      const replaced = inPlace ? undefined : await swapIn(markers);
+      // Released while the sweep runs, which counts this writer as itself, not as another one alive.
+      const released = lease.release(true).catch(() => undefined);
+      const journalGone = journalSaved ? place.area.delete([journalKey]).catch(() => undefined) : undefined;
       const keep = new Set([...written, ...retained, ...carried, ...theirs, ...markers.map((m) => m.name)]);
       let stale: string[] = [];
       try {
@@ -225,10 +239,17 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
         }
         const first = markers[0]?.name;
         // What abandoned attempts left, while the output is still this commit (see `sweep`).
-        await sweep(place, async () => (!inPlace || (first !== undefined && (await place.store.head(first))?.version === ours) ? [...keep] : undefined));
+        // Replaced by another writer's commit meanwhile: its names are not known here, so nothing goes.
+        const owned = async () => (!inPlace || (first !== undefined && (await place.store.head(first))?.version === ours) ? [...keep] : UNKNOWN);
+        // What this commit leaves by right: in place its own objects, linked its folder and the one it replaced (kept for readers).
+        const expected = inPlace ? (n: string) => keep.has(n) : (n: string) => [folder, replaced].includes(folderId(n) ?? replacedId(n));
+        await sweep(place, owned, { self: lease.id, expected });
       } catch (error) {
         // The new output is committed; leftovers are unreferenced by it. Say so loudly.
         throw new DestinationError(url, `committed, but removing ${stale.length || 'the'} objects of earlier outputs from`, error, true);
+      } finally {
+        await released;
+        await journalGone;
       }
     },
 

@@ -18,6 +18,7 @@ import { stream } from '../../pipeline/stream.ts';
 import { type ExecutionStatus, holdsResult } from '../../protocol/index.ts';
 import { checkBytes, checkCredits, executionCost } from '../budget.ts';
 import { outputFingerprint, readCommit } from '../committedOutput.ts';
+import { RunContract } from '../contract.ts';
 import { ShardCommittedError, ShardMismatchError } from '../errors.ts';
 import { sourceInfo } from '../jobSource.ts';
 import { readOptions } from '../readOptions.ts';
@@ -201,6 +202,9 @@ function checkShardable(job: Job): void {
   if (job.incremental !== undefined) {
     issues.push({ path: 'incremental', message: 'a sharded run replaces its outputs with one result: run incremental jobs without shards', value: job.incremental.cursor });
   }
+  if (job.expect?.checks !== undefined) {
+    issues.push({ path: 'expect.checks', message: 'not supported on sharded runs yet (each shard reads only its rows, so unique could not see them all): run without shards, or keep expect.columns and expect.rows, which shard 0 checks before any page is fetched', value: Object.keys(job.expect.checks) });
+  }
   job.outputs.forEach((output, i) => {
     if (output.mode === 'append') issues.push({ path: `outputs[${i}].mode`, message: 'a sharded run replaces the output: drop mode: append or run without shards', value: output.mode });
     if (output.table !== 'manifest') issues.push({ path: `outputs[${i}].table`, message: 'a sharded run commits a manifest: run table outputs without shards', value: output.table });
@@ -277,6 +281,8 @@ async function startExecution(job: Job, options: RunShardOptions, area: SharedAr
   options.events?.onInfo?.(ready.started ? 'execution started' : 'stored result reused', { job: job.name, execution_id: ready.executionId, run_id: shard.runId });
   const overBytes = checkBytes(job, ready.status);
   if (overBytes) throw overBytes;
+  // The contract's columns and row count, from the metadata: shards have no result.filters, so the count is known here.
+  if (job.expect !== undefined) new RunContract(job, options.events?.onInfo).beforeFetch(ready.status);
   const started = ready.started && earlier === undefined;
   return {
     executionId: ready.executionId,

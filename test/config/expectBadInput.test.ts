@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { builtins } from '../../connectors/index.ts';
+import { JobFileError, parseJobFile } from '../../src/config/index.ts';
+
+/** The messages a job file with this `expect:` block (lines 7 on) is rejected with. */
+function messages(expectBlock: string, result = ''): string[] {
+  const text = `jobs:\n  - name: gated\n    source: { sql: select 1 }\n    outputs:\n      - { format: csv, path: ./out }\n${result}    expect:\n${expectBlock}`;
+  try {
+    parseJobFile(text, { file: 'jobs.yaml', registry: builtins, env: {} });
+  } catch (error) {
+    expect(error).toBeInstanceOf(JobFileError);
+    return (error as JobFileError).message.split('\n');
+  }
+  throw new Error('expected the job file to be rejected');
+}
+
+describe('expect: bad input at load, with FILE:LINE:COL', () => {
+  it('accepts a full contract and keeps it as written', () => {
+    const file = parseJobFile(
+      `jobs:\n  - name: ok\n    source: { sql: select 1 }\n    outputs: [{ format: csv, path: ./out }]\n    expect:\n      columns: { id: bigint, amount: "decimal(18, 4)" }\n      rows: { min: 1 }\n      on_violation: warn\n      checks:\n        id: { not_null: true, unique: true, min: 0, on_violation: fail }\n        kind: { accepted_values: [a, b] }\n`,
+      { file: 'jobs.yaml', registry: builtins, env: {} },
+    );
+    expect(file.jobs[0]!.expect).toEqual({
+      columns: { id: 'bigint', amount: 'decimal(18, 4)' },
+      rows: { min: 1 },
+      on_violation: 'warn',
+      checks: { id: { not_null: true, unique: true, min: 0, on_violation: 'fail' }, kind: { accepted_values: ['a', 'b'] } },
+    });
+  });
+
+  it('columns: a type the service does not report, a type that is not text', () => {
+    expect(messages('      columns: { id: bigintt }\n')).toEqual([
+      'jobs.yaml:7:22 jobs[0].expect.columns.id: "bigintt" is not a column type the service reports (e.g. bigint, double, varchar, decimal(18,2), timestamp, date, boolean)',
+    ]);
+    expect(messages('      columns: { id: 3 }\n')).toEqual(['jobs.yaml:7:22 jobs[0].expect.columns.id: expected string, got number 3']);
+  });
+
+  it('rows: no bound, min above max, a negative or fractional count', () => {
+    expect(messages('      rows: {}\n')).toEqual(['jobs.yaml:7:13 jobs[0].expect.rows: give min, max or both']);
+    expect(messages('      rows: { min: 10, max: 5 }\n')).toEqual(['jobs.yaml:7:20 jobs[0].expect.rows.min: min 10 is above max 5']);
+    expect(messages('      rows: { max: -1 }\n')).toEqual(['jobs.yaml:7:20 jobs[0].expect.rows.max: expected number to be >=0, got -1']);
+    expect(messages('      rows: { min: 1.5 }\n')).toEqual(['jobs.yaml:7:20 jobs[0].expect.rows.min: expected int, got number 1.5']);
+  });
+
+  it('checks: an empty check, min above max, empty accepted_values, a misspelt check', () => {
+    expect(messages('      checks: { id: {} }\n')).toEqual(['jobs.yaml:7:21 jobs[0].expect.checks.id: no check given: add not_null, unique, accepted_values, min or max']);
+    expect(messages('      checks:\n        id: { min: 9, max: 1 }\n')).toEqual(['jobs.yaml:8:20 jobs[0].expect.checks.id.min: min 9 is above max 1']);
+    expect(messages('      checks:\n        id: { accepted_values: [] }\n')).toEqual(['jobs.yaml:8:32 jobs[0].expect.checks.id.accepted_values: expected array to have >=1 items, got []']);
+    expect(messages('      checks:\n        id: { notnull: true }\n')).toEqual([
+      'jobs.yaml:8:15 jobs[0].expect.checks.id.notnull: unknown field',
+      'jobs.yaml:8:13 jobs[0].expect.checks.id: no check given: add not_null, unique, accepted_values, min or max',
+    ]);
+    expect(messages('      checks:\n        id: { unique: yes please }\n')).toEqual(['jobs.yaml:8:23 jobs[0].expect.checks.id.unique: expected boolean, got string "yes please"']);
+  });
+
+  it('on_violation: quarantine is refused as not supported yet; an unknown policy lists the choices', () => {
+    expect(messages('      on_violation: quarantine\n')).toEqual([
+      'jobs.yaml:7:21 jobs[0].expect.on_violation: quarantine is not supported yet: use fail (publish nothing) or warn (publish, log and count the violations)',
+    ]);
+    expect(messages('      checks:\n        id: { not_null: true, on_violation: quarantine }\n')[0]).toMatch(/^jobs\.yaml:8:45 jobs\[0\]\.expect\.checks\.id\.on_violation: quarantine is not supported yet/);
+    expect(messages('      on_violation: ignore\n')).toEqual(['jobs.yaml:7:21 jobs[0].expect.on_violation: expected one of fail|warn|quarantine, got "ignore"']);
+  });
+
+  it('a column result.columns does not fetch, and an unknown field of expect', () => {
+    expect(messages('      checks: { amount: { not_null: true } }\n', '    result: { columns: [id] }\n')).toEqual([
+      'jobs.yaml:8:25 jobs[0].expect.checks.amount: "amount" is not among result.columns (id): it would never be fetched',
+    ]);
+    expect(messages('      colums: { id: bigint }\n')[0]).toMatch(/^jobs\.yaml:7:7 jobs\[0\]\.expect\.colums: unknown field, did you mean "columns"\?/);
+  });
+});

@@ -126,17 +126,29 @@ export async function writeEncodings(conn: DuckDBConnection, stored: StoredColum
            )) TO ${sqlString(file)} ${rawCopy('\n')}`,
         );
       const file = (from: number): string => join(dir, `${FILES.rendered}.${(from / SLICE_ROWS) % 2}`);
-      let next: Promise<unknown> | undefined = info.rowCount > 0 ? render(0, file(0)) : undefined;
-      for (let from = 0; next !== undefined; from += SLICE_ROWS) {
-        await next;
-        const after = from + SLICE_ROWS;
-        next = after < info.rowCount && !stopped() ? render(after, file(after)) : undefined;
-        // Split this slice while DuckDB renders the next (a failure waits for that COPY to end).
-        await split.file(file(from), stopped).catch(async (err: unknown) => {
-          await next?.catch(() => undefined);
-          throw err;
-        });
-        await rm(file(from));
+      // The COPY of the next slice runs while this one is split: it may fail (an interrupt, when
+      // the execution is stopped) before it is awaited. Its rejection is handled at once (else it
+      // is an unhandled rejection, which ends the service's thread with DuckDB calls in flight on
+      // the other connections: the process aborts), and every way out of the loop waits for it
+      // to settle, so that no COPY is in flight on `conn` when the caller closes it.
+      const started = (copy: Promise<unknown>): Promise<unknown> => {
+        copy.catch(() => undefined);
+        return copy;
+      };
+      let next: Promise<unknown> | undefined = info.rowCount > 0 ? started(render(0, file(0))) : undefined;
+      try {
+        for (let from = 0; next !== undefined; from += SLICE_ROWS) {
+          await next;
+          next = undefined;
+          const after = from + SLICE_ROWS;
+          if (after < info.rowCount && !stopped()) next = started(render(after, file(after)));
+          // Split this slice while DuckDB renders the next.
+          await split.file(file(from), stopped);
+          await rm(file(from));
+        }
+      } catch (err) {
+        await next?.catch(() => undefined);
+        throw err;
       }
     }
     await split.finish(info.rowCount);

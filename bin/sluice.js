@@ -36,13 +36,17 @@ if (env.SLUICE_MEMORY_DEFAULTS !== '0' && process.platform === 'linux' && typeof
 const { main } = await import(fromSource ? '../src/cli/main.ts' : '../dist/src/cli/main.js');
 
 const code = await main(process.argv.slice(2));
-if (code === 130) {
-  // Interrupted: exit now rather than let Node wind down on its own, which takes as long as the
-  // embedded service's close and, once it has given up the signal handlers, lets a second
-  // SIGINT/SIGTERM end the process by that signal. Native work is stopped first (the exit hooks,
-  // as a second signal runs them): ending the process under a DuckDB call would abort it.
+// Native work is stopped first (the exit hooks, as a second signal runs them): ending the
+// process under a DuckDB call would abort it.
+const exitNow = async () => {
   const { runExitHooks } = await import(fromSource ? '../src/exitHooks.ts' : '../dist/src/exitHooks.js');
   await runExitHooks(5_000);
   process.exit(code);
-}
+};
+// Interrupted: exit now rather than let Node wind down on its own, which takes as long as the
+// embedded service's close.
+if (code === 130) await exitNow();
 process.exitCode = code;
+// The command has finished and its code stands: a SIGINT/SIGTERM that lands while Node winds down
+// (the command gave up its own handlers) ends the process with that code, never by the signal.
+for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => void exitNow());

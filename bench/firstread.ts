@@ -15,10 +15,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { RecordBatchReader } from 'apache-arrow';
-import { request } from 'undici';
-import { ARROW, downloadAll, fmt, get, KEY, ratio, ROWS, startChild, type Child } from './service.ts';
+import { ARROW, downloadAll, fmt, get, ratio, ROWS, startChild, submitAndWait, type Child } from './service.ts';
 
 const SQL = 'SELECT * FROM sample.events ORDER BY id';
 
@@ -33,14 +31,7 @@ interface Fresh {
 /** Runs SQL, polls until it finished, and lists the URLs of every page of its default size. */
 async function fresh(child: Child): Promise<Fresh> {
   const t0 = performance.now();
-  const submitted = await request(`${child.url}/v1/sql/execute`, { method: 'POST', headers: { 'x-service-api-key': KEY }, body: JSON.stringify({ sql: SQL }) });
-  const { execution_id: id } = (await submitted.body.json()) as { execution_id: string };
-  let status: any;
-  for (;;) {
-    status = JSON.parse((await get(`${child.url}/v1/execution/${id}/status`)).body.toString());
-    if (status.is_execution_finished) break;
-    await sleep(5);
-  }
+  const { id, status } = await submitAndWait(child.url, SQL);
   const submitToDoneMs = performance.now() - t0;
   if (status.state !== 'QUERY_STATE_COMPLETED') throw new Error(`bench query ended ${status.state}`);
   const m = status.result_metadata;

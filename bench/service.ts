@@ -122,24 +122,24 @@ export async function downloadAll(urls: string[], concurrency: number, accept?: 
 export const fmt = (ms: number): string => `${ms.toFixed(ms < 10 ? 1 : 0)} ms`;
 export const ratio = (a: number, b: number): string => (b === 0 ? 'n/a' : `${(a / b).toFixed(2)}x`);
 
+/** Submits `sql` and polls its status every 5 ms until it finished: its id and last status. */
+export async function submitAndWait(url: string, sql: string): Promise<{ id: string; status: any }> {
+  const submitted = await request(`${url}/v1/sql/execute`, { method: 'POST', headers: { 'x-service-api-key': KEY }, body: JSON.stringify({ sql }) });
+  const { execution_id: id } = (await submitted.body.json()) as { execution_id: string };
+  for (;;) {
+    const status = JSON.parse((await get(`${url}/v1/execution/${id}/status`)).body.toString());
+    if (status.is_execution_finished) return { id, status };
+    await sleep(5);
+  }
+}
+
 export async function run(): Promise<void> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-service-'));
   const t0 = performance.now();
   const child = await startChild(dataDir);
   try {
     console.log(`service: own process, ${ROWS} sample rows, started in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-    const submitted = await request(`${child.url}/v1/sql/execute`, {
-      method: 'POST',
-      headers: { 'x-service-api-key': KEY },
-      body: JSON.stringify({ sql: 'SELECT * FROM sample.events ORDER BY id' }),
-    });
-    const { execution_id: id } = (await submitted.body.json()) as { execution_id: string };
-    let status: any;
-    for (;;) {
-      status = JSON.parse((await get(`${child.url}/v1/execution/${id}/status`)).body.toString());
-      if (status.is_execution_finished) break;
-      await sleep(5);
-    }
+    const { id, status } = await submitAndWait(child.url, 'SELECT * FROM sample.events ORDER BY id');
     // The first page as soon as the status says COMPLETED (served by the page query meanwhile).
     const seen = performance.now();
     await get(`${child.url}/v1/execution/${id}/results?limit=1000`);

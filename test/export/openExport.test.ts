@@ -109,6 +109,15 @@ describe('openExport (resume)', () => {
     expect(summary.rows).toBe(1000);
   });
 
+  it('a failed export leaves no commit folder behind, not even an empty one', async () => {
+    const parent = await parentDir();
+    const output = resolved({ format: 'csv', path: join(parent, 'out') });
+    // The source fails after its first batch: the first part's write had made its folder.
+    await expect(writeExport({ schema: numberedSchema, batches: numbered(1000, 100, 100), meta: { executionId: 'e-fail' } }, output)).rejects.toThrow(/source failed/);
+    expect(await readdir(join(parent, '.out.sluice', 'v')).catch(() => [])).toEqual([]);
+    expect(await readdir(parent)).not.toContain('out');
+  });
+
   it('removes commit folders of other attempts whose writer is gone, keeps those of a live one', async () => {
     const parent = await parentDir();
     const area = join(parent, '.out.sluice');

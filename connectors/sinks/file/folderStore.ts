@@ -78,7 +78,8 @@ export function folderStore(root: string): ObjectStore {
       return names;
     },
     async delete(names) {
-      await Promise.all(names.map((n) => rm(inside(root, n), { force: true })));
+      // A name ending in `/` is a folder: removed below once empty, like those the files leave.
+      await Promise.all(names.filter((n) => !n.endsWith('/')).map((n) => rm(inside(root, n), { force: true })));
       // Folders emptied by it go too (a failed first write leaves the folder as it found it).
       const dirs = new Set(names.flatMap((n) => n.split('/').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('/'))));
       for (const dir of [...dirs].sort((a, b) => b.length - a.length)) await rmdir(inside(root, dir)).catch(() => undefined);

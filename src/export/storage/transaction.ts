@@ -283,5 +283,7 @@ async function putMarker(store: ObjectStore, url: string, marker: Marker, condit
 
 /** Removes one commit folder of a linked store's area. */
 export async function removeFolder(place: Place, folder: string, signal?: AbortSignal): Promise<void> {
-  await place.area.delete(await place.area.list(folderOf(folder), signal), signal);
+  // Only a linked store (a file system) has folders: the folder's own name goes too, so a commit
+  // that failed before any file of it was published leaves no empty folder, which no listing sees.
+  await place.area.delete([...(await place.area.list(folderOf(folder), signal)), folderOf(folder)], signal);
 }

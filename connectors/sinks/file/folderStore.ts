@@ -78,12 +78,14 @@ export function folderStore(root: string): ObjectStore {
       return names;
     },
     async delete(names) {
-      // A name ending in `/` is a folder: removed below once empty, like those the files leave.
-      await Promise.all(names.filter((n) => !n.endsWith('/')).map((n) => rm(inside(root, n), { force: true })));
+      const files = names.filter((n) => !n.endsWith('/'));
+      await Promise.all(files.map((n) => rm(inside(root, n), { force: true })));
       // Folders emptied by it go too (a failed first write leaves the folder as it found it).
-      const dirs = new Set(names.flatMap((n) => n.split('/').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('/'))));
+      const dirs = new Set(files.flatMap((n) => n.split('/').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('/'))));
       for (const dir of [...dirs].sort((a, b) => b.length - a.length)) await rmdir(inside(root, dir)).catch(() => undefined);
-      if (names.length > 0) await rmdir(root).catch(() => undefined);
+      // A name ending in `/` is a folder: it goes once empty, its parents stay (others write beside it).
+      for (const folder of names.filter((n) => n.endsWith('/'))) await rmdir(inside(root, folder.slice(0, -1))).catch(() => undefined);
+      if (files.length > 0) await rmdir(root).catch(() => undefined);
     },
     async close() {},
   };

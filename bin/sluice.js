@@ -12,7 +12,7 @@ if (major < 24) {
   process.stderr.write(`sluice needs Node 24 (this is Node ${process.versions.node})${how}\n`);
   process.exit(2);
 }
-// Two memory settings that only work when a process starts (README, "Memory"): glibc's mmap
+// Two memory settings that only work when a process starts (docs/operations.md, "Memory"): glibc's mmap
 // threshold held at its default (128 KiB), so page-sized buffers are unmapped when freed instead
 // of staying in a heap that keeps its high-water mark, and V8's young generation capped (8 MB
 // semi-spaces). Every command gets them unless the environment sets them or

@@ -6,6 +6,7 @@ import { outputConfigSchema, type ResolvedOutput } from '../export/outputConfig.
 import type { Registry } from '../kit/index.ts';
 import { parseType } from '../types/parse.ts';
 import { cronProblem, timezoneProblem } from './cron.ts';
+import { BackfillSchema, backfillIssues } from '../jobs/backfillSchema.ts';
 
 // The one truth about job files: validation, types (z.infer), `sluice schema` and the job file
 // reference (docs/jobs.md, written by `npm run docs`) all come from here. Fields are snake_case like the wire protocol. The outputs'
@@ -203,10 +204,12 @@ function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
       budget: BudgetSchema.optional(),
       incremental: IncrementalSchema.optional(),
       expect: ExpectSchema.optional(),
+      backfill: BackfillSchema.optional(),
     })
     .superRefine((job, ctx) => {
       if (job.incremental) incrementalIssues(job, ctx);
       if (job.expect) expectIssues(job.expect, job.result?.columns, ctx);
+      if (job.backfill) backfillIssues(job, ctx);
       const columns = job.result?.columns;
       const paths = new Map<string, number>();
       job.outputs.forEach((output, i) => {

@@ -1,4 +1,5 @@
 import type { JobPlan } from '../../jobs/planRun.ts';
+import { backfillFields, backfillLines } from './backfillPlanText.ts';
 import { targetText } from '../../export/iceberg/catalog/catalogConfig.ts';
 import type { ShardSummary } from '../../jobs/shards/runShard.ts';
 import { fmtDuration } from '../progress.ts';
@@ -66,6 +67,7 @@ export function planFields(p: JobPlan): Record<string, unknown> {
       ...(o.commitsTo === undefined ? {} : { catalog: o.commitsTo.catalog ?? null, catalog_table: o.commitsTo.table }),
     })),
     ...(p.cursor === undefined ? {} : { cursor: { column: p.cursor.column, from: p.cursor.from, value: p.cursor.value, ...(p.cursor.lookback === undefined ? {} : { lookback: p.cursor.lookback }) } }),
+    ...(p.backfill === undefined ? {} : { backfill: backfillFields(p.backfill) }),
   };
 }
 
@@ -89,6 +91,7 @@ export function formatPlan(p: JobPlan): string {
         `${o.commitsTo === undefined ? '' : `\n    commits to ${targetText(o.commitsTo)}`}`,
     ),
     ...(p.cursor === undefined ? [] : [`  cursor ${p.cursor.column}: from ${p.cursor.value} (${cursorOrigin(p.cursor)})`]),
+    ...(p.backfill === undefined ? [] : backfillLines(p.backfill)),
   ];
   return `${lines.join('\n')}\n`;
 }

@@ -1,0 +1,112 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { sluice, startSluice } from '../cli/sluiceProcess.ts';
+import { duck } from './duck.ts';
+import { client, dir, svc, useJobHarness } from './jobHarness.ts';
+import { journalsLeft, otherCommits } from '../helpers/localOutput.ts';
+
+// Results over 20,000 bytes are truncated (the sixth week's is, its halves are not); some latency
+// on every request keeps the backfill running long enough to be killed halfway.
+useJobHarness({ limits: { max_result_bytes: 20_000, page_rows: 50 }, faults: { latency_ms: 40 } }, 'sluice-backfill-kill-');
+let env: Record<string, string>;
+beforeAll(() => {
+  env = { SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: svc.keys.demo.admin };
+});
+
+const SQL =
+  "select id, day, repeat('x', 100) as note from (" +
+  "select i as id, date '2026-01-05' + cast(i // 5 as integer) as day from range(0, 420) t(i) " +
+  "union all select 1000 + i, date '2026-02-09' + cast(i % 7 as integer) from range(0, 200) t(i)" +
+  ') where day >= {{start}} and day < {{end}} order by day, id';
+
+interface ChunkRecord {
+  from: string;
+  to: string;
+  state: 'running' | 'done' | 'split';
+  execution_id: string;
+}
+
+function chunkRecords(file: string): ChunkRecord[] {
+  try {
+    return (JSON.parse(readFileSync(file, 'utf8')) as { chunks: ChunkRecord[] }).chunks;
+  } catch {
+    return []; // not written yet
+  }
+}
+
+async function usage(): Promise<{ executions: number; credits: number }> {
+  const u = await client.getUsage();
+  return { executions: u.executions, credits: u.credits_used };
+}
+
+describe('a backfill killed halfway', () => {
+  it('the next run reads or waits for every chunk the killed run executed, executes only the others, and commits every row once', async () => {
+    const out = join(dir, 'out');
+    const file = join(dir, 'jobs.yaml');
+    const state = join(dir, 'state');
+    await writeFile(
+      file,
+      `connection: { base_url: "\${SERVICE_BASE_URL}" }
+state_dir: ${state}
+jobs:
+  - name: weeks
+    source: { sql: "${SQL}" }
+    backfill: { parameters: { from: start, to: end }, from: "2026-01-05", to: "2026-03-30", chunk: 7d, concurrency: 2 }
+    outputs: [{ format: parquet, path: ${out}, max_rows_per_file: 100 }]
+`,
+    );
+    const records = join(state, 'weeks.backfill.json');
+    const start = await usage();
+    const killed = startSluice(['run', file, '--log-format', 'json'], { env });
+    // Killed once five chunks are done: others are running, the rest not started.
+    const deadline = Date.now() + 60_000;
+    while (chunkRecords(records).filter((c) => c.state === 'done').length < 5 && killed.child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    killed.child.kill('SIGKILL');
+    const result = await killed.done;
+    expect(result.signal, result.stderr).toBe('SIGKILL');
+    expect(existsSync(join(out, '_manifest.json'))).toBe(false);
+    const left = chunkRecords(records);
+    const afterKill = await usage();
+    // Every execution the killed run recorded; one it started but had not yet recorded (a kill
+    // between the service's answer and the record) is the only kind it may have paid for in vain.
+    const recorded = left.length;
+    const killedRan = afterKill.executions - start.executions;
+    expect(recorded).toBeGreaterThanOrEqual(5);
+    expect(killedRan - recorded).toBeLessThanOrEqual(1);
+
+    // Planned before resuming: the chunks done are skipped, the rest to execute; nothing started.
+    const planned = await sluice(['run', file, '--plan', '--json'], { env });
+    expect(planned.code, planned.stderr).toBe(0);
+    const plan = JSON.parse(planned.stdout) as { backfill: { execute: number; skip: number; chunks: { action: string; execution_id: string | null }[] } };
+    const done = left.filter((c) => c.state === 'done').map((c) => c.execution_id);
+    expect(plan.backfill.chunks.filter((c) => c.action === 'read').map((c) => c.execution_id).sort()).toEqual([...done].sort());
+    expect(await usage()).toEqual(afterKill);
+
+    const next = await sluice(['run', file, '--json'], { env });
+    expect(next.code, next.stderr).toBe(0);
+    const summary = JSON.parse(next.stdout) as { rows: number; credits: number; backfill: { chunks: number; executed: number; reused: number; splits: number } };
+    const end = await usage();
+    // What the resumed run reads or waits for: each recorded chunk not halved, except the one a
+    // kill caught between its truncated result and its record of the split (halved now).
+    const states = await Promise.all(left.filter((c) => c.state !== 'split').map((c) => client.getStatus(c.execution_id).then((s) => s.state)));
+    const live = states.filter((s) => s !== 'QUERY_STATE_COMPLETED_PARTIAL').length;
+    // Nothing the killed run recorded ran again: the killed run's recorded executions plus the
+    // resumed run's new ones are exactly the 14 the backfill needs (12 chunks, one halved).
+    expect(summary.backfill.reused).toBe(live);
+    expect(recorded + summary.backfill.executed).toBe(14);
+    expect(end.executions - afterKill.executions).toBe(summary.backfill.executed);
+    expect(end.credits - afterKill.credits).toBe(10 * summary.backfill.executed);
+    expect(summary.credits).toBe(10 * summary.backfill.executed);
+    expect(summary.backfill.chunks).toBe(13);
+    expect(summary.rows).toBe(620);
+    console.log(`backfill kill: killed run ${killedRan} executions (${recorded} recorded, ${done.length} done), resumed run ${summary.backfill.executed} executed, ${summary.backfill.reused} reused, credits ${afterKill.credits - start.credits} + ${end.credits - afterKill.credits}`);
+
+    const counted = await duck(`select count(*) as n, count(distinct id) as ids from read_parquet('${out}/*.parquet')`);
+    expect(counted).toEqual([{ n: '620', ids: '620' }]);
+    expect(JSON.parse(await readFile(join(out, '_manifest.json'), 'utf8'))).toMatchObject({ total_rows: 620 });
+    expect([...otherCommits(out), ...journalsLeft(out)]).toEqual([]);
+    expect(existsSync(records)).toBe(false);
+  });
+});

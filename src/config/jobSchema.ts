@@ -6,7 +6,7 @@ import { outputConfigSchema, type ResolvedOutput } from '../export/outputConfig.
 import type { Registry } from '../kit/index.ts';
 import { parseType } from '../types/parse.ts';
 import { cronProblem, timezoneProblem } from './cron.ts';
-import { BackfillSchema, backfillIssues } from '../jobs/backfillSchema.ts';
+import { BackfillSchema, backfillIssues } from './backfillSchema.ts';
 
 // The one truth about job files: validation, types (z.infer), `sluice schema` and the job file
 // reference (docs/jobs.md, written by `npm run docs`) all come from here. Fields are snake_case like the wire protocol. The outputs'

@@ -4,7 +4,7 @@ import type { ServiceClient } from '../client/service-client.ts';
 import type { Job } from '../config/jobSchema.ts';
 import { ConfigError } from '../errors.ts';
 import { type ExecutionStatus, holdsResult, isTerminal, type ParameterValue } from '../protocol/index.ts';
-import { halves, pointText, type RangeAxis, type Span, spanText } from './backfillRange.ts';
+import { halves, pointText, type RangeAxis, type Span, spanText } from '../config/backfillRange.ts';
 import type { BackfillState } from './backfillState.ts';
 import { executionCost } from './budget.ts';
 import { sqlLiteral } from './cursor.ts';

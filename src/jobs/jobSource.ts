@@ -1,7 +1,7 @@
 import type { Job } from '../config/jobSchema.ts';
 import type { StreamSource } from '../pipeline/source.ts';
 import type { ParameterValue } from '../protocol/index.ts';
-import { openEnd } from './backfillSchema.ts';
+import { openEnd } from '../config/backfillSchema.ts';
 
 /** The cursor value an incremental run passes: as a saved query parameter value, and as SQL text for a placeholder. */
 export interface CursorArgument {

@@ -138,4 +138,38 @@ describe('backfill', () => {
     expect((error as Error).message).toMatch(/^job tight: backfill chunk \[2026-02-09, 2026-02-16\) came back truncated \(COMPLETED_PARTIAL\) \(execution [^)]+\) and cannot be halved above min_chunk "7d"/);
     expect(existsSync(join(dir, 'tight'))).toBe(false);
   });
+
+  it('a saved query with number parameters: chunks of ids; a parameter the query lacks is refused before any execution', async () => {
+    const { query_id } = await client.createQuery({
+      name: 'ids-between',
+      query_sql: 'select i as id from range(0, 5000) t(i) where i >= {{lo}} and i < {{hi}} order by i',
+      parameters: [
+        { key: 'lo', type: 'number', value: '0' },
+        { key: 'hi', type: 'number', value: '0' },
+      ],
+    });
+    const before = await usage();
+    const missing = await runJob(
+      job(`  - name: missing
+    source: { query_id: ${query_id} }
+    backfill: { parameters: { from: lo, to: upto }, from: 0, to: 4500, chunk: 1000 }
+    outputs: [{ format: csv, path: "\${DIR}/missing" }]
+`),
+      { client, stateDir: join(dir, 'state-missing'), signal: new AbortController().signal },
+    ).catch((e: unknown) => e);
+    expect((missing as Error).message).toBe(`job missing: backfill.parameters.to "upto": saved query ${query_id} has no such parameter (it has lo, hi)`);
+    expect(await usage()).toEqual(before);
+
+    const summary = await runJob(
+      job(`  - name: ids
+    source: { query_id: ${query_id} }
+    backfill: { parameters: { from: lo, to: hi }, from: 0, to: 4500, chunk: 1000 }
+    outputs: [{ format: csv, path: "\${DIR}/ids" }]
+`),
+      { client, stateDir: join(dir, 'state-ids'), signal: new AbortController().signal },
+    );
+    // Five chunks, the last one short: [4000, 4500).
+    expect(summary).toMatchObject({ rows: 4500, credits: 50, backfill: { chunks: 5, executed: 5, reused: 0, splits: 0 } });
+    expect(await duck(`select count(*) as n, min(id) as lo, max(id) as hi, count(distinct id) as ids from read_csv('${dir}/ids/*.csv')`)).toEqual([{ n: '4500', lo: '0', hi: '4499', ids: '4500' }]);
+  });
 });

@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { sluice, startSluice } from '../cli/sluiceProcess.ts';
 import { duck } from './duck.ts';
 import { client, dir, svc, useJobHarness } from './jobHarness.ts';
-import { journalsLeft, otherCommits } from '../helpers/localOutput.ts';
+import { journalsLeft, localJournal, otherCommits } from '../helpers/localOutput.ts';
 
 // Results over 20,000 bytes are truncated (the sixth week's is, its halves are not); some latency
 // on every request keeps the backfill running long enough to be killed halfway.
@@ -80,8 +80,12 @@ jobs:
     const planned = await sluice(['run', file, '--plan', '--json'], { env });
     expect(planned.code, planned.stderr).toBe(0);
     const plan = JSON.parse(planned.stdout) as { backfill: { execute: number; skip: number; chunks: { action: string; execution_id: string | null }[] } };
+    // Every chunk done is read; a chunk still running at the kill may have finished since.
     const done = left.filter((c) => c.state === 'done').map((c) => c.execution_id);
-    expect(plan.backfill.chunks.filter((c) => c.action === 'read').map((c) => c.execution_id).sort()).toEqual([...done].sort());
+    const skipped = plan.backfill.chunks.filter((c) => c.action !== 'execute').map((c) => c.execution_id!);
+    expect(skipped.filter((id) => done.includes(id)).sort()).toEqual([...done].sort());
+    expect(skipped.every((id) => left.some((c) => c.execution_id === id))).toBe(true);
+    expect(plan.backfill.skip).toBe(skipped.length);
     expect(await usage()).toEqual(afterKill);
 
     const next = await sluice(['run', file, '--json'], { env });
@@ -108,5 +112,46 @@ jobs:
     expect(JSON.parse(await readFile(join(out, '_manifest.json'), 'utf8'))).toMatchObject({ total_rows: 620 });
     expect([...otherCommits(out), ...journalsLeft(out)]).toEqual([]);
     expect(existsSync(records)).toBe(false);
+  });
+
+  it('killed while writing: the next run keeps the parts written, reads on from their end, and executes nothing', async () => {
+    const out = join(dir, 'parts');
+    const file = join(dir, 'parts.yaml');
+    const state = join(dir, 'state-parts');
+    await writeFile(
+      file,
+      `connection: { base_url: "\${SERVICE_BASE_URL}" }
+state_dir: ${state}
+jobs:
+  - name: parts
+    source: { sql: "select i as id, repeat('y', 5) as note from range(0, 3000) t(i) where i >= {{lo}} and i < {{hi}} order by i" }
+    backfill: { parameters: { from: lo, to: hi }, from: 0, to: 3000, chunk: 500, concurrency: 3 }
+    concurrency: 1
+    outputs: [{ format: parquet, path: ${out}, max_rows_per_file: 300 }]
+`,
+    );
+    const start = await usage();
+    const killed = startSluice(['run', file], { env });
+    const deadline = Date.now() + 60_000;
+    // Killed once the resume journal lists two finished parts (chunks 0 and 1 are being read).
+    while ((await localJournal(out)).length < 2 && killed.child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    killed.child.kill('SIGKILL');
+    const killedResult = await killed.done;
+    expect(killedResult.signal).toBe('SIGKILL');
+    const afterKill = await usage();
+    expect(afterKill.executions - start.executions).toBe(6);
+
+    const next = await sluice(['run', file, '--json'], { env });
+    expect(next.code, next.stderr).toBe(0);
+    const summary = JSON.parse(next.stdout) as { rows: number; fetched_rows: number; credits: number; backfill: { executed: number; reused: number }; outputs: { resumed_files: number }[] };
+    expect(summary.backfill).toMatchObject({ executed: 0, reused: 6 });
+    expect(summary.credits).toBe(0);
+    expect((await usage()).executions).toBe(afterKill.executions);
+    expect(summary.rows).toBe(3000);
+    expect(summary.outputs[0]!.resumed_files).toBeGreaterThan(0);
+    expect(summary.fetched_rows).toBe(3000 - 300 * summary.outputs[0]!.resumed_files);
+    console.log(`backfill kill while writing: ${summary.outputs[0]!.resumed_files} parts kept, ${summary.fetched_rows} rows fetched again, 0 executions`);
+    expect(await duck(`select count(*) as n, count(distinct id) as ids, min(id) as lo, max(id) as hi from read_parquet('${out}/*.parquet')`)).toEqual([{ n: '3000', ids: '3000', lo: '0', hi: '2999' }]);
+    expect([...otherCommits(out), ...journalsLeft(out)]).toEqual([]);
   });
 });

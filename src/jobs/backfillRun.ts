@@ -38,6 +38,8 @@ export interface StartBackfillOptions {
   readonly stateDir: string;
   /** Pick up a killed run's chunks (false: `--fresh`). */
   readonly resume: boolean;
+  /** `--execution`: refused, a backfill reads one execution per chunk. */
+  readonly executionId?: string | undefined;
   readonly events?: ChunkEvents | undefined;
   readonly onCredits: (credits: number) => void;
   readonly onProgress?: (p: Progress) => void;
@@ -49,6 +51,9 @@ export interface StartBackfillOptions {
  */
 export async function startBackfill(job: Job, options: StartBackfillOptions): Promise<BackfillStart> {
   const axis = backfillAxis(job.backfill!)!;
+  if (options.executionId !== undefined) {
+    throw new ConfigError(`job ${job.name}: --execution ${options.executionId} reads one execution, and a backfill reads one per chunk: run it without --execution (a killed backfill resumes by itself)`);
+  }
   await checkSavedQuery(job, options.client, options.signal);
   const { state, resumed } = await BackfillState.open(options.stateDir, job, { resume: options.resume });
   const spans = chunksOf(axis);

@@ -1,5 +1,5 @@
 import type { ServiceClient } from '../client/service-client.ts';
-import type { Job } from '../config/jobSchema.ts';
+import { DEFAULT_STATE_DIR, type Job } from '../config/jobSchema.ts';
 import { knownWire, type Workers } from '../export/partPlan.ts';
 import type { ExportSummary } from '../export/writeExport.ts';
 import { type Ready, stream } from '../pipeline/stream.ts';
@@ -165,8 +165,9 @@ export class JobRun {
     const begun: BackfillStart = await startBackfill(this.#job, {
       client,
       signal: this.#controller.signal,
-      stateDir: this.#options.stateDir ?? '.sluice/state',
+      stateDir: this.#options.stateDir ?? DEFAULT_STATE_DIR,
       resume,
+      executionId: this.#options.executionId,
       events,
       onCredits: (credits) => (this.#tally.credits += credits),
       onProgress: (p) => events?.onProgress?.({ ...p, totalPages: undefined }),

@@ -142,7 +142,7 @@ export async function run(): Promise<void> {
  * stored), then read again (sent from the stored frames).
  */
 async function storedFrameCosts(svc: { url: string; cpuMs(): Promise<number> }, executionId: string, rows: number, pageSize: number): Promise<void> {
-  console.log(`\nservice CPU per compressed page (loopback, ${fmt(rows)} rows, pages of ${fmt(pageSize)} rows)`);
+  console.log(`\nservice CPU and time per compressed page (loopback, ${fmt(rows)} rows, pages of ${fmt(pageSize)} rows; 'per request' Arrow pages are off the Arrow chunks too, so also built per request)`);
   console.log(`${'wire, coding'.padEnd(14)} ${'per request'.padStart(24)} ${'first read, stored'.padStart(24)} ${'stored frame'.padStart(24)}`);
   for (const wire of ['json', 'arrow'] as const) {
     for (const coding of ['zstd', 'gzip'] as const) {

@@ -217,6 +217,9 @@ export class RunDrift {
     if (policy === 'freeze') {
       const retyped = changes.filter((c) => c.change === 'type');
       if (retyped.length > 0) stop('schema_drift: freeze keeps the committed types; cast the column back in the query, or write to another path');
+      // A missing partition column would send every row to the NULL partition: the layout cannot be kept.
+      const unplaced = changes.filter((c) => c.change === 'removed' && output.partitionBy.includes(c.column));
+      if (unplaced.length > 0) stop('schema_drift: freeze cannot write a partition_by column as NULL; bring it back in the query');
       this.#reshapes.set(index, { committed });
       this.#report({ ...base, action: 'frozen' });
       return;

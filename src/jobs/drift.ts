@@ -197,7 +197,11 @@ export class RunDrift {
     const pick = shaped === undefined ? names.map((_, i) => i) : shaped.map((c) => names.indexOf(c)).filter((i) => i >= 0);
     const fetched = { names: pick.map((i) => names[i]!), types: pick.map((i) => types[i]!) };
     for (const [index, output] of job.outputs.entries()) {
-      const committed = await committedSchema(output, signal);
+      // Watched only for a drift notification (evolve): an unreadable commit is the write's to report, as before.
+      const committed = await committedSchema(output, signal).catch((error: unknown) => {
+        if (driftPolicyOf(job, output) !== 'evolve') throw error;
+        return undefined;
+      });
       if (committed === undefined) continue;
       const changes = compareColumns(committed.columns, resultColumns(fetched.names, fetched.types, committed.types));
       if (changes.length === 0) continue;

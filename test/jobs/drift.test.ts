@@ -7,6 +7,8 @@ import { parseJobFile, type Job } from '../../src/config/index.ts';
 import { type OutputDrift, SchemaDriftPolicyError } from '../../src/jobs/drift.ts';
 import type { RunRecord } from '../../src/jobs/runHistory.ts';
 import { runJob } from '../../src/jobs/runJob.ts';
+import { runShard } from '../../src/jobs/shards/runShard.ts';
+import { ConfigError } from '../../src/errors.ts';
 import { icebirdRead } from '../helpers/icebird.ts';
 import { startProxy } from '../helpers/proxy.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
@@ -191,5 +193,43 @@ describe('schema_drift: evolve (the default)', () => {
     expect(replaced.summary).toMatchObject({ rows: 100 });
     expect(replaced.drift).toEqual([]);
     expect(replaced.summary!.drift).toBeUndefined();
+  });
+});
+
+describe('schema_drift: per output, partitions, shards', () => {
+  it("an output's own policy wins over the job's; freeze refuses a missing partition column", async () => {
+    const yaml = (columns: string) => `  - name: mixed
+    source: { sql: "${events('id < 200', columns)}" }
+    schema_drift: fail
+    outputs:
+      - { format: parquet, path: "\${DIR}/mixed-a", schema_drift: evolve }
+      - { format: ndjson, path: "\${DIR}/mixed-b", schema_drift: freeze, partition_by: [flag] }
+`;
+    expect((await run(yaml('id, flag'))).summary).toMatchObject({ rows: 200 });
+    const grown = await run(yaml('id, flag, name'));
+    expect(grown.error).toBeUndefined();
+    expect(grown.drift.map((d) => [d.output, d.policy, d.action])).toEqual([
+      [0, 'evolve', 'evolved'],
+      [1, 'freeze', 'frozen'],
+    ]);
+    const unplaced = await run(yaml('id, name'));
+    expect((unplaced.error as Error).message).toContain('schema_drift: freeze cannot write a partition_by column as NULL');
+    expect(unplaced.pages).toBe(0);
+  });
+
+  it('a sharded run refuses freeze, and shard 0 stops on fail before any page', async () => {
+    const yaml = (policy: string, columns: string) => `  - name: sharded-${policy}
+    source: { sql: "${events('id < 1000', columns)}" }
+    outputs: [{ format: parquet, path: "\${DIR}/sharded-${policy}", max_rows_per_file: 250, schema_drift: ${policy} }]
+`;
+    const frozen = await runShard(job(yaml('freeze', 'id')), { client: counted, signal: new AbortController().signal, shard: { index: 0, count: 2, runId: 'f1', from: '--shard 0/2' } }).catch((e: unknown) => e);
+    expect(frozen).toBeInstanceOf(ConfigError);
+    expect((frozen as Error).message).toContain('freeze reshapes the rows of the one read, and each shard reads its own');
+
+    expect((await run(yaml('fail', 'id'))).summary).toMatchObject({ rows: 1000 });
+    pages = 0;
+    const failed = await runShard(job(yaml('fail', 'id, name')), { client: counted, signal: new AbortController().signal, shard: { index: 0, count: 2, runId: 'f2', from: '--shard 0/2' } }).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(SchemaDriftPolicyError);
+    expect(pages).toBe(0);
   });
 });

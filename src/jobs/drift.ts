@@ -1,4 +1,4 @@
-import { type Field, type RecordBatch, Schema, makeData, RecordBatch as Batch, Struct, vectorFromArray } from 'apache-arrow';
+import type { RecordBatch, Schema } from 'apache-arrow';
 import type { Job } from '../config/jobSchema.ts';
 import type { DriftPolicy } from '../config/notifySchema.ts';
 import type { CommittedColumn } from '../export/commit.ts';
@@ -10,9 +10,10 @@ import { mapSchema, typeText } from '../export/iceberg/types.ts';
 import type { ResolvedOutput } from '../export/outputConfig.ts';
 import { openDestination } from '../export/storage/openDestination.ts';
 import type { ExecutionStatus } from '../protocol/index.ts';
-import { arrowField, arrowSchema, TYPE_METADATA_KEY } from '../types/arrow.ts';
+import { arrowSchema } from '../types/arrow.ts';
 import { parseType } from '../types/parse.ts';
 import { formatType } from '../types/sql-type.ts';
+import { type Reshape, reshaped, reshapeTo, serviceTypeOf, type TargetColumn, widens } from './reshape.ts';
 
 /**
  * Schema drift: the result's columns against what each output committed last, found from the
@@ -31,8 +32,12 @@ export type DriftOutput = ResolvedOutput & { readonly schemaDrift?: DriftPolicy 
 
 export interface ColumnChange {
   readonly column: string;
-  /** added: in the result, not in the output; removed: in the output, not in the result; type: in both, typed differently. */
-  readonly change: 'added' | 'removed' | 'type';
+  /**
+   * added: in the result, not in the output; removed: in the output, not in the result; type: in
+   * both, typed differently; widened: the result's type is narrower than the output's, whose type
+   * can hold every value (integer into bigint, real into double, a decimal into one with more digits).
+   */
+  readonly change: 'added' | 'removed' | 'type' | 'widened';
   /** The committed type (removed, type). */
   readonly from?: string;
   /** The result's type (added, type). */
@@ -67,6 +72,7 @@ export class SchemaDriftPolicyError extends SchemaDriftError {
 export function describeChange(c: ColumnChange): string {
   if (c.change === 'added') return `column ${c.column} (${c.to}) is new`;
   if (c.change === 'removed') return `column ${c.column} (${c.from}) is not in the result`;
+  if (c.change === 'widened') return `column ${c.column} is ${c.to}, the output's ${c.from} holds it`;
   return `column ${c.column} was ${c.from}, is ${c.to}`;
 }
 
@@ -120,13 +126,14 @@ export function resultColumns(names: readonly string[], types: readonly string[]
 }
 
 /** The differences between what an output committed and a result, committed order first, then the new columns. */
-export function compareColumns(committed: readonly CommittedColumn[], result: readonly CommittedColumn[]): ColumnChange[] {
+export function compareColumns(committed: readonly CommittedColumn[], result: readonly CommittedColumn[], types: 'service' | 'iceberg' = 'service'): ColumnChange[] {
+  const service = types === 'iceberg' ? serviceTypeOf : (t: string) => t;
   const now = new Map(result.map((c) => [c.name, c.type]));
   const changes: ColumnChange[] = [];
   for (const c of committed) {
     const type = now.get(c.name);
     if (type === undefined) changes.push({ column: c.name, change: 'removed', from: c.type });
-    else if (!sameType(c.type, type)) changes.push({ column: c.name, change: 'type', from: c.type, to: type });
+    else if (!sameType(c.type, type)) changes.push({ column: c.name, change: widens(service(type), service(c.type)) ? 'widened' : 'type', from: c.type, to: type });
   }
   const known = new Set(committed.map((c) => c.name));
   for (const c of result) if (!known.has(c.name)) changes.push({ column: c.name, change: 'added', to: c.type });
@@ -152,26 +159,20 @@ function evolveProblem(output: ResolvedOutput, changes: readonly ColumnChange[])
     return changes.some((c) => c.change === 'type') ? 'an Iceberg table keeps the type of its columns: cast it back in the query, or set schema_drift: freeze to keep the table as it is' : undefined;
   }
   if (output.mode !== 'append') return undefined;
-  if (changes.some((c) => c.change !== 'added')) return 'an appended output keeps every committed column and its type: bring it back or cast it in the query, set schema_drift: freeze (missing columns written as NULL), or use mode: replace';
+  if (changes.some((c) => c.change === 'removed' || c.change === 'type')) return 'an appended output keeps every committed column and its type: bring it back or cast it in the query, set schema_drift: freeze (missing columns written as NULL), or use mode: replace';
   if (output.format.addsColumns !== true) return `${output.format.type} files of one output must all have the same columns: set schema_drift: freeze (drops the new columns), use mode: replace, or parquet or ndjson`;
   return undefined;
 }
 
-/** How one frozen output's batches are reshaped to its committed columns. */
-interface Reshape {
-  readonly schema: Schema;
-  /** Per target column: the result column it takes, or the field written as NULL. */
-  readonly sources: readonly (number | Field)[];
-}
-
 /**
  * A run's drift check: `beforeFetch` compares each output's committed columns with the result's
- * (after `result.columns`) and applies its policy; `shape` reshapes a frozen output's rows.
+ * (after `result.columns`) and applies its policy; `shape` reshapes the rows of an output that
+ * keeps its columns (freeze) or takes a narrower type into its wider one.
  */
 export class RunDrift {
   readonly #job: Job;
   readonly #onDrift: ((drift: OutputDrift) => void) | undefined;
-  readonly #reshapes = new Map<number, { readonly committed: CommittedSchema; reshape?: Reshape }>();
+  readonly #targets = new Map<number, { readonly columns: readonly TargetColumn[]; reshape?: Reshape }>();
   readonly #found: OutputDrift[] = [];
 
   constructor(job: Job, onDrift?: (drift: OutputDrift) => void) {
@@ -186,7 +187,7 @@ export class RunDrift {
 
   /** True when some output's rows are reshaped: part threads, which read their own rows, would bypass it. */
   get reshapes(): boolean {
-    return this.#reshapes.size > 0;
+    return this.#targets.size > 0;
   }
 
   async beforeFetch(status: ExecutionStatus, signal: AbortSignal): Promise<void> {
@@ -195,7 +196,7 @@ export class RunDrift {
     const types = status.result_metadata?.column_types ?? [];
     const shaped = job.result?.columns;
     const pick = shaped === undefined ? names.map((_, i) => i) : shaped.map((c) => names.indexOf(c)).filter((i) => i >= 0);
-    const fetched = { names: pick.map((i) => names[i]!), types: pick.map((i) => types[i]!) };
+    const fetched = pick.map((i) => ({ name: names[i]!, type: types[i]! }));
     for (const [index, output] of job.outputs.entries()) {
       // Watched only for a drift notification (evolve): an unreadable commit is the write's to report, as before.
       const committed = await committedSchema(output, signal).catch((error: unknown) => {
@@ -203,14 +204,18 @@ export class RunDrift {
         return undefined;
       });
       if (committed === undefined) continue;
-      const changes = compareColumns(committed.columns, resultColumns(fetched.names, fetched.types, committed.types));
+      const changes = compareColumns(committed.columns, resultColumns(fetched.map((c) => c.name), fetched.map((c) => c.type), committed.types), committed.types);
       if (changes.length === 0) continue;
-      this.#decide(index, output, committed, changes);
+      this.#decide(index, output, { committed, fetched, changes });
     }
   }
 
-  #decide(index: number, output: ResolvedOutput, committed: CommittedSchema, changes: ColumnChange[]): void {
+  #decide(index: number, output: ResolvedOutput, given: Found): void {
     const policy = driftPolicyOf(this.#job, output);
+    // A replaced manifest output evolves to the result's types, narrower ones too: nothing is widened.
+    const replaces = policy === 'evolve' && output.table !== 'iceberg' && output.mode !== 'append';
+    const found = replaces ? { ...given, changes: given.changes.map((c): ColumnChange => (c.change === 'widened' ? { ...c, change: 'type' } : c)) } : given;
+    const { committed, changes } = found;
     const base = { output: index, url: output.path, policy, changes, types: committed.types };
     const stop = (why: string): never => {
       const drift: OutputDrift = { ...base, action: 'failed' };
@@ -224,12 +229,13 @@ export class RunDrift {
       // A missing partition column would send every row to the NULL partition: the layout cannot be kept.
       const unplaced = changes.filter((c) => c.change === 'removed' && output.partitionBy.includes(c.column));
       if (unplaced.length > 0) stop('schema_drift: freeze cannot write a partition_by column as NULL; bring it back in the query');
-      this.#reshapes.set(index, { committed });
+      this.#targets.set(index, { columns: frozenColumns(found) });
       this.#report({ ...base, action: 'frozen' });
       return;
     }
     const problem = evolveProblem(output, changes);
     if (problem !== undefined) stop(`schema_drift: evolve: ${problem}`);
+    if (changes.some((c) => c.change === 'widened')) this.#targets.set(index, { columns: evolvedColumns(found) });
     this.#report({ ...base, action: 'evolved' });
   }
 
@@ -238,39 +244,44 @@ export class RunDrift {
     this.#onDrift?.(drift);
   }
 
-  /** A frozen output's schema and batches: its committed columns, in their order (an Iceberg table: the result's without the new ones). */
+  /** An output's schema and batches as it takes them (unchanged unless its drift reshapes them). */
   shape(index: number, schema: Schema, batches: AsyncIterable<RecordBatch>): { schema: Schema; batches: AsyncIterable<RecordBatch> } {
-    const frozen = this.#reshapes.get(index);
-    if (frozen === undefined) return { schema, batches };
-    frozen.reshape ??= reshapeFor(schema, frozen.committed);
-    const reshape = frozen.reshape;
-    return { schema: reshape.schema, batches: reshaped(batches, reshape) };
+    const target = this.#targets.get(index);
+    if (target === undefined) return { schema, batches };
+    target.reshape ??= reshapeTo(schema, target.columns);
+    return { schema: target.reshape.schema, batches: reshaped(batches, target.reshape) };
   }
 }
 
-function reshapeFor(schema: Schema, committed: CommittedSchema): Reshape {
-  const at = new Map(schema.fields.map((f, i) => [f.name, i]));
+/** What `beforeFetch` found for one output that drifted. */
+interface Found {
+  readonly committed: CommittedSchema;
+  /** The result's columns as fetched, with their service types. */
+  readonly fetched: readonly CommittedColumn[];
+  readonly changes: readonly ColumnChange[];
+}
+
+/** The service type a widened column is written as: the output's (an Iceberg type as the service spells it). */
+function widenedTo(found: Found, column: string): string | undefined {
+  const change = found.changes.find((c) => c.column === column && c.change === 'widened');
+  if (change === undefined) return undefined;
+  return found.committed.types === 'iceberg' ? serviceTypeOf(change.from!) : change.from!;
+}
+
+/** freeze: the committed columns in their order (an Iceberg table: the result's it knows; it reads the others as NULL). */
+function frozenColumns(found: Found): TargetColumn[] {
+  const { committed, fetched } = found;
   if (committed.types === 'iceberg') {
-    // The table keeps the columns the result lacks (read as NULL): only the new ones are dropped.
     const known = new Set(committed.columns.map((c) => c.name));
-    const sources = schema.fields.flatMap((f, i) => (known.has(f.name) ? [i] : []));
-    return { schema: new Schema(sources.map((i) => schema.fields[i]!), schema.metadata), sources };
+    return evolvedColumns(found).filter((c) => known.has(c.name));
   }
-  const sources = committed.columns.map((c): number | Field => at.get(c.name) ?? arrowField(c.name, parseType(c.type), {}, c.type));
-  const fields = sources.map((s, k) => {
-    if (typeof s !== 'number') return s;
-    // The committed spelling of the type, so the append check compares like with like.
-    const f = schema.fields[s]!;
-    return f.clone({ metadata: new Map([...f.metadata, [TYPE_METADATA_KEY, committed.columns[k]!.type]]) });
-  });
-  return { schema: new Schema(fields, schema.metadata), sources };
+  return committed.columns.map((c) => ({ name: c.name, type: c.type, widen: widenedTo(found, c.name) !== undefined && fetched.some((f) => f.name === c.name) }));
 }
 
-async function* reshaped(batches: AsyncIterable<RecordBatch>, reshape: Reshape): AsyncGenerator<RecordBatch> {
-  const { schema, sources } = reshape;
-  for await (const batch of batches) {
-    const length = batch.numRows;
-    const children = sources.map((s) => (typeof s === 'number' ? batch.data.children[s]! : vectorFromArray(new Array<null>(length).fill(null), s.type).data[0]!));
-    yield new Batch(schema, makeData({ type: new Struct(schema.fields), length, nullCount: 0, children }));
-  }
+/** evolve: the result's columns, a narrower type widened to the output's. */
+function evolvedColumns(found: Found): TargetColumn[] {
+  return found.fetched.map((c) => {
+    const to = widenedTo(found, c.name);
+    return to === undefined ? { name: c.name, type: c.type } : { name: c.name, type: to, widen: true };
+  });
 }

@@ -233,3 +233,58 @@ describe('schema_drift: per output, partitions, shards', () => {
     expect(pages).toBe(0);
   });
 });
+
+describe('schema_drift: a narrower type widened into the output', () => {
+  it('Parquet, append, evolve: integer rows go into the bigint column and a decimal into one with more digits, every file alike', async () => {
+    const yaml = (where: string, columns: string, policy = 'evolve') => `  - name: wide
+    source: { sql: "${events(where, columns)}" }
+    schema_drift: ${policy}
+    outputs: [{ format: parquet, path: "\${DIR}/wide", mode: append }]
+`;
+    await run(yaml('id < 500', 'id, quantity::bigint as quantity, amount'));
+    const narrow = await run(yaml('id >= 500 and id < 1000', 'id, quantity, amount::decimal(12, 4) as amount'));
+    expect(narrow.error).toBeUndefined();
+    expect(narrow.drift).toEqual([
+      {
+        output: 0,
+        url: join(dir, 'wide'),
+        policy: 'evolve',
+        action: 'evolved',
+        types: 'service',
+        changes: [
+          { column: 'quantity', change: 'widened', from: 'bigint', to: 'integer' },
+          { column: 'amount', change: 'widened', from: 'decimal(18, 4)', to: 'decimal(12, 4)' },
+        ],
+      },
+    ]);
+    const types = await duck(`select distinct name, type, precision from parquet_schema('${join(dir, 'wide')}/*.parquet') where name in ('quantity', 'amount') order by name`);
+    expect(types).toEqual([
+      { name: 'amount', type: 'INT64', precision: '18' },
+      { name: 'quantity', type: 'INT64', precision: null },
+    ]);
+    const sums = await duck(`select sum(quantity)::bigint as q, sum(amount)::varchar as a from read_parquet('${join(dir, 'wide')}/*.parquet')`);
+    const expected = await duck(`select sum(i % 1000)::bigint as q, sum((((i * 104729) % 100000000) / 10000.0)::decimal(18, 4))::varchar as a from range(1000) t(i)`);
+    expect(sums).toEqual(expected);
+
+    const strict = await run(yaml('id >= 1000', 'id, quantity, amount', 'fail'));
+    expect((strict.error as Error).message).toContain("column quantity is integer, the output's bigint holds it");
+    expect(strict.pages).toBe(0);
+  });
+
+  it("an Iceberg table: real rows go into the table's double column, the schema unchanged", async () => {
+    const yaml = (columns: string) => `  - name: wide-ice
+    source: { sql: "${events('id < 300', columns)}" }
+    schema_drift: evolve
+    outputs: [{ format: parquet, table: iceberg, path: "\${DIR}/wide-ice", mode: append }]
+`;
+    await run(yaml('id, value'));
+    const narrow = await run(yaml('id, value::real as value'));
+    expect(narrow.error).toBeUndefined();
+    expect(narrow.drift).toMatchObject([{ types: 'iceberg', action: 'evolved', changes: [{ column: 'value', change: 'widened', from: 'double', to: 'float' }] }]);
+    const hint = (await readFile(join(dir, 'wide-ice', 'metadata', 'version-hint.text'), 'utf8')).trim();
+    const metadata = JSON.parse(await readFile(join(dir, 'wide-ice', 'metadata', `v${hint}.metadata.json`), 'utf8')) as { schemas: unknown[] };
+    expect(metadata.schemas).toHaveLength(1);
+    const rows = await icebirdRead(`file://${join(dir, 'wide-ice')}`);
+    expect(rows).toHaveLength(600);
+  });
+});

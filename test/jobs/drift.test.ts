@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtins } from '../../connectors/index.ts';
+import { formatSummary, summaryFields } from '../../src/cli/output/summary.ts';
 import { ServiceClient } from '../../src/client/index.ts';
 import { parseJobFile, type Job } from '../../src/config/index.ts';
 import { type OutputDrift, SchemaDriftPolicyError } from '../../src/jobs/drift.ts';
@@ -124,6 +125,8 @@ describe('schema_drift: freeze', () => {
     expect(second.summary).toMatchObject({ fetchedRows: 1000 });
     expect(second.drift).toMatchObject([{ policy: 'freeze', action: 'frozen', changes: [{ column: 'name', change: 'removed', from: 'varchar' }, { column: 'amount', change: 'added' }] }]);
     expect(second.summary!.drift).toEqual(second.drift);
+    expect(formatSummary(second.summary!)).toContain(`  schema drift (freeze: frozen) ${join(dir, 'frozen')}: column name (varchar) is not in the result; column amount (decimal(18, 4)) is new\n`);
+    expect(summaryFields(second.summary!).drift).toEqual(second.drift);
     // Every file keeps the committed header: id, name, quantity.
     const all = await duck(`select count(*)::int as n, count(name)::int as named, sum(quantity)::bigint as q from read_csv('${join(dir, 'frozen')}/*.csv', union_by_name = true)`);
     const expected = await duck(`select sum(i % 1000)::bigint as q from range(2000) t(i)`);

@@ -197,12 +197,18 @@ export class Notifier {
   }
 }
 
-/** A run's events, with each schema drift also sent to the webhook. */
-export function notifyingEvents(events: RunEvents | undefined, notifier: Notifier, run: { readonly executionId?: string | undefined }): RunEvents {
+/**
+ * A run's events, each output's schema drift reported once per run (each attempt finds it again)
+ * and also sent to the webhook, when there is one.
+ */
+export function notifyingEvents(events: RunEvents | undefined, notifier: Notifier | undefined, run: { readonly executionId?: string | undefined }): RunEvents {
+  const seen = new Set<number>();
   return {
     ...events,
     onDrift: (drift) => {
-      notifier.drift(drift, run.executionId);
+      if (seen.has(drift.output)) return;
+      seen.add(drift.output);
+      notifier?.drift(drift, run.executionId);
       events?.onDrift?.(drift);
     },
   };

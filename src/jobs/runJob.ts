@@ -44,7 +44,7 @@ export async function runJob(job: Job, options: RunJobOptions): Promise<JobSumma
   const release = await store.lock(job.name);
   const run: RunTally = { startedAt: new Date(), began: performance.now(), credits: 0, attempts: 0 };
   const notifier = notifierFor(job, { startedAt: run.startedAt, onDelivery: (d) => options.events?.onNotification?.(d), onWarning: options.events?.onWarning });
-  if (notifier !== undefined) options = { ...options, events: notifyingEvents(options.events, notifier, run) };
+  options = { ...options, events: notifyingEvents(options.events, notifier, run) };
   try {
     let summary: JobSummary;
     const created = await missingFolders(job.outputs.map((o) => o.path));

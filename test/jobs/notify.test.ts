@@ -9,7 +9,8 @@ import { runCli } from '../../src/cli/commands/index.ts';
 import type { CliIo, OutputStream } from '../../src/cli/io.ts';
 import { parseJobFile, type Job } from '../../src/config/index.ts';
 import type { Delivery, NotificationBody } from '../../src/jobs/notify.ts';
-import { verifySignature } from '../../src/jobs/notify.ts';
+import { notifyingEvents, verifySignature } from '../../src/jobs/notify.ts';
+import type { OutputDrift } from '../../src/jobs/drift.ts';
 import { runJob } from '../../src/jobs/runJob.ts';
 import { client, dir, svc, useJobHarness } from './jobHarness.ts';
 
@@ -174,5 +175,17 @@ describe('notify: the secret and the hook path stay out of what sluice prints', 
       expect(text).not.toContain(TOKEN);
       if (args.includes('--log-format')) expect(text).toContain('notification not delivered');
     }
+  });
+});
+
+describe('notify: each output drift once per run', () => {
+  it('a retried attempt finding the same drift again reports it once', () => {
+    const seen: OutputDrift[] = [];
+    const events = notifyingEvents({ onDrift: (d) => seen.push(d) }, undefined, {});
+    const drift = (output: number): OutputDrift => ({ output, url: `/out/${output}`, policy: 'evolve', action: 'evolved', types: 'service', changes: [{ column: 'x', change: 'added', to: 'bigint' }] });
+    events.onDrift!(drift(0));
+    events.onDrift!(drift(0));
+    events.onDrift!(drift(1));
+    expect(seen.map((d) => d.output)).toEqual([0, 1]);
   });
 });

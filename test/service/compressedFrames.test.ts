@@ -110,6 +110,17 @@ describe('stored compressed frames', () => {
     expect(await frames(svc, other)).toHaveLength(1);
   });
 
+  it('fall back to compressing per request when a frame cannot be stored, leaving nothing behind', async () => {
+    const other = await runSql(svc, 'SELECT * FROM sample.events ORDER BY id LIMIT 2500');
+    await svc.whenEncoded(other);
+    // A file where the frames directory goes: every frame's rename into it fails.
+    await writeFile(framesDir(svc, other), 'not a directory');
+    for (const coding of ['zstd', 'gzip'] as const) {
+      for (const format of Object.keys(FORMATS) as Format[]) expect((await compare(svc, other, format, 'offset=0', coding)).stored).toBe(false);
+    }
+    expect((await readdir(join(svc.dataDir, 'engine', 'results'))).filter((n) => n.startsWith('scratch~'))).toEqual([]);
+  });
+
   it('answer a next_uri on the Host of each request around the same stored frame', async () => {
     const url = `/v1/execution/${id}/results?offset=0`;
     const a = await raw(svc, url, { 'accept-encoding': 'zstd', host: 'one.example:1' });

@@ -151,7 +151,8 @@ async function openIfStored(path: string): Promise<FileHandle | undefined> {
   try {
     return await open(path, 'r');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
     throw err;
   }
 }
@@ -192,11 +193,13 @@ async function writeFrame(page: FramedPage, coding: 'zstd' | 'gzip', path: strin
 async function feedRange(rows: FileRange, z: Writable): Promise<void> {
   const chunk = Buffer.allocUnsafe(READ_BYTES);
   for (let at = rows.start; at < rows.end; ) {
+    // Destroyed: the writing side failed (its error is the one reported), nothing more to feed.
+    if (z.destroyed) return;
     const { bytesRead } = await rows.handle.read(chunk, 0, Math.min(READ_BYTES, rows.end - at), at);
     if (bytesRead === 0) throw new Error(`the encoded file ends at ${at}, before byte ${rows.end} of the frame`);
     at += bytesRead;
     // The compressor copies what it is given only when it takes it: one buffer per write.
-    if (!z.write(Buffer.from(chunk.subarray(0, bytesRead)))) await once(z, 'drain');
+    if (!z.write(Buffer.from(chunk.subarray(0, bytesRead)))) await Promise.race([once(z, 'drain'), once(z, 'close')]);
   }
   z.end();
 }

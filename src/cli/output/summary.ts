@@ -1,4 +1,5 @@
 import type { JobSummary } from '../../jobs/runJob.ts';
+import { describeChange } from '../../jobs/drift.ts';
 import { fmtDuration } from '../progress.ts';
 
 export function formatBytes(bytes: number): string {
@@ -25,6 +26,7 @@ export function formatSummary(s: JobSummary): string {
     ...(s.cursor === undefined ? [] : [`  cursor ${s.cursor.from ?? '(initial)'} -> ${s.cursor.to ?? '(not all outputs committed)'}`]),
     ...(s.backfill === undefined ? [] : [`  backfill: ${plural(s.backfill.chunks, 'chunk')} read, ${plural(s.backfill.executed, 'execution')} started, ${s.backfill.reused} of a killed run read again, ${plural(s.backfill.splits, 'chunk')} halved`]),
     ...(s.contract?.warnings ?? []).map((w) => `  contract broken (warn): ${w.check}: ${plural(w.count, 'violation')}, first: ${w.first}`),
+    ...(s.drift ?? []).map((d) => `  schema drift (${d.policy}: ${d.action}) ${d.url}: ${d.changes.map(describeChange).join('; ')}`),
     ...s.outputs.map(
       (o) =>
         `  ${o.url}  ${o.format}  ${o.rows.toLocaleString('en-US')} rows  ${plural(o.files, 'file')}  ${formatBytes(o.bytes)}` +
@@ -66,6 +68,7 @@ export function summaryFields(s: JobSummary): Record<string, unknown> {
     ...(s.cursor === undefined ? {} : { cursor: s.cursor }),
     ...(s.backfill === undefined ? {} : { backfill: s.backfill }),
     ...(s.contract === undefined ? {} : { contract: { warnings: s.contract.warnings.map((w) => ({ check: w.check, ...(w.column === undefined ? {} : { column: w.column }), count: w.count, first: w.first })) } }),
+    ...(s.drift === undefined ? {} : { drift: s.drift }),
     duration_ms: Math.round(s.durationMs),
     attempts: s.attempts,
     outputs: s.outputs.map((o) => ({

@@ -63,10 +63,7 @@ export async function runChunks(job: Job, axis: RangeAxis, spans: readonly Span[
   const tally: ChunkTally = { executed: 0, reused: 0, splits: 0, credits: 0 };
   const slots = new Slots(job.backfill!.concurrency ?? DEFAULT_CONCURRENCY);
   const runner = new ChunkRunner(job, axis, options, tally, slots);
-  const settled = await Promise.allSettled(spans.map((span) => runner.settle(span)));
-  const failed = settled.find((s) => s.status === 'rejected');
-  if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
-  return { chunks: settled.flatMap((s) => (s as PromiseFulfilledResult<ReadyChunk[]>).value), tally };
+  return { chunks: await runner.settleAll(spans), tally };
 }
 
 export const DEFAULT_CONCURRENCY = 2;
@@ -90,14 +87,22 @@ class ChunkRunner {
     this.#signal = AbortSignal.any([options.signal, this.#stop.signal]);
   }
 
+  /** The ready chunks that cover `spans`, in order, once every one has settled (the first failure then). */
+  async settleAll(spans: readonly Span[]): Promise<ReadyChunk[]> {
+    const settled = await Promise.allSettled(spans.map((span) => this.#settle(span)));
+    const failed = settled.find((s) => s.status === 'rejected');
+    if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
+    return settled.flatMap((s) => (s as PromiseFulfilledResult<ReadyChunk[]>).value);
+  }
+
   /** The ready chunks that cover `span`, in order. */
-  async settle(span: Span): Promise<ReadyChunk[]> {
+  async #settle(span: Span): Promise<ReadyChunk[]> {
     try {
       const outcome = await this.#attempt(span);
       if ('ready' in outcome) return [outcome.ready];
       // The halves run in the chunk's place, each taking a slot of its own (this one's is given back).
       const parts = 'halve' in outcome ? await this.#halve(span, outcome.executionId, outcome.halve) : halves(span, this.#axis.floor)!;
-      return (await Promise.all(parts.map((half) => this.settle(half)))).flat();
+      return await this.settleAll(parts);
     } catch (error) {
       this.#stop.abort(error);
       throw error;
@@ -200,7 +205,7 @@ class ChunkRunner {
     const bounds = { [parameters.from]: span.from, [parameters.to]: span.to };
     const source = this.#job.source;
     if ('sql' in source) {
-      const literal = (point: bigint) => sqlLiteral(kind === 'integer' ? 'integer' : kind, pointText(kind, point));
+      const literal = (point: bigint) => sqlLiteral(kind, pointText(kind, point));
       const pattern = new RegExp(`\\{\\{\\s*(${parameters.from}|${parameters.to})\\s*\\}\\}`, 'g');
       return { sql: source.sql.replace(pattern, (_, name: string) => literal(bounds[name]!)) };
     }

@@ -5,6 +5,8 @@ import { COMPRESSION_MODES, MAX_PAGE_CONCURRENCY } from '../client/config.ts';
 import { outputConfigSchema, type ResolvedOutput } from '../export/outputConfig.ts';
 import type { Registry } from '../kit/index.ts';
 import { parseType } from '../types/parse.ts';
+import { parsePredicate, predicateProblem } from './predicate.ts';
+import { quarantinePath, quarantinePathProblem } from './quarantinePath.ts';
 import { cronProblem, timezoneProblem } from './cron.ts';
 
 // The one truth about job files: validation, types (z.infer), `sluice schema` and the job file
@@ -104,12 +106,7 @@ export const IncrementalSchema = z
     'Fetch only new rows: the query receives the highest cursor value committed so far, and the new high-water mark is committed with the rows, in each output (its manifest), so the state travels with the data. Needs mode: append on every output',
   );
 
-const OnViolationSchema = z
-  .enum(['fail', 'warn', 'quarantine'])
-  .superRefine((value, ctx) => {
-    // Accepted by name so that a job file written for it says what is missing, not "invalid enum".
-    if (value === 'quarantine') ctx.addIssue({ code: 'custom', message: 'quarantine is not supported yet: use fail (publish nothing) or warn (publish, log and count the violations)' });
-  });
+const OnViolationSchema = z.enum(['fail', 'warn', 'quarantine']);
 
 /** Distinct values a `unique` check holds: beyond this a run stops rather than grow without bound. */
 export const MAX_UNIQUE_VALUES = 2_000_000;
@@ -126,6 +123,13 @@ export const ColumnCheckSchema = z
     accepted_values: z.array(z.union([z.string(), z.number(), z.boolean()])).min(1).optional().describe('Every non-NULL value is one of these (numbers compared as numbers, 1.0 = 1; other values as their text, as CSV writes it)'),
     min: CheckBound.optional().describe("No value below this (numbers, dates, timestamps and text, in the column's order)"),
     max: CheckBound.optional().describe("No value above this (numbers, dates, timestamps and text, in the column's order)"),
+    predicate: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "A SQL-like condition every row must meet, e.g. \"amount >= 0 and amount < 1e9\" (it may read other columns: \"ended_at >= started_at\"): comparisons, and/or/not, is [not] null, [not] in (...), [not] between, + - * / % on numbers, 'text', true, false, null. A row breaks it when it is false; NULL (unknown) passes, as in a SQL CHECK: add \"x is not null and ...\" to require a value",
+      ),
     on_violation: OnViolationSchema.optional().describe('What a violation of this column\'s checks does (default: expect.on_violation)'),
   })
   .describe('Checks on every row of one column, as the rows stream (before anything is published)');
@@ -144,11 +148,18 @@ export const ExpectSchema = z
       })
       .optional()
       .describe("The result's row count: checked before any page is fetched when the service reports it (no result.filters), else at the end of the read, before anything is published"),
-    checks: z.record(z.string().min(1), ColumnCheckSchema).optional().describe('Per column: checks on every row while it streams (not_null, unique, accepted_values, min, max)'),
-    on_violation: OnViolationSchema.optional().describe('fail (the default): the run stops and publishes nothing, naming the check, column, row and value; warn: the rows are published, each broken check is logged once and its violations counted in the run summary; quarantine: not supported yet'),
+    checks: z.record(z.string().min(1), ColumnCheckSchema).optional().describe('Per column: checks on every row while it streams (not_null, unique, accepted_values, min, max, predicate)'),
+    on_violation: OnViolationSchema.optional().describe(
+      'fail (the default): the run stops and publishes nothing, naming the check, column, row and value; warn: the rows are published, each broken check is logged once and its violations counted in the run summary; quarantine: the rows that break a column check are not written to the outputs but beside each, at its path + _quarantine (same format and sink options), with _check, _column, _reason and _row, committed with the output on every run (columns and rows have no row to set aside: they fail)',
+    ),
   })
   .describe('A contract the result must meet before anything is published');
 export type Expect = z.infer<typeof ExpectSchema>;
+
+/** Whether some column check of a contract sets its violating rows aside (its own on_violation, or the contract's). */
+export function contractQuarantines(expect: Expect | undefined): boolean {
+  return Object.values(expect?.checks ?? {}).some((check) => (check.on_violation ?? expect?.on_violation) === 'quarantine');
+}
 
 /** A zod check from a function that says what is wrong with a value (undefined: nothing). */
 function reportProblem(problemOf: (value: string) => string | undefined) {
@@ -207,6 +218,7 @@ function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
     .superRefine((job, ctx) => {
       if (job.incremental) incrementalIssues(job, ctx);
       if (job.expect) expectIssues(job.expect, job.result?.columns, ctx);
+      if (contractQuarantines(job.expect)) quarantineIssues(job, ctx);
       const columns = job.result?.columns;
       const paths = new Map<string, number>();
       job.outputs.forEach((output, i) => {
@@ -274,8 +286,14 @@ function expectIssues(expect: Expect, shaped: readonly string[] | undefined, ctx
     if (!typeKnown(type)) issue(['columns', name], `"${type}" is not a column type the service reports (e.g. bigint, double, varchar, decimal(18,2), timestamp, date, boolean)`);
   }
   for (const [name, check] of Object.entries(expect.checks ?? {})) {
-    const given = ['not_null', 'unique', 'accepted_values', 'min', 'max'].filter((k) => check[k as keyof ColumnCheck] !== undefined);
-    if (given.length === 0) issue(['checks', name], 'no check given: add not_null, unique, accepted_values, min or max');
+    const given = ['not_null', 'unique', 'accepted_values', 'min', 'max', 'predicate'].filter((k) => check[k as keyof ColumnCheck] !== undefined);
+    if (given.length === 0) issue(['checks', name], 'no check given: add not_null, unique, accepted_values, min, max or predicate');
+    const problem = check.predicate === undefined ? undefined : predicateProblem(check.predicate);
+    if (problem !== undefined) issue(['checks', name, 'predicate'], problem);
+    if (check.predicate !== undefined && problem === undefined && shaped !== undefined) {
+      const missing = parsePredicate(check.predicate).columns.filter((c) => !shaped.includes(c));
+      if (missing.length > 0) issue(['checks', name, 'predicate'], `reads ${missing.join(', ')}, not among result.columns (${shaped.join(', ')})`);
+    }
     if (typeof check.min === 'number' && typeof check.max === 'number' && check.min > check.max) issue(['checks', name, 'min'], `min ${check.min} is above max ${check.max}`);
   }
   if (shaped === undefined) return;
@@ -284,6 +302,24 @@ function expectIssues(expect: Expect, shaped: readonly string[] | undefined, ctx
       if (!shaped.includes(name)) issue([part, name], `"${name}" is not among result.columns (${shaped.join(', ')}): it would never be fetched`);
     }
   }
+}
+
+/** Where a quarantining contract's rows go: beside every output, which needs a place beside it, and which an incremental job cannot keep apart. */
+function quarantineIssues(job: { incremental?: unknown; outputs: unknown[]; expect?: Expect | undefined }, ctx: z.RefinementCtx): void {
+  // The on_violation that says quarantine: a column's own, else the contract's.
+  const column = Object.entries(job.expect?.checks ?? {}).find(([, check]) => check.on_violation === 'quarantine')?.[0];
+  const at = column === undefined ? ['expect', 'on_violation'] : ['expect', 'checks', column, 'on_violation'];
+  if (job.incremental !== undefined) {
+    ctx.addIssue({ code: 'custom', path: at, message: 'quarantine is not supported with incremental: the rows set aside would be read again by the next run (their cursor is above the committed one); use fail or warn' });
+  }
+  const paths = job.outputs.map((o) => (o as { path?: unknown }).path);
+  paths.forEach((path, i) => {
+    if (typeof path !== 'string') return;
+    const problem = quarantinePathProblem(path);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', path: ['outputs', i, 'path'], message: `on_violation: quarantine writes the rows set aside beside each output, at its path + _quarantine: ${problem}` });
+    const clash = paths.findIndex((other) => typeof other === 'string' && other.replace(/\/+$/, '') === quarantinePath(path));
+    if (clash !== -1) ctx.addIssue({ code: 'custom', path: ['outputs', clash, 'path'], message: `is where outputs[${i}]'s quarantine goes (on_violation: quarantine writes beside each output at its path + _quarantine): move one of them` });
+  });
 }
 
 function typeKnown(type: string): boolean {

@@ -174,7 +174,14 @@ export const MAX_WORKERS = 64;
 
 const JOB_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
-function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
+/** An output of a job file: the export's output config, and a contract of its own. */
+function withExpect(output: ReturnType<typeof outputConfigSchema>) {
+  const expect = ExpectSchema.optional().describe("This output's contract, checked besides the job's expect (which applies to every output): its column checks see the rows this output receives, and quarantine sets them aside beside this output only");
+  const variants = output.options.map((variant) => variant.extend({ expect }));
+  return z.discriminatedUnion('format', variants as [(typeof variants)[number], ...(typeof variants)[number][]]);
+}
+
+function jobSchema(output: ReturnType<typeof withExpect>) {
   return z
     .strictObject({
       name: z.string().regex(JOB_NAME, 'a job name is letters, digits, _ . and -, starting with a letter or digit').describe('Unique name of the job (used by `sluice run FILE --job NAME`, logs, metrics and resume state)'),
@@ -218,7 +225,10 @@ function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
     .superRefine((job, ctx) => {
       if (job.incremental) incrementalIssues(job, ctx);
       if (job.expect) expectIssues(job.expect, job.result?.columns, ctx);
-      if (contractQuarantines(job.expect)) quarantineIssues(job, ctx);
+      job.outputs.forEach((output, i) => {
+        if (output.expect !== undefined) expectIssues(output.expect, job.result?.columns, ctx, ['outputs', i, 'expect']);
+      });
+      if (contractQuarantines(job.expect) || job.outputs.some((o) => contractQuarantines(o.expect))) quarantineIssues(job, ctx);
       const columns = job.result?.columns;
       const paths = new Map<string, number>();
       job.outputs.forEach((output, i) => {
@@ -277,8 +287,8 @@ function incrementalIssues(
 }
 
 /** What the schema of one field cannot see about a contract: its bounds against each other, its columns against result.columns. */
-function expectIssues(expect: Expect, shaped: readonly string[] | undefined, ctx: z.RefinementCtx): void {
-  const issue = (path: PropertyKey[], message: string) => ctx.addIssue({ code: 'custom', path: ['expect', ...path], message });
+function expectIssues(expect: Expect, shaped: readonly string[] | undefined, ctx: z.RefinementCtx, base: PropertyKey[] = ['expect']): void {
+  const issue = (path: PropertyKey[], message: string) => ctx.addIssue({ code: 'custom', path: [...base, ...path], message });
   const { rows } = expect;
   if (rows !== undefined && rows.min === undefined && rows.max === undefined) issue(['rows'], 'give min, max or both');
   if (rows?.min !== undefined && rows.max !== undefined && rows.min > rows.max) issue(['rows', 'min'], `min ${rows.min} is above max ${rows.max}`);
@@ -304,17 +314,31 @@ function expectIssues(expect: Expect, shaped: readonly string[] | undefined, ctx
   }
 }
 
-/** Where a quarantining contract's rows go: beside every output, which needs a place beside it, and which an incremental job cannot keep apart. */
-function quarantineIssues(job: { incremental?: unknown; outputs: unknown[]; expect?: Expect | undefined }, ctx: z.RefinementCtx): void {
-  // The on_violation that says quarantine: a column's own, else the contract's.
-  const column = Object.entries(job.expect?.checks ?? {}).find(([, check]) => check.on_violation === 'quarantine')?.[0];
-  const at = column === undefined ? ['expect', 'on_violation'] : ['expect', 'checks', column, 'on_violation'];
+/**
+ * Where a quarantining contract's rows go: beside each output it guards (every output for the job's
+ * expect, its own for an output's), which needs a place beside it; an incremental job cannot keep
+ * them apart; and one output's quarantine is fed by one contract.
+ */
+function quarantineIssues(job: { incremental?: unknown; outputs: readonly { path?: unknown; expect?: Expect | undefined }[]; expect?: Expect | undefined }, ctx: z.RefinementCtx): void {
+  const jobWide = contractQuarantines(job.expect);
+  const where = (expect: Expect | undefined, base: PropertyKey[]): PropertyKey[] => {
+    // The on_violation that says quarantine: a column's own, else the contract's.
+    const column = Object.entries(expect?.checks ?? {}).find(([, check]) => check.on_violation === 'quarantine')?.[0];
+    return column === undefined ? [...base, 'on_violation'] : [...base, 'checks', column, 'on_violation'];
+  };
   if (job.incremental !== undefined) {
+    const i = job.outputs.findIndex((o) => contractQuarantines(o.expect));
+    const at = jobWide || i === -1 ? where(job.expect, ['expect']) : where(job.outputs[i]!.expect, ['outputs', i, 'expect']);
     ctx.addIssue({ code: 'custom', path: at, message: 'quarantine is not supported with incremental: the rows set aside would be read again by the next run (their cursor is above the committed one); use fail or warn' });
   }
-  const paths = job.outputs.map((o) => (o as { path?: unknown }).path);
-  paths.forEach((path, i) => {
-    if (typeof path !== 'string') return;
+  const paths = job.outputs.map((o) => o.path);
+  job.outputs.forEach((output, i) => {
+    const own = contractQuarantines(output.expect);
+    if (own && jobWide) {
+      ctx.addIssue({ code: 'custom', path: where(output.expect, ['outputs', i, 'expect']), message: "the job's expect quarantines too, into the same place beside this output: keep the quarantining checks in one of the two" });
+    }
+    const path = output.path;
+    if ((!own && !jobWide) || typeof path !== 'string') return;
     const problem = quarantinePathProblem(path);
     if (problem !== undefined) ctx.addIssue({ code: 'custom', path: ['outputs', i, 'path'], message: `on_violation: quarantine writes the rows set aside beside each output, at its path + _quarantine: ${problem}` });
     const clash = paths.findIndex((other) => typeof other === 'string' && other.replace(/\/+$/, '') === quarantinePath(path));
@@ -367,7 +391,7 @@ export const ConnectionSchema = z
 export type Connection = z.infer<typeof ConnectionSchema>;
 
 function buildJobFileSchema(registry: Registry) {
-  const output = outputConfigSchema(registry).describe('One output: format, destination path, partitioning and rolling');
+  const output = withExpect(outputConfigSchema(registry)).describe('One output: format, destination path, partitioning and rolling');
   return z
     .strictObject({
       version: z.literal(1).optional().describe('Job file format version (1)'),
@@ -391,7 +415,9 @@ function buildJobFileSchema(registry: Registry) {
 /** A job file as the schema checked it, before its outputs are resolved. */
 export type ParsedJobFile = z.infer<ReturnType<typeof buildJobFileSchema>>;
 /** A job as loaded: its outputs resolved against the registry (format, sink, their options, every default). */
-export type Job = Omit<ParsedJobFile['jobs'][number], 'outputs'> & { readonly outputs: readonly ResolvedOutput[] };
+export type Job = Omit<ParsedJobFile['jobs'][number], 'outputs'> & { readonly outputs: readonly JobOutput[] };
+/** A job's output: resolved, with its own contract when it has one. */
+export type JobOutput = ResolvedOutput & { readonly expect?: Expect };
 export type JobFile = Omit<ParsedJobFile, 'jobs'> & { readonly jobs: readonly Job[] };
 
 const schemas = new WeakMap<Registry, ReturnType<typeof buildJobFileSchema>>();

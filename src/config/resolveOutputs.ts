@@ -22,7 +22,11 @@ export function resolveOutputs<J extends { readonly outputs: readonly unknown[] 
     ...job,
     outputs: job.outputs.map((_, j) => {
       try {
-        return resolveOutput(written[i]!.outputs[j], registry);
+        // An output's own contract is the job runner's, not the export's: resolved beside it.
+        const input = written[i]!.outputs[j];
+        const { expect, ...config } = typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as Record<string, unknown>) : { expect: undefined };
+        const resolved = resolveOutput(expect === undefined ? input : config, registry);
+        return expect === undefined ? resolved : { ...resolved, expect: (job.outputs[j] as { expect?: unknown } | undefined)?.expect ?? expect };
       } catch (error) {
         if (!(error instanceof ConfigError)) throw error;
         for (const issue of error.issues) {

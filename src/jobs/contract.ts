@@ -37,6 +37,8 @@ type Warn = ((message: string, fields: Record<string, unknown>) => void) | undef
 export class RunContract {
   readonly #job: Job;
   readonly #expect: Expect;
+  /** Where the contract is in the job, as check names start: `expect`, or `outputs[1].expect`. */
+  readonly #at: string;
   readonly #warn: Warn;
   readonly #warnings = new Map<string, ContractWarning>();
   readonly #quarantined = new Map<string, ContractWarning>();
@@ -44,10 +46,14 @@ export class RunContract {
   #rowsChecked = false;
   #feed: QuarantineFeed | undefined;
 
-  /** `maxUnique`: distinct values a `unique` check may hold (MAX_UNIQUE_VALUES; lower in tests of the limit). */
-  constructor(job: Job, warn: Warn, maxUnique = MAX_UNIQUE_VALUES) {
+  /**
+   * `maxUnique`: distinct values a `unique` check may hold (MAX_UNIQUE_VALUES; lower in tests of the
+   * limit). `output`: the contract of the job's output at that index (its own expect), instead of the job's.
+   */
+  constructor(job: Job, warn: Warn, maxUnique = MAX_UNIQUE_VALUES, output?: number) {
     this.#job = job;
-    this.#expect = job.expect ?? {};
+    this.#expect = (output === undefined ? job.expect : job.outputs[output]?.expect) ?? {};
+    this.#at = output === undefined ? 'expect' : `outputs[${output}].expect`;
     this.#warn = warn;
     this.#maxUnique = maxUnique;
   }
@@ -79,22 +85,22 @@ export class RunContract {
     const types = metadata?.column_types ?? [];
     const columns = this.#expect.columns ?? {};
     if (Object.keys(columns).length > 0 && metadata === undefined) {
-      this.#violated({ check: 'expect.columns', problem: 'the execution reported no result metadata (column_types), so the columns cannot be checked before fetching' });
+      this.#violated({ check: `${this.#at}.columns`, problem: 'the execution reported no result metadata (column_types), so the columns cannot be checked before fetching' });
     }
     for (const [name, type] of Object.entries(columns)) {
       const at = names.indexOf(name);
-      if (at === -1) this.#violated({ check: `expect.columns.${name}`, column: name, problem: `no column ${name} in the result (columns: ${describe(names, types)})` });
-      else if (!sameType(type, types[at] ?? '')) this.#violated({ check: `expect.columns.${name}`, column: name, value: types[at], problem: `column ${name} is ${types[at]}, expected ${type}` });
+      if (at === -1) this.#violated({ check: `${this.#at}.columns.${name}`, column: name, problem: `no column ${name} in the result (columns: ${describe(names, types)})` });
+      else if (!sameType(type, types[at] ?? '')) this.#violated({ check: `${this.#at}.columns.${name}`, column: name, value: types[at], problem: `column ${name} is ${types[at]}, expected ${type}` });
     }
     for (const [name, check] of Object.entries(this.#expect.checks ?? {})) {
       const at = names.indexOf(name);
-      if (metadata !== undefined && at === -1) this.#violated({ check: `expect.checks.${name}`, column: name, problem: `no column ${name} in the result to check (columns: ${describe(names, types)})` });
-      if (at !== -1) orderOf(this.#job.name, name, check, types[at]!);
+      if (metadata !== undefined && at === -1) this.#violated({ check: `${this.#at}.checks.${name}`, column: name, problem: `no column ${name} in the result to check (columns: ${describe(names, types)})` });
+      if (at !== -1) orderOf(this.#job.name, `${this.#at}.checks.${name}`, name, check, types[at]!);
       if (metadata !== undefined && check.predicate !== undefined) this.#bindPredicate(name, check.predicate, new Map(names.map((n, i) => [n, types[i] ?? ''])));
     }
     const taken = this.quarantines ? names.filter((n) => (QUARANTINE_COLUMNS as readonly string[]).includes(n)) : [];
     if (taken.length > 0) {
-      const path = 'expect.on_violation';
+      const path = `${this.#at}.on_violation`;
       const message = `the result has a column ${taken.join(', ')}, which the quarantine adds to say why a row was set aside (${QUARANTINE_COLUMNS.join(', ')}): rename it in the query`;
       throw new ConfigError(`job ${this.#job.name}: ${path}: ${message}`, { issues: [{ path, message, value: 'quarantine' }] });
     }
@@ -128,6 +134,10 @@ export class RunContract {
       if (!this.#rowsChecked) this.#checkRows(row, 'the run read');
       ended = true;
       feed?.end();
+    } catch (error) {
+      // The quarantines fail with the read's own error: whichever reports first, the cause is the same.
+      feed?.fail(error);
+      throw error;
     } finally {
       // A failed or abandoned read leaves the quarantine uncommitted, as it leaves the outputs.
       if (!ended) feed?.fail(new Error('the read of the result stopped before its end'));
@@ -143,8 +153,8 @@ export class RunContract {
     this.#rowsChecked = true;
     const rows = this.#expect.rows;
     const on = this.#rowsOn;
-    if (rows?.min !== undefined && total < rows.min) this.#violated({ check: 'expect.rows.min', value: total, problem: `${source} ${total} rows, fewer than min ${rows.min}` }, on);
-    if (rows?.max !== undefined && total > rows.max) this.#violated({ check: 'expect.rows.max', value: total, problem: `${source} ${total} rows, more than max ${rows.max}` }, on);
+    if (rows?.min !== undefined && total < rows.min) this.#violated({ check: `${this.#at}.rows.min`, value: total, problem: `${source} ${total} rows, fewer than min ${rows.min}` }, on);
+    if (rows?.max !== undefined && total > rows.max) this.#violated({ check: `${this.#at}.rows.max`, value: total, problem: `${source} ${total} rows, more than max ${rows.max}` }, on);
   }
 
   /** The columns and the row count have no row to set aside: under quarantine they fail. */
@@ -155,14 +165,14 @@ export class RunContract {
   /** One column's checks (unique apart) as a function of a batch and the result row its first row is. */
   #columnWatch(name: string, check: ColumnCheck, schema: Schema): ColumnWatch {
     const field = schema.fields.find((f) => f.name === name);
-    if (field === undefined) throw new ContractViolationError(this.#job.name, { check: `expect.checks.${name}`, column: name, problem: `no column ${name} in the result to check` });
+    if (field === undefined) throw new ContractViolationError(this.#job.name, { check: `${this.#at}.checks.${name}`, column: name, problem: `no column ${name} in the result to check` });
     const reader = valueText(field);
     const type = field.metadata.get('service.type') ?? String(field.type);
-    const kind = orderOf(this.#job.name, name, check, type);
+    const kind = orderOf(this.#job.name, `${this.#at}.checks.${name}`, name, check, type);
     const tests = rowTests(check, kind);
     const predicate = check.predicate === undefined ? undefined : this.#bindPredicate(name, check.predicate, schemaTypes(schema));
     const on = check.on_violation ?? this.#expect.on_violation ?? 'fail';
-    const at = `expect.checks.${name}`;
+    const at = `${this.#at}.checks.${name}`;
     const columnWatch: ColumnWatch = {
       check: (batch, first, verdicts) => {
         const data = columnData(batch, name);
@@ -194,14 +204,14 @@ export class RunContract {
       const values = columns.map(({ u, data }) => data.text(i, u.reader));
       columns.forEach(({ u }, c) => {
         const value = values[c]!;
-        if (value !== null && u.seen.has(value)) this.#violated({ check: `expect.checks.${u.name}.unique`, column: u.name, row, value, problem: `row ${row} of the result: ${u.name} ${shown(value)} appeared before in this run` }, u.on, verdicts, i);
+        if (value !== null && u.seen.has(value)) this.#violated({ check: `${this.#at}.checks.${u.name}.unique`, column: u.name, row, value, problem: `row ${row} of the result: ${u.name} ${shown(value)} appeared before in this run` }, u.on, verdicts, i);
       });
       if (verdicts[i] !== undefined) continue;
       columns.forEach(({ u }, c) => {
         const value = values[c]!;
         if (value === null || u.seen.has(value)) return;
         if (u.seen.size >= this.#maxUnique) {
-          throw new ContractViolationError(this.#job.name, { check: `expect.checks.${u.name}.unique`, column: u.name, row, problem: `more than ${this.#maxUnique.toLocaleString('en-US')} distinct values of ${u.name}: the check holds them in memory and stops there; check uniqueness in the query instead (count(distinct ${u.name}) = count(*))` });
+          throw new ContractViolationError(this.#job.name, { check: `${this.#at}.checks.${u.name}.unique`, column: u.name, row, problem: `more than ${this.#maxUnique.toLocaleString('en-US')} distinct values of ${u.name}: the check holds them in memory and stops there; check uniqueness in the query instead (count(distinct ${u.name}) = count(*))` });
         }
         u.seen.add(value);
       });
@@ -216,7 +226,7 @@ export class RunContract {
       test = bindPredicate(predicate, types);
     } catch (error) {
       if (!(error instanceof PredicateError)) throw error;
-      const path = `expect.checks.${name}.predicate`;
+      const path = `${this.#at}.checks.${name}.predicate`;
       throw new ConfigError(`job ${this.#job.name}: ${path}: ${error.message}`, { issues: [{ path, message: error.message, value: text }] });
     }
     return (batch) => {
@@ -292,12 +302,12 @@ function named<T extends (...args: never[]) => unknown>(name: string, fn: T): T 
 }
 
 /** The order min/max compare a column's values in; a type without one, or a bound of another type, is a mistake in the job. */
-function orderOf(job: string, column: string, check: ColumnCheck, type: string): CursorKind | undefined {
+function orderOf(job: string, at: string, column: string, check: ColumnCheck, type: string): CursorKind | undefined {
   const kind = cursorKind(type);
   for (const bound of ['min', 'max'] as const) {
     const value = check[bound];
     if (value === undefined) continue;
-    const path = `expect.checks.${column}.${bound}`;
+    const path = `${at}.${bound}`;
     if (kind === undefined) throw new ConfigError(`job ${job}: ${path}: column ${column} is ${type}, which has no order: min and max apply to numbers, decimals, dates, timestamps and text`, { issues: [{ path, message: `${type} has no order`, value }] });
     const problem = cursorValueProblem(kind, value);
     if (problem) throw new ConfigError(`job ${job}: ${path} ${JSON.stringify(value)}: column ${column} is ${type}: ${problem}`, { issues: [{ path, message: problem, value }] });

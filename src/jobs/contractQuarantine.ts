@@ -5,7 +5,8 @@ import type { ResolvedOutput } from '../export/outputConfig.ts';
 import { type ExportMeta, type ExportSummary, openExport, type OpenedExport } from '../export/writeExport.ts';
 import { arrowSchema } from '../types/arrow.ts';
 import { createBatchBuilder } from '../types/batch.ts';
-import { type Committed, committedExport, outputFingerprint } from './committedOutput.ts';
+import { outputFingerprint } from './committedOutput.ts';
+import type { RunContract } from './contract.ts';
 import { quarantinePath } from '../config/quarantinePath.ts';
 import { tee } from './tee.ts';
 
@@ -171,12 +172,62 @@ export async function openQuarantines(job: Job, indexes: readonly number[], exec
   };
 }
 
-/** Per output, its quarantine's commit of this execution (undefined: none yet, the run writes it). */
-export async function committedQuarantines(job: Job, executionId: string, signal: AbortSignal): Promise<(Committed | undefined)[]> {
-  const found: (Committed | undefined)[] = [];
-  for (const output of job.outputs) {
-    const quarantine = quarantineOutput(output);
-    found.push(await committedExport(quarantine, executionId, undefined, outputFingerprint(job, quarantine), signal));
+
+/** One contract's quarantines: the job's feeds those of every output it guards, an output's its own. */
+export interface QuarantineGroup {
+  readonly contract: RunContract;
+  /** The job's contract (not an output's): checked on the one read, before the branches. */
+  readonly jobWide: boolean;
+  readonly indexes: readonly number[];
+  readonly quarantines: Quarantines;
+}
+
+/** Opens the quarantines a run writes: the job contract's at `jobIndexes`, and each pending output's whose own contract quarantines. */
+export async function openQuarantineGroups(
+  job: Job,
+  contracts: { readonly job: RunContract | undefined; readonly outputs: readonly (RunContract | undefined)[] | undefined },
+  jobIndexes: readonly number[],
+  pending: readonly number[],
+  run: { readonly executionId: string; readonly signal: AbortSignal; readonly stop: AbortSignal },
+): Promise<QuarantineGroup[]> {
+  const wanted: { contract: RunContract; jobWide: boolean; indexes: readonly number[] }[] = [];
+  if (contracts.job !== undefined && jobIndexes.length > 0) wanted.push({ contract: contracts.job, jobWide: true, indexes: jobIndexes });
+  for (const index of pending) {
+    const own = contracts.outputs?.[index];
+    if (own?.quarantines === true) wanted.push({ contract: own, jobWide: false, indexes: [index] });
   }
-  return found;
+  const groups: QuarantineGroup[] = [];
+  try {
+    for (const { contract, jobWide, indexes } of wanted) groups.push({ contract, jobWide, indexes, quarantines: await openQuarantines(job, indexes, run.executionId, run.signal, run.stop) });
+  } catch (error) {
+    await Promise.allSettled(groups.flatMap((g) => g.quarantines.opened).map((o) => o.discard(error)));
+    throw error;
+  }
+  return groups;
+}
+
+/**
+ * Starts writing every group's quarantines from the rows its contract sets aside. A job contract
+ * whose outputs hold this execution already (no branch reads it) has its read drained here
+ * (`drainRead`), so it sees every row. Settles with each quarantine written, by output index.
+ */
+export function writeQuarantineGroups(
+  groups: readonly QuarantineGroup[],
+  input: { readonly schema: Schema; readonly meta: ExportMeta; readonly signal: AbortSignal; readonly failed: (error: unknown) => never; readonly drainRead: (() => AsyncIterable<RecordBatch>) | undefined },
+): Promise<[number, ExportSummary][]> {
+  const written: Promise<[number, ExportSummary]>[] = [];
+  const drained: Promise<void>[] = [];
+  for (const group of groups) {
+    const feed = new QuarantineFeed(input.signal);
+    group.contract.quarantineTo(feed);
+    group.quarantines.write(feed, input.schema, input.meta, input.signal).forEach((p, k) => written.push(p.then((s): [number, ExportSummary] => [group.indexes[k]!, s]).catch(input.failed)));
+    if (group.jobWide && input.drainRead !== undefined) drained.push(drain(group.contract.watch(input.drainRead(), input.schema, 0)).catch(input.failed));
+  }
+  // Settled from the start: a quarantine that fails before the outputs do is the run's failure, reported there, not an unhandled one.
+  const settled = Promise.allSettled([...written, ...drained]);
+  return settled.then((all) => all.slice(0, written.length).flatMap((s) => (s.status === 'fulfilled' ? [s.value as [number, ExportSummary]] : [])));
+}
+
+async function drain(batches: AsyncIterable<unknown>): Promise<void> {
+  for await (const _ of batches);
 }

@@ -4,9 +4,8 @@ import { knownWire, type Workers } from '../export/partPlan.ts';
 import type { ExportSummary } from '../export/writeExport.ts';
 import { type Ready, type ResultStream, stream } from '../pipeline/stream.ts';
 import { checkBytes, checkCredits, TIER_COST } from './budget.ts';
-import { type Committed, committedExport, outputFingerprint, readCommits } from './committedOutput.ts';
-import { type ContractWarning, RunContract } from './contract.ts';
-import { committedQuarantines } from './contractQuarantine.ts';
+import { committedExport, outputFingerprint, readCommits } from './committedOutput.ts';
+import { ContractSet, type ContractSummary } from './contractSet.ts';
 import { compareCursor, type CursorKind } from './cursor.ts';
 import { policyOf } from './errorPolicy.ts';
 import { checkResultColumns, type CursorPlan, explainInitial, planCursor } from './incremental.ts';
@@ -61,12 +60,7 @@ export interface JobSummary {
   /** Incremental jobs: the committed cursor value the run started after (null: none yet), and the one committed now. */
   readonly cursor?: { readonly from: string | null; readonly to: string | null };
   /** Jobs with `expect`: the checks a `warn` contract let through, with how many rows broke each (empty: the result met the contract). */
-  readonly contract?: {
-    readonly warnings: readonly ContractWarning[];
-    /** A contract that quarantines: the checks that set rows aside (how many each, the first), and each output's quarantine. */
-    readonly quarantined?: readonly ContractWarning[];
-    readonly quarantine?: readonly OutputSummary[];
-  };
+  readonly contract?: ContractSummary;
 }
 
 export interface RunEvents {
@@ -127,16 +121,16 @@ export class JobRun {
   readonly #tally: RunTally;
   /** Linked to the caller's signal; aborted by the first failing output too. */
   readonly #controller = new AbortController();
-  readonly #contract: RunContract | undefined;
+  readonly #contracts: ContractSet | undefined;
   #pageSize: number | undefined;
-  #quarantine: OutputSummary[] | undefined;
+  #contractSummary: ContractSummary | undefined;
 
   constructor(job: Job, options: AttemptOptions, state: JobRunState, tally: RunTally) {
     this.#job = job;
     this.#options = options;
     this.#state = state;
     this.#tally = tally;
-    this.#contract = job.expect === undefined ? undefined : new RunContract(job, options.events?.onWarning);
+    this.#contracts = ContractSet.of(job, options.events?.onWarning);
   }
 
   async attempt(): Promise<AttemptResult> {
@@ -226,7 +220,7 @@ export class JobRun {
     try {
       const overBytes = checkBytes(this.#job, ready.status);
       if (overBytes) throw overBytes;
-      this.#contract?.beforeFetch(ready.status);
+      this.#contracts?.beforeFetch(ready.status);
       const metadata = ready.status.result_metadata;
       return cursor === undefined ? undefined : checkResultColumns(cursor, metadata?.column_names ?? [], metadata?.column_types ?? []);
     } catch (error) {
@@ -244,16 +238,17 @@ export class JobRun {
     startRunThreads(job, asked, totalRows);
     const summaries: (OutputSummary | undefined)[] = new Array(job.outputs.length).fill(undefined);
     const pending: number[] = [];
+    const contracts = this.#contracts;
+    const quarantines = await contracts?.committedQuarantines(executionId, this.#options.signal);
     for (const [i, output] of job.outputs.entries()) {
       // A contract that sets rows aside leaves an output fewer rows than the result: no count to match.
-      const done = await committedExport(output, executionId, this.#contract?.quarantines === true ? undefined : totalRows, outputFingerprint(job, output), this.#options.signal);
-      if (done === undefined) pending.push(i);
+      const done = await committedExport(output, executionId, contracts?.filters(i) === true ? undefined : totalRows, outputFingerprint(job, output), this.#options.signal);
+      if (done === undefined || (quarantines !== undefined && contracts!.rewrites(i, quarantines))) pending.push(i);
       else this.#report(summaries, i, { url: done.url, format: output.format.type, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0, ...(done.snapshot ? { snapshot: done.snapshot } : {}) });
     }
-    const quarantined = this.#contract?.quarantines === true ? await committedQuarantines(job, executionId, this.#options.signal) : undefined;
-    const quarantine = quarantined?.flatMap((q, i) => (q === undefined ? [i] : []));
-    if (quarantined !== undefined && quarantine!.length === 0) this.#quarantine = quarantineSummaries(job, quarantined, [], []);
-    if (pending.length === 0 && !quarantine?.length) return { outputs: summaries.map((s) => s!), written: undefined };
+    const quarantine = quarantines === undefined ? [] : contracts!.jobQuarantinesToWrite(quarantines);
+    this.#contractSummary = contracts?.summary(quarantines, []);
+    if (pending.length === 0 && quarantine.length === 0) return { outputs: summaries.map((s) => s!), written: undefined };
     const warn = this.#options.events?.onWarning;
     const written = await writeOutputs({
       job,
@@ -268,10 +263,11 @@ export class JobRun {
       wire: knownWire(job.wire),
       warn,
       incremental: cursor === undefined || started.kind === undefined ? undefined : { plan: cursor, kind: started.kind },
-      contract: this.#contract,
+      contract: contracts?.job,
+      outputContracts: contracts?.outputs,
       quarantine,
     });
-    if (quarantined !== undefined && quarantine!.length > 0) this.#quarantine = quarantineSummaries(job, quarantined, quarantine!, written.quarantine ?? []);
+    this.#contractSummary = contracts?.summary(quarantines, written.quarantine);
     pending.forEach((index, k) => this.#report(summaries, index, writtenSummary(written.summaries[k]!, job.outputs[index]!.format.type, warn)));
     return { outputs: summaries.map((s) => s!), written: { ...written, cursors: spread(job.outputs.length, pending, written.cursors, cursor) } };
   }
@@ -299,7 +295,7 @@ export class JobRun {
       bytes: outputs.reduce((n, o) => n + o.bytes, 0),
       outputs,
       ...(cursor === undefined ? {} : { cursor: { from: cursor.from, to: lowest(started.kind ?? cursor.kind, cursors) } }),
-      ...(this.#contract === undefined ? {} : { contract: { warnings: this.#contract.warnings, ...(this.#contract.quarantines ? { quarantined: this.#contract.quarantined, quarantine: this.#quarantine ?? [] } : {}) } }),
+      ...(this.#contracts === undefined ? {} : { contract: this.#contractSummary ?? this.#contracts.summary(undefined, []) }),
     };
   }
 }
@@ -309,15 +305,6 @@ function writtenSummary(s: ExportSummary, format: string, warn: RunEvents['onWar
   if (s.addedColumns) warn?.('appended rows with new columns: the older files of the output lack them (readers that merge files by name read NULL there)', { output: s.url, columns: s.addedColumns });
   const snapshot = s.commit?.snapshot;
   return { url: s.url, format, rows: s.rows, files: s.files.length, bytes: s.bytes, skipped: false, resumedFiles: s.resumedFiles, ...(snapshot ? { snapshot } : {}) };
-}
-
-/** Each output's quarantine: held already for this execution (skipped), or written now. */
-function quarantineSummaries(job: Job, committed: readonly (Committed | undefined)[], pending: readonly number[], written: readonly ExportSummary[]): OutputSummary[] {
-  return committed.map((done, i) => {
-    const format = job.outputs[i]!.format.type;
-    if (done !== undefined) return { url: done.url, format, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0 };
-    return writtenSummary(written[pending.indexOf(i)]!, format, undefined);
-  });
 }
 
 /** Every output's committed cursor: the written ones' new values in place of what the others committed before. */

@@ -109,4 +109,23 @@ describe('expect: bad input at load, with FILE:LINE:COL', () => {
     ]);
     expect(messages('      colums: { id: bigint }\n')[0]).toMatch(/^jobs\.yaml:7:7 jobs\[0\]\.expect\.colums: unknown field, did you mean "columns"\?/);
   });
+
+  it("an output's expect: its mistakes at its place, one quarantine per output, kept on the loaded output", () => {
+    const file = (outputs: string, jobExpect = '') =>
+      `jobs:\n  - name: q\n    source: { sql: select 1 }\n${jobExpect}    outputs:\n${outputs}`;
+    const loaded = parseJobFile(file('      - { format: csv, path: ./out, expect: { rows: { min: 1 }, checks: { id: { predicate: "id > 0" } } } }\n'), { file: 'jobs.yaml', registry: builtins, env: {} });
+    expect(loaded.jobs[0]!.outputs[0]!.expect).toEqual({ rows: { min: 1 }, checks: { id: { predicate: 'id > 0' } } });
+    expect(loaded.jobs[0]!.outputs[0]!.format.type).toBe('csv');
+    expect(rejected(file('      - format: csv\n        path: ./out\n        expect:\n          checks: { id: { predicate: "id >" } }\n'))).toEqual([
+      'jobs.yaml:8:38 jobs[0].outputs[0].expect.checks.id.predicate: character 5 of "id >": expected a column, a number, a \'text\', true, false, null or "(", got the end of the predicate',
+    ]);
+    expect(rejected(file('      - format: csv\n        path: ./out\n        expect: { rows: {}, colums: {} }\n'))).toEqual([
+      'jobs.yaml:7:29 jobs[0].outputs[0].expect.colums: unknown field, did you mean "columns"?',
+      'jobs.yaml:7:25 jobs[0].outputs[0].expect.rows: give min, max or both',
+    ]);
+    expect(rejected(file('      - format: csv\n        path: ./out\n        expect: { checks: { id: { max: 1, on_violation: quarantine } } }\n', '    expect: { on_violation: quarantine, checks: { id: { not_null: true } } }\n'))).toEqual([
+      "jobs.yaml:8:57 jobs[0].outputs[0].expect.checks.id.on_violation: the job's expect quarantines too, into the same place beside this output: keep the quarantining checks in one of the two",
+    ]);
+    expect(rejected(file('      - { format: csv, path: "-", expect: { on_violation: quarantine, checks: { id: { max: 1 } } } }\n'))[0]).toMatch(/^jobs\.yaml:5:30 jobs\[0\]\.outputs\[0\]\.path: on_violation: quarantine writes the rows set aside beside each output/);
+  });
 });

@@ -6,6 +6,7 @@ import type { CatalogTarget } from '../export/iceberg/catalog/catalogConfig.ts';
 import { openDestination } from '../export/storage/openDestination.ts';
 import { creditsAllowed, executionCost } from './budget.ts';
 import { readCommit, readCommits, wouldSkip } from './committedOutput.ts';
+import { type ContractCheckPlan, contractPlan } from './contractPlan.ts';
 import { type CursorPlan, planCursor } from './incremental.ts';
 import { jobRunState, RunStateStore } from './runState.ts';
 import { partsPerShard, rowsPerPart } from './shards/plan.ts';
@@ -30,6 +31,8 @@ export interface JobPlan {
   readonly outputs: readonly OutputPlan[];
   /** An incremental job: the cursor value the run's query would receive, and the committed one it comes from. */
   readonly cursor?: CursorPreview;
+  /** A job with `expect` (its own or an output's): what the run would check, when, and what a violation does. */
+  readonly contract?: readonly ContractCheckPlan[];
 }
 
 export interface CursorPreview {
@@ -87,6 +90,7 @@ export async function planRun(job: Job, options: PlanRunOptions): Promise<JobPla
   const outputs: OutputPlan[] = [];
   for (const output of job.outputs) outputs.push(await planOutput(job, output, decision, shards, signal));
   const maxCredits = job.budget?.max_credits;
+  const contract = contractPlan(job);
   return {
     job: job.name,
     action: decision.action,
@@ -99,6 +103,7 @@ export async function planRun(job: Job, options: PlanRunOptions): Promise<JobPla
     shards,
     outputs,
     ...(cursor === undefined ? {} : { cursor: cursorPreview(cursor) }),
+    ...(contract.length === 0 ? {} : { contract }),
   };
 }
 

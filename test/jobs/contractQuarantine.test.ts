@@ -6,7 +6,9 @@ import { formatSummary, summaryFields } from '../../src/cli/output/summary.ts';
 import { ServiceClient } from '../../src/client/index.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { ContractViolationError } from '../../src/jobs/errors.ts';
+import { planRun } from '../../src/jobs/planRun.ts';
 import { runJob } from '../../src/jobs/runJob.ts';
+import { formatPlan, planFields } from '../../src/cli/output/shardSummary.ts';
 import { startProxy } from '../helpers/proxy.ts';
 import { type LocalS3, startLocalS3 } from '../helpers/s3.ts';
 import { duck } from './duck.ts';
@@ -315,5 +317,37 @@ describe("an output's own expect", () => {
 `);
     expect((typed.error as Error).message).toBe('job own-types: outputs[0].expect.columns.amount: column amount is decimal(18, 4), expected double; nothing was published');
     expect(typed.pages).toBe(0);
+  });
+});
+
+describe('--plan shows the contract', () => {
+  it('every check, when the run makes it, what a violation does and where quarantined rows go; nothing is executed', async () => {
+    const j = job(`  - name: planned
+    source: { sql: "select id, amount, quantity from sample.events" }
+    expect:
+      columns: { id: bigint }
+      rows: { min: 1 }
+      on_violation: quarantine
+      checks:
+        amount: { max: 9000, predicate: "amount >= 0" }
+        id: { unique: true, on_violation: warn }
+    outputs:
+      - { format: parquet, path: "\${DIR}/planned" }
+      - { format: csv, path: "\${DIR}/planned-csv", expect: { checks: { quantity: { not_null: true } } } }
+`);
+    requests.executes = 0;
+    const plan = await planRun(j, { client: counted, stateDir: join(dir, 'state-plan'), signal: new AbortController().signal, resume: true });
+    expect(requests.executes).toBe(0);
+    const text = formatPlan(plan);
+    const lines = text.split('\n');
+    const at = lines.indexOf('  contract:');
+    expect(lines.slice(at + 1, at + 6)).toEqual([
+      '    before any page        fail       expect.columns: id bigint',
+      '    before any page        fail       expect.rows: at least 1 row',
+      `    on every row           quarantine expect.checks.amount: max 9000, predicate "amount >= 0" -> ${join(dir, 'planned_quarantine')}, ${join(dir, 'planned-csv_quarantine')}`,
+      '    on every row           warn       expect.checks.id: unique',
+      '    on every row           fail       outputs[1].expect.checks.quantity: not_null',
+    ]);
+    expect(planFields(plan)).toMatchObject({ contract: [{ check: 'expect.columns', when: 'before-fetch', on_violation: 'fail' }, { check: 'expect.rows' }, { check: 'expect.checks.amount', on_violation: 'quarantine', quarantine: [join(dir, 'planned_quarantine'), join(dir, 'planned-csv_quarantine')] }, { check: 'expect.checks.id', on_violation: 'warn' }, { check: 'outputs[1].expect.checks.quantity', on_violation: 'fail' }] });
   });
 });

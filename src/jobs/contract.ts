@@ -231,10 +231,16 @@ export class RunContract {
     }
     return (batch) => {
       const columns = new Map(predicate.columns.map((c) => [c, { data: columnData(batch, c), reader: valueText(batch.schema.fields.find((f) => f.name === c)!) }]));
-      return (i) => test((c) => {
+      // One reader per batch, pointed at the row being tested: nothing is allocated per row.
+      let row = 0;
+      const value = (c: string): string | null => {
         const { data, reader } = columns.get(c)!;
-        return data.text(i, reader);
-      });
+        return data.text(row, reader);
+      };
+      return (i) => {
+        row = i;
+        return test(value);
+      };
     };
   }
 

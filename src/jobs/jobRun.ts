@@ -59,7 +59,7 @@ export interface JobSummary {
   readonly creditsLeft?: number;
   /** Incremental jobs: the committed cursor value the run started after (null: none yet), and the one committed now. */
   readonly cursor?: { readonly from: string | null; readonly to: string | null };
-  /** Jobs with `expect`: the checks a `warn` contract let through, with how many rows broke each (empty: the result met the contract). */
+  /** Jobs with `expect` (or an output's): the checks a `warn` contract let through, with how many rows broke each (empty: the result met the contract), and what `quarantine` set aside and where. */
   readonly contract?: ContractSummary;
 }
 

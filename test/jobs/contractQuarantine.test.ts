@@ -350,4 +350,14 @@ describe('--plan shows the contract', () => {
     ]);
     expect(planFields(plan)).toMatchObject({ contract: [{ check: 'expect.columns', when: 'before-fetch', on_violation: 'fail' }, { check: 'expect.rows' }, { check: 'expect.checks.amount', on_violation: 'quarantine', quarantine: [join(dir, 'planned_quarantine'), join(dir, 'planned-csv_quarantine')] }, { check: 'expect.checks.id', on_violation: 'warn' }, { check: 'outputs[1].expect.checks.quantity', on_violation: 'fail' }] });
   });
+
+  it('says "skip" where a run skips: an output a quarantine left fewer rows than the result', async () => {
+    const yaml = quarantineJob('plan-skip', `      - { format: parquet, path: "\${DIR}/plan-skip" }\n`);
+    const first = await run(yaml);
+    expect(first.summary!.outputs[0]!.rows).toBeLessThan(3000);
+    const plan = await planRun(job(yaml), { client: counted, stateDir: join(dir, 'state-plan'), signal: new AbortController().signal, resume: true, executionId: first.summary!.executionId });
+    expect(plan.outputs.map((o) => o.action)).toEqual(['skip']);
+    const again = await run(yaml, { executionId: first.summary!.executionId });
+    expect(again.summary!.outputs.map((o) => o.skipped)).toEqual([true]);
+  });
 });

@@ -97,7 +97,7 @@ export async function writeOutputs(options: WriteOutputsOptions): Promise<Writte
     const reader = split.length > 0 ? await options.result.rangeReader() : undefined;
     if (split.length > 0 && reader === undefined) throw new Error('runJob: the result cannot be read by row ranges, yet outputs were opened for part threads');
     // With no output left to write, nothing reads the one read but the job contract's quarantines.
-    const drainRead = serial.length === 0 ? () => options.result.batches() : undefined;
+    const drainRead = serial.length === 0 && quarantines.some((g) => g.jobWide) ? () => options.result.batches() : undefined;
     const quarantined = writeQuarantineGroups(quarantines, { schema, meta, signal: options.controller.signal, failed, drainRead });
     const cursors = writeSerial(options, serial, startRow, writes);
     const splitRows = reader === undefined ? { rows: 0 } : writeSplit(options, split, reader, writes);

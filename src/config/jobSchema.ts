@@ -8,6 +8,7 @@ import { parseType } from '../types/parse.ts';
 import { parsePredicate, predicateProblem } from './predicate.ts';
 import { quarantinePath, quarantinePathProblem } from './quarantinePath.ts';
 import { cronProblem, timezoneProblem } from './cron.ts';
+import { driftIssues, NotifySchema, SchemaDriftSchema } from './notifySchema.ts';
 
 // The one truth about job files: validation, types (z.infer), `sluice schema` and the job file
 // reference (docs/jobs.md, written by `npm run docs`) all come from here. Fields are snake_case like the wire protocol. The outputs'
@@ -174,14 +175,17 @@ export const MAX_WORKERS = 64;
 
 const JOB_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
-/** An output of a job file: the export's output config, and a contract of its own. */
-function withExpect(output: ReturnType<typeof outputConfigSchema>) {
+/**
+ * An output of a job file: the export's output config, and what the run does with it, which the
+ * export's schema knows nothing of: its own schema_drift policy and its own contract.
+ */
+function withRunFields(output: ReturnType<typeof outputConfigSchema>) {
   const expect = ExpectSchema.optional().describe("This output's contract, checked besides the job's expect (which applies to every output): its column checks see the rows this output receives, and quarantine sets them aside beside this output only");
-  const variants = output.options.map((variant) => variant.extend({ expect }));
+  const variants = output.options.map((variant) => variant.extend({ schema_drift: SchemaDriftSchema.optional(), expect }));
   return z.discriminatedUnion('format', variants as [(typeof variants)[number], ...(typeof variants)[number][]]);
 }
 
-function jobSchema(output: ReturnType<typeof withExpect>) {
+function jobSchema(output: ReturnType<typeof withRunFields>) {
   return z
     .strictObject({
       name: z.string().regex(JOB_NAME, 'a job name is letters, digits, _ . and -, starting with a letter or digit').describe('Unique name of the job (used by `sluice run FILE --job NAME`, logs, metrics and resume state)'),
@@ -221,6 +225,8 @@ function jobSchema(output: ReturnType<typeof withExpect>) {
       budget: BudgetSchema.optional(),
       incremental: IncrementalSchema.optional(),
       expect: ExpectSchema.optional(),
+      schema_drift: SchemaDriftSchema.optional().describe('The schema drift policy of every output that does not set its own schema_drift (default evolve)'),
+      notify: NotifySchema.optional(),
     })
     .superRefine((job, ctx) => {
       if (job.incremental) incrementalIssues(job, ctx);
@@ -229,6 +235,7 @@ function jobSchema(output: ReturnType<typeof withExpect>) {
         if (output.expect !== undefined) expectIssues(output.expect, job.result?.columns, ctx, ['outputs', i, 'expect']);
       });
       if (contractQuarantines(job.expect) || job.outputs.some((o) => contractQuarantines(o.expect))) quarantineIssues(job, ctx);
+      driftIssues(job, ctx);
       const columns = job.result?.columns;
       const paths = new Map<string, number>();
       job.outputs.forEach((output, i) => {
@@ -391,7 +398,7 @@ export const ConnectionSchema = z
 export type Connection = z.infer<typeof ConnectionSchema>;
 
 function buildJobFileSchema(registry: Registry) {
-  const output = withExpect(outputConfigSchema(registry)).describe('One output: format, destination path, partitioning and rolling');
+  const output = withRunFields(outputConfigSchema(registry)).describe('One output: format, destination path, partitioning and rolling');
   return z
     .strictObject({
       version: z.literal(1).optional().describe('Job file format version (1)'),

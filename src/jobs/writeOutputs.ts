@@ -8,6 +8,7 @@ import { resumeAttemptId } from './attemptId.ts';
 import { outputFingerprint } from './committedOutput.ts';
 import type { RunContract } from './contract.ts';
 import { openQuarantineGroups, type QuarantineGroup, writeQuarantineGroups } from './contractQuarantine.ts';
+import type { RunDrift } from './drift.ts';
 import type { CursorKind } from './cursor.ts';
 import { type CursorPlan, OutputCursor, serviceType } from './incremental.ts';
 import { sourceInfo } from './jobSource.ts';
@@ -47,6 +48,8 @@ export interface WriteOutputsOptions {
   readonly outputContracts?: readonly (RunContract | undefined)[] | undefined;
   /** Indexes of the outputs whose quarantine the job's contract feeds and this run writes (the others hold this execution's already). */
   readonly quarantine?: readonly number[] | undefined;
+  /** Schema drift: a frozen output's rows are reshaped to its committed columns. */
+  readonly drift?: RunDrift | undefined;
 }
 
 type Opened = { readonly o: OpenedExport; readonly k: number };
@@ -177,7 +180,8 @@ function writeSerial(options: WriteOutputsOptions, serial: readonly Opened[], st
       fingerprint: outputFingerprint(job, job.outputs[pending[k]!]!),
       ...(cursor ? { cursor: () => cursor.state() } : {}),
     };
-    summaries[k] = o.write({ schema, batches: cursor ? cursor.filter(batches) : batches, meta: outputMeta }, { signal: controller.signal }).catch(failed);
+    const shaped = options.drift?.shape(pending[k]!, schema, cursor ? cursor.filter(batches) : batches) ?? { schema, batches: cursor ? cursor.filter(batches) : batches };
+    summaries[k] = o.write({ ...shaped, meta: outputMeta }, { signal: controller.signal }).catch(failed);
   });
   return cursors;
 }

@@ -1,5 +1,6 @@
 import type { JobSummary } from '../../jobs/runJob.ts';
 import type { ContractWarning } from '../../jobs/contract.ts';
+import { describeChange } from '../../jobs/drift.ts';
 import { fmtDuration } from '../progress.ts';
 
 export function formatBytes(bytes: number): string {
@@ -27,6 +28,7 @@ export function formatSummary(s: JobSummary): string {
     ...(s.contract?.warnings ?? []).map((w) => `  contract broken (warn): ${w.check}: ${plural(w.count, 'violation')}, first: ${w.first}`),
     ...(s.contract?.quarantined ?? []).map((w) => `  contract broken (quarantine): ${w.check}: ${plural(w.count, 'row')} set aside, first: ${w.first}`),
     ...(s.contract?.quarantine ?? []).map((o) => `  quarantine ${o.url}  ${o.format}  ${o.rows.toLocaleString('en-US')} rows${o.skipped ? '  (already committed)' : ''}`),
+    ...(s.drift ?? []).map((d) => `  schema drift (${d.policy}: ${d.action}) ${d.url}: ${d.changes.map(describeChange).join('; ')}`),
     ...s.outputs.map(
       (o) =>
         `  ${o.url}  ${o.format}  ${o.rows.toLocaleString('en-US')} rows  ${plural(o.files, 'file')}  ${formatBytes(o.bytes)}` +
@@ -67,6 +69,7 @@ export function summaryFields(s: JobSummary): Record<string, unknown> {
     ...(s.creditsLeft === undefined ? {} : { credits_left: s.creditsLeft }),
     ...(s.cursor === undefined ? {} : { cursor: s.cursor }),
     ...(s.contract === undefined ? {} : { contract: contractFields(s.contract) }),
+    ...(s.drift === undefined ? {} : { drift: s.drift }),
     duration_ms: Math.round(s.durationMs),
     attempts: s.attempts,
     outputs: s.outputs.map((o) => ({

@@ -18,7 +18,7 @@ export interface Destination {
    * of (from its manifest); the destination removes those that the new output does not
    * contain on commit, and never touches them on abort.
    */
-  begin(options: BeginOptions): Promise<Transaction>;
+  begin(options: BeginOptions, layout?: TableLayout): Promise<Transaction>;
   /**
    * Optional: starts what a transaction with `attemptId` needs before its first write (a writer's
    * lease) while the caller still reads the committed output, so that it costs no time of its own.
@@ -103,6 +103,26 @@ export interface SharedArea {
   remove(signal?: AbortSignal): Promise<void>;
 }
 
+/**
+ * How a table format stores a transaction's streams: in place, beside the files of its earlier
+ * commits, under names of their own (`located`: the stream's name with a token new for every
+ * attempt, kept in its journal for a resume), so no committed file is ever replaced. The sweep
+ * removes what a dead writer of the table left that the committed table does not reference
+ * (`committed`); nothing of a live writer's.
+ */
+export interface TableLayout {
+  /** The folder the parts are stored under (`data/`). */
+  readonly prefix: string;
+  located(name: string, token: string): string;
+  /** The token of a stored part, undefined for any other name. */
+  tokenOf(stored: string): string | undefined;
+  /**
+   * The committed table: `key` changes with every commit; `references` reads every stored name it
+   * references (undefined: it cannot tell, and the sweep removes nothing).
+   */
+  committed(signal?: AbortSignal): Promise<{ readonly key: string; references(signal?: AbortSignal): Promise<ReadonlySet<string> | undefined> }>;
+}
+
 /** A small object and its version (S3 ETag; on disk a hash of the content). */
 export interface Versioned {
   readonly body: Uint8Array;
@@ -157,8 +177,16 @@ export interface Transaction {
   /**
    * Publishes every written stream, then `markers` in order (the manifest, then `_SUCCESS`),
    * then removes stale names of the previous output. Call only after every write settled.
+   *
+   * `publish`, for a table format whose commit point is its own (an Iceberg metadata pointer or
+   * catalog commit), replaces the markers: it runs where the first marker would be put, under the
+   * writer's lease, and resolves to false when it published nothing (another writer committed this
+   * very export: the transaction is then aborted). An error it throws with `unknownOutcome: true`
+   * leaves everything written (the table may reference it).
    */
-  commit(markers: readonly Marker[]): Promise<void>;
+  commit(markers: readonly Marker[], publish?: () => Promise<boolean>): Promise<void>;
+  /** Where the stream written as `name` is stored (a table layout's name for it); the name itself otherwise. */
+  located?(name: string): string;
   /**
    * Discards everything written (retained streams too); settles in-flight work first. Never throws.
    * `keep`: names not to remove even if this transaction wrote them (another writer's commit, which

@@ -90,10 +90,10 @@ export function storeDestination(store: ObjectStore): Destination {
     startLease(attemptId) {
       if (!started.has(attemptId)) started.set(attemptId, takeLease(place.area, attemptId));
     },
-    begin(options) {
+    begin(options, layout) {
       const lease = started.get(options.attemptId);
       started.delete(options.attemptId);
-      return beginTransaction(place, options, undefined, lease);
+      return beginTransaction(layout === undefined ? place : placeOf(store, layout), options, undefined, lease);
     },
     shared: (id) => storeSharedArea(place, id, leases),
     check: store.check ? (signal, options) => store.check!(signal, options) : undefined,

@@ -1,4 +1,4 @@
-import type { CheckOptions, PutCondition } from '../kit/index.ts';
+import type { CheckOptions, ObjectStore, PutCondition } from '../kit/index.ts';
 
 /**
  * The commit API: what the export, the shards' commit and the table formats write through. It is
@@ -34,12 +34,11 @@ export interface Destination {
   check?(signal?: AbortSignal, options?: CheckOptions): Promise<void>;
   close(): Promise<void>;
   /**
-   * What a log-based table format (Iceberg, a Delta log) needs besides transactions. Optional:
-   * the file and S3 sinks implement them, a single-stream sink (stdout) does not.
-   *
-   * `list`: the names of committed objects under `prefix` (relative, `/`-separated, sorted).
+   * The sink's object store itself, for what a table format keeps outside any transaction (an
+   * Iceberg table's metadata, written once under new names, its pointer created only if absent).
+   * Undefined for a single-stream sink (stdout), which cannot hold a table.
    */
-  list?(prefix: string, signal?: AbortSignal): Promise<string[]>;
+  readonly store?: ObjectStore;
   /** Reads a small committed object with its version: the token a conditional `publish` compares. */
   readVersioned?(name: string, signal?: AbortSignal): Promise<Versioned | undefined>;
   /**
@@ -58,15 +57,6 @@ export interface Destination {
    * listing, and a commit in between makes the sweep remove nothing.
    */
   sweep?(owned: () => Promise<readonly string[] | undefined>, signal?: AbortSignal): Promise<void>;
-  /**
-   * Stores one stream in place, outside any transaction: it appears under `name` only once complete
-   * (a temp file renamed into place, a multipart upload), replacing an object of that name. For a
-   * table format, whose data files live beside those of earlier commits and become part of the
-   * table only when its log names them. Optional, like `list`.
-   */
-  put?(name: string, body: AsyncIterable<Uint8Array>, options?: WriteOptions): Promise<WriteResult>;
-  /** Removes objects `put` or `publish` stored; missing ones are fine. Optional, like `put`. */
-  remove?(names: readonly string[], signal?: AbortSignal): Promise<void>;
   /**
    * Room for one export written by several processes or machines (shards) and committed once.
    * `id` names the export (the same for every shard of it). Optional: a destination without it

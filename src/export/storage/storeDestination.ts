@@ -48,15 +48,9 @@ export function storeDestination(store: ObjectStore): Destination {
   return {
     url,
     multiFile: true,
+    store,
     read: async (name, signal) => (await readVersioned(name, signal))?.body,
     readVersioned,
-    async list(prefix, signal) {
-      try {
-        return (await store.list(prefix, signal)).sort();
-      } catch (error) {
-        return fail(`listing ${prefix || 'the objects'} at`, error, signal);
-      }
-    },
     async publish(name, body, condition, options = {}) {
       options.signal?.throwIfAborted();
       try {
@@ -64,20 +58,6 @@ export function storeDestination(store: ObjectStore): Destination {
       } catch (error) {
         if (error instanceof PreconditionFailedError) throw error;
         return fail(`writing ${name} to`, error, options.signal);
-      }
-    },
-    async put(name, body, options = {}) {
-      try {
-        return { bytes: (await store.put(name, body, { contentType: options.contentType, signal: options.signal })).bytes };
-      } catch (error) {
-        return fail(`writing ${name} to`, error, options.signal);
-      }
-    },
-    async remove(names, signal) {
-      try {
-        await store.delete(names, signal);
-      } catch (error) {
-        fail(`removing ${names.length} objects from`, error, signal);
       }
     },
     async sweep(owned, signal) {

@@ -54,9 +54,10 @@ export interface Destination {
    * commit folders and journals of dead writers, parts no commit lists. Never anything a writer
    * still alive may yet commit, nor names sluice did not write (see `sweep` in storage/sweep.ts).
    * `owned` reads the committed output's names (undefined: none); it is read before and after
-   * listing, and a commit in between makes the sweep remove nothing.
+   * listing, and a commit in between makes the sweep remove nothing. With `layout`, the place is a
+   * table and its own rule applies (`owned` unused: the layout reads the committed table).
    */
-  sweep?(owned: () => Promise<readonly string[] | undefined>, signal?: AbortSignal): Promise<void>;
+  sweep?(owned: () => Promise<readonly string[] | undefined>, signal?: AbortSignal, layout?: TableLayout): Promise<void>;
   /**
    * Room for one export written by several processes or machines (shards) and committed once.
    * `id` names the export (the same for every shard of it). Optional: a destination without it

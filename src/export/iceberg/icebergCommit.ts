@@ -113,11 +113,14 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
       }
     },
 
-    async finish(destination, commit) {
+    async finish(destination, commit, signal) {
+      // A catalog's table is tidied by its commits only: its storage may take the credentials the catalog vends.
       if (rest !== undefined) return;
+      // What dead writers of the table left that no snapshot references goes, as after a commit.
+      const storage = destinationStorage(destination);
+      await destination.sweep?.(async () => undefined, signal, tableLayout(() => storage, pointerOf(storage)));
       // The vN file is the commit; the hint, for readers that do not list, may lag after a kill.
       const version = commit.version === undefined ? undefined : versionOf(commit.version);
-      const storage = destinationStorage(destination);
       const hint = await storage.read(VERSION_HINT).then((b) => (b ? new TextDecoder().decode(b).trim() : undefined));
       if (version !== undefined && hint !== String(version)) await writeHint(storage, version);
     },

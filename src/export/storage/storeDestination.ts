@@ -60,9 +60,9 @@ export function storeDestination(store: ObjectStore): Destination {
         return fail(`writing ${name} to`, error, options.signal);
       }
     },
-    async sweep(owned, signal) {
+    async sweep(owned, signal, layout) {
       try {
-        await sweep(place, owned, { signal });
+        await sweep(layout === undefined ? place : placeOf(store, layout), owned, { signal });
       } catch (error) {
         fail('removing what earlier runs left at', error, signal);
       }

@@ -2,14 +2,16 @@
 // it writes, and the sweep after a commit removes what a dead writer left that the table does not
 // reference, never what a live writer wrote or journaled. Tables on disk and on the local S3
 // (fauxqs behind the precondition gate), read back by an independent Iceberg reader (icebird).
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordBatch } from 'apache-arrow';
 import { builtins } from '../../../connectors/index.ts';
 import { openExport, resolveOutput, writeExport } from '../../../src/export/index.ts';
 import { openDestination } from '../../../src/export/storage/index.ts';
+import { icebergCommit } from '../../../src/export/iceberg/index.ts';
 import { startLocalS3, type LocalS3 } from '../../helpers/s3.ts';
 import { startPreconditionGate, type PreconditionGate } from '../../helpers/preconditionGate.ts';
 import { icebirdRead } from '../../helpers/icebird.ts';
@@ -38,6 +40,7 @@ interface Where {
   /** Every object of the table, relative to it, sorted. */
   list(table: string): Promise<string[]>;
   read(table: string, name: string): Promise<string | undefined>;
+  write(table: string, name: string, body: string): Promise<void>;
 }
 
 const disk: Where = {
@@ -50,6 +53,7 @@ const disk: Where = {
       .map((e) => join(e.parentPath, e.name).slice(join(dir, table).length + 1))
       .sort(),
   read: (table, name) => readFile(join(dir, table, name), 'utf8').catch(() => undefined),
+  write: (table, name, body) => writeFile(join(dir, table, name), body),
 };
 
 const onS3: Where = {
@@ -58,6 +62,9 @@ const onS3: Where = {
   url: (table) => `s3://lake/${table}`,
   list: async (table) => (await s3.list('lake', `${table}/`)).map((k) => k.slice(table.length + 1)).sort(),
   read: async (table, name) => (await s3.list('lake', `${table}/${name}`)).includes(`${table}/${name}`) ? new TextDecoder().decode(await s3.get('lake', `${table}/${name}`)) : undefined,
+  async write(table, name, body) {
+    await s3.client.send(new PutObjectCommand({ Bucket: 'lake', Key: `${table}/${name}`, Body: body }));
+  },
 };
 
 let tables = 0;
@@ -136,5 +143,40 @@ describe.each([disk, onS3])('Iceberg writers under the one sweep rule, on $name'
     const left = await where.list(table);
     expect(dataFiles(left).sort()).toEqual([...other.commit!.files, ...summary.commit!.files].sort());
     expect(left.filter((n) => !n.startsWith('data/') && !n.startsWith('metadata/'))).toEqual([]);
+  });
+
+  it("a run that finds the table committed tidies it as a commit would: a dead writer's parts, journal and lease go", async () => {
+    const table = `tidy-${++tables}`;
+    const output = resolveOutput({ format: 'parquet', table: 'iceberg', mode: 'append', max_rows_per_file: 10, ...where.output(table) }, builtins);
+    const meta = (executionId: string) => ({ executionId, totalRowCount: 60, pageSize: 10 });
+    const first = await writeExport({ schema: numberedSchema, batches: numbered(60, 10), meta: meta('e1') }, output);
+    const stop = new AbortController();
+    const dead = await openExport(output, { executionId: 'e-dead' }, { resume: { attemptId: 'dead' }, keepOnStop: stop.signal, signal: stop.signal });
+    await expect(dead.write({ schema: numberedSchema, batches: pausing(where, table, 'dead', 2, () => stop.abort(new Error('stopped')), Promise.resolve()), meta: meta('e-dead') })).rejects.toThrow('stopped');
+    expect(dataFiles(await where.list(table)).length).toBeGreaterThan(first.commit!.files.length);
+
+    // What `sluice run` does when the execution is already committed (committedExport): finish, then tidy.
+    const protocol = icebergCommit({ mode: 'append', partitionBy: [] });
+    const tidy = async () => {
+      const destination = openDestination(output);
+      try {
+        await protocol.finish!(destination, (await protocol.read(destination))!);
+      } finally {
+        await destination.close();
+      }
+    };
+    await tidy();
+    const left = await where.list(table);
+    expect(dataFiles(left).sort()).toEqual([...first.commit!.files].sort());
+    expect(left.filter((n) => !n.startsWith('data/') && !n.startsWith('metadata/'))).toEqual([]);
+
+    // A writer killed after its snapshot landed, before its lease went: its files are the table's, they stay.
+    const token = /-([0-9a-f]{8})\.parquet$/.exec(first.commit!.files[0]!)![1]!;
+    await where.write(table, '.sluice-lease-killed', `${JSON.stringify({ host: hostname(), pid: process.pid, token: 'not-held-here', tag: token })}\n`);
+    await tidy();
+    const still = await where.list(table);
+    expect(dataFiles(still).sort()).toEqual([...first.commit!.files].sort());
+    expect(still).not.toContain('.sluice-lease-killed');
+    expect(await icebirdRead(where.url(table), s3)).toHaveLength(60);
   });
 });

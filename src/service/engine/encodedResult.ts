@@ -21,8 +21,9 @@
 // whole chunks is the schema message, the chunks' batches and the end-of-stream marker: a valid IPC
 // stream of the same values as one built per request; other Arrow pages are built per request.
 //
-// The rows are rendered by the same SQL as the dynamic page query (pageQuery.ts jsonRowSql /
-// csvRowSql), so a page read from the files is byte for byte the page the query would build.
+// The rows are rendered by the expressions of the dynamic page query (pageQuery.ts
+// renderedRowsSql: each value's text once, the row's JSON and CSV made from it as jsonRowSql and
+// csvRowSql make them), so a page read from the files is byte for byte the page the query builds.
 //
 // Crash safety: everything is written under <id>.enc.tmp and renamed to <id>.enc when complete;
 // a directory named .enc is therefore whole; so is arrow/ inside it. Leftover .enc.tmp and
@@ -31,7 +32,7 @@ import { mkdir, open, readFile, rename, rm, writeFile, type FileHandle } from 'n
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { sqlString } from '../sql.ts';
-import { csvRowSql, headerBytes, jsonRowSql, rowBytesSql, type StoredColumns } from './pageQuery.ts';
+import { headerBytes, renderedRowsSql, type StoredColumns } from './pageQuery.ts';
 import type { ResultInfo } from './types.ts';
 
 const HEX = 12;
@@ -120,9 +121,8 @@ export async function writeEncodings(conn: DuckDBConnection, stored: StoredColum
       // The subquery renders each text once; the outer projection only measures and joins them.
       const render = (from: number, file: string): Promise<unknown> =>
         conn.run(
-          `COPY (SELECT ${hex('rn')} || ${hex('strlen(j)')} || ${hex('strlen(c)')} || ${hex('b')} || j || c FROM (
-             SELECT rowid AS rn, ${jsonRowSql(stored, cols)} AS j, ${csvRowSql(stored, cols)} AS c, ${rowBytesSql(cols, stored)}::BIGINT AS b
-             FROM ${stored.table} WHERE rowid >= ${from} AND rowid < ${from + SLICE_ROWS}
+          `COPY (SELECT concat(${hex('rn')}, ${hex('strlen(j)')}, ${hex('strlen(c)')}, ${hex('b')}, j, c) FROM (
+             ${renderedRowsSql(stored, cols, `rowid >= ${from} AND rowid < ${from + SLICE_ROWS}`)}
            )) TO ${sqlString(file)} ${rawCopy('\n')}`,
         );
       const file = (from: number): string => join(dir, `${FILES.rendered}.${(from / SLICE_ROWS) % 2}`);

@@ -114,10 +114,11 @@ export async function writeEncodings(conn: DuckDBConnection, stored: StoredColum
       }
     }
     await split.finish(info.rowCount);
+    // Durable before the directory is renamed into place; the three flushed at once.
+    await Promise.all(outs.map((h) => h.sync()));
   } finally {
     for (const h of outs) await h.close();
   }
-  await syncFiles(dir, [FILES.json, FILES.csv, FILES.index]);
   await writeFile(join(dir, FILES.info), JSON.stringify(info));
   await syncFiles(dir, [FILES.info]);
 }
@@ -340,14 +341,16 @@ function splitIpcStream(stream: Uint8Array): { schemaEnd: number; bodyEnd: numbe
 
 /** Durable before the directory is renamed into place (a power loss must not leave a torn .enc). */
 async function syncFiles(dir: string, names: readonly string[]): Promise<void> {
-  for (const name of names) {
-    const h = await open(join(dir, name), 'r');
-    try {
-      await h.sync();
-    } finally {
-      await h.close();
-    }
-  }
+  await Promise.all(
+    names.map(async (name) => {
+      const h = await open(join(dir, name), 'r');
+      try {
+        await h.sync();
+      } finally {
+        await h.close();
+      }
+    }),
+  );
 }
 
 /** Moves a finished encoding into place. */

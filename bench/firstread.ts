@@ -177,7 +177,7 @@ async function encodingParts(): Promise<Part[]> {
     const chunkRows = Math.min(32_000, Math.floor(250_000 / names.length));
     const arrow = async (c: typeof conn, out: string): Promise<void> => {
       await mkdir(out, { recursive: true });
-      await writeArrowEncoding(out, chunkRows, ROWS, async (o, l) => (await buildArrowPage(c, stored, planPage(stored, { offset: o, limit: l }, 'json'))).bytes, () => false);
+      await writeArrowEncoding(out, chunkRows, ROWS, (o, l) => buildArrowPage(c, stored, planPage(stored, { offset: o, limit: l }, 'json')), () => false);
     };
     const timed = async (label: string, f: () => Promise<unknown>): Promise<void> => {
       fsyncMs = 0;

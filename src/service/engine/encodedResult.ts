@@ -112,6 +112,8 @@ export async function writeEncodings(conn: DuckDBConnection, stored: StoredColum
         if (!chunk || chunk.rowCount === 0) break;
         await split.chunk(chunk);
       }
+      // An interrupted stream ends early, as if it were whole: the count check below would say so too.
+      if (stopped()) throw new Error('encoding stopped');
     }
     await split.finish(info.rowCount);
     // Durable before the directory is renamed into place; the three flushed at once.
@@ -284,7 +286,8 @@ function writeHex(buf: Buffer, at: number, n: number): void {
 
 /**
  * Writes the Arrow encoding into `dir` (arrowDirs' tmp, renamed to its dir when this returns):
- * `buildChunk(offset, limit)` makes the Arrow IPC stream of those rows (schema, one batch, end),
+ * `buildChunk(offset, limit)` makes the Arrow IPC stream of those rows (schema, one batch, end)
+ * and says how many rows it holds (fewer than `limit` fails the encoding),
  * as an Arrow page of them is built; each stream's batch messages are appended to rows.arrow, its
  * schema message kept once. `stopped()` is asked between chunks.
  */
@@ -292,7 +295,7 @@ export async function writeArrowEncoding(
   dir: string,
   chunkRows: number,
   rowCount: number,
-  buildChunk: (offset: number, limit: number) => Promise<Uint8Array>,
+  buildChunk: (offset: number, limit: number) => Promise<{ bytes: Uint8Array; rowCount: number }>,
   stopped: () => boolean,
 ): Promise<void> {
   const rows = await open(join(dir, FILES.arrow), 'w');
@@ -302,7 +305,10 @@ export async function writeArrowEncoding(
   try {
     for (let offset = 0; offset < rowCount; offset += chunkRows) {
       if (stopped()) throw new Error('Arrow encoding stopped');
-      const stream = await buildChunk(offset, Math.min(chunkRows, rowCount - offset));
+      const limit = Math.min(chunkRows, rowCount - offset);
+      const { bytes: stream, rowCount: built } = await buildChunk(offset, limit);
+      // A page query interrupted (the execution stopped) ends early, as if it were whole.
+      if (built !== limit) throw new Error(`Arrow encoding: the chunk at row ${offset} has ${built} rows, not ${limit}`);
       const { schemaEnd, bodyEnd } = splitIpcStream(stream);
       schema ??= stream.subarray(0, schemaEnd);
       index.push(record(at));

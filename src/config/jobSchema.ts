@@ -6,6 +6,7 @@ import { outputConfigSchema, type ResolvedOutput } from '../export/outputConfig.
 import type { Registry } from '../kit/index.ts';
 import { parseType } from '../types/parse.ts';
 import { cronProblem, timezoneProblem } from './cron.ts';
+import { driftIssues, NotifySchema, SchemaDriftSchema } from './notifySchema.ts';
 
 // The one truth about job files: validation, types (z.infer), `sluice schema` and the job file
 // reference (docs/jobs.md, written by `npm run docs`) all come from here. Fields are snake_case like the wire protocol. The outputs'
@@ -203,10 +204,13 @@ function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
       budget: BudgetSchema.optional(),
       incremental: IncrementalSchema.optional(),
       expect: ExpectSchema.optional(),
+      schema_drift: SchemaDriftSchema.optional().describe('The schema drift policy of every output that does not set its own schema_drift (default evolve)'),
+      notify: NotifySchema.optional(),
     })
     .superRefine((job, ctx) => {
       if (job.incremental) incrementalIssues(job, ctx);
       if (job.expect) expectIssues(job.expect, job.result?.columns, ctx);
+      driftIssues(job, ctx);
       const columns = job.result?.columns;
       const paths = new Map<string, number>();
       job.outputs.forEach((output, i) => {
@@ -330,8 +334,14 @@ export const ConnectionSchema = z
   .describe('How to reach the service');
 export type Connection = z.infer<typeof ConnectionSchema>;
 
+/** Each output variant takes its own schema_drift (the export's output schema knows nothing of runs). */
+function withDriftPolicy(union: ReturnType<typeof outputConfigSchema>) {
+  const variants = union.options.map((o) => o.extend({ schema_drift: SchemaDriftSchema.optional() }));
+  return z.discriminatedUnion('format', variants as [(typeof variants)[number], ...(typeof variants)[number][]]);
+}
+
 function buildJobFileSchema(registry: Registry) {
-  const output = outputConfigSchema(registry).describe('One output: format, destination path, partitioning and rolling');
+  const output = withDriftPolicy(outputConfigSchema(registry)).describe('One output: format, destination path, partitioning and rolling');
   return z
     .strictObject({
       version: z.literal(1).optional().describe('Job file format version (1)'),

@@ -22,7 +22,7 @@ export function resolveOutputs<J extends { readonly outputs: readonly unknown[] 
     ...job,
     outputs: job.outputs.map((_, j) => {
       try {
-        return resolveOutput(written[i]!.outputs[j], registry);
+        return withSchemaDrift(written[i]!.outputs[j], (config) => resolveOutput(config, registry));
       } catch (error) {
         if (!(error instanceof ConfigError)) throw error;
         for (const issue of error.issues) {
@@ -36,6 +36,13 @@ export function resolveOutputs<J extends { readonly outputs: readonly unknown[] 
     }),
   }));
   return { jobs: resolved, issues };
+}
+
+/** An output's `schema_drift` is the run's business, not the export's: resolved without it, then carried beside it. */
+function withSchemaDrift(config: unknown, resolve: (config: unknown) => ResolvedOutput): ResolvedOutput {
+  if (typeof config !== 'object' || config === null || !('schema_drift' in config)) return resolve(config);
+  const { schema_drift: schemaDrift, ...rest } = config as Record<string, unknown>;
+  return { ...resolve(rest), schemaDrift } as ResolvedOutput;
 }
 
 /** `s3.secret_access_key` -> ['s3', 'secret_access_key']; `partition_by[1]` -> ['partition_by', 1]. */

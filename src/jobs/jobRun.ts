@@ -6,6 +6,8 @@ import { type Ready, type ResultStream, stream } from '../pipeline/stream.ts';
 import { checkBytes, checkCredits, TIER_COST } from './budget.ts';
 import { committedExport, outputFingerprint, readCommits } from './committedOutput.ts';
 import { type ContractWarning, RunContract } from './contract.ts';
+import { type OutputDrift, RunDrift, watchesDrift } from './drift.ts';
+import type { Delivery } from './notify.ts';
 import { compareCursor, type CursorKind } from './cursor.ts';
 import { policyOf } from './errorPolicy.ts';
 import { checkResultColumns, type CursorPlan, explainInitial, planCursor } from './incremental.ts';
@@ -61,6 +63,8 @@ export interface JobSummary {
   readonly cursor?: { readonly from: string | null; readonly to: string | null };
   /** Jobs with `expect`: the checks a `warn` contract let through, with how many rows broke each (empty: the result met the contract). */
   readonly contract?: { readonly warnings: readonly ContractWarning[] };
+  /** The outputs whose committed columns differ from the result's, and what their schema_drift policy did (absent: none, or not looked for). */
+  readonly drift?: readonly OutputDrift[];
 }
 
 export interface RunEvents {
@@ -73,6 +77,10 @@ export interface RunEvents {
   /** The run's record, as appended to the run history, whatever the outcome. */
   onRecorded?(record: RunRecord): void;
   onWarning?(message: string, fields: Record<string, unknown>): void;
+  /** An output's committed columns differ from the result's (before any page): what its schema_drift policy does. */
+  onDrift?(drift: OutputDrift): void;
+  /** A webhook notification was delivered, or given up on after its retries (it never fails the run). */
+  onNotification?(delivery: Delivery): void;
 }
 
 /** What a run has done so far, across its attempts: enough to record it however it ends. */
@@ -122,6 +130,7 @@ export class JobRun {
   /** Linked to the caller's signal; aborted by the first failing output too. */
   readonly #controller = new AbortController();
   readonly #contract: RunContract | undefined;
+  readonly #drift: RunDrift | undefined;
   #pageSize: number | undefined;
 
   constructor(job: Job, options: AttemptOptions, state: JobRunState, tally: RunTally) {
@@ -130,6 +139,7 @@ export class JobRun {
     this.#state = state;
     this.#tally = tally;
     this.#contract = job.expect === undefined ? undefined : new RunContract(job, options.events?.onWarning);
+    this.#drift = watchesDrift(job) ? new RunDrift(job, (drift) => options.events?.onDrift?.(drift)) : undefined;
   }
 
   async attempt(): Promise<AttemptResult> {
@@ -220,6 +230,7 @@ export class JobRun {
       const overBytes = checkBytes(this.#job, ready.status);
       if (overBytes) throw overBytes;
       this.#contract?.beforeFetch(ready.status);
+      await this.#drift?.beforeFetch(ready.status, this.#options.signal);
       const metadata = ready.status.result_metadata;
       return cursor === undefined ? undefined : checkResultColumns(cursor, metadata?.column_names ?? [], metadata?.column_types ?? []);
     } catch (error) {
@@ -252,12 +263,14 @@ export class JobRun {
       controller: this.#controller,
       stop: this.#options.signal,
       onPageSize: (pageSize) => (this.#pageSize = pageSize),
-      workers: runWorkers(job, asked, warn),
+      // A frozen output's rows are reshaped from the one read, which part threads would bypass.
+      workers: this.#drift?.reshapes === true ? 1 : runWorkers(job, asked, warn),
       totalRows,
       wire: knownWire(job.wire),
       warn,
       incremental: cursor === undefined || started.kind === undefined ? undefined : { plan: cursor, kind: started.kind },
       contract: this.#contract,
+      drift: this.#drift,
     });
     pending.forEach((index, k) => this.#report(summaries, index, writtenSummary(written.summaries[k]!, job.outputs[index]!.format.type, warn)));
     return { outputs: summaries.map((s) => s!), written: { ...written, cursors: spread(job.outputs.length, pending, written.cursors, cursor) } };
@@ -287,6 +300,7 @@ export class JobRun {
       outputs,
       ...(cursor === undefined ? {} : { cursor: { from: cursor.from, to: lowest(started.kind ?? cursor.kind, cursors) } }),
       ...(this.#contract === undefined ? {} : { contract: { warnings: this.#contract.warnings } }),
+      ...(this.#drift === undefined || this.#drift.found.length === 0 ? {} : { drift: this.#drift.found }),
     };
   }
 }

@@ -7,6 +7,7 @@ import type { RangeReader, ResultStream } from '../pipeline/stream.ts';
 import { resumeAttemptId } from './attemptId.ts';
 import { outputFingerprint } from './committedOutput.ts';
 import type { RunContract } from './contract.ts';
+import type { RunDrift } from './drift.ts';
 import type { CursorKind } from './cursor.ts';
 import { type CursorPlan, OutputCursor, serviceType } from './incremental.ts';
 import { sourceInfo } from './jobSource.ts';
@@ -40,6 +41,8 @@ export interface WriteOutputsOptions {
   readonly incremental?: { readonly plan: CursorPlan; readonly kind: CursorKind } | undefined;
   /** The job's `expect` contract: every row read passes its column checks before any output sees it. */
   readonly contract?: RunContract | undefined;
+  /** Schema drift: a frozen output's rows are reshaped to its committed columns. */
+  readonly drift?: RunDrift | undefined;
 }
 
 type Opened = { readonly o: OpenedExport; readonly k: number };
@@ -159,7 +162,8 @@ function writeSerial(options: WriteOutputsOptions, serial: readonly Opened[], st
       fingerprint: outputFingerprint(job, job.outputs[pending[k]!]!),
       ...(cursor ? { cursor: () => cursor.state() } : {}),
     };
-    summaries[k] = o.write({ schema, batches: cursor ? cursor.filter(batches) : batches, meta: outputMeta }, { signal: controller.signal }).catch(failed);
+    const shaped = options.drift?.shape(pending[k]!, schema, cursor ? cursor.filter(batches) : batches) ?? { schema, batches: cursor ? cursor.filter(batches) : batches };
+    summaries[k] = o.write({ ...shaped, meta: outputMeta }, { signal: controller.signal }).catch(failed);
   });
   return cursors;
 }

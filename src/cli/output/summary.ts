@@ -1,4 +1,5 @@
 import type { JobSummary } from '../../jobs/runJob.ts';
+import { describeChange } from '../../jobs/drift.ts';
 import { fmtDuration } from '../progress.ts';
 
 export function formatBytes(bytes: number): string {
@@ -24,6 +25,7 @@ export function formatSummary(s: JobSummary): string {
     `${s.job}: ${s.rows.toLocaleString('en-US')} rows${fetched}, ${plural(s.files, 'file')}, ${formatBytes(s.bytes)}${pages}, ${s.credits} credits${left(s)} in ${fmtDuration(s.durationMs)} (execution ${s.executionId}${how})`,
     ...(s.cursor === undefined ? [] : [`  cursor ${s.cursor.from ?? '(initial)'} -> ${s.cursor.to ?? '(not all outputs committed)'}`]),
     ...(s.contract?.warnings ?? []).map((w) => `  contract broken (warn): ${w.check}: ${plural(w.count, 'violation')}, first: ${w.first}`),
+    ...(s.drift ?? []).map((d) => `  schema drift (${d.policy}: ${d.action}) ${d.url}: ${d.changes.map(describeChange).join('; ')}`),
     ...s.outputs.map(
       (o) =>
         `  ${o.url}  ${o.format}  ${o.rows.toLocaleString('en-US')} rows  ${plural(o.files, 'file')}  ${formatBytes(o.bytes)}` +
@@ -64,6 +66,7 @@ export function summaryFields(s: JobSummary): Record<string, unknown> {
     ...(s.creditsLeft === undefined ? {} : { credits_left: s.creditsLeft }),
     ...(s.cursor === undefined ? {} : { cursor: s.cursor }),
     ...(s.contract === undefined ? {} : { contract: { warnings: s.contract.warnings.map((w) => ({ check: w.check, ...(w.column === undefined ? {} : { column: w.column }), count: w.count, first: w.first })) } }),
+    ...(s.drift === undefined ? {} : { drift: s.drift }),
     duration_ms: Math.round(s.durationMs),
     attempts: s.attempts,
     outputs: s.outputs.map((o) => ({

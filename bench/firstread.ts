@@ -11,9 +11,9 @@
 //   the last row read, both ways (encoding is now the execution's last step: it costs time before
 //   COMPLETED and saves it on every read);
 // - the service process's peak RSS, both ways;
-// - the execution time with engine.encode_results at_completion against when_idle: two services
-//   at once, the same SQL submitted to each in turn (when_idle's background encoding waited for
-//   between turns, not counted);
+// - the execution time with engine.encode_results at_completion against when_idle, and the service
+//   process's CPU from submit to COMPLETED: two services at once, the same SQL submitted to each in
+//   turn (when_idle's background encoding waited for between turns, not counted);
 // - where the encoding's time goes, in this process on the stored result of the same rows: DuckDB
 //   rendering the rows, the JSON/CSV encoding (render + split into the files + fsync), the Arrow
 //   chunks, both at once as the engine runs them; process CPU and fsync time beside each.
@@ -28,7 +28,7 @@ import { buildArrowPage } from '../src/service/engine/arrowPage.ts';
 import { writeArrowEncoding, writeEncodings } from '../src/service/engine/encodedResult.ts';
 import { planPage, renderedRowsSql } from '../src/service/engine/pageQuery.ts';
 import { SAMPLE_EVENTS_COLUMNS, sampleEventsSelect } from '../src/service/engine/sampleEvents.ts';
-import { ARROW, downloadAll, fmt, get, ratio, ROWS, startChild, submitAndWait, type Child } from './service.ts';
+import { ARROW, cpuSeconds, downloadAll, fmt, get, ratio, ROWS, startChild, submitAndWait, type Child } from './service.ts';
 
 const SQL = 'SELECT * FROM sample.events ORDER BY id';
 
@@ -109,16 +109,28 @@ function report(label: string, r: Reads): void {
 /** Rounds of the execution time comparison. */
 const EXEC_ROUNDS = 3;
 
-/** Execution times (ms) of SQL on two services at once, in turns: at_completion, when_idle. */
-async function executionTimes(): Promise<{ atCompletion: number[]; whenIdle: number[] }> {
+interface ExecutionCost {
+  /** execution_ended_at - execution_started_at. */
+  ms: number;
+  /** CPU the service process used from submit to COMPLETED: less shaken by the machine's load than the time. */
+  cpuMs: number;
+}
+
+/** Execution times and CPU of SQL on two services at once, in turns: at_completion, when_idle. */
+async function executionTimes(): Promise<{ atCompletion: ExecutionCost[]; whenIdle: ExecutionCost[] }> {
   const dirs = await Promise.all([0, 1].map(() => mkdtemp(join(tmpdir(), 'sluice-bench-exec-'))));
   const [now, idle] = await Promise.all([startChild(dirs[0]!, undefined, { encode_results: 'at_completion' }), startChild(dirs[1]!, undefined, { encode_results: 'when_idle' })]);
-  const times = { atCompletion: [] as number[], whenIdle: [] as number[] };
+  const times = { atCompletion: [] as ExecutionCost[], whenIdle: [] as ExecutionCost[] };
+  const cost = async (child: Child): Promise<ExecutionCost & { id: string }> => {
+    const cpu = cpuSeconds(child.proc.pid!);
+    const { execMs, id } = await fresh(child);
+    return { id, ms: execMs, cpuMs: (cpuSeconds(child.proc.pid!) - cpu) * 1000 };
+  };
   try {
     for (let i = 0; i < EXEC_ROUNDS; i++) {
-      times.atCompletion.push((await fresh(now)).execMs);
-      const { execMs, id } = await fresh(idle);
-      times.whenIdle.push(execMs);
+      times.atCompletion.push(await cost(now));
+      const { id, ...c } = await cost(idle);
+      times.whenIdle.push(c);
       // Its background encoding runs now; the next turn starts once it is done.
       await idle.whenEncoded(id);
     }
@@ -213,9 +225,11 @@ export async function run(): Promise<void> {
     console.log(`  ${p.label}: ${fmt(p.wallMs)} (${ratio(p.wallMs, both.wallMs)} of both at once), process CPU ${fmt(p.cpuMs)}, of it fsync ${fmt(p.fsyncMs)} (wall)`);
   }
   const exec = await executionTimes();
+  const show = (xs: ExecutionCost[]): string => xs.map((x) => `${fmt(x.ms)} (CPU ${fmt(x.cpuMs)})`).join(', ');
+  const med = (xs: ExecutionCost[], k: keyof ExecutionCost): number => median(xs.map((x) => x[k]));
   console.log(
-    `execution time, ${EXEC_ROUNDS} turns on two services at once: encode_results at_completion ${exec.atCompletion.map(fmt).join(', ')}; when_idle ${exec.whenIdle.map(fmt).join(', ')}: ` +
-      `at_completion/when_idle ${ratio(median(exec.atCompletion), median(exec.whenIdle))} (medians)`,
+    `execution, ${EXEC_ROUNDS} turns on two services at once: encode_results at_completion ${show(exec.atCompletion)}; when_idle ${show(exec.whenIdle)}: ` +
+      `at_completion/when_idle time ${ratio(med(exec.atCompletion, 'ms'), med(exec.whenIdle, 'ms'))}, service CPU ${ratio(med(exec.atCompletion, 'cpuMs'), med(exec.whenIdle, 'cpuMs'))} (medians)`,
   );
   const results: Array<{ label: string; r: Awaited<ReturnType<typeof reads>>; rss: number }> = [];
   for (const [label, encodeMinBytes] of [

@@ -69,7 +69,7 @@ export async function startChild(dataDir: string, encodeMinBytes?: number, engin
 }
 
 /** CPU seconds (user + system) the process has used, from /proc (Linux). */
-function cpuSeconds(pid: number): number {
+export function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;

@@ -207,6 +207,7 @@ function checkShardable(job: Job): void {
     issues.push({ path: 'expect.checks', message: 'not supported on sharded runs yet (each shard reads only its rows, so unique could not see them all): run without shards, or keep expect.columns and expect.rows, which shard 0 checks before any page is fetched', value: Object.keys(job.expect.checks) });
   }
   job.outputs.forEach((output, i) => {
+    if (output.expect !== undefined) issues.push({ path: `outputs[${i}].expect`, message: "not supported on sharded runs yet: move the output's columns and rows to the job's expect (shard 0 checks them before any page is fetched), or run without shards", value: Object.keys(output.expect) });
     if (driftPolicyOf(job, output) === 'freeze') issues.push({ path: `outputs[${i}].schema_drift`, message: 'freeze reshapes the rows of the one read, and each shard reads its own: use fail or evolve, or run without shards', value: 'freeze' });
     if (output.mode === 'append') issues.push({ path: `outputs[${i}].mode`, message: 'a sharded run replaces the output: drop mode: append or run without shards', value: output.mode });
     if (output.table !== 'manifest') issues.push({ path: `outputs[${i}].table`, message: 'a sharded run commits a manifest: run table outputs without shards', value: output.table });

@@ -212,6 +212,16 @@ class TextPages {
 /** How pages are read: JSON pages (read from their text, or parsed), or Arrow pages. */
 type PageMode = 'rows' | 'arrow';
 
+/** The first page asked for before the execution's status was known (`#firstPageEarly`). */
+interface EarlyPage {
+  /** When it was requested: the first read's rates count from there when it is used. */
+  readonly requestedAt: number;
+  /** Stops the request (its answer is not wanted). */
+  stop(): void;
+  /** The page, when the execution's final `status` lets it stand for the first page; else undefined (stopped). */
+  usable(status: ExecutionStatus): Promise<Fetched | undefined>;
+}
+
 interface Started {
   readonly info: ResultInfo;
   readonly resolved: ResolvedSource;
@@ -486,14 +496,23 @@ export class ResultStream implements AsyncIterable<Row> {
 
   async #begin(): Promise<Started> {
     const { signal } = this.#options;
+    const start = this.#options.startOffset ?? 0;
+    const firstOffset = this.#options.pageSize === undefined ? start : start - (start % this.#options.pageSize);
+    let early: EarlyPage | undefined;
     try {
-      const found = await this.#resolution();
+      early = this.#firstPageEarly(firstOffset);
+      let found: Resolution;
+      try {
+        found = await this.#resolution();
+      } catch (error) {
+        // Nothing waits for the early page once the wait has failed: stop it.
+        early?.stop();
+        throw error;
+      }
       const resolved = found.resolved;
-      const firstRequestedAt = performance.now();
-      const start = this.#options.startOffset ?? 0;
-      const firstOffset = this.#options.pageSize === undefined ? start : start - (start % this.#options.pageSize);
-      const wire = this.#wire();
-      const firstPage = wire === 'json' ? await this.#fetch(resolved, { offset: firstOffset, limit: this.#options.pageSize }, signal) : await this.#fetchFirstArrow(resolved, firstOffset, signal);
+      const earlyPage = await early?.usable(found.status);
+      const firstRequestedAt = earlyPage === undefined ? performance.now() : early!.requestedAt;
+      const firstPage = earlyPage ?? (await this.#fetchFirst(resolved.execution.id, firstOffset, signal));
       const first = this.#check(resolved, firstPage, undefined);
       checkUniqueNames(first.metadata.column_names, resolved.execution.id);
       const metadata = first.metadata;
@@ -518,6 +537,43 @@ export class ResultStream implements AsyncIterable<Row> {
     }
   }
 
+  /**
+   * For an execution id whose status is not known yet, the first page is asked for together with
+   * the status instead of one round trip after it: a finished result then costs one round trip to
+   * start, not two. The page is used only when the status says COMPLETED and the page holds a
+   * result; anything else (still running, partial, failed, the request failing) drops it and the
+   * first page is asked for again after the wait, exactly as without it. The early request is an
+   * ordinary request: the key's rate governor counts it, and its retries are the client's.
+   */
+  #firstPageEarly(offset: number): EarlyPage | undefined {
+    const source = this.#source;
+    if (this.#ready !== undefined || !('executionId' in source) || typeof source.executionId !== 'string' || source.executionId === '') return undefined;
+    const controller = new AbortController();
+    const signal = this.#options.signal === undefined ? controller.signal : AbortSignal.any([this.#options.signal, controller.signal]);
+    const requestedAt = performance.now();
+    const fetched: Promise<Fetched | undefined> = this.#fetchFirst(source.executionId, offset, signal).then(
+      (f) => f,
+      () => undefined,
+    );
+    return {
+      requestedAt,
+      stop: () => controller.abort(),
+      usable: async (status) => {
+        if (status.state !== 'QUERY_STATE_COMPLETED') {
+          controller.abort();
+          return undefined;
+        }
+        const got = await fetched;
+        return got !== undefined && got.page.state === 'QUERY_STATE_COMPLETED' && got.page.result !== undefined ? got : undefined;
+      },
+    };
+  }
+
+  /** The first page: on the JSON wire, or asking for Arrow (which tells whether the service serves it). */
+  #fetchFirst(executionId: string, offset: number, signal: AbortSignal | undefined): Promise<Fetched> {
+    return this.#wire() === 'json' ? this.#fetch(executionId, { offset, limit: this.#options.pageSize }, signal) : this.#fetchFirstArrow(executionId, offset, signal);
+  }
+
   async *#pages(started: Started, mode: PageMode, text?: TextPages) {
     const { signal } = this.#options;
     const { info, resolved } = started;
@@ -535,7 +591,7 @@ export class ResultStream implements AsyncIterable<Row> {
     /** Rows of a page at `offset` still before `end`: the read delivers no row past it. */
     const upTo = (offset: number, rowCount: number) => Math.max(0, Math.min(rowCount, end - offset));
     try {
-      first ??= this.#check(resolved, await this.#fetch(resolved, { offset: firstOffset, limit: info.pageSize }, signal, mode, text), info.columns);
+      first ??= this.#check(resolved, await this.#fetch(resolved.execution.id, { offset: firstOffset, limit: info.pageSize }, signal, mode, text), info.columns);
       const firstTake = upTo(firstOffset, first.rowCount);
       const skip = Math.min(start - firstOffset, firstTake);
       progress.page(firstTake - skip, first.bytes, total, first.httpBytes, first.wireBytes);
@@ -543,7 +599,7 @@ export class ResultStream implements AsyncIterable<Row> {
       if (first.nextOffset === undefined || firstOffset + first.rowCount >= end) return;
 
       const fetchPage = async (request: PageRequest, pageSignal: AbortSignal) =>
-        this.#check(resolved, await this.#fetch(resolved, request, pageSignal, mode, text), info.columns);
+        this.#check(resolved, await this.#fetch(resolved.execution.id, request, pageSignal, mode, text), info.columns);
       const pages = fetchOrdered(fetchPage, {
         // A first page shorter than the grid leaves rows before `startOffset`: start there instead.
         start: Math.max(first.nextOffset, start),
@@ -571,8 +627,8 @@ export class ResultStream implements AsyncIterable<Row> {
    * The first page, asking for Arrow: the answer tells whether the service serves Arrow pages. A JSON
    * answer is parsed here (it is one page), and settles the wire: JSON for `auto`, an error for `arrow`.
    */
-  async #fetchFirstArrow(resolved: ResolvedSource, offset: number, signal: AbortSignal | undefined): Promise<Fetched> {
-    const answer = await this.#client.getResultsWire(resolved.execution.id, { ...this.#resultOptions({ offset, limit: this.#options.pageSize }, signal), accept: 'arrow' });
+  async #fetchFirstArrow(executionId: string, offset: number, signal: AbortSignal | undefined): Promise<Fetched> {
+    const answer = await this.#client.getResultsWire(executionId, { ...this.#resultOptions({ offset, limit: this.#options.pageSize }, signal), accept: 'arrow' });
     if (answer.format === 'arrow') {
       this.#arrowOffered = true;
       return { page: answer.page, httpBytes: answer.decodedBytes, wireBytes: answer.bytes, ipc: answer.ipc };
@@ -581,20 +637,19 @@ export class ResultStream implements AsyncIterable<Row> {
     if (this.#options.wire === 'arrow' && (answer.refused || page.result !== undefined)) {
       throw new InvalidResponseError(
         `wire 'arrow' was asked for, but the service ${answer.refused ? 'refused Arrow pages (406)' : 'answered a result page as JSON'}: it does not serve Arrow pages; use wire 'auto' (Arrow when offered, else JSON) or 'json'`,
-        { method: 'stream', executionId: resolved.execution.id },
+        { method: 'stream', executionId },
       );
     }
     return { page, httpBytes: answer.decodedBytes, wireBytes: answer.bytes };
   }
 
   async #fetch(
-    resolved: ResolvedSource,
+    executionId: string,
     request: { offset: number; limit: number | undefined },
     signal: AbortSignal | undefined,
     mode: PageMode = 'rows',
     text?: TextPages,
   ): Promise<Fetched> {
-    const executionId = resolved.execution.id;
     const options = this.#resultOptions(request, signal);
     if (mode === 'rows' && text?.live) {
       const answer = await this.#client.getResultsWire(executionId, { ...options, accept: 'json' });

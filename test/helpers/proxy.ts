@@ -1,11 +1,15 @@
 // A proxy in front of the local service for tests that need to see or change the traffic: it
 // forwards every request, and `fault(url)` may answer one with an error status instead (or just
-// count it, returning undefined).
+// count it, returning undefined); `hold(url)` may hold a request's answer back until it resolves.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** Forwards every request to `target`; `fault(url)` may answer one with an error status instead. */
-export async function startProxy(target: string, fault: (url: string) => number | undefined): Promise<{ url: string; close(): Promise<void> }> {
+export async function startProxy(
+  target: string,
+  fault: (url: string) => number | undefined,
+  hold?: (url: string) => Promise<void>,
+): Promise<{ url: string; close(): Promise<void> }> {
   const origin = new URL(target).origin;
   const server: Server = createServer((req, res) => {
     const status = fault(req.url ?? '');
@@ -22,6 +26,7 @@ export async function startProxy(target: string, fault: (url: string) => number 
       fetch(`${origin}${req.url}`, { method: req.method, headers, ...(body ? { body } : {}) })
         .then(async (answer) => {
           const bytes = Buffer.from(await answer.arrayBuffer());
+          await hold?.(req.url ?? '');
           const out: Record<string, string> = {};
           answer.headers.forEach((v, k) => {
             if (k !== 'content-encoding' && k !== 'content-length' && k !== 'transfer-encoding' && k !== 'connection') out[k] = v;

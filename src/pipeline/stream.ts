@@ -10,7 +10,7 @@ import { compileRowDecoder, sameColumns, type ColumnSpec, type DecodeOptions, ty
 import { compileTextRows, type TextRead, type TextReader } from '../types/textRows.ts';
 import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
 import { releaseBody } from '../client/pageBody.ts';
-import { DEFAULT_CONCURRENCY, DEFAULT_PREFETCH, fetchOrdered, type PageRequest, type PageShape } from './fetchOrdered.ts';
+import { DEFAULT_CONCURRENCY, DEFAULT_PREFETCH, fetchOrdered, type OrderedPage, type PageRequest, type PageShape } from './fetchOrdered.ts';
 import { ProgressTracker, type Progress, type ProgressListener } from './progress.ts';
 import { resolveSource, type ResolvedSource, type StreamClient, type StreamSource } from './source.ts';
 
@@ -595,11 +595,19 @@ export class ResultStream implements AsyncIterable<Row> {
       const firstTake = upTo(firstOffset, first.rowCount);
       const skip = Math.min(start - firstOffset, firstTake);
       progress.page(firstTake - skip, first.bytes, total, first.httpBytes, first.wireBytes);
-      if (skip < firstTake) yield { page: first, offset: firstOffset, skip, take: firstTake };
-      if (first.nextOffset === undefined || firstOffset + first.rowCount >= end) return;
+      const firstOut = skip < firstTake ? { page: first, offset: firstOffset, skip, take: firstTake } : undefined;
+      if (first.nextOffset === undefined || firstOffset + first.rowCount >= end) {
+        if (firstOut !== undefined) yield firstOut;
+        return;
+      }
 
       const fetchPage = async (request: PageRequest, pageSignal: AbortSignal) =>
         this.#check(resolved, await this.#fetch(resolved.execution.id, request, pageSignal, mode, text), info.columns);
+      // The fan-out starts before the first page is handed over, so the consumer's work on that page
+      // overlaps the next pages' round trips. It has a controller of its own: a consumer that leaves
+      // during the first page must not wait for a page download (a generator's return() waits for
+      // the next() in progress) before the requests are stopped.
+      const fanOut = new AbortController();
       const pages = fetchOrdered(fetchPage, {
         // A first page shorter than the grid leaves rows before `startOffset`: start there instead.
         start: Math.max(first.nextOffset, start),
@@ -607,16 +615,28 @@ export class ResultStream implements AsyncIterable<Row> {
         totalRows: Math.min(info.totalRows, end),
         concurrency: this.#options.concurrency ?? DEFAULT_CONCURRENCY,
         prefetch: this.#options.prefetch ?? DEFAULT_PREFETCH,
-        signal,
+        signal: signal === undefined ? fanOut.signal : AbortSignal.any([signal, fanOut.signal]),
       });
+      let primed: Promise<IteratorResult<OrderedPage<RawPage>, void>> | undefined = pages.next();
+      primed.catch(() => undefined);
       first = undefined;
-      for await (const ordered of pages) {
-        const take = upTo(ordered.offset, ordered.page.rowCount);
-        if (take <= ordered.skip) return;
-        progress.page(take - ordered.skip, ordered.page.bytes, total, ordered.page.httpBytes, ordered.page.wireBytes);
-        yield { ...ordered, take };
-        // Leaving the loop ends the fetcher, which aborts and settles what it has in flight.
-        if (ordered.offset + take >= end) return;
+      try {
+        if (firstOut !== undefined) yield firstOut;
+        for (;;) {
+          const got = await (primed ?? pages.next());
+          primed = undefined;
+          if (got.done) return;
+          const ordered = got.value;
+          const take = upTo(ordered.offset, ordered.page.rowCount);
+          if (take <= ordered.skip) return;
+          progress.page(take - ordered.skip, ordered.page.bytes, total, ordered.page.httpBytes, ordered.page.wireBytes);
+          yield { ...ordered, take };
+          if (ordered.offset + take >= end) return;
+        }
+      } finally {
+        // Leaving ends the fetcher, which aborts and settles what it has in flight.
+        if (primed !== undefined) fanOut.abort(new Error('page iteration ended'));
+        await pages.return(undefined);
       }
     } catch (error) {
       throw abortError(error, signal, 'stream');

@@ -36,10 +36,12 @@ async function watched(options: { gate?: boolean } = {}) {
   let pageAsked!: () => void;
   const asked = new Promise<void>((resolve) => (pageAsked = resolve));
   let statusWaited = false;
+  const watchers: { entry: string; found: () => void }[] = [];
   const proxy = await startProxy(
     svc.url,
     (url) => {
       const u = new URL(url, 'http://x');
+      for (const w of watchers) if (u.pathname.endsWith('/results') && w.entry === `results@${u.searchParams.get('offset') ?? 0}`) w.found();
       if (u.pathname.endsWith('/status')) log.push('status');
       else if (u.pathname.endsWith('/results')) {
         log.push(`results@${u.searchParams.get('offset') ?? 0}`);
@@ -60,6 +62,13 @@ async function watched(options: { gate?: boolean } = {}) {
     client: own,
     log,
     statusWaited: () => statusWaited,
+    /** True once `entry` (`results@offset`) has been asked for; false after 10 s without. */
+    seen: (entry: string) =>
+      new Promise<boolean>((resolve) => {
+        if (log.includes(entry)) return resolve(true);
+        const timer = setTimeout(() => resolve(false), 10_000);
+        watchers.push({ entry, found: () => (clearTimeout(timer), resolve(true)) });
+      }),
     close: async () => {
       await own.close();
       await proxy.close();
@@ -93,6 +102,27 @@ describe('a finished execution', () => {
       expect(w.log.filter((r) => r.startsWith('results@'))).toHaveLength(pages);
       expect(s.progress?.rows).toBe(expected.length);
       expect(w.client.stats.requests).toBe(1 + pages);
+    } finally {
+      await w.close();
+    }
+  });
+
+  it.each(['json', 'auto'] as const)('wire %s: the next pages are asked for while the consumer still holds the first page', async (wire) => {
+    const e = await client.execute({ sql: EVENTS });
+    await e.wait();
+    const w = await watched();
+    try {
+      const s = stream(w.client, { executionId: e.id }, { wire, concurrency: 2 });
+      const it = wire === 'auto' ? s.batches() : s.rows();
+      expect((await it.next()).done).toBe(false);
+      // The consumer has its first row or batch and asks for nothing more: the fan-out is already under way.
+      expect(await w.seen(`results@${PAGE_ROWS}`)).toBe(true);
+      expect(await w.seen(`results@${2 * PAGE_ROWS}`)).toBe(true);
+      // Leaving now stops the fetching, with nothing left running.
+      await it.return(undefined);
+      const requests = w.client.stats.requests;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(w.client.stats.requests).toBe(requests);
     } finally {
       await w.close();
     }

@@ -4,8 +4,6 @@ import type { DriftPolicy } from '../config/notifySchema.ts';
 import type { CommittedColumn } from '../export/commit.ts';
 import { commitFor } from '../export/commitFor.ts';
 import { SchemaDriftError } from '../export/errors.ts';
-import { destinationStorage } from '../export/iceberg/destinationStorage.ts';
-import { parseMetadata } from '../export/iceberg/metadata.ts';
 import { mapSchema, typeText } from '../export/iceberg/types.ts';
 import type { ResolvedOutput } from '../export/outputConfig.ts';
 import { openDestination } from '../export/storage/openDestination.ts';
@@ -94,8 +92,8 @@ interface CommittedSchema {
 
 /**
  * The columns an output committed last (undefined: nothing committed yet, a single stream, or a
- * commit that did not record them): a manifest's schema, an Iceberg path table's current schema.
- * Read through the commit protocol; an Iceberg table's current metadata file is its commit's version.
+ * commit that did not record them): a manifest's schema, an Iceberg table's current schema (from
+ * its metadata file, or from the catalog that holds it). Read through the commit protocol.
  */
 export async function committedSchema(output: ResolvedOutput, signal: AbortSignal): Promise<CommittedSchema | undefined> {
   const destination = openDestination(output);
@@ -103,15 +101,8 @@ export async function committedSchema(output: ResolvedOutput, signal: AbortSigna
     if (!destination.multiFile) return undefined;
     const commit = await commitFor(output).read(destination, signal);
     if (commit === undefined) return undefined;
-    if (output.table !== 'iceberg') return commit.columns === undefined ? undefined : { columns: commit.columns, types: 'service' };
-    const file = commit.version;
-    if (file === undefined || output.catalog !== undefined) return undefined;
-    const storage = destinationStorage(destination);
-    const bytes = await storage.read(file, signal);
-    if (bytes === undefined) return undefined;
-    const metadata = parseMetadata(bytes, storage.url, file);
-    const current = metadata.schemas.find((s) => s['schema-id'] === metadata['current-schema-id']);
-    return current === undefined ? undefined : { columns: current.fields.map((f) => ({ name: f.name, type: typeText(f.type) })), types: 'iceberg' };
+    if (output.table === 'iceberg') return commit.tableColumns === undefined ? undefined : { columns: commit.tableColumns, types: 'iceberg' };
+    return commit.columns === undefined ? undefined : { columns: commit.columns, types: 'service' };
   } finally {
     await destination.close();
   }

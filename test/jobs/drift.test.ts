@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { IcebergRestCatalog } from 'iceberg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtins } from '../../connectors/index.ts';
 import { formatSummary, summaryFields } from '../../src/cli/output/summary.ts';
@@ -11,6 +12,7 @@ import { runJob } from '../../src/jobs/runJob.ts';
 import { runShard } from '../../src/jobs/shards/runShard.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { icebirdRead } from '../helpers/icebird.ts';
+import { type CatalogStandIn, startCatalogStandIn } from '../helpers/icebergCatalog.ts';
 import { startProxy } from '../helpers/proxy.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 import { duck } from './duck.ts';
@@ -22,6 +24,7 @@ useJobHarness({ sampleRows: 3000, limits: { page_rows: 500 } }, 'sluice-drift-')
 let proxy: Awaited<ReturnType<typeof startProxy>>;
 let counted: ServiceClient;
 let s3: LocalS3;
+let catalog: CatalogStandIn;
 let pages = 0;
 
 beforeAll(async () => {
@@ -32,8 +35,12 @@ beforeAll(async () => {
   counted = new ServiceClient({ baseUrl: proxy.url, apiKey: svc.keys.demo.admin, env: {} });
   s3 = await startLocalS3();
   await s3.createBucket('lake');
+  catalog = await startCatalogStandIn();
 });
 afterAll(async () => {
+  // Every request and answer of the catalog followed the Iceberg REST OpenAPI document.
+  expect(catalog?.violations).toEqual([]);
+  await catalog?.stop();
   await counted?.close();
   await proxy?.close();
   await s3?.stop();
@@ -164,6 +171,55 @@ describe('schema_drift: freeze', () => {
     const retyped = await run(yaml('evolve', 'id::varchar as id, name'));
     expect((retyped.error as Error).message).toContain('column id was long, is string');
     expect(retyped.pages).toBe(0);
+  });
+});
+
+describe('schema_drift: an Iceberg table in a REST catalog (its schema read from the catalog before the fetch)', () => {
+  const yaml = (name: string, policy: string, columns: string) => `  - name: ${name}
+    source: { sql: "${events('id < 300', columns)}" }
+    schema_drift: ${policy}
+    outputs:
+      - format: parquet
+        table: iceberg
+        mode: append
+        path: "\${DIR}/${name}"
+        catalog: { type: rest, uri: "${catalog.uri}", warehouse: main, namespace: analytics }
+`;
+  /** The table as iceberg-js loads it from the catalog, and icebird's rows of the data its metadata points at. */
+  async function readBack(table: string) {
+    const result = await new IcebergRestCatalog({ baseUrl: catalog.uri, warehouse: 'main' }).loadTableResult({ namespace: ['analytics'], name: table });
+    const metadata = result!.metadata as unknown as { location: string; schemas: { fields: { name: string; type: string }[] }[]; snapshots: unknown[] };
+    const file = String(result!['metadata-location']).slice(`${metadata.location}/metadata/`.length);
+    return { metadata, rows: await icebirdRead(metadata.location, undefined, file) };
+  }
+
+  it('freeze: the new column is dropped, the catalog\'s schema unchanged; read back by iceberg-js and icebird', async () => {
+    expect((await run(yaml('rest_frozen', 'freeze', 'id, name'))).summary).toMatchObject({ rows: 300 });
+    const frozen = await run(yaml('rest_frozen', 'freeze', 'id, name, amount'));
+    expect(frozen.error).toBeUndefined();
+    expect(frozen.drift).toEqual([{ output: 0, url: join(dir, 'rest_frozen'), policy: 'freeze', action: 'frozen', types: 'iceberg', changes: [{ column: 'amount', change: 'added', to: 'decimal(18, 4)' }] }]);
+    const { metadata, rows } = await readBack('rest_frozen');
+    expect(metadata.schemas.map((s) => s.fields.map((f) => f.name))).toEqual([['id', 'name']]);
+    expect(metadata.snapshots).toHaveLength(2);
+    expect(rows).toHaveLength(600);
+    expect(Object.keys(rows[0]!).sort()).toEqual(['id', 'name']);
+  });
+
+  it('fail: a new column and a changed type stop the run before any page; the catalog gets no commit', async () => {
+    expect((await run(yaml('rest_strict', 'fail', 'id, name'))).summary).toMatchObject({ rows: 300 });
+    const commits = () => catalog.requests.filter((r) => r.operation === 'updateTable').length;
+    const committed = commits();
+    const failed = await run(yaml('rest_strict', 'fail', 'id::varchar as id, name, amount'));
+    expect(failed.error).toBeInstanceOf(SchemaDriftPolicyError);
+    expect((failed.error as Error).message).toBe(
+      `job rest_strict: output ${join(dir, 'rest_strict')}: schema drift (schema_drift: fail): column id was long, is string; column amount (decimal(18, 4)) is new; no page was fetched and nothing was published`,
+    );
+    expect(failed.pages).toBe(0);
+    expect(failed.record).toMatchObject({ outcome: 'failed', fetched_rows: 0, error: { code: 'SCHEMA_DRIFT' } });
+    expect(commits()).toBe(committed);
+    const { metadata, rows } = await readBack('rest_strict');
+    expect(metadata.snapshots).toHaveLength(1);
+    expect(rows).toHaveLength(300);
   });
 });
 

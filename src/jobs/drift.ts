@@ -83,10 +83,14 @@ export function driftPolicyOf(job: Pick<Job, 'schema_drift'>, output: ResolvedOu
   return (output as DriftOutput).schemaDrift ?? job.schema_drift ?? 'evolve';
 }
 
+/** Whether a job sets `schema_drift`, on itself or on an output. */
+export function watchesPolicy(job: Job): boolean {
+  return job.schema_drift !== undefined || job.outputs.some((o) => (o as DriftOutput).schemaDrift !== undefined);
+}
+
 /** Whether a run looks for drift at all: a policy was set, or drift is notified. Otherwise a run reads nothing more than before. */
 export function watchesDrift(job: Job): boolean {
-  if (job.schema_drift !== undefined || job.outputs.some((o) => (o as DriftOutput).schemaDrift !== undefined)) return true;
-  return job.notify?.webhook.events?.includes('drift') ?? false;
+  return watchesPolicy(job) || (job.notify?.webhook.events?.includes('drift') ?? false);
 }
 
 interface CommittedSchema {

@@ -4,11 +4,13 @@ import { IcebergRestCatalog } from 'iceberg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtins } from '../../connectors/index.ts';
 import { formatSummary, summaryFields } from '../../src/cli/output/summary.ts';
+import { formatPlan, planFields } from '../../src/cli/output/shardSummary.ts';
 import { ServiceClient } from '../../src/client/index.ts';
 import { parseJobFile, type Job } from '../../src/config/index.ts';
 import { type ColumnChange, type OutputDrift, SchemaDriftPolicyError } from '../../src/jobs/drift.ts';
 import type { RunRecord } from '../../src/jobs/runHistory.ts';
 import { runJob } from '../../src/jobs/runJob.ts';
+import { planRun } from '../../src/jobs/planRun.ts';
 import { runShard } from '../../src/jobs/shards/runShard.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { SchemaDriftError } from '../../src/export/errors.ts';
@@ -483,5 +485,31 @@ describe('schema_drift: a wider type promoted into the output (evolve)', () => {
     const rows = await icebirdRead(metadata.location, undefined, file);
     expect(rows).toHaveLength(600);
     expect(rows.map((r) => BigInt(r.quantity as number | bigint)).reduce((a, b) => a + b, 0n)).toBe(2n * BigInt((299 * 300) / 2) + 300n * BigInt(BIG));
+  });
+});
+
+describe('--plan', () => {
+  it("shows each output's schema_drift policy (its own, else the job's) when the job sets one, and nothing when it sets none", async () => {
+    const plan = async (yaml: string) => planRun(job(yaml), { client: counted, stateDir: join(dir, 'state'), signal: new AbortController().signal, resume: true });
+    const set = await plan(`  - name: planned
+    source: { sql: "${events('id < 10', 'id')}" }
+    schema_drift: fail
+    outputs:
+      - { format: parquet, path: "\${DIR}/planned-a" }
+      - { format: csv, path: "\${DIR}/planned-b", mode: append, schema_drift: freeze }
+`);
+    expect(set.outputs.map((o) => o.schemaDrift)).toEqual(['fail', 'freeze']);
+    const text = formatPlan(set);
+    expect(text).toContain(`${join(dir, 'planned-a')}  parquet  write\n    schema_drift: fail (any change of columns or types fails before any page)\n`);
+    expect(text).toContain('    schema_drift: freeze (the committed columns are kept: new ones dropped, missing ones NULL)\n');
+    expect((planFields(set) as { outputs: { schema_drift?: string }[] }).outputs.map((o) => o.schema_drift)).toEqual(['fail', 'freeze']);
+
+    const unset = await plan(`  - name: unplanned
+    source: { sql: "${events('id < 10', 'id')}" }
+    outputs: [{ format: parquet, path: "\${DIR}/unplanned" }]
+`);
+    expect(unset.outputs[0]!.schemaDrift).toBeUndefined();
+    expect(formatPlan(unset)).not.toContain('schema_drift');
+    expect((planFields(unset) as { outputs: Record<string, unknown>[] }).outputs[0]).not.toHaveProperty('schema_drift');
   });
 });

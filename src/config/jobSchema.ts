@@ -9,7 +9,7 @@ import { parsePredicate, predicateProblem } from './predicate.ts';
 import { quarantinePath, quarantinePathProblem } from './quarantinePath.ts';
 import { cronProblem, timezoneProblem } from './cron.ts';
 import { BackfillSchema, backfillIssues } from './backfillSchema.ts';
-import { driftIssues, NotifySchema, SchemaDriftSchema } from './notifySchema.ts';
+import { NotifySchema, SchemaDriftSchema } from './notifySchema.ts';
 
 // The one truth about job files: validation, types (z.infer), `sluice schema` and the job file
 // reference (docs/jobs.md, written by `npm run docs`) all come from here. Fields are snake_case like the wire protocol. The outputs'
@@ -238,7 +238,6 @@ function jobSchema(output: ReturnType<typeof withRunFields>) {
         if (output.expect !== undefined) expectIssues(output.expect, job.result?.columns, ctx, ['outputs', i, 'expect']);
       });
       if (contractQuarantines(job.expect) || job.outputs.some((o) => contractQuarantines(o.expect))) quarantineIssues(job, ctx);
-      driftIssues(job, ctx);
       const columns = job.result?.columns;
       const paths = new Map<string, number>();
       job.outputs.forEach((output, i) => {

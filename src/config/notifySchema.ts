@@ -40,19 +40,5 @@ export const WebhookSchema = z
   .describe('A webhook: each event POSTed as JSON, signed, retried with backoff');
 export type WebhookConfig = z.infer<typeof WebhookSchema>;
 
-/**
- * What the schema of one field cannot see: a policy set on an output whose committed schema a run
- * cannot read before the fetch (an Iceberg table in a REST catalog: its metadata is the catalog's).
- */
-export function driftIssues(job: { schema_drift?: DriftPolicy | undefined; outputs: readonly unknown[] }, ctx: z.RefinementCtx): void {
-  job.outputs.forEach((output, i) => {
-    const o = output as { schema_drift?: DriftPolicy; catalog?: { type?: unknown } };
-    const policy = o.schema_drift ?? job.schema_drift;
-    if (policy === undefined || policy === 'evolve' || o.catalog?.type !== 'rest') return;
-    const path = o.schema_drift === undefined ? ['schema_drift'] : ['outputs', i, 'schema_drift'];
-    ctx.addIssue({ code: 'custom', path, message: `${policy} is not supported yet for outputs[${i}], an Iceberg table in a REST catalog (its schema is read only at commit): use evolve there (a changed type fails at commit), or set schema_drift per output` });
-  });
-}
-
 export const NotifySchema = z.strictObject({ webhook: WebhookSchema }).describe('Notifications of failures and schema drift');
 export type NotifyConfig = z.infer<typeof NotifySchema>;

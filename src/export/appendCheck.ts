@@ -3,16 +3,38 @@ import type { Commit } from './commit.ts';
 import { AppendConflictError, SchemaDriftError } from './errors.ts';
 import type { ResolvedOutput } from './outputConfig.ts';
 import { partFileName } from './partFileName.ts';
+import { parseType } from '../types/parse.ts';
+import type { SqlType } from '../types/sql-type.ts';
 
 /** Field metadata holding the service's type of a column (see `types/arrow.ts`). */
 const SERVICE_TYPE = 'service.type';
+
+const INTEGER_RANK: Partial<Record<SqlType['kind'], number>> = { tinyint: 1, smallint: 2, integer: 3, bigint: 4 };
+
+/**
+ * Whether every value of service type `from` is a value of `to`, with the same meaning, so rows of
+ * `from` can be written as `to`, and files of both read as `to`: a smaller integer as a larger one,
+ * real as double, a decimal as one of the same scale and more digits (the same 128-bit storage).
+ */
+export function widens(from: string, to: string): boolean {
+  const a = parseType(from);
+  const b = parseType(to);
+  const ra = INTEGER_RANK[a.kind];
+  const rb = INTEGER_RANK[b.kind];
+  if (ra !== undefined && rb !== undefined) return ra < rb;
+  if (a.kind === 'real' && b.kind === 'double') return true;
+  if (a.kind === 'decimal' && b.kind === 'decimal') return a.scale === b.scale && a.precision < b.precision && b.precision <= 38;
+  return false;
+}
 
 /**
  * Checks, before anything is written, that a result can be appended to the committed output at
  * `url`: written by the same job, in the same format and partitioning, with columns the output can
  * hold. A column whose type changed, or that the result no longer has, fails naming it; a new
- * column is accepted only when the format lets files of one output differ by added columns
- * (`FormatDescriptor.addsColumns`). Returns the columns the result adds, for the caller to report.
+ * column, or a wider type of a committed one (`widens`: integer to bigint, real to double, a
+ * decimal with more digits), is accepted only when the format lets files of one output differ by
+ * added columns (`FormatDescriptor.addsColumns`): readers that merge its files by name read the
+ * wider type. Returns the columns the result adds, for the caller to report.
  */
 export function checkAppend(url: string, previous: Commit, schema: Schema, resolved: ResolvedOutput, job: string | undefined, executionId: string): string[] {
   if ((previous.job ?? undefined) !== job) {
@@ -42,6 +64,7 @@ export function checkAppend(url: string, previous: Commit, schema: Schema, resol
       throw new SchemaDriftError(url, column.name, `(${column.type}) is not in this result; bring it back (NULL AS ${column.name} keeps the type), or use mode: replace or another path`);
     }
     if (type !== column.type) {
+      if (widens(column.type, type) && resolved.format.addsColumns === true) continue;
       throw new SchemaDriftError(url, column.name, `was ${column.type} in the committed output and is ${type} in this result; cast it back to ${column.type} in the query, or use mode: replace (rewrites the output) or another path`);
     }
   }

@@ -51,6 +51,11 @@ export interface Commit {
   readonly layout?: { readonly format: string; readonly partitionBy: readonly string[] } | undefined;
   /** Its columns, for the schema check of a later append. */
   readonly columns?: readonly CommittedColumn[] | undefined;
+  /**
+   * A table format's current schema, its columns in the table's own type names (Iceberg `long`,
+   * `decimal(18, 4)`): what the next result is compared with before any page is fetched (schema drift).
+   */
+  readonly tableColumns?: readonly CommittedColumn[] | undefined;
   /** An incremental job's high-water mark, committed with the rows it covers. */
   readonly cursor?: CursorState | undefined;
   /** Its data files with sizes and checksums, when the record lists them (what an append carries over). */

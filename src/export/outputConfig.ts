@@ -60,7 +60,7 @@ const common = {
     .enum(['replace', 'append'])
     .optional()
     .describe(
-      'replace (default): each run replaces the output (with table: iceberg, an overwrite snapshot; older snapshots stay for time travel). append: each run adds its rows: a manifest output keeps the committed parts and adds the run\'s (named after its execution) under a manifest listing all of them; with table: iceberg, an append snapshot. A run with no rows commits nothing; re-running an execution already committed with the same options commits nothing. Appending to a manifest output needs the same job, format and partition_by as the committed one; a column whose type changed fails, a new column is added only where the format can hold it (parquet, ndjson).',
+      'replace (default): each run replaces the output (with table: iceberg, an overwrite snapshot; older snapshots stay for time travel). append: each run adds its rows: a manifest output keeps the committed parts and adds the run\'s (named after its execution) under a manifest listing all of them; with table: iceberg, an append snapshot. A run with no rows commits nothing; re-running an execution already committed with the same options commits nothing. Appending to a manifest output needs the same job, format and partition_by as the committed one; a column whose type changed fails, a new column or a wider type (integer to bigint, real to double, a decimal with more digits) is taken only where the format can hold it (parquet, ndjson).',
     ),
 };
 

@@ -4,8 +4,6 @@ import type { DriftPolicy } from '../config/notifySchema.ts';
 import type { CommittedColumn } from '../export/commit.ts';
 import { commitFor } from '../export/commitFor.ts';
 import { SchemaDriftError } from '../export/errors.ts';
-import { destinationStorage } from '../export/iceberg/destinationStorage.ts';
-import { parseMetadata } from '../export/iceberg/metadata.ts';
 import { mapSchema, typeText } from '../export/iceberg/types.ts';
 import type { ResolvedOutput } from '../export/outputConfig.ts';
 import { openDestination } from '../export/storage/openDestination.ts';
@@ -13,7 +11,8 @@ import type { ExecutionStatus } from '../protocol/index.ts';
 import { arrowSchema } from '../types/arrow.ts';
 import { parseType } from '../types/parse.ts';
 import { formatType } from '../types/sql-type.ts';
-import { type Reshape, reshaped, reshapeTo, serviceTypeOf, type TargetColumn, widens } from './reshape.ts';
+import { widens } from '../export/appendCheck.ts';
+import { type Reshape, reshaped, reshapeTo, serviceTypeOf, type TargetColumn } from './reshape.ts';
 
 /**
  * Schema drift: the result's columns against what each output committed last, found from the
@@ -35,12 +34,14 @@ export interface ColumnChange {
   /**
    * added: in the result, not in the output; removed: in the output, not in the result; type: in
    * both, typed differently; widened: the result's type is narrower than the output's, whose type
-   * can hold every value (integer into bigint, real into double, a decimal into one with more digits).
+   * can hold every value (integer into bigint, real into double, a decimal into one with more digits);
+   * promoted: the other way round, the result's type is wider than the output's, which can take it
+   * (an appended Parquet or NDJSON output's new files, an Iceberg table's promoted column).
    */
-  readonly change: 'added' | 'removed' | 'type' | 'widened';
-  /** The committed type (removed, type). */
+  readonly change: 'added' | 'removed' | 'type' | 'widened' | 'promoted';
+  /** The committed type (removed, type, widened, promoted). */
   readonly from?: string;
-  /** The result's type (added, type). */
+  /** The result's type (added, type, widened, promoted). */
   readonly to?: string;
 }
 
@@ -73,6 +74,7 @@ export function describeChange(c: ColumnChange): string {
   if (c.change === 'added') return `column ${c.column} (${c.to}) is new`;
   if (c.change === 'removed') return `column ${c.column} (${c.from}) is not in the result`;
   if (c.change === 'widened') return `column ${c.column} is ${c.to}, the output's ${c.from} holds it`;
+  if (c.change === 'promoted') return `column ${c.column} was ${c.from}, is the wider ${c.to}`;
   return `column ${c.column} was ${c.from}, is ${c.to}`;
 }
 
@@ -81,10 +83,14 @@ export function driftPolicyOf(job: Pick<Job, 'schema_drift'>, output: ResolvedOu
   return (output as DriftOutput).schemaDrift ?? job.schema_drift ?? 'evolve';
 }
 
+/** Whether a job sets `schema_drift`, on itself or on an output. */
+export function watchesPolicy(job: Job): boolean {
+  return job.schema_drift !== undefined || job.outputs.some((o) => (o as DriftOutput).schemaDrift !== undefined);
+}
+
 /** Whether a run looks for drift at all: a policy was set, or drift is notified. Otherwise a run reads nothing more than before. */
 export function watchesDrift(job: Job): boolean {
-  if (job.schema_drift !== undefined || job.outputs.some((o) => (o as DriftOutput).schemaDrift !== undefined)) return true;
-  return job.notify?.webhook.events?.includes('drift') ?? false;
+  return watchesPolicy(job) || (job.notify?.webhook.events?.includes('drift') ?? false);
 }
 
 interface CommittedSchema {
@@ -94,8 +100,8 @@ interface CommittedSchema {
 
 /**
  * The columns an output committed last (undefined: nothing committed yet, a single stream, or a
- * commit that did not record them): a manifest's schema, an Iceberg path table's current schema.
- * Read through the commit protocol; an Iceberg table's current metadata file is its commit's version.
+ * commit that did not record them): a manifest's schema, an Iceberg table's current schema (from
+ * its metadata file, or from the catalog that holds it). Read through the commit protocol.
  */
 export async function committedSchema(output: ResolvedOutput, signal: AbortSignal): Promise<CommittedSchema | undefined> {
   const destination = openDestination(output);
@@ -103,15 +109,8 @@ export async function committedSchema(output: ResolvedOutput, signal: AbortSigna
     if (!destination.multiFile) return undefined;
     const commit = await commitFor(output).read(destination, signal);
     if (commit === undefined) return undefined;
-    if (output.table !== 'iceberg') return commit.columns === undefined ? undefined : { columns: commit.columns, types: 'service' };
-    const file = commit.version;
-    if (file === undefined || output.catalog !== undefined) return undefined;
-    const storage = destinationStorage(destination);
-    const bytes = await storage.read(file, signal);
-    if (bytes === undefined) return undefined;
-    const metadata = parseMetadata(bytes, storage.url, file);
-    const current = metadata.schemas.find((s) => s['schema-id'] === metadata['current-schema-id']);
-    return current === undefined ? undefined : { columns: current.fields.map((f) => ({ name: f.name, type: typeText(f.type) })), types: 'iceberg' };
+    if (output.table === 'iceberg') return commit.tableColumns === undefined ? undefined : { columns: commit.tableColumns, types: 'iceberg' };
+    return commit.columns === undefined ? undefined : { columns: commit.columns, types: 'service' };
   } finally {
     await destination.close();
   }
@@ -133,11 +132,17 @@ export function compareColumns(committed: readonly CommittedColumn[], result: re
   for (const c of committed) {
     const type = now.get(c.name);
     if (type === undefined) changes.push({ column: c.name, change: 'removed', from: c.type });
-    else if (!sameType(c.type, type)) changes.push({ column: c.name, change: widens(service(type), service(c.type)) ? 'widened' : 'type', from: c.type, to: type });
+    else if (!sameType(c.type, type)) changes.push({ column: c.name, change: retyped(service(c.type), service(type)), from: c.type, to: type });
   }
   const known = new Set(committed.map((c) => c.name));
   for (const c of result) if (!known.has(c.name)) changes.push({ column: c.name, change: 'added', to: c.type });
   return changes;
+}
+
+/** A committed column's type against the result's: narrower (widened into it), wider (promoted), or another type. */
+function retyped(committed: string, result: string): 'widened' | 'promoted' | 'type' {
+  if (widens(result, committed)) return 'widened';
+  return widens(committed, result) ? 'promoted' : 'type';
 }
 
 /** Types compared as the contract compares them: canonical text, case and spaces ignored. */
@@ -151,16 +156,18 @@ function sameType(a: string, b: string): boolean {
 
 /**
  * What evolve cannot do for an output, said before any page instead of by the write: an appended
- * manifest output keeps every committed column with its type, and adds columns only in a format
- * whose files may differ by added columns; an Iceberg table adds columns but keeps types.
+ * manifest output keeps every committed column with its type, and adds columns or takes a wider
+ * type only in a format whose files may differ (readers merge them by name); an Iceberg table adds
+ * columns and promotes types as the spec allows, except a partition column's.
  */
 function evolveProblem(output: ResolvedOutput, changes: readonly ColumnChange[]): string | undefined {
   if (output.table === 'iceberg') {
-    return changes.some((c) => c.change === 'type') ? 'an Iceberg table keeps the type of its columns: cast it back in the query, or set schema_drift: freeze to keep the table as it is' : undefined;
+    if (changes.some((c) => c.change === 'type')) return 'an Iceberg table keeps the type of its columns (only int to long, float to double and a decimal to more digits are promoted): cast it back in the query, or set schema_drift: freeze to keep the table as it is';
+    return changes.some((c) => c.change === 'promoted' && output.partitionBy.includes(c.column)) ? 'a partition column of an Iceberg table keeps its type: cast it back in the query' : undefined;
   }
   if (output.mode !== 'append') return undefined;
   if (changes.some((c) => c.change === 'removed' || c.change === 'type')) return 'an appended output keeps every committed column and its type: bring it back or cast it in the query, set schema_drift: freeze (missing columns written as NULL), or use mode: replace';
-  if (output.format.addsColumns !== true) return `${output.format.type} files of one output must all have the same columns: set schema_drift: freeze (drops the new columns), use mode: replace, or parquet or ndjson`;
+  if (output.format.addsColumns !== true && changes.some((c) => c.change === 'added' || c.change === 'promoted')) return `${output.format.type} files of one output must all have the same columns and types: set schema_drift: freeze (drops the new columns), cast a wider column back in the query, use mode: replace, or parquet or ndjson`;
   return undefined;
 }
 
@@ -212,9 +219,9 @@ export class RunDrift {
 
   #decide(index: number, output: ResolvedOutput, given: Found): void {
     const policy = driftPolicyOf(this.#job, output);
-    // A replaced manifest output evolves to the result's types, narrower ones too: nothing is widened.
+    // A replaced manifest output evolves to the result's types, narrower or wider: nothing is widened or promoted.
     const replaces = policy === 'evolve' && output.table !== 'iceberg' && output.mode !== 'append';
-    const found = replaces ? { ...given, changes: given.changes.map((c): ColumnChange => (c.change === 'widened' ? { ...c, change: 'type' } : c)) } : given;
+    const found = replaces ? { ...given, changes: given.changes.map((c): ColumnChange => (c.change === 'widened' || c.change === 'promoted' ? { ...c, change: 'type' } : c)) } : given;
     const { committed, changes } = found;
     const base = { output: index, url: output.path, policy, changes, types: committed.types };
     const stop = (why: string): never => {
@@ -224,8 +231,8 @@ export class RunDrift {
     };
     if (policy === 'fail') stop('schema_drift: fail');
     if (policy === 'freeze') {
-      const retyped = changes.filter((c) => c.change === 'type');
-      if (retyped.length > 0) stop('schema_drift: freeze keeps the committed types; cast the column back in the query, or write to another path');
+      // A wider type too: the committed column could not hold its values.
+      if (changes.some((c) => c.change === 'type' || c.change === 'promoted')) stop('schema_drift: freeze keeps the committed types; cast the column back in the query, or write to another path');
       // A missing partition column would send every row to the NULL partition: the layout cannot be kept.
       const unplaced = changes.filter((c) => c.change === 'removed' && output.partitionBy.includes(c.column));
       if (unplaced.length > 0) stop('schema_drift: freeze cannot write a partition_by column as NULL; bring it back in the query');

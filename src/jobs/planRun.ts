@@ -4,7 +4,9 @@ import type { ResolvedOutput } from '../export/outputConfig.ts';
 import { commitTarget } from '../export/commitFor.ts';
 import type { CatalogTarget } from '../export/iceberg/catalog/catalogConfig.ts';
 import { openDestination } from '../export/storage/openDestination.ts';
+import type { DriftPolicy } from '../config/notifySchema.ts';
 import { type BackfillPlan, planBackfill } from './backfillPlan.ts';
+import { driftPolicyOf, watchesPolicy } from './drift.ts';
 import { creditsAllowed, executionCost } from './budget.ts';
 import { readCommit, readCommits, wouldSkip } from './committedOutput.ts';
 import { type ContractCheckPlan, contractPlan } from './contractPlan.ts';
@@ -61,6 +63,8 @@ export interface OutputPlan {
   readonly committedExecution: string | undefined;
   /** A table output: the catalog and table it commits to (`commitTarget`). */
   readonly commitsTo?: CatalogTarget | undefined;
+  /** Its `schema_drift` policy (its own, else the job's), when the job sets one anywhere. */
+  readonly schemaDrift?: DriftPolicy | undefined;
 }
 
 export interface PlanRunOptions {
@@ -138,6 +142,7 @@ async function planOutput(job: Job, output: JobOutput, decision: SourceDecision,
     partsPerShard: parts === undefined || shards === 1 ? undefined : partsPerShard(parts, shards),
     committedExecution: committed?.executionId,
     commitsTo: commitTarget(output, url),
+    ...(watchesPolicy(job) ? { schemaDrift: driftPolicyOf(job, output) } : {}),
   };
 }
 

@@ -1,7 +1,7 @@
 import { type Data, DataType, type Field, makeBuilder, makeData, makeVector, type RecordBatch, RecordBatch as Batch, Schema, Struct } from 'apache-arrow';
 import { arrowField, TYPE_METADATA_KEY } from '../types/arrow.ts';
 import { parseType } from '../types/parse.ts';
-import { formatType, type SqlType } from '../types/sql-type.ts';
+import { formatType } from '../types/sql-type.ts';
 
 /**
  * Rows reshaped to the columns an output keeps (schema drift): columns taken from the result,
@@ -13,7 +13,7 @@ import { formatType, type SqlType } from '../types/sql-type.ts';
 export interface TargetColumn {
   readonly name: string;
   readonly type: string;
-  /** Its values are the result's, widened to `type` (see `widens`). */
+  /** Its values are the result's, widened to `type` (see `widens` in export/appendCheck.ts). */
   readonly widen?: boolean;
 }
 
@@ -21,24 +21,6 @@ export interface Reshape {
   readonly schema: Schema;
   /** Per column: the result column it takes (undefined: NULL), and whether its values are widened. */
   readonly sources: readonly { readonly from: number | undefined; readonly widen: boolean }[];
-}
-
-const INTEGER_RANK: Partial<Record<SqlType['kind'], number>> = { tinyint: 1, smallint: 2, integer: 3, bigint: 4 };
-
-/**
- * Whether every value of service type `from` is a value of `to`, with the same meaning, so rows of
- * `from` can be written as `to`: a smaller integer as a larger one, real as double, a decimal as
- * one of the same scale and more digits (the same 128-bit storage).
- */
-export function widens(from: string, to: string): boolean {
-  const a = parseType(from);
-  const b = parseType(to);
-  const ra = INTEGER_RANK[a.kind];
-  const rb = INTEGER_RANK[b.kind];
-  if (ra !== undefined && rb !== undefined) return ra < rb;
-  if (a.kind === 'real' && b.kind === 'double') return true;
-  if (a.kind === 'decimal' && b.kind === 'decimal') return a.scale === b.scale && a.precision < b.precision && b.precision <= 38;
-  return false;
 }
 
 /** The reshape of rows of `schema` to `columns`. */

@@ -30,19 +30,20 @@ describe('schema_drift and notify: accepted as written', () => {
     expect(job.outputs.map((o) => (o as DriftOutput).schemaDrift)).toEqual([undefined, 'freeze']);
     expect(job.notify).toEqual({ webhook: { url: 'https://hooks.example.com/x?token=t', secret: ENV.HOOK_SECRET, events: ['failure', 'drift', 'success'], retries: 2, timeout_seconds: 5 } });
   });
+
+  it('takes freeze and fail on an Iceberg table in a REST catalog (its schema is read from the catalog before the fetch)', () => {
+    const rest = '    outputs:\n      - format: parquet\n        path: ./lake/t\n        table: iceberg\n        catalog: { type: rest, uri: "http://127.0.0.1:1/catalog", namespace: [n], table: t }\n';
+    for (const policy of ['freeze', 'fail']) {
+      const job = parseJobFile(`jobs:\n  - name: ok\n${SOURCE}    schema_drift: ${policy}\n${rest}`, { file: 'jobs.yaml', registry: builtins, env: ENV }).jobs[0]!;
+      expect(job.schema_drift).toBe(policy);
+    }
+  });
 });
 
 describe('schema_drift: bad input with FILE:LINE:COL', () => {
   it('a policy that does not exist, on the job and on an output', () => {
     expect(messages(`${SOURCE}    schema_drift: loose\n${OUTPUT}`)).toEqual(['jobs.yaml:4:19 jobs[0].schema_drift: expected one of evolve|freeze|fail, got "loose"']);
     expect(messages(`${SOURCE}    outputs: [{ format: csv, path: ./out, schema_drift: true }]\n`)).toEqual(['jobs.yaml:4:57 jobs[0].outputs[0].schema_drift: expected one of evolve|freeze|fail, got true']);
-  });
-
-  it('freeze or fail on an Iceberg table in a REST catalog', () => {
-    const rest = '    outputs:\n      - format: parquet\n        path: ./lake/t\n        table: iceberg\n        catalog: { type: rest, uri: "http://127.0.0.1:1/catalog", namespace: [n], table: t }\n';
-    expect(messages(`${SOURCE}    schema_drift: freeze\n${rest}`)).toEqual([
-      'jobs.yaml:4:19 jobs[0].schema_drift: freeze is not supported yet for outputs[0], an Iceberg table in a REST catalog (its schema is read only at commit): use evolve there (a changed type fails at commit), or set schema_drift per output',
-    ]);
   });
 });
 

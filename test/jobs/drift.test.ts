@@ -1,16 +1,22 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { IcebergRestCatalog } from 'iceberg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtins } from '../../connectors/index.ts';
 import { formatSummary, summaryFields } from '../../src/cli/output/summary.ts';
+import { formatPlan, planFields } from '../../src/cli/output/shardSummary.ts';
 import { ServiceClient } from '../../src/client/index.ts';
 import { parseJobFile, type Job } from '../../src/config/index.ts';
-import { type OutputDrift, SchemaDriftPolicyError } from '../../src/jobs/drift.ts';
+import { type ColumnChange, type OutputDrift, SchemaDriftPolicyError } from '../../src/jobs/drift.ts';
 import type { RunRecord } from '../../src/jobs/runHistory.ts';
 import { runJob } from '../../src/jobs/runJob.ts';
+import { planRun } from '../../src/jobs/planRun.ts';
 import { runShard } from '../../src/jobs/shards/runShard.ts';
 import { ConfigError } from '../../src/errors.ts';
+import { SchemaDriftError } from '../../src/export/errors.ts';
+import { IcebergPartitionError } from '../../src/export/iceberg/errors.ts';
 import { icebirdRead } from '../helpers/icebird.ts';
+import { type CatalogStandIn, startCatalogStandIn } from '../helpers/icebergCatalog.ts';
 import { startProxy } from '../helpers/proxy.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 import { duck } from './duck.ts';
@@ -22,6 +28,7 @@ useJobHarness({ sampleRows: 3000, limits: { page_rows: 500 } }, 'sluice-drift-')
 let proxy: Awaited<ReturnType<typeof startProxy>>;
 let counted: ServiceClient;
 let s3: LocalS3;
+let catalog: CatalogStandIn;
 let pages = 0;
 
 beforeAll(async () => {
@@ -32,8 +39,12 @@ beforeAll(async () => {
   counted = new ServiceClient({ baseUrl: proxy.url, apiKey: svc.keys.demo.admin, env: {} });
   s3 = await startLocalS3();
   await s3.createBucket('lake');
+  catalog = await startCatalogStandIn();
 });
 afterAll(async () => {
+  // Every request and answer of the catalog followed the Iceberg REST OpenAPI document.
+  expect(catalog?.violations).toEqual([]);
+  await catalog?.stop();
   await counted?.close();
   await proxy?.close();
   await s3?.stop();
@@ -54,6 +65,9 @@ async function run(yaml: string) {
   );
   return { ...outcome, drift, pages, record: record! };
 }
+
+/** The drift an evolved manifest output at ${DIR}/<name> reports. */
+const evolvedAt = (name: string, changes: ColumnChange[]): OutputDrift[] => [{ output: 0, url: join(dir, name), policy: 'evolve', action: 'evolved', types: 'service', changes }];
 
 const events = (where: string, columns: string) => `select ${columns} from sample.events where ${where} order by id`;
 
@@ -167,6 +181,55 @@ describe('schema_drift: freeze', () => {
   });
 });
 
+describe('schema_drift: an Iceberg table in a REST catalog (its schema read from the catalog before the fetch)', () => {
+  const yaml = (name: string, policy: string, columns: string) => `  - name: ${name}
+    source: { sql: "${events('id < 300', columns)}" }
+    schema_drift: ${policy}
+    outputs:
+      - format: parquet
+        table: iceberg
+        mode: append
+        path: "\${DIR}/${name}"
+        catalog: { type: rest, uri: "${catalog.uri}", warehouse: main, namespace: analytics }
+`;
+  /** The table as iceberg-js loads it from the catalog, and icebird's rows of the data its metadata points at. */
+  async function readBack(table: string) {
+    const result = await new IcebergRestCatalog({ baseUrl: catalog.uri, warehouse: 'main' }).loadTableResult({ namespace: ['analytics'], name: table });
+    const metadata = result!.metadata as unknown as { location: string; schemas: { fields: { name: string; type: string }[] }[]; snapshots: unknown[] };
+    const file = String(result!['metadata-location']).slice(`${metadata.location}/metadata/`.length);
+    return { metadata, rows: await icebirdRead(metadata.location, undefined, file) };
+  }
+
+  it('freeze: the new column is dropped, the catalog\'s schema unchanged; read back by iceberg-js and icebird', async () => {
+    expect((await run(yaml('rest_frozen', 'freeze', 'id, name'))).summary).toMatchObject({ rows: 300 });
+    const frozen = await run(yaml('rest_frozen', 'freeze', 'id, name, amount'));
+    expect(frozen.error).toBeUndefined();
+    expect(frozen.drift).toEqual([{ output: 0, url: join(dir, 'rest_frozen'), policy: 'freeze', action: 'frozen', types: 'iceberg', changes: [{ column: 'amount', change: 'added', to: 'decimal(18, 4)' }] }]);
+    const { metadata, rows } = await readBack('rest_frozen');
+    expect(metadata.schemas.map((s) => s.fields.map((f) => f.name))).toEqual([['id', 'name']]);
+    expect(metadata.snapshots).toHaveLength(2);
+    expect(rows).toHaveLength(600);
+    expect(Object.keys(rows[0]!).sort()).toEqual(['id', 'name']);
+  });
+
+  it('fail: a new column and a changed type stop the run before any page; the catalog gets no commit', async () => {
+    expect((await run(yaml('rest_strict', 'fail', 'id, name'))).summary).toMatchObject({ rows: 300 });
+    const commits = () => catalog.requests.filter((r) => r.operation === 'updateTable').length;
+    const committed = commits();
+    const failed = await run(yaml('rest_strict', 'fail', 'id::varchar as id, name, amount'));
+    expect(failed.error).toBeInstanceOf(SchemaDriftPolicyError);
+    expect((failed.error as Error).message).toBe(
+      `job rest_strict: output ${join(dir, 'rest_strict')}: schema drift (schema_drift: fail): column id was long, is string; column amount (decimal(18, 4)) is new; no page was fetched and nothing was published`,
+    );
+    expect(failed.pages).toBe(0);
+    expect(failed.record).toMatchObject({ outcome: 'failed', fetched_rows: 0, error: { code: 'SCHEMA_DRIFT' } });
+    expect(commits()).toBe(committed);
+    const { metadata, rows } = await readBack('rest_strict');
+    expect(metadata.snapshots).toHaveLength(1);
+    expect(rows).toHaveLength(300);
+  });
+});
+
 describe('schema_drift: evolve (the default)', () => {
   it('Parquet, append: the new column is added, older files read NULL there; CSV cannot add one and fails before any page', async () => {
     const yaml = (name: string, format: string, where: string, columns: string) => `  - name: ${name}
@@ -182,7 +245,7 @@ describe('schema_drift: evolve (the default)', () => {
 
     await run(yaml('flat', 'csv', 'id < 500', 'id, name'));
     const flat = await run(yaml('flat', 'csv', 'id >= 500', 'id, name, amount'));
-    expect((flat.error as Error).message).toContain('csv files of one output must all have the same columns: set schema_drift: freeze (drops the new columns)');
+    expect((flat.error as Error).message).toContain('csv files of one output must all have the same columns and types: set schema_drift: freeze (drops the new columns)');
     expect(flat.pages).toBe(0);
   });
 
@@ -247,19 +310,10 @@ describe('schema_drift: a narrower type widened into the output', () => {
     await run(yaml('id < 500', 'id, quantity::bigint as quantity, amount'));
     const narrow = await run(yaml('id >= 500 and id < 1000', 'id, quantity, amount::decimal(12, 4) as amount'));
     expect(narrow.error).toBeUndefined();
-    expect(narrow.drift).toEqual([
-      {
-        output: 0,
-        url: join(dir, 'wide'),
-        policy: 'evolve',
-        action: 'evolved',
-        types: 'service',
-        changes: [
-          { column: 'quantity', change: 'widened', from: 'bigint', to: 'integer' },
-          { column: 'amount', change: 'widened', from: 'decimal(18, 4)', to: 'decimal(12, 4)' },
-        ],
-      },
-    ]);
+    expect(narrow.drift).toEqual(evolvedAt('wide', [
+      { column: 'quantity', change: 'widened', from: 'bigint', to: 'integer' },
+      { column: 'amount', change: 'widened', from: 'decimal(18, 4)', to: 'decimal(12, 4)' },
+    ]));
     const types = await duck(`select distinct name, type, precision from parquet_schema('${join(dir, 'wide')}/*.parquet') where name in ('quantity', 'amount') order by name`);
     expect(types).toEqual([
       { name: 'amount', type: 'INT64', precision: '18' },
@@ -289,5 +343,173 @@ describe('schema_drift: a narrower type widened into the output', () => {
     expect(metadata.schemas).toHaveLength(1);
     const rows = await icebirdRead(`file://${join(dir, 'wide-ice')}`);
     expect(rows).toHaveLength(600);
+  });
+});
+
+describe('schema_drift: a wider type promoted into the output (evolve)', () => {
+  const BIG = 3_000_000_000; // beyond a 32-bit integer: only a promoted column holds it
+  const narrowCols = 'id, quantity, amount::decimal(12, 4) as amount, value::real as value';
+  const wideCols = `id, quantity::bigint + ${BIG} as quantity, amount, value`;
+
+  it('Parquet and NDJSON, append: the new files carry the wider types; readers that merge by name read every file as them', async () => {
+    const yaml = (name: string, format: string, where: string, columns: string, policy = 'evolve') => `  - name: ${name}
+    source: { sql: "${events(where, columns)}" }
+    schema_drift: ${policy}
+    outputs: [{ format: ${format}, path: "\${DIR}/${name}", mode: append }]
+`;
+    for (const format of ['parquet', 'ndjson']) {
+      const name = `promote-${format}`;
+      expect((await run(yaml(name, format, 'id < 500', narrowCols))).summary).toMatchObject({ rows: 500 });
+      const wide = await run(yaml(name, format, 'id >= 500 and id < 1000', wideCols));
+      expect(wide.error).toBeUndefined();
+      expect(wide.drift).toEqual(evolvedAt(name, [
+        { column: 'quantity', change: 'promoted', from: 'integer', to: 'bigint' },
+        { column: 'amount', change: 'promoted', from: 'decimal(12, 4)', to: 'decimal(18, 4)' },
+        { column: 'value', change: 'promoted', from: 'real', to: 'double' },
+      ]));
+      expect(formatSummary(wide.summary!)).toContain('column quantity was integer, is the wider bigint');
+    }
+    // DuckDB merging the Parquet files by name: BIGINT, DECIMAL(18,4) and DOUBLE, the older files' values exact.
+    const parquet = `read_parquet('${join(dir, 'promote-parquet')}/*.parquet', union_by_name = true)`;
+    const types = await duck(`select typeof(quantity) as q, typeof(amount) as a, typeof(value) as v, count(*)::int as n from ${parquet} group by all`);
+    expect(types).toEqual([{ q: 'BIGINT', a: 'DECIMAL(18,4)', v: 'DOUBLE', n: 1000 }]);
+    const sums = `sum(quantity)::varchar as q, sum(amount)::varchar as a`;
+    const expected = await duck(
+      `select ${sums} from (select case when i < 500 then i % 1000 else (i % 1000) + ${BIG} end as quantity, case when i < 500 then ((((i * 104729) % 100000000) / 10000.0)::decimal(18, 4))::decimal(12, 4) else (((i * 104729) % 100000000) / 10000.0)::decimal(18, 4) end as amount from range(1000) t(i))`,
+    );
+    expect(await duck(`select ${sums} from ${parquet}`)).toEqual(expected);
+    // NDJSON read back by DuckDB's JSON reader: the numbers of both runs.
+    expect(await duck(`select sum(quantity)::varchar as q, count(*)::int as n from read_json('${join(dir, 'promote-ndjson')}/*.ndjson', union_by_name = true)`)).toEqual([{ q: expected[0]!.q, n: 1000 }]);
+  });
+
+  it('CSV append, freeze and fail: a wider type stops the run before any page', async () => {
+    const yaml = (name: string, format: string, columns: string, policy: string) => `  - name: ${name}
+    source: { sql: "${events('id < 300', columns)}" }
+    schema_drift: ${policy}
+    outputs: [{ format: ${format}, path: "\${DIR}/${name}", mode: append }]
+`;
+    await run(yaml('promote-csv', 'csv', 'id, quantity', 'evolve'));
+    const csv = await run(yaml('promote-csv', 'csv', 'id, quantity::bigint as quantity', 'evolve'));
+    expect((csv.error as Error).message).toContain('column quantity was integer, is the wider bigint');
+    expect((csv.error as Error).message).toContain('csv files of one output must all have the same columns and types');
+    expect(csv.pages).toBe(0);
+    await run(yaml('promote-frozen', 'parquet', 'id, quantity', 'freeze'));
+    const frozen = await run(yaml('promote-frozen', 'parquet', 'id, quantity::bigint as quantity', 'freeze'));
+    expect((frozen.error as Error).message).toContain('schema_drift: freeze keeps the committed types');
+    expect(frozen.pages).toBe(0);
+    const failed = await run(yaml('promote-frozen', 'parquet', 'id, quantity::bigint as quantity', 'fail'));
+    expect((failed.error as Error).message).toContain('(schema_drift: fail): column quantity was integer, is the wider bigint');
+    expect(failed.pages).toBe(0);
+  });
+
+  it('without a policy, a Parquet append takes the wider type too (the append check accepts it); CSV still refuses it at the write', async () => {
+    const yaml = (name: string, format: string, columns: string) => `  - name: ${name}
+    source: { sql: "${events('id < 200', columns)}" }
+    outputs: [{ format: ${format}, path: "\${DIR}/${name}", mode: append }]
+`;
+    await run(yaml('promote-plain', 'parquet', 'id, quantity'));
+    const wide = await run(yaml('promote-plain', 'parquet', `id, quantity::bigint + ${BIG} as quantity`));
+    expect(wide.error).toBeUndefined();
+    expect(wide.drift).toEqual([]);
+    expect(await duck(`select typeof(quantity) as t, max(quantity)::varchar as m from read_parquet('${join(dir, 'promote-plain')}/*.parquet', union_by_name = true) group by all`)).toEqual([{ t: 'BIGINT', m: String(BIG + 199) }]);
+    await run(yaml('promote-plain-csv', 'csv', 'id, quantity'));
+    const csv = await run(yaml('promote-plain-csv', 'csv', 'id, quantity::bigint as quantity'));
+    expect(csv.error).toBeInstanceOf(SchemaDriftError);
+    expect((csv.error as Error).message).toContain('was integer in the committed output and is bigint in this result');
+  });
+
+  it('an Iceberg table by path: int to long, float to double and decimal(12, 4) to decimal(18, 4) in a new schema with the same field ids; icebird reads both snapshots', async () => {
+    const yaml = (name: string, columns: string, extra = '') => `  - name: ${name}
+    source: { sql: "${events('id < 300', columns)}" }
+    schema_drift: evolve
+    outputs: [{ format: parquet, table: iceberg, path: "\${DIR}/${name}", mode: append${extra} }]
+`;
+    await run(yaml('promote-ice', narrowCols));
+    const wide = await run(yaml('promote-ice', wideCols));
+    expect(wide.error).toBeUndefined();
+    expect(wide.drift).toMatchObject([
+      {
+        types: 'iceberg',
+        action: 'evolved',
+        changes: [
+          { column: 'quantity', change: 'promoted', from: 'int', to: 'long' },
+          { column: 'amount', change: 'promoted', from: 'decimal(12, 4)', to: 'decimal(18, 4)' },
+          { column: 'value', change: 'promoted', from: 'float', to: 'double' },
+        ],
+      },
+    ]);
+    const hint = (await readFile(join(dir, 'promote-ice', 'metadata', 'version-hint.text'), 'utf8')).trim();
+    const metadata = JSON.parse(await readFile(join(dir, 'promote-ice', 'metadata', `v${hint}.metadata.json`), 'utf8')) as { 'current-schema-id': number; schemas: { 'schema-id': number; fields: { id: number; name: string; type: string }[] }[] };
+    expect(metadata.schemas.map((s) => s.fields.map((f) => `${f.id}:${f.name}:${f.type}`))).toEqual([
+      ['1:id:long', '2:quantity:int', '3:amount:decimal(12, 4)', '4:value:float'],
+      ['1:id:long', '2:quantity:long', '3:amount:decimal(18, 4)', '4:value:double'],
+    ]);
+    expect(metadata['current-schema-id']).toBe(1);
+    const rows = await icebirdRead(`file://${join(dir, 'promote-ice')}`);
+    expect(rows).toHaveLength(600);
+    const quantities = rows.map((r) => BigInt(r.quantity as number | bigint)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    expect(quantities[0]).toBe(0n);
+    expect(quantities.at(-1)).toBe(BigInt(BIG + 299));
+
+    // A partition column keeps its type: refused before any page.
+    await run(yaml('promote-ice-part', 'id, quantity', ', partition_by: [quantity]'));
+    const part = await run(yaml('promote-ice-part', 'id, quantity::bigint as quantity', ', partition_by: [quantity]'));
+    expect((part.error as Error).message).toContain('a partition column of an Iceberg table keeps its type');
+    expect(part.pages).toBe(0);
+    // Without a policy the write refuses it the same, before anything is committed.
+    const unwatched = await run(yaml('promote-ice-part', 'id, quantity::bigint as quantity', ', partition_by: [quantity]').replace('    schema_drift: evolve\n', ''));
+    expect(unwatched.error).toBeInstanceOf(IcebergPartitionError);
+    expect((unwatched.error as Error).message).toContain('partition_by[0]: column quantity is int in the table and long in this result; a partition column keeps its type: cast it back to int in the query');
+  });
+
+  it('an Iceberg table in a REST catalog: the promoted schema is committed through the catalog (add-schema), read back by iceberg-js and icebird', async () => {
+    const yaml = (columns: string) => `  - name: rest_promote
+    source: { sql: "${events('id < 300', columns)}" }
+    schema_drift: evolve
+    outputs:
+      - format: parquet
+        table: iceberg
+        mode: append
+        path: "\${DIR}/rest_promote"
+        catalog: { type: rest, uri: "${catalog.uri}", warehouse: main, namespace: analytics }
+`;
+    await run(yaml('id, quantity'));
+    const wide = await run(yaml(`id, quantity::bigint + ${BIG} as quantity`));
+    expect(wide.error).toBeUndefined();
+    expect(wide.drift).toMatchObject([{ types: 'iceberg', action: 'evolved', changes: [{ column: 'quantity', change: 'promoted', from: 'int', to: 'long' }] }]);
+    const result = await new IcebergRestCatalog({ baseUrl: catalog.uri, warehouse: 'main' }).loadTableResult({ namespace: ['analytics'], name: 'rest_promote' });
+    const metadata = result!.metadata as unknown as { location: string; 'current-schema-id': number; schemas: { 'schema-id': number; fields: { name: string; type: string }[] }[] };
+    const current = metadata.schemas.find((s) => s['schema-id'] === metadata['current-schema-id'])!;
+    expect(current.fields.map((f) => `${f.name}:${f.type}`)).toEqual(['id:long', 'quantity:long']);
+    const file = String(result!['metadata-location']).slice(`${metadata.location}/metadata/`.length);
+    const rows = await icebirdRead(metadata.location, undefined, file);
+    expect(rows).toHaveLength(600);
+    expect(rows.map((r) => BigInt(r.quantity as number | bigint)).reduce((a, b) => a + b, 0n)).toBe(2n * BigInt((299 * 300) / 2) + 300n * BigInt(BIG));
+  });
+});
+
+describe('--plan', () => {
+  it("shows each output's schema_drift policy (its own, else the job's) when the job sets one, and nothing when it sets none", async () => {
+    const plan = async (yaml: string) => planRun(job(yaml), { client: counted, stateDir: join(dir, 'state'), signal: new AbortController().signal, resume: true });
+    const set = await plan(`  - name: planned
+    source: { sql: "${events('id < 10', 'id')}" }
+    schema_drift: fail
+    outputs:
+      - { format: parquet, path: "\${DIR}/planned-a" }
+      - { format: csv, path: "\${DIR}/planned-b", mode: append, schema_drift: freeze }
+`);
+    expect(set.outputs.map((o) => o.schemaDrift)).toEqual(['fail', 'freeze']);
+    const text = formatPlan(set);
+    expect(text).toContain(`${join(dir, 'planned-a')}  parquet  write\n    schema_drift: fail (any change of columns or types fails before any page)\n`);
+    expect(text).toContain('    schema_drift: freeze (the committed columns are kept: new ones dropped, missing ones NULL)\n');
+    expect((planFields(set) as { outputs: { schema_drift?: string }[] }).outputs.map((o) => o.schema_drift)).toEqual(['fail', 'freeze']);
+
+    const unset = await plan(`  - name: unplanned
+    source: { sql: "${events('id < 10', 'id')}" }
+    outputs: [{ format: parquet, path: "\${DIR}/unplanned" }]
+`);
+    expect(unset.outputs[0]!.schemaDrift).toBeUndefined();
+    expect(formatPlan(unset)).not.toContain('schema_drift');
+    expect((planFields(unset) as { outputs: Record<string, unknown>[] }).outputs[0]).not.toHaveProperty('schema_drift');
   });
 });

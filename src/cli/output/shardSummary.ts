@@ -65,6 +65,7 @@ export function planFields(p: JobPlan): Record<string, unknown> {
       parts_per_shard: o.partsPerShard ?? null,
       committed_execution: o.committedExecution ?? null,
       ...(o.commitsTo === undefined ? {} : { catalog: o.commitsTo.catalog ?? null, catalog_table: o.commitsTo.table }),
+      ...(o.schemaDrift === undefined ? {} : { schema_drift: o.schemaDrift }),
     })),
     ...(p.cursor === undefined ? {} : { cursor: { column: p.cursor.column, from: p.cursor.from, value: p.cursor.value, ...(p.cursor.lookback === undefined ? {} : { lookback: p.cursor.lookback }) } }),
     ...(p.contract === undefined ? {} : { contract: p.contract.map((c) => ({ check: c.check, what: c.what, when: c.when, on_violation: c.onViolation, ...(c.quarantine === undefined ? {} : { quarantine: c.quarantine }) })) }),
@@ -76,6 +77,13 @@ function cursorOrigin(c: NonNullable<JobPlan['cursor']>): string {
   if (c.from === null) return 'the initial value: no output holds a cursor yet';
   return c.lookback === undefined ? 'the committed value' : `committed ${c.from}, less the lookback ${c.lookback}`;
 }
+
+/** What each schema_drift policy does when the result's columns differ from the output's, checked before any page. */
+const DRIFT_DOES = {
+  evolve: 'a changed schema is taken where the output can hold it, else fails before any page',
+  freeze: 'the committed columns are kept: new ones dropped, missing ones NULL',
+  fail: 'any change of columns or types fails before any page',
+} as const;
 
 const CHECKED_WHEN = { 'before-fetch': 'before any page', stream: 'on every row', end: 'at the end of the read' } as const;
 
@@ -97,7 +105,8 @@ export function formatPlan(p: JobPlan): string {
         `${o.parts === undefined ? '' : `  ${o.parts} parts of ${o.rowsPerPart?.toLocaleString('en-US')} rows`}` +
         `${o.partsPerShard === undefined ? '' : ` (per shard: ${o.partsPerShard.join(', ')})`}` +
         `${o.committedExecution === undefined ? '' : `  now holds ${o.committedExecution}`}` +
-        `${o.commitsTo === undefined ? '' : `\n    commits to ${targetText(o.commitsTo)}`}`,
+        `${o.commitsTo === undefined ? '' : `\n    commits to ${targetText(o.commitsTo)}`}` +
+        `${o.schemaDrift === undefined ? '' : `\n    schema_drift: ${o.schemaDrift} (${DRIFT_DOES[o.schemaDrift]})`}`,
     ),
     ...(p.cursor === undefined ? [] : [`  cursor ${p.cursor.column}: from ${p.cursor.value} (${cursorOrigin(p.cursor)})`]),
     ...(p.contract === undefined ? [] : ['  contract:', ...p.contract.map(contractLine)]),

@@ -1,6 +1,6 @@
 import type { Schema } from 'apache-arrow';
 import type { Destination } from '../destination.ts';
-import type { Commit, CommitProtocol, CursorState } from '../commit.ts';
+import type { Commit, CommitProtocol, CommittedColumn, CursorState } from '../commit.ts';
 import { decodeAvroFile } from './avro.ts';
 import { toTableBatch } from './convert.ts';
 import { destinationStorage } from './destinationStorage.ts';
@@ -12,6 +12,7 @@ import { RestCatalog } from './catalog/restCatalog.ts';
 import { restTablePointer } from './catalog/restTable.ts';
 import { prepareSchema, type PreparedSchema } from './tableSchema.ts';
 import { tableLayout } from './tableLayout.ts';
+import { typeText } from './types.ts';
 import { commitSnapshot, committed, type IcebergMode, type LoadedTable, pathPointer, type VendedCredentials, partitionSpec, readManifestList, type Spec, writeHint } from './writeIcebergTable.ts';
 
 export interface IcebergCommitOptions {
@@ -206,7 +207,15 @@ async function commitOf(storage: TableStorage, base: LoadedTable, snapshot: Snap
     version: base.file,
     ...(snapshot ? { snapshot: String(snapshot['snapshot-id']) } : {}),
     cursor: cursorOf(snapshot?.summary[SUMMARY_CURSOR]),
+    tableColumns: currentColumns(base),
   };
+}
+
+/** The columns of the table's current schema (as the catalog or the metadata file gave it), in Iceberg type names. */
+function currentColumns(base: LoadedTable): CommittedColumn[] | undefined {
+  const metadata = base.metadata;
+  const current = metadata?.schemas.find((s) => s['schema-id'] === metadata['current-schema-id']);
+  return current?.fields.map((f) => ({ name: f.name, type: typeText(f.type) }));
 }
 
 /** The cursor state a snapshot summary records (undefined: none, or not one this version reads). */

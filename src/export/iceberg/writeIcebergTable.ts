@@ -366,6 +366,11 @@ export function partitionSpec(schema: PreparedSchema, partitionBy: readonly stri
   for (const [i, column] of partitionBy.entries()) {
     const field = schema.fields.find((f) => f.name === column);
     if (!field) throw new IcebergPartitionError(url, `partition_by[${i}]: no column ${column} in the result`);
+    const before = schema.promoted.get(column);
+    // The table's partition values keep the source's type: its manifests would disagree about it.
+    if (before !== undefined) {
+      throw new IcebergPartitionError(url, `partition_by[${i}]: column ${column} is ${typeText(before)} in the table and ${typeText(field.type)} in this result; a partition column keeps its type: cast it back to ${typeText(before)} in the query`);
+    }
     const avroType = partitionAvroType(field.type);
     if (avroType === undefined) {
       throw new IcebergPartitionError(url, `partition_by[${i}]: column ${column} is ${typeText(field.type)}; identity partitions take boolean, int, long, string or date columns`);

@@ -98,7 +98,7 @@ const SPLIT_CHUNK_BYTES = 4 * 1024 * 1024;
  * of several row groups in memory at once to write them in order (measured on 1M rows x 8
  * columns: ~90 MB more at the peak than a row group at a time).
  */
-const SLICE_ROWS = 122_880;
+const SLICE_ROWS = 30_720;
 
 /**
  * Writes the encodings of a stored result into `dir` (created; empty if it exists), streaming:

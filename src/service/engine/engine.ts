@@ -87,6 +87,7 @@ import { lineColumnAt } from './sqlPosition.ts';
 import { StorageQuota } from './storageQuota.ts';
 import { TeamTableSizes } from './teamStorage.ts';
 import { boundsError, ResourceBounds, type EngineCeilings } from './resourceBounds.ts';
+import { InstanceUse } from './memoryTrim.ts';
 
 const RESULT_ID = /^[A-Za-z0-9_-]{1,100}$/;
 const TEAM_NAME = /^[A-Za-z0-9_-]{1,100}$/;
@@ -106,6 +107,8 @@ const INTERRUPT_REPEAT_MS = 5;
  * paging through a fresh result (an export) is never slowed, nor its memory doubled, by the encoder.
  */
 const ENCODE_AFTER_IDLE_MS = 1_000;
+/** An instance with no connection open for this long gives its idle memory back (memoryTrim.ts). */
+const TRIM_AFTER_IDLE_MS = 100;
 
 interface OpenResult {
   alias: string;
@@ -196,6 +199,10 @@ export class DuckDbEngine implements SqlEngine {
   readonly #systemViews: ReadonlySet<string>;
   /** Sets the instance's memory and spill limits to the executions running (resourceBounds.ts). */
   readonly #bounds: ResourceBounds | undefined;
+  /** Every connection of each instance is opened and closed through these (memoryTrim.ts). */
+  readonly #userUse: InstanceUse;
+  readonly #filesUse: InstanceUse;
+  readonly #useOf = new Map<DuckDBConnection, InstanceUse>();
 
   /** `systemViews`: DuckDB's built-in catalog views, which user SQL may not read. */
   readonly #encodeMinBytes: number;
@@ -225,6 +232,10 @@ export class DuckDbEngine implements SqlEngine {
     if (ceilings !== undefined) {
       this.#bounds = new ResourceBounds(ceilings, (stmt) => this.#withTrusted(async (conn) => void (await conn.run(stmt))));
     }
+    const bounds = this.#bounds;
+    this.#userUse = new InstanceUse(instance, bounds && (() => bounds.memoryLimit), TRIM_AFTER_IDLE_MS);
+    const filesLimit = ceilings?.filesMemoryLimit;
+    this.#filesUse = new InstanceUse(files, filesLimit === undefined ? undefined : () => filesLimit, TRIM_AFTER_IDLE_MS);
     this.#arrowChunkRows = arrowChunkRows;
     this.#attached = new AttachedResults<OpenResult>({
       max: MAX_ATTACHED,
@@ -402,6 +413,10 @@ export class DuckDbEngine implements SqlEngine {
       const info = await this.#finish(files, alias, columnNames, opts.maxResultBytes);
       check();
       await this.#checkpoint(files, alias, tmpPath);
+      // What the query read and wrote is evicted before the encoding reads the result back: the
+      // encoder's memory comes instead of it, not on top (only when nothing else runs).
+      await this.#userUse.trim(1);
+      await this.#filesUse.trim(1);
       // Encoded before it completes: the first read of a result is served from files, as every
       // later one (nothing competes with it), and no encoder runs beside the readers.
       const encode = info.bytes >= this.#encodeMinBytes;
@@ -439,10 +454,10 @@ export class DuckDbEngine implements SqlEngine {
       if (timer) clearTimeout(timer);
       opts.signal.removeEventListener('abort', onAbort);
       this.#running.delete(conn);
-      conn.closeSync();
+      this.#disconnect(conn);
       if (files !== undefined) {
         this.#running.delete(files);
-        files.closeSync();
+        this.#disconnect(files);
       }
       this.#executing -= 1;
       this.#lastActivity = performance.now();
@@ -469,7 +484,7 @@ export class DuckDbEngine implements SqlEngine {
       } finally {
         conns.delete(conn);
         this.#running.delete(conn);
-        conn.closeSync();
+        this.#disconnect(conn);
       }
     };
     const table = `${alias}.main.result`;
@@ -653,10 +668,21 @@ export class DuckDbEngine implements SqlEngine {
   async #connect(instance: DuckDBInstance = this.#instance): Promise<DuckDBConnection> {
     this.#starting += 1;
     try {
-      return await instance.connect();
+      const use = instance === this.#files ? this.#filesUse : this.#userUse;
+      const conn = await use.connect();
+      this.#useOf.set(conn, use);
+      return conn;
     } finally {
       this.#starting -= 1;
     }
+  }
+
+  /** Closes a connection opened by #connect. */
+  #disconnect(conn: DuckDBConnection): void {
+    const use = this.#useOf.get(conn);
+    this.#useOf.delete(conn);
+    if (use === undefined) conn.closeSync();
+    else use.close(conn);
   }
 
   /** A connection of the files instance for the engine's own statements (close waits for it). */
@@ -673,7 +699,7 @@ export class DuckDbEngine implements SqlEngine {
       return await fn(conn);
     } finally {
       this.#trusted.delete(conn);
-      conn.closeSync();
+      this.#disconnect(conn);
     }
   }
 
@@ -734,7 +760,7 @@ export class DuckDbEngine implements SqlEngine {
   #endPageConnection(conn: DuckDBConnection): void {
     this.#lastActivity = performance.now();
     this.#running.delete(conn);
-    conn.closeSync();
+    this.#disconnect(conn);
   }
 
   async page(resultId: string, req: PageRequest): Promise<Page> {
@@ -890,7 +916,7 @@ export class DuckDbEngine implements SqlEngine {
     } finally {
       if (conn !== undefined) {
         this.#running.delete(conn);
-        conn.closeSync();
+        this.#disconnect(conn);
       }
       this.#release(entry);
     }
@@ -967,6 +993,11 @@ export class DuckDbEngine implements SqlEngine {
     return this.#withTrusted(fn);
   }
 
+  /** The same on the files instance (tests read its settings). */
+  withFilesConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
+    return this.#withFiles(fn);
+  }
+
   /**
    * A path inside the results directory, the only one the files instance reads files from.
    * Scratch files are named `SCRATCH_PREFIX<name>`, so those a crash left behind are removed at
@@ -975,6 +1006,11 @@ export class DuckDbEngine implements SqlEngine {
   #scratchPath(name: string): string {
     if (!/^[A-Za-z0-9_.-]{1,200}$/.test(name) || name.startsWith('.')) throw new EngineError('bad_request', `invalid scratch file name "${name}"`);
     return join(this.#resultsDir, `${SCRATCH_PREFIX}${name}`);
+  }
+
+  /** Trims of the two instances so far (memoryTrim.ts; for tests). */
+  get memoryTrims(): { users: number; files: number } {
+    return { users: this.#userUse.trims, files: this.#filesUse.trims };
   }
 
   /** Idempotent: a second call (a stop at once during a graceful close) waits for the first. */
@@ -987,6 +1023,7 @@ export class DuckDbEngine implements SqlEngine {
     this.#closed = true;
     this.#closeSignal.abort(new EngineError('canceled', 'Query was canceled: the service is stopping'));
     for (const wake of this.#idleWaiters.splice(0)) wake();
+    await Promise.all([this.#userUse.stop(), this.#filesUse.stop()]);
     // The instance is closed only once no native call is in flight on any of its connections:
     // closing it (or ending the thread) under one aborts the process. Every statement is
     // interrupted, again and again (an interrupt between two statements is lost, see the header).

@@ -64,6 +64,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
       const [memoryLimit, maxTempDirectorySize] = await limits();
       ceilings = { memoryLimit: memoryLimit!, maxTempDirectorySize: maxTempDirectorySize! };
       if (opts.memoryAdmission !== undefined) ceilings.admission = opts.memoryAdmission;
+      if (filesMemory !== undefined) ceilings.filesMemoryLimit = `${filesMemory}B`;
       files = await openFiles(opts, config, resultsDir, filesMemory);
       await lockDown(conn);
     } finally {

@@ -55,6 +55,8 @@ export interface EngineCeilings {
   maxTempDirectorySize: string;
   /** 'reserve': an execution waits until its bounds fit beside the running ones' (see the header). */
   admission?: MemoryAdmission;
+  /** The files instance's memory_limit (a part of the engine's; index.ts), restored after a trim. */
+  filesMemoryLimit?: string;
 }
 
 export type MemoryAdmission = 'share' | 'reserve';
@@ -73,14 +75,21 @@ export class ResourceBounds {
   /** SETs are applied one after the other, each with the set of executions at that moment. */
   #applying: Promise<void> = Promise.resolve();
   #applied = '';
+  #memoryInForce: string;
   /** Executions waiting for room ('reserve'), first come first served. */
   readonly #waiting: Waiter[] = [];
 
   constructor(ceilings: EngineCeilings, set: (sql: string) => Promise<void>) {
     this.#ceilings = ceilings;
     this.#set = set;
+    this.#memoryInForce = ceilings.memoryLimit;
     this.#memoryCeiling = parseDuckDbSize(ceilings.memoryLimit) ?? Number.POSITIVE_INFINITY;
     this.#tempCeiling = parseDuckDbSize(ceilings.maxTempDirectorySize) ?? Number.POSITIVE_INFINITY;
+  }
+
+  /** The instance's memory_limit as last set (a trim restores it: memoryTrim.ts). */
+  get memoryLimit(): string {
+    return this.#memoryInForce;
   }
 
   /** Executions waiting for room to start ('reserve'). */
@@ -173,9 +182,14 @@ export class ResourceBounds {
       this.#applied = key;
       // DuckDB refuses a memory limit below what is in use and cannot free: the previous one
       // stays until the next change (the executions in use finish and it is applied again).
-      await this.#set(`SET GLOBAL memory_limit = '${memory}'`).catch(() => {
-        this.#applied = '';
-      });
+      await this.#set(`SET GLOBAL memory_limit = '${memory}'`).then(
+        () => {
+          this.#memoryInForce = memory;
+        },
+        () => {
+          this.#applied = '';
+        },
+      );
       await this.#set(`SET GLOBAL max_temp_directory_size = '${temp}'`).catch(async () => {
         if (this.#running.size === 0) await this.#set('RESET GLOBAL max_temp_directory_size').catch(() => undefined);
         else this.#applied = '';

@@ -17,6 +17,20 @@ import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 /** What memory_limit dips to: below anything an idle instance pins (DuckDB then evicts all it can). */
 const TRIM_LIMIT = '1MiB';
 
+/**
+ * Dips memory_limit and sets it to `limit`: DuckDB evicts what it holds unpinned and gives freed
+ * memory back. Resolves to whether the dip was accepted (DuckDB refuses one below what it cannot
+ * evict); rejects only when `limit` itself cannot be set.
+ */
+export async function trimTo(conn: DuckDBConnection, limit: string): Promise<boolean> {
+  let dipped = true;
+  await conn.run(`SET GLOBAL memory_limit = '${TRIM_LIMIT}'`).catch(() => {
+    dipped = false;
+  });
+  await conn.run(`SET GLOBAL memory_limit = '${limit}'`);
+  return dipped;
+}
+
 export class InstanceUse {
   readonly instance: DuckDBInstance;
   readonly #limit: (() => string) | undefined;
@@ -88,23 +102,18 @@ export class InstanceUse {
   async trim(own: number): Promise<boolean> {
     const limitNow = this.#limit;
     if (limitNow === undefined || this.#stopped || this.#open > own || this.#trimming !== undefined) return false;
-    const run = async (): Promise<void> => {
+    const run = async (): Promise<boolean> => {
       const conn = await this.instance.connect();
       try {
-        const limit = limitNow();
-        try {
-          await conn.run(`SET GLOBAL memory_limit = '${TRIM_LIMIT}'`);
-        } finally {
-          await conn.run(`SET GLOBAL memory_limit = '${limit}'`);
-        }
+        return await trimTo(conn, limitNow());
       } finally {
         conn.closeSync();
       }
     };
     this.#trimming = run().then(
-      () => {
-        this.trims += 1;
-        return true;
+      (dipped) => {
+        if (dipped) this.trims += 1;
+        return dipped;
       },
       () => false,
     );

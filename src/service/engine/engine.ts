@@ -108,7 +108,9 @@ const INTERRUPT_REPEAT_MS = 5;
  */
 const ENCODE_AFTER_IDLE_MS = 1_000;
 /** An instance with no connection open for this long gives its idle memory back (memoryTrim.ts). */
-const TRIM_AFTER_IDLE_MS = 100;
+const TRIM_AFTER_IDLE_MS = 1_000;
+/** Results from this size (result_set_bytes) on are encoded after a trim (see execute). */
+const TRIM_BEFORE_ENCODING_BYTES = 16 * 1024 * 1024;
 
 interface OpenResult {
   alias: string;
@@ -203,6 +205,7 @@ export class DuckDbEngine implements SqlEngine {
   readonly #userUse: InstanceUse;
   readonly #filesUse: InstanceUse;
   readonly #useOf = new Map<DuckDBConnection, InstanceUse>();
+  readonly #trimBeforeEncodingBytes: number;
 
   /** `systemViews`: DuckDB's built-in catalog views, which user SQL may not read. */
   readonly #encodeMinBytes: number;
@@ -233,9 +236,11 @@ export class DuckDbEngine implements SqlEngine {
       this.#bounds = new ResourceBounds(ceilings, (stmt) => this.#withTrusted(async (conn) => void (await conn.run(stmt))));
     }
     const bounds = this.#bounds;
-    this.#userUse = new InstanceUse(instance, bounds && (() => bounds.memoryLimit), TRIM_AFTER_IDLE_MS);
+    const idleMs = ceilings?.trim?.afterIdleMs ?? TRIM_AFTER_IDLE_MS;
+    this.#trimBeforeEncodingBytes = ceilings?.trim?.beforeEncodingBytes ?? TRIM_BEFORE_ENCODING_BYTES;
+    this.#userUse = new InstanceUse(instance, bounds && (() => bounds.memoryLimit), idleMs);
     const filesLimit = ceilings?.filesMemoryLimit;
-    this.#filesUse = new InstanceUse(files, filesLimit === undefined ? undefined : () => filesLimit, TRIM_AFTER_IDLE_MS);
+    this.#filesUse = new InstanceUse(files, filesLimit === undefined ? undefined : () => filesLimit, idleMs);
     this.#arrowChunkRows = arrowChunkRows;
     this.#attached = new AttachedResults<OpenResult>({
       max: MAX_ATTACHED,
@@ -413,13 +418,15 @@ export class DuckDbEngine implements SqlEngine {
       const info = await this.#finish(files, alias, columnNames, opts.maxResultBytes);
       check();
       await this.#checkpoint(files, alias, tmpPath);
-      // What the query read and wrote is evicted before the encoding reads the result back: the
-      // encoder's memory comes instead of it, not on top (only when nothing else runs).
-      await this.#userUse.trim(1);
-      await this.#filesUse.trim(1);
       // Encoded before it completes: the first read of a result is served from files, as every
       // later one (nothing competes with it), and no encoder runs beside the readers.
       const encode = info.bytes >= this.#encodeMinBytes;
+      if (encode && this.#encodeAtCompletion && info.bytes >= this.#trimBeforeEncodingBytes) {
+        // What the query read and wrote is evicted before the encoding reads the result back: the
+        // encoder's memory comes instead of it, not on top (only when nothing else runs).
+        await this.#userUse.trim(1);
+        await this.#filesUse.trim(1);
+      }
       const encoding =
         encode && this.#encodeAtCompletion
           ? await this.#encodeStored(alias, opts.resultId, info, encodeConns, () => stop !== undefined || this.#closed)

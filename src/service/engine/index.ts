@@ -69,6 +69,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
       ceilings = { memoryLimit: memoryLimit!, maxTempDirectorySize: maxTempDirectorySize! };
       if (opts.memoryAdmission !== undefined) ceilings.admission = opts.memoryAdmission;
       if (filesMemory !== undefined) ceilings.filesMemoryLimit = `${filesMemory}B`;
+      if (opts.trim !== undefined) ceilings.trim = opts.trim;
       files = await openFiles(opts, config, resultsDir, filesMemory);
       await lockDown(conn);
     } finally {

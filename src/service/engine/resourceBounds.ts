@@ -20,7 +20,7 @@
 // whatever the others do, and fails only past it; but executions run at once only as many as
 // their bounds fit in the engine (with tiers larger than the engine, one at a time), however
 // little they really use. Meant for engines sized in multiples of the tiers.
-import { EngineError } from './types.ts';
+import { EngineError, type TrimOptions } from './types.ts';
 
 /** What an execution may use (its tier's bounds). */
 export interface ExecutionBounds {
@@ -57,6 +57,8 @@ export interface EngineCeilings {
   admission?: MemoryAdmission;
   /** The files instance's memory_limit (a part of the engine's; index.ts), restored after a trim. */
   filesMemoryLimit?: string;
+  /** When idle memory is given back (memoryTrim.ts). */
+  trim?: TrimOptions;
 }
 
 export type MemoryAdmission = 'share' | 'reserve';

@@ -11,7 +11,8 @@
 //   the least any export through it would take.
 // Bytes on the wire: what the proxy carried from the service to the client (headers included);
 // on loopback, the body bytes a sluice read counted. Service CPU: what the service process spent
-// answering (compressing pages per request is part of it; pre-compressed encodings would save that). Every figure of a link is from the same run;
+// answering (pages on the page grid are compressed once and then sent from stored frames, see
+// src/service/http/compressedFrames.ts; storedFrameCosts measures that per page). Every figure of a link is from the same run;
 // the machine is shared, so absolute times vary from run to run, the ratios less.
 // `npm run bench -- link`; BENCH_LINK_ROWS overrides 1M rows (the 20 Mbit/s link reads a quarter of them).
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -79,6 +80,7 @@ export async function run(): Promise<void> {
     await encodingsSettled(dataDir);
     const pageSize = (await stream(setup, { executionId: ids.get(ROWS)! }).info()).pageSize;
     console.log(`sample.events (8 columns); pages of ${fmt(pageSize)} rows; ${CONCURRENCY} pages at a time; compression: zstd unless said`);
+    await storedFrameCosts(svc, ids.get(ROWS)!, ROWS, pageSize);
     const summary: string[] = [];
     for (const link of LINKS) {
       const executionId = ids.get(link.rows)!;
@@ -133,8 +135,31 @@ export async function run(): Promise<void> {
   }
 }
 
-/** Every page of the result, CONCURRENCY at a time, in zstd, each body read to its end and dropped. */
-async function bare(url: string, executionId: string, rows: number, pageSize: number, wire: 'json' | 'arrow'): Promise<{ ms: number; wire: number }> {
+/**
+ * The service's CPU per compressed page, on loopback, before any other compressed read of the
+ * result: pages off the page grid (one row short, so compressed per request, as every page was
+ * before frames were stored), then the pages on the grid read the first time (compressed and
+ * stored), then read again (sent from the stored frames).
+ */
+async function storedFrameCosts(svc: { url: string; cpuMs(): Promise<number> }, executionId: string, rows: number, pageSize: number): Promise<void> {
+  console.log(`\nservice CPU and time per compressed page (loopback, ${fmt(rows)} rows, pages of ${fmt(pageSize)} rows; 'per request' Arrow pages are off the Arrow chunks too, so also built per request)`);
+  console.log(`${'wire, coding'.padEnd(14)} ${'per request'.padStart(24)} ${'first read, stored'.padStart(24)} ${'stored frame'.padStart(24)}`);
+  for (const wire of ['json', 'arrow'] as const) {
+    for (const coding of ['zstd', 'gzip'] as const) {
+      const cells: string[] = [];
+      for (const step of [pageSize - 1, pageSize, pageSize]) {
+        const cpu = await svc.cpuMs();
+        const r = await bare(svc.url, executionId, rows, step, wire, coding);
+        const pages = Math.ceil(rows / step);
+        cells.push(`${(((await svc.cpuMs()) - cpu) / pages).toFixed(1)} ms CPU, ${(r.ms / pages).toFixed(1)} ms`.padStart(24));
+      }
+      console.log(`${`${wire}, ${coding}`.padEnd(14)} ${cells.join(' ')}`);
+    }
+  }
+}
+
+/** Every page of the result, CONCURRENCY at a time, in zstd (unless said), each body read to its end and dropped. */
+async function bare(url: string, executionId: string, rows: number, pageSize: number, wire: 'json' | 'arrow', coding: 'zstd' | 'gzip' = 'zstd'): Promise<{ ms: number; wire: number }> {
   const offsets: number[] = [];
   for (let o = 0; o < rows; o += pageSize) offsets.push(o);
   let bytes = 0;
@@ -142,7 +167,7 @@ async function bare(url: string, executionId: string, rows: number, pageSize: nu
   const worker = async () => {
     for (let o = offsets.shift(); o !== undefined; o = offsets.shift()) {
       const res = await request(`${url}/v1/execution/${executionId}/results?offset=${o}&limit=${pageSize}`, {
-        headers: { 'x-service-api-key': KEY, 'accept-encoding': 'zstd', accept: wire === 'arrow' ? ARROW_STREAM_MEDIA_TYPE : 'application/json' },
+        headers: { 'x-service-api-key': KEY, 'accept-encoding': coding, accept: wire === 'arrow' ? ARROW_STREAM_MEDIA_TYPE : 'application/json' },
       });
       if (res.statusCode !== 200) throw new Error(`bare download: ${res.statusCode} at offset ${o}`);
       for await (const chunk of res.body) bytes += (chunk as Buffer).length;

@@ -1,4 +1,5 @@
 import type { RunEvents } from '../jobs/runJob.ts';
+import { describeChange } from '../jobs/drift.ts';
 import type { OutputStream } from './io.ts';
 import type { Logger } from './log.ts';
 import { createProgressBar, type ProgressBar } from './progress.ts';
@@ -48,6 +49,14 @@ export function jobEvents(job: string, log: Logger, stderr: OutputStream, showBa
     onWarning: (message, fields) => {
       bar?.clear();
       jobLog.warn(message, fields);
+    },
+    onNotification: (n) => {
+      // Not delivered: onWarning says so, with the reason.
+      if (n.delivered) jobLog.info('notification sent', { event: n.event, attempts: n.attempts });
+    },
+    onDrift: (drift) => {
+      bar?.clear();
+      jobLog.warn(`schema drift (${drift.policy}: ${drift.action}): ${drift.changes.map(describeChange).join('; ')}`, { output: drift.url, policy: drift.policy, action: drift.action, changes: drift.changes });
     },
   };
   return {

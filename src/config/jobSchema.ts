@@ -5,7 +5,10 @@ import { COMPRESSION_MODES, MAX_PAGE_CONCURRENCY } from '../client/config.ts';
 import { outputConfigSchema, type ResolvedOutput } from '../export/outputConfig.ts';
 import type { Registry } from '../kit/index.ts';
 import { parseType } from '../types/parse.ts';
+import { parsePredicate, predicateProblem } from './predicate.ts';
+import { quarantinePath, quarantinePathProblem } from './quarantinePath.ts';
 import { cronProblem, timezoneProblem } from './cron.ts';
+import { driftIssues, NotifySchema, SchemaDriftSchema } from './notifySchema.ts';
 
 // The one truth about job files: validation, types (z.infer), `sluice schema` and the job file
 // reference (docs/jobs.md, written by `npm run docs`) all come from here. Fields are snake_case like the wire protocol. The outputs'
@@ -104,12 +107,7 @@ export const IncrementalSchema = z
     'Fetch only new rows: the query receives the highest cursor value committed so far, and the new high-water mark is committed with the rows, in each output (its manifest), so the state travels with the data. Needs mode: append on every output',
   );
 
-const OnViolationSchema = z
-  .enum(['fail', 'warn', 'quarantine'])
-  .superRefine((value, ctx) => {
-    // Accepted by name so that a job file written for it says what is missing, not "invalid enum".
-    if (value === 'quarantine') ctx.addIssue({ code: 'custom', message: 'quarantine is not supported yet: use fail (publish nothing) or warn (publish, log and count the violations)' });
-  });
+const OnViolationSchema = z.enum(['fail', 'warn', 'quarantine']);
 
 /** Distinct values a `unique` check holds: beyond this a run stops rather than grow without bound. */
 export const MAX_UNIQUE_VALUES = 2_000_000;
@@ -126,6 +124,13 @@ export const ColumnCheckSchema = z
     accepted_values: z.array(z.union([z.string(), z.number(), z.boolean()])).min(1).optional().describe('Every non-NULL value is one of these (numbers compared as numbers, 1.0 = 1; other values as their text, as CSV writes it)'),
     min: CheckBound.optional().describe("No value below this (numbers, dates, timestamps and text, in the column's order)"),
     max: CheckBound.optional().describe("No value above this (numbers, dates, timestamps and text, in the column's order)"),
+    predicate: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "A SQL-like condition every row must meet, e.g. \"amount >= 0 and amount < 1e9\" (it may read other columns: \"ended_at >= started_at\"): comparisons, and/or/not, is [not] null, [not] in (...), [not] between, + - * / % on numbers, 'text', true, false, null. A row breaks it when it is false; NULL (unknown) passes, as in a SQL CHECK: add \"x is not null and ...\" to require a value",
+      ),
     on_violation: OnViolationSchema.optional().describe('What a violation of this column\'s checks does (default: expect.on_violation)'),
   })
   .describe('Checks on every row of one column, as the rows stream (before anything is published)');
@@ -144,11 +149,18 @@ export const ExpectSchema = z
       })
       .optional()
       .describe("The result's row count: checked before any page is fetched when the service reports it (no result.filters), else at the end of the read, before anything is published"),
-    checks: z.record(z.string().min(1), ColumnCheckSchema).optional().describe('Per column: checks on every row while it streams (not_null, unique, accepted_values, min, max)'),
-    on_violation: OnViolationSchema.optional().describe('fail (the default): the run stops and publishes nothing, naming the check, column, row and value; warn: the rows are published, each broken check is logged once and its violations counted in the run summary; quarantine: not supported yet'),
+    checks: z.record(z.string().min(1), ColumnCheckSchema).optional().describe('Per column: checks on every row while it streams (not_null, unique, accepted_values, min, max, predicate)'),
+    on_violation: OnViolationSchema.optional().describe(
+      'fail (the default): the run stops and publishes nothing, naming the check, column, row and value; warn: the rows are published, each broken check is logged once and its violations counted in the run summary; quarantine: the rows that break a column check are not written to the outputs but beside each, at its path + _quarantine (same format and sink options), with _check, _column, _reason and _row, committed with the output on every run (columns and rows have no row to set aside: they fail)',
+    ),
   })
   .describe('A contract the result must meet before anything is published');
 export type Expect = z.infer<typeof ExpectSchema>;
+
+/** Whether some column check of a contract sets its violating rows aside (its own on_violation, or the contract's). */
+export function contractQuarantines(expect: Expect | undefined): boolean {
+  return Object.values(expect?.checks ?? {}).some((check) => (check.on_violation ?? expect?.on_violation) === 'quarantine');
+}
 
 /** A zod check from a function that says what is wrong with a value (undefined: nothing). */
 function reportProblem(problemOf: (value: string) => string | undefined) {
@@ -163,7 +175,17 @@ export const MAX_WORKERS = 64;
 
 const JOB_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
-function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
+/**
+ * An output of a job file: the export's output config, and what the run does with it, which the
+ * export's schema knows nothing of: its own schema_drift policy and its own contract.
+ */
+function withRunFields(output: ReturnType<typeof outputConfigSchema>) {
+  const expect = ExpectSchema.optional().describe("This output's contract, checked besides the job's expect (which applies to every output): its column checks see the rows this output receives, and quarantine sets them aside beside this output only");
+  const variants = output.options.map((variant) => variant.extend({ schema_drift: SchemaDriftSchema.optional(), expect }));
+  return z.discriminatedUnion('format', variants as [(typeof variants)[number], ...(typeof variants)[number][]]);
+}
+
+function jobSchema(output: ReturnType<typeof withRunFields>) {
   return z
     .strictObject({
       name: z.string().regex(JOB_NAME, 'a job name is letters, digits, _ . and -, starting with a letter or digit').describe('Unique name of the job (used by `sluice run FILE --job NAME`, logs, metrics and resume state)'),
@@ -203,10 +225,17 @@ function jobSchema(output: ReturnType<typeof outputConfigSchema>) {
       budget: BudgetSchema.optional(),
       incremental: IncrementalSchema.optional(),
       expect: ExpectSchema.optional(),
+      schema_drift: SchemaDriftSchema.optional().describe('The schema drift policy of every output that does not set its own schema_drift (default evolve)'),
+      notify: NotifySchema.optional(),
     })
     .superRefine((job, ctx) => {
       if (job.incremental) incrementalIssues(job, ctx);
       if (job.expect) expectIssues(job.expect, job.result?.columns, ctx);
+      job.outputs.forEach((output, i) => {
+        if (output.expect !== undefined) expectIssues(output.expect, job.result?.columns, ctx, ['outputs', i, 'expect']);
+      });
+      if (contractQuarantines(job.expect) || job.outputs.some((o) => contractQuarantines(o.expect))) quarantineIssues(job, ctx);
+      driftIssues(job, ctx);
       const columns = job.result?.columns;
       const paths = new Map<string, number>();
       job.outputs.forEach((output, i) => {
@@ -265,8 +294,8 @@ function incrementalIssues(
 }
 
 /** What the schema of one field cannot see about a contract: its bounds against each other, its columns against result.columns. */
-function expectIssues(expect: Expect, shaped: readonly string[] | undefined, ctx: z.RefinementCtx): void {
-  const issue = (path: PropertyKey[], message: string) => ctx.addIssue({ code: 'custom', path: ['expect', ...path], message });
+function expectIssues(expect: Expect, shaped: readonly string[] | undefined, ctx: z.RefinementCtx, base: PropertyKey[] = ['expect']): void {
+  const issue = (path: PropertyKey[], message: string) => ctx.addIssue({ code: 'custom', path: [...base, ...path], message });
   const { rows } = expect;
   if (rows !== undefined && rows.min === undefined && rows.max === undefined) issue(['rows'], 'give min, max or both');
   if (rows?.min !== undefined && rows.max !== undefined && rows.min > rows.max) issue(['rows', 'min'], `min ${rows.min} is above max ${rows.max}`);
@@ -274,8 +303,14 @@ function expectIssues(expect: Expect, shaped: readonly string[] | undefined, ctx
     if (!typeKnown(type)) issue(['columns', name], `"${type}" is not a column type the service reports (e.g. bigint, double, varchar, decimal(18,2), timestamp, date, boolean)`);
   }
   for (const [name, check] of Object.entries(expect.checks ?? {})) {
-    const given = ['not_null', 'unique', 'accepted_values', 'min', 'max'].filter((k) => check[k as keyof ColumnCheck] !== undefined);
-    if (given.length === 0) issue(['checks', name], 'no check given: add not_null, unique, accepted_values, min or max');
+    const given = ['not_null', 'unique', 'accepted_values', 'min', 'max', 'predicate'].filter((k) => check[k as keyof ColumnCheck] !== undefined);
+    if (given.length === 0) issue(['checks', name], 'no check given: add not_null, unique, accepted_values, min, max or predicate');
+    const problem = check.predicate === undefined ? undefined : predicateProblem(check.predicate);
+    if (problem !== undefined) issue(['checks', name, 'predicate'], problem);
+    if (check.predicate !== undefined && problem === undefined && shaped !== undefined) {
+      const missing = parsePredicate(check.predicate).columns.filter((c) => !shaped.includes(c));
+      if (missing.length > 0) issue(['checks', name, 'predicate'], `reads ${missing.join(', ')}, not among result.columns (${shaped.join(', ')})`);
+    }
     if (typeof check.min === 'number' && typeof check.max === 'number' && check.min > check.max) issue(['checks', name, 'min'], `min ${check.min} is above max ${check.max}`);
   }
   if (shaped === undefined) return;
@@ -284,6 +319,38 @@ function expectIssues(expect: Expect, shaped: readonly string[] | undefined, ctx
       if (!shaped.includes(name)) issue([part, name], `"${name}" is not among result.columns (${shaped.join(', ')}): it would never be fetched`);
     }
   }
+}
+
+/**
+ * Where a quarantining contract's rows go: beside each output it guards (every output for the job's
+ * expect, its own for an output's), which needs a place beside it; an incremental job cannot keep
+ * them apart; and one output's quarantine is fed by one contract.
+ */
+function quarantineIssues(job: { incremental?: unknown; outputs: readonly { path?: unknown; expect?: Expect | undefined }[]; expect?: Expect | undefined }, ctx: z.RefinementCtx): void {
+  const jobWide = contractQuarantines(job.expect);
+  const where = (expect: Expect | undefined, base: PropertyKey[]): PropertyKey[] => {
+    // The on_violation that says quarantine: a column's own, else the contract's.
+    const column = Object.entries(expect?.checks ?? {}).find(([, check]) => check.on_violation === 'quarantine')?.[0];
+    return column === undefined ? [...base, 'on_violation'] : [...base, 'checks', column, 'on_violation'];
+  };
+  if (job.incremental !== undefined) {
+    const i = job.outputs.findIndex((o) => contractQuarantines(o.expect));
+    const at = jobWide || i === -1 ? where(job.expect, ['expect']) : where(job.outputs[i]!.expect, ['outputs', i, 'expect']);
+    ctx.addIssue({ code: 'custom', path: at, message: 'quarantine is not supported with incremental: the rows set aside would be read again by the next run (their cursor is above the committed one); use fail or warn' });
+  }
+  const paths = job.outputs.map((o) => o.path);
+  job.outputs.forEach((output, i) => {
+    const own = contractQuarantines(output.expect);
+    if (own && jobWide) {
+      ctx.addIssue({ code: 'custom', path: where(output.expect, ['outputs', i, 'expect']), message: "the job's expect quarantines too, into the same place beside this output: keep the quarantining checks in one of the two" });
+    }
+    const path = output.path;
+    if ((!own && !jobWide) || typeof path !== 'string') return;
+    const problem = quarantinePathProblem(path);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', path: ['outputs', i, 'path'], message: `on_violation: quarantine writes the rows set aside beside each output, at its path + _quarantine: ${problem}` });
+    const clash = paths.findIndex((other) => typeof other === 'string' && other.replace(/\/+$/, '') === quarantinePath(path));
+    if (clash !== -1) ctx.addIssue({ code: 'custom', path: ['outputs', clash, 'path'], message: `is where outputs[${i}]'s quarantine goes (on_violation: quarantine writes beside each output at its path + _quarantine): move one of them` });
+  });
 }
 
 function typeKnown(type: string): boolean {
@@ -331,7 +398,7 @@ export const ConnectionSchema = z
 export type Connection = z.infer<typeof ConnectionSchema>;
 
 function buildJobFileSchema(registry: Registry) {
-  const output = outputConfigSchema(registry).describe('One output: format, destination path, partitioning and rolling');
+  const output = withRunFields(outputConfigSchema(registry)).describe('One output: format, destination path, partitioning and rolling');
   return z
     .strictObject({
       version: z.literal(1).optional().describe('Job file format version (1)'),
@@ -355,7 +422,9 @@ function buildJobFileSchema(registry: Registry) {
 /** A job file as the schema checked it, before its outputs are resolved. */
 export type ParsedJobFile = z.infer<ReturnType<typeof buildJobFileSchema>>;
 /** A job as loaded: its outputs resolved against the registry (format, sink, their options, every default). */
-export type Job = Omit<ParsedJobFile['jobs'][number], 'outputs'> & { readonly outputs: readonly ResolvedOutput[] };
+export type Job = Omit<ParsedJobFile['jobs'][number], 'outputs'> & { readonly outputs: readonly JobOutput[] };
+/** A job's output: resolved, with its own contract when it has one. */
+export type JobOutput = ResolvedOutput & { readonly expect?: Expect };
 export type JobFile = Omit<ParsedJobFile, 'jobs'> & { readonly jobs: readonly Job[] };
 
 const schemas = new WeakMap<Registry, ReturnType<typeof buildJobFileSchema>>();

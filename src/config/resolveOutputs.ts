@@ -22,7 +22,7 @@ export function resolveOutputs<J extends { readonly outputs: readonly unknown[] 
     ...job,
     outputs: job.outputs.map((_, j) => {
       try {
-        return resolveOutput(written[i]!.outputs[j], registry);
+        return withRunFields(written[i]!.outputs[j], job.outputs[j], (config) => resolveOutput(config, registry));
       } catch (error) {
         if (!(error instanceof ConfigError)) throw error;
         for (const issue of error.issues) {
@@ -36,6 +36,17 @@ export function resolveOutputs<J extends { readonly outputs: readonly unknown[] 
     }),
   }));
   return { jobs: resolved, issues };
+}
+
+/**
+ * An output's `schema_drift` and `expect` are the run's business, not the export's: resolved
+ * without them, then carried beside it (the contract as the schema parsed it, `parsed`).
+ */
+function withRunFields(config: unknown, parsed: unknown, resolve: (config: unknown) => ResolvedOutput): ResolvedOutput {
+  if (typeof config !== 'object' || config === null || Array.isArray(config) || !('schema_drift' in config || 'expect' in config)) return resolve(config);
+  const { schema_drift: schemaDrift, expect, ...rest } = config as Record<string, unknown>;
+  const contract = (parsed as { expect?: unknown } | undefined)?.expect ?? expect;
+  return { ...resolve(rest), ...(schemaDrift === undefined ? {} : { schemaDrift }), ...(expect === undefined ? {} : { expect: contract }) } as ResolvedOutput;
 }
 
 /** `s3.secret_access_key` -> ['s3', 'secret_access_key']; `partition_by[1]` -> ['partition_by', 1]. */

@@ -1,4 +1,4 @@
-import type { CheckOptions, PutCondition } from '../kit/index.ts';
+import type { CheckOptions, ObjectStore, PutCondition } from '../kit/index.ts';
 
 /**
  * The commit API: what the export, the shards' commit and the table formats write through. It is
@@ -18,7 +18,7 @@ export interface Destination {
    * of (from its manifest); the destination removes those that the new output does not
    * contain on commit, and never touches them on abort.
    */
-  begin(options: BeginOptions): Promise<Transaction>;
+  begin(options: BeginOptions, layout?: TableLayout): Promise<Transaction>;
   /**
    * Optional: starts what a transaction with `attemptId` needs before its first write (a writer's
    * lease) while the caller still reads the committed output, so that it costs no time of its own.
@@ -34,12 +34,11 @@ export interface Destination {
   check?(signal?: AbortSignal, options?: CheckOptions): Promise<void>;
   close(): Promise<void>;
   /**
-   * What a log-based table format (Iceberg, a Delta log) needs besides transactions. Optional:
-   * the file and S3 sinks implement them, a single-stream sink (stdout) does not.
-   *
-   * `list`: the names of committed objects under `prefix` (relative, `/`-separated, sorted).
+   * The sink's object store itself, for what a table format keeps outside any transaction (an
+   * Iceberg table's metadata, written once under new names, its pointer created only if absent).
+   * Undefined for a single-stream sink (stdout), which cannot hold a table.
    */
-  list?(prefix: string, signal?: AbortSignal): Promise<string[]>;
+  readonly store?: ObjectStore;
   /** Reads a small committed object with its version: the token a conditional `publish` compares. */
   readVersioned?(name: string, signal?: AbortSignal): Promise<Versioned | undefined>;
   /**
@@ -55,18 +54,10 @@ export interface Destination {
    * commit folders and journals of dead writers, parts no commit lists. Never anything a writer
    * still alive may yet commit, nor names sluice did not write (see `sweep` in storage/sweep.ts).
    * `owned` reads the committed output's names (undefined: none); it is read before and after
-   * listing, and a commit in between makes the sweep remove nothing.
+   * listing, and a commit in between makes the sweep remove nothing. With `layout`, the place is a
+   * table and its own rule applies (`owned` unused: the layout reads the committed table).
    */
-  sweep?(owned: () => Promise<readonly string[] | undefined>, signal?: AbortSignal): Promise<void>;
-  /**
-   * Stores one stream in place, outside any transaction: it appears under `name` only once complete
-   * (a temp file renamed into place, a multipart upload), replacing an object of that name. For a
-   * table format, whose data files live beside those of earlier commits and become part of the
-   * table only when its log names them. Optional, like `list`.
-   */
-  put?(name: string, body: AsyncIterable<Uint8Array>, options?: WriteOptions): Promise<WriteResult>;
-  /** Removes objects `put` or `publish` stored; missing ones are fine. Optional, like `put`. */
-  remove?(names: readonly string[], signal?: AbortSignal): Promise<void>;
+  sweep?(owned: () => Promise<readonly string[] | undefined>, signal?: AbortSignal, layout?: TableLayout): Promise<void>;
   /**
    * Room for one export written by several processes or machines (shards) and committed once.
    * `id` names the export (the same for every shard of it). Optional: a destination without it
@@ -101,6 +92,26 @@ export interface SharedArea {
   begin(options: BeginOptions, files: readonly string[]): Promise<Transaction>;
   /** Removes the area's records and what it holds that the committed output does not list. */
   remove(signal?: AbortSignal): Promise<void>;
+}
+
+/**
+ * How a table format stores a transaction's streams: in place, beside the files of its earlier
+ * commits, under names of their own (`located`: the stream's name with a token new for every
+ * attempt, kept in its journal for a resume), so no committed file is ever replaced. The sweep
+ * removes what a dead writer of the table left that the committed table does not reference
+ * (`committed`); nothing of a live writer's.
+ */
+export interface TableLayout {
+  /** The folder the parts are stored under (`data/`). */
+  readonly prefix: string;
+  located(name: string, token: string): string;
+  /** The token of a stored part, undefined for any other name. */
+  tokenOf(stored: string): string | undefined;
+  /**
+   * The committed table: `key` changes with every commit; `references` reads every stored name it
+   * references (undefined: it cannot tell, and the sweep removes nothing).
+   */
+  committed(signal?: AbortSignal): Promise<{ readonly key: string; references(signal?: AbortSignal): Promise<ReadonlySet<string> | undefined> }>;
 }
 
 /** A small object and its version (S3 ETag; on disk a hash of the content). */
@@ -157,8 +168,16 @@ export interface Transaction {
   /**
    * Publishes every written stream, then `markers` in order (the manifest, then `_SUCCESS`),
    * then removes stale names of the previous output. Call only after every write settled.
+   *
+   * `publish`, for a table format whose commit point is its own (an Iceberg metadata pointer or
+   * catalog commit), replaces the markers: it runs where the first marker would be put, under the
+   * writer's lease, and resolves to false when it published nothing (another writer committed this
+   * very export: the transaction is then aborted). An error it throws with `unknownOutcome: true`
+   * leaves everything written (the table may reference it).
    */
-  commit(markers: readonly Marker[]): Promise<void>;
+  commit(markers: readonly Marker[], publish?: () => Promise<boolean>): Promise<void>;
+  /** Where the stream written as `name` is stored (a table layout's name for it); the name itself otherwise. */
+  located?(name: string): string;
   /**
    * Discards everything written (retained streams too); settles in-flight work first. Never throws.
    * `keep`: names not to remove even if this transaction wrote them (another writer's commit, which

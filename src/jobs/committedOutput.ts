@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Job } from '../config/jobSchema.ts';
+import { contractQuarantines, type Expect, type Job } from '../config/jobSchema.ts';
 import type { Commit, CommitProtocol } from '../export/commit.ts';
 import { commitFor } from '../export/commitFor.ts';
 import type { Destination } from '../export/destination.ts';
@@ -27,8 +27,10 @@ export interface Committed {
  * written for an execution is skipped only when it was written the same way: the same stored
  * result exported with other columns, another sort or another format is written again.
  */
-export function outputFingerprint(job: Pick<Job, 'result'>, output: ResolvedOutput): string {
-  const basis = JSON.stringify({ result: job.result ?? null, output: describeOutput(output) });
+export function outputFingerprint(job: Pick<Job, 'result'> & Partial<Pick<Job, 'expect'>>, output: ResolvedOutput & { readonly expect?: Expect }): string {
+  // A contract that sets rows aside decides which rows the output holds; other contracts publish all or nothing.
+  const contract = { ...(contractQuarantines(job.expect) ? { expect: job.expect } : {}), ...(contractQuarantines(output.expect) ? { output_expect: output.expect } : {}) };
+  const basis = JSON.stringify({ result: job.result ?? null, output: describeOutput(output), ...contract });
   return createHash('sha256').update(basis).digest('hex').slice(0, 32);
 }
 

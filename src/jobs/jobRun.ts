@@ -5,7 +5,9 @@ import type { ExportSummary } from '../export/writeExport.ts';
 import { type Ready, type ResultStream, stream } from '../pipeline/stream.ts';
 import { checkBytes, checkCredits, TIER_COST } from './budget.ts';
 import { committedExport, outputFingerprint, readCommits } from './committedOutput.ts';
-import { type ContractWarning, RunContract } from './contract.ts';
+import { ContractSet, type ContractSummary } from './contractSet.ts';
+import { type OutputDrift, RunDrift, watchesDrift } from './drift.ts';
+import type { Delivery } from './notify.ts';
 import { compareCursor, type CursorKind } from './cursor.ts';
 import { policyOf } from './errorPolicy.ts';
 import { checkResultColumns, type CursorPlan, explainInitial, planCursor } from './incremental.ts';
@@ -59,8 +61,10 @@ export interface JobSummary {
   readonly creditsLeft?: number;
   /** Incremental jobs: the committed cursor value the run started after (null: none yet), and the one committed now. */
   readonly cursor?: { readonly from: string | null; readonly to: string | null };
-  /** Jobs with `expect`: the checks a `warn` contract let through, with how many rows broke each (empty: the result met the contract). */
-  readonly contract?: { readonly warnings: readonly ContractWarning[] };
+  /** Jobs with `expect` (or an output's): the checks a `warn` contract let through, with how many rows broke each (empty: the result met the contract), and what `quarantine` set aside and where. */
+  readonly contract?: ContractSummary;
+  /** The outputs whose committed columns differ from the result's, and what their schema_drift policy did (absent: none, or not looked for). */
+  readonly drift?: readonly OutputDrift[];
 }
 
 export interface RunEvents {
@@ -73,6 +77,10 @@ export interface RunEvents {
   /** The run's record, as appended to the run history, whatever the outcome. */
   onRecorded?(record: RunRecord): void;
   onWarning?(message: string, fields: Record<string, unknown>): void;
+  /** An output's committed columns differ from the result's (before any page): what its schema_drift policy does. */
+  onDrift?(drift: OutputDrift): void;
+  /** A webhook notification was delivered, or given up on after its retries (it never fails the run). */
+  onNotification?(delivery: Delivery): void;
 }
 
 /** What a run has done so far, across its attempts: enough to record it however it ends. */
@@ -121,15 +129,18 @@ export class JobRun {
   readonly #tally: RunTally;
   /** Linked to the caller's signal; aborted by the first failing output too. */
   readonly #controller = new AbortController();
-  readonly #contract: RunContract | undefined;
+  readonly #contracts: ContractSet | undefined;
+  readonly #drift: RunDrift | undefined;
   #pageSize: number | undefined;
+  #contractSummary: ContractSummary | undefined;
 
   constructor(job: Job, options: AttemptOptions, state: JobRunState, tally: RunTally) {
     this.#job = job;
     this.#options = options;
     this.#state = state;
     this.#tally = tally;
-    this.#contract = job.expect === undefined ? undefined : new RunContract(job, options.events?.onWarning);
+    this.#contracts = ContractSet.of(job, options.events?.onWarning);
+    this.#drift = watchesDrift(job) ? new RunDrift(job, (drift) => options.events?.onDrift?.(drift)) : undefined;
   }
 
   async attempt(): Promise<AttemptResult> {
@@ -219,7 +230,8 @@ export class JobRun {
     try {
       const overBytes = checkBytes(this.#job, ready.status);
       if (overBytes) throw overBytes;
-      this.#contract?.beforeFetch(ready.status);
+      this.#contracts?.beforeFetch(ready.status);
+      await this.#drift?.beforeFetch(ready.status, this.#options.signal);
       const metadata = ready.status.result_metadata;
       return cursor === undefined ? undefined : checkResultColumns(cursor, metadata?.column_names ?? [], metadata?.column_types ?? []);
     } catch (error) {
@@ -237,12 +249,17 @@ export class JobRun {
     startRunThreads(job, asked, totalRows);
     const summaries: (OutputSummary | undefined)[] = new Array(job.outputs.length).fill(undefined);
     const pending: number[] = [];
+    const contracts = this.#contracts;
+    const quarantines = await contracts?.committedQuarantines(executionId, this.#options.signal);
     for (const [i, output] of job.outputs.entries()) {
-      const done = await committedExport(output, executionId, totalRows, outputFingerprint(job, output), this.#options.signal);
-      if (done === undefined) pending.push(i);
+      // A contract that sets rows aside leaves an output fewer rows than the result: no count to match.
+      const done = await committedExport(output, executionId, contracts?.filters(i) === true ? undefined : totalRows, outputFingerprint(job, output), this.#options.signal);
+      if (done === undefined || (quarantines !== undefined && contracts!.rewrites(i, quarantines))) pending.push(i);
       else this.#report(summaries, i, { url: done.url, format: output.format.type, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0, ...(done.snapshot ? { snapshot: done.snapshot } : {}) });
     }
-    if (pending.length === 0) return { outputs: summaries.map((s) => s!), written: undefined };
+    const quarantine = quarantines === undefined ? [] : contracts!.jobQuarantinesToWrite(quarantines);
+    this.#contractSummary = contracts?.summary(quarantines, []);
+    if (pending.length === 0 && quarantine.length === 0) return { outputs: summaries.map((s) => s!), written: undefined };
     const warn = this.#options.events?.onWarning;
     const written = await writeOutputs({
       job,
@@ -252,13 +269,18 @@ export class JobRun {
       controller: this.#controller,
       stop: this.#options.signal,
       onPageSize: (pageSize) => (this.#pageSize = pageSize),
-      workers: runWorkers(job, asked, warn),
+      // A frozen output's rows are reshaped from the one read, which part threads would bypass.
+      workers: this.#drift?.reshapes === true ? 1 : runWorkers(job, asked, warn),
       totalRows,
       wire: knownWire(job.wire),
       warn,
       incremental: cursor === undefined || started.kind === undefined ? undefined : { plan: cursor, kind: started.kind },
-      contract: this.#contract,
+      contract: contracts?.job,
+      outputContracts: contracts?.outputs,
+      quarantine,
+      drift: this.#drift,
     });
+    this.#contractSummary = contracts?.summary(quarantines, written.quarantine);
     pending.forEach((index, k) => this.#report(summaries, index, writtenSummary(written.summaries[k]!, job.outputs[index]!.format.type, warn)));
     return { outputs: summaries.map((s) => s!), written: { ...written, cursors: spread(job.outputs.length, pending, written.cursors, cursor) } };
   }
@@ -286,7 +308,8 @@ export class JobRun {
       bytes: outputs.reduce((n, o) => n + o.bytes, 0),
       outputs,
       ...(cursor === undefined ? {} : { cursor: { from: cursor.from, to: lowest(started.kind ?? cursor.kind, cursors) } }),
-      ...(this.#contract === undefined ? {} : { contract: { warnings: this.#contract.warnings } }),
+      ...(this.#contracts === undefined ? {} : { contract: this.#contractSummary ?? this.#contracts.summary(undefined, []) }),
+      ...(this.#drift === undefined || this.#drift.found.length === 0 ? {} : { drift: this.#drift.found }),
     };
   }
 }

@@ -5,6 +5,7 @@ import { checkOutputs } from '../export/checkOutputs.ts';
 import type { Workers } from '../export/partPlan.ts';
 import { missingFolders, removeEmptyFolders } from './createdFolders.ts';
 import { policyOf } from './errorPolicy.ts';
+import { notifierFor, notifiesFailure, notifyingEvents } from './notify.ts';
 import { JobRun, type JobSummary, type RunEvents, type RunTally } from './jobRun.ts';
 import { worthRetrying } from './retryable.ts';
 import { type RunRecord, RunHistory } from './runHistory.ts';
@@ -42,6 +43,8 @@ export async function runJob(job: Job, options: RunJobOptions): Promise<JobSumma
   const store = new RunStateStore(options.stateDir);
   const release = await store.lock(job.name);
   const run: RunTally = { startedAt: new Date(), began: performance.now(), credits: 0, attempts: 0 };
+  const notifier = notifierFor(job, { startedAt: run.startedAt, onDelivery: (d) => options.events?.onNotification?.(d), onWarning: options.events?.onWarning });
+  options = { ...options, events: notifyingEvents(options.events, notifier, run) };
   try {
     let summary: JobSummary;
     const created = await missingFolders(job.outputs.map((o) => o.path));
@@ -50,14 +53,18 @@ export async function runJob(job: Job, options: RunJobOptions): Promise<JobSumma
     } catch (error) {
       await removeEmptyFolders(created);
       await recordRun(job, options, run, { error });
+      if (notifiesFailure(error, options.signal)) notifier?.failed(error, run);
       throw error;
     }
     const creditsLeft = await creditsLeftInCycle(options.client, options.signal);
     const final = creditsLeft === undefined ? summary : { ...summary, creditsLeft };
     await recordRun(job, options, run, { summary: final });
+    notifier?.succeeded(final);
     return final;
   } finally {
     await release();
+    // After the lock: a receiver that is down delays the end of the run, not the job's next run.
+    await notifier?.settled();
   }
 }
 

@@ -7,6 +7,8 @@ import type { RangeReader, ResultStream } from '../pipeline/stream.ts';
 import { resumeAttemptId } from './attemptId.ts';
 import { outputFingerprint } from './committedOutput.ts';
 import type { RunContract } from './contract.ts';
+import { openQuarantineGroups, type QuarantineGroup, writeQuarantineGroups } from './contractQuarantine.ts';
+import type { RunDrift } from './drift.ts';
 import type { CursorKind } from './cursor.ts';
 import { type CursorPlan, OutputCursor, serviceType } from './incremental.ts';
 import { sourceInfo } from './jobSource.ts';
@@ -20,6 +22,8 @@ export interface Written {
   readonly fetchedRows: number;
   /** Per pending output: the cursor value its commit holds now (undefined: not incremental). */
   readonly cursors: (string | undefined)[];
+  /** The quarantines written, by output index. */
+  readonly quarantine: (readonly [number, ExportSummary])[];
 }
 
 export interface WriteOutputsOptions {
@@ -40,6 +44,12 @@ export interface WriteOutputsOptions {
   readonly incremental?: { readonly plan: CursorPlan; readonly kind: CursorKind } | undefined;
   /** The job's `expect` contract: every row read passes its column checks before any output sees it. */
   readonly contract?: RunContract | undefined;
+  /** By the job's output index: an output's own contract, checked on the rows its branch receives. */
+  readonly outputContracts?: readonly (RunContract | undefined)[] | undefined;
+  /** Indexes of the outputs whose quarantine the job's contract feeds and this run writes (the others hold this execution's already). */
+  readonly quarantine?: readonly number[] | undefined;
+  /** Schema drift: a frozen output's rows are reshaped to its committed columns. */
+  readonly drift?: RunDrift | undefined;
 }
 
 type Opened = { readonly o: OpenedExport; readonly k: number };
@@ -64,8 +74,11 @@ interface Writes {
  */
 export async function writeOutputs(options: WriteOutputsOptions): Promise<Written> {
   const opened: OpenedExport[] = [];
+  let quarantines: QuarantineGroup[] = [];
   try {
     for (const index of options.pending) opened.push(await openOne(options, index));
+    const run = { executionId: options.executionId, signal: options.controller.signal, stop: options.stop };
+    quarantines = await openQuarantineGroups(options.job, { job: options.contract, outputs: options.outputContracts }, options.quarantine ?? [], options.pending, run);
     const all = opened.map((o, k) => ({ o, k }));
     // Outputs written by part threads read their parts themselves; the others share one read here.
     const serial = all.filter(({ o }) => o.workers === 1);
@@ -86,16 +99,20 @@ export async function writeOutputs(options: WriteOutputsOptions): Promise<Writte
     // Before any write starts: a failure here leaves nothing running.
     const reader = split.length > 0 ? await options.result.rangeReader() : undefined;
     if (split.length > 0 && reader === undefined) throw new Error('runJob: the result cannot be read by row ranges, yet outputs were opened for part threads');
+    // With no output left to write, nothing reads the one read but the job contract's quarantines.
+    const drainRead = serial.length === 0 && quarantines.some((g) => g.jobWide) ? () => options.result.batches() : undefined;
+    const quarantined = writeQuarantineGroups(quarantines, { schema, meta, signal: options.controller.signal, failed, drainRead });
     const cursors = writeSerial(options, serial, startRow, writes);
     const splitRows = reader === undefined ? { rows: 0 } : writeSplit(options, split, reader, writes);
     const settled = await Promise.allSettled(summaries);
+    const quarantine = await quarantined;
     if (first) throw options.stop.aborted ? options.stop.reason : first.error;
     const done = settled.map((s) => (s as PromiseFulfilledResult<ExportSummary>).value);
-    const serialRows = serial.length > 0 ? (options.result.progress?.rows ?? 0) : 0;
-    return { summaries: done, fetchedRows: serialRows + splitRows.rows, cursors: cursorsAfter(options, cursors, done) };
+    const serialRows = serial.length > 0 || drainRead !== undefined ? (options.result.progress?.rows ?? 0) : 0;
+    return { summaries: done, fetchedRows: serialRows + splitRows.rows, cursors: cursorsAfter(options, cursors, done), quarantine };
   } finally {
     // Exports that never got to write (the read could not start) give their staging back.
-    await Promise.allSettled(opened.map((o) => o.discard(options.controller.signal.reason)));
+    await Promise.allSettled([...opened, ...quarantines.flatMap((g) => g.quarantines.opened)].map((o) => o.discard(options.controller.signal.reason)));
   }
 }
 
@@ -106,7 +123,8 @@ async function openOne(options: WriteOutputsOptions, index: number): Promise<Ope
     signal: options.controller.signal,
     // An incremental output drops the rows it holds already, so its parts are not a function of
     // row offsets: a killed run's parts are written again rather than kept.
-    ...(options.incremental === undefined ? { resume: { attemptId: resumeAttemptId(options.job.name, options.executionId, output) } } : {}),
+    // So are the parts of an output some rows of which a contract sets aside (their offsets are not the result's).
+    ...(options.incremental === undefined && options.contract?.quarantines !== true && options.outputContracts?.[index]?.quarantines !== true ? { resume: { attemptId: resumeAttemptId(options.job.name, options.executionId, output) } } : {}),
     // Stopped from outside (SIGTERM): finished parts survive for the next run, as after a kill.
     keepOnStop: options.stop,
     workers: outputThreads(output, options.workers, options.totalRows, options.wire),
@@ -149,17 +167,21 @@ function writeSerial(options: WriteOutputsOptions, serial: readonly Opened[], st
   const cursors = pending.map((index) => (incremental === undefined ? undefined : new OutputCursor(incremental.plan, incremental.kind, cursorType!, index)));
   serial.forEach(({ o, k }, b) => {
     const cursor = cursors[k];
-    const batches = skipRows(branches[b]!, o.startRow - startRow);
+    const own = options.outputContracts?.[pending[k]!];
+    const skipped = skipRows(branches[b]!, o.startRow - startRow);
+    // The output's own contract sees the rows this output receives (after the job's).
+    const batches = own?.watchesRows === true ? own.watch(skipped, schema, o.startRow) : skipped;
     // An output that drops rows it holds already writes fewer than the result has: no row count to check.
     const { totalRowCount, ...rest } = meta;
-    const drops = cursor !== undefined && incremental?.plan.committed[pending[k]!] !== undefined;
+    const drops = (cursor !== undefined && incremental?.plan.committed[pending[k]!] !== undefined) || options.contract?.quarantines === true || own?.quarantines === true;
     const outputMeta: ExportMeta = {
       ...rest,
       ...(totalRowCount === undefined || drops ? {} : { totalRowCount }),
       fingerprint: outputFingerprint(job, job.outputs[pending[k]!]!),
       ...(cursor ? { cursor: () => cursor.state() } : {}),
     };
-    summaries[k] = o.write({ schema, batches: cursor ? cursor.filter(batches) : batches, meta: outputMeta }, { signal: controller.signal }).catch(failed);
+    const shaped = options.drift?.shape(pending[k]!, schema, cursor ? cursor.filter(batches) : batches) ?? { schema, batches: cursor ? cursor.filter(batches) : batches };
+    summaries[k] = o.write({ ...shaped, meta: outputMeta }, { signal: controller.signal }).catch(failed);
   });
   return cursors;
 }

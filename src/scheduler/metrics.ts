@@ -22,6 +22,9 @@ interface JobMetrics {
   lastDuration: number;
   lastSuccess: number;
   running: number;
+  notificationsSent: number;
+  notificationsFailed: number;
+  drifts: number;
 }
 
 /**
@@ -57,6 +60,18 @@ export class Metrics {
     if (run.ok) m.lastSuccess = run.endedAt.getTime() / 1000;
   }
 
+  /** A webhook notification delivered, or given up on after its retries. */
+  notified(job: string, delivered: boolean): void {
+    const m = this.#get(job);
+    if (delivered) m.notificationsSent += 1;
+    else m.notificationsFailed += 1;
+  }
+
+  /** An output whose committed columns differed from a run's result (whatever its policy did). */
+  drifted(job: string): void {
+    this.#get(job).drifts += 1;
+  }
+
   snapshot(job: string): Readonly<JobMetrics> {
     return { ...this.#get(job) };
   }
@@ -69,6 +84,9 @@ export class Metrics {
       ['sluice_job_rows_total', 'counter', 'Rows exported', (m) => m.rows],
       ['sluice_job_bytes_total', 'counter', 'Bytes written to outputs', (m) => m.bytes],
       ['sluice_job_credits_total', 'counter', 'Credits spent by executions', (m) => m.credits],
+      ['sluice_job_notifications_sent_total', 'counter', 'Webhook notifications delivered (a 2xx answer)', (m) => m.notificationsSent],
+      ['sluice_job_notifications_failed_total', 'counter', 'Webhook notifications not delivered after their retries (the runs went on)', (m) => m.notificationsFailed],
+      ['sluice_job_schema_drift_total', 'counter', "Outputs whose committed columns differed from a run's result (evolved, frozen or failed)", (m) => m.drifts],
       ['sluice_job_running', 'gauge', 'Runs in progress (0 or 1)', (m) => m.running],
       ['sluice_job_last_duration_seconds', 'gauge', 'Duration of the last finished run', (m) => m.lastDuration],
       ['sluice_job_last_success_timestamp_seconds', 'gauge', 'End of the last successful run (0: none yet)', (m) => m.lastSuccess],
@@ -89,7 +107,7 @@ export class Metrics {
   #get(job: string): JobMetrics {
     let m = this.#jobs.get(job);
     if (!m) {
-      m = { runs: 0, failures: 0, skipped: 0, rows: 0, bytes: 0, credits: 0, durationSum: 0, durationCount: 0, lastDuration: 0, lastSuccess: 0, running: 0 };
+      m = { runs: 0, failures: 0, skipped: 0, rows: 0, bytes: 0, credits: 0, durationSum: 0, durationCount: 0, lastDuration: 0, lastSuccess: 0, running: 0, notificationsSent: 0, notificationsFailed: 0, drifts: 0 };
       this.#jobs.set(job, m);
     }
     return m;

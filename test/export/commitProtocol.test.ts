@@ -7,6 +7,7 @@ import { type Commit, type CommitProtocol, writeExport } from '../../src/export/
 import { committedExport } from '../../src/jobs/committedOutput.ts';
 import { PreconditionFailedError } from '../../src/kit/index.ts';
 import { type Destination, openDestination } from '../../src/export/index.ts';
+import { destinationStorage } from '../../src/export/iceberg/index.ts';
 import { builtins } from '../../connectors/index.ts';
 import type { OutputConfig } from '../../src/export/index.ts';
 import { listFiles } from '../connectors/destinations.ts';
@@ -141,32 +142,33 @@ describe.each([
       expect((replaced.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason).toBeInstanceOf(PreconditionFailedError);
       // A stale version never replaces.
       await expect(a.publish!('meta/v1.json', new Uint8Array(), { ifVersion: current.version })).rejects.toBeInstanceOf(PreconditionFailedError);
-      expect(await a.list!('meta/')).toEqual(['meta/v1.json']);
+      expect(await a.store!.list('meta/')).toEqual(['meta/v1.json']);
     } finally {
       await a.close();
       await b.close();
     }
   });
 
-  it('put stores a stream in place under its name, complete or not at all; remove takes it away again', async () => {
+  it("a table's storage (a view of the store) puts a stream in place under its name, complete or not at all; delete takes it away again", async () => {
     const output = await makeOutput();
     const d = destinationOf(output);
+    const view = destinationStorage(d);
     try {
       const chunks = async function* () {
         yield new TextEncoder().encode('a,b\n');
         yield new TextEncoder().encode('1,2\n');
       };
-      expect(await d.put!('data/k=1/part-0.csv', chunks())).toEqual({ bytes: 8 });
+      expect(await view.put('data/k=1/part-0.csv', chunks())).toBe(8);
       expect(new TextDecoder().decode(await d.read('data/k=1/part-0.csv'))).toBe('a,b\n1,2\n');
       // A stream that fails leaves nothing under the name.
       const failing = async function* () {
         yield new TextEncoder().encode('half');
         throw new Error('source failed');
       };
-      await expect(d.put!('data/k=1/part-1.csv', failing())).rejects.toThrow();
-      expect(await d.list!('')).toEqual(['data/k=1/part-0.csv']);
-      await d.remove!(['data/k=1/part-0.csv', 'data/missing.csv']);
-      expect(await d.list!('')).toEqual([]);
+      await expect(view.put('data/k=1/part-1.csv', failing())).rejects.toThrow();
+      expect(await view.list('')).toEqual(['data/k=1/part-0.csv']);
+      await view.delete(['data/k=1/part-0.csv', 'data/missing.csv']);
+      expect(await view.list('')).toEqual([]);
       expect(await list(output)).toEqual([]);
     } finally {
       await d.close();

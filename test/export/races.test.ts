@@ -83,7 +83,7 @@ async function readObjects(output: OutputConfig, done: () => boolean): Promise<S
       }
       committed = true;
       const manifest = JSON.parse(new TextDecoder().decode(before.body)) as { files: { path: string }[] };
-      const there = await store.list!('');
+      const there = await store.store!.list('');
       const after = await store.readVersioned!('_manifest.json');
       // Replaced meanwhile: the replaced output's files go with its replacement, as they should.
       if (after?.version !== before.version) continue;
@@ -157,7 +157,7 @@ describe.each(Object.keys(places))('two committers and two sweepers racing on %s
     try {
       await destination.sweep!(async () => (await manifestCommit.read(destination))?.owns);
       const commit = (await manifestCommit.read(destination))!;
-      const objects = (await destination.list!('')).filter((n) => !n.startsWith('.sluice-shards/'));
+      const objects = (await destination.store!.list('')).filter((n) => !n.startsWith('.sluice-shards/'));
       expect(objects.sort()).toEqual([...commit.owns].sort());
     } finally {
       await destination.close();

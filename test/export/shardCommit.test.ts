@@ -73,12 +73,21 @@ async function manifestOf(config: OutputConfig, kind: string): Promise<Manifest>
 }
 
 describe.each(Object.keys(places))('sharded commit on %s', (kind) => {
-  it('two committers of the same export race: one publishes, the other finds it committed and removes nothing', async () => {
-    const config = places[kind]!(`same-${kind}`);
+  // Either committer may win: the one whose process wrote the parts, or another, while the writer's
+  // lease (live: its process runs) is still at the output. Each then tidies up as the shard runner
+  // does (`area.remove`: the records and every writer's lease go), and only the committed output is left.
+  it.each([
+    ['race', false],
+    ['the committer that wrote no part goes first', true],
+  ])('two committers of the same export (%s): one publishes, the other finds it committed and removes nothing', async (_, otherFirst) => {
+    const config = places[kind]!(`same-${kind}-${otherFirst ? 'other' : 'race'}`);
     const [a, b] = [open(config), open(config)];
-    const manifest = await staged(a.shared!('run-same'), 'EXEC1', [3, 3, 2]);
-    const outcomes = await Promise.all([commitShards(a, a.shared!('run-same'), manifest, null, 'conditional'), commitShards(b, b.shared!('run-same'), manifest, null, 'conditional')]);
+    const [areaA, areaB] = [a.shared!('run-same'), b.shared!('run-same')];
+    const manifest = await staged(areaA, 'EXEC1', [3, 3, 2]);
+    const commit = (d: Destination, area: SharedArea) => commitShards(d, area, manifest, null, 'conditional');
+    const outcomes = otherFirst ? [await commit(b, areaB), await commit(a, areaA)] : await Promise.all([commit(a, areaA), commit(b, areaB)]);
     expect(outcomes.sort()).toEqual(['committed', 'committed-by-another']);
+    await Promise.all([areaA.remove(), areaB.remove()]);
     expect(await committedFiles(config, kind)).toEqual(['_SUCCESS', '_manifest.json', ...manifest.files.map((f) => f.path)].sort());
     expect((await manifestOf(config, kind)).execution_id).toBe('EXEC1');
     await Promise.all([a.close(), b.close()]);

@@ -63,7 +63,7 @@ export const scheduleCommand = defineCommand({
           // The metrics count the run as its history record does, credits of a failed run included.
           let recorded: RunRecord | undefined;
           try {
-            const summary = await runJob(job, { client: connection.client, stateDir, signal: runSignal, events: { ...events, onRecorded: (r) => (recorded = r) } });
+            const summary = await runJob(job, { client: connection.client, stateDir, signal: runSignal, events: { ...events, onRecorded: (r) => (recorded = r), onDrift: (d) => (metrics.drifted(name), events.onDrift?.(d)), onNotification: (n) => metrics.notified(name, n.delivered) } });
             log.info('job finished', finishedLogFields(summary, log.format, false));
             return { rows: summary.rows, bytes: summary.bytes, credits: summary.credits };
           } catch (error) {

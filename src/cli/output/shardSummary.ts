@@ -66,12 +66,21 @@ export function planFields(p: JobPlan): Record<string, unknown> {
       ...(o.commitsTo === undefined ? {} : { catalog: o.commitsTo.catalog ?? null, catalog_table: o.commitsTo.table }),
     })),
     ...(p.cursor === undefined ? {} : { cursor: { column: p.cursor.column, from: p.cursor.from, value: p.cursor.value, ...(p.cursor.lookback === undefined ? {} : { lookback: p.cursor.lookback }) } }),
+    ...(p.contract === undefined ? {} : { contract: p.contract.map((c) => ({ check: c.check, what: c.what, when: c.when, on_violation: c.onViolation, ...(c.quarantine === undefined ? {} : { quarantine: c.quarantine }) })) }),
   };
 }
 
 function cursorOrigin(c: NonNullable<JobPlan['cursor']>): string {
   if (c.from === null) return 'the initial value: no output holds a cursor yet';
   return c.lookback === undefined ? 'the committed value' : `committed ${c.from}, less the lookback ${c.lookback}`;
+}
+
+const CHECKED_WHEN = { 'before-fetch': 'before any page', stream: 'on every row', end: 'at the end of the read' } as const;
+
+/** `    before any page  fail  expect.columns: id bigint` (and where a quarantine sets rows aside). */
+function contractLine(c: NonNullable<JobPlan['contract']>[number]): string {
+  const to = c.quarantine === undefined ? '' : ` -> ${c.quarantine.join(', ')}`;
+  return `    ${CHECKED_WHEN[c.when].padEnd(22)} ${c.onViolation.padEnd(10)} ${c.check}: ${c.what}${to}`;
 }
 
 export function formatPlan(p: JobPlan): string {
@@ -89,6 +98,7 @@ export function formatPlan(p: JobPlan): string {
         `${o.commitsTo === undefined ? '' : `\n    commits to ${targetText(o.commitsTo)}`}`,
     ),
     ...(p.cursor === undefined ? [] : [`  cursor ${p.cursor.column}: from ${p.cursor.value} (${cursorOrigin(p.cursor)})`]),
+    ...(p.contract === undefined ? [] : ['  contract:', ...p.contract.map(contractLine)]),
   ];
   return `${lines.join('\n')}\n`;
 }

@@ -1,4 +1,6 @@
 import type { JobSummary } from '../../jobs/runJob.ts';
+import type { ContractWarning } from '../../jobs/contract.ts';
+import { describeChange } from '../../jobs/drift.ts';
 import { fmtDuration } from '../progress.ts';
 
 export function formatBytes(bytes: number): string {
@@ -24,6 +26,9 @@ export function formatSummary(s: JobSummary): string {
     `${s.job}: ${s.rows.toLocaleString('en-US')} rows${fetched}, ${plural(s.files, 'file')}, ${formatBytes(s.bytes)}${pages}, ${s.credits} credits${left(s)} in ${fmtDuration(s.durationMs)} (execution ${s.executionId}${how})`,
     ...(s.cursor === undefined ? [] : [`  cursor ${s.cursor.from ?? '(initial)'} -> ${s.cursor.to ?? '(not all outputs committed)'}`]),
     ...(s.contract?.warnings ?? []).map((w) => `  contract broken (warn): ${w.check}: ${plural(w.count, 'violation')}, first: ${w.first}`),
+    ...(s.contract?.quarantined ?? []).map((w) => `  contract broken (quarantine): ${w.check}: ${plural(w.count, 'row')} set aside, first: ${w.first}`),
+    ...(s.contract?.quarantine ?? []).map((o) => `  quarantine ${o.url}  ${o.format}  ${o.rows.toLocaleString('en-US')} rows${o.skipped ? '  (already committed)' : ''}`),
+    ...(s.drift ?? []).map((d) => `  schema drift (${d.policy}: ${d.action}) ${d.url}: ${d.changes.map(describeChange).join('; ')}`),
     ...s.outputs.map(
       (o) =>
         `  ${o.url}  ${o.format}  ${o.rows.toLocaleString('en-US')} rows  ${plural(o.files, 'file')}  ${formatBytes(o.bytes)}` +
@@ -63,7 +68,8 @@ export function summaryFields(s: JobSummary): Record<string, unknown> {
     credits: s.credits,
     ...(s.creditsLeft === undefined ? {} : { credits_left: s.creditsLeft }),
     ...(s.cursor === undefined ? {} : { cursor: s.cursor }),
-    ...(s.contract === undefined ? {} : { contract: { warnings: s.contract.warnings.map((w) => ({ check: w.check, ...(w.column === undefined ? {} : { column: w.column }), count: w.count, first: w.first })) } }),
+    ...(s.contract === undefined ? {} : { contract: contractFields(s.contract) }),
+    ...(s.drift === undefined ? {} : { drift: s.drift }),
     duration_ms: Math.round(s.durationMs),
     attempts: s.attempts,
     outputs: s.outputs.map((o) => ({
@@ -107,4 +113,13 @@ export function errorCode(error: unknown): string {
 
 function plural(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
+function contractFields(contract: NonNullable<JobSummary['contract']>): Record<string, unknown> {
+  const broken = (w: ContractWarning) => ({ check: w.check, ...(w.column === undefined ? {} : { column: w.column }), count: w.count, first: w.first });
+  return {
+    warnings: contract.warnings.map(broken),
+    ...(contract.quarantined === undefined ? {} : { quarantined: contract.quarantined.map(broken) }),
+    ...(contract.quarantine === undefined ? {} : { quarantine: contract.quarantine.map((o) => ({ url: o.url, format: o.format, rows: o.rows, files: o.files, bytes: o.bytes, skipped: o.skipped })) }),
+  };
 }

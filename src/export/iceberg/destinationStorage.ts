@@ -1,47 +1,49 @@
-import { type ObjectStore, PreconditionFailedError } from '../../kit/index.ts';
+import { DestinationError, type ObjectStore, PreconditionFailedError } from '../../kit/index.ts';
 import type { Destination } from '../destination.ts';
-import { storeDestination } from '../storage/storeDestination.ts';
 import { IcebergUnsupportedDestinationError } from './errors.ts';
 import type { TableStorage } from './storage.ts';
 
-/**
- * The table storage of a job output: the sink's destination, through the optional calls the kit
- * declares for table formats (`list`, `put`, `remove`, and `publish` create-only as the commit point).
- */
+/** The table storage of a job output: a view of its sink's object store (stdout has none). */
 export function destinationStorage(destination: Destination): TableStorage {
-  const { list, put, publish, remove } = destination;
-  if (list === undefined || put === undefined || publish === undefined || remove === undefined) {
-    const missing = (['list', 'put', 'publish', 'remove'] as const).filter((m) => destination[m] === undefined);
-    throw new IcebergUnsupportedDestinationError(destination.url, missing);
-  }
+  if (destination.store === undefined) throw new IcebergUnsupportedDestinationError(destination.url, ['an object store']);
+  // The destination is the caller's to close.
+  return { ...tableStorage(destination.store), close: async () => undefined };
+}
+
+/**
+ * The table storage of a sink's object store (`file.create(...)`, `s3.create(...)`), for
+ * `writeIcebergTable` and the Iceberg commit: the seam's own calls, with `createIfAbsent` as the
+ * conditional put that is a path table's commit point. Failures name the table and the call.
+ */
+export function tableStorage(store: ObjectStore): TableStorage {
+  const { url } = store;
+  const fail = (action: string, error: unknown, signal?: AbortSignal): never => {
+    // Stopped by the caller: say so, not "request aborted".
+    if (signal?.aborted) throw signal.reason;
+    if (error instanceof DestinationError) throw error;
+    throw new DestinationError(url, action, error, true);
+  };
   return {
-    url: destination.url,
-    read: (name, signal) => destination.read(name, signal),
-    list: (prefix, signal) => list.call(destination, prefix, signal),
+    url,
+    read: (name, signal) => store.get(name, signal).then((found) => found?.body, (error: unknown) => fail(`reading ${name} from`, error, signal)),
+    list: (prefix, signal) => store.list(prefix, signal).then((names) => names.sort(), (error: unknown) => fail(`listing ${prefix || 'the objects'} at`, error, signal)),
     async createIfAbsent(name, body, signal) {
       try {
-        await publish.call(destination, name, body, { ifAbsent: true }, { contentType: 'application/json', ...(signal ? { signal } : {}) });
+        await store.put(name, body, { condition: { ifAbsent: true }, contentType: 'application/json', signal });
         return true;
       } catch (error) {
         if (error instanceof PreconditionFailedError) return false;
-        throw error;
+        return fail(`writing ${name} to`, error, signal);
       }
     },
     async put(name, body, options = {}) {
-      const chunks = body instanceof Uint8Array ? [body] : body;
-      const stream = (async function* () {
-        yield* chunks;
-      })();
-      return (await put.call(destination, name, stream, options)).bytes;
+      try {
+        return (await store.put(name, body, { contentType: options.contentType, signal: options.signal })).bytes;
+      } catch (error) {
+        return fail(`writing ${name} to`, error, options.signal);
+      }
     },
-    delete: (names) => (names.length === 0 ? Promise.resolve() : remove.call(destination, names)),
-    // The destination is the caller's to close.
-    async close() {},
+    delete: (names) => (names.length === 0 ? Promise.resolve() : store.delete(names).catch((error: unknown) => fail(`removing ${names.length} objects from`, error))),
+    close: () => store.close(),
   };
-}
-
-/** The table storage of a sink's object store (`file.create(...)`, `s3.create(...)`), for `writeIcebergTable`. */
-export function tableStorage(store: ObjectStore): TableStorage {
-  const destination = storeDestination(store);
-  return { ...destinationStorage(destination), close: () => destination.close() };
 }

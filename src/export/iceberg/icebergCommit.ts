@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import type { Schema } from 'apache-arrow';
-import type { BeginOptions, Destination, StagedStream, Transaction, WriteOptions } from '../destination.ts';
+import type { Destination } from '../destination.ts';
 import type { Commit, CommitProtocol, CursorState } from '../commit.ts';
 import { decodeAvroFile } from './avro.ts';
 import { toTableBatch } from './convert.ts';
@@ -12,6 +11,7 @@ import { IcebergCatalogError } from './catalog/catalogErrors.ts';
 import { RestCatalog } from './catalog/restCatalog.ts';
 import { restTablePointer } from './catalog/restTable.ts';
 import { prepareSchema, type PreparedSchema } from './tableSchema.ts';
+import { tableLayout } from './tableLayout.ts';
 import { commitSnapshot, committed, type IcebergMode, type LoadedTable, pathPointer, type VendedCredentials, partitionSpec, readManifestList, type Spec, writeHint } from './writeIcebergTable.ts';
 
 export interface IcebergCommitOptions {
@@ -113,17 +113,26 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
       }
     },
 
-    async finish(destination, commit) {
+    async finish(destination, commit, signal) {
+      // A catalog's table is tidied by its commits only: its storage may take the credentials the catalog vends.
       if (rest !== undefined) return;
+      // What dead writers of the table left that no snapshot references goes, as after a commit.
+      const storage = destinationStorage(destination);
+      await destination.sweep?.(async () => undefined, signal, tableLayout(() => storage, pointerOf(storage)));
       // The vN file is the commit; the hint, for readers that do not list, may lag after a kill.
       const version = commit.version === undefined ? undefined : versionOf(commit.version);
-      const storage = destinationStorage(destination);
       const hint = await storage.read(VERSION_HINT).then((b) => (b ? new TextDecoder().decode(b).trim() : undefined));
       if (version !== undefined && hint !== String(version)) await writeHint(storage, version);
     },
 
     begin(destination, beginOptions) {
-      return tableTransaction(mine(destination), beginOptions);
+      if (table === undefined) throw new Error('icebergCommit: begin before read');
+      const { pointer } = table;
+      const target = mine(destination);
+      // A destination that cannot hold a table (stdout) says so here, before anything is written.
+      destinationStorage(target);
+      // The files of earlier snapshots stay: nothing of the table is replaced, nothing withdrawn.
+      return target.begin({ ...beginOptions, previous: [], markers: [] }, tableLayout(() => destinationStorage(mine(destination)), pointer));
     },
 
     prepare(schema) {
@@ -138,14 +147,10 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
 
     async publish(tx, content, _previous, destination) {
       if (table === undefined || prepared === undefined) throw new Error('icebergCommit: publish before read and prepare');
-      const own = locations.get(tx);
-      if (own === undefined) throw new Error('icebergCommit: publish takes the transaction its begin made');
-      const { located, keep } = own;
-      const files = content.files.map((f) => ({ path: located(f.path), rows: f.rows, bytes: f.bytes, partition: f.partition }));
-      const summary = await commitSnapshot(
-        destinationStorage(mine(destination)),
-        {
-          base: table.base,
+      if (tx.located === undefined) throw new Error('icebergCommit: publish takes the transaction its begin made');
+      const files = content.files.map((f) => ({ path: tx.located!(f.path), rows: f.rows, bytes: f.bytes, partition: f.partition }));
+      const change = {
+        base: table.base,
         result: prepared.result,
         schema: prepared.schema,
         spec: prepared.spec,
@@ -159,18 +164,20 @@ export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
         },
         mode: options.mode,
         commitAttempts: options.commitAttempts,
-        },
-        table.pointer,
-      ).catch((error: unknown) => {
-        if (!(error instanceof IcebergCatalogError && error.unknownOutcome)) throw error;
-        // The table may reference them: they stay, and the error lists them.
-        keep();
-        throw new IcebergCatalogError('CATALOG_COMMIT_FAILED', catalog?.name ?? '', error.message.replace(/^Iceberg catalog [^:]*: /, ''), { cause: error, unknownOutcome: true, orphans: files.map((f) => f.path) });
+      };
+      let summary: Awaited<ReturnType<typeof commitSnapshot>> | undefined;
+      // The snapshot is the commit point of the one transaction: under its lease, its sweep after it.
+      // A concurrent writer that committed this very export first makes these files spare (aborted).
+      await tx.commit([], async () => {
+        summary = await commitSnapshot(destinationStorage(mine(destination)), change, table!.pointer).catch((error: unknown) => {
+          if (!(error instanceof IcebergCatalogError && error.unknownOutcome)) throw error;
+          // The table may reference them: they stay (the transaction leaves them), and the error lists them.
+          throw new IcebergCatalogError('CATALOG_COMMIT_FAILED', catalog?.name ?? '', error.message.replace(/^Iceberg catalog [^:]*: /, ''), { cause: error, unknownOutcome: true, orphans: files.map((f) => f.path) });
+        });
+        return !summary.skipped;
       });
-      // A concurrent writer committed this very export first: the table has it, these files are spare.
-      if (summary.skipped) await tx.abort();
-      else await tx.commit([]);
       await release();
+      if (summary === undefined) throw new Error('icebergCommit: the transaction did not publish');
       const paths = summary.skipped ? [] : files.map((f) => f.path);
       return {
         executionId: content.execution_id,
@@ -228,105 +235,3 @@ async function addedFiles(storage: TableStorage, snapshot: Snapshot): Promise<st
   }
   return files;
 }
-
-/** The names of one export's data files in the table, by the name `writeExport` gave each; `keep` makes abort leave them. */
-const locations = new WeakMap<Transaction, { located: (name: string) => string; keep: () => void }>();
-
-const JOURNAL_PREFIX = '.sluice-journal-';
-
-/**
- * The data files of one export, written in place under `data/` (each appears only once complete) and
- * named `<part name>-<token>.<ext>`: the token is new for every attempt (a killed one's too), so no
- * file of an earlier snapshot is ever replaced; a resumed attempt finds its token in its journal.
- * Commit keeps the files (the snapshot lists them); abort removes them. A run killed outright leaves
- * its files unreferenced by any snapshot (orphans, as engines call them), never in the table.
- *
- * Resume: the journal is `<table>/.sluice-journal-<attemptId>.json` (the token and the caller's
- * journal); a part it lists is kept when it exists, which means complete, since a file appears only
- * whole and is journaled only after that.
- */
-async function tableTransaction(destination: Destination, options: BeginOptions): Promise<Transaction> {
-  const storage = destinationStorage(destination);
-  const journalName = `${JOURNAL_PREFIX}${options.attemptId}.json`;
-  const saved = options.resume ? parseSaved(await destination.read(journalName, options.signal)) : undefined;
-  const token = saved?.token ?? randomBytes(4).toString('hex');
-  const located = (name: string): string => `data/${name.replace(/(\.[A-Za-z0-9]+)?$/, (ext) => `-${token}${ext}`)}`;
-  const written = new Set<string>();
-  const inFlight = new Map<Promise<unknown>, AbortController>();
-  let journalSaved = saved !== undefined;
-  let kept = false;
-
-  const settle = async (reason: string): Promise<void> => {
-    for (const controller of inFlight.values()) controller.abort(new Error(reason));
-    await Promise.allSettled([...inFlight.keys()]);
-  };
-  const abort = async (_reason?: unknown, keep: readonly string[] = []): Promise<void> => {
-    await settle('transaction aborted');
-    if (kept) return;
-    const protect = new Set(keep);
-    const ours = [...written].filter((n) => !protect.has(n));
-    if (journalSaved) ours.push(journalName);
-    await storage.delete(ours).catch(() => undefined);
-  };
-
-  const tx: Transaction = {
-    journal: saved?.journal,
-
-    async write(name, body, opts: WriteOptions = {}) {
-      const physical = located(name);
-      const controller = new AbortController();
-      const signal = opts.signal ? AbortSignal.any([opts.signal, controller.signal]) : controller.signal;
-      written.add(physical);
-      const done = storage.put(physical, body, { ...(opts.contentType ? { contentType: opts.contentType } : {}), signal });
-      inFlight.set(done, controller);
-      try {
-        return { bytes: await done };
-      } finally {
-        inFlight.delete(done);
-      }
-    },
-
-    async retain(streams: readonly StagedStream[]) {
-      const present = new Set(await storage.list('data/', options.signal));
-      const kept = streams.filter((s) => present.has(located(s.name))).map((s) => s.name);
-      for (const name of kept) written.add(located(name));
-      // What the killed attempt wrote beyond them (its token is in the name) is referenced by nothing: drop it.
-      const keep = new Set(kept.map(located));
-      await storage.delete([...present].filter((n) => n.includes(`-${token}.`) && !keep.has(n)));
-      return kept;
-    },
-
-    async saveJournal(body) {
-      journalSaved = true;
-      const record = JSON.stringify({ token, journal: Buffer.from(body).toString('base64') });
-      await storage.put(journalName, new TextEncoder().encode(`${record}\n`), { contentType: 'application/json' });
-    },
-
-    async commit() {
-      await Promise.allSettled([...inFlight.keys()]);
-      if (journalSaved) await storage.delete([journalName]).catch(() => undefined);
-    },
-
-    abort,
-
-    async suspend() {
-      if (!journalSaved) return abort();
-      // Finished files and the journal stay for the next attempt with this id.
-      await settle('transaction suspended');
-    },
-  };
-  locations.set(tx, { located, keep: () => (kept = true) });
-  return tx;
-}
-
-function parseSaved(bytes: Uint8Array | undefined): { token: string; journal: Uint8Array } | undefined {
-  if (bytes === undefined) return undefined;
-  try {
-    const parsed = JSON.parse(new TextDecoder().decode(bytes)) as { token?: unknown; journal?: unknown };
-    if (typeof parsed.token !== 'string' || !/^[0-9a-f]{8}$/.test(parsed.token) || typeof parsed.journal !== 'string') return undefined;
-    return { token: parsed.token, journal: new Uint8Array(Buffer.from(parsed.journal, 'base64')) };
-  } catch {
-    return undefined; // unreadable: start afresh
-  }
-}
-

@@ -319,8 +319,8 @@ export async function writeHint(storage: TableStorage, version: number): Promise
   }
 }
 
-/** Names sluice gives a table's files before any commit names them: resume journals, data files. */
-const UNCOMMITTED = /^(?:\.sluice-journal-[A-Za-z0-9._-]+\.json|data\/(?:[^/]+=[^/]*\/)*part-\d{5,}-[^/]+\.parquet)$/;
+/** Names sluice gives a table's files before any commit names them: writers' leases, resume journals, data files. */
+const UNCOMMITTED = /^(?:\.sluice-(?:journal-[A-Za-z0-9._-]+\.json|lease-[A-Za-z0-9._~-]+)|data\/(?:[^/]+=[^/]*\/)*part-\d{5,}-[^/]+\.parquet)$/;
 
 export async function loadTable(storage: TableStorage, signal?: AbortSignal, tries = 3): Promise<LoadedTable> {
   const names = await storage.list(`${METADATA_DIR}/`, signal);

@@ -22,6 +22,8 @@ interface LeaseBody {
   readonly host: string;
   readonly pid: number;
   readonly token: string;
+  /** A table writer's token: the sweep finds the parts of a dead writer by it. */
+  readonly tag?: string;
 }
 
 export interface Lease {
@@ -42,9 +44,9 @@ export interface Lease {
  * Starts taking the lease `id` in `area` and returns at once (see `Lease.taken`). Not cut short by
  * a signal: a put the store completed after the client gave up would be a lease nobody removes.
  */
-export function takeLease(area: ObjectStore, id: string): Lease {
+export function takeLease(area: ObjectStore, id: string, tag?: string): Lease {
   const name = `${LEASE_PREFIX}${id}`;
-  const mine: LeaseBody = { host: hostname(), pid: process.pid, token: randomBytes(8).toString('hex') };
+  const mine: LeaseBody = { host: hostname(), pid: process.pid, token: randomBytes(8).toString('hex'), ...(tag === undefined ? {} : { tag }) };
   const body = new TextEncoder().encode(`${JSON.stringify(mine)}\n`);
   // When the last put of the lease that succeeded began (this process's clock).
   let renewedAt: number | undefined;
@@ -87,10 +89,14 @@ export function takeLease(area: ObjectStore, id: string): Lease {
   };
 }
 
-/** The ids of live leases in `area`, and the names of dead ones (to remove once their objects are). */
-export async function leasesOf(area: ObjectStore, signal?: AbortSignal): Promise<{ live: Set<string>; dead: string[] }> {
+/**
+ * The ids of live leases in `area`, and the names of dead ones (to remove once their objects are),
+ * with the tags of the dead ones that carry one.
+ */
+export async function leasesOf(area: ObjectStore, signal?: AbortSignal): Promise<{ live: Set<string>; dead: string[]; tags: Map<string, string> }> {
   const live = new Set<string>();
   const dead: string[] = [];
+  const tags = new Map<string, string>();
   const names = (await area.list(LEASE_PREFIX, signal)).filter((n) => !n.includes('/'));
   await Promise.all(
     names.map(async (name) => {
@@ -98,11 +104,12 @@ export async function leasesOf(area: ObjectStore, signal?: AbortSignal): Promise
       if (info === undefined || found === undefined) return; // released meanwhile
       const body = parseLease(found.body);
       const expired = Date.now() - info.modified > LEASE_TTL_MS;
-      if (expired || (body !== undefined && !processRuns(body))) dead.push(name);
-      else live.add(name.slice(LEASE_PREFIX.length));
+      if (!expired && (body === undefined || processRuns(body))) return void live.add(name.slice(LEASE_PREFIX.length));
+      dead.push(name);
+      if (body?.tag !== undefined) tags.set(name, body.tag);
     }),
   );
-  return { live, dead };
+  return { live, dead, tags };
 }
 
 /** Fails loudly when this writer's lease is gone: a sweep took it for dead and may have removed what it wrote. */
@@ -114,7 +121,8 @@ export async function mustHold(lease: Lease, url: string, signal?: AbortSignal):
 function parseLease(bytes: Uint8Array): LeaseBody | undefined {
   try {
     const value = JSON.parse(new TextDecoder().decode(bytes)) as Partial<LeaseBody>;
-    return typeof value.host === 'string' && typeof value.pid === 'number' && typeof value.token === 'string' ? (value as LeaseBody) : undefined;
+    if (typeof value.host !== 'string' || typeof value.pid !== 'number' || typeof value.token !== 'string') return undefined;
+    return { host: value.host, pid: value.pid, token: value.token, ...(typeof value.tag === 'string' ? { tag: value.tag } : {}) };
   } catch {
     return undefined;
   }

@@ -1,4 +1,5 @@
 import type { ObjectStore, OutputLink } from '../../kit/index.ts';
+import type { TableLayout } from '../destination.ts';
 import { prefixed } from './prefixed.ts';
 
 /**
@@ -11,9 +12,12 @@ export interface Place {
   readonly store: ObjectStore;
   readonly area: ObjectStore;
   readonly link: OutputLink | undefined;
+  /** A table's layout: in place always (a table is never swapped whole), its records at its root. */
+  readonly layout?: TableLayout | undefined;
 }
 
-export function placeOf(store: ObjectStore): Place {
+export function placeOf(store: ObjectStore, layout?: TableLayout): Place {
+  if (layout !== undefined) return { url: store.url, store, area: store, link: undefined, layout };
   return { url: store.url, store, area: store.link?.area ?? store, link: store.link };
 }
 

@@ -48,15 +48,9 @@ export function storeDestination(store: ObjectStore): Destination {
   return {
     url,
     multiFile: true,
+    store,
     read: async (name, signal) => (await readVersioned(name, signal))?.body,
     readVersioned,
-    async list(prefix, signal) {
-      try {
-        return (await store.list(prefix, signal)).sort();
-      } catch (error) {
-        return fail(`listing ${prefix || 'the objects'} at`, error, signal);
-      }
-    },
     async publish(name, body, condition, options = {}) {
       options.signal?.throwIfAborted();
       try {
@@ -66,23 +60,9 @@ export function storeDestination(store: ObjectStore): Destination {
         return fail(`writing ${name} to`, error, options.signal);
       }
     },
-    async put(name, body, options = {}) {
+    async sweep(owned, signal, layout) {
       try {
-        return { bytes: (await store.put(name, body, { contentType: options.contentType, signal: options.signal })).bytes };
-      } catch (error) {
-        return fail(`writing ${name} to`, error, options.signal);
-      }
-    },
-    async remove(names, signal) {
-      try {
-        await store.delete(names, signal);
-      } catch (error) {
-        fail(`removing ${names.length} objects from`, error, signal);
-      }
-    },
-    async sweep(owned, signal) {
-      try {
-        await sweep(place, owned, { signal });
+        await sweep(layout === undefined ? place : placeOf(store, layout), owned, { signal });
       } catch (error) {
         fail('removing what earlier runs left at', error, signal);
       }
@@ -90,10 +70,10 @@ export function storeDestination(store: ObjectStore): Destination {
     startLease(attemptId) {
       if (!started.has(attemptId)) started.set(attemptId, takeLease(place.area, attemptId));
     },
-    begin(options) {
+    begin(options, layout) {
       const lease = started.get(options.attemptId);
       started.delete(options.attemptId);
-      return beginTransaction(place, options, undefined, lease);
+      return beginTransaction(layout === undefined ? place : placeOf(store, layout), options, undefined, lease);
     },
     shared: (id) => storeSharedArea(place, id, leases),
     check: store.check ? (signal, options) => store.check!(signal, options) : undefined,

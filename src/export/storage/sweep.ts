@@ -1,5 +1,6 @@
 import { journalAttempt, folderId, folderOf, type Place, PART, READER_GRACE_MS, replacedId, replacedName } from './place.ts';
 import { LEASE_PREFIX, leasesOf } from './leases.ts';
+import type { TableLayout } from '../destination.ts';
 
 export interface SweepOptions {
   /** The sweeping writer's own lease, never counted as another live writer. */
@@ -41,6 +42,7 @@ export const UNKNOWN: unique symbol = Symbol('another commit');
  * and a whole commit only once its readers had time to finish (`readersDone`).
  */
 export async function sweep(place: Place, owned: () => Promise<readonly string[] | undefined | typeof UNKNOWN>, options: SweepOptions = {}): Promise<void> {
+  if (place.layout !== undefined) return sweepTable(place, place.layout, options);
   const { signal, self, expected } = options;
   const names = await place.area.list('', signal);
   if (expected !== undefined && !names.some((n) => !expected(n) && removable(place, n, self))) return;
@@ -53,7 +55,7 @@ export async function sweep(place: Place, owned: () => Promise<readonly string[]
   };
   const before = await state();
   if (before === undefined) return;
-  const { live, dead } = await leasesOf(place.area, signal);
+  const { live, dead, tags } = await leasesOf(place.area, signal);
   const after = await state();
   if (after === undefined || before.key !== after.key) return;
   const alive = (id: string): boolean => id === self || live.has(id) || [...live].some((l) => l.startsWith(`${id}~`));
@@ -74,6 +76,40 @@ export async function sweep(place: Place, owned: () => Promise<readonly string[]
     stale = othersAlive ? [] : names.filter((n) => PART.test(n) && !keep.has(n));
   }
   await place.area.delete([...stale, ...deadJournals], signal);
+  // A dead table writer's lease names its parts (its tag): only a table's sweep removes it, with them.
+  await place.area.delete(dead.filter((n) => !tags.has(n)), signal);
+}
+
+/** Names of a table's own records at its root: leases and journals. */
+const RECORDS = '.sluice-';
+
+/**
+ * The sweep rule at a table (see `TableLayout`), in place: the same order of reads as `sweep`
+ * (objects, committed state, leases, committed state again; a commit in between makes it remove
+ * nothing). A table's parts cannot be told from those of its earlier commits by name, so they are
+ * taken only by the tag of a dead writer's lease, and only those the committed table does not
+ * reference: a live writer's parts are never candidates, a dead one's that committed stay. A writer
+ * that holds no lease (one before leases, `writeIcebergTable`) leaves what it leaves.
+ */
+async function sweepTable(place: Place, layout: TableLayout, options: SweepOptions): Promise<void> {
+  const { signal, self } = options;
+  const names = await place.area.list(RECORDS, signal);
+  // One listing of the records when nothing but this writer's own is there.
+  if (!names.some((n) => removable(place, n, self))) return;
+  const before = await layout.committed(signal);
+  const { live, dead, tags } = await leasesOf(place.area, signal);
+  const after = await layout.committed(signal);
+  if (before.key !== after.key) return;
+  const alive = (id: string): boolean => id === self || live.has(id);
+  const deadJournals = names.filter((n) => {
+    const attempt = journalAttempt(n);
+    return attempt !== undefined && !alive(attempt);
+  });
+  const tokens = new Set(tags.values());
+  const parts = tokens.size === 0 ? [] : (await place.area.list(layout.prefix, signal)).filter((n) => tokens.has(layout.tokenOf(n) ?? ''));
+  const referenced = parts.length === 0 ? new Set<string>() : await after.references(signal);
+  if (referenced === undefined) return;
+  await place.area.delete([...parts.filter((n) => !referenced.has(n)), ...deadJournals], signal);
   await place.area.delete(dead, signal);
 }
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { ANY_TARGET, DestinationError, PreconditionFailedError, type ObjectStore, type PutCondition } from '../../kit/index.ts';
 import type { BeginOptions, Marker, StagedStream, Transaction, WriteOptions } from '../destination.ts';
 import { type Lease, mustHold, takeLease } from './leases.ts';
@@ -25,13 +26,15 @@ export interface Adopted {
 export async function beginTransaction(place: Place, options: BeginOptions, adopted?: Adopted, prepared?: Lease): Promise<Transaction> {
   const { signal, attemptId } = options;
   const folder = adopted?.folder ?? attemptId;
+  const leaseId = adopted?.folder ? `${folder}~${attemptId}` : attemptId;
   // Stored while the first part is written, if not already (see `Lease.taken`); its failure fails
-  // the first write.
-  const lease = prepared ?? takeLease(place.area, adopted?.folder ? `${folder}~${attemptId}` : attemptId);
-  if (signal?.aborted) {
-    await lease.release(true).catch(() => undefined);
-    throw signal.reason;
-  }
+  // the first write. A table writer's lease carries its token, known once its journal is read.
+  let lease = place.layout === undefined ? (prepared ?? takeLease(place.area, leaseId)) : prepared;
+  const stop = async (error: unknown): Promise<never> => {
+    await lease?.release(true).catch(() => undefined);
+    throw error;
+  };
+  if (signal?.aborted) return stop(signal.reason);
   const journalKey = journalName(attemptId);
   let journal: Uint8Array | undefined;
   try {
@@ -40,15 +43,34 @@ export async function beginTransaction(place: Place, options: BeginOptions, adop
     // (a fresh attempt's id is new: it has no folder).
     if (place.link && options.resume && journal === undefined && adopted?.folder === undefined) await removeFolder(place, folder, signal);
   } catch (error) {
-    await lease.release(true).catch(() => undefined);
-    if (signal?.aborted) throw signal.reason;
-    throw new DestinationError(place.url, 'reading the resume journal from', error, true);
+    return stop(signal?.aborted ? signal.reason : new DestinationError(place.url, 'reading the resume journal from', error, true));
   }
-  return storeTransaction(place, options, lease, journal, folder, adopted);
+  const saved = place.layout === undefined ? { journal, token: '' } : tableJournal(journal);
+  lease ??= takeLease(place.area, leaseId, saved.token);
+  return storeTransaction(place, options, lease, saved, folder, adopted);
 }
 
-function storeTransaction(place: Place, options: BeginOptions, lease: Lease, journal: Uint8Array | undefined, folder: string, adopted: Adopted | undefined): Transaction {
-  const { url } = place;
+/** A table writer's journal: its token (the names of its parts) and the caller's journal. Unreadable: start afresh. */
+function tableJournal(bytes: Uint8Array | undefined): { journal: Uint8Array | undefined; token: string } {
+  const fresh = { journal: undefined, token: randomBytes(4).toString('hex') };
+  if (bytes === undefined) return fresh;
+  try {
+    const parsed = JSON.parse(new TextDecoder().decode(bytes)) as { token?: unknown; journal?: unknown };
+    if (typeof parsed.token !== 'string' || !/^[0-9a-f]{8}$/.test(parsed.token) || typeof parsed.journal !== 'string') return fresh;
+    return { token: parsed.token, journal: new Uint8Array(Buffer.from(parsed.journal, 'base64')) };
+  } catch {
+    return fresh;
+  }
+}
+
+function storeTransaction(place: Place, options: BeginOptions, lease: Lease, saved: { journal: Uint8Array | undefined; token: string }, folder: string, adopted: Adopted | undefined): Transaction {
+  const { url, layout } = place;
+  const { journal, token } = saved;
+  // Where a stream is stored: its own name, or a table layout's name for it.
+  const at = (name: string): string => (layout === undefined ? name : layout.located(name, token));
+  // Set when a table's commit may have landed without this writer knowing: abort then leaves everything.
+  let outcomeUnknown = false;
+  let published = false;
   const target = dataStore(place, folder);
   const inPlace = place.link === undefined;
   const previous = new Set(options.previous);
@@ -75,6 +97,8 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
   const abort = async (_reason?: unknown, keep: readonly string[] = []): Promise<void> => {
     await settle('transaction aborted');
     try {
+      // Published (a failure after the commit point, its sweep's), or maybe published: nothing of it goes.
+      if (published || outcomeUnknown) return;
       if (!inPlace) {
         if (adopted?.folder === undefined) await removeFolder(place, folder);
       } else {
@@ -85,8 +109,9 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
       if (journalSaved) await place.area.delete([journalKey]);
     } catch {
       // Never throws: what is left has no live lease once it is released, and the next sweep takes it.
+    } finally {
+      await lease.release(true).catch(() => undefined);
     }
-    await lease.release(true).catch(() => undefined);
   };
 
   async function write(name: string, body: AsyncIterable<Uint8Array>, opts: WriteOptions = {}) {
@@ -100,7 +125,8 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
       }
     }
     // Recorded before the write starts: one that completes after abort began is still cleaned up.
-    written.add(name);
+    const stored = at(name);
+    written.add(stored);
     // The body's own failure (the rows, a part thread) passes unchanged; only the store's is wrapped.
     let failed: { error: unknown } | undefined;
     const source = (async function* () {
@@ -113,7 +139,7 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
         throw error;
       }
     })();
-    const done = target.put(name, source, { contentType: opts.contentType, signal });
+    const done = target.put(stored, source, { contentType: opts.contentType, signal });
     inFlight.set(done, controller);
     try {
       return { bytes: (await done).bytes };
@@ -126,6 +152,16 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
     }
   }
 
+  /** A table format's own commit point (see `Transaction.commit`). */
+  async function publishStep(publish: () => Promise<boolean>): Promise<boolean> {
+    try {
+      return (published = await publish());
+    } catch (error) {
+      outcomeUnknown = (error as { unknownOutcome?: unknown } | null)?.unknownOutcome === true;
+      throw error;
+    }
+  }
+
   /** Puts the markers in order; resolves to the version the first one (the commit point) got. */
   async function publishMarkers(markers: readonly Marker[]): Promise<string | undefined> {
     let first: string | undefined;
@@ -134,6 +170,7 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
       const condition: PutCondition | undefined = marker.condition !== undefined && withdrawal !== undefined && previous.has(marker.name) ? { ifAbsent: true } : marker.condition;
       const version = await putMarker(place.store, url, marker, condition);
       first ??= version;
+      published = true;
     }
     return first;
   }
@@ -161,6 +198,7 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
     if (expected !== undefined && !expected.startsWith('v/')) await refuseForeign();
     // The folder is never rewritten once swapped in: a target unchanged since `holds` is the version read.
     await link.swap(folderOf(folder), conditional === undefined ? ANY_TARGET : expected);
+    published = true;
     return replaced;
   }
 
@@ -192,14 +230,19 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
       for (const { name, bytes } of streams) {
         let size: number | undefined;
         try {
-          size = (await target.head(name, options.signal))?.size;
+          size = (await target.head(at(name), options.signal))?.size;
         } catch (error) {
           throw new DestinationError(url, `checking ${name} at`, error, true);
         }
         // An object appears only whole: the recorded size means it is the part the journal lists.
         if (size !== bytes) continue;
         kept.push(name);
-        retained.add(name);
+        retained.add(at(name));
+      }
+      if (layout !== undefined) {
+        // What the killed attempt wrote beyond them (its token is in the name) is referenced by nothing.
+        const extra = (await target.list(layout.prefix, options.signal)).filter((n) => layout.tokenOf(n) === token && !retained.has(n));
+        await target.delete(extra, options.signal);
       }
       if (!inPlace) {
         // What the killed attempt left in its folder beyond the kept parts goes now.
@@ -213,18 +256,21 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
       await leaseTaken();
       journalSaved = true;
       try {
-        await place.area.put(journalKey, body, { contentType: 'application/json' });
+        await place.area.put(journalKey, layout === undefined ? body : tableRecord(token, body), { contentType: 'application/json' });
       } catch (error) {
         throw new DestinationError(url, 'saving the resume journal to', error, true);
       }
     },
 
-    async commit(markers: readonly Marker[]) {
+    located: at,
+
+    async commit(markers: readonly Marker[], publish?: () => Promise<boolean>) {
       await settle(undefined);
       await leaseTaken();
       await mustHold(lease, url, options.signal);
+      if (publish !== undefined && !(await publishStep(publish))) return abort();
       // The version our own put got: read back later, a newer commit's would pass for ours.
-      const ours = inPlace ? await publishMarkers(markers) : undefined;
+      const ours = inPlace && publish === undefined ? await publishMarkers(markers) : undefined;
       const replaced = inPlace ? undefined : await swapIn(markers);
       // Released while the sweep runs, which counts this writer as itself, not as another one alive.
       const released = lease.release(true).catch(() => undefined);
@@ -232,7 +278,7 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
       const keep = new Set([...written, ...retained, ...carried, ...theirs, ...markers.map((m) => m.name)]);
       let stale: string[] = [];
       try {
-        if (inPlace) {
+        if (inPlace && layout === undefined) {
           // The previous output's objects the new one does not list: no commit lists them any more.
           stale = [...previous].filter((n) => !keep.has(n));
           await place.store.delete(stale);
@@ -270,6 +316,10 @@ function storeTransaction(place: Place, options: BeginOptions, lease: Lease, jou
       await lease.release(false);
     },
   };
+}
+
+function tableRecord(token: string, journal: Uint8Array): Uint8Array {
+  return new TextEncoder().encode(`${JSON.stringify({ token, journal: Buffer.from(journal).toString('base64') })}\n`);
 }
 
 async function putMarker(store: ObjectStore, url: string, marker: Marker, condition: PutCondition | undefined): Promise<string> {

@@ -19,6 +19,7 @@ import { type ExecutionStatus, holdsResult } from '../../protocol/index.ts';
 import { checkBytes, checkCredits, executionCost } from '../budget.ts';
 import { outputFingerprint, readCommit } from '../committedOutput.ts';
 import { RunContract } from '../contract.ts';
+import { driftPolicyOf, RunDrift, watchesDrift } from '../drift.ts';
 import { ShardCommittedError, ShardMismatchError } from '../errors.ts';
 import { sourceInfo } from '../jobSource.ts';
 import { readOptions } from '../readOptions.ts';
@@ -206,6 +207,8 @@ function checkShardable(job: Job): void {
     issues.push({ path: 'expect.checks', message: 'not supported on sharded runs yet (each shard reads only its rows, so unique could not see them all): run without shards, or keep expect.columns and expect.rows, which shard 0 checks before any page is fetched', value: Object.keys(job.expect.checks) });
   }
   job.outputs.forEach((output, i) => {
+    if (output.expect !== undefined) issues.push({ path: `outputs[${i}].expect`, message: "not supported on sharded runs yet: move the output's columns and rows to the job's expect (shard 0 checks them before any page is fetched), or run without shards", value: Object.keys(output.expect) });
+    if (driftPolicyOf(job, output) === 'freeze') issues.push({ path: `outputs[${i}].schema_drift`, message: 'freeze reshapes the rows of the one read, and each shard reads its own: use fail or evolve, or run without shards', value: 'freeze' });
     if (output.mode === 'append') issues.push({ path: `outputs[${i}].mode`, message: 'a sharded run replaces the output: drop mode: append or run without shards', value: output.mode });
     if (output.table !== 'manifest') issues.push({ path: `outputs[${i}].table`, message: 'a sharded run commits a manifest: run table outputs without shards', value: output.table });
     if (output.partitionBy.length > 0) issues.push({ path: `outputs[${i}].partition_by`, message: 'a sharded run writes parts by row ranges: drop partition_by or run without shards', value: output.partitionBy });
@@ -283,6 +286,8 @@ async function startExecution(job: Job, options: RunShardOptions, area: SharedAr
   if (overBytes) throw overBytes;
   // The contract's columns and row count, from the metadata: shards have no result.filters, so the count is known here.
   if (job.expect !== undefined) new RunContract(job, options.events?.onInfo).beforeFetch(ready.status);
+  // Schema drift too (evolve and fail; freeze is refused, each shard writes its own rows).
+  if (watchesDrift(job)) await new RunDrift(job, (d) => options.events?.onInfo?.('schema drift', { job: job.name, ...d })).beforeFetch(ready.status, signal);
   const started = ready.started && earlier === undefined;
   return {
     executionId: ready.executionId,

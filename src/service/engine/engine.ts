@@ -835,6 +835,11 @@ export class DuckDbEngine implements SqlEngine {
     return this.#readEncoded(resultId, () => encodedArrowPage(found.dir, found.info, offset, limit));
   }
 
+  frameStore(resultId: string): { dir: string; scratch: string } {
+    checkResultId(resultId);
+    return { dir: join(encodedDir(this.#resultsDir, resultId).dir, 'frames'), scratch: this.#scratchPath(`frame-${resultId}-`) };
+  }
+
   /** The result's encoding directory and info once it is encoded; schedules the encoding of a result stored before a restart. */
   async #encoded(resultId: string): Promise<{ dir: string; info: ResultInfo } | undefined> {
     this.#checkOpen();

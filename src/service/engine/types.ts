@@ -159,6 +159,12 @@ export interface SqlEngine {
    * page does not start and end on chunks (serve it with arrowPage then).
    */
   encodedArrowPage(resultId: string, offset: number, limit: number): Promise<import('./encodedResult.ts').EncodedArrowPage | undefined>;
+  /**
+   * Where the compressed frames of the result's encoded pages are kept (inside its encoding, so
+   * dropped with it), and the scratch path prefix a frame is written under before it is renamed
+   * there (scratch files a crash left are removed at start). See src/service/http/compressedFrames.ts.
+   */
+  frameStore(resultId: string): { dir: string; scratch: string };
   /** Settles when the result's pre-encoding (scheduled when it was stored) has ended. */
   encodingSettled(resultId: string): Promise<void>;
   hasResult(resultId: string): Promise<boolean>;

@@ -1,4 +1,5 @@
 import type { FileHandle } from 'node:fs/promises';
+import type { Coding } from './contentCoding.ts';
 
 /** Bytes [start, end) of an open file. The server closes the handle once the reply is written. */
 export interface FileRange {
@@ -22,6 +23,11 @@ export interface Reply {
   contentType: string;
   body: string | PartsBody;
   headers?: Record<string, string>;
+  /**
+   * The body in a content coding from stored frames (compressedFrames.ts), when the reply has
+   * them for that coding; the server compresses `body` per request otherwise.
+   */
+  precompressed?: (coding: Coding) => Promise<PartsBody | undefined>;
 }
 
 /** A PartsBody of the given pieces; strings count as UTF-8. */

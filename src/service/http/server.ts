@@ -86,10 +86,11 @@ function replyForError(err: unknown): Reply {
 /**
  * Writes a reply in the content coding the request accepts (contentCoding.ts): an answer of at
  * least MIN_COMPRESSED_BYTES is compressed as it is written, chunk by chunk with backpressure
- * (never built whole first), and sent chunked; a smaller one, or one to a client that accepts no
- * coding, goes as is with its length.
+ * (never built whole first), and sent chunked, unless the reply has it in stored frames (sent
+ * with its length); a smaller one, or one to a client that accepts no coding, goes as is with
+ * its length.
  */
-function send(req: IncomingMessage, res: ServerResponse, reply: Reply, reset: boolean): void {
+async function send(req: IncomingMessage, res: ServerResponse, reply: Reply, reset: boolean): Promise<void> {
   const accepted = negotiateCoding(header(req.headers['accept-encoding']));
   // An error answer goes as it is (uncompressed, small): what went wrong matters more than the coding.
   if (accepted === undefined && reply.status >= 200 && reply.status < 300) {
@@ -107,8 +108,13 @@ function send(req: IncomingMessage, res: ServerResponse, reply: Reply, reset: bo
   if (length >= MIN_COMPRESSED_BYTES) res.setHeader('vary', 'accept-encoding');
   if (coding !== undefined) {
     res.setHeader('content-encoding', coding);
-    sendCompressed(res, typeof reply.body === 'string' ? partsBody([reply.body]) : reply.body, coding, reset);
-    return;
+    const body = typeof reply.body === 'string' ? partsBody([reply.body]) : reply.body;
+    const stored = await storedBody(reply, coding);
+    if (stored === undefined) return sendCompressed(res, body, coding, reset);
+    // Sent from stored frames, with its length: the body's own files are not read.
+    closeParts(body);
+    res.setHeader('content-length', stored.length);
+    return sendParts(res, stored, reset);
   }
   res.setHeader('content-length', length);
   if (typeof reply.body !== 'string') {
@@ -128,6 +134,21 @@ function send(req: IncomingMessage, res: ServerResponse, reply: Reply, reset: bo
     return;
   }
   res.end(body);
+}
+
+/**
+ * The reply's body in `coding` from stored frames, or undefined: it has none for that coding, or
+ * storing them failed (the result dropped meanwhile, a full disk), which only costs compressing
+ * this answer per request.
+ */
+async function storedBody(reply: Reply, coding: Coding): Promise<PartsBody | undefined> {
+  if (reply.precompressed === undefined) return undefined;
+  try {
+    return await reply.precompressed(coding);
+  } catch (err) {
+    console.error(`sluice service: serving a stored ${coding} frame failed (compressed per request instead):`, err);
+    return undefined;
+  }
 }
 
 /**

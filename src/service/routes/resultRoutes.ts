@@ -5,11 +5,12 @@ import type { ServiceContext } from '../context.ts';
 import { EngineError, type PageRequest } from '../engine/types.ts';
 import type { CompletedExecution, ExecutionRecord } from '../executionRecord.ts';
 import { HttpError } from '../http/errors.ts';
+import { storedFrames } from '../http/compressedFrames.ts';
 import { json, jsonText, partsBody, type Reply } from '../http/reply.ts';
 import { csvField } from '../engine/pageQuery.ts';
 import type { RequestContext, Route } from '../http/router.ts';
 import { canonicalValue, ParameterError } from '../parameters.ts';
-import { effectiveLimit, nextUri, parseResultShape, type ResultShape } from '../resultShape.ts';
+import { defaultPageRows, effectiveLimit, nextUri, parseResultShape, type ResultShape } from '../resultShape.ts';
 import { executionFields, timingOf } from '../statusView.ts';
 import { checkExecutionParams } from './executionParams.ts';
 import { executionOf, queryOf } from './lookup.ts';
@@ -111,6 +112,13 @@ async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRec
     return { offset: next, uri: nextUri(ctx.origin, apiPath, shape, next) };
   };
 
+  // A page on the grid clients page by (the default page size, from offset 0) is compressed once
+  // and stored (compressedFrames.ts); other pages are compressed per request, so that odd offsets
+  // and limits do not fill the disk with frames read once.
+  const pageRows = defaultPageRows(svc.settings, rec.result.columnNames.length);
+  const framed = (page: { rowCount: number }): boolean =>
+    page.rowCount > 0 && shape.offset % pageRows === 0 && (page.rowCount === pageRows || (page.rowCount < pageRows && shape.offset + page.rowCount === rec.result.rowCount));
+
   // All columns, unfiltered, unsorted: a byte range of the pre-encoded result, once it is there.
   const plain = req.columns === undefined && req.filters === undefined && req.sortBy === undefined && req.sampleCount === undefined;
 
@@ -145,18 +153,33 @@ async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRec
       },
       ...(next === undefined ? {} : { next_offset: next.offset, next_uri: next.uri }),
     });
-    return { status: 200, contentType: ARROW_STREAM_MEDIA_TYPE, body: partsBody('parts' in page ? page.parts : [page.arrow]), headers };
+    const reply: Reply = { status: 200, contentType: ARROW_STREAM_MEDIA_TYPE, body: partsBody('parts' in page ? page.parts : [page.arrow]), headers };
+    if ('parts' in page && framed(page)) {
+      const [schema, rows, eos] = page.parts;
+      reply.precompressed = storedFrames({ store: svc.engine.frameStore(rec.id), file: 'rows.arrow', head: schema, rows, tail: eos });
+    }
+    return reply;
   }
   const encoded = plain ? await engineCall(() => svc.engine.encodedPage(rec.id, req.offset, req.limit, format)) : undefined;
   if (encoded !== undefined) {
     const next = nextOf(encoded.rowCount, encoded.totalRowCount);
     const rows = encoded.rows === undefined ? [] : [encoded.rows];
+    let head: string;
+    let tail: string;
+    let reply: Reply;
     if (format === 'csv') {
-      const header = `${encoded.columnNames.map(csvField).join(',')}\n`;
-      return { status: 200, contentType: 'text/csv; charset=utf-8', body: partsBody([header, ...rows]), headers: csvNextHeaders(next) };
+      [head, tail] = [`${encoded.columnNames.map(csvField).join(',')}\n`, ''];
+      reply = { status: 200, contentType: 'text/csv; charset=utf-8', body: partsBody([head, ...rows]), headers: csvNextHeaders(next) };
+    } else {
+      const [before, after] = resultPageJson(rec, encoded, next);
+      [head, tail] = [`${before}[`, `]${after}`];
+      reply = { status: 200, contentType: 'application/json; charset=utf-8', body: partsBody([head, ...rows, tail]) };
     }
-    const [before, after] = resultPageJson(rec, encoded, next);
-    return { status: 200, contentType: 'application/json; charset=utf-8', body: partsBody([`${before}[`, ...rows, `]${after}`]) };
+    if (encoded.rows !== undefined && framed(encoded)) {
+      const file = format === 'csv' ? 'rows.csv' : 'rows.json';
+      reply.precompressed = storedFrames({ store: svc.engine.frameStore(rec.id), file, head, rows: encoded.rows, tail });
+    }
+    return reply;
   }
 
   if (format === 'csv') {

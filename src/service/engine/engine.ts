@@ -109,6 +109,12 @@ const INTERRUPT_REPEAT_MS = 5;
 const ENCODE_AFTER_IDLE_MS = 1_000;
 /** An instance with no connection open for this long gives its idle memory back (memoryTrim.ts). */
 const TRIM_AFTER_IDLE_MS = 1_000;
+/**
+ * Results larger than this (result_set_bytes) are encoded in the background when idle, even with
+ * encoding at completion: 100M rows of one BIGINT took over 30 minutes to encode on a loaded
+ * machine (the execution's default timeout), with 37 bytes of index per row.
+ */
+export const ENCODE_AT_COMPLETION_MAX_BYTES = 1024 ** 3;
 /** Results from this size (result_set_bytes) on are encoded after a trim (see execute). */
 const TRIM_BEFORE_ENCODING_BYTES = 16 * 1024 * 1024;
 
@@ -206,6 +212,7 @@ export class DuckDbEngine implements SqlEngine {
   readonly #filesUse: InstanceUse;
   readonly #useOf = new Map<DuckDBConnection, InstanceUse>();
   readonly #trimBeforeEncodingBytes: number;
+  readonly #encodeAtCompletionMaxBytes: number;
 
   /** `systemViews`: DuckDB's built-in catalog views, which user SQL may not read. */
   readonly #encodeMinBytes: number;
@@ -238,6 +245,7 @@ export class DuckDbEngine implements SqlEngine {
     const bounds = this.#bounds;
     const idleMs = ceilings?.trim?.afterIdleMs ?? TRIM_AFTER_IDLE_MS;
     this.#trimBeforeEncodingBytes = ceilings?.trim?.beforeEncodingBytes ?? TRIM_BEFORE_ENCODING_BYTES;
+    this.#encodeAtCompletionMaxBytes = ceilings?.encodeAtCompletionMaxBytes ?? ENCODE_AT_COMPLETION_MAX_BYTES;
     this.#userUse = new InstanceUse(instance, bounds && (() => bounds.memoryLimit), idleMs);
     const filesLimit = ceilings?.filesMemoryLimit;
     this.#filesUse = new InstanceUse(files, filesLimit === undefined ? undefined : () => filesLimit, idleMs);
@@ -421,14 +429,17 @@ export class DuckDbEngine implements SqlEngine {
       // Encoded before it completes: the first read of a result is served from files, as every
       // later one (nothing competes with it), and no encoder runs beside the readers.
       const encode = info.bytes >= this.#encodeMinBytes;
-      if (encode && this.#encodeAtCompletion && info.bytes >= this.#trimBeforeEncodingBytes) {
+      // A very large result is encoded later, when idle: its encoding would take longer than
+      // reading it once, and would count toward its execution's timeout.
+      const atCompletion = encode && this.#encodeAtCompletion && info.bytes <= this.#encodeAtCompletionMaxBytes;
+      if (atCompletion && info.bytes >= this.#trimBeforeEncodingBytes) {
         // What the query read and wrote is evicted before the encoding reads the result back: the
         // encoder's memory comes instead of it, not on top (only when nothing else runs).
         await this.#userUse.trim(1);
         await this.#filesUse.trim(1);
       }
       const encoding =
-        encode && this.#encodeAtCompletion
+        atCompletion
           ? await this.#encodeStored(alias, opts.resultId, info, encodeConns, () => stop !== undefined || this.#closed)
           : undefined;
       check();
@@ -438,7 +449,7 @@ export class DuckDbEngine implements SqlEngine {
       await rename(tmpPath, this.#path(opts.resultId));
       if (encoding !== undefined) await this.#publishEncoding(opts.resultId, encoding, info);
       // Failed at completion: its pages are built per request (not retried in the background).
-      else if (encode && this.#encodeAtCompletion) this.#encodeFailed.add(opts.resultId);
+      else if (atCompletion) this.#encodeFailed.add(opts.resultId);
       else if (encode) this.#scheduleEncoding(opts.resultId);
       return info;
     } catch (err) {

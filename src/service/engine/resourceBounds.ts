@@ -59,6 +59,8 @@ export interface EngineCeilings {
   filesMemoryLimit?: string;
   /** When idle memory is given back (memoryTrim.ts). */
   trim?: TrimOptions;
+  /** Larger results (result_set_bytes) are encoded when idle, not at completion (engine.ts). */
+  encodeAtCompletionMaxBytes?: number;
 }
 
 export type MemoryAdmission = 'share' | 'reserve';

@@ -110,11 +110,12 @@ const ENCODE_AFTER_IDLE_MS = 1_000;
 /** An instance with no connection open for this long gives its idle memory back (memoryTrim.ts). */
 const TRIM_AFTER_IDLE_MS = 1_000;
 /**
- * Results larger than this (result_set_bytes) are encoded in the background when idle, even with
- * encoding at completion: 100M rows of one BIGINT took over 30 minutes to encode on a loaded
- * machine (the execution's default timeout), with 37 bytes of index per row.
+ * Results larger than this (result_set_bytes), or of more rows, are encoded in the background
+ * when idle, even with encoding at completion: 100M rows of one BIGINT (800 MB) took over 30
+ * minutes to encode on a loaded machine (the execution's default timeout), 37 bytes of index a row.
  */
 export const ENCODE_AT_COMPLETION_MAX_BYTES = 1024 ** 3;
+export const ENCODE_AT_COMPLETION_MAX_ROWS = 10_000_000;
 /** Results from this size (result_set_bytes) on are encoded after a trim (see execute). */
 const TRIM_BEFORE_ENCODING_BYTES = 16 * 1024 * 1024;
 
@@ -212,7 +213,7 @@ export class DuckDbEngine implements SqlEngine {
   readonly #filesUse: InstanceUse;
   readonly #useOf = new Map<DuckDBConnection, InstanceUse>();
   readonly #trimBeforeEncodingBytes: number;
-  readonly #encodeAtCompletionMaxBytes: number;
+  readonly #encodeAtCompletionMax: { bytes: number; rows: number };
 
   /** `systemViews`: DuckDB's built-in catalog views, which user SQL may not read. */
   readonly #encodeMinBytes: number;
@@ -245,7 +246,10 @@ export class DuckDbEngine implements SqlEngine {
     const bounds = this.#bounds;
     const idleMs = ceilings?.trim?.afterIdleMs ?? TRIM_AFTER_IDLE_MS;
     this.#trimBeforeEncodingBytes = ceilings?.trim?.beforeEncodingBytes ?? TRIM_BEFORE_ENCODING_BYTES;
-    this.#encodeAtCompletionMaxBytes = ceilings?.encodeAtCompletionMaxBytes ?? ENCODE_AT_COMPLETION_MAX_BYTES;
+    this.#encodeAtCompletionMax = {
+      bytes: ceilings?.encodeAtCompletionMax?.bytes ?? ENCODE_AT_COMPLETION_MAX_BYTES,
+      rows: ceilings?.encodeAtCompletionMax?.rows ?? ENCODE_AT_COMPLETION_MAX_ROWS,
+    };
     this.#userUse = new InstanceUse(instance, bounds && (() => bounds.memoryLimit), idleMs);
     const filesLimit = ceilings?.filesMemoryLimit;
     this.#filesUse = new InstanceUse(files, filesLimit === undefined ? undefined : () => filesLimit, idleMs);
@@ -431,7 +435,8 @@ export class DuckDbEngine implements SqlEngine {
       const encode = info.bytes >= this.#encodeMinBytes;
       // A very large result is encoded later, when idle: its encoding would take longer than
       // reading it once, and would count toward its execution's timeout.
-      const atCompletion = encode && this.#encodeAtCompletion && info.bytes <= this.#encodeAtCompletionMaxBytes;
+      const max = this.#encodeAtCompletionMax;
+      const atCompletion = encode && this.#encodeAtCompletion && info.bytes <= max.bytes && info.rowCount <= max.rows;
       if (atCompletion && info.bytes >= this.#trimBeforeEncodingBytes) {
         // What the query read and wrote is evicted before the encoding reads the result back: the
         // encoder's memory comes instead of it, not on top (only when nothing else runs).

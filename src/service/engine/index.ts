@@ -70,7 +70,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
       if (opts.memoryAdmission !== undefined) ceilings.admission = opts.memoryAdmission;
       if (filesMemory !== undefined) ceilings.filesMemoryLimit = `${filesMemory}B`;
       if (opts.trim !== undefined) ceilings.trim = opts.trim;
-      if (opts.encodeAtCompletionMaxBytes !== undefined) ceilings.encodeAtCompletionMaxBytes = opts.encodeAtCompletionMaxBytes;
+      if (opts.encodeAtCompletionMax !== undefined) ceilings.encodeAtCompletionMax = opts.encodeAtCompletionMax;
       files = await openFiles(opts, config, resultsDir, filesMemory);
       await lockDown(conn);
     } finally {

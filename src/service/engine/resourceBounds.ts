@@ -59,8 +59,8 @@ export interface EngineCeilings {
   filesMemoryLimit?: string;
   /** When idle memory is given back (memoryTrim.ts). */
   trim?: TrimOptions;
-  /** Larger results (result_set_bytes) are encoded when idle, not at completion (engine.ts). */
-  encodeAtCompletionMaxBytes?: number;
+  /** Larger results (result_set_bytes, rows) are encoded when idle, not at completion (engine.ts). */
+  encodeAtCompletionMax?: { bytes?: number; rows?: number };
 }
 
 export type MemoryAdmission = 'share' | 'reserve';

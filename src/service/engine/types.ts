@@ -248,8 +248,8 @@ export interface OpenEngineOptions {
   memoryAdmission?: 'share' | 'reserve';
   /** When the engine gives idle memory back (memoryTrim.ts); tests make it eager. */
   trim?: TrimOptions;
-  /** Results larger than this (result_set_bytes, default 1 GiB) are encoded when idle even with encodeResults 'at_completion'. */
-  encodeAtCompletionMaxBytes?: number;
+  /** Results larger than this (result_set_bytes, default 1 GiB; rows, default 10M) are encoded when idle even with encodeResults 'at_completion'. */
+  encodeAtCompletionMax?: { bytes?: number; rows?: number };
 }
 
 /** When an instance gives its idle memory back (memoryTrim.ts). */

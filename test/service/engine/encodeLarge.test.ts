@@ -1,6 +1,6 @@
-// Encoding at completion stops at a size: a larger result completes without its encodings (its
-// first pages are page queries) and is encoded in the background once the engine is idle; a
-// smaller one is encoded before it completes, as always.
+// Encoding at completion stops at a size: a larger result (in result_set_bytes or in rows)
+// completes without its encodings (its first pages are page queries) and is encoded in the
+// background once the engine is idle; a smaller one is encoded before it completes, as always.
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,9 +8,12 @@ import { join } from 'node:path';
 import { expect, test, vi } from 'vitest';
 import { openEngine } from '../../../src/service/engine/index.ts';
 
-test('a result above encodeAtCompletionMaxBytes is encoded when idle, one below it at completion', async () => {
+test.each([
+  { by: 'bytes', max: { bytes: 10_000 } },
+  { by: 'rows', max: { rows: 100 } },
+])('a result above encodeAtCompletionMax ($by) is encoded when idle, one below it at completion', async ({ max }) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-encode-large-'));
-  const engine = await openEngine({ dataDir, datasets: ['sample'], sampleRows: 2_000, defaultThreads: 1, encodeMinBytes: 0, encodeAtCompletionMaxBytes: 10_000 });
+  const engine = await openEngine({ dataDir, datasets: ['sample'], sampleRows: 2_000, defaultThreads: 1, encodeMinBytes: 0, encodeAtCompletionMax: max });
   try {
     const run = (id: string, sql: string) => engine.execute(sql, { resultId: id, signal: new AbortController().signal });
     const small = await run('small', 'SELECT * FROM sample.events ORDER BY id LIMIT 20');

@@ -86,7 +86,9 @@ describe('the first read of a fresh result', () => {
   it('of a result rendered in several slices (30,720 rows each) equals the page query across the slice boundaries', async () => {
     const s = await startTestService({ sampleRows: 250_000, encodeMinBytes: 0 });
     try {
-      const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
+      const id = await executeSql(s, 'SELECT * FROM sample.events ORDER BY id');
+      // 250,000 rows encoded before COMPLETED: seconds, many more on a loaded machine.
+      expect((await waitFor(s, id, undefined, undefined, 60_000)).state).toBe('QUERY_STATE_COMPLETED');
       expect(existsSync(join(resultsDir(s), `${id}.enc`, 'info.json'))).toBe(true);
       const columns = (await status(s, id)).result_metadata.column_names.join(',');
       for (const [offset, limit] of [[30_710, 20], [122_870, 20], [245_750, 20], [249_990, 100], [0, 3]]) {
@@ -101,7 +103,7 @@ describe('the first read of a fresh result', () => {
     } finally {
       await s.close();
     }
-  });
+  }, 120_000);
 
   it('of rows larger than the encoder\'s buffers (4 MB) equals the page query', async () => {
     // Rendering a row copies its text a few times (each `||`): room for that in the engine.

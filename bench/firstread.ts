@@ -10,17 +10,30 @@
 //   service with pre-encoding off serves every page by the page query; the time from submit to
 //   the last row read, both ways (encoding is now the execution's last step: it costs time before
 //   COMPLETED and saves it on every read);
-// - the service process's peak RSS, both ways.
-import { mkdtemp, rm } from 'node:fs/promises';
+// - the service process's peak RSS, both ways;
+// - the execution time with engine.encode_results at_completion against when_idle, and the service
+//   process's CPU from submit to COMPLETED: two services at once, the same SQL submitted to each in
+//   turn (when_idle's background encoding waited for between turns, not counted);
+// - where the encoding's time goes, in this process on the stored result of the same rows: DuckDB
+//   rendering the rows, the JSON/CSV encoding (render + split into the files + fsync), the Arrow
+//   chunks, both at once as the engine runs them; process CPU and fsync time beside each.
+import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { RecordBatchReader } from 'apache-arrow';
-import { ARROW, downloadAll, fmt, get, ratio, ROWS, startChild, submitAndWait, type Child } from './service.ts';
+import { buildArrowPage } from '../src/service/engine/arrowPage.ts';
+import { writeArrowEncoding, writeEncodings } from '../src/service/engine/encodedResult.ts';
+import { planPage, renderedRowsSql } from '../src/service/engine/pageQuery.ts';
+import { SAMPLE_EVENTS_COLUMNS, sampleEventsSelect } from '../src/service/engine/sampleEvents.ts';
+import { ARROW, cpuSeconds, downloadAll, fmt, get, ratio, ROWS, startChild, submitAndWait, type Child } from './service.ts';
 
 const SQL = 'SELECT * FROM sample.events ORDER BY id';
 
 interface Fresh {
+  id: string;
   base: string;
   urls: string[];
   /** Submit to COMPLETED seen by polling. */
@@ -39,7 +52,7 @@ async function fresh(child: Child): Promise<Fresh> {
   const pageRows = Math.min(32_000, Math.floor(250_000 / m.column_names.length));
   const base = `${child.url}/v1/execution/${id}/results`;
   const urls = Array.from({ length: Math.ceil(m.total_row_count / pageRows) }, (_, i) => `${base}?offset=${i * pageRows}&limit=${pageRows}`);
-  return { base, urls, submitToDoneMs, execMs: Date.parse(status.execution_ended_at) - Date.parse(status.execution_started_at) };
+  return { id, base, urls, submitToDoneMs, execMs: Date.parse(status.execution_ended_at) - Date.parse(status.execution_started_at) };
 }
 
 function parseAll(bodies: Buffer[]): { ms: number; rows: number } {
@@ -93,15 +106,141 @@ function report(label: string, r: Reads): void {
   );
 }
 
+/** Rounds of the execution time comparison. */
+const EXEC_ROUNDS = 3;
+
+interface ExecutionCost {
+  /** execution_ended_at - execution_started_at. */
+  ms: number;
+  /** CPU the service process used from submit to COMPLETED: less shaken by the machine's load than the time. */
+  cpuMs: number;
+}
+
+/** Execution times and CPU of SQL on two services at once, in turns: at_completion, when_idle. */
+async function executionTimes(): Promise<{ atCompletion: ExecutionCost[]; whenIdle: ExecutionCost[] }> {
+  const dirs = await Promise.all([0, 1].map(() => mkdtemp(join(tmpdir(), 'sluice-bench-exec-'))));
+  const [now, idle] = await Promise.all([startChild(dirs[0]!, undefined, { encode_results: 'at_completion' }), startChild(dirs[1]!, undefined, { encode_results: 'when_idle' })]);
+  const times = { atCompletion: [] as ExecutionCost[], whenIdle: [] as ExecutionCost[] };
+  const cost = async (child: Child): Promise<ExecutionCost & { id: string }> => {
+    const cpu = cpuSeconds(child.proc.pid!);
+    const { execMs, id } = await fresh(child);
+    return { id, ms: execMs, cpuMs: (cpuSeconds(child.proc.pid!) - cpu) * 1000 };
+  };
+  try {
+    for (let i = 0; i < EXEC_ROUNDS; i++) {
+      times.atCompletion.push(await cost(now));
+      const { id, ...c } = await cost(idle);
+      times.whenIdle.push(c);
+      // Its background encoding runs now; the next turn starts once it is done.
+      await idle.whenEncoded(id);
+    }
+  } finally {
+    for (const child of [now, idle]) {
+      child.proc.stdin!.write('stop\n');
+      await new Promise((ok) => child.proc.once('exit', ok));
+    }
+    for (const d of dirs) await rm(d, { recursive: true, force: true });
+  }
+  return times;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+interface Part {
+  label: string;
+  wallMs: number;
+  cpuMs: number;
+  fsyncMs: number;
+}
+
+/**
+ * The encoding's parts timed in this process, on a stored result of the bench's rows written as
+ * the engine writes one, with the engine's files instance settings (its threads; a quarter of the
+ * default memory_limit). fsync time is counted by wrapping FileHandle.sync.
+ */
+async function encodingParts(): Promise<Part[]> {
+  const dir = await mkdtemp(join(tmpdir(), 'sluice-bench-encode-'));
+  const instance = await DuckDBInstance.create(':memory:', { threads: String(Math.min(4, availableParallelism())), memory_limit: '64MiB' });
+  const conn = await instance.connect();
+  const second = await instance.connect();
+  const probe = await open(join(dir, 'probe'), 'w');
+  const handleProto = Object.getPrototypeOf(probe) as { sync(): Promise<void> };
+  await probe.close();
+  const sync = handleProto.sync;
+  let fsyncMs = 0;
+  handleProto.sync = async function (this: unknown): Promise<void> {
+    const t = performance.now();
+    try {
+      return await sync.call(this);
+    } finally {
+      fsyncMs += performance.now() - t;
+    }
+  };
+  const parts: Part[] = [];
+  try {
+    await conn.run(`ATTACH '${join(dir, 'result.duckdb')}' AS r`);
+    await conn.run(`CREATE TABLE r.main.result AS SELECT ${SAMPLE_EVENTS_COLUMNS.map((c, i) => `${c.name} AS c${i}`).join(', ')} FROM (${sampleEventsSelect(ROWS)}) ORDER BY id`);
+    await conn.run('CHECKPOINT r');
+    const types = (await conn.runAndReadAll('SELECT * FROM r.main.result LIMIT 0')).columnTypes();
+    const names = SAMPLE_EVENTS_COLUMNS.map((c) => c.name);
+    const protocolTypes = SAMPLE_EVENTS_COLUMNS.map((c) => c.type);
+    const stored = { table: 'r.main.result', names, protocolTypes, types, rowCount: ROWS };
+    const info = { columnNames: names, columnTypes: protocolTypes, rowCount: ROWS, bytes: 0, truncated: false };
+    const chunkRows = Math.min(32_000, Math.floor(250_000 / names.length));
+    const arrow = async (c: typeof conn, out: string): Promise<void> => {
+      await mkdir(out, { recursive: true });
+      await writeArrowEncoding(out, chunkRows, ROWS, (o, l) => buildArrowPage(c, stored, planPage(stored, { offset: o, limit: l }, 'json')), () => false);
+    };
+    const timed = async (label: string, f: () => Promise<unknown>): Promise<void> => {
+      fsyncMs = 0;
+      const cpu = process.cpuUsage();
+      const t = performance.now();
+      await f();
+      const used = process.cpuUsage(cpu);
+      parts.push({ label, wallMs: performance.now() - t, cpuMs: (used.user + used.system) / 1000, fsyncMs });
+    };
+    await timed('DuckDB renders the rows (read, not written)', async () => {
+      const rows = await conn.stream(`SELECT concat(j, c) FROM (${renderedRowsSql(stored, names.map((_, i) => i), 'true')})`);
+      while (((await rows.fetchChunk())?.rowCount ?? 0) > 0);
+    });
+    await timed('JSON + CSV encoding (render, split, fsync)', () => writeEncodings(conn, stored, info, join(dir, 'rows')));
+    await timed('Arrow chunks (built, written, fsync)', () => arrow(conn, join(dir, 'arrow')));
+    await timed('both at once, as the engine runs them', () => Promise.all([writeEncodings(conn, stored, info, join(dir, 'both')), arrow(second, join(dir, 'both', 'arrow.tmp'))]));
+  } finally {
+    handleProto.sync = sync;
+    conn.closeSync();
+    second.closeSync();
+    instance.closeSync();
+    await rm(dir, { recursive: true, force: true });
+  }
+  return parts;
+}
+
 export async function run(): Promise<void> {
   const rows = ROWS;
+  const parts = await encodingParts();
+  console.log(`where the encoding of ${rows} rows x 8 columns goes (this process, the files instance's settings; machine shared):`);
+  const both = parts.at(-1)!;
+  for (const p of parts) {
+    console.log(`  ${p.label}: ${fmt(p.wallMs)} (${ratio(p.wallMs, both.wallMs)} of both at once), process CPU ${fmt(p.cpuMs)}, of it fsync ${fmt(p.fsyncMs)} (wall)`);
+  }
+  const exec = await executionTimes();
+  const show = (xs: ExecutionCost[]): string => xs.map((x) => `${fmt(x.ms)} (CPU ${fmt(x.cpuMs)})`).join(', ');
+  const med = (xs: ExecutionCost[], k: keyof ExecutionCost): number => median(xs.map((x) => x[k]));
+  console.log(
+    `execution, ${EXEC_ROUNDS} turns on two services at once: encode_results at_completion ${show(exec.atCompletion)}; when_idle ${show(exec.whenIdle)}: ` +
+      `at_completion/when_idle time ${ratio(med(exec.atCompletion, 'ms'), med(exec.whenIdle, 'ms'))}, service CPU ${ratio(med(exec.atCompletion, 'cpuMs'), med(exec.whenIdle, 'cpuMs'))} (medians)`,
+  );
   const results: Array<{ label: string; r: Awaited<ReturnType<typeof reads>>; rss: number }> = [];
-  for (const [label, encodeMinBytes] of [
-    ['encoded as the execution\'s last step (now)', undefined],
-    ['not pre-encoded (the first read of a fresh result before: the page query)', Number.MAX_SAFE_INTEGER],
+  // The page query baseline gets 512MiB of memory_limit: with the default 256MiB, a quarter of it
+  // for the files instance, four concurrent page queries of 31,250 rows x 8 can fail with DuckDB's
+  // out-of-memory error (500), which ended the bench.
+  for (const [label, encodeMinBytes, engine] of [
+    ['encoded as the execution\'s last step (now)', undefined, undefined],
+    ['not pre-encoded (the first read of a fresh result before: the page query; memory_limit 512MiB)', Number.MAX_SAFE_INTEGER, { memory_limit: '512MiB' }],
   ] as const) {
     const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-first-read-'));
-    const child = await startChild(dataDir, encodeMinBytes);
+    const child = await startChild(dataDir, encodeMinBytes, engine);
     try {
       const r = await reads(child);
       results.push({ label, r, rss: peakRssMb(child.proc.pid!) });

@@ -32,14 +32,15 @@ export interface Child {
   whenEncoded(id: string): Promise<void>;
 }
 
-/** The service in its own process; it answers `encoded <id>` lines on stdout. */
-export async function startChild(dataDir: string, encodeMinBytes?: number): Promise<Child> {
+/** The service in its own process (`engine` settings, if given); it answers `encoded <id>` lines on stdout. */
+export async function startChild(dataDir: string, encodeMinBytes?: number, engine?: Record<string, unknown>): Promise<Child> {
   const service = new URL('../src/service/index.ts', import.meta.url).href;
   const extra = encodeMinBytes === undefined ? '' : ` encodeMinBytes: ${encodeMinBytes},`;
+  const engineSettings = engine === undefined ? '' : ` engine: ${JSON.stringify(engine)},`;
   const script = `
     const { startService } = await import(${JSON.stringify(service)});
     const svc = await startService({ dataDir: ${JSON.stringify(dataDir)}, sampleRows: ${ROWS},${extra}
-      settings: { teams: [{ name: 'bench', keys: [{ key: '${KEY}', scopes: ['Admin'] }] }] } });
+      settings: { teams: [{ name: 'bench', keys: [{ key: '${KEY}', scopes: ['Admin'] }] }],${engineSettings} } });
     console.log('url ' + svc.url);
     const { createInterface } = await import('node:readline');
     for await (const line of createInterface({ input: process.stdin })) {
@@ -68,7 +69,7 @@ export async function startChild(dataDir: string, encodeMinBytes?: number): Prom
 }
 
 /** CPU seconds (user + system) the process has used, from /proc (Linux). */
-function cpuSeconds(pid: number): number {
+export function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;

@@ -3,6 +3,7 @@ import * as library from '../src/index.ts';
 import * as clientErrors from '../src/client/errors.ts';
 import * as configModule from '../src/config/index.ts';
 import * as jobErrors from '../src/jobs/errors.ts';
+import { BackfillChunkError } from '../src/jobs/backfillChunks.ts';
 import * as kitErrors from '../src/kit/errors.ts';
 import * as exportErrors from '../src/export/errors.ts';
 import * as icebergErrors from '../src/export/iceberg/errors.ts';
@@ -70,6 +71,7 @@ const SAMPLES: readonly (readonly [Error, ExitCode])[] = [
   [new jobErrors.BudgetExceededError('daily', 'max_credits', 'over budget'), EXIT.payment],
   [new jobErrors.JobBusyError('daily', 'process 12 holds the lock'), EXIT.other],
   [new jobErrors.ContractViolationError('daily', { check: 'expect.checks.amount.not_null', column: 'amount', row: 3, value: null, problem: 'row 3 of the result: amount is NULL' }), EXIT.other],
+  [new BackfillChunkError('job weeks: backfill chunk [2026-02-09, 2026-02-10) came back truncated (COMPLETED_PARTIAL) (execution 01ABC) and cannot be halved above min_chunk "1d"'), EXIT.config],
   [new jobErrors.ShardMismatchError('the plan was made for 2 shards, this shard was started for 3'), EXIT.config],
   [new jobErrors.ShardCommittedError('the export is committed already'), EXIT.config],
   [new UsageError('unknown option --x', 'run'), EXIT.config],

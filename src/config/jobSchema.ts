@@ -8,6 +8,7 @@ import { parseType } from '../types/parse.ts';
 import { parsePredicate, predicateProblem } from './predicate.ts';
 import { quarantinePath, quarantinePathProblem } from './quarantinePath.ts';
 import { cronProblem, timezoneProblem } from './cron.ts';
+import { BackfillSchema, backfillIssues } from './backfillSchema.ts';
 import { driftIssues, NotifySchema, SchemaDriftSchema } from './notifySchema.ts';
 
 // The one truth about job files: validation, types (z.infer), `sluice schema` and the job file
@@ -225,12 +226,14 @@ function jobSchema(output: ReturnType<typeof withRunFields>) {
       budget: BudgetSchema.optional(),
       incremental: IncrementalSchema.optional(),
       expect: ExpectSchema.optional(),
+      backfill: BackfillSchema.optional(),
       schema_drift: SchemaDriftSchema.optional().describe('The schema drift policy of every output that does not set its own schema_drift (default evolve)'),
       notify: NotifySchema.optional(),
     })
     .superRefine((job, ctx) => {
       if (job.incremental) incrementalIssues(job, ctx);
       if (job.expect) expectIssues(job.expect, job.result?.columns, ctx);
+      if (job.backfill) backfillIssues(job, ctx);
       job.outputs.forEach((output, i) => {
         if (output.expect !== undefined) expectIssues(output.expect, job.result?.columns, ctx, ['outputs', i, 'expect']);
       });

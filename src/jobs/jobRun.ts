@@ -1,8 +1,10 @@
 import type { ServiceClient } from '../client/service-client.ts';
-import type { Job } from '../config/jobSchema.ts';
+import { DEFAULT_STATE_DIR, type Job } from '../config/jobSchema.ts';
 import { knownWire, type Workers } from '../export/partPlan.ts';
 import type { ExportSummary } from '../export/writeExport.ts';
-import { type Ready, type ResultStream, stream } from '../pipeline/stream.ts';
+import { type Ready, stream } from '../pipeline/stream.ts';
+import { type BackfillStart, type BackfillSummary, startBackfill } from './backfillRun.ts';
+import type { RunResult } from './backfillStream.ts';
 import { checkBytes, checkCredits, TIER_COST } from './budget.ts';
 import { committedExport, outputFingerprint, readCommits } from './committedOutput.ts';
 import { ContractSet, type ContractSummary } from './contractSet.ts';
@@ -63,6 +65,8 @@ export interface JobSummary {
   readonly cursor?: { readonly from: string | null; readonly to: string | null };
   /** Jobs with `expect` (or an output's): the checks a `warn` contract let through, with how many rows broke each (empty: the result met the contract), and what `quarantine` set aside and where. */
   readonly contract?: ContractSummary;
+  /** Jobs with `backfill`: its chunks, the executions started and read again, the chunks halved. */
+  readonly backfill?: BackfillSummary;
   /** The outputs whose committed columns differ from the result's, and what their schema_drift policy did (absent: none, or not looked for). */
   readonly drift?: readonly OutputDrift[];
 }
@@ -102,13 +106,15 @@ export interface AttemptOptions {
   readonly resume: boolean;
   readonly events?: RunEvents | undefined;
   readonly workers?: Workers | undefined;
+  /** Where a backfill keeps its chunk records (the run state's folder). */
+  readonly stateDir?: string | undefined;
 }
 
 export type AttemptResult = Omit<JobSummary, 'credits' | 'attempts' | 'durationMs'>;
 
 /** The execution a run reads, once the pipeline has it ready. */
 interface Started {
-  readonly result: ResultStream;
+  readonly result: RunResult;
   readonly ready: Ready;
   /** An incremental run: the cursor column's kind, checked against the result's columns. */
   readonly kind: CursorKind | undefined;
@@ -149,6 +155,8 @@ export class JobRun {
     signal.addEventListener('abort', onAbort, { once: true });
     try {
       const cursor = await this.cursor();
+      // A backfill is the job's first load: an incremental job's later runs read from its cursor.
+      if (this.#job.backfill !== undefined && (cursor === undefined || cursor.from === null)) return await this.#backfill(cursor);
       const decision = await this.decide(cursor);
       const started = await this.start(decision, cursor);
       const outputs = await this.writeAll(started, cursor);
@@ -157,6 +165,29 @@ export class JobRun {
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
+  }
+
+  /**
+   * A backfill walks the same phases: its start executes every chunk (`startBackfill`), the
+   * result's checks read their summed status, and one write commits all their rows.
+   */
+  async #backfill(cursor: CursorPlan | undefined): Promise<AttemptResult> {
+    const { client, resume, events } = this.#options;
+    const begun: BackfillStart = await startBackfill(this.#job, {
+      client,
+      signal: this.#controller.signal,
+      stateDir: this.#options.stateDir ?? DEFAULT_STATE_DIR,
+      resume,
+      executionId: this.#options.executionId,
+      events,
+      onCredits: (credits) => (this.#tally.credits += credits),
+      onProgress: (p) => events?.onProgress?.({ ...p, totalPages: undefined }),
+    });
+    this.#tally.executionId = begun.ready.executionId;
+    const started: Started = { result: begun.result, ready: begun.ready, kind: await this.#checkResult(begun.ready, cursor) };
+    const outputs = await this.writeAll(started, cursor);
+    await this.#state.forget();
+    return { ...this.#summary(begun.decision, started, cursor, outputs), backfill: begun.summary };
   }
 
   /** Phase 1: an incremental job starts after what its outputs committed (their commits carry the cursor). */

@@ -1,6 +1,7 @@
 import type { Job } from '../config/jobSchema.ts';
 import type { StreamSource } from '../pipeline/source.ts';
 import type { ParameterValue } from '../protocol/index.ts';
+import { openEnd } from '../config/backfillSchema.ts';
 
 /** The cursor value an incremental run passes: as a saved query parameter value, and as SQL text for a placeholder. */
 export interface CursorArgument {
@@ -39,7 +40,9 @@ export function sourceInfo(job: Pick<Job, 'source'>): JobSourceInfo {
  * incremental job's cursor value goes into its saved query parameter or `{{parameter}}` placeholder.
  * `fresh`: a `latest` source executes its saved query anew (its stored result was found too old).
  */
-export function jobSource(job: Pick<Job, 'source' | 'performance' | 'incremental'>, cursor?: CursorArgument, fresh = false): StreamSource {
+export function jobSource(job: Pick<Job, 'source' | 'performance' | 'incremental' | 'backfill'>, cursor?: CursorArgument, fresh = false): StreamSource {
+  // The incremental runs after a backfill: the range's end parameter is open.
+  if (job.backfill !== undefined && cursor !== undefined) return withOpenEnd(job, jobSource({ ...job, backfill: undefined }, cursor, fresh));
   const source = job.source;
   const tier = job.performance === undefined ? {} : { performance: job.performance };
   const name = job.incremental?.parameter;
@@ -52,4 +55,11 @@ export function jobSource(job: Pick<Job, 'source' | 'performance' | 'incremental
   const parameters = cursor === undefined || name === undefined ? info.parameters : { ...info.parameters, [name]: cursor.value };
   const age = info.kind === 'latest' && !fresh && info.maxAgeHours !== undefined ? { maxAgeHours: info.maxAgeHours } : {};
   return { queryId: info.queryId!, ...(parameters ? { parameters } : {}), ...age, ...(info.kind === 'query' || fresh ? { fresh: true } : {}), ...tier };
+}
+
+function withOpenEnd(job: Pick<Job, 'source' | 'backfill'>, source: StreamSource): StreamSource {
+  const end = openEnd(job.backfill!);
+  if ('sql' in source) return { ...source, sql: source.sql.replace(new RegExp(`\\{\\{\\s*${end.name}\\s*\\}\\}`, 'g'), () => end.sql) };
+  if ('queryId' in source) return { ...source, parameters: { ...source.parameters, [end.name]: end.value } };
+  return source;
 }

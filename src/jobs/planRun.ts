@@ -4,6 +4,7 @@ import type { ResolvedOutput } from '../export/outputConfig.ts';
 import { commitTarget } from '../export/commitFor.ts';
 import type { CatalogTarget } from '../export/iceberg/catalog/catalogConfig.ts';
 import { openDestination } from '../export/storage/openDestination.ts';
+import { type BackfillPlan, planBackfill } from './backfillPlan.ts';
 import { creditsAllowed, executionCost } from './budget.ts';
 import { readCommit, readCommits, wouldSkip } from './committedOutput.ts';
 import { type ContractCheckPlan, contractPlan } from './contractPlan.ts';
@@ -33,6 +34,8 @@ export interface JobPlan {
   readonly cursor?: CursorPreview;
   /** A job with `expect` (its own or an output's): what the run would check, when, and what a violation does. */
   readonly contract?: readonly ContractCheckPlan[];
+  /** A backfill: its chunks, what a run executes and what a killed run's chunks spare it. */
+  readonly backfill?: BackfillPlan;
 }
 
 export interface CursorPreview {
@@ -85,8 +88,9 @@ export async function planRun(job: Job, options: PlanRunOptions): Promise<JobPla
   const cursor = job.incremental === undefined ? undefined : await planCursor(job, await readCommits(job, signal), client, signal);
   // A sharded run never resumes: shard 0 starts or reuses its execution afresh.
   const state = options.resume && shards === 1 ? jobRunState(new RunStateStore(options.stateDir), job) : undefined;
-  const decision = await decideSource(job, { client, signal, executionId: options.executionId, state, readOnly: true }, cursor?.argument);
-  const credits = decision.action === 'execute' ? executionCost(job) : 0;
+  const backfill = job.backfill === undefined || (cursor !== undefined && cursor.from !== null) ? undefined : await planBackfill(job, { client, signal, stateDir: options.stateDir, resume: options.resume });
+  const decision = backfill?.decision ?? (await decideSource(job, { client, signal, executionId: options.executionId, state, readOnly: true }, cursor?.argument));
+  const credits = backfill?.plan.credits ?? (decision.action === 'execute' ? executionCost(job) : 0);
   const outputs: OutputPlan[] = [];
   for (const output of job.outputs) outputs.push(await planOutput(job, output, decision, shards, signal));
   const maxCredits = job.budget?.max_credits;
@@ -104,6 +108,7 @@ export async function planRun(job: Job, options: PlanRunOptions): Promise<JobPla
     outputs,
     ...(cursor === undefined ? {} : { cursor: cursorPreview(cursor) }),
     ...(contract.length === 0 ? {} : { contract }),
+    ...(backfill === undefined ? {} : { backfill: backfill.plan }),
   };
 }
 

@@ -133,6 +133,8 @@ export class RunStateStore {
 
   async clear(job: string): Promise<void> {
     await rm(this.#file(job), { force: true });
+    // A backfill's chunk records (backfillState.ts) end with the run state.
+    await rm(join(this.dir, `${encodeURIComponent(job)}.backfill.json`), { force: true });
   }
 
   /**

@@ -22,6 +22,7 @@ export function askedWorkers(job: Pick<Job, 'workers'>, override: Workers | unde
 export function serialRun(job: Job): string | undefined {
   if (job.result?.filters !== undefined) return 'result.filters: the outputs are written by one thread (parts need row offsets, and the service does not count the rows a filter keeps)';
   if (job.incremental !== undefined) return 'incremental: the outputs are written by one thread (each drops the rows it holds already, from the one read)';
+  if (job.backfill !== undefined) return 'backfill: the outputs are written by one thread (the rows come from one execution per chunk, read in chunk order)';
   if (job.expect?.checks !== undefined) return 'expect.checks: the outputs are written by one thread (every row passes the column checks on its way from the one read)';
   const i = job.outputs.findIndex((o) => o.expect?.checks !== undefined);
   if (i !== -1) return `outputs[${i}].expect.checks: the outputs are written by one thread (every row passes the column checks on its way to the output)`;

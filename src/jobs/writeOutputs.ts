@@ -3,7 +3,8 @@ import type { Job } from '../config/jobSchema.ts';
 import { commitFor } from '../export/commitFor.ts';
 import type { Workers } from '../export/partPlan.ts';
 import { type ExportMeta, type ExportSummary, openExport, type OpenedExport } from '../export/writeExport.ts';
-import type { RangeReader, ResultStream } from '../pipeline/stream.ts';
+import type { RangeReader } from '../pipeline/stream.ts';
+import type { RunResult } from './backfillStream.ts';
 import { resumeAttemptId } from './attemptId.ts';
 import { outputFingerprint } from './committedOutput.ts';
 import type { RunContract } from './contract.ts';
@@ -31,7 +32,7 @@ export interface WriteOutputsOptions {
   /** Indexes of the outputs to write (the others are committed already). */
   readonly pending: readonly number[];
   readonly executionId: string;
-  readonly result: ResultStream;
+  readonly result: RunResult;
   /** Aborted on the first failure: stops the read and every other output. */
   readonly controller: AbortController;
   /** The caller's stop (SIGTERM): finished parts survive it for the next run. */

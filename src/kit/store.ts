@@ -47,7 +47,11 @@ export interface ObjectStore {
  * link renamed over the previous one.
  */
 export interface OutputLink {
-  /** The private area beside the output (`.<name>.sluice/`): commits' folders, journals, records. */
+  /**
+   * The private area beside the output (`.<name>.sluice/`): commits' folders, journals, records.
+   * Its listing may also name each empty folder, as `name/` (`delete` removes it once empty), so a
+   * sweep finds the commit folder of a writer killed before its first file.
+   */
   readonly area: ObjectStore;
   /** The folder of `area` the output points at now (`v/<id>/`), a folder of an older layout, or undefined: no output. */
   target(signal?: AbortSignal): Promise<string | undefined>;

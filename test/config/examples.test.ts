@@ -28,7 +28,7 @@ const files = (function walk(dir: string): string[] {
   });
 })(CONFIG).sort();
 
-const JOB_FILES = ['docker/jobs.yaml', 'examples/csv.yaml', 'examples/iceberg.yaml', 'examples/iceberg-rest.yaml', 'examples/incremental.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
+const JOB_FILES = ['docker/jobs.yaml', 'examples/backfill.yaml', 'examples/csv.yaml', 'examples/iceberg.yaml', 'examples/iceberg-rest.yaml', 'examples/incremental.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
 // config/kubernetes/* are checked and run by test/config/kubernetes.test.ts.
 const OTHER_FILES = ['examples/stream-rows.ts', 'service.yaml', 'kubernetes/aws-batch-job-definition.json', 'kubernetes/aws-batch-submit-job.json', 'kubernetes/indexed-job.yaml'];
 
@@ -99,6 +99,10 @@ describe('config/', () => {
         expect(output.rows).toBe(summary.rows);
         if (output.url.startsWith('file://') && output.snapshot === undefined) expect(existsSync(join(new URL(output.url).pathname, '_SUCCESS'))).toBe(true);
       }
+    }
+    if (name === 'examples/backfill.yaml') {
+      // One execution per day; the sample's 3000 rows (an hour) are all in the first one.
+      expect(summaries[0]).toMatchObject({ rows: 3000, credits: 140, backfill: { chunks: 14, executed: 14, reused: 0, splits: 0 } });
     }
     if (name === 'examples/s3.yaml') {
       const keys = await s3.list('examples', 'exports/events/');

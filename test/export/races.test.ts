@@ -159,6 +159,8 @@ describe.each(Object.keys(places))('two committers and two sweepers racing on %s
       const commit = (await manifestCommit.read(destination))!;
       const objects = (await destination.store!.list('')).filter((n) => !n.startsWith('.sluice-shards/'));
       expect(objects.sort()).toEqual([...commit.owns].sort());
+      // On disk no commit folder is left empty (the area's listing names empty folders as `name/`).
+      expect(((await destination.store!.link?.area.list('')) ?? []).filter((n) => n.endsWith('/'))).toEqual([]);
     } finally {
       await destination.close();
     }

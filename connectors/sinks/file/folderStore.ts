@@ -8,13 +8,22 @@ import { isCode, lockFile } from './lock.ts';
 /** Infix of the temp and lock files of a put, never listed as objects. */
 export const TEMP = '.sluice-put-';
 
+export interface FolderStoreOptions {
+  /**
+   * Its listing also names every empty folder, as `name/` (an output's private area: a commit
+   * folder a writer made and was killed in before its first file holds nothing a listing of
+   * objects would show, so no sweep could find it). `delete` removes such a name once empty.
+   */
+  readonly emptyFolders?: boolean;
+}
+
 /**
  * A local folder as an object store. An object is a file; a put writes a synced temp file at the
  * root and renames it into place (create-only: hard-links it, which fails when the name is
  * taken; replace-if-version: under a lock file, after comparing the version). A version is the
  * file's inode, modification time and size: a put always makes a new file, so it always changes.
  */
-export function folderStore(root: string): ObjectStore {
+export function folderStore(root: string, { emptyFolders = false }: FolderStoreOptions = {}): ObjectStore {
   const url = `file://${root}`;
   return {
     url,
@@ -40,7 +49,17 @@ export function folderStore(root: string): ObjectStore {
       const tmp = join(root, `${TEMP}${randomBytes(6).toString('hex')}.tmp`);
       try {
         const bytes = await writeNewFile(tmp, body instanceof Uint8Array ? [body] : body, options.signal, options.durable !== false);
-        await publish(tmp, path, name, url, options.condition);
+        // A sweep removes an empty folder it takes for a dead writer's; a writer whose lease it had
+        // not seen yet (its put still in flight) makes the folder again.
+        for (let tries = 1; ; tries++) {
+          try {
+            await publish(tmp, path, name, url, options.condition);
+            break;
+          } catch (error) {
+            if (!isCode(error, 'ENOENT') || tries === 3) throw error;
+            await makeFolder(dirname(path));
+          }
+        }
         return { bytes, version: versionOf(await stat(path, { bigint: true })) };
       } catch (error) {
         // Published, the temp file is gone (renamed); not published, it goes now.
@@ -66,6 +85,8 @@ export function folderStore(root: string): ObjectStore {
           if (isCode(error, 'ENOENT') || isCode(error, 'ENOTDIR')) return;
           throw error;
         }
+        // Read anyway: an empty folder costs the listing no call of its own.
+        if (emptyFolders && entries.length === 0 && under !== '' && `${under}/`.startsWith(prefix) && `${under}/` !== prefix) names.push(`${under}/`);
         await Promise.all(
           entries.map(async (entry) => {
             const name = under === '' ? entry.name : `${under}/${entry.name}`;
@@ -83,8 +104,9 @@ export function folderStore(root: string): ObjectStore {
       // Folders emptied by it go too (a failed first write leaves the folder as it found it).
       const dirs = new Set(files.flatMap((n) => n.split('/').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('/'))));
       for (const dir of [...dirs].sort((a, b) => b.length - a.length)) await rmdir(inside(root, dir)).catch(() => undefined);
-      // A name ending in `/` is a folder: it goes once empty, its parents stay (others write beside it).
-      for (const folder of names.filter((n) => n.endsWith('/'))) await rmdir(inside(root, folder.slice(0, -1))).catch(() => undefined);
+      // A name ending in `/` is a folder: it goes once empty (deepest first, so one inside another
+      // goes before it), its parents stay (others write beside it).
+      for (const folder of names.filter((n) => n.endsWith('/')).sort((a, b) => b.length - a.length)) await rmdir(inside(root, folder.slice(0, -1))).catch(() => undefined);
       if (files.length > 0) await rmdir(root).catch(() => undefined);
     },
     async close() {},

@@ -49,7 +49,7 @@ export function fileStore(path: string): ObjectStore {
   const output = folderStore(target);
   return {
     ...output,
-    link: folderLink(target, folderStore(areaPath), areaPath),
+    link: folderLink(target, folderStore(areaPath, { emptyFolders: true }), areaPath),
     check: (_signal, options = {}) => checkWritable(target, output.url, options.records ?? MANIFEST_RECORDS),
   };
 }

@@ -1,4 +1,5 @@
 import type { JobPlan } from '../../jobs/planRun.ts';
+import { backfillFields, backfillLines } from './backfillPlanText.ts';
 import { targetText } from '../../export/iceberg/catalog/catalogConfig.ts';
 import type { ShardSummary } from '../../jobs/shards/runShard.ts';
 import { fmtDuration } from '../progress.ts';
@@ -67,6 +68,7 @@ export function planFields(p: JobPlan): Record<string, unknown> {
     })),
     ...(p.cursor === undefined ? {} : { cursor: { column: p.cursor.column, from: p.cursor.from, value: p.cursor.value, ...(p.cursor.lookback === undefined ? {} : { lookback: p.cursor.lookback }) } }),
     ...(p.contract === undefined ? {} : { contract: p.contract.map((c) => ({ check: c.check, what: c.what, when: c.when, on_violation: c.onViolation, ...(c.quarantine === undefined ? {} : { quarantine: c.quarantine }) })) }),
+    ...(p.backfill === undefined ? {} : { backfill: backfillFields(p.backfill) }),
   };
 }
 
@@ -99,6 +101,7 @@ export function formatPlan(p: JobPlan): string {
     ),
     ...(p.cursor === undefined ? [] : [`  cursor ${p.cursor.column}: from ${p.cursor.value} (${cursorOrigin(p.cursor)})`]),
     ...(p.contract === undefined ? [] : ['  contract:', ...p.contract.map(contractLine)]),
+    ...(p.backfill === undefined ? [] : backfillLines(p.backfill)),
   ];
   return `${lines.join('\n')}\n`;
 }

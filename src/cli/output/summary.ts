@@ -25,6 +25,7 @@ export function formatSummary(s: JobSummary): string {
   const lines = [
     `${s.job}: ${s.rows.toLocaleString('en-US')} rows${fetched}, ${plural(s.files, 'file')}, ${formatBytes(s.bytes)}${pages}, ${s.credits} credits${left(s)} in ${fmtDuration(s.durationMs)} (execution ${s.executionId}${how})`,
     ...(s.cursor === undefined ? [] : [`  cursor ${s.cursor.from ?? '(initial)'} -> ${s.cursor.to ?? '(not all outputs committed)'}`]),
+    ...(s.backfill === undefined ? [] : [`  backfill: ${plural(s.backfill.chunks, 'chunk')} read, ${plural(s.backfill.executed, 'execution')} started, ${s.backfill.reused} of a killed run read again, ${plural(s.backfill.splits, 'chunk')} halved`]),
     ...(s.contract?.warnings ?? []).map((w) => `  contract broken (warn): ${w.check}: ${plural(w.count, 'violation')}, first: ${w.first}`),
     ...(s.contract?.quarantined ?? []).map((w) => `  contract broken (quarantine): ${w.check}: ${plural(w.count, 'row')} set aside, first: ${w.first}`),
     ...(s.contract?.quarantine ?? []).map((o) => `  quarantine ${o.url}  ${o.format}  ${o.rows.toLocaleString('en-US')} rows${o.skipped ? '  (already committed)' : ''}`),
@@ -68,6 +69,7 @@ export function summaryFields(s: JobSummary): Record<string, unknown> {
     credits: s.credits,
     ...(s.creditsLeft === undefined ? {} : { credits_left: s.creditsLeft }),
     ...(s.cursor === undefined ? {} : { cursor: s.cursor }),
+    ...(s.backfill === undefined ? {} : { backfill: s.backfill }),
     ...(s.contract === undefined ? {} : { contract: contractFields(s.contract) }),
     ...(s.drift === undefined ? {} : { drift: s.drift }),
     duration_ms: Math.round(s.durationMs),

@@ -30,7 +30,7 @@ export const journalAttempt = (name: string): string | undefined => /^\.sluice-j
 export const COMMITS = 'v/';
 export const folderOf = (id: string): string => `${COMMITS}${id}/`;
 /** The commit folder's id of a name in the area (`v/<id>/...`), or undefined. */
-export const folderId = (name: string): string | undefined => (name.startsWith(COMMITS) ? name.slice(COMMITS.length).split('/')[0] : undefined);
+export const folderId = (name: string): string | undefined => (name.startsWith(COMMITS) ? name.slice(COMMITS.length).split('/')[0] || undefined : undefined);
 
 /** On a linked store: when the commit folder `id` stopped being the output (a record in the area). */
 export const replacedName = (id: string): string => `.sluice-replaced-${id}`;

@@ -39,7 +39,9 @@ export const UNKNOWN: unique symbol = Symbol('another commit');
  * In place (an object store): part files no commit lists and journals of dead attempts go, parts
  * only when no other writer is alive (they cannot be told apart by writer). Linked (a file system):
  * each commit is a folder of its own, removed when it is not the output and its writer is dead,
- * and a whole commit only once its readers had time to finish (`readersDone`).
+ * and a whole commit only once its readers had time to finish (`readersDone`). The area's listing
+ * names an empty folder too (`v/<id>/`), so the folder of a writer killed before its first file is
+ * found and removed like any other.
  */
 export async function sweep(place: Place, owned: () => Promise<readonly string[] | undefined | typeof UNKNOWN>, options: SweepOptions = {}): Promise<void> {
   if (place.layout !== undefined) return sweepTable(place, place.layout, options);
@@ -70,6 +72,9 @@ export async function sweep(place: Place, owned: () => Promise<readonly string[]
       const id = folderId(n) ?? replacedId(n);
       return id !== undefined && gone.has(id);
     });
+    // The folders themselves too, once emptied: one a writer was killed in before its first file
+    // is listed by the area as its empty folder only (a store that lists objects alone never shows it).
+    stale.push(...[...gone].map(folderOf));
   } else {
     const keep = new Set(after.names);
     const othersAlive = [...live].some((id) => id !== self);

@@ -203,6 +203,9 @@ function checkShardable(job: Job): void {
   if (job.incremental !== undefined) {
     issues.push({ path: 'incremental', message: 'a sharded run replaces its outputs with one result: run incremental jobs without shards', value: job.incremental.cursor });
   }
+  if (job.backfill !== undefined) {
+    issues.push({ path: 'backfill', message: 'a backfill reads one execution per chunk and commits them once: run it without shards (backfill.concurrency runs chunks side by side)', value: job.backfill.chunk });
+  }
   if (job.expect?.checks !== undefined) {
     issues.push({ path: 'expect.checks', message: 'not supported on sharded runs yet (each shard reads only its rows, so unique could not see them all): run without shards, or keep expect.columns and expect.rows, which shard 0 checks before any page is fetched', value: Object.keys(job.expect.checks) });
   }

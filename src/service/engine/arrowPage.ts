@@ -1,20 +1,23 @@
 // Arrow pages: the rows of a page as an Arrow IPC stream, built from DuckDB's vectors column by
 // column (no row objects). The schema and the Arrow layout of every value are the connector's own
 // (src/types: arrowSchema, columnBuilder), so a file written from Arrow pages holds exactly the
-// values of one written from JSON pages. Types whose DuckDB value is already the JS value the
-// connector decodes (booleans, small integers, bigint, floats, varchar) are appended as read
-// (a text beginning with U+FEFF fetched so that the binding's decoder keeps it);
-// every other column is rendered by DuckDB as its JSON page text (encode.ts) and decoded by the
-// connector's decoder of that type: one definition of each value, whichever way it travels.
+// values of one written from JSON pages. Columns of the types whose DuckDB layout is that Arrow
+// layout (integers, floats, booleans, dates, timestamps, decimals, varchar) are copied from the
+// vectors' memory in bulk (arrowColumns.ts); every other column is rendered by DuckDB as its JSON
+// page text (encode.ts) and decoded per value by the connector's decoder of that type (booleans,
+// integers and floats taken per value as read): one definition of each value, whichever way it travels.
+import duckdb from '@duckdb/node-bindings';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { makeData, RecordBatch, RecordBatchStreamWriter, Struct } from 'apache-arrow';
+import { makeData, RecordBatch, RecordBatchStreamWriter, Struct, type Schema } from 'apache-arrow';
 import { arrowSchema } from '../../types/arrow.ts';
 import { columnBuilder } from '../../types/columns.ts';
 import { compileDecoder, type ValueDecoder } from '../../types/decode.ts';
 import { parseJsonLossless } from '../../types/json.ts';
 import { parseType } from '../../types/parse.ts';
+import { vectorColumn, type VectorColumn } from './arrowColumns.ts';
 import { jsonExpr, textExpr } from './encode.ts';
 import type { PagePlan, StoredColumns } from './pageQuery.ts';
+import { protocolTypeName } from './typeNames.ts';
 import { EngineError } from './types.ts';
 
 /** Protocol types whose DuckDB value is the decoded JS value as is. */
@@ -48,18 +51,45 @@ export interface ArrowPageBody {
   rowCount: number;
 }
 
-/** Builds the Arrow IPC stream of a planned page. */
+/**
+ * Builds the Arrow IPC stream of a planned page. The columns vectorColumn() reads straight from
+ * DuckDB's vectors are taken that way; the others per value. When a value of the first kind
+ * must take the per-value path (a date outside years 1-9999, say), the page is built again with
+ * every column per value.
+ */
 export async function buildArrowPage(conn: DuckDBConnection, stored: StoredColumns, plan: PagePlan): Promise<ArrowPageBody> {
   const schema = arrowSchema(plan.columnNames.map((name, k) => ({ name, type: plan.columnTypes[k]! })));
+  const direct = plan.cols.map((i, k) =>
+    protocolTypeName(stored.types[i]!) === plan.columnTypes[k] ? vectorColumn(stored.types[i]!, schema.fields[k]!.type) : undefined,
+  );
+  if (direct.some((c) => c !== undefined)) {
+    const page = await buildPage(conn, stored, plan, schema, direct);
+    if (page !== undefined) return page;
+  }
+  return (await buildPage(conn, stored, plan, schema, plan.cols.map(() => undefined)))!;
+}
+
+/**
+ * The page with the columns of `direct` read from the vectors and the others per value;
+ * undefined when a direct column refused a value.
+ */
+async function buildPage(
+  conn: DuckDBConnection,
+  stored: StoredColumns,
+  plan: PagePlan,
+  schema: Schema,
+  direct: Array<VectorColumn | undefined>,
+): Promise<ArrowPageBody | undefined> {
   const asRead = plan.cols.map((i) => AS_READ.has(stored.protocolTypes[i]!));
   const decoders: Array<ValueDecoder | undefined> = plan.cols.map((_, k) =>
-    asRead[k] ? undefined : compileDecoder(parseType(plan.columnTypes[k]!), { timestamps: 'string' }),
+    asRead[k] || direct[k] !== undefined ? undefined : compileDecoder(parseType(plan.columnTypes[k]!), { timestamps: 'string' }),
   );
-  const builders = schema.fields.map((f, k) => columnBuilder(parseType(plan.columnTypes[k]!), f));
+  const builders = schema.fields.map((f, k) => (direct[k] === undefined ? columnBuilder(parseType(plan.columnTypes[k]!), f) : undefined));
   // A JSON value that is a quoted text needing no escapes (decimals, dates, timestamps, ...) is
   // fetched as that text: the decoder takes the same string without a JSON.parse per value.
   const parsed: boolean[] = [];
   const exprs = plan.cols.map((i, k) => {
+    if (direct[k] !== undefined) return `c${i} AS v${k}`;
     if (asRead[k]) return `${stored.protocolTypes[i] === 'varchar' ? keepLeadingBom(`c${i}`) : `c${i}`} AS v${k}`;
     const v = `c${i}`;
     const json = jsonExpr(v, stored.types[i]!);
@@ -75,7 +105,12 @@ export async function buildArrowPage(conn: DuckDBConnection, stored: StoredColum
     if (!chunk || chunk.rowCount === 0) break;
     const n = chunk.rowCount;
     rowCount += n;
-    for (let k = 0; k < builders.length; k++) {
+    for (let k = 0; k < plan.cols.length; k++) {
+      const column = direct[k];
+      if (column !== undefined) {
+        if (!column.append(duckdb.data_chunk_get_vector(chunk.chunk, k), n)) return undefined;
+        continue;
+      }
       const vector = chunk.getColumnVector(k);
       const builder = builders[k]!;
       const decode = decoders[k];
@@ -92,7 +127,7 @@ export async function buildArrowPage(conn: DuckDBConnection, stored: StoredColum
       }
     }
   }
-  const children = builders.map((b) => b.finish());
+  const children = plan.cols.map((_, k) => (direct[k] ?? builders[k]!).finish());
   const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rowCount, nullCount: 0, children }));
   return { bytes: RecordBatchStreamWriter.writeAll([batch]).toUint8Array(true), rowCount };
 }

@@ -111,6 +111,54 @@ export function textExpr(v: string, type: DuckDBType, depth = 0): string {
   }
 }
 
+/**
+ * jsonExpr(v, type) made from the value's text `t` (textExpr(v, type), computed once below the
+ * row's JSON, CSV field and byte count): the same JSON for every value, NULL included. Undefined
+ * for the types whose JSON is not made from their text (jsonExpr(v, type) is used then).
+ */
+export function jsonFromText(t: string, type: DuckDBType): string | undefined {
+  if (isNested(type)) return t;
+  switch (type.typeId) {
+    case DuckDBTypeId.BOOLEAN:
+    case DuckDBTypeId.TINYINT:
+    case DuckDBTypeId.SMALLINT:
+    case DuckDBTypeId.INTEGER:
+    case DuckDBTypeId.BIGINT:
+    case DuckDBTypeId.UTINYINT:
+    case DuckDBTypeId.USMALLINT:
+    case DuckDBTypeId.UINTEGER:
+      return t;
+    case DuckDBTypeId.FLOAT:
+    case DuckDBTypeId.DOUBLE:
+      // A finite value's text is never one of the three.
+      return `(CASE WHEN ${t} IN ('NaN', 'Infinity', '-Infinity') THEN '"' || ${t} || '"' ELSE ${t} END)`;
+    case DuckDBTypeId.UBIGINT:
+    case DuckDBTypeId.HUGEINT:
+    case DuckDBTypeId.UHUGEINT:
+    case DuckDBTypeId.BIGNUM:
+    case DuckDBTypeId.DECIMAL:
+    case DuckDBTypeId.BLOB:
+    case DuckDBTypeId.DATE:
+    case DuckDBTypeId.TIME:
+    case DuckDBTypeId.TIME_NS:
+    case DuckDBTypeId.TIME_TZ:
+    case DuckDBTypeId.TIMESTAMP_S:
+    case DuckDBTypeId.TIMESTAMP_MS:
+    case DuckDBTypeId.TIMESTAMP:
+    case DuckDBTypeId.TIMESTAMP_NS:
+    case DuckDBTypeId.TIMESTAMP_TZ:
+    case DuckDBTypeId.INTERVAL:
+    case DuckDBTypeId.UUID:
+      return `('"' || ${t} || '"')`;
+    case DuckDBTypeId.UNION: {
+      const tag = customUnionTag(type);
+      return tag === 'uint256' || tag === 'int256' || tag === 'interval_year_to_month' ? `('"' || ${t} || '"')` : undefined;
+    }
+    default:
+      return `to_json(${t})::VARCHAR`;
+  }
+}
+
 /** JSON text of a value (NULL when the value is NULL). */
 export function jsonExpr(v: string, type: DuckDBType, depth = 0): string {
   const x = `x${depth}`;

@@ -964,7 +964,7 @@ export class DuckDbEngine implements SqlEngine {
         tmp,
         this.#arrowChunkRows(columns.names.length),
         rowCount,
-        async (offset, limit) => (await buildArrowPage(conn, columns, planPage(columns, { offset, limit }, 'json'))).bytes,
+        (offset, limit) => buildArrowPage(conn, columns, planPage(columns, { offset, limit }, 'json')),
         stopped,
       );
       if (stopped()) throw new EngineError('canceled', 'encoding stopped');

@@ -4,7 +4,7 @@
 import { DuckDBTypeId, type DuckDBType } from '@duckdb/node-api';
 import { EngineError, type PageRequest } from './types.ts';
 import { sqlString } from '../sql.ts';
-import { jsonExpr, textExpr } from './encode.ts';
+import { jsonExpr, jsonFromText, textExpr } from './encode.ts';
 import { customUnionTag } from './customTypes.ts';
 import { parseFilters, parseSortBy, renderFilter, type ColumnRefs } from './resultFilters.ts';
 
@@ -88,15 +88,49 @@ export function jsonRowSql(stored: StoredColumns, cols: number[]): string {
 
 /** One row's CSV line (without its line end) of the given stored columns, RFC 4180 quoted. */
 export function csvRowSql(stored: StoredColumns, cols: number[]): string {
-  const fields = cols.map((i) => {
-    const t = textExpr(`c${i}`, stored.types[i]!);
-    if (CSV_SAFE.has(stored.types[i]!.typeId) || customUnionTag(stored.types[i]!)) return `coalesce(${t}, '')`;
-    // Nested values are JSON text, nearly always holding ',' or '"': always quote them
-    // rather than render the (costly) text twice.
-    if (NESTED.has(stored.types[i]!.typeId)) return `coalesce('"' || replace(${t}, '"', '""') || '"', '')`;
-    return `(CASE WHEN c${i} IS NULL THEN '' WHEN ${t} = '' OR regexp_matches(${t}, '[",\\r\\n]') THEN '"' || replace(${t}, '"', '""') || '"' ELSE ${t} END)`;
-  });
+  const fields = cols.map((i) => csvFieldSql(textExpr(`c${i}`, stored.types[i]!), stored.types[i]!, `c${i} IS NULL`));
   return fields.length === 0 ? `''` : fields.join(` || ',' || `);
+}
+
+/** A value's CSV field from its text `t` ('' for NULL, which `isNull` tests), quoted when it needs to be. */
+function csvFieldSql(t: string, type: DuckDBType, isNull: string): string {
+  if (CSV_SAFE.has(type.typeId) || customUnionTag(type)) return `coalesce(${t}, '')`;
+  // Nested values are JSON text, nearly always holding ',' or '"': always quote them
+  // rather than render the (costly) text twice.
+  if (NESTED.has(type.typeId)) return `coalesce('"' || replace(${t}, '"', '""') || '"', '')`;
+  return `(CASE WHEN ${isNull} THEN '' WHEN ${t} = '' OR regexp_matches(${t}, '[",\\r\\n]') THEN '"' || replace(${t}, '"', '""') || '"' ELSE ${t} END)`;
+}
+
+/**
+ * The rows of a stored result rendered for its encoding (encodedResult.ts): columns `rn` (the
+ * rowid), `j` (the row's JSON object, as jsonRowSql), `c` (its CSV line, as csvRowSql) and `b`
+ * (its result_set_bytes, as rowBytesSql), in table order, of the rows `where` keeps. Each value's
+ * text is computed once, in a projection below the row's (jsonFromText, csvFieldSql): the three
+ * would otherwise each render it again (measured on 1M rows x 8 columns of sample.events: about
+ * half the CPU of the three expressions above). The texts are joined by concat(), which makes each
+ * row's text in one piece (none of its parts is NULL).
+ */
+export function renderedRowsSql(stored: StoredColumns, cols: number[], where: string): string {
+  const inner = ['rowid AS rn'];
+  const json: string[] = [];
+  const csv: string[] = [];
+  const bytes: string[] = [];
+  for (const i of cols) {
+    const type = stored.types[i]!;
+    inner.push(`${textExpr(`c${i}`, type)} AS t${i}`);
+    let j = jsonFromText(`t${i}`, type);
+    if (j === undefined) {
+      inner.push(`c${i}`);
+      j = jsonExpr(`c${i}`, type);
+    }
+    json.push(`${sqlString(`${JSON.stringify(stored.names[i])}:`)}, coalesce(${j}, 'null')`);
+    csv.push(csvFieldSql(`t${i}`, type, `t${i} IS NULL`));
+    bytes.push(`coalesce(strlen(t${i}), 0)`);
+  }
+  const row = cols.length === 0
+    ? `'{}' AS j, '' AS c, 1::BIGINT AS b`
+    : `concat('{', ${json.join(`, ',', `)}, '}') AS j, concat(${csv.join(`, ',', `)}) AS c, (${bytes.join(' + ')} + ${cols.length})::BIGINT AS b`;
+  return `SELECT rn, ${row} FROM (SELECT ${inner.join(', ')} FROM ${stored.table} WHERE ${where})`;
 }
 
 export function planPage(stored: StoredColumns, req: PageRequest, format: 'json' | 'csv'): PagePlan {

@@ -99,7 +99,7 @@ export const EngineSchema = z.strictObject({
     .enum(['at_completion', 'when_idle'])
     .default('at_completion')
     .describe(
-      "When a result's JSON, CSV and Arrow pages are written for reading as byte ranges: at_completion, as the execution's last step (its first read is as fast as any later one; the execution takes longer), or when_idle, in the background once no execution or page query runs (the first read is built per request)",
+      "When a result's JSON, CSV and Arrow pages are written for reading as byte ranges: at_completion, as the execution's last step (its first read is as fast as any later one; the execution takes longer; a result over 1 GiB or 10M rows is encoded when idle instead), or when_idle, in the background once no execution or page query runs (the first read is built per request)",
     ),
 });
 

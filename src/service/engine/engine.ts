@@ -87,6 +87,7 @@ import { lineColumnAt } from './sqlPosition.ts';
 import { StorageQuota } from './storageQuota.ts';
 import { TeamTableSizes } from './teamStorage.ts';
 import { boundsError, ResourceBounds, type EngineCeilings } from './resourceBounds.ts';
+import { InstanceUse } from './memoryTrim.ts';
 
 const RESULT_ID = /^[A-Za-z0-9_-]{1,100}$/;
 const TEAM_NAME = /^[A-Za-z0-9_-]{1,100}$/;
@@ -106,6 +107,17 @@ const INTERRUPT_REPEAT_MS = 5;
  * paging through a fresh result (an export) is never slowed, nor its memory doubled, by the encoder.
  */
 const ENCODE_AFTER_IDLE_MS = 1_000;
+/** An instance with no connection open for this long gives its idle memory back (memoryTrim.ts). */
+const TRIM_AFTER_IDLE_MS = 1_000;
+/**
+ * Results larger than this (result_set_bytes), or of more rows, are encoded in the background
+ * when idle, even with encoding at completion: 100M rows of one BIGINT (800 MB) took over 30
+ * minutes to encode on a loaded machine (the execution's default timeout), 37 bytes of index a row.
+ */
+export const ENCODE_AT_COMPLETION_MAX_BYTES = 1024 ** 3;
+export const ENCODE_AT_COMPLETION_MAX_ROWS = 10_000_000;
+/** Results from this size (result_set_bytes) on are encoded after a trim (see execute). */
+const TRIM_BEFORE_ENCODING_BYTES = 16 * 1024 * 1024;
 
 interface OpenResult {
   alias: string;
@@ -196,6 +208,12 @@ export class DuckDbEngine implements SqlEngine {
   readonly #systemViews: ReadonlySet<string>;
   /** Sets the instance's memory and spill limits to the executions running (resourceBounds.ts). */
   readonly #bounds: ResourceBounds | undefined;
+  /** Every connection of each instance is opened and closed through these (memoryTrim.ts). */
+  readonly #userUse: InstanceUse;
+  readonly #filesUse: InstanceUse;
+  readonly #useOf = new Map<DuckDBConnection, InstanceUse>();
+  readonly #trimBeforeEncodingBytes: number;
+  readonly #encodeAtCompletionMax: { bytes: number; rows: number };
 
   /** `systemViews`: DuckDB's built-in catalog views, which user SQL may not read. */
   readonly #encodeMinBytes: number;
@@ -225,6 +243,16 @@ export class DuckDbEngine implements SqlEngine {
     if (ceilings !== undefined) {
       this.#bounds = new ResourceBounds(ceilings, (stmt) => this.#withTrusted(async (conn) => void (await conn.run(stmt))));
     }
+    const bounds = this.#bounds;
+    const idleMs = ceilings?.trim?.afterIdleMs ?? TRIM_AFTER_IDLE_MS;
+    this.#trimBeforeEncodingBytes = ceilings?.trim?.beforeEncodingBytes ?? TRIM_BEFORE_ENCODING_BYTES;
+    this.#encodeAtCompletionMax = {
+      bytes: ceilings?.encodeAtCompletionMax?.bytes ?? ENCODE_AT_COMPLETION_MAX_BYTES,
+      rows: ceilings?.encodeAtCompletionMax?.rows ?? ENCODE_AT_COMPLETION_MAX_ROWS,
+    };
+    this.#userUse = new InstanceUse(instance, bounds && (() => bounds.memoryLimit), idleMs);
+    const filesLimit = ceilings?.filesMemoryLimit;
+    this.#filesUse = new InstanceUse(files, filesLimit === undefined ? undefined : () => filesLimit, idleMs);
     this.#arrowChunkRows = arrowChunkRows;
     this.#attached = new AttachedResults<OpenResult>({
       max: MAX_ATTACHED,
@@ -405,8 +433,18 @@ export class DuckDbEngine implements SqlEngine {
       // Encoded before it completes: the first read of a result is served from files, as every
       // later one (nothing competes with it), and no encoder runs beside the readers.
       const encode = info.bytes >= this.#encodeMinBytes;
+      // A very large result is encoded later, when idle: its encoding would take longer than
+      // reading it once, and would count toward its execution's timeout.
+      const max = this.#encodeAtCompletionMax;
+      const atCompletion = encode && this.#encodeAtCompletion && info.bytes <= max.bytes && info.rowCount <= max.rows;
+      if (atCompletion && info.bytes >= this.#trimBeforeEncodingBytes) {
+        // What the query read and wrote is evicted before the encoding reads the result back: the
+        // encoder's memory comes instead of it, not on top (only when nothing else runs).
+        await this.#userUse.trim(1);
+        await this.#filesUse.trim(1);
+      }
       const encoding =
-        encode && this.#encodeAtCompletion
+        atCompletion
           ? await this.#encodeStored(alias, opts.resultId, info, encodeConns, () => stop !== undefined || this.#closed)
           : undefined;
       check();
@@ -416,7 +454,7 @@ export class DuckDbEngine implements SqlEngine {
       await rename(tmpPath, this.#path(opts.resultId));
       if (encoding !== undefined) await this.#publishEncoding(opts.resultId, encoding, info);
       // Failed at completion: its pages are built per request (not retried in the background).
-      else if (encode && this.#encodeAtCompletion) this.#encodeFailed.add(opts.resultId);
+      else if (atCompletion) this.#encodeFailed.add(opts.resultId);
       else if (encode) this.#scheduleEncoding(opts.resultId);
       return info;
     } catch (err) {
@@ -439,10 +477,10 @@ export class DuckDbEngine implements SqlEngine {
       if (timer) clearTimeout(timer);
       opts.signal.removeEventListener('abort', onAbort);
       this.#running.delete(conn);
-      conn.closeSync();
+      this.#disconnect(conn);
       if (files !== undefined) {
         this.#running.delete(files);
-        files.closeSync();
+        this.#disconnect(files);
       }
       this.#executing -= 1;
       this.#lastActivity = performance.now();
@@ -469,7 +507,7 @@ export class DuckDbEngine implements SqlEngine {
       } finally {
         conns.delete(conn);
         this.#running.delete(conn);
-        conn.closeSync();
+        this.#disconnect(conn);
       }
     };
     const table = `${alias}.main.result`;
@@ -653,10 +691,21 @@ export class DuckDbEngine implements SqlEngine {
   async #connect(instance: DuckDBInstance = this.#instance): Promise<DuckDBConnection> {
     this.#starting += 1;
     try {
-      return await instance.connect();
+      const use = instance === this.#files ? this.#filesUse : this.#userUse;
+      const conn = await use.connect();
+      this.#useOf.set(conn, use);
+      return conn;
     } finally {
       this.#starting -= 1;
     }
+  }
+
+  /** Closes a connection opened by #connect. */
+  #disconnect(conn: DuckDBConnection): void {
+    const use = this.#useOf.get(conn);
+    this.#useOf.delete(conn);
+    if (use === undefined) conn.closeSync();
+    else use.close(conn);
   }
 
   /** A connection of the files instance for the engine's own statements (close waits for it). */
@@ -673,7 +722,7 @@ export class DuckDbEngine implements SqlEngine {
       return await fn(conn);
     } finally {
       this.#trusted.delete(conn);
-      conn.closeSync();
+      this.#disconnect(conn);
     }
   }
 
@@ -734,7 +783,7 @@ export class DuckDbEngine implements SqlEngine {
   #endPageConnection(conn: DuckDBConnection): void {
     this.#lastActivity = performance.now();
     this.#running.delete(conn);
-    conn.closeSync();
+    this.#disconnect(conn);
   }
 
   async page(resultId: string, req: PageRequest): Promise<Page> {
@@ -895,7 +944,7 @@ export class DuckDbEngine implements SqlEngine {
     } finally {
       if (conn !== undefined) {
         this.#running.delete(conn);
-        conn.closeSync();
+        this.#disconnect(conn);
       }
       this.#release(entry);
     }
@@ -972,6 +1021,11 @@ export class DuckDbEngine implements SqlEngine {
     return this.#withTrusted(fn);
   }
 
+  /** The same on the files instance (tests read its settings). */
+  withFilesConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
+    return this.#withFiles(fn);
+  }
+
   /**
    * A path inside the results directory, the only one the files instance reads files from.
    * Scratch files are named `SCRATCH_PREFIX<name>`, so those a crash left behind are removed at
@@ -980,6 +1034,11 @@ export class DuckDbEngine implements SqlEngine {
   #scratchPath(name: string): string {
     if (!/^[A-Za-z0-9_.-]{1,200}$/.test(name) || name.startsWith('.')) throw new EngineError('bad_request', `invalid scratch file name "${name}"`);
     return join(this.#resultsDir, `${SCRATCH_PREFIX}${name}`);
+  }
+
+  /** Trims of the two instances so far (memoryTrim.ts; for tests). */
+  get memoryTrims(): { users: number; files: number } {
+    return { users: this.#userUse.trims, files: this.#filesUse.trims };
   }
 
   /** Idempotent: a second call (a stop at once during a graceful close) waits for the first. */
@@ -992,6 +1051,7 @@ export class DuckDbEngine implements SqlEngine {
     this.#closed = true;
     this.#closeSignal.abort(new EngineError('canceled', 'Query was canceled: the service is stopping'));
     for (const wake of this.#idleWaiters.splice(0)) wake();
+    await Promise.all([this.#userUse.stop(), this.#filesUse.stop()]);
     // The instance is closed only once no native call is in flight on any of its connections:
     // closing it (or ending the thread) under one aborts the process. Every statement is
     // interrupted, again and again (an interrupt between two statements is lost, see the header).

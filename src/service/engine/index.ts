@@ -13,6 +13,7 @@ import { loadSampleDataset } from './sampleDataset.ts';
 import { sqlString } from '../sql.ts';
 import { lockDown } from './lockdown.ts';
 import { parseDuckDbSize, type EngineCeilings } from './resourceBounds.ts';
+import { trimTo } from './memoryTrim.ts';
 import type { OpenEngineOptions, SqlEngine } from './types.ts';
 
 export * from './types.ts';
@@ -58,12 +59,18 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
       systemViews = new Set(views.getRowsJson().map((r) => String(r[0])));
       const limits = async (): Promise<string[]> =>
         (await conn.runAndReadAll("SELECT current_setting('memory_limit'), current_setting('max_temp_directory_size')")).getRowsJson()[0]!.map(String);
-      const total = parseDuckDbSize((await limits())[0]!);
+      const [limitText] = await limits();
+      const total = parseDuckDbSize(limitText!);
       const filesMemory = total === undefined ? undefined : Math.floor(total * FILES_MEMORY_SHARE);
-      if (total !== undefined && filesMemory !== undefined) await conn.run(`SET GLOBAL memory_limit = '${total - filesMemory}B'`);
+      // What setting up read and wrote (a generated sample table and its sort) is evicted and
+      // given back (memoryTrim.ts) as the users' part of the limit is set.
+      await trimTo(conn, total !== undefined && filesMemory !== undefined ? `${total - filesMemory}B` : limitText!);
       const [memoryLimit, maxTempDirectorySize] = await limits();
       ceilings = { memoryLimit: memoryLimit!, maxTempDirectorySize: maxTempDirectorySize! };
       if (opts.memoryAdmission !== undefined) ceilings.admission = opts.memoryAdmission;
+      if (filesMemory !== undefined) ceilings.filesMemoryLimit = `${filesMemory}B`;
+      if (opts.trim !== undefined) ceilings.trim = opts.trim;
+      if (opts.encodeAtCompletionMax !== undefined) ceilings.encodeAtCompletionMax = opts.encodeAtCompletionMax;
       files = await openFiles(opts, config, resultsDir, filesMemory);
       await lockDown(conn);
     } finally {

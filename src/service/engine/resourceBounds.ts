@@ -20,7 +20,7 @@
 // whatever the others do, and fails only past it; but executions run at once only as many as
 // their bounds fit in the engine (with tiers larger than the engine, one at a time), however
 // little they really use. Meant for engines sized in multiples of the tiers.
-import { EngineError } from './types.ts';
+import { EngineError, type TrimOptions } from './types.ts';
 
 /** What an execution may use (its tier's bounds). */
 export interface ExecutionBounds {
@@ -55,6 +55,12 @@ export interface EngineCeilings {
   maxTempDirectorySize: string;
   /** 'reserve': an execution waits until its bounds fit beside the running ones' (see the header). */
   admission?: MemoryAdmission;
+  /** The files instance's memory_limit (a part of the engine's; index.ts), restored after a trim. */
+  filesMemoryLimit?: string;
+  /** When idle memory is given back (memoryTrim.ts). */
+  trim?: TrimOptions;
+  /** Larger results (result_set_bytes, rows) are encoded when idle, not at completion (engine.ts). */
+  encodeAtCompletionMax?: { bytes?: number; rows?: number };
 }
 
 export type MemoryAdmission = 'share' | 'reserve';
@@ -73,14 +79,21 @@ export class ResourceBounds {
   /** SETs are applied one after the other, each with the set of executions at that moment. */
   #applying: Promise<void> = Promise.resolve();
   #applied = '';
+  #memoryInForce: string;
   /** Executions waiting for room ('reserve'), first come first served. */
   readonly #waiting: Waiter[] = [];
 
   constructor(ceilings: EngineCeilings, set: (sql: string) => Promise<void>) {
     this.#ceilings = ceilings;
     this.#set = set;
+    this.#memoryInForce = ceilings.memoryLimit;
     this.#memoryCeiling = parseDuckDbSize(ceilings.memoryLimit) ?? Number.POSITIVE_INFINITY;
     this.#tempCeiling = parseDuckDbSize(ceilings.maxTempDirectorySize) ?? Number.POSITIVE_INFINITY;
+  }
+
+  /** The instance's memory_limit as last set (a trim restores it: memoryTrim.ts). */
+  get memoryLimit(): string {
+    return this.#memoryInForce;
   }
 
   /** Executions waiting for room to start ('reserve'). */
@@ -173,9 +186,14 @@ export class ResourceBounds {
       this.#applied = key;
       // DuckDB refuses a memory limit below what is in use and cannot free: the previous one
       // stays until the next change (the executions in use finish and it is applied again).
-      await this.#set(`SET GLOBAL memory_limit = '${memory}'`).catch(() => {
-        this.#applied = '';
-      });
+      await this.#set(`SET GLOBAL memory_limit = '${memory}'`).then(
+        () => {
+          this.#memoryInForce = memory;
+        },
+        () => {
+          this.#applied = '';
+        },
+      );
       await this.#set(`SET GLOBAL max_temp_directory_size = '${temp}'`).catch(async () => {
         if (this.#running.size === 0) await this.#set('RESET GLOBAL max_temp_directory_size').catch(() => undefined);
         else this.#applied = '';

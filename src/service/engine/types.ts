@@ -246,4 +246,16 @@ export interface OpenEngineOptions {
    * running ones' (resourceBounds.ts).
    */
   memoryAdmission?: 'share' | 'reserve';
+  /** When the engine gives idle memory back (memoryTrim.ts); tests make it eager. */
+  trim?: TrimOptions;
+  /** Results larger than this (result_set_bytes, default 1 GiB; rows, default 10M) are encoded when idle even with encodeResults 'at_completion'. */
+  encodeAtCompletionMax?: { bytes?: number; rows?: number };
+}
+
+/** When an instance gives its idle memory back (memoryTrim.ts). */
+export interface TrimOptions {
+  /** After no connection of the instance has been open for this long (default 1 s). */
+  afterIdleMs?: number;
+  /** Before encoding a result of at least this many result_set_bytes, if nothing else runs (default 16 MiB). */
+  beforeEncodingBytes?: number;
 }

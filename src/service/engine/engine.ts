@@ -87,6 +87,7 @@ import { lineColumnAt } from './sqlPosition.ts';
 import { StorageQuota } from './storageQuota.ts';
 import { TeamTableSizes } from './teamStorage.ts';
 import { boundsError, ResourceBounds, type EngineCeilings } from './resourceBounds.ts';
+import { PageSlots, pageSlotCount } from './pageSlots.ts';
 import { InstanceUse } from './memoryTrim.ts';
 
 const RESULT_ID = /^[A-Za-z0-9_-]{1,100}$/;
@@ -212,6 +213,9 @@ export class DuckDbEngine implements SqlEngine {
   readonly #userUse: InstanceUse;
   readonly #filesUse: InstanceUse;
   readonly #useOf = new Map<DuckDBConnection, InstanceUse>();
+  /** Page queries running at once on the files instance (pageSlots.ts); each holds a release. */
+  readonly #pageSlots: PageSlots;
+  readonly #pageReleases = new Map<DuckDBConnection, () => void>();
   readonly #trimBeforeEncodingBytes: number;
   readonly #encodeAtCompletionMax: { bytes: number; rows: number };
 
@@ -253,6 +257,7 @@ export class DuckDbEngine implements SqlEngine {
     this.#userUse = new InstanceUse(instance, bounds && (() => bounds.memoryLimit), idleMs);
     const filesLimit = ceilings?.filesMemoryLimit;
     this.#filesUse = new InstanceUse(files, filesLimit === undefined ? undefined : () => filesLimit, idleMs);
+    this.#pageSlots = new PageSlots(pageSlotCount(filesLimit));
     this.#arrowChunkRows = arrowChunkRows;
     this.#attached = new AttachedResults<OpenResult>({
       max: MAX_ATTACHED,
@@ -755,7 +760,15 @@ export class DuckDbEngine implements SqlEngine {
   async #pageConnection(): Promise<DuckDBConnection> {
     this.#lastActivity = performance.now();
     this.#preemptEncodings();
-    const conn = await this.#connect(this.#files);
+    const release = await this.#pageSlots.take();
+    let conn: DuckDBConnection;
+    try {
+      conn = await this.#connect(this.#files);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    this.#pageReleases.set(conn, release);
     this.#running.add(conn);
     if (this.#closed) {
       this.#endPageConnection(conn);
@@ -784,6 +797,8 @@ export class DuckDbEngine implements SqlEngine {
     this.#lastActivity = performance.now();
     this.#running.delete(conn);
     this.#disconnect(conn);
+    this.#pageReleases.get(conn)?.();
+    this.#pageReleases.delete(conn);
   }
 
   async page(resultId: string, req: PageRequest): Promise<Page> {

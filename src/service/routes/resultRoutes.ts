@@ -223,13 +223,17 @@ function resultPageJson(
   return [`${head},"result":{"rows":`, `,"metadata":${JSON.stringify(metadata)}}${tail}}`];
 }
 
-/** A bad filter, sort or column is the caller's mistake (400 with the engine's reason). */
+/** A bad filter, sort or column is the caller's mistake (400 with the engine's reason); no memory for the page now is 503. */
 async function engineCall<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
     if (err instanceof EngineError && err.kind === 'bad_request') throw new HttpError(400, `Bad Request: ${err.message}`);
     if (err instanceof EngineError && err.kind === 'not_found') throw new HttpError(404, MESSAGES.notFound);
+    // The page did not fit in the engine's memory beside what else runs: the same page fits later.
+    if (err instanceof EngineError && err.kind === 'capacity') {
+      throw new HttpError(503, `Service Unavailable: the engine is short of memory for this page now (${err.message.split('\n')[0]}); retry after a moment, or ask for fewer rows (limit)`, { 'retry-after': '1' });
+    }
     throw err;
   }
 }

@@ -119,6 +119,11 @@ export const ENCODE_AT_COMPLETION_MAX_BYTES = 1024 ** 3;
 export const ENCODE_AT_COMPLETION_MAX_ROWS = 10_000_000;
 /** Results from this size (result_set_bytes) on are encoded after a trim (see execute). */
 const TRIM_BEFORE_ENCODING_BYTES = 16 * 1024 * 1024;
+/**
+ * Results from this size (result_set_bytes) on are encoded in two passes, JSON/CSV then Arrow,
+ * with a trim between them (see #encodeStored); smaller ones in both at once.
+ */
+const ENCODE_APART_BYTES = 64 * 1024 * 1024;
 
 interface OpenResult {
   alias: string;
@@ -217,6 +222,7 @@ export class DuckDbEngine implements SqlEngine {
   readonly #pageSlots: PageSlots;
   readonly #pageReleases = new Map<DuckDBConnection, () => void>();
   readonly #trimBeforeEncodingBytes: number;
+  readonly #encodeApartBytes: number;
   readonly #encodeAtCompletionMax: { bytes: number; rows: number };
 
   /** `systemViews`: DuckDB's built-in catalog views, which user SQL may not read. */
@@ -250,6 +256,7 @@ export class DuckDbEngine implements SqlEngine {
     const bounds = this.#bounds;
     const idleMs = ceilings?.trim?.afterIdleMs ?? TRIM_AFTER_IDLE_MS;
     this.#trimBeforeEncodingBytes = ceilings?.trim?.beforeEncodingBytes ?? TRIM_BEFORE_ENCODING_BYTES;
+    this.#encodeApartBytes = ceilings?.trim?.encodeApartBytes ?? ENCODE_APART_BYTES;
     this.#encodeAtCompletionMax = {
       bytes: ceilings?.encodeAtCompletionMax?.bytes ?? ENCODE_AT_COMPLETION_MAX_BYTES,
       rows: ceilings?.encodeAtCompletionMax?.rows ?? ENCODE_AT_COMPLETION_MAX_ROWS,
@@ -496,7 +503,9 @@ export class DuckDbEngine implements SqlEngine {
   /**
    * Writes the encodings of the result stored under `alias` into its temporary encoding directory:
    * JSON, CSV and the index (DuckDB's COPY, on its threads) and the Arrow chunks (built here, on
-   * this thread) at the same time, each on a connection of its own (in `conns` while it runs; none
+   * this thread) at the same time, or one after the other with a trim between them for a result
+   * of ENCODE_APART_BYTES or more (the two passes' buffers added up to the process's peak), each
+   * on a connection of its own (in `conns` while it runs; none
    * of the user's session settings apply). Returns that directory, or undefined when the JSON/CSV
    * encoding failed (pages are then built per request) or `stopped()` (the caller then fails the
    * execution). Arrow failing alone leaves the rest (Arrow pages are then built per request).
@@ -518,12 +527,22 @@ export class DuckDbEngine implements SqlEngine {
     const table = `${alias}.main.result`;
     await rm(tmp, { recursive: true, force: true });
     await mkdir(tmp);
-    const [rows, arrow] = await Promise.allSettled([
-      withConn(async (conn) => writeEncodings(conn, await storedColumns(conn, table, info), info, tmp, stopped)),
+    const encodeRows = (): Promise<void> => withConn(async (conn) => writeEncodings(conn, await storedColumns(conn, table, info), info, tmp, stopped));
+    const encodeArrow = (): Promise<void> =>
       info.columnNames.length > 0 && info.rowCount > 0
         ? withConn(async (conn) => this.#encodeArrow(id, conn, await storedColumns(conn, table, info), info.rowCount, tmp, stopped))
-        : Promise.resolve(),
-    ]);
+        : Promise.resolve();
+    let rows: PromiseSettledResult<void>;
+    let arrow: PromiseSettledResult<void>;
+    if (info.bytes < this.#encodeApartBytes) [rows, arrow] = await Promise.allSettled([encodeRows(), encodeArrow()]);
+    else {
+      // A large result's two passes run one after the other, with what the first left in the
+      // files instance evicted between them: their buffers never add up.
+      [rows] = await Promise.allSettled([encodeRows()]);
+      const next = rows.status === 'fulfilled' && !stopped();
+      if (next) await this.#filesUse.trim(1);
+      [arrow] = await Promise.allSettled([next ? encodeArrow() : Promise.resolve()]);
+    }
     if (rows.status === 'fulfilled' && arrow.status === 'fulfilled' && !stopped()) return tmp;
     await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
     const failed = rows.status === 'rejected' ? rows.reason : arrow.status === 'rejected' ? arrow.reason : undefined;

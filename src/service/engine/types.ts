@@ -258,4 +258,6 @@ export interface TrimOptions {
   afterIdleMs?: number;
   /** Before encoding a result of at least this many result_set_bytes, if nothing else runs (default 16 MiB). */
   beforeEncodingBytes?: number;
+  /** Encode a result of at least this many result_set_bytes in two passes with a trim between (default 64 MiB). */
+  encodeApartBytes?: number;
 }

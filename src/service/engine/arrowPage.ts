@@ -15,6 +15,7 @@ import { compileDecoder, type ValueDecoder } from '../../types/decode.ts';
 import { parseJsonLossless } from '../../types/json.ts';
 import { parseType } from '../../types/parse.ts';
 import { vectorColumn, type VectorColumn } from './arrowColumns.ts';
+import { chunkFetched } from './chunkGarbage.ts';
 import { jsonExpr, textExpr } from './encode.ts';
 import type { PagePlan, StoredColumns } from './pageQuery.ts';
 import { protocolTypeName } from './typeNames.ts';
@@ -103,6 +104,7 @@ async function buildPage(
   for (;;) {
     const chunk = await result.fetchChunk();
     if (!chunk || chunk.rowCount === 0) break;
+    chunkFetched();
     const n = chunk.rowCount;
     rowCount += n;
     for (let k = 0; k < plan.cols.length; k++) {

@@ -7,6 +7,7 @@
 // test_all_types() does; the engine test checks it).
 import type { DuckDBConnection, DuckDBDataChunk, DuckDBType } from '@duckdb/node-api';
 import { sqlIdent } from '../sql.ts';
+import { chunkFetched } from './chunkGarbage.ts';
 
 /** What copyRows reads: a streamed result, or chunks already held. */
 export interface ChunkSource {
@@ -39,6 +40,7 @@ export async function copyRows(into: DuckDBConnection, target: CopyTarget, names
       if (!chunk || chunk.rowCount === 0) break;
       appender.appendDataChunk(chunk);
       count += chunk.rowCount;
+      chunkFetched();
     }
     appender.flushSync();
   } catch (err) {

@@ -32,6 +32,7 @@ import { mkdir, open, readFile, rename, rm, writeFile, type FileHandle } from 'n
 import { join } from 'node:path';
 import duckdb from '@duckdb/node-bindings';
 import type { DuckDBConnection, DuckDBDataChunk } from '@duckdb/node-api';
+import { chunkFetched } from './chunkGarbage.ts';
 import { headerBytes, renderedRowsSql, type StoredColumns } from './pageQuery.ts';
 import type { ResultInfo } from './types.ts';
 
@@ -110,6 +111,7 @@ export async function writeEncodings(conn: DuckDBConnection, stored: StoredColum
         if (stopped()) throw new Error('encoding stopped');
         const chunk = await rows.fetchChunk();
         if (!chunk || chunk.rowCount === 0) break;
+        chunkFetched();
         await split.chunk(chunk);
       }
       // An interrupted stream ends early, as if it were whole: the count check below would say so too.

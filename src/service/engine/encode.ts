@@ -19,6 +19,30 @@ import { DuckDBTypeId, type DuckDBType } from '@duckdb/node-api';
 import { sqlString } from '../sql.ts';
 import { customUnionTag } from './customTypes.ts';
 
+/**
+ * Types whose JSON is their text in quotes: texts made only of digits, signs, '.', ':', '-', ' '
+ * and hex need no JSON escaping.
+ */
+const QUOTED_TEXT: ReadonlySet<DuckDBTypeId> = new Set([
+  DuckDBTypeId.UBIGINT,
+  DuckDBTypeId.HUGEINT,
+  DuckDBTypeId.UHUGEINT,
+  DuckDBTypeId.BIGNUM,
+  DuckDBTypeId.DECIMAL,
+  DuckDBTypeId.BLOB,
+  DuckDBTypeId.DATE,
+  DuckDBTypeId.TIME,
+  DuckDBTypeId.TIME_NS,
+  DuckDBTypeId.TIME_TZ,
+  DuckDBTypeId.TIMESTAMP_S,
+  DuckDBTypeId.TIMESTAMP_MS,
+  DuckDBTypeId.TIMESTAMP,
+  DuckDBTypeId.TIMESTAMP_NS,
+  DuckDBTypeId.TIMESTAMP_TZ,
+  DuckDBTypeId.INTERVAL,
+  DuckDBTypeId.UUID,
+]);
+
 const TS_FORMAT: Partial<Record<DuckDBTypeId, string>> = {
   [DuckDBTypeId.TIMESTAMP_S]: '%Y-%m-%d %H:%M:%S',
   [DuckDBTypeId.TIMESTAMP_MS]: '%Y-%m-%d %H:%M:%S.%g',
@@ -118,6 +142,7 @@ export function textExpr(v: string, type: DuckDBType, depth = 0): string {
  */
 export function jsonFromText(t: string, type: DuckDBType): string | undefined {
   if (isNested(type)) return t;
+  if (QUOTED_TEXT.has(type.typeId)) return `('"' || ${t} || '"')`;
   switch (type.typeId) {
     case DuckDBTypeId.BOOLEAN:
     case DuckDBTypeId.TINYINT:
@@ -132,24 +157,6 @@ export function jsonFromText(t: string, type: DuckDBType): string | undefined {
     case DuckDBTypeId.DOUBLE:
       // A finite value's text is never one of the three.
       return `(CASE WHEN ${t} IN ('NaN', 'Infinity', '-Infinity') THEN '"' || ${t} || '"' ELSE ${t} END)`;
-    case DuckDBTypeId.UBIGINT:
-    case DuckDBTypeId.HUGEINT:
-    case DuckDBTypeId.UHUGEINT:
-    case DuckDBTypeId.BIGNUM:
-    case DuckDBTypeId.DECIMAL:
-    case DuckDBTypeId.BLOB:
-    case DuckDBTypeId.DATE:
-    case DuckDBTypeId.TIME:
-    case DuckDBTypeId.TIME_NS:
-    case DuckDBTypeId.TIME_TZ:
-    case DuckDBTypeId.TIMESTAMP_S:
-    case DuckDBTypeId.TIMESTAMP_MS:
-    case DuckDBTypeId.TIMESTAMP:
-    case DuckDBTypeId.TIMESTAMP_NS:
-    case DuckDBTypeId.TIMESTAMP_TZ:
-    case DuckDBTypeId.INTERVAL:
-    case DuckDBTypeId.UUID:
-      return `('"' || ${t} || '"')`;
     case DuckDBTypeId.UNION: {
       const tag = customUnionTag(type);
       return tag === 'uint256' || tag === 'int256' || tag === 'interval_year_to_month' ? `('"' || ${t} || '"')` : undefined;
@@ -162,6 +169,7 @@ export function jsonFromText(t: string, type: DuckDBType): string | undefined {
 /** JSON text of a value (NULL when the value is NULL). */
 export function jsonExpr(v: string, type: DuckDBType, depth = 0): string {
   const x = `x${depth}`;
+  if (QUOTED_TEXT.has(type.typeId)) return `('"' || ${textExpr(v, type, depth)} || '"')`;
   switch (type.typeId) {
     case DuckDBTypeId.BOOLEAN:
     case DuckDBTypeId.TINYINT:
@@ -175,25 +183,6 @@ export function jsonExpr(v: string, type: DuckDBType, depth = 0): string {
     case DuckDBTypeId.FLOAT:
     case DuckDBTypeId.DOUBLE:
       return `(CASE WHEN isnan(${v}) THEN '"NaN"' WHEN isinf(${v}) THEN (CASE WHEN ${v} > 0 THEN '"Infinity"' ELSE '"-Infinity"' END) ELSE ${v}::VARCHAR END)`;
-    // Texts made only of digits, signs, '.', ':', '-', ' ' and hex need no JSON escaping.
-    case DuckDBTypeId.UBIGINT:
-    case DuckDBTypeId.HUGEINT:
-    case DuckDBTypeId.UHUGEINT:
-    case DuckDBTypeId.BIGNUM:
-    case DuckDBTypeId.DECIMAL:
-    case DuckDBTypeId.BLOB:
-    case DuckDBTypeId.DATE:
-    case DuckDBTypeId.TIME:
-    case DuckDBTypeId.TIME_NS:
-    case DuckDBTypeId.TIME_TZ:
-    case DuckDBTypeId.TIMESTAMP_S:
-    case DuckDBTypeId.TIMESTAMP_MS:
-    case DuckDBTypeId.TIMESTAMP:
-    case DuckDBTypeId.TIMESTAMP_NS:
-    case DuckDBTypeId.TIMESTAMP_TZ:
-    case DuckDBTypeId.INTERVAL:
-    case DuckDBTypeId.UUID:
-      return `('"' || ${textExpr(v, type, depth)} || '"')`;
     case DuckDBTypeId.LIST:
     case DuckDBTypeId.ARRAY:
       return `('[' || array_to_string(list_transform(${v}, lambda ${x}: coalesce(${jsonExpr(x, type.valueType, depth + 1)}, 'null')), ',') || ']')`;

@@ -40,6 +40,15 @@ describe('page queries under concurrency', () => {
   }, 180_000);
 });
 
+describe('the generated sample', () => {
+  it('a million rows of sample.events are stored in id order (generated without a sort, over several row groups)', async () => {
+    const id = await runSql(svc, 'SELECT count(*) FILTER (WHERE id <> rn) AS off, count(*) AS n FROM (SELECT id, row_number() OVER () - 1 AS rn FROM sample.events)');
+    const res = await request(`${svc.url}/v1/execution/${id}/results`, { headers: { 'x-service-api-key': svc.keys.demo.read } });
+    const page = (await res.body.json()) as { result: { rows: Array<{ off: number; n: number }> } };
+    expect(page.result.rows).toEqual([{ off: 0, n: ROWS }]);
+  }, 60_000);
+});
+
 describe('page slots', () => {
   it('as many as the files instance memory holds, at least one, at most four', () => {
     expect(pageSlotCount('64.0 MiB')).toBe(2);

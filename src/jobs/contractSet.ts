@@ -4,20 +4,12 @@ import type { ExecutionStatus } from '../protocol/index.ts';
 import { type Committed, committedExport, outputFingerprint } from './committedOutput.ts';
 import { type ContractWarning, RunContract } from './contract.ts';
 import { quarantineOutput } from './contractQuarantine.ts';
+import type { OutputSummary } from './jobRun.ts';
 
 type Warn = ((message: string, fields: Record<string, unknown>) => void) | undefined;
 
-/** An output's quarantine as the run summary reports it (the shape of an output's summary). */
-export interface QuarantineSummary {
-  readonly url: string;
-  readonly format: string;
-  readonly rows: number;
-  readonly files: number;
-  readonly bytes: number;
-  /** Held already for this execution by an earlier (interrupted) run. */
-  readonly skipped: boolean;
-  readonly resumedFiles: number;
-}
+/** An output's quarantine as the run summary reports it (an output's summary, never a snapshot). */
+export type QuarantineSummary = Omit<OutputSummary, 'snapshot'>;
 
 /** What a run's contracts add to its summary. */
 export interface ContractSummary {

@@ -19,6 +19,18 @@ import { DuckDBTypeId, type DuckDBType } from '@duckdb/node-api';
 import { sqlString } from '../sql.ts';
 import { customUnionTag } from './customTypes.ts';
 
+/** Types whose JSON is their text as DuckDB casts it (booleans, integers up to BIGINT and UINTEGER). */
+const BARE_TEXT: ReadonlySet<DuckDBTypeId> = new Set([
+  DuckDBTypeId.BOOLEAN,
+  DuckDBTypeId.TINYINT,
+  DuckDBTypeId.SMALLINT,
+  DuckDBTypeId.INTEGER,
+  DuckDBTypeId.BIGINT,
+  DuckDBTypeId.UTINYINT,
+  DuckDBTypeId.USMALLINT,
+  DuckDBTypeId.UINTEGER,
+]);
+
 /**
  * Types whose JSON is their text in quotes: texts made only of digits, signs, '.', ':', '-', ' '
  * and hex need no JSON escaping.
@@ -142,17 +154,9 @@ export function textExpr(v: string, type: DuckDBType, depth = 0): string {
  */
 export function jsonFromText(t: string, type: DuckDBType): string | undefined {
   if (isNested(type)) return t;
+  if (BARE_TEXT.has(type.typeId)) return t;
   if (QUOTED_TEXT.has(type.typeId)) return `('"' || ${t} || '"')`;
   switch (type.typeId) {
-    case DuckDBTypeId.BOOLEAN:
-    case DuckDBTypeId.TINYINT:
-    case DuckDBTypeId.SMALLINT:
-    case DuckDBTypeId.INTEGER:
-    case DuckDBTypeId.BIGINT:
-    case DuckDBTypeId.UTINYINT:
-    case DuckDBTypeId.USMALLINT:
-    case DuckDBTypeId.UINTEGER:
-      return t;
     case DuckDBTypeId.FLOAT:
     case DuckDBTypeId.DOUBLE:
       // A finite value's text is never one of the three.
@@ -169,17 +173,9 @@ export function jsonFromText(t: string, type: DuckDBType): string | undefined {
 /** JSON text of a value (NULL when the value is NULL). */
 export function jsonExpr(v: string, type: DuckDBType, depth = 0): string {
   const x = `x${depth}`;
+  if (BARE_TEXT.has(type.typeId)) return `${v}::VARCHAR`;
   if (QUOTED_TEXT.has(type.typeId)) return `('"' || ${textExpr(v, type, depth)} || '"')`;
   switch (type.typeId) {
-    case DuckDBTypeId.BOOLEAN:
-    case DuckDBTypeId.TINYINT:
-    case DuckDBTypeId.SMALLINT:
-    case DuckDBTypeId.INTEGER:
-    case DuckDBTypeId.BIGINT:
-    case DuckDBTypeId.UTINYINT:
-    case DuckDBTypeId.USMALLINT:
-    case DuckDBTypeId.UINTEGER:
-      return `${v}::VARCHAR`;
     case DuckDBTypeId.FLOAT:
     case DuckDBTypeId.DOUBLE:
       return `(CASE WHEN isnan(${v}) THEN '"NaN"' WHEN isinf(${v}) THEN (CASE WHEN ${v} > 0 THEN '"Infinity"' ELSE '"-Infinity"' END) ELSE ${v}::VARCHAR END)`;

@@ -2,7 +2,7 @@ import type { OptionSpec, OptionValues } from './command.ts';
 import { stringOption } from './command.ts';
 import type { CliIo } from './io.ts';
 import type { Logger } from './log.ts';
-import { connect, type Connected } from '../jobs/connect.ts';
+import { connect, type Connected } from '../jobs/run/connect.ts';
 import type { Connection } from '../config/jobSchema.ts';
 import { UsageError } from './usage-error.ts';
 

@@ -7,7 +7,7 @@ import { openDestination } from './storage/openDestination.ts';
  * sink's `check` (a local folder that can be written and holds nothing foreign; S3 credentials
  * that resolve and a bucket that answers), and the commit protocol's `check` (an Iceberg output's
  * path holds an Iceberg table whose metadata reads, or nothing). Run before an execution is started, so a destination
- * that cannot work costs nothing; its errors are not worth retrying (src/jobs/errorPolicy.ts).
+ * that cannot work costs nothing; its errors are not worth retrying (src/jobs/run/errorPolicy.ts).
  */
 export async function checkOutputs(outputs: readonly ResolvedOutput[], signal: AbortSignal): Promise<void> {
   for (const output of outputs) {

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { builtins } from '../../../connectors/index.ts';
 import { DEFAULT_STATE_DIR } from '../../config/jobSchema.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
-import { RunHistory, type RunRecord } from '../../jobs/runHistory.ts';
+import { RunHistory, type RunRecord } from '../../jobs/run/runHistory.ts';
 import { defineCommand, flag, stringOption } from '../command.ts';
 import { EXIT } from '../exit-codes.ts';
 import { writeOut } from '../io.ts';

@@ -1,6 +1,6 @@
-import type { JobSummary } from '../../jobs/runJob.ts';
-import type { ContractWarning } from '../../jobs/contract.ts';
-import { describeChange } from '../../jobs/drift.ts';
+import type { JobSummary } from '../../jobs/run/runJob.ts';
+import type { ContractWarning } from '../../jobs/contracts/contract.ts';
+import { describeChange } from '../../jobs/drift/drift.ts';
 import { fmtDuration } from '../progress.ts';
 
 export function formatBytes(bytes: number): string {

@@ -16,14 +16,14 @@ import { PreconditionFailedError } from '../../kit/index.ts';
 import { type Destination, type SharedArea } from '../../export/destination.ts';
 import { stream } from '../../pipeline/stream.ts';
 import { type ExecutionStatus, holdsResult } from '../../protocol/index.ts';
-import { checkBytes, checkCredits, executionCost } from '../budget.ts';
-import { outputFingerprint, readCommit } from '../committedOutput.ts';
-import { RunContract } from '../contract.ts';
-import { driftPolicyOf, RunDrift, watchesDrift } from '../drift.ts';
+import { checkBytes, checkCredits, executionCost } from '../run/budget.ts';
+import { outputFingerprint, readCommit } from '../output/committedOutput.ts';
+import { RunContract } from '../contracts/contract.ts';
+import { driftPolicyOf, RunDrift, watchesDrift } from '../drift/drift.ts';
 import { ShardCommittedError, ShardMismatchError } from '../errors.ts';
-import { sourceInfo } from '../jobSource.ts';
-import { readOptions } from '../readOptions.ts';
-import { decideSource } from '../sourceDecision.ts';
+import { sourceInfo } from '../run/jobSource.ts';
+import { readOptions } from '../run/readOptions.ts';
+import { decideSource } from '../run/sourceDecision.ts';
 import {
   areaId,
   decode,

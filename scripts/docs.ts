@@ -7,13 +7,14 @@ import { fileURLToPath } from 'node:url';
 import { builtins } from '../connectors/index.ts';
 import { jobFileJsonSchema } from '../src/config/jsonSchema.ts';
 import { jobFileReference, serviceSettingsReference } from '../src/config/reference.ts';
+import { splitRuleReference } from '../src/jobs/output/splitRule.ts';
 import { ServiceSettingsSchema } from '../src/service/settings.ts';
 import { z } from 'zod';
 
 /** Each generated page: its path under the repository and its text. */
 export function generatedPages(): { path: string; text: string }[] {
   return [
-    { path: 'docs/jobs.md', text: jobFileReference(jobFileJsonSchema(builtins)) },
+    { path: 'docs/jobs.md', text: `${jobFileReference(jobFileJsonSchema(builtins))}\n${splitRuleReference()}` },
     { path: 'docs/service-settings.md', text: serviceSettingsReference(z.toJSONSchema(ServiceSettingsSchema, { io: 'input', unrepresentable: 'any' })) },
   ];
 }

@@ -1,11 +1,10 @@
 import { makeData, RecordBatch, Schema, Struct } from 'apache-arrow';
 import type { Job } from '../../config/jobSchema.ts';
-import { commitFor } from '../../export/commitFor.ts';
 import type { ResolvedOutput } from '../../export/outputConfig.ts';
-import { type ExportMeta, type ExportSummary, openExport, type OpenedExport } from '../../export/writeExport.ts';
+import type { ExportMeta, ExportSummary, OpenedExport } from '../../export/writeExport.ts';
 import { arrowSchema } from '../../types/arrow.ts';
 import { createBatchBuilder } from '../../types/batch.ts';
-import { outputFingerprint } from '../output/committedOutput.ts';
+import type { OutputSession, OutputSessions } from '../output/outputSession.ts';
 import type { RunContract } from './contract.ts';
 import { quarantinePath } from '../../config/quarantinePath.ts';
 import { tee } from '../run/tee.ts';
@@ -21,6 +20,11 @@ const EXTRA_COLUMNS = [
 ];
 
 /** The quarantine of an output: the same format, sink options and mode at the sibling path, one manifest commit, no partitions. */
+/** The session of output `index`'s quarantine, opened once per run beside the output's own. */
+export function quarantineSession(sessions: OutputSessions, index: number, output: ResolvedOutput): OutputSession {
+  return sessions.extra('quarantine', index, quarantineOutput(output));
+}
+
 export function quarantineOutput(output: ResolvedOutput): ResolvedOutput {
   const path = quarantinePath(output.path);
   const { catalog: _catalog, ...rest } = output;
@@ -150,12 +154,13 @@ export interface Quarantines {
 }
 
 /** Opens the quarantines of the job's outputs at `indexes` (those a run still has to write). */
-export async function openQuarantines(job: Job, indexes: readonly number[], executionId: string, signal: AbortSignal, keepOnStop: AbortSignal): Promise<Quarantines> {
-  const outputs = indexes.map((i) => quarantineOutput(job.outputs[i]!));
+export async function openQuarantines(job: Job, sessions: OutputSessions, indexes: readonly number[], executionId: string, signal: AbortSignal, keepOnStop: AbortSignal): Promise<Quarantines> {
+  const opening = indexes.map((i) => quarantineSession(sessions, i, job.outputs[i]!));
+  const outputs = opening.map((s) => s.output);
   const opened: OpenedExport[] = [];
   try {
     // No part resume: the quarantine (like its output) holds the rows a whole read sets aside, so a resumed run writes it again from the first row.
-    for (const output of outputs) opened.push(await openExport(output, { executionId }, { commit: commitFor(output), signal, keepOnStop }));
+    for (const session of opening) opened.push(await session.openExport({ executionId }, { signal, keepOnStop }));
   } catch (error) {
     await Promise.allSettled(opened.map((o) => o.discard(error)));
     throw error;
@@ -167,7 +172,7 @@ export async function openQuarantines(job: Job, indexes: readonly number[], exec
       const { totalRowCount: _rows, ...rest } = meta;
       const branches = tee(feed, outputs.length, 2, writeSignal);
       const withWhy = quarantineSchema(schema);
-      return opened.map((o, k) => o.write({ schema: withWhy, batches: branches[k]!, meta: { ...rest, fingerprint: outputFingerprint(job, outputs[k]!) } }, { signal: writeSignal }));
+      return opened.map((o, k) => o.write({ schema: withWhy, batches: branches[k]!, meta: { ...rest, fingerprint: opening[k]!.fingerprint } }, { signal: writeSignal }));
     },
   };
 }
@@ -188,7 +193,7 @@ export async function openQuarantineGroups(
   contracts: { readonly job: RunContract | undefined; readonly outputs: readonly (RunContract | undefined)[] | undefined },
   jobIndexes: readonly number[],
   pending: readonly number[],
-  run: { readonly executionId: string; readonly signal: AbortSignal; readonly stop: AbortSignal },
+  run: { readonly executionId: string; readonly signal: AbortSignal; readonly stop: AbortSignal; readonly sessions: OutputSessions },
 ): Promise<QuarantineGroup[]> {
   const wanted: { contract: RunContract; jobWide: boolean; indexes: readonly number[] }[] = [];
   if (contracts.job !== undefined && jobIndexes.length > 0) wanted.push({ contract: contracts.job, jobWide: true, indexes: jobIndexes });
@@ -198,7 +203,7 @@ export async function openQuarantineGroups(
   }
   const groups: QuarantineGroup[] = [];
   try {
-    for (const { contract, jobWide, indexes } of wanted) groups.push({ contract, jobWide, indexes, quarantines: await openQuarantines(job, indexes, run.executionId, run.signal, run.stop) });
+    for (const { contract, jobWide, indexes } of wanted) groups.push({ contract, jobWide, indexes, quarantines: await openQuarantines(job, run.sessions, indexes, run.executionId, run.signal, run.stop) });
   } catch (error) {
     await Promise.allSettled(groups.flatMap((g) => g.quarantines.opened).map((o) => o.discard(error)));
     throw error;

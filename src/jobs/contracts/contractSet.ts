@@ -1,9 +1,10 @@
 import type { Job } from '../../config/jobSchema.ts';
 import type { ExportSummary } from '../../export/writeExport.ts';
 import type { ExecutionStatus } from '../../protocol/index.ts';
-import { type Committed, committedExport, outputFingerprint } from '../output/committedOutput.ts';
+import type { Committed } from '../output/committedOutput.ts';
+import type { OutputSessions } from '../output/outputSession.ts';
 import { type ContractWarning, RunContract } from './contract.ts';
-import { quarantineOutput } from './contractQuarantine.ts';
+import { quarantineOutput, quarantineSession } from './contractQuarantine.ts';
 import type { OutputSummary } from '../run/jobRun.ts';
 
 type Warn = ((message: string, fields: Record<string, unknown>) => void) | undefined;
@@ -53,12 +54,11 @@ export class ContractSet {
   }
 
   /** Per output with a quarantine, its commit of this execution (undefined: the run writes it). */
-  async committedQuarantines(executionId: string, signal: AbortSignal): Promise<Map<number, Committed | undefined>> {
+  async committedQuarantines(executionId: string, sessions: OutputSessions, signal: AbortSignal): Promise<Map<number, Committed | undefined>> {
     const found = new Map<number, Committed | undefined>();
     for (const [i, output] of this.#jobDef.outputs.entries()) {
       if (!this.filters(i)) continue;
-      const quarantine = quarantineOutput(output);
-      found.set(i, await committedExport(quarantine, executionId, undefined, outputFingerprint(this.#jobDef, quarantine), signal));
+      found.set(i, await quarantineSession(sessions, i, output).skipIfCommitted(executionId, undefined, signal));
     }
     return found;
   }

@@ -1,12 +1,10 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { Job } from '../../config/jobSchema.ts';
 import type { DriftPolicy } from '../../config/notifySchema.ts';
-import type { CommittedColumn } from '../../export/commit.ts';
-import { commitFor } from '../../export/commitFor.ts';
+import type { Commit, CommittedColumn } from '../../export/commit.ts';
 import { SchemaDriftError } from '../../export/errors.ts';
 import { mapSchema, typeText } from '../../export/iceberg/types.ts';
 import type { ResolvedOutput } from '../../export/outputConfig.ts';
-import { openDestination } from '../../export/storage/openDestination.ts';
 import type { ExecutionStatus } from '../../protocol/index.ts';
 import { arrowSchema } from '../../types/arrow.ts';
 import { parseType } from '../../types/parse.ts';
@@ -103,17 +101,10 @@ interface CommittedSchema {
  * commit that did not record them): a manifest's schema, an Iceberg table's current schema (from
  * its metadata file, or from the catalog that holds it). Read through the commit protocol.
  */
-export async function committedSchema(output: ResolvedOutput, signal: AbortSignal): Promise<CommittedSchema | undefined> {
-  const destination = openDestination(output);
-  try {
-    if (!destination.multiFile) return undefined;
-    const commit = await commitFor(output).read(destination, signal);
-    if (commit === undefined) return undefined;
-    if (output.table === 'iceberg') return commit.tableColumns === undefined ? undefined : { columns: commit.tableColumns, types: 'iceberg' };
-    return commit.columns === undefined ? undefined : { columns: commit.columns, types: 'service' };
-  } finally {
-    await destination.close();
-  }
+export function committedSchema(output: ResolvedOutput, commit: Commit | undefined): CommittedSchema | undefined {
+  if (commit === undefined) return undefined;
+  if (output.table === 'iceberg') return commit.tableColumns === undefined ? undefined : { columns: commit.tableColumns, types: 'iceberg' };
+  return commit.columns === undefined ? undefined : { columns: commit.columns, types: 'service' };
 }
 
 /** The result's columns as the output records them: service types, or the Iceberg types the table would give them. */
@@ -197,7 +188,8 @@ export class RunDrift {
     return this.#targets.size > 0;
   }
 
-  async beforeFetch(status: ExecutionStatus, signal: AbortSignal): Promise<void> {
+  /** `committed`: each output's commit, by index, as its session read it. */
+  async beforeFetch(status: ExecutionStatus, committedAt: (index: number) => Promise<Commit | undefined>): Promise<void> {
     const job = this.#job;
     const names = status.result_metadata?.column_names ?? [];
     const types = status.result_metadata?.column_types ?? [];
@@ -206,7 +198,7 @@ export class RunDrift {
     const fetched = pick.map((i) => ({ name: names[i]!, type: types[i]! }));
     for (const [index, output] of job.outputs.entries()) {
       // Watched only for a drift notification (evolve): an unreadable commit is the write's to report, as before.
-      const committed = await committedSchema(output, signal).catch((error: unknown) => {
+      const committed = await committedAt(index).then((c) => committedSchema(output, c)).catch((error: unknown) => {
         if (driftPolicyOf(job, output) !== 'evolve') throw error;
         return undefined;
       });

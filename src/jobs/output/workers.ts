@@ -1,13 +1,16 @@
 import type { Job } from '../../config/jobSchema.ts';
 import type { ResolvedOutput } from '../../export/outputConfig.ts';
-import { knownWire, partFormatOf, partThreadCount, resolveWorkers, serialReason, type Workers } from '../../export/partPlan.ts';
+import { knownWire, partFormatOf, partThreadCount, resolveWorkers, type Workers } from '../../export/partPlan.ts';
 import { startPartThreads } from '../../export/partWorkers.ts';
+import { serialReason } from '../../export/splitRule.ts';
 import { startThreadsFor } from '../../export/writeExport.ts';
+import { whyOneThread } from './splitRule.ts';
 
 /**
- * How many threads write a job's outputs: the one place in src/jobs that decides it, for a run, a
- * shard and the threads either starts ahead. (`writeExport` counts again for library callers on
- * the wire the rows come over; it never raises what is decided here.)
+ * How many threads write a job's outputs: the one place in src/jobs that decides it, for a run
+ * (through each output's session), a shard and the threads either starts ahead. (`writeExport`
+ * counts again for library callers on the wire the rows come over; it never raises what is
+ * decided here.)
  */
 
 /** What was asked: `--workers`, else the job's `workers`, else 1 (this thread). */
@@ -15,37 +18,28 @@ export function askedWorkers(job: Pick<Job, 'workers'>, override: Workers | unde
   return override ?? job.workers ?? 1;
 }
 
-/**
- * Why a run's outputs are all written by one thread from one read, whatever was asked (undefined:
- * part threads may write them): said as a warning when more were asked.
- */
-export function serialRun(job: Job): string | undefined {
-  if (job.result?.filters !== undefined) return 'result.filters: the outputs are written by one thread (parts need row offsets, and the service does not count the rows a filter keeps)';
-  if (job.incremental !== undefined) return 'incremental: the outputs are written by one thread (each drops the rows it holds already, from the one read)';
-  if (job.backfill !== undefined) return 'backfill: the outputs are written by one thread (the rows come from one execution per chunk, read in chunk order)';
-  if (job.expect?.checks !== undefined) return 'expect.checks: the outputs are written by one thread (every row passes the column checks on its way from the one read)';
-  const i = job.outputs.findIndex((o) => o.expect?.checks !== undefined);
-  if (i !== -1) return `outputs[${i}].expect.checks: the outputs are written by one thread (every row passes the column checks on its way to the output)`;
-  return undefined;
-}
-
-/** The threads a run hands the export: the asked count, or 1 when the run reads once for all (see `serialRun`). */
+/** The threads a run hands the export: the asked count, or 1 when the run reads once for all (see `whyOneThread`). */
 export function runWorkers(job: Job, asked: Workers, warn?: (message: string, fields: Record<string, unknown>) => void): Workers {
-  const reason = serialRun(job);
+  const reason = whyOneThread(job);
   if (reason === undefined) return asked;
   if (resolveWorkers(asked) > 1) warn?.(reason, { workers: resolveWorkers(asked) });
   return 1;
 }
 
+/** The part threads `rows` rows in parts of `rowsPerPart` are worth (see `partThreadCount`). */
+function countThreads(workers: Workers, rows: number, rowsPerPart: number, wire: 'json' | 'arrow' | undefined): number {
+  return partThreadCount(workers, rows, rowsPerPart, wire);
+}
+
 /**
- * The part threads an output's rows are worth (see `partThreadCount`): one when they pay for no
- * thread (this thread then writes the output). With `auto` and the wire not known before the first
- * page, `auto` goes on to the export, which counts again on the wire the rows come over. An output
- * part threads cannot write keeps the count asked for: opening it says why (a warning).
+ * The part threads an output's rows are worth: one when they pay for no thread (this thread then
+ * writes the output). With `auto` and the wire not known before the first page, `auto` goes on to
+ * the export, which counts again on the wire the rows come over. An output part threads cannot
+ * write keeps the count asked for: opening it says why (a warning).
  */
 export function outputThreads(output: ResolvedOutput, workers: Workers, totalRows: number | undefined, wire: 'json' | 'arrow' | undefined): Workers {
   if (totalRows === undefined || resolveWorkers(workers) <= 1 || serialReason(output) !== undefined) return workers;
-  const count = partThreadCount(workers, totalRows, output.maxRowsPerFile, wire);
+  const count = countThreads(workers, totalRows, output.maxRowsPerFile, wire);
   return workers === 'auto' && wire === undefined && count > 1 ? 'auto' : count;
 }
 
@@ -56,14 +50,14 @@ export function outputThreads(output: ResolvedOutput, workers: Workers, totalRow
  * threads started for nothing would take CPU from the one that writes.
  */
 export function startRunThreads(job: Job, workers: Workers, totalRows: number | undefined): void {
-  if (totalRows === undefined || serialRun(job) !== undefined) return;
+  if (totalRows === undefined || whyOneThread(job) !== undefined) return;
   const wire = job.wire === 'json' ? 'json' : 'arrow';
   for (const output of job.outputs) startThreadsFor(output, workers, totalRows, wire);
 }
 
 /** The threads one shard writes its `parts` parts of `rows` rows with (`auto`: as many as the rows pay for). */
 export function shardThreads(job: Job, override: Workers | undefined, rows: number, rowsPerPart: number, parts: number): number {
-  return Math.min(partThreadCount(askedWorkers(job, override), rows, rowsPerPart, knownWire(job.wire)), parts);
+  return Math.min(countThreads(askedWorkers(job, override), rows, rowsPerPart, knownWire(job.wire)), parts);
 }
 
 /** A shard's part threads, started while its first page is read. */

@@ -1,14 +1,14 @@
 import type { ServiceClient } from '../../client/service-client.ts';
-import { contractQuarantines, type Job, type JobOutput } from '../../config/jobSchema.ts';
-import type { ResolvedOutput } from '../../export/outputConfig.ts';
+import { contractQuarantines, type Job } from '../../config/jobSchema.ts';
 import { commitTarget } from '../../export/commitFor.ts';
 import type { CatalogTarget } from '../../export/iceberg/catalog/catalogConfig.ts';
-import { openDestination } from '../../export/storage/openDestination.ts';
+import type { SplitBlock } from '../../export/splitRule.ts';
 import type { DriftPolicy } from '../../config/notifySchema.ts';
 import { type BackfillPlan, planBackfill } from '../backfill/backfillPlan.ts';
 import { driftPolicyOf, watchesPolicy } from '../drift/drift.ts';
 import { creditsAllowed, executionCost } from '../run/budget.ts';
-import { readCommit, readCommits, wouldSkip } from '../output/committedOutput.ts';
+import { type OutputSession, OutputSessions } from '../output/outputSession.ts';
+import { whyNotSharded, whyOneThread } from '../output/splitRule.ts';
 import { type ContractCheckPlan, contractPlan } from '../contracts/contractPlan.ts';
 import { type CursorPlan, planCursor } from '../incremental/incremental.ts';
 import { jobRunState, RunStateStore } from '../run/runState.ts';
@@ -38,6 +38,8 @@ export interface JobPlan {
   readonly contract?: readonly ContractCheckPlan[];
   /** A backfill: its chunks, what a run executes and what a killed run's chunks spare it. */
   readonly backfill?: BackfillPlan;
+  /** The split rule, as the run and the shard check read it: why one thread writes every output (undefined: part threads may), and why the job cannot run sharded (empty: it can). */
+  readonly split: { readonly oneThread: string | undefined; readonly notSharded: readonly SplitBlock[] };
 }
 
 export interface CursorPreview {
@@ -87,16 +89,25 @@ export interface PlanRunOptions {
  * nothing) and execution statuses.
  */
 export async function planRun(job: Job, options: PlanRunOptions): Promise<JobPlan> {
+  const sessions = new OutputSessions(job);
+  try {
+    return await plan(job, options, sessions);
+  } finally {
+    await sessions.close();
+  }
+}
+
+async function plan(job: Job, options: PlanRunOptions, sessions: OutputSessions): Promise<JobPlan> {
   const { client, signal } = options;
   const shards = options.shards ?? 1;
-  const cursor = job.incremental === undefined ? undefined : await planCursor(job, await readCommits(job, signal), client, signal);
+  const cursor = job.incremental === undefined ? undefined : await planCursor(job, await sessions.committed(signal), client, signal);
   // A sharded run never resumes: shard 0 starts or reuses its execution afresh.
   const state = options.resume && shards === 1 ? jobRunState(new RunStateStore(options.stateDir), job) : undefined;
   const backfill = job.backfill === undefined || (cursor !== undefined && cursor.from !== null) ? undefined : await planBackfill(job, { client, signal, stateDir: options.stateDir, resume: options.resume });
   const decision = backfill?.decision ?? (await decideSource(job, { client, signal, executionId: options.executionId, state, readOnly: true }, cursor?.argument));
   const credits = backfill?.plan.credits ?? (decision.action === 'execute' ? executionCost(job) : 0);
   const outputs: OutputPlan[] = [];
-  for (const output of job.outputs) outputs.push(await planOutput(job, output, decision, shards, signal));
+  for (const session of sessions.all) outputs.push(await planOutput(job, session, decision, shards, signal));
   const maxCredits = job.budget?.max_credits;
   const contract = contractPlan(job);
   return {
@@ -113,6 +124,7 @@ export async function planRun(job: Job, options: PlanRunOptions): Promise<JobPla
     ...(cursor === undefined ? {} : { cursor: cursorPreview(cursor) }),
     ...(contract.length === 0 ? {} : { contract }),
     ...(backfill === undefined ? {} : { backfill: backfill.plan }),
+    split: { oneThread: whyOneThread(job), notSharded: whyNotSharded(job, sessions.all.map((s) => s.traits)) },
   };
 }
 
@@ -121,16 +133,14 @@ export async function planRun(job: Job, options: PlanRunOptions): Promise<JobPla
  * output's commit holds it, written the same way: `wouldSkip`, the run's own rule; a sharded run
  * always writes), else its parts when the row count is known and parts roll by rows.
  */
-async function planOutput(job: Job, output: JobOutput, decision: SourceDecision, shards: number, signal: AbortSignal): Promise<OutputPlan> {
-  const destination = openDestination(output);
-  const url = destination.url;
-  const committed = await readCommit(output, destination, signal)
-    .catch(() => undefined)
-    .finally(() => destination.close());
+async function planOutput(job: Job, session: OutputSession, decision: SourceDecision, shards: number, signal: AbortSignal): Promise<OutputPlan> {
+  const { url } = session;
+  const output = job.outputs[session.index]!;
+  const committed = await session.committed(signal).catch(() => undefined);
   const rows = job.result?.filters === undefined ? decision.rows : undefined;
   // An output some rows of which a contract sets aside holds fewer than the result: no count to match, as in a run.
   const held = contractQuarantines(job.expect) || contractQuarantines(output.expect) ? undefined : rows;
-  const skip = shards === 1 && decision.executionId !== undefined && (await wouldSkip(job, output, decision.executionId, held, signal));
+  const skip = shards === 1 && decision.executionId !== undefined && (await session.find(decision.executionId, held, signal)) !== undefined;
   const perPart = rowsPerPart(output, rows, shards);
   const parts = rows === undefined || perPart === undefined ? undefined : Math.max(1, Math.ceil(rows / perPart));
   return {

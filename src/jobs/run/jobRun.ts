@@ -6,7 +6,7 @@ import { type Ready, stream } from '../../pipeline/stream.ts';
 import { type BackfillStart, type BackfillSummary, startBackfill } from '../backfill/backfillRun.ts';
 import type { RunResult } from '../backfill/backfillStream.ts';
 import { checkBytes, checkCredits, TIER_COST } from './budget.ts';
-import { committedExport, outputFingerprint, readCommits } from '../output/committedOutput.ts';
+import type { OutputSessions } from '../output/outputSession.ts';
 import { ContractSet, type ContractSummary } from '../contracts/contractSet.ts';
 import { type OutputDrift, RunDrift, watchesDrift } from '../drift/drift.ts';
 import type { Delivery } from './notify.ts';
@@ -108,6 +108,8 @@ export interface AttemptOptions {
   readonly workers?: Workers | undefined;
   /** Where a backfill keeps its chunk records (the run state's folder). */
   readonly stateDir?: string | undefined;
+  /** The job's outputs, opened once for the run (closed by the caller). */
+  readonly outputs: OutputSessions;
 }
 
 export type AttemptResult = Omit<JobSummary, 'credits' | 'attempts' | 'durationMs'>;
@@ -194,7 +196,7 @@ export class JobRun {
   async cursor(): Promise<CursorPlan | undefined> {
     const job = this.#job;
     if (job.incremental === undefined) return undefined;
-    const plan = await planCursor(job, await readCommits(job, this.#options.signal), this.#options.client, this.#options.signal);
+    const plan = await planCursor(job, await this.#options.outputs.committed(this.#options.signal), this.#options.client, this.#options.signal);
     this.#tally.cursorFrom = plan.from;
     return plan;
   }
@@ -262,7 +264,7 @@ export class JobRun {
       const overBytes = checkBytes(this.#job, ready.status);
       if (overBytes) throw overBytes;
       this.#contracts?.beforeFetch(ready.status);
-      await this.#drift?.beforeFetch(ready.status, this.#options.signal);
+      await this.#drift?.beforeFetch(ready.status, (i) => this.#options.outputs.at(i).committed(this.#options.signal));
       const metadata = ready.status.result_metadata;
       return cursor === undefined ? undefined : checkResultColumns(cursor, metadata?.column_names ?? [], metadata?.column_types ?? []);
     } catch (error) {
@@ -281,10 +283,10 @@ export class JobRun {
     const summaries: (OutputSummary | undefined)[] = new Array(job.outputs.length).fill(undefined);
     const pending: number[] = [];
     const contracts = this.#contracts;
-    const quarantines = await contracts?.committedQuarantines(executionId, this.#options.signal);
+    const quarantines = await contracts?.committedQuarantines(executionId, this.#options.outputs, this.#options.signal);
     for (const [i, output] of job.outputs.entries()) {
       // A contract that sets rows aside leaves an output fewer rows than the result: no count to match.
-      const done = await committedExport(output, executionId, contracts?.filters(i) === true ? undefined : totalRows, outputFingerprint(job, output), this.#options.signal);
+      const done = await this.#options.outputs.at(i).skipIfCommitted(executionId, contracts?.filters(i) === true ? undefined : totalRows, this.#options.signal);
       if (done === undefined || (quarantines !== undefined && contracts!.rewrites(i, quarantines))) pending.push(i);
       else this.#report(summaries, i, { url: done.url, format: output.format.type, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0, ...(done.snapshot ? { snapshot: done.snapshot } : {}) });
     }
@@ -294,6 +296,7 @@ export class JobRun {
     const warn = this.#options.events?.onWarning;
     const written = await writeOutputs({
       job,
+      outputs: this.#options.outputs,
       pending,
       executionId,
       result: started.result,

@@ -1,12 +1,12 @@
 import { sleep } from '../../client/retry.ts';
 import type { ServiceClient } from '../../client/service-client.ts';
 import type { Job } from '../../config/jobSchema.ts';
-import { checkOutputs } from '../../export/checkOutputs.ts';
 import type { Workers } from '../../export/partPlan.ts';
 import { missingFolders, removeEmptyFolders } from './createdFolders.ts';
 import { policyOf } from './errorPolicy.ts';
 import { notifierFor, notifiesFailure, notifyingEvents } from './notify.ts';
 import { JobRun, type JobSummary, type RunEvents, type RunTally } from './jobRun.ts';
+import { OutputSessions } from '../output/outputSession.ts';
 import { worthRetrying } from './retryable.ts';
 import { type RunRecord, RunHistory } from './runHistory.ts';
 import { type JobRunState, jobRunState, RunStateStore } from './runState.ts';
@@ -71,14 +71,25 @@ export async function runJob(job: Job, options: RunJobOptions): Promise<JobSumma
 const USAGE_TIMEOUT_MS = 5_000;
 
 async function attemptWithRetries(job: Job, options: RunJobOptions, state: JobRunState, run: RunTally): Promise<JobSummary> {
-  // Before any execution is started or resumed: a destination that cannot work costs nothing, and is not retried.
-  await checkOutputs(job.outputs, options.signal);
+  // Each output opened once for the run, its attempts included.
+  const outputs = new OutputSessions(job);
+  try {
+    // Before any execution is started or resumed: a destination that cannot work costs nothing, and is not retried.
+    await outputs.check(options.signal);
+    return await attempts(job, options, state, run, outputs);
+  } finally {
+    await outputs.close();
+  }
+}
+
+async function attempts(job: Job, options: RunJobOptions, state: JobRunState, run: RunTally, outputs: OutputSessions): Promise<JobSummary> {
   const retries = job.retries ?? 0;
   let delay = (job.retry_delay_seconds ?? 5) * 1000;
   for (let attempt = 1; ; attempt++) {
     run.attempts = attempt;
     try {
-      const result = await new JobRun(job, { ...options, resume: options.resume !== false }, state, run).attempt();
+      if (attempt > 1) outputs.forget();
+      const result = await new JobRun(job, { ...options, resume: options.resume !== false, outputs }, state, run).attempt();
       return { ...result, credits: run.credits, attempts: attempt, durationMs: performance.now() - run.began };
     } catch (error) {
       if (attempt > retries || !worthRetrying(error, options.signal)) {

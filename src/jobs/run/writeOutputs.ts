@@ -1,12 +1,10 @@
 import type { Schema } from 'apache-arrow';
 import type { Job } from '../../config/jobSchema.ts';
-import { commitFor } from '../../export/commitFor.ts';
 import type { Workers } from '../../export/partPlan.ts';
-import { type ExportMeta, type ExportSummary, openExport, type OpenedExport } from '../../export/writeExport.ts';
+import type { ExportMeta, ExportSummary, OpenedExport } from '../../export/writeExport.ts';
 import type { RangeReader } from '../../pipeline/stream.ts';
 import type { RunResult } from '../backfill/backfillStream.ts';
-import { resumeAttemptId } from './attemptId.ts';
-import { outputFingerprint } from '../output/committedOutput.ts';
+import type { OutputSessions } from '../output/outputSession.ts';
 import type { RunContract } from '../contracts/contract.ts';
 import { openQuarantineGroups, type QuarantineGroup, writeQuarantineGroups } from '../contracts/contractQuarantine.ts';
 import type { RunDrift } from '../drift/drift.ts';
@@ -15,7 +13,6 @@ import { type CursorPlan, OutputCursor, serviceType } from '../incremental/incre
 import { sourceInfo } from './jobSource.ts';
 import { skipRows } from './skipRows.ts';
 import { tee } from './tee.ts';
-import { outputThreads } from '../output/workers.ts';
 
 /** What the outputs written by this run add up to. */
 export interface Written {
@@ -29,6 +26,8 @@ export interface Written {
 
 export interface WriteOutputsOptions {
   readonly job: Job;
+  /** The job's outputs, opened once for the run. */
+  readonly outputs: OutputSessions;
   /** Indexes of the outputs to write (the others are committed already). */
   readonly pending: readonly number[];
   readonly executionId: string;
@@ -78,7 +77,7 @@ export async function writeOutputs(options: WriteOutputsOptions): Promise<Writte
   let quarantines: QuarantineGroup[] = [];
   try {
     for (const index of options.pending) opened.push(await openOne(options, index));
-    const run = { executionId: options.executionId, signal: options.controller.signal, stop: options.stop };
+    const run = { executionId: options.executionId, signal: options.controller.signal, stop: options.stop, sessions: options.outputs };
     quarantines = await openQuarantineGroups(options.job, { job: options.contract, outputs: options.outputContracts }, options.quarantine ?? [], options.pending, run);
     const all = opened.map((o, k) => ({ o, k }));
     // Outputs written by part threads read their parts themselves; the others share one read here.
@@ -118,17 +117,17 @@ export async function writeOutputs(options: WriteOutputsOptions): Promise<Writte
 }
 
 async function openOne(options: WriteOutputsOptions, index: number): Promise<OpenedExport> {
-  const output = options.job.outputs[index]!;
-  const opened = await openExport(output, { executionId: options.executionId }, {
-    commit: commitFor(output),
+  const session = options.outputs.at(index);
+  const output = session.output;
+  const opened = await session.openExport({ executionId: options.executionId }, {
     signal: options.controller.signal,
     // An incremental output drops the rows it holds already, so its parts are not a function of
     // row offsets: a killed run's parts are written again rather than kept.
     // So are the parts of an output some rows of which a contract sets aside (their offsets are not the result's).
-    ...(options.incremental === undefined && options.contract?.quarantines !== true && options.outputContracts?.[index]?.quarantines !== true ? { resume: { attemptId: resumeAttemptId(options.job.name, options.executionId, output) } } : {}),
+    ...(options.incremental === undefined && options.contract?.quarantines !== true && options.outputContracts?.[index]?.quarantines !== true ? { resume: { attemptId: session.attemptId(options.executionId) } } : {}),
     // Stopped from outside (SIGTERM): finished parts survive for the next run, as after a kill.
     keepOnStop: options.stop,
-    workers: outputThreads(output, options.workers, options.totalRows, options.wire),
+    workers: session.threads(options.workers, options.totalRows, options.wire),
   });
   const why = opened.serialReason;
   if (why !== undefined) options.warn?.(`output ${output.path}: written by one thread (${why})`, { output: output.path, workers: options.workers });
@@ -157,7 +156,7 @@ async function seekAndDescribe(options: WriteOutputsOptions, startRow: number, p
 
 /** The outputs this thread writes, each from its branch of the one read; their cursors, when incremental. */
 function writeSerial(options: WriteOutputsOptions, serial: readonly Opened[], startRow: number, writes: Writes): (OutputCursor | undefined)[] {
-  const { job, pending, incremental, controller } = options;
+  const { pending, incremental, controller } = options;
   const { schema, meta, summaries, failed } = writes;
   // Checked ahead of the branches: a violation (or a row count out of range at the end) fails the
   // read itself, so every output fails with it and none commits.
@@ -178,7 +177,7 @@ function writeSerial(options: WriteOutputsOptions, serial: readonly Opened[], st
     const outputMeta: ExportMeta = {
       ...rest,
       ...(totalRowCount === undefined || drops ? {} : { totalRowCount }),
-      fingerprint: outputFingerprint(job, job.outputs[pending[k]!]!),
+      fingerprint: options.outputs.at(pending[k]!).fingerprint,
       ...(cursor ? { cursor: () => cursor.state() } : {}),
     };
     const shaped = options.drift?.shape(pending[k]!, schema, cursor ? cursor.filter(batches) : batches) ?? { schema, batches: cursor ? cursor.filter(batches) : batches };
@@ -189,13 +188,13 @@ function writeSerial(options: WriteOutputsOptions, serial: readonly Opened[], st
 
 /** The outputs part threads write, one after another, each on every worker: the threads in use stay at `workers`. */
 function writeSplit(options: WriteOutputsOptions, split: readonly Opened[], reader: RangeReader, writes: Writes): { rows: number } {
-  const { job, pending, controller } = options;
+  const { pending, controller } = options;
   const { schema, meta, summaries, failed } = writes;
   const counted = { rows: 0 };
   const parts = { ...reader, page: (rows: number, bytes: number, httpBytes: number, wireBytes: number) => ((counted.rows += rows), reader.page(rows, bytes, httpBytes, wireBytes)) };
   let chain: Promise<unknown> = Promise.resolve();
   for (const { o, k } of split) {
-    const fingerprint = outputFingerprint(job, job.outputs[pending[k]!]!);
+    const fingerprint = options.outputs.at(pending[k]!).fingerprint;
     const written = chain.then(() => o.write({ schema, batches: noBatches(), meta: { ...meta, fingerprint }, parts }, { signal: controller.signal })).catch(failed);
     summaries[k] = written;
     chain = written.catch(() => undefined);

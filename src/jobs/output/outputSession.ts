@@ -101,12 +101,12 @@ export class OutputSession {
 
 /** The sessions of a job's outputs (by output index), and of the extra outputs a feature writes beside them (quarantines). */
 export class OutputSessions {
+  readonly job: Job;
   readonly all: readonly OutputSession[];
-  readonly #job: Job;
   readonly #extra = new Map<string, OutputSession>();
 
   constructor(job: Job) {
-    this.#job = job;
+    this.job = job;
     const all: OutputSession[] = [];
     try {
       for (const [i, output] of job.outputs.entries()) all.push(new OutputSession(job, output, i));
@@ -134,7 +134,7 @@ export class OutputSessions {
   /** A session for an output a feature writes beside output `index` (`key`: which), opened once. */
   extra(key: string, index: number, output: ResolvedOutput): OutputSession {
     let session = this.#extra.get(`${key}:${index}`);
-    if (session === undefined) this.#extra.set(`${key}:${index}`, (session = new OutputSession(this.#job, output, index)));
+    if (session === undefined) this.#extra.set(`${key}:${index}`, (session = new OutputSession(this.job, output, index)));
     return session;
   }
 

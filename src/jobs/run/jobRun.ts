@@ -3,23 +3,21 @@ import { DEFAULT_STATE_DIR, type Job } from '../../config/jobSchema.ts';
 import { knownWire, type Workers } from '../../export/partPlan.ts';
 import type { ExportSummary } from '../../export/writeExport.ts';
 import { type Ready, stream } from '../../pipeline/stream.ts';
-import { type BackfillStart, type BackfillSummary, startBackfill } from '../backfill/backfillRun.ts';
+import type { Progress } from '../../pipeline/progress.ts';
 import type { RunResult } from '../backfill/backfillStream.ts';
-import { checkBytes, checkCredits, TIER_COST } from './budget.ts';
+import type { OutputDrift } from '../drift/drift.ts';
+import { FEATURES, type FeatureSummary } from '../features.ts';
 import type { OutputSessions } from '../output/outputSession.ts';
-import { ContractSet, type ContractSummary } from '../contracts/contractSet.ts';
-import { type OutputDrift, RunDrift, watchesDrift } from '../drift/drift.ts';
-import type { Delivery } from './notify.ts';
-import { compareCursor, type CursorKind } from '../incremental/cursor.ts';
+import { askedWorkers, runWorkers, startRunThreads } from '../output/workers.ts';
+import { checkBytes, checkCredits, TIER_COST } from './budget.ts';
 import { policyOf } from './errorPolicy.ts';
-import { checkResultColumns, type CursorPlan, explainInitial, planCursor } from '../incremental/incremental.ts';
+import type { FeatureRun, FeatureStart, JobFeature } from './feature.ts';
+import type { Delivery } from './notify.ts';
 import { readOptions } from './readOptions.ts';
 import type { RunRecord } from './runHistory.ts';
 import type { JobRunState, ResumeDecision } from './runState.ts';
-import type { Progress } from '../../pipeline/progress.ts';
 import { decideSource, type SourceDecision } from './sourceDecision.ts';
-import { writeOutputs, type Written } from './writeOutputs.ts';
-import { askedWorkers, runWorkers, startRunThreads } from '../output/workers.ts';
+import { type Written, writeOutputs } from './writeOutputs.ts';
 
 export interface OutputSummary {
   readonly url: string;
@@ -35,7 +33,10 @@ export interface OutputSummary {
   readonly snapshot?: string;
 }
 
-export interface JobSummary {
+/** A run's summary: what every run reports, and each job feature's part (`FeatureSummary`). */
+export type JobSummary = RunSummary & FeatureSummary;
+
+export interface RunSummary {
   readonly job: string;
   readonly executionId: string;
   /** This run started the execution (false: a stored result, or one resumed from a killed run). */
@@ -61,14 +62,6 @@ export interface JobSummary {
   readonly outputs: readonly OutputSummary[];
   /** Credits left in the team's billing cycle after the run (absent when the key may not read usage). */
   readonly creditsLeft?: number;
-  /** Incremental jobs: the committed cursor value the run started after (null: none yet), and the one committed now. */
-  readonly cursor?: { readonly from: string | null; readonly to: string | null };
-  /** Jobs with `expect` (or an output's): the checks a `warn` contract let through, with how many rows broke each (empty: the result met the contract), and what `quarantine` set aside and where. */
-  readonly contract?: ContractSummary;
-  /** Jobs with `backfill`: its chunks, the executions started and read again, the chunks halved. */
-  readonly backfill?: BackfillSummary;
-  /** The outputs whose committed columns differ from the result's, and what their schema_drift policy did (absent: none, or not looked for). */
-  readonly drift?: readonly OutputDrift[];
 }
 
 export interface RunEvents {
@@ -81,7 +74,7 @@ export interface RunEvents {
   /** The run's record, as appended to the run history, whatever the outcome. */
   onRecorded?(record: RunRecord): void;
   onWarning?(message: string, fields: Record<string, unknown>): void;
-  /** An output's committed columns differ from the result's (before any page): what its schema_drift policy does. */
+  /** An output's committed columns differ from the result's (before any page): what its policy does. */
   onDrift?(drift: OutputDrift): void;
   /** A webhook notification was delivered, or given up on after its retries (it never fails the run). */
   onNotification?(delivery: Delivery): void;
@@ -94,7 +87,7 @@ export interface RunTally {
   credits: number;
   attempts: number;
   executionId?: string;
-  /** An incremental run: the committed cursor value it started after (null: from the initial value). */
+  /** A run that reads from a committed mark: the value it started after (null: from the initial value). */
   cursorFrom?: string | null;
 }
 
@@ -106,7 +99,7 @@ export interface AttemptOptions {
   readonly resume: boolean;
   readonly events?: RunEvents | undefined;
   readonly workers?: Workers | undefined;
-  /** Where a backfill keeps its chunk records (the run state's folder). */
+  /** Where features keep their records (the run state's folder). */
   readonly stateDir?: string | undefined;
   /** The job's outputs, opened once for the run (closed by the caller). */
   readonly outputs: OutputSessions;
@@ -116,19 +109,19 @@ export type AttemptResult = Omit<JobSummary, 'credits' | 'attempts' | 'durationM
 
 /** The execution a run reads, once the pipeline has it ready. */
 interface Started {
+  readonly decision: SourceDecision;
   readonly result: RunResult;
   readonly ready: Ready;
-  /** An incremental run: the cursor column's kind, checked against the result's columns. */
-  readonly kind: CursorKind | undefined;
 }
 
 /**
- * One attempt of a run of one job, walking the phases once: where an incremental job starts (its
- * outputs' commits) -> what to read (`decideSource`) -> the budget -> start or reuse the execution
- * and wait (the pipeline) -> skip the outputs that hold it already -> write the others from one
- * read -> forget the run state. A plan (`planRun`) walks the same first phases, reading only, and
- * stops before starting anything; a shard (`runShard`) walks them with a plan file shared by the
- * shards between the execution and the writes.
+ * One attempt of a run of one job, walking the phases once, each job feature (`FEATURES`) plugged
+ * into them: what the features read first (`prepare`) -> what to read (`decideSource`, or a
+ * feature's own start) -> the budget -> start or reuse the execution and wait (the pipeline) ->
+ * the checks on its metadata (`beforeFetch`) -> skip the outputs that hold it already -> write the
+ * others from one read -> forget the run state. A plan (`planRun`) walks the same first phases,
+ * reading only, and stops before starting anything; a shard (`runShard`) walks them with a plan
+ * file shared by the shards between the execution and the writes.
  */
 export class JobRun {
   readonly #job: Job;
@@ -137,18 +130,29 @@ export class JobRun {
   readonly #tally: RunTally;
   /** Linked to the caller's signal; aborted by the first failing output too. */
   readonly #controller = new AbortController();
-  readonly #contracts: ContractSet | undefined;
-  readonly #drift: RunDrift | undefined;
+  readonly #features: readonly JobFeature[];
   #pageSize: number | undefined;
-  #contractSummary: ContractSummary | undefined;
 
   constructor(job: Job, options: AttemptOptions, state: JobRunState, tally: RunTally) {
     this.#job = job;
     this.#options = options;
     this.#state = state;
     this.#tally = tally;
-    this.#contracts = ContractSet.of(job, options.events?.onWarning);
-    this.#drift = watchesDrift(job) ? new RunDrift(job, (drift) => options.events?.onDrift?.(drift)) : undefined;
+    const run: FeatureRun = {
+      job,
+      outputs: options.outputs,
+      client: options.client,
+      signal: this.#controller.signal,
+      tally,
+      events: options.events,
+      resume: options.resume,
+      executionId: options.executionId,
+      stateDir: options.stateDir ?? DEFAULT_STATE_DIR,
+    };
+    this.#features = FEATURES.flatMap((kind): JobFeature[] => {
+      const feature = kind.create(run);
+      return feature === undefined ? [] : [feature];
+    });
   }
 
   async attempt(): Promise<AttemptResult> {
@@ -156,62 +160,40 @@ export class JobRun {
     const onAbort = (): void => this.#controller.abort(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     try {
-      const cursor = await this.cursor();
-      // A backfill is the job's first load: an incremental job's later runs read from its cursor.
-      if (this.#job.backfill !== undefined && (cursor === undefined || cursor.from === null)) return await this.#backfill(cursor);
-      const decision = await this.decide(cursor);
-      const started = await this.start(decision, cursor);
-      const outputs = await this.writeAll(started, cursor);
+      for (const feature of this.#features) await feature.prepare?.();
+      const started = (await this.#featureStart()) ?? (await this.start(await this.decide()));
+      const outputs = await this.writeAll(started);
       await this.#state.forget();
-      return this.#summary(decision, started, cursor, outputs);
+      return this.#summary(started, outputs);
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
   }
 
-  /**
-   * A backfill walks the same phases: its start executes every chunk (`startBackfill`), the
-   * result's checks read their summed status, and one write commits all their rows.
-   */
-  async #backfill(cursor: CursorPlan | undefined): Promise<AttemptResult> {
-    const { client, resume, events } = this.#options;
-    const begun: BackfillStart = await startBackfill(this.#job, {
-      client,
-      signal: this.#controller.signal,
-      stateDir: this.#options.stateDir ?? DEFAULT_STATE_DIR,
-      resume,
-      executionId: this.#options.executionId,
-      events,
-      onCredits: (credits) => (this.#tally.credits += credits),
-      onProgress: (p) => events?.onProgress?.({ ...p, totalPages: undefined }),
-    });
-    this.#tally.executionId = begun.ready.executionId;
-    const started: Started = { result: begun.result, ready: begun.ready, kind: await this.#checkResult(begun.ready, cursor) };
-    const outputs = await this.writeAll(started, cursor);
-    await this.#state.forget();
-    return { ...this.#summary(begun.decision, started, cursor, outputs), backfill: begun.summary };
+  /** A feature that starts the read itself (a backfill's chunks): the result's checks then read their summed status. */
+  async #featureStart(): Promise<Started | undefined> {
+    for (const feature of this.#features) {
+      const begun: FeatureStart | undefined = await feature.start?.();
+      if (begun === undefined) continue;
+      this.#tally.executionId = begun.ready.executionId;
+      await this.#checkResult(begun.ready);
+      return begun;
+    }
+    return undefined;
   }
 
-  /** Phase 1: an incremental job starts after what its outputs committed (their commits carry the cursor). */
-  async cursor(): Promise<CursorPlan | undefined> {
-    const job = this.#job;
-    if (job.incremental === undefined) return undefined;
-    const plan = await planCursor(job, await this.#options.outputs.committed(this.#options.signal), this.#options.client, this.#options.signal);
-    this.#tally.cursorFrom = plan.from;
-    return plan;
-  }
-
-  /** Phase 2: what to read, and whether the budget allows a new execution (before anything starts). */
-  async decide(cursor: CursorPlan | undefined): Promise<SourceDecision> {
+  /** What to read, and whether the budget allows a new execution (before anything starts). */
+  async decide(): Promise<SourceDecision> {
     const { client, signal, executionId, resume, events } = this.#options;
-    const decision = await decideSource(this.#job, { client, signal, executionId, state: resume ? this.#state : undefined }, cursor?.argument);
+    const argument = this.#features.map((f) => f.argument?.()).find((a) => a !== undefined);
+    const decision = await decideSource(this.#job, { client, signal, executionId, state: resume ? this.#state : undefined }, argument);
     if (decision.resume) events?.onResume?.(decision.resume);
     if (decision.action === 'execute') checkCredits(this.#job, this.#tally.credits);
     return decision;
   }
 
-  /** Phase 3: the pipeline starts or finds the execution and waits; on a stop it cancels what this job started. */
-  async start(decision: SourceDecision, cursor: CursorPlan | undefined): Promise<Started> {
+  /** The pipeline starts or finds the execution and waits; on a stop it cancels what this job started. */
+  async start(decision: SourceDecision): Promise<Started> {
     const job = this.#job;
     const resumed = decision.action === 'resume';
     let remembering: Promise<void> | undefined;
@@ -238,85 +220,69 @@ export class JobRun {
       await remembering;
     } catch (error) {
       await remembering?.catch(() => undefined);
-      throw await this.#notReady(error, startedNow, cursor);
+      throw await this.#notReady(error, startedNow);
     }
     if (ready.started && !resumed) this.#tally.credits += ready.status.execution_cost_credits ?? TIER_COST[job.performance ?? 'medium'];
-    return { result, ready, kind: await this.#checkResult(ready, cursor) };
+    await this.#checkResult(ready);
+    return { decision, result, ready };
   }
 
   /** The execution could not be read: charged if it ran, and resumable only if the error table says the failure can pass. */
-  async #notReady(error: unknown, startedNow: boolean, cursor: CursorPlan | undefined): Promise<unknown> {
+  async #notReady(error: unknown, startedNow: boolean): Promise<unknown> {
     const { client, signal } = this.#options;
     // An execution that ran and then failed is charged too: the run's credits say so.
     if (startedNow && this.#tally.executionId !== undefined && isExecutionOutcome(error)) this.#tally.credits += await chargedFor(client, this.#tally.executionId);
     // Stopped while waiting (the pipeline cancelled it); otherwise the error table says whether it can be resumed.
     if (signal.aborted || !policyOf(error).keepRunState) await this.#state.forget();
-    return cursor === undefined ? error : explainInitial(cursor, error);
+    return this.#features.reduce((e, f) => (f.explain ? f.explain(e) : e), error);
   }
 
-  /**
-   * `max_bytes`, the contract's columns and row count, and an incremental job's cursor column
-   * against the result's columns, all from the execution's metadata before any page is fetched:
-   * each ends the resume.
-   */
-  async #checkResult(ready: Ready, cursor: CursorPlan | undefined): Promise<CursorKind | undefined> {
+  /** `max_bytes`, then each feature's checks, from the execution's metadata before any page is fetched: each ends the resume. */
+  async #checkResult(ready: Ready): Promise<void> {
     try {
       const overBytes = checkBytes(this.#job, ready.status);
       if (overBytes) throw overBytes;
-      this.#contracts?.beforeFetch(ready.status);
-      await this.#drift?.beforeFetch(ready.status, (i) => this.#options.outputs.at(i).committed(this.#options.signal));
-      const metadata = ready.status.result_metadata;
-      return cursor === undefined ? undefined : checkResultColumns(cursor, metadata?.column_names ?? [], metadata?.column_types ?? []);
+      for (const feature of this.#features) await feature.beforeFetch?.(ready.status);
     } catch (error) {
       await this.#state.forget();
       throw error;
     }
   }
 
-  /** Phase 4: skip the outputs already committed for this execution, write the rest from one read. */
-  async writeAll(started: Started, cursor: CursorPlan | undefined): Promise<{ outputs: OutputSummary[]; written: Written | undefined }> {
+  /** Skip the outputs already committed for this execution, write the rest from one read. */
+  async writeAll(started: Started): Promise<{ outputs: OutputSummary[]; written: Written | undefined }> {
     const job = this.#job;
+    const features = this.#features;
     const { executionId, status } = started.ready;
     const totalRows = job.result?.filters === undefined ? status.result_metadata?.total_row_count : undefined;
     const asked = askedWorkers(job, this.#options.workers);
     startRunThreads(job, asked, totalRows);
     const summaries: (OutputSummary | undefined)[] = new Array(job.outputs.length).fill(undefined);
     const pending: number[] = [];
-    const contracts = this.#contracts;
-    const quarantines = await contracts?.committedQuarantines(executionId, this.#options.outputs, this.#options.signal);
+    for (const feature of features) await feature.beforeWrite?.(executionId);
     for (const [i, output] of job.outputs.entries()) {
-      // A contract that sets rows aside leaves an output fewer rows than the result: no count to match.
-      const done = await this.#options.outputs.at(i).skipIfCommitted(executionId, contracts?.filters(i) === true ? undefined : totalRows, this.#options.signal);
-      if (done === undefined || (quarantines !== undefined && contracts!.rewrites(i, quarantines))) pending.push(i);
+      // A feature that leaves an output fewer rows than the result: no count to match.
+      const rows = features.some((f) => f.drops?.(i) === true) ? undefined : totalRows;
+      const done = await this.#options.outputs.at(i).skipIfCommitted(executionId, rows, this.#controller.signal);
+      if (done === undefined || features.some((f) => f.rewrites?.(i) === true)) pending.push(i);
       else this.#report(summaries, i, { url: done.url, format: output.format.type, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0, ...(done.snapshot ? { snapshot: done.snapshot } : {}) });
     }
-    const quarantine = quarantines === undefined ? [] : contracts!.jobQuarantinesToWrite(quarantines);
-    this.#contractSummary = contracts?.summary(quarantines, []);
-    if (pending.length === 0 && quarantine.length === 0) return { outputs: summaries.map((s) => s!), written: undefined };
+    if (pending.length === 0 && !features.some((f) => f.writesBeside?.() === true)) return { outputs: summaries.map((s) => s!), written: undefined };
     const warn = this.#options.events?.onWarning;
+    const oneRead = features.map((f) => f.oneRead?.()).find((why) => why !== undefined);
     const written = await writeOutputs({
-      job,
       outputs: this.#options.outputs,
       pending,
       executionId,
       result: started.result,
       controller: this.#controller,
       stop: this.#options.signal,
-      onPageSize: (pageSize) => (this.#pageSize = pageSize),
-      // A frozen output's rows are reshaped from the one read, which part threads would bypass.
-      workers: this.#drift?.reshapes === true ? 1 : runWorkers(job, asked, warn),
-      totalRows,
-      wire: knownWire(job.wire),
-      warn,
-      incremental: cursor === undefined || started.kind === undefined ? undefined : { plan: cursor, kind: started.kind },
-      contract: contracts?.job,
-      outputContracts: contracts?.outputs,
-      quarantine,
-      drift: this.#drift,
+      features,
+      workers: { asked: oneRead === undefined ? runWorkers(job, asked, warn) : 1, totalRows, wire: knownWire(job.wire) },
+      on: { pageSize: (pageSize) => (this.#pageSize = pageSize), warn },
     });
-    this.#contractSummary = contracts?.summary(quarantines, written.quarantine);
     pending.forEach((index, k) => this.#report(summaries, index, writtenSummary(written.summaries[k]!, job.outputs[index]!.format.type, warn)));
-    return { outputs: summaries.map((s) => s!), written: { ...written, cursors: spread(job.outputs.length, pending, written.cursors, cursor) } };
+    return { outputs: summaries.map((s) => s!), written };
   }
 
   #report(summaries: (OutputSummary | undefined)[], index: number, summary: OutputSummary): void {
@@ -324,27 +290,27 @@ export class JobRun {
     this.#options.events?.onOutput?.(summary);
   }
 
-  #summary(decision: SourceDecision, started: Started, cursor: CursorPlan | undefined, done: { outputs: OutputSummary[]; written: Written | undefined }): AttemptResult {
+  #summary(started: Started, done: { outputs: OutputSummary[]; written: Written | undefined }): AttemptResult {
     const { outputs, written } = done;
-    const { result, ready } = started;
+    const { decision, result, ready } = started;
     const resumed = decision.action === 'resume';
-    const cursors = written?.cursors ?? cursor?.committed.map((c) => c?.value) ?? [];
-    return {
-      job: this.#job.name,
-      executionId: ready.executionId,
-      startedExecution: ready.started && !resumed,
-      resumed,
-      resume: decision.resume,
-      rows: outputs[0]?.rows ?? 0,
-      fetchedRows: written?.fetchedRows ?? 0,
-      pageBytes: { wire: result.progress?.wireBytes ?? 0, decoded: result.progress?.httpBytes ?? 0 },
-      files: outputs.reduce((n, o) => n + o.files, 0),
-      bytes: outputs.reduce((n, o) => n + o.bytes, 0),
-      outputs,
-      ...(cursor === undefined ? {} : { cursor: { from: cursor.from, to: lowest(started.kind ?? cursor.kind, cursors) } }),
-      ...(this.#contracts === undefined ? {} : { contract: this.#contractSummary ?? this.#contracts.summary(undefined, []) }),
-      ...(this.#drift === undefined || this.#drift.found.length === 0 ? {} : { drift: this.#drift.found }),
-    };
+    const parts = this.#features.map((f) => f.summary?.() ?? {});
+    return Object.assign(
+      {
+        job: this.#job.name,
+        executionId: ready.executionId,
+        startedExecution: ready.started && !resumed,
+        resumed,
+        resume: decision.resume,
+        rows: outputs[0]?.rows ?? 0,
+        fetchedRows: written?.fetchedRows ?? 0,
+        pageBytes: { wire: result.progress?.wireBytes ?? 0, decoded: result.progress?.httpBytes ?? 0 },
+        files: outputs.reduce((n, o) => n + o.files, 0),
+        bytes: outputs.reduce((n, o) => n + o.bytes, 0),
+        outputs,
+      },
+      ...parts,
+    );
   }
 }
 
@@ -353,19 +319,6 @@ function writtenSummary(s: ExportSummary, format: string, warn: RunEvents['onWar
   if (s.addedColumns) warn?.('appended rows with new columns: the older files of the output lack them (readers that merge files by name read NULL there)', { output: s.url, columns: s.addedColumns });
   const snapshot = s.commit?.snapshot;
   return { url: s.url, format, rows: s.rows, files: s.files.length, bytes: s.bytes, skipped: false, resumedFiles: s.resumedFiles, ...(snapshot ? { snapshot } : {}) };
-}
-
-/** Every output's committed cursor: the written ones' new values in place of what the others committed before. */
-function spread(count: number, pending: readonly number[], written: readonly (string | undefined)[], cursor: CursorPlan | undefined): (string | undefined)[] {
-  const all: (string | undefined)[] = cursor === undefined ? new Array(count).fill(undefined) : cursor.committed.map((c) => c?.value);
-  pending.forEach((index, k) => (all[index] = written[k]));
-  return all;
-}
-
-/** The lowest of the outputs' committed cursor values: where every output has got to. */
-function lowest(kind: CursorKind | undefined, values: readonly (string | undefined)[]): string | null {
-  if (kind === undefined || values.some((v) => v === undefined)) return null;
-  return (values as string[]).reduce((a, b) => (compareCursor(kind, a, b) <= 0 ? a : b));
 }
 
 /** What the service charged for a finished execution (0 when it cannot be asked). */

@@ -1,15 +1,10 @@
-import type { Schema } from 'apache-arrow';
-import type { Job } from '../../config/jobSchema.ts';
-import type { Workers } from '../../export/partPlan.ts';
+import type { RecordBatch, Schema } from 'apache-arrow';
 import type { ExportMeta, ExportSummary, OpenedExport } from '../../export/writeExport.ts';
+import type { Workers } from '../../export/partPlan.ts';
 import type { RangeReader } from '../../pipeline/stream.ts';
 import type { RunResult } from '../backfill/backfillStream.ts';
 import type { OutputSessions } from '../output/outputSession.ts';
-import type { RunContract } from '../contracts/contract.ts';
-import { openQuarantineGroups, type QuarantineGroup, writeQuarantineGroups } from '../contracts/contractQuarantine.ts';
-import type { RunDrift } from '../drift/drift.ts';
-import type { CursorKind } from '../incremental/cursor.ts';
-import { type CursorPlan, OutputCursor, serviceType } from '../incremental/incremental.ts';
+import type { BesideWrites, Branch, JobFeature } from './feature.ts';
 import { sourceInfo } from './jobSource.ts';
 import { skipRows } from './skipRows.ts';
 import { tee } from './tee.ts';
@@ -18,14 +13,9 @@ import { tee } from './tee.ts';
 export interface Written {
   readonly summaries: ExportSummary[];
   readonly fetchedRows: number;
-  /** Per pending output: the cursor value its commit holds now (undefined: not incremental). */
-  readonly cursors: (string | undefined)[];
-  /** The quarantines written, by output index. */
-  readonly quarantine: (readonly [number, ExportSummary])[];
 }
 
 export interface WriteOutputsOptions {
-  readonly job: Job;
   /** The job's outputs, opened once for the run. */
   readonly outputs: OutputSessions;
   /** Indexes of the outputs to write (the others are committed already). */
@@ -36,20 +26,11 @@ export interface WriteOutputsOptions {
   readonly controller: AbortController;
   /** The caller's stop (SIGTERM): finished parts survive it for the next run. */
   readonly stop: AbortSignal;
-  readonly onPageSize: (pageSize: number) => void;
-  readonly workers: Workers;
-  readonly totalRows: number | undefined;
-  readonly wire: 'json' | 'arrow' | undefined;
-  readonly warn?: ((message: string, fields: Record<string, unknown>) => void) | undefined;
-  readonly incremental?: { readonly plan: CursorPlan; readonly kind: CursorKind } | undefined;
-  /** The job's `expect` contract: every row read passes its column checks before any output sees it. */
-  readonly contract?: RunContract | undefined;
-  /** By the job's output index: an output's own contract, checked on the rows its branch receives. */
-  readonly outputContracts?: readonly (RunContract | undefined)[] | undefined;
-  /** Indexes of the outputs whose quarantine the job's contract feeds and this run writes (the others hold this execution's already). */
-  readonly quarantine?: readonly number[] | undefined;
-  /** Schema drift: a frozen output's rows are reshaped to its committed columns. */
-  readonly drift?: RunDrift | undefined;
+  /** The job's features, in list order: each watches the read, shapes the branches, writes beside. */
+  readonly features: readonly JobFeature[];
+  /** The part threads asked for, the result's rows (when counted) and the wire, when known. */
+  readonly workers: { readonly asked: Workers; readonly totalRows: number | undefined; readonly wire: 'json' | 'arrow' | undefined };
+  readonly on: { readonly pageSize: (pageSize: number) => void; readonly warn?: ((message: string, fields: Record<string, unknown>) => void) | undefined };
 }
 
 type Opened = { readonly o: OpenedExport; readonly k: number };
@@ -74,11 +55,14 @@ interface Writes {
  */
 export async function writeOutputs(options: WriteOutputsOptions): Promise<Written> {
   const opened: OpenedExport[] = [];
-  let quarantines: QuarantineGroup[] = [];
+  const beside: BesideWrites[] = [];
   try {
     for (const index of options.pending) opened.push(await openOne(options, index));
-    const run = { executionId: options.executionId, signal: options.controller.signal, stop: options.stop, sessions: options.outputs };
-    quarantines = await openQuarantineGroups(options.job, { job: options.contract, outputs: options.outputContracts }, options.quarantine ?? [], options.pending, run);
+    const run = { executionId: options.executionId, pending: options.pending, signal: options.controller.signal, stop: options.stop };
+    for (const feature of options.features) {
+      const writes = await feature.openBeside?.(run);
+      if (writes !== undefined) beside.push(writes);
+    }
     const all = opened.map((o, k) => ({ o, k }));
     // Outputs written by part threads read their parts themselves; the others share one read here.
     const serial = all.filter(({ o }) => o.workers === 1);
@@ -99,47 +83,48 @@ export async function writeOutputs(options: WriteOutputsOptions): Promise<Writte
     // Before any write starts: a failure here leaves nothing running.
     const reader = split.length > 0 ? await options.result.rangeReader() : undefined;
     if (split.length > 0 && reader === undefined) throw new Error('runJob: the result cannot be read by row ranges, yet outputs were opened for part threads');
-    // With no output left to write, nothing reads the one read but the job contract's quarantines.
-    const drainRead = serial.length === 0 && quarantines.some((g) => g.jobWide) ? () => options.result.batches() : undefined;
-    const quarantined = writeQuarantineGroups(quarantines, { schema, meta, signal: options.controller.signal, failed, drainRead });
-    const cursors = writeSerial(options, serial, startRow, writes);
+    // With no output left to write, nothing reads the one read but what is written beside.
+    const drainRead = serial.length === 0 && beside.some((b) => b.needsRead) ? () => options.result.batches() : undefined;
+    const besides = Promise.allSettled(beside.map((b) => b.start({ schema, meta, signal: options.controller.signal, failed, drainRead })));
+    writeSerial(options, serial, startRow, writes);
     const splitRows = reader === undefined ? { rows: 0 } : writeSplit(options, split, reader, writes);
     const settled = await Promise.allSettled(summaries);
-    const quarantine = await quarantined;
+    await besides;
     if (first) throw options.stop.aborted ? options.stop.reason : first.error;
     const done = settled.map((s) => (s as PromiseFulfilledResult<ExportSummary>).value);
+    const byOutput = new Map(done.map((s, k) => [options.pending[k]!, s]));
+    for (const feature of options.features) feature.afterCommit?.(byOutput);
     const serialRows = serial.length > 0 || drainRead !== undefined ? (options.result.progress?.rows ?? 0) : 0;
-    return { summaries: done, fetchedRows: serialRows + splitRows.rows, cursors: cursorsAfter(options, cursors, done), quarantine };
+    return { summaries: done, fetchedRows: serialRows + splitRows.rows };
   } finally {
     // Exports that never got to write (the read could not start) give their staging back.
-    await Promise.allSettled([...opened, ...quarantines.flatMap((g) => g.quarantines.opened)].map((o) => o.discard(options.controller.signal.reason)));
+    await Promise.allSettled([...opened, ...beside.flatMap((b) => b.opened)].map((o) => o.discard(options.controller.signal.reason)));
   }
 }
 
 async function openOne(options: WriteOutputsOptions, index: number): Promise<OpenedExport> {
   const session = options.outputs.at(index);
-  const output = session.output;
+  const { asked, totalRows, wire } = options.workers;
   const opened = await session.openExport({ executionId: options.executionId }, {
     signal: options.controller.signal,
-    // An incremental output drops the rows it holds already, so its parts are not a function of
-    // row offsets: a killed run's parts are written again rather than kept.
-    // So are the parts of an output some rows of which a contract sets aside (their offsets are not the result's).
-    ...(options.incremental === undefined && options.contract?.quarantines !== true && options.outputContracts?.[index]?.quarantines !== true ? { resume: { attemptId: session.attemptId(options.executionId) } } : {}),
+    // A feature may leave an output's parts not a function of row offsets: a killed run's parts are then written again.
+    ...(options.features.some((f) => f.forbidsPartResume?.(index) === true) ? {} : { resume: { attemptId: session.attemptId(options.executionId) } }),
     // Stopped from outside (SIGTERM): finished parts survive for the next run, as after a kill.
     keepOnStop: options.stop,
-    workers: session.threads(options.workers, options.totalRows, options.wire),
+    workers: session.threads(asked, totalRows, wire),
   });
   const why = opened.serialReason;
-  if (why !== undefined) options.warn?.(`output ${output.path}: written by one thread (${why})`, { output: output.path, workers: options.workers });
+  if (why !== undefined) options.on.warn?.(`output ${session.output.path}: written by one thread (${why})`, { output: session.output.path, workers: asked });
   return opened;
 }
 
 /** Seeks to where the serial outputs start, on the killed run's page grid (batches, so row groups, so bytes, are cut at the same rows). */
 async function seekAndDescribe(options: WriteOutputsOptions, startRow: number, pageSize: number | undefined): Promise<{ schema: Schema; meta: ExportMeta }> {
-  const { result, job } = options;
+  const { result } = options;
+  const job = options.outputs.job;
   result.seek({ ...(startRow > 0 ? { startOffset: startRow } : {}), ...(pageSize === undefined ? {} : { pageSize }) });
   const info = await result.info();
-  options.onPageSize(info.pageSize);
+  options.on.pageSize(info.pageSize);
   const schema = await result.schema();
   const parameters = sourceInfo(job).parameters;
   const meta: ExportMeta = {
@@ -154,36 +139,27 @@ async function seekAndDescribe(options: WriteOutputsOptions, startRow: number, p
   return { schema, meta };
 }
 
-/** The outputs this thread writes, each from its branch of the one read; their cursors, when incremental. */
-function writeSerial(options: WriteOutputsOptions, serial: readonly Opened[], startRow: number, writes: Writes): (OutputCursor | undefined)[] {
-  const { pending, incremental, controller } = options;
+/** The outputs this thread writes, each from its branch of the one read, as each feature shapes it. */
+function writeSerial(options: WriteOutputsOptions, serial: readonly Opened[], startRow: number, writes: Writes): void {
+  const { pending, controller, features } = options;
   const { schema, meta, summaries, failed } = writes;
-  // Checked ahead of the branches: a violation (or a row count out of range at the end) fails the
-  // read itself, so every output fails with it and none commits.
-  const read = options.contract?.watchesRows === true ? options.contract.watch(options.result.batches(), schema, startRow) : options.result.batches();
+  const read = features.reduce<AsyncIterable<RecordBatch>>((batches, f) => (f.watch ? f.watch(batches, schema, startRow) : batches), options.result.batches());
   const branches = serial.length > 0 ? tee(read, serial.length, 2, controller.signal) : [];
-  // Incremental (every output serial): each output drops the rows its commit holds and tracks the new mark.
-  const cursorType = incremental === undefined ? undefined : serviceType(schema, incremental.plan.incremental.cursor);
-  const cursors = pending.map((index) => (incremental === undefined ? undefined : new OutputCursor(incremental.plan, incremental.kind, cursorType!, index)));
   serial.forEach(({ o, k }, b) => {
-    const cursor = cursors[k];
-    const own = options.outputContracts?.[pending[k]!];
-    const skipped = skipRows(branches[b]!, o.startRow - startRow);
-    // The output's own contract sees the rows this output receives (after the job's).
-    const batches = own?.watchesRows === true ? own.watch(skipped, schema, o.startRow) : skipped;
-    // An output that drops rows it holds already writes fewer than the result has: no row count to check.
+    const index = pending[k]!;
+    const branch: Branch = { index, schema, batches: skipRows(branches[b]!, o.startRow - startRow), startRow: o.startRow };
+    const shaped = features.reduce<Branch>((br, f) => (f.shape ? f.shape(br) : br), branch);
+    // An output that receives fewer rows than the result has: no row count to check.
     const { totalRowCount, ...rest } = meta;
-    const drops = (cursor !== undefined && incremental?.plan.committed[pending[k]!] !== undefined) || options.contract?.quarantines === true || own?.quarantines === true;
+    const drops = features.some((f) => f.drops?.(index) === true);
     const outputMeta: ExportMeta = {
       ...rest,
       ...(totalRowCount === undefined || drops ? {} : { totalRowCount }),
-      fingerprint: options.outputs.at(pending[k]!).fingerprint,
-      ...(cursor ? { cursor: () => cursor.state() } : {}),
+      fingerprint: options.outputs.at(index).fingerprint,
+      ...Object.assign({}, ...features.map((f) => f.commitMeta?.(index) ?? {})),
     };
-    const shaped = options.drift?.shape(pending[k]!, schema, cursor ? cursor.filter(batches) : batches) ?? { schema, batches: cursor ? cursor.filter(batches) : batches };
-    summaries[k] = o.write({ ...shaped, meta: outputMeta }, { signal: controller.signal }).catch(failed);
+    summaries[k] = o.write({ schema: shaped.schema, batches: shaped.batches, meta: outputMeta }, { signal: controller.signal }).catch(failed);
   });
-  return cursors;
 }
 
 /** The outputs part threads write, one after another, each on every worker: the threads in use stay at `workers`. */
@@ -200,12 +176,6 @@ function writeSplit(options: WriteOutputsOptions, split: readonly Opened[], read
     chain = written.catch(() => undefined);
   }
   return counted;
-}
-
-/** Per output, the cursor its commit holds now; an append of no rows committed nothing: the one it had. */
-function cursorsAfter(options: WriteOutputsOptions, cursors: readonly (OutputCursor | undefined)[], done: readonly ExportSummary[]): (string | undefined)[] {
-  const committed = options.incremental?.plan.committed;
-  return cursors.map((c, k) => (c === undefined ? undefined : done[k]!.committed === false ? committed?.[options.pending[k]!]?.value : c.state().value));
 }
 
 async function* noBatches(): AsyncGenerator<never, void, undefined> {

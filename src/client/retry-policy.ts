@@ -8,6 +8,10 @@ export interface RetryPolicy {
   maxDelayMs: number;
   /** No retry starts later than this after the first attempt, and no Retry-After wait may cross it. */
   maxElapsedMs: number;
+  /** Whether backoff waits are random in [0, ceiling] (default) or the ceiling itself (`false`: 1x, 2x, 4x ... the base). */
+  jitter?: boolean;
+  /** A cap on one wait, a server's Retry-After included (undefined: a Retry-After past `maxElapsedMs` ends the retries instead). */
+  maxWaitMs?: number;
 }
 
 /** The one place the retry defaults live. */
@@ -59,7 +63,13 @@ export function mayRetry(error: ServiceError, idempotency: Idempotency): boolean
 /** Full jitter (AWS architecture blog, "Exponential Backoff And Jitter"): spreads retrying clients apart. */
 export function backoffDelay(policy: RetryPolicy, retryNumber: number, random: () => number = Math.random): number {
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retryNumber - 1));
-  return Math.floor(random() * ceiling);
+  return policy.jitter === false ? ceiling : Math.floor(random() * ceiling);
+}
+
+/** The wait before retry `retryNumber`: the backoff, at least what the server asked for (`Retry-After`), within the policy's cap. */
+export function retryDelay(policy: RetryPolicy, retryNumber: number, retryAfterMs: number | undefined, random: () => number = Math.random): number {
+  const wait = Math.max(backoffDelay(policy, retryNumber, random), retryAfterMs ?? 0);
+  return policy.maxWaitMs === undefined ? wait : Math.min(wait, policy.maxWaitMs);
 }
 
 /** `Retry-After` as delta-seconds or an HTTP date (RFC 9110 10.2.3); undefined when absent or unreadable. */

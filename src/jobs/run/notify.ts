@@ -2,6 +2,8 @@ import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Job } from '../../config/jobSchema.ts';
 import type { NotifyEvent, WebhookConfig } from '../../config/notifySchema.ts';
 import type { OutputDrift } from '../drift/drift.ts';
+import { retrying } from '../../client/retry.ts';
+import { parseRetryAfter, type RetryPolicy } from '../../client/retry-policy.ts';
 import { policyOf } from './errorPolicy.ts';
 import type { RunEvents } from './jobRun.ts';
 
@@ -169,14 +171,27 @@ export class Notifier {
     const retries = this.#config.retries ?? DEFAULT_WEBHOOK_RETRIES;
     const timeoutMs = (this.#config.timeout_seconds ?? DEFAULT_WEBHOOK_TIMEOUT_SECONDS) * 1000;
     const id = randomUUID();
-    let last: { status?: number; error?: string; retryAfterMs?: number } = {};
-    for (let attempt = 1; ; attempt++) {
-      last = await this.#post(event, body, id, timeoutMs);
-      if (last.status !== undefined && last.status < 300) return { event, delivered: true, attempts: attempt, status: last.status };
-      const again = last.status === undefined || last.status === 429 || last.status >= 500;
-      if (!again || attempt > retries) return { event, delivered: false, attempts: attempt, ...last, ...(last.error === undefined && last.status !== undefined ? { error: `HTTP ${last.status}` } : {}) };
-      const backoff = (this.#options.backoffMs ?? BACKOFF_MS) * 2 ** (attempt - 1);
-      await new Promise((resolve) => setTimeout(resolve, Math.min(MAX_BACKOFF_MS, Math.max(backoff, last.retryAfterMs ?? 0))));
+    const policy: RetryPolicy = { attempts: retries + 1, baseDelayMs: this.#options.backoffMs ?? BACKOFF_MS, maxDelayMs: MAX_BACKOFF_MS, maxElapsedMs: Number.POSITIVE_INFINITY, jitter: false, maxWaitMs: MAX_BACKOFF_MS };
+    let attempts = 0;
+    try {
+      return await retrying(
+        async (attempt) => {
+          attempts = attempt;
+          const last = await this.#post(event, body, id, timeoutMs);
+          if (last.status !== undefined && last.status < 300) return { event, delivered: true, attempts: attempt, status: last.status };
+          throw new NotDelivered(last);
+        },
+        {
+          policy,
+          // A network error, a timeout, a 429 or a 5xx may pass next time; another answer will not.
+          retryable: (error) => (error instanceof NotDelivered && (error.status === undefined || error.status === 429 || error.status >= 500) ? { retryAfterMs: error.retryAfterMs } : false),
+          sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+        },
+      );
+    } catch (error) {
+      if (!(error instanceof NotDelivered)) throw error;
+      const last = error.tried;
+      return { event, delivered: false, attempts, ...last, ...(last.error === undefined && last.status !== undefined ? { error: `HTTP ${last.status}` } : {}) };
     }
   }
 
@@ -187,8 +202,8 @@ export class Notifier {
     try {
       const response = await fetch(this.#config.url, { method: 'POST', headers, body, signal: AbortSignal.timeout(timeoutMs), redirect: 'error' });
       await response.body?.cancel();
-      const retryAfter = Number(response.headers.get('retry-after'));
-      return { status: response.status, ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterMs: retryAfter * 1000 } : {}) };
+      const retryAfterMs = parseRetryAfter(response.headers.get('retry-after') ?? undefined);
+      return { status: response.status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
     } catch (error) {
       // The cause says more than fetch's "fetch failed" (ECONNREFUSED, a timeout); never the URL's path.
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
@@ -217,4 +232,22 @@ export function notifyingEvents(events: RunEvents | undefined, notifier: Notifie
 /** Whether a failure is worth a failure event: a run stopped from outside (SIGTERM) is not one. */
 export function notifiesFailure(error: unknown, signal: AbortSignal): boolean {
   return !signal.aborted && policyOf(error).exit !== 130;
+}
+
+/** A delivery attempt that did not get a 2xx: its answer (or the network error). */
+class NotDelivered extends Error {
+  readonly tried: { readonly status?: number; readonly error?: string; readonly retryAfterMs?: number };
+
+  constructor(tried: { readonly status?: number; readonly error?: string; readonly retryAfterMs?: number }) {
+    super(tried.error ?? `HTTP ${tried.status}`);
+    this.tried = tried;
+  }
+
+  get status(): number | undefined {
+    return this.tried.status;
+  }
+
+  get retryAfterMs(): number | undefined {
+    return this.tried.retryAfterMs;
+  }
 }

@@ -1,13 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
+import { retrying } from '../../../client/retry.ts';
+import { parseRetryAfter, type RetryPolicy } from '../../../client/retry-policy.ts';
 import { exactJsonText, parseExactJson } from '../metadata.ts';
 import { type CatalogAuthorizer, catalogAuthorizer } from './catalogAuth.ts';
 import { type RestCatalogConfig } from './catalogConfig.ts';
 import { type CatalogErrorCode, IcebergCatalogError } from './catalogErrors.ts';
 
 /** Attempts of a request the catalog may answer next time (network failure, 429, 503), with backoff from this base. */
-const REQUEST_ATTEMPTS = 4;
-const BACKOFF_MS = 250;
+/** Requests to the catalog: 4 tries, 250 ms doubled between them, a Retry-After taken up to 30 s. */
+const CATALOG_RETRY: RetryPolicy = Object.freeze({ attempts: 4, baseDelayMs: 250, maxDelayMs: 30_000, maxElapsedMs: Number.POSITIVE_INFINITY, jitter: false, maxWaitMs: 30_000 });
 
 export interface CatalogResponse {
   readonly status: number;
@@ -62,51 +64,73 @@ export class RestCatalog {
     return parsed.data.overrides?.prefix ?? parsed.data.defaults?.prefix ?? '';
   }
 
-  /** One request: auth, the JSON body (64-bit ids exact), retries of what may pass next time. */
+  /** One request: auth, the JSON body (64-bit ids exact), retries of what may pass next time (`CATALOG_RETRY`). */
   async request(method: string, path: string, options: { query?: Record<string, string>; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal | undefined } = {}): Promise<CatalogResponse> {
     const url = new URL(`${this.base}${path}`);
     for (const [k, v] of Object.entries(options.query ?? {})) url.searchParams.set(k, v);
     const body = options.body === undefined ? undefined : exactJsonText(options.body);
     const headers: Record<string, string> = { accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...options.headers };
+    const sent = { method, url, headers, body, signal: options.signal };
     let renewed = false;
-    for (let attempt = 1; ; attempt++) {
-      options.signal?.throwIfAborted();
-      let response: Response;
-      try {
-        const auth = await this.auth.authorize({ method, url, headers, body }, options.signal);
-        response = await fetch(url, { method, headers: { ...headers, ...auth }, ...(body === undefined ? {} : { body }), ...(options.signal ? { signal: options.signal } : {}) });
-      } catch (error) {
-        if (error instanceof IcebergCatalogError || options.signal?.aborted) throw error;
-        if (attempt < REQUEST_ATTEMPTS) {
-          await sleep(BACKOFF_MS * 2 ** (attempt - 1), undefined, options.signal ? { signal: options.signal } : {});
-          continue;
+    return retrying(
+      async (attempt) => {
+        const response = await this.#send(sent, attempt);
+        const result = await catalogResponse(response);
+        // A token the catalog refused once is renewed, and the request sent again.
+        if (response.status === 401 && !renewed && this.auth.refused()) {
+          renewed = true;
+          throw new TryAgain(undefined);
         }
-        throw new IcebergCatalogError('CATALOG_UNREACHABLE', this.name, `${method} ${url.pathname} did not answer after ${attempt} attempts (${(error as Error).message}); check catalog.uri and that the catalog is up`, { cause: error, retryable: true });
-      }
-      const text = await response.text();
-      const json = text === '' ? undefined : safeParse(text);
-      const failure = errorModel.safeParse(json);
-      const result: CatalogResponse = {
-        status: response.status,
-        json,
-        errorType: failure.success ? failure.data.error.type : undefined,
-        message: failure.success ? failure.data.error.message : text.slice(0, 200) || response.statusText,
-      };
-      if (response.status === 401 && !renewed && this.auth.refused()) {
-        renewed = true;
-        continue;
-      }
-      if (response.status === 401 || response.status === 403 || response.status === 419) {
-        throw new IcebergCatalogError('CATALOG_AUTH_REFUSED', this.name, `${method} ${url.pathname} was refused (HTTP ${response.status}: ${result.message}); check catalog.auth (the credentials and their grants on the warehouse, namespace and table)`);
-      }
-      // 503 and 429 mean "not now" for every call, a commit too (the spec: the commit was not applied).
-      if ((response.status === 503 || response.status === 429) && attempt < REQUEST_ATTEMPTS) {
-        await sleep(retryAfter(response) ?? BACKOFF_MS * 2 ** (attempt - 1), undefined, options.signal ? { signal: options.signal } : {});
-        continue;
-      }
-      return result;
+        if (response.status === 401 || response.status === 403 || response.status === 419) {
+          throw new IcebergCatalogError('CATALOG_AUTH_REFUSED', this.name, `${method} ${url.pathname} was refused (HTTP ${response.status}: ${result.message}); check catalog.auth (the credentials and their grants on the warehouse, namespace and table)`);
+        }
+        // 503 and 429 mean "not now" for every call, a commit too (the spec: the commit was not applied); the last answer is the caller's.
+        if ((response.status === 503 || response.status === 429) && attempt < CATALOG_RETRY.attempts) throw new TryAgain(parseRetryAfter(response.headers.get('retry-after') ?? undefined));
+        return result;
+      },
+      {
+        policy: CATALOG_RETRY,
+        signal: options.signal,
+        retryable: (error) => (error instanceof TryAgain ? { retryAfterMs: error.retryAfterMs } : error instanceof IcebergCatalogError && error.code === 'CATALOG_UNREACHABLE' && options.signal?.aborted !== true ? {} : false),
+        sleep: (ms, signal) => sleep(ms, undefined, signal ? { signal } : {}),
+      },
+    );
+  }
+
+  async #send(sent: { method: string; url: URL; headers: Record<string, string>; body: string | undefined; signal: AbortSignal | undefined }, attempt: number): Promise<Response> {
+    const { method, url, headers, body, signal } = sent;
+    signal?.throwIfAborted();
+    try {
+      const auth = await this.auth.authorize({ method, url, headers, body }, signal);
+      return await fetch(url, { method, headers: { ...headers, ...auth }, ...(body === undefined ? {} : { body }), ...(signal ? { signal } : {}) });
+    } catch (error) {
+      if (error instanceof IcebergCatalogError || signal?.aborted) throw error;
+      throw new IcebergCatalogError('CATALOG_UNREACHABLE', this.name, `${method} ${url.pathname} did not answer after ${attempt} attempts (${(error as Error).message}); check catalog.uri and that the catalog is up`, { cause: error, retryable: true });
     }
   }
+}
+
+/** Tried again: the catalog said "not now" (after `retryAfterMs`, when it said), or a renewed token is to be sent. */
+class TryAgain extends Error {
+  readonly retryAfterMs: number | undefined;
+
+  constructor(retryAfterMs: number | undefined) {
+    super('try again');
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** The catalog's answer, its error model read when it sent one. */
+async function catalogResponse(response: Response): Promise<CatalogResponse> {
+  const text = await response.text();
+  const json = text === '' ? undefined : safeParse(text);
+  const failure = errorModel.safeParse(json);
+  return {
+    status: response.status,
+    json,
+    errorType: failure.success ? failure.data.error.type : undefined,
+    message: failure.success ? failure.data.error.message : text.slice(0, 200) || response.statusText,
+  };
 }
 
 function safeParse(text: string): unknown {
@@ -115,11 +139,6 @@ function safeParse(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-function retryAfter(response: Response): number | undefined {
-  const seconds = Number(response.headers.get('retry-after'));
-  return Number.isFinite(seconds) && seconds >= 0 && response.headers.has('retry-after') ? Math.min(seconds, 30) * 1000 : undefined;
 }
 
 /** A namespace as a path segment: levels joined by the unit separator (0x1F), as the spec says. */

@@ -86,25 +86,7 @@ export interface ResolvedConfig {
 
 export function resolveConfig(options: ClientOptions): ResolvedConfig {
   const env = options.env ?? process.env;
-  const apiKey = options.apiKey ?? env[API_KEY_ENV];
-  const baseUrl = options.baseUrl ?? env[BASE_URL_ENV];
-  const missing: string[] = [];
-  if (!apiKey) missing.push(`the API key: set ${API_KEY_ENV} or pass { apiKey }`);
-  if (!baseUrl) {
-    missing.push(
-      `the base URL: set ${BASE_URL_ENV} (origin plus /api, e.g. http://127.0.0.1:8080/api) or pass { baseUrl }; the library starts no service (the CLI does): for the local one, startService from 'sluice/service' and pass its url`,
-    );
-  }
-  if (!apiKey || !baseUrl) throw new ConfigError(`ServiceClient is missing ${missing.join('; and ')}`);
-  let parsed: URL;
-  try {
-    parsed = new URL(baseUrl);
-  } catch {
-    throw new ConfigError(`ServiceClient baseUrl is not a URL: ${JSON.stringify(redactBase(baseUrl))} (expected e.g. http://127.0.0.1:8080/api)`);
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new ConfigError(`ServiceClient baseUrl must be http or https, got ${parsed.protocol} (expected e.g. http://127.0.0.1:8080/api)`);
-  }
+  const { apiKey, parsed } = where(options.apiKey ?? env[API_KEY_ENV], options.baseUrl ?? env[BASE_URL_ENV]);
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!(timeoutMs > 0)) throw new ConfigError(`ServiceClient timeoutMs must be a positive number of milliseconds, got ${timeoutMs}`);
   const retry = { ...DEFAULT_RETRY, ...options.retry };
@@ -133,6 +115,28 @@ export function resolveConfig(options: ClientOptions): ResolvedConfig {
     rateLimit,
     rateShare,
   };
+}
+
+/** The API key and the base URL, both given and the URL an http(s) one. */
+function where(apiKey: string | undefined, baseUrl: string | undefined): { apiKey: string; parsed: URL } {
+  const missing: string[] = [];
+  if (!apiKey) missing.push(`the API key: set ${API_KEY_ENV} or pass { apiKey }`);
+  if (!baseUrl) {
+    missing.push(
+      `the base URL: set ${BASE_URL_ENV} (origin plus /api, e.g. http://127.0.0.1:8080/api) or pass { baseUrl }; the library starts no service (the CLI does): for the local one, startService from 'sluice/service' and pass its url`,
+    );
+  }
+  if (!apiKey || !baseUrl) throw new ConfigError(`ServiceClient is missing ${missing.join('; and ')}`);
+  let parsed: URL;
+  try {
+    parsed = new URL(baseUrl);
+  } catch {
+    throw new ConfigError(`ServiceClient baseUrl is not a URL: ${JSON.stringify(redactBase(baseUrl))} (expected e.g. http://127.0.0.1:8080/api)`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new ConfigError(`ServiceClient baseUrl must be http or https, got ${parsed.protocol} (expected e.g. http://127.0.0.1:8080/api)`);
+  }
+  return { apiKey, parsed };
 }
 
 function checkRateLimit(value: RatePlan | RateLimit): RateLimit {

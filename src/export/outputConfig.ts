@@ -137,21 +137,53 @@ export interface ResolvedOutput {
 
 /** Pure validation: no I/O. Every error names the field (`format_options.compression`) and value. */
 export function resolveOutput(input: unknown, registry: Registry): ResolvedOutput {
-  const known = registry.formats.map((f) => f.type);
-  const format = isRecord(input) ? registry.formats.find((f) => f.type === input.format) : undefined;
-  if (!format) {
-    const value = isRecord(input) ? input.format : input;
-    throw new ConfigError('output', [{ path: 'format', message: `expected one of ${known.join(', ')}`, value }]);
-  }
+  const format = formatOf(input, registry);
   const parsed = outputConfigSchema({ formats: [format], sinks: registry.sinks }).safeParse(input);
   if (!parsed.success) throw new ConfigError('output', issuesOf(parsed.error, input));
   const config = parsed.data as OutputConfig;
-
   const sink = registry.sinks.find((s) => s.accepts(config.path));
   if (!sink) {
     const choices = registry.sinks.map((s) => s.paths).join('; ');
     throw new ConfigError('output', [{ path: 'path', message: `no destination accepts this path (expected ${choices})`, value: config.path }]);
   }
+  const table = config.table ?? 'manifest';
+  const sinkConfig = sinkConfigOf(input, config, sink, registry);
+  const issues = [...sinkConfig.issues, ...streamIssues(config, sink), ...(table === 'iceberg' ? icebergIssues(config, format, sink, registry) : [])];
+  if (config.catalog !== undefined && table !== 'iceberg') {
+    issues.push({ path: 'catalog', message: 'a catalog commits an Iceberg table: set table: iceberg, or drop catalog', value: config.catalog.type });
+  }
+  if (issues.length > 0) throw new ConfigError('output', issues);
+  return {
+    format,
+    formatConfig: format.config.parse(table === 'iceberg' ? { auto_encodings: TABLE_ENCODINGS, ...config.format_options } : (config.format_options ?? {})),
+    sink,
+    sinkConfig: sinkConfig.value,
+    path: config.path,
+    partitionBy: config.partition_by ?? [],
+    keepPartitionColumns: config.keep_partition_columns ?? table === 'iceberg',
+    maxRowsPerFile: config.max_rows_per_file ?? Number.POSITIVE_INFINITY,
+    maxBytesPerFile: config.max_bytes_per_file ?? Number.POSITIVE_INFINITY,
+    maxOpenFiles: config.max_open_files ?? DEFAULT_MAX_OPEN_FILES,
+    table,
+    mode: config.mode ?? 'replace',
+    commit: config.commit ?? 'conditional',
+    ...(config.catalog === undefined || config.catalog.type === 'path' ? {} : { catalog: config.catalog }),
+  };
+}
+
+type Sink = Registry['sinks'][number];
+type FormatOf = Registry['formats'][number];
+
+/** The output's format, from the registry: the one thing checked before the schema that depends on it. */
+function formatOf(input: unknown, registry: Registry): FormatOf {
+  const format = isRecord(input) ? registry.formats.find((f) => f.type === input.format) : undefined;
+  if (format) return format;
+  const value = isRecord(input) ? input.format : input;
+  throw new ConfigError('output', [{ path: 'format', message: `expected one of ${registry.formats.map((f) => f.type).join(', ')}`, value }]);
+}
+
+/** The sink's settings (its block under its key, and the path as its URL), and what is wrong with them or with another sink's block. */
+function sinkConfigOf(input: unknown, config: OutputConfig, sink: Sink, registry: Registry): { value: unknown; issues: ConfigIssue[] } {
   const issues: ConfigIssue[] = [];
   for (const other of registry.sinks) {
     const key = other.options?.key;
@@ -169,48 +201,39 @@ export function resolveOutput(input: unknown, registry: Registry): ResolvedOutpu
       issues.push({ ...issue, path: issue.path === 'url' ? 'path' : `${key ?? sink.type}.${issue.path}` });
     }
   }
-  if (sink.multiFile === false && (config.partition_by || config.max_rows_per_file || config.max_bytes_per_file)) {
+  return { value: sinkParsed.data, issues };
+}
+
+/** What a destination that takes one stream cannot do. */
+function streamIssues(config: OutputConfig, sink: Sink): ConfigIssue[] {
+  if (sink.multiFile !== false) return [];
+  const issues: ConfigIssue[] = [];
+  if (config.partition_by || config.max_rows_per_file || config.max_bytes_per_file) {
     issues.push({ path: 'path', message: `${sink.paths} takes one stream: drop partition_by and max_*_per_file`, value: config.path });
   }
-  if (sink.multiFile === false && config.mode === 'append') {
+  if (config.mode === 'append') {
     issues.push({ path: 'mode', message: `${sink.paths} takes one stream and keeps no commit to append to: use a directory or bucket path`, value: config.mode });
   }
-  const table = config.table ?? 'manifest';
-  if (table === 'iceberg') {
-    if (format.type !== 'parquet') {
-      issues.push({ path: 'format', message: 'table: iceberg writes Parquet data files: set format: parquet, or drop table: iceberg', value: format.type });
-    }
-    if (sink.multiFile === false) {
-      const choices = registry.sinks.filter((s) => s.multiFile !== false).map((s) => s.paths).join('; ');
-      issues.push({ path: 'path', message: `table: iceberg needs a place for a table (${choices}), not ${sink.paths}`, value: config.path });
-    }
-    if (config.keep_partition_columns === false) {
-      issues.push({ path: 'keep_partition_columns', message: 'an Iceberg table keeps the partition columns in its data files (engines read them there): drop keep_partition_columns', value: false });
-    }
-    if (config.commit === 'unconditional') {
-      issues.push({ path: 'commit', message: 'an Iceberg table is committed by creating its next metadata file only if absent: drop commit: unconditional', value: 'unconditional' });
-    }
+  return issues;
+}
+
+/** What an Iceberg table output cannot be given. */
+function icebergIssues(config: OutputConfig, format: FormatOf, sink: Sink, registry: Registry): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  if (format.type !== 'parquet') {
+    issues.push({ path: 'format', message: 'table: iceberg writes Parquet data files: set format: parquet, or drop table: iceberg', value: format.type });
   }
-  if (config.catalog !== undefined && table !== 'iceberg') {
-    issues.push({ path: 'catalog', message: 'a catalog commits an Iceberg table: set table: iceberg, or drop catalog', value: config.catalog.type });
+  if (sink.multiFile === false) {
+    const choices = registry.sinks.filter((s) => s.multiFile !== false).map((s) => s.paths).join('; ');
+    issues.push({ path: 'path', message: `table: iceberg needs a place for a table (${choices}), not ${sink.paths}`, value: config.path });
   }
-  if (issues.length > 0) throw new ConfigError('output', issues);
-  return {
-    format,
-    formatConfig: format.config.parse(table === 'iceberg' ? { auto_encodings: TABLE_ENCODINGS, ...config.format_options } : (config.format_options ?? {})),
-    sink,
-    sinkConfig: sinkParsed.data,
-    path: config.path,
-    partitionBy: config.partition_by ?? [],
-    keepPartitionColumns: config.keep_partition_columns ?? table === 'iceberg',
-    maxRowsPerFile: config.max_rows_per_file ?? Number.POSITIVE_INFINITY,
-    maxBytesPerFile: config.max_bytes_per_file ?? Number.POSITIVE_INFINITY,
-    maxOpenFiles: config.max_open_files ?? DEFAULT_MAX_OPEN_FILES,
-    table,
-    mode: config.mode ?? 'replace',
-    commit: config.commit ?? 'conditional',
-    ...(config.catalog === undefined || config.catalog.type === 'path' ? {} : { catalog: config.catalog }),
-  };
+  if (config.keep_partition_columns === false) {
+    issues.push({ path: 'keep_partition_columns', message: 'an Iceberg table keeps the partition columns in its data files (engines read them there): drop keep_partition_columns', value: false });
+  }
+  if (config.commit === 'unconditional') {
+    issues.push({ path: 'commit', message: 'an Iceberg table is committed by creating its next metadata file only if absent: drop commit: unconditional', value: 'unconditional' });
+  }
+  return issues;
 }
 
 /**

@@ -112,13 +112,21 @@ function withId(field: Field, type: DataType, id: number, nullable: boolean): Fi
 }
 
 function mapType(type: DataType, path: string, ids: IdSource): Mapped {
-  const leaf = (iceberg: string, arrow: DataType, conversion: Conversion = 'none'): Mapped => ({
-    iceberg,
-    arrow,
-    conversion,
-    converts: conversion !== 'none',
-    children: [],
-  });
+  const mapped = type.typeId === Type.List || type.typeId === Type.Map || type.typeId === Type.Struct ? mapNested(type, path, ids) : mapLeaf(type);
+  if (mapped === undefined) throw new Error(`no Iceberg type for Arrow type ${String(type)} (column path ${path})`);
+  return mapped;
+}
+
+const leaf = (iceberg: string, arrow: DataType, conversion: Conversion = 'none'): Mapped => ({
+  iceberg,
+  arrow,
+  conversion,
+  converts: conversion !== 'none',
+  children: [],
+});
+
+/** A primitive column's Iceberg type, and the Arrow type its data files hold (undefined: none fits). */
+function mapLeaf(type: DataType): Mapped | undefined {
   switch (type.typeId) {
     case Type.Bool:
       return leaf('boolean', new Bool());
@@ -127,13 +135,13 @@ function mapType(type: DataType, path: string, ids: IdSource): Mapped {
       if (bitWidth <= 16) return leaf('int', new Int32(), 'widen_int32');
       if (bitWidth === 32 && isSigned) return leaf('int', new Int32());
       if (bitWidth === 64 && isSigned) return leaf('long', new Int64());
-      break;
+      return undefined;
     }
     case Type.Float: {
       const { precision } = type as unknown as { precision: number };
       if (precision === 1) return leaf('float', new Float32());
       if (precision === 2) return leaf('double', new Float64());
-      break;
+      return undefined;
     }
     case Type.Decimal: {
       const { precision, scale } = type as unknown as { precision: number; scale: number };
@@ -144,12 +152,17 @@ function mapType(type: DataType, path: string, ids: IdSource): Mapped {
       return leaf('string', new Utf8());
     case Type.Binary:
       return leaf('binary', new Binary());
+  }
+  return mapTime(type);
+}
+
+/** Dates, times, timestamps and durations. */
+function mapTime(type: DataType): Mapped | undefined {
+  switch (type.typeId) {
     case Type.Date:
-      if ((type as unknown as { unit: number }).unit === 0) return leaf('date', new DateDay());
-      break;
+      return (type as unknown as { unit: number }).unit === 0 ? leaf('date', new DateDay()) : undefined;
     case Type.Time:
-      if ((type as unknown as { unit: number }).unit === TimeUnit.MICROSECOND) return leaf('time', new TimeMicrosecond());
-      break;
+      return (type as unknown as { unit: number }).unit === TimeUnit.MICROSECOND ? leaf('time', new TimeMicrosecond()) : undefined;
     case Type.Timestamp: {
       const { unit, timezone } = type as unknown as { unit: number; timezone: string | null };
       const iceberg = timezone ? 'timestamptz' : 'timestamp';
@@ -157,11 +170,17 @@ function mapType(type: DataType, path: string, ids: IdSource): Mapped {
       if (unit === TimeUnit.MICROSECOND) return leaf(iceberg, arrow);
       if (unit === TimeUnit.MILLISECOND) return leaf(iceberg, arrow, 'ms_to_us');
       if (unit === TimeUnit.NANOSECOND) return leaf('long', new Int64(), 'retype_int64');
-      break;
+      return undefined;
     }
     case Type.Duration:
-      if ((type as unknown as { unit: number }).unit === TimeUnit.MILLISECOND) return leaf('long', new Int64(), 'retype_int64');
-      break;
+      return (type as unknown as { unit: number }).unit === TimeUnit.MILLISECOND ? leaf('long', new Int64(), 'retype_int64') : undefined;
+  }
+  return undefined;
+}
+
+/** Lists, maps and structs: their children mapped, each with its field id. */
+function mapNested(type: DataType, path: string, ids: IdSource): Mapped | undefined {
+  switch (type.typeId) {
     case Type.List: {
       const child = (type as List).children[0]!;
       const elementId = ids.idFor(`${path}.element`);
@@ -219,7 +238,7 @@ function mapType(type: DataType, path: string, ids: IdSource): Mapped {
       };
     }
   }
-  throw new Error(`no Iceberg type for Arrow type ${String(type)} (column path ${path})`);
+  return undefined;
 }
 
 /** Short text of an Iceberg type for messages: `long`, `list<string>`, `struct<a: int>`. */

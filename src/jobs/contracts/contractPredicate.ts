@@ -33,10 +33,27 @@ function kindOfType(type: string): Kind | undefined {
 }
 
 function compile(text: string, tree: Node, types: ReadonlyMap<string, string>): (row: Row) => boolean | null {
-  const fail = (node: Node, problem: string): never => {
-    throw new PredicateError(text, node.at, problem);
-  };
-  const compileNode = (node: Node): Compiled => {
+  const compiler = new PredicateCompiler(text, types);
+  const root = compiler.compileNode(tree);
+  if (root.kind !== 'boolean') compiler.fail(tree, `a predicate is true or false for a row; this is ${describeKind(root.kind)} (compare it: = <> < > ...)`);
+  return (row) => root.eval(row) as boolean | null;
+}
+
+/** Compiles a parsed predicate against the result's column types: each node to its kind and its evaluation. */
+class PredicateCompiler {
+  readonly text: string;
+  readonly types: ReadonlyMap<string, string>;
+
+  constructor(text: string, types: ReadonlyMap<string, string>) {
+    this.text = text;
+    this.types = types;
+  }
+
+  fail(node: Node, problem: string): never {
+    throw new PredicateError(this.text, node.at, problem);
+  }
+
+  compileNode(node: Node): Compiled {
     switch (node.t) {
       case 'lit': {
         const { value } = node;
@@ -44,23 +61,23 @@ function compile(text: string, tree: Node, types: ReadonlyMap<string, string>): 
         return { kind, eval: () => value };
       }
       case 'col':
-        return column(node);
+        return this.column(node);
       case 'not': {
-        const arg = logical(node.arg, 'not');
+        const arg = this.logical(node.arg, 'not');
         return { kind: 'boolean', eval: (row) => nullOr(arg.eval(row), (v) => !v) };
       }
       case 'neg': {
-        const arg = numeric(node.arg, '-');
+        const arg = this.numeric(node.arg, '-');
         return { kind: 'number', eval: (row) => nullOr(arg.eval(row), (v) => -(v as number)) };
       }
       case 'isnull': {
-        const arg = compileNode(node.arg);
+        const arg = this.compileNode(node.arg);
         return { kind: 'boolean', eval: (row) => (arg.eval(row) === null) !== node.negated };
       }
       case 'bin':
-        return binary(node);
+        return this.binary(node);
       case 'in': {
-        const tests = node.list.map((item) => comparison(node, '=', node.arg, item));
+        const tests = node.list.map((item) => this.comparison(node, '=', node.arg, item));
         return {
           kind: 'boolean',
           eval: (row) => {
@@ -76,43 +93,47 @@ function compile(text: string, tree: Node, types: ReadonlyMap<string, string>): 
         };
       }
       case 'between': {
-        const low = comparison(node, '>=', node.arg, node.low);
-        const high = comparison(node, '<=', node.arg, node.high);
+        const low = this.comparison(node, '>=', node.arg, node.low);
+        const high = this.comparison(node, '<=', node.arg, node.high);
         return { kind: 'boolean', eval: (row) => nullOr(and3(low(row), high(row)), (v) => v !== node.negated) };
       }
     }
-  };
-  const column = (node: Extract<Node, { t: 'col' }>): Compiled => {
-    const type = types.get(node.name);
-    if (type === undefined) return fail(node, `no column ${node.name} in the result (columns: ${[...types.keys()].join(', ')})`);
+  }
+
+  column(node: Extract<Node, { t: 'col' }>): Compiled {
+    const type = this.types.get(node.name);
+    if (type === undefined) return this.fail(node, `no column ${node.name} in the result (columns: ${[...this.types.keys()].join(', ')})`);
     const kind = kindOfType(type);
-    if (kind === undefined) return fail(node, `column ${node.name} is ${type}: a predicate reads numbers, text, booleans, dates and timestamps`);
+    if (kind === undefined) return this.fail(node, `column ${node.name} is ${type}: a predicate reads numbers, text, booleans, dates and timestamps`);
     const name = node.name;
     if (kind === 'number') return { kind, eval: (row) => nullOr(row(name), Number) };
     if (kind === 'boolean') return { kind, eval: (row) => nullOr(row(name), (v) => v === 'true') };
     return { kind, eval: (row) => row(name) };
-  };
-  const logical = (node: Node, op: string): Compiled => {
-    const c = compileNode(node);
-    if (c.kind !== 'boolean' && c.kind !== 'null') fail(node, `"${op}" needs a true/false operand, not ${c.kind === 'text' ? 'text' : `a ${c.kind}`} (compare it: = <> < > ...)`);
+  }
+
+  logical(node: Node, op: string): Compiled {
+    const c = this.compileNode(node);
+    if (c.kind !== 'boolean' && c.kind !== 'null') this.fail(node, `"${op}" needs a true/false operand, not ${c.kind === 'text' ? 'text' : `a ${c.kind}`} (compare it: = <> < > ...)`);
     return c;
-  };
-  const numeric = (node: Node, op: string): Compiled => {
-    const c = compileNode(node);
-    if (c.kind !== 'number' && c.kind !== 'null') fail(node, `"${op}" does arithmetic on numbers, not ${c.kind === 'text' ? 'text' : `a ${c.kind}`}`);
+  }
+
+  numeric(node: Node, op: string): Compiled {
+    const c = this.compileNode(node);
+    if (c.kind !== 'number' && c.kind !== 'null') this.fail(node, `"${op}" does arithmetic on numbers, not ${c.kind === 'text' ? 'text' : `a ${c.kind}`}`);
     return c;
-  };
-  const binary = (node: Extract<Node, { t: 'bin' }>): Compiled => {
+  }
+
+  binary(node: Extract<Node, { t: 'bin' }>): Compiled {
     const { op } = node;
     if (op === 'and' || op === 'or') {
-      const left = logical(node.left, op);
-      const right = logical(node.right, op);
+      const left = this.logical(node.left, op);
+      const right = this.logical(node.right, op);
       const combine = op === 'and' ? and3 : or3;
       return { kind: 'boolean', eval: (row) => combine(left.eval(row) as boolean | null, right.eval(row) as boolean | null) };
     }
     if (['+', '-', '*', '/', '%'].includes(op)) {
-      const left = numeric(node.left, op);
-      const right = numeric(node.right, op);
+      const left = this.numeric(node.left, op);
+      const right = this.numeric(node.right, op);
       const apply = ARITHMETIC[op]!;
       return {
         kind: 'number',
@@ -123,45 +144,43 @@ function compile(text: string, tree: Node, types: ReadonlyMap<string, string>): 
         },
       };
     }
-    const test = comparison(node, op, node.left, node.right);
+    const test = this.comparison(node, op, node.left, node.right);
     return { kind: 'boolean', eval: test };
-  };
+  }
+
   /** `a op b` for two nodes whose kinds must compare: numbers with numbers, text with text, a date or timestamp with its kind or a 'text' literal of it. */
-  const comparison = (node: Node, op: string, leftNode: Node, rightNode: Node): ((row: Row) => boolean | null) => {
-    const left = compileNode(leftNode);
-    const right = compileNode(rightNode);
-    if (left.kind === 'null' || right.kind === 'null') return fail(node, `a comparison with null is never true: write "is null" or "is not null"`);
-    const order = orderFor(left, right, leftNode, rightNode);
+  comparison(node: Node, op: string, leftNode: Node, rightNode: Node): ((row: Row) => boolean | null) {
+    const left = this.compileNode(leftNode);
+    const right = this.compileNode(rightNode);
+    if (left.kind === 'null' || right.kind === 'null') return this.fail(node, `a comparison with null is never true: write "is null" or "is not null"`);
+    const order = this.orderFor(left, right, leftNode, rightNode);
     const holds = COMPARISONS[op]!;
     return (row) => {
       const a = left.eval(row);
       const b = right.eval(row);
       return a === null || b === null ? null : holds(order(a, b));
     };
-  };
-  const orderFor = (left: Compiled, right: Compiled, leftNode: Node, rightNode: Node): ((a: Value, b: Value) => number) => {
+  }
+
+  orderFor(left: Compiled, right: Compiled, leftNode: Node, rightNode: Node): ((a: Value, b: Value) => number) {
     const temporal = [left, right].find((c) => c.kind === 'date' || c.kind === 'timestamp');
     if (temporal !== undefined) {
       const kind = temporal.kind as 'date' | 'timestamp';
       const other = temporal === left ? right : left;
       const otherNode = temporal === left ? rightNode : leftNode;
       if (other.kind === kind) return (a, b) => compareCursor(kind, a as string, b as string);
-      if (other.kind !== 'text' || otherNode.t !== 'lit') return fail(otherNode, `a ${kind} compares with a ${kind} column or a '${kind === 'date' ? '2024-01-31' : '2024-01-31 12:00:00'}' literal, not ${describeKind(other.kind)}`);
+      if (other.kind !== 'text' || otherNode.t !== 'lit') return this.fail(otherNode, `a ${kind} compares with a ${kind} column or a '${kind === 'date' ? '2024-01-31' : '2024-01-31 12:00:00'}' literal, not ${describeKind(other.kind)}`);
       const literal = otherNode.value as string;
       const problem = cursorValueProblem(kind, literal);
-      if (problem !== undefined) return fail(otherNode, problem);
+      if (problem !== undefined) return this.fail(otherNode, problem);
       const canonical = canonicalCursor(kind, literal);
       return temporal === left ? (a) => compareCursor(kind, a as string, canonical) : (_a, b) => compareCursor(kind, canonical, b as string);
     }
-    if (left.kind !== right.kind) return fail(rightNode, `${describeKind(left.kind)} does not compare with ${describeKind(right.kind)}${left.kind === 'number' && right.kind === 'text' ? " (a number is written without quotes)" : ''}`);
+    if (left.kind !== right.kind) return this.fail(rightNode, `${describeKind(left.kind)} does not compare with ${describeKind(right.kind)}${left.kind === 'number' && right.kind === 'text' ? " (a number is written without quotes)" : ''}`);
     if (left.kind === 'number') return (a, b) => (a as number) - (b as number);
     if (left.kind === 'boolean') return (a, b) => Number(a) - Number(b);
     return (a, b) => compareCursor('text', a as string, b as string);
-  };
-
-  const root = compileNode(tree);
-  if (root.kind !== 'boolean') fail(tree, `a predicate is true or false for a row; this is ${describeKind(root.kind)} (compare it: = <> < > ...)`);
-  return (row) => root.eval(row) as boolean | null;
+  }
 }
 
 function describeKind(kind: Kind): string {

@@ -52,11 +52,7 @@ export function restTablePointer(config: RestCatalogConfig, url: string, catalog
   const fail = (code: ConstructorParameters<typeof IcebergCatalogError>[0], detail: string, options?: ConstructorParameters<typeof IcebergCatalogError>[3]) =>
     new IcebergCatalogError(code, catalog.name, `table ${qualified}: ${detail}`, options);
 
-  const sameLocation = (location: string) => {
-    if (normalize(location) !== normalize(url)) {
-      throw fail('CATALOG_REJECTED', `the catalog keeps this table at ${location}, but the output's path is ${url}; set the output's path to ${location} (data files go to the table's location)`);
-    }
-  };
+  const sameLocation = (location: string) => checkLocation(location, url, fail);
 
   /** Whether the namespace is there; `create` makes it when absent (and allowed). */
   const ensureNamespace = async (create: boolean, signal?: AbortSignal): Promise<boolean> => {
@@ -104,13 +100,7 @@ export function restTablePointer(config: RestCatalogConfig, url: string, catalog
     return { version: 0, file: (result.success ? result.data['metadata-location'] : undefined) ?? '', metadata, credentials };
   };
 
-  const metadataOf = (json: unknown, what: string): TableMetadata => {
-    try {
-      return validMetadata(json, `${target}`, what);
-    } catch (error) {
-      throw fail('CATALOG_REJECTED', `${what} returned table metadata sluice cannot use (${(error as Error).message})`, { cause: error });
-    }
-  };
+  const metadataOf = (json: unknown, what: string): TableMetadata => catalogMetadata(json, what, target, fail);
 
   const send = async (base: LoadedTable, next: TableMetadata, signal?: AbortSignal) =>
     catalog.request('POST', await tablePath(signal), { body: { identifier: { namespace, name }, ...commitRequest(base, next) }, signal });
@@ -195,4 +185,22 @@ export function commitRequest(base: LoadedTable, next: TableMetadata): { require
 /** Locations compared as engines treat them: `file:/x` and `file:///x` alike, no trailing slash. */
 function normalize(location: string): string {
   return location.replace(/^file:\/(?!\/)/, 'file:///').replace(/^file:\/\/(?!\/)/, 'file:///').replace(/\/+$/, '');
+}
+
+type Fail = (code: ConstructorParameters<typeof IcebergCatalogError>[0], detail: string, options?: ConstructorParameters<typeof IcebergCatalogError>[3]) => IcebergCatalogError;
+
+/** The table's location must be the output's path: data files go to the table's location. */
+function checkLocation(location: string, url: string, fail: Fail): void {
+  if (normalize(location) !== normalize(url)) {
+    throw fail('CATALOG_REJECTED', `the catalog keeps this table at ${location}, but the output's path is ${url}; set the output's path to ${location} (data files go to the table's location)`);
+  }
+}
+
+/** The table metadata a catalog answered, checked. */
+function catalogMetadata(json: unknown, what: string, target: string, fail: Fail): TableMetadata {
+  try {
+    return validMetadata(json, target, what);
+  } catch (error) {
+    throw fail('CATALOG_REJECTED', `${what} returned table metadata sluice cannot use (${(error as Error).message})`, { cause: error });
+  }
 }

@@ -10,7 +10,7 @@
  * and the baseline, bare `JSON.parse`, and the page parse alone (lossless parse and envelope check). Part of `npm run bench -- types`.
  */
 import { performance } from 'node:perf_hooks';
-import { parseResultPage, parseResultPageText } from '../src/client/result-page.ts';
+import { parseResultPage, parseResultPageText } from '../src/client/resultPage.ts';
 import { arrowSchema } from '../src/types/arrow.ts';
 import { compileJsonRowAppender, compileTextBatchReader } from '../src/types/batch.ts';
 import { compileTextRows } from '../src/types/textRows.ts';

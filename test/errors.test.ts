@@ -13,7 +13,7 @@ import { EXIT, exitCodeOf, type ExitCode } from '../src/cli/exit-codes.ts';
 import { ConfigError, SluiceError } from '../src/errors.ts';
 import { SettingsError } from '../src/service/settings.ts';
 import { policyOf } from '../src/jobs/run/errorPolicy.ts';
-import { statusError } from '../src/client/status-errors.ts';
+import { statusError } from '../src/client/statusErrors.ts';
 import { PageSequenceError } from '../src/pipeline/fetchOrdered.ts';
 import { PolarsMissingError } from '../src/pipeline/dataFrame.ts';
 

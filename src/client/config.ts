@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { ConfigError } from './errors.ts';
-import { DEFAULT_RETRY, type RetryPolicy } from './retry-policy.ts';
+import { DEFAULT_RETRY, type RetryPolicy } from './retryPolicy.ts';
 import type { RequestEvent, RetryEvent } from './hooks.ts';
 import { ACCEPT_ENCODING } from './contentCoding.ts';
 import { RATE_PLANS, rateLimitOf, type RateLimit, type RatePlan } from './governor.ts';

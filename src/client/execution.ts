@@ -25,8 +25,8 @@ import {
 } from './errors.ts';
 import { compileRowDecoder, sameColumns, type ColumnSpec, type DecodeOptions, type Row, type RowDecoder } from '../types/decode.ts';
 import { sleep } from './retry.ts';
-import type { CsvPage, ServiceClient } from './service-client.ts';
-import { sqlExcerpt } from './sql-excerpt.ts';
+import type { CsvPage, ServiceClient } from './serviceClient.ts';
+import { sqlExcerpt } from './sqlExcerpt.ts';
 
 export type ExecuteInput = { sql: string } | { queryId: number; parameters?: Record<string, ParameterValue> };
 

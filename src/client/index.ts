@@ -33,12 +33,12 @@
  * Errors: every failure is a `ServiceError` subclass with `code`, `status`, `retryable`, `cause`, and a
  * message naming the method, the URL (never the API key) and the execution id.
  */
-export { ServiceClient, type CallOptions, type CsvPage, type ExecuteOptions, type ExecuteQueryOptions, type LatestResultPageOptions, type ResultCallOptions, type Row } from './service-client.ts';
+export { ServiceClient, type CallOptions, type CsvPage, type ExecuteOptions, type ExecuteQueryOptions, type LatestResultPageOptions, type ResultCallOptions, type Row } from './serviceClient.ts';
 export { Execution, DEFAULT_WAIT, type ExecuteInput, type LatestResultOptions, type RowsOptions, type RowTyping, type RunOptions, type WaitOptions } from './execution.ts';
 export { API_KEY_ENV, BASE_URL_ENV, DEFAULT_TIMEOUT_MS, MAX_PAGE_CONCURRENCY, type ClientOptions } from './config.ts';
-export { DEFAULT_RETRY, mayRetry, backoffDelay, parseRetryAfter, type Idempotency, type RetryPolicy } from './retry-policy.ts';
+export { DEFAULT_RETRY, mayRetry, backoffDelay, parseRetryAfter, type Idempotency, type RetryPolicy } from './retryPolicy.ts';
 export type { ClientStats, RequestEvent, RetryEvent } from './hooks.ts';
-export { sqlExcerpt } from './sql-excerpt.ts';
+export { sqlExcerpt } from './sqlExcerpt.ts';
 export { redactUrl } from './redact.ts';
 export * from './errors.ts';
 export { RateGovernor, RATE_PLANS, type RateClass, type RateLimit, type RatePlan } from './governor.ts';

@@ -1,6 +1,6 @@
 import { AbortedError, saysRetryLater, ServiceError, type ErrorContext } from './errors.ts';
 import type { ClientStats, RetryEvent } from './hooks.ts';
-import { mayRetry, retryDelay, type Idempotency, type RetryPolicy } from './retry-policy.ts';
+import { mayRetry, retryDelay, type Idempotency, type RetryPolicy } from './retryPolicy.ts';
 
 export interface RetryContext {
   operation: string;

@@ -14,9 +14,9 @@ import {
 } from './errors.ts';
 import type { ResolvedConfig } from './config.ts';
 import type { ClientStats, RequestEvent } from './hooks.ts';
-import type { Idempotency } from './retry-policy.ts';
+import type { Idempotency } from './retryPolicy.ts';
 import { redactUrl, scrub } from './redact.ts';
-import { errorText, statusError } from './status-errors.ts';
+import { errorText, statusError } from './statusErrors.ts';
 import { madeBody } from './pageBody.ts';
 import { decodersFor } from './contentCoding.ts';
 

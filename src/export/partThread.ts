@@ -1,6 +1,6 @@
 import { parentPort } from 'node:worker_threads';
 import { RecordBatch, RecordBatchReader, type Schema } from 'apache-arrow';
-import { ServiceClient } from '../client/service-client.ts';
+import { ServiceClient } from '../client/serviceClient.ts';
 import type { Format, FormatDescriptor } from '../kit/index.ts';
 import { stream } from '../pipeline/stream.ts';
 import { sendError } from '../threads/threadErrors.ts';

@@ -1,4 +1,4 @@
-import type { ServiceClient } from '../client/service-client.ts';
+import type { ServiceClient } from '../client/serviceClient.ts';
 import type { Job } from '../config/jobSchema.ts';
 import type { Registry } from '../kit/index.ts';
 import type { OutputAllowlist } from './allowlist.ts';

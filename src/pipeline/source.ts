@@ -1,5 +1,5 @@
 import type { Execution } from '../client/execution.ts';
-import type { ServiceClient } from '../client/service-client.ts';
+import type { ServiceClient } from '../client/serviceClient.ts';
 import { InvalidArgumentError } from '../client/errors.ts';
 import type { ExecutionStatus, ParameterValue, Performance } from '../protocol/index.ts';
 

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { RecordBatch, RecordBatchReader, RecordBatchStreamWriter, type Schema } from 'apache-arrow';
 import { AbortedError, InvalidArgumentError, InvalidResponseError, type ErrorContext } from '../client/errors.ts';
 import type { ClientOptions } from '../client/config.ts';
-import type { Wire } from '../client/service-client.ts';
+import type { Wire } from '../client/serviceClient.ts';
 import type { ExecutionStatus, ResultMetadata, ResultPage } from '../protocol/index.ts';
 import { arrowSchema, type ArrowTypeOptions } from '../types/arrow.ts';
 import { compileJsonRowAppender, compileTextBatchReader, createBatchBuilder, restartRowOffset, type TextBatchReader } from '../types/batch.ts';

@@ -13,7 +13,7 @@ import { resolveOutput, writeExport } from '../../src/export/index.ts';
 import { stream } from '../../src/pipeline/stream.ts';
 import { duckRowsJS } from '../helpers/duckdb.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
-import { startMisbehavingServer } from './misbehaving-server.ts';
+import { startMisbehavingServer } from './misbehavingServer.ts';
 
 const ID = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
 const STATUS = JSON.stringify({ execution_id: ID, query_id: 0, state: 'QUERY_STATE_EXECUTING', is_execution_finished: false, submitted_at: '2026-01-01T00:00:00.000Z' });

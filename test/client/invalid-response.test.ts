@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { InvalidResponseError, ServiceClient } from '../../src/client/index.ts';
-import { startMisbehavingServer, type MisbehavingServer, type Scripted } from './misbehaving-server.ts';
+import { startMisbehavingServer, type MisbehavingServer, type Scripted } from './misbehavingServer.ts';
 
 const ID = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
 let server: MisbehavingServer | undefined;

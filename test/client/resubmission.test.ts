@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createServer } from 'node:net';
 import { NetworkError, ServiceClient, SubmissionOutcomeUnknownError } from '../../src/client/index.ts';
-import { startMisbehavingServer, type MisbehavingServer } from './misbehaving-server.ts';
+import { startMisbehavingServer, type MisbehavingServer } from './misbehavingServer.ts';
 
 /**
  * The resubmission rule at the seams the real service never exercises (it resets GETs only):

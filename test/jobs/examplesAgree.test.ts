@@ -13,7 +13,7 @@ import { type JobPlan, planRun } from '../../src/jobs/plan/planRun.ts';
 import { connect } from '../../src/jobs/run/connect.ts';
 import { runJob, type JobSummary } from '../../src/jobs/run/runJob.ts';
 import { runShard } from '../../src/jobs/shards/runShard.ts';
-import type { ServiceClient } from '../../src/client/service-client.ts';
+import type { ServiceClient } from '../../src/client/serviceClient.ts';
 import { ROOT } from '../cli/sluiceProcess.ts';
 import { type CatalogStandIn, startCatalogStandIn } from '../helpers/icebergCatalog.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';

@@ -13,7 +13,7 @@ import type { Progress } from '../../src/pipeline/progress.ts';
 import { ArrowValueError, ValueDecodeError } from '../../src/types/errors.ts';
 import { arrowPageHeaders, ARROW_STREAM_MEDIA_TYPE } from '../../src/protocol/arrowPage.ts';
 import { compileRowDecoder, createBatchBuilder } from '../../src/types/index.ts';
-import { startMisbehavingServer, type MisbehavingServer, type Scripted } from '../client/misbehaving-server.ts';
+import { startMisbehavingServer, type MisbehavingServer, type Scripted } from '../client/misbehavingServer.ts';
 
 const ID = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
 const TOTAL = 10;

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { RecordBatchStreamWriter, type RecordBatch } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { parseResultPage, parseResultPageText } from '../../src/client/result-page.ts';
+import { parseResultPage, parseResultPageText } from '../../src/client/resultPage.ts';
 import { InvalidResponseError } from '../../src/client/errors.ts';
 import { compileJsonRowAppender, compileTextBatchReader } from '../../src/types/batch.ts';
 import { arrowSchema, compileRowDecoder, createBatchBuilder, parseJsonLossless, type ColumnSpec, type DecodeOptions, type Row } from '../../src/types/index.ts';

@@ -1,6 +1,6 @@
 import { ExecutionFailedError } from '../../client/errors.ts';
 import type { Execution } from '../../client/execution.ts';
-import type { ServiceClient } from '../../client/service-client.ts';
+import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { Job } from '../../config/jobSchema.ts';
 import { ConfigError } from '../../errors.ts';
 import { type ExecutionStatus, holdsResult, isTerminal, type ParameterValue } from '../../protocol/index.ts';

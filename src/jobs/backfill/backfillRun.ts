@@ -1,4 +1,4 @@
-import type { ServiceClient } from '../../client/service-client.ts';
+import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { Job } from '../../config/jobSchema.ts';
 import type { Progress } from '../../pipeline/progress.ts';
 import type { Ready } from '../../pipeline/stream.ts';

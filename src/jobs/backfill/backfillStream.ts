@@ -1,5 +1,5 @@
 import { RecordBatch, Schema } from 'apache-arrow';
-import type { ServiceClient } from '../../client/service-client.ts';
+import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { Job } from '../../config/jobSchema.ts';
 import type { Progress } from '../../pipeline/progress.ts';
 import { type ResultInfo, type ResultStream, stream, type StreamOptions } from '../../pipeline/stream.ts';

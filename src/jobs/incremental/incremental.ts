@@ -1,5 +1,5 @@
 import type { Data, RecordBatch, Schema } from 'apache-arrow';
-import type { ServiceClient } from '../../client/service-client.ts';
+import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { Job } from '../../config/jobSchema.ts';
 import type { Commit, CursorState } from '../../export/commit.ts';
 import { valueText } from '../../kit/index.ts';

@@ -1,4 +1,4 @@
-import type { ServiceClient } from '../../client/service-client.ts';
+import type { ServiceClient } from '../../client/serviceClient.ts';
 import { contractQuarantines, type Job } from '../../config/jobSchema.ts';
 import { commitTarget } from '../../export/commitFor.ts';
 import type { CatalogTarget } from '../../export/iceberg/catalog/catalogConfig.ts';

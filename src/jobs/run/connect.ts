@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import { ServiceClient } from '../../client/service-client.ts';
+import { ServiceClient } from '../../client/serviceClient.ts';
 import type { ClientOptions } from '../../client/config.ts';
 import { ConfigError as ClientConfigError } from '../../client/errors.ts';
 import { DEFAULT_API_KEY_ENV, DEFAULT_EMBEDDED_DATA_DIR, type Connection } from '../../config/jobSchema.ts';

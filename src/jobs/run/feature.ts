@@ -1,5 +1,5 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
-import type { ServiceClient } from '../../client/service-client.ts';
+import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { Job } from '../../config/jobSchema.ts';
 import type { ExportMeta, ExportSummary, OpenedExport } from '../../export/writeExport.ts';
 import type { Ready } from '../../pipeline/stream.ts';

@@ -1,4 +1,4 @@
-import type { ServiceClient } from '../../client/service-client.ts';
+import type { ServiceClient } from '../../client/serviceClient.ts';
 import { DEFAULT_STATE_DIR, type Job } from '../../config/jobSchema.ts';
 import { knownWire, type Workers } from '../../export/partPlan.ts';
 import type { ExportSummary } from '../../export/writeExport.ts';

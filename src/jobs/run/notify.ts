@@ -3,7 +3,7 @@ import type { Job } from '../../config/jobSchema.ts';
 import type { NotifyEvent, WebhookConfig } from '../../config/notifySchema.ts';
 import type { OutputDrift } from '../drift/drift.ts';
 import { retrying } from '../../client/retry.ts';
-import { parseRetryAfter, type RetryPolicy } from '../../client/retry-policy.ts';
+import { parseRetryAfter, type RetryPolicy } from '../../client/retryPolicy.ts';
 import { policyOf } from './errorPolicy.ts';
 import type { RunEvents } from './jobRun.ts';
 

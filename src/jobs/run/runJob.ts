@@ -1,5 +1,5 @@
 import { sleep } from '../../client/retry.ts';
-import type { ServiceClient } from '../../client/service-client.ts';
+import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { Job } from '../../config/jobSchema.ts';
 import type { Workers } from '../../export/partPlan.ts';
 import { missingFolders, removeEmptyFolders } from './createdFolders.ts';

@@ -1,5 +1,5 @@
 import { findLatest } from '../../client/execution.ts';
-import type { ServiceClient } from '../../client/service-client.ts';
+import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { Job } from '../../config/jobSchema.ts';
 import type { StreamSource } from '../../pipeline/source.ts';
 import { type ExecutionStatus, holdsResult, isTerminal } from '../../protocol/index.ts';

@@ -1,5 +1,5 @@
 import { ExecutionExpiredError, NotFoundError } from '../../client/errors.ts';
-import type { ServiceClient } from '../../client/service-client.ts';
+import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { Job } from '../../config/jobSchema.ts';
 import { ConfigError } from '../../errors.ts';
 import type { Workers } from '../../export/partPlan.ts';

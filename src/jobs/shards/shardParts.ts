@@ -11,7 +11,7 @@ import { type RangeReader, type ResultStream, stream } from '../../pipeline/stre
 import { readOptions } from '../run/readOptions.ts';
 import { shardThreads, startShardThreads } from '../output/workers.ts';
 import { decode, encode, journalName, journalSchema, type Plan, type PlannedPart, type ShardSpec, type WrittenPart } from './plan.ts';
-import type { ServiceClient } from '../../client/service-client.ts';
+import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { Workers } from '../../export/partPlan.ts';
 
 export interface Written {

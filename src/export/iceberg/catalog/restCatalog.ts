@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { retrying } from '../../../client/retry.ts';
-import { parseRetryAfter, type RetryPolicy } from '../../../client/retry-policy.ts';
+import { parseRetryAfter, type RetryPolicy } from '../../../client/retryPolicy.ts';
 import { exactJsonText, parseExactJson } from '../metadata.ts';
 import { type CatalogAuthorizer, catalogAuthorizer } from './catalogAuth.ts';
 import { type RestCatalogConfig } from './catalogConfig.ts';

@@ -13,7 +13,7 @@ import {
   ServiceError,
   type ErrorContext,
 } from './errors.ts';
-import { parseRetryAfter } from './retry-policy.ts';
+import { parseRetryAfter } from './retryPolicy.ts';
 
 /** The `{"error": ...}` text of an error body, or a short excerpt of whatever came instead. */
 export function errorText(body: string): string {

@@ -45,11 +45,11 @@ import { Execution, type ExecuteInput, type LatestResultOptions, type RunOptions
 import type { ClientStats } from './hooks.ts';
 import { governorFor, type RateGovernor } from './governor.ts';
 import { describeIssues, Http } from './http.ts';
-import { parseResultPage, parseResultPageText } from './result-page.ts';
+import { parseResultPage, parseResultPageText } from './resultPage.ts';
 import type { TextRead } from '../types/textRows.ts';
 import type { Row } from '../types/decode.ts';
-import { ACCEPT_ARROW, arrowPageEnvelope } from './arrow-page.ts';
-import { resultParams } from './result-options.ts';
+import { ACCEPT_ARROW, arrowPageEnvelope } from './arrowPage.ts';
+import { resultParams } from './resultOptions.ts';
 import { salvageExecuteResponse, salvageQueryIdResponse, salvageRefreshResponse } from './salvage.ts';
 import { Transport, type RequestSpec } from './transport.ts';
 
@@ -126,7 +126,7 @@ export type { Row };
 /**
  * Client of the query service (protocol.md): one typed method per operation, plus `execute`, `run`
  * and `getLatestResult` on top. Layers: `Transport` (one undici attempt) -> `withRetry` -> `Http`
- * (parse and validate) -> these methods. Retry defaults: `DEFAULT_RETRY` in retry-policy.ts; the rule
+ * (parse and validate) -> these methods. Retry defaults: `DEFAULT_RETRY` in retryPolicy.ts; the rule
  * for requests that create executions is documented on `mayRetry` there.
  *
  * Without options it reads `SERVICE_API_KEY` and `SERVICE_BASE_URL` (origin plus `/api`).

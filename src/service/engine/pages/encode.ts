@@ -16,8 +16,8 @@
 //   it. DuckDB's own text ("0002-12-31 (BC)") is read by neither the client nor most readers.
 // - map keys are the text of the key; json is a JSON string holding the JSON text.
 import { DuckDBTypeId, type DuckDBType } from '@duckdb/node-api';
-import { sqlString } from '../sql.ts';
-import { customUnionTag } from './customTypes.ts';
+import { sqlString } from '../../sql.ts';
+import { customUnionTag } from '../customTypes.ts';
 
 /** Types whose JSON is their text as DuckDB casts it (booleans, integers up to BIGINT and UINTEGER). */
 const BARE_TEXT: ReadonlySet<DuckDBTypeId> = new Set([

@@ -6,8 +6,8 @@
 // DuckDB's own type text, which DuckDB reads back as the same type (every type of
 // test_all_types() does; the engine test checks it).
 import type { DuckDBConnection, DuckDBDataChunk, DuckDBType } from '@duckdb/node-api';
-import { sqlIdent } from '../sql.ts';
-import { chunkFetched } from './chunkGarbage.ts';
+import { sqlIdent } from '../../sql.ts';
+import { chunkFetched } from '../memory/chunkGarbage.ts';
 
 /** What copyRows reads: a streamed result, or chunks already held. */
 export interface ChunkSource {

@@ -40,7 +40,7 @@ export interface ConnectOptions {
   /** Told once when `ownFolder` waits for the process that serves the folder. */
   readonly onWaiting?: (info: { dataDir: string; pid: number }) => void;
   /** Told when the folder's service runs in another process, which this one then uses. */
-  readonly onShared?: (info: { url: string; dataDir: string; pid: number }) => void;
+  readonly onShared?: (info: { url: string; dataDir: string; pid: number; ignoredSampleRows?: number }) => void;
 }
 
 /**
@@ -140,7 +140,9 @@ type Owner = NonNullable<Awaited<ReturnType<typeof findOwner>>>;
 
 function useOwner(folder: Folder, owner: Owner, releaseLease: () => Promise<void>, rate: Rate, options: ConnectOptions): Connected {
   const apiKey = folder.defaultSettings && owner.key !== undefined ? owner.key : folder.apiKey;
-  options.onShared?.({ url: owner.url, dataDir: folder.dataDir, pid: owner.pid });
+  // The other process made sample.events with its own row count; this job's cannot apply.
+  const ignored = folder.sampleRows === undefined || folder.sampleRows === owner.sample_rows ? {} : { ignoredSampleRows: folder.sampleRows };
+  options.onShared?.({ url: owner.url, dataDir: folder.dataDir, pid: owner.pid, ...ignored });
   const client = new ServiceClient({ baseUrl: owner.url, apiKey, apiKeyFrom: folder.defaultSettings ? `the owner record of ${folder.dataDir}` : folder.apiKeyFrom, env: {}, ...rate });
   return connected(client, owner.url, false, releaseLease);
 }

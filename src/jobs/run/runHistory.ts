@@ -65,7 +65,8 @@ export class RunHistory {
   }
 
   /** Runs oldest first; only `job`'s when given; the last `last` of them when given. */
-  async list(options: { job?: string; last?: number } = {}): Promise<RunRecord[]> {
+  /** Records in the order written; `job` or `jobs` keep those jobs' only, before `last` takes the newest. */
+  async list(options: { job?: string; jobs?: readonly string[]; last?: number } = {}): Promise<RunRecord[]> {
     const records: RunRecord[] = [];
     for (const name of [ROTATED, FILE]) {
       const text = await readFile(join(this.dir, name), 'utf8').catch((error: NodeJS.ErrnoException) => {
@@ -76,7 +77,7 @@ export class RunHistory {
         if (line.trim() === '') continue;
         const parsed = parseLine(line);
         // A line another version wrote, or a torn one after a crash, is passed over, not fatal.
-        if (parsed && (options.job === undefined || parsed.job === options.job)) records.push(parsed);
+        if (parsed && (options.job === undefined || parsed.job === options.job) && (options.jobs === undefined || options.jobs.includes(parsed.job))) records.push(parsed);
       }
     }
     return options.last === undefined ? records : records.slice(-options.last);

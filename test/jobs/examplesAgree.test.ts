@@ -17,12 +17,14 @@ import type { ServiceClient } from '../../src/client/serviceClient.ts';
 import { ROOT } from '../cli/sluiceProcess.ts';
 import { type CatalogStandIn, startCatalogStandIn } from '../helpers/icebergCatalog.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
+import { startDevStore, type DevStore } from '../../scripts/devStore.ts';
 
 const EXAMPLES = join(ROOT, 'config', 'examples');
 const files = readdirSync(EXAMPLES).filter((f) => f.endsWith('.yaml')).sort();
 
 let work: string;
 let s3: LocalS3;
+let azure: DevStore;
 let catalog: CatalogStandIn;
 let env: Record<string, string>;
 
@@ -30,6 +32,9 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'sluice-examples-agree-'));
   s3 = await startLocalS3();
   await s3.createBucket('examples');
+  // The Azure sink reads its credentials from the process environment, as a user's would.
+  azure = await startDevStore('azure', 0, 'examples');
+  for (const [k, v] of Object.entries(azure.env)) process.env[k] = v;
   catalog = await startCatalogStandIn({ auth: { type: 'bearer', token: 'example-token' }, warehouses: { lake: 'lake' } });
   env = {
     ICEBERG_CATALOG_URI: catalog.uri,
@@ -41,11 +46,14 @@ beforeAll(async () => {
     S3_ENDPOINT: s3.endpoint,
     S3_PATH_STYLE: 'true',
     AWS_REGION: s3.region,
+    ...azure.env,
   };
 });
 afterAll(async () => {
   await catalog?.stop();
   await s3?.stop();
+  for (const k of Object.keys(azure?.env ?? {})) delete process.env[k];
+  await azure?.server.stop();
   await rm(work, { recursive: true, force: true });
 });
 

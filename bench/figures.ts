@@ -76,6 +76,29 @@ Sizes are those of \`sample.events\` (8 columns); "1M rows" is 1,000,000 rows re
 service running in a process of its own, each result read once the service had finished encoding
 it. "The image's memory settings" are the Dockerfile's \`NODE_OPTIONS=--max-semi-space-size=8\` and
 \`MALLOC_MMAP_THRESHOLD_=131072\` ([operations.md](operations.md#memory)).
+
+## Part threads (\`workers\`), measured with the service on another core
+
+The \`parallel\` bench runs the service in a process of its own but on the same cores as the
+export. To see whether part threads gain once the service does not take their core, the service
+(\`startService\`, 1M rows of \`sample.events\`) ran pinned to core 1 (\`taskset -c 1\`) and
+\`sluice run --execution ID --workers N\` (zstd Parquet, 4 parts of 250,000 rows) pinned to core 0, or
+to both cores, twice per case (2026-12-01, 2 cores, load average 23-40: the machine was shared
+by eight sessions). Wall seconds, then CPU seconds (user + system) and peak RSS of the export:
+
+| Wire | Export on | \`workers: 1\` | \`workers: 2\` |
+|---|---|---|---|
+| JSON | core 0 | 70.4 / 94.6 s; CPU 5.9 / 6.3 s; 211-221 MB | 77.7 / 103.7 s; CPU 8.0 / 9.0 s; 388-404 MB |
+| JSON | cores 0,1 | 89.1 / 85.7 s; CPU 6.3 / 6.4 s; 213-232 MB | 66.7 / 93.8 s; CPU 7.8 / 9.1 s; 415-428 MB |
+| Arrow | core 0 | 37.9 / 38.3 s; CPU 3.0 / 3.0 s; 213-215 MB | 29.1 / 28.6 s; CPU 3.9 / 4.2 s; 355-370 MB |
+| Arrow | cores 0,1 | 22.6 / 21.4 s; CPU 2.4 / 3.0 s; 212-227 MB | 9.1 / 19.2 s; CPU 3.2 / 4.2 s; 344-353 MB |
+
+At that load the wall times are 10 to 30 times the CPU times: the export mostly waited for a core,
+and a second thread mainly buys a larger share of a contended machine (the same happens pinned to
+one core, where no parallel work is possible), so the wall times say nothing about parallel work.
+What the run can say: \`workers: 2\` costs 30-45 % more CPU per export and 130-200 MB more peak RSS,
+on both wires, and the \`parallel\` bench at load 2.9 measured it slower (0.78x and 0.82x, above).
+Nothing measured shows a gain.
 `;
 
 /** The page with this run's figures, every other row kept as the previous page had it. */

@@ -1,9 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Job } from '../../config/jobSchema.ts';
 import { jobFingerprint, outputsFingerprint } from '../run/runState.ts';
+import { writeJsonAtomically } from '../run/stateFile.ts';
 
 /**
  * What survives a killed backfill: each chunk's range, its execution and where it got to, so the
@@ -91,9 +92,9 @@ export class BackfillState {
     const at = this.#chunks.findIndex((c) => c.from === chunk.from && c.to === chunk.to);
     if (at === -1) this.#chunks.push(chunk);
     else this.#chunks[at] = chunk;
-    const text = `${JSON.stringify({ ...this.#base, chunks: this.#chunks }, null, 2)}\n`;
+    const state = { ...this.#base, chunks: [...this.#chunks] };
     // One write at a time, in order: the file holds the latest records whatever finishes first.
-    this.#writing = this.#writing.then(() => writeAtomically(this.#file, text));
+    this.#writing = this.#writing.then(() => writeJsonAtomically(this.#file, state));
     await this.#writing;
   }
 }
@@ -107,9 +108,3 @@ async function read(file: string): Promise<BackfillStateFile | undefined> {
   }
 }
 
-async function writeAtomically(file: string, text: string): Promise<void> {
-  await mkdir(join(file, '..'), { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, text);
-  await rename(tmp, file);
-}

@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Job } from '../../config/jobSchema.ts';
 import { describeOutput } from '../../export/outputConfig.ts';
 import { JobBusyError } from '../errors.ts';
+import { writeJsonAtomically } from './stateFile.ts';
 import { onExitRemove } from '../../exitHooks.ts';
 import { processRuns } from '../../kit/processRuns.ts';
 
@@ -124,11 +125,7 @@ export class RunStateStore {
 
   /** Written atomically (temp file + rename): a kill leaves the old state or the new one. */
   async write(state: RunState): Promise<void> {
-    await mkdir(this.dir, { recursive: true });
-    const file = this.#file(state.job);
-    const tmp = `${file}.${process.pid}.tmp`;
-    await writeFile(tmp, `${JSON.stringify(state, null, 2)}\n`);
-    await rename(tmp, file);
+    await writeJsonAtomically(this.#file(state.job), state);
   }
 
   async clear(job: string): Promise<void> {

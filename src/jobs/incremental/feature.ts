@@ -67,10 +67,6 @@ class IncrementalRun implements JobFeature<IncrementalSummary> {
     this.#kind = checkResultColumns(this.#planned, metadata?.column_names ?? [], metadata?.column_types ?? []);
   }
 
-  drops(index: number): boolean {
-    return this.#planned.committed[index] !== undefined;
-  }
-
   forbidsPartResume(): boolean {
     // Each output drops the rows it holds already, so its parts are not a function of row offsets.
     return true;
@@ -85,7 +81,10 @@ class IncrementalRun implements JobFeature<IncrementalSummary> {
 
   commitMeta(index: number): Partial<ExportMeta> {
     const cursor = this.#cursors.get(index);
-    return cursor === undefined ? {} : { cursor: () => cursor.state() };
+    if (cursor === undefined) return {};
+    // An output that drops the rows it holds already writes fewer than the result: no row count to check.
+    const drops = this.#planned.committed[index] !== undefined;
+    return { cursor: () => cursor.state(), ...(drops ? { totalRowCount: undefined } : {}) };
   }
 
   afterCommit(written: ReadonlyMap<number, ExportSummary>): void {

@@ -33,7 +33,7 @@ export interface JobFeature<S extends object = object> {
   beforeWrite?(executionId: string): Promise<void>;
   /** Output `index` is written again although it holds this execution (its quarantine is not). */
   rewrites?(index: number): boolean;
-  /** Output `index` receives fewer rows than the result: no row count to match, in a run or a plan. */
+  /** Output `index` receives fewer rows than the result (rows set aside): no row count to match, in the skip check or the write. */
   drops?(index: number): boolean;
   /** Output `index`'s parts are not a function of row offsets: a killed run's parts are written again. */
   forbidsPartResume?(index: number): boolean;
@@ -43,7 +43,7 @@ export interface JobFeature<S extends object = object> {
   watch?(read: AsyncIterable<RecordBatch>, schema: Schema, startRow: number): AsyncIterable<RecordBatch>;
   /** Shaping an output: its branch as the output takes it (the rows it keeps, its columns). */
   shape?(branch: Branch): Branch;
-  /** What output `index`'s commit records beside its rows. */
+  /** What output `index`'s commit records beside its rows (a key set to undefined drops it, the row count to check). */
   commitMeta?(index: number): Partial<ExportMeta>;
   /** It has exports to write beside the outputs this run, even when every output is committed already. */
   writesBeside?(): boolean;

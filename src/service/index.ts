@@ -42,6 +42,8 @@ export interface ServiceOptions {
   settings?: ServiceSettingsInput | string;
   /** Rows of the generated sample.events table (default: the engine's, 1,000,000). Tests pass a few thousand. */
   sampleRows?: number;
+  /** Told what starting did that a user should hear of (sample data generated or rebuilt). */
+  onNotice?: (message: string) => void;
   /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB; tests pass 0). */
   encodeMinBytes?: number;
   clock?: Clock;
@@ -98,6 +100,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     dataDir: join(dataDir, 'engine'),
     datasets: settings.datasets,
     ...(options.sampleRows === undefined ? {} : { sampleRows: options.sampleRows }),
+    ...(options.onNotice === undefined ? {} : { onNotice: options.onNotice }),
     ...(options.encodeMinBytes === undefined ? {} : { encodeMinBytes: options.encodeMinBytes }),
     arrowChunkRows: (columnCount) => defaultPageRows(settings, columnCount),
     ...engineBounds(settings, dataDir),

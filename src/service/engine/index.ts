@@ -53,7 +53,10 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
       );
       const existing = new Set(types.getRowsJson().map((r) => String(r[0])));
       for (const stmt of customTypeStatements(existing)) await conn.run(stmt);
-      if (opts.datasets?.includes('sample')) await loadSampleDataset(conn, opts.sampleRows, DEFAULT_SAMPLE_ROWS);
+      if (opts.datasets?.includes('sample')) {
+        const made = await loadSampleDataset(conn, opts.sampleRows, DEFAULT_SAMPLE_ROWS);
+        if (made !== undefined) opts.onNotice?.(made);
+      }
       const views = await conn.runAndReadAll(
         "SELECT lower(view_name) FROM duckdb_views() WHERE internal AND database_name = 'system' AND schema_name IN ('main', 'pg_catalog')",
       );

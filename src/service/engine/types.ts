@@ -218,6 +218,8 @@ export interface OpenEngineOptions {
   /** Datasets to load on open (idempotent): 'sample'. */
   datasets?: string[];
   /** Rows of sample.events (default 1,000,000). */
+  /** Told what starting did that a user should hear of (sample data generated or rebuilt). */
+  onNotice?: (message: string) => void;
   sampleRows?: number;
   /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB). */
   encodeMinBytes?: number;

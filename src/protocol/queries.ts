@@ -15,12 +15,23 @@ export const QueryParameterSchema = z.strictObject({
 export type QueryParameter = z.infer<typeof QueryParameterSchema>;
 
 /**
- * A parameter declaration as clients send it: `enumOptions` (the Go client's spelling) is read as
- * `enum_options`.
+ * A parameter declaration as clients send it: `enumOptions`, the spelling of the real service and
+ * of every official client (the service stores it as `enum_options`); `enum_options` is read too.
  */
 const QueryParameterInputSchema = QueryParameterSchema.extend({
-  enumOptions: z.array(z.string()).optional().describe('Same as enum_options (the Go client spells it so)'),
+  enumOptions: z.array(z.string()).optional().describe('Allowed values of an enum parameter (as the official clients spell it)'),
 }).transform(({ enumOptions, ...p }): QueryParameter => (enumOptions === undefined || p.enum_options !== undefined ? p : { ...p, enum_options: enumOptions }));
+
+/** A parameter as GET /v1/query/{id} answers it: `enumOptions`, as the official clients read it (`enum_options` read too). */
+export const QueryParameterViewSchema = z
+  .object({ key: z.string(), type: z.string(), value: ParameterValueSchema, enumOptions: z.array(z.string()).optional(), enum_options: z.array(z.string()).optional() })
+  .transform(({ enum_options, ...p }) => (p.enumOptions !== undefined || enum_options === undefined ? p : { ...p, enumOptions: enum_options }));
+export type QueryParameterView = z.output<typeof QueryParameterViewSchema>;
+
+/** A stored parameter as the wire spells it. */
+export function parameterView({ enum_options, ...p }: QueryParameter): QueryParameterView {
+  return enum_options === undefined ? p : { ...p, enumOptions: enum_options };
+}
 
 const QueryFieldsSchema = z.strictObject({
   name: z.string().min(1).describe('Query name'),
@@ -81,9 +92,7 @@ export const QuerySchema = z.object({
   description: z.string(),
   tags: z.array(z.string()),
   version: z.number().int(),
-  parameters: z.array(
-    z.object({ key: z.string(), type: z.string(), value: ParameterValueSchema, enum_options: z.array(z.string()).optional() }),
-  ),
+  parameters: z.array(QueryParameterViewSchema),
   /** The SQL dialect, such as `v2 DuckDB SQL`: free text. */
   query_engine: z.string(),
   query_sql: z.string(),

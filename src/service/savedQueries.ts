@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { QueryParameterSchema } from '../protocol/index.ts';
+import { parameterView, QueryParameterSchema } from '../protocol/index.ts';
 import type { CreateQueryRequest, Query, UpdateQueryRequest } from '../protocol/index.ts';
 import type { Clock } from './clock.ts';
 import type { JsonStore } from './store.ts';
@@ -113,7 +113,7 @@ export function queryView(rec: QueryRecord): Query {
     description: rec.description,
     tags: rec.tags,
     version: rec.version,
-    parameters: rec.parameters,
+    parameters: rec.parameters.map(parameterView),
     query_sql: rec.sql,
     is_private: rec.isPrivate,
     is_archived: rec.isArchived,

@@ -124,7 +124,7 @@ describe('executions', () => {
     const exec = await client.execute({ sql: 'SELECT sum(hash(a.range * b.range)) FROM range(200000) a, range(200000) b' });
     expect(await exec.cancel()).toBe(true);
     await expect(exec.wait()).rejects.toMatchObject({ code: 'EXECUTION_CANCELED', executionId: exec.id });
-    expect((await exec.status()).state).toBe('QUERY_STATE_CANCELED');
+    expect((await exec.status()).state).toBe('QUERY_STATE_CANCELLED');
   });
 
   it('Execution.fromId and client.execution give handles on existing executions', async () => {

@@ -251,11 +251,11 @@ describe('2. states and status fields', () => {
     const c = expectOk(await post(`/v1/execution/${id}/cancel`), 'cancel');
     expect(c.json).toEqual({ success: true });
     const s = await pollStatus(svc.url, read, id, (x) => x.is_execution_finished);
-    expect(s.state).toBe('QUERY_STATE_CANCELED');
+    expect(s.state).toBe('QUERY_STATE_CANCELLED');
     expect(s.cancelled_at).toMatch(RFC3339_UTC_FRACTION);
     for (const f of ['result_metadata', 'error', 'queue_position']) expect(s, f).not.toHaveProperty(f);
     const r = expectOk(await get(`/v1/execution/${id}/results`), 'results').json;
-    expect(r.state).toBe('QUERY_STATE_CANCELED');
+    expect(r.state).toBe('QUERY_STATE_CANCELLED');
     expect(r).not.toHaveProperty('result');
   }, 30_000);
 
@@ -779,7 +779,7 @@ describe('queueing, partial results and expiry (own service: max_inflight 1, tin
       const c = expectOk(await wire(local.url, 'POST', `/v1/execution/${waiting}/cancel`, { key: lw }), 'cancel').json;
       expect(c).toEqual({ success: true });
       const canceled = expectOk(await wire(local.url, 'GET', `/v1/execution/${waiting}/status`, { key: lr }), 'status').json;
-      expect(canceled.state).toBe('QUERY_STATE_CANCELED');
+      expect(canceled.state).toBe('QUERY_STATE_CANCELLED');
       expect(canceled.is_execution_finished).toBe(true);
       expect(canceled).toHaveProperty('cancelled_at');
       expect(canceled).not.toHaveProperty('queue_position');

@@ -36,7 +36,7 @@ const PARAMS = [
   { key: 'who', type: 'text', value: 'nobody' },
   { key: 'n', type: 'number', value: 1 },
   { key: 'since', type: 'datetime', value: '2026-01-01 00:00:00' },
-  { key: 'color', type: 'enum', value: 'red', enum_options: ['red', 'green'] },
+  { key: 'color', type: 'enum', value: 'red', enumOptions: ['red', 'green'] },
 ];
 const SQL = 'SELECT {{who}} AS who, 10-{{n}} AS n, {{since}} AS since, {{ color }} AS color';
 
@@ -74,7 +74,7 @@ describe('saved queries', () => {
       [{ name: 'x', query_sql: 'SELECT 1', bogus: 1 }, /unknown field "bogus"/],
       [{ name: 'x', query_sql: 'SELECT {{y}}' }, /undeclared parameters \(y\)/],
       [{ name: 'x', query_sql: 'SELECT {{y}}', parameters: [{ key: 'y', type: 'number', value: 'abc' }] }, /"y": expected a number/],
-      [{ name: 'x', query_sql: 'SELECT {{y}}', parameters: [{ key: 'y', type: 'enum', value: 'a' }] }, /needs enum_options/],
+      [{ name: 'x', query_sql: 'SELECT {{y}}', parameters: [{ key: 'y', type: 'enum', value: 'a' }] }, /needs enumOptions/],
       [{ name: 'x', query_sql: 'SELECT {{y}}', parameters: [{ key: 'y', type: 'blob', value: 'a' }] }, /parameters\[0\]\.type/],
     ];
     for (const [body, msg] of cases) {

@@ -176,13 +176,13 @@ export class Transport {
       for await (const chunk of decodedBody(res.body, res.headers['content-encoding'], wire)) chunks.push(chunk as Buffer);
       const raw = concat(chunks);
       if (status >= 200 && status < 300) return rawResponse(status, res.headers, raw, url, wire.coded ? wire.bytes : raw.length);
-      throw statusError(status, scrub(errorText(raw.toString('utf8')), this.#config.apiKey), res.headers['retry-after'], ctx, this.#config.apiKeyFrom);
+      throw statusError(status, scrub(errorText(raw.toString('utf8')), this.#config.apiKey), res.headers['retry-after'], ctx, this.#config.apiKeyFrom, res.headers['www-authenticate']);
     } catch (err) {
       if (err instanceof ServiceError) throw err;
       const answered = status !== 0 && !controller.signal.aborted;
       if (answered && (status < 200 || status >= 300)) {
         // The status line already tells what happened; only the explanation was lost.
-        throw statusError(status, `(error body cut off: ${describe(err)})`, resHeaders['retry-after'], ctx, this.#config.apiKeyFrom);
+        throw statusError(status, `(error body cut off: ${describe(err)})`, resHeaders['retry-after'], ctx, this.#config.apiKeyFrom, resHeaders['www-authenticate']);
       }
       if (answered && spec.salvage) {
         const partial = Buffer.concat(chunks);

@@ -21,6 +21,8 @@ export interface Route {
   /** Path under `/api`, with `:name` segments. */
   path: string;
   scope: Scope;
+  /** The rate-limit class: by default `read` for Read-scope routes, `write` for the rest; executions are `write` though Read may run them. */
+  rate?: 'read' | 'write';
   handle(ctx: RequestContext): Promise<Reply>;
 }
 

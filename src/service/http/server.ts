@@ -61,7 +61,7 @@ async function handle(deps: HandlerDeps, req: IncomingMessage): Promise<Reply> {
     throw new HttpError(405, `Method not allowed: ${url.pathname} accepts ${match.allow.join(', ')}`, { allow: match.allow.join(', ') });
   }
   requireScope(principal, match.route.scope);
-  const rate = deps.rateLimit?.(principal.key, match.route.scope === 'Read' ? 'read' : 'write', principal.team);
+  const rate = deps.rateLimit?.(principal.key, match.route.rate ?? (match.route.scope === 'Read' ? 'read' : 'write'), principal.team);
   if (rate !== undefined && !rate.allowed) throw new RateLimitError(rate.retryAfterSeconds);
 
   const host = req.headers.host;

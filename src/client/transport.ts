@@ -33,6 +33,8 @@ export interface RequestSpec {
   query?: Record<string, string | undefined> | undefined;
   /** JSON-serialised as the body. */
   body?: unknown;
+  /** A body sent as it is, with its media type (the CSV or NDJSON rows of an upload insert); instead of `body`. */
+  rawBody?: { data: string | Uint8Array; contentType: string } | undefined;
   idempotency: Idempotency;
   executionId?: string | undefined;
   signal?: AbortSignal | undefined;
@@ -139,8 +141,11 @@ export class Transport {
     const headers: Record<string, string> = { accept: spec.accept ?? 'application/json', 'user-agent': this.#config.userAgent };
     if (this.#config.acceptEncoding !== undefined) headers['accept-encoding'] = this.#config.acceptEncoding;
     if (this.#config.apiKeyIn === 'header') headers['x-service-api-key'] = this.#config.apiKey;
-    let body: string | undefined;
-    if (spec.body !== undefined) {
+    let body: string | Uint8Array | undefined;
+    if (spec.rawBody !== undefined) {
+      body = spec.rawBody.data;
+      headers['content-type'] = spec.rawBody.contentType;
+    } else if (spec.body !== undefined) {
       body = JSON.stringify(spec.body);
       headers['content-type'] = 'application/json';
     }

@@ -43,7 +43,7 @@ const QueryFieldsSchema = z.strictObject({
     .optional()
     .describe('Name -> default value, each declared as a text parameter (the TypeScript client sends this map instead of parameters)'),
   is_private: z.boolean().optional(),
-  is_temp: z.boolean().optional().describe('Accepted for the Go client; every saved query here is kept'),
+  is_temp: z.boolean().optional().describe('A temporary query: kept and executable like any, reported by GET /v1/query/{id}, left out of GET /v1/queries'),
   tags: z.array(z.string()).optional(),
 });
 
@@ -54,8 +54,8 @@ const QueryFieldsSchema = z.strictObject({
 function oneParameterList<T extends { parameters?: QueryParameter[] | undefined; query_parameters?: Record<string, unknown> | undefined; is_temp?: boolean | undefined }>(
   req: T,
   ctx: z.RefinementCtx,
-): Omit<T, 'query_parameters' | 'is_temp'> {
-  const { query_parameters: map, is_temp: _temp, ...rest } = req;
+): Omit<T, 'query_parameters'> {
+  const { query_parameters: map, ...rest } = req;
   if (map === undefined) return rest;
   const entries = Object.entries(map);
   if (rest.parameters !== undefined) {
@@ -100,6 +100,27 @@ export const QuerySchema = z.object({
   is_archived: z.boolean(),
   /** Always false for a query saved through the API. */
   is_unsaved: z.boolean(),
+  /** Created with `is_temp`: not listed by GET /v1/queries. */
+  is_temp: z.boolean().optional(),
   owner: z.string(),
 });
 export type Query = z.infer<typeof QuerySchema>;
+
+/** GET /v1/queries: the team's saved queries, newest first, without the temporary ones. */
+export const QueryListSchema = z.object({
+  queries: z.array(
+    z.object({
+      id: z.number().int(),
+      name: z.string(),
+      description: z.string(),
+      owner: z.string(),
+      tags: z.array(z.string()),
+      is_private: z.boolean(),
+      is_archived: z.boolean(),
+      created_at: z.string(),
+      updated_at: z.string(),
+    }),
+  ),
+  total: z.number().int(),
+});
+export type QueryList = z.infer<typeof QueryListSchema>;

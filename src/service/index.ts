@@ -16,6 +16,7 @@ import { Router } from './http/router.ts';
 import { createRequestHandler } from './http/server.ts';
 import { executionRoutes } from './routes/executionRoutes.ts';
 import { queryRoutes } from './routes/queryRoutes.ts';
+import { queryListRoutes } from './routes/queryListRoutes.ts';
 import { resultRoutes } from './routes/resultRoutes.ts';
 import { SavedQueries, type QueryRecord } from './savedQueries.ts';
 import { defaultSettings, loadSettingsFile, parseSettings, type FaultSettings, type FaultSettingsInput, type ServiceSettings, type ServiceSettingsInput } from './settings.ts';
@@ -28,6 +29,7 @@ import { rateLimiterFor } from './limits/rate-limit.ts';
 import { RetentionSweeper } from './limits/retention.ts';
 import { usageRoutes } from './limits/routes.ts';
 import { uploadRoutes } from './uploads/routes.ts';
+import { datasetRoutes } from './uploads/datasetRoutes.ts';
 import { openDatasets } from './uploads/datasets.ts';
 import { openViews, type Views } from './views/views.ts';
 
@@ -153,6 +155,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     const limitRoutes = [
       ...views.routes(svc),
       ...uploadRoutes(uploads.datasets),
+      ...datasetRoutes(uploads.datasets),
       ...usageRoutes({
         ledger: credits.ledger,
         storageBytes: async (team) => views.service.storageBytes(team) + uploads.datasets.storageBytes(team) + (await engine.tables.teamTableBytes(team)),
@@ -166,7 +169,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
       await uploads.flush();
     };
     const faults = new Faults(settings.faults);
-    const router = new Router([...executionRoutes(svc), ...queryRoutes(svc), ...resultRoutes(svc), ...limitRoutes]);
+    const router = new Router([...executionRoutes(svc), ...queryRoutes(svc), ...queryListRoutes(svc), ...resultRoutes(svc), ...limitRoutes]);
 
     const host = options.host ?? '127.0.0.1';
     const srv = createServer({ keepAliveTimeout: 5_000 });

@@ -51,7 +51,7 @@ describe('command table', () => {
 
   it('has the commands of the issue', () => {
     const names = COMMANDS.map((c) => c.name);
-    for (const n of ['run', 'validate', 'schema', 'query', 'status', 'cancel', 'results', 'views list', 'views get', 'views upsert', 'views delete', 'views refresh', 'queries create', 'queries get', 'queries update', 'queries archive', 'upload', 'serve', 'schedule']) {
+    for (const n of ['run', 'validate', 'schema', 'query', 'status', 'cancel', 'results', 'views list', 'views get', 'views upsert', 'views delete', 'views refresh', 'queries create', 'queries get', 'queries update', 'queries archive', 'upload', 'upload create', 'upload insert', 'upload clear', 'upload delete', 'upload list', 'datasets list', 'datasets search', 'serve', 'schedule']) {
       expect(names).toContain(n);
     }
   });

@@ -14,6 +14,8 @@ export interface RequestContext {
   origin: string;
   /** The JSON body (undefined when empty), read lazily under the body size limit. */
   body(): Promise<unknown>;
+  /** The body's bytes as sent (CSV or NDJSON rows of an upload insert), under the same limit. */
+  rawBody(): Promise<Buffer>;
 }
 
 export interface Route {

@@ -66,14 +66,16 @@ async function handle(deps: HandlerDeps, req: IncomingMessage): Promise<Reply> {
 
   const host = req.headers.host;
   const origin = host !== undefined && HOST.test(host) ? `http://${host}` : deps.fallbackOrigin();
-  let body: Promise<unknown> | undefined;
+  let raw: Promise<Buffer> | undefined;
+  const rawBody = (): Promise<Buffer> => (raw ??= readBody(req, deps.maxBodyBytes()));
   return match.route.handle({
     req,
     url,
     params: match.params,
     principal,
     origin,
-    body: () => (body ??= readBody(req, deps.maxBodyBytes()).then(parseJson)),
+    body: () => rawBody().then(parseJson),
+    rawBody,
   });
 }
 

@@ -8,11 +8,14 @@ import { StorageQuotaError } from './errors.ts';
 
 export const DatasetRecordSchema = z.object({
   team: z.string(),
-  /** `dataset_<table_name>`. */
+  /** `dataset_<table_name>` for a CSV upload, the table name for a table created with a schema. */
   name: z.string(),
+  /** `csv`: POST /v1/uploads/csv (replaced whole); `table`: POST /v1/uploads, then inserts. */
+  kind: z.enum(['csv', 'table']).default('csv'),
   description: z.string(),
   isPrivate: z.boolean(),
-  columns: z.array(z.object({ name: z.string(), type: z.string() })),
+  /** Protocol type names for a table; the engine's (BIGINT, VARCHAR, ...) for a CSV upload. */
+  columns: z.array(z.object({ name: z.string(), type: z.string(), nullable: z.boolean().default(true) })),
   rowCount: z.number().int().nonnegative(),
   bytes: z.number().int().nonnegative(),
   createdAt: z.number(),
@@ -55,9 +58,10 @@ export class Datasets {
     const rec: DatasetRecord = {
       team,
       name,
+      kind: 'csv',
       description: req.description ?? '',
       isPrivate: req.is_private ?? false,
-      columns: t.columns,
+      columns: t.columns.map((c) => ({ ...c, nullable: true })),
       rowCount: t.rowCount,
       bytes: t.bytes,
       createdAt: prev?.createdAt ?? now,
@@ -69,18 +73,40 @@ export class Datasets {
   }
 
   /** Refuses (402) an upload that would take the team past its quota; the dataset it replaces does not count. */
-  async #checkQuota(team: string, name: string, bytes: number): Promise<void> {
+  async #checkQuota(team: string, name: string, bytes: number, what = `the CSV is ${bytes} bytes`): Promise<void> {
     if (this.#deps.quota === undefined) return;
     const { limitBytes, otherBytes } = await this.#deps.quota(team);
     const datasets = this.storageBytes(team) - (this.#records.get(`${team}.${name}`)?.bytes ?? 0);
     if (otherBytes + datasets + bytes <= limitBytes) return;
     throw new StorageQuotaError(
-      `This upload would exceed your team's storage quota: the CSV is ${bytes} bytes, and with the team's other datasets (${datasets} bytes) and its materialized views and tables (${otherBytes} bytes) that exceeds the quota of ${limitBytes} bytes. Nothing was stored; delete views or drop tables you no longer need, or upload fewer rows.`,
+      `This upload would exceed your team's storage quota: ${what}, and with the team's other datasets (${datasets} bytes) and its materialized views and tables (${otherBytes} bytes) that exceeds the quota of ${limitBytes} bytes. Nothing was stored; delete views or drop tables you no longer need, or upload fewer rows.`,
     );
   }
 
   get(team: string, name: string): DatasetRecord | undefined {
     return this.#records.get(`${team}.${name}`);
+  }
+
+  /** Every dataset of every team, in no particular order. */
+  all(): DatasetRecord[] {
+    return [...this.#records.values()];
+  }
+
+  /** Records a dataset (a table created, grown or emptied by the uploads routes). */
+  async save(rec: DatasetRecord): Promise<void> {
+    this.#records.set(`${rec.team}.${rec.name}`, rec);
+    await this.#deps.store?.put(`${rec.team}.${rec.name}`, rec);
+  }
+
+  async forget(team: string, name: string): Promise<void> {
+    this.#records.delete(`${team}.${name}`);
+    await this.#deps.store?.remove(`${team}.${name}`);
+  }
+
+  /** The quota check of an upload writing `bytes` more into `name` (its own bytes so far count). */
+  async checkQuota(team: string, name: string, bytes: number): Promise<void> {
+    const own = this.#records.get(`${team}.${name}`)?.bytes ?? 0;
+    await this.#checkQuota(team, name, own + bytes, `the table would hold ${own + bytes} bytes (${bytes} more)`);
   }
 
   storageBytes(team: string): number {

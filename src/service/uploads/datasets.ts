@@ -49,7 +49,7 @@ export class Datasets {
   }
 
   /** POST /v1/uploads/csv: creates or replaces `service.<team>.dataset_<table_name>`. Throws UploadError (400). */
-  async upload(team: string, req: UploadCsvRequest): Promise<{ success: true; table_name: string }> {
+  async upload(team: string, req: UploadCsvRequest): Promise<{ success: true; table_name: string; full_name: string; example_query: string }> {
     const name = `dataset_${req.table_name}`;
     await this.#checkQuota(team, name, Buffer.byteLength(req.data));
     const t = await ingestCsv(this.#deps.tables, { team, tableName: req.table_name, data: req.data });
@@ -69,7 +69,7 @@ export class Datasets {
     };
     this.#records.set(`${team}.${name}`, rec);
     await this.#deps.store?.put(`${team}.${name}`, rec);
-    return { success: true, table_name: t.fullName };
+    return { success: true, table_name: t.fullName, full_name: t.fullName, example_query: `SELECT * FROM ${t.fullName} LIMIT 10` };
   }
 
   /** Refuses (402) an upload that would take the team past its quota; the dataset it replaces does not count. */

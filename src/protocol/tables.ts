@@ -20,7 +20,7 @@ const tableName = z
   .string()
   .max(MAX_NAME_LENGTH, `at most ${MAX_NAME_LENGTH} characters`)
   .regex(NAME, 'a table name starts with a letter and holds a-z, 0-9 and _')
-  .refine((n) => !n.startsWith('result_'), 'result_ names are materialized views');
+  .refine((n) => !n.startsWith('result_') && !n.startsWith('dataset_'), 'result_ names are materialized views and dataset_ names CSV uploads');
 
 /** POST /v1/uploads (and the older /v1/table/create) */
 export const CreateTableRequestSchema = z

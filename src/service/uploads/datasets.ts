@@ -73,13 +73,13 @@ export class Datasets {
   }
 
   /** Refuses (402) an upload that would take the team past its quota; the dataset it replaces does not count. */
-  async #checkQuota(team: string, name: string, bytes: number, what = `the CSV is ${bytes} bytes`): Promise<void> {
+  async #checkQuota(team: string, name: string, bytes: number): Promise<void> {
     if (this.#deps.quota === undefined) return;
     const { limitBytes, otherBytes } = await this.#deps.quota(team);
     const datasets = this.storageBytes(team) - (this.#records.get(`${team}.${name}`)?.bytes ?? 0);
     if (otherBytes + datasets + bytes <= limitBytes) return;
     throw new StorageQuotaError(
-      `This upload would exceed your team's storage quota: ${what}, and with the team's other datasets (${datasets} bytes) and its materialized views and tables (${otherBytes} bytes) that exceeds the quota of ${limitBytes} bytes. Nothing was stored; delete views or drop tables you no longer need, or upload fewer rows.`,
+      `This upload would exceed your team's storage quota: the CSV is ${bytes} bytes, and with the team's other datasets (${datasets} bytes) and its materialized views and tables (${otherBytes} bytes) that exceeds the quota of ${limitBytes} bytes. Nothing was stored; delete views or drop tables you no longer need, or upload fewer rows.`,
     );
   }
 
@@ -103,15 +103,24 @@ export class Datasets {
     await this.#deps.store?.remove(`${team}.${name}`);
   }
 
-  /** The quota check of an upload writing `bytes` more into `name` (its own bytes so far count). */
-  async checkQuota(team: string, name: string, bytes: number): Promise<void> {
-    const own = this.#records.get(`${team}.${name}`)?.bytes ?? 0;
-    await this.#checkQuota(team, name, own + bytes, `the table would hold ${own + bytes} bytes (${bytes} more)`);
+  /**
+   * The quota check of an insert of `bytes` into a table created with a schema. Such tables are
+   * measured with the team's other tables (`quota`'s otherBytes), not counted here.
+   */
+  async checkInsertQuota(team: string, bytes: number): Promise<void> {
+    if (this.#deps.quota === undefined) return;
+    const { limitBytes, otherBytes } = await this.#deps.quota(team);
+    const datasets = this.storageBytes(team);
+    if (otherBytes + datasets + bytes <= limitBytes) return;
+    throw new StorageQuotaError(
+      `This insert would exceed your team's storage quota: the rows are ${bytes} bytes, and with the team's uploaded CSVs (${datasets} bytes) and its materialized views and tables (${otherBytes} bytes) that exceeds the quota of ${limitBytes} bytes. Nothing was written; clear or delete tables you no longer need, or insert fewer rows.`,
+    );
   }
 
   storageBytes(team: string): number {
     let sum = 0;
-    for (const r of this.#records.values()) if (r.team === team) sum += r.bytes;
+    // Tables created with a schema are measured with the team's tables (teamTableBytes).
+    for (const r of this.#records.values()) if (r.team === team && r.kind === 'csv') sum += r.bytes;
     return sum;
   }
 }

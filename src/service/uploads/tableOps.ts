@@ -4,6 +4,8 @@ import type { UploadColumn } from '../../protocol/index.ts';
 export interface InsertRows {
   format: 'csv' | 'ndjson';
   data: Buffer;
+  /** CSV: the header's names, in file order (checked against the table's columns). */
+  header?: readonly string[];
 }
 
 /**

@@ -9,6 +9,7 @@ import { HttpError } from '../http/errors.ts';
 import type { CreditLedger } from '../limits/credits.ts';
 import { formatTimestamp as ts } from '../timestamp.ts';
 import type { DatasetRecord, Datasets } from './datasets.ts';
+import { csvHeader } from './csvHeader.ts';
 import { UploadError } from './errors.ts';
 import type { InsertRows, UploadTableOps } from './tableOps.ts';
 
@@ -77,10 +78,11 @@ export class UploadTables {
     if (rows.data.length === 0) throw new UploadError('Bad Request: the body is empty: send CSV (header first) or NDJSON rows');
     const columns: UploadColumn[] = rec.columns.map((c) => ({ name: c.name, type: c.type as UploadColumn['type'], nullable: c.nullable }));
     if (rec.kind === 'csv') throw new UploadError(`Bad Request: ${fullName(rec)} was uploaded as a CSV and is replaced whole by POST /v1/uploads/csv; rows are inserted into tables created with POST /v1/uploads`);
-    await this.#d.datasets.checkQuota(team, rec.name, rows.data.length);
+    const header = rows.format === 'csv' ? matchingHeader(csvHeader(rows.data.toString('utf8', 0, Math.min(rows.data.length, 1 << 20))), columns, fullName(rec)) : undefined;
+    await this.#d.datasets.checkInsertQuota(team, rows.data.length);
     let written = 0;
     await this.#charge(team, insertCredits(rows.data.length), async () => {
-      written = (await badRequest(() => this.#d.ops.insertRows(team, rec.name, columns, rows))).rowsWritten;
+      written = (await badRequest(() => this.#d.ops.insertRows(team, rec.name, columns, header === undefined ? rows : { ...rows, header }))).rowsWritten;
       await this.#d.datasets.save({ ...rec, rowCount: rec.rowCount + written, bytes: rec.bytes + rows.data.length, updatedAt: this.#d.clock.now() });
     });
     return { name: fullName(rec), rows_written: written, bytes_written: rows.data.length };
@@ -131,6 +133,19 @@ export class UploadTables {
     await write();
     await this.#d.ledger?.charge(team, credits);
   }
+}
+
+/** The CSV header must name exactly the table's columns (in any order, case ignored): 400 naming the missing and the unknown ones. */
+function matchingHeader(header: string[], columns: readonly UploadColumn[], table: string): string[] {
+  const declared = new Map(columns.map((c) => [c.name.toLowerCase(), c.name]));
+  const unknown = header.filter((h) => !declared.has(h.toLowerCase()));
+  const given = new Set(header.map((h) => h.toLowerCase()));
+  const missing = columns.filter((c) => !given.has(c.name.toLowerCase())).map((c) => c.name);
+  if (unknown.length > 0 || missing.length > 0) {
+    const parts = [unknown.length > 0 ? `unknown column${unknown.length > 1 ? 's' : ''} ${unknown.map((u) => `"${u}"`).join(', ')}` : '', missing.length > 0 ? `missing ${missing.map((m) => `"${m}"`).join(', ')}` : ''];
+    throw new UploadError(`Bad Request: CSV line 1 (the header) must name the columns of ${table} (${columns.map((c) => c.name).join(', ')}): ${parts.filter(Boolean).join('; ')}`);
+  }
+  return header.map((h) => declared.get(h.toLowerCase())!);
 }
 
 function fullName(rec: DatasetRecord): string {

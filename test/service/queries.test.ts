@@ -47,7 +47,7 @@ describe('saved queries', () => {
     expect(got.status).toBe(200);
     expect(QuerySchema.safeParse(got.json).success).toBe(true);
     expect(got.json).toEqual({
-      query_id: id, name: 'q1', description: 'd', tags: ['t'], version: 1, parameters: PARAMS,
+      query_id: id, name: 'q1', description: 'd', tags: ['t'], version: 1, parameters: PARAMS, is_temp: false,
       query_engine: 'DuckDB SQL', query_sql: SQL, is_private: false, is_archived: false, is_unsaved: false, owner: 'demo',
     });
     const renamed = await call(svc, 'PATCH', `/v1/query/${id}`, { key: w(), body: { name: 'q1b' } });

@@ -205,7 +205,7 @@ describe('sluice (spawned)', () => {
       const slow = await client.execute({ sql: 'select sum(a.i * b.i) from range(100000) a(i), range(100000) b(i)' });
       const cancel = await sluice(['cancel', slow.id], { env });
       expect(cancel.code).toBe(0);
-      expect(JSON.parse(cancel.stdout)).toMatchObject({ execution_id: slow.id, cancelled: true, state: 'QUERY_STATE_CANCELED' });
+      expect(JSON.parse(cancel.stdout)).toMatchObject({ execution_id: slow.id, cancelled: true, state: 'QUERY_STATE_CANCELLED' });
     } finally {
       await client.close();
     }
@@ -235,7 +235,7 @@ describe('sluice (spawned)', () => {
     const { result, ms } = await terminate(proc);
     expect(result.code).toBe(130);
     expect(ms).toBeLessThan(10_000);
-    expect(await executionState(svc.url, svc.keys.demo.admin, id)).toBe('QUERY_STATE_CANCELED');
+    expect(await executionState(svc.url, svc.keys.demo.admin, id)).toBe('QUERY_STATE_CANCELLED');
     expect(logLines(result.stderr).some((l) => l.msg === 'interrupted')).toBe(true);
   });
 

@@ -97,7 +97,7 @@ describe('restart on the same data directory', () => {
     dirs.push(dataDir);
     const first = await startTestService({ dataDir, sampleRows: 10 });
     const up = await call(first, 'POST', '/v1/uploads/csv', { key: first.keys.demo.write, body: { table_name: 'prices', data: 'px\n1\n2\n' } });
-    expect(up.json).toEqual({ success: true, table_name: 'service.demo.dataset_prices' });
+    expect(up.json).toEqual({ success: true, table_name: 'service.demo.dataset_prices', full_name: 'service.demo.dataset_prices', example_query: 'SELECT * FROM service.demo.dataset_prices LIMIT 10' });
     await runSql(first, 'CREATE TABLE service.demo.keep_me AS SELECT 42 AS n');
     await first.close();
 

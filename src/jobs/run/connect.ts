@@ -201,6 +201,6 @@ export function apiBase(url: string): string {
 }
 
 function firstWriteKey(teams: readonly { keys: readonly { key: string; scopes: readonly string[] }[] }[]): string | undefined {
-  for (const team of teams) for (const k of team.keys) if (k.scopes.includes('Write') || k.scopes.includes('Admin')) return k.key;
+  for (const team of teams) for (const k of team.keys) if (k.scopes.includes('Read/Write') || k.scopes.includes('Write') || k.scopes.includes('Admin')) return k.key;
   return undefined;
 }

@@ -1,7 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { answerClientError } from './http/clientError.ts';
 import type { AddressInfo } from 'node:net';
-import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { API_PREFIX } from '../protocol/index.ts';
 import { KeyRing } from './auth.ts';
@@ -20,7 +19,8 @@ import { resultRoutes } from './routes/resultRoutes.ts';
 import { SavedQueries, type QueryRecord } from './savedQueries.ts';
 import { defaultSettings, loadSettingsFile, parseSettings, type FaultSettings, type FaultSettingsInput, type ServiceSettings, type ServiceSettingsInput } from './settings.ts';
 import { JsonStore } from './store.ts';
-import { advertiseOwner, loopbackUrl, waitForBorrowers } from './owner.ts';
+import { secureDataFolder, tightenContents } from './dataFolder.ts';
+import { advertiseOwner, loopbackUrl, newOwnerToken, waitForBorrowers } from './owner.ts';
 import { defaultPageRows } from './resultShape.ts';
 import { openCreditLedger } from './limits/credits.ts';
 import { executionHooks, readableWhenShared } from './limits/hooks.ts';
@@ -92,7 +92,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
   const clock = options.clock ?? systemClock;
   const { settings, generatedKey } = await resolveSettings(options.settings);
   const dataDir = resolve(options.dataDir);
-  await mkdir(dataDir, { recursive: true });
+  await secureDataFolder(dataDir, (message) => console.warn(`sluice service: ${message}`));
 
   const engine = await openEngine({
     dataDir: join(dataDir, 'engine'),
@@ -104,6 +104,8 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
   });
   let server: Server | undefined;
   try {
+    // After the engine (it creates its files with the process's umask): owner-only, as the folder.
+    await tightenContents(dataDir);
     // After the engine: opening it takes the folder's lock, and only its holder may clean up the
     // temp files of interrupted writes (another process's are not interrupted).
     const executionStore = new JsonStore<ExecutionRecord>(join(dataDir, 'catalog', 'executions'));
@@ -171,9 +173,11 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     const host = options.host ?? '127.0.0.1';
     const srv = createServer({ keepAliveTimeout: 5_000 });
     server = srv;
-    let origin = '';
+    let linkOrigin = '';
+    /** Set while this service is advertised as the folder's owner: it then answers owner challenges. */
+    let ownerToken: string | undefined;
     srv.on('clientError', answerClientError);
-    srv.on('request', createRequestHandler({ router, keys: new KeyRing(settings), faults, maxBodyBytes: () => settings.limits.max_body_bytes, fallbackOrigin: () => origin, rateLimit: (key, cls, team) => rateLimiter.take(key, cls, team) }));
+    srv.on('request', createRequestHandler({ router, keys: new KeyRing(settings), faults, maxBodyBytes: () => settings.limits.max_body_bytes, origin: () => linkOrigin, ownerToken: () => ownerToken, rateLimit: (key, cls, team) => rateLimiter.take(key, cls, team) }));
     await new Promise<void>((ok, fail) => {
       srv.once('error', fail);
       srv.listen(options.port ?? 0, host, () => {
@@ -182,7 +186,8 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
       });
     });
     const port = (srv.address() as AddressInfo).port;
-    origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    const origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    linkOrigin = linkOriginOf(settings.public_url, host, port);
 
     // Retention: expired results are also found lazily on every read; the sweep deletes the
     // results nobody reads, and leftovers of a crash between EXPIRED and the delete (at start too).
@@ -195,8 +200,11 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     const advertised = options.advertise === undefined ? undefined : loopbackUrl(host, port, API_PREFIX);
     // With the default settings, other processes use the one key there is (team demo, Admin).
     const sharedKey = options.advertise?.key ?? (options.settings === undefined ? settings.teams[0]?.keys[0]?.key : undefined);
+    if (advertised !== undefined) ownerToken = newOwnerToken();
     const unadvertise =
-      advertised === undefined ? async () => undefined : await advertiseOwner(dataDir, { url: advertised, ...(sharedKey === undefined ? {} : { key: sharedKey }) });
+      advertised === undefined || ownerToken === undefined
+        ? async () => undefined
+        : await advertiseOwner(dataDir, { url: advertised, ...(sharedKey === undefined ? {} : { key: sharedKey }) }, ownerToken);
 
     let closing: Promise<void> | undefined;
     const handle: ServiceHandle = {
@@ -226,6 +234,16 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     await engine.close();
     throw err;
   }
+}
+
+/**
+ * The origin of the service's links: `public_url` (without a trailing '/'), else the address bound,
+ * a wildcard one as its loopback address (a client elsewhere needs `public_url`).
+ */
+function linkOriginOf(publicUrl: string | undefined, host: string, port: number): string {
+  if (publicUrl !== undefined) return new URL(publicUrl).origin;
+  const shown = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${shown.includes(':') ? `[${shown}]` : shown}:${port}`;
 }
 
 /** The engine-wide bounds of the settings' `engine` block (docs/local-service.md, "Engine and memory"). */

@@ -13,6 +13,7 @@ import { Executions } from './executions.ts';
 import { Faults, type FaultCounts } from './http/faults.ts';
 import { Router } from './http/router.ts';
 import { createRequestHandler } from './http/server.ts';
+import { classifyRoutes } from './routes/classifyRoutes.ts';
 import { executionRoutes } from './routes/executionRoutes.ts';
 import { queryRoutes } from './routes/queryRoutes.ts';
 import { resultRoutes } from './routes/resultRoutes.ts';
@@ -168,7 +169,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
       await uploads.flush();
     };
     const faults = new Faults(settings.faults);
-    const router = new Router([...executionRoutes(svc), ...queryRoutes(svc), ...resultRoutes(svc), ...limitRoutes]);
+    const router = new Router([...executionRoutes(svc), ...classifyRoutes(svc), ...queryRoutes(svc), ...resultRoutes(svc), ...limitRoutes]);
 
     const host = options.host ?? '127.0.0.1';
     const srv = createServer({ keepAliveTimeout: 5_000 });

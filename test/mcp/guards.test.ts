@@ -147,3 +147,48 @@ describe('secrets are scrubbed from values, whatever they hold and whatever thei
     for (const value of Object.values(SECRETS)) expect(mcp.stderr()).not.toContain(value);
   });
 });
+
+describe('--read-only refuses SQL that writes, as the service classifies it, before anything is submitted', () => {
+  let mcp: McpProcess;
+  let demo: ServiceClient;
+  beforeAll(async () => {
+    demo = new ServiceClient({ baseUrl: svc.url, apiKey: TEST_KEYS.demo.admin, env: {} });
+    mcp = await startMcp(['--read-only', '--state-dir', join(dir, 'state-ro')], { env: { SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: TEST_KEYS.demo.admin } });
+  });
+  afterAll(async () => {
+    await mcp?.close();
+    await demo?.close();
+  });
+
+  it('creating, filling or dropping tables (the team\'s or temporary, plain, under EXPLAIN ANALYZE, in a saved query) is refused and never executed', async () => {
+    // Team other has a table; team demo (read-only agent) must neither change its own nor anything else.
+    const other = new ServiceClient({ baseUrl: svc.url, apiKey: TEST_KEYS.other.admin, env: {} });
+    await (await other.execute({ sql: 'CREATE TABLE service.other.kept AS SELECT 1 AS x' })).wait();
+    await other.close();
+    await (await demo.execute({ sql: 'CREATE TABLE service.demo.mine AS SELECT 1 AS x' })).wait();
+    const writer = await demo.createQuery({ name: 'writer', query_sql: 'INSERT INTO service.demo.mine SELECT {{n}}', parameters: [{ key: 'n', type: 'number', value: '2' }] } as never);
+    const before = (await demo.getUsage()).executions;
+    const attempts: Record<string, unknown>[] = [
+      { sql: 'CREATE TABLE service.demo.t AS SELECT 1 AS x' },
+      { sql: 'insert into service.demo.mine select 3' },
+      { sql: 'DROP TABLE service.demo.mine' },
+      { sql: 'CREATE TEMP TABLE scratch AS SELECT 1 AS x; SELECT * FROM scratch' },
+      { sql: 'SELECT 1 AS x; /* a comment */ INSERT INTO service.demo.mine SELECT 4' },
+      { sql: 'EXPLAIN ANALYZE INSERT INTO service.demo.mine SELECT 5' },
+      { sql: 'INSERT INTO service.other.kept SELECT 6' },
+      { query_id: writer.query_id, parameters: { n: 7 } },
+    ];
+    for (const args of attempts) {
+      for (const tool of ['preview', 'plan']) {
+        const result = await mcp.call(tool, args);
+        expect(result.isError, JSON.stringify(args)).toBe(true);
+        expect(textOf(result), JSON.stringify(args)).toMatch(/^READ_ONLY: refused: statement \d+ \(line \d+:\d+\) creates, fills or drops a table or view, and this server is read-only/);
+      }
+    }
+    expect((await demo.getUsage()).executions).toBe(before);
+    // Reading still works, and saw nothing change.
+    const read = await mcp.call('preview', { sql: 'SELECT count(*) AS n FROM service.demo.mine' });
+    expect(read.isError, textOf(read)).toBeFalsy();
+    expect((read.structuredContent as { rows: unknown[] }).rows).toEqual([{ n: '1' }]);
+  });
+});

@@ -211,3 +211,44 @@ describe('a borrower trusts owner.json only when the owner proves it', () => {
     }
   });
 });
+
+describe('POST /v1/sql/classify: the sandbox\'s reading of SQL, nothing run', () => {
+  let svc: ServiceHandle;
+  beforeAll(async () => {
+    svc = await start(await tempDir());
+  });
+  afterAll(() => svc?.close());
+
+  it('says which statements write, and the denial an execution would get, for the caller\'s team; runs none of it', async () => {
+    const classify = async (sql: string, key: string = TEST_KEYS.demo.read) => call(svc, 'POST', '/v1/sql/classify', { key, body: { sql } });
+    const t = { ...svc, keys: TEST_KEYS, dataDir: '', close: async () => undefined };
+    await waitFor(t, await executeSql(t, 'CREATE TABLE service.other.secret_t AS SELECT 42 AS x', TEST_KEYS.other.write), undefined, TEST_KEYS.other.read);
+
+    const select = await classify('SELECT 1 AS x');
+    expect(select.status).toBe(200);
+    expect(select.json).toEqual({ writes: false, statements: [{ line: 1, column: 1, writes: false }] });
+    const mixed = await classify('SELECT 1;\n  CREATE TABLE service.demo.t AS SELECT 2 AS y;\nEXPLAIN ANALYZE INSERT INTO service.demo.t SELECT 3');
+    expect(mixed.json).toEqual({
+      writes: true,
+      statements: [
+        { line: 1, column: 1, writes: false },
+        { line: 2, column: 3, writes: true },
+        { line: 3, column: 1, writes: true },
+      ],
+    });
+    // Nothing ran: the table does not exist.
+    const read = await executeSql(t, 'SELECT * FROM service.demo.t', TEST_KEYS.demo.write);
+    expect((await waitFor(t, read)).state).toBe('QUERY_STATE_FAILED');
+
+    const denied = await classify('SELECT x FROM service.other.secret_t');
+    expect(denied.json.writes).toBe(false);
+    expect(denied.json.denial.message).toMatch(/^line 1:15: Not allowed: schema service\.other belongs to another team/);
+    // The owner is judged as its own execution would be.
+    expect((await classify('SELECT x FROM service.other.secret_t', TEST_KEYS.other.read)).json.denial).toBeUndefined();
+
+    const q = await call(svc, 'POST', '/v1/query', { key: TEST_KEYS.other.write, body: { name: 'w', query_sql: 'DROP TABLE service.other.secret_t', is_private: true } });
+    expect((await call(svc, 'POST', `/v1/query/${q.json.query_id}/classify`, { key: TEST_KEYS.other.read, body: {} })).json.writes).toBe(true);
+    expect((await call(svc, 'POST', `/v1/query/${q.json.query_id}/classify`, { key: TEST_KEYS.demo.read, body: {} })).status).toBe(404);
+    expect((await classify('')).status).toBe(400);
+  });
+});

@@ -70,6 +70,7 @@ import {
   type PageRequest,
   type ResultInfo,
   type ServiceTables,
+  type SqlClassification,
   type SqlEngine,
 } from './types.ts';
 import { DuckDbServiceTables, SCRATCH_PREFIX } from './serviceTables.ts';
@@ -299,6 +300,19 @@ export class DuckDbEngine implements SqlEngine {
     statements: SqlStatement[],
     opts: ExecuteOptions,
   ): Promise<{ ctx: AccessContext; writesTeamSchema: boolean; changesTeamTables: boolean }> {
+    const ctx = await this.#accessContext(conn, opts);
+    const sandbox = new Sandbox(conn, ctx);
+    for (const st of statements) {
+      const denial = await sandbox.check(st.text);
+      if (denial) {
+        const { line, column } = lineColumnAt(sql, st.start + denial.offset);
+        throw new EngineError('semantic', `line ${line}:${column}: ${denial.message}`, { line, column });
+      }
+    }
+    return { ctx, writesTeamSchema: sandbox.writesTeamSchema, changesTeamTables: sandbox.changesTeamTables };
+  }
+
+  async #accessContext(conn: DuckDBConnection, opts: Pick<ExecuteOptions, 'team' | 'canRead'>): Promise<AccessContext> {
     const db = await conn.runAndReadAll(
       "SELECT current_database() AS db, list(lower(schema_name)) AS schemas FROM duckdb_schemas() WHERE database_name = current_database() AND schema_name NOT IN ('information_schema', 'pg_catalog')",
     );
@@ -311,15 +325,33 @@ export class DuckDbEngine implements SqlEngine {
     };
     if (opts.team !== undefined) ctx.team = opts.team;
     if (opts.canRead !== undefined) ctx.canRead = opts.canRead;
-    const sandbox = new Sandbox(conn, ctx);
-    for (const st of statements) {
-      const denial = await sandbox.check(st.text);
-      if (denial) {
-        const { line, column } = lineColumnAt(sql, st.start + denial.offset);
-        throw new EngineError('semantic', `line ${line}:${column}: ${denial.message}`, { line, column });
+    return ctx;
+  }
+
+  async classify(sql: string, opts: Pick<ExecuteOptions, 'team' | 'canRead'>): Promise<SqlClassification> {
+    this.#checkOpen();
+    if (opts.team !== undefined && !TEAM_NAME.test(opts.team)) throw new EngineError('bad_request', `invalid team name "${opts.team}"`);
+    const statements = splitStatements(sql);
+    const conn = await this.#connect();
+    this.#running.add(conn);
+    try {
+      if (opts.team !== undefined) await this.#teamSchema(opts.team);
+      const sandbox = new Sandbox(conn, await this.#accessContext(conn, opts));
+      const out: SqlClassification = { statements: [] };
+      for (const st of statements) {
+        const denial = await sandbox.check(st.text);
+        const lead = st.text.length - st.text.trimStart().length;
+        out.statements.push({ ...lineColumnAt(sql, st.start + lead), writes: sandbox.statementWrites });
+        if (denial !== undefined && out.denial === undefined) {
+          const { line, column } = lineColumnAt(sql, st.start + denial.offset);
+          out.denial = { message: `line ${line}:${column}: ${denial.message}`, line, column };
+        }
       }
+      return out;
+    } finally {
+      this.#running.delete(conn);
+      this.#disconnect(conn);
     }
-    return { ctx, writesTeamSchema: sandbox.writesTeamSchema, changesTeamTables: sandbox.changesTeamTables };
   }
 
   #path(id: string): string {

@@ -59,6 +59,7 @@ export class Sandbox {
   #views: Promise<ViewCatalog> | undefined;
   #writesTeamSchema = false;
   #changesTeamTables = false;
+  #statementWrites = false;
 
   constructor(conn: DuckDBConnection, ctx: AccessContext) {
     this.#conn = conn;
@@ -84,8 +85,17 @@ export class Sandbox {
     if (parts.length === 3 && parts[0]!.toLowerCase() === 'service') this.#changesTeamTables = true;
   }
 
+  /**
+   * True when the statement last checked, or one inside it (EXPLAIN's, CREATE ... AS's), creates,
+   * fills or drops a table or view, temporary ones included: what a read-only caller refuses.
+   */
+  get statementWrites(): boolean {
+    return this.#statementWrites;
+  }
+
   /** The first reason `text` (one statement) must not run, or undefined when it may. */
   async check(text: string): Promise<StatementDenial | undefined> {
+    this.#statementWrites = false;
     return this.#check(text, 0, 0);
   }
 
@@ -129,6 +139,7 @@ export class Sandbox {
       if (parsedBody.kind !== 'query') return at(t.start, `Not allowed: this form of ${what}; write ${what} followed by a plain query`);
       return body(i);
     };
+    if (word === 'create' || word === 'insert' || word === 'drop') this.#statementWrites = true;
     switch (word) {
       case 'create':
         return this.#create(tokens, at, bodyQuery);

@@ -252,3 +252,73 @@ describe('POST /v1/sql/classify: the sandbox\'s reading of SQL, nothing run', ()
     expect((await classify('')).status).toBe(400);
   });
 });
+
+describe('every expression the engine evaluates is checked, whoever asks', () => {
+  let svc: ServiceHandle;
+  let t: Parameters<typeof executeSql>[0];
+  beforeAll(async () => {
+    const dataDir = await tempDir();
+    svc = await start(dataDir);
+    t = { ...svc, keys: TEST_KEYS, dataDir, close: async () => undefined };
+    await waitFor(t, await executeSql(t, 'CREATE TABLE service.other.private_t AS SELECT 42 AS answer', TEST_KEYS.other.write), undefined, TEST_KEYS.other.read);
+  });
+  afterAll(() => svc?.close());
+
+  async function run(sql: string, key: string = TEST_KEYS.demo.write): Promise<{ state: string; text: string; error?: string }> {
+    const id = await executeSql(t, sql, key);
+    const s = await waitFor(t, id, undefined, key);
+    const page = s.state === 'QUERY_STATE_COMPLETED' ? (await call(svc, 'GET', `/v1/execution/${id}/results`, { key })).text : '';
+    return { state: s.state, text: JSON.stringify(s) + page, ...(s.error === undefined ? {} : { error: s.error.message as string }) };
+  }
+
+  const refused = (fn: string) => [
+    `CREATE TEMP TABLE t (x VARCHAR DEFAULT ${fn}); INSERT INTO t DEFAULT VALUES; SELECT * FROM t`,
+    `CREATE TABLE service.{team}.d (y INT, x VARCHAR DEFAULT ${fn})`,
+    `CREATE TEMP TABLE t (y INT, x VARCHAR AS (${fn}))`,
+    `CREATE TEMP TABLE t (y INT, x VARCHAR GENERATED ALWAYS AS (${fn}) VIRTUAL)`,
+    `CREATE TEMP TABLE t (x VARCHAR CHECK (${fn} IS NOT NULL))`,
+    `CREATE TEMP TABLE t (x VARCHAR, CHECK (${fn} IS NOT NULL))`,
+    `CREATE TEMP TABLE t (x VARCHAR, CONSTRAINT c CHECK (${fn} IS NOT NULL))`,
+    `EXPLAIN CREATE TEMP TABLE t (x VARCHAR DEFAULT ${fn})`,
+    `EXPLAIN ANALYZE CREATE TABLE service.{team}.e (x VARCHAR AS (${fn}))`,
+    `EXPLAIN (FORMAT ${fn}) SELECT 1`,
+    `CREATE TEMP TABLE t (x DECIMAL(${fn}, 2))`,
+    `CREATE MACRO m() AS ${fn}`,
+    `CREATE TEMP MACRO m() AS TABLE SELECT ${fn} AS x`,
+    `PREPARE p AS SELECT ${fn} AS x`,
+    `SET VARIABLE v = ${fn}`,
+    `COPY (SELECT 1 AS x) TO 'out.csv' (DELIMITER ${fn})`,
+    `SELECT * FROM unnest([1], recursive := ${fn} IS NULL)`,
+    `SELECT * FROM generate_series(1, 3) WHERE ${fn} IS NULL`,
+    `INSERT INTO service.{team}.ok VALUES (1, ${fn}, ['a'], {'a': 1, 'b': 2.5})`,
+  ];
+
+  it('a refused function is refused in every position an expression can hide, for both teams, located, nothing run', async () => {
+    // One function a team over HTTP (test/service/engine/expressionFuzz.test.ts places every function in every position).
+    const attacks = [
+      ['demo', TEST_KEYS.demo.write, "json_serialize_plan('SELECT * FROM service.other.private_t')"],
+      ['other', TEST_KEYS.other.write, "current_setting('home_directory')"],
+    ] as const;
+    for (const [team, key, fn] of attacks) {
+      const ok = await run(`CREATE TABLE service.${team}.ok (id BIGINT PRIMARY KEY, name VARCHAR NOT NULL, tags VARCHAR[], s STRUCT(a INT, b DECIMAL(10, 2)))`, key);
+      expect(ok.state, ok.error).toBe('QUERY_STATE_COMPLETED');
+      for (const sql of refused(fn).map((s) => s.replaceAll('{team}', team))) {
+        const r = await run(sql, key);
+        expect(r.state, sql).toBe('QUERY_STATE_FAILED');
+        // Refused by the sandbox, located; or by DuckDB's own parser before anything is bound.
+        expect(r.error, sql).toMatch(/^(line \d+:\d+: (Not allowed|access to files is not allowed|syntax error)|Expected a constant as type modifier)/);
+        for (const leak of [tmpdir(), 'answer', '"42"']) expect(r.text.includes(leak), `${sql} leaked ${leak}`).toBe(false);
+      }
+      // A column list without expressions is served as before.
+      const filled = await run(`INSERT INTO service.${team}.ok VALUES (1, 'n', ['a'], {'a': 1, 'b': 2.5}); SELECT count(*) AS n FROM service.${team}.ok`, key);
+      expect(filled.state, filled.error).toBe('QUERY_STATE_COMPLETED');
+    }
+  });
+
+  it('foreign keys are refused: an insert would read the referenced table', async () => {
+    // Across schemas DuckDB's own parser refuses it; within one, the sandbox does.
+    expect((await run('CREATE TABLE service.demo.fk (x INT REFERENCES service.other.private_t(answer))')).state).toBe('QUERY_STATE_FAILED');
+    expect((await run('CREATE TABLE service.demo.fk (x INT REFERENCES ok(id))')).error).toMatch(/^line 1:37: Not allowed: foreign keys/);
+    expect((await run('CREATE TABLE service.demo.fk2 (x INT, FOREIGN KEY (x) REFERENCES ok(id))')).error).toMatch(/^line 1:39: Not allowed: foreign keys/);
+  });
+});

@@ -15,8 +15,10 @@
 // The engine-wide lockdown (lockdown.ts) stays underneath as a second wall.
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { selectDenial, tableReadDenial, tableWriteDenial, type AccessContext, type Denial } from './accessPolicy.ts';
-import { readName, skipParens, splitNameText, tokenize, type SqlToken } from './sqlTokens.ts';
-import { viewDenial, type ViewCatalog } from './viewExpansion.ts';
+import { columnDefinitions, explainOptions, nameList } from './columnDefinitions.ts';
+import { readName, splitNameText, tokenize, type SqlToken } from './sqlTokens.ts';
+import { candidates, viewDenial, type ViewCatalog } from './viewExpansion.ts';
+import { readExpressionCatalog, storedExpressionDenial, type ExpressionCatalog } from './storedExpressions.ts';
 import { utf16IndexOf } from './sqlPosition.ts';
 
 /** A denial located in the checked text (UTF-16 offset). */
@@ -57,6 +59,8 @@ export class Sandbox {
   readonly #ctx: AccessContext;
   /** The views of every catalog the connection sees, read once per sandbox when a query names a table. */
   #views: Promise<ViewCatalog> | undefined;
+  /** The expressions DuckDB stores with each table, read once per sandbox when a statement names a table. */
+  #expressions: Promise<ExpressionCatalog> | undefined;
   #writesTeamSchema = false;
   #changesTeamTables = false;
   #statementWrites = false;
@@ -110,7 +114,7 @@ export class Sandbox {
       if (parsed.statements.length !== 1) return at(0, 'Not allowed: one statement expected here');
       const d =
         selectDenial(parsed.statements[0], this.#ctx) ??
-        (await viewDenial(parsed.statements[0], this.#ctx, () => this.#viewCatalog(), (sql) => parse(this.#conn, sql)));
+        (await viewDenial(parsed.statements[0], this.#ctx, () => this.#viewCatalog(), (sql) => parse(this.#conn, sql), (key) => this.#storedDenial(key)));
       return d ? this.#located(text, base, d) : undefined;
     }
     const tokens = tokenize(text);
@@ -147,9 +151,11 @@ export class Sandbox {
         return this.#insert(tokens, at, bodyQuery);
       case 'drop':
         return this.#drop(tokens, at);
-      case 'explain':
-        if (tokens[1]?.value === '(') return body(skipParens(tokens, 1));
-        return body(tokens[1]?.value === 'analyze' ? 2 : 1);
+      case 'explain': {
+        if (tokens[1]?.value !== '(') return body(tokens[1]?.value === 'analyze' ? 2 : 1);
+        const after = explainOptions(tokens, 1);
+        return typeof after === 'number' ? body(after) : at(tokens[after.at]?.start ?? text.length, after.message);
+      }
       case 'pragma':
         return this.#pragma(tokens, at);
       default:
@@ -162,6 +168,11 @@ export class Sandbox {
       .runAndReadAll('SELECT lower(database_name), lower(schema_name), lower(view_name), sql FROM duckdb_views() WHERE NOT internal')
       .then((r) => new Map(r.getRowsJson().map(([db, schema, view, sql]) => [`${String(db)}.${String(schema)}.${String(view)}`, String(sql)])));
     return this.#views;
+  }
+
+  async #storedDenial(key: string): Promise<string | undefined> {
+    this.#expressions ??= readExpressionCatalog(this.#conn);
+    return storedExpressionDenial(key, await this.#expressions, this.#ctx, (sql) => parse(this.#conn, sql));
   }
 
   async #statementCount(text: string): Promise<number> {
@@ -198,7 +209,12 @@ export class Sandbox {
     if (why) return at(tokens[i]!.start, why);
     if (!temp && object.value === 'table') this.#noteWrite(name.parts);
     i = name.next;
-    if (tokens[i]?.value === '(') i = skipParens(tokens, i);
+    if (tokens[i]?.value === '(') {
+      // Column definitions hold no expression the engine would evaluate (columnDefinitions.ts).
+      const after = object.value === 'table' ? columnDefinitions(tokens, i) : nameList(tokens, i);
+      if (typeof after !== 'number') return at(tokens[after.at]?.start ?? 0, after.message);
+      i = after;
+    }
     if (i >= tokens.length) return undefined;
     if (tokens[i]?.value === 'as') return bodyQuery(i + 1, `CREATE ${object.value.toUpperCase()} ... AS`);
     return at(tokens[i]!.start, `Not allowed: this form of CREATE ${object.value.toUpperCase()}`);
@@ -217,9 +233,18 @@ export class Sandbox {
     if (!name) return at(tokens[i]?.start ?? 0, 'Not allowed: INSERT INTO needs a table name');
     const why = tableWriteDenial(name.parts, false, this.#ctx);
     if (why) return at(tokens[i]!.start, why);
+    // What an insert evaluates for the target (its defaults, checks), by what DuckDB holds.
+    for (const key of candidates(name.parts, this.#ctx.mainCatalog, undefined)) {
+      const held = await this.#storedDenial(key);
+      if (held !== undefined) return at(tokens[i]!.start, held);
+    }
     this.#noteWrite(name.parts);
     i = name.next;
-    if (tokens[i]?.value === '(') i = skipParens(tokens, i);
+    if (tokens[i]?.value === '(') {
+      const after = nameList(tokens, i);
+      if (typeof after !== 'number') return at(tokens[after.at]?.start ?? 0, after.message);
+      i = after;
+    }
     if (tokens[i]?.value === 'by' && (tokens[i + 1]?.value === 'name' || tokens[i + 1]?.value === 'position')) i += 2;
     if (tokens[i]?.value === 'default' && tokens[i + 1]?.value === 'values' && i + 2 === tokens.length) return undefined;
     return bodyQuery(i, 'INSERT INTO <table>');

@@ -9,8 +9,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { DuckDbEngine } from '../../../src/service/engine/engine.ts';
-import { ALLOWED_FUNCTIONS } from '../../../src/service/engine/functionAllowlist.ts';
-import { Sandbox } from '../../../src/service/engine/sandbox.ts';
+import { ALLOWED_FUNCTIONS } from '../../../src/service/engine/sandbox/functionAllowlist.ts';
+import { Sandbox } from '../../../src/service/engine/sandbox/sandbox.ts';
 import { opts, startEngine, type EngineFixture } from './engineFixture.ts';
 
 let fx: EngineFixture;

@@ -6,6 +6,9 @@
 //   INSERT [OR REPLACE|IGNORE] INTO name [(columns)] [BY NAME] query     (temp or own schema)
 //   DROP TABLE|VIEW [IF EXISTS] name                                      (temp or own schema)
 //   EXPLAIN [ANALYZE] statement, PRAGMA table_info|show('table')
+// The column lists hold no expression (columnDefinitions.ts: no DEFAULT, CHECK, generated
+// column or foreign key), and every table a statement reads or inserts into is judged by the
+// expressions DuckDB stores with it (storedExpressions.ts), as a SELECT's would be.
 // A view a query reads is judged when it is read, by what its own query reads and calls, with
 // the reader's rights (views over views too): a view made when another team's table was
 // shared stops answering once that table is private, and a view made under older rules is

@@ -1,7 +1,7 @@
 import { monotonicFactory } from 'ulid';
 import type { Performance, ParameterValue } from '../protocol/index.ts';
 import { holdsResult } from '../protocol/index.ts';
-import { EngineError, type SqlEngine } from './engine/types.ts';
+import { EngineError, type SqlClassification, type SqlEngine } from './engine/types.ts';
 import type { Clock } from './clock.ts';
 import type { JsonStore } from './store.ts';
 import { TeamQueues } from './teamQueues.ts';
@@ -142,6 +142,11 @@ export class Executions {
     const out: ExecutionRecord[] = [];
     for (const rec of this.#records.values()) if (rec.team === team && rec.queryId === queryId) out.push(this.#expireIfDue(rec));
     return out.sort((a, b) => b.submittedAt - a.submittedAt || (a.id < b.id ? 1 : -1));
+  }
+
+  /** Judges `sql` as an execution of `team` would be judged (same lists, same sharing), running none of it. */
+  classify(team: string, sql: string): Promise<SqlClassification> {
+    return this.#engine.classify(sql, { team, ...(this.#hooks.canRead === undefined ? {} : { canRead: this.#hooks.canRead }) });
   }
 
   /**

@@ -118,6 +118,13 @@ export const ServiceSettingsSchema = z
     faults: FaultsSchema.prefault({}).describe('Misbehaviour on purpose (latency, error answers, reset connections), to test clients against; all off by default'),
     datasets: z.array(z.enum(['sample'])).default(['sample']).describe('Datasets loaded when the service starts'),
     engine: EngineSchema.prefault({}).describe("The query engine's memory, temporary disk and threads"),
+    public_url: z
+      .string()
+      .refine(isOrigin, { error: (issue) => `expected an origin such as https://sluice.example.com:8443 (http or https, no path, query or credentials), got ${JSON.stringify(issue.input)}` })
+      .optional()
+      .describe(
+        "The origin clients reach the service at (e.g. https://sluice.example.com behind a proxy): next_uri is built on it. Unset: the address the service is bound to (127.0.0.1 for 0.0.0.0, [::1] for ::). Never taken from a request's Host header, so a link never sends a key where a request said",
+      ),
   })
   .superRefine((s, ctx) => {
     const teams = new Set<string>();
@@ -131,6 +138,17 @@ export const ServiceSettingsSchema = z
       });
     });
   });
+
+/** An http(s) origin: scheme, host and optional port, nothing else (a trailing '/' is accepted). */
+function isOrigin(text: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return false;
+  }
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '' && url.pathname === '/' && url.search === '' && url.hash === '' && !text.endsWith('?') && !text.endsWith('#');
+}
 
 export type ServiceSettings = z.infer<typeof ServiceSettingsSchema>;
 export type ServiceSettingsInput = z.input<typeof ServiceSettingsSchema>;

@@ -156,11 +156,22 @@ export interface ServiceTables {
   teamTableBytes(team: string): Promise<number>;
 }
 
+/** What classify found: each statement (1-based line and column of its start) and the first denial. */
+export interface SqlClassification {
+  statements: { line: number; column: number; writes: boolean }[];
+  denial?: { message: string; line: number; column: number };
+}
+
 export interface SqlEngine {
   /** The service's own tables (views, uploads): copies and ingests run by the engine, never user SQL. */
   readonly tables: ServiceTables;
   /** Runs the SQL and stores its result durably under dataDir. */
   execute(sql: string, opts: ExecuteOptions): Promise<ResultInfo>;
+  /**
+   * Judges the SQL as execute would, running none of it: per statement, whether it writes (by the
+   * sandbox's own reading of it), and the first denial execute would fail with.
+   */
+  classify(sql: string, opts: Pick<ExecuteOptions, 'team' | 'canRead'>): Promise<SqlClassification>;
   page(resultId: string, req: PageRequest): Promise<Page>;
   csvPage(resultId: string, req: PageRequest): Promise<CsvPage>;
   /** The page as an Arrow IPC stream (same rows and parameters as page). */

@@ -98,6 +98,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     dataDir: join(dataDir, 'engine'),
     datasets: settings.datasets,
     ...(options.sampleRows === undefined ? {} : { sampleRows: options.sampleRows }),
+    duneSampleTransactions: settings.dune_sample_transactions,
     ...(options.encodeMinBytes === undefined ? {} : { encodeMinBytes: options.encodeMinBytes }),
     arrowChunkRows: (columnCount) => defaultPageRows(settings, columnCount),
     ...engineBounds(settings, dataDir),

@@ -74,7 +74,8 @@ import {
 } from './types.ts';
 import { DuckDbServiceTables, SCRATCH_PREFIX } from './serviceTables.ts';
 import { AttachedResults, type Lease } from './attachedResults.ts';
-import { splitStatements, type SqlStatement } from './splitStatements.ts';
+import { splitStatements } from './splitStatements.ts';
+import { dialectSessionSql, inDuckDbSql, type DialectStatement as SqlStatement } from './dialect/index.ts';
 import { toEngineError, type SqlOrigin } from './duckdbError.ts';
 import { sqlIdent, sqlString } from '../sql.ts';
 import { uniqueColumnNames } from './columnNames.ts';
@@ -154,7 +155,9 @@ function stopError(why: 'canceled' | 'timeout', timeoutMs?: number): EngineError
 }
 
 function originOf(sql: string, st: SqlStatement, ran: string, prefixLength: number): SqlOrigin {
-  return { sql, statementStart: st.start, ran, prefixLength, statementLength: st.text.length };
+  const origin: SqlOrigin = { sql, statementStart: st.start, ran, prefixLength, statementLength: st.text.length };
+  if (st.sourceOffset) origin.sourceOffset = st.sourceOffset;
+  return origin;
 }
 
 /** Runs a statement that is not a query and keeps its rows (a count, a plan: few) in memory. */
@@ -315,7 +318,7 @@ export class DuckDbEngine implements SqlEngine {
     for (const st of statements) {
       const denial = await sandbox.check(st.text);
       if (denial) {
-        const { line, column } = lineColumnAt(sql, st.start + denial.offset);
+        const { line, column } = lineColumnAt(sql, st.start + (st.sourceOffset?.(denial.offset) ?? denial.offset));
         throw new EngineError('semantic', `line ${line}:${column}: ${denial.message}`, { line, column });
       }
     }
@@ -339,7 +342,8 @@ export class DuckDbEngine implements SqlEngine {
     if (existsSync(this.#path(opts.resultId))) {
       throw new EngineError('bad_request', `result ${opts.resultId} already exists`);
     }
-    const statements = splitStatements(sql);
+    const dialect = opts.dialect ?? 'duckdb';
+    const statements = inDuckDbSql(splitStatements(sql), dialect);
     const last = statements.at(-1);
     if (last === undefined) throw new EngineError('syntax', 'line 1:1: the SQL text holds no statement', { line: 1, column: 1 });
 
@@ -398,6 +402,7 @@ export class DuckDbEngine implements SqlEngine {
       check();
       if (opts.team !== undefined) await this.#teamSchema(opts.team);
       check();
+      await conn.run(dialectSessionSql(dialect));
       const checked = await this.#checkAccess(conn, sql, statements, opts);
       access = checked.ctx;
       if (checked.changesTeamTables && opts.team !== undefined) endWrite = this.#sizes.beginWrite(opts.team);

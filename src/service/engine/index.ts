@@ -10,6 +10,8 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { DuckDbEngine } from './engine.ts';
 import { customTypeStatements } from './customTypes.ts';
 import { loadSampleDataset } from './sampleDataset.ts';
+import { loadDuneSample } from './duneSample.ts';
+import { installDialect } from './dialect/index.ts';
 import { sqlString } from '../sql.ts';
 import { lockDown } from './lockdown.ts';
 import { parseDuckDbSize, type EngineCeilings } from './resourceBounds.ts';
@@ -52,7 +54,11 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
       );
       const existing = new Set(types.getRowsJson().map((r) => String(r[0])));
       for (const stmt of customTypeStatements(existing)) await conn.run(stmt);
-      if (opts.datasets?.includes('sample')) await loadSampleDataset(conn, opts.sampleRows, DEFAULT_SAMPLE_ROWS);
+      await installDialect(conn);
+      if (opts.datasets?.includes('sample')) {
+        await loadSampleDataset(conn, opts.sampleRows, DEFAULT_SAMPLE_ROWS);
+        await loadDuneSample(conn, opts.duneSampleTransactions);
+      }
       const views = await conn.runAndReadAll(
         "SELECT lower(view_name) FROM duckdb_views() WHERE internal AND database_name = 'system' AND schema_name IN ('main', 'pg_catalog')",
       );

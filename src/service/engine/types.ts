@@ -57,6 +57,8 @@ export interface ExecuteOptions {
    * with EngineError kind 'capacity'.
    */
   storageQuota?: { limitBytes: number; otherBytes: number };
+  /** The SQL's dialect: DuneSQL is translated to DuckDB SQL first (dialect/). Default: duckdb. */
+  dialect?: 'dunesql' | 'duckdb';
 }
 
 export interface PageRequest {
@@ -219,6 +221,8 @@ export interface OpenEngineOptions {
   datasets?: string[];
   /** Rows of sample.events (default 1,000,000). */
   sampleRows?: number;
+  /** Transactions of the Dune-shaped sample tables (ethereum.*, erc20_ethereum.*, tokens.erc20, prices.usd); loaded with 'sample'. */
+  duneSampleTransactions?: number;
   /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB). */
   encodeMinBytes?: number;
   /**

@@ -127,10 +127,8 @@ const MACROS: readonly string[] = [
   `at_timezone(t, zone) AS timezone(zone, t)`,
   `current_timezone() AS 'UTC'`,
   `with_timezone(t, zone) AS timezone(zone, t::TIMESTAMP)`,
-  `human_readable_seconds(s) AS CAST(to_seconds(s) AS VARCHAR)`,
   // strings
   `trino_replace(s, search) AS replace(s, search, ''), (s, search, repl) AS replace(s, search, repl)`,
-  `luhn_check(s) AS NULL`,
   // regular expressions: Trino returns NULL where DuckDB returns ''; replaces every match;
   // refers to groups as $1 where DuckDB writes \\1
   `trino_regexp_extract(s, p) AS CASE WHEN regexp_matches(s, p) THEN regexp_extract(s, p) END,

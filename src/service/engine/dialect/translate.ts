@@ -246,7 +246,7 @@ function apply(text: string, edits: Edit[]): Translation {
       const piece = pieces[lo];
       if (piece === undefined) return Math.min(at, text.length);
       const [outStart, srcStart, , replaced] = piece;
-      return replaced ? srcStart : srcStart + (at - outStart);
+      return replaced ? srcStart : Math.min(srcStart + (at - outStart), text.length);
     },
   };
 }

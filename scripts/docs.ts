@@ -1,6 +1,7 @@
 // `npm run docs`: writes the pages of docs/ that are generated from the code: the job file
 // reference (docs/jobs.md) from the job file schema with the built-in formats and sinks, and the
-// service settings reference (docs/service-settings.md) from the settings schema. A test
+// service settings reference (docs/service-settings.md) from the settings schema, and the DuneSQL
+// conformance page (docs/dunesql.md) from a run of its cases. A test
 // (test/docsGenerated.test.ts) fails while a page on disk is not what this writes.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +10,7 @@ import { jobFileJsonSchema } from '../src/config/jsonSchema.ts';
 import { jobFileReference, serviceSettingsReference } from '../src/config/reference.ts';
 import { ServiceSettingsSchema } from '../src/service/settings.ts';
 import { z } from 'zod';
+import { writeConformancePage } from './dunesqlConformance.ts';
 
 /** Each generated page: its path under the repository and its text. */
 export function generatedPages(): { path: string; text: string }[] {
@@ -23,4 +25,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     writeFileSync(fileURLToPath(new URL(`../${page.path}`, import.meta.url)), page.text);
     console.log(`wrote ${page.path}`);
   }
+  // Runs the DuneSQL conformance cases through a local service (about a minute).
+  await writeConformancePage();
+  console.log('wrote docs/dunesql.md');
 }

@@ -14,11 +14,14 @@ export const FUNCTION_NAMES: ReadonlyMap<string, string> = new Map([
   ['approx_distinct', 'approx_count_distinct'],
   ['approx_percentile', 'approx_quantile'],
   ['every', 'bool_and'],
+  ['count_if', 'trino_count_if'],
+  ['histogram', 'trino_histogram'],
   ['bitwise_and_agg', 'bit_and'],
   ['bitwise_or_agg', 'bit_or'],
   ['bitwise_xor_agg', 'bit_xor'],
   // date and time
   ['date_add', 'trino_date_add'],
+  ['date_trunc', 'trino_date_trunc'],
   ['date_diff', 'date_sub'],
   ['from_unixtime', 'trino_from_unixtime'],
   ['to_unixtime', 'epoch'],
@@ -53,6 +56,7 @@ export const FUNCTION_NAMES: ReadonlyMap<string, string> = new Map([
   ['regexp_split', 'regexp_split_to_array'],
   // JSON
   ['json_parse', 'json'],
+  ['json_array_length', 'trino_json_array_length'],
   // arrays and maps
   ['cardinality', 'trino_cardinality'],
   ['array_join', 'array_to_string'],
@@ -71,6 +75,7 @@ export const FUNCTION_NAMES: ReadonlyMap<string, string> = new Map([
   ['zip', 'list_zip'],
   // math
   ['truncate', 'trunc'],
+  ['sign', 'trino_sign'],
   ['rand', 'random'],
   ['is_nan', 'isnan'],
   ['is_finite', 'isfinite'],
@@ -80,7 +85,7 @@ export const FUNCTION_NAMES: ReadonlyMap<string, string> = new Map([
   ['if', 'trino_if'],
   // varbinary (Dune)
   ['from_hex', 'trino_from_hex'],
-  ['to_hex', 'trino_to_hex'],
+  ['to_hex', 'hex'],
   ['sha256', 'trino_sha256'],
   ['md5', 'trino_md5'],
   ['bytearray_substring', 'varbinary_substring'],
@@ -117,7 +122,9 @@ const UNITS = `CASE lower(unit)
 /** The macros, as `name(params) AS body` (one definition or several overloads, comma-separated). */
 const MACROS: readonly string[] = [
   // date and time
-  `trino_date_add(unit, n, d) AS d + ${UNITS}`,
+  `trino_date_add(unit, n, d) AS cast_to_type(d + ${UNITS}, d)`,
+  // Trino's date_trunc of a date is a date (DuckDB's a timestamp)
+  `trino_date_trunc(unit, d) AS cast_to_type(date_trunc(unit, d), d)`,
   `trino_from_unixtime(s) AS to_timestamp(s), (s, zone) AS timezone(zone, to_timestamp(s))`,
   `trino_millisecond(t) AS millisecond(t) % 1000`,
   `trino_date(v) AS CAST(v AS DATE)`,
@@ -136,28 +143,31 @@ const MACROS: readonly string[] = [
   `trino_regexp_replace(s, p) AS regexp_replace(s, p, '', 'g'),
    (s, p, r) AS regexp_replace(s, p, regexp_replace(r, '\\$(\\d)', '\\\\\\1', 'g'), 'g')`,
   `regexp_count(s, p) AS len(regexp_extract_all(s, p))`,
-  `regexp_position(s, p) AS coalesce(strpos(s, regexp_extract(s, p)), 0) * CASE WHEN regexp_matches(s, p) THEN 1 ELSE -1 END`,
+  `regexp_position(s, p) AS CAST(CASE WHEN regexp_matches(s, p) THEN strpos(s, regexp_extract(s, p)) ELSE -1 END AS INTEGER)`,
   // JSON
   `json_extract_scalar(j, path) AS CASE WHEN json_type(j::JSON, path) IN ('OBJECT', 'ARRAY') THEN NULL ELSE json_extract_string(j::JSON, path) END`,
   `json_format(j) AS CAST(j AS VARCHAR)`,
+  `trino_json_array_length(j) AS CAST(json_array_length(j::JSON) AS BIGINT)`,
   `json_array_get(j, i) AS json_extract(j::JSON, '$[' || i || ']')`,
   `json_array_contains(j, v) AS list_contains(CAST(j::JSON AS VARCHAR[]), CAST(v AS VARCHAR))`,
   `json_size(j, path) AS CASE json_type(j::JSON, path) WHEN 'ARRAY' THEN json_array_length(j::JSON, path)
-     WHEN 'OBJECT' THEN len(json_keys(j::JSON, path)) ELSE 0 END`,
+     WHEN 'OBJECT' THEN len(json_keys(j::JSON, path)) ELSE 0 END::BIGINT`,
   `is_json_scalar(j) AS json_type(j::JSON) NOT IN ('OBJECT', 'ARRAY')`,
   // arrays and maps
   `trino_cardinality(c) AS CASE json_type(to_json(c)) WHEN 'ARRAY' THEN json_array_length(to_json(c)) ELSE len(json_keys(to_json(c))) END::BIGINT`,
-  `trino_array_position(a, x) AS coalesce(list_position(a, x), 0)`,
+  `trino_array_position(a, x) AS CAST(coalesce(list_position(a, x), 0) AS BIGINT)`,
   `trino_element_at(c, k) AS c[k]`,
   `trino_slice(a, start, n) AS list_slice(a, start, start + n - 1)`,
   `trino_repeat(x, n) AS list_transform(range(n), i -> x)`,
   `array_remove(a, x) AS list_filter(a, e -> e IS DISTINCT FROM x)`,
-  `array_except(a, b) AS list_filter(list_distinct(a), e -> NOT list_contains(b, e))`,
+  `array_except(a, b) AS list_filter(a, (e, i) -> NOT list_contains(b, e) AND list_position(a, e) = i)`,
   `array_union(a, b) AS list_distinct(list_concat(a, b))`,
   `array_has_duplicates(a) AS len(a) <> len(list_distinct(a))`,
   `map_agg(k, v) AS map(list(k), list(v))`,
+  `trino_count_if(c) AS CAST(count_if(c) AS BIGINT)`,
+  `trino_histogram(x) AS map_from_entries(list_transform(map_entries(histogram(x)), e -> {'k': e.key, 'v': CAST(e.value AS BIGINT)}))`,
   // math and bitwise (Trino's bitwise functions work on bigint)
-  `trino_bit_count(x, bits) AS bit_count(CAST(x AS BIGINT) & CASE WHEN bits >= 64 THEN -1 ELSE (1::BIGINT << bits) - 1 END)`,
+  `trino_bit_count(x, bits) AS CAST(bit_count(CAST(x AS BIGINT) & CASE WHEN bits >= 64 THEN -1 ELSE (1::BIGINT << bits) - 1 END) AS BIGINT)`,
   `bitwise_and(a, b) AS CAST(a AS BIGINT) & CAST(b AS BIGINT)`,
   `bitwise_or(a, b) AS CAST(a AS BIGINT) | CAST(b AS BIGINT)`,
   `bitwise_xor(a, b) AS xor(CAST(a AS BIGINT), CAST(b AS BIGINT))`,
@@ -165,6 +175,7 @@ const MACROS: readonly string[] = [
   `bitwise_left_shift(a, n) AS CAST(a AS BIGINT) << n`,
   `bitwise_right_shift(a, n) AS CAST(a AS BIGINT) >> n`,
   `bitwise_right_shift_arithmetic(a, n) AS CAST(a AS BIGINT) >> n`,
+  `trino_sign(x) AS cast_to_type(sign(x), x)`,
   `infinity() AS 'infinity'::DOUBLE`,
   `nan() AS 'nan'::DOUBLE`,
   `e() AS exp(1)`,
@@ -175,9 +186,8 @@ const MACROS: readonly string[] = [
   `try_int256(v) AS CASE WHEN TRY_CAST(v AS BIGNUM) BETWEEN '${INT256_MIN}'::BIGNUM AND '${INT256_MAX}'::BIGNUM THEN int256(v) END`,
   // conditional
   `trino_if(c, a) AS CASE WHEN c THEN a END, (c, a, b) AS CASE WHEN c THEN a ELSE b END`,
-  // varbinary (Dune): from_hex and to_hex with or without 0x; results in lowercase hex as Dune's
+  // varbinary (Dune): from_hex with or without 0x
   `trino_from_hex(s) AS unhex(regexp_replace(s, '^0[xX]', ''))`,
-  `trino_to_hex(b) AS lower(hex(b))`,
   `trino_sha256(b) AS unhex(sha256(b))`,
   `trino_md5(b) AS unhex(md5(b))`,
   `varbinary_substring(b, start, n) AS unhex(substring(hex(b), 2 * start - 1, 2 * n))`,

@@ -6,6 +6,7 @@
 // union has no operators: the operators below are overloads DuckDB adds to `+`, `-`, `*`, `/`,
 // `%` for these types, so `value * 2` and `a - b` bind to them.
 import {
+  BIGINT,
   BIGNUM,
   BLOB,
   DOUBLE,
@@ -100,6 +101,11 @@ function operators(big: Big): DuckDBScalarFunction[] {
   // `//` too: DuckDB binds Trino's integer `/` (integer_division) as `//`.
   ops.push(['//', divide]);
   const out = ops.map(([op, f]) => scalar(op, [T, T], T, ([a, b]) => checked(big, op, f(bigOf(a!), bigOf(b!)))));
+  // With a whole number the result is of the 256-bit type (an INTEGER literal binds here, not to DOUBLE).
+  for (const [op, f] of ops) {
+    out.push(scalar(op, [T, BIGINT], T, ([a, b]) => checked(big, op, f(bigOf(a!), BigInt(b as bigint)))));
+    out.push(scalar(op, [BIGINT, T], T, ([a, b]) => checked(big, op, f(BigInt(a as bigint), bigOf(b!)))));
+  }
   // With a fraction the result is a double, as Trino's uint256 / double.
   for (const [op, f] of [
     ['/', (a: number, b: number) => a / b],
@@ -134,7 +140,28 @@ function conversions(): DuckDBScalarFunction[] {
   ];
 }
 
+/**
+ * Varbinary overloads Trino has and DuckDB lacks (DuckDB's length and substr take text): added
+ * to DuckDB's functions of those names, so `length(data)` and `substr(data, 5, 32)` work on
+ * varbinary in both dialects. Positions count bytes from 1; a negative start counts from the end.
+ */
+function varbinaryOverloads(): DuckDBScalarFunction[] {
+  const slice = (bytes: Uint8Array, start: bigint, length?: bigint): DuckDBBlobValue => {
+    const n = bytes.length;
+    const from = start > 0n ? Number(start) - 1 : start < 0n ? n + Number(start) : n;
+    if (from < 0 || from >= n) return new DuckDBBlobValue(new Uint8Array(0));
+    const end = length === undefined ? n : Math.min(n, from + Math.max(0, Number(length)));
+    return new DuckDBBlobValue(bytes.slice(from, end));
+  };
+  const out = [scalar('length', [BLOB], BIGINT, ([b]) => BigInt(bytesOf(b!).length))];
+  for (const name of ['substr', 'substring']) {
+    out.push(scalar(name, [BLOB, BIGINT], BLOB, ([b, s]) => slice(bytesOf(b!), s as bigint)));
+    out.push(scalar(name, [BLOB, BIGINT, BIGINT], BLOB, ([b, s, l]) => slice(bytesOf(b!), s as bigint, l as bigint)));
+  }
+  return out;
+}
+
 /** Registers the native functions through `conn` (they are visible to every connection of its instance). */
 export function registerNativeFunctions(conn: DuckDBConnection): void {
-  for (const f of [...conversions(), ...BIGS.flatMap(operators)]) conn.registerScalarFunction(f);
+  for (const f of [...conversions(), ...varbinaryOverloads(), ...BIGS.flatMap(operators)]) conn.registerScalarFunction(f);
 }

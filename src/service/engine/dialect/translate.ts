@@ -11,7 +11,7 @@
 // the whole statement (no offset survives), and its WebAssembly module costs ~180 MB of
 // resident memory and 100-400 ms for the first statements (docs/dunesql.md, "Cost").
 import { tokenize, type SqlToken } from '../sqlTokens.ts';
-import { FUNCTION_NAMES, FUNCTION_TEMPLATES } from './functions.ts';
+import { FUNCTION_NAMES, FUNCTION_TEMPLATES, MACRO_NAMES } from './functions.ts';
 import { translateFormat } from './formats.ts';
 import { translateType } from './types.ts';
 
@@ -54,7 +54,8 @@ export function translateDuneSql(text: string): Translation {
       valuesRows(tokens, i + 1, edits);
     } else if ((t.value === 'cast' || t.value === 'try_cast') && next && isPunct(next, '(') && !isPunct(prev, '.')) {
       castType(tokens, i, edits, taken);
-    } else if (next && isPunct(next, '(') && !isPunct(prev, '.')) {
+    } else if (next && isPunct(next, '(') && !isPunct(prev, '.') && !isPunct(prev, ')')) {
+      // After ')' a word before '(' is a clause (count(*) FILTER (WHERE ...)), not a call.
       functionCall(text, tokens, i, edits, taken);
     }
   }
@@ -166,7 +167,10 @@ function functionCall(text: string, tokens: SqlToken[], at: number, edits: Edit[
   const template = FUNCTION_TEMPLATES.get(t.value);
   if (template !== undefined && applyTemplate(text, tokens, at, template, edits, taken)) return;
   const name = FUNCTION_NAMES.get(t.value);
-  if (name !== undefined) edits.push({ start: t.start, end: t.end, text: name });
+  // A macro cannot be a window function nor take FILTER: an aggregate used so keeps DuckDB's own.
+  if (name !== undefined && !(MACRO_NAME_SET.has(name) && windowOrFilter(tokens, at))) {
+    edits.push({ start: t.start, end: t.end, text: name });
+  }
   // Format patterns (MySQL's for date_format / date_parse, Joda's for format_datetime /
   // parse_datetime) become strftime patterns when written as literals, as they nearly always are.
   const kind = formatKind(t.value);
@@ -204,6 +208,15 @@ function applyTemplate(
   edits.push({ start: tokens[at]!.start, end: tokens[close]!.end, text: sql });
   for (let i = at + 1; i <= close; i += 1) taken.add(i);
   return true;
+}
+
+const MACRO_NAME_SET: ReadonlySet<string> = new Set(MACRO_NAMES);
+
+/** True when the call at `at` is followed by OVER or FILTER. */
+function windowOrFilter(tokens: SqlToken[], at: number): boolean {
+  const close = closeOf(tokens, at + 1);
+  const after = close < 0 ? undefined : tokens[close + 1];
+  return after?.kind === 'word' && (after.value === 'over' || after.value === 'filter');
 }
 
 function formatKind(name: string): 'mysql' | 'joda' | undefined {

@@ -2,7 +2,7 @@
 // translated to DuckDB SQL statement by statement (translate.ts) before the sandbox judges it,
 // so the sandbox's lists and the wall apply to what actually runs; DuckDB SQL runs as written.
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { SqlStatement } from '../splitStatements.ts';
+import type { SqlStatement } from '../sandbox/splitStatements.ts';
 import { dialectMacroStatements, MACRO_NAMES } from './functions.ts';
 import { NATIVE_FUNCTION_NAMES, registerNativeFunctions } from './nativeFunctions.ts';
 import { translateDuneSql } from './translate.ts';
@@ -10,16 +10,11 @@ import { translateDuneSql } from './translate.ts';
 export const SQL_DIALECTS = ['dunesql', 'duckdb'] as const;
 export type SqlDialect = (typeof SQL_DIALECTS)[number];
 
-/** A statement to run; `sourceOffset` maps an offset of its text to one of the user's statement. */
-export interface DialectStatement extends SqlStatement {
-  sourceOffset?: (at: number) => number;
-}
-
 /** Every function the dialect adds to the engine, by name (for the sandbox's list). */
 export const DIALECT_FUNCTION_NAMES: readonly string[] = [...MACRO_NAMES, ...NATIVE_FUNCTION_NAMES];
 
 /** The statements as DuckDB runs them. */
-export function inDuckDbSql(statements: SqlStatement[], dialect: SqlDialect): DialectStatement[] {
+export function inDuckDbSql(statements: SqlStatement[], dialect: SqlDialect): SqlStatement[] {
   if (dialect === 'duckdb') return statements;
   return statements.map((st) => {
     const t = translateDuneSql(st.text);

@@ -10,7 +10,7 @@
 // `0x` literal, passes most of Dune's and many of Trino's functions through by name, reprints
 // the whole statement (no offset survives), and its WebAssembly module costs ~180 MB of
 // resident memory and 100-400 ms for the first statements (docs/dunesql.md, "Cost").
-import { tokenize, type SqlToken } from '../sqlTokens.ts';
+import { tokenize, type SqlToken } from '../sandbox/sqlTokens.ts';
 import { FUNCTION_NAMES, FUNCTION_TEMPLATES, MACRO_NAMES } from './functions.ts';
 import { translateFormat } from './formats.ts';
 import { translateType } from './types.ts';

@@ -1,6 +1,6 @@
 // Trino's type names, as written after AS in a cast, -> DuckDB's. DuckDB already reads most
 // of them (varchar, bigint, double, decimal(p, s), date, boolean, json); these differ.
-import type { SqlToken } from '../sqlTokens.ts';
+import type { SqlToken } from '../sandbox/sqlTokens.ts';
 
 const SIMPLE = new Map<string, string>([
   ['varbinary', 'BLOB'],

@@ -1,9 +1,9 @@
 // CSV text read into a table by DuckDB in strict mode with a fixed dialect (comma, double quotes,
 // header) and every column as text, so a malformed file fails with the line DuckDB stopped at;
 // then each column gets the narrowest type all its values fit.
-import { sqlIdent, sqlString } from '../sql.ts';
+import { sqlIdent, sqlString } from '../../sql.ts';
 import type { TableConnection } from './serviceTables.ts';
-import { EngineError, type IngestedCsv } from './types.ts';
+import { EngineError, type IngestedCsv } from '../types.ts';
 
 /** Narrowest first: a column gets the first type every one of its values casts to. */
 const CANDIDATE_TYPES = ['BIGINT', 'DOUBLE', 'BOOLEAN', 'DATE', 'TIMESTAMP'] as const;

@@ -3,7 +3,7 @@
 // benchmarks. Both live in the engine's main database, so they survive restarts; loading is
 // idempotent (events is regenerated only when its row count differs).
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { INT256_MAX, INT256_MIN, UINT256_MAX } from './customTypes.ts';
+import { INT256_MAX, INT256_MIN, UINT256_MAX } from '../customTypes.ts';
 import { sampleEventsSelect } from './sampleEvents.ts';
 
 export { sampleEventsSelect };

@@ -29,31 +29,21 @@ function tokensValues(): string {
   ).join(', ');
 }
 
-/** Statements (re)creating the tables for `transactions` transactions. */
-export function duneSampleStatements(transactions: number): string[] {
-  const n = Math.max(0, Math.trunc(transactions));
+/** One row per transaction `i` (a token transfer when i % 5 < 3: six in ten), its parties and amount. */
+function transactionRowsSql(n: number): string {
   const addresses = Math.max(50, Math.trunc(n / 40));
-  const tokens = SAMPLE_TOKENS.length;
   // An address index skewed toward small numbers: a few busy addresses, a long tail.
   const addr = (seed: string): string => `unhex(substr(sha256('addr' || ((${seed}) * (${seed}) % ${addresses})::VARCHAR), 1, 40))`;
-  const blocks = Math.ceil(n / TX_PER_BLOCK) + 1;
-  const minutes = Math.ceil((blocks * 12) / 60) + 1;
-  return [
-    'CREATE SCHEMA IF NOT EXISTS ethereum',
-    'CREATE SCHEMA IF NOT EXISTS erc20_ethereum',
-    'CREATE SCHEMA IF NOT EXISTS tokens',
-    'CREATE SCHEMA IF NOT EXISTS prices',
-    `CREATE OR REPLACE TEMP TABLE dune_sample_tokens AS SELECT * FROM (VALUES ${tokensValues()}) t(k, address, symbol, decimals, price)`,
-    `CREATE OR REPLACE TABLE tokens.erc20 AS
-     SELECT 'ethereum' AS blockchain, address AS contract_address, symbol, decimals::INTEGER AS decimals
-     FROM dune_sample_tokens ORDER BY k`,
-    // i: the transaction; a transaction is a token transfer when i % 5 < 3 (six in ten).
-    `CREATE OR REPLACE TEMP TABLE dune_sample_tx AS
+  const tokens = SAMPLE_TOKENS.length;
+  return `CREATE OR REPLACE TEMP TABLE dune_sample_tx AS
      SELECT i, i // ${TX_PER_BLOCK} AS b, i % 5 < 3 AS is_token, (i * 7 + i // 11) % ${tokens} AS k,
        ${addr('i * 7919 + 13')} AS sender, ${addr('i * 104729 + 7')} AS receiver,
        ((i * 2654435761) % 100000 + 1)::HUGEINT AS units
-     FROM range(${n}) t(i)`,
-    `CREATE OR REPLACE TABLE ethereum.transactions AS
+     FROM range(${n}) t(i)`;
+}
+
+function transactionsSql(): string {
+  return `CREATE OR REPLACE TABLE ethereum.transactions AS
      SELECT
        ${START} + to_seconds(b * 12) AS block_time,
        (19000000 + b)::BIGINT AS block_number,
@@ -75,8 +65,11 @@ export function duneSampleStatements(transactions: number): string[] {
        unhex(sha256('tx' || i::VARCHAR)) AS hash,
        'DynamicFee' AS type,
        (${START} + to_seconds(b * 12))::DATE AS block_date
-     FROM dune_sample_tx JOIN dune_sample_tokens tok USING (k) ORDER BY i`,
-    `CREATE OR REPLACE TABLE erc20_ethereum.evt_Transfer AS
+     FROM dune_sample_tx JOIN dune_sample_tokens tok USING (k) ORDER BY i`;
+}
+
+function transfersSql(): string {
+  return `CREATE OR REPLACE TABLE erc20_ethereum.evt_Transfer AS
      SELECT
        tok.address AS contract_address,
        unhex(sha256('tx' || i::VARCHAR)) AS evt_tx_hash,
@@ -89,8 +82,11 @@ export function duneSampleStatements(transactions: number): string[] {
        sender AS "from",
        receiver AS "to",
        (units * pow(10, tok.decimals - 2)::HUGEINT)::BIGNUM::uint256 AS value
-     FROM dune_sample_tx JOIN dune_sample_tokens tok USING (k) WHERE is_token AND i % 97 <> 0 ORDER BY i`,
-    `CREATE OR REPLACE TABLE ethereum.logs AS
+     FROM dune_sample_tx JOIN dune_sample_tokens tok USING (k) WHERE is_token AND i % 97 <> 0 ORDER BY i`;
+}
+
+function logsSql(): string {
+  return `CREATE OR REPLACE TABLE ethereum.logs AS
      SELECT
        ${START} + to_seconds(b * 12) AS block_time,
        (19000000 + b)::BIGINT AS block_number,
@@ -107,8 +103,11 @@ export function duneSampleStatements(transactions: number): string[] {
        (${START} + to_seconds(b * 12))::DATE AS block_date,
        sender AS tx_from,
        tok.address AS tx_to
-     FROM dune_sample_tx JOIN dune_sample_tokens tok USING (k) WHERE is_token AND i % 97 <> 0 ORDER BY i`,
-    `CREATE OR REPLACE TABLE prices.usd AS
+     FROM dune_sample_tx JOIN dune_sample_tokens tok USING (k) WHERE is_token AND i % 97 <> 0 ORDER BY i`;
+}
+
+function pricesSql(minutes: number): string {
+  return `CREATE OR REPLACE TABLE prices.usd AS
      SELECT
        ${START} + to_minutes(m) AS minute,
        'ethereum' AS blockchain,
@@ -116,7 +115,28 @@ export function duneSampleStatements(transactions: number): string[] {
        decimals::INTEGER AS decimals,
        symbol,
        round(price * (1 + CASE WHEN price = 1 THEN 0.001 ELSE 0.02 END * sin(m / 37.0 + k)), 6) AS price
-     FROM dune_sample_tokens, range(${minutes}) r(m) ORDER BY m, k`,
+     FROM dune_sample_tokens, range(${minutes}) r(m) ORDER BY m, k`;
+}
+
+/** Statements (re)creating the tables for `transactions` transactions. */
+export function duneSampleStatements(transactions: number): string[] {
+  const n = Math.max(0, Math.trunc(transactions));
+  const blocks = Math.ceil(n / TX_PER_BLOCK) + 1;
+  const minutes = Math.ceil((blocks * 12) / 60) + 1;
+  return [
+    'CREATE SCHEMA IF NOT EXISTS ethereum',
+    'CREATE SCHEMA IF NOT EXISTS erc20_ethereum',
+    'CREATE SCHEMA IF NOT EXISTS tokens',
+    'CREATE SCHEMA IF NOT EXISTS prices',
+    `CREATE OR REPLACE TEMP TABLE dune_sample_tokens AS SELECT * FROM (VALUES ${tokensValues()}) t(k, address, symbol, decimals, price)`,
+    `CREATE OR REPLACE TABLE tokens.erc20 AS
+     SELECT 'ethereum' AS blockchain, address AS contract_address, symbol, decimals::INTEGER AS decimals
+     FROM dune_sample_tokens ORDER BY k`,
+    transactionRowsSql(n),
+    transactionsSql(),
+    transfersSql(),
+    logsSql(),
+    pricesSql(minutes),
     'DROP TABLE dune_sample_tx',
     'DROP TABLE dune_sample_tokens',
   ];

@@ -195,35 +195,45 @@ export function selectDenial(tree: unknown, ctx: AccessContext, near?: number): 
   if (rec === undefined) return undefined;
   const location = locationOf(rec) ?? near;
   const deny = (message: string): Denial => (location === undefined ? { message } : { message, location });
-  if (rec['type'] === 'BASE_TABLE') {
-    const parts = [rec['catalog_name'], rec['schema_name'], rec['table_name']].filter(
-      (p): p is string => typeof p === 'string' && p !== '',
-    );
-    const why = tableReadDenial(parts, ctx);
-    if (why) return deny(why);
-  } else if (rec['type'] === 'TABLE_FUNCTION') {
-    const fn = asRecord(rec['function']);
-    const name = typeof fn?.['function_name'] === 'string' ? fn['function_name'] : '';
-    const args = Array.isArray(fn?.['children']) ? fn['children'] : [];
-    const why = tableFunctionDenial(name, args, ctx) ?? (fn === undefined ? undefined : functionSchemaDenial(fn, name.toLowerCase(), ctx));
-    if (why) return deny(why);
-    // The call itself is judged above as a table function; its arguments and the rest as usual.
-    for (const [key, value] of Object.entries(rec)) {
-      const d = key === 'function' ? selectDenial(args, ctx, location) : value !== null && typeof value === 'object' ? selectDenial(value, ctx, location) : undefined;
-      if (d) return d;
-    }
-    return undefined;
-  } else if ((rec['class'] === 'FUNCTION' || rec['class'] === 'WINDOW') && typeof rec['function_name'] === 'string') {
-    const why = functionDenial(rec, ctx);
-    if (why) return deny(why);
-  } else if (rec['type'] === 'SHOW_REF' && typeof rec['table_name'] === 'string' && rec['table_name'] !== '') {
-    return deny(`Not allowed: SHOW ${rec['table_name'].replaceAll('"', '')} lists the objects of every team; DESCRIBE a table instead`);
-  }
-  for (const value of Object.values(rec)) {
+  if (rec['type'] === 'TABLE_FUNCTION') return tableFunctionCallDenial(rec, ctx, location, deny);
+  const why = nodeDenial(rec, ctx);
+  if (why) return deny(why);
+  return childrenDenial(Object.values(rec), ctx, location);
+}
+
+function childrenDenial(values: unknown[], ctx: AccessContext, location: number | undefined): Denial | undefined {
+  for (const value of values) {
     if (value !== null && typeof value === 'object') {
       const d = selectDenial(value, ctx, location);
       if (d) return d;
     }
+  }
+  return undefined;
+}
+
+/** Why a node of the tree other than a table function call may not be read (a table, a function, SHOW). */
+function nodeDenial(rec: Record<string, unknown>, ctx: AccessContext): string | undefined {
+  if (rec['type'] === 'BASE_TABLE') {
+    const parts = [rec['catalog_name'], rec['schema_name'], rec['table_name']].filter((p): p is string => typeof p === 'string' && p !== '');
+    return tableReadDenial(parts, ctx);
+  }
+  if ((rec['class'] === 'FUNCTION' || rec['class'] === 'WINDOW') && typeof rec['function_name'] === 'string') return functionDenial(rec, ctx);
+  if (rec['type'] === 'SHOW_REF' && typeof rec['table_name'] === 'string' && rec['table_name'] !== '') {
+    return `Not allowed: SHOW ${rec['table_name'].replaceAll('"', '')} lists the objects of every team; DESCRIBE a table instead`;
+  }
+  return undefined;
+}
+
+/** A table function call: judged as a table function; its arguments and the rest as usual. */
+function tableFunctionCallDenial(rec: Record<string, unknown>, ctx: AccessContext, location: number | undefined, deny: (message: string) => Denial): Denial | undefined {
+  const fn = asRecord(rec['function']);
+  const name = typeof fn?.['function_name'] === 'string' ? fn['function_name'] : '';
+  const args = Array.isArray(fn?.['children']) ? fn['children'] : [];
+  const why = tableFunctionDenial(name, args, ctx) ?? (fn === undefined ? undefined : functionSchemaDenial(fn, name.toLowerCase(), ctx));
+  if (why) return deny(why);
+  for (const [key, value] of Object.entries(rec)) {
+    const d = key === 'function' ? selectDenial(args, ctx, location) : value !== null && typeof value === 'object' ? selectDenial(value, ctx, location) : undefined;
+    if (d) return d;
   }
   return undefined;
 }

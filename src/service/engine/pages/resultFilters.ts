@@ -2,8 +2,8 @@
 // recursive-descent parser build an AST, which renders as SQL over validated column references
 // and literal values only, so no input can inject SQL. Anything outside the grammar is a
 // bad_request naming what was unexpected and where (0-based offset in the parameter text).
-import { sqlString } from '../sql.ts';
-import { EngineError } from './types.ts';
+import { sqlString } from '../../sql.ts';
+import { EngineError } from '../types.ts';
 
 type Token =
   | { kind: 'ident'; text: string; pos: number; quoted: boolean }
@@ -203,35 +203,40 @@ class Parser {
     }
     if (t.kind === 'ident' && !t.quoted) {
       const word = t.text.toUpperCase();
-      if (word === 'IN') {
-        const open = this.next();
-        if (open.kind !== 'punct' || open.text !== '(') this.unexpected(open, '"("');
-        const values = [this.value()];
-        for (;;) {
-          const sep = this.next();
-          if (sep.kind === 'punct' && sep.text === ')') break;
-          if (sep.kind !== 'punct' || sep.text !== ',') this.unexpected(sep, '"," or ")"');
-          values.push(this.value());
-        }
-        return { kind: 'in', column, values };
-      }
+      if (word === 'IN') return { kind: 'in', column, values: this.inValues() };
       if (word === 'LIKE') {
         const pattern = this.next();
         if (pattern.kind !== 'string') this.unexpected(pattern, 'a quoted pattern');
         return { kind: 'like', column, pattern: pattern.text };
       }
-      if (word === 'IS') {
-        let negated = false;
-        if (this.isKeyword('NOT')) {
-          this.next();
-          negated = true;
-        }
-        const n = this.next();
-        if (n.kind !== 'ident' || n.quoted || n.text.toUpperCase() !== 'NULL') this.unexpected(n, 'NULL');
-        return { kind: 'null', column, negated };
-      }
+      if (word === 'IS') return { kind: 'null', column, negated: this.isNull() };
     }
     return this.unexpected(t, 'an operator (= != <> < <= > >= IN LIKE IS)');
+  }
+
+  /** `(v, ...)` after IN. */
+  inValues(): FilterValue[] {
+    const open = this.next();
+    if (open.kind !== 'punct' || open.text !== '(') this.unexpected(open, '"("');
+    const values = [this.value()];
+    for (;;) {
+      const sep = this.next();
+      if (sep.kind === 'punct' && sep.text === ')') return values;
+      if (sep.kind !== 'punct' || sep.text !== ',') this.unexpected(sep, '"," or ")"');
+      values.push(this.value());
+    }
+  }
+
+  /** `[NOT] NULL` after IS: whether it is negated. */
+  isNull(): boolean {
+    let negated = false;
+    if (this.isKeyword('NOT')) {
+      this.next();
+      negated = true;
+    }
+    const n = this.next();
+    if (n.kind !== 'ident' || n.quoted || n.text.toUpperCase() !== 'NULL') this.unexpected(n, 'NULL');
+    return negated;
   }
 
   sortKeys(): SortKey[] {

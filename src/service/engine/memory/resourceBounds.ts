@@ -20,7 +20,8 @@
 // whatever the others do, and fails only past it; but executions run at once only as many as
 // their bounds fit in the engine (with tiers larger than the engine, one at a time), however
 // little they really use. Meant for engines sized in multiples of the tiers.
-import { EngineError, type TrimOptions } from './types.ts';
+import { EngineError, type TrimOptions } from '../types.ts';
+import { Gate } from './gate.ts';
 
 /** What an execution may use (its tier's bounds). */
 export interface ExecutionBounds {
@@ -65,55 +66,72 @@ export interface EngineCeilings {
 
 export type MemoryAdmission = 'share' | 'reserve';
 
-interface Waiter {
-  need: ExecutionBounds;
-  admit: () => void;
+/** One execution held by the gate: its bounds, when it has them (an engine without ceilings, a caller without a tier). */
+interface Held {
+  bounds?: ExecutionBounds;
 }
 
+/**
+ * Executions running, and the instance's limits set to them. Every execution enters (with its
+ * bounds or without): under 'reserve' it waits in the engine's one gate (gate.ts) until its bounds
+ * fit; encodings wait in the same gate for no execution to run (`idle`).
+ */
 export class ResourceBounds {
-  readonly #running = new Set<ExecutionBounds>();
   readonly #set: (sql: string) => Promise<void>;
-  readonly #ceilings: EngineCeilings;
+  readonly #ceilings: EngineCeilings | undefined;
   readonly #memoryCeiling: number;
   readonly #tempCeiling: number;
+  readonly #gate: Gate<Held>;
   /** SETs are applied one after the other, each with the set of executions at that moment. */
   #applying: Promise<void> = Promise.resolve();
   #applied = '';
-  #memoryInForce: string;
-  /** Executions waiting for room ('reserve'), first come first served. */
-  readonly #waiting: Waiter[] = [];
+  #memoryInForce: string | undefined;
 
-  constructor(ceilings: EngineCeilings, set: (sql: string) => Promise<void>) {
+  constructor(ceilings: EngineCeilings | undefined, set: (sql: string) => Promise<void>) {
     this.#ceilings = ceilings;
     this.#set = set;
-    this.#memoryInForce = ceilings.memoryLimit;
-    this.#memoryCeiling = parseDuckDbSize(ceilings.memoryLimit) ?? Number.POSITIVE_INFINITY;
-    this.#tempCeiling = parseDuckDbSize(ceilings.maxTempDirectorySize) ?? Number.POSITIVE_INFINITY;
+    this.#memoryInForce = ceilings?.memoryLimit;
+    this.#memoryCeiling = (ceilings && parseDuckDbSize(ceilings.memoryLimit)) ?? Number.POSITIVE_INFINITY;
+    this.#tempCeiling = (ceilings && parseDuckDbSize(ceilings.maxTempDirectorySize)) ?? Number.POSITIVE_INFINITY;
+    const reserve = ceilings?.admission === 'reserve';
+    this.#gate = new Gate<Held>((need, held) => !reserve || this.#fits(need, held));
   }
 
-  /** The instance's memory_limit as last set (a trim restores it: memoryTrim.ts). */
-  get memoryLimit(): string {
+  /** The instance's memory_limit as last set (a trim restores it: memoryTrim.ts); undefined without ceilings. */
+  get memoryLimit(): string | undefined {
     return this.#memoryInForce;
   }
 
   /** Executions waiting for room to start ('reserve'). */
   get waiting(): number {
-    return this.#waiting.length;
+    return this.#gate.waiting;
+  }
+
+  /** Executions running now. */
+  get running(): number {
+    return this.#gate.held.length;
+  }
+
+  /** Resolves when no execution runs (an encoding waits for that); `wakeAll` ends the wait. */
+  idle(): Promise<void> {
+    return this.#gate.whenEmpty();
+  }
+
+  wakeAll(): void {
+    this.#gate.wakeAll();
   }
 
   /**
    * Counts the execution in until the returned function is called (once it has stopped). Under
    * 'reserve' it first waits for room; `signal` ends the wait (rejecting with its reason).
    */
-  async enter(bounds: ExecutionBounds, signal?: AbortSignal): Promise<() => Promise<void>> {
-    const own = { ...bounds };
-    if (this.#ceilings.admission === 'reserve') await this.#room(own, signal);
-    this.#running.add(own);
-    await this.#apply();
+  async enter(bounds: ExecutionBounds | undefined, signal?: AbortSignal): Promise<() => Promise<void>> {
+    const own: Held = bounds === undefined ? {} : { bounds: { ...bounds } };
+    const leave = await this.#gate.enter(own, signal);
+    if (own.bounds !== undefined) await this.#apply();
     return async () => {
-      this.#running.delete(own);
-      this.#admitWaiting();
-      await this.#apply();
+      leave();
+      if (own.bounds !== undefined) await this.#apply();
     };
   }
 
@@ -122,59 +140,29 @@ export class ResourceBounds {
     return { memory: Math.min(b.memoryBytes, this.#memoryCeiling - SERVICE_RESERVE_BYTES), temp: Math.min(b.tempBytes, this.#tempCeiling) };
   }
 
-  #fits(b: ExecutionBounds): boolean {
-    if (this.#running.size === 0) return true;
+  #fits(need: Held, held: readonly Held[]): boolean {
     let memory = SERVICE_RESERVE_BYTES;
     let temp = 0;
-    for (const r of [...this.#running, b]) {
-      const x = this.#reserved(r);
+    for (const r of [...held, need]) {
+      if (r.bounds === undefined) continue;
+      const x = this.#reserved(r.bounds);
       memory += x.memory;
       temp += x.temp;
     }
     return memory <= this.#memoryCeiling && temp <= this.#tempCeiling;
   }
 
-  #room(own: ExecutionBounds, signal: AbortSignal | undefined): Promise<void> {
-    if (this.#waiting.length === 0 && this.#fits(own)) return Promise.resolve();
-    signal?.throwIfAborted();
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = (): void => {
-        const i = this.#waiting.indexOf(waiter);
-        if (i >= 0) this.#waiting.splice(i, 1);
-        // The next in line may fit now that this one no longer goes first.
-        this.#admitWaiting();
-        reject(signal?.reason);
-      };
-      const waiter: Waiter = {
-        need: own,
-        admit: () => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve();
-        },
-      };
-      this.#waiting.push(waiter);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-
-  /** Starts waiting executions in order while the first in line fits (none overtakes it). */
-  #admitWaiting(): void {
-    while (this.#waiting.length > 0 && this.#fits(this.#waiting[0]!.need)) {
-      const next = this.#waiting.shift()!;
-      // Counted at once, before the next in line is judged.
-      this.#running.add(next.need);
-      next.admit();
-    }
-  }
-
   #apply(): Promise<void> {
+    const ceilings = this.#ceilings;
+    if (ceilings === undefined) return Promise.resolve();
     const next = this.#applying.then(async () => {
-      let memory = this.#ceilings.memoryLimit;
-      let temp = this.#ceilings.maxTempDirectorySize;
-      if (this.#running.size > 0) {
+      let memory = ceilings.memoryLimit;
+      let temp = ceilings.maxTempDirectorySize;
+      const running = this.#gate.held.flatMap((h) => (h.bounds === undefined ? [] : [h.bounds]));
+      if (running.length > 0) {
         let m = SERVICE_RESERVE_BYTES;
         let t = 0;
-        for (const b of this.#running) {
+        for (const b of running) {
           m += b.memoryBytes;
           t += b.tempBytes;
         }
@@ -195,7 +183,7 @@ export class ResourceBounds {
         },
       );
       await this.#set(`SET GLOBAL max_temp_directory_size = '${temp}'`).catch(async () => {
-        if (this.#running.size === 0) await this.#set('RESET GLOBAL max_temp_directory_size').catch(() => undefined);
+        if (running.length === 0) await this.#set('RESET GLOBAL max_temp_directory_size').catch(() => undefined);
         else this.#applied = '';
       });
     });

@@ -32,9 +32,9 @@ import { mkdir, open, readFile, rename, rm, writeFile, type FileHandle } from 'n
 import { join } from 'node:path';
 import duckdb from '@duckdb/node-bindings';
 import type { DuckDBConnection, DuckDBDataChunk } from '@duckdb/node-api';
-import { chunkFetched } from './chunkGarbage.ts';
-import { headerBytes, renderedRowsSql, type StoredColumns } from './pageQuery.ts';
-import type { ResultInfo } from './types.ts';
+import { chunkFetched } from '../memory/chunkGarbage.ts';
+import { headerBytes, renderedRowsSql, type StoredColumns } from '../pages/pageQuery.ts';
+import type { ResultInfo } from '../types.ts';
 
 const HEX = 12;
 /** Bytes of one index record: three numbers and '\n'. */

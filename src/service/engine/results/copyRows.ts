@@ -5,9 +5,9 @@
 // at a time, so a result of any size passes in the memory of a chunk. Column types travel as
 // DuckDB's own type text, which DuckDB reads back as the same type (every type of
 // test_all_types() does; the engine test checks it).
-import type { DuckDBConnection, DuckDBDataChunk, DuckDBType } from '@duckdb/node-api';
-import { sqlIdent } from '../sql.ts';
-import { chunkFetched } from './chunkGarbage.ts';
+import { DuckDBTypeId, type DuckDBConnection, type DuckDBDataChunk, type DuckDBType } from '@duckdb/node-api';
+import { sqlIdent } from '../../sql.ts';
+import { chunkFetched } from '../memory/chunkGarbage.ts';
 
 /** What copyRows reads: a streamed result, or chunks already held. */
 export interface ChunkSource {
@@ -20,9 +20,46 @@ export interface CopyTarget {
   table: string;
 }
 
-/** The type as DDL; a JSON column keeps its JSON alias (otherwise it would come back as VARCHAR). */
+/**
+ * The type as DDL. DuckDB's text of a type drops the JSON alias (JSON is a VARCHAR with an alias),
+ * at the top and inside lists, arrays, maps, rows and unions: json is written back at every depth,
+ * or a column of JSON[] would be stored as VARCHAR[] and its column_types would say array(varchar).
+ */
 export function sqlTypeOf(type: DuckDBType): string {
-  return type.alias?.toUpperCase() === 'JSON' ? 'JSON' : type.toString();
+  if (type.alias?.toUpperCase() === 'JSON') return 'JSON';
+  if (!holdsJson(type)) return type.toString();
+  switch (type.typeId) {
+    case DuckDBTypeId.LIST:
+      return `${sqlTypeOf(type.valueType)}[]`;
+    case DuckDBTypeId.ARRAY:
+      return `${sqlTypeOf(type.valueType)}[${type.length}]`;
+    case DuckDBTypeId.MAP:
+      return `MAP(${sqlTypeOf(type.keyType)}, ${sqlTypeOf(type.valueType)})`;
+    case DuckDBTypeId.STRUCT:
+      return `STRUCT(${type.entryNames.map((name, i) => `${sqlIdent(name)} ${sqlTypeOf(type.entryTypes[i]!)}`).join(', ')})`;
+    case DuckDBTypeId.UNION:
+      return `UNION(${type.memberTags.map((name, i) => `${sqlIdent(name)} ${sqlTypeOf(type.memberTypes[i]!)}`).join(', ')})`;
+    default:
+      return type.toString();
+  }
+}
+
+/** Whether a JSON type is anywhere inside `type`. */
+function holdsJson(type: DuckDBType): boolean {
+  if (type.alias?.toUpperCase() === 'JSON') return true;
+  switch (type.typeId) {
+    case DuckDBTypeId.LIST:
+    case DuckDBTypeId.ARRAY:
+      return holdsJson(type.valueType);
+    case DuckDBTypeId.MAP:
+      return holdsJson(type.keyType) || holdsJson(type.valueType);
+    case DuckDBTypeId.STRUCT:
+      return type.entryTypes.some(holdsJson);
+    case DuckDBTypeId.UNION:
+      return type.memberTypes.some(holdsJson);
+    default:
+      return false;
+  }
 }
 
 /**

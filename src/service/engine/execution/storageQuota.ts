@@ -12,8 +12,8 @@
 // GROWTH_SLACK_BYTES) the statement is interrupted and fails with the same quota error.
 import { stat } from 'node:fs/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { teamTableBytes } from './teamStorage.ts';
-import { EngineError } from './types.ts';
+import { teamTableBytes } from '../tables/teamStorage.ts';
+import { EngineError } from '../types.ts';
 
 /** The database file may grow by this many times the room the quota leaves (DuckDB's blocks hold rows more compactly than CSV text, but not always)... */
 const GROWTH_FACTOR = 4;

@@ -17,7 +17,7 @@
 // function opens a file). What the lock does not stop, so the sandbox must: DETACH, USE and
 // session options (search_path, schema), and tables of another team's schema.
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { sqlString } from '../sql.ts';
+import { sqlString } from '../../sql.ts';
 
 /** `readableDir`: the one directory whose files DuckDB may open (none when undefined). */
 export async function lockDown(conn: DuckDBConnection, readableDir?: string): Promise<void> {

@@ -2,10 +2,10 @@
 // orders, slices (by rowid, so the cost does not grow with the offset), encodes each value and
 // joins the page into a single JSON or CSV text.
 import { DuckDBTypeId, type DuckDBType } from '@duckdb/node-api';
-import { EngineError, type PageRequest } from './types.ts';
-import { sqlString } from '../sql.ts';
+import { EngineError, type PageRequest } from '../types.ts';
+import { sqlString } from '../../sql.ts';
 import { jsonExpr, jsonFromText, textExpr } from './encode.ts';
-import { customUnionTag } from './customTypes.ts';
+import { customUnionTag } from '../customTypes.ts';
 import { parseFilters, parseSortBy, renderFilter, type ColumnRefs } from './resultFilters.ts';
 
 export interface StoredColumns {

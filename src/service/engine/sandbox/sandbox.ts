@@ -103,18 +103,16 @@ export class Sandbox {
         (await viewDenial(parsed.statements[0], this.#ctx, () => this.#viewCatalog(), (sql) => parse(this.#conn, sql)));
       return d ? this.#located(text, base, d) : undefined;
     }
-    const tokens = tokenize(text);
+    return this.#checkShaped(text, base, depth, tokenize(text));
+  }
+
+  /** A statement json_serialize_sql does not take: judged by its shape (CREATE, INSERT, DROP, EXPLAIN, PRAGMA). */
+  async #checkShaped(text: string, base: number, depth: number, tokens: SqlToken[]): Promise<StatementDenial | undefined> {
+    const at = (offset: number, message: string): StatementDenial => ({ message, offset: base + offset });
     const first = tokens[0];
     if (!first) return undefined;
     const word = first.kind === 'word' ? first.value : '';
-    if (!SHAPED.has(word)) {
-      if (!QUERY_WORDS.has(word || first.value)) return at(first.start, kindDenial(word || first.value));
-      // A query json_serialize_sql refused: the splitter missed a ';' (the rest could be
-      // anything), or a form DuckDB cannot serialize (PIVOT in 1.5.6).
-      const pivot = word === 'pivot' || word === 'unpivot';
-      if (!pivot && (await this.#statementCount(text)) !== 1) return at(0, 'Not allowed: one statement expected here');
-      return at(first.start, 'Not allowed: this form of query cannot be checked (PIVOT, UNPIVOT); write it with plain SELECT');
-    }
+    if (!SHAPED.has(word)) return this.#unshaped(text, at, first, word);
     // Token shapes are judged on one statement only: a second one could hide anything.
     if ((await this.#statementCount(text)) !== 1) return at(0, 'Not allowed: one statement expected here');
     const body = (i: number): Promise<StatementDenial | undefined> => {
@@ -137,13 +135,23 @@ export class Sandbox {
       case 'drop':
         return this.#drop(tokens, at);
       case 'explain':
-        if (tokens[1]?.value === '(') return body(skipParens(tokens, 1));
-        return body(tokens[1]?.value === 'analyze' ? 2 : 1);
+        if (valueAt(tokens, 1) === '(') return body(skipParens(tokens, 1));
+        return body(valueAt(tokens, 1) === 'analyze' ? 2 : 1);
       case 'pragma':
         return this.#pragma(tokens, at);
       default:
         return at(first.start, kindDenial(word || first.value));
     }
+  }
+
+  /** A statement of no shape the sandbox judges: denied, with the reason a user can act on. */
+  async #unshaped(text: string, at: (offset: number, message: string) => StatementDenial, first: SqlToken, word: string): Promise<StatementDenial> {
+    if (!QUERY_WORDS.has(word || first.value)) return at(first.start, kindDenial(word || first.value));
+    // A query json_serialize_sql refused: the splitter missed a ';' (the rest could be
+    // anything), or a form DuckDB cannot serialize (PIVOT in 1.5.6).
+    const pivot = word === 'pivot' || word === 'unpivot';
+    if (!pivot && (await this.#statementCount(text)) !== 1) return at(0, 'Not allowed: one statement expected here');
+    return at(first.start, 'Not allowed: this form of query cannot be checked (PIVOT, UNPIVOT); write it with plain SELECT');
   }
 
   #viewCatalog(): Promise<ViewCatalog> {
@@ -171,26 +179,27 @@ export class Sandbox {
     bodyQuery: (i: number, what: string) => Promise<StatementDenial | undefined>,
   ): Promise<StatementDenial | undefined> {
     let i = 1;
-    if (tokens[i]?.value === 'or' && tokens[i + 1]?.value === 'replace') i += 2;
-    const temp = tokens[i]?.value === 'temp' || tokens[i]?.value === 'temporary';
+    if (valueAt(tokens, i) === 'or' && valueAt(tokens, i + 1) === 'replace') i += 2;
+    const temp = valueAt(tokens, i) === 'temp' || valueAt(tokens, i) === 'temporary';
     if (temp) i += 1;
     const object = tokens[i];
     if (object?.kind !== 'word' || (object.value !== 'table' && object.value !== 'view')) {
       const what = object ? object.value.toUpperCase() : '';
-      return at(object?.start ?? 0, `Not allowed: CREATE ${temp ? 'TEMP ' : ''}${what} (allowed: CREATE [TEMP] TABLE or VIEW)`);
+      return at(startAt(tokens, i), `Not allowed: CREATE ${temp ? 'TEMP ' : ''}${what} (allowed: CREATE [TEMP] TABLE or VIEW)`);
     }
     i += 1;
-    if (tokens[i]?.value === 'if' && tokens[i + 1]?.value === 'not' && tokens[i + 2]?.value === 'exists') i += 3;
+    if (valueAt(tokens, i) === 'if' && valueAt(tokens, i + 1) === 'not' && valueAt(tokens, i + 2) === 'exists') i += 3;
     const name = readName(tokens, i);
-    if (!name) return at(tokens[i]?.start ?? 0, 'Not allowed: CREATE needs a table name');
+    if (!name) return at(startAt(tokens, i), 'Not allowed: CREATE needs a table name');
     const why = tableWriteDenial(name.parts, !temp, this.#ctx);
-    if (why) return at(tokens[i]!.start, why);
+    if (why) return at(startAt(tokens, i), why);
     if (!temp && object.value === 'table') this.#noteWrite(name.parts);
     i = name.next;
-    if (tokens[i]?.value === '(') i = skipParens(tokens, i);
+    if (valueAt(tokens, i) === '(') i = skipParens(tokens, i);
     if (i >= tokens.length) return undefined;
-    if (tokens[i]?.value === 'as') return bodyQuery(i + 1, `CREATE ${object.value.toUpperCase()} ... AS`);
-    return at(tokens[i]!.start, `Not allowed: this form of CREATE ${object.value.toUpperCase()}`);
+    const what = `CREATE ${object.value.toUpperCase()}`;
+    if (valueAt(tokens, i) === 'as') return bodyQuery(i + 1, `${what} ... AS`);
+    return at(startAt(tokens, i), `Not allowed: this form of ${what}`);
   }
 
   async #insert(
@@ -199,18 +208,18 @@ export class Sandbox {
     bodyQuery: (i: number, what: string) => Promise<StatementDenial | undefined>,
   ): Promise<StatementDenial | undefined> {
     let i = 1;
-    if (tokens[i]?.value === 'or' && (tokens[i + 1]?.value === 'replace' || tokens[i + 1]?.value === 'ignore')) i += 2;
-    if (tokens[i]?.value !== 'into') return at(tokens[i]?.start ?? 0, 'Not allowed: this form of INSERT; write INSERT INTO <table> <query>');
+    if (valueAt(tokens, i) === 'or' && (valueAt(tokens, i + 1) === 'replace' || valueAt(tokens, i + 1) === 'ignore')) i += 2;
+    if (valueAt(tokens, i) !== 'into') return at(startAt(tokens, i), 'Not allowed: this form of INSERT; write INSERT INTO <table> <query>');
     i += 1;
     const name = readName(tokens, i);
-    if (!name) return at(tokens[i]?.start ?? 0, 'Not allowed: INSERT INTO needs a table name');
+    if (!name) return at(startAt(tokens, i), 'Not allowed: INSERT INTO needs a table name');
     const why = tableWriteDenial(name.parts, false, this.#ctx);
-    if (why) return at(tokens[i]!.start, why);
+    if (why) return at(startAt(tokens, i), why);
     this.#noteWrite(name.parts);
     i = name.next;
-    if (tokens[i]?.value === '(') i = skipParens(tokens, i);
-    if (tokens[i]?.value === 'by' && (tokens[i + 1]?.value === 'name' || tokens[i + 1]?.value === 'position')) i += 2;
-    if (tokens[i]?.value === 'default' && tokens[i + 1]?.value === 'values' && i + 2 === tokens.length) return undefined;
+    if (valueAt(tokens, i) === '(') i = skipParens(tokens, i);
+    if (valueAt(tokens, i) === 'by' && (valueAt(tokens, i + 1) === 'name' || valueAt(tokens, i + 1) === 'position')) i += 2;
+    if (valueAt(tokens, i) === 'default' && valueAt(tokens, i + 1) === 'values' && i + 2 === tokens.length) return undefined;
     return bodyQuery(i, 'INSERT INTO <table>');
   }
 
@@ -249,4 +258,14 @@ export class Sandbox {
     const why = tableReadDenial(splitNameText(arg.value), this.#ctx);
     return why ? at(arg.start, why) : undefined;
   }
+}
+
+/** The token's text at `i` (undefined past the end). */
+function valueAt(tokens: SqlToken[], i: number): string | undefined {
+  return tokens[i]?.value;
+}
+
+/** Where the token at `i` starts (0 past the end: the statement's start). */
+function startAt(tokens: SqlToken[], i: number): number {
+  return tokens[i]?.start ?? 0;
 }

@@ -2,10 +2,10 @@
 // rows' CSV text (result_set_bytes of protocol.md, as for a materialized view's result; an
 // upload counts the bytes of the CSV it sent). Tables the service writes itself (materialized
 // views, datasets, their work tables) are counted by their own records, not here.
-import { sqlIdent, sqlString } from '../sql.ts';
-import { headerBytes, rowBytesSql, type StoredColumns } from './pageQuery.ts';
+import { sqlIdent, sqlString } from '../../sql.ts';
+import { headerBytes, rowBytesSql, type StoredColumns } from '../pages/pageQuery.ts';
 import type { TableConnection } from './serviceTables.ts';
-import { protocolTypeName } from './typeNames.ts';
+import { protocolTypeName } from '../typeNames.ts';
 
 /** Prefixes of the tables in `service.<team>` the service writes (accessPolicy.ts RESERVED_PREFIXES). */
 const SERVICE_OWNED = ['result_', 'dataset_', '__staging_', '__upload_'];

@@ -9,17 +9,17 @@
 import duckdb from '@duckdb/node-bindings';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { makeData, RecordBatch, RecordBatchStreamWriter, Struct, type Schema } from 'apache-arrow';
-import { arrowSchema } from '../../types/arrow.ts';
-import { columnBuilder } from '../../types/columns.ts';
-import { compileDecoder, type ValueDecoder } from '../../types/decode.ts';
-import { parseJsonLossless } from '../../types/json.ts';
-import { parseType } from '../../types/parse.ts';
+import { arrowSchema } from '../../../types/arrow.ts';
+import { columnBuilder } from '../../../types/columns.ts';
+import { compileDecoder, type ValueDecoder } from '../../../types/decode.ts';
+import { parseJsonLossless } from '../../../types/json.ts';
+import { parseType } from '../../../types/parse.ts';
 import { vectorColumn, type VectorColumn } from './arrowColumns.ts';
-import { chunkFetched } from './chunkGarbage.ts';
+import { chunkFetched } from '../memory/chunkGarbage.ts';
 import { jsonExpr, textExpr } from './encode.ts';
 import type { PagePlan, StoredColumns } from './pageQuery.ts';
-import { protocolTypeName } from './typeNames.ts';
-import { EngineError } from './types.ts';
+import { protocolTypeName } from '../typeNames.ts';
+import { EngineError } from '../types.ts';
 
 /** Protocol types whose DuckDB value is the decoded JS value as is. */
 const AS_READ = new Set(['boolean', 'tinyint', 'smallint', 'integer', 'bigint', 'real', 'double', 'varchar']);

@@ -16,8 +16,8 @@
 //   it. DuckDB's own text ("0002-12-31 (BC)") is read by neither the client nor most readers.
 // - map keys are the text of the key; json is a JSON string holding the JSON text.
 import { DuckDBTypeId, type DuckDBType } from '@duckdb/node-api';
-import { sqlString } from '../sql.ts';
-import { customUnionTag } from './customTypes.ts';
+import { sqlString } from '../../sql.ts';
+import { customUnionTag } from '../customTypes.ts';
 
 /** Types whose JSON is their text as DuckDB casts it (booleans, integers up to BIGINT and UINTEGER). */
 const BARE_TEXT: ReadonlySet<DuckDBTypeId> = new Set([
@@ -131,7 +131,9 @@ export function textExpr(v: string, type: DuckDBType, depth = 0): string {
       return withIsoYear(us, `strftime(${us}, '${format}')`, format.slice(2));
     }
     case DuckDBTypeId.TIMESTAMP_TZ: {
-      const utc = `timezone('UTC', ${v})`;
+      // timezone('UTC', v) fails at DuckDB's extremes (294247-01-10 and 290309 BC); the instant's
+      // microseconds as a TIMESTAMP are the same wall time in UTC, at every finite value.
+      const utc = `(CASE WHEN isfinite(${v}) THEN make_timestamp(epoch_us(${v})) ELSE timezone('UTC', ${v}) END)`;
       return `(${withIsoYear(utc, `strftime(${utc}, '%Y-%m-%d %H:%M:%S.%f')`, '-%m-%d %H:%M:%S.%f')} || ' UTC')`;
     }
     case DuckDBTypeId.INTERVAL:

@@ -12,11 +12,11 @@
 import { randomBytes } from 'node:crypto';
 import { rm, writeFile } from 'node:fs/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { sqlIdent, sqlString } from '../sql.ts';
-import { uniqueColumnNames } from './columnNames.ts';
+import { sqlIdent, sqlString } from '../../sql.ts';
+import { uniqueColumnNames } from '../results/columnNames.ts';
 import { ingestCsvSql } from './csvIngest.ts';
-import { copyRows } from './copyRows.ts';
-import type { IngestedCsv, ServiceTables } from './types.ts';
+import { copyRows } from '../results/copyRows.ts';
+import type { IngestedCsv, ServiceTables } from '../types.ts';
 import { teamTableBytes, type TeamTableSizes } from './teamStorage.ts';
 
 /** The part of a DuckDB connection the table code uses. */

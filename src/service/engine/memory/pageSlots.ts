@@ -3,8 +3,9 @@
 // MiB while DuckDB renders it, so a reader fetching several pages at once (the connector
 // fetches four) would make the instance run out of memory and fail pages that, one after the
 // other, fit. Page queries therefore take a slot: as many run at once as the instance's memory
-// holds, the others wait their turn, first come first served.
+// holds, the others wait their turn in a gate (gate.ts), first come first served.
 
+import { Gate } from './gate.ts';
 import { parseDuckDbSize } from './resourceBounds.ts';
 
 /** What one page query may take while it renders (a full page of sample.events: ~20 MiB). */
@@ -19,25 +20,7 @@ export function pageSlotCount(memoryLimit: string | undefined): number {
   return Math.max(1, Math.min(UNBOUNDED_SLOTS, Math.floor(bytes / PAGE_QUERY_BYTES)));
 }
 
-export class PageSlots {
-  #free: number;
-  readonly #waiting: Array<() => void> = [];
-
-  constructor(count: number) {
-    this.#free = count;
-  }
-
-  /** Resolves once a slot is this caller's; `release` gives it back (once). */
-  async take(): Promise<() => void> {
-    if (this.#free > 0) this.#free--;
-    else await new Promise<void>((resolve) => this.#waiting.push(resolve));
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const next = this.#waiting.shift();
-      if (next !== undefined) next();
-      else this.#free++;
-    };
-  }
+/** The gate of page queries: `enter(1)` takes a slot (gate.ts: first come, first served). */
+export function pageSlots(memoryLimit: string | undefined): Gate<number> {
+  return Gate.weighted(pageSlotCount(memoryLimit));
 }

@@ -182,8 +182,8 @@ const MACROS: readonly string[] = [
   `to_base(x, radix) AS CASE radix WHEN 2 THEN bin(x) WHEN 16 THEN lower(hex(x)) ELSE error('to_base: radix 2 or 16 only') END`,
   `from_base(s, radix) AS CASE radix WHEN 16 THEN CAST('0x' || s AS BIGINT) WHEN 2 THEN CAST('0b' || s AS BIGINT) WHEN 10 THEN CAST(s AS BIGINT) ELSE error('from_base: radix 2, 10 or 16 only') END`,
   // casts to the 256-bit types that answer NULL instead of failing
-  `try_uint256(v) AS CASE WHEN TRY_CAST(v AS BIGNUM) BETWEEN 0::BIGNUM AND '${UINT256_MAX}'::BIGNUM THEN uint256(v) END`,
-  `try_int256(v) AS CASE WHEN TRY_CAST(v AS BIGNUM) BETWEEN '${INT256_MIN}'::BIGNUM AND '${INT256_MAX}'::BIGNUM THEN int256(v) END`,
+  `try_uint256(v) AS CASE WHEN TRY_CAST(TRY_CAST(v AS BIGNUM) AS VARCHAR)::BIGNUM BETWEEN 0::BIGNUM AND '${UINT256_MAX}'::BIGNUM THEN uint256(v) END`,
+  `try_int256(v) AS CASE WHEN TRY_CAST(TRY_CAST(v AS BIGNUM) AS VARCHAR)::BIGNUM BETWEEN '${INT256_MIN}'::BIGNUM AND '${INT256_MAX}'::BIGNUM THEN int256(v) END`,
   // conditional
   `trino_if(c, a) AS CASE WHEN c THEN a END, (c, a, b) AS CASE WHEN c THEN a ELSE b END`,
   // varbinary (Dune): from_hex with or without 0x

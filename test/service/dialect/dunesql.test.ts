@@ -48,6 +48,26 @@ describe('sql_dialect', () => {
   });
 });
 
+describe('saved queries and materialized views are DuneSQL too', () => {
+  test('a saved query with a parameter, and a view of it that DuneSQL reads back', async () => {
+    const sql = "SELECT symbol, varbinary_length(contract_address) AS bytes FROM tokens.erc20 WHERE contract_address = from_hex({{token}}) AND blockchain = 'ethereum'";
+    const created = await call(svc, 'POST', '/v1/query', {
+      key: svc.keys.demo.write,
+      body: { name: 'usdt', query_sql: sql, parameters: [{ key: 'token', type: 'text', value: '0xdac17f958d2ee523a2206206994597c13d831ec7' }] },
+    });
+    expect(created.status, created.text).toBe(200);
+    const id = created.json.query_id as number;
+    const ran = await call(svc, 'POST', `/v1/query/${id}/execute`, { key: svc.keys.demo.write, body: {} });
+    const st = await waitFor(svc, ran.json.execution_id);
+    expect(st.state).toBe('QUERY_STATE_COMPLETED');
+    const view = await call(svc, 'POST', '/v1/materialized-views', { key: svc.keys.demo.write, body: { name: 'result_usdt', query_id: id } });
+    expect(view.status, view.text).toBe(200);
+    expect((await waitFor(svc, view.json.execution_id)).state).toBe('QUERY_STATE_COMPLETED');
+    const out = await run('SELECT symbol, bytes, 7 / 2 AS q FROM service.demo.result_usdt');
+    expect(out.rows).toEqual([{ symbol: 'USDT', bytes: 20, q: 3 }]);
+  });
+});
+
 describe('errors point at the SQL the user sent', () => {
   test('a binder error after translated tokens has the line:column of the user text', async () => {
     // The 0x literal and the renamed function make the translation longer than the text sent.

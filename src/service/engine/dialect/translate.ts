@@ -45,7 +45,7 @@ export function translateDuneSql(text: string): Translation {
     const prev = tokens[i - 1];
     if (HEX_LITERAL.test(t.value)) {
       edits.push({ start: t.start, end: t.end, text: hexBlob(t.value.slice(2)) });
-    } else if (t.value === 'x' && next?.kind === 'string' && next.start === t.end) {
+    } else if (t.value === 'x' && next?.kind === 'string' && next.start === t.end && /^[0-9a-f]*$/i.test(next.value)) {
       edits.push({ start: t.start, end: next.end, text: hexBlob(next.value) });
       taken.add(i + 1);
     } else if (t.value === 'timestamp' && next?.kind === 'string' && ZONED.test(next.value)) {
@@ -67,7 +67,7 @@ function isPunct(t: SqlToken | undefined, value: string): boolean {
 }
 
 function hexBlob(hex: string): string {
-  const even = hex.length % 2 === 1 ? `0${hex}` : hex;
+  const even = (hex.length % 2 === 1 ? `0${hex}` : hex).toLowerCase();
   return `from_hex('${even}')`;
 }
 

@@ -34,6 +34,7 @@ describe('translateDuneSql', () => {
     ['comments', 'SELECT 1 -- 0xab approx_distinct(x)\n/* VALUES 1, 2 */'],
     ['quoted names', 'SELECT "0xab", "approx_distinct" FROM t'],
     ['qualified names', 'SELECT s.approx_distinct(x), t.date_add FROM t'],
+    ["an X'..' literal that is not hex (DuckDB then says why)", "SELECT X'ab'';'"],
     ["DuckDB's own syntax", 'SELECT i::BIGINT, [1, 2][1], {\'a\': 1} FROM range(3) t(i)'],
   ])('leaves %s alone', (_name, input) => {
     expect(sql(input)).toBe(input);

@@ -6,10 +6,10 @@
 // tokens, are left to DuckDB functions, macros and native functions of the same contract
 // (functions.ts, nativeFunctions.ts); the integer division of Trino is a connection setting.
 //
-// Chosen against @polyglot-sql/sdk's Trino -> DuckDB transpiler by measurement: it parses no
-// `0x` literal, passes most of Dune's and many of Trino's functions through by name, reprints
-// the whole statement (no offset survives), and its WebAssembly module costs ~180 MB of
-// resident memory and 100-400 ms for the first statements (docs/dunesql.md, "Cost").
+// Chosen against @polyglot-sql/sdk's Trino -> DuckDB transpiler by measurement (src/service/
+// README.md, "The SQL dialect"): it parses no `0x` literal, passes most of Dune's and many of
+// Trino's functions through by name, reprints the whole statement (no offset survives), and its
+// WebAssembly module is far larger and slower to load and to run.
 import { tokenize, type SqlToken } from '../sandbox/sqlTokens.ts';
 import { FUNCTION_NAMES, FUNCTION_TEMPLATES, MACRO_NAMES } from './functions.ts';
 import { translateFormat } from './formats.ts';

@@ -270,6 +270,7 @@ export class Executions {
         bounds: { memoryBytes: tier.memoryLimitBytes, tempBytes: tier.tempLimitBytes, tier: rec.performance },
         maxResultBytes: this.#settings.limits.max_result_bytes,
         team: rec.team,
+        dialect: this.#settings.teams.find((t) => t.name === rec.team)?.sql_dialect ?? this.#settings.sql_dialect,
         ...(this.#hooks.canRead === undefined ? {} : { canRead: this.#hooks.canRead }),
         ...(this.#hooks.storageQuota === undefined ? {} : { storageQuota: this.#hooks.storageQuota(rec.team) }),
       });

@@ -108,6 +108,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     datasets: settings.datasets,
     ...(options.sampleRows === undefined ? {} : { sampleRows: options.sampleRows }),
     ...(options.onNotice === undefined ? {} : { onNotice: options.onNotice }),
+    duneSampleTransactions: settings.dune_sample_transactions,
     ...(options.encodeMinBytes === undefined ? {} : { encodeMinBytes: options.encodeMinBytes }),
     arrowChunkRows: (columnCount) => defaultPageRows(settings, columnCount),
     ...engineBounds(settings, dataDir),

@@ -30,7 +30,7 @@ const files = (function walk(dir: string): string[] {
   });
 })(CONFIG).sort();
 
-const JOB_FILES = ['docker/jobs.yaml', 'examples/azure.yaml', 'examples/backfill.yaml', 'examples/csv.yaml', 'examples/iceberg.yaml', 'examples/iceberg-rest.yaml', 'examples/incremental.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
+const JOB_FILES = ['docker/jobs.yaml', 'examples/azure.yaml', 'examples/backfill.yaml', 'examples/csv.yaml', 'examples/dune-transfers.yaml', 'examples/iceberg.yaml', 'examples/iceberg-rest.yaml', 'examples/incremental.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
 // config/kubernetes/* are checked and run by test/config/kubernetes.test.ts.
 const OTHER_FILES = ['examples/stream-rows.ts', 'service.yaml', 'kubernetes/aws-batch-job-definition.json', 'kubernetes/aws-batch-submit-job.json', 'kubernetes/indexed-job.yaml'];
 
@@ -164,6 +164,14 @@ describe('config/', () => {
       expect(ids).toEqual({ n: 3000, ids: 3000 });
       const [late] = await duck(`select count(*)::int as n, count(distinct id)::int as ids from read_ndjson_auto('${env.SLUICE_OUT}/late-events/*.ndjson')`);
       expect(late).toEqual({ n: 3000, ids: 3000 });
+    }
+    if (name === 'examples/dune-transfers.yaml') {
+      // DuneSQL (0x literals, TIMESTAMP '... UTC', uint256 / double) over the Dune-shaped sample: three tokens every hour.
+      const [row] = await duck(
+        `select count(distinct symbol)::int as tokens, min(transfers)::int as fewest, min(volume_usd) > 0 as priced from read_parquet('${env.SLUICE_OUT}/token-volume-hourly/*.parquet')`,
+      );
+      expect(row).toEqual({ tokens: 3, fewest: expect.any(Number), priced: true });
+      expect(row!.fewest).toBeGreaterThan(0);
     }
     if (name === 'examples/csv.yaml') {
       const dir = join(env.SLUICE_OUT!, 'daily-totals-csv');

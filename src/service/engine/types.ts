@@ -57,6 +57,8 @@ export interface ExecuteOptions {
    * with EngineError kind 'capacity'.
    */
   storageQuota?: { limitBytes: number; otherBytes: number };
+  /** The SQL's dialect: DuneSQL is translated to DuckDB SQL first (dialect/). Default: duckdb. */
+  dialect?: 'dunesql' | 'duckdb';
 }
 
 export interface PageRequest {
@@ -249,6 +251,8 @@ export interface OpenEngineOptions {
   /** Told what starting did that a user should hear of (sample data generated or rebuilt). */
   onNotice?: (message: string) => void;
   sampleRows?: number;
+  /** Transactions of the Dune-shaped sample tables (ethereum.*, erc20_ethereum.*, tokens.erc20, prices.usd); loaded with 'sample'. */
+  duneSampleTransactions?: number;
   /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB). */
   encodeMinBytes?: number;
   /**

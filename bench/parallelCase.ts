@@ -2,11 +2,14 @@
 // included) is its own: `exportCase` is called by bench/parallel.ts in a child process and prints
 // one JSON line. Imports only what an export needs (no DuckDB).
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { rm } from 'node:fs/promises';
+import { copyFile, mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { builtins } from '../connectors/index.ts';
 import { ServiceClient } from '../src/client/index.ts';
 import { resolveOutput, writeExport } from '../src/export/index.ts';
-import type { Workers } from '../src/export/partPlan.ts';
+import { planParts, type Workers } from '../src/export/partPlan.ts';
+import { nativeColumns } from '../src/pipeline/nativeWire/duckdbColumns.ts';
+import { writeNativeParts } from '../src/pipeline/nativeWire/nativeParts.ts';
 import { startThreadsFor } from '../src/export/writeExport.ts';
 import { stream } from '../src/pipeline/stream.ts';
 import { peakRss } from './peakRss.ts';
@@ -15,7 +18,8 @@ export interface CaseInput {
   readonly url: string;
   readonly key: string;
   readonly executionId: string;
-  readonly wire: 'json' | 'arrow';
+  /** `native`: JSON pages handed to DuckDB, which writes the Parquet (src/pipeline/nativeWire). */
+  readonly wire: 'json' | 'arrow' | 'native';
   readonly workers: Workers;
   readonly out: string;
   readonly rowsPerFile: number;
@@ -48,6 +52,7 @@ export async function exportCase(input: CaseInput): Promise<void> {
   const cpu = process.cpuUsage();
   const t = performance.now();
   const output = resolveOutput({ format: 'parquet', format_options: { compression: 'zstd' }, path: input.out, max_rows_per_file: input.rowsPerFile }, builtins);
+  if (input.wire === 'native') return nativeCase(input, client, { startRss, delay, elu, cpu, t });
   const s = stream(client, { executionId: input.executionId }, { wire: input.wire });
   // As `sluice run` does: the part threads start once the result's size is known, and load their
   // code while the first page is read.
@@ -74,6 +79,53 @@ export async function exportCase(input: CaseInput): Promise<void> {
     mainBusy: busy,
     cpuMs: (used.user + used.system) / 1000,
     loopDelayP99: delay.percentile(99) / 1e6,
+  };
+  console.log(JSON.stringify(result));
+}
+
+interface Started {
+  readonly startRss: number;
+  readonly delay: ReturnType<typeof monitorEventLoopDelay>;
+  readonly elu: ReturnType<typeof performance.eventLoopUtilization>;
+  readonly cpu: NodeJS.CpuUsage;
+  readonly t: number;
+}
+
+/** The export over JSON pages handed to DuckDB (`writeNativeParts`), its parts copied into `input.out`. */
+async function nativeCase(input: CaseInput, client: ServiceClient, started: Started): Promise<void> {
+  const s = stream(client, { executionId: input.executionId }, { wire: 'json' });
+  const info = await s.info();
+  const reader = (await s.rangeReader())!;
+  const native = nativeColumns(info.columns);
+  if (!('columns' in native)) throw new Error(native.reason);
+  await mkdir(input.out, { recursive: true });
+  let files = 0;
+  await writeNativeParts({
+    reader,
+    specs: info.columns,
+    columns: native.columns,
+    parts: planParts(info.totalRows, input.rowsPerFile),
+    parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
+    store: async (part, file) => {
+      await copyFile(file, join(input.out, `part-${part.index}.parquet`));
+      files++;
+    },
+  });
+  const ms = performance.now() - started.t;
+  const used = process.cpuUsage(started.cpu);
+  const busy = performance.eventLoopUtilization(started.elu).utilization;
+  started.delay.disable();
+  await client.close();
+  await rm(input.out, { recursive: true, force: true });
+  const result: CaseResult = {
+    ms,
+    rows: info.totalRows,
+    files,
+    peakRss: peakRss(),
+    startRss: started.startRss,
+    mainBusy: busy,
+    cpuMs: (used.user + used.system) / 1000,
+    loopDelayP99: started.delay.percentile(99) / 1e6,
   };
   console.log(JSON.stringify(result));
 }

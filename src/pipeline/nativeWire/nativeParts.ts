@@ -1,5 +1,5 @@
 import { availableParallelism, tmpdir } from 'node:os';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { ServiceClient } from '../../client/service-client.ts';
@@ -49,34 +49,53 @@ interface Page extends PageShape {
   readonly rows: Uint8Array;
 }
 
+/** A page's rows in a file of the engine's folder, and which of them the part takes. */
+interface StagedPage {
+  readonly file: string;
+  /** The page's `row_count`. */
+  readonly rowCount: number;
+  /** The page's first row in the result. */
+  readonly offset: number;
+  readonly skip: number;
+  readonly take: number;
+}
+
 /**
  * Writes parts of a result read over JSON pages to Parquet with DuckDB: each page's rows are cut
- * from its body unparsed (`pageRows`), handed to DuckDB's JSON reader typed from `column_types`
- * (`nativeColumns`), and each part is written by DuckDB's Parquet writer once its last page is in.
- * Pages are fetched ahead (bounded, in order) while DuckDB reads the ones before; a part is stored
- * while the next one's pages come in. Parts are written in the order given, one file each.
+ * from its body unparsed (`pageRows`) into a file of a private folder, and once a part's pages are
+ * in, one `COPY` reads them with DuckDB's JSON reader, typed from `column_types` (`nativeColumns`),
+ * into DuckDB's Parquet writer. The next part's pages are fetched (bounded, in order) while DuckDB
+ * writes and the caller stores the part before. One COPY per part rather than one INSERT per page:
+ * per-page statements cost more CPU than the JS decoders they replace (docs/performance.md).
+ * Parts are written in the order given, one file each; the pages on disk are removed as each part is written.
  */
 export async function writeNativeParts(input: NativePartsInput): Promise<void> {
   const engine = await NativeEngine.open(input);
   const client = new ServiceClient(input.reader.connection);
-  let storing: Promise<void> | undefined;
+  // The part DuckDB writes and stores while the next part's pages come in.
+  let writing: Promise<void> | undefined;
   try {
     for (const part of input.parts) {
       input.signal?.throwIfAborted();
-      await engine.begin();
+      const pages: StagedPage[] = [];
       for await (const { page, offset, skip } of partPages(client, input, part)) {
         const first = Math.max(part.firstRow, offset + skip);
         const take = Math.min(page.rowCount, part.firstRow + part.rows - offset) - (first - offset);
-        if (take <= 0) continue;
-        await engine.ingest(page, offset, first - offset, take);
+        if (take > 0) pages.push(await engine.stage(page, offset, first - offset, take));
       }
-      const file = await engine.finish(part);
-      await storing;
-      storing = input.store(part, file).finally(() => rm(file, { force: true }));
+      await writing;
+      writing = (async () => {
+        const file = await engine.write(part, pages);
+        try {
+          await input.store(part, file);
+        } finally {
+          await rm(file, { force: true });
+        }
+      })();
     }
-    await storing;
+    await writing;
   } catch (error) {
-    await storing?.catch(() => undefined);
+    await writing?.catch(() => undefined);
     throw error;
   } finally {
     await client.close();
@@ -119,7 +138,7 @@ function partPages(client: ServiceClient, input: NativePartsInput, part: NativeP
   );
 }
 
-/** One DuckDB for the export: a table the pages of the current part go into, copied to Parquet at its end. */
+/** One DuckDB for the export, and the folder its pages and parts are staged in. */
 class NativeEngine {
   readonly #instance: DuckDBInstance;
   readonly #connection: DuckDBConnection;
@@ -157,77 +176,78 @@ class NativeEngine {
     }
   }
 
-  /** Starts a part: an empty table of the result's columns. */
-  async begin(): Promise<void> {
-    const columns = this.#input.columns.map((c) => `${quoteIdentifier(c.name)} ${c.type}`).join(', ');
-    await this.#connection.run(`CREATE OR REPLACE TABLE part (${columns})`);
-  }
-
-  /** Reads rows `[skip, skip + take)` of one page into the part's table; the page starts at row `offset` of the result. */
-  async ingest(page: Page, offset: number, skip: number, take: number): Promise<void> {
+  /** Stores a page's rows in this engine's folder, for the part that takes rows `[skip, skip + take)` of it. */
+  async stage(page: Page, offset: number, skip: number, take: number): Promise<StagedPage> {
     const file = join(this.#dir, `page-${this.#pageFiles++}.json`);
     await writeFile(file, page.rows);
+    return { file, rowCount: page.rowCount, offset, skip, take };
+  }
+
+  /**
+   * Writes a part from its staged pages to a Parquet file of this engine's folder (returned): one
+   * statement reading every page, so DuckDB reads them side by side. A page DuckDB refuses is
+   * looked for and named (`#misfit`); row counts are checked against the pages' `row_count`.
+   */
+  async write(part: NativePart, pages: readonly StagedPage[]): Promise<string> {
+    const file = join(this.#dir, `part-${part.index}.parquet`);
     try {
-      const whole = skip === 0 && take === page.rowCount;
-      const sql = `INSERT INTO part ${this.#query(file)}${whole ? '' : ` LIMIT ${take} OFFSET ${skip}`}`;
-      let inserted: number;
+      const whole = pages.every((p) => p.skip === 0 && p.take === p.rowCount);
+      const skip = pages[0]?.skip ?? 0;
+      const query = pages.length === 0 ? `SELECT ${this.#emptySelect()} LIMIT 0` : `${this.#query(pages.map((p) => p.file))}${whole ? '' : ` LIMIT ${part.rows} OFFSET ${skip}`}`;
+      let written: number;
       try {
-        inserted = (await this.#connection.run(sql)).rowsChanged;
+        written = (await this.#connection.run(`COPY (${query}) TO ${quoteString(file)} (${this.#copyOptions()})`)).rowsChanged;
       } catch (error) {
-        throw this.#misfit(page, offset, error);
+        throw await this.#misfit(pages, error);
       }
-      if (whole ? inserted !== page.rowCount : inserted !== take) {
-        throw new InvalidResponseError(`the page at row ${offset} holds ${inserted + skip} rows but result.metadata.row_count says ${page.rowCount}`, {
+      if (written !== part.rows) {
+        throw new InvalidResponseError(`part ${part.index} should hold ${part.rows} rows from row ${part.firstRow}, its pages held ${written}`, {
           method: 'writeNativeParts',
           executionId: this.#input.reader.executionId,
         });
       }
+      return file;
     } finally {
-      await rm(file, { force: true });
+      await Promise.all(pages.map((p) => rm(p.file, { force: true })));
     }
   }
 
-  /** Writes the part's table to a Parquet file of this engine's folder; returns its path. */
-  async finish(part: NativePart): Promise<string> {
-    const file = join(this.#dir, `part-${part.index}.parquet`);
+  #copyOptions(): string {
     const p = this.#input.parquet;
-    const options = [
+    return [
       'FORMAT parquet',
       `COMPRESSION ${p.compression === 'none' ? 'uncompressed' : p.compression}`,
       `ROW_GROUP_SIZE ${p.rowGroupSize}`,
       ...(p.rowGroupBytes === undefined ? [] : [`ROW_GROUP_SIZE_BYTES ${p.rowGroupBytes}`]),
       ...(Object.keys(p.metadata).length === 0 ? [] : [`KV_METADATA {${Object.entries(p.metadata).map(([k, v]) => `${quoteString(k)}: ${quoteString(v)}`).join(', ')}}`]),
-    ];
-    const written = (await this.#connection.run(`COPY part TO ${quoteString(file)} (${options.join(', ')})`)).rowsChanged;
-    if (written !== part.rows) {
-      throw new InvalidResponseError(`part ${part.index} should hold ${part.rows} rows from row ${part.firstRow}, the pages held ${written}`, {
-        method: 'writeNativeParts',
-        executionId: this.#input.reader.executionId,
-      });
-    }
-    return file;
+    ].join(', ');
   }
 
-  #query(file: string): string {
-    return `SELECT ${this.#select} FROM read_json(${quoteString(file)}, format = 'array', columns = ${readColumns(this.#input.columns)})`;
+  /** NULLs of the columns' types: the select of a part with no rows (the file still has the columns). */
+  #emptySelect(): string {
+    return this.#input.columns.map((c) => `CAST(NULL AS ${c.type}) AS ${quoteIdentifier(c.name)}`).join(', ');
+  }
+
+  #query(files: readonly string[]): string {
+    return `SELECT ${this.#select} FROM read_json([${files.map(quoteString).join(', ')}], format = 'array', columns = ${readColumns(this.#input.columns)})`;
   }
 
   /**
-   * The error for a page DuckDB refused: the page decoded the general way names the column, row and
-   * value that does not fit (a `ValueDecodeError`); if it decodes, DuckDB's own message.
+   * The error for pages DuckDB refused: the first value the general decoders refuse, named with its
+   * column, row and value (a `ValueDecodeError`); if they take every value, DuckDB's own message.
    */
-  #misfit(page: Page, offset: number, cause: unknown): Error {
-    try {
-      const rows = parseJsonLossless(Buffer.from(page.rows).toString('utf8'));
-      if (Array.isArray(rows)) {
-        const decode = compileRowDecoder(this.#input.specs);
-        rows.forEach((row, i) => decode(row, offset + i));
+  async #misfit(pages: readonly StagedPage[], cause: unknown): Promise<Error> {
+    const decode = compileRowDecoder(this.#input.specs);
+    for (const { file, offset } of pages) {
+      try {
+        const rows = parseJsonLossless(await readFile(file, 'utf8'));
+        if (Array.isArray(rows)) rows.forEach((row, i) => decode(row, offset + i));
+      } catch (error) {
+        return error as Error;
       }
-    } catch (error) {
-      return error as Error;
     }
     const message = cause instanceof Error ? cause.message : String(cause);
-    return new InvalidResponseError(`DuckDB could not read the page at row ${offset}: ${message}`, { method: 'writeNativeParts', executionId: this.#input.reader.executionId, cause });
+    return new InvalidResponseError(`DuckDB could not read the result's pages: ${message}`, { method: 'writeNativeParts', executionId: this.#input.reader.executionId, cause });
   }
 
   async close(): Promise<void> {

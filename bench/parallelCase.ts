@@ -2,14 +2,11 @@
 // included) is its own: `exportCase` is called by bench/parallel.ts in a child process and prints
 // one JSON line. Imports only what an export needs (no DuckDB).
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { copyFile, mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { builtins } from '../connectors/index.ts';
 import { ServiceClient } from '../src/client/index.ts';
 import { resolveOutput, writeExport } from '../src/export/index.ts';
-import { planParts, type Workers } from '../src/export/partPlan.ts';
-import { nativeColumns } from '../src/pipeline/nativeWire/duckdbColumns.ts';
-import { writeNativeParts } from '../src/pipeline/nativeWire/nativeParts.ts';
+import type { Workers } from '../src/export/partPlan.ts';
 import { startThreadsFor } from '../src/export/writeExport.ts';
 import { stream } from '../src/pipeline/stream.ts';
 import { peakRss } from './peakRss.ts';
@@ -18,7 +15,10 @@ export interface CaseInput {
   readonly url: string;
   readonly key: string;
   readonly executionId: string;
-  /** `native`: JSON pages handed to DuckDB, which writes the Parquet (src/pipeline/nativeWire). */
+  /**
+   * The wire the rows come over; `json` decodes them in JS (the general path, `native: false`),
+   * `native` is JSON pages written by DuckDB (src/export/nativeExport.ts).
+   */
   readonly wire: 'json' | 'arrow' | 'native';
   readonly workers: Workers;
   readonly out: string;
@@ -52,17 +52,17 @@ export async function exportCase(input: CaseInput): Promise<void> {
   const cpu = process.cpuUsage();
   const t = performance.now();
   const output = resolveOutput({ format: 'parquet', format_options: { compression: 'zstd' }, path: input.out, max_rows_per_file: input.rowsPerFile }, builtins);
-  if (input.wire === 'native') return nativeCase(input, client, { startRss, delay, elu, cpu, t });
-  const s = stream(client, { executionId: input.executionId }, { wire: input.wire });
+  const wire = input.wire === 'native' ? 'json' : input.wire;
+  const s = stream(client, { executionId: input.executionId }, { wire });
   // As `sluice run` does: the part threads start once the result's size is known, and load their
   // code while the first page is read.
   const { status } = await s.ready();
-  startThreadsFor(output, input.workers, status.result_metadata?.total_row_count ?? 0, input.wire);
+  if (input.wire !== 'native') startThreadsFor(output, input.workers, status.result_metadata?.total_row_count ?? 0, wire);
   const info = await s.info();
   const summary = await writeExport(
     { schema: await s.schema(), batches: s.batches(), meta: { executionId: info.executionId, totalRowCount: info.totalRows }, parts: await s.rangeReader() },
     output,
-    { workers: input.workers },
+    { workers: input.workers, native: input.wire === 'native' ? 'always' : 'never' },
   );
   const ms = performance.now() - t;
   const used = process.cpuUsage(cpu);
@@ -79,53 +79,6 @@ export async function exportCase(input: CaseInput): Promise<void> {
     mainBusy: busy,
     cpuMs: (used.user + used.system) / 1000,
     loopDelayP99: delay.percentile(99) / 1e6,
-  };
-  console.log(JSON.stringify(result));
-}
-
-interface Started {
-  readonly startRss: number;
-  readonly delay: ReturnType<typeof monitorEventLoopDelay>;
-  readonly elu: ReturnType<typeof performance.eventLoopUtilization>;
-  readonly cpu: NodeJS.CpuUsage;
-  readonly t: number;
-}
-
-/** The export over JSON pages handed to DuckDB (`writeNativeParts`), its parts copied into `input.out`. */
-async function nativeCase(input: CaseInput, client: ServiceClient, started: Started): Promise<void> {
-  const s = stream(client, { executionId: input.executionId }, { wire: 'json' });
-  const info = await s.info();
-  const reader = (await s.rangeReader())!;
-  const native = nativeColumns(info.columns);
-  if (!('columns' in native)) throw new Error(native.reason);
-  await mkdir(input.out, { recursive: true });
-  let files = 0;
-  await writeNativeParts({
-    reader,
-    specs: info.columns,
-    columns: native.columns,
-    parts: planParts(info.totalRows, input.rowsPerFile),
-    parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
-    store: async (part, file) => {
-      await copyFile(file, join(input.out, `part-${part.index}.parquet`));
-      files++;
-    },
-  });
-  const ms = performance.now() - started.t;
-  const used = process.cpuUsage(started.cpu);
-  const busy = performance.eventLoopUtilization(started.elu).utilization;
-  started.delay.disable();
-  await client.close();
-  await rm(input.out, { recursive: true, force: true });
-  const result: CaseResult = {
-    ms,
-    rows: info.totalRows,
-    files,
-    peakRss: peakRss(),
-    startRss: started.startRss,
-    mainBusy: busy,
-    cpuMs: (used.user + used.system) / 1000,
-    loopDelayP99: started.delay.percentile(99) / 1e6,
   };
   console.log(JSON.stringify(result));
 }

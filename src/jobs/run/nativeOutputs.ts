@@ -21,3 +21,20 @@ export function writtenNatively(output: ResolvedOutput, index: number, schema: S
   if (drift !== undefined && drift.shape(index, schema, (async function* () {})()).schema !== schema) return false;
   return nativeRoute(output, schema, reader).native;
 }
+
+/** How an output's rows would be decoded and written, for `--plan`: the native path, or the general one and why. */
+export interface DecodePlan {
+  readonly path: 'native' | 'general';
+  readonly why: string;
+}
+
+export function decodePlan(job: Job, output: ResolvedOutput): DecodePlan {
+  const reason = whyOneThread(job) ?? nativeOutputReason(output);
+  if (reason !== undefined) return { path: 'general', why: reason };
+  if (job.wire === 'arrow') return { path: 'general', why: 'wire: arrow (Arrow pages, decoded by apache-arrow)' };
+  if (job.wire === 'json') return { path: 'general', why: 'wire: json asks for JSON pages decoded in JS; the native path is chosen with wire auto' };
+  return {
+    path: 'native',
+    why: 'over JSON pages (a service without Arrow pages) DuckDB writes the Parquet from the pages, where every column has an exact DuckDB type; over Arrow pages, the general path',
+  };
+}

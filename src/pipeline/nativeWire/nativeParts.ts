@@ -195,10 +195,16 @@ class NativeEngine {
       const skip = pages[0]?.skip ?? 0;
       const query = pages.length === 0 ? `SELECT ${this.#emptySelect()} LIMIT 0` : `${this.#query(pages.map((p) => p.file))}${whole ? '' : ` LIMIT ${part.rows} OFFSET ${skip}`}`;
       let written: number;
+      // An abort stops the statement too: DuckDB checks for an interrupt between chunks.
+      const interrupt = () => this.#connection.interrupt();
+      this.#input.signal?.addEventListener('abort', interrupt, { once: true });
       try {
         written = (await this.#connection.run(`COPY (${query}) TO ${quoteString(file)} (${this.#copyOptions()})`)).rowsChanged;
       } catch (error) {
+        this.#input.signal?.throwIfAborted();
         throw await this.#misfit(pages, error);
+      } finally {
+        this.#input.signal?.removeEventListener('abort', interrupt);
       }
       if (written !== part.rows) {
         throw new InvalidResponseError(`part ${part.index} should hold ${part.rows} rows from row ${part.firstRow}, its pages held ${written}`, {

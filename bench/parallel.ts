@@ -30,7 +30,7 @@ import type { Workers } from '../src/export/partPlan.ts';
 import { stream, type StreamOptions } from '../src/pipeline/stream.ts';
 import type { StreamSource } from '../src/pipeline/source.ts';
 import { ARROW_STREAM_MEDIA_TYPE } from '../src/protocol/index.ts';
-import { sampleEventsSelect } from '../src/service/engine/sampleEvents.ts';
+import { sampleEventsSelect } from '../src/service/engine/tables/sampleEvents.ts';
 import { startChildService } from './pipeline.ts';
 import { runChildCase } from './childCase.ts';
 import { recordFigure } from './figures.ts';

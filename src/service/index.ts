@@ -7,7 +7,7 @@ import { API_PREFIX } from '../protocol/index.ts';
 import { KeyRing } from './auth.ts';
 import { systemClock, type Clock } from './clock.ts';
 import type { ServiceContext } from './context.ts';
-import { openEngine, type OpenEngineOptions } from './engine/index.ts';
+import { openEngine, type OpenEngineOptions, type SqlEngine } from './engine/index.ts';
 import { availableParallelism } from 'node:os';
 import type { ExecutionRecord } from './executionRecord.ts';
 import { Executions } from './executions.ts';
@@ -104,69 +104,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
   });
   let server: Server | undefined;
   try {
-    // After the engine: opening it takes the folder's lock, and only its holder may clean up the
-    // temp files of interrupted writes (another process's are not interrupted).
-    const executionStore = new JsonStore<ExecutionRecord>(join(dataDir, 'catalog', 'executions'));
-    const queryStore = new JsonStore<QueryRecord>(join(dataDir, 'catalog', 'queries'));
-    await executionStore.init();
-    await queryStore.init();
-    // Work tables of refreshes and uploads a crash left half-written.
-    await engine.tables.dropStagingLeftovers();
-    // Credits and views come before executions: loading executions settles those a restart ended.
-    const credits = await openCreditLedger(settings, clock, join(dataDir, 'limits'));
-    let svc: ServiceContext | undefined;
-    const service = (): ServiceContext => {
-      if (svc === undefined) throw new Error('the service is not assembled yet');
-      return svc;
-    };
-    // One storage quota per team covers its materialized views, uploads and the tables its SQL
-    // created (engine/storageQuota.ts); each store checks it against what the others hold.
-    const storageQuota = (team: string): number => settings.teams.find((t) => t.name === team)?.plan.storage_quota_bytes ?? 0;
-    let datasetsOf: ((team: string) => number) | undefined;
-    const views = await openViews({
-      settings,
-      clock,
-      dir: join(dataDir, 'catalog', 'views'),
-      tables: engine.tables,
-      service,
-      otherStorageBytes: async (team) => (datasetsOf?.(team) ?? 0) + (await engine.tables.teamTableBytes(team)),
-    });
-    const uploads = await openDatasets(engine.tables, clock, join(dataDir, 'catalog', 'datasets'), async (team) => ({
-      limitBytes: storageQuota(team),
-      otherBytes: views.service.storageBytes(team) + (await engine.tables.teamTableBytes(team)),
-    }));
-    datasetsOf = (team) => uploads.datasets.storageBytes(team);
-    const canRead = readableWhenShared(views.registry, uploads.datasets);
-    const hooks = executionHooks({
-      settings,
-      ledger: credits.ledger,
-      views: views.service,
-      canRead,
-      storageQuota: (team) => ({ limitBytes: storageQuota(team), otherBytes: views.service.storageBytes(team) + uploads.datasets.storageBytes(team) }),
-    });
-    const executions = new Executions({ engine, store: executionStore, clock, settings, hooks });
-    const queries = new SavedQueries({ store: queryStore, clock });
-    await executions.load();
-    await queries.load();
-    svc = { settings, clock, engine, executions, queries };
-    const rateLimiter = rateLimiterFor(settings, clock);
-    const limitRoutes = [
-      ...views.routes(svc),
-      ...uploadRoutes(uploads.datasets),
-      ...usageRoutes({
-        ledger: credits.ledger,
-        storageBytes: async (team) => views.service.storageBytes(team) + uploads.datasets.storageBytes(team) + (await engine.tables.teamTableBytes(team)),
-        storageQuotaBytes: storageQuota,
-        privateQueries: (team) => queries.privateCount(team),
-      }),
-    ];
-    const flushLimits = async (): Promise<void> => {
-      await credits.flush();
-      await views.flush();
-      await uploads.flush();
-    };
-    const faults = new Faults(settings.faults);
-    const router = new Router([...executionRoutes(svc), ...queryRoutes(svc), ...resultRoutes(svc), ...limitRoutes]);
+    const { executions, views, router, faults, flushLimits, rateLimiter } = await assemble(engine, settings, clock, dataDir);
 
     const host = options.host ?? '127.0.0.1';
     const srv = createServer({ keepAliveTimeout: 5_000 });
@@ -174,29 +112,21 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     let origin = '';
     srv.on('clientError', answerClientError);
     srv.on('request', createRequestHandler({ router, keys: new KeyRing(settings), faults, maxBodyBytes: () => settings.limits.max_body_bytes, fallbackOrigin: () => origin, rateLimit: (key, cls, team) => rateLimiter.take(key, cls, team) }));
-    await new Promise<void>((ok, fail) => {
-      srv.once('error', fail);
-      srv.listen(options.port ?? 0, host, () => {
-        srv.off('error', fail);
-        ok();
-      });
-    });
-    const port = (srv.address() as AddressInfo).port;
+    const port = await listen(srv, options.port ?? 0, host);
     origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
-    // Retention: expired results are also found lazily on every read; the sweep deletes the
-    // results nobody reads, and leftovers of a crash between EXPIRED and the delete (at start too).
-    const sweeper = new RetentionSweeper(executions.retentionTarget(), () => clock.now());
-    const onSweepError = (err: unknown): void => console.error('sluice service: retention sweep failed:', err);
-    sweeper.start(settings.limits.sweep_interval_ms, onSweepError);
-    void sweeper.sweep().catch(onSweepError);
+    const sweeper = startSweeper(executions, settings, clock);
     views.start();
 
     const advertised = options.advertise === undefined ? undefined : loopbackUrl(host, port, API_PREFIX);
     // With the default settings, other processes use the one key there is (team demo, Admin).
     const sharedKey = options.advertise?.key ?? (options.settings === undefined ? settings.teams[0]?.keys[0]?.key : undefined);
     const unadvertise =
-      advertised === undefined ? async () => undefined : await advertiseOwner(dataDir, { url: advertised, ...(sharedKey === undefined ? {} : { key: sharedKey }) });
+      advertised === undefined ? async () => undefined : await advertiseOwner(dataDir, {
+            url: advertised,
+            ...(sharedKey === undefined ? {} : { key: sharedKey }),
+            ...(options.sampleRows === undefined ? {} : { sample_rows: options.sampleRows }),
+          });
 
     let closing: Promise<void> | undefined;
     const handle: ServiceHandle = {
@@ -226,6 +156,98 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     await engine.close();
     throw err;
   }
+}
+
+/** The service's parts over its engine: catalogs, limits, views, uploads, executions, routes. */
+async function assemble(engine: SqlEngine, settings: ServiceSettings, clock: Clock, dataDir: string) {
+  // After the engine: opening it takes the folder's lock, and only its holder may clean up the
+  // temp files of interrupted writes (another process's are not interrupted).
+  const executionStore = new JsonStore<ExecutionRecord>(join(dataDir, 'catalog', 'executions'));
+  const queryStore = new JsonStore<QueryRecord>(join(dataDir, 'catalog', 'queries'));
+  await executionStore.init();
+  await queryStore.init();
+  // Work tables of refreshes and uploads a crash left half-written.
+  await engine.tables.dropStagingLeftovers();
+  // Credits and views come before executions: loading executions settles those a restart ended.
+  const credits = await openCreditLedger(settings, clock, join(dataDir, 'limits'));
+  let svc: ServiceContext | undefined;
+  const service = (): ServiceContext => {
+    if (svc === undefined) throw new Error('the service is not assembled yet');
+    return svc;
+  };
+  // One storage quota per team covers its materialized views, uploads and the tables its SQL
+  // created (engine/storageQuota.ts); each store checks it against what the others hold.
+  const storageQuota = (team: string): number => settings.teams.find((t) => t.name === team)?.plan.storage_quota_bytes ?? 0;
+  let datasetsOf: ((team: string) => number) | undefined;
+  const views = await openViews({
+    settings,
+    clock,
+    dir: join(dataDir, 'catalog', 'views'),
+    tables: engine.tables,
+    service,
+    otherStorageBytes: async (team) => (datasetsOf?.(team) ?? 0) + (await engine.tables.teamTableBytes(team)),
+  });
+  const uploads = await openDatasets(engine.tables, clock, join(dataDir, 'catalog', 'datasets'), async (team) => ({
+    limitBytes: storageQuota(team),
+    otherBytes: views.service.storageBytes(team) + (await engine.tables.teamTableBytes(team)),
+  }));
+  datasetsOf = (team) => uploads.datasets.storageBytes(team);
+  const canRead = readableWhenShared(views.registry, uploads.datasets);
+  const hooks = executionHooks({
+    settings,
+    ledger: credits.ledger,
+    views: views.service,
+    canRead,
+    storageQuota: (team) => ({ limitBytes: storageQuota(team), otherBytes: views.service.storageBytes(team) + uploads.datasets.storageBytes(team) }),
+  });
+  const executions = new Executions({ engine, store: executionStore, clock, settings, hooks });
+  const queries = new SavedQueries({ store: queryStore, clock });
+  await executions.load();
+  await queries.load();
+  svc = { settings, clock, engine, executions, queries };
+  const rateLimiter = rateLimiterFor(settings, clock);
+  const limitRoutes = [
+    ...views.routes(svc),
+    ...uploadRoutes(uploads.datasets),
+    ...usageRoutes({
+      ledger: credits.ledger,
+      storageBytes: async (team) => views.service.storageBytes(team) + uploads.datasets.storageBytes(team) + (await engine.tables.teamTableBytes(team)),
+      storageQuotaBytes: storageQuota,
+      privateQueries: (team) => queries.privateCount(team),
+    }),
+  ];
+  const flushLimits = async (): Promise<void> => {
+    await credits.flush();
+    await views.flush();
+    await uploads.flush();
+  };
+  const faults = new Faults(settings.faults);
+  const router = new Router([...executionRoutes(svc), ...queryRoutes(svc), ...resultRoutes(svc), ...limitRoutes]);
+  return { executions, views, router, faults, flushLimits, rateLimiter };
+}
+
+/** Listens on host:port (0: any free port); resolves to the port. */
+async function listen(srv: Server, port: number, host: string): Promise<number> {
+  await new Promise<void>((ok, fail) => {
+    srv.once('error', fail);
+    srv.listen(port, host, () => {
+      srv.off('error', fail);
+      ok();
+    });
+  });
+  return (srv.address() as AddressInfo).port;
+}
+
+/**
+ * Retention: expired results are also found lazily on every read; the sweep deletes the results
+ * nobody reads, and leftovers of a crash between EXPIRED and the delete (at start too).
+ */
+function startSweeper(executions: Executions, settings: ServiceSettings, clock: Clock): RetentionSweeper {
+  const sweeper = new RetentionSweeper(executions.retentionTarget(), () => clock.now());
+  const onSweepError = (err: unknown): void => console.error('sluice service: retention sweep failed:', err);
+  sweeper.start(settings.limits.sweep_interval_ms, onSweepError);
+  void sweeper.sweep().catch(onSweepError);
+  return sweeper;
 }
 
 /** The engine-wide bounds of the settings' `engine` block (docs/local-service.md, "Engine and memory"). */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExecutionStatusSchema, isExecutionId } from '../../src/protocol/index.ts';
-import { SAMPLE_EVENTS_COLUMNS } from '../../src/service/engine/sampleEvents.ts';
+import { SAMPLE_EVENTS_COLUMNS } from '../../src/service/engine/tables/sampleEvents.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { call, executeSql, LONG_SQL, runSql, status, waitFor, waitRunning } from './api.ts';
 

@@ -1,7 +1,7 @@
 // Turns a DuckDB error (errors_as_json) into an EngineError whose message and line:column
 // point into the SQL the user submitted, not into the wrapper text DuckDB actually ran.
 import { EngineError, type EngineErrorKind } from './types.ts';
-import { lineColumnAt, utf16IndexOf } from './sqlPosition.ts';
+import { lineColumnAt, utf16IndexOf } from './sandbox/sqlPosition.ts';
 
 interface DuckDbErrorInfo {
   type: string;

@@ -152,13 +152,13 @@ export interface SqlEngine {
    * An unfiltered page of all columns from the result's pre-encoded form, as a byte range to
    * stream; undefined while the result is not encoded yet (serve it with page/csvPage then).
    */
-  encodedPage(resultId: string, offset: number, limit: number, format: 'json' | 'csv'): Promise<import('./encodedResult.ts').EncodedPage | undefined>;
+  encodedPage(resultId: string, offset: number, limit: number, format: 'json' | 'csv'): Promise<import('./encoding/encodedResult.ts').EncodedPage | undefined>;
   /**
    * An Arrow page of all columns, unfiltered, from the pre-encoded form (schema, the batches of the
    * chunks the page spans, end of stream); undefined while the result is not encoded or when the
    * page does not start and end on chunks (serve it with arrowPage then).
    */
-  encodedArrowPage(resultId: string, offset: number, limit: number): Promise<import('./encodedResult.ts').EncodedArrowPage | undefined>;
+  encodedArrowPage(resultId: string, offset: number, limit: number): Promise<import('./encoding/encodedResult.ts').EncodedArrowPage | undefined>;
   /**
    * Where the compressed frames of the result's encoded pages are kept (inside its encoding, so
    * dropped with it), and the scratch path prefix a frame is written under before it is renamed

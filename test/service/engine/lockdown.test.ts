@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { lockDown } from '../../../src/service/engine/lockdown.ts';
+import { lockDown } from '../../../src/service/engine/sandbox/lockdown.ts';
 
 let dir: string;
 let instance: DuckDBInstance;

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { EngineError, type ExecuteOptions } from '../../../src/service/engine/index.ts';
-import { Sandbox } from '../../../src/service/engine/sandbox.ts';
+import { Sandbox } from '../../../src/service/engine/sandbox/sandbox.ts';
 import type { DuckDbEngine } from '../../../src/service/engine/engine.ts';
 import { opts, startEngine, type EngineFixture } from './engineFixture.ts';
 

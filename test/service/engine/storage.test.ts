@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { EngineError } from '../../../src/service/engine/index.ts';
-import { sampleEventsSelect } from '../../../src/service/engine/sampleEvents.ts';
+import { sampleEventsSelect } from '../../../src/service/engine/tables/sampleEvents.ts';
 import { SAMPLE_ROWS, opts, startEngine, type EngineFixture } from './engineFixture.ts';
 
 let fx: EngineFixture;

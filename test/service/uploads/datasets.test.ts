@@ -6,7 +6,7 @@ import { ManualClock } from '../../../src/service/clock.ts';
 import { JsonStore } from '../../../src/service/store.ts';
 import { Datasets, type DatasetRecord } from '../../../src/service/uploads/datasets.ts';
 import { UploadError } from '../../../src/service/uploads/errors.ts';
-import { SCRATCH_PREFIX } from '../../../src/service/engine/serviceTables.ts';
+import { SCRATCH_PREFIX } from '../../../src/service/engine/tables/serviceTables.ts';
 import { startDuck, type DuckFixture } from '../views/duckFixture.ts';
 
 let duck: DuckFixture;

@@ -30,6 +30,7 @@ import { usageRoutes } from './limits/routes.ts';
 import { uploadRoutes } from './uploads/routes.ts';
 import { openDatasets } from './uploads/datasets.ts';
 import { openViews, type Views } from './views/views.ts';
+import { startTelemetry } from '../telemetry/index.ts';
 
 export interface ServiceOptions {
   /** Default 127.0.0.1. */
@@ -106,6 +107,8 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
   try {
     const { executions, views, router, faults, flushLimits, rateLimiter } = await assemble(engine, settings, clock, dataDir);
 
+    // A span per request, continuing the caller's traceparent, when the environment asks for OpenTelemetry.
+    const telemetry = await startTelemetry(process.env, 'service');
     const host = options.host ?? '127.0.0.1';
     const srv = createServer({ keepAliveTimeout: 5_000 });
     server = srv;
@@ -146,6 +149,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
           await unadvertise();
           if (advertised !== undefined && borrowers !== undefined) await waitForBorrowers(dataDir, borrowers);
           await shutdown(srv, executions, engine, sweeper, views, flushLimits);
+          await telemetry?.shutdown();
         })()),
       halt: () => unadvertise().finally(() => engine.close()),
     };

@@ -10,6 +10,7 @@ import { errorReply, json, partsBody, type PartsBody, type Reply } from './reply
 import type { Router } from './router.ts';
 import { parseJson, readBody } from './body.ts';
 import { CODINGS, compressor, MIN_COMPRESSED_BYTES, negotiateCoding, type Coding } from './contentCoding.ts';
+import { serviceRequestSpan } from '../../telemetry/index.ts';
 
 export interface HandlerDeps {
   router: Router;
@@ -31,6 +32,8 @@ const HOST = /^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
  */
 export function createRequestHandler(deps: HandlerDeps): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
+    const span = serviceRequestSpan(req);
+    if (span !== undefined) res.once('close', () => span(res.statusCode));
     void handle(deps, req)
       .catch((err: unknown) => replyForError(err))
       .then((reply) => send(req, res, reply, deps.faults.shouldReset(req.method)))

@@ -161,7 +161,7 @@ export class ServiceClient {
     // bound of its own, the same (undici's default would be 10 s whatever timeoutMs says).
     this.#dispatcher =
       options.dispatcher ?? new Agent({ keepAliveTimeout: 4_000, connections: MAX_PAGE_CONCURRENCY, connect: { timeout: this.#config.timeoutMs } });
-    const transport = new Transport(this.#config, this.#dispatcher, this.stats, options.onRequest);
+    const transport = new Transport(this.#config, this.#dispatcher, this.stats, options.onRequest, options.requestHeaders);
     this.governor = governorFor(this.#config.baseUrl, this.#config.apiKey, options.governor);
     if (this.#config.rateLimit !== undefined) this.governor.configure(this.#config.rateLimit, this.#config.rateShare);
     this.#http = new Http(transport, this.governor, this.#config, this.stats, options.onRetry);

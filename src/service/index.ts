@@ -37,6 +37,7 @@ import { UploadTables } from './uploads/uploadTables.ts';
 import type { CreditLedger } from './limits/credits.ts';
 import type { Route } from './http/router.ts';
 import { openViews, type Views } from './views/views.ts';
+import { startTelemetry } from '../telemetry/index.ts';
 
 export interface ServiceOptions {
   /** Default 127.0.0.1. */
@@ -117,6 +118,8 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
   try {
     const { executions, views, router, faults, flushLimits, rateLimiter } = await assemble(engine, settings, clock, dataDir);
 
+    // A span per request, continuing the caller's traceparent, when the environment asks for OpenTelemetry.
+    const telemetry = await startTelemetry(process.env, 'service');
     const host = options.host ?? '127.0.0.1';
     const srv = createServer({ keepAliveTimeout: 5_000 });
     server = srv;
@@ -161,6 +164,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
           await unadvertise();
           if (advertised !== undefined && borrowers !== undefined) await waitForBorrowers(dataDir, borrowers);
           await shutdown(srv, executions, engine, sweeper, views, flushLimits);
+          await telemetry?.shutdown();
         })()),
       halt: () => unadvertise().finally(() => engine.close()),
     };

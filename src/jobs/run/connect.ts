@@ -41,6 +41,8 @@ export interface ConnectOptions {
   readonly onWaiting?: (info: { dataDir: string; pid: number }) => void;
   /** Told when the folder's service runs in another process, which this one then uses. */
   readonly onShared?: (info: { url: string; dataDir: string; pid: number; ignoredSampleRows?: number }) => void;
+  /** Hooks for every client made (telemetry: trace context on each request, retries as spans). */
+  readonly clientHooks?: Pick<ClientOptions, 'requestHeaders' | 'onRetry'> | undefined;
 }
 
 /**
@@ -58,6 +60,7 @@ export async function connect(connection: Connection | undefined, options: Conne
     ...(connection?.rate_limit === undefined ? {} : { rateLimit: connection.rate_limit }),
     rateShare: options.rateShare ?? 1,
     ...(connection?.compression === undefined ? {} : { compression: connection.compression }),
+    ...options.clientHooks,
   };
   const baseUrl = connection?.base_url;
   if (baseUrl !== undefined && baseUrl !== '') {
@@ -75,7 +78,7 @@ export async function connect(connection: Connection | undefined, options: Conne
   return openFolder(folder, rate, options);
 }
 
-type Rate = Pick<ClientOptions, 'rateLimit' | 'rateShare' | 'compression'>;
+type Rate = Pick<ClientOptions, 'rateLimit' | 'rateShare' | 'compression' | 'requestHeaders' | 'onRetry'>;
 
 /** The data folder of the embedded service, and the key this process uses with it. */
 interface Folder {

@@ -11,6 +11,7 @@ import { errorReply, json, partsBody, type PartsBody, type Reply } from './reply
 import type { Router } from './router.ts';
 import { parseJson, readBody } from './body.ts';
 import { CODINGS, compressor, MIN_COMPRESSED_BYTES, negotiateCoding, type Coding } from './contentCoding.ts';
+import { serviceRequestSpan } from '../../telemetry/index.ts';
 
 export interface HandlerDeps {
   router: Router;
@@ -40,6 +41,8 @@ export function createRequestHandler(deps: HandlerDeps): (req: IncomingMessage, 
     const proof = token === undefined ? undefined : ownerProof(token, req.headers[OWNER_CHALLENGE_HEADER]);
     // Whatever the answer (a 401 or a fault included): a borrower asks before it sends its key anywhere.
     if (proof !== undefined) res.setHeader(OWNER_PROOF_HEADER, proof);
+    const span = serviceRequestSpan(req);
+    if (span !== undefined) res.once('close', () => span(res.statusCode));
     void handle(deps, req)
       .catch((err: unknown) => replyForError(err))
       .then((reply) => send(req, res, reply, deps.faults.shouldReset(req.method)))

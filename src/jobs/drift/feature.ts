@@ -1,3 +1,4 @@
+import type { Schema } from 'apache-arrow';
 import type { ExecutionStatus } from '../../protocol/index.ts';
 import type { Branch, FeatureRun, JobFeature, JobFeatureKind } from '../run/feature.ts';
 import { driftPolicyOf, type OutputDrift, RunDrift, watchesDrift } from './drift.ts';
@@ -44,6 +45,10 @@ class DriftRun implements JobFeature<DriftSummary> {
   oneRead(): string | undefined {
     // Part threads read their own rows: they would bypass the reshaping.
     return this.#drift.reshapes ? 'schema_drift: an output that drifted is reshaped from the one read' : undefined;
+  }
+
+  reshapes(index: number, schema: Schema): boolean {
+    return this.#drift.shape(index, schema, (async function* () {})()).schema !== schema;
   }
 
   shape(branch: Branch): Branch {

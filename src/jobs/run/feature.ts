@@ -41,6 +41,8 @@ export interface JobFeature<S extends object = object> {
   oneRead?(): string | undefined;
   /** Watching batches: the one read passes through it, before the outputs' branches. */
   watch?(read: AsyncIterable<RecordBatch>, schema: Schema, startRow: number): AsyncIterable<RecordBatch>;
+  /** Whether it changes output `index`'s columns on its branch (such an output is written from the one read, never natively). */
+  reshapes?(index: number, schema: Schema): boolean;
   /** Shaping an output: its branch as the output takes it (the rows it keeps, its columns). */
   shape?(branch: Branch): Branch;
   /** What output `index`'s commit records beside its rows (a key set to undefined drops it, the row count to check). */

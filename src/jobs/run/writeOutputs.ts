@@ -6,6 +6,7 @@ import type { RunResult } from '../backfill/backfillStream.ts';
 import type { OutputSessions } from '../output/outputSession.ts';
 import type { BesideWrites, Branch, JobFeature } from './feature.ts';
 import { sourceInfo } from './jobSource.ts';
+import { mayBeNative, writtenNatively } from './nativeOutputs.ts';
 import { skipRows } from './skipRows.ts';
 import { tee } from './tee.ts';
 
@@ -65,8 +66,10 @@ export async function writeOutputs(options: WriteOutputsOptions): Promise<Writte
     }
     const all = opened.map((o, k) => ({ o, k }));
     // Outputs written by part threads read their parts themselves; the others share one read here.
-    const serial = all.filter(({ o }) => o.workers === 1);
+    let serial = all.filter(({ o }) => o.workers === 1);
     const split = all.filter(({ o }) => o.workers > 1);
+    const sessionOf = (k: number) => options.outputs.at(options.pending[k]!);
+    const candidates = serial.filter(({ k }) => mayBeNative(options.outputs.job, sessionOf(k).output));
     const startRow = serial.length > 0 ? Math.min(...serial.map(({ o }) => o.startRow)) : 0;
     const { schema, meta } = await seekAndDescribe(options, startRow, opened.find((o) => o.pageSize !== undefined)?.pageSize);
     let first: { error: unknown } | undefined;
@@ -81,8 +84,13 @@ export async function writeOutputs(options: WriteOutputsOptions): Promise<Writte
     const summaries: Promise<ExportSummary>[] = new Array(opened.length);
     const writes: Writes = { schema, meta, summaries, failed };
     // Before any write starts: a failure here leaves nothing running.
-    const reader = split.length > 0 ? await options.result.rangeReader() : undefined;
+    const reader = split.length > 0 || candidates.length > 0 ? await options.result.rangeReader() : undefined;
     if (split.length > 0 && reader === undefined) throw new Error('runJob: the result cannot be read by row ranges, yet outputs were opened for part threads');
+    // Written natively: they read their parts by row ranges, as split outputs do (unless a feature reshapes their rows).
+    const reshaped = (index: number) => options.features.some((f) => f.reshapes?.(index, schema) === true);
+    const native = reader === undefined ? [] : candidates.filter(({ k }) => writtenNatively(sessionOf(k).output, schema, reader, reshaped(options.pending[k]!)));
+    serial = serial.filter((o) => !native.includes(o));
+    split.push(...native);
     // With no output left to write, nothing reads the one read but what is written beside.
     const drainRead = serial.length === 0 && beside.some((b) => b.needsRead) ? () => options.result.batches() : undefined;
     const besides = Promise.allSettled(beside.map((b) => b.start({ schema, meta, signal: options.controller.signal, failed, drainRead })));

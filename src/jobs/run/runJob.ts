@@ -1,4 +1,5 @@
-import { sleep } from '../../client/retry.ts';
+import { retrying, sleep } from '../../client/retry.ts';
+import type { RetryPolicy } from '../../client/retryPolicy.ts';
 import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { Job } from '../../config/jobSchema.ts';
 import type { Workers } from '../../export/partPlan.ts';
@@ -83,23 +84,27 @@ async function attemptWithRetries(job: Job, options: RunJobOptions, state: JobRu
 }
 
 async function attempts(job: Job, options: RunJobOptions, state: JobRunState, run: RunTally, outputs: OutputSessions): Promise<JobSummary> {
-  const retries = job.retries ?? 0;
-  let delay = (job.retry_delay_seconds ?? 5) * 1000;
-  for (let attempt = 1; ; attempt++) {
-    run.attempts = attempt;
-    try {
-      if (attempt > 1) outputs.forget();
-      const result = await new JobRun(job, { ...options, resume: options.resume !== false, outputs }, state, run).attempt();
-      return { ...result, credits: run.credits, attempts: attempt, durationMs: performance.now() - run.began };
-    } catch (error) {
-      if (attempt > retries || !worthRetrying(error, options.signal)) {
-        await state.failed(error, options.signal, (e) => worthResuming(e, options.signal));
-        throw error;
-      }
-      options.events?.onRetry?.({ attempt, error, delayMs: delay });
-      await (options.sleep ?? retrySleep)(delay, options.signal);
-      delay *= 2;
-    }
+  // The job's retries: the one retry loop, waiting retry_delay_seconds, doubled for each next one.
+  const policy: RetryPolicy = { attempts: (job.retries ?? 0) + 1, baseDelayMs: (job.retry_delay_seconds ?? 5) * 1000, maxDelayMs: Number.POSITIVE_INFINITY, maxElapsedMs: Number.POSITIVE_INFINITY, jitter: false };
+  try {
+    return await retrying(
+      async (attempt) => {
+        run.attempts = attempt;
+        if (attempt > 1) outputs.forget();
+        const result = await new JobRun(job, { ...options, resume: options.resume !== false, outputs }, state, run).attempt();
+        return { ...result, credits: run.credits, attempts: attempt, durationMs: performance.now() - run.began };
+      },
+      {
+        policy,
+        signal: options.signal,
+        retryable: (error) => (worthRetrying(error, options.signal) ? {} : false),
+        onRetry: (attempt, delayMs, error) => options.events?.onRetry?.({ attempt, error, delayMs }),
+        sleep: (ms, signal) => (options.sleep ?? retrySleep)(ms, signal ?? options.signal),
+      },
+    );
+  } catch (error) {
+    await state.failed(error, options.signal, (e) => worthResuming(e, options.signal));
+    throw error;
   }
 }
 

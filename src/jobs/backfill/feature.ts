@@ -1,4 +1,6 @@
 import type { FeatureRun, FeatureStart, JobFeature, JobFeatureKind } from '../run/feature.ts';
+import type { SourceDecision } from '../run/sourceDecision.ts';
+import { type BackfillPlan, planBackfill } from './backfillPlan.ts';
 import { type BackfillSummary, startBackfill } from './backfillRun.ts';
 
 /**
@@ -28,6 +30,7 @@ export const backfillFeature: JobFeatureKind<BackfillSummaryPart> = {
 class BackfillRun implements JobFeature<BackfillSummaryPart> {
   readonly #run: FeatureRun;
   #summary: BackfillSummary | undefined;
+  #plan: BackfillPlan | undefined;
 
   constructor(run: FeatureRun) {
     this.#run = run;
@@ -49,6 +52,18 @@ class BackfillRun implements JobFeature<BackfillSummaryPart> {
     });
     this.#summary = begun.summary;
     return begun;
+  }
+
+  async planStart(): Promise<{ decision: SourceDecision; credits: number } | undefined> {
+    const { job, client, signal, stateDir, resume, tally } = this.#run;
+    if (tally.cursorFrom !== undefined && tally.cursorFrom !== null) return undefined;
+    const planned = await planBackfill(job, { client, signal, stateDir, resume });
+    this.#plan = planned.plan;
+    return { decision: planned.decision, credits: planned.plan.credits };
+  }
+
+  plan(): { readonly backfill?: BackfillPlan } {
+    return this.#plan === undefined ? {} : { backfill: this.#plan };
   }
 
   summary(): BackfillSummaryPart {

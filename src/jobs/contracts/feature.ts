@@ -5,6 +5,7 @@ import type { Committed } from '../output/committedOutput.ts';
 import type { BesideRun, BesideWrites, Branch, FeatureRun, JobFeature, JobFeatureKind } from '../run/feature.ts';
 import { openQuarantineGroups, writeQuarantineGroups } from './contractQuarantine.ts';
 import { ContractSet, type ContractSummary } from './contractSet.ts';
+import { type ContractCheckPlan, contractPlan } from './contractPlan.ts';
 
 /**
  * Contracts (`expect`, the job's and each output's) and their quarantines as a plug-in of the run:
@@ -106,6 +107,11 @@ class ContractsRun implements JobFeature<ContractsSummary> {
         this.#written = await writeQuarantineGroups(groups, input);
       },
     };
+  }
+
+  plan(): { readonly contract?: readonly ContractCheckPlan[] } {
+    const contract = contractPlan(this.#run.job);
+    return contract.length === 0 ? {} : { contract };
   }
 
   summary(): ContractsSummary {

@@ -1,7 +1,8 @@
 import type { Schema } from 'apache-arrow';
 import type { ExecutionStatus } from '../../protocol/index.ts';
 import type { Branch, FeatureRun, JobFeature, JobFeatureKind } from '../run/feature.ts';
-import { driftPolicyOf, type OutputDrift, RunDrift, watchesDrift } from './drift.ts';
+import type { DriftPolicy } from '../../config/notifySchema.ts';
+import { driftPolicyOf, type OutputDrift, RunDrift, watchesDrift, watchesPolicy } from './drift.ts';
 
 /**
  * Schema drift as a plug-in of the run: each output's committed columns (its session's commit)
@@ -53,6 +54,11 @@ class DriftRun implements JobFeature<DriftSummary> {
 
   shape(branch: Branch): Branch {
     return { ...branch, ...this.#drift.shape(branch.index, branch.schema, branch.batches) };
+  }
+
+  planOutput(index: number): { readonly schemaDrift?: DriftPolicy } {
+    const { job } = this.#run;
+    return watchesPolicy(job) ? { schemaDrift: driftPolicyOf(job, job.outputs[index]!) } : {};
   }
 
   summary(): DriftSummary {

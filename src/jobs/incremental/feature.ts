@@ -2,6 +2,7 @@ import type { ExportMeta, ExportSummary } from '../../export/writeExport.ts';
 import type { ExecutionStatus } from '../../protocol/index.ts';
 import type { Branch, FeatureRun, JobFeature, JobFeatureKind } from '../run/feature.ts';
 import type { CursorArgument } from '../run/jobSource.ts';
+import type { CursorPreview } from '../plan/planRun.ts';
 import { compareCursor, type CursorKind } from './cursor.ts';
 import { checkResultColumns, type CursorPlan, explainInitial, OutputCursor, planCursor, serviceType } from './incremental.ts';
 
@@ -93,6 +94,12 @@ class IncrementalRun implements JobFeature<IncrementalSummary> {
       // An append of no rows committed nothing: the output keeps the cursor it had.
       if (cursor !== undefined && summary.committed !== false) this.#values[index] = cursor.state().value;
     }
+  }
+
+  plan(): { readonly cursor: CursorPreview } {
+    const plan = this.#planned;
+    const lookback = plan.from === null ? undefined : plan.incremental.lookback;
+    return { cursor: { column: plan.incremental.cursor, from: plan.from, value: plan.argument.value, ...(lookback === undefined ? {} : { lookback }) } };
   }
 
   summary(): IncrementalSummary {

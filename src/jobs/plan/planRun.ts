@@ -1,17 +1,17 @@
 import { decodePlan, type DecodePlan } from '../run/nativeOutputs.ts';
 import type { ServiceClient } from '../../client/serviceClient.ts';
-import { contractQuarantines, type Job } from '../../config/jobSchema.ts';
+import type { Job } from '../../config/jobSchema.ts';
 import { commitTarget } from '../../export/commitFor.ts';
 import type { CatalogTarget } from '../../export/iceberg/catalog/catalogConfig.ts';
 import type { SplitBlock } from '../../export/splitRule.ts';
 import type { DriftPolicy } from '../../config/notifySchema.ts';
-import { type BackfillPlan, planBackfill } from '../backfill/backfillPlan.ts';
-import { driftPolicyOf, watchesPolicy } from '../drift/drift.ts';
+import type { BackfillPlan } from '../backfill/backfillPlan.ts';
+import { createFeatures } from '../features.ts';
+import type { JobFeature } from '../run/feature.ts';
 import { creditsAllowed, executionCost } from '../run/budget.ts';
 import { type OutputSession, OutputSessions } from '../output/outputSession.ts';
 import { whyNotSharded, whyOneThread } from '../output/splitRule.ts';
-import { type ContractCheckPlan, contractPlan } from '../contracts/contractPlan.ts';
-import { type CursorPlan, planCursor } from '../incremental/incremental.ts';
+import type { ContractCheckPlan } from '../contracts/contractPlan.ts';
 import { jobRunState, RunStateStore } from '../run/runState.ts';
 import { partsPerShard, rowsPerPart } from '../shards/plan.ts';
 import { decideSource, type SourceDecision } from '../run/sourceDecision.ts';
@@ -103,16 +103,29 @@ export async function planRun(job: Job, options: PlanRunOptions): Promise<JobPla
 async function plan(job: Job, options: PlanRunOptions, sessions: OutputSessions): Promise<JobPlan> {
   const { client, signal } = options;
   const shards = options.shards ?? 1;
-  const cursor = job.incremental === undefined ? undefined : await planCursor(job, await sessions.committed(signal), client, signal);
+  // The run's features, reading only: what they read first (the cursor), a start of their own (a backfill's chunks), their lines.
+  const features = createFeatures({
+    job,
+    outputs: sessions,
+    client,
+    signal,
+    tally: { startedAt: new Date(), began: performance.now(), credits: 0, attempts: 0 },
+    events: undefined,
+    resume: options.resume,
+    executionId: options.executionId,
+    stateDir: options.stateDir,
+  });
+  for (const feature of features) await feature.prepare?.();
   // A sharded run never resumes: shard 0 starts or reuses its execution afresh.
   const state = options.resume && shards === 1 ? jobRunState(new RunStateStore(options.stateDir), job) : undefined;
-  const backfill = job.backfill === undefined || (cursor !== undefined && cursor.from !== null) ? undefined : await planBackfill(job, { client, signal, stateDir: options.stateDir, resume: options.resume });
-  const decision = backfill?.decision ?? (await decideSource(job, { client, signal, executionId: options.executionId, state, readOnly: true }, cursor?.argument));
-  const credits = backfill?.plan.credits ?? (decision.action === 'execute' ? executionCost(job) : 0);
+  let started: { decision: SourceDecision; credits: number } | undefined;
+  for (const feature of features) started ??= await feature.planStart?.();
+  const argument = features.map((f) => f.argument?.()).find((a) => a !== undefined);
+  const decision = started?.decision ?? (await decideSource(job, { client, signal, executionId: options.executionId, state, readOnly: true }, argument));
+  const credits = started?.credits ?? (decision.action === 'execute' ? executionCost(job) : 0);
   const outputs: OutputPlan[] = [];
-  for (const session of sessions.all) outputs.push(await planOutput(job, session, decision, shards, signal));
+  for (const session of sessions.all) outputs.push(await planOutput(job, session, { decision, shards, features }, signal));
   const maxCredits = job.budget?.max_credits;
-  const contract = contractPlan(job);
   return {
     job: job.name,
     action: decision.action,
@@ -124,25 +137,24 @@ async function plan(job: Job, options: PlanRunOptions, sessions: OutputSessions)
     budget: { maxCredits, withinBudget: creditsAllowed(job, 0, credits) },
     shards,
     outputs,
-    ...(cursor === undefined ? {} : { cursor: cursorPreview(cursor) }),
-    ...(contract.length === 0 ? {} : { contract }),
-    ...(backfill === undefined ? {} : { backfill: backfill.plan }),
+    ...Object.assign({}, ...features.map((f) => f.plan?.() ?? {})),
     split: { oneThread: whyOneThread(job), notSharded: whyNotSharded(job, sessions.all.map((s) => s.traits)) },
   };
 }
 
 /**
  * What one output would get: skipped where the run would skip it (the execution exists and the
- * output's commit holds it, written the same way: `wouldSkip`, the run's own rule; a sharded run
- * always writes), else its parts when the row count is known and parts roll by rows.
+ * output's commit holds it, written the same way: the session's `find`, the run's own rule; a
+ * sharded run always writes), else its parts when the row count is known and parts roll by rows.
  */
-async function planOutput(job: Job, session: OutputSession, decision: SourceDecision, shards: number, signal: AbortSignal): Promise<OutputPlan> {
-  const { url } = session;
-  const output = job.outputs[session.index]!;
+async function planOutput(job: Job, session: OutputSession, run: { decision: SourceDecision; shards: number; features: readonly JobFeature[] }, signal: AbortSignal): Promise<OutputPlan> {
+  const { decision, shards, features } = run;
+  const { url, index } = session;
+  const output = job.outputs[index]!;
   const committed = await session.committed(signal).catch(() => undefined);
   const rows = job.result?.filters === undefined ? decision.rows : undefined;
-  // An output some rows of which a contract sets aside holds fewer than the result: no count to match, as in a run.
-  const held = contractQuarantines(job.expect) || contractQuarantines(output.expect) ? undefined : rows;
+  // An output a feature leaves fewer rows than the result (a contract sets rows aside): no count to match, as in a run.
+  const held = features.some((f) => f.drops?.(index) === true) ? undefined : rows;
   const skip = shards === 1 && decision.executionId !== undefined && (await session.find(decision.executionId, held, signal)) !== undefined;
   const perPart = rowsPerPart(output, rows, shards);
   const parts = rows === undefined || perPart === undefined ? undefined : Math.max(1, Math.ceil(rows / perPart));
@@ -155,13 +167,7 @@ async function planOutput(job: Job, session: OutputSession, decision: SourceDeci
     partsPerShard: parts === undefined || shards === 1 ? undefined : partsPerShard(parts, shards),
     committedExecution: committed?.executionId,
     commitsTo: commitTarget(output, url),
-    ...(watchesPolicy(job) ? { schemaDrift: driftPolicyOf(job, output) } : {}),
+    ...Object.assign({}, ...features.map((f) => f.planOutput?.(index) ?? {})),
     decode: decodePlan(job, output),
   };
-}
-
-/** The cursor a run would start from, planned as the run plans it (from the outputs' commits). */
-function cursorPreview(plan: CursorPlan): CursorPreview {
-  const lookback = plan.from === null ? undefined : plan.incremental.lookback;
-  return { column: plan.incremental.cursor, from: plan.from, value: plan.argument.value, ...(lookback === undefined ? {} : { lookback }) };
 }

@@ -25,6 +25,12 @@ export interface JobFeature<S extends object = object> {
   argument?(): CursorArgument | undefined;
   /** Starts the read itself, instead of one execution (a backfill's chunks); undefined: the run starts it. */
   start?(): Promise<FeatureStart | undefined>;
+  /** `--plan`'s start, reading only (a backfill's chunks): the decision and what it would cost; undefined: the run's own. */
+  planStart?(): Promise<{ readonly decision: SourceDecision; readonly credits: number } | undefined>;
+  /** Its lines of `--plan` (merged into the plan). */
+  plan?(): object;
+  /** Its lines of output `index` in `--plan`. */
+  planOutput?(index: number): object;
   /** The error a failed start is reported as (the incremental initial value explained). */
   explain?(error: unknown): unknown;
   /** Before fetching: checks on the execution's metadata, before any page (columns, row count, drift). */

@@ -6,7 +6,7 @@ import { type Ready, stream } from '../../pipeline/stream.ts';
 import type { Progress } from '../../pipeline/progress.ts';
 import type { RunResult } from '../backfill/backfillStream.ts';
 import type { OutputDrift } from '../drift/drift.ts';
-import { FEATURES, type FeatureSummary } from '../features.ts';
+import { createFeatures, type FeatureSummary } from '../features.ts';
 import type { OutputSessions } from '../output/outputSession.ts';
 import { askedWorkers, runWorkers, startRunThreads } from '../output/workers.ts';
 import { checkBytes, checkCredits, TIER_COST } from './budget.ts';
@@ -149,10 +149,7 @@ export class JobRun {
       executionId: options.executionId,
       stateDir: options.stateDir ?? DEFAULT_STATE_DIR,
     };
-    this.#features = FEATURES.flatMap((kind): JobFeature[] => {
-      const feature = kind.create(run);
-      return feature === undefined ? [] : [feature];
-    });
+    this.#features = createFeatures(run);
   }
 
   async attempt(): Promise<AttemptResult> {

@@ -5,7 +5,7 @@ import { partFileName } from '../../export/partFileName.ts';
 import { PreconditionFailedError } from '../../kit/index.ts';
 import { stream } from '../../pipeline/stream.ts';
 import { DEFAULT_STATE_DIR, type Job } from '../../config/jobSchema.ts';
-import { FEATURES } from '../features.ts';
+import { createFeatures } from '../features.ts';
 import type { FeatureRun, JobFeature } from '../run/feature.ts';
 import { ShardMismatchError } from '../errors.ts';
 import type { OutputSession, OutputSessions } from '../output/outputSession.ts';
@@ -180,8 +180,5 @@ function shardFeatures(job: Job, options: RunShardOptions, sessions: OutputSessi
     executionId: undefined,
     stateDir: DEFAULT_STATE_DIR,
   };
-  return FEATURES.flatMap((kind): JobFeature[] => {
-    const feature = kind.create(run);
-    return feature === undefined ? [] : [feature];
-  });
+  return createFeatures(run);
 }

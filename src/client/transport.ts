@@ -104,12 +104,14 @@ export class Transport {
   readonly #dispatcher: Dispatcher;
   readonly #stats: ClientStats;
   readonly #onRequest: ((event: RequestEvent) => void) | undefined;
+  readonly #requestHeaders: (() => Record<string, string>) | undefined;
 
-  constructor(config: ResolvedConfig, dispatcher: Dispatcher, stats: ClientStats, onRequest?: (event: RequestEvent) => void) {
+  constructor(config: ResolvedConfig, dispatcher: Dispatcher, stats: ClientStats, onRequest?: (event: RequestEvent) => void, requestHeaders?: () => Record<string, string>) {
     this.#config = config;
     this.#dispatcher = dispatcher;
     this.#stats = stats;
     this.#onRequest = onRequest;
+    this.#requestHeaders = requestHeaders;
   }
 
   /** Key-free URL of a spec, for messages and hooks. */
@@ -138,7 +140,7 @@ export class Transport {
     this.#stats.requests++;
     this.#onRequest?.({ operation: spec.operation, httpMethod: spec.httpMethod, url, attempt });
 
-    const headers: Record<string, string> = { accept: spec.accept ?? 'application/json', 'user-agent': this.#config.userAgent };
+    const headers: Record<string, string> = { ...this.#requestHeaders?.(), accept: spec.accept ?? 'application/json', 'user-agent': this.#config.userAgent };
     if (this.#config.acceptEncoding !== undefined) headers['accept-encoding'] = this.#config.acceptEncoding;
     if (this.#config.apiKeyIn === 'header') headers['x-service-api-key'] = this.#config.apiKey;
     let body: string | Uint8Array | undefined;

@@ -5,6 +5,7 @@ export * from './messages.ts';
 export * from './status.ts';
 export * from './results.ts';
 export * from './executions.ts';
+export * from './classify.ts';
 export * from './queries.ts';
 export * from './views.ts';
 export * from './uploads.ts';

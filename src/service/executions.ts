@@ -1,7 +1,7 @@
 import { monotonicFactory } from 'ulid';
 import type { Performance, ParameterValue } from '../protocol/index.ts';
 import { holdsResult } from '../protocol/index.ts';
-import { EngineError, type SqlEngine } from './engine/types.ts';
+import { EngineError, type SqlClassification, type SqlEngine } from './engine/types.ts';
 import type { Clock } from './clock.ts';
 import type { JsonStore } from './store.ts';
 import { TeamQueues } from './teamQueues.ts';
@@ -144,6 +144,11 @@ export class Executions {
     return out.sort((a, b) => b.submittedAt - a.submittedAt || (a.id < b.id ? 1 : -1));
   }
 
+  /** Judges `sql` as an execution of `team` would be judged (same lists, same sharing), running none of it. */
+  classify(team: string, sql: string): Promise<SqlClassification> {
+    return this.#engine.classify(sql, { team, ...(this.#hooks.canRead === undefined ? {} : { canRead: this.#hooks.canRead }) });
+  }
+
   /**
    * Cancels a waiting or running execution: true when it is (now or already) CANCELLED, false when it
    * had already finished otherwise. A running one is reported CANCELLED at once; its engine slot is
@@ -265,6 +270,7 @@ export class Executions {
         bounds: { memoryBytes: tier.memoryLimitBytes, tempBytes: tier.tempLimitBytes, tier: rec.performance },
         maxResultBytes: this.#settings.limits.max_result_bytes,
         team: rec.team,
+        dialect: this.#settings.teams.find((t) => t.name === rec.team)?.sql_dialect ?? this.#settings.sql_dialect,
         ...(this.#hooks.canRead === undefined ? {} : { canRead: this.#hooks.canRead }),
         ...(this.#hooks.storageQuota === undefined ? {} : { storageQuota: this.#hooks.storageQuota(rec.team) }),
       });

@@ -45,6 +45,7 @@ export const TeamSchema = z.strictObject({
   name: z.string().regex(TEAM_NAME, 'a team name starts with a-z and holds a-z, 0-9 and _').describe('Team name'),
   plan: PlanSchema.prefault({}).describe("The team's credits, concurrency, storage quota and request rates"),
   keys: z.array(KeySchema).default([]).describe("The team's API keys and their scopes"),
+  sql_dialect: z.enum(['dunesql', 'duckdb']).optional().describe("The dialect of the team's SQL (statements, saved queries, materialized views); unset: the service's sql_dialect"),
 });
 
 export const TierSchema = z.strictObject({
@@ -117,7 +118,21 @@ export const ServiceSettingsSchema = z
       .describe('Performance tiers (the legacy free runs as small); unset fields: small 1 thread x0.5, 512 MiB memory, 2 GiB temp; medium 1 thread x1, 1 GiB memory, 4 GiB temp; large 2 threads x2, 2 GiB memory, 8 GiB temp; timeout limits.execution_timeout_ms'),
     faults: FaultsSchema.prefault({}).describe('Misbehaviour on purpose (latency, error answers, reset connections), to test clients against; all off by default'),
     datasets: z.array(z.enum(['sample'])).default(['sample']).describe('Datasets loaded when the service starts'),
+    sql_dialect: z
+      .enum(['dunesql', 'duckdb'])
+      .default('dunesql')
+      .describe("The dialect submitted SQL, saved queries and materialized views are read in: dunesql (the real service's: Trino's syntax and functions, 0x varbinary literals, uint256 / int256, Dune's varbinary functions; translated to DuckDB SQL, docs/dunesql.md) or duckdb (DuckDB's own SQL, as written); a team's sql_dialect overrides it"),
+    dune_sample_transactions: nonNegInt()
+      .default(20_000)
+      .describe('Transactions of the Dune-shaped sample tables loaded with the sample dataset (ethereum.transactions, ethereum.logs, erc20_ethereum.evt_Transfer, tokens.erc20, prices.usd); transfers and logs are about six in ten of them, prices one per token per minute of their span'),
     engine: EngineSchema.prefault({}).describe("The query engine's memory, temporary disk and threads"),
+    public_url: z
+      .string()
+      .refine(isOrigin, { error: (issue) => `expected an origin such as https://sluice.example.com:8443 (http or https, no path, query or credentials), got ${JSON.stringify(issue.input)}` })
+      .optional()
+      .describe(
+        "The origin clients reach the service at (e.g. https://sluice.example.com behind a proxy): next_uri is built on it. Unset: the address the service is bound to (127.0.0.1 for 0.0.0.0, [::1] for ::). Never taken from a request's Host header, so a link never sends a key where a request said",
+      ),
   })
   .superRefine((s, ctx) => {
     const teams = new Set<string>();
@@ -131,6 +146,17 @@ export const ServiceSettingsSchema = z
       });
     });
   });
+
+/** An http(s) origin: scheme, host and optional port, nothing else (a trailing '/' is accepted). */
+function isOrigin(text: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return false;
+  }
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '' && url.pathname === '/' && url.search === '' && url.hash === '' && !text.endsWith('?') && !text.endsWith('#');
+}
 
 export type ServiceSettings = z.infer<typeof ServiceSettingsSchema>;
 export type ServiceSettingsInput = z.input<typeof ServiceSettingsSchema>;

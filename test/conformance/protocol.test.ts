@@ -390,10 +390,10 @@ describe('4. results', () => {
     expect(ids).toEqual(Array.from({ length: 50 }, (_, i) => 49 - i));
   });
 
-  it('next_uri is on the origin the client called (Host header)', async () => {
+  it("next_uri is on the service's own origin, never the request's Host header (a link must not send the key elsewhere)", async () => {
     const port = new URL(svc.origin).port;
-    const r = await wire(svc.url, 'GET', `/v1/execution/${events}/results`, { key: read, query: { limit: 5 }, headers: { host: `localhost:${port}` } });
-    expect(r.json.next_uri).toBe(`http://localhost:${port}/api/v1/execution/${events}/results?limit=5&offset=5`);
+    const r = await wire(svc.url, 'GET', `/v1/execution/${events}/results`, { key: read, query: { limit: 5 }, headers: { host: `attacker.example:${port}` } });
+    expect(r.json.next_uri).toBe(`${svc.origin}/api/v1/execution/${events}/results?limit=5&offset=5`);
   });
 
   it('offset past the end: 200, empty page, no next', async () => {

@@ -123,12 +123,11 @@ describe('stored compressed frames', () => {
     expect((await readdir(join(svc.dataDir, 'engine', 'results'))).filter((n) => n.startsWith('scratch~'))).toEqual([]);
   });
 
-  it('answer a next_uri on the Host of each request around the same stored frame', async () => {
+  it("answer a next_uri on the service's own origin around the same stored frame, whatever Host each request names", async () => {
     const url = `/v1/execution/${id}/results?offset=0`;
     const a = await raw(svc, url, { 'accept-encoding': 'zstd', host: 'one.example:1' });
     const b = await raw(svc, url, { 'accept-encoding': 'zstd', host: 'two.example:2' });
-    expect(JSON.parse(zstdDecompressSync(a.body).toString()).next_uri).toMatch(/^http:\/\/one\.example:1\//);
-    expect(JSON.parse(zstdDecompressSync(b.body).toString()).next_uri).toMatch(/^http:\/\/two\.example:2\//);
+    for (const answer of [a, b]) expect(JSON.parse(zstdDecompressSync(answer.body).toString()).next_uri.startsWith(`${svc.origin}/api/`)).toBe(true);
   });
 });
 

@@ -57,6 +57,8 @@ export interface ExecuteOptions {
    * with EngineError kind 'capacity'.
    */
   storageQuota?: { limitBytes: number; otherBytes: number };
+  /** The SQL's dialect: DuneSQL is translated to DuckDB SQL first (dialect/). Default: duckdb. */
+  dialect?: 'dunesql' | 'duckdb';
 }
 
 export interface PageRequest {
@@ -156,11 +158,22 @@ export interface ServiceTables {
   teamTableBytes(team: string): Promise<number>;
 }
 
+/** What classify found: each statement (1-based line and column of its start) and the first denial. */
+export interface SqlClassification {
+  statements: { line: number; column: number; writes: boolean }[];
+  denial?: { message: string; line: number; column: number };
+}
+
 export interface SqlEngine {
   /** The service's own tables (views, uploads): copies and ingests run by the engine, never user SQL. */
   readonly tables: ServiceTables;
   /** Runs the SQL and stores its result durably under dataDir. */
   execute(sql: string, opts: ExecuteOptions): Promise<ResultInfo>;
+  /**
+   * Judges the SQL as execute would, running none of it: per statement, whether it writes (by the
+   * sandbox's own reading of it), and the first denial execute would fail with.
+   */
+  classify(sql: string, opts: Pick<ExecuteOptions, 'team' | 'canRead'>): Promise<SqlClassification>;
   page(resultId: string, req: PageRequest): Promise<Page>;
   csvPage(resultId: string, req: PageRequest): Promise<CsvPage>;
   /** The page as an Arrow IPC stream (same rows and parameters as page). */
@@ -235,7 +248,11 @@ export interface OpenEngineOptions {
   /** Datasets to load on open (idempotent): 'sample'. */
   datasets?: string[];
   /** Rows of sample.events (default 1,000,000). */
+  /** Told what starting did that a user should hear of (sample data generated or rebuilt). */
+  onNotice?: (message: string) => void;
   sampleRows?: number;
+  /** Transactions of the Dune-shaped sample tables (ethereum.*, erc20_ethereum.*, tokens.erc20, prices.usd); loaded with 'sample'. */
+  duneSampleTransactions?: number;
   /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB). */
   encodeMinBytes?: number;
   /**

@@ -10,7 +10,7 @@ export interface RequestContext {
   /** Decoded path parameters, by the names in the route pattern. */
   params: Record<string, string>;
   principal: Principal;
-  /** `http://host:port` as the client addressed us (the Host header), for absolute next_uri. */
+  /** The service's own origin (`public_url`, else the bound address), for absolute next_uri. */
   origin: string;
   /** The JSON body (undefined when empty), read lazily under the body size limit. */
   body(): Promise<unknown>;

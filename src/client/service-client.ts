@@ -56,6 +56,7 @@ import { ACCEPT_ARROW, arrowPageEnvelope } from './arrow-page.ts';
 import { resultParams } from './result-options.ts';
 import { salvageExecuteResponse, salvageQueryIdResponse, salvageRefreshResponse } from './salvage.ts';
 import { Transport, type RequestSpec } from './transport.ts';
+import { Catalog } from './catalog.ts';
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -142,6 +143,8 @@ export class ServiceClient {
   readonly baseUrl: string;
   /** The key's request budget in this process, shared with every other client of the key. */
   readonly governor: RateGovernor;
+  /** Saved queries listed, tables created and filled (uploads v2), datasets listed and searched. */
+  readonly catalog: Catalog;
   readonly #config: ResolvedConfig;
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
@@ -162,6 +165,7 @@ export class ServiceClient {
     this.governor = governorFor(this.#config.baseUrl, this.#config.apiKey, options.governor);
     if (this.#config.rateLimit !== undefined) this.governor.configure(this.#config.rateLimit, this.#config.rateShare);
     this.#http = new Http(transport, this.governor, this.#config, this.stats, options.onRetry);
+    this.catalog = new Catalog(this.#http);
   }
 
   async close(): Promise<void> {

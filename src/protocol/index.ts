@@ -9,6 +9,8 @@ export * from './classify.ts';
 export * from './queries.ts';
 export * from './views.ts';
 export * from './uploads.ts';
+export * from './tables.ts';
+export * from './datasets.ts';
 export * from './usage.ts';
 export * from './paths.ts';
 export * from './arrowPage.ts';

@@ -16,6 +16,7 @@ import { createRequestHandler } from './http/server.ts';
 import { classifyRoutes } from './routes/classifyRoutes.ts';
 import { executionRoutes } from './routes/executionRoutes.ts';
 import { queryRoutes } from './routes/queryRoutes.ts';
+import { queryListRoutes } from './routes/queryListRoutes.ts';
 import { resultRoutes } from './routes/resultRoutes.ts';
 import { SavedQueries, type QueryRecord } from './savedQueries.ts';
 import { defaultSettings, loadSettingsFile, parseSettings, type FaultSettings, type FaultSettingsInput, type ServiceSettings, type ServiceSettingsInput } from './settings.ts';
@@ -29,7 +30,12 @@ import { rateLimiterFor } from './limits/rate-limit.ts';
 import { RetentionSweeper } from './limits/retention.ts';
 import { usageRoutes } from './limits/routes.ts';
 import { uploadRoutes } from './uploads/routes.ts';
-import { openDatasets } from './uploads/datasets.ts';
+import { datasetRoutes } from './uploads/datasetRoutes.ts';
+import { openDatasets, type Datasets } from './uploads/datasets.ts';
+import { tableRoutes } from './uploads/tableRoutes.ts';
+import { UploadTables } from './uploads/uploadTables.ts';
+import type { CreditLedger } from './limits/credits.ts';
+import type { Route } from './http/router.ts';
 import { openViews, type Views } from './views/views.ts';
 
 export interface ServiceOptions {
@@ -43,6 +49,8 @@ export interface ServiceOptions {
   settings?: ServiceSettingsInput | string;
   /** Rows of the generated sample.events table (default: the engine's, 1,000,000). Tests pass a few thousand. */
   sampleRows?: number;
+  /** Told what starting did that a user should hear of (sample data generated or rebuilt). */
+  onNotice?: (message: string) => void;
   /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB; tests pass 0). */
   encodeMinBytes?: number;
   clock?: Clock;
@@ -99,6 +107,8 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     dataDir: join(dataDir, 'engine'),
     datasets: settings.datasets,
     ...(options.sampleRows === undefined ? {} : { sampleRows: options.sampleRows }),
+    ...(options.onNotice === undefined ? {} : { onNotice: options.onNotice }),
+    duneSampleTransactions: settings.dune_sample_transactions,
     ...(options.encodeMinBytes === undefined ? {} : { encodeMinBytes: options.encodeMinBytes }),
     arrowChunkRows: (columnCount) => defaultPageRows(settings, columnCount),
     ...engineBounds(settings, dataDir),
@@ -216,6 +226,7 @@ async function assemble(engine: SqlEngine, settings: ServiceSettings, clock: Clo
   const limitRoutes = [
     ...views.routes(svc),
     ...uploadRoutes(uploads.datasets),
+    ...catalogRoutes(engine, uploads.datasets, clock, credits.ledger),
     ...usageRoutes({
       ledger: credits.ledger,
       storageBytes: async (team) => views.service.storageBytes(team) + uploads.datasets.storageBytes(team) + (await engine.tables.teamTableBytes(team)),
@@ -229,8 +240,13 @@ async function assemble(engine: SqlEngine, settings: ServiceSettings, clock: Clo
     await uploads.flush();
   };
   const faults = new Faults(settings.faults);
-  const router = new Router([...executionRoutes(svc), ...classifyRoutes(svc), ...queryRoutes(svc), ...resultRoutes(svc), ...limitRoutes]);
+  const router = new Router([...executionRoutes(svc), ...classifyRoutes(svc), ...queryRoutes(svc), ...queryListRoutes(svc), ...resultRoutes(svc), ...limitRoutes]);
   return { executions, views, router, faults, flushLimits, rateLimiter };
+}
+
+/** Tables created with a schema and filled by inserts (uploads v2), and datasets listed and searched. */
+function catalogRoutes(engine: SqlEngine, datasets: Datasets, clock: Clock, ledger: CreditLedger): Route[] {
+  return [...tableRoutes(new UploadTables({ datasets, ops: engine.tables, clock, ledger })), ...datasetRoutes(datasets)];
 }
 
 /** Listens on host:port (0: any free port); resolves to the port. */

@@ -14,6 +14,8 @@ export interface RequestContext {
   origin: string;
   /** The JSON body (undefined when empty), read lazily under the body size limit. */
   body(): Promise<unknown>;
+  /** The body's bytes as sent (CSV or NDJSON rows of an upload insert), under the same limit. */
+  rawBody(): Promise<Buffer>;
 }
 
 export interface Route {
@@ -21,6 +23,8 @@ export interface Route {
   /** Path under `/api`, with `:name` segments. */
   path: string;
   scope: Scope;
+  /** The rate-limit class: by default `read` for Read-scope routes, `write` for the rest; executions are `write` though Read may run them. */
+  rate?: 'read' | 'write';
   handle(ctx: RequestContext): Promise<Reply>;
 }
 

@@ -70,18 +70,20 @@ async function handle(deps: HandlerDeps, req: IncomingMessage): Promise<Reply> {
     throw new HttpError(405, `Method not allowed: ${url.pathname} accepts ${match.allow.join(', ')}`, { allow: match.allow.join(', ') });
   }
   requireScope(principal, match.route.scope);
-  const rate = deps.rateLimit?.(principal.key, match.route.scope === 'Read' ? 'read' : 'write', principal.team);
+  const rate = deps.rateLimit?.(principal.key, match.route.rate ?? (match.route.scope === 'Read' ? 'read' : 'write'), principal.team);
   if (rate !== undefined && !rate.allowed) throw new RateLimitError(rate.retryAfterSeconds);
 
   const origin = deps.origin();
-  let body: Promise<unknown> | undefined;
+  let raw: Promise<Buffer> | undefined;
+  const rawBody = (): Promise<Buffer> => (raw ??= readBody(req, deps.maxBodyBytes()));
   return match.route.handle({
     req,
     url,
     params: match.params,
     principal,
     origin,
-    body: () => (body ??= readBody(req, deps.maxBodyBytes()).then(parseJson)),
+    body: () => rawBody().then(parseJson),
+    rawBody,
   });
 }
 

@@ -29,7 +29,7 @@ export async function checkAccess(
   for (const st of statements) {
     const denial = await sandbox.check(st.text);
     if (denial) {
-      const { line, column } = lineColumnAt(sql, st.start + denial.offset);
+      const { line, column } = lineColumnAt(sql, st.start + (st.sourceOffset?.(denial.offset) ?? denial.offset));
       throw new EngineError('semantic', `line ${line}:${column}: ${denial.message}`, { line, column });
     }
   }

@@ -177,33 +177,7 @@ export async function commitSnapshot(storage: TableStorage, change: SnapshotChan
   const bytes = files.reduce((n, f) => n + f.bytes, 0);
   const staged: string[] = [];
   try {
-    const manifestName = `${METADATA_DIR}/${randomUUID()}-m0.avro`;
-    const manifestBytes = await encodeAvroFile(
-      manifestEntrySchema(spec.avro),
-      files.map((f): ManifestEntry => ({
-        status: 1,
-        snapshot_id: snapshotId,
-        sequence_number: null,
-        file_sequence_number: null,
-        data_file: { content: 0, file_path: `${url}/${f.path}`, file_format: 'PARQUET', partition: f.values, record_count: BigInt(f.rows), file_size_in_bytes: BigInt(f.bytes) },
-      })),
-      {
-        schema: JSON.stringify(schema.table),
-        'schema-id': String(schema.table['schema-id']),
-        'partition-spec': JSON.stringify(spec.fields),
-        'partition-spec-id': String(spec.id),
-        'format-version': '2',
-        content: 'data',
-      },
-    );
-    staged.push(manifestName);
-    await storage.put(manifestName, manifestBytes, { contentType: 'avro/binary', ...(signal ? { signal } : {}) });
-    const ownManifest = {
-      path: `${url}/${manifestName}`,
-      length: BigInt(manifestBytes.byteLength),
-      files: files.length,
-      rows: BigInt(rows),
-    };
+    const ownManifest = await writeManifest(storage, { files, snapshotId, schema, spec, signal }, staged);
 
     const attempts = change.commitAttempts ?? DEFAULT_COMMIT_ATTEMPTS;
     for (let attempt = 1; ; attempt++) {
@@ -211,21 +185,7 @@ export async function commitSnapshot(storage: TableStorage, change: SnapshotChan
       const sequence = (base.metadata?.['last-sequence-number'] ?? 0) + 1;
       const parent = base.metadata?.snapshots?.find((s) => String(s['snapshot-id']) === String(base.metadata?.['current-snapshot-id']));
       const carried = mode === 'append' && parent ? await readManifestList(storage, parent['manifest-list'], url) : [];
-      const own: ManifestFile = {
-        manifest_path: ownManifest.path,
-        manifest_length: ownManifest.length,
-        partition_spec_id: spec.id,
-        content: 0,
-        sequence_number: BigInt(sequence),
-        min_sequence_number: BigInt(sequence),
-        added_snapshot_id: snapshotId,
-        added_files_count: ownManifest.files,
-        existing_files_count: 0,
-        deleted_files_count: 0,
-        added_rows_count: ownManifest.rows,
-        existing_rows_count: 0n,
-        deleted_rows_count: 0n,
-      };
+      const own = ownManifestFile(ownManifest, spec.id, sequence, snapshotId);
       const list = [own, ...carried];
       const listName = `${METADATA_DIR}/snap-${snapshotId}-${attempt}-${randomUUID()}.avro`;
       staged.push(listName);
@@ -277,6 +237,57 @@ export async function commitSnapshot(storage: TableStorage, change: SnapshotChan
     if (!(error instanceof IcebergCatalogError && error.unknownOutcome)) await storage.delete(staged).catch(() => undefined);
     throw error;
   }
+}
+
+/** This snapshot's manifest of its data files, written under metadata/ (its name added to `staged`). */
+async function writeManifest(
+  storage: TableStorage,
+  what: { files: readonly (SnapshotChange['files'][number] & { values: ManifestEntry['data_file']['partition'] })[]; snapshotId: bigint; schema: SnapshotChange['schema']; spec: SnapshotChange['spec']; signal: AbortSignal | undefined },
+  staged: string[],
+): Promise<{ path: string; length: bigint; files: number; rows: bigint }> {
+  const { files, snapshotId, schema, spec, signal } = what;
+  const url = storage.url;
+  const manifestName = `${METADATA_DIR}/${randomUUID()}-m0.avro`;
+  const manifestBytes = await encodeAvroFile(
+    manifestEntrySchema(spec.avro),
+    files.map((f): ManifestEntry => ({
+      status: 1,
+      snapshot_id: snapshotId,
+      sequence_number: null,
+      file_sequence_number: null,
+      data_file: { content: 0, file_path: `${url}/${f.path}`, file_format: 'PARQUET', partition: f.values, record_count: BigInt(f.rows), file_size_in_bytes: BigInt(f.bytes) },
+    })),
+    {
+      schema: JSON.stringify(schema.table),
+      'schema-id': String(schema.table['schema-id']),
+      'partition-spec': JSON.stringify(spec.fields),
+      'partition-spec-id': String(spec.id),
+      'format-version': '2',
+      content: 'data',
+    },
+  );
+  staged.push(manifestName);
+  await storage.put(manifestName, manifestBytes, { contentType: 'avro/binary', ...(signal ? { signal } : {}) });
+  return { path: `${url}/${manifestName}`, length: BigInt(manifestBytes.byteLength), files: files.length, rows: BigInt(files.reduce((n, f) => n + f.rows, 0)) };
+}
+
+/** The manifest list's entry of this snapshot's own manifest. */
+function ownManifestFile(manifest: { path: string; length: bigint; files: number; rows: bigint }, specId: number, sequence: number, snapshotId: bigint): ManifestFile {
+  return {
+    manifest_path: manifest.path,
+    manifest_length: manifest.length,
+    partition_spec_id: specId,
+    content: 0,
+    sequence_number: BigInt(sequence),
+    min_sequence_number: BigInt(sequence),
+    added_snapshot_id: snapshotId,
+    added_files_count: manifest.files,
+    existing_files_count: 0,
+    deleted_files_count: 0,
+    added_rows_count: manifest.rows,
+    existing_rows_count: 0n,
+    deleted_rows_count: 0n,
+  };
 }
 
 export function skipped(url: string, base: LoadedTable, snapshot: Snapshot): IcebergCommitSummary {

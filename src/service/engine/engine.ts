@@ -32,7 +32,8 @@
 // served by the page query and encoded in the background once the service is quiet. An encoding
 // is interrupted and removed when its result is dropped or the engine closes.
 //
-// Stored results are attached for paging under an LRU of at most MAX_ATTACHED (attachedResults.ts).
+// Stored results are attached for paging under an LRU of at most MAX_ATTACHED, each detached
+// once unread for ATTACHED_IDLE_MS (attachedResults.ts).
 //
 // Threads: DuckDB's `threads` setting is per instance ("cannot be set locally"), so
 // ExecuteOptions.threads cannot give one execution more threads than another; the instance
@@ -94,6 +95,11 @@ const RESULT_ID = /^[A-Za-z0-9_-]{1,100}$/;
 const TEAM_NAME = /^[A-Za-z0-9_-]{1,100}$/;
 /** Stored results kept attached for paging; the least recently used idle ones are detached. */
 const MAX_ATTACHED = 32;
+/**
+ * A stored result nobody has read for this long is detached (its file closed): a client pages
+ * through a result with requests milliseconds apart, and attaching again costs milliseconds.
+ */
+const ATTACHED_IDLE_MS = 5_000;
 /**
  * Results smaller than this (result_set_bytes) are not pre-encoded: their page query costs a few
  * milliseconds, less than writing, syncing and opening the files would.
@@ -268,6 +274,7 @@ export class DuckDbEngine implements SqlEngine {
     this.#arrowChunkRows = arrowChunkRows;
     this.#attached = new AttachedResults<OpenResult>({
       max: MAX_ATTACHED,
+      idleMs: ATTACHED_IDLE_MS,
       attach: (id) => this.#attach(id),
       detach: (open) =>
         this.#withFiles(async (conn) => {

@@ -1,4 +1,4 @@
-import { EXIT, policyOf, type ExitCode } from '../jobs/errorPolicy.ts';
+import { EXIT, policyOf, type ExitCode } from '../jobs/run/errorPolicy.ts';
 
 export { EXIT, type ExitCode };
 
@@ -15,7 +15,7 @@ export const EXIT_CODE_DOCS: readonly { code: ExitCode; meaning: string }[] = [
 ];
 
 /**
- * The exit code for an error: its row in the one error table (src/jobs/errorPolicy.ts), which the job
+ * The exit code for an error: its row in the one error table (src/jobs/run/errorPolicy.ts), which the job
  * runner and its retry policy read too.
  */
 export function exitCodeOf(error: unknown, interrupted = false): ExitCode {

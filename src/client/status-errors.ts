@@ -52,7 +52,7 @@ export function statusError(
     case 403:
       return /\barchived\b/i.test(message) ? new QueryArchivedError(detail, c) : new ForbiddenError(detail, c);
     case 404:
-      return new NotFoundError(detail, c);
+      return new NotFoundError(`${detail}${apiPrefixHint(message, ctx.url)}`, c);
     case 409:
       return new ConflictError(detail, c);
     case 429:
@@ -61,4 +61,22 @@ export function statusError(
   if (status >= 500) return new ServerError(detail, { ...c, retryAfterMs: parseRetryAfter(retryAfter) });
   if (status >= 400) return new BadRequestError(detail, c);
   return new ServiceError(`unexpected status ${detail}`, c);
+}
+
+/**
+ * A 404 for an operation the service does not know at all, on a URL whose path lacks the API
+ * prefix, is nearly always a base URL given without `/api`: say so instead of a bare 404.
+ */
+function apiPrefixHint(message: string, url: string | undefined): string {
+  if (url === undefined || !/no operation at/i.test(message)) return '';
+  const target = url.replace(/^[A-Z]+ /, '');
+  let parsed: URL;
+  try {
+    parsed = new URL(target);
+  } catch {
+    return '';
+  }
+  const at = parsed.pathname.indexOf('/v1/');
+  if (at < 0 || parsed.pathname.slice(0, at).endsWith('/api')) return '';
+  return ` (did you mean ${parsed.origin}${parsed.pathname.slice(0, at)}/api as the base URL? the service's operations are under /api/v1/...)`;
 }

@@ -219,7 +219,7 @@ function jobSchema(output: ReturnType<typeof withRunFields>) {
         .describe(
           `Threads writing an output's parts side by side (default 1; auto: one per core the process may use; at most ${MAX_WORKERS}). ` +
             'Applies to outputs whose files roll by max_rows_per_file alone (part k holds rows k*N to (k+1)*N): each part is read, decoded and encoded by a thread, files byte for byte as with 1. ' +
-            'Outputs with partition_by, max_bytes_per_file, no max_rows_per_file, path "-" or table: iceberg, and every output of a job with result.filters, are written by one thread.',
+            'Which outputs are written by one thread whatever this asks: see "Outputs written by one thread" at the end of this page.',
         ),
       retries: z.number().int().min(0).max(20).optional().describe('Times a failed run is retried (default 0)'),
       retry_delay_seconds: z.number().nonnegative().optional().describe('Delay before the first retry, doubled for each next one (default 5)'),

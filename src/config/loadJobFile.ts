@@ -7,6 +7,7 @@ import { interpolateDocument, type Env } from './interpolate.ts';
 import type { Registry } from '../kit/index.ts';
 import { DEFAULT_STATE_DIR, jobFileSchema, type JobFile } from './jobSchema.ts';
 import { resolveOutputs } from './resolveOutputs.ts';
+import { recordSqlOrigins } from './sqlOrigin.ts';
 import { positionOf } from './yamlPath.ts';
 
 export interface ParseOptions {
@@ -66,6 +67,7 @@ export function parseJobFile(text: string, options: ParseOptions): JobFile {
   }
   const { jobs, issues } = resolveOutputs(result.data.jobs, written, options.registry, at);
   if (issues.length > 0) throw new JobFileError(file, issues);
+  recordSqlOrigins(doc, lineCounter, text, file, jobs.map((job) => job.source));
   const parsed = { ...result.data, jobs };
   return options.cwd === undefined ? parsed : fileLevelPathsResolved(parsed, options.cwd);
 }

@@ -7,7 +7,6 @@ import type { Commit, CommitProtocol, CursorState } from './commit.ts';
 import { RowCountMismatchError } from './errors.ts';
 import { fileEntryOf, type JournalPart, resumableLayout } from './journal.ts';
 import { buildManifest, describeSchema, type Manifest } from './manifest.ts';
-import { commitFor } from './commitFor.ts';
 import { partFileName } from './partFileName.ts';
 import { type FileEntry, PartFile } from './partFile.ts';
 import { HeldPartitions } from './heldPartitions.ts';
@@ -15,9 +14,10 @@ import { type PartitionRun, partitioner } from './partitions.ts';
 import type { ResolvedOutput } from './outputConfig.ts';
 import { type KeepParts, noResume, recover, type Resume } from './resume.ts';
 import type { RangeReader } from '../pipeline/stream.ts';
-import { knownWire, partFormatOf, partThreadCount, planParts, resolveWorkers, serialReason, type Workers } from './partPlan.ts';
+import { knownWire, partFormatOf, partThreadCount, planParts, resolveWorkers, type Workers } from './partPlan.ts';
+import { serialReason } from './splitRule.ts';
+import { type OpenedOutput, openOutput } from './openOutput.ts';
 import { startPartThreads, writeParts } from './partWorkers.ts';
-import { openDestination } from './storage/openDestination.ts';
 
 /** What the pipeline hands over: one schema, batches that all use it, and the execution's identity. */
 export interface ExportInput {
@@ -109,10 +109,10 @@ export async function writeExport(input: ExportInput, output: ResolvedOutput, op
       { path: 'workers', message: 'part threads read their rows themselves: pass input.parts (await stream.rangeReader()), or leave workers at 1', value: asked },
     ]);
   }
-  const splits = asked > 1 && input.parts !== undefined && serialReason(output) === undefined;
   // The threads its parts are worth (one: this thread writes them, no thread to start).
-  const threads = splits ? partThreadCount(options.workers, input.parts!.totalRows, output.maxRowsPerFile, wireOf(input.parts!)) : undefined;
-  if (threads !== undefined && threads > 1) startThreadsFor(output, threads, input.parts!.totalRows);
+  const splits = asked > 1 && input.parts !== undefined && serialReason(output) === undefined;
+  const threads = splits ? threadsFor(output, options.workers, input.parts!.totalRows, wireOf(input.parts!)) : undefined;
+  if (threads !== undefined && threads > 1) startPartThreads(threads, partFormatOf(output));
   const opened = await openExport(output, input.meta, { ...options, workers: input.parts === undefined ? 1 : (threads ?? options.workers ?? 1) });
   return opened.write(input, options);
 }
@@ -125,11 +125,19 @@ export async function writeExport(input: ExportInput, output: ResolvedOutput, op
  * idles and ends).
  */
 export function startThreadsFor(output: ResolvedOutput, workers: Workers | undefined, totalRows: number, wire?: 'json' | 'arrow'): void {
-  if (resolveWorkers(workers) <= 1 || serialReason(output) !== undefined) return;
-  if (commitFor(output).prepare !== undefined) return;
-  const count = partThreadCount(workers, totalRows, output.maxRowsPerFile, wire);
+  const count = threadsFor(output, workers, totalRows, wire);
   // One thread's worth: the calling thread writes the output (see `writeExport`), no thread to start.
   if (count > 1) startPartThreads(count, partFormatOf(output));
+}
+
+/**
+ * The part threads an export of `output` runs (see `partThreadCount`): 1 when `workers` asks for
+ * one, or when part threads cannot split the output (`serialReason`). The one count of the export,
+ * for library callers and for `auto` once the wire the rows come over is known.
+ */
+export function threadsFor(output: ResolvedOutput, workers: Workers | undefined, totalRows: number, wire: 'json' | 'arrow' | undefined): number {
+  if (resolveWorkers(workers) <= 1 || serialReason(output) !== undefined) return 1;
+  return partThreadCount(workers, totalRows, output.maxRowsPerFile, wire);
 }
 
 function wireOf(reader: RangeReader): 'json' | 'arrow' | undefined {
@@ -159,6 +167,11 @@ export interface OpenExportOptions {
    * and resume keeps every complete part of a killed run, not only those before the first gap.
    */
   workers?: Workers;
+  /**
+   * The output opened already (`openOutput`): its destination and commit are used, and left open
+   * for the caller to close. Otherwise the export opens them, and closes the destination when done.
+   */
+  opened?: OpenedOutput;
 }
 
 /** An export whose staging area is open: where its rows must start, then `write` (or `discard`). */
@@ -185,8 +198,11 @@ export interface OpenedExport {
  */
 export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta, 'executionId'>, options: OpenExportOptions = {}): Promise<OpenedExport> {
   const format = resolved.format.create(resolved.formatConfig);
-  const destination = openDestination(resolved);
-  const commit = destination.multiFile ? (options.commit ?? commitFor(resolved)) : undefined;
+  const owned = options.opened === undefined;
+  const { destination, commit } = options.opened ?? openOutput(resolved, options.commit);
+  const close = async (): Promise<void> => {
+    if (owned) await destination.close();
+  };
   const asked = resolveWorkers(options.workers);
   // A commit that converts the rows for its data files (a table format's field ids) does so on this thread.
   const converts = commit?.prepare === undefined ? undefined : `the ${commit.type} commit converts the rows of its data files`;
@@ -196,7 +212,7 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
   try {
     staged = await stage(destination, commit, resolved, meta.executionId, format.extension, options, workers > 1 ? 'any' : 'prefix');
   } catch (error) {
-    await destination.close();
+    await close();
     // Stopped by the caller: that is the cause, not the read or write it cut short.
     throw options.signal?.aborted ? options.signal.reason : error;
   }
@@ -230,7 +246,7 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
         let files: FileEntry[];
         if (workers > 1) {
           if (input.parts === undefined) throw new Error(`openExport: opened for ${workers} workers, but write was given no input.parts to read the parts from`);
-          const threads = partThreadCount(options.workers === 'auto' ? 'auto' : workers, input.parts.totalRows, resolved.maxRowsPerFile, wireOf(input.parts));
+          const threads = threadsFor(resolved, options.workers === 'auto' ? 'auto' : workers, input.parts.totalRows, wireOf(input.parts));
           files = await writeInParallel(input, input.parts, threads, resolved, format, tx, { ...writeOptions, signal }, resume.kept, record);
         } else {
           files = await writeFiles(input, resolved, format, tx, { ...writeOptions, signal }, from);
@@ -254,7 +270,7 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
         await end(error);
         throw error;
       } finally {
-        await destination.close();
+        await close();
       }
     },
     async discard(reason) {
@@ -263,7 +279,7 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
       try {
         await end(reason);
       } finally {
-        await destination.close();
+        await close();
       }
     },
   };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Job } from '../config/jobSchema.ts';
-import { planRun, type JobPlan } from '../jobs/planRun.ts';
+import { planRun, type JobPlan } from '../jobs/plan/planRun.ts';
 import type { StreamSource } from '../pipeline/source.ts';
 import { holdsResult, ParameterValueSchema, PERFORMANCE_TIERS, type Performance } from '../protocol/index.ts';
 import { ToolRefusedError } from './budget.ts';

@@ -196,7 +196,11 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     // With the default settings, other processes use the one key there is (team demo, Admin).
     const sharedKey = options.advertise?.key ?? (options.settings === undefined ? settings.teams[0]?.keys[0]?.key : undefined);
     const unadvertise =
-      advertised === undefined ? async () => undefined : await advertiseOwner(dataDir, { url: advertised, ...(sharedKey === undefined ? {} : { key: sharedKey }) });
+      advertised === undefined ? async () => undefined : await advertiseOwner(dataDir, {
+            url: advertised,
+            ...(sharedKey === undefined ? {} : { key: sharedKey }),
+            ...(options.sampleRows === undefined ? {} : { sample_rows: options.sampleRows }),
+          });
 
     let closing: Promise<void> | undefined;
     const handle: ServiceHandle = {

@@ -27,6 +27,8 @@ const OwnerSchema = z.strictObject({
   /** The Admin key of team demo when the owner runs the default settings. */
   key: z.string().optional(),
   started_at: z.string(),
+  /** Rows of sample.events asked of this service when it started (absent: it kept the table it found). */
+  sample_rows: z.number().int().nonnegative().optional(),
   /** Changes with every owner: removing the record checks it is still this owner's. */
   token: z.string(),
 });

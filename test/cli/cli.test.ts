@@ -47,7 +47,11 @@ describe('sluice (spawned)', () => {
     expect(cmd.stderr).toContain('unknown command "rnu"');
     const opt = await sluice(['validate', '--frobnicate', 'x.yaml']);
     expect(opt.code).toBe(2);
-    expect(opt.stderr).toMatch(/Unknown option '--frobnicate'[\s\S]*usage: sluice validate FILE\.\.\./);
+    expect(opt.stderr).toMatch(/unknown option --frobnicate \(an argument that starts with '-' goes after '--', as in: -- "--frobnicate"\)\nusage: sluice validate FILE\.\.\./);
+    expect(opt.stderr).not.toContain('did you mean');
+    const typo = await sluice(['run', 'x.yaml', '--fersh']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('unknown option --fersh; did you mean --fresh?');
     for (const bad of ['0', 'many', '1.5', '65']) {
       const workers = await sluice(['run', 'x.yaml', '--workers', bad]);
       expect(workers.code, bad).toBe(2);

@@ -144,4 +144,16 @@ describe('progress and logs', () => {
     createLogger(text, { format: 'text' }).warn('careful', { file: 'x y' });
     expect(text.text()).toBe('warn: careful  file="x y"\n');
   });
+
+  it('keeps a multi-line message readable: the first line as msg, the others as lines', () => {
+    const message = 'execution failed: line 2:3: bad column\n2 |   nme from t\n  |   ^';
+    const json = capture();
+    createLogger(json, { format: 'json', now: () => new Date('2026-01-01T00:00:00Z') }).error(message, { job: 'a' });
+    expect(JSON.parse(json.text())).toEqual({
+      time: '2026-01-01T00:00:00.000Z', level: 'error', msg: 'execution failed: line 2:3: bad column', detail: ['2 |   nme from t', '  |   ^'], job: 'a',
+    });
+    const text = capture();
+    createLogger(text, { format: 'text' }).error(message, { job: 'a' });
+    expect(text.text()).toBe('error: execution failed: line 2:3: bad column  job=a\n  2 |   nme from t\n    |   ^\n');
+  });
 });

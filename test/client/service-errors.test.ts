@@ -90,6 +90,17 @@ describe('HTTP errors from the real service', () => {
     expect(c.stats.retries).toBe(0);
   });
 
+  it('404 for a base URL without /api names the likely fix', async () => {
+    const origin = new URL(svc.url).origin;
+    const c = clientWith({ baseUrl: origin });
+    const err = await failure(c.executeSql('SELECT 1'));
+    expect(err).toBeInstanceOf(NotFoundError);
+    expect(err.message).toContain('no operation at POST /v1/sql/execute');
+    expect(err.message).toContain(`did you mean ${origin}/api as the base URL?`);
+    // An unknown object under the right prefix is a plain 404.
+    expect((await failure(clientWith().getQuery(987654))).message).not.toContain('did you mean');
+  });
+
   it('400 malformed execution id, unknown parameter and bad filter: BadRequestError', async () => {
     const c = clientWith();
     const bad = await failure(c.getStatus('not-an-id'));

@@ -4,10 +4,12 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadJobFile, type JobFile } from '../../src/config/index.ts';
-import { connect } from '../../src/jobs/connect.ts';
-import { runJob, type JobSummary } from '../../src/jobs/runJob.ts';
+import { connect } from '../../src/jobs/run/connect.ts';
+import { runJob, type JobSummary } from '../../src/jobs/run/runJob.ts';
 import { loadSettingsFile } from '../../src/service/settings.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
+import { BlobServiceClient, StorageSharedKeyCredential } from '@azure/storage-blob';
+import { startDevStore, type DevStore } from '../../scripts/devStore.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { ROOT } from '../cli/sluiceProcess.ts';
 import { duck } from '../jobs/duck.ts';
@@ -28,12 +30,13 @@ const files = (function walk(dir: string): string[] {
   });
 })(CONFIG).sort();
 
-const JOB_FILES = ['docker/jobs.yaml', 'examples/backfill.yaml', 'examples/csv.yaml', 'examples/iceberg.yaml', 'examples/iceberg-rest.yaml', 'examples/incremental.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
+const JOB_FILES = ['docker/jobs.yaml', 'examples/azure.yaml', 'examples/backfill.yaml', 'examples/csv.yaml', 'examples/iceberg.yaml', 'examples/iceberg-rest.yaml', 'examples/incremental.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
 // config/kubernetes/* are checked and run by test/config/kubernetes.test.ts.
 const OTHER_FILES = ['examples/stream-rows.ts', 'service.yaml', 'kubernetes/aws-batch-job-definition.json', 'kubernetes/aws-batch-submit-job.json', 'kubernetes/indexed-job.yaml'];
 
 let work: string;
 let s3: LocalS3;
+let azure: DevStore;
 let catalog: CatalogStandIn;
 let env: Record<string, string>;
 
@@ -41,6 +44,10 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'sluice-examples-'));
   s3 = await startLocalS3();
   await s3.createBucket('examples');
+  // Azure as a user tries it: `npm run dev:azure`'s store, and the variables it says to export
+  // (the sink reads its credentials from the process environment).
+  azure = await startDevStore('azure', 0, 'examples');
+  for (const [k, v] of Object.entries(azure.env)) process.env[k] = v;
   // The Iceberg REST catalog stand-in: every request and answer checked against the official OpenAPI document.
   catalog = await startCatalogStandIn({ auth: { type: 'bearer', token: 'example-token' }, warehouses: { lake: 'lake' } });
   env = {
@@ -54,11 +61,14 @@ beforeAll(async () => {
     S3_ENDPOINT: s3.endpoint,
     S3_PATH_STYLE: 'true',
     AWS_REGION: s3.region,
+    ...azure.env,
   };
 });
 afterAll(async () => {
   await catalog?.stop();
   await s3?.stop();
+  for (const k of Object.keys(azure?.env ?? {})) delete process.env[k];
+  await azure?.server.stop();
   await rm(work, { recursive: true, force: true });
 });
 
@@ -108,6 +118,13 @@ describe('config/', () => {
       const keys = await s3.list('examples', 'exports/events/');
       expect(keys).toContain('exports/events/_SUCCESS');
       expect(keys.filter((k) => k.endsWith('.parquet')).length).toBe(1);
+    }
+    if (name === 'examples/azure.yaml') {
+      const container = new BlobServiceClient(azure.env.AZURE_ENDPOINT!, new StorageSharedKeyCredential(azure.env.AZURE_STORAGE_ACCOUNT!, azure.env.AZURE_STORAGE_KEY!)).getContainerClient('examples');
+      const names: string[] = [];
+      for await (const blob of container.listBlobsFlat({ prefix: 'sluice/events/' })) names.push(blob.name);
+      expect(names).toContain('sluice/events/_SUCCESS');
+      expect(names.filter((n) => n.endsWith('.parquet')).length).toBe(1);
     }
     if (name === 'examples/iceberg.yaml') {
       // A table an independent Iceberg reader (icebird) reads: every row, days as the partition spec says.

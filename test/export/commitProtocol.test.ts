@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Commit, type CommitProtocol, writeExport } from '../../src/export/index.ts';
-import { committedExport } from '../../src/jobs/committedOutput.ts';
+import { committedExport } from '../../src/jobs/output/committedOutput.ts';
 import { PreconditionFailedError } from '../../src/kit/index.ts';
 import { type Destination, openDestination } from '../../src/export/index.ts';
 import { destinationStorage } from '../../src/export/iceberg/index.ts';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LEASE_PREFIX, LEASE_TTL_MS, manifestCommit, openExport, type OutputConfig, writeExport } from '../../src/export/index.ts';
 import { builtins } from '../../connectors/index.ts';
 import type { ObjectStore, Registry } from '../../src/kit/index.ts';
-import { committedExport } from '../../src/jobs/committedOutput.ts';
+import { committedExport } from '../../src/jobs/output/committedOutput.ts';
 import { listFiles } from '../connectors/destinations.ts';
 import { numbered, numberedSchema, resolved } from '../connectors/fixtures.ts';
 import { startAzurite, type LocalAzure } from '../helpers/azurite.ts';

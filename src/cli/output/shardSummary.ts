@@ -1,4 +1,4 @@
-import type { JobPlan } from '../../jobs/planRun.ts';
+import type { JobPlan } from '../../jobs/plan/planRun.ts';
 import { backfillFields, backfillLines } from './backfillPlanText.ts';
 import { targetText } from '../../export/iceberg/catalog/catalogConfig.ts';
 import type { ShardSummary } from '../../jobs/shards/runShard.ts';

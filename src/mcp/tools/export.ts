@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Job } from '../../config/jobSchema.ts';
 import { ConfigError } from '../../errors.ts';
 import { resolveOutput, type ResolvedOutput } from '../../export/outputConfig.ts';
-import { runJob, type JobSummary } from '../../jobs/runJob.ts';
+import { runJob, type JobSummary } from '../../jobs/run/runJob.ts';
 import type { Registry } from '../../kit/index.ts';
 import { ToolRefusedError } from '../budget.ts';
 import type { ToolCall } from '../context.ts';

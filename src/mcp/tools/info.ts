@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { RunHistory } from '../../jobs/runHistory.ts';
+import { RunHistory } from '../../jobs/run/runHistory.ts';
 import { ToolRefusedError } from '../budget.ts';
 import { planSource, planView, rememberSql } from '../source.ts';
 import { firstRows } from './preview.ts';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Job } from '../../config/jobSchema.ts';
-import { planRun } from '../../jobs/planRun.ts';
-import { runJob, type JobSummary, type RunEvents } from '../../jobs/runJob.ts';
+import { planRun } from '../../jobs/plan/planRun.ts';
+import { runJob, type JobSummary, type RunEvents } from '../../jobs/run/runJob.ts';
 import { ToolRefusedError } from '../budget.ts';
 import type { ToolCall } from '../context.ts';
 import { BudgetShape, JOB_RESULT_SHAPE } from './shapes.ts';

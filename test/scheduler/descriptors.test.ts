@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtins } from '../../connectors/index.ts';
 import { parseJobFile, type Job } from '../../src/config/index.ts';
-import { connect, type Connected } from '../../src/jobs/connect.ts';
-import { runJob } from '../../src/jobs/runJob.ts';
+import { connect, type Connected } from '../../src/jobs/run/connect.ts';
+import { runJob } from '../../src/jobs/run/runJob.ts';
 
 const linux = process.platform === 'linux';
 let dir: string;

@@ -17,7 +17,7 @@ import { finishedLogFields } from '../output/summary.ts';
 import type { Logger } from '../log.ts';
 import { UsageError } from '../usage-error.ts';
 
-/** Runs get this long after SIGTERM to cancel executions and abort uploads (Docker waits 10 s). */
+/** Runs get this long after SIGTERM to abort uploads and record what they kept (Docker waits 10 s). */
 const DEFAULT_GRACE_SECONDS = 8;
 
 export const scheduleCommand = defineCommand({
@@ -35,8 +35,9 @@ export const scheduleCommand = defineCommand({
   },
   details: [
     'Never two runs of one job at once: a tick that comes while the previous run is going is skipped.',
-    'On SIGTERM or SIGINT: no new runs; runs in flight cancel their executions and abort their',
-    'uploads; exits 0 within the grace period (1 if a run had to be abandoned).',
+    'On SIGTERM or SIGINT: no new runs; runs in flight abort their uploads and keep their executions',
+    '(the next run resumes them, as `sluice run` does); exits 0 within the grace period (1 if a run',
+    'had to be abandoned).',
     'With --health-port: /healthz (liveness), /readyz (503 while a job is failing, with why),',
     '/status (every job\'s recent runs, JSON) and /metrics (Prometheus).',
   ].join('\n'),
@@ -114,7 +115,7 @@ export const scheduleCommand = defineCommand({
         if (signal.aborted) resolveWait();
         signal.addEventListener('abort', () => resolveWait(), { once: true });
       });
-      log.info('stopping: no new runs; cancelling runs in flight', { running: scheduler.running, grace_seconds: grace });
+      log.info('stopping: no new runs; stopping runs in flight (their executions are kept for the next run)', { running: scheduler.running, grace_seconds: grace });
       const { abandoned } = await scheduler.stop(grace * 1000, signal.reason);
       if (abandoned.length > 0) {
         log.error('runs did not stop within the grace period', { jobs: abandoned });

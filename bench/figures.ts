@@ -22,6 +22,8 @@ export const FIGURES = [
   { id: 'export-time-image', area: 'parallel', what: "time of the one-thread export over JSON pages with the image's memory settings, against without them" },
   { id: 'quickstart-rate', area: 'jobs', what: 'the quickstart job (1M rows to Parquet on the embedded service), rows per second against the bare pipeline reading the same rows' },
   { id: 'quickstart-peak', area: 'jobs', what: 'peak RSS of the quickstart job, the embedded service and DuckDB in the process' },
+  { id: 'soak-schedule', area: 'soak', what: '`sluice schedule` soak (two every-minute jobs, a 200,000-row Parquet export and an append, on the embedded service, clock x20, results kept 60 s): slopes after warm-up, disk, median run time first -> last third' },
+  { id: 'soak-serve', area: 'soak', what: '`sluice serve` soak (an execution of 5,000 rows and a page read every 250 ms): slopes after warm-up, disk, median request time first -> last third' },
 ] as const;
 
 export type FigureId = (typeof FIGURES)[number]['id'];

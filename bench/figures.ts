@@ -78,6 +78,12 @@ Sizes are those of \`sample.events\` (8 columns); "1M rows" is 1,000,000 rows re
 service running in a process of its own, each result read once the service had finished encoding
 it. "The image's memory settings" are the Dockerfile's \`NODE_OPTIONS=--max-semi-space-size=8\` and
 \`MALLOC_MMAP_THRESHOLD_=131072\` ([operations.md](operations.md#memory)).
+
+The soak (\`npm run bench -- soak\`, \`SOAK_MINUTES\` long, 4 by default) fits a line to each process's
+RSS, open descriptors and data folder on disk after its first third: over minutes on a shared
+machine a slope of a few MiB or descriptors an hour is noise (the samples swing more than that
+between runs); what it shows is the absence of a steady climb (before results were detached
+when idle, \`sluice schedule\` gained a descriptor a run) and disk held by the retention it sets.
 `;
 
 /** The page with this run's figures, every other row kept as the previous page had it. */

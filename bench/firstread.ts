@@ -24,10 +24,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { RecordBatchReader } from 'apache-arrow';
-import { buildArrowPage } from '../src/service/engine/arrowPage.ts';
-import { writeArrowEncoding, writeEncodings } from '../src/service/engine/encodedResult.ts';
-import { planPage, renderedRowsSql } from '../src/service/engine/pageQuery.ts';
-import { SAMPLE_EVENTS_COLUMNS, sampleEventsSelect } from '../src/service/engine/sampleEvents.ts';
+import { buildArrowPage } from '../src/service/engine/pages/arrowPage.ts';
+import { writeArrowEncoding, writeEncodings } from '../src/service/engine/encoding/encodedResult.ts';
+import { planPage, renderedRowsSql } from '../src/service/engine/pages/pageQuery.ts';
+import { SAMPLE_EVENTS_COLUMNS, sampleEventsSelect } from '../src/service/engine/tables/sampleEvents.ts';
 import { ARROW, cpuSeconds, downloadAll, fmt, get, ratio, ROWS, startChild, submitAndWait, type Child } from './service.ts';
 
 const SQL = 'SELECT * FROM sample.events ORDER BY id';

@@ -24,7 +24,7 @@ import { request } from 'undici';
 import { ServiceClient } from '../src/client/index.ts';
 import { stream } from '../src/pipeline/stream.ts';
 import { ARROW_STREAM_MEDIA_TYPE } from '../src/protocol/index.ts';
-import { sampleEventsSelect } from '../src/service/engine/sampleEvents.ts';
+import { sampleEventsSelect } from '../src/service/engine/tables/sampleEvents.ts';
 import { runChildCase } from './childCase.ts';
 import type { OfficialInput } from './linkCase.ts';
 import type { LinkSpec } from './linkProxy.ts';

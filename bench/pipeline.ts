@@ -20,7 +20,7 @@ import { ResultPageSchema } from '../src/protocol/index.ts';
 import { parseJsonLossless } from '../src/types/json.ts';
 import { compileRowDecoder, type RowDecoder } from '../src/types/decode.ts';
 // sampleEvents.ts, not sampleDataset.ts: the latter loads DuckDB, which this process must not hold.
-import { sampleEventsSelect } from '../src/service/engine/sampleEvents.ts';
+import { sampleEventsSelect } from '../src/service/engine/tables/sampleEvents.ts';
 
 const ROWS = 1_000_000;
 const BIG_ROWS = 5_000_000;

@@ -11,7 +11,7 @@ import {
 } from 'apache-arrow';
 import { builtins } from '../connectors/index.ts';
 import { resolveOutput, writeExport } from '../src/export/index.ts';
-import { sampleEventsSelect } from '../src/service/engine/sampleEvents.ts';
+import { sampleEventsSelect } from '../src/service/engine/tables/sampleEvents.ts';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 
 const BATCH = 65_536;

@@ -14,7 +14,7 @@ import { parseResultPage, parseResultPageText } from '../src/client/result-page.
 import { arrowSchema } from '../src/types/arrow.ts';
 import { compileJsonRowAppender, compileTextBatchReader } from '../src/types/batch.ts';
 import { compileTextRows } from '../src/types/textRows.ts';
-import { SAMPLE_EVENTS_COLUMNS } from '../src/service/engine/sampleEvents.ts';
+import { SAMPLE_EVENTS_COLUMNS } from '../src/service/engine/tables/sampleEvents.ts';
 import { compileRowDecoder, createBatchBuilder, type ColumnSpec } from '../src/types/index.ts';
 
 export const EVENT_COLUMNS: readonly ColumnSpec[] = SAMPLE_EVENTS_COLUMNS;
@@ -25,7 +25,7 @@ const DISTINCT_PAGES = 4;
 
 const two = (n: number): string => String(n).padStart(2, '0');
 
-/** sample.events' row `i` as the service's JSON (see src/service/engine/sampleEvents.ts). */
+/** sample.events' row `i` as the service's JSON (see src/service/engine/tables/sampleEvents.ts). */
 function eventRow(i: number): string {
   const us = i * 1_234_567;
   const t = new Date(Date.UTC(2026, 0, 1) + Math.floor(us / 1000));

@@ -1,5 +1,5 @@
 /**
- * The column types of sample.all_types (src/service/engine/sampleDataset.ts) as the service names
+ * The column types of sample.all_types (src/service/engine/tables/sampleDataset.ts) as the service names
  * them, in column order: written down by hand, so tests of the wire and of the pipeline check
  * against the same expectation.
  */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExecutionStatusSchema, isExecutionId } from '../../src/protocol/index.ts';
-import { SAMPLE_EVENTS_COLUMNS } from '../../src/service/engine/sampleEvents.ts';
+import { SAMPLE_EVENTS_COLUMNS } from '../../src/service/engine/tables/sampleEvents.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { call, executeSql, LONG_SQL, runSql, status, waitFor, waitRunning } from './api.ts';
 
@@ -94,7 +94,7 @@ describe('execute SQL and status', () => {
     expect(res.status).toBe(200);
     expect(res.json).toEqual({ success: true });
     const s = await status(svc, id);
-    expect(s.state).toBe('QUERY_STATE_CANCELED');
+    expect(s.state).toBe('QUERY_STATE_CANCELLED');
     expect(s.is_execution_finished).toBe(true);
     expect(s.cancelled_at).toMatch(TIMESTAMP);
     expect(s.execution_cost_credits).toBe(10);
@@ -110,7 +110,7 @@ describe('execute SQL and status', () => {
     // Results of a canceled execution: the state, no result.
     const r = await call(svc, 'GET', `/v1/execution/${id}/results`, { key: svc.keys.demo.read });
     expect(r.status).toBe(200);
-    expect(r.json.state).toBe('QUERY_STATE_CANCELED');
+    expect(r.json.state).toBe('QUERY_STATE_CANCELLED');
     expect(r.json).not.toHaveProperty('result');
   });
 

@@ -6,7 +6,8 @@ import { request } from 'undici';
 import { ARROW_STREAM_MEDIA_TYPE } from '../../src/protocol/index.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { runSql } from './api.ts';
-import { PageSlots, pageSlotCount } from '../../src/service/engine/pageSlots.ts';
+import { pageSlotCount } from '../../src/service/engine/memory/pageSlots.ts';
+import { Gate } from '../../src/service/engine/memory/gate.ts';
 
 // A million rows: 32 full pages; at 250,000 the page queries fit together and the test proves nothing.
 const ROWS = 1_000_000;
@@ -59,10 +60,10 @@ describe('page slots', () => {
   });
 
   it('waiters are served first come first served, and a release counts once', async () => {
-    const slots = new PageSlots(1);
+    const slots = Gate.weighted(1);
     const order: number[] = [];
-    const first = await slots.take();
-    const waiting = [1, 2].map((n) => slots.take().then((release) => (order.push(n), release)));
+    const first = await slots.enter(1);
+    const waiting = [1, 2].map((n) => slots.enter(1).then((release) => (order.push(n), release)));
     first();
     first();
     const r1 = await waiting[0]!;
@@ -72,9 +73,9 @@ describe('page slots', () => {
     expect(order).toEqual([1, 2]);
     r2();
     // One slot again, not three: the double release of `first` gave back one.
-    const a = await slots.take();
+    const a = await slots.enter(1);
     let second = false;
-    void slots.take().then(() => (second = true));
+    void slots.enter(1).then(() => (second = true));
     await new Promise((r) => setTimeout(r, 10));
     expect(second).toBe(false);
     a();

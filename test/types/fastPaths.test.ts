@@ -18,7 +18,7 @@ import {
   type TimestampParts,
 } from '../../src/types/temporal.ts';
 import { seeded } from '../helpers/seeded.ts';
-import { SAMPLE_EVENTS_COLUMNS } from '../../src/service/engine/sampleEvents.ts';
+import { SAMPLE_EVENTS_COLUMNS } from '../../src/service/engine/tables/sampleEvents.ts';
 
 /**
  * The fast paths for the service's canonical text (fixed-position dates and timestamps, decimals

@@ -8,12 +8,15 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { DuckDbEngine } from './engine.ts';
+import { ResultFiles } from './results/resultFiles.ts';
 import { customTypeStatements } from './customTypes.ts';
-import { loadSampleDataset } from './sampleDataset.ts';
+import { loadSampleDataset } from './tables/sampleDataset.ts';
+import { loadDuneSample } from './tables/duneSample.ts';
+import { installDialect } from './dialect/index.ts';
 import { sqlString } from '../sql.ts';
-import { lockDown } from './lockdown.ts';
-import { parseDuckDbSize, type EngineCeilings } from './resourceBounds.ts';
-import { trimTo } from './memoryTrim.ts';
+import { lockDown } from './sandbox/lockdown.ts';
+import { parseDuckDbSize, type EngineCeilings } from './memory/resourceBounds.ts';
+import { trimTo } from './memory/memoryTrim.ts';
 import type { OpenEngineOptions, SqlEngine } from './types.ts';
 
 export * from './types.ts';
@@ -41,7 +44,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
   let ceilings: EngineCeilings;
   let files: DuckDBInstance | undefined;
   try {
-    await DuckDbEngine.removeIncomplete(resultsDir);
+    await ResultFiles.removeIncomplete(resultsDir);
     const conn = await instance.connect();
     try {
       await conn.run('SET GLOBAL errors_as_json = true');
@@ -52,7 +55,12 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
       );
       const existing = new Set(types.getRowsJson().map((r) => String(r[0])));
       for (const stmt of customTypeStatements(existing)) await conn.run(stmt);
-      if (opts.datasets?.includes('sample')) await loadSampleDataset(conn, opts.sampleRows, DEFAULT_SAMPLE_ROWS);
+      await installDialect(conn);
+      if (opts.datasets?.includes('sample')) {
+        const made = await loadSampleDataset(conn, opts.sampleRows, DEFAULT_SAMPLE_ROWS);
+        if (made !== undefined) opts.onNotice?.(made);
+        await loadDuneSample(conn, opts.duneSampleTransactions);
+      }
       const views = await conn.runAndReadAll(
         "SELECT lower(view_name) FROM duckdb_views() WHERE internal AND database_name = 'system' AND schema_name IN ('main', 'pg_catalog')",
       );
@@ -81,7 +89,16 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
     instance.closeSync();
     throw err;
   }
-  return new DuckDbEngine(instance, files, opts.dataDir, systemViews, opts.encodeMinBytes, opts.arrowChunkRows, ceilings, opts.encodeResults);
+  return new DuckDbEngine({
+    instance,
+    files,
+    dataDir: opts.dataDir,
+    systemViews,
+    encodeMinBytes: opts.encodeMinBytes,
+    arrowChunkRows: opts.arrowChunkRows,
+    ceilings,
+    encodeResults: opts.encodeResults,
+  });
 }
 
 /**

@@ -2,39 +2,45 @@
 import { DuckDBTypeId, type DuckDBType } from '@duckdb/node-api';
 import { customUnionTag } from './customTypes.ts';
 
+/** The types named by their id alone. */
+const SCALAR_NAMES: ReadonlyMap<DuckDBTypeId, string> = new Map([
+  [DuckDBTypeId.BOOLEAN, 'boolean'],
+  [DuckDBTypeId.TINYINT, 'tinyint'],
+  [DuckDBTypeId.SMALLINT, 'smallint'],
+  [DuckDBTypeId.INTEGER, 'integer'],
+  [DuckDBTypeId.BIGINT, 'bigint'],
+  // Unsigned types widen to the next signed size; UBIGINT has none, so it is an exact decimal.
+  [DuckDBTypeId.UTINYINT, 'smallint'],
+  [DuckDBTypeId.USMALLINT, 'integer'],
+  [DuckDBTypeId.UINTEGER, 'bigint'],
+  [DuckDBTypeId.UBIGINT, 'decimal(20, 0)'],
+  // 128-bit integers fit the 256-bit types (decimal(38, 0) would not hold 39 digits).
+  [DuckDBTypeId.HUGEINT, 'int256'],
+  [DuckDBTypeId.UHUGEINT, 'uint256'],
+  [DuckDBTypeId.BIGNUM, 'int256'],
+  [DuckDBTypeId.FLOAT, 'real'],
+  [DuckDBTypeId.DOUBLE, 'double'],
+  [DuckDBTypeId.ENUM, 'varchar'],
+  [DuckDBTypeId.BLOB, 'varbinary'],
+  [DuckDBTypeId.DATE, 'date'],
+  [DuckDBTypeId.TIME, 'time(6)'],
+  [DuckDBTypeId.TIME_NS, 'time(9)'],
+  [DuckDBTypeId.TIME_TZ, 'time(6) with time zone'],
+  [DuckDBTypeId.TIMESTAMP_S, 'timestamp(0)'],
+  [DuckDBTypeId.TIMESTAMP_MS, 'timestamp(3)'],
+  [DuckDBTypeId.TIMESTAMP, 'timestamp(6)'],
+  [DuckDBTypeId.TIMESTAMP_NS, 'timestamp(9)'],
+  [DuckDBTypeId.TIMESTAMP_TZ, 'timestamp(6) with time zone'],
+  [DuckDBTypeId.INTERVAL, 'interval day to second'],
+  [DuckDBTypeId.UUID, 'uuid'],
+]);
+
 export function protocolTypeName(type: DuckDBType): string {
+  const scalar = SCALAR_NAMES.get(type.typeId);
+  if (scalar !== undefined) return scalar;
   switch (type.typeId) {
-    case DuckDBTypeId.BOOLEAN: return 'boolean';
-    case DuckDBTypeId.TINYINT: return 'tinyint';
-    case DuckDBTypeId.SMALLINT: return 'smallint';
-    case DuckDBTypeId.INTEGER: return 'integer';
-    case DuckDBTypeId.BIGINT: return 'bigint';
-    // Unsigned types widen to the next signed size; UBIGINT has none, so it is an exact decimal.
-    case DuckDBTypeId.UTINYINT: return 'smallint';
-    case DuckDBTypeId.USMALLINT: return 'integer';
-    case DuckDBTypeId.UINTEGER: return 'bigint';
-    case DuckDBTypeId.UBIGINT: return 'decimal(20, 0)';
-    // 128-bit integers fit the 256-bit types (decimal(38, 0) would not hold 39 digits).
-    case DuckDBTypeId.HUGEINT: return 'int256';
-    case DuckDBTypeId.UHUGEINT: return 'uint256';
-    case DuckDBTypeId.BIGNUM: return 'int256';
-    case DuckDBTypeId.FLOAT: return 'real';
-    case DuckDBTypeId.DOUBLE: return 'double';
     case DuckDBTypeId.DECIMAL: return `decimal(${type.width}, ${type.scale})`;
     case DuckDBTypeId.VARCHAR: return type.alias?.toUpperCase() === 'JSON' ? 'json' : 'varchar';
-    case DuckDBTypeId.ENUM: return 'varchar';
-    case DuckDBTypeId.BLOB: return 'varbinary';
-    case DuckDBTypeId.DATE: return 'date';
-    case DuckDBTypeId.TIME: return 'time(6)';
-    case DuckDBTypeId.TIME_NS: return 'time(9)';
-    case DuckDBTypeId.TIME_TZ: return 'time(6) with time zone';
-    case DuckDBTypeId.TIMESTAMP_S: return 'timestamp(0)';
-    case DuckDBTypeId.TIMESTAMP_MS: return 'timestamp(3)';
-    case DuckDBTypeId.TIMESTAMP: return 'timestamp(6)';
-    case DuckDBTypeId.TIMESTAMP_NS: return 'timestamp(9)';
-    case DuckDBTypeId.TIMESTAMP_TZ: return 'timestamp(6) with time zone';
-    case DuckDBTypeId.INTERVAL: return 'interval day to second';
-    case DuckDBTypeId.UUID: return 'uuid';
     case DuckDBTypeId.LIST:
     case DuckDBTypeId.ARRAY:
       return `array(${protocolTypeName(type.valueType)})`;

@@ -7,7 +7,8 @@ import type { CompletedExecution, ExecutionRecord } from '../executionRecord.ts'
 import { HttpError } from '../http/errors.ts';
 import { storedFrames } from '../http/compressedFrames.ts';
 import { json, jsonText, partsBody, type Reply } from '../http/reply.ts';
-import { csvField } from '../engine/pageQuery.ts';
+import { csvField } from '../engine/pages/pageQuery.ts';
+import type { EncodedPage } from '../engine/encoding/encodedResult.ts';
 import type { RequestContext, Route } from '../http/router.ts';
 import { canonicalValue, ParameterError } from '../parameters.ts';
 import { defaultPageRows, effectiveLimit, nextUri, parseResultShape, type ResultShape } from '../resultShape.ts';
@@ -95,7 +96,38 @@ async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRec
     return jsonText(200, JSON.stringify(executionFields(rec)));
   }
   if (rec.state === 'QUERY_STATE_COMPLETED_PARTIAL' && !shape.allowPartial) throw new HttpError(400, MESSAGES.partialResult);
+  const paging = pagingOf(svc, ctx, rec, shape, format);
+  if (format === 'arrow') return serveArrow(paging);
+  const encoded = paging.plain ? await engineCall(() => svc.engine.encodedPage(rec.id, paging.req.offset, paging.req.limit, format)) : undefined;
+  if (encoded !== undefined) return serveEncoded(paging, encoded, format);
 
+  if (format === 'csv') {
+    const page = await engineCall(() => svc.engine.csvPage(rec.id, paging.req));
+    const next = paging.nextOf(page.rowCount, page.totalRowCount);
+    return { status: 200, contentType: 'text/csv; charset=utf-8', body: page.csv, headers: csvNextHeaders(next) };
+  }
+
+  const page = await engineCall(() => svc.engine.page(rec.id, paging.req));
+  const next = paging.nextOf(page.rowCount, page.totalRowCount);
+  const [before, after] = resultPageJson(rec, page, next);
+  return jsonText(200, `${before}${page.rowsJson}${after}`);
+}
+
+type NextPage = { offset: number; uri: string } | undefined;
+
+/** One results request: the page asked for, and how its answer is told. */
+interface Paging {
+  svc: ServiceContext;
+  rec: CompletedExecution;
+  req: PageRequest;
+  /** All columns, unfiltered, unsorted: a byte range of the pre-encoded result, once it is there. */
+  plain: boolean;
+  nextOf(rowCount: number, matching: number): NextPage;
+  /** Whether the page is on the grid whose compressed frames are stored. */
+  framed(page: { rowCount: number }): boolean;
+}
+
+function pagingOf(svc: ServiceContext, ctx: RequestContext, rec: Paging['rec'], shape: ResultShape, format: Format): Paging {
   const columnCount = shape.columns?.length ?? rec.result.columnNames.length;
   const req: PageRequest = { offset: shape.offset, limit: effectiveLimit(shape, svc.settings, columnCount) };
   if (shape.columns !== undefined) req.columns = shape.columns;
@@ -106,7 +138,7 @@ async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRec
   // next_uri names the execution, not the query: following it keeps reading the same result even
   // when a newer execution of the query completes meanwhile.
   const apiPath = format === 'csv' ? PATHS.resultsCsv(rec.id) : PATHS.results(rec.id);
-  const nextOf = (rowCount: number, matching: number): { offset: number; uri: string } | undefined => {
+  const nextOf = (rowCount: number, matching: number): NextPage => {
     const next = shape.offset + rowCount;
     if (req.sampleCount !== undefined || rowCount === 0 || next >= matching) return undefined;
     return { offset: next, uri: nextUri(ctx.origin, apiPath, shape, next) };
@@ -118,80 +150,75 @@ async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRec
   const pageRows = defaultPageRows(svc.settings, rec.result.columnNames.length);
   const framed = (page: { rowCount: number }): boolean =>
     page.rowCount > 0 && shape.offset % pageRows === 0 && (page.rowCount === pageRows || (page.rowCount < pageRows && shape.offset + page.rowCount === rec.result.rowCount));
-
-  // All columns, unfiltered, unsorted: a byte range of the pre-encoded result, once it is there.
   const plain = req.columns === undefined && req.filters === undefined && req.sortBy === undefined && req.sampleCount === undefined;
+  return { svc, rec, req, plain, nextOf, framed };
+}
 
-  if (format === 'arrow') {
-    const encoded = plain ? await engineCall(() => svc.engine.encodedArrowPage(rec.id, req.offset, req.limit)) : undefined;
-    let page;
-    try {
-      page = encoded ?? (await engineCall(() => svc.engine.arrowPage(rec.id, req)));
-    } catch (err) {
-      // A value the Arrow type cannot hold: this page is only JSON (a client falls back on 406).
-      if (err instanceof EngineError && err.kind === 'unrepresentable') return json(406, { error: `Not Acceptable: ${err.message}`, supported: ['application/json'] });
-      throw err;
-    }
-    const next = nextOf(page.rowCount, page.totalRowCount);
-    const f = executionFields(rec);
-    const headers = arrowPageHeaders({
-      execution_id: f.execution_id,
-      ...(f.query_id === undefined ? {} : { query_id: f.query_id }),
-      state: rec.state,
-      ...(f.submitted_at === undefined ? {} : { submitted_at: f.submitted_at }),
-      ...(f.execution_started_at === undefined ? {} : { execution_started_at: f.execution_started_at }),
-      ...(f.execution_ended_at === undefined ? {} : { execution_ended_at: f.execution_ended_at }),
-      ...(f.expires_at === undefined ? {} : { expires_at: f.expires_at }),
-      metadata: {
-        column_names: page.columnNames,
-        column_types: page.columnTypes,
-        row_count: page.rowCount,
-        result_set_bytes: page.bytes,
-        total_row_count: rec.result.rowCount,
-        total_result_set_bytes: rec.result.bytes,
-        datapoint_count: page.rowCount * page.columnNames.length,
-      },
-      ...(next === undefined ? {} : { next_offset: next.offset, next_uri: next.uri }),
-    });
-    const reply: Reply = { status: 200, contentType: ARROW_STREAM_MEDIA_TYPE, body: partsBody('parts' in page ? page.parts : [page.arrow]), headers };
-    if ('parts' in page && framed(page)) {
-      const [schema, rows, eos] = page.parts;
-      reply.precompressed = storedFrames({ store: svc.engine.frameStore(rec.id), file: 'rows.arrow', head: schema, rows, tail: eos });
-    }
-    return reply;
+async function serveArrow({ svc, rec, req, plain, nextOf, framed }: Paging): Promise<Reply> {
+  const encoded = plain ? await engineCall(() => svc.engine.encodedArrowPage(rec.id, req.offset, req.limit)) : undefined;
+  let page;
+  try {
+    page = encoded ?? (await engineCall(() => svc.engine.arrowPage(rec.id, req)));
+  } catch (err) {
+    // A value the Arrow type cannot hold: this page is only JSON (a client falls back on 406).
+    if (err instanceof EngineError && err.kind === 'unrepresentable') return json(406, { error: `Not Acceptable: ${err.message}`, supported: ['application/json'] });
+    throw err;
   }
-  const encoded = plain ? await engineCall(() => svc.engine.encodedPage(rec.id, req.offset, req.limit, format)) : undefined;
-  if (encoded !== undefined) {
-    const next = nextOf(encoded.rowCount, encoded.totalRowCount);
-    const rows = encoded.rows === undefined ? [] : [encoded.rows];
-    let head: string;
-    let tail: string;
-    let reply: Reply;
-    if (format === 'csv') {
-      [head, tail] = [`${encoded.columnNames.map(csvField).join(',')}\n`, ''];
-      reply = { status: 200, contentType: 'text/csv; charset=utf-8', body: partsBody([head, ...rows]), headers: csvNextHeaders(next) };
-    } else {
-      const [before, after] = resultPageJson(rec, encoded, next);
-      [head, tail] = [`${before}[`, `]${after}`];
-      reply = { status: 200, contentType: 'application/json; charset=utf-8', body: partsBody([head, ...rows, tail]) };
-    }
-    if (encoded.rows !== undefined && framed(encoded)) {
-      const file = format === 'csv' ? 'rows.csv' : 'rows.json';
-      reply.precompressed = storedFrames({ store: svc.engine.frameStore(rec.id), file, head, rows: encoded.rows, tail });
-    }
-    return reply;
-  }
-
-  if (format === 'csv') {
-    const page = await engineCall(() => svc.engine.csvPage(rec.id, req));
-    const next = nextOf(page.rowCount, page.totalRowCount);
-    return { status: 200, contentType: 'text/csv; charset=utf-8', body: page.csv, headers: csvNextHeaders(next) };
-  }
-
-  const page = await engineCall(() => svc.engine.page(rec.id, req));
   const next = nextOf(page.rowCount, page.totalRowCount);
-  const [before, after] = resultPageJson(rec, page, next);
-  return jsonText(200, `${before}${page.rowsJson}${after}`);
+  const headers = arrowPageHeaders({
+    ...arrowStatusFields(rec),
+    metadata: {
+      column_names: page.columnNames,
+      column_types: page.columnTypes,
+      row_count: page.rowCount,
+      result_set_bytes: page.bytes,
+      total_row_count: rec.result.rowCount,
+      total_result_set_bytes: rec.result.bytes,
+      datapoint_count: page.rowCount * page.columnNames.length,
+    },
+    ...(next === undefined ? {} : { next_offset: next.offset, next_uri: next.uri }),
+  });
+  const reply: Reply = { status: 200, contentType: ARROW_STREAM_MEDIA_TYPE, body: partsBody('parts' in page ? page.parts : [page.arrow]), headers };
+  if ('parts' in page && framed(page)) {
+    const [schema, rows, eos] = page.parts;
+    reply.precompressed = storedFrames({ store: svc.engine.frameStore(rec.id), file: 'rows.arrow', head: schema, rows, tail: eos });
+  }
+  return reply;
+}
+
+/** The status fields an Arrow page carries in its headers. */
+function arrowStatusFields(rec: ExecutionRecord) {
+  const f = executionFields(rec);
+  return {
+    execution_id: f.execution_id,
+    ...(f.query_id === undefined ? {} : { query_id: f.query_id }),
+    state: rec.state,
+    ...(f.submitted_at === undefined ? {} : { submitted_at: f.submitted_at }),
+    ...(f.execution_started_at === undefined ? {} : { execution_started_at: f.execution_started_at }),
+    ...(f.execution_ended_at === undefined ? {} : { execution_ended_at: f.execution_ended_at }),
+    ...(f.expires_at === undefined ? {} : { expires_at: f.expires_at }),
+  };
+}
+
+function serveEncoded({ svc, rec, nextOf, framed }: Paging, encoded: EncodedPage, format: 'json' | 'csv'): Reply {
+  const next = nextOf(encoded.rowCount, encoded.totalRowCount);
+  const rows = encoded.rows === undefined ? [] : [encoded.rows];
+  let head: string;
+  let tail: string;
+  let reply: Reply;
+  if (format === 'csv') {
+    [head, tail] = [`${encoded.columnNames.map(csvField).join(',')}\n`, ''];
+    reply = { status: 200, contentType: 'text/csv; charset=utf-8', body: partsBody([head, ...rows]), headers: csvNextHeaders(next) };
+  } else {
+    const [before, after] = resultPageJson(rec, encoded, next);
+    [head, tail] = [`${before}[`, `]${after}`];
+    reply = { status: 200, contentType: 'application/json; charset=utf-8', body: partsBody([head, ...rows, tail]) };
+  }
+  if (encoded.rows !== undefined && framed(encoded)) {
+    const file = format === 'csv' ? 'rows.csv' : 'rows.json';
+    reply.precompressed = storedFrames({ store: svc.engine.frameStore(rec.id), file, head, rows: encoded.rows, tail });
+  }
+  return reply;
 }
 
 function csvNextHeaders(next: { offset: number; uri: string } | undefined): Record<string, string> {

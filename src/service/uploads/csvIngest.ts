@@ -21,7 +21,7 @@ export interface IngestedTable {
 
 /**
  * Loads CSV text as the table `service.<team>.dataset_<name>`, replacing one of that name
- * atomically (the engine reads it strictly and types each column; see engine/csvIngest.ts). The
+ * atomically (the engine reads it strictly and types each column; see engine/tables/csvIngest.ts). The
  * header is checked here first, so a bad name is refused before anything is written.
  */
 export async function ingestCsv(tables: ServiceTables, up: CsvUpload): Promise<IngestedTable> {

@@ -1,6 +1,6 @@
 // The LRU of attached results on its own, with attach / detach that record what happens.
 import { describe, expect, test } from 'vitest';
-import { AttachedResults } from '../../../src/service/engine/attachedResults.ts';
+import { AttachedResults } from '../../../src/service/engine/results/attachedResults.ts';
 
 function lru(max: number, idleMs?: number) {
   const log: string[] = [];

@@ -1,7 +1,7 @@
 // The collector runs after every 100 chunks fetched, without Node started with --expose-gc: an
 // object nothing references is gone right after the 100th, not at some later collection.
 import { expect, test } from 'vitest';
-import { chunkFetched } from '../../../src/service/engine/chunkGarbage.ts';
+import { chunkFetched } from '../../../src/service/engine/memory/chunkGarbage.ts';
 
 test('every 100th chunk fetched runs the collector', async () => {
   expect(typeof (globalThis as { gc?: unknown }).gc).toBe('undefined');

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterEach, expect, test } from 'vitest';
-import { writeEncodings } from '../../../src/service/engine/encodedResult.ts';
+import { writeEncodings } from '../../../src/service/engine/encoding/encodedResult.ts';
 import { protocolTypeName } from '../../../src/service/engine/typeNames.ts';
 
 let dir: string | undefined;

@@ -12,8 +12,8 @@ import {
   ALLOWED_TABLE_FUNCTIONS,
   REFUSED_FUNCTIONS,
   TABLE_NAME_FUNCTIONS,
-} from '../../../src/service/engine/functionAllowlist.ts';
-import { Sandbox } from '../../../src/service/engine/sandbox.ts';
+} from '../../../src/service/engine/sandbox/functionAllowlist.ts';
+import { Sandbox } from '../../../src/service/engine/sandbox/sandbox.ts';
 import { startEngine, type EngineFixture } from './engineFixture.ts';
 
 interface Overload {

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { ResourceBounds, SERVICE_RESERVE_BYTES, type ExecutionBounds } from '../../../src/service/engine/resourceBounds.ts';
+import { ResourceBounds, SERVICE_RESERVE_BYTES, type ExecutionBounds } from '../../../src/service/engine/memory/resourceBounds.ts';
 import { EngineError, openEngine } from '../../../src/service/engine/index.ts';
 import type { DuckDbEngine } from '../../../src/service/engine/engine.ts';
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test, vi } from 'vitest';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { InstanceUse } from '../../../src/service/engine/memoryTrim.ts';
+import { InstanceUse } from '../../../src/service/engine/memory/memoryTrim.ts';
 import { openEngine } from '../../../src/service/engine/index.ts';
 import type { DuckDbEngine } from '../../../src/service/engine/engine.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { EngineError } from '../../../src/service/engine/index.ts';
-import { parseFilters, parseSortBy, renderFilter, type ColumnRefs } from '../../../src/service/engine/resultFilters.ts';
+import { parseFilters, parseSortBy, renderFilter, type ColumnRefs } from '../../../src/service/engine/pages/resultFilters.ts';
 
 const refs: ColumnRefs = {
   compare: (name) => (['id', 'name', 'odd "col"', 'ts'].includes(name) ? { sql: `<${name}>`, textual: name === 'name' } : undefined),

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { splitStatements } from '../../../src/service/engine/splitStatements.ts';
-import { lineColumnAt, utf16IndexOf } from '../../../src/service/engine/sqlPosition.ts';
+import { splitStatements } from '../../../src/service/engine/sandbox/splitStatements.ts';
+import { lineColumnAt, utf16IndexOf } from '../../../src/service/engine/sandbox/sqlPosition.ts';
 
 describe('splitStatements', () => {
   test('splits on semicolons outside strings, quoted names, comments and dollar quotes', () => {

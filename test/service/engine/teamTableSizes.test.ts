@@ -3,7 +3,7 @@
 // changed. Checked on the class (every interleaving of writers and readers) and on a real engine
 // (each figure against a fresh measurement of the tables).
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { TeamTableSizes, teamTableBytes } from '../../../src/service/engine/teamStorage.ts';
+import { TeamTableSizes, teamTableBytes } from '../../../src/service/engine/tables/teamStorage.ts';
 import type { DuckDbEngine } from '../../../src/service/engine/engine.ts';
 import { opts, startEngine, type EngineFixture } from './engineFixture.ts';
 

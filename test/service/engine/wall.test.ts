@@ -7,7 +7,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect, test, vi } from 'vitest';
 import { EngineError } from '../../../src/service/engine/index.ts';
-import { Sandbox } from '../../../src/service/engine/sandbox.ts';
+import { Sandbox } from '../../../src/service/engine/sandbox/sandbox.ts';
 import type { DuckDbEngine } from '../../../src/service/engine/engine.ts';
 import { opts, startEngine, type EngineFixture } from './engineFixture.ts';
 

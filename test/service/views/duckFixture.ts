@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { sqlString } from '../../../src/service/sql.ts';
-import { DuckDbServiceTables, SCRATCH_PREFIX, type TableHost } from '../../../src/service/engine/serviceTables.ts';
+import { DuckDbServiceTables, SCRATCH_PREFIX, type TableHost } from '../../../src/service/engine/tables/serviceTables.ts';
 import type { ServiceTables } from '../../../src/service/engine/types.ts';
 
 export interface DuckFixture {

@@ -21,7 +21,10 @@ export interface JobPlan {
   readonly job: string;
   /** execute: a new execution (charged); reuse: a stored result of a saved query; resume: an interrupted run's execution. */
   readonly action: 'execute' | 'reuse' | 'resume';
-  /** Credits the run would spend (0 to reuse or resume). */
+  /**
+   * Credits the run would record: a new execution's (0 to reuse), or, to resume, the interrupted
+   * run's execution's when no run's history holds them yet (that run was killed, or stopped before its cost was known).
+   */
   readonly credits: number;
   /** The execution it would read, when it is one that exists. */
   readonly executionId: string | undefined;
@@ -122,7 +125,10 @@ async function plan(job: Job, options: PlanRunOptions, sessions: OutputSessions)
   for (const feature of features) started ??= await feature.planStart?.();
   const argument = features.map((f) => f.argument?.()).find((a) => a !== undefined);
   const decision = started?.decision ?? (await decideSource(job, { client, signal, executionId: options.executionId, state, readOnly: true }, argument));
-  const credits = started?.credits ?? (decision.action === 'execute' ? executionCost(job) : 0);
+  const spent = started?.credits ?? (decision.action === 'execute' ? executionCost(job) : 0);
+  // An interrupted run's execution resumed that no run has counted yet: this run counts its cost.
+  const carried = started === undefined && decision.action === 'resume' && decision.resume?.uncounted === true ? executionCost(job) : 0;
+  const credits = spent + carried;
   const outputs: OutputPlan[] = [];
   for (const session of sessions.all) outputs.push(await planOutput(job, session, { decision, shards, features }, signal));
   const maxCredits = job.budget?.max_credits;
@@ -134,7 +140,7 @@ async function plan(job: Job, options: PlanRunOptions, sessions: OutputSessions)
     reason: decision.reason,
     rows: decision.rows,
     bytes: decision.bytes,
-    budget: { maxCredits, withinBudget: creditsAllowed(job, 0, credits) },
+    budget: { maxCredits, withinBudget: creditsAllowed(job, 0, spent) },
     shards,
     outputs,
     ...Object.assign({}, ...features.map((f) => f.plan?.() ?? {})),

@@ -119,7 +119,7 @@ export const ServiceSettingsSchema = z
       .default('dunesql')
       .describe("The dialect submitted SQL, saved queries and materialized views are read in: dunesql (the real service's: Trino's syntax and functions, 0x varbinary literals, uint256 / int256, Dune's varbinary functions; translated to DuckDB SQL, docs/dunesql.md) or duckdb (DuckDB's own SQL, as written); a team's sql_dialect overrides it"),
     dune_sample_transactions: nonNegInt()
-      .default(20_000)
+      .default(10_000)
       .describe('Transactions of the Dune-shaped sample tables loaded with the sample dataset (ethereum.transactions, ethereum.logs, erc20_ethereum.evt_Transfer, tokens.erc20, prices.usd); transfers and logs are about six in ten of them, prices one per token per minute of their span'),
     engine: EngineSchema.prefault({}).describe("The query engine's memory, temporary disk and threads"),
   })

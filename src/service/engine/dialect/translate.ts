@@ -14,6 +14,7 @@ import { tokenize, type SqlToken } from '../sandbox/sqlTokens.ts';
 import { FUNCTION_NAMES, FUNCTION_TEMPLATES, MACRO_NAMES } from './functions.ts';
 import { translateFormat } from './formats.ts';
 import { translateType } from './types.ts';
+import { lambdaBody } from './lambdas.ts';
 
 export interface Translation {
   /** The DuckDB SQL to run. */
@@ -204,7 +205,15 @@ function applyTemplate(
   const args = argumentsOf(tokens, at + 1, close);
   if (args.length !== template.arity) return false;
   const sqlOf = args.map(([a, b]) => translateDuneSql(text.slice(tokens[a]!.start, tokens[b]!.end)).sql);
-  const sql = template.sql.replace(/\{(\d)\}/g, (_, n: string) => sqlOf[Number(n)]!);
+  // {n}: the n-th argument; {n@x,y}: the body of the n-th argument, a lambda, its parameters replaced by x and y.
+  let ok = true;
+  const sql = template.sql.replace(/\{(\d)(?:@([^}]*))?\}/g, (_, n: string, params: string | undefined) => {
+    if (params === undefined) return sqlOf[Number(n)]!;
+    const body = lambdaBody(sqlOf[Number(n)]!, params.split(','));
+    if (body === undefined) ok = false;
+    return body ?? '';
+  });
+  if (!ok) return false;
   edits.push({ start: tokens[at]!.start, end: tokens[close]!.end, text: sql });
   for (let i = at + 1; i <= close; i += 1) taken.add(i);
   return true;

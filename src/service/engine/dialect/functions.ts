@@ -15,6 +15,7 @@ export const FUNCTION_NAMES: ReadonlyMap<string, string> = new Map([
   ['approx_percentile', 'approx_quantile'],
   ['every', 'bool_and'],
   ['count_if', 'trino_count_if'],
+  ['sum', 'trino_sum'],
   ['histogram', 'trino_histogram'],
   ['bitwise_and_agg', 'trino_bitwise_and_agg'],
   ['bitwise_or_agg', 'trino_bitwise_or_agg'],
@@ -169,6 +170,10 @@ const MACROS: readonly string[] = [
   `array_union(a, b) AS list_distinct(list_concat(a, b))`,
   `array_has_duplicates(a) AS len(a) <> len(list_distinct(a))`,
   `map_agg(k, v) AS map(list(k), list(v))`,
+  // Trino's sum of integers is a bigint (overflow an error), of decimals decimal(38, s), of
+  // doubles and reals their type; DuckDB's of integers a 128-bit integer. `x * 0::BIGINT *
+  // 0::BIGINT` has exactly Trino's result type for each (a decimal widens to 38 digits).
+  `trino_sum(x) AS cast_to_type(sum(x), any_value(x) * 0::BIGINT * 0::BIGINT)`,
   `trino_count_if(c) AS CAST(count_if(c) AS BIGINT)`,
   `trino_bitwise_and_agg(x) AS CAST(bit_and(x) AS BIGINT)`,
   `trino_bitwise_or_agg(x) AS CAST(bit_or(x) AS BIGINT)`,

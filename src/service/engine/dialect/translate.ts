@@ -168,8 +168,9 @@ function functionCall(text: string, tokens: SqlToken[], at: number, edits: Edit[
   const template = FUNCTION_TEMPLATES.get(t.value);
   if (template !== undefined && applyTemplate(text, tokens, at, template, edits, taken)) return;
   const name = FUNCTION_NAMES.get(t.value);
-  // A macro cannot be a window function nor take FILTER: an aggregate used so keeps DuckDB's own.
-  if (name !== undefined && !(MACRO_NAME_SET.has(name) && windowOrFilter(tokens, at))) {
+  // A macro cannot be a window function nor take FILTER, DISTINCT or ORDER BY: an aggregate
+  // used so keeps DuckDB's own.
+  if (name !== undefined && !(MACRO_NAME_SET.has(name) && aggregateClauses(tokens, at))) {
     edits.push({ start: t.start, end: t.end, text: name });
   }
   // Format patterns (MySQL's for date_format / date_parse, Joda's for format_datetime /
@@ -221,10 +222,18 @@ function applyTemplate(
 
 const MACRO_NAME_SET: ReadonlySet<string> = new Set(MACRO_NAMES);
 
-/** True when the call at `at` is followed by OVER or FILTER. */
-function windowOrFilter(tokens: SqlToken[], at: number): boolean {
+/** True when the call at `at` takes DISTINCT or ORDER BY, or is followed by OVER or FILTER. */
+function aggregateClauses(tokens: SqlToken[], at: number): boolean {
   const close = closeOf(tokens, at + 1);
-  const after = close < 0 ? undefined : tokens[close + 1];
+  if (close < 0) return false;
+  const first = tokens[at + 2];
+  if (first?.kind === 'word' && (first.value === 'distinct' || first.value === 'all')) return true;
+  const args = argumentsOf(tokens, at + 1, close);
+  const last = args.at(-1);
+  for (let i = last?.[0] ?? close; last !== undefined && i <= last[1]; i += 1) {
+    if (tokens[i]!.kind === 'word' && tokens[i]!.value === 'order' && tokens[i + 1]?.value === 'by') return true;
+  }
+  const after = tokens[close + 1];
   return after?.kind === 'word' && (after.value === 'over' || after.value === 'filter');
 }
 

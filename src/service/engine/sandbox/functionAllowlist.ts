@@ -143,7 +143,7 @@ export const ALLOWED_FUNCTIONS: ReadonlySet<string> = new Set([
   'trino_bit_count', 'trino_bitwise_and_agg', 'trino_bitwise_or_agg', 'trino_bitwise_xor_agg', 'trino_cardinality', 'trino_count_if', 'trino_date', 'trino_date_add', 'trino_date_trunc',
   'trino_element_at', 'trino_from_hex', 'trino_from_unixtime', 'trino_histogram', 'trino_if',
   'trino_json_array_length', 'trino_md5', 'trino_millisecond', 'trino_regexp_extract', 'trino_regexp_replace',
-  'trino_repeat', 'trino_replace', 'trino_sha256', 'trino_sign', 'trino_slice', 'try_int256', 'try_uint256',
+  'trino_repeat', 'trino_replace', 'trino_sha256', 'trino_sign', 'trino_slice', 'trino_sum', 'try_int256', 'try_uint256',
   'varbinary_concat', 'varbinary_length', 'varbinary_ltrim', 'varbinary_position', 'varbinary_reverse',
   'varbinary_rtrim', 'varbinary_starts_with', 'varbinary_substring', 'varbinary_to_bigint', 'varbinary_to_int256',
   'varbinary_to_integer', 'varbinary_to_uint256', 'with_timezone',

@@ -25,6 +25,7 @@ describe('translateDuneSql', () => {
     ['MySQL date format patterns', "SELECT date_format(t, '%Y-%m-%d %H:%i:%s')", "SELECT strftime(t, '%Y-%m-%d %H:%M:%S')"],
     ['Joda date format patterns', "SELECT format_datetime(t, 'yyyy-MM-dd HH:mm')", "SELECT strftime(t, '%Y-%m-%d %H:%M')"],
     ['a macro aggregate over a window keeps DuckDB\'s own', 'SELECT count_if(x) OVER (), count_if(x)', 'SELECT count_if(x) OVER (), trino_count_if(x)'],
+    ["sum is Trino's unless it takes DISTINCT, ORDER BY, OVER or FILTER", 'SELECT sum(a), sum(DISTINCT a), sum(a ORDER BY b), sum(a) OVER (), sum(a) FILTER (WHERE a > 0)', 'SELECT trino_sum(a), sum(DISTINCT a), sum(a ORDER BY b), sum(a) OVER (), sum(a) FILTER (WHERE a > 0)'],
     ['FILTER after an aggregate is a clause, not filter()', 'SELECT count(*) FILTER (WHERE x > 1)', 'SELECT count(*) FILTER (WHERE x > 1)'],
   ])('%s', (_name, input, output) => {
     expect(sql(input)).toBe(output);

@@ -57,7 +57,8 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
       for (const stmt of customTypeStatements(existing)) await conn.run(stmt);
       await installDialect(conn);
       if (opts.datasets?.includes('sample')) {
-        await loadSampleDataset(conn, opts.sampleRows, DEFAULT_SAMPLE_ROWS);
+        const made = await loadSampleDataset(conn, opts.sampleRows, DEFAULT_SAMPLE_ROWS);
+        if (made !== undefined) opts.onNotice?.(made);
         await loadDuneSample(conn, opts.duneSampleTransactions);
       }
       const views = await conn.runAndReadAll(

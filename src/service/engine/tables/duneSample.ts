@@ -157,4 +157,7 @@ export async function loadDuneSample(conn: DuckDBConnection, transactions: numbe
   }
   if (ok) return;
   for (const stmt of duneSampleStatements(transactions ?? DEFAULT_DUNE_SAMPLE_TRANSACTIONS)) await conn.run(stmt);
+  // Written to the database file now: blocks only in the write-ahead log stay in memory, and the
+  // engine's memory trims (memory/memoryTrim.ts) could not evict them.
+  await conn.run('CHECKPOINT');
 }

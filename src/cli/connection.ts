@@ -45,7 +45,10 @@ export function connectLogged(connection: Connection | undefined, io: CliIo, log
     ownFolder,
     clientHooks: currentTelemetry()?.client,
     onWaiting: ({ dataDir, pid }) => log.warn('the data folder is served by another process: waiting for it to finish (a long-running command uses only its own service)', { data_dir: dataDir, pid }),
-    onEmbedded: ({ url, dataDir }) => log.info('started the embedded local service', { url, data_dir: dataDir }),
+    onEmbedded: ({ url, dataDir, notices }) => {
+      log.info('started the embedded local service', { url, data_dir: dataDir });
+      for (const notice of notices) log.info(notice, { data_dir: dataDir });
+    },
     onShared: ({ url, dataDir, pid, ignoredSampleRows }) => {
       log.info("using the data folder's service, run by another process", { url, data_dir: dataDir, pid });
       if (ignoredSampleRows !== undefined) {

@@ -20,6 +20,7 @@ export { MANIFEST_NAME, SUCCESS_NAME, type Manifest, type ManifestField } from '
 export type { FileEntry } from './partFile.ts';
 export { escapeHivePathName, hiveSegment, HIVE_DEFAULT_PARTITION } from './hive.ts';
 export { partFileName } from './partFileName.ts';
+export { nativeOutputReason, nativeRoute, type NativeMode, type NativeRoute } from './nativeExport.ts';
 export { AppendConflictError, ManifestInvalidError, RowCountMismatchError, SchemaDriftError } from './errors.ts';
 export * from './iceberg/index.ts';
 export { MIN_ROWS_PER_THREAD, partThreadCount, planParts, resolveWorkers, type PartRange, type Workers } from './partPlan.ts';

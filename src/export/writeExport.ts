@@ -18,6 +18,7 @@ import { knownWire, partFormatOf, partThreadCount, planParts, resolveWorkers, ty
 import { serialReason } from './splitRule.ts';
 import { type OpenedOutput, openOutput } from './openOutput.ts';
 import { startPartThreads, writeParts } from './partWorkers.ts';
+import { type NativeMode, nativeRoute, writeNativeExport } from './nativeExport.ts';
 
 /** What the pipeline hands over: one schema, batches that all use it, and the execution's identity. */
 export interface ExportInput {
@@ -74,6 +75,13 @@ export interface WriteExportOptions {
   onProgress?: (progress: ExportProgress) => void;
   /** How the export becomes visible and is found again (default: the output's `table`, see `commitFor`). */
   commit?: CommitProtocol;
+  /**
+   * The native path (src/export/nativeExport.ts): a Parquet output over JSON pages, read by row
+   * ranges from `input.parts` and written by DuckDB. `auto` (default): where the stream chose JSON
+   * (`wire: auto`, a service without Arrow pages) and the output and columns allow it; `always`:
+   * also over JSON pages asked for; `never`.
+   */
+  native?: NativeMode;
 }
 
 export interface ExportSummary {
@@ -109,8 +117,10 @@ export async function writeExport(input: ExportInput, output: ResolvedOutput, op
       { path: 'workers', message: 'part threads read their rows themselves: pass input.parts (await stream.rangeReader()), or leave workers at 1', value: asked },
     ]);
   }
+  // The native path reads its parts itself, with DuckDB's threads: no part thread to start.
+  const native = nativeRoute(output, input.schema, input.parts, options.native).native;
+  const splits = !native && asked > 1 && input.parts !== undefined && serialReason(output) === undefined;
   // The threads its parts are worth (one: this thread writes them, no thread to start).
-  const splits = asked > 1 && input.parts !== undefined && serialReason(output) === undefined;
   const threads = splits ? threadsFor(output, options.workers, input.parts!.totalRows, wireOf(input.parts!)) : undefined;
   if (threads !== undefined && threads > 1) startPartThreads(threads, partFormatOf(output));
   const opened = await openExport(output, input.meta, { ...options, workers: input.parts === undefined ? 1 : (threads ?? options.workers ?? 1) });
@@ -187,7 +197,7 @@ export interface OpenedExport {
   /** Why it is written by one thread although `workers` asked for more (undefined otherwise). */
   readonly serialReason: string | undefined;
   /** Writes the rows from `startRow` on, then commits; a failure discards everything staged (kept parts too), a stop (`keepOnStop`) keeps the complete parts. */
-  write(input: ExportInput, options?: Pick<WriteExportOptions, 'onProgress' | 'signal'>): Promise<ExportSummary>;
+  write(input: ExportInput, options?: Pick<WriteExportOptions, 'onProgress' | 'signal' | 'native'>): Promise<ExportSummary>;
   /** Gives up before writing: discards the staging area (kept on a stop, see `keepOnStop`), closes the destination. */
   discard(reason?: unknown): Promise<void>;
 }
@@ -244,7 +254,10 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
         const record = resume.journal(input.meta.executionId, input.meta.pageSize);
         const from = { startRow: resume.startRow, startPart: resume.kept.length, resumed: resumedFiles, record, emptyFile: !appending };
         let files: FileEntry[];
-        if (workers > 1) {
+        const route = commit?.prepare !== undefined ? undefined : nativeRoute(resolved, input.schema, input.parts, writeOptions.native);
+        if (route?.native === true) {
+          files = await writeNativeExport(route, input.schema, input.meta.executionId, input.parts!, resolved, format, tx, { signal, onProgress: writeOptions.onProgress, kept: resume.kept, record });
+        } else if (workers > 1) {
           if (input.parts === undefined) throw new Error(`openExport: opened for ${workers} workers, but write was given no input.parts to read the parts from`);
           const threads = threadsFor(resolved, options.workers === 'auto' ? 'auto' : workers, input.parts.totalRows, wireOf(input.parts));
           files = await writeInParallel(input, input.parts, threads, resolved, format, tx, { ...writeOptions, signal }, resume.kept, record);

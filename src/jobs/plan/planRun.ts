@@ -1,3 +1,4 @@
+import { decodePlan, type DecodePlan } from '../run/nativeOutputs.ts';
 import type { ServiceClient } from '../../client/service-client.ts';
 import { contractQuarantines, type Job } from '../../config/jobSchema.ts';
 import { commitTarget } from '../../export/commitFor.ts';
@@ -67,6 +68,8 @@ export interface OutputPlan {
   readonly commitsTo?: CatalogTarget | undefined;
   /** Its `schema_drift` policy (its own, else the job's), when the job sets one anywhere. */
   readonly schemaDrift?: DriftPolicy | undefined;
+  /** The decode path its rows would take: native (DuckDB writes from the JSON pages) or general, and why. */
+  readonly decode: DecodePlan;
 }
 
 export interface PlanRunOptions {
@@ -153,6 +156,7 @@ async function planOutput(job: Job, session: OutputSession, decision: SourceDeci
     committedExecution: committed?.executionId,
     commitsTo: commitTarget(output, url),
     ...(watchesPolicy(job) ? { schemaDrift: driftPolicyOf(job, output) } : {}),
+    decode: decodePlan(job, output),
   };
 }
 

@@ -11,6 +11,7 @@ import type { RunDrift } from '../drift/drift.ts';
 import type { CursorKind } from '../incremental/cursor.ts';
 import { type CursorPlan, OutputCursor, serviceType } from '../incremental/incremental.ts';
 import { sourceInfo } from './jobSource.ts';
+import { mayBeNative, writtenNatively } from './nativeOutputs.ts';
 import { skipRows } from './skipRows.ts';
 import { tee } from './tee.ts';
 
@@ -81,8 +82,10 @@ export async function writeOutputs(options: WriteOutputsOptions): Promise<Writte
     quarantines = await openQuarantineGroups(options.job, { job: options.contract, outputs: options.outputContracts }, options.quarantine ?? [], options.pending, run);
     const all = opened.map((o, k) => ({ o, k }));
     // Outputs written by part threads read their parts themselves; the others share one read here.
-    const serial = all.filter(({ o }) => o.workers === 1);
+    let serial = all.filter(({ o }) => o.workers === 1);
     const split = all.filter(({ o }) => o.workers > 1);
+    const sessionOf = (k: number) => options.outputs.at(options.pending[k]!);
+    const candidates = serial.filter(({ k }) => mayBeNative(options.job, sessionOf(k).output));
     const startRow = serial.length > 0 ? Math.min(...serial.map(({ o }) => o.startRow)) : 0;
     const { schema, meta } = await seekAndDescribe(options, startRow, opened.find((o) => o.pageSize !== undefined)?.pageSize);
     let first: { error: unknown } | undefined;
@@ -97,8 +100,12 @@ export async function writeOutputs(options: WriteOutputsOptions): Promise<Writte
     const summaries: Promise<ExportSummary>[] = new Array(opened.length);
     const writes: Writes = { schema, meta, summaries, failed };
     // Before any write starts: a failure here leaves nothing running.
-    const reader = split.length > 0 ? await options.result.rangeReader() : undefined;
+    const reader = split.length > 0 || candidates.length > 0 ? await options.result.rangeReader() : undefined;
     if (split.length > 0 && reader === undefined) throw new Error('runJob: the result cannot be read by row ranges, yet outputs were opened for part threads');
+    // Written natively: they read their parts by row ranges, as split outputs do.
+    const native = reader === undefined ? [] : candidates.filter(({ k }) => writtenNatively(sessionOf(k).output, options.pending[k]!, schema, reader, options.drift));
+    serial = serial.filter((o) => !native.includes(o));
+    split.push(...native);
     // With no output left to write, nothing reads the one read but the job contract's quarantines.
     const drainRead = serial.length === 0 && quarantines.some((g) => g.jobWide) ? () => options.result.batches() : undefined;
     const quarantined = writeQuarantineGroups(quarantines, { schema, meta, signal: options.controller.signal, failed, drainRead });

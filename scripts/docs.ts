@@ -2,7 +2,7 @@
 // reference (docs/jobs.md) from the job file schema with the built-in formats and sinks, the
 // service settings reference (docs/service-settings.md) from the settings schema, and the job
 // files' JSON Schema (sluice.schema.json, what `sluice schema` prints, which the examples' editor
-// comment names). A test
+// comment names), and the DuneSQL conformance page (docs/dunesql.md) from a run of its cases. A test
 // (test/docsGenerated.test.ts) fails while a page on disk is not what this writes.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +12,7 @@ import { jobFileReference, serviceSettingsReference } from '../src/config/refere
 import { splitRuleReference } from '../src/jobs/output/splitRule.ts';
 import { ServiceSettingsSchema } from '../src/service/settings.ts';
 import { z } from 'zod';
+import { writeConformancePage } from './dunesqlConformance.ts';
 
 /** Each generated page: its path under the repository and its text. */
 export function generatedPages(): { path: string; text: string }[] {
@@ -27,4 +28,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     writeFileSync(fileURLToPath(new URL(`../${page.path}`, import.meta.url)), page.text);
     console.log(`wrote ${page.path}`);
   }
+  // Runs the DuneSQL conformance cases through a local service (about a minute).
+  await writeConformancePage();
+  console.log('wrote docs/dunesql.md');
 }

@@ -5,6 +5,7 @@ import type { Logger } from './log.ts';
 import { connect, type Connected } from '../jobs/run/connect.ts';
 import type { Connection } from '../config/jobSchema.ts';
 import { UsageError } from './usage-error.ts';
+import { currentTelemetry } from '../telemetry/index.ts';
 
 /** Options of every command that talks to the service. */
 export const CONNECTION_OPTIONS: Readonly<Record<string, OptionSpec>> = {
@@ -42,8 +43,12 @@ export function connectLogged(connection: Connection | undefined, io: CliIo, log
     cwd: io.cwd,
     signal,
     ownFolder,
+    clientHooks: currentTelemetry()?.client,
     onWaiting: ({ dataDir, pid }) => log.warn('the data folder is served by another process: waiting for it to finish (a long-running command uses only its own service)', { data_dir: dataDir, pid }),
-    onEmbedded: ({ url, dataDir }) => log.info('started the embedded local service', { url, data_dir: dataDir }),
+    onEmbedded: ({ url, dataDir, notices }) => {
+      log.info('started the embedded local service', { url, data_dir: dataDir });
+      for (const notice of notices) log.info(notice, { data_dir: dataDir });
+    },
     onShared: ({ url, dataDir, pid, ignoredSampleRows }) => {
       log.info("using the data folder's service, run by another process", { url, data_dir: dataDir, pid });
       if (ignoredSampleRows !== undefined) {

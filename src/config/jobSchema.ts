@@ -192,7 +192,7 @@ function jobSchema(output: ReturnType<typeof withRunFields>) {
       name: z.string().regex(JOB_NAME, 'a job name is letters, digits, _ . and -, starting with a letter or digit').describe('Unique name of the job (used by `sluice run FILE --job NAME`, logs, metrics and resume state)'),
       description: z.string().optional().describe('Free text'),
       source: SourceSchema,
-      performance: PerformanceSchema.optional().describe('Performance tier of the execution: medium (the default, 10 credits) or large (20 credits, more engine threads)'),
+      performance: PerformanceSchema.optional().describe('Performance tier of the execution: small (5 credits), medium (10), large (20, more engine threads) or the legacy free (as small); absent: the service decides by the team plan (medium unless the plan says otherwise)'),
       result: ResultShapingSchema.optional(),
       outputs: z.array(output).min(1).describe('One or more outputs; the rows are fetched once and written to each'),
       schedule: z

@@ -24,6 +24,8 @@ export interface ParseOptions {
    * stay as written.
    */
   readonly cwd?: string;
+  /** Given, the name of every variable the `${VAR}` interpolation read is added to it (their values are treated as secrets by the MCP server). */
+  readonly variablesRead?: Set<string>;
 }
 
 /** The variable that anchors a path to the job file's folder, whatever folder sluice runs in. */
@@ -48,7 +50,17 @@ export function parseJobFile(text: string, options: ParseOptions): JobFile {
     throw new JobFileError(file, issues);
   }
   const env = options.cwd === undefined ? (options.env ?? process.env) : { ...(options.env ?? process.env), [JOB_DIR_VARIABLE]: dirname(resolve(options.cwd, file)) };
-  const envIssues = interpolateDocument(doc, env, lineCounter);
+  const read = options.variablesRead;
+  const watched =
+    read === undefined
+      ? env
+      : new Proxy(env, {
+          get: (target, name) => {
+            if (typeof name === 'string') read.add(name);
+            return Reflect.get(target, name) as unknown;
+          },
+        });
+  const envIssues = interpolateDocument(doc, watched, lineCounter);
   if (envIssues.length > 0) throw new JobFileError(file, envIssues);
 
   const data: unknown = doc.toJS({ maxAliasCount: 100 });

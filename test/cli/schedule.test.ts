@@ -122,7 +122,7 @@ describe('sluice schedule (spawned)', () => {
     const { result, ms } = await terminate(proc);
     expect(result.code).toBe(0);
     expect(ms).toBeLessThan(10_000);
-    expect(await executionState(svc.url, svc.keys.demo.admin, id)).toBe('QUERY_STATE_CANCELED');
+    expect(await executionState(svc.url, svc.keys.demo.admin, id)).toBe('QUERY_STATE_CANCELLED');
   });
 
   it('a file without any scheduled job is a configuration error', async () => {

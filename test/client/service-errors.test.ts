@@ -62,11 +62,11 @@ describe('HTTP errors from the real service', () => {
     expect(c.stats).toEqual({ requests: 1, retries: 0 });
   });
 
-  it('403 read-only key executing: ForbiddenError naming the scope', async () => {
+  it('403 read-only key creating a query: ForbiddenError naming the scope', async () => {
     const c = clientWith({ apiKey: svc.keys.demo.read });
-    const err = await failure(c.executeSql('SELECT 1'));
+    const err = await failure(c.createQuery({ name: 'q', query_sql: 'SELECT 1' }));
     expect(err).toBeInstanceOf(ForbiddenError);
-    expect(err.message).toContain('403 Not allowed: this API key lacks the Write scope');
+    expect(err.message).toContain('403 Not allowed: this API key lacks the Read/Write scope');
     expect(c.stats.retries).toBe(0);
   });
 

@@ -30,7 +30,7 @@ const files = (function walk(dir: string): string[] {
   });
 })(CONFIG).sort();
 
-const JOB_FILES = ['docker/jobs.yaml', 'examples/azure.yaml', 'examples/backfill.yaml', 'examples/csv.yaml', 'examples/iceberg.yaml', 'examples/iceberg-rest.yaml', 'examples/incremental.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
+const JOB_FILES = ['docker/jobs.yaml', 'examples/azure.yaml', 'examples/backfill.yaml', 'examples/csv.yaml', 'examples/dune-transfers.yaml', 'examples/iceberg.yaml', 'examples/iceberg-rest.yaml', 'examples/incremental.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
 // config/kubernetes/* are checked and run by test/config/kubernetes.test.ts.
 const OTHER_FILES = ['examples/stream-rows.ts', 'service.yaml', 'kubernetes/aws-batch-job-definition.json', 'kubernetes/aws-batch-submit-job.json', 'kubernetes/indexed-job.yaml'];
 
@@ -131,9 +131,11 @@ describe('config/', () => {
       const table = join(env.SLUICE_OUT!, 'events-lake');
       const rows = await icebirdRead(`file://${table}`);
       expect(rows).toHaveLength(summaries[0]!.rows);
-      expect(new Set(rows.map((r) => (r.day as Date).toISOString().slice(0, 10)))).toEqual(new Set(['2026-01-01', '2026-01-02', '2026-01-03']));
+      // day is the date of ts: the sample's 3000 rows (an hour) are all on the first day.
+      expect(rows.every((r) => (r.day as Date).toISOString().slice(0, 10) === (r.ts as Date).toISOString().slice(0, 10))).toBe(true);
+      expect(new Set(rows.map((r) => (r.day as Date).toISOString().slice(0, 10)))).toEqual(new Set(['2026-01-01']));
       expect(summaries[0]!.outputs[0]!.snapshot).toMatch(/^\d+$/);
-      expect(readdirSync(join(table, 'data')).sort()).toEqual(['day=2026-01-01', 'day=2026-01-02', 'day=2026-01-03']);
+      expect(readdirSync(join(table, 'data')).sort()).toEqual(['day=2026-01-01']);
     }
     if (name === 'examples/iceberg-rest.yaml') {
       // The catalog holds analytics.events_lake at the path; iceberg-js loads it, icebird reads the rows the catalog points at.
@@ -146,9 +148,10 @@ describe('config/', () => {
     }
     if (name === 'examples/partitioned.yaml') {
       const [row] = await duck(
-        `select count(*)::int as n, count(distinct day)::int as days from read_parquet('${env.SLUICE_OUT}/events-by-day/*/*.parquet', hive_partitioning = true)`,
+        `select count(*)::int as n, count(distinct day)::int as days, bool_and(day = cast(timezone('UTC', ts) as date)) as dated from read_parquet('${env.SLUICE_OUT}/events-by-day/*/*.parquet', hive_partitioning = true)`,
       );
-      expect(row).toEqual({ n: summaries[0]!.rows, days: 7 });
+      // The first week, as the backfill example's first seven chunks: the sample's 3000 rows are one hour of it.
+      expect(row).toEqual({ n: 3000, days: 1, dated: true });
     }
     if (name === 'examples/incremental.yaml') {
       // The second pass: nothing new, fewer rows fetched than the first wrote, the commits as they were; every row once.
@@ -161,6 +164,14 @@ describe('config/', () => {
       expect(ids).toEqual({ n: 3000, ids: 3000 });
       const [late] = await duck(`select count(*)::int as n, count(distinct id)::int as ids from read_ndjson_auto('${env.SLUICE_OUT}/late-events/*.ndjson')`);
       expect(late).toEqual({ n: 3000, ids: 3000 });
+    }
+    if (name === 'examples/dune-transfers.yaml') {
+      // DuneSQL (0x literals, TIMESTAMP '... UTC', uint256 / double) over the Dune-shaped sample: three tokens every hour.
+      const [row] = await duck(
+        `select count(distinct symbol)::int as tokens, min(transfers)::int as fewest, min(volume_usd) > 0 as priced from read_parquet('${env.SLUICE_OUT}/token-volume-hourly/*.parquet')`,
+      );
+      expect(row).toEqual({ tokens: 3, fewest: expect.any(Number), priced: true });
+      expect(row!.fewest).toBeGreaterThan(0);
     }
     if (name === 'examples/csv.yaml') {
       const dir = join(env.SLUICE_OUT!, 'daily-totals-csv');

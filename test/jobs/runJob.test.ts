@@ -301,7 +301,7 @@ describe('runJob', () => {
     });
     await expect(run).rejects.toThrow();
     const status = await client.getStatus(executionId);
-    expect(status.state).toBe('QUERY_STATE_CANCELED');
+    expect(status.state).toBe('QUERY_STATE_CANCELLED');
     expect(await new RunStateStore(stateDir).read('slow')).toBeUndefined();
     expect(existsSync(join(dir, 'slow'))).toBe(false);
   });

@@ -16,6 +16,7 @@ import { runShard } from '../../jobs/shards/runShard.ts';
 import { formatPlan, formatShard, planFields, shardFields } from '../output/shardSummary.ts';
 import { shardSpec } from '../shardSpec.ts';
 import { spawnShards } from '../shardProcesses.ts';
+import { startTelemetry, withRunTelemetry } from '../../telemetry/index.ts';
 
 export const runCommand = defineCommand({
   name: 'run',
@@ -95,6 +96,8 @@ export const runCommand = defineCommand({
     const json = flag(values, 'json');
 
     // A shard of N spends 1/N of the key's rate: N shards together stay within it.
+    // OpenTelemetry when the environment asks for it (OTEL_EXPORTER_OTLP_ENDPOINT): before connecting, so the clients carry trace context.
+    const telemetry = await startTelemetry(io.env, 'cli', (message) => log.warn(message));
     const connection = await connectLogged(jobFile.connection, io, log, signal, false, shard === undefined ? 1 : 1 / shard.count);
     let exit: number = EXIT.ok;
     try {
@@ -133,7 +136,7 @@ export const runCommand = defineCommand({
         const { events, done } = jobEvents(job.name, log, io.stderr, showBar);
         let summary: JobSummary;
         try {
-          summary = await runJob(job, {
+          summary = await withRunTelemetry(job.name, events, (events) => runJob(job, {
             client: connection.client,
             stateDir,
             signal,
@@ -141,7 +144,7 @@ export const runCommand = defineCommand({
             ...(executionId === undefined ? {} : { executionId }),
             resume: !flag(values, 'fresh'),
             ...(workers === undefined ? {} : { workers }),
-          });
+          }));
         } catch (error) {
           done();
           if (signal.aborted) throw error;
@@ -160,6 +163,7 @@ export const runCommand = defineCommand({
       }
     } finally {
       await connection.close();
+      await telemetry?.shutdown();
     }
     return exit;
   },

@@ -3,7 +3,7 @@ import type { ExecutionStatus, Performance } from '../../protocol/index.ts';
 import { BudgetExceededError } from '../errors.ts';
 
 /** Credits of one execution that ran (10 x tier factor). */
-export const TIER_COST: Readonly<Record<Performance, number>> = { medium: 10, large: 20 };
+export const TIER_COST: Readonly<Record<Performance, number>> = { small: 5, medium: 10, large: 20, free: 5 };
 
 /** What one execution of the job costs, at its tier. */
 export function executionCost(job: Pick<Job, 'performance'>): number {

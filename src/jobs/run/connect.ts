@@ -24,7 +24,7 @@ export interface ConnectOptions {
   /** Relative paths (the embedded data dir, its settings file) are resolved against this. */
   readonly cwd: string;
   /** Told once the embedded service is up (it takes a moment on first start: sample data). */
-  readonly onEmbedded?: (info: { url: string; dataDir: string }) => void;
+  readonly onEmbedded?: (info: { url: string; dataDir: string; notices: readonly string[] }) => void;
   /**
    * The command's signal: while it has not aborted, closing an embedded service this process
    * started waits for the other processes using it (it is the data folder's shared service).
@@ -41,6 +41,8 @@ export interface ConnectOptions {
   readonly onWaiting?: (info: { dataDir: string; pid: number }) => void;
   /** Told when the folder's service runs in another process, which this one then uses. */
   readonly onShared?: (info: { url: string; dataDir: string; pid: number; ignoredSampleRows?: number }) => void;
+  /** Hooks for every client made (telemetry: trace context on each request, retries as spans). */
+  readonly clientHooks?: Pick<ClientOptions, 'requestHeaders' | 'onRetry'> | undefined;
 }
 
 /**
@@ -58,6 +60,7 @@ export async function connect(connection: Connection | undefined, options: Conne
     ...(connection?.rate_limit === undefined ? {} : { rateLimit: connection.rate_limit }),
     rateShare: options.rateShare ?? 1,
     ...(connection?.compression === undefined ? {} : { compression: connection.compression }),
+    ...options.clientHooks,
   };
   const baseUrl = connection?.base_url;
   if (baseUrl !== undefined && baseUrl !== '') {
@@ -75,7 +78,7 @@ export async function connect(connection: Connection | undefined, options: Conne
   return openFolder(folder, rate, options);
 }
 
-type Rate = Pick<ClientOptions, 'rateLimit' | 'rateShare' | 'compression'>;
+type Rate = Pick<ClientOptions, 'rateLimit' | 'rateShare' | 'compression' | 'requestHeaders' | 'onRetry'>;
 
 /** The data folder of the embedded service, and the key this process uses with it. */
 interface Folder {
@@ -157,7 +160,7 @@ async function startOwn(folder: Folder, rate: Rate, options: ConnectOptions): Pr
     ...(folder.sampleRows === undefined ? {} : { sampleRows: folder.sampleRows }),
     advertise: folder.defaultSettings ? { key: folder.apiKey } : {},
   });
-  options.onEmbedded?.({ url: service.url, dataDir: folder.dataDir });
+  options.onEmbedded?.({ url: service.url, dataDir: folder.dataDir, notices: service.notices });
   const client = new ServiceClient({ baseUrl: service.url, apiKey: folder.apiKey, apiKeyFrom: folder.apiKeyFrom, env: {}, ...rate });
   // Other processes using this service finish first, unless this command was stopped.
   return connected(client, service.url, true, () => service.close(options.signal));
@@ -201,6 +204,6 @@ export function apiBase(url: string): string {
 }
 
 function firstWriteKey(teams: readonly { keys: readonly { key: string; scopes: readonly string[] }[] }[]): string | undefined {
-  for (const team of teams) for (const k of team.keys) if (k.scopes.includes('Write') || k.scopes.includes('Admin')) return k.key;
+  for (const team of teams) for (const k of team.keys) if (k.scopes.includes('Read/Write') || k.scopes.includes('Write') || k.scopes.includes('Admin')) return k.key;
   return undefined;
 }

@@ -9,6 +9,7 @@ import {
   InvalidArgumentError,
   NotFoundError,
   PartialResultError,
+  PaymentChallengeError,
   PaymentRequiredError,
   QueryArchivedError,
   ServiceError,
@@ -33,6 +34,7 @@ export const EXIT = {
   payment: 4,
   execution: 5,
   io: 6,
+  paymentChallenge: 7,
   interrupted: 130,
 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -84,6 +86,8 @@ const POLICY: ReadonlyMap<ErrorClass, ErrorPolicy> = new Map<ErrorClass, ErrorPo
   [ForbiddenError, row(EXIT.auth, false, false)],
   [PaymentRequiredError, row(EXIT.payment, false, false)],
   [BudgetExceededError, row(EXIT.payment, false, false)],
+  // The service asks to be paid per request: nothing sluice can do but say so.
+  [PaymentChallengeError, row(EXIT.paymentChallenge, false, false)],
   // A new execution may succeed (an engine hiccup, a result that expired); this one cannot be resumed.
   [ExecutionFailedError, row(EXIT.execution, true, false)],
   [ExecutionCanceledError, row(EXIT.execution, true, false)],

@@ -44,11 +44,8 @@ export function translateDuneSql(text: string): Translation {
     if (t.kind !== 'word') continue;
     const next = tokens[i + 1];
     const prev = tokens[i - 1];
-    if (HEX_LITERAL.test(t.value)) {
-      edits.push({ start: t.start, end: t.end, text: hexBlob(t.value.slice(2)) });
-    } else if (t.value === 'x' && next?.kind === 'string' && next.start === t.end && /^[0-9a-f]*$/i.test(next.value)) {
-      edits.push({ start: t.start, end: next.end, text: hexBlob(next.value) });
-      taken.add(i + 1);
+    if (binaryLiteral(t, next, edits)) {
+      if (!HEX_LITERAL.test(t.value)) taken.add(i + 1);
     } else if (t.value === 'timestamp' && next?.kind === 'string' && ZONED.test(next.value)) {
       edits.push({ start: t.start, end: t.end, text: 'TIMESTAMPTZ' });
     } else if (t.value === 'values' && next && !isPunct(next, '(')) {
@@ -61,6 +58,19 @@ export function translateDuneSql(text: string): Translation {
     }
   }
   return apply(text, edits);
+}
+
+/** `0xABCD` and `X'ABCD'` are varbinary literals in Trino: rewritten to a blob; true when `t` was one. */
+function binaryLiteral(t: SqlToken, next: SqlToken | undefined, edits: Edit[]): boolean {
+  if (HEX_LITERAL.test(t.value)) {
+    edits.push({ start: t.start, end: t.end, text: hexBlob(t.value.slice(2)) });
+    return true;
+  }
+  if (t.value === 'x' && next?.kind === 'string' && next.start === t.end && /^[0-9a-f]*$/i.test(next.value)) {
+    edits.push({ start: t.start, end: next.end, text: hexBlob(next.value) });
+    return true;
+  }
+  return false;
 }
 
 function isPunct(t: SqlToken | undefined, value: string): boolean {

@@ -110,8 +110,8 @@ At that load the wall times are 10 to 30 times the CPU times: the export mostly 
 and a second thread mainly buys a larger share of a contended machine (the same happens pinned to
 one core, where no parallel work is possible), so the wall times say nothing about parallel work.
 What the run can say: \`workers: 2\` costs 30-45 % more CPU per export and 130-200 MB more peak RSS,
-on both wires, and the \`parallel\` bench at load 2.9 measured it slower (0.78x and 0.82x, above).
-Nothing measured shows a gain.
+on both wires; the \`parallel\` bench measured 0.78x (JSON) and 0.82x (Arrow) at load 2.9, and
+1.10x and 0.59x at load 22 (the table above). Nothing measured shows a gain that holds.
 `;
 
 /** The page with this run's figures, every other row kept as the previous page had it. */

@@ -274,7 +274,7 @@ describe('sluice (spawned)', () => {
     expect(JSON.parse(refreshed.stdout)).toMatchObject({ execution_id: expect.stringMatching(/^01/), state: 'QUERY_STATE_COMPLETED' });
     const badTier = await sluice(['views', 'refresh', 'result_cli_days', '--performance', 'huge'], { env });
     expect(badTier.code).toBe(2);
-    expect(badTier.stderr).toContain('--performance must be medium or large, got "huge"');
+    expect(badTier.stderr).toContain('--performance must be one of small, medium, large, free, got "huge"');
 
     // A job: refresh the view, then export what the refresh produced.
     const out = join(dir, 'view-job');

@@ -287,7 +287,9 @@ describe('a job checks its outputs before it starts an execution', () => {
   it('a missing bucket, a foreign folder, a path under a file: refused before running, not retried', async () => {
     const { startLocalS3 } = await import('../helpers/s3.ts');
     const { mkdir } = await import('node:fs/promises');
+    const { startLocalGcs } = await import('../helpers/gcs.ts');
     const s3 = await startLocalS3();
+    const gcs = await startLocalGcs();
     try {
       const foreign = join(dir, 'foreign');
       await mkdir(foreign, { recursive: true });
@@ -295,6 +297,7 @@ describe('a job checks its outputs before it starts an execution', () => {
       await writeFile(join(dir, 'plain-file'), 'x');
       const cases: [string, string, RegExp][] = [
         ['bucket', `{ format: csv, path: "s3://no-such-bucket/x", s3: { endpoint: "${s3.endpoint}", force_path_style: true } }`, /the bucket no-such-bucket does not exist/],
+        ['gcs_bucket', `{ format: csv, path: "gs://no-such-bucket/x", gcs: { endpoint: "${gcs.endpoint}", anonymous: true } }`, /the bucket no-such-bucket does not exist/],
         ['foreign', `{ format: csv, path: "${foreign}" }`, /holds files sluice did not write \(notes\.txt\)/],
         ['under_file', `{ format: csv, path: "${join(dir, 'plain-file', 'out')}" }`, /plain-file is a file/],
       ];
@@ -308,6 +311,7 @@ describe('a job checks its outputs before it starts an execution', () => {
       }
     } finally {
       await s3.stop();
+      await gcs.stop();
     }
   });
 

@@ -18,6 +18,7 @@ import { type CatalogStandIn, startCatalogStandIn } from '../helpers/icebergCata
 import { IcebergRestCatalog } from 'iceberg-js';
 import { builtins } from '../../connectors/index.ts';
 import { resolveOutput } from '../../src/export/index.ts';
+import { startLocalGcs, type LocalGcs } from '../helpers/gcs.ts';
 
 // Habit 11: every file in config/ is loaded and run here. A new file without a case below
 // fails the first test, so examples cannot rot unnoticed.
@@ -30,7 +31,7 @@ const files = (function walk(dir: string): string[] {
   });
 })(CONFIG).sort();
 
-const JOB_FILES = ['docker/jobs.yaml', 'examples/azure.yaml', 'examples/backfill.yaml', 'examples/csv.yaml', 'examples/dune-transfers.yaml', 'examples/iceberg.yaml', 'examples/iceberg-rest.yaml', 'examples/incremental.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
+const JOB_FILES = ['docker/jobs.yaml', 'examples/azure.yaml', 'examples/backfill.yaml', 'examples/csv.yaml', 'examples/dune-transfers.yaml', 'examples/gcs.yaml', 'examples/iceberg.yaml', 'examples/iceberg-rest.yaml', 'examples/incremental.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
 // config/kubernetes/* are checked and run by test/config/kubernetes.test.ts.
 const OTHER_FILES = ['examples/stream-rows.ts', 'service.yaml', 'kubernetes/aws-batch-job-definition.json', 'kubernetes/aws-batch-submit-job.json', 'kubernetes/indexed-job.yaml'];
 
@@ -38,6 +39,7 @@ let work: string;
 let s3: LocalS3;
 let azure: DevStore;
 let catalog: CatalogStandIn;
+let gcs: LocalGcs;
 let env: Record<string, string>;
 
 beforeAll(async () => {
@@ -48,6 +50,10 @@ beforeAll(async () => {
   // (the sink reads its credentials from the process environment).
   azure = await startDevStore('azure', 0, 'examples');
   for (const [k, v] of Object.entries(azure.env)) process.env[k] = v;
+  // GCS: the stand-in of Google's JSON API, found as Google's clients find an emulator (STORAGE_EMULATOR_HOST).
+  gcs = await startLocalGcs();
+  await gcs.createBucket('examples');
+  process.env.STORAGE_EMULATOR_HOST = gcs.endpoint;
   // The Iceberg REST catalog stand-in: every request and answer checked against the official OpenAPI document.
   catalog = await startCatalogStandIn({ auth: { type: 'bearer', token: 'example-token' }, warehouses: { lake: 'lake' } });
   env = {
@@ -61,6 +67,7 @@ beforeAll(async () => {
     S3_ENDPOINT: s3.endpoint,
     S3_PATH_STYLE: 'true',
     AWS_REGION: s3.region,
+    GCS_BUCKET: 'examples',
     ...azure.env,
   };
 });
@@ -69,6 +76,9 @@ afterAll(async () => {
   await s3?.stop();
   for (const k of Object.keys(azure?.env ?? {})) delete process.env[k];
   await azure?.server.stop();
+  delete process.env.STORAGE_EMULATOR_HOST;
+  expect(gcs?.violations).toEqual([]);
+  await gcs?.stop();
   await rm(work, { recursive: true, force: true });
 });
 
@@ -118,6 +128,11 @@ describe('config/', () => {
       const keys = await s3.list('examples', 'exports/events/');
       expect(keys).toContain('exports/events/_SUCCESS');
       expect(keys.filter((k) => k.endsWith('.parquet')).length).toBe(1);
+    }
+    if (name === 'examples/gcs.yaml') {
+      const names = await gcs.list('examples', 'sluice/events/');
+      expect(names).toContain('sluice/events/_SUCCESS');
+      expect(names.filter((n) => n.endsWith('.parquet')).length).toBe(1);
     }
     if (name === 'examples/azure.yaml') {
       const container = new BlobServiceClient(azure.env.AZURE_ENDPOINT!, new StorageSharedKeyCredential(azure.env.AZURE_STORAGE_ACCOUNT!, azure.env.AZURE_STORAGE_KEY!)).getContainerClient('examples');

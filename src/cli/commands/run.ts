@@ -164,8 +164,9 @@ export const runCommand = defineCommand({
         await writeOut(summaryOut, json ? `${JSON.stringify(summaryFields(summary))}\n` : formatSummary(summary));
       }
     } finally {
-      await connection.close();
-      await telemetry?.shutdown();
+      // Side by side: the embedded service flushes its own spans as it closes, and a collector that
+      // is down then costs one exporter timeout, not two.
+      await Promise.all([connection.close(), telemetry?.shutdown()]);
     }
     return exit;
   },

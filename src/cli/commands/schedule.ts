@@ -132,8 +132,7 @@ export const scheduleCommand = defineCommand({
     } finally {
       await healthServer?.close();
       // Closing the embedded service interrupts whatever is left; bounded so exit stays prompt.
-      await Promise.race([connection.close(), new Promise((r) => setTimeout(r, 2000).unref())]);
-      await telemetry?.shutdown();
+      await Promise.all([Promise.race([connection.close(), new Promise((r) => setTimeout(r, 2000).unref())]), telemetry?.shutdown()]);
     }
   },
 });

@@ -39,9 +39,12 @@ export interface NativePartsInput {
   /** Takes a written part (a local file, removed once this resolves): stores it and records it. */
   readonly store: (part: NativePart, file: string) => Promise<void>;
   readonly signal?: AbortSignal | undefined;
-  /** DuckDB's threads (default: one per core). */
+  /**
+   * DuckDB's threads (default: one per core but one, which fetches and stages the pages: on two
+   * shared cores, two DuckDB threads took more CPU and peak memory than one, for no shorter export).
+   */
   readonly threads?: number | undefined;
-  /** DuckDB's memory limit; beyond it, it spills to its folder (default 160MB). */
+  /** DuckDB's memory limit; beyond it, it spills to its folder (default 128MB). */
   readonly memoryLimit?: string | undefined;
 }
 
@@ -160,8 +163,8 @@ class NativeEngine {
     try {
       const { DuckDBInstance } = await import('@duckdb/node-api');
       const instance = await DuckDBInstance.create(':memory:', {
-        threads: String(input.threads ?? availableParallelism()),
-        memory_limit: input.memoryLimit ?? '160MB',
+        threads: String(input.threads ?? Math.max(1, availableParallelism() - 1)),
+        memory_limit: input.memoryLimit ?? '128MB',
         temp_directory: join(dir, 'spill'),
         preserve_insertion_order: 'true',
         autoinstall_known_extensions: 'false',

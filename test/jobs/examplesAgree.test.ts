@@ -18,6 +18,7 @@ import { ROOT } from '../cli/sluiceProcess.ts';
 import { type CatalogStandIn, startCatalogStandIn } from '../helpers/icebergCatalog.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 import { startDevStore, type DevStore } from '../../scripts/devStore.ts';
+import { startLocalGcs, type LocalGcs } from '../helpers/gcs.ts';
 
 const EXAMPLES = join(ROOT, 'config', 'examples');
 const files = readdirSync(EXAMPLES).filter((f) => f.endsWith('.yaml')).sort();
@@ -25,6 +26,7 @@ const files = readdirSync(EXAMPLES).filter((f) => f.endsWith('.yaml')).sort();
 let work: string;
 let s3: LocalS3;
 let azure: DevStore;
+let gcs: LocalGcs;
 let catalog: CatalogStandIn;
 let env: Record<string, string>;
 
@@ -35,6 +37,10 @@ beforeAll(async () => {
   // The Azure sink reads its credentials from the process environment, as a user's would.
   azure = await startDevStore('azure', 0, 'examples');
   for (const [k, v] of Object.entries(azure.env)) process.env[k] = v;
+  // GCS: the stand-in of Google's JSON API, found as Google's clients find an emulator.
+  gcs = await startLocalGcs();
+  await gcs.createBucket('examples');
+  process.env.STORAGE_EMULATOR_HOST = gcs.endpoint;
   catalog = await startCatalogStandIn({ auth: { type: 'bearer', token: 'example-token' }, warehouses: { lake: 'lake' } });
   env = {
     ICEBERG_CATALOG_URI: catalog.uri,
@@ -46,6 +52,7 @@ beforeAll(async () => {
     S3_ENDPOINT: s3.endpoint,
     S3_PATH_STYLE: 'true',
     AWS_REGION: s3.region,
+    GCS_BUCKET: 'examples',
     ...azure.env,
   };
 });
@@ -54,6 +61,8 @@ afterAll(async () => {
   await s3?.stop();
   for (const k of Object.keys(azure?.env ?? {})) delete process.env[k];
   await azure?.server.stop();
+  delete process.env.STORAGE_EMULATOR_HOST;
+  await gcs?.stop();
   await rm(work, { recursive: true, force: true });
 });
 

@@ -33,6 +33,9 @@ export function formatUsage(usage: Usage): string {
     `  credits     ${n(usage.credits_used)} used of ${n(usage.credits_limit)}, ${n(creditsLeft(usage))} left`,
     `  executions  ${n(usage.executions)}`,
     `  storage     ${formatBytes(usage.storage_bytes)} of ${formatBytes(usage.storage_quota_bytes)}`,
+    ...(usage.result_store_bytes === undefined || usage.result_store_max_bytes === undefined
+      ? []
+      : [`  results     ${formatBytes(usage.result_store_bytes)} stored of ${formatBytes(usage.result_store_max_bytes)} (all teams; least recently read expire first)`]),
     '',
   ].join('\n');
 }

@@ -251,6 +251,10 @@ export class DuckDbEngine implements SqlEngine {
     return { dir: join(encodedDir(this.#files.dir, resultId).dir, 'frames'), scratch: this.#files.scratchPath(`frame-${resultId}-`) };
   }
 
+  resultStoreBytes(): Promise<Map<string, number>> {
+    return this.#files.sizes();
+  }
+
   /** Settles when the result's encoding (if one is scheduled or running) has finished. */
   encodingSettled(resultId: string): Promise<void> {
     return this.#encodings.settled(resultId);

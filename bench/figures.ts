@@ -13,6 +13,9 @@ export const FIGURES = [
   { id: 'batches-peak-json', area: 'parallel', what: 'peak RSS of a process reading `.batches()` over JSON pages, 1M rows / 5M rows' },
   { id: 'batches-peak-arrow', area: 'parallel', what: 'peak RSS of a process reading `.batches()` over Arrow pages, 1M rows / 5M rows' },
   { id: 'export-json-duckdb', area: 'parallel', what: 'export to zstd Parquet over JSON pages, one thread, time against DuckDB `COPY ... TO parquet` of the same rows' },
+  { id: 'export-native-duckdb', area: 'parallel', what: 'export to zstd Parquet over JSON pages by the native path (DuckDB writes from the pages), time against DuckDB `COPY ... TO parquet` of the same rows' },
+  { id: 'export-native', area: 'parallel', what: 'export to zstd Parquet over JSON pages, native path speed against the general path (JS decoders, one thread)' },
+  { id: 'export-native-peak', area: 'parallel', what: 'peak RSS of the native export over JSON pages, 1M rows / 5M rows' },
   { id: 'export-arrow-duckdb', area: 'parallel', what: 'export to zstd Parquet over Arrow pages, one thread, time against DuckDB `COPY ... TO parquet`' },
   { id: 'export-arrow', area: 'parallel', what: 'export to zstd Parquet over Arrow pages, speed against over JSON pages (one thread each)' },
   { id: 'export-workers-json', area: 'parallel', what: 'export over JSON pages with `workers: 2`, speed against `workers: 1`' },
@@ -22,6 +25,8 @@ export const FIGURES = [
   { id: 'export-time-image', area: 'parallel', what: "time of the one-thread export over JSON pages with the image's memory settings, against without them" },
   { id: 'quickstart-rate', area: 'jobs', what: 'the quickstart job (1M rows to Parquet on the embedded service), rows per second against the bare pipeline reading the same rows' },
   { id: 'quickstart-peak', area: 'jobs', what: 'peak RSS of the quickstart job, the embedded service and DuckDB in the process' },
+  { id: 'dialect-translate', area: 'dialect', what: 'DuneSQL -> DuckDB SQL translation, time per statement of the conformance cases and of a 3 KB query; heap the translator keeps' },
+  { id: 'dialect-execute', area: 'dialect', what: 'an execution of a short aggregate as DuneSQL, time against the same SQL as DuckDB SQL (translation and session setting included)' },
 ] as const;
 
 export type FigureId = (typeof FIGURES)[number]['id'];

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FIGURES_FILE_ENV, performancePage, readRecorded } from './figures.ts';
 
-export const AREAS = ['engine', 'service', 'firstread', 'client', 'types', 'pipeline', 'sinks', 'jobs', 'limits', 'cli', 'parallel', 'shards', 'link'] as const;
+export const AREAS = ['engine', 'service', 'firstread', 'client', 'types', 'pipeline', 'sinks', 'jobs', 'limits', 'cli', 'parallel', 'shards', 'link', 'dialect'] as const;
 
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((a) => !(AREAS as readonly string[]).includes(a));

@@ -15,7 +15,11 @@ export interface CaseInput {
   readonly url: string;
   readonly key: string;
   readonly executionId: string;
-  readonly wire: 'json' | 'arrow';
+  /**
+   * The wire the rows come over; `json` decodes them in JS (the general path, `native: false`),
+   * `native` is JSON pages written by DuckDB (src/export/nativeExport.ts).
+   */
+  readonly wire: 'json' | 'arrow' | 'native';
   readonly workers: Workers;
   readonly out: string;
   readonly rowsPerFile: number;
@@ -48,16 +52,17 @@ export async function exportCase(input: CaseInput): Promise<void> {
   const cpu = process.cpuUsage();
   const t = performance.now();
   const output = resolveOutput({ format: 'parquet', format_options: { compression: 'zstd' }, path: input.out, max_rows_per_file: input.rowsPerFile }, builtins);
-  const s = stream(client, { executionId: input.executionId }, { wire: input.wire });
+  const wire = input.wire === 'native' ? 'json' : input.wire;
+  const s = stream(client, { executionId: input.executionId }, { wire });
   // As `sluice run` does: the part threads start once the result's size is known, and load their
   // code while the first page is read.
   const { status } = await s.ready();
-  startThreadsFor(output, input.workers, status.result_metadata?.total_row_count ?? 0, input.wire);
+  if (input.wire !== 'native') startThreadsFor(output, input.workers, status.result_metadata?.total_row_count ?? 0, wire);
   const info = await s.info();
   const summary = await writeExport(
     { schema: await s.schema(), batches: s.batches(), meta: { executionId: info.executionId, totalRowCount: info.totalRows }, parts: await s.rangeReader() },
     output,
-    { workers: input.workers },
+    { workers: input.workers, native: input.wire === 'native' ? 'always' : 'never' },
   );
   const ms = performance.now() - t;
   const used = process.cpuUsage(cpu);

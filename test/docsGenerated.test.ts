@@ -1,6 +1,6 @@
 // The pages of docs/ generated from the code (`npm run docs`) are current: the job file reference
 // says what the schema says, field by field.
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generatedPages } from '../scripts/docs.ts';
@@ -15,6 +15,20 @@ describe('generated docs', () => {
     const onDisk = readFileSync(join(ROOT, path), 'utf8');
     // A plain equality: a diff of two long pages is what the reader needs to see.
     expect(onDisk, `${path} is not what \`npm run docs\` writes from the schema: run it and commit the page`).toBe(text);
+  });
+
+  it("every example's editor comment names a schema file that exists and is the job file schema", () => {
+    const examples = readdirSync(join(ROOT, 'config', 'examples')).filter((f) => f.endsWith('.yaml'));
+    const named = examples.flatMap((f) => {
+      const ref = /^# yaml-language-server: \$schema=(\S+)$/m.exec(readFileSync(join(ROOT, 'config', 'examples', f), 'utf8'))?.[1];
+      return ref === undefined ? [] : [[f, ref] as const];
+    });
+    expect(named.length).toBeGreaterThan(0);
+    for (const [f, ref] of named) {
+      const path = join(ROOT, 'config', 'examples', ref);
+      expect(existsSync(path), `${f} names ${ref}`).toBe(true);
+      expect(JSON.parse(readFileSync(path, 'utf8')), f).toEqual(jobFileJsonSchema(builtins));
+    }
   });
 
   it('lists every field of the schema with its description, at its path', () => {
@@ -40,7 +54,7 @@ describe('generated docs', () => {
     expect(page).toContain('## `teams[].keys[]`\n');
   });
 
-  it.each(generatedPages().map((p) => [p.path, p.text] as const))('%s links every section it names to an anchor on the page', (_path, page) => {
+  it.each(generatedPages().filter((p) => p.path.endsWith('.md')).map((p) => [p.path, p.text] as const))('%s links every section it names to an anchor on the page', (_path, page) => {
     const anchors = new Set([...page.matchAll(/<a id="([^"]+)"><\/a>/g)].map((m) => m[1]));
     const links = [...page.matchAll(/\]\(#([^)]+)\)/g)].map((m) => m[1]);
     expect(links.length).toBeGreaterThan(5);

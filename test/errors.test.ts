@@ -3,7 +3,7 @@ import * as library from '../src/index.ts';
 import * as clientErrors from '../src/client/errors.ts';
 import * as configModule from '../src/config/index.ts';
 import * as jobErrors from '../src/jobs/errors.ts';
-import { BackfillChunkError } from '../src/jobs/backfillChunks.ts';
+import { BackfillChunkError } from '../src/jobs/backfill/backfillChunks.ts';
 import * as kitErrors from '../src/kit/errors.ts';
 import * as exportErrors from '../src/export/errors.ts';
 import * as icebergErrors from '../src/export/iceberg/errors.ts';
@@ -12,7 +12,7 @@ import { UsageError } from '../src/cli/usage-error.ts';
 import { EXIT, exitCodeOf, type ExitCode } from '../src/cli/exit-codes.ts';
 import { ConfigError, SluiceError } from '../src/errors.ts';
 import { SettingsError } from '../src/service/settings.ts';
-import { policyOf } from '../src/jobs/errorPolicy.ts';
+import { policyOf } from '../src/jobs/run/errorPolicy.ts';
 import { statusError } from '../src/client/status-errors.ts';
 import { PageSequenceError } from '../src/pipeline/fetchOrdered.ts';
 import { PolarsMissingError } from '../src/pipeline/dataFrame.ts';
@@ -28,6 +28,7 @@ const SAMPLES: readonly (readonly [Error, ExitCode])[] = [
   [new c.BadRequestError('400 bad sql', { status: 400 }), EXIT.config],
   [new c.InvalidApiKeyError('401 invalid key', { status: 401 }), EXIT.auth],
   [new c.PaymentRequiredError('402 no credits', { status: 402 }), EXIT.payment],
+  [new c.PaymentChallengeError('402 pay', { status: 402, challenge: 'Payment realm="api"' }), EXIT.paymentChallenge],
   [new c.ForbiddenError('403 scope', { status: 403 }), EXIT.auth],
   // An archived query is a 403 too, but not an authentication problem.
   [new c.QueryArchivedError('403 query 7 is archived', { status: 403 }), EXIT.config],
@@ -259,6 +260,6 @@ describe('one error classification', () => {
 
   it('tells an archived query (403) from a key without the scope (403)', () => {
     expect(statusError(403, 'Not allowed: query 7 is archived; unarchive it to execute it', undefined, {})).toBeInstanceOf(c.QueryArchivedError);
-    expect(statusError(403, 'Not allowed: this API key lacks the Write scope', undefined, {})).toBeInstanceOf(c.ForbiddenError);
+    expect(statusError(403, 'Not allowed: this API key lacks the Read/Write scope', undefined, {})).toBeInstanceOf(c.ForbiddenError);
   });
 });

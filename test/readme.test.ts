@@ -64,12 +64,29 @@ describe('README commands', () => {
   it('explains each engine warning npm prints while installing on the oldest Node it allows', () => {
     const oldest = /(\d+)\.(\d+)\.(\d+)/.exec(pkg.devEngines.runtime.version)!.slice(1).map(Number) as [number, number, number];
     const warned = Object.entries(lock.packages)
-      // Those npm installs here: an optional package of another platform is not installed, and not checked.
-      .filter(([path, p]) => p.engines?.node !== undefined && !satisfies(oldest, p.engines.node) && existsSync(join(ROOT, path)))
-      .map(([path]) => (path === '' ? 'sluice' : path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length)));
+      // Those npm installs here: an optional package of another platform is not installed, and not
+      // checked; nor is the root package (sluice), which npm ci does not check but npx does.
+      .filter(([path, p]) => path !== '' && p.engines?.node !== undefined && !satisfies(oldest, p.engines.node) && existsSync(join(ROOT, path)))
+      .map(([path]) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length));
     expect(warned.length).toBeGreaterThan(0);
-    const section = README.slice(README.indexOf('EBADENGINE'), README.indexOf('EBADENGINE') + 800);
+    const start = README.indexOf('EBADENGINE');
+    const section = README.slice(start, README.indexOf('npx sluice ...', start));
     for (const name of warned) expect(section, name).toContain(`\`${name}\``);
+    // What is not in npm ci's list is named apart: npx's warning for sluice itself.
+    expect(section).not.toContain('`sluice`');
+    expect(satisfies(oldest, lock.packages['']!.engines!.node!)).toBe(false);
+    expect(README.slice(README.indexOf('npx sluice ...', start), README.indexOf('npx sluice ...', start) + 120)).toContain('`sluice` itself, twice');
+  });
+
+  it('declines or approves every dependency install script (npm ci warns about the others)', () => {
+    const allow = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { allowScripts: Record<string, boolean> }).allowScripts;
+    const withScripts = Object.entries(lock.packages as Record<string, { hasInstallScript?: boolean }>)
+      .filter(([path, p]) => path !== '' && p.hasInstallScript === true && existsSync(join(ROOT, path)))
+      .map(([path]) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length));
+    expect(withScripts.length).toBeGreaterThan(0);
+    for (const name of withScripts) expect(Object.keys(allow), name).toContain(name);
+    const said = README.slice(README.indexOf('`allowScripts`'), README.indexOf('`allowScripts`') + 400);
+    for (const [name, allowed] of Object.entries(allow)) expect(said, name).toMatch(new RegExp(`\`${name}\`[^,]*?${allowed ? 'is approved' : 'is declined'}`));
   });
 });
 

@@ -3,7 +3,7 @@
 // (`npx node`: the project's Node 24, which runs TypeScript.)
 // With SERVICE_BASE_URL and SERVICE_API_KEY set it talks to that service; otherwise it starts
 // the embedded local service (data under ./.sluice/service), as `sluice run` does.
-import { connect } from '../../src/jobs/connect.ts';
+import { connect } from '../../src/jobs/run/connect.ts';
 import { stream } from '../../src/pipeline/stream.ts';
 
 const sql = process.argv[2] ?? 'select id, ts, name, amount from sample.events order by id limit 10';

@@ -2,9 +2,10 @@ import type { OptionSpec, OptionValues } from './command.ts';
 import { stringOption } from './command.ts';
 import type { CliIo } from './io.ts';
 import type { Logger } from './log.ts';
-import { connect, type Connected } from '../jobs/connect.ts';
+import { connect, type Connected } from '../jobs/run/connect.ts';
 import type { Connection } from '../config/jobSchema.ts';
 import { UsageError } from './usage-error.ts';
+import { currentTelemetry } from '../telemetry/index.ts';
 
 /** Options of every command that talks to the service. */
 export const CONNECTION_OPTIONS: Readonly<Record<string, OptionSpec>> = {
@@ -42,9 +43,21 @@ export function connectLogged(connection: Connection | undefined, io: CliIo, log
     cwd: io.cwd,
     signal,
     ownFolder,
+    clientHooks: currentTelemetry()?.client,
     onWaiting: ({ dataDir, pid }) => log.warn('the data folder is served by another process: waiting for it to finish (a long-running command uses only its own service)', { data_dir: dataDir, pid }),
-    onEmbedded: ({ url, dataDir }) => log.info('started the embedded local service', { url, data_dir: dataDir }),
-    onShared: ({ url, dataDir, pid }) => log.info("using the data folder's service, run by another process", { url, data_dir: dataDir, pid }),
+    onEmbedded: ({ url, dataDir, notices }) => {
+      log.info('started the embedded local service', { url, data_dir: dataDir });
+      for (const notice of notices) log.info(notice, { data_dir: dataDir });
+    },
+    onShared: ({ url, dataDir, pid, ignoredSampleRows }) => {
+      log.info("using the data folder's service, run by another process", { url, data_dir: dataDir, pid });
+      if (ignoredSampleRows !== undefined) {
+        log.warn(
+          `embedded.sample_rows (${ignoredSampleRows}) is ignored: process ${pid} already serves ${dataDir} with the sample.events it made; stop that process, or give this job another embedded.data_dir, to get ${ignoredSampleRows} rows`,
+          { data_dir: dataDir, pid, sample_rows: ignoredSampleRows },
+        );
+      }
+    },
   });
 }
 

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
+import { closest } from '../kit/closest.ts';
 import type { Command, OptionSpec, OptionValues } from './command.ts';
 import { EXIT, exitCodeOf } from './exit-codes.ts';
 import { commandHelp, commandUsage, mainHelp } from './help.ts';
@@ -73,7 +74,7 @@ export async function dispatch(commands: readonly Command[], argv: readonly stri
     values = parsed.values as OptionValues;
     positionals = parsed.positionals;
   } catch (error) {
-    io.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\nusage: ${commandUsage(command)} (see --help)\n`);
+    io.stderr.write(`error: ${parseErrorText(error, Object.keys(specs))}\nusage: ${commandUsage(command)} (see --help)\n`);
     return EXIT.config;
   }
   if (values.help === true) {
@@ -180,4 +181,19 @@ function trapProcessSignals(controller: AbortController, log: Logger): () => voi
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   };
+}
+
+/**
+ * parseArgs' message for an unknown option, in our words and with the nearest option named
+ * (node's own text about positionals starting with '-' also lacks its closing quote).
+ */
+function parseErrorText(error: unknown, known: readonly string[]): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  const unknown = /^Unknown option '(-{1,2}[^']*)'/.exec(message)?.[1];
+  if (code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || unknown === undefined) return message;
+  const name = unknown.replace(/^-+/, '').split('=')[0]!;
+  const hint = closest(name, known);
+  const meant = hint === undefined ? '' : `; did you mean --${hint}?`;
+  return `unknown option ${unknown}${meant} (an argument that starts with '-' goes after '--', as in: -- ${JSON.stringify(unknown)})`;
 }

@@ -1,4 +1,4 @@
-import { EXIT, policyOf, type ExitCode } from '../jobs/errorPolicy.ts';
+import { EXIT, policyOf, type ExitCode } from '../jobs/run/errorPolicy.ts';
 
 export { EXIT, type ExitCode };
 
@@ -11,11 +11,12 @@ export const EXIT_CODE_DOCS: readonly { code: ExitCode; meaning: string }[] = [
   { code: EXIT.payment, meaning: 'payment required (402), or the job budget (`max_credits`, `max_bytes`) would be exceeded' },
   { code: EXIT.execution, meaning: 'the execution failed, was cancelled elsewhere, expired, or is a partial result' },
   { code: EXIT.io, meaning: 'I/O: the output (disk, S3, stdout) cannot be written (checked before the query runs where possible), or reading an input file failed' },
+  { code: EXIT.paymentChallenge, meaning: 'a payment challenge (402 with `WWW-Authenticate: Payment`): the service asks to be paid for the request itself; never retried' },
   { code: EXIT.interrupted, meaning: 'interrupted by SIGINT or SIGTERM (`run`, `query`, ...: executions this command started are cancelled)' },
 ];
 
 /**
- * The exit code for an error: its row in the one error table (src/jobs/errorPolicy.ts), which the job
+ * The exit code for an error: its row in the one error table (src/jobs/run/errorPolicy.ts), which the job
  * runner and its retry policy read too.
  */
 export function exitCodeOf(error: unknown, interrupted = false): ExitCode {

@@ -1,5 +1,5 @@
-import type { RunEvents } from '../jobs/runJob.ts';
-import { describeChange } from '../jobs/drift.ts';
+import type { RunEvents } from '../jobs/run/runJob.ts';
+import { describeChange } from '../jobs/drift/drift.ts';
 import type { OutputStream } from './io.ts';
 import type { Logger } from './log.ts';
 import { createProgressBar, type ProgressBar } from './progress.ts';

@@ -35,8 +35,11 @@ export function createLogger(stream: OutputStream, options: LoggerOptions, base:
   const emit = (level: LogLevel, message: string, fields: LogFields = {}): void => {
     if (ORDER[level] < min) return;
     const all = { ...base, ...fields };
+    // A multi-line message (an SQL error with its caret excerpt) keeps its first line as the
+    // message; the others stay lines: an array in JSON, indented lines under it in text.
+    const [first = '', ...detail] = message.split('\n');
     if (options.format === 'json') {
-      stream.write(`${JSON.stringify({ time: now().toISOString(), level, msg: message, ...all }, jsonSafe)}\n`);
+      stream.write(`${JSON.stringify({ time: now().toISOString(), level, msg: first, ...(detail.length > 0 ? { detail } : {}), ...all }, jsonSafe)}\n`);
       return;
     }
     options.beforeWrite?.();
@@ -44,7 +47,8 @@ export function createLogger(stream: OutputStream, options: LoggerOptions, base:
     const extras = Object.entries(all)
       .filter(([, v]) => v !== undefined)
       .map(([k, v]) => `${k}=${typeof v === 'string' && !/\s/.test(v) ? v : JSON.stringify(v, jsonSafe)}`);
-    stream.write(`${prefix}${message}${extras.length > 0 ? `  ${extras.join(' ')}` : ''}\n`);
+    const rest = detail.map((line) => `  ${line}\n`).join('');
+    stream.write(`${prefix}${first}${extras.length > 0 ? `  ${extras.join(' ')}` : ''}\n${rest}`);
   };
   return {
     format: options.format,

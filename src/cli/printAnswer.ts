@@ -3,7 +3,7 @@ import { withConnection } from './connection.ts';
 import { EXIT } from './exit-codes.ts';
 import { writeOut, type CliIo } from './io.ts';
 import type { Logger } from './log.ts';
-import type { Connected } from '../jobs/connect.ts';
+import type { Connected } from '../jobs/run/connect.ts';
 import { toJson } from './output/json.ts';
 
 /** The shape of most service commands: connect, ask one thing, print the answer as JSON, exit 0. */

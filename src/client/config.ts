@@ -63,6 +63,8 @@ export interface ClientOptions {
   onRequest?: (event: RequestEvent) => void;
   /** Called before every retry, with the error that caused it and the delay chosen. */
   onRetry?: (event: RetryEvent) => void;
+  /** Extra headers for every HTTP attempt, asked for as it is sent (trace context: `traceparent`); the client's own headers win. */
+  requestHeaders?: () => Record<string, string>;
   /** Environment to read defaults from (tests); default `process.env`. */
   env?: Record<string, string | undefined>;
 }

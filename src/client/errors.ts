@@ -75,8 +75,24 @@ export class InvalidApiKeyError extends ServiceError {
   override readonly code = 'INVALID_API_KEY';
 }
 
+/** 402 for the billing cycle: the team's credits would be exceeded. */
 export class PaymentRequiredError extends ServiceError {
   override readonly code = 'PAYMENT_REQUIRED';
+}
+
+/**
+ * 402 with `WWW-Authenticate: Payment`: the service asks to be paid for this one request (the
+ * real service may answer a request without a key so), unlike the billing cycle's 402. Never
+ * retried: this client does not pay; `challenge` is what the service asked for.
+ */
+export class PaymentChallengeError extends ServiceError {
+  override readonly code = 'PAYMENT_CHALLENGE';
+  readonly challenge: string;
+
+  constructor(detail: string, ctx: ErrorContext & { challenge: string }) {
+    super(detail, ctx);
+    this.challenge = ctx.challenge;
+  }
 }
 
 export class ForbiddenError extends ServiceError {

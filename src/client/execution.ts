@@ -141,7 +141,7 @@ export class Execution {
 
   /**
    * Polls until the execution is finished and returns its final status when it completed.
-   * FAILED, CANCELED, EXPIRED and (unless allowed) COMPLETED_PARTIAL are raised as their error classes.
+   * FAILED, CANCELLED, EXPIRED and (unless allowed) COMPLETED_PARTIAL are raised as their error classes.
    * The caller's signal stops polling at once, also in the middle of a wait between polls.
    */
   async wait(options: WaitOptions = {}): Promise<ExecutionStatus> {
@@ -269,7 +269,7 @@ export class Execution {
           excerpt: this.sql === undefined ? undefined : sqlExcerpt(this.sql, line, column),
         });
       }
-      case 'QUERY_STATE_CANCELED':
+      case 'QUERY_STATE_CANCELLED':
         throw new ExecutionCanceledError(`execution was canceled${outcome.cancelled_at ? ` at ${outcome.cancelled_at}` : ''}`, ctx);
       case 'QUERY_STATE_EXPIRED':
         throw new ExecutionExpiredError(`result expired${outcome.expires_at ? ` at ${outcome.expires_at}` : ''}; execute the query again`, ctx);

@@ -41,4 +41,5 @@ export type { ClientStats, RequestEvent, RetryEvent } from './hooks.ts';
 export { sqlExcerpt } from './sql-excerpt.ts';
 export { redactUrl } from './redact.ts';
 export * from './errors.ts';
+export { Catalog, type CatalogCallOptions, type DatasetListOptions, type ListOptions } from './catalog.ts';
 export { RateGovernor, RATE_PLANS, type RateClass, type RateLimit, type RatePlan } from './governor.ts';

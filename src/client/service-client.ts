@@ -2,6 +2,9 @@ import { Agent, type Dispatcher } from 'undici';
 import type { z } from 'zod';
 import {
   CancelResponseSchema,
+  ClassifyQueryRequestSchema,
+  ClassifyResponseSchema,
+  ClassifySqlRequestSchema,
   CreateQueryRequestSchema,
   CSV_NEXT_OFFSET_HEADER,
   CSV_NEXT_URI_HEADER,
@@ -24,6 +27,7 @@ import {
   isArrowStreamContentType,
   ViewListSchema,
   ViewSchema,
+  type ClassifyResponse,
   type CreateQueryRequest,
   type ExecuteResponse,
   type ExecutionStatus,
@@ -52,6 +56,7 @@ import { ACCEPT_ARROW, arrowPageEnvelope } from './arrow-page.ts';
 import { resultParams } from './result-options.ts';
 import { salvageExecuteResponse, salvageQueryIdResponse, salvageRefreshResponse } from './salvage.ts';
 import { Transport, type RequestSpec } from './transport.ts';
+import { Catalog } from './catalog.ts';
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -138,6 +143,8 @@ export class ServiceClient {
   readonly baseUrl: string;
   /** The key's request budget in this process, shared with every other client of the key. */
   readonly governor: RateGovernor;
+  /** Saved queries listed, tables created and filled (uploads v2), datasets listed and searched. */
+  readonly catalog: Catalog;
   readonly #config: ResolvedConfig;
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
@@ -154,10 +161,11 @@ export class ServiceClient {
     // bound of its own, the same (undici's default would be 10 s whatever timeoutMs says).
     this.#dispatcher =
       options.dispatcher ?? new Agent({ keepAliveTimeout: 4_000, connections: MAX_PAGE_CONCURRENCY, connect: { timeout: this.#config.timeoutMs } });
-    const transport = new Transport(this.#config, this.#dispatcher, this.stats, options.onRequest);
+    const transport = new Transport(this.#config, this.#dispatcher, this.stats, options.onRequest, options.requestHeaders);
     this.governor = governorFor(this.#config.baseUrl, this.#config.apiKey, options.governor);
     if (this.#config.rateLimit !== undefined) this.governor.configure(this.#config.rateLimit, this.#config.rateShare);
     this.#http = new Http(transport, this.governor, this.#config, this.stats, options.onRetry);
+    this.catalog = new Catalog(this.#http);
   }
 
   async close(): Promise<void> {
@@ -192,6 +200,22 @@ export class ServiceClient {
       { operation: 'executeQuery', httpMethod: 'POST', path: PATHS.executeQuery(queryId), body, idempotency: 'creates', signal: options.signal, salvage: salvageExecuteResponse },
       ExecuteResponseSchema,
     );
+  }
+
+  /**
+   * How the local service's sandbox reads SQL, judged as this key's execution would be, running
+   * none of it (an extension: the official service answers 404). Classifying changes nothing.
+   */
+  async classifySql(sql: string, options: CallOptions = {}): Promise<ClassifyResponse> {
+    const body = checkRequest('classifySql', ClassifySqlRequestSchema, { sql });
+    return this.#http.json({ operation: 'classifySql', httpMethod: 'POST', path: PATHS.classifySql(), body, idempotency: 'idempotent', signal: options.signal }, ClassifyResponseSchema);
+  }
+
+  /** classifySql for a saved query's SQL with these parameter values. */
+  async classifyQuery(queryId: number, options: CallOptions & { parameters?: Record<string, ParameterValue> } = {}): Promise<ClassifyResponse> {
+    checkQueryId('classifyQuery', queryId);
+    const body = checkRequest('classifyQuery', ClassifyQueryRequestSchema, { query_parameters: options.parameters });
+    return this.#http.json({ operation: 'classifyQuery', httpMethod: 'POST', path: PATHS.classifyQuery(queryId), body, idempotency: 'idempotent', signal: options.signal }, ClassifyResponseSchema);
   }
 
   async getStatus(executionId: string, options: CallOptions = {}): Promise<ExecutionStatus> {

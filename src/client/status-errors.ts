@@ -6,6 +6,7 @@ import {
   InvalidApiKeyError,
   NotFoundError,
   PartialResultError,
+  PaymentChallengeError,
   PaymentRequiredError,
   QueryArchivedError,
   RateLimitedError,
@@ -27,6 +28,17 @@ export function errorText(body: string): string {
   return excerpt ? `(no JSON error body) ${excerpt}` : '(empty body)';
 }
 
+/** The `Payment` challenge of a WWW-Authenticate header (RFC 9110 section 11.6.1), at most 300 characters; undefined when none. */
+export function paymentChallenge(header: string | string[] | undefined): string | undefined {
+  for (const value of typeof header === 'string' ? [header] : (header ?? [])) {
+    const at = value.search(/(^|,\s*)Payment(\s|$)/i);
+    if (at < 0) continue;
+    const text = value.slice(at).replace(/^,\s*/, '').trim();
+    return text.length > 300 ? `${text.slice(0, 300)}...` : text;
+  }
+  return undefined;
+}
+
 /**
  * Maps a non-2xx answer to its error class; 400 carrying the partial-result message is its own class.
  * `keyFrom` says where the API key came from (`the environment variable MY_KEY`), for a 401 to name.
@@ -37,6 +49,7 @@ export function statusError(
   retryAfter: string | string[] | undefined,
   ctx: ErrorContext,
   keyFrom = 'the API key',
+  authenticate?: string | string[],
 ): ServiceError {
   const c = { ...ctx, status, serverMessage: message };
   const detail = `${status} ${message}`;
@@ -47,12 +60,19 @@ export function statusError(
         : new BadRequestError(detail, c);
     case 401:
       return new InvalidApiKeyError(`${detail} (check ${keyFrom})`, c);
-    case 402:
-      return new PaymentRequiredError(detail, c);
+    case 402: {
+      const challenge = paymentChallenge(authenticate);
+      return challenge === undefined
+        ? new PaymentRequiredError(detail, c)
+        : new PaymentChallengeError(
+            `${detail} (a payment challenge, not the billing cycle's limit: the service asks to be paid for this request with WWW-Authenticate: ${challenge}; sluice does not pay: send an API key with credits, or pay through a client that can)`,
+            { ...c, challenge },
+          );
+    }
     case 403:
       return /\barchived\b/i.test(message) ? new QueryArchivedError(detail, c) : new ForbiddenError(detail, c);
     case 404:
-      return new NotFoundError(detail, c);
+      return new NotFoundError(`${detail}${apiPrefixHint(message, ctx.url)}`, c);
     case 409:
       return new ConflictError(detail, c);
     case 429:
@@ -61,4 +81,22 @@ export function statusError(
   if (status >= 500) return new ServerError(detail, { ...c, retryAfterMs: parseRetryAfter(retryAfter) });
   if (status >= 400) return new BadRequestError(detail, c);
   return new ServiceError(`unexpected status ${detail}`, c);
+}
+
+/**
+ * A 404 for an operation the service does not know at all, on a URL whose path lacks the API
+ * prefix, is nearly always a base URL given without `/api`: say so instead of a bare 404.
+ */
+function apiPrefixHint(message: string, url: string | undefined): string {
+  if (url === undefined || !/no operation at/i.test(message)) return '';
+  const target = url.replace(/^[A-Z]+ /, '');
+  let parsed: URL;
+  try {
+    parsed = new URL(target);
+  } catch {
+    return '';
+  }
+  const at = parsed.pathname.indexOf('/v1/');
+  if (at < 0 || parsed.pathname.slice(0, at).endsWith('/api')) return '';
+  return ` (did you mean ${parsed.origin}${parsed.pathname.slice(0, at)}/api as the base URL? the service's operations are under /api/v1/...)`;
 }

@@ -33,6 +33,8 @@ export interface RequestSpec {
   query?: Record<string, string | undefined> | undefined;
   /** JSON-serialised as the body. */
   body?: unknown;
+  /** A body sent as it is, with its media type (the CSV or NDJSON rows of an upload insert); instead of `body`. */
+  rawBody?: { data: string | Uint8Array; contentType: string } | undefined;
   idempotency: Idempotency;
   executionId?: string | undefined;
   signal?: AbortSignal | undefined;
@@ -102,12 +104,14 @@ export class Transport {
   readonly #dispatcher: Dispatcher;
   readonly #stats: ClientStats;
   readonly #onRequest: ((event: RequestEvent) => void) | undefined;
+  readonly #requestHeaders: (() => Record<string, string>) | undefined;
 
-  constructor(config: ResolvedConfig, dispatcher: Dispatcher, stats: ClientStats, onRequest?: (event: RequestEvent) => void) {
+  constructor(config: ResolvedConfig, dispatcher: Dispatcher, stats: ClientStats, onRequest?: (event: RequestEvent) => void, requestHeaders?: () => Record<string, string>) {
     this.#config = config;
     this.#dispatcher = dispatcher;
     this.#stats = stats;
     this.#onRequest = onRequest;
+    this.#requestHeaders = requestHeaders;
   }
 
   /** Key-free URL of a spec, for messages and hooks. */
@@ -136,11 +140,14 @@ export class Transport {
     this.#stats.requests++;
     this.#onRequest?.({ operation: spec.operation, httpMethod: spec.httpMethod, url, attempt });
 
-    const headers: Record<string, string> = { accept: spec.accept ?? 'application/json', 'user-agent': this.#config.userAgent };
+    const headers: Record<string, string> = { ...this.#requestHeaders?.(), accept: spec.accept ?? 'application/json', 'user-agent': this.#config.userAgent };
     if (this.#config.acceptEncoding !== undefined) headers['accept-encoding'] = this.#config.acceptEncoding;
     if (this.#config.apiKeyIn === 'header') headers['x-service-api-key'] = this.#config.apiKey;
-    let body: string | undefined;
-    if (spec.body !== undefined) {
+    let body: string | Uint8Array | undefined;
+    if (spec.rawBody !== undefined) {
+      body = spec.rawBody.data;
+      headers['content-type'] = spec.rawBody.contentType;
+    } else if (spec.body !== undefined) {
       body = JSON.stringify(spec.body);
       headers['content-type'] = 'application/json';
     }
@@ -176,13 +183,13 @@ export class Transport {
       for await (const chunk of decodedBody(res.body, res.headers['content-encoding'], wire)) chunks.push(chunk as Buffer);
       const raw = concat(chunks);
       if (status >= 200 && status < 300) return rawResponse(status, res.headers, raw, url, wire.coded ? wire.bytes : raw.length);
-      throw statusError(status, scrub(errorText(raw.toString('utf8')), this.#config.apiKey), res.headers['retry-after'], ctx, this.#config.apiKeyFrom);
+      throw statusError(status, scrub(errorText(raw.toString('utf8')), this.#config.apiKey), res.headers['retry-after'], ctx, this.#config.apiKeyFrom, res.headers['www-authenticate']);
     } catch (err) {
       if (err instanceof ServiceError) throw err;
       const answered = status !== 0 && !controller.signal.aborted;
       if (answered && (status < 200 || status >= 300)) {
         // The status line already tells what happened; only the explanation was lost.
-        throw statusError(status, `(error body cut off: ${describe(err)})`, resHeaders['retry-after'], ctx, this.#config.apiKeyFrom);
+        throw statusError(status, `(error body cut off: ${describe(err)})`, resHeaders['retry-after'], ctx, this.#config.apiKeyFrom, resHeaders['www-authenticate']);
       }
       if (answered && spec.salvage) {
         const partial = Buffer.concat(chunks);

@@ -3,6 +3,7 @@ import type { Document, LineCounter } from 'yaml';
 import type { JobFileIssue } from './errors.ts';
 import { redact } from '../kit/index.ts';
 import { formatPath, positionOf } from './yamlPath.ts';
+import { closest } from '../kit/closest.ts';
 
 type Issue = z.core.$ZodIssue;
 
@@ -27,7 +28,7 @@ export function describeIssues(issues: readonly Issue[], data: unknown, doc: Doc
         case 'unrecognized_keys': {
           const allowed = allowedKeys(schema, path, data);
           for (const key of issue.keys) {
-            const hint = suggestion(key, allowed);
+            const hint = closest(key, allowed);
             const list = allowed.length > 0 ? ` (allowed: ${allowed.join(', ')})` : '';
             add([...path, key], `unknown field${hint ? `, did you mean "${hint}"?` : list}`, 'key');
           }
@@ -186,33 +187,6 @@ function unionChoices(schema: z.ZodType, path: readonly PropertyKey[]): string {
   return ` one of ${shapes.join(' | ')}`;
 }
 
-function suggestion(key: string, allowed: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = Math.max(2, Math.floor(key.length / 3)) + 1;
-  for (const candidate of allowed) {
-    if (key.length >= 3 && (candidate.startsWith(key) || key.startsWith(candidate))) return candidate;
-    const d = distance(key.toLowerCase(), candidate.toLowerCase());
-    if (d < bestDistance) {
-      best = candidate;
-      bestDistance = d;
-    }
-  }
-  return best;
-}
-
-function distance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = tmp;
-    }
-  }
-  return row[b.length]!;
-}
 
 function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
   let value = input;

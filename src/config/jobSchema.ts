@@ -192,7 +192,7 @@ function jobSchema(output: ReturnType<typeof withRunFields>) {
       name: z.string().regex(JOB_NAME, 'a job name is letters, digits, _ . and -, starting with a letter or digit').describe('Unique name of the job (used by `sluice run FILE --job NAME`, logs, metrics and resume state)'),
       description: z.string().optional().describe('Free text'),
       source: SourceSchema,
-      performance: PerformanceSchema.optional().describe('Performance tier of the execution: medium (the default, 10 credits) or large (20 credits, more engine threads)'),
+      performance: PerformanceSchema.optional().describe('Performance tier of the execution: small (5 credits), medium (10), large (20, more engine threads) or the legacy free (as small); absent: the service decides by the team plan (medium unless the plan says otherwise)'),
       result: ResultShapingSchema.optional(),
       outputs: z.array(output).min(1).describe('One or more outputs; the rows are fetched once and written to each'),
       schedule: z
@@ -219,7 +219,7 @@ function jobSchema(output: ReturnType<typeof withRunFields>) {
         .describe(
           `Threads writing an output's parts side by side (default 1; auto: one per core the process may use; at most ${MAX_WORKERS}). ` +
             'Applies to outputs whose files roll by max_rows_per_file alone (part k holds rows k*N to (k+1)*N): each part is read, decoded and encoded by a thread, files byte for byte as with 1. ' +
-            'Outputs with partition_by, max_bytes_per_file, no max_rows_per_file, path "-" or table: iceberg, and every output of a job with result.filters, are written by one thread.',
+            'Which outputs are written by one thread whatever this asks: see "Outputs written by one thread" at the end of this page.',
         ),
       retries: z.number().int().min(0).max(20).optional().describe('Times a failed run is retried (default 0)'),
       retry_delay_seconds: z.number().nonnegative().optional().describe('Delay before the first retry, doubled for each next one (default 5)'),

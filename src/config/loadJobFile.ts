@@ -7,6 +7,7 @@ import { interpolateDocument, type Env } from './interpolate.ts';
 import type { Registry } from '../kit/index.ts';
 import { DEFAULT_STATE_DIR, jobFileSchema, type JobFile } from './jobSchema.ts';
 import { resolveOutputs } from './resolveOutputs.ts';
+import { recordSqlOrigins } from './sqlOrigin.ts';
 import { positionOf } from './yamlPath.ts';
 
 export interface ParseOptions {
@@ -23,6 +24,8 @@ export interface ParseOptions {
    * stay as written.
    */
   readonly cwd?: string;
+  /** Given, the name of every variable the `${VAR}` interpolation read is added to it (their values are treated as secrets by the MCP server). */
+  readonly variablesRead?: Set<string>;
 }
 
 /** The variable that anchors a path to the job file's folder, whatever folder sluice runs in. */
@@ -47,7 +50,17 @@ export function parseJobFile(text: string, options: ParseOptions): JobFile {
     throw new JobFileError(file, issues);
   }
   const env = options.cwd === undefined ? (options.env ?? process.env) : { ...(options.env ?? process.env), [JOB_DIR_VARIABLE]: dirname(resolve(options.cwd, file)) };
-  const envIssues = interpolateDocument(doc, env, lineCounter);
+  const read = options.variablesRead;
+  const watched =
+    read === undefined
+      ? env
+      : new Proxy(env, {
+          get: (target, name) => {
+            if (typeof name === 'string') read.add(name);
+            return Reflect.get(target, name) as unknown;
+          },
+        });
+  const envIssues = interpolateDocument(doc, watched, lineCounter);
   if (envIssues.length > 0) throw new JobFileError(file, envIssues);
 
   const data: unknown = doc.toJS({ maxAliasCount: 100 });
@@ -66,6 +79,7 @@ export function parseJobFile(text: string, options: ParseOptions): JobFile {
   }
   const { jobs, issues } = resolveOutputs(result.data.jobs, written, options.registry, at);
   if (issues.length > 0) throw new JobFileError(file, issues);
+  recordSqlOrigins(doc, lineCounter, text, file, jobs.map((job) => job.source));
   const parsed = { ...result.data, jobs };
   return options.cwd === undefined ? parsed : fileLevelPathsResolved(parsed, options.cwd);
 }

@@ -10,7 +10,7 @@
  * a contract needs SQL's three-valued logic and the engine's order for dates and timestamps, which
  * the incremental cursor already has. Nothing in a predicate runs code: it is a tree of the
  * operators above over the row's values. Parsed here, at load; evaluated by the job runner
- * (src/jobs/contractPredicate.ts), which knows the columns' types.
+ * (src/jobs/contracts/contractPredicate.ts), which knows the columns' types.
  */
 
 /** A predicate that does not parse or does not fit the columns: `at` is the 1-based character in the predicate. */

@@ -9,8 +9,9 @@ import type { VendedCredentials } from './iceberg/writeIcebergTable.ts';
 
 /**
  * The commit protocol of an output (its `table`): how it becomes visible and how the next run finds
- * it. Every caller that writes or checks an output asks here; a new table format adds one line.
- * Returns a new instance per call: an Iceberg commit holds the state of one export.
+ * it. Opening an output (`openOutput`) asks here; a new table format adds one line. Returns a new
+ * instance per call: an Iceberg commit holds the state of the export under way, so one instance
+ * serves one opened output, whose exports run one after another.
  */
 export function commitFor(output: Pick<ResolvedOutput, 'table' | 'mode' | 'partitionBy'> & Partial<Pick<ResolvedOutput, 'commit' | 'catalog' | 'sink' | 'sinkConfig'>>): CommitProtocol {
   if (output.table === 'iceberg') return icebergCommit({ mode: output.mode, partitionBy: output.partitionBy, catalog: output.catalog, reopen: reopenWith(output) });

@@ -42,22 +42,6 @@ export function planParts(totalRows: number, rowsPerPart: number, done: Readonly
   return parts;
 }
 
-/**
- * Why `workers` cannot split this output into parts written side by side, or undefined when it can.
- * Parts need fixed row ranges: files that roll by rows alone (`max_rows_per_file`), no
- * `partition_by` (which file a row lands in depends on its values) and no `max_bytes_per_file`
- * (where a file ends depends on how well the rows before compress). A single-stream destination
- * (stdout) has one file. Such outputs are written by one thread, as with `workers: 1`. `multiFile`:
- * whether the destination takes several files (by default, as the output's sink declares).
- */
-export function serialReason(resolved: ResolvedOutput, multiFile: boolean = resolved.sink.multiFile !== false): string | undefined {
-  if (!multiFile) return 'the destination takes one stream';
-  if (resolved.partitionBy.length > 0) return 'partition_by decides files by values, not row ranges';
-  if (Number.isFinite(resolved.maxBytesPerFile)) return 'max_bytes_per_file ends files by size, not row ranges';
-  if (!Number.isFinite(resolved.maxRowsPerFile)) return 'without max_rows_per_file the output is one file';
-  if (resolved.format.module === undefined) return `the ${resolved.format.type} format names no module a worker thread can load`;
-  return undefined;
-}
 
 /**
  * Rows a part thread must have, on each wire, to pay for starting it (`workers: auto`): about two and

@@ -7,7 +7,6 @@ import type { Commit, CommitProtocol, CursorState } from './commit.ts';
 import { RowCountMismatchError } from './errors.ts';
 import { fileEntryOf, type JournalPart, resumableLayout } from './journal.ts';
 import { buildManifest, describeSchema, type Manifest } from './manifest.ts';
-import { commitFor } from './commitFor.ts';
 import { partFileName } from './partFileName.ts';
 import { type FileEntry, PartFile } from './partFile.ts';
 import { HeldPartitions } from './heldPartitions.ts';
@@ -15,9 +14,11 @@ import { type PartitionRun, partitioner } from './partitions.ts';
 import type { ResolvedOutput } from './outputConfig.ts';
 import { type KeepParts, noResume, recover, type Resume } from './resume.ts';
 import type { RangeReader } from '../pipeline/stream.ts';
-import { knownWire, partFormatOf, partThreadCount, planParts, resolveWorkers, serialReason, type Workers } from './partPlan.ts';
+import { knownWire, partFormatOf, partThreadCount, planParts, resolveWorkers, type Workers } from './partPlan.ts';
+import { serialReason } from './splitRule.ts';
+import { type OpenedOutput, openOutput } from './openOutput.ts';
 import { startPartThreads, writeParts } from './partWorkers.ts';
-import { openDestination } from './storage/openDestination.ts';
+import { type NativeMode, nativeRoute, writeNativeExport } from './nativeExport.ts';
 
 /** What the pipeline hands over: one schema, batches that all use it, and the execution's identity. */
 export interface ExportInput {
@@ -74,6 +75,13 @@ export interface WriteExportOptions {
   onProgress?: (progress: ExportProgress) => void;
   /** How the export becomes visible and is found again (default: the output's `table`, see `commitFor`). */
   commit?: CommitProtocol;
+  /**
+   * The native path (src/export/nativeExport.ts): a Parquet output over JSON pages, read by row
+   * ranges from `input.parts` and written by DuckDB. `auto` (default): where the stream chose JSON
+   * (`wire: auto`, a service without Arrow pages) and the output and columns allow it; `always`:
+   * also over JSON pages asked for; `never`.
+   */
+  native?: NativeMode;
 }
 
 export interface ExportSummary {
@@ -109,10 +117,12 @@ export async function writeExport(input: ExportInput, output: ResolvedOutput, op
       { path: 'workers', message: 'part threads read their rows themselves: pass input.parts (await stream.rangeReader()), or leave workers at 1', value: asked },
     ]);
   }
-  const splits = asked > 1 && input.parts !== undefined && serialReason(output) === undefined;
+  // The native path reads its parts itself, with DuckDB's threads: no part thread to start.
+  const native = nativeRoute(output, input.schema, input.parts, options.native).native;
+  const splits = !native && asked > 1 && input.parts !== undefined && serialReason(output) === undefined;
   // The threads its parts are worth (one: this thread writes them, no thread to start).
-  const threads = splits ? partThreadCount(options.workers, input.parts!.totalRows, output.maxRowsPerFile, wireOf(input.parts!)) : undefined;
-  if (threads !== undefined && threads > 1) startThreadsFor(output, threads, input.parts!.totalRows);
+  const threads = splits ? threadsFor(output, options.workers, input.parts!.totalRows, wireOf(input.parts!)) : undefined;
+  if (threads !== undefined && threads > 1) startPartThreads(threads, partFormatOf(output));
   const opened = await openExport(output, input.meta, { ...options, workers: input.parts === undefined ? 1 : (threads ?? options.workers ?? 1) });
   return opened.write(input, options);
 }
@@ -125,11 +135,19 @@ export async function writeExport(input: ExportInput, output: ResolvedOutput, op
  * idles and ends).
  */
 export function startThreadsFor(output: ResolvedOutput, workers: Workers | undefined, totalRows: number, wire?: 'json' | 'arrow'): void {
-  if (resolveWorkers(workers) <= 1 || serialReason(output) !== undefined) return;
-  if (commitFor(output).prepare !== undefined) return;
-  const count = partThreadCount(workers, totalRows, output.maxRowsPerFile, wire);
+  const count = threadsFor(output, workers, totalRows, wire);
   // One thread's worth: the calling thread writes the output (see `writeExport`), no thread to start.
   if (count > 1) startPartThreads(count, partFormatOf(output));
+}
+
+/**
+ * The part threads an export of `output` runs (see `partThreadCount`): 1 when `workers` asks for
+ * one, or when part threads cannot split the output (`serialReason`). The one count of the export,
+ * for library callers and for `auto` once the wire the rows come over is known.
+ */
+export function threadsFor(output: ResolvedOutput, workers: Workers | undefined, totalRows: number, wire: 'json' | 'arrow' | undefined): number {
+  if (resolveWorkers(workers) <= 1 || serialReason(output) !== undefined) return 1;
+  return partThreadCount(workers, totalRows, output.maxRowsPerFile, wire);
 }
 
 function wireOf(reader: RangeReader): 'json' | 'arrow' | undefined {
@@ -159,6 +177,11 @@ export interface OpenExportOptions {
    * and resume keeps every complete part of a killed run, not only those before the first gap.
    */
   workers?: Workers;
+  /**
+   * The output opened already (`openOutput`): its destination and commit are used, and left open
+   * for the caller to close. Otherwise the export opens them, and closes the destination when done.
+   */
+  opened?: OpenedOutput;
 }
 
 /** An export whose staging area is open: where its rows must start, then `write` (or `discard`). */
@@ -174,7 +197,7 @@ export interface OpenedExport {
   /** Why it is written by one thread although `workers` asked for more (undefined otherwise). */
   readonly serialReason: string | undefined;
   /** Writes the rows from `startRow` on, then commits; a failure discards everything staged (kept parts too), a stop (`keepOnStop`) keeps the complete parts. */
-  write(input: ExportInput, options?: Pick<WriteExportOptions, 'onProgress' | 'signal'>): Promise<ExportSummary>;
+  write(input: ExportInput, options?: Pick<WriteExportOptions, 'onProgress' | 'signal' | 'native'>): Promise<ExportSummary>;
   /** Gives up before writing: discards the staging area (kept on a stop, see `keepOnStop`), closes the destination. */
   discard(reason?: unknown): Promise<void>;
 }
@@ -185,8 +208,11 @@ export interface OpenedExport {
  */
 export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta, 'executionId'>, options: OpenExportOptions = {}): Promise<OpenedExport> {
   const format = resolved.format.create(resolved.formatConfig);
-  const destination = openDestination(resolved);
-  const commit = destination.multiFile ? (options.commit ?? commitFor(resolved)) : undefined;
+  const owned = options.opened === undefined;
+  const { destination, commit } = options.opened ?? openOutput(resolved, options.commit);
+  const close = async (): Promise<void> => {
+    if (owned) await destination.close();
+  };
   const asked = resolveWorkers(options.workers);
   // A commit that converts the rows for its data files (a table format's field ids) does so on this thread.
   const converts = commit?.prepare === undefined ? undefined : `the ${commit.type} commit converts the rows of its data files`;
@@ -196,7 +222,7 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
   try {
     staged = await stage(destination, commit, resolved, meta.executionId, format.extension, options, workers > 1 ? 'any' : 'prefix');
   } catch (error) {
-    await destination.close();
+    await close();
     // Stopped by the caller: that is the cause, not the read or write it cut short.
     throw options.signal?.aborted ? options.signal.reason : error;
   }
@@ -228,9 +254,12 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
         const record = resume.journal(input.meta.executionId, input.meta.pageSize);
         const from = { startRow: resume.startRow, startPart: resume.kept.length, resumed: resumedFiles, record, emptyFile: !appending };
         let files: FileEntry[];
-        if (workers > 1) {
+        const route = commit?.prepare !== undefined ? undefined : nativeRoute(resolved, input.schema, input.parts, writeOptions.native);
+        if (route?.native === true) {
+          files = await writeNativeExport(route, input.schema, input.meta.executionId, input.parts!, resolved, format, tx, { signal, onProgress: writeOptions.onProgress, kept: resume.kept, record });
+        } else if (workers > 1) {
           if (input.parts === undefined) throw new Error(`openExport: opened for ${workers} workers, but write was given no input.parts to read the parts from`);
-          const threads = partThreadCount(options.workers === 'auto' ? 'auto' : workers, input.parts.totalRows, resolved.maxRowsPerFile, wireOf(input.parts));
+          const threads = threadsFor(resolved, options.workers === 'auto' ? 'auto' : workers, input.parts.totalRows, wireOf(input.parts));
           files = await writeInParallel(input, input.parts, threads, resolved, format, tx, { ...writeOptions, signal }, resume.kept, record);
         } else {
           files = await writeFiles(input, resolved, format, tx, { ...writeOptions, signal }, from);
@@ -254,7 +283,7 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
         await end(error);
         throw error;
       } finally {
-        await destination.close();
+        await close();
       }
     },
     async discard(reason) {
@@ -263,7 +292,7 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
       try {
         await end(reason);
       } finally {
-        await destination.close();
+        await close();
       }
     },
   };

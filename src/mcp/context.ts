@@ -64,6 +64,8 @@ export interface CallFacts {
   credits: number;
   /** runJob recorded this call in the run history already. */
   recordedByRun?: boolean;
+  /** The service answered the submission with an error: no execution was created. */
+  submitRefused?: boolean;
 }
 
 export interface ToolCall {

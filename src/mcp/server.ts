@@ -1,6 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { RunHistory, type RunRecord } from '../jobs/runHistory.ts';
+import { RunHistory, type RunRecord } from '../jobs/run/runHistory.ts';
 import { SessionBudget, ToolRefusedError } from './budget.ts';
 import type { CallFacts, McpServerContext, McpSession, ToolCall } from './context.ts';
 import { exportTool } from './tools/export.ts';

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import type { Job } from '../config/jobSchema.ts';
-import { planRun, type JobPlan } from '../jobs/planRun.ts';
+import { planRun, type JobPlan } from '../jobs/plan/planRun.ts';
 import type { StreamSource } from '../pipeline/source.ts';
 import { holdsResult, ParameterValueSchema, PERFORMANCE_TIERS, type Performance } from '../protocol/index.ts';
 import { ToolRefusedError } from './budget.ts';
 import type { ToolCall } from './context.ts';
+import { refuseWrites } from './readOnly.ts';
 
 /** The arguments that name what to read, shared by plan, preview, export and describe. */
 export const SOURCE_ARGS = {
@@ -86,6 +87,8 @@ export async function planSource(args: SourceArgs, call: ToolCall): Promise<Sour
   const job = { name: 'mcp-plan', source: jobSourceOf(args), performance, outputs: [] } satisfies Job;
   const plan: JobPlan = await planRun(job, { client, stateDir, signal: call.signal, resume: false });
   const reuse = plan.action !== 'execute' && plan.executionId !== undefined;
+  // Read-only: SQL that would execute and writes is refused here, before anything is submitted.
+  if (!reuse && call.server.settings.readOnly) await refuseWrites(args, call);
   return {
     action: reuse ? 'reuse' : 'execute',
     credits: reuse ? 0 : plan.credits,

@@ -88,6 +88,8 @@ export interface RangeReader {
   readonly connection: ClientOptions;
   readonly executionId: string;
   readonly totalRows: number;
+  /** The wire was chosen by the stream (`auto`: Arrow when the service serves it, else JSON), not asked for. */
+  readonly wireChosen?: boolean;
   /** The stream's options for the read: the wire the first page settled on, its page grid, columns, order. */
   readonly options: Pick<StreamOptions, 'wire' | 'pageSize' | 'concurrency' | 'prefetch' | 'columns' | 'sortBy' | 'allowPartialResults' | 'int256As'>;
   /** Counts pages another thread delivered in this stream's `progress` (and its `onProgress`). */
@@ -391,6 +393,7 @@ export class ResultStream implements AsyncIterable<Row> {
       connection: this.#client.connectionOptions(),
       executionId: info.executionId,
       totalRows: total,
+      wireChosen: this.#wire() === 'auto',
       options: {
         wire: this.#arrowOffered ? 'arrow' : 'json',
         pageSize: info.pageSize,

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 
-export const PERFORMANCE_TIERS = ['medium', 'large'] as const;
+/** The real service's tiers; `free` is its legacy name of the smallest, run here as `small`. */
+export const PERFORMANCE_TIERS = ['small', 'medium', 'large', 'free'] as const;
 export const PerformanceSchema = z
   .enum(PERFORMANCE_TIERS)
-  .describe('Performance tier: `medium` (1x credits) or `large` (2x credits, more engine threads)');
+  .describe('Performance tier: `small` (0.5x credits), `medium` (1x), `large` (2x, more engine threads), or the legacy `free` (as small); absent: the team plan\'s tier');
 export type Performance = z.infer<typeof PerformanceSchema>;
 
 /** RFC 3339, UTC, with fractional seconds and `Z`. Loose on input: clients accept what servers send. */
@@ -17,7 +18,12 @@ export type ErrorBody = z.infer<typeof ErrorBodySchema>;
 export const ParameterValueSchema = z.union([z.string(), z.number(), z.boolean()]);
 export type ParameterValue = z.infer<typeof ParameterValueSchema>;
 
-export const SCOPES = ['Read', 'Write', 'Admin'] as const;
+/**
+ * API key scopes, each including the ones before: the real service's `Read` (execute SQL and saved
+ * queries, read results, get and list) and `Read/Write` (also write queries, uploads and views),
+ * and this service's own `Admin` (the team's keys and limits: its settings routes).
+ */
+export const SCOPES = ['Read', 'Read/Write', 'Admin'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /**

@@ -15,12 +15,23 @@ export const QueryParameterSchema = z.strictObject({
 export type QueryParameter = z.infer<typeof QueryParameterSchema>;
 
 /**
- * A parameter declaration as clients send it: `enumOptions` (the Go client's spelling) is read as
- * `enum_options`.
+ * A parameter declaration as clients send it: `enumOptions`, the spelling of the real service and
+ * of every official client (the service stores it as `enum_options`); `enum_options` is read too.
  */
 const QueryParameterInputSchema = QueryParameterSchema.extend({
-  enumOptions: z.array(z.string()).optional().describe('Same as enum_options (the Go client spells it so)'),
+  enumOptions: z.array(z.string()).optional().describe('Allowed values of an enum parameter (as the official clients spell it)'),
 }).transform(({ enumOptions, ...p }): QueryParameter => (enumOptions === undefined || p.enum_options !== undefined ? p : { ...p, enum_options: enumOptions }));
+
+/** A parameter as GET /v1/query/{id} answers it: `enumOptions`, as the official clients read it (`enum_options` read too). */
+export const QueryParameterViewSchema = z
+  .object({ key: z.string(), type: z.string(), value: ParameterValueSchema, enumOptions: z.array(z.string()).optional(), enum_options: z.array(z.string()).optional() })
+  .transform(({ enum_options, ...p }) => (p.enumOptions !== undefined || enum_options === undefined ? p : { ...p, enumOptions: enum_options }));
+export type QueryParameterView = z.output<typeof QueryParameterViewSchema>;
+
+/** A stored parameter as the wire spells it. */
+export function parameterView({ enum_options, ...p }: QueryParameter): QueryParameterView {
+  return enum_options === undefined ? p : { ...p, enumOptions: enum_options };
+}
 
 const QueryFieldsSchema = z.strictObject({
   name: z.string().min(1).describe('Query name'),
@@ -32,7 +43,7 @@ const QueryFieldsSchema = z.strictObject({
     .optional()
     .describe('Name -> default value, each declared as a text parameter (the TypeScript client sends this map instead of parameters)'),
   is_private: z.boolean().optional(),
-  is_temp: z.boolean().optional().describe('Accepted for the Go client; every saved query here is kept'),
+  is_temp: z.boolean().optional().describe('A temporary query: kept and executable like any, reported by GET /v1/query/{id}, left out of GET /v1/queries'),
   tags: z.array(z.string()).optional(),
 });
 
@@ -43,8 +54,8 @@ const QueryFieldsSchema = z.strictObject({
 function oneParameterList<T extends { parameters?: QueryParameter[] | undefined; query_parameters?: Record<string, unknown> | undefined; is_temp?: boolean | undefined }>(
   req: T,
   ctx: z.RefinementCtx,
-): Omit<T, 'query_parameters' | 'is_temp'> {
-  const { query_parameters: map, is_temp: _temp, ...rest } = req;
+): Omit<T, 'query_parameters'> {
+  const { query_parameters: map, ...rest } = req;
   if (map === undefined) return rest;
   const entries = Object.entries(map);
   if (rest.parameters !== undefined) {
@@ -81,9 +92,7 @@ export const QuerySchema = z.object({
   description: z.string(),
   tags: z.array(z.string()),
   version: z.number().int(),
-  parameters: z.array(
-    z.object({ key: z.string(), type: z.string(), value: ParameterValueSchema, enum_options: z.array(z.string()).optional() }),
-  ),
+  parameters: z.array(QueryParameterViewSchema),
   /** The SQL dialect, such as `v2 DuckDB SQL`: free text. */
   query_engine: z.string(),
   query_sql: z.string(),
@@ -91,6 +100,27 @@ export const QuerySchema = z.object({
   is_archived: z.boolean(),
   /** Always false for a query saved through the API. */
   is_unsaved: z.boolean(),
+  /** Created with `is_temp`: not listed by GET /v1/queries. */
+  is_temp: z.boolean().optional(),
   owner: z.string(),
 });
 export type Query = z.infer<typeof QuerySchema>;
+
+/** GET /v1/queries: the team's saved queries, newest first, without the temporary ones. */
+export const QueryListSchema = z.object({
+  queries: z.array(
+    z.object({
+      id: z.number().int(),
+      name: z.string(),
+      description: z.string(),
+      owner: z.string(),
+      tags: z.array(z.string()),
+      is_private: z.boolean(),
+      is_archived: z.boolean(),
+      created_at: z.string(),
+      updated_at: z.string(),
+    }),
+  ),
+  total: z.number().int(),
+});
+export type QueryList = z.infer<typeof QueryListSchema>;

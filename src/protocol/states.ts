@@ -1,12 +1,15 @@
 import { z } from 'zod';
 
-/** The states our service emits (service-interface.md section 3, the cancelled state spelled as there). */
+/**
+ * The states our service emits (service-interface.md section 3), the cancelled one spelled
+ * `QUERY_STATE_CANCELLED` as the real service sends it and every official client waits for it.
+ */
 export const EXECUTION_STATES = [
   'QUERY_STATE_PENDING',
   'QUERY_STATE_EXECUTING',
   'QUERY_STATE_FAILED',
   'QUERY_STATE_COMPLETED',
-  'QUERY_STATE_CANCELED',
+  'QUERY_STATE_CANCELLED',
   'QUERY_STATE_EXPIRED',
   'QUERY_STATE_COMPLETED_PARTIAL',
 ] as const;
@@ -14,18 +17,19 @@ export const EXECUTION_STATES = [
 export type ExecutionState = (typeof EXECUTION_STATES)[number];
 
 /**
- * A state as read from the wire. The real service spells the cancelled state `QUERY_STATE_CANCELLED`;
- * both spellings parse to `QUERY_STATE_CANCELED`, so callers compare against one value only.
+ * A state as read from the wire. Some documentation of the real service (and this service before)
+ * spells the cancelled state `QUERY_STATE_CANCELED`; both spellings parse to
+ * `QUERY_STATE_CANCELLED`, so callers compare against one value only.
  */
 export const ExecutionStateSchema = z
-  .enum([...EXECUTION_STATES, 'QUERY_STATE_CANCELLED'])
-  .transform((s): ExecutionState => (s === 'QUERY_STATE_CANCELLED' ? 'QUERY_STATE_CANCELED' : s));
+  .enum([...EXECUTION_STATES, 'QUERY_STATE_CANCELED'])
+  .transform((s): ExecutionState => (s === 'QUERY_STATE_CANCELED' ? 'QUERY_STATE_CANCELLED' : s));
 
 export const TERMINAL_STATES: ReadonlySet<ExecutionState> = new Set<ExecutionState>([
   'QUERY_STATE_COMPLETED',
   'QUERY_STATE_COMPLETED_PARTIAL',
   'QUERY_STATE_FAILED',
-  'QUERY_STATE_CANCELED',
+  'QUERY_STATE_CANCELLED',
   'QUERY_STATE_EXPIRED',
 ]);
 

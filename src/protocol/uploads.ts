@@ -13,4 +13,5 @@ export const UploadCsvRequestSchema = z.strictObject({
 });
 export type UploadCsvRequest = z.infer<typeof UploadCsvRequestSchema>;
 
-export const UploadCsvResponseSchema = z.object({ success: z.boolean(), table_name: z.string() });
+/** `table_name` is the full name (as the older clients read it); `full_name` and `example_query` as the newer ones do. */
+export const UploadCsvResponseSchema = z.object({ success: z.boolean(), table_name: z.string(), full_name: z.string().optional(), example_query: z.string().optional() });

@@ -62,7 +62,8 @@ export const ExecutionRecordSchema = z.discriminatedUnion('state', [
   }),
   z.object({
     ...base,
-    state: z.literal('QUERY_STATE_CANCELED'),
+    // Records written before the service spelled it with two Ls read the same.
+    state: z.enum(['QUERY_STATE_CANCELLED', 'QUERY_STATE_CANCELED']).transform(() => 'QUERY_STATE_CANCELLED' as const),
     startedAt: z.number().optional(),
     cancelledAt: z.number(),
     costCredits: z.number(),

@@ -1,7 +1,7 @@
 import { monotonicFactory } from 'ulid';
 import type { Performance, ParameterValue } from '../protocol/index.ts';
 import { holdsResult } from '../protocol/index.ts';
-import { EngineError, type SqlEngine } from './engine/types.ts';
+import { EngineError, type SqlClassification, type SqlEngine } from './engine/types.ts';
 import type { Clock } from './clock.ts';
 import type { JsonStore } from './store.ts';
 import { TeamQueues } from './teamQueues.ts';
@@ -32,7 +32,7 @@ export const RESTART_MESSAGE =
 
 /**
  * The executions state machine (protocol.md section 2):
- * PENDING -> EXECUTING -> COMPLETED | COMPLETED_PARTIAL | FAILED; PENDING | EXECUTING -> CANCELED;
+ * PENDING -> EXECUTING -> COMPLETED | COMPLETED_PARTIAL | FAILED; PENDING | EXECUTING -> CANCELLED;
  * COMPLETED* -> EXPIRED at expires_at (checked lazily on every read, and by a periodic sweep).
  * Every transition is persisted before it is reported, so a restart on the same data directory
  * finds what clients were told.
@@ -150,22 +150,27 @@ export class Executions {
     return out.sort((a, b) => b.submittedAt - a.submittedAt || (a.id < b.id ? 1 : -1));
   }
 
+  /** Judges `sql` as an execution of `team` would be judged (same lists, same sharing), running none of it. */
+  classify(team: string, sql: string): Promise<SqlClassification> {
+    return this.#engine.classify(sql, { team, ...(this.#hooks.canRead === undefined ? {} : { canRead: this.#hooks.canRead }) });
+  }
+
   /**
-   * Cancels a waiting or running execution: true when it is (now or already) CANCELED, false when it
-   * had already finished otherwise. A running one is reported CANCELED at once; its engine slot is
+   * Cancels a waiting or running execution: true when it is (now or already) CANCELLED, false when it
+   * had already finished otherwise. A running one is reported CANCELLED at once; its engine slot is
    * released when DuckDB has actually stopped.
    */
   async cancel(id: string): Promise<boolean> {
     const rec = this.#records.get(id);
     if (rec === undefined) return false;
-    if (rec.state === 'QUERY_STATE_CANCELED') return true;
+    if (rec.state === 'QUERY_STATE_CANCELLED') return true;
     if (rec.state !== 'QUERY_STATE_PENDING' && rec.state !== 'QUERY_STATE_EXECUTING') return false;
     const now = this.#clock.now();
     const canceled: ExecutionRecord =
       rec.state === 'QUERY_STATE_EXECUTING'
         ? // It held an engine slot and computed: it costs what it would have cost (documented decision).
-          { ...baseOf(rec), state: 'QUERY_STATE_CANCELED', startedAt: rec.startedAt, cancelledAt: now, costCredits: this.#cost(rec.performance) }
-        : { ...baseOf(rec), state: 'QUERY_STATE_CANCELED', cancelledAt: now, costCredits: 0 };
+          { ...baseOf(rec), state: 'QUERY_STATE_CANCELLED', startedAt: rec.startedAt, cancelledAt: now, costCredits: this.#cost(rec.performance) }
+        : { ...baseOf(rec), state: 'QUERY_STATE_CANCELLED', cancelledAt: now, costCredits: 0 };
     this.#records.set(id, canceled);
     if (rec.state === 'QUERY_STATE_PENDING') {
       this.#queues.removePending(rec.team, id);
@@ -299,6 +304,7 @@ export class Executions {
         bounds: { memoryBytes: tier.memoryLimitBytes, tempBytes: tier.tempLimitBytes, tier: rec.performance },
         maxResultBytes: this.#settings.limits.max_result_bytes,
         team: rec.team,
+        dialect: this.#settings.teams.find((t) => t.name === rec.team)?.sql_dialect ?? this.#settings.sql_dialect,
         ...(this.#hooks.canRead === undefined ? {} : { canRead: this.#hooks.canRead }),
         ...(this.#hooks.storageQuota === undefined ? {} : { storageQuota: this.#hooks.storageQuota(rec.team) }),
       });
@@ -321,7 +327,7 @@ export class Executions {
     }
     await persisted.catch(() => {});
     if (this.#closing) return;
-    if (this.#records.get(id)?.state === 'QUERY_STATE_CANCELED') {
+    if (this.#records.get(id)?.state === 'QUERY_STATE_CANCELLED') {
       // Canceled while the engine finished anyway: the result belongs to no one.
       if (next.state !== 'QUERY_STATE_FAILED') await this.#engine.dropResult(id).catch(() => {});
       return;
@@ -329,7 +335,7 @@ export class Executions {
     // On disk before anyone can see it; the slot is released (in `#pump`'s finally) in the same
     // tick as the state changes, so no status shows a finished execution still holding its slot.
     await this.#store.put(id, next);
-    if (this.#records.get(id)?.state === 'QUERY_STATE_CANCELED') {
+    if (this.#records.get(id)?.state === 'QUERY_STATE_CANCELLED') {
       // Canceled while this was being written: the cancel's write is queued after this one and
       // wins on disk too; the result belongs to no one.
       if (next.state !== 'QUERY_STATE_FAILED') await this.#engine.dropResult(id).catch(() => {});

@@ -1,7 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { answerClientError } from './http/clientError.ts';
 import type { AddressInfo } from 'node:net';
-import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { API_PREFIX } from '../protocol/index.ts';
 import { KeyRing } from './auth.ts';
@@ -14,13 +13,16 @@ import { Executions } from './executions.ts';
 import { Faults, type FaultCounts } from './http/faults.ts';
 import { Router } from './http/router.ts';
 import { createRequestHandler } from './http/server.ts';
+import { classifyRoutes } from './routes/classifyRoutes.ts';
 import { executionRoutes } from './routes/executionRoutes.ts';
 import { queryRoutes } from './routes/queryRoutes.ts';
+import { queryListRoutes } from './routes/queryListRoutes.ts';
 import { resultRoutes } from './routes/resultRoutes.ts';
 import { SavedQueries, type QueryRecord } from './savedQueries.ts';
 import { defaultSettings, loadSettingsFile, parseSettings, type FaultSettings, type FaultSettingsInput, type ServiceSettings, type ServiceSettingsInput } from './settings.ts';
 import { JsonStore } from './store.ts';
-import { advertiseOwner, loopbackUrl, waitForBorrowers } from './owner.ts';
+import { secureDataFolder, tightenContents } from './dataFolder.ts';
+import { advertiseOwner, loopbackUrl, newOwnerToken, waitForBorrowers } from './owner.ts';
 import { defaultPageRows } from './resultShape.ts';
 import { openCreditLedger } from './limits/credits.ts';
 import { executionHooks, readableWhenShared } from './limits/hooks.ts';
@@ -29,8 +31,14 @@ import { RetentionSweeper } from './limits/retention.ts';
 import { ResultStoreBound } from './limits/resultStore.ts';
 import { usageRoutes } from './limits/routes.ts';
 import { uploadRoutes } from './uploads/routes.ts';
-import { openDatasets } from './uploads/datasets.ts';
+import { datasetRoutes } from './uploads/datasetRoutes.ts';
+import { openDatasets, type Datasets } from './uploads/datasets.ts';
+import { tableRoutes } from './uploads/tableRoutes.ts';
+import { UploadTables } from './uploads/uploadTables.ts';
+import type { CreditLedger } from './limits/credits.ts';
+import type { Route } from './http/router.ts';
 import { openViews, type Views } from './views/views.ts';
+import { startTelemetry } from '../telemetry/index.ts';
 
 export interface ServiceOptions {
   /** Default 127.0.0.1. */
@@ -43,6 +51,8 @@ export interface ServiceOptions {
   settings?: ServiceSettingsInput | string;
   /** Rows of the generated sample.events table (default: the engine's, 1,000,000). Tests pass a few thousand. */
   sampleRows?: number;
+  /** Told what starting did that a user should hear of (sample data generated or rebuilt). */
+  onNotice?: (message: string) => void;
   /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB; tests pass 0). */
   encodeMinBytes?: number;
   clock?: Clock;
@@ -93,12 +103,14 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
   const clock = options.clock ?? systemClock;
   const { settings, generatedKey } = await resolveSettings(options.settings);
   const dataDir = resolve(options.dataDir);
-  await mkdir(dataDir, { recursive: true });
+  await secureDataFolder(dataDir, (message) => console.warn(`sluice service: ${message}`));
 
   const engine = await openEngine({
     dataDir: join(dataDir, 'engine'),
     datasets: settings.datasets,
     ...(options.sampleRows === undefined ? {} : { sampleRows: options.sampleRows }),
+    ...(options.onNotice === undefined ? {} : { onNotice: options.onNotice }),
+    duneSampleTransactions: settings.dune_sample_transactions,
     ...(options.encodeMinBytes === undefined ? {} : { encodeMinBytes: options.encodeMinBytes }),
     arrowChunkRows: (columnCount) => defaultPageRows(settings, columnCount),
     ...engineBounds(settings, dataDir),
@@ -107,14 +119,19 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
   try {
     const { executions, views, router, faults, flushLimits, rateLimiter } = await assemble(engine, settings, clock, dataDir);
 
+    // A span per request, continuing the caller's traceparent, when the environment asks for OpenTelemetry.
+    const telemetry = await startTelemetry(process.env, 'service');
     const host = options.host ?? '127.0.0.1';
     const srv = createServer({ keepAliveTimeout: 5_000 });
     server = srv;
-    let origin = '';
+    let linkOrigin = '';
+    /** Set while this service is advertised as the folder's owner: it then answers owner challenges. */
+    let ownerToken: string | undefined;
     srv.on('clientError', answerClientError);
-    srv.on('request', createRequestHandler({ router, keys: new KeyRing(settings), faults, maxBodyBytes: () => settings.limits.max_body_bytes, fallbackOrigin: () => origin, rateLimit: (key, cls, team) => rateLimiter.take(key, cls, team) }));
+    srv.on('request', createRequestHandler({ router, keys: new KeyRing(settings), faults, maxBodyBytes: () => settings.limits.max_body_bytes, origin: () => linkOrigin, ownerToken: () => ownerToken, rateLimit: (key, cls, team) => rateLimiter.take(key, cls, team) }));
     const port = await listen(srv, options.port ?? 0, host);
-    origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    const origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    linkOrigin = linkOriginOf(settings.public_url, host, port);
 
     const sweeper = startSweeper(executions, settings, clock);
     views.start();
@@ -122,8 +139,13 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
     const advertised = options.advertise === undefined ? undefined : loopbackUrl(host, port, API_PREFIX);
     // With the default settings, other processes use the one key there is (team demo, Admin).
     const sharedKey = options.advertise?.key ?? (options.settings === undefined ? settings.teams[0]?.keys[0]?.key : undefined);
+    if (advertised !== undefined) ownerToken = newOwnerToken();
     const unadvertise =
-      advertised === undefined ? async () => undefined : await advertiseOwner(dataDir, { url: advertised, ...(sharedKey === undefined ? {} : { key: sharedKey }) });
+      advertised === undefined || ownerToken === undefined ? async () => undefined : await advertiseOwner(dataDir, {
+            url: advertised,
+            ...(sharedKey === undefined ? {} : { key: sharedKey }),
+            ...(options.sampleRows === undefined ? {} : { sample_rows: options.sampleRows }),
+          }, ownerToken);
 
     let closing: Promise<void> | undefined;
     const handle: ServiceHandle = {
@@ -143,6 +165,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
           await unadvertise();
           if (advertised !== undefined && borrowers !== undefined) await waitForBorrowers(dataDir, borrowers);
           await shutdown(srv, executions, engine, sweeper, views, flushLimits);
+          await telemetry?.shutdown();
         })()),
       halt: () => unadvertise().finally(() => engine.close()),
     };
@@ -157,6 +180,8 @@ export async function startService(options: ServiceOptions): Promise<ServiceHand
 
 /** The service's parts over its engine: catalogs, limits, views, uploads, executions, routes. */
 async function assemble(engine: SqlEngine, settings: ServiceSettings, clock: Clock, dataDir: string) {
+  // After the engine (it creates its files with the process's umask): owner-only, as the folder.
+  await tightenContents(dataDir);
   // After the engine: opening it takes the folder's lock, and only its holder may clean up the
   // temp files of interrupted writes (another process's are not interrupted).
   const executionStore = new JsonStore<ExecutionRecord>(join(dataDir, 'catalog', 'executions'));
@@ -209,6 +234,7 @@ async function assemble(engine: SqlEngine, settings: ServiceSettings, clock: Clo
   const limitRoutes = [
     ...views.routes(svc),
     ...uploadRoutes(uploads.datasets),
+    ...catalogRoutes(engine, uploads.datasets, clock, credits.ledger),
     ...usageRoutes({
       ledger: credits.ledger,
       storageBytes: async (team) => views.service.storageBytes(team) + uploads.datasets.storageBytes(team) + (await engine.tables.teamTableBytes(team)),
@@ -223,10 +249,15 @@ async function assemble(engine: SqlEngine, settings: ServiceSettings, clock: Clo
     await uploads.flush();
   };
   const faults = new Faults(settings.faults);
-  const router = new Router([...executionRoutes(svc), ...queryRoutes(svc), ...resultRoutes(svc), ...limitRoutes]);
+  const router = new Router([...executionRoutes(svc), ...classifyRoutes(svc), ...queryRoutes(svc), ...queryListRoutes(svc), ...resultRoutes(svc), ...limitRoutes]);
   resultStore = new ResultStoreBound(settings.limits.result_store_max_bytes, () => engine.resultStoreBytes(), executions.resultStoreTarget());
   bound();
   return { executions, views, router, faults, flushLimits, rateLimiter };
+}
+
+/** Tables created with a schema and filled by inserts (uploads v2), and datasets listed and searched. */
+function catalogRoutes(engine: SqlEngine, datasets: Datasets, clock: Clock, ledger: CreditLedger): Route[] {
+  return [...tableRoutes(new UploadTables({ datasets, ops: engine.tables, clock, ledger })), ...datasetRoutes(datasets)];
 }
 
 /** Listens on host:port (0: any free port); resolves to the port. */
@@ -251,6 +282,16 @@ function startSweeper(executions: Executions, settings: ServiceSettings, clock: 
   sweeper.start(settings.limits.sweep_interval_ms, onSweepError);
   void sweeper.sweep().catch(onSweepError);
   return sweeper;
+}
+
+/**
+ * The origin of the service's links: `public_url` (without a trailing '/'), else the address bound,
+ * a wildcard one as its loopback address (a client elsewhere needs `public_url`).
+ */
+function linkOriginOf(publicUrl: string | undefined, host: string, port: number): string {
+  if (publicUrl !== undefined) return new URL(publicUrl).origin;
+  const shown = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${shown.includes(':') ? `[${shown}]` : shown}:${port}`;
 }
 
 /** The engine-wide bounds of the settings' `engine` block (docs/local-service.md, "Engine and memory"). */

@@ -24,10 +24,10 @@ export function checkDeclarations(sql: string, params: readonly QueryParameter[]
     if (keys.has(p.key)) throw new ParameterError(`parameters: "${p.key}" is declared twice`);
     keys.add(p.key);
     if (p.type === 'enum' && (p.enum_options === undefined || p.enum_options.length === 0)) {
-      throw new ParameterError(`parameters: the enum parameter "${p.key}" needs enum_options`);
+      throw new ParameterError(`parameters: the enum parameter "${p.key}" needs enumOptions`);
     }
     if (p.type !== 'enum' && p.enum_options !== undefined) {
-      throw new ParameterError(`parameters: enum_options is only for enum parameters, not "${p.key}" of type ${p.type}`);
+      throw new ParameterError(`parameters: enumOptions is only for enum parameters, not "${p.key}" of type ${p.type}`);
     }
     canonicalValue(p, p.value, 'default value of parameter');
   }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { QueryParameterSchema } from '../protocol/index.ts';
+import { parameterView, QueryParameterSchema } from '../protocol/index.ts';
 import type { CreateQueryRequest, Query, UpdateQueryRequest } from '../protocol/index.ts';
 import type { Clock } from './clock.ts';
 import type { JsonStore } from './store.ts';
@@ -17,6 +17,8 @@ export const QueryRecordSchema = z.object({
   sql: z.string(),
   isPrivate: z.boolean(),
   isArchived: z.boolean(),
+  /** Created with is_temp (records from before it read as false). */
+  isTemp: z.boolean().default(false),
   createdAt: z.number(),
   updatedAt: z.number(),
 });
@@ -53,6 +55,12 @@ export class SavedQueries {
     return this.#records.get(id);
   }
 
+  /** The team's queries that are not temporary, newest first: `limit` from `offset`, and how many there are. */
+  list(team: string, limit: number, offset: number): { page: QueryRecord[]; total: number } {
+    const all = [...this.#records.values()].filter((r) => r.team === team && !r.isTemp).sort((a, b) => b.id - a.id);
+    return { page: all.slice(offset, offset + limit), total: all.length };
+  }
+
   /** Throws ParameterError when the parameters do not fit the SQL. */
   async create(team: string, req: CreateQueryRequest): Promise<QueryRecord> {
     const parameters = req.parameters ?? [];
@@ -69,6 +77,7 @@ export class SavedQueries {
       sql: req.query_sql,
       isPrivate: req.is_private ?? false,
       isArchived: false,
+      isTemp: req.is_temp ?? false,
       createdAt: now,
       updatedAt: now,
     };
@@ -92,6 +101,7 @@ export class SavedQueries {
       tags: req.tags ?? old.tags,
       isPrivate: req.is_private ?? old.isPrivate,
       isArchived: req.is_archived ?? old.isArchived,
+      isTemp: req.is_temp ?? old.isTemp,
       sql,
       parameters,
       version: changed ? old.version + 1 : old.version,
@@ -113,11 +123,12 @@ export function queryView(rec: QueryRecord): Query {
     description: rec.description,
     tags: rec.tags,
     version: rec.version,
-    parameters: rec.parameters,
+    parameters: rec.parameters.map(parameterView),
     query_sql: rec.sql,
     is_private: rec.isPrivate,
     is_archived: rec.isArchived,
     is_unsaved: false,
+    is_temp: rec.isTemp,
     query_engine: QUERY_ENGINE,
     owner: rec.team,
   };

@@ -13,7 +13,9 @@ if (port === null) throw new Error('serviceThread.ts runs as a worker thread');
 let halting = false;
 /** Aborted when the closing owner stops waiting for the processes that use its service. */
 const borrowers = new AbortController();
-const started = startService(workerData as ServiceOptions);
+/** What starting said to tell the user (sample data generated or rebuilt), sent with the address. */
+const notices: string[] = [];
+const started = startService({ ...(workerData as ServiceOptions), onNotice: (message) => notices.push(message) });
 port.on('message', (message: unknown) => {
   if (message === 'halt' && !halting) {
     halting = true;
@@ -31,7 +33,7 @@ port.on('message', (message: unknown) => {
 });
 try {
   const service = await started;
-  port.postMessage({ url: service.url, origin: service.origin, ...(service.generatedKey === undefined ? {} : { generatedKey: service.generatedKey }) });
+  port.postMessage({ url: service.url, origin: service.origin, notices, ...(service.generatedKey === undefined ? {} : { generatedKey: service.generatedKey }) });
 } catch (error) {
   port.postMessage({ error: sendError(error) });
 }

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { LineCounter, parseDocument } from 'yaml';
 import { interpolateDocument, type Env } from '../config/interpolate.ts';
 import { ConfigError } from '../errors.ts';
-import { RATE_PLAN_NAMES, RATE_PLANS, SCOPES, TEAM_NAME } from '../protocol/index.ts';
+import { RATE_PLAN_NAMES, RATE_PLANS, SCOPES, TEAM_NAME, type Performance } from '../protocol/index.ts';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
@@ -16,14 +16,15 @@ const share = () => z.number().min(0).max(1);
 export const PlanSchema = z.strictObject({
   credits_per_cycle: nonNegInt().default(10_000).describe('Credits a team may spend per billing cycle; a submission that would exceed them gets 402'),
   max_inflight: posInt().default(3).describe('Executions of the team running at once; more wait PENDING in FIFO order'),
+  performance: z.enum(['small', 'medium', 'large']).default('medium').describe("The tier an execution (or a view's refresh) runs at when its request names none, as the real service lets the plan decide"),
   storage_quota_bytes: nonNegInt().default(MiB).describe('Storage quota of everything the team stores: materialized views, uploaded datasets and the tables its SQL creates in service.<team>; a refresh, upload or execution that would exceed it fails'),
   rate_limit: z
     .preprocess(
       (v) => (typeof v === 'string' && Object.hasOwn(RATE_PLANS, v) ? { ...RATE_PLANS[v as keyof typeof RATE_PLANS] } : v),
       z.strictObject(
         {
-          read: nonNegInt().optional().describe('Read operations (Read scope: status, results, get, list) per minute per key; 0 = off'),
-          write: nonNegInt().optional().describe('Write operations (Write and Admin scope: execute, cancel, changes) per minute per key; 0 = off'),
+          read: nonNegInt().optional().describe('Read operations (status, results, get, list) per minute per key; 0 = off'),
+          write: nonNegInt().optional().describe('Write operations (executions, cancels, changes) per minute per key; 0 = off'),
         },
         { error: (issue) => (issue.code === 'invalid_type' ? `expected a plan name (${RATE_PLAN_NAMES.join(', ')}) or { read, write } requests per minute, got ${JSON.stringify(issue.input)}` : undefined) },
       ),
@@ -34,13 +35,17 @@ export const PlanSchema = z.strictObject({
 
 export const KeySchema = z.strictObject({
   key: z.string().min(8, 'an API key has at least 8 characters').describe('The API key as clients send it'),
-  scopes: z.array(z.enum(SCOPES)).min(1).describe('Read, Write and/or Admin; each includes the ones before'),
+  scopes: z
+    .array(z.preprocess((s) => (s === 'Write' ? 'Read/Write' : s), z.enum(SCOPES)))
+    .min(1)
+    .describe('Read, Read/Write (Write is read as it) and/or Admin; each includes the ones before. Read executes SQL and saved queries and reads results; Read/Write also writes queries, uploads and views; Admin also the team\'s keys and limits'),
 });
 
 export const TeamSchema = z.strictObject({
   name: z.string().regex(TEAM_NAME, 'a team name starts with a-z and holds a-z, 0-9 and _').describe('Team name'),
   plan: PlanSchema.prefault({}).describe("The team's credits, concurrency, storage quota and request rates"),
   keys: z.array(KeySchema).default([]).describe("The team's API keys and their scopes"),
+  sql_dialect: z.enum(['dunesql', 'duckdb']).optional().describe("The dialect of the team's SQL (statements, saved queries, materialized views); unset: the service's sql_dialect"),
 });
 
 export const TierSchema = z.strictObject({
@@ -59,12 +64,12 @@ export const LimitsSchema = z.strictObject({
     .default(2 * GiB)
     .describe('Most bytes the stored results (result files, encodings, compressed pages) may take on disk; past it the least recently read results expire early (the one used last is always kept). Shown by sluice usage'),
   max_result_bytes: posInt().default(8 * GiB).describe('Larger results are truncated: COMPLETED_PARTIAL'),
-  execution_timeout_ms: posInt().default(30 * 60_000).describe('Default execution timeout of both tiers'),
+  execution_timeout_ms: posInt().default(30 * 60_000).describe('Default execution timeout of every tier'),
   credits_per_execution: nonNegInt().default(10).describe('Base cost of an execution that ran, times the tier factor'),
   max_body_bytes: posInt().default(10 * MiB).describe('Larger request bodies get 413'),
   sweep_interval_ms: posInt().default(60_000).describe('How often expired results are looked for (they also expire lazily on read)'),
-  read_requests_per_minute: nonNegInt().default(0).describe('Per-key rate limit of read operations (Read scope), requests per minute; 0 = off'),
-  write_requests_per_minute: nonNegInt().default(0).describe('Per-key rate limit of write operations (Write and Admin scope), requests per minute; 0 = off'),
+  read_requests_per_minute: nonNegInt().default(0).describe('Per-key rate limit of read operations (status, results, get, list), requests per minute; 0 = off'),
+  write_requests_per_minute: nonNegInt().default(0).describe('Per-key rate limit of write operations (executions, cancels and changes), requests per minute; 0 = off'),
   billing_cycle_days: posInt().default(30).describe('Length of a billing cycle, in days from the Unix epoch'),
   view_scheduler_interval_ms: posInt().default(20_000).describe('How often the view scheduler looks for due refreshes (cron has minute resolution)'),
 });
@@ -111,12 +116,26 @@ export const ServiceSettingsSchema = z
     teams: z.array(TeamSchema).min(1).describe('Teams, their plans and API keys'),
     limits: LimitsSchema.prefault({}).describe('Limits of every team: result pages, retention, result size, timeouts, credits, request sizes and rates'),
     tiers: z
-      .strictObject({ medium: TierSchema.partial().prefault({}), large: TierSchema.partial().prefault({}) })
+      .strictObject({ small: TierSchema.partial().prefault({}), medium: TierSchema.partial().prefault({}), large: TierSchema.partial().prefault({}) })
       .prefault({})
-      .describe('Performance tiers; unset fields: medium 1 thread x1, 1 GiB memory, 4 GiB temp; large 2 threads x2, 2 GiB memory, 8 GiB temp; timeout limits.execution_timeout_ms'),
+      .describe('Performance tiers (the legacy free runs as small); unset fields: small 1 thread x0.5, 512 MiB memory, 2 GiB temp; medium 1 thread x1, 1 GiB memory, 4 GiB temp; large 2 threads x2, 2 GiB memory, 8 GiB temp; timeout limits.execution_timeout_ms'),
     faults: FaultsSchema.prefault({}).describe('Misbehaviour on purpose (latency, error answers, reset connections), to test clients against; all off by default'),
     datasets: z.array(z.enum(['sample'])).default(['sample']).describe('Datasets loaded when the service starts'),
+    sql_dialect: z
+      .enum(['dunesql', 'duckdb'])
+      .default('dunesql')
+      .describe("The dialect submitted SQL, saved queries and materialized views are read in: dunesql (the real service's: Trino's syntax and functions, 0x varbinary literals, uint256 / int256, Dune's varbinary functions; translated to DuckDB SQL, docs/dunesql.md) or duckdb (DuckDB's own SQL, as written); a team's sql_dialect overrides it"),
+    dune_sample_transactions: nonNegInt()
+      .default(20_000)
+      .describe('Transactions of the Dune-shaped sample tables loaded with the sample dataset (ethereum.transactions, ethereum.logs, erc20_ethereum.evt_Transfer, tokens.erc20, prices.usd); transfers and logs are about six in ten of them, prices one per token per minute of their span'),
     engine: EngineSchema.prefault({}).describe("The query engine's memory, temporary disk and threads"),
+    public_url: z
+      .string()
+      .refine(isOrigin, { error: (issue) => `expected an origin such as https://sluice.example.com:8443 (http or https, no path, query or credentials), got ${JSON.stringify(issue.input)}` })
+      .optional()
+      .describe(
+        "The origin clients reach the service at (e.g. https://sluice.example.com behind a proxy): next_uri is built on it. Unset: the address the service is bound to (127.0.0.1 for 0.0.0.0, [::1] for ::). Never taken from a request's Host header, so a link never sends a key where a request said",
+      ),
   })
   .superRefine((s, ctx) => {
     const teams = new Set<string>();
@@ -130,6 +149,17 @@ export const ServiceSettingsSchema = z
       });
     });
   });
+
+/** An http(s) origin: scheme, host and optional port, nothing else (a trailing '/' is accepted). */
+function isOrigin(text: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return false;
+  }
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '' && url.pathname === '/' && url.search === '' && url.hash === '' && !text.endsWith('?') && !text.endsWith('#');
+}
 
 export type ServiceSettings = z.infer<typeof ServiceSettingsSchema>;
 export type ServiceSettingsInput = z.input<typeof ServiceSettingsSchema>;
@@ -194,13 +224,22 @@ export function defaultSettings(env: NodeJS.ProcessEnv = process.env): { setting
   return fromEnv ? { settings } : { settings, generatedKey: key };
 }
 
+const TIER_DEFAULTS = {
+  small: { threads: 1, cost_factor: 0.5, memory_limit_bytes: GiB / 2, temp_limit_bytes: 2 * GiB },
+  medium: { threads: 1, cost_factor: 1, memory_limit_bytes: GiB, temp_limit_bytes: 4 * GiB },
+  large: { threads: 2, cost_factor: 2, memory_limit_bytes: 2 * GiB, temp_limit_bytes: 8 * GiB },
+} as const;
+
+/** The tier a request runs at: the one it names, else its team plan's. */
+export function requestTier(settings: ServiceSettings, team: string, asked: Performance | undefined): Performance {
+  return asked ?? settings.teams.find((t) => t.name === team)?.plan.performance ?? 'medium';
+}
+
 /** A tier with every field resolved. */
-export function resolveTier(settings: ServiceSettings, tier: 'medium' | 'large'): Tier {
+export function resolveTier(settings: ServiceSettings, performance: Performance): Tier {
+  const tier = performance === 'free' ? 'small' : performance;
   const given = settings.tiers[tier];
-  const dflt =
-    tier === 'large'
-      ? { threads: 2, cost_factor: 2, memory_limit_bytes: 2 * GiB, temp_limit_bytes: 8 * GiB }
-      : { threads: 1, cost_factor: 1, memory_limit_bytes: GiB, temp_limit_bytes: 4 * GiB };
+  const dflt = TIER_DEFAULTS[tier];
   return {
     threads: given.threads ?? dflt.threads,
     cost_factor: given.cost_factor ?? dflt.cost_factor,

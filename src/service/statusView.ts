@@ -6,7 +6,7 @@ import { formatTimestamp as ts } from './timestamp.ts';
 /**
  * The fields that describe an execution on both the status and the results operations, following
  * protocol.md section 2: a field is present when it applies and omitted otherwise (never null).
- * - execution_ended_at: on states the engine finished (COMPLETED*, FAILED, EXPIRED), not on CANCELED;
+ * - execution_ended_at: on states the engine finished (COMPLETED*, FAILED, EXPIRED), not on CANCELLED;
  * - expires_at: on states that hold (or held) a result: COMPLETED*, EXPIRED;
  * - execution_cost_credits: once the cost is final (every terminal state).
  */
@@ -21,7 +21,7 @@ export function executionFields(rec: ExecutionRecord): ExecutionStatusOut {
   if ('expiresAt' in rec) out.expires_at = ts(rec.expiresAt);
   if ('startedAt' in rec && rec.startedAt !== undefined) out.execution_started_at = ts(rec.startedAt);
   if ('endedAt' in rec) out.execution_ended_at = ts(rec.endedAt);
-  if (rec.state === 'QUERY_STATE_CANCELED') out.cancelled_at = ts(rec.cancelledAt);
+  if (rec.state === 'QUERY_STATE_CANCELLED') out.cancelled_at = ts(rec.cancelledAt);
   if ('costCredits' in rec) out.execution_cost_credits = rec.costCredits;
   if (rec.state === 'QUERY_STATE_FAILED') out.error = errorOf(rec.error);
   return out;

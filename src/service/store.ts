@@ -17,7 +17,7 @@ export class JsonStore<T> {
   }
 
   async init(): Promise<void> {
-    await mkdir(this.dir, { recursive: true });
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
     // Temp files of writes interrupted by a crash.
     for (const name of await readdir(this.dir)) if (name.includes('.tmp-')) await rm(join(this.dir, name), { force: true });
   }
@@ -69,7 +69,7 @@ export class JsonStore<T> {
   async #write(id: string, text: string): Promise<void> {
     const path = join(this.dir, `${id}.json`);
     const tmp = `${path}.tmp-${randomBytes(4).toString('hex')}`;
-    const fh = await open(tmp, 'w');
+    const fh = await open(tmp, 'w', 0o600);
     try {
       await fh.writeFile(text);
       await fh.sync();

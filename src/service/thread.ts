@@ -12,6 +12,8 @@ export interface ServiceThread {
   readonly url: string;
   readonly origin: string;
   readonly generatedKey?: string;
+  /** What starting did that a user should hear of (sample data generated or rebuilt). */
+  readonly notices: readonly string[];
   /** The worker thread's id (never 0, the main thread's). */
   readonly threadId: number;
   /**
@@ -32,7 +34,7 @@ export interface ServiceThread {
 const YOUNG_GENERATION_MB = 24;
 
 type Message =
-  | { url: string; origin: string; generatedKey?: string }
+  | { url: string; origin: string; notices: string[]; generatedKey?: string }
   | { error: SentError }
   | { closed: true; error?: SentError }
   | { halted: true };
@@ -44,7 +46,7 @@ type Message =
  * must be cloneable (no `clock`). A settings error is the same `SettingsError` as in-process (its
  * fields included: errors cross as every thread's do, see threadErrors.ts).
  */
-export async function startServiceThread(options: Omit<ServiceOptions, 'clock'>): Promise<ServiceThread> {
+export async function startServiceThread(options: Omit<ServiceOptions, 'clock' | 'onNotice'>): Promise<ServiceThread> {
   const worker = startWorker('serviceThread', import.meta.url, { workerData: options, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
   const halt = async (): Promise<void> => {
     const done = Promise.race([answer(worker, 'halted'), once(worker, 'exit')]);
@@ -64,11 +66,12 @@ export async function startServiceThread(options: Omit<ServiceOptions, 'clock'>)
     await worker.terminate();
     throw reviveError(first.error, [SettingsError]);
   }
-  const started = first as { url: string; origin: string; generatedKey?: string };
+  const started = first as { url: string; origin: string; notices: string[]; generatedKey?: string };
   let closing: Promise<void> | undefined;
   return {
     url: started.url,
     origin: started.origin,
+    notices: started.notices,
     threadId: worker.threadId,
     ...(started.generatedKey === undefined ? {} : { generatedKey: started.generatedKey }),
     close(borrowers) {

@@ -100,11 +100,19 @@ describe('a run of several jobs', () => {
 
   it('shows every job with its outcome, the failed one with its error (text)', async () => {
     const io = cliIo({ OUT: join(dir, 'multi-text') });
-    const code = await runCli(['run', await jobFile('multi.yaml', three), '--log-format', 'json'], { io, signal: live() });
+    const file = await jobFile('multi.yaml', three);
+    const code = await runCli(['run', file, '--log-format', 'json'], { io, signal: live() });
     expect(code).toBe(5);
     const text = io.out.text();
     expect(text).toMatch(/^good: 1 rows?, /m);
     expect(text).toMatch(/^broken: FAILED \(EXECUTION_FAILED, exit code 5\): .*no_such_table/m);
+    // The error points into the job file, where an editor or a CI annotation opens it.
+    const lines = three.split('\n');
+    const line = lines.findIndex((l) => l.includes('no_such_table'));
+    const at = `${file}:${line + 1}:${lines[line]!.indexOf('no_such_table') + 1}`;
+    expect(text).toContain(`broken: FAILED (EXECUTION_FAILED, exit code 5): ${at}: `);
+    const logged = io.err.text().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.level === 'error');
+    expect(logged).toMatchObject({ job: 'broken', sql_at: at, detail: expect.arrayContaining([expect.stringMatching(/\^$/)]) });
     expect(text).toMatch(/^also_good: 1 rows?, /m);
   });
 

@@ -7,7 +7,7 @@ import { EXIT, EXIT_CODE_DOCS, exitCodeOf } from '../../src/cli/exit-codes.ts';
 import type { CliIo, OutputStream } from '../../src/cli/io.ts';
 import { createLogger } from '../../src/cli/log.ts';
 import { createProgressBar, renderProgress } from '../../src/cli/progress.ts';
-import { InvalidApiKeyError, ForbiddenError, PaymentRequiredError, ExecutionFailedError, NetworkError, AbortedError } from '../../src/client/errors.ts';
+import { InvalidApiKeyError, ForbiddenError, PaymentRequiredError, PaymentChallengeError, ExecutionFailedError, NetworkError, AbortedError } from '../../src/client/errors.ts';
 import { JobFileError } from '../../src/config/errors.ts';
 import { DestinationError } from '../../src/kit/errors.ts';
 import { BudgetExceededError } from '../../src/jobs/errors.ts';
@@ -51,7 +51,7 @@ describe('command table', () => {
 
   it('has the commands of the issue', () => {
     const names = COMMANDS.map((c) => c.name);
-    for (const n of ['run', 'validate', 'schema', 'query', 'status', 'cancel', 'results', 'views list', 'views get', 'views upsert', 'views delete', 'views refresh', 'queries create', 'queries get', 'queries update', 'queries archive', 'upload', 'serve', 'schedule']) {
+    for (const n of ['run', 'validate', 'schema', 'query', 'status', 'cancel', 'results', 'views list', 'views get', 'views upsert', 'views delete', 'views refresh', 'queries create', 'queries get', 'queries update', 'queries archive', 'upload', 'upload create', 'upload insert', 'upload clear', 'upload delete', 'upload list', 'datasets list', 'datasets search', 'serve', 'schedule']) {
       expect(names).toContain(n);
     }
   });
@@ -69,6 +69,7 @@ describe('exit codes', () => {
     expect(exitCodeOf(new InvalidApiKeyError('401'))).toBe(EXIT.auth);
     expect(exitCodeOf(new ForbiddenError('403'))).toBe(EXIT.auth);
     expect(exitCodeOf(new PaymentRequiredError('402'))).toBe(EXIT.payment);
+    expect(exitCodeOf(new PaymentChallengeError('402', { challenge: 'Payment' }))).toBe(EXIT.paymentChallenge);
     expect(exitCodeOf(new BudgetExceededError('j', 'max_credits', 'over'))).toBe(EXIT.payment);
     expect(exitCodeOf(new ExecutionFailedError('failed', {}))).toBe(EXIT.execution);
     expect(exitCodeOf(new DestinationError('file:///x', 'writing', new Error('EACCES')))).toBe(EXIT.io);
@@ -77,7 +78,7 @@ describe('exit codes', () => {
     expect(exitCodeOf(new NetworkError('down', { phase: 'connect' }))).toBe(EXIT.other);
     expect(exitCodeOf(new Error('wrapped', { cause: new InvalidApiKeyError('401') }))).toBe(EXIT.auth);
     expect(exitCodeOf(new Error('anything'), true)).toBe(EXIT.interrupted);
-    expect(EXIT_CODE_DOCS.map((d) => d.code)).toEqual([0, 1, 2, 3, 4, 5, 6, 130]);
+    expect(EXIT_CODE_DOCS.map((d) => d.code)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 130]);
   });
 });
 
@@ -143,5 +144,17 @@ describe('progress and logs', () => {
     createLogger(text, { format: 'text', level: 'warn' }).info('hidden');
     createLogger(text, { format: 'text' }).warn('careful', { file: 'x y' });
     expect(text.text()).toBe('warn: careful  file="x y"\n');
+  });
+
+  it('keeps a multi-line message readable: the first line as msg, the others as lines', () => {
+    const message = 'execution failed: line 2:3: bad column\n2 |   nme from t\n  |   ^';
+    const json = capture();
+    createLogger(json, { format: 'json', now: () => new Date('2026-01-01T00:00:00Z') }).error(message, { job: 'a' });
+    expect(JSON.parse(json.text())).toEqual({
+      time: '2026-01-01T00:00:00.000Z', level: 'error', msg: 'execution failed: line 2:3: bad column', detail: ['2 |   nme from t', '  |   ^'], job: 'a',
+    });
+    const text = capture();
+    createLogger(text, { format: 'text' }).error(message, { job: 'a' });
+    expect(text.text()).toBe('error: execution failed: line 2:3: bad column  job=a\n  2 |   nme from t\n    |   ^\n');
   });
 });

@@ -75,8 +75,14 @@ describe('sluice schedule (spawned)', () => {
     expect(metrics).toContain('sluice_job_failures_total{job="failing"} 1');
     expect((await terminate(proc)).result.code).toBe(0);
     const listed = await startSluice(['runs', '--file', file, '--json'], { env }).done;
-    const runs = (JSON.parse(listed.stdout) as { job: string; outcome: string; credits: number; error?: { code: string } }[]).filter((r) => r.job === 'failing');
-    expect(runs.map((r) => [r.outcome, r.error?.code])).toEqual([['failed', 'EXECUTION_FAILED']]);
+    // The state folder also holds the other file's job (counted): --file lists this file's jobs only.
+    const runs = JSON.parse(listed.stdout) as { job: string; outcome: string; credits: number; error?: { code: string } }[];
+    expect(runs.map((r) => [r.job, r.outcome, r.error?.code])).toEqual([['failing', 'failed', 'EXECUTION_FAILED']]);
+    const all = await startSluice(['runs', '--state-dir', join(dir, 'state'), '--json'], { env }).done;
+    expect(new Set((JSON.parse(all.stdout) as { job: string }[]).map((r) => r.job))).toEqual(new Set(['counted', 'failing']));
+    const notThere = await startSluice(['runs', 'counted', '--file', file], { env }).done;
+    expect(notThere.code).toBe(2);
+    expect(notThere.stderr).toContain(`job "counted" is not in ${file} (its jobs: failing, manual)`);
     const credits = /sluice_job_credits_total\{job="failing"\} (\d+)/.exec(metrics)?.[1];
     expect(Number(credits)).toBe(runs[0]!.credits);
     // The text listing names the job, the outcome and the error.
@@ -116,7 +122,7 @@ describe('sluice schedule (spawned)', () => {
     const { result, ms } = await terminate(proc);
     expect(result.code).toBe(0);
     expect(ms).toBeLessThan(10_000);
-    expect(await executionState(svc.url, svc.keys.demo.admin, id)).toBe('QUERY_STATE_CANCELED');
+    expect(await executionState(svc.url, svc.keys.demo.admin, id)).toBe('QUERY_STATE_CANCELLED');
   });
 
   it('a file without any scheduled job is a configuration error', async () => {

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifySignature } from '../../src/jobs/notify.ts';
+import { verifySignature } from '../../src/jobs/run/notify.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { sluice, startSluice, terminate } from './sluiceProcess.ts';
 

@@ -53,6 +53,7 @@ async function parquetRows(path: string): Promise<number> {
 }
 
 const shared = (stderr: string): Record<string, unknown>[] => logLines(stderr).filter((l) => l.msg === "using the data folder's service, run by another process");
+const ignoredRows = (stderr: string): Record<string, unknown>[] => logLines(stderr).filter((l) => /^embedded\.sample_rows \(\d+\) is ignored/.test(String(l.msg)));
 const started = (stderr: string): Record<string, unknown>[] => logLines(stderr).filter((l) => l.msg === 'started the embedded local service');
 
 describe('one service per data folder', () => {
@@ -83,6 +84,15 @@ describe('one service per data folder', () => {
     expect(shared(run.stderr)).toHaveLength(3);
     expect(started(run.stderr)).toHaveLength(0);
     expect(await parquetRows(out)).toBe(ROWS);
+    expect(ignoredRows(run.stderr)).toHaveLength(0);
+
+    // A job asking for another sample size cannot have it from this service: it says so.
+    const other = join(dir, 'job-500.yaml');
+    await writeFile(other, (await readFile(file, 'utf8')).replace(`sample_rows: ${ROWS}`, 'sample_rows: 500'));
+    const small = await sluice(['run', other], { env: { OUT: join(dir, 'out-500') } });
+    expect(small.code, small.stderr).toBe(0);
+    expect(ignoredRows(small.stderr)).toEqual([expect.objectContaining({ level: 'warn', pid: schedule.child.pid, sample_rows: 500 })]);
+    expect(await parquetRows(join(dir, 'out-500'))).toBe(ROWS);
 
     const { result } = await terminate(schedule);
     expect(result.code, result.stderr).toBe(0);

@@ -7,9 +7,10 @@ import { ROOT, sluiceEntry, testEnv } from './sluiceProcess.ts';
 
 // What a command loads before it does anything: checking a job file or printing help must not pay
 // for DuckDB (the service), parquet-wasm or the AWS SDK, which only running an export needs, nor for
-// the MCP SDK, which only `sluice mcp` needs.
+// the MCP SDK, which only `sluice mcp` needs, nor for OpenTelemetry, which only a run with an OTLP
+// endpoint in its environment needs, nor for google-auth-library, which only a gs:// output needs.
 
-const HEAVY = /^(?:@duckdb\/|parquet-wasm|@aws-sdk\/|@modelcontextprotocol\/)/;
+const HEAVY = /^(?:@duckdb\/|parquet-wasm|@aws-sdk\/|@modelcontextprotocol\/|@opentelemetry\/|google-auth-library)/;
 const work = mkdtempSync(join(tmpdir(), 'sluice-startup-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -41,5 +42,19 @@ describe('start-up', () => {
     const help = packagesLoadedBy([sluiceEntry(), '--help']);
     expect(help.status).toBe(0);
     expect(help.packages.filter((p) => HEAVY.test(p))).toEqual([]);
+  });
+
+  it("`import 'sluice'` (the library's entry) loads no OpenTelemetry and no Google auth", () => {
+    const { packages, status, stderr } = packagesLoadedBy(['--input-type=module', '-e', "await import('./src/index.ts');"]);
+    expect(stderr).toBe('');
+    expect(status).toBe(0);
+    expect(packages).toContain('zod');
+    expect(packages.filter((p) => /^(?:@opentelemetry\/|google-auth-library)/.test(p))).toEqual([]);
+  });
+
+  it('a run with an OTLP endpoint in its environment is what loads OpenTelemetry', () => {
+    const { packages, status } = packagesLoadedBy(['--input-type=module', '-e', "const t = await import('./src/telemetry/index.ts'); const on = await t.startTelemetry({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' }, 'cli'); await on?.shutdown();"]);
+    expect(status).toBe(0);
+    expect(packages).toEqual(expect.arrayContaining(['@opentelemetry/api', '@opentelemetry/sdk-trace', '@opentelemetry/exporter-trace-otlp-proto']));
   });
 });

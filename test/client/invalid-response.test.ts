@@ -45,10 +45,10 @@ describe('InvalidResponseError', () => {
 
   it('tolerates unknown fields, absent optional fields and the other cancelled spelling', async () => {
     const c = await answering({
-      body: JSON.stringify({ execution_id: ID, state: 'QUERY_STATE_CANCELLED', is_execution_finished: true, brand_new_field: { x: 1 } }),
+      body: JSON.stringify({ execution_id: ID, state: 'QUERY_STATE_CANCELED', is_execution_finished: true, brand_new_field: { x: 1 } }),
     });
     const status = await c.getStatus(ID);
-    expect(status.state).toBe('QUERY_STATE_CANCELED');
+    expect(status.state).toBe('QUERY_STATE_CANCELLED');
     expect(status.submitted_at).toBeUndefined();
   });
 

@@ -62,11 +62,11 @@ describe('HTTP errors from the real service', () => {
     expect(c.stats).toEqual({ requests: 1, retries: 0 });
   });
 
-  it('403 read-only key executing: ForbiddenError naming the scope', async () => {
+  it('403 read-only key creating a query: ForbiddenError naming the scope', async () => {
     const c = clientWith({ apiKey: svc.keys.demo.read });
-    const err = await failure(c.executeSql('SELECT 1'));
+    const err = await failure(c.createQuery({ name: 'q', query_sql: 'SELECT 1' }));
     expect(err).toBeInstanceOf(ForbiddenError);
-    expect(err.message).toContain('403 Not allowed: this API key lacks the Write scope');
+    expect(err.message).toContain('403 Not allowed: this API key lacks the Read/Write scope');
     expect(c.stats.retries).toBe(0);
   });
 
@@ -88,6 +88,17 @@ describe('HTTP errors from the real service', () => {
     expect(err.executionId).toBe(UNKNOWN_ID);
     expect(await failure(c.getQuery(987654))).toBeInstanceOf(NotFoundError);
     expect(c.stats.retries).toBe(0);
+  });
+
+  it('404 for a base URL without /api names the likely fix', async () => {
+    const origin = new URL(svc.url).origin;
+    const c = clientWith({ baseUrl: origin });
+    const err = await failure(c.executeSql('SELECT 1'));
+    expect(err).toBeInstanceOf(NotFoundError);
+    expect(err.message).toContain('no operation at POST /v1/sql/execute');
+    expect(err.message).toContain(`did you mean ${origin}/api as the base URL?`);
+    // An unknown object under the right prefix is a plain 404.
+    expect((await failure(clientWith().getQuery(987654))).message).not.toContain('did you mean');
   });
 
   it('400 malformed execution id, unknown parameter and bad filter: BadRequestError', async () => {

@@ -124,7 +124,7 @@ describe('executions', () => {
     const exec = await client.execute({ sql: 'SELECT sum(hash(a.range * b.range)) FROM range(200000) a, range(200000) b' });
     expect(await exec.cancel()).toBe(true);
     await expect(exec.wait()).rejects.toMatchObject({ code: 'EXECUTION_CANCELED', executionId: exec.id });
-    expect((await exec.status()).state).toBe('QUERY_STATE_CANCELED');
+    expect((await exec.status()).state).toBe('QUERY_STATE_CANCELLED');
   });
 
   it('Execution.fromId and client.execution give handles on existing executions', async () => {
@@ -201,7 +201,7 @@ describe('uploads, views and usage', () => {
     expect(usage.team).toBe('demo');
 
     const up = await client.uploadCsv({ table_name: 'client_test', data: 'a,b\n1,x\n2,y\n' });
-    expect(up).toEqual({ success: true, table_name: 'service.demo.dataset_client_test' });
+    expect(up).toEqual({ success: true, table_name: 'service.demo.dataset_client_test', full_name: 'service.demo.dataset_client_test', example_query: 'SELECT * FROM service.demo.dataset_client_test LIMIT 10' });
     expect(await client.run(`SELECT * FROM ${up.table_name} ORDER BY a`)).toEqual([
       { a: 1n, b: 'x' },
       { a: 2n, b: 'y' },

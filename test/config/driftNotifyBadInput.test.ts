@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { builtins } from '../../connectors/index.ts';
 import { JobFileError, parseJobFile } from '../../src/config/index.ts';
-import type { DriftOutput } from '../../src/jobs/drift.ts';
+import type { DriftOutput } from '../../src/jobs/drift/drift.ts';
 
 const ENV = { HOOK_SECRET: 'a-secret-of-twenty-chars' };
 

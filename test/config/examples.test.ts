@@ -4,10 +4,12 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadJobFile, type JobFile } from '../../src/config/index.ts';
-import { connect } from '../../src/jobs/connect.ts';
-import { runJob, type JobSummary } from '../../src/jobs/runJob.ts';
+import { connect } from '../../src/jobs/run/connect.ts';
+import { runJob, type JobSummary } from '../../src/jobs/run/runJob.ts';
 import { loadSettingsFile } from '../../src/service/settings.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
+import { BlobServiceClient, StorageSharedKeyCredential } from '@azure/storage-blob';
+import { startDevStore, type DevStore } from '../../scripts/devStore.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { ROOT } from '../cli/sluiceProcess.ts';
 import { duck } from '../jobs/duck.ts';
@@ -28,12 +30,13 @@ const files = (function walk(dir: string): string[] {
   });
 })(CONFIG).sort();
 
-const JOB_FILES = ['docker/jobs.yaml', 'examples/backfill.yaml', 'examples/csv.yaml', 'examples/iceberg.yaml', 'examples/iceberg-rest.yaml', 'examples/incremental.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
+const JOB_FILES = ['docker/jobs.yaml', 'examples/azure.yaml', 'examples/backfill.yaml', 'examples/csv.yaml', 'examples/dune-transfers.yaml', 'examples/iceberg.yaml', 'examples/iceberg-rest.yaml', 'examples/incremental.yaml', 'examples/partitioned.yaml', 'examples/quickstart.yaml', 'examples/s3.yaml', 'examples/schedule.yaml'];
 // config/kubernetes/* are checked and run by test/config/kubernetes.test.ts.
 const OTHER_FILES = ['examples/stream-rows.ts', 'service.yaml', 'kubernetes/aws-batch-job-definition.json', 'kubernetes/aws-batch-submit-job.json', 'kubernetes/indexed-job.yaml'];
 
 let work: string;
 let s3: LocalS3;
+let azure: DevStore;
 let catalog: CatalogStandIn;
 let env: Record<string, string>;
 
@@ -41,6 +44,10 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'sluice-examples-'));
   s3 = await startLocalS3();
   await s3.createBucket('examples');
+  // Azure as a user tries it: `npm run dev:azure`'s store, and the variables it says to export
+  // (the sink reads its credentials from the process environment).
+  azure = await startDevStore('azure', 0, 'examples');
+  for (const [k, v] of Object.entries(azure.env)) process.env[k] = v;
   // The Iceberg REST catalog stand-in: every request and answer checked against the official OpenAPI document.
   catalog = await startCatalogStandIn({ auth: { type: 'bearer', token: 'example-token' }, warehouses: { lake: 'lake' } });
   env = {
@@ -54,11 +61,14 @@ beforeAll(async () => {
     S3_ENDPOINT: s3.endpoint,
     S3_PATH_STYLE: 'true',
     AWS_REGION: s3.region,
+    ...azure.env,
   };
 });
 afterAll(async () => {
   await catalog?.stop();
   await s3?.stop();
+  for (const k of Object.keys(azure?.env ?? {})) delete process.env[k];
+  await azure?.server.stop();
   await rm(work, { recursive: true, force: true });
 });
 
@@ -109,14 +119,23 @@ describe('config/', () => {
       expect(keys).toContain('exports/events/_SUCCESS');
       expect(keys.filter((k) => k.endsWith('.parquet')).length).toBe(1);
     }
+    if (name === 'examples/azure.yaml') {
+      const container = new BlobServiceClient(azure.env.AZURE_ENDPOINT!, new StorageSharedKeyCredential(azure.env.AZURE_STORAGE_ACCOUNT!, azure.env.AZURE_STORAGE_KEY!)).getContainerClient('examples');
+      const names: string[] = [];
+      for await (const blob of container.listBlobsFlat({ prefix: 'sluice/events/' })) names.push(blob.name);
+      expect(names).toContain('sluice/events/_SUCCESS');
+      expect(names.filter((n) => n.endsWith('.parquet')).length).toBe(1);
+    }
     if (name === 'examples/iceberg.yaml') {
       // A table an independent Iceberg reader (icebird) reads: every row, days as the partition spec says.
       const table = join(env.SLUICE_OUT!, 'events-lake');
       const rows = await icebirdRead(`file://${table}`);
       expect(rows).toHaveLength(summaries[0]!.rows);
-      expect(new Set(rows.map((r) => (r.day as Date).toISOString().slice(0, 10)))).toEqual(new Set(['2026-01-01', '2026-01-02', '2026-01-03']));
+      // day is the date of ts: the sample's 3000 rows (an hour) are all on the first day.
+      expect(rows.every((r) => (r.day as Date).toISOString().slice(0, 10) === (r.ts as Date).toISOString().slice(0, 10))).toBe(true);
+      expect(new Set(rows.map((r) => (r.day as Date).toISOString().slice(0, 10)))).toEqual(new Set(['2026-01-01']));
       expect(summaries[0]!.outputs[0]!.snapshot).toMatch(/^\d+$/);
-      expect(readdirSync(join(table, 'data')).sort()).toEqual(['day=2026-01-01', 'day=2026-01-02', 'day=2026-01-03']);
+      expect(readdirSync(join(table, 'data')).sort()).toEqual(['day=2026-01-01']);
     }
     if (name === 'examples/iceberg-rest.yaml') {
       // The catalog holds analytics.events_lake at the path; iceberg-js loads it, icebird reads the rows the catalog points at.
@@ -129,9 +148,10 @@ describe('config/', () => {
     }
     if (name === 'examples/partitioned.yaml') {
       const [row] = await duck(
-        `select count(*)::int as n, count(distinct day)::int as days from read_parquet('${env.SLUICE_OUT}/events-by-day/*/*.parquet', hive_partitioning = true)`,
+        `select count(*)::int as n, count(distinct day)::int as days, bool_and(day = cast(timezone('UTC', ts) as date)) as dated from read_parquet('${env.SLUICE_OUT}/events-by-day/*/*.parquet', hive_partitioning = true)`,
       );
-      expect(row).toEqual({ n: summaries[0]!.rows, days: 7 });
+      // The first week, as the backfill example's first seven chunks: the sample's 3000 rows are one hour of it.
+      expect(row).toEqual({ n: 3000, days: 1, dated: true });
     }
     if (name === 'examples/incremental.yaml') {
       // The second pass: nothing new, fewer rows fetched than the first wrote, the commits as they were; every row once.
@@ -144,6 +164,14 @@ describe('config/', () => {
       expect(ids).toEqual({ n: 3000, ids: 3000 });
       const [late] = await duck(`select count(*)::int as n, count(distinct id)::int as ids from read_ndjson_auto('${env.SLUICE_OUT}/late-events/*.ndjson')`);
       expect(late).toEqual({ n: 3000, ids: 3000 });
+    }
+    if (name === 'examples/dune-transfers.yaml') {
+      // DuneSQL (0x literals, TIMESTAMP '... UTC', uint256 / double) over the Dune-shaped sample: three tokens every hour.
+      const [row] = await duck(
+        `select count(distinct symbol)::int as tokens, min(transfers)::int as fewest, min(volume_usd) > 0 as priced from read_parquet('${env.SLUICE_OUT}/token-volume-hourly/*.parquet')`,
+      );
+      expect(row).toEqual({ tokens: 3, fewest: expect.any(Number), priced: true });
+      expect(row!.fewest).toBeGreaterThan(0);
     }
     if (name === 'examples/csv.yaml') {
       const dir = join(env.SLUICE_OUT!, 'daily-totals-csv');

@@ -34,8 +34,17 @@ describe('outputs are resolved when the job file loads', () => {
   });
 
   it('a scheme no sink serves', () => {
-    expect(problems(file('        path: gs://bucket/p\n'))).toEqual([
-      'jobs.yaml:6:15 jobs[0].outputs[0].path: no destination accepts this path (expected s3://bucket/prefix; azure://container/prefix or abfss://container@account.dfs.core.windows.net/prefix; - (standard output); a local directory or file:// URL), got "gs://bucket/p"',
+    expect(problems(file('        path: hdfs://bucket/p\n'))).toEqual([
+      'jobs.yaml:6:15 jobs[0].outputs[0].path: no destination accepts this path (expected s3://bucket/prefix; azure://container/prefix or abfss://container@account.dfs.core.windows.net/prefix; gs://bucket/prefix; - (standard output); a local directory or file:// URL), got "hdfs://bucket/p"',
+    ]);
+  });
+
+  it('a GCS path with a bad bucket name, and key_file beside anonymous', () => {
+    const gcsBucket = 'expected gs://bucket/prefix (a bucket name of 3-63 lowercase letters, digits, hyphens, underscores and dots, not starting with goog; no . or .. segments)';
+    expect(problems(file('        path: gs://My_Bucket/p\n'))).toEqual([`jobs.yaml:6:15 jobs[0].outputs[0].path: ${gcsBucket}, got "gs://My_Bucket/p"`]);
+    expect(problems(file('        path: gs:/bucket/p\n'))).toEqual([`jobs.yaml:6:15 jobs[0].outputs[0].path: ${gcsBucket}, got "gs:/bucket/p"`]);
+    expect(problems(file('        path: gs://bucket/p\n        gcs: { anonymous: true, key_file: /k.json }\n'))).toEqual([
+      'jobs.yaml:7:27 jobs[0].outputs[0].gcs.anonymous: anonymous and key_file are alternatives: give one of them, or neither and use application default credentials, got true',
     ]);
   });
 
@@ -57,7 +66,7 @@ describe('outputs are resolved when the job file loads', () => {
       'jobs.yaml:5:17 jobs[0].outputs[0].format: table: iceberg writes Parquet data files: set format: parquet, or drop table: iceberg, got "csv"',
     ]);
     expect(problems(withFormat('parquet', '        path: "-"\n        table: iceberg\n'))).toEqual([
-      'jobs.yaml:6:15 jobs[0].outputs[0].path: table: iceberg needs a place for a table (s3://bucket/prefix; azure://container/prefix or abfss://container@account.dfs.core.windows.net/prefix; a local directory or file:// URL), not - (standard output), got "-"',
+      'jobs.yaml:6:15 jobs[0].outputs[0].path: table: iceberg needs a place for a table (s3://bucket/prefix; azure://container/prefix or abfss://container@account.dfs.core.windows.net/prefix; gs://bucket/prefix; a local directory or file:// URL), not - (standard output), got "-"',
     ]);
     expect(problems(withFormat('parquet', '        path: ./t\n        table: iceberg\n        partition_by: [a]\n        keep_partition_columns: false\n'))).toEqual([
       'jobs.yaml:9:33 jobs[0].outputs[0].keep_partition_columns: an Iceberg table keeps the partition columns in its data files (engines read them there): drop keep_partition_columns, got false',

@@ -13,6 +13,7 @@ import {
   ExecutionCanceledError,
   ForbiddenError,
   NotFoundError,
+  PaymentChallengeError,
   PaymentRequiredError,
   ServerError,
   ServiceClient,
@@ -327,6 +328,33 @@ describe('wait()', () => {
       expect(server.requests).toHaveLength(1);
       const rows = await c.execution(ID).rows().next().catch((e: unknown) => e);
       expect(rows).toBeInstanceOf(ExecutionCanceledError);
+    } finally {
+      await c.close();
+      await server.close();
+    }
+  });
+});
+
+describe('402: a payment challenge told apart from the billing cycle', () => {
+  it('a 402 with WWW-Authenticate: Payment is PaymentChallengeError naming what was asked, sent once; a plain 402 stays PaymentRequiredError', async () => {
+    const challenge = 'Payment realm="api", amount="0.05", currency="USDC", recipient="0xabc"';
+    const server = await scripted((req) =>
+      req.url?.includes('sql/execute')
+        ? { status: 402, body: '{"error":"Payment required"}', headers: { 'www-authenticate': `Bearer realm="x", ${challenge}` } }
+        : { status: 402, body: '{"error":"This API request would exceed your configured limits per billing cycle."}' },
+    );
+    const c = new ServiceClient({ apiKey: 'k', baseUrl: server.baseUrl });
+    try {
+      const err = await c.executeSql('SELECT 1').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(PaymentChallengeError);
+      expect(err).not.toBeInstanceOf(PaymentRequiredError);
+      expect(err).toMatchObject({ code: 'PAYMENT_CHALLENGE', status: 402, retryable: false, challenge });
+      expect((err as Error).message).toContain(`asks to be paid for this request with WWW-Authenticate: ${challenge}`);
+      expect(server.requests).toHaveLength(1);
+      const billing = await c.getStatus(ID).catch((e: unknown) => e);
+      expect(billing).toBeInstanceOf(PaymentRequiredError);
+      expect(billing).not.toBeInstanceOf(PaymentChallengeError);
+      expect(server.requests).toHaveLength(2);
     } finally {
       await c.close();
       await server.close();

@@ -7,7 +7,8 @@ import { builtins } from '../../connectors/index.ts';
 import { writeExport } from '../../src/export/index.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 import { startAzurite, type LocalAzure } from '../helpers/azurite.ts';
-import { azureDestinationForTests, cleanupScratch, fileDestinationForTests, s3DestinationForTests, type TestDestination } from './destinations.ts';
+import { startLocalGcs, type LocalGcs } from '../helpers/gcs.ts';
+import { azureDestinationForTests, cleanupScratch, fileDestinationForTests, gcsDestinationForTests, s3DestinationForTests, type TestDestination } from './destinations.ts';
 import { EVERY_TYPE_EXPECTED, everyTypeBatch, fromArray, numbered, numberedSchema, resolved } from './fixtures.ts';
 import { readBack, renderJson } from './readBack.ts';
 
@@ -28,14 +29,17 @@ const FORMATS = builtins.formats.flatMap((descriptor) =>
 
 let s3: LocalS3;
 let azure: LocalAzure;
+let gcs: LocalGcs;
 const BUCKET = 'conformance';
 
 beforeAll(async () => {
-  [s3, azure] = await Promise.all([startLocalS3(), startAzurite()]);
-  await Promise.all([s3.createBucket(BUCKET), azure.createContainer(BUCKET)]);
+  [s3, azure, gcs] = await Promise.all([startLocalS3(), startAzurite(), startLocalGcs()]);
+  await Promise.all([s3.createBucket(BUCKET), azure.createContainer(BUCKET), gcs.createBucket(BUCKET)]);
 });
 afterAll(async () => {
-  await Promise.all([s3?.stop(), azure?.stop()]);
+  // Every request and answer of the GCS stand-in followed Google's published description of the API.
+  expect(gcs?.violations).toEqual([]);
+  await Promise.all([s3?.stop(), azure?.stop(), gcs?.stop()]);
   await cleanupScratch();
 });
 
@@ -43,6 +47,7 @@ const TEST_DESTINATIONS: Record<string, () => TestDestination> = {
   file: fileDestinationForTests,
   s3: () => s3DestinationForTests(() => s3, BUCKET),
   azure: () => azureDestinationForTests(() => azure, BUCKET),
+  gcs: () => gcsDestinationForTests(() => gcs, BUCKET),
 };
 const DESTINATIONS: TestDestination[] = builtins.sinks
   .filter((sink) => sink.multiFile !== false)

@@ -3,19 +3,20 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import type { LocalS3 } from '../helpers/s3.ts';
 import type { LocalAzure } from '../helpers/azurite.ts';
+import type { LocalGcs } from '../helpers/gcs.ts';
 import { file } from '../../connectors/sinks/file/index.ts';
 import type { ObjectStore } from '../../src/kit/index.ts';
 
 /** A place an export can go in a test, and a way to see what a reader would see there. */
 export interface TestDestination {
-  readonly kind: 'file' | 's3' | 'azure';
+  readonly kind: 'file' | 's3' | 'azure' | 'gcs';
   /** A fresh, unused export location. */
   fresh(): Promise<TestTarget>;
 }
 
 export interface TestTarget {
-  /** `output` fields for writeExport: path (and s3 or azure settings). */
-  readonly output: { path: string; s3?: Record<string, unknown>; azure?: Record<string, unknown> };
+  /** `output` fields for writeExport: path (and s3, azure or gcs settings). */
+  readonly output: { path: string; s3?: Record<string, unknown>; azure?: Record<string, unknown>; gcs?: Record<string, unknown> };
   /** Everything visible at the location, as local files: relative names and a local directory. */
   visible(): Promise<{ names: string[]; dir: string }>;
   /** Everything left behind next to the location (staging directories, stray objects). */
@@ -139,6 +140,25 @@ export function azureDestinationForTests(azure: () => LocalAzure, container: str
           return { names: names.sort(), dir };
         },
         leftovers: async () => (await azure().list(container, `exports/a${counter}`)).filter((k) => !k.startsWith(`${prefix}/`)),
+      };
+    },
+  };
+}
+
+export function gcsDestinationForTests(gcs: () => LocalGcs, bucket: string): TestDestination {
+  return {
+    kind: 'gcs',
+    async fresh() {
+      const prefix = `exports/g${++counter}`;
+      const output = { path: `gs://${bucket}/${prefix}`, gcs: gcs().options };
+      return {
+        output,
+        async visible() {
+          const dir = await tempDir();
+          const names = await gcs().download(bucket, prefix, dir);
+          return { names: names.sort(), dir };
+        },
+        leftovers: async () => (await gcs().list(bucket, `exports/g${counter}`)).filter((k) => !k.startsWith(`${prefix}/`)),
       };
     },
   };

@@ -20,7 +20,7 @@ describe('connectors/', () => {
 
   it('has the formats and sinks of the issue, one folder each', () => {
     const folders = [...new Set(files.map((f) => relative(CONNECTORS, f).split(sep).slice(0, 2).join('/')))].sort();
-    expect(folders).toEqual(['formats/arrow', 'formats/csv', 'formats/ndjson', 'formats/parquet', 'sinks/azure', 'sinks/file', 'sinks/s3', 'sinks/stdout']);
+    expect(folders).toEqual(['formats/arrow', 'formats/csv', 'formats/ndjson', 'formats/parquet', 'sinks/azure', 'sinks/file', 'sinks/gcs', 'sinks/s3', 'sinks/stdout']);
   });
 
   it('each connector imports only its own folder, src/kit and packages', () => {

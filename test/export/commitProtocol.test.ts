@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Commit, type CommitProtocol, writeExport } from '../../src/export/index.ts';
-import { committedExport } from '../../src/jobs/committedOutput.ts';
+import { committedExport } from '../../src/jobs/output/committedOutput.ts';
 import { PreconditionFailedError } from '../../src/kit/index.ts';
 import { type Destination, openDestination } from '../../src/export/index.ts';
 import { destinationStorage } from '../../src/export/iceberg/index.ts';
@@ -15,6 +15,7 @@ import { numbered, numberedSchema, resolved } from '../connectors/fixtures.ts';
 import { startPreconditionGate, type PreconditionGate } from '../helpers/preconditionGate.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 import { startAzurite, type LocalAzure } from '../helpers/azurite.ts';
+import { startLocalGcs, type LocalGcs } from '../helpers/gcs.ts';
 import { duckRowsJS as query } from '../helpers/duckdb.ts';
 
 const dirs: string[] = [];
@@ -27,14 +28,16 @@ async function outDir(): Promise<string> {
 let s3: LocalS3;
 let gate: PreconditionGate;
 let azure: LocalAzure;
+let gcs: LocalGcs;
 beforeAll(async () => {
-  [s3, azure] = await Promise.all([startLocalS3(), startAzurite()]);
-  await Promise.all([s3.createBucket('commits'), azure.createContainer('commits')]);
+  [s3, azure, gcs] = await Promise.all([startLocalS3(), startAzurite(), startLocalGcs()]);
+  await Promise.all([s3.createBucket('commits'), azure.createContainer('commits'), gcs.createBucket('commits')]);
   gate = await startPreconditionGate(s3.endpoint);
 }, 60_000);
 afterAll(async () => {
   await gate?.stop();
-  await Promise.all([s3?.stop(), azure?.stop()]);
+  expect(gcs?.violations).toEqual([]);
+  await Promise.all([s3?.stop(), azure?.stop(), gcs?.stop()]);
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
@@ -115,6 +118,14 @@ describe.each([
     async (o: { path: string }) => {
       const prefix = o.path.slice('azure://commits/'.length);
       return (await azure.list('commits', `${prefix}/`)).map((k) => k.slice(prefix.length + 1));
+    },
+  ],
+  [
+    'gcs',
+    async (): Promise<OutputConfig> => ({ format: 'csv', path: `gs://commits/race${Math.random().toString(36).slice(2, 8)}`, gcs: gcs.options }),
+    async (o: { path: string }) => {
+      const prefix = o.path.slice('gs://commits/'.length);
+      return (await gcs.list('commits', `${prefix}/`)).map((k) => k.slice(prefix.length + 1));
     },
   ],
 ] as const)('conditional publish on %s', (_name, makeOutput, list) => {

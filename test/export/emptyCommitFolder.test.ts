@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { folderStore } from '../../connectors/sinks/file/folderStore.ts';
 import { manifestCommit, openDestination, openExport, type OutputConfig, writeExport } from '../../src/export/index.ts';
-import { committedExport } from '../../src/jobs/committedOutput.ts';
+import { committedExport } from '../../src/jobs/output/committedOutput.ts';
 import { listFiles } from '../connectors/destinations.ts';
 import { numbered, numberedSchema, resolved } from '../connectors/fixtures.ts';
 

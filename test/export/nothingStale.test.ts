@@ -5,21 +5,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LEASE_PREFIX, LEASE_TTL_MS, manifestCommit, openExport, type OutputConfig, writeExport } from '../../src/export/index.ts';
 import { builtins } from '../../connectors/index.ts';
 import type { ObjectStore, Registry } from '../../src/kit/index.ts';
-import { committedExport } from '../../src/jobs/committedOutput.ts';
+import { committedExport } from '../../src/jobs/output/committedOutput.ts';
 import { listFiles } from '../connectors/destinations.ts';
 import { numbered, numberedSchema, resolved } from '../connectors/fixtures.ts';
 import { startAzurite, type LocalAzure } from '../helpers/azurite.ts';
+import { startLocalGcs, type LocalGcs } from '../helpers/gcs.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 
 let s3: LocalS3;
 let azure: LocalAzure;
+let gcs: LocalGcs;
 const dirs: string[] = [];
 beforeAll(async () => {
-  [s3, azure] = await Promise.all([startLocalS3(), startAzurite()]);
-  await Promise.all([s3.createBucket('stale'), azure.createContainer('stale')]);
+  [s3, azure, gcs] = await Promise.all([startLocalS3(), startAzurite(), startLocalGcs()]);
+  await Promise.all([s3.createBucket('stale'), azure.createContainer('stale'), gcs.createBucket('stale')]);
 }, 60_000);
 afterAll(async () => {
-  await Promise.all([s3?.stop(), azure?.stop()]);
+  expect(gcs?.violations).toEqual([]);
+  await Promise.all([s3?.stop(), azure?.stop(), gcs?.stop()]);
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
@@ -36,6 +39,12 @@ const stores = {
     output: (prefix: string): OutputConfig => ({ format: 'csv', path: `azure://stale/${prefix}`, max_rows_per_file: 10, azure: azure.options }),
     list: (prefix: string) => azure.list('stale', prefix),
     get: (name: string) => azure.get('stale', name),
+  },
+  GCS: {
+    type: 'gcs',
+    output: (prefix: string): OutputConfig => ({ format: 'csv', path: `gs://stale/${prefix}`, max_rows_per_file: 10, gcs: gcs.options }),
+    list: (prefix: string) => gcs.list('stale', prefix),
+    get: (name: string) => gcs.get('stale', name),
   },
 };
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDestination, openExport, type OutputConfig, writeExport } from '../../src/export/index.ts';
-import { skipRows } from '../../src/jobs/skipRows.ts';
+import { skipRows } from '../../src/jobs/run/skipRows.ts';
 import { listFiles } from '../connectors/destinations.ts';
 import { numbered, numberedSchema, resolved } from '../connectors/fixtures.ts';
 

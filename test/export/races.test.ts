@@ -1,6 +1,6 @@
 // Races as tests: two processes committing and two sweeping one output for a bounded time, on disk,
 // on S3 (through the precondition gate, which enforces conditional writes as S3 does) and on Azure
-// (azurite enforces them itself), while this process reads the output as readers do. Nothing may
+// (azurite enforces them itself) and on GCS (the stand-in enforces generation preconditions), while this process reads the output as readers do. Nothing may
 // be published with files missing, the output may never be absent once committed, a reader of the
 // folder on disk never sees a mix, and a loser fails loudly (PRECONDITION_FAILED) or not at all.
 import { spawn } from 'node:child_process';
@@ -12,6 +12,7 @@ import { builtins } from '../../connectors/index.ts';
 import { manifestCommit, openDestination, type OutputConfig } from '../../src/export/index.ts';
 import { resolved } from '../connectors/fixtures.ts';
 import { startAzurite, type LocalAzure } from '../helpers/azurite.ts';
+import { startLocalGcs, type LocalGcs } from '../helpers/gcs.ts';
 import { startPreconditionGate, type PreconditionGate } from '../helpers/preconditionGate.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 
@@ -21,16 +22,18 @@ const RACE_MS = 10_000;
 let s3: LocalS3;
 let gate: PreconditionGate;
 let azure: LocalAzure;
+let gcs: LocalGcs;
 let dir: string;
 beforeAll(async () => {
-  [s3, azure] = await Promise.all([startLocalS3(), startAzurite()]);
-  await Promise.all([s3.createBucket('races'), azure.createContainer('races')]);
+  [s3, azure, gcs] = await Promise.all([startLocalS3(), startAzurite(), startLocalGcs()]);
+  await Promise.all([s3.createBucket('races'), azure.createContainer('races'), gcs.createBucket('races')]);
   gate = await startPreconditionGate(s3.endpoint);
   dir = await mkdtemp(join(tmpdir(), 'sluice-races-'));
 }, 60_000);
 afterAll(async () => {
   await gate?.stop();
-  await Promise.all([s3?.stop(), azure?.stop()]);
+  expect(gcs?.violations).toEqual([]);
+  await Promise.all([s3?.stop(), azure?.stop(), gcs?.stop()]);
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -127,6 +130,7 @@ const places: Record<string, () => OutputConfig> = {
   disk: () => ({ format: 'csv', path: join(dir, 'out'), max_rows_per_file: 10 }),
   's3 (through the precondition gate)': () => ({ format: 'csv', path: 's3://races/out', max_rows_per_file: 10, s3: { endpoint: gate.endpoint, region: s3.region, force_path_style: true } }),
   azure: () => ({ format: 'csv', path: 'azure://races/out', max_rows_per_file: 10, azure: azure.options }),
+  gcs: () => ({ format: 'csv', path: 'gs://races/out', max_rows_per_file: 10, gcs: gcs.options }),
 };
 
 describe.each(Object.keys(places))('two committers and two sweepers racing on %s', (place) => {

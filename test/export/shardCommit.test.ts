@@ -9,6 +9,7 @@ import { resolved } from '../connectors/fixtures.ts';
 import { startPreconditionGate, type PreconditionGate } from '../helpers/preconditionGate.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 import { startAzurite, type LocalAzure } from '../helpers/azurite.ts';
+import { startLocalGcs, type LocalGcs } from '../helpers/gcs.ts';
 
 // The one commit of a sharded export, raced: two committers of the same export (every shard may find
 // all records present at once), and two different exports committing to one place. The local S3
@@ -18,16 +19,18 @@ import { startAzurite, type LocalAzure } from '../helpers/azurite.ts';
 let s3: LocalS3;
 let gate: PreconditionGate;
 let azure: LocalAzure;
+let gcs: LocalGcs;
 let parent: string;
 beforeAll(async () => {
-  [s3, azure] = await Promise.all([startLocalS3(), startAzurite()]);
-  await Promise.all([s3.createBucket('shards'), azure.createContainer('shards')]);
+  [s3, azure, gcs] = await Promise.all([startLocalS3(), startAzurite(), startLocalGcs()]);
+  await Promise.all([s3.createBucket('shards'), azure.createContainer('shards'), gcs.createBucket('shards')]);
   gate = await startPreconditionGate(s3.endpoint);
   parent = await mkdtemp(join(tmpdir(), 'sluice-shard-commit-'));
 }, 60_000);
 afterAll(async () => {
   await gate?.stop();
-  await Promise.all([s3?.stop(), azure?.stop()]);
+  expect(gcs?.violations).toEqual([]);
+  await Promise.all([s3?.stop(), azure?.stop(), gcs?.stop()]);
   await rm(parent, { recursive: true, force: true });
 });
 
@@ -35,6 +38,7 @@ const places: Record<string, (name: string) => OutputConfig> = {
   file: (name) => ({ format: 'csv', path: join(parent, name) }),
   s3: (name) => ({ format: 'csv', path: `s3://shards/${name}`, s3: { endpoint: gate.endpoint, region: s3.region, force_path_style: true } }),
   azure: (name) => ({ format: 'csv', path: `azure://shards/${name}`, azure: azure.options }),
+  gs: (name) => ({ format: 'csv', path: `gs://shards/${name}`, gcs: gcs.options }),
 };
 
 /** A fresh destination object, as another process would have. */
@@ -62,13 +66,13 @@ async function staged(area: SharedArea, executionId: string, rows: number[]): Pr
 async function committedFiles(config: OutputConfig, kind: string): Promise<string[]> {
   if (kind === 'file') return (await readdir(config.path)).sort();
   const prefix = `${config.path.slice(`${kind}://shards/`.length)}/`;
-  const keys = kind === 's3' ? await s3.list('shards', prefix) : await azure.list('shards', prefix);
+  const keys = kind === 's3' ? await s3.list('shards', prefix) : kind === 'gs' ? await gcs.list('shards', prefix) : await azure.list('shards', prefix);
   return keys.map((k) => k.slice(prefix.length)).filter((k) => !k.startsWith('.sluice-shards/')).sort();
 }
 
 async function manifestOf(config: OutputConfig, kind: string): Promise<Manifest> {
   const key = `${config.path.slice(`${kind}://shards/`.length)}/_manifest.json`;
-  const body = kind === 'file' ? await readFile(join(config.path, '_manifest.json')) : kind === 's3' ? await s3.get('shards', key) : await azure.get('shards', key);
+  const body = kind === 'file' ? await readFile(join(config.path, '_manifest.json')) : kind === 's3' ? await s3.get('shards', key) : kind === 'gs' ? await gcs.get('shards', key) : await azure.get('shards', key);
   return JSON.parse(new TextDecoder().decode(body)) as Manifest;
 }
 

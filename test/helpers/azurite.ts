@@ -1,12 +1,10 @@
-import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { AZURITE_ACCOUNT, AZURITE_KEY, startAzuriteServer } from '../../scripts/localStores.ts';
 import { BlobServiceClient, StorageSharedKeyCredential } from '@azure/storage-blob';
 
-/** Azurite's well-known development account (documented by Microsoft; not a secret). */
-const ACCOUNT = 'devstoreaccount1';
-const KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
+const ACCOUNT = AZURITE_ACCOUNT;
+const KEY = AZURITE_KEY;
 
 export interface LocalAzure {
   /** http://127.0.0.1:<port>/devstoreaccount1: the `azure` block's endpoint. */
@@ -30,22 +28,8 @@ export interface LocalAzure {
  * port, in memory. Unlike the local S3, it enforces create-only and if-match writes (409 / 412).
  */
 export async function startAzurite(): Promise<LocalAzure> {
-  const main = join(dirname(createRequire(import.meta.url).resolve('azurite/package.json')), 'dist', 'src', 'blob', 'main.js');
-  const child = spawn(process.execPath, [main, '--blobHost', '127.0.0.1', '--blobPort', '0', '--inMemoryPersistence', '--skipApiVersionCheck', '--disableTelemetry', '--loose'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  // A test process that dies without its afterAll (a crash, a timeout) takes azurite with it.
-  const orphaned = (): void => void child.kill();
-  process.once('exit', orphaned);
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /successfully listens on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
-      if (match) resolve(Number(match[1]));
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`azurite exited with ${code}: ${out}`)));
-  });
+  const server = await startAzuriteServer(0);
+  const port = server.port;
   const endpoint = `http://127.0.0.1:${port}/${ACCOUNT}`;
   const service = new BlobServiceClient(endpoint, new StorageSharedKeyCredential(ACCOUNT, KEY));
   const list = async (container: string, prefix = ''): Promise<string[]> => {
@@ -84,12 +68,6 @@ export async function startAzurite(): Promise<LocalAzure> {
       }
       return names;
     },
-    async stop() {
-      process.off('exit', orphaned);
-      if (child.exitCode !== null) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    },
+    stop: () => server.stop(),
   };
 }

@@ -1,8 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
-import type { AddressInfo } from 'node:net';
-import { buildApp } from 'fauxqs';
+import { startFauxqsServer } from '../../scripts/localStores.ts';
 
 export interface LocalS3 {
   /** http://127.0.0.1:<port> */
@@ -29,10 +28,8 @@ export async function startLocalS3(): Promise<LocalS3> {
   process.env.AWS_ACCESS_KEY_ID ??= 'test';
   process.env.AWS_SECRET_ACCESS_KEY ??= 'test';
   process.env.AWS_REGION ??= 'us-east-1';
-  const app = buildApp({ logger: false });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  const bound = app.server.address() as AddressInfo;
-  const endpoint = `http://127.0.0.1:${bound.port}`;
+  const server = await startFauxqsServer(0);
+  const endpoint = `http://127.0.0.1:${server.port}`;
   const region = process.env.AWS_REGION;
   const client = new S3Client({ endpoint, region });
 
@@ -53,7 +50,7 @@ export async function startLocalS3(): Promise<LocalS3> {
 
   return {
     endpoint,
-    host: bound.address,
+    host: '127.0.0.1',
     region,
     client,
     async createBucket(name) {
@@ -75,7 +72,7 @@ export async function startLocalS3(): Promise<LocalS3> {
     },
     async stop() {
       client.destroy();
-      await app.close();
+      await server.stop();
     },
   };
 }

@@ -33,6 +33,12 @@ export interface TestServiceOverrides {
   encodeMinBytes?: number;
   /** The settings' `engine` block (the defaults unless given). */
   engine?: ServiceSettingsInput['engine'];
+  /** The SQL dialect of both teams: duckdb unless given (the tests' SQL is DuckDB's; the service's default is dunesql). */
+  sqlDialect?: 'dunesql' | 'duckdb';
+  /** A team's own sql_dialect (overrides sqlDialect for that team). */
+  teamSqlDialect?: Partial<Record<'demo' | 'other', 'dunesql' | 'duckdb'>>;
+  /** Transactions of the Dune-shaped sample tables (default 200). */
+  duneSampleTransactions?: number;
 }
 
 export interface TestService extends ServiceHandle {
@@ -56,6 +62,7 @@ export function testSettings(overrides: TestServiceOverrides = {}): ServiceSetti
       { key: TEST_KEYS[name].write, scopes: ['Write' as const] },
       { key: TEST_KEYS[name].read, scopes: ['Read' as const] },
     ],
+    ...(overrides.teamSqlDialect?.[name] === undefined ? {} : { sql_dialect: overrides.teamSqlDialect[name] }),
   });
   return {
     teams: [team('demo'), team('other')],
@@ -64,6 +71,8 @@ export function testSettings(overrides: TestServiceOverrides = {}): ServiceSetti
     ...(overrides.tiers === undefined ? {} : { tiers: overrides.tiers }),
     ...(overrides.engine === undefined ? {} : { engine: overrides.engine }),
     datasets: ['sample'],
+    sql_dialect: overrides.sqlDialect ?? 'duckdb',
+    dune_sample_transactions: overrides.duneSampleTransactions ?? 200,
   };
 }
 

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runJob } from '../../src/jobs/runJob.ts';
+import { runJob } from '../../src/jobs/run/runJob.ts';
 import { client, dir, job, useJobHarness } from './jobHarness.ts';
 
 // An execution timeout of 5 ms against a query that sums a few hundred million values: every

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtins } from '../../connectors/index.ts';
 import { parseJobFile } from '../../src/config/index.ts';
-import { connect } from '../../src/jobs/connect.ts';
+import { connect } from '../../src/jobs/run/connect.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 
 let svc: TestService;

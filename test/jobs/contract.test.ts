@@ -6,8 +6,8 @@ import { formatSummary, summaryFields } from '../../src/cli/output/summary.ts';
 import { ServiceClient } from '../../src/client/index.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { ContractViolationError } from '../../src/jobs/errors.ts';
-import type { RunRecord } from '../../src/jobs/runHistory.ts';
-import { runJob } from '../../src/jobs/runJob.ts';
+import type { RunRecord } from '../../src/jobs/run/runHistory.ts';
+import { runJob } from '../../src/jobs/run/runJob.ts';
 import { runShard } from '../../src/jobs/shards/runShard.ts';
 import { journalsLeft, otherCommits } from '../helpers/localOutput.ts';
 import { startProxy } from '../helpers/proxy.ts';
@@ -173,19 +173,20 @@ ${outputs}`);
       on_violation: warn
       checks:
         amount: { min: "0.0000", max: 9000 }
-        day: { min: "2026-01-01", max: "2026-12-30" }
+        day: { min: "2025-12-31", max: "2025-12-31" }
         quantity: { accepted_values: [0, 1.0, 2] }
     outputs: [{ format: csv, path: "\${DIR}/bounds" }]
 `);
     expect(r.error).toBeUndefined();
     const counts = await duck(`select
       count(*) filter (where amount > 9000)::INT as amount,
-      count(*) filter (where day > DATE '2026-12-30')::INT as day,
+      count(*) filter (where day > DATE '2025-12-31')::INT as day,
       count(*) filter (where quantity not in (0, 1, 2))::INT as quantity
-      from (select (((i * 104729) % 100000000) / 10000.0)::DECIMAL(18, 4) as amount, DATE '2026-01-01' + (i % 365)::INTEGER as day, (i % 1000)::INTEGER as quantity from range(3000) t(i))`);
+      from (select (((i * 104729) % 100000000) / 10000.0)::DECIMAL(18, 4) as amount, (TIMESTAMP '2026-01-01' + to_microseconds(i * 1234567))::DATE as day, (i % 1000)::INTEGER as quantity from range(3000) t(i))`);
     const byCheck = Object.fromEntries(r.summary!.contract!.warnings.map((w) => [w.check, w.count]));
     expect(byCheck).toEqual({ 'expect.checks.amount.max': counts[0]!.amount, 'expect.checks.day.max': counts[0]!.day, 'expect.checks.quantity.accepted_values': counts[0]!.quantity });
     expect(counts[0]!.amount).toBeGreaterThan(0);
+    expect(counts[0]!.day).toBe(3000); // every day of the sample is after the bound
     expect(r.summary!.rows).toBe(3000);
   });
 

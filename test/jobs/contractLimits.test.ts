@@ -2,7 +2,7 @@ import type { RecordBatch } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { builtins } from '../../connectors/index.ts';
 import { parseJobFile } from '../../src/config/index.ts';
-import { RunContract } from '../../src/jobs/contract.ts';
+import { RunContract } from '../../src/jobs/contracts/contract.ts';
 import { ContractViolationError } from '../../src/jobs/errors.ts';
 import { arrowSchema } from '../../src/types/arrow.ts';
 import { createBatchBuilder } from '../../src/types/batch.ts';

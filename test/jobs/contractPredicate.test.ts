@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parsePredicate, PredicateError, predicateProblem } from '../../src/config/predicate.ts';
-import { bindPredicate } from '../../src/jobs/contractPredicate.ts';
+import { bindPredicate } from '../../src/jobs/contracts/contractPredicate.ts';
 
 // The predicate over rows given as the exact text the contract reads (as CSV writes it); the
 // column types as the service's column_types spells them.

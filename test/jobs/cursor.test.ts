@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalCursor, compareCursor, cursorKind, cursorValueProblem, lookbackProblem, lookbackStart, sqlLiteral } from '../../src/jobs/cursor.ts';
+import { canonicalCursor, compareCursor, cursorKind, cursorValueProblem, lookbackProblem, lookbackStart, sqlLiteral } from '../../src/jobs/incremental/cursor.ts';
 
 describe('cursor values', () => {
   it('knows which column types can be ordered', () => {

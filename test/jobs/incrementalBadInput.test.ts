@@ -6,8 +6,8 @@ import { builtins } from '../../connectors/index.ts';
 import { JobFileError, parseJobFile, type Job } from '../../src/config/index.ts';
 import { AppendConflictError, SchemaDriftError } from '../../src/export/errors.ts';
 import { CursorError } from '../../src/jobs/errors.ts';
-import { RunHistory } from '../../src/jobs/runHistory.ts';
-import { type JobSummary, runJob } from '../../src/jobs/runJob.ts';
+import { RunHistory } from '../../src/jobs/run/runHistory.ts';
+import { type JobSummary, runJob } from '../../src/jobs/run/runJob.ts';
 import { duck } from './duck.ts';
 import { client, dir, job, useJobHarness } from './jobHarness.ts';
 

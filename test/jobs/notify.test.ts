@@ -8,10 +8,10 @@ import { builtins } from '../../connectors/index.ts';
 import { runCli } from '../../src/cli/commands/index.ts';
 import type { CliIo, OutputStream } from '../../src/cli/io.ts';
 import { parseJobFile, type Job } from '../../src/config/index.ts';
-import type { Delivery, NotificationBody } from '../../src/jobs/notify.ts';
-import { notifyingEvents, verifySignature } from '../../src/jobs/notify.ts';
-import type { OutputDrift } from '../../src/jobs/drift.ts';
-import { runJob } from '../../src/jobs/runJob.ts';
+import type { Delivery, NotificationBody } from '../../src/jobs/run/notify.ts';
+import { notifyingEvents, verifySignature } from '../../src/jobs/run/notify.ts';
+import type { OutputDrift } from '../../src/jobs/drift/drift.ts';
+import { runJob } from '../../src/jobs/run/runJob.ts';
 import { client, dir, svc, useJobHarness } from './jobHarness.ts';
 
 useJobHarness({ sampleRows: 500, limits: { page_rows: 250 } }, 'sluice-notify-');

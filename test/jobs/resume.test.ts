@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 import { startAzurite, type LocalAzure } from '../helpers/azurite.ts';
+import { startLocalGcs, type LocalGcs } from '../helpers/gcs.ts';
 import { logLines, sluice, startSluice, type Running } from '../cli/sluiceProcess.ts';
 import { duck } from './duck.ts';
 import { journalsLeft, localJournal, otherCommits } from '../helpers/localOutput.ts';
@@ -14,6 +15,7 @@ import { journalsLeft, localJournal, otherCommits } from '../helpers/localOutput
 let svc: TestService;
 let s3: LocalS3;
 let azure: LocalAzure;
+let gcs: LocalGcs;
 let dir: string;
 let env: Record<string, string>;
 const BUCKET = 'resume';
@@ -22,14 +24,15 @@ beforeAll(async () => {
   // Small pages and some latency so that the export takes long enough to be killed halfway.
   // The latency also counts requests: every request the service answers is delayed once.
   svc = await startTestService({ sampleRows: 20_000, limits: { page_rows: 500 }, faults: { latency_ms: 40 } });
-  [s3, azure] = await Promise.all([startLocalS3(), startAzurite()]);
-  await Promise.all([s3.createBucket(BUCKET), azure.createContainer(BUCKET)]);
+  [s3, azure, gcs] = await Promise.all([startLocalS3(), startAzurite(), startLocalGcs()]);
+  await Promise.all([s3.createBucket(BUCKET), azure.createContainer(BUCKET), gcs.createBucket(BUCKET)]);
   dir = await mkdtemp(join(tmpdir(), 'sluice-resume-'));
-  // Azure's key from the environment, as a user would give it.
-  env = { SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: svc.keys.demo.admin, S3_ENDPOINT: s3.endpoint, AZURE_ENDPOINT: azure.endpoint, AZURE_STORAGE_KEY: azure.key };
+  // Azure's key from the environment, as a user would give it; GCS's endpoint as Google's clients take an emulator's.
+  env = { SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: svc.keys.demo.admin, S3_ENDPOINT: s3.endpoint, AZURE_ENDPOINT: azure.endpoint, AZURE_STORAGE_KEY: azure.key, STORAGE_EMULATOR_HOST: gcs.endpoint };
 }, 60_000);
 afterAll(async () => {
-  await Promise.all([s3?.stop(), azure?.stop()]);
+  expect(gcs?.violations).toEqual([]);
+  await Promise.all([s3?.stop(), azure?.stop(), gcs?.stop()]);
   await svc?.close();
   await rm(dir, { recursive: true, force: true });
 });
@@ -96,6 +99,14 @@ const stores = {
       await service.getContainerClient(BUCKET).getBlockBlobClient(key).upload(body, body.length);
     },
     download: (prefix: string, to: string) => azure.download(BUCKET, prefix, to),
+  },
+  GCS: {
+    scheme: 'gs',
+    settings: '',
+    list: (prefix: string) => gcs.list(BUCKET, prefix),
+    get: (key: string) => gcs.get(BUCKET, key),
+    put: (key: string, body: string) => gcs.put(BUCKET, key, body),
+    download: (prefix: string, to: string) => gcs.download(BUCKET, prefix, to),
   },
 };
 type Store = (typeof stores)[keyof typeof stores];

@@ -10,7 +10,7 @@ import {
   PaymentRequiredError,
 } from '../../src/client/errors.ts';
 import { BudgetExceededError, JobBusyError } from '../../src/jobs/errors.ts';
-import { worthRetrying } from '../../src/jobs/retryable.ts';
+import { worthRetrying } from '../../src/jobs/run/retryable.ts';
 import { ConfigError, DestinationCheckError, DestinationError } from '../../src/kit/errors.ts';
 
 const live = new AbortController().signal;

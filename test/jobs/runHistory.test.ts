@@ -2,8 +2,8 @@ import { appendFile, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../src/client/index.ts';
-import { RunHistory, type RunRecord } from '../../src/jobs/runHistory.ts';
-import { runJob } from '../../src/jobs/runJob.ts';
+import { RunHistory, type RunRecord } from '../../src/jobs/run/runHistory.ts';
+import { runJob } from '../../src/jobs/run/runJob.ts';
 import { client, dir, job, svc, useJobHarness } from './jobHarness.ts';
 
 useJobHarness({ sampleRows: 1000 }, 'sluice-history-');

@@ -5,8 +5,8 @@ import { builtins } from '../../connectors/index.ts';
 import { formatSummary, summaryFields } from '../../src/cli/output/summary.ts';
 import { parseJobFile, type Job } from '../../src/config/index.ts';
 import { DestinationError } from '../../src/kit/index.ts';
-import { runJob } from '../../src/jobs/runJob.ts';
-import { jobFingerprint, outputsFingerprint, RunStateStore } from '../../src/jobs/runState.ts';
+import { runJob } from '../../src/jobs/run/runJob.ts';
+import { jobFingerprint, outputsFingerprint, RunStateStore } from '../../src/jobs/run/runState.ts';
 import { duck } from './duck.ts';
 import { client, dir, useJobHarness } from './jobHarness.ts';
 

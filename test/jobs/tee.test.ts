@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { tee } from '../../src/jobs/tee.ts';
+import { tee } from '../../src/jobs/run/tee.ts';
 
 async function* counted(n: number, state: { produced: number; returned: boolean }, failAt?: number): AsyncGenerator<number> {
   try {

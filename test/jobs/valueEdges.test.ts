@@ -9,7 +9,7 @@ import * as pw from 'parquet-wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { stream } from '../../src/pipeline/stream.ts';
 import { parseJobFile } from '../../src/config/index.ts';
-import { runJob } from '../../src/jobs/runJob.ts';
+import { runJob } from '../../src/jobs/run/runJob.ts';
 import { builtins } from '../../connectors/index.ts';
 import { duck } from './duck.ts';
 import { client, dir, useJobHarness } from './jobHarness.ts';

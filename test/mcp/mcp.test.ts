@@ -267,7 +267,7 @@ describe('sluice mcp: a call the client cancels', () => {
       expect(record).toMatchObject({ outcome: 'stopped', origin: 'mcp', tool: 'preview' });
       const statusCall = await mcp.call('status', { execution_id: record!.execution_id });
       const status = statusCall.structuredContent as Record<string, any>;
-      expect(status.state).toBe('QUERY_STATE_CANCELED');
+      expect(status.state).toBe('QUERY_STATE_CANCELLED');
     } finally {
       await mcp.close();
     }

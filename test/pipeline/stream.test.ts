@@ -266,7 +266,7 @@ describe('abort and cancel', () => {
     await expect(s.info()).rejects.toMatchObject({ name: 'AbortError' });
     expect(executionId).toBeDefined();
     const status = await client.getStatus(executionId!);
-    expect(status.state).toBe('QUERY_STATE_CANCELED');
+    expect(status.state).toBe('QUERY_STATE_CANCELLED');
   });
 
   it('without cancelOnAbort, an abort leaves the execution running', async () => {

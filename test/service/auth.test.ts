@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/service.ts';
-import { call, runSql } from './api.ts';
+import { call, runSql, waitFor } from './api.ts';
 
 let svc: TestService;
 let demoExecution: string;
@@ -38,15 +38,29 @@ describe('API keys', () => {
     }
   });
 
-  it('enforces scopes Read < Write < Admin with 403', async () => {
-    const write = await call(svc, 'POST', '/v1/sql/execute', { key: svc.keys.demo.read, body: { sql: 'SELECT 1' } });
-    expect(write.status).toBe(403);
-    expect(write.json).toEqual({ error: 'Not allowed: this API key lacks the Write scope' });
-    const cancel = await call(svc, 'POST', `/v1/execution/${demoExecution}/cancel`, { key: svc.keys.demo.read });
-    expect(cancel.status).toBe(403);
-    const create = await call(svc, 'POST', '/v1/query', { key: svc.keys.demo.read, body: { name: 'x', query_sql: 'SELECT 1' } });
+  it('enforces scopes Read < Read/Write < Admin as the real service has them: Read executes, cancels and reads; writing needs Read/Write (403)', async () => {
+    const read = svc.keys.demo.read;
+    const sql = await call(svc, 'POST', '/v1/sql/execute', { key: read, body: { sql: 'SELECT 1 AS one' } });
+    expect(sql.status, sql.text).toBe(200);
+    const done = await waitFor(svc, sql.json.execution_id);
+    expect(done.state).toBe('QUERY_STATE_COMPLETED');
+    expect((await call(svc, 'GET', `/v1/execution/${sql.json.execution_id}/results`, { key: read })).json.result.rows).toEqual([{ one: 1 }]);
+    const q = (await call(svc, 'POST', '/v1/query', { key: svc.keys.demo.write, body: { name: 'by read', query_sql: 'SELECT 2 AS two' } })).json.query_id as number;
+    const saved = await call(svc, 'POST', `/v1/query/${q}/execute`, { key: read });
+    expect(saved.status, saved.text).toBe(200);
+    expect((await call(svc, 'POST', `/v1/execution/${saved.json.execution_id}/cancel`, { key: read })).status).toBe(200);
+    const create = await call(svc, 'POST', '/v1/query', { key: read, body: { name: 'x', query_sql: 'SELECT 1' } });
     expect(create.status).toBe(403);
-    // Admin includes Write and Read.
+    expect(create.json).toEqual({ error: 'Not allowed: this API key lacks the Read/Write scope' });
+    for (const [method, path, body] of [
+      ['PATCH', `/v1/query/${q}`, { name: 'y' }],
+      ['POST', `/v1/query/${q}/archive`, undefined],
+      ['POST', '/v1/uploads/csv', { table_name: 't', data: 'a\n1\n' }],
+      ['POST', '/v1/materialized-views', { name: 'result_x', query_id: q }],
+    ] as const) {
+      expect((await call(svc, method, path, { key: read, ...(body === undefined ? {} : { body }) })).status, `${method} ${path}`).toBe(403);
+    }
+    // Admin includes Read/Write and Read.
     expect((await call(svc, 'POST', '/v1/sql/execute', { key: svc.keys.demo.admin, body: { sql: 'SELECT 1' } })).status).toBe(200);
     expect((await call(svc, 'GET', `/v1/execution/${demoExecution}/status`, { key: svc.keys.demo.admin })).status).toBe(200);
   });

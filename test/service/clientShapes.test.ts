@@ -112,7 +112,7 @@ describe('query create and update', () => {
       }),
     });
     expect(res.status, res.text).toBe(200);
-    expect((await getQuery(res.json.query_id)).parameters).toEqual([{ key: 'e', type: 'enum', value: 'a', enum_options: ['a', 'b'] }]);
+    expect((await getQuery(res.json.query_id)).parameters).toEqual([{ key: 'e', type: 'enum', value: 'a', enumOptions: ['a', 'b'] }]);
   });
 
   it('Go: update with is_private; the clients\' private / unprivate operations', async () => {

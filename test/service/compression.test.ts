@@ -1,6 +1,7 @@
 // Compressed answers: the service negotiates Accept-Encoding on every route, and what it sends
 // decodes (with zlib, independently of the client) to the very bytes of the uncompressed answer.
-import { brotliDecompressSync, gunzipSync, zstdDecompressSync } from 'node:zlib';
+import { brotliDecompressSync, zstdDecompressSync } from 'node:zlib';
+import { gunzipOneMember } from '../helpers/gunzipOneMember.ts';
 import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ARROW_STREAM_MEDIA_TYPE } from '../../src/protocol/index.ts';
@@ -52,7 +53,7 @@ beforeAll(async () => {
 afterEach(() => svc.setFaults({ reset_rate: 0 }));
 afterAll(() => svc?.close());
 
-const DECODE = { zstd: zstdDecompressSync, br: brotliDecompressSync, gzip: gunzipSync } as const;
+const DECODE = { zstd: zstdDecompressSync, br: brotliDecompressSync, gzip: gunzipOneMember } as const;
 
 /** One GET, its body as received (not decoded). */
 async function raw(path: string, headers: Record<string, string>) {

@@ -94,7 +94,7 @@ describe('execute SQL and status', () => {
     expect(res.status).toBe(200);
     expect(res.json).toEqual({ success: true });
     const s = await status(svc, id);
-    expect(s.state).toBe('QUERY_STATE_CANCELED');
+    expect(s.state).toBe('QUERY_STATE_CANCELLED');
     expect(s.is_execution_finished).toBe(true);
     expect(s.cancelled_at).toMatch(TIMESTAMP);
     expect(s.execution_cost_credits).toBe(10);
@@ -110,7 +110,7 @@ describe('execute SQL and status', () => {
     // Results of a canceled execution: the state, no result.
     const r = await call(svc, 'GET', `/v1/execution/${id}/results`, { key: svc.keys.demo.read });
     expect(r.status).toBe(200);
-    expect(r.json.state).toBe('QUERY_STATE_CANCELED');
+    expect(r.json.state).toBe('QUERY_STATE_CANCELLED');
     expect(r.json).not.toHaveProperty('result');
   });
 

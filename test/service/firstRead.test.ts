@@ -159,7 +159,7 @@ describe('a stop while the encodings are written', () => {
       const cancel = await call(s, 'POST', `/v1/execution/${id}/cancel`, { key: s.keys.demo.write });
       expect(cancel.status).toBe(200);
       const done = await waitFor(s, id);
-      expect(done.state).toBe('QUERY_STATE_CANCELED');
+      expect(done.state).toBe('QUERY_STATE_CANCELLED');
       // The status says CANCELED at once; the engine removes what it wrote as its execution unwinds.
       const left = async (): Promise<string[]> => (await readdir(resultsDir(s))).filter((n) => n.startsWith(id));
       for (let i = 0; i < 600 && (await left()).length > 0; i++) await new Promise((r) => setTimeout(r, 50));

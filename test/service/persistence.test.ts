@@ -20,8 +20,9 @@ describe('restart on the same data directory', () => {
   it('keeps sample.events when started without a row count (no silent rebuild to the default); rebuilds it only for another count', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'sluice-sample-rows-'));
     dirs.push(dataDir);
+    const notices: string[] = [];
     const rowsAfterStart = async (sampleRows: number | undefined): Promise<unknown> => {
-      const svc = await startService({ dataDir, settings: testSettings(), ...(sampleRows === undefined ? {} : { sampleRows }) });
+      const svc = await startService({ dataDir, settings: testSettings(), onNotice: (m) => notices.push(m), ...(sampleRows === undefined ? {} : { sampleRows }) });
       const client = new ServiceClient({ baseUrl: svc.url, apiKey: TEST_KEYS.demo.write, env: {} });
       try {
         return Number((await client.run('SELECT count(*) AS n FROM sample.events'))[0]!.n);
@@ -33,6 +34,32 @@ describe('restart on the same data directory', () => {
     expect(await rowsAfterStart(30)).toBe(30);
     expect(await rowsAfterStart(undefined)).toBe(30);
     expect(await rowsAfterStart(40)).toBe(40);
+    // Each generation is told, a start that kept the table says nothing.
+    expect(notices).toEqual(['sample.events generated with 30 rows', 'sample.events rebuilt with 40 rows (it held 30; the job or command asked for 40)']);
+
+    // A table an older generator made (no version comment) is rebuilt at its size, and says why.
+    const db = await DuckDBInstance.create(join(dataDir, 'engine', 'engine.duckdb'));
+    const conn = await db.connect();
+    await conn.run("CREATE OR REPLACE TABLE sample.events AS SELECT i AS id, TIMESTAMPTZ '2026-01-01 00:00:00+00' + to_microseconds(i * 1234567) AS ts, DATE '2026-01-01' + (i % 365)::INTEGER AS day FROM range(40) t(i)");
+    conn.closeSync();
+    db.closeSync();
+    notices.length = 0;
+    expect(await rowsAfterStart(undefined)).toBe(40);
+    expect(notices).toEqual(['sample.events rebuilt with 40 rows: an older version of sluice made it (its day column was not the date of ts)']);
+  });
+
+  it("sample.events' day is the UTC date of its ts (100,000 rows: an event every 1.234567 s over 1.4 days)", async () => {
+    const svc = await startTestService({ sampleRows: 100_000 });
+    const client = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.write, env: {} });
+    try {
+      const [row] = await client.run(
+        "SELECT count(*) FILTER (WHERE day <> CAST(timezone('UTC', ts) AS DATE))::INTEGER AS off, min(day)::VARCHAR AS first, max(day)::VARCHAR AS last, count(DISTINCT day)::INTEGER AS days FROM sample.events",
+      );
+      expect(row).toEqual({ off: 0, first: '2026-01-01', last: '2026-01-02', days: 2 });
+    } finally {
+      await client.close();
+      await svc.close();
+    }
   });
 
   it('keeps queries, executions and stored results; unfinished executions become FAILED', async () => {
@@ -70,7 +97,7 @@ describe('restart on the same data directory', () => {
     dirs.push(dataDir);
     const first = await startTestService({ dataDir, sampleRows: 10 });
     const up = await call(first, 'POST', '/v1/uploads/csv', { key: first.keys.demo.write, body: { table_name: 'prices', data: 'px\n1\n2\n' } });
-    expect(up.json).toEqual({ success: true, table_name: 'service.demo.dataset_prices' });
+    expect(up.json).toEqual({ success: true, table_name: 'service.demo.dataset_prices', full_name: 'service.demo.dataset_prices', example_query: 'SELECT * FROM service.demo.dataset_prices LIMIT 10' });
     await runSql(first, 'CREATE TABLE service.demo.keep_me AS SELECT 42 AS n');
     await first.close();
 

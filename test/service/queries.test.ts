@@ -36,7 +36,7 @@ const PARAMS = [
   { key: 'who', type: 'text', value: 'nobody' },
   { key: 'n', type: 'number', value: 1 },
   { key: 'since', type: 'datetime', value: '2026-01-01 00:00:00' },
-  { key: 'color', type: 'enum', value: 'red', enum_options: ['red', 'green'] },
+  { key: 'color', type: 'enum', value: 'red', enumOptions: ['red', 'green'] },
 ];
 const SQL = 'SELECT {{who}} AS who, 10-{{n}} AS n, {{since}} AS since, {{ color }} AS color';
 
@@ -47,7 +47,7 @@ describe('saved queries', () => {
     expect(got.status).toBe(200);
     expect(QuerySchema.safeParse(got.json).success).toBe(true);
     expect(got.json).toEqual({
-      query_id: id, name: 'q1', description: 'd', tags: ['t'], version: 1, parameters: PARAMS,
+      query_id: id, name: 'q1', description: 'd', tags: ['t'], version: 1, parameters: PARAMS, is_temp: false,
       query_engine: 'DuckDB SQL', query_sql: SQL, is_private: false, is_archived: false, is_unsaved: false, owner: 'demo',
     });
     const renamed = await call(svc, 'PATCH', `/v1/query/${id}`, { key: w(), body: { name: 'q1b' } });
@@ -74,7 +74,7 @@ describe('saved queries', () => {
       [{ name: 'x', query_sql: 'SELECT 1', bogus: 1 }, /unknown field "bogus"/],
       [{ name: 'x', query_sql: 'SELECT {{y}}' }, /undeclared parameters \(y\)/],
       [{ name: 'x', query_sql: 'SELECT {{y}}', parameters: [{ key: 'y', type: 'number', value: 'abc' }] }, /"y": expected a number/],
-      [{ name: 'x', query_sql: 'SELECT {{y}}', parameters: [{ key: 'y', type: 'enum', value: 'a' }] }, /needs enum_options/],
+      [{ name: 'x', query_sql: 'SELECT {{y}}', parameters: [{ key: 'y', type: 'enum', value: 'a' }] }, /needs enumOptions/],
       [{ name: 'x', query_sql: 'SELECT {{y}}', parameters: [{ key: 'y', type: 'blob', value: 'a' }] }, /parameters\[0\]\.type/],
     ];
     for (const [body, msg] of cases) {

@@ -33,7 +33,7 @@ describe('per-team queue with max_inflight = 1', () => {
     // Cancel a waiting one: c moves up.
     expect((await call(svc, 'POST', `/v1/execution/${b}/cancel`, { key: svc.keys.demo.write })).json).toEqual({ success: true });
     const cb = await status(svc, b);
-    expect(cb.state).toBe('QUERY_STATE_CANCELED');
+    expect(cb.state).toBe('QUERY_STATE_CANCELLED');
     expect(cb.execution_cost_credits).toBe(0);
     expect(cb).not.toHaveProperty('execution_started_at');
     expect(cb).not.toHaveProperty('queue_position');

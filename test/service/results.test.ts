@@ -201,9 +201,9 @@ describe('CSV result pages', () => {
     expect(r.json.error).toMatch(/^Bad Request/);
   });
 
-  it('uses the origin the client called for next_uri (Host header)', async () => {
+  it("builds next_uri on the service's own origin, whatever the Host header says", async () => {
     const r = await call(svc, 'GET', `/v1/execution/${small}/results/csv`, { key: svc.keys.demo.read, query: { limit: 2 }, headers: { host: 'example.test:9999' } });
-    expect(r.headers['x-service-next-uri']).toBe(`http://example.test:9999/api/v1/execution/${small}/results/csv?limit=2&offset=2`);
+    expect(r.headers['x-service-next-uri']).toBe(`${svc.origin}/api/v1/execution/${small}/results/csv?limit=2&offset=2`);
   });
 });
 

@@ -56,6 +56,14 @@ describe('service settings', () => {
     expect(err.message).toMatch(/limits: .*"pages"/);
   });
 
+  it('reads sql_dialect for the service and per team (dunesql by default) and names a bad one', () => {
+    const team = (name: string, key: string, extra: object = {}) => ({ name, keys: [{ key, scopes: ['Read'] }], ...extra });
+    const s = parseSettings({ teams: [team('a', 'sk_1234567'), team('b', 'sk_7654321', { sql_dialect: 'duckdb' })] });
+    expect([s.sql_dialect, s.teams[0]!.sql_dialect, s.teams[1]!.sql_dialect]).toEqual(['dunesql', undefined, 'duckdb']);
+    expect(() => parseSettings({ teams: [team('a', 'sk_1234567')], sql_dialect: 'trino' })).toThrow(/sql_dialect.*"dunesql"\|"duckdb"|sql_dialect: .*dunesql/);
+    expect(() => parseSettings({ teams: [team('a', 'sk_1234567', { sql_dialect: 'presto' })] })).toThrow(/teams\[0\]\.sql_dialect/);
+  });
+
   it('refuses duplicate keys and team names, bad team names, unreadable files', async () => {
     const team = (name: string, key: string) => ({ name, keys: [{ key, scopes: ['Read'] }] });
     expect(() => parseSettings({ teams: [team('a', 'sk_1234567'), team('b', 'sk_1234567')] })).toThrow(/teams\[1\]\.keys\[0\]\.key: duplicate API key/);

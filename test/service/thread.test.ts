@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceClient } from '../../src/client/index.ts';
-import { connect } from '../../src/jobs/connect.ts';
+import { connect } from '../../src/jobs/run/connect.ts';
 import { SettingsError } from '../../src/service/settings.ts';
 import { startServiceThread } from '../../src/service/thread.ts';
 

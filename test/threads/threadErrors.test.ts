@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { NotFoundError } from '../../src/client/errors.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { SettingsError } from '../../src/service/settings.ts';
-import { policyOf } from '../../src/jobs/errorPolicy.ts';
+import { policyOf } from '../../src/jobs/run/errorPolicy.ts';
 import { FormatError } from '../../src/kit/index.ts';
 import { reviveError, sendError } from '../../src/threads/threadErrors.ts';
 import { ValueDecodeError } from '../../src/types/errors.ts';

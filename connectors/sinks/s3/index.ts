@@ -51,7 +51,23 @@ export function clientConfig(config: S3Config): S3ClientConfig {
             ...(config.session_token ? { sessionToken: config.session_token } : {}),
           },
         }
-      : {}),
+      : // A named profile is that profile's credentials, whatever else the environment holds (the
+        // default chain would also look at AWS_ACCESS_KEY_ID, warn, and may prefer it one day).
+        config.profile
+        ? { credentials: profileCredentials(config.profile) }
+        : {}),
+  };
+}
+
+/** Static credentials, as a provider resolves them. */
+type Credentials = Exclude<NonNullable<S3ClientConfig['credentials']>, (...args: never[]) => unknown>;
+
+/** The named profile's credential provider, loaded on first use: only an export to S3 loads the SDK. */
+function profileCredentials(profile: string): NonNullable<S3ClientConfig['credentials']> {
+  let provider: Promise<() => Promise<Credentials>> | undefined;
+  return async () => {
+    provider ??= import('@aws-sdk/credential-provider-ini').then(({ fromIni }) => fromIni({ profile }));
+    return (await provider)();
   };
 }
 

@@ -11,6 +11,8 @@ import { SERVE_OPTIONS, SERVE_SUMMARY } from './serveOptions.ts';
 import { schemaCommand } from './schema.ts';
 import { cancelCommand, statusCommand } from './status.ts';
 import { uploadCommand } from './upload.ts';
+import { uploadClearCommand, uploadCreateCommand, uploadDeleteCommand, uploadInsertCommand, uploadListCommand } from './uploadTables.ts';
+import { datasetsListCommand, datasetsSearchCommand } from './datasets.ts';
 import { usageCommand } from './usage.ts';
 import { validateCommand } from './validate.ts';
 import { viewsDeleteCommand, viewsGetCommand, viewsListCommand, viewsRefreshCommand, viewsUpsertCommand } from './views.ts';
@@ -50,6 +52,13 @@ export const COMMANDS: readonly Command[] = [
   queriesUpdateCommand,
   queriesArchiveCommand,
   uploadCommand,
+  uploadCreateCommand,
+  uploadInsertCommand,
+  uploadClearCommand,
+  uploadDeleteCommand,
+  uploadListCommand,
+  datasetsListCommand,
+  datasetsSearchCommand,
   mcpCommand,
   serve,
 ];

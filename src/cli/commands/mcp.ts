@@ -51,7 +51,9 @@ export const mcpCommand = defineCommand({
     const host = stringOption(values, 'host') ?? '127.0.0.1';
     const token = httpToken(values, io.env);
     const file = positionals[0];
-    const jobFile = file === undefined ? undefined : await loadJobFile(file, { registry: builtins, env: io.env, cwd: io.cwd });
+    // The values a job file's ${VAR} references read are treated as secrets (mcp/secrets.ts).
+    const variablesRead = new Set<string>();
+    const jobFile = file === undefined ? undefined : await loadJobFile(file, { registry: builtins, env: io.env, cwd: io.cwd, variablesRead });
     if (jobFile !== undefined) {
       // --data-dir and --api-key-env have defaults, so only these can be told apart from not given.
       const flags = ['base-url', 'sample-rows', 'state-dir'].filter((name) => values[name] !== undefined);
@@ -62,6 +64,7 @@ export const mcpCommand = defineCommand({
       ? await connectFromFlags(values, io, log, signal)
       : await connectLogged(jobFile.connection, io, log, signal);
     try {
+      const secrets = new mcp.Secrets([connection.client.connectionOptions().apiKey, token], io.env, variablesRead);
       const context: McpServerContext = {
         client: connection.client,
         embedded: connection.embedded,
@@ -70,8 +73,8 @@ export const mcpCommand = defineCommand({
         stateDir: resolve(io.cwd, jobFile?.state_dir ?? stringOption(values, 'state-dir') ?? DEFAULT_STATE_DIR),
         cwd: io.cwd,
         settings: { readOnly: flag(values, 'read-only'), allowlist: new mcp.OutputAllowlist(listOption(values, 'allow-output'), io.cwd), credits },
-        log,
-        secrets: new mcp.Secrets([connection.client.connectionOptions().apiKey, token], io.env),
+        log: secrets.log(log),
+        secrets,
         signal,
         serialExport: serial(),
       };

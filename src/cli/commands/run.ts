@@ -3,19 +3,20 @@ import { builtins } from '../../../connectors/index.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
 import { type Connection, DEFAULT_STATE_DIR, type Job, MAX_WORKERS } from '../../config/jobSchema.ts';
 import type { Workers } from '../../export/partPlan.ts';
-import { runJob, type JobSummary } from '../../jobs/runJob.ts';
+import { runJob, type JobSummary } from '../../jobs/run/runJob.ts';
 import { connectLogged } from '../connection.ts';
 import { defineCommand, flag, listOption, stringOption } from '../command.ts';
 import { EXIT, exitCodeOf } from '../exit-codes.ts';
 import { writeOut } from '../io.ts';
 import { jobEvents } from '../jobEvents.ts';
-import { errorCode, failureFields, formatFailure, finishedLogFields, formatSummary, messageOf, summaryFields } from '../output/summary.ts';
+import { errorCode, failureFields, formatFailure, sqlErrorAt, finishedLogFields, formatSummary, messageOf, summaryFields } from '../output/summary.ts';
 import { UsageError } from '../usage-error.ts';
-import { planRun } from '../../jobs/planRun.ts';
+import { planRun } from '../../jobs/plan/planRun.ts';
 import { runShard } from '../../jobs/shards/runShard.ts';
 import { formatPlan, formatShard, planFields, shardFields } from '../output/shardSummary.ts';
 import { shardSpec } from '../shardSpec.ts';
 import { spawnShards } from '../shardProcesses.ts';
+import { startTelemetry, withRunTelemetry } from '../../telemetry/index.ts';
 
 export const runCommand = defineCommand({
   name: 'run',
@@ -95,6 +96,8 @@ export const runCommand = defineCommand({
     const json = flag(values, 'json');
 
     // A shard of N spends 1/N of the key's rate: N shards together stay within it.
+    // OpenTelemetry when the environment asks for it (OTEL_EXPORTER_OTLP_ENDPOINT): before connecting, so the clients carry trace context.
+    const telemetry = await startTelemetry(io.env, 'cli', (message) => log.warn(message));
     const connection = await connectLogged(jobFile.connection, io, log, signal, false, shard === undefined ? 1 : 1 / shard.count);
     let exit: number = EXIT.ok;
     try {
@@ -122,8 +125,9 @@ export const runCommand = defineCommand({
         } catch (error) {
           if (signal.aborted) throw error;
           const code = exitCodeOf(error);
-          log.error(messageOf(error), { job: job.name, shard: shard.index, shards: shard.count, run_id: shard.runId, error: errorCode(error), exit_code: code });
-          await writeOut(summaryOut, json ? `${JSON.stringify({ ...failureFields(job.name, error, code), shard: shard.index, shards: shard.count, run_id: shard.runId })}\n` : formatFailure(job.name, error, code));
+          const sqlAt = sqlErrorAt(job.source, error);
+          log.error(messageOf(error), { job: job.name, shard: shard.index, shards: shard.count, run_id: shard.runId, error: errorCode(error), exit_code: code, ...(sqlAt === undefined ? {} : { sql_at: sqlAt }) });
+          await writeOut(summaryOut, json ? `${JSON.stringify({ ...failureFields(job.name, error, code, sqlAt), shard: shard.index, shards: shard.count, run_id: shard.runId })}\n` : formatFailure(job.name, error, code, sqlAt));
           return code;
         }
       }
@@ -132,7 +136,7 @@ export const runCommand = defineCommand({
         const { events, done } = jobEvents(job.name, log, io.stderr, showBar);
         let summary: JobSummary;
         try {
-          summary = await runJob(job, {
+          summary = await withRunTelemetry(job.name, events, (events) => runJob(job, {
             client: connection.client,
             stateDir,
             signal,
@@ -140,16 +144,17 @@ export const runCommand = defineCommand({
             ...(executionId === undefined ? {} : { executionId }),
             resume: !flag(values, 'fresh'),
             ...(workers === undefined ? {} : { workers }),
-          });
+          }));
         } catch (error) {
           done();
           if (signal.aborted) throw error;
           // One failing job does not stop the others; the exit code is the first failure's, and every
           // job appears in the summary with its outcome, so the reader sees which one failed and why.
           const code = exitCodeOf(error);
-          log.error(messageOf(error), { job: job.name, error: errorCode(error), exit_code: code });
+          const sqlAt = sqlErrorAt(job.source, error);
+          log.error(messageOf(error), { job: job.name, error: errorCode(error), exit_code: code, ...(sqlAt === undefined ? {} : { sql_at: sqlAt }) });
           if (exit === EXIT.ok) exit = code;
-          await writeOut(summaryOut, json ? `${JSON.stringify(failureFields(job.name, error, code))}\n` : formatFailure(job.name, error, code));
+          await writeOut(summaryOut, json ? `${JSON.stringify(failureFields(job.name, error, code, sqlAt))}\n` : formatFailure(job.name, error, code, sqlAt));
           continue;
         }
         done();
@@ -158,6 +163,7 @@ export const runCommand = defineCommand({
       }
     } finally {
       await connection.close();
+      await telemetry?.shutdown();
     }
     return exit;
   },

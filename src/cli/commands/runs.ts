@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { builtins } from '../../../connectors/index.ts';
 import { DEFAULT_STATE_DIR } from '../../config/jobSchema.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
-import { RunHistory, type RunRecord } from '../../jobs/runHistory.ts';
+import { RunHistory, type RunRecord } from '../../jobs/run/runHistory.ts';
 import { defineCommand, flag, stringOption } from '../command.ts';
 import { EXIT } from '../exit-codes.ts';
 import { writeOut } from '../io.ts';
@@ -20,7 +20,7 @@ export const runsCommand = defineCommand({
   args: '[JOB]',
   maxArgs: 1,
   options: {
-    file: { type: 'string', short: 'f', valueName: 'FILE', description: "Read the history in this job file's state_dir" },
+    file: { type: 'string', short: 'f', valueName: 'FILE', description: "List the runs of this job file's jobs, from its state_dir (other job files may share that folder)" },
     'state-dir': { type: 'string', valueName: 'DIR', description: `State directory holding the history (default: the job file's state_dir, else ${DEFAULT_STATE_DIR})` },
     last: { type: 'string', valueName: 'N', description: `How many runs to list (default ${DEFAULT_LAST}; 0 = all)` },
     json: { type: 'boolean', description: 'Print the runs as a JSON array' },
@@ -34,9 +34,12 @@ export const runsCommand = defineCommand({
     const lastText = stringOption(values, 'last');
     if (lastText !== undefined && !/^\d+$/.test(lastText)) throw new UsageError(`--last must be a whole number of runs, got ${JSON.stringify(lastText)}`);
     const last = lastText === undefined ? DEFAULT_LAST : Number(lastText);
-    const stateDir = await historyDir(values, io);
+    const { stateDir, jobs } = await historyOf(values, io);
     const job = positionals[0];
-    const runs = await new RunHistory(stateDir).list({ ...(job === undefined ? {} : { job }), ...(last === 0 ? {} : { last }) });
+    if (job !== undefined && jobs !== undefined && !jobs.includes(job)) {
+      throw new UsageError(`job ${JSON.stringify(job)} is not in ${String(values.file)} (its jobs: ${jobs.join(', ')})`);
+    }
+    const runs = await new RunHistory(stateDir).list({ ...(job === undefined ? {} : { job }), ...(jobs === undefined ? {} : { jobs }), ...(last === 0 ? {} : { last }) });
     if (flag(values, 'json')) {
       await writeOut(io.stdout, toJson(runs));
     } else if (runs.length === 0) {
@@ -48,15 +51,19 @@ export const runsCommand = defineCommand({
   },
 });
 
-async function historyDir(values: Record<string, unknown>, io: { cwd: string; env: Record<string, string | undefined> }): Promise<string> {
+/** The history's folder and, with --file, the names of the file's jobs (the only ones listed). */
+async function historyOf(
+  values: Record<string, unknown>,
+  io: { cwd: string; env: Record<string, string | undefined> },
+): Promise<{ stateDir: string; jobs?: string[] }> {
   const explicit = values['state-dir'];
-  if (typeof explicit === 'string') return resolve(io.cwd, explicit);
   const file = values.file;
   if (typeof file === 'string') {
     const jobFile = await loadJobFile(file, { registry: builtins, env: io.env, cwd: io.cwd });
-    return resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
+    const stateDir = resolve(io.cwd, typeof explicit === 'string' ? explicit : (jobFile.state_dir ?? DEFAULT_STATE_DIR));
+    return { stateDir, jobs: jobFile.jobs.map((j) => j.name) };
   }
-  return resolve(io.cwd, DEFAULT_STATE_DIR);
+  return { stateDir: resolve(io.cwd, typeof explicit === 'string' ? explicit : DEFAULT_STATE_DIR) };
 }
 
 /** The client's `method GET url (execution id): ` prefix: --json keeps it, the table shows what went wrong. */

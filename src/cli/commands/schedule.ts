@@ -2,8 +2,8 @@ import { resolve } from 'node:path';
 import { builtins } from '../../../connectors/index.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
 import { DEFAULT_STATE_DIR } from '../../config/jobSchema.ts';
-import type { RunRecord } from '../../jobs/runHistory.ts';
-import { runJob } from '../../jobs/runJob.ts';
+import type { RunRecord } from '../../jobs/run/runHistory.ts';
+import { runJob, type RunEvents } from '../../jobs/run/runJob.ts';
 import { systemClock } from '../../scheduler/clock.ts';
 import { DEFAULT_HEALTH_HOST, startHealthServer, type HealthServer } from '../../scheduler/healthServer.ts';
 import { Metrics } from '../../scheduler/metrics.ts';
@@ -14,6 +14,7 @@ import { EXIT } from '../exit-codes.ts';
 import { jobEvents } from '../jobEvents.ts';
 import { finishedLogFields } from '../output/summary.ts';
 import { UsageError } from '../usage-error.ts';
+import { startTelemetry, withRunTelemetry } from '../../telemetry/index.ts';
 
 /** Runs get this long after SIGTERM to cancel executions and abort uploads (Docker waits 10 s). */
 const DEFAULT_GRACE_SECONDS = 8;
@@ -48,6 +49,7 @@ export const scheduleCommand = defineCommand({
     if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) throw new UsageError(`--health-port must be a port number, got ${JSON.stringify(portText)}`);
 
     const stateDir = resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
+    const telemetry = await startTelemetry(io.env, 'cli', (message) => log.warn(message));
     const connection = await connectLogged(jobFile.connection, io, log, signal, true);
     const metrics = new Metrics(scheduled.map((j) => j.name));
     let health: HealthServer | undefined;
@@ -63,11 +65,15 @@ export const scheduleCommand = defineCommand({
           // The metrics count the run as its history record does, credits of a failed run included.
           let recorded: RunRecord | undefined;
           try {
-            const summary = await runJob(job, { client: connection.client, stateDir, signal: runSignal, events: { ...events, onRecorded: (r) => (recorded = r), onDrift: (d) => (metrics.drifted(name), events.onDrift?.(d)), onNotification: (n) => metrics.notified(name, n.delivered) } });
+            const own: RunEvents = { ...events, onRecorded: (r) => (recorded = r), onDrift: (d) => (metrics.drifted(name), events.onDrift?.(d)), onNotification: (n) => metrics.notified(name, n.delivered) };
+            const summary = await withRunTelemetry(name, own, (traced) => runJob(job, { client: connection.client, stateDir, signal: runSignal, events: traced }));
             log.info('job finished', finishedLogFields(summary, log.format, false));
             return { rows: summary.rows, bytes: summary.bytes, credits: summary.credits };
           } catch (error) {
             return { rows: 0, bytes: 0, credits: recorded?.credits ?? 0, error };
+          } finally {
+            // Each run's spans and metrics leave when it ends, not at the next export interval.
+            void telemetry?.flush();
           }
         },
         events: {
@@ -106,6 +112,7 @@ export const scheduleCommand = defineCommand({
       await health?.close();
       // Closing the embedded service interrupts whatever is left; bounded so exit stays prompt.
       await Promise.race([connection.close(), new Promise((r) => setTimeout(r, 2000).unref())]);
+      await telemetry?.shutdown();
     }
   },
 });

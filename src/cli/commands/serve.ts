@@ -49,6 +49,7 @@ export const serveCommand: ServeCommand = {
         ...(values.config === undefined ? {} : { settings: values.config }),
         // Jobs without a base_url on the same data folder use this service (over loopback).
         advertise: {},
+        onNotice: (message) => process.stderr.write(`sluice serve: ${message}\n`),
       });
     } catch (err) {
       process.stderr.write(`sluice serve: ${err instanceof SettingsError ? err.message : String(err)}\n`);

@@ -8,7 +8,7 @@ import { renderTable } from '../output/table.ts';
 import { printAnswer } from '../printAnswer.ts';
 import { UsageError } from '../usage-error.ts';
 import type { Logger } from '../log.ts';
-import type { Connected } from '../../jobs/connect.ts';
+import type { Connected } from '../../jobs/run/connect.ts';
 
 const WAIT_OPTION = { type: 'boolean', description: 'Wait until the refresh finished; its failure is exit code 5 (always, on the embedded service)' } as const;
 const EMBEDDED_WAITS =

@@ -1,4 +1,4 @@
-import type { BackfillPlan } from '../../jobs/backfillPlan.ts';
+import type { BackfillPlan } from '../../jobs/backfill/backfillPlan.ts';
 
 /** Chunk lines `--plan` prints before it only counts the rest. */
 const SHOWN_CHUNKS = 50;

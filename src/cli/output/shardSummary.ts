@@ -1,4 +1,4 @@
-import type { JobPlan } from '../../jobs/planRun.ts';
+import type { JobPlan } from '../../jobs/plan/planRun.ts';
 import { backfillFields, backfillLines } from './backfillPlanText.ts';
 import { targetText } from '../../export/iceberg/catalog/catalogConfig.ts';
 import type { ShardSummary } from '../../jobs/shards/runShard.ts';
@@ -66,6 +66,7 @@ export function planFields(p: JobPlan): Record<string, unknown> {
       committed_execution: o.committedExecution ?? null,
       ...(o.commitsTo === undefined ? {} : { catalog: o.commitsTo.catalog ?? null, catalog_table: o.commitsTo.table }),
       ...(o.schemaDrift === undefined ? {} : { schema_drift: o.schemaDrift }),
+      decode: { path: o.decode.path, why: o.decode.why },
     })),
     ...(p.cursor === undefined ? {} : { cursor: { column: p.cursor.column, from: p.cursor.from, value: p.cursor.value, ...(p.cursor.lookback === undefined ? {} : { lookback: p.cursor.lookback }) } }),
     ...(p.contract === undefined ? {} : { contract: p.contract.map((c) => ({ check: c.check, what: c.what, when: c.when, on_violation: c.onViolation, ...(c.quarantine === undefined ? {} : { quarantine: c.quarantine }) })) }),
@@ -106,7 +107,8 @@ export function formatPlan(p: JobPlan): string {
         `${o.partsPerShard === undefined ? '' : ` (per shard: ${o.partsPerShard.join(', ')})`}` +
         `${o.committedExecution === undefined ? '' : `  now holds ${o.committedExecution}`}` +
         `${o.commitsTo === undefined ? '' : `\n    commits to ${targetText(o.commitsTo)}`}` +
-        `${o.schemaDrift === undefined ? '' : `\n    schema_drift: ${o.schemaDrift} (${DRIFT_DOES[o.schemaDrift]})`}`,
+        `${o.schemaDrift === undefined ? '' : `\n    schema_drift: ${o.schemaDrift} (${DRIFT_DOES[o.schemaDrift]})`}` +
+        `\n    decode: ${o.decode.path} (${o.decode.why})`,
     ),
     ...(p.cursor === undefined ? [] : [`  cursor ${p.cursor.column}: from ${p.cursor.value} (${cursorOrigin(p.cursor)})`]),
     ...(p.contract === undefined ? [] : ['  contract:', ...p.contract.map(contractLine)]),

@@ -1,7 +1,9 @@
-import type { JobSummary } from '../../jobs/runJob.ts';
-import type { ContractWarning } from '../../jobs/contract.ts';
-import { describeChange } from '../../jobs/drift.ts';
+import type { JobSummary } from '../../jobs/run/runJob.ts';
+import type { ContractWarning } from '../../jobs/contracts/contract.ts';
+import { describeChange } from '../../jobs/drift/drift.ts';
 import { fmtDuration } from '../progress.ts';
+import { ExecutionFailedError } from '../../client/errors.ts';
+import { sqlFilePosition } from '../../config/sqlOrigin.ts';
 
 export function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
@@ -92,14 +94,19 @@ function left(s: JobSummary): string {
 }
 
 /** The summary entry of a job that failed: its name, the exit code its error maps to, and the error. */
-export function formatFailure(job: string, error: unknown, exitCode: number): string {
+export function formatFailure(job: string, error: unknown, exitCode: number, sqlAt?: string): string {
   const [first, ...rest] = messageOf(error).split('\n');
-  return `${job}: FAILED (${errorCode(error)}, exit code ${exitCode}): ${first}\n${rest.map((line) => `  ${line}\n`).join('')}`;
+  return `${job}: FAILED (${errorCode(error)}, exit code ${exitCode}): ${sqlAt === undefined ? '' : `${sqlAt}: `}${first}\n${rest.map((line) => `  ${line}\n`).join('')}`;
+}
+
+/** Where in the job file an SQL error of this job points (`FILE:LINE:COL`), when it can be told. */
+export function sqlErrorAt(source: object, error: unknown): string | undefined {
+  return error instanceof ExecutionFailedError ? sqlFilePosition(source, error.line, error.column) : undefined;
 }
 
 /** `formatFailure` as one JSON object (`--json`), next to the successful jobs' `summaryFields`. */
-export function failureFields(job: string, error: unknown, exitCode: number): Record<string, unknown> {
-  return { job, outcome: 'failed', exit_code: exitCode, error: { code: errorCode(error), message: messageOf(error) } };
+export function failureFields(job: string, error: unknown, exitCode: number, sqlAt?: string): Record<string, unknown> {
+  return { job, outcome: 'failed', exit_code: exitCode, error: { code: errorCode(error), message: messageOf(error), ...(sqlAt === undefined ? {} : { sql_at: sqlAt }) } };
 }
 
 export function messageOf(error: unknown): string {

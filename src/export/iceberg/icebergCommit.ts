@@ -36,8 +36,9 @@ export interface IcebergCommitOptions {
  * through `commitSnapshot`, the same commit as `writeIcebergTable`). A failed export removes its data
  * files: the table stays at its previous snapshot.
  *
- * One instance serves one export (`commitFor` makes one per call): `read` remembers the table it
- * loaded, and `prepare` the schema the files are written with, for `publish`.
+ * One instance serves one opened output (`commitFor` makes one per call), its exports one after
+ * another: `read` remembers the table it loaded, and `prepare` the schema the files are written
+ * with, for `publish`.
  */
 export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
   let table: { storage: TableStorage; pointer: TablePointer; base: LoadedTable } | undefined;

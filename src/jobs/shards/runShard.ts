@@ -1,29 +1,29 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ExecutionExpiredError, NotFoundError } from '../../client/errors.ts';
 import type { ServiceClient } from '../../client/service-client.ts';
-import { ConfigError, type ConfigIssue } from '../../errors.ts';
+import { ConfigError } from '../../errors.ts';
 import type { Job } from '../../config/jobSchema.ts';
 import { RowCountMismatchError } from '../../export/errors.ts';
-import { checkOutputs } from '../../export/checkOutputs.ts';
 import { buildManifest, type Manifest } from '../../export/manifest.ts';
 import type { Commit } from '../../export/commit.ts';
+import { type OutputSession, OutputSessions } from '../output/outputSession.ts';
+import { whyNotSharded } from '../output/splitRule.ts';
 import { ManifestInvalidError } from '../../export/errors.ts';
 import type { ResolvedOutput } from '../../export/outputConfig.ts';
 import type { Workers } from '../../export/partPlan.ts';
 import { partFileName } from '../../export/partFileName.ts';
 import { commitShards, sameExport, type ShardCommitOutcome } from '../../export/shardCommit.ts';
 import { PreconditionFailedError } from '../../kit/index.ts';
-import { type Destination, type SharedArea } from '../../export/destination.ts';
+import type { Destination, SharedArea } from '../../export/destination.ts';
 import { stream } from '../../pipeline/stream.ts';
 import { type ExecutionStatus, holdsResult } from '../../protocol/index.ts';
-import { checkBytes, checkCredits, executionCost } from '../budget.ts';
-import { outputFingerprint, readCommit } from '../committedOutput.ts';
-import { RunContract } from '../contract.ts';
-import { driftPolicyOf, RunDrift, watchesDrift } from '../drift.ts';
+import { checkBytes, checkCredits, executionCost } from '../run/budget.ts';
+import { RunContract } from '../contracts/contract.ts';
+import { RunDrift, watchesDrift } from '../drift/drift.ts';
 import { ShardCommittedError, ShardMismatchError } from '../errors.ts';
-import { sourceInfo } from '../jobSource.ts';
-import { readOptions } from '../readOptions.ts';
-import { decideSource } from '../sourceDecision.ts';
+import { sourceInfo } from '../run/jobSource.ts';
+import { readOptions } from '../run/readOptions.ts';
+import { decideSource } from '../run/sourceDecision.ts';
 import {
   areaId,
   decode,
@@ -43,7 +43,6 @@ import {
   type ShardSpec,
 } from './plan.ts';
 import { type Written, writeShardParts } from './shardParts.ts';
-import { openDestination } from '../../export/storage/openDestination.ts';
 
 export interface ShardEvents {
   onInfo?(message: string, fields: Record<string, unknown>): void;
@@ -93,6 +92,7 @@ const DEFAULT_PLAN_WAIT_MS = 30 * 60_000;
 /** One output of this shard: where it goes, its shared area, the plan every shard follows. */
 interface ShardOutput {
   readonly index: number;
+  readonly session: OutputSession;
   readonly output: ResolvedOutput;
   readonly destination: Destination;
   readonly area: SharedArea;
@@ -111,22 +111,22 @@ interface ShardOutput {
 export async function runShard(job: Job, options: RunShardOptions): Promise<ShardSummary> {
   const began = performance.now();
   const { shard, signal } = options;
-  checkShardable(job);
-  // Before anything is started or written: a destination that cannot work costs nothing.
-  await checkOutputs(job.outputs, signal);
-  const destinations = job.outputs.map((o) => openDestination(o));
+  const sessions = new OutputSessions(job);
   try {
-    const areas = destinations.map((d, i) => d.shared!(areaId(shard.runId, job.name, i)));
-    for (const [i, destination] of destinations.entries()) await refuseIfCommitted(job, i, destination, shard, signal);
+    checkShardable(job, sessions);
+    // Before anything is started or written: a destination that cannot work costs nothing.
+    await sessions.check(signal);
+    const areas = sessions.all.map((s, i) => s.destination.shared!(areaId(shard.runId, job.name, i)));
+    for (const session of sessions.all) await refuseIfCommitted(job, session, shard, signal);
     // Shard 0 plans while any output lacks a plan (a kill can come between two of them).
     const planning = shard.index === 0 && (await Promise.all(areas.map((a) => a.read(PLAN_NAME, signal)))).some((p) => p === undefined);
-    const made = planning ? await makePlans(job, options, destinations, areas) : undefined;
+    const made = planning ? await makePlans(job, options, sessions, areas) : undefined;
     const plans: Plan[] = [];
     for (const [i, area] of areas.entries()) plans.push(checkPlan(job, i, await waitForPlan(area, job, i, options), shard, area));
     const status = await readableExecution(job, options, plans[0]!.execution_id);
     const outputs: ShardOutputSummary[] = [];
-    for (const [index, output] of job.outputs.entries()) {
-      outputs.push(await exportOutput(job, options, { index, output, destination: destinations[index]!, area: areas[index]!, plan: plans[index]! }, status));
+    for (const [index, session] of sessions.all.entries()) {
+      outputs.push(await exportOutput(job, options, { index, session, output: session.output, destination: session.destination, area: areas[index]!, plan: plans[index]! }, status));
     }
     return {
       job: job.name,
@@ -140,7 +140,7 @@ export async function runShard(job: Job, options: RunShardOptions): Promise<Shar
       durationMs: performance.now() - began,
     };
   } finally {
-    await Promise.allSettled(destinations.map((d) => d.close()));
+    await sessions.close();
   }
 }
 
@@ -194,55 +194,33 @@ async function exportOutput(job: Job, options: RunShardOptions, out: ShardOutput
   };
 }
 
-/** Sharding needs parts that are a function of row offsets, and a destination with a shared area. */
-function checkShardable(job: Job): void {
-  const issues: ConfigIssue[] = [];
-  if (job.result?.filters !== undefined) {
-    issues.push({ path: 'result.filters', message: 'a sharded run splits the result by row offsets, and the service does not count filtered rows up front: filter in the SQL instead', value: job.result.filters });
-  }
-  if (job.incremental !== undefined) {
-    issues.push({ path: 'incremental', message: 'a sharded run replaces its outputs with one result: run incremental jobs without shards', value: job.incremental.cursor });
-  }
-  if (job.backfill !== undefined) {
-    issues.push({ path: 'backfill', message: 'a backfill reads one execution per chunk and commits them once: run it without shards (backfill.concurrency runs chunks side by side)', value: job.backfill.chunk });
-  }
-  if (job.expect?.checks !== undefined) {
-    issues.push({ path: 'expect.checks', message: 'not supported on sharded runs yet (each shard reads only its rows, so unique could not see them all): run without shards, or keep expect.columns and expect.rows, which shard 0 checks before any page is fetched', value: Object.keys(job.expect.checks) });
-  }
-  job.outputs.forEach((output, i) => {
-    if (output.expect !== undefined) issues.push({ path: `outputs[${i}].expect`, message: "not supported on sharded runs yet: move the output's columns and rows to the job's expect (shard 0 checks them before any page is fetched), or run without shards", value: Object.keys(output.expect) });
-    if (driftPolicyOf(job, output) === 'freeze') issues.push({ path: `outputs[${i}].schema_drift`, message: 'freeze reshapes the rows of the one read, and each shard reads its own: use fail or evolve, or run without shards', value: 'freeze' });
-    if (output.mode === 'append') issues.push({ path: `outputs[${i}].mode`, message: 'a sharded run replaces the output: drop mode: append or run without shards', value: output.mode });
-    if (output.table !== 'manifest') issues.push({ path: `outputs[${i}].table`, message: 'a sharded run commits a manifest: run table outputs without shards', value: output.table });
-    if (output.partitionBy.length > 0) issues.push({ path: `outputs[${i}].partition_by`, message: 'a sharded run writes parts by row ranges: drop partition_by or run without shards', value: output.partitionBy });
-    if (Number.isFinite(output.maxBytesPerFile)) issues.push({ path: `outputs[${i}].max_bytes_per_file`, message: 'a sharded run rolls parts by rows: use max_rows_per_file', value: output.maxBytesPerFile });
-    const probe = openDestination(output);
-    if (!probe.multiFile || probe.shared === undefined) issues.push({ path: `outputs[${i}].path`, message: `${output.sink.type} destinations cannot be sharded (use a local or shared folder, or S3)`, value: output.path });
-    void probe.close();
-  });
+/** Sharding needs parts that are a function of row offsets, and a destination with a shared area: the split rule says. */
+function checkShardable(job: Job, sessions: OutputSessions): void {
+  const issues = whyNotSharded(job, sessions.all.map((s) => s.traits));
   if (issues.length > 0) throw new ConfigError(`job ${job.name}: cannot run sharded`, issues);
 }
 
-/** The committed output at `destination`, as its commit reads it; undefined when none (or unreadable: the commit says what is wrong). */
-async function committedOutput(output: ResolvedOutput, destination: Destination, signal: AbortSignal): Promise<Commit | undefined> {
-  return readCommit(output, destination, signal).catch((error: unknown) => {
+/** The committed output (read once, or `now`: again), as its commit reads it; undefined when none (or unreadable: the commit says what is wrong). */
+async function committedOutput(session: OutputSession, signal: AbortSignal, now = false): Promise<Commit | undefined> {
+  return (now ? session.readNow(signal) : session.committed(signal)).catch((error: unknown) => {
     if (error instanceof ManifestInvalidError) return undefined;
     throw error;
   });
 }
 
 /** Whether the output holds this run's export (its execution, its options, its run id). */
-async function committedByThisRun(out: Pick<ShardOutput, 'output' | 'destination' | 'plan'>, shard: ShardSpec, signal: AbortSignal): Promise<boolean> {
-  const commit = await committedOutput(out.output, out.destination, signal).catch(() => undefined);
+async function committedByThisRun(out: Pick<ShardOutput, 'session' | 'plan'>, shard: ShardSpec, signal: AbortSignal): Promise<boolean> {
+  const commit = await committedOutput(out.session, signal, true).catch(() => undefined);
   return commit !== undefined && commit.executionId === out.plan.execution_id && commit.fingerprint === out.plan.output.fingerprint && commit.shards?.runId === shard.runId;
 }
 
 /** A shard of a run whose export is committed (the manifest names the run id) has nothing to do. */
-async function refuseIfCommitted(job: Job, i: number, destination: Destination, shard: ShardSpec, signal: AbortSignal): Promise<void> {
-  const commit = await committedOutput(job.outputs[i]!, destination, signal);
+async function refuseIfCommitted(job: Job, session: OutputSession, shard: ShardSpec, signal: AbortSignal): Promise<void> {
+  const commit = await committedOutput(session, signal);
+  const { url: destinationUrl, index: i } = session;
   if (commit?.shards?.runId !== shard.runId) return;
   throw new ShardCommittedError(
-    `job ${job.name}, shard ${shard.index} of ${shard.count} (${shard.from}), run id ${shard.runId}: the export to ${destination.url} (outputs[${i}]) is committed already ` +
+    `job ${job.name}, shard ${shard.index} of ${shard.count} (${shard.from}), run id ${shard.runId}: the export to ${destinationUrl} (outputs[${i}]) is committed already ` +
       `(execution ${commit.executionId}, ${commit.rows} rows, ${commit.shards.count} shards); this shard wrote nothing. ` +
       'To export again, start a new run with a new run id (--run-id / SLUICE_RUN_ID)',
   );
@@ -262,7 +240,7 @@ interface Execution {
  * shard 0 killed while the query runs finds it again when started again, instead of starting (and
  * paying for) a second one.
  */
-async function startExecution(job: Job, options: RunShardOptions, area: SharedArea): Promise<Execution> {
+async function startExecution(job: Job, options: RunShardOptions, sessions: OutputSessions, area: SharedArea): Promise<Execution> {
   const { shard, signal, client } = options;
   const known = await area.read(EXECUTION_NAME, signal);
   const earlier = known === undefined ? undefined : decode(executionRecordSchema, known, `${area.url}/${EXECUTION_NAME}`);
@@ -290,7 +268,7 @@ async function startExecution(job: Job, options: RunShardOptions, area: SharedAr
   // The contract's columns and row count, from the metadata: shards have no result.filters, so the count is known here.
   if (job.expect !== undefined) new RunContract(job, options.events?.onInfo).beforeFetch(ready.status);
   // Schema drift too (evolve and fail; freeze is refused, each shard writes its own rows).
-  if (watchesDrift(job)) await new RunDrift(job, (d) => options.events?.onInfo?.('schema drift', { job: job.name, ...d })).beforeFetch(ready.status, signal);
+  if (watchesDrift(job)) await new RunDrift(job, (d) => options.events?.onInfo?.('schema drift', { job: job.name, ...d })).beforeFetch(ready.status, (i) => sessions.at(i).committed(signal));
   const started = ready.started && earlier === undefined;
   return {
     executionId: ready.executionId,
@@ -302,12 +280,12 @@ async function startExecution(job: Job, options: RunShardOptions, area: SharedAr
 }
 
 /** Shard 0: the execution, started or reused once, and one plan per output, written create-only. */
-async function makePlans(job: Job, options: RunShardOptions, destinations: Destination[], areas: SharedArea[]): Promise<{ plans: Plan[]; credits: number }> {
+async function makePlans(job: Job, options: RunShardOptions, sessions: OutputSessions, areas: SharedArea[]): Promise<{ plans: Plan[]; credits: number }> {
   const { shard, signal } = options;
-  const execution = await startExecution(job, options, areas[0]!);
+  const execution = await startExecution(job, options, sessions, areas[0]!);
   const plans: Plan[] = [];
-  for (const [i, output] of job.outputs.entries()) {
-    const plan = await planOutput(job, options, i, output, destinations[i]!, execution);
+  for (const [i, session] of sessions.all.entries()) {
+    const plan = await planOutput(job, options, session, execution);
     try {
       await areas[i]!.create(PLAN_NAME, encode(plan), signal);
     } catch (error) {
@@ -321,10 +299,11 @@ async function makePlans(job: Job, options: RunShardOptions, destinations: Desti
 }
 
 /** The plan of one output: which rows go in which part, and which shard writes it. */
-async function planOutput(job: Job, options: RunShardOptions, i: number, output: ResolvedOutput, destination: Destination, execution: Execution): Promise<Plan> {
+async function planOutput(job: Job, options: RunShardOptions, session: OutputSession, execution: Execution): Promise<Plan> {
   const { shard, signal } = options;
   const { executionId, totalRows } = execution;
-  const previous = await readCommit(output, destination, signal);
+  const { output, destination, index: i } = session;
+  const previous = await session.committed(signal);
   const extension = output.format.create(output.formatConfig).extension;
   // Re-exporting the execution the output holds: other names, so no committed part is overwritten.
   const stem = previous?.executionId === executionId ? `${executionId}-${areaId(shard.runId, job.name, i).slice(0, 8)}` : executionId;
@@ -341,7 +320,7 @@ async function planOutput(job: Job, options: RunShardOptions, i: number, output:
     created_at: new Date().toISOString(),
     total_rows: totalRows,
     rows_per_part: perPart,
-    output: { url: destination.url, fingerprint: outputFingerprint(job, output) },
+    output: { url: destination.url, fingerprint: session.fingerprint },
     replaces: previous === undefined ? null : { execution_id: previous.executionId, version: previous.version ?? null },
     parts: planParts(totalRows, perPart, shard.count, (k) => partFileName(stem, k, extension)),
   };
@@ -435,7 +414,7 @@ async function tryCommit(
     outcome = await commitShards(destination, area, manifest, plan.replaces?.version ?? null, output.commit, signal);
   } catch (error) {
     // A committer that lost the race can fail on the way (the winner removed the area under it).
-    const now = await readCommit(output, destination, signal).catch(() => undefined);
+    const now = await out.session.readNow(signal).catch(() => undefined);
     if (now !== undefined && sameExport(now, manifest)) return { commit: 'committed-by-another', waitingFor: [] };
     throw error;
   }
@@ -482,7 +461,7 @@ function shardManifest(job: Job, out: ShardOutput, records: readonly ShardRecord
 }
 
 async function committedElsewhere(out: ShardOutput, signal: AbortSignal): Promise<ShardCommitOutcome> {
-  const now = await readCommit(out.output, out.destination, signal);
+  const now = await out.session.readNow(signal);
   if (now !== undefined && now.executionId === out.plan.execution_id && now.fingerprint === out.plan.output.fingerprint) return 'committed-by-another';
   throw new ShardMismatchError(`the records of the run at ${out.destination.url} disappeared before it was committed (another run removed them?); start a new run with a new run id`);
 }

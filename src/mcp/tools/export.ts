@@ -2,9 +2,10 @@ import { z } from 'zod';
 import type { Job } from '../../config/jobSchema.ts';
 import { ConfigError } from '../../errors.ts';
 import { resolveOutput, type ResolvedOutput } from '../../export/outputConfig.ts';
-import { runJob, type JobSummary } from '../../jobs/runJob.ts';
+import { runJob, type JobSummary } from '../../jobs/run/runJob.ts';
 import type { Registry } from '../../kit/index.ts';
 import { ToolRefusedError } from '../budget.ts';
+import { runCharged } from '../ownedExecution.ts';
 import type { ToolCall } from '../context.ts';
 import { checkSource, jobSourceOf, planSource, planView, rememberSql, SOURCE_ARGS } from '../source.ts';
 import { BudgetShape, JOB_RESULT_SHAPE, PlanShape } from './shapes.ts';
@@ -64,25 +65,26 @@ export function exportTool(registry: Registry): ToolSpec {
       const plan = await planSource(source, call);
       const settle = call.session.budget.reserve(plan.credits, { ...planView(plan), output: output.sinkConfig });
       const job: Job = { name: EXPORT_JOB, source: jobSourceOf(source), ...(source.performance ? { performance: source.performance } : {}), outputs: [output] };
-      let summary: JobSummary | undefined;
-      try {
+      let owned = false;
+      const summary: JobSummary = await runCharged(plan, call, settle, (started) => {
+        owned = started.owned;
         call.facts.recordedByRun = true;
-        summary = await call.server.serialExport(() =>
+        const stream = started.plan.stream;
+        return call.server.serialExport(() =>
           runJob(job, {
             client: call.server.client,
             stateDir: call.server.stateDir,
             signal: call.signal,
-            ...(plan.action === 'reuse' && plan.execution_id !== null ? { executionId: plan.execution_id } : {}),
+            ...('executionId' in stream ? { executionId: stream.executionId } : {}),
             resume: false,
             origin: 'mcp',
             events: runEvents(call),
           }),
         );
-      } finally {
-        settle(summary?.credits ?? call.facts.credits);
-      }
-      if (summary.startedExecution) rememberSql(source, summary.executionId, call);
-      return { ...jobResult(summary, call), plan: planView(plan), budget: call.session.budget.view() };
+      });
+      const charged = call.facts.credits;
+      if (owned) rememberSql(source, summary.executionId, call);
+      return { ...jobResult({ ...summary, credits: charged, startedExecution: owned || summary.startedExecution }, call), plan: planView(plan), budget: call.session.budget.view() };
     },
   }) as unknown as ToolSpec;
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { RunHistory } from '../../jobs/runHistory.ts';
+import { RunHistory } from '../../jobs/run/runHistory.ts';
 import { ToolRefusedError } from '../budget.ts';
+import { runCharged } from '../ownedExecution.ts';
 import { planSource, planView, rememberSql } from '../source.ts';
 import { firstRows } from './preview.ts';
 import { BudgetShape, ColumnShape } from './shapes.ts';
@@ -134,13 +135,8 @@ export const describeTool = defineTool({
     const source = args.table === undefined ? { execution_id: args.execution_id } : { sql: `SELECT * FROM ${args.table.split('.').map((p) => `"${p}"`).join('.')} LIMIT 0`, ...(args.performance ? { performance: args.performance } : {}) };
     const plan = await planSource(source, call);
     const settle = call.session.budget.reserve(plan.credits, planView(plan));
-    let read;
-    try {
-      read = await firstRows(plan, 0, call);
-    } finally {
-      settle(call.facts.credits);
-    }
+    const read = await runCharged(plan, call, settle, (started) => firstRows(started, 0, call));
     if (read.started) rememberSql(source, read.executionId, call);
-    return { columns: read.columns, total_rows: args.table === undefined ? read.totalRows : null, execution_id: read.executionId, credits: read.credits, budget: call.session.budget.view() };
+    return { columns: read.columns, total_rows: args.table === undefined ? read.totalRows : null, execution_id: read.executionId, credits: call.facts.credits, budget: call.session.budget.view() };
   },
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { planRun } from '../../jobs/planRun.ts';
+import { planRun } from '../../jobs/plan/planRun.ts';
 import { ToolRefusedError } from '../budget.ts';
 import type { ToolCall } from '../context.ts';
 import { planSource, planView, SOURCE_ARGS } from '../source.ts';

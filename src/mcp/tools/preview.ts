@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { stream } from '../../pipeline/stream.ts';
 import { DEFAULT_PREVIEW_ROWS, MAX_PREVIEW_ROWS, type ToolCall } from '../context.ts';
-import { planSource, planView, rememberSql, SOURCE_ARGS, type SourcePlan } from '../source.ts';
+import { runCharged, type StartedPlan } from '../ownedExecution.ts';
+import { planSource, planView, rememberSql, SOURCE_ARGS } from '../source.ts';
 import { type Clipped, jsonRow, type JsonValue, MAX_TEXT_CHARS } from '../values.ts';
 import { BudgetShape, ColumnShape, PlanShape } from './shapes.ts';
 import { defineTool } from './tool.ts';
@@ -39,12 +40,7 @@ export const previewTool = defineTool({
   async run(args, call) {
     const plan = await planSource(args, call);
     const settle = call.session.budget.reserve(plan.credits, planView(plan));
-    let read: FirstRows;
-    try {
-      read = await firstRows(plan, args.limit ?? DEFAULT_PREVIEW_ROWS, call);
-    } finally {
-      settle(call.facts.credits);
-    }
+    const read = await runCharged(plan, call, settle, (started) => firstRows(started, args.limit ?? DEFAULT_PREVIEW_ROWS, call));
     if (read.started) rememberSql(args, read.executionId, call);
     return {
       execution_id: read.executionId,
@@ -55,7 +51,7 @@ export const previewTool = defineTool({
       truncated: read.totalRows > read.rows.length,
       size_limited: read.sizeLimited,
       clipped_values: read.clippedValues,
-      credits: read.credits,
+      credits: call.facts.credits,
       plan: planView(plan),
       budget: call.session.budget.view(),
     };
@@ -79,31 +75,21 @@ export interface FirstRows {
  * Executes (or finds) the plan's source and reads its first `limit` rows: one page of that many
  * rows, nothing more fetched. Also the way `describe` reads a table's columns (`limit` 0).
  */
-export async function firstRows(plan: SourcePlan, limit: number, call: ToolCall): Promise<FirstRows> {
-  let executionId: string | undefined;
+export async function firstRows({ plan, owned }: StartedPlan, limit: number, call: ToolCall): Promise<FirstRows> {
   const result = stream(call.server.client, plan.stream, {
     signal: call.signal,
     // A call the client cancels (or a server stopping) cancels the execution it started, never one it only reads.
-    cancelOnAbort: !('executionId' in plan.stream),
+    cancelOnAbort: owned,
     concurrency: 1,
     prefetch: 0,
     wire: 'json',
     // One page of `limit` rows and no more; none for the columns alone.
     ...(limit > 0 ? { pageSize: limit, endOffset: limit } : {}),
-    onExecution: (id, { started }) => {
-      executionId = id;
+    onExecution: (id) => {
       call.facts.executionId = id;
-      if (started) call.server.log.info('execution started', { execution_id: id });
     },
   });
-  let ready;
-  try {
-    ready = await result.ready();
-  } catch (error) {
-    // An execution that ran and failed is charged too.
-    if (plan.action === 'execute' && executionId !== undefined) call.facts.credits = await chargedFor(call, executionId, plan.credits);
-    throw error;
-  }
+  const ready = await result.ready();
   const credits = ready.started ? (ready.status.execution_cost_credits ?? plan.credits) : 0;
   call.facts.credits = credits;
   const base = { executionId: ready.executionId, started: ready.started, credits };
@@ -134,12 +120,4 @@ export async function firstRows(plan: SourcePlan, limit: number, call: ToolCall)
   }
   call.facts.rows = rows.length;
   return { ...base, columns: info.columns.map((c) => ({ name: c.name, type: c.type })), rows, totalRows: info.totalRows, clippedValues: clipped.count, sizeLimited };
-}
-
-async function chargedFor(call: ToolCall, executionId: string, planned: number): Promise<number> {
-  try {
-    return (await call.server.client.getStatus(executionId, { signal: AbortSignal.timeout(5_000) })).execution_cost_credits ?? planned;
-  } catch {
-    return planned;
-  }
 }

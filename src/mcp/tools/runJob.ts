@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import type { Job } from '../../config/jobSchema.ts';
-import { planRun } from '../../jobs/planRun.ts';
-import { runJob, type JobSummary, type RunEvents } from '../../jobs/runJob.ts';
+import { planRun } from '../../jobs/plan/planRun.ts';
+import { runJob, type JobSummary, type RunEvents } from '../../jobs/run/runJob.ts';
 import { ToolRefusedError } from '../budget.ts';
+import { chargeOf } from '../ownedExecution.ts';
 import type { ToolCall } from '../context.ts';
 import { BudgetShape, JOB_RESULT_SHAPE } from './shapes.ts';
 import { defineTool } from './tool.ts';
@@ -35,7 +36,8 @@ export const runJobTool = defineTool({
       call.facts.recordedByRun = true;
       summary = await runJob(job, { client: call.server.client, stateDir: call.server.stateDir, signal: call.signal, resume: args.fresh !== true, origin: 'mcp', events: runEvents(call) });
     } finally {
-      settle(summary?.credits ?? call.facts.credits);
+      // An unfinished run is charged what it reserved until its execution's cost is known.
+      settle(summary?.credits ?? (await chargeOf(plan.action === 'execute', worst, call)));
     }
     return { ...jobResult(summary, call), job: summary.job, budget: call.session.budget.view() };
   },
@@ -46,6 +48,7 @@ export function runEvents(call: ToolCall): RunEvents {
   return {
     onRecorded: (record) => (call.facts.credits = record.credits),
     onExecution: ({ executionId, started }) => {
+      if (started) call.facts.executionId ??= executionId;
       if (started) call.server.log.info('execution started', { execution_id: executionId });
     },
     onProgress: (p) => call.progress(p.rows, p.totalRows, `${p.rows.toLocaleString('en-US')}${p.totalRows === undefined ? '' : ` of ${p.totalRows.toLocaleString('en-US')}`} rows read`),

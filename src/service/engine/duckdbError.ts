@@ -56,6 +56,8 @@ export interface SqlOrigin {
   ran: string;
   prefixLength: number;
   statementLength: number;
+  /** Maps an offset in the statement as run to the user's statement when it was translated (dialect/). */
+  sourceOffset?: (at: number) => number;
 }
 
 export function toEngineError(err: unknown, origin?: SqlOrigin): EngineError {
@@ -68,7 +70,8 @@ export function toEngineError(err: unknown, origin?: SqlOrigin): EngineError {
   // Parser errors count code points, binder/catalog errors UTF-8 bytes (DuckDB 1.5.6).
   const unit = kind === 'syntax' ? 'codepoint' : 'byte';
   const inRan = utf16IndexOf(origin.ran, info.position, unit);
-  const inStatement = Math.min(Math.max(inRan - origin.prefixLength, 0), origin.statementLength);
+  const inRun = Math.max(inRan - origin.prefixLength, 0);
+  const inStatement = origin.sourceOffset ? origin.sourceOffset(inRun) : Math.min(inRun, origin.statementLength);
   const { line, column } = lineColumnAt(origin.sql, origin.statementStart + inStatement);
   return new EngineError(kind, `line ${line}:${column}: ${info.message}`, { line, column, cause: err });
 }

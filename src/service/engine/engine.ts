@@ -26,7 +26,8 @@
 // at once, so a lone large query gets all of them anyway.
 import { join } from 'node:path';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
-import { EngineError, type ArrowPage, type CsvPage, type ExecuteOptions, type Page, type PageRequest, type ResultInfo, type ServiceTables, type SqlEngine } from './types.ts';
+import { EngineError, type ArrowPage, type CsvPage, type ExecuteOptions, type Page, type PageRequest, type ResultInfo, type ServiceTables, type SqlClassification, type SqlEngine } from './types.ts';
+import { classifyAccess } from './sandbox/checkAccess.ts';
 import type { EncodedArrowPage, EncodedFormat, EncodedPage } from './encoding/encodedResult.ts';
 import { encodedDir } from './encoding/encodedResult.ts';
 import { Encodings } from './encoding/encodings.ts';
@@ -189,6 +190,13 @@ export class DuckDbEngine implements SqlEngine {
       sql,
       opts,
     );
+  }
+
+  async classify(sql: string, opts: Pick<ExecuteOptions, 'team' | 'canRead'>): Promise<SqlClassification> {
+    this.#connections.checkOpen();
+    if (opts.team !== undefined && !/^[A-Za-z0-9_-]{1,100}$/.test(opts.team)) throw new EngineError('bad_request', `invalid team name "${opts.team}"`);
+    if (opts.team !== undefined) await this.#teamSchema(opts.team);
+    return this.#connections.withTrusted((conn) => classifyAccess(conn, sql, opts, this.#systemViews));
   }
 
   /**

@@ -11,6 +11,8 @@ import { DuckDbEngine } from './engine.ts';
 import { ResultFiles } from './results/resultFiles.ts';
 import { customTypeStatements } from './customTypes.ts';
 import { loadSampleDataset } from './tables/sampleDataset.ts';
+import { loadDuneSample } from './tables/duneSample.ts';
+import { installDialect } from './dialect/index.ts';
 import { sqlString } from '../sql.ts';
 import { lockDown } from './sandbox/lockdown.ts';
 import { parseDuckDbSize, type EngineCeilings } from './memory/resourceBounds.ts';
@@ -53,7 +55,12 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
       );
       const existing = new Set(types.getRowsJson().map((r) => String(r[0])));
       for (const stmt of customTypeStatements(existing)) await conn.run(stmt);
-      if (opts.datasets?.includes('sample')) await loadSampleDataset(conn, opts.sampleRows, DEFAULT_SAMPLE_ROWS);
+      await installDialect(conn);
+      if (opts.datasets?.includes('sample')) {
+        const made = await loadSampleDataset(conn, opts.sampleRows, DEFAULT_SAMPLE_ROWS);
+        if (made !== undefined) opts.onNotice?.(made);
+        await loadDuneSample(conn, opts.duneSampleTransactions);
+      }
       const views = await conn.runAndReadAll(
         "SELECT lower(view_name) FROM duckdb_views() WHERE internal AND database_name = 'system' AND schema_name IN ('main', 'pg_catalog')",
       );

@@ -57,6 +57,8 @@ export interface ExecuteOptions {
    * with EngineError kind 'capacity'.
    */
   storageQuota?: { limitBytes: number; otherBytes: number };
+  /** The SQL's dialect: DuneSQL is translated to DuckDB SQL first (dialect/). Default: duckdb. */
+  dialect?: 'dunesql' | 'duckdb';
 }
 
 export interface PageRequest {
@@ -116,6 +118,13 @@ export interface IngestedCsv {
  * user SQL reads. Each write replaces the table atomically: a query sees the old table or the new
  * one, never a mix or none; a failed write leaves the old one.
  */
+/** A column of a table created through the uploads API. */
+export interface UploadTableColumn {
+  name: string;
+  type: string;
+  nullable: boolean;
+}
+
 export interface ServiceTables {
   /** Replaces the table by the rows of a stored result, in result order, with these column names. */
   replaceFromResult(team: string, name: string, resultId: string, columnNames: readonly string[]): Promise<void>;
@@ -125,6 +134,16 @@ export interface ServiceTables {
    * EngineError 'bad_request' naming the line.
    */
   ingestCsv(team: string, name: string, csv: string, columnNames: readonly string[]): Promise<IngestedCsv>;
+  /** Creates the empty table `service.<team>.<name>` of these columns (upload types: varchar, bigint, ...). */
+  createTable(team: string, name: string, columns: readonly UploadTableColumn[]): Promise<void>;
+  /**
+   * Appends CSV (header first, naming the table's columns in any order) or NDJSON rows to the
+   * table, all or none, each value cast to its column's type. A malformed or mistyped row, or a
+   * NULL in a NOT NULL column, is EngineError 'bad_request' saying which.
+   */
+  insertRows(team: string, name: string, columns: readonly UploadTableColumn[], rows: { format: 'csv' | 'ndjson'; data: Uint8Array; header?: readonly string[] }): Promise<{ rowsWritten: number }>;
+  /** Removes every row of the table. */
+  clearTable(team: string, name: string): Promise<void>;
   /** Renames the table, if it exists. */
   rename(team: string, from: string, to: string): Promise<void>;
   /** Drops the table, if it exists. */
@@ -139,11 +158,22 @@ export interface ServiceTables {
   teamTableBytes(team: string): Promise<number>;
 }
 
+/** What classify found: each statement (1-based line and column of its start) and the first denial. */
+export interface SqlClassification {
+  statements: { line: number; column: number; writes: boolean }[];
+  denial?: { message: string; line: number; column: number };
+}
+
 export interface SqlEngine {
   /** The service's own tables (views, uploads): copies and ingests run by the engine, never user SQL. */
   readonly tables: ServiceTables;
   /** Runs the SQL and stores its result durably under dataDir. */
   execute(sql: string, opts: ExecuteOptions): Promise<ResultInfo>;
+  /**
+   * Judges the SQL as execute would, running none of it: per statement, whether it writes (by the
+   * sandbox's own reading of it), and the first denial execute would fail with.
+   */
+  classify(sql: string, opts: Pick<ExecuteOptions, 'team' | 'canRead'>): Promise<SqlClassification>;
   page(resultId: string, req: PageRequest): Promise<Page>;
   csvPage(resultId: string, req: PageRequest): Promise<CsvPage>;
   /** The page as an Arrow IPC stream (same rows and parameters as page). */
@@ -220,7 +250,11 @@ export interface OpenEngineOptions {
   /** Datasets to load on open (idempotent): 'sample'. */
   datasets?: string[];
   /** Rows of sample.events (default 1,000,000). */
+  /** Told what starting did that a user should hear of (sample data generated or rebuilt). */
+  onNotice?: (message: string) => void;
   sampleRows?: number;
+  /** Transactions of the Dune-shaped sample tables (ethereum.*, erc20_ethereum.*, tokens.erc20, prices.usd); loaded with 'sample'. */
+  duneSampleTransactions?: number;
   /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB). */
   encodeMinBytes?: number;
   /**

@@ -4,8 +4,9 @@
 // time a client asks for it in a coding, and kept as a file; the page is then sent as the head and
 // tail around the stored bytes, with its length, and nothing of it is compressed per request.
 //
-// - gzip: members concatenate (RFC 1952 section 2.2), so head and tail are each compressed on
-//   their own (a few hundred bytes) around the stored member.
+// - gzip: ONE member (gzipMember.ts): the stored raw deflate stream, ended by a sync flush, with
+//   the head and tail as stored deflate blocks around it and the combined CRC32 after (several
+//   members are valid gzip, but many decoders read only the first).
 // - zstd: a stream may hold several frames (RFC 8878 section 3), but Node's decoder (and so our
 //   client's and fetch's) stops after the first. So the answer is ONE frame, spliced: the stored
 //   frame's header, the head as raw blocks, the stored frame's blocks, and the tail as raw blocks,
@@ -15,7 +16,7 @@
 //   the stored content. The stored file is the frame with its last block unmarked.
 // - br: brotli streams neither concatenate nor splice at a byte boundary: compressed per request.
 //
-// A frame is named for its source range (`rows.json.<start>-<end>.zstd`), not for a page number,
+// A frame is named for its source range (`rows.json.<start>-<end>.zstd`, `.deflate` for gzip), not for a page number,
 // so a change of the page size serves no wrong frame: it only stores others.
 //
 // Crash safety: a frame is written under a scratch name in the results directory (removed at
@@ -27,8 +28,9 @@ import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
-import { gzipSync, zstdDecompressSync } from 'node:zlib';
+import { crc32, zstdDecompressSync } from 'node:zlib';
 import { compressor, type Coding } from './contentCoding.ts';
+import { gzipMember, storedDeflate, storedTrailer } from './gzipMember.ts';
 import { partsBody, type FileRange, type PartsBody } from './reply.ts';
 
 /** Where a result's frames are kept, and the path prefix a frame is written under first. */
@@ -56,7 +58,7 @@ const writing = new Map<string, Promise<void>>();
 export function storedFrames(page: FramedPage): Precompressed {
   return async (coding) => {
     if (coding === 'br') return undefined;
-    const path = join(page.store.dir, `${page.file}.${page.rows.start}-${page.rows.end}.${coding}`);
+    const path = join(page.store.dir, `${page.file}.${page.rows.start}-${page.rows.end}.${coding === 'gzip' ? 'deflate' : coding}`);
     let frame = await openIfStored(path);
     if (frame === undefined) {
       let pending = writing.get(path);
@@ -68,17 +70,12 @@ export function storedFrames(page: FramedPage): Precompressed {
       frame = await open(path, 'r');
     }
     try {
-      return coding === 'zstd' ? await splicedZstd(page, frame) : gzipMembers(page, frame, (await frame.stat()).size);
+      return coding === 'zstd' ? await splicedZstd(page, frame) : await gzipMember(bytesOf(page.head), frame, page.rows.end - page.rows.start, bytesOf(page.tail));
     } catch (err) {
       await frame.close();
       throw err;
     }
   };
-}
-
-function gzipMembers(page: FramedPage, frame: FileHandle, size: number): PartsBody {
-  const member = (piece: string | Uint8Array): Buffer[] => (byteLength(piece) > 0 ? [gzipSync(piece, { level: 1 })] : []);
-  return partsBody([...member(page.head), { handle: frame, start: 0, end: size }, ...member(page.tail)]);
 }
 
 /** zstd: magic number, frame header descriptor, window descriptor (what checkZstdFrame lets through). */
@@ -170,7 +167,7 @@ async function writeFrame(page: FramedPage, coding: 'zstd' | 'gzip', path: strin
   const out = await open(scratch, 'w+');
   try {
     const { rows } = page;
-    const z = compressor(coding, rows.end - rows.start);
+    const z = coding === 'gzip' ? storedDeflate() : compressor(coding, rows.end - rows.start);
     // The range is read into the compressor (waiting when it is full) while what it makes is
     // written out; a failed read fails the compressor, which ends the loop below.
     const feed = feedRange(rows, z).catch((err: unknown) => void z.destroy(err as Error));
@@ -178,8 +175,10 @@ async function writeFrame(page: FramedPage, coding: 'zstd' | 'gzip', path: strin
       const bytes = chunk as Buffer;
       for (let done = 0; done < bytes.length; ) done += (await out.write(bytes, done, bytes.length - done)).bytesWritten;
     }
-    await feed;
+    const crc = await feed;
     if (coding === 'zstd') await unmarkLastZstdBlock(out);
+    else if (crc === undefined) throw new Error('the stored deflate stream ended without its CRC');
+    else await out.write(storedTrailer(crc), 0, 4, (await out.stat()).size);
     await out.datasync();
     await out.close();
     await rename(scratch, path);
@@ -190,18 +189,22 @@ async function writeFrame(page: FramedPage, coding: 'zstd' | 'gzip', path: strin
   }
 }
 
-async function feedRange(rows: FileRange, z: Writable): Promise<void> {
+/** Feeds the range to the compressor; its CRC32 (undefined when the compressor failed first). */
+async function feedRange(rows: FileRange, z: Writable): Promise<number | undefined> {
   const chunk = Buffer.allocUnsafe(READ_BYTES);
+  let crc = 0;
   for (let at = rows.start; at < rows.end; ) {
     // Destroyed: the writing side failed (its error is the one reported), nothing more to feed.
-    if (z.destroyed) return;
+    if (z.destroyed) return undefined;
     const { bytesRead } = await rows.handle.read(chunk, 0, Math.min(READ_BYTES, rows.end - at), at);
     if (bytesRead === 0) throw new Error(`the encoded file ends at ${at}, before byte ${rows.end} of the frame`);
     at += bytesRead;
+    crc = crc32(chunk.subarray(0, bytesRead), crc);
     // The compressor copies what it is given only when it takes it: one buffer per write.
     if (!z.write(Buffer.from(chunk.subarray(0, bytesRead)))) await Promise.race([once(z, 'drain'), once(z, 'close')]);
   }
   z.end();
+  return crc;
 }
 
 const READ_BYTES = 256 * 1024;
@@ -219,6 +222,6 @@ async function dropEmptyFrame(file: FileHandle, end: number, size: number): Prom
   await file.truncate(end);
 }
 
-function byteLength(piece: string | Uint8Array): number {
-  return typeof piece === 'string' ? Buffer.byteLength(piece, 'utf8') : piece.byteLength;
+function bytesOf(piece: string | Uint8Array): Uint8Array {
+  return typeof piece === 'string' ? Buffer.from(piece, 'utf8') : piece;
 }

@@ -10,10 +10,12 @@ export interface RequestContext {
   /** Decoded path parameters, by the names in the route pattern. */
   params: Record<string, string>;
   principal: Principal;
-  /** `http://host:port` as the client addressed us (the Host header), for absolute next_uri. */
+  /** The service's own origin (`public_url`, else the bound address), for absolute next_uri. */
   origin: string;
   /** The JSON body (undefined when empty), read lazily under the body size limit. */
   body(): Promise<unknown>;
+  /** The body's bytes as sent (CSV or NDJSON rows of an upload insert), under the same limit. */
+  rawBody(): Promise<Buffer>;
 }
 
 export interface Route {
@@ -21,6 +23,8 @@ export interface Route {
   /** Path under `/api`, with `:name` segments. */
   path: string;
   scope: Scope;
+  /** The rate-limit class: by default `read` for Read-scope routes, `write` for the rest; executions are `write` though Read may run them. */
+  rate?: 'read' | 'write';
   handle(ctx: RequestContext): Promise<Reply>;
 }
 

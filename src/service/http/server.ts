@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import { pipeline, type Writable } from 'node:stream';
 import { API_PREFIX, MESSAGES } from '../../protocol/index.ts';
 import { requireScope, type KeyRing } from '../auth.ts';
+import { OWNER_CHALLENGE_HEADER, OWNER_PROOF_HEADER, ownerProof } from '../owner.ts';
 import { HttpError } from './errors.ts';
 import { RateLimitError } from '../limits/errors.ts';
 import type { Faults } from './faults.ts';
@@ -10,6 +11,7 @@ import { errorReply, json, partsBody, type PartsBody, type Reply } from './reply
 import type { Router } from './router.ts';
 import { parseJson, readBody } from './body.ts';
 import { CODINGS, compressor, MIN_COMPRESSED_BYTES, negotiateCoding, type Coding } from './contentCoding.ts';
+import { serviceRequestSpan } from '../../telemetry/index.ts';
 
 export interface HandlerDeps {
   router: Router;
@@ -18,11 +20,15 @@ export interface HandlerDeps {
   maxBodyBytes: () => number;
   /** Per-key rate limit of the operation's class (Read-scope operations read, the rest write); off when absent. */
   rateLimit?: (key: string, cls: 'read' | 'write', team: string) => { allowed: true } | { allowed: false; retryAfterSeconds: number };
-  /** Used when a request has no usable Host header. */
-  fallbackOrigin: () => string;
+  /**
+   * The service's own origin, for absolute links (next_uri): the `public_url` setting, else the
+   * address it is bound to. Never the request's Host header: a link built from it would send the
+   * client's key wherever the request claimed to be addressed.
+   */
+  origin: () => string;
+  /** The owner record's token while this service is the folder's advertised owner (owner.ts). */
+  ownerToken?: () => string | undefined;
 }
-
-const HOST = /^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
 
 /**
  * The order of protocol.md section 1: faults (they stand in for the network and proxies in front
@@ -31,6 +37,12 @@ const HOST = /^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
  */
 export function createRequestHandler(deps: HandlerDeps): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
+    const token = deps.ownerToken?.();
+    const proof = token === undefined ? undefined : ownerProof(token, req.headers[OWNER_CHALLENGE_HEADER]);
+    // Whatever the answer (a 401 or a fault included): a borrower asks before it sends its key anywhere.
+    if (proof !== undefined) res.setHeader(OWNER_PROOF_HEADER, proof);
+    const span = serviceRequestSpan(req);
+    if (span !== undefined) res.once('close', () => span(res.statusCode));
     void handle(deps, req)
       .catch((err: unknown) => replyForError(err))
       .then((reply) => send(req, res, reply, deps.faults.shouldReset(req.method)))
@@ -61,19 +73,20 @@ async function handle(deps: HandlerDeps, req: IncomingMessage): Promise<Reply> {
     throw new HttpError(405, `Method not allowed: ${url.pathname} accepts ${match.allow.join(', ')}`, { allow: match.allow.join(', ') });
   }
   requireScope(principal, match.route.scope);
-  const rate = deps.rateLimit?.(principal.key, match.route.scope === 'Read' ? 'read' : 'write', principal.team);
+  const rate = deps.rateLimit?.(principal.key, match.route.rate ?? (match.route.scope === 'Read' ? 'read' : 'write'), principal.team);
   if (rate !== undefined && !rate.allowed) throw new RateLimitError(rate.retryAfterSeconds);
 
-  const host = req.headers.host;
-  const origin = host !== undefined && HOST.test(host) ? `http://${host}` : deps.fallbackOrigin();
-  let body: Promise<unknown> | undefined;
+  const origin = deps.origin();
+  let raw: Promise<Buffer> | undefined;
+  const rawBody = (): Promise<Buffer> => (raw ??= readBody(req, deps.maxBodyBytes()));
   return match.route.handle({
     req,
     url,
     params: match.params,
     principal,
     origin,
-    body: () => (body ??= readBody(req, deps.maxBodyBytes()).then(parseJson)),
+    body: () => rawBody().then(parseJson),
+    rawBody,
   });
 }
 

@@ -136,6 +136,12 @@ export class CreditLedger {
     }
   }
 
+  /** Charges `cost` credits that are not an execution's (uploads: checked with `check` before their write). */
+  async charge(team: string, cost: number): Promise<void> {
+    this.#entry(team, this.cycle().start).used += cost;
+    await this.#save();
+  }
+
   /** Reservation without charge (the submission was not recorded after all). */
   async release(ref: string): Promise<void> {
     const r = this.#reservations.get(ref);

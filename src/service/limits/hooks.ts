@@ -31,7 +31,7 @@ export interface ExecutionHooks {
    * tables in its schema (the engine adds the tables and refuses what would exceed the quota).
    */
   storageQuota?(team: string): { limitBytes: number; otherBytes: number };
-  /** Once per execution, when it reaches a terminal state (COMPLETED*, FAILED, CANCELED). */
+  /** Once per execution, when it reaches a terminal state (COMPLETED*, FAILED, CANCELLED). */
   finished?(rec: ExecutionRecord): Promise<void>;
 }
 

@@ -3,6 +3,7 @@ import type { ServiceContext } from '../context.ts';
 import { validateBody } from '../http/body.ts';
 import { json } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
+import { requestTier } from '../settings.ts';
 import { statusOf } from '../statusView.ts';
 import { executionOf } from './lookup.ts';
 
@@ -12,7 +13,8 @@ export function executionRoutes(svc: ServiceContext): Route[] {
     {
       method: 'POST',
       path: '/v1/sql/execute',
-      scope: 'Write',
+      scope: 'Read',
+      rate: 'write',
       async handle(ctx) {
         const body = validateBody(ExecuteSqlRequestSchema, await ctx.body());
         const rec = await svc.executions.submit({
@@ -21,7 +23,7 @@ export function executionRoutes(svc: ServiceContext): Route[] {
           queryId: 0,
           queryVersion: 0,
           parameters: {},
-          performance: body.performance ?? 'medium',
+          performance: requestTier(svc.settings, ctx.principal.team, body.performance),
         });
         const out: ExecuteResponse = { execution_id: rec.id, state: 'QUERY_STATE_PENDING' };
         return json(200, out);
@@ -40,7 +42,9 @@ export function executionRoutes(svc: ServiceContext): Route[] {
     {
       method: 'POST',
       path: '/v1/execution/:id/cancel',
-      scope: 'Write',
+      // A key that may start an execution may stop it.
+      scope: 'Read',
+      rate: 'write',
       async handle(ctx) {
         // The body, if any, carries nothing: it is neither read nor required.
         const rec = executionOf(svc, ctx.principal, ctx.params.id);

@@ -7,6 +7,7 @@ import { json } from '../http/reply.ts';
 import type { Route } from '../http/router.ts';
 import { ParameterError, resolveParameters, substitute } from '../parameters.ts';
 import { queryView } from '../savedQueries.ts';
+import { requestTier } from '../settings.ts';
 import { queryOf } from './lookup.ts';
 
 /** Saved queries: create, get, update, archive, unarchive, private, unprivate, execute. */
@@ -15,7 +16,7 @@ export function queryRoutes(svc: ServiceContext): Route[] {
   const setPrivate = (isPrivate: boolean): Route => ({
     method: 'POST',
     path: `/v1/query/:query_id/${isPrivate ? 'private' : 'unprivate'}`,
-    scope: 'Write',
+    scope: 'Read/Write',
     async handle(ctx) {
       const q = queryOf(svc, ctx.principal, ctx.params.query_id, 'modify');
       await svc.queries.update(q.id, { is_private: isPrivate });
@@ -25,7 +26,7 @@ export function queryRoutes(svc: ServiceContext): Route[] {
   const setArchived = (archived: boolean): Route => ({
     method: 'POST',
     path: `/v1/query/:query_id/${archived ? 'archive' : 'unarchive'}`,
-    scope: 'Write',
+    scope: 'Read/Write',
     async handle(ctx) {
       const q = queryOf(svc, ctx.principal, ctx.params.query_id, 'modify');
       await svc.queries.update(q.id, { is_archived: archived });
@@ -36,7 +37,7 @@ export function queryRoutes(svc: ServiceContext): Route[] {
     {
       method: 'POST',
       path: '/v1/query',
-      scope: 'Write',
+      scope: 'Read/Write',
       async handle(ctx) {
         const body = validateBody(CreateQueryRequestSchema, await ctx.body());
         const q = await asBadRequest(() => svc.queries.create(ctx.principal.team, body));
@@ -54,7 +55,7 @@ export function queryRoutes(svc: ServiceContext): Route[] {
     {
       method: 'PATCH',
       path: '/v1/query/:query_id',
-      scope: 'Write',
+      scope: 'Read/Write',
       async handle(ctx) {
         const q = queryOf(svc, ctx.principal, ctx.params.query_id, 'modify');
         const body = validateBody(UpdateQueryRequestSchema, await ctx.body());
@@ -69,7 +70,8 @@ export function queryRoutes(svc: ServiceContext): Route[] {
     {
       method: 'POST',
       path: '/v1/query/:query_id/execute',
-      scope: 'Write',
+      scope: 'Read',
+      rate: 'write',
       async handle(ctx) {
         const q = queryOf(svc, ctx.principal, ctx.params.query_id, 'read');
         const body = validateBody(ExecuteQueryRequestSchema, (await ctx.body()) ?? {});
@@ -83,7 +85,7 @@ export function queryRoutes(svc: ServiceContext): Route[] {
           queryId: q.id,
           queryVersion: q.version,
           parameters,
-          performance: body.performance ?? 'medium',
+          performance: requestTier(svc.settings, ctx.principal.team, body.performance),
         });
         const out: ExecuteResponse = { execution_id: rec.id, state: 'QUERY_STATE_PENDING' };
         return json(200, out);

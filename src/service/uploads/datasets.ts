@@ -8,11 +8,14 @@ import { StorageQuotaError } from './errors.ts';
 
 export const DatasetRecordSchema = z.object({
   team: z.string(),
-  /** `dataset_<table_name>`. */
+  /** `dataset_<table_name>` for a CSV upload, the table name for a table created with a schema. */
   name: z.string(),
+  /** `csv`: POST /v1/uploads/csv (replaced whole); `table`: POST /v1/uploads, then inserts. */
+  kind: z.enum(['csv', 'table']).default('csv'),
   description: z.string(),
   isPrivate: z.boolean(),
-  columns: z.array(z.object({ name: z.string(), type: z.string() })),
+  /** Protocol type names for a table; the engine's (BIGINT, VARCHAR, ...) for a CSV upload. */
+  columns: z.array(z.object({ name: z.string(), type: z.string(), nullable: z.boolean().default(true) })),
   rowCount: z.number().int().nonnegative(),
   bytes: z.number().int().nonnegative(),
   createdAt: z.number(),
@@ -46,7 +49,7 @@ export class Datasets {
   }
 
   /** POST /v1/uploads/csv: creates or replaces `service.<team>.dataset_<table_name>`. Throws UploadError (400). */
-  async upload(team: string, req: UploadCsvRequest): Promise<{ success: true; table_name: string }> {
+  async upload(team: string, req: UploadCsvRequest): Promise<{ success: true; table_name: string; full_name: string; example_query: string }> {
     const name = `dataset_${req.table_name}`;
     await this.#checkQuota(team, name, Buffer.byteLength(req.data));
     const t = await ingestCsv(this.#deps.tables, { team, tableName: req.table_name, data: req.data });
@@ -55,9 +58,10 @@ export class Datasets {
     const rec: DatasetRecord = {
       team,
       name,
+      kind: 'csv',
       description: req.description ?? '',
       isPrivate: req.is_private ?? false,
-      columns: t.columns,
+      columns: t.columns.map((c) => ({ ...c, nullable: true })),
       rowCount: t.rowCount,
       bytes: t.bytes,
       createdAt: prev?.createdAt ?? now,
@@ -65,7 +69,7 @@ export class Datasets {
     };
     this.#records.set(`${team}.${name}`, rec);
     await this.#deps.store?.put(`${team}.${name}`, rec);
-    return { success: true, table_name: t.fullName };
+    return { success: true, table_name: t.fullName, full_name: t.fullName, example_query: `SELECT * FROM ${t.fullName} LIMIT 10` };
   }
 
   /** Refuses (402) an upload that would take the team past its quota; the dataset it replaces does not count. */
@@ -83,9 +87,40 @@ export class Datasets {
     return this.#records.get(`${team}.${name}`);
   }
 
+  /** Every dataset of every team, in no particular order. */
+  all(): DatasetRecord[] {
+    return [...this.#records.values()];
+  }
+
+  /** Records a dataset (a table created, grown or emptied by the uploads routes). */
+  async save(rec: DatasetRecord): Promise<void> {
+    this.#records.set(`${rec.team}.${rec.name}`, rec);
+    await this.#deps.store?.put(`${rec.team}.${rec.name}`, rec);
+  }
+
+  async forget(team: string, name: string): Promise<void> {
+    this.#records.delete(`${team}.${name}`);
+    await this.#deps.store?.remove(`${team}.${name}`);
+  }
+
+  /**
+   * The quota check of an insert of `bytes` into a table created with a schema. Such tables are
+   * measured with the team's other tables (`quota`'s otherBytes), not counted here.
+   */
+  async checkInsertQuota(team: string, bytes: number): Promise<void> {
+    if (this.#deps.quota === undefined) return;
+    const { limitBytes, otherBytes } = await this.#deps.quota(team);
+    const datasets = this.storageBytes(team);
+    if (otherBytes + datasets + bytes <= limitBytes) return;
+    throw new StorageQuotaError(
+      `This insert would exceed your team's storage quota: the rows are ${bytes} bytes, and with the team's uploaded CSVs (${datasets} bytes) and its materialized views and tables (${otherBytes} bytes) that exceeds the quota of ${limitBytes} bytes. Nothing was written; clear or delete tables you no longer need, or insert fewer rows.`,
+    );
+  }
+
   storageBytes(team: string): number {
     let sum = 0;
-    for (const r of this.#records.values()) if (r.team === team) sum += r.bytes;
+    // Tables created with a schema are measured with the team's tables (teamTableBytes).
+    for (const r of this.#records.values()) if (r.team === team && r.kind === 'csv') sum += r.bytes;
     return sum;
   }
 }

@@ -10,7 +10,7 @@ export function uploadRoutes(datasets: Datasets): Route[] {
     (path): Route => ({
       method: 'POST',
       path,
-      scope: 'Write',
+      scope: 'Read/Write',
       async handle(ctx) {
         const body = validateBody(UploadCsvRequestSchema, await ctx.body());
         return json(200, await datasets.upload(ctx.principal.team, body));

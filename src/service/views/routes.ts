@@ -14,7 +14,7 @@ export function viewRoutes(svc: ServiceContext, views: ViewService): Route[] {
     {
       method: 'POST',
       path: '/v1/materialized-views',
-      scope: 'Write',
+      scope: 'Read/Write',
       async handle(ctx) {
         const body = validateBody(UpsertViewRequestSchema, await ctx.body());
         // The query must be one the team may read (404 Query not found otherwise).
@@ -42,7 +42,7 @@ export function viewRoutes(svc: ServiceContext, views: ViewService): Route[] {
     {
       method: 'DELETE',
       path: '/v1/materialized-views/:name',
-      scope: 'Write',
+      scope: 'Read/Write',
       async handle(ctx) {
         return json(200, await views.delete(ctx.principal.team, ctx.params.name ?? ''));
       },
@@ -50,7 +50,7 @@ export function viewRoutes(svc: ServiceContext, views: ViewService): Route[] {
     {
       method: 'POST',
       path: '/v1/materialized-views/:name/refresh',
-      scope: 'Write',
+      scope: 'Read/Write',
       async handle(ctx) {
         const body = validateBody(RefreshViewRequestSchema, (await ctx.body()) ?? {});
         return json(200, await views.refresh(ctx.principal.team, ctx.params.name ?? '', body.performance));

@@ -33,6 +33,8 @@ export interface ViewServiceDeps {
   clock: Clock;
   /** The team's plan storage_quota_bytes. */
   quotaOf(team: string): number;
+  /** The team plan's tier: a view's when its upsert names none. */
+  tierOf(team: string): Performance;
   /** What else the team stores under the same quota: its uploads and the tables its SQL created. */
   otherStorageBytes?(team: string): Promise<number>;
   newId(): string;
@@ -63,7 +65,7 @@ export class ViewService {
       );
     }
     const existing = registry.ofQuery(team, req.query_id);
-    const performance = req.performance ?? 'medium';
+    const performance = req.performance ?? this.#d.tierOf(team);
     const rec: ViewRecord = {
       id: existing?.id ?? this.#d.newId(),
       team,

@@ -5,7 +5,7 @@ import type { ServiceTables } from '../engine/types.ts';
 import type { Submission } from '../executions.ts';
 import type { Route } from '../http/router.ts';
 import { resolveParameters, substitute } from '../parameters.ts';
-import type { ServiceSettings } from '../settings.ts';
+import { requestTier, type ServiceSettings } from '../settings.ts';
 import { JsonStore } from '../store.ts';
 import { ViewError } from './errors.ts';
 import { ViewRegistry } from './registry.ts';
@@ -55,6 +55,7 @@ export async function openViews(deps: ViewsDeps): Promise<Views> {
     runner: refreshRunner(deps.service),
     clock,
     quotaOf: (team) => settings.teams.find((t) => t.name === team)?.plan.storage_quota_bytes ?? 0,
+    tierOf: (team) => requestTier(settings, team, undefined),
     ...(deps.otherStorageBytes === undefined ? {} : { otherStorageBytes: deps.otherStorageBytes }),
     newId: () => ids(Math.floor(clock.now())),
   });

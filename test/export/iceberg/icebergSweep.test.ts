@@ -1,7 +1,7 @@
 // An Iceberg table's writers go through the one transaction of every sink: each holds a lease while
 // it writes, and the sweep after a commit removes what a dead writer left that the table does not
 // reference, never what a live writer wrote or journaled. Tables on disk and on the local S3
-// (fauxqs behind the precondition gate), read back by an independent Iceberg reader (icebird).
+// (fauxqs behind the precondition gate) and on the GCS stand-in, read back by an independent Iceberg reader (icebird).
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
@@ -13,23 +13,27 @@ import { openExport, resolveOutput, writeExport } from '../../../src/export/inde
 import { openDestination } from '../../../src/export/storage/index.ts';
 import { icebergCommit } from '../../../src/export/iceberg/index.ts';
 import { startLocalS3, type LocalS3 } from '../../helpers/s3.ts';
+import { startLocalGcs, type LocalGcs } from '../../helpers/gcs.ts';
 import { startPreconditionGate, type PreconditionGate } from '../../helpers/preconditionGate.ts';
 import { icebirdRead } from '../../helpers/icebird.ts';
 import { numbered, numberedSchema } from '../../connectors/fixtures.ts';
 
 let s3: LocalS3;
 let gate: PreconditionGate;
+let gcs: LocalGcs;
 let dir: string;
 
 beforeAll(async () => {
-  s3 = await startLocalS3();
-  await s3.createBucket('lake');
+  [s3, gcs] = await Promise.all([startLocalS3(), startLocalGcs()]);
+  await Promise.all([s3.createBucket('lake'), gcs.createBucket('lake')]);
   gate = await startPreconditionGate(s3.endpoint);
   dir = await mkdtemp(join(tmpdir(), 'sluice-iceberg-sweep-'));
 });
 afterAll(async () => {
   await gate?.stop();
   await s3?.stop();
+  expect(gcs?.violations).toEqual([]);
+  await gcs?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
@@ -67,6 +71,15 @@ const onS3: Where = {
   },
 };
 
+const onGcs: Where = {
+  name: 'gcs',
+  output: (table) => ({ path: `gs://lake/${table}`, gcs: gcs.options }),
+  url: (table) => `gs://lake/${table}`,
+  list: async (table) => (await gcs.list('lake', `${table}/`)).map((k) => k.slice(table.length + 1)).sort(),
+  read: async (table, name) => (await gcs.list('lake', `${table}/${name}`)).includes(`${table}/${name}`) ? new TextDecoder().decode(await gcs.get('lake', `${table}/${name}`)) : undefined,
+  write: (table, name, body) => gcs.put('lake', `${table}/${name}`, body),
+};
+
 let tables = 0;
 
 /** How many parts the journal of `attempt` lists (0 while it has none). */
@@ -94,7 +107,7 @@ function pausing(where: Where, table: string, attempt: string, parts: number, re
 
 const dataFiles = (names: readonly string[]) => names.filter((n) => n.startsWith('data/'));
 
-describe.each([disk, onS3])('Iceberg writers under the one sweep rule, on $name', (where) => {
+describe.each([disk, onS3, onGcs])('Iceberg writers under the one sweep rule, on $name', (where) => {
   it("a commit's sweep removes a dead writer's parts, journal and lease, and nothing of a live writer's; both commits read back whole", async () => {
     const table = `sweep-${++tables}`;
     const output = resolveOutput({ format: 'parquet', table: 'iceberg', mode: 'append', max_rows_per_file: 10, ...where.output(table) }, builtins);
@@ -137,7 +150,7 @@ describe.each([disk, onS3])('Iceberg writers under the one sweep rule, on $name'
     const summary = await writing;
     expect(summary).toMatchObject({ rows: 60, resumedFiles: 0 });
     expect(summary.commit?.snapshot).toMatch(/^\d+$/);
-    const ids = (await icebirdRead(where.url(table), s3)).map((r) => Number((r.id as bigint) - 9007199254740000n)).sort((a, b) => a - b);
+    const ids = (await icebirdRead(where.url(table), where === onGcs ? gcs : s3)).map((r) => Number((r.id as bigint) - 9007199254740000n)).sort((a, b) => a - b);
     expect(ids).toEqual(Array.from({ length: 60 }, (_, i) => [i, i]).flat());
     // Exactly what the table references: both commits' data files and the metadata, no record of any writer.
     const left = await where.list(table);
@@ -177,6 +190,6 @@ describe.each([disk, onS3])('Iceberg writers under the one sweep rule, on $name'
     const still = await where.list(table);
     expect(dataFiles(still).sort()).toEqual([...first.commit!.files].sort());
     expect(still).not.toContain('.sluice-lease-killed');
-    expect(await icebirdRead(where.url(table), s3)).toHaveLength(60);
+    expect(await icebirdRead(where.url(table), where === onGcs ? gcs : s3)).toHaveLength(60);
   });
 });

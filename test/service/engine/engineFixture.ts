@@ -16,7 +16,7 @@ export interface EngineFixture {
 export async function startEngine(options: { sampleRows?: number } = {}): Promise<EngineFixture> {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-engine-test-'));
   const open = (): Promise<SqlEngine> =>
-    openEngine({ dataDir, datasets: ['sample'], sampleRows: options.sampleRows ?? SAMPLE_ROWS, defaultThreads: 2 });
+    openEngine({ dataDir, datasets: ['sample'], sampleRows: options.sampleRows ?? SAMPLE_ROWS, duneSampleTransactions: 200, defaultThreads: 2 });
   const fixture: EngineFixture = {
     engine: await open(),
     dataDir,

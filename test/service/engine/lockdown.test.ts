@@ -64,10 +64,11 @@ test('the configuration is locked, the lock included', async () => {
   for (const sql of ['SET threads = 1', 'SET errors_as_json = true', 'RESET temp_directory', 'PRAGMA threads = 1', 'SET GLOBAL lock_configuration = false', "SET GLOBAL allowed_configs = ['threads']"]) {
     expect(await failure(sql), sql).toContain('the configuration has been locked');
   }
-  // Only the limits the engine sets per running execution (resourceBounds.ts) stay changeable
-  // under the lock; user SQL cannot issue SET (the sandbox refuses it).
+  // Only the limits the engine sets per running execution (resourceBounds.ts) and the session's
+  // integer division (the SQL dialect's, dialect/index.ts) stay changeable under the lock; user
+  // SQL cannot issue SET (the sandbox refuses it).
   const allowed = await conn.runAndReadAll("SELECT current_setting('allowed_configs')");
-  expect(String(allowed.getRowsJson()[0]![0]).split(',').sort()).toEqual(['max_memory', 'max_temp_directory_size']);
+  expect(String(allowed.getRowsJson()[0]![0]).split(',').sort()).toEqual(['integer_division', 'max_memory', 'max_temp_directory_size']);
   const threads = await conn.runAndReadAll("SELECT current_setting('threads')");
   expect(Number(threads.getRowsJson()[0]![0])).toBe(2);
 });

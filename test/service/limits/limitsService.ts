@@ -10,7 +10,7 @@ import { TEST_KEYS, testSettings, type TestService } from '../../helpers/service
 import { call, status } from '../api.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-type PlanInput = { credits_per_cycle?: number; max_inflight?: number; storage_quota_bytes?: number };
+type PlanInput = { credits_per_cycle?: number; max_inflight?: number; storage_quota_bytes?: number; performance?: 'small' | 'medium' | 'large' };
 
 export interface LimitsServiceOptions {
   clock: ManualClock;

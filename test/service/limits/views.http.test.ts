@@ -192,7 +192,7 @@ describe('teams and private views stay apart', () => {
   });
 
   it('uploads: a private dataset is the team\'s alone, a public one readable by others; bad CSV is 400 with the line', async () => {
-    expect((await upload(svc, 'open', 'a,b\n1,x\n2,y\n')).json).toEqual({ success: true, table_name: 'service.demo.dataset_open' });
+    expect((await upload(svc, 'open', 'a,b\n1,x\n2,y\n')).json).toEqual({ success: true, table_name: 'service.demo.dataset_open', full_name: 'service.demo.dataset_open', example_query: 'SELECT * FROM service.demo.dataset_open LIMIT 10' });
     expect((await upload(svc, 'closed', 'a\n5\n', { is_private: true })).status).toBe(200);
     expect((await query(svc, 'SELECT sum(a)::BIGINT AS s, string_agg(b, \'\' ORDER BY b) AS t FROM service.demo.dataset_open', svc.keys.other.write)).rows).toEqual([{ s: 3, t: 'xy' }]);
     expect((await query(svc, 'SELECT * FROM service.demo.dataset_closed', svc.keys.other.write)).error).toMatch(/belongs to another team/);

@@ -46,7 +46,7 @@ describe('CSV upload', () => {
       table_name: 'people',
       data: 'id,name,score,active,born,seen\n1,"Doe, Jane",1.5,true,2001-02-03,2026-01-01 10:00:00\n2,,2,false,,\n3,"say ""hi""\nthere",-7,true,1999-12-31,2026-01-02 00:00:00\n',
     });
-    expect(res).toEqual({ success: true, table_name: 'service.demo.dataset_people' });
+    expect(res).toEqual({ success: true, table_name: 'service.demo.dataset_people', full_name: 'service.demo.dataset_people', example_query: 'SELECT * FROM service.demo.dataset_people LIMIT 10' });
     expect(await duck.rows('SELECT id, name, score, active, CAST(born AS VARCHAR) FROM service.demo.dataset_people ORDER BY id')).toEqual([
       ['1', 'Doe, Jane', 1.5, true, '2001-02-03'],
       ['2', null, 2, false, null],

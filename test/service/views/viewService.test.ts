@@ -93,7 +93,7 @@ async function build(quota = 10_000, credits = 10_000): Promise<void> {
   ledger = new CreditLedger({ clock, cycle: daysCycle(30), limitOf: () => credits });
   runner = new ManualRunner(duck, sqlOf, ledger);
   const ids = monotonicFactory();
-  views = new ViewService({ registry, tables: new ViewTables(duck.tables), runner, clock, quotaOf: () => quota, newId: () => ids() });
+  views = new ViewService({ registry, tables: new ViewTables(duck.tables), runner, clock, quotaOf: () => quota, tierOf: () => 'medium', newId: () => ids() });
   runner.service = views;
 }
 

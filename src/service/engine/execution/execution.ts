@@ -12,6 +12,7 @@ import { EngineError, type ExecuteOptions, type ResultInfo } from '../types.ts';
 import { toEngineError } from '../duckdbError.ts';
 import { sqlIdent, sqlString } from '../../sql.ts';
 import { splitStatements, type SqlStatement } from '../sandbox/splitStatements.ts';
+import { dialectSessionSql, inDuckDbSql } from '../dialect/index.ts';
 import { checkAccess, withoutHiddenHints } from '../sandbox/checkAccess.ts';
 import type { AccessContext } from '../sandbox/accessPolicy.ts';
 import { StorageQuota } from './storageQuota.ts';
@@ -71,7 +72,7 @@ export async function runExecution(ctx: ExecutionContext, sql: string, opts: Exe
     throw new EngineError('bad_request', `invalid team name "${opts.team}"`);
   }
   if (ctx.files.has(opts.resultId)) throw new EngineError('bad_request', `result ${opts.resultId} already exists`);
-  const statements = splitStatements(sql);
+  const statements = inDuckDbSql(splitStatements(sql), opts.dialect ?? 'duckdb');
   if (statements.length === 0) throw new EngineError('syntax', 'line 1:1: the SQL text holds no statement', { line: 1, column: 1 });
   return new Execution(ctx, sql, statements, opts).run();
 }
@@ -133,6 +134,7 @@ class Execution {
     check();
     if (opts.team !== undefined) await this.#ctx.teamSchema(opts.team);
     check();
+    await conn.run(dialectSessionSql(opts.dialect ?? 'duckdb'));
     const checked = await checkAccess(conn, sql, this.#statements, opts, this.#ctx.systemViews);
     this.#access = checked.ctx;
     if (checked.changesTeamTables && opts.team !== undefined) this.#endWrite = this.#ctx.sizes.beginWrite(opts.team);

@@ -9,7 +9,9 @@ import { uniqueColumnNames } from '../results/columnNames.ts';
 import { copyRows, type ChunkSource } from '../results/copyRows.ts';
 
 function originOf(sql: string, st: SqlStatement): SqlOrigin {
-  return { sql, statementStart: st.start, ran: st.text, prefixLength: 0, statementLength: st.text.length };
+  const origin: SqlOrigin = { sql, statementStart: st.start, ran: st.text, prefixLength: 0, statementLength: st.text.length };
+  if (st.sourceOffset) origin.sourceOffset = st.sourceOffset;
+  return origin;
 }
 
 /** DuckDB's error of a statement of the user's SQL, placed in the whole SQL text. */

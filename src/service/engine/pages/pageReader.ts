@@ -164,6 +164,8 @@ async function totalRows(conn: DuckDBConnection, plan: PagePlan): Promise<number
 /** A filter comparing a column with a value of the wrong type is the caller's mistake. */
 function asFilterError(err: unknown, req: PageRequest): EngineError {
   const mapped = toEngineError(err);
+  // Planning the page already names a filter it cannot read: that error is said once, as it is.
+  if (mapped.kind === 'bad_request') return mapped;
   if ((req.filters || req.sortBy) && mapped.kind !== 'capacity' && mapped.kind !== 'unrepresentable') {
     return new EngineError('bad_request', `filters: ${mapped.message}`, { cause: err });
   }

@@ -2,11 +2,11 @@
 // runs (sandbox.ts, accessPolicy.ts), and DuckDB's own errors are kept from naming what the team
 // may not see.
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { EngineError, type EngineErrorOptions, type ExecuteOptions } from '../types.ts';
+import { EngineError, type EngineErrorOptions, type ExecuteOptions, type SqlClassification } from '../types.ts';
 import { Sandbox } from './sandbox.ts';
 import { hideUnreadableHints, type AccessContext } from './accessPolicy.ts';
 import { lineColumnAt } from './sqlPosition.ts';
-import type { SqlStatement } from './splitStatements.ts';
+import { splitStatements, type SqlStatement } from './splitStatements.ts';
 
 export interface CheckedAccess {
   ctx: AccessContext;
@@ -24,6 +24,43 @@ export async function checkAccess(
   opts: Pick<ExecuteOptions, 'team' | 'canRead'>,
   systemViews: ReadonlySet<string>,
 ): Promise<CheckedAccess> {
+  const ctx = await accessContext(conn, opts, systemViews);
+  const sandbox = new Sandbox(conn, ctx);
+  for (const st of statements) {
+    const denial = await sandbox.check(st.text);
+    if (denial) {
+      const { line, column } = lineColumnAt(sql, st.start + (st.sourceOffset?.(denial.offset) ?? denial.offset));
+      throw new EngineError('semantic', `line ${line}:${column}: ${denial.message}`, { line, column });
+    }
+  }
+  return { ctx, writesTeamSchema: sandbox.writesTeamSchema, changesTeamTables: sandbox.changesTeamTables };
+}
+
+/**
+ * Judges the SQL as checkAccess would, running none of it: per statement (where its text starts),
+ * whether it writes, and the first denial an execution would fail with.
+ */
+export async function classifyAccess(
+  conn: DuckDBConnection,
+  sql: string,
+  opts: Pick<ExecuteOptions, 'team' | 'canRead'>,
+  systemViews: ReadonlySet<string>,
+): Promise<SqlClassification> {
+  const sandbox = new Sandbox(conn, await accessContext(conn, opts, systemViews));
+  const out: SqlClassification = { statements: [] };
+  for (const st of splitStatements(sql)) {
+    const denial = await sandbox.check(st.text);
+    const lead = st.text.length - st.text.trimStart().length;
+    out.statements.push({ ...lineColumnAt(sql, st.start + lead), writes: sandbox.statementWrites });
+    if (denial !== undefined && out.denial === undefined) {
+      const { line, column } = lineColumnAt(sql, st.start + denial.offset);
+      out.denial = { message: `line ${line}:${column}: ${denial.message}`, line, column };
+    }
+  }
+  return out;
+}
+
+async function accessContext(conn: DuckDBConnection, opts: Pick<ExecuteOptions, 'team' | 'canRead'>, systemViews: ReadonlySet<string>): Promise<AccessContext> {
   const db = await conn.runAndReadAll(
     "SELECT current_database() AS db, list(lower(schema_name)) AS schemas FROM duckdb_schemas() WHERE database_name = current_database() AND schema_name NOT IN ('information_schema', 'pg_catalog')",
   );
@@ -32,15 +69,7 @@ export async function checkAccess(
   const ctx: AccessContext = { mainCatalog: String(row[0]).toLowerCase(), readableSchemas: new Set(schemas), systemViews };
   if (opts.team !== undefined) ctx.team = opts.team;
   if (opts.canRead !== undefined) ctx.canRead = opts.canRead;
-  const sandbox = new Sandbox(conn, ctx);
-  for (const st of statements) {
-    const denial = await sandbox.check(st.text);
-    if (denial) {
-      const { line, column } = lineColumnAt(sql, st.start + denial.offset);
-      throw new EngineError('semantic', `line ${line}:${column}: ${denial.message}`, { line, column });
-    }
-  }
-  return { ctx, writesTeamSchema: sandbox.writesTeamSchema, changesTeamTables: sandbox.changesTeamTables };
+  return ctx;
 }
 
 /** DuckDB's "Did you mean" hints search every catalog: they must not name hidden tables. */

@@ -134,6 +134,19 @@ export const ALLOWED_FUNCTIONS: ReadonlySet<string> = new Set([
   'unnest', 'unlist', 'grouping', 'grouping_id',
   // The service's own macros in the main database (customTypes.ts).
   'uint256', 'int256', 'interval_year_to_month',
+  // DuneSQL functions the dialect adds (dialect/functions.ts macros, dialect/nativeFunctions.ts):
+  'array_except', 'array_has_duplicates', 'array_remove', 'array_union', 'at_timezone', 'bitwise_and',
+  'bitwise_left_shift', 'bitwise_not', 'bitwise_or', 'bitwise_right_shift', 'bitwise_right_shift_arithmetic',
+  'bitwise_xor', 'current_timezone', 'e', 'from_base', 'from_iso8601_date', 'from_iso8601_timestamp', 'infinity',
+  'is_json_scalar', 'json_array_contains', 'json_array_get', 'json_extract_scalar', 'json_format', 'json_size',
+  'keccak', 'map_agg', 'nan', 'regexp_count', 'regexp_position', 'to_iso8601', 'trino_array_position',
+  'trino_bit_count', 'trino_cardinality', 'trino_count_if', 'trino_date', 'trino_date_add', 'trino_date_trunc',
+  'trino_element_at', 'trino_from_hex', 'trino_from_unixtime', 'trino_histogram', 'trino_if',
+  'trino_json_array_length', 'trino_md5', 'trino_millisecond', 'trino_regexp_extract', 'trino_regexp_replace',
+  'trino_repeat', 'trino_replace', 'trino_sha256', 'trino_sign', 'trino_slice', 'try_int256', 'try_uint256',
+  'varbinary_concat', 'varbinary_length', 'varbinary_ltrim', 'varbinary_position', 'varbinary_reverse',
+  'varbinary_rtrim', 'varbinary_starts_with', 'varbinary_substring', 'varbinary_to_bigint', 'varbinary_to_int256',
+  'varbinary_to_integer', 'varbinary_to_uint256', 'with_timezone',
 ]);
 
 /** Why a function DuckDB has is refused. */

@@ -28,9 +28,10 @@ export async function lockDown(conn: DuckDBConnection, readableDir?: string): Pr
   await conn.run('SET GLOBAL enable_external_access = false');
   await conn.run('SET GLOBAL autoinstall_known_extensions = false');
   await conn.run('SET GLOBAL autoload_known_extensions = false');
-  // The engine sets the memory and spill limits to the executions running (resourceBounds.ts);
-  // user SQL cannot change them (the sandbox refuses SET).
-  await conn.run("SET GLOBAL allowed_configs = ['memory_limit', 'max_temp_directory_size']");
+  // The engine sets the memory and spill limits to the executions running (resourceBounds.ts),
+  // and integer division per session to the SQL dialect's (dialect/index.ts); user SQL cannot
+  // change them (the sandbox refuses SET).
+  await conn.run("SET GLOBAL allowed_configs = ['memory_limit', 'max_temp_directory_size', 'integer_division']");
   // Last: after this no SET succeeds, the engine's own included.
   await conn.run('SET GLOBAL lock_configuration = true');
 }

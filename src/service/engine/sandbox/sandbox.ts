@@ -6,6 +6,9 @@
 //   INSERT [OR REPLACE|IGNORE] INTO name [(columns)] [BY NAME] query     (temp or own schema)
 //   DROP TABLE|VIEW [IF EXISTS] name                                      (temp or own schema)
 //   EXPLAIN [ANALYZE] statement, PRAGMA table_info|show('table')
+// The column lists hold no expression (columnDefinitions.ts: no DEFAULT, CHECK, generated
+// column or foreign key), and every table a statement reads or inserts into is judged by the
+// expressions DuckDB stores with it (storedExpressions.ts), as a SELECT's would be.
 // A view a query reads is judged when it is read, by what its own query reads and calls, with
 // the reader's rights (views over views too): a view made when another team's table was
 // shared stops answering once that table is private, and a view made under older rules is
@@ -15,8 +18,10 @@
 // The engine-wide lockdown (lockdown.ts) stays underneath as a second wall.
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { selectDenial, tableReadDenial, tableWriteDenial, type AccessContext, type Denial } from './accessPolicy.ts';
-import { readName, skipParens, splitNameText, tokenize, type SqlToken } from './sqlTokens.ts';
-import { viewDenial, type ViewCatalog } from './viewExpansion.ts';
+import { columnDefinitions, explainOptions, nameList } from './columnDefinitions.ts';
+import { readName, splitNameText, tokenize, type SqlToken } from './sqlTokens.ts';
+import { candidates, viewDenial, type ViewCatalog } from './viewExpansion.ts';
+import { readExpressionCatalog, storedExpressionDenial, type ExpressionCatalog } from './storedExpressions.ts';
 import { utf16IndexOf } from './sqlPosition.ts';
 
 /** A denial located in the checked text (UTF-16 offset). */
@@ -57,8 +62,11 @@ export class Sandbox {
   readonly #ctx: AccessContext;
   /** The views of every catalog the connection sees, read once per sandbox when a query names a table. */
   #views: Promise<ViewCatalog> | undefined;
+  /** The expressions DuckDB stores with each table, read once per sandbox when a statement names a table. */
+  #expressions: Promise<ExpressionCatalog> | undefined;
   #writesTeamSchema = false;
   #changesTeamTables = false;
+  #statementWrites = false;
 
   constructor(conn: DuckDBConnection, ctx: AccessContext) {
     this.#conn = conn;
@@ -84,8 +92,17 @@ export class Sandbox {
     if (parts.length === 3 && parts[0]!.toLowerCase() === 'service') this.#changesTeamTables = true;
   }
 
+  /**
+   * True when the statement last checked, or one inside it (EXPLAIN's, CREATE ... AS's), creates,
+   * fills or drops a table or view, temporary ones included: what a read-only caller refuses.
+   */
+  get statementWrites(): boolean {
+    return this.#statementWrites;
+  }
+
   /** The first reason `text` (one statement) must not run, or undefined when it may. */
   async check(text: string): Promise<StatementDenial | undefined> {
+    this.#statementWrites = false;
     return this.#check(text, 0, 0);
   }
 
@@ -100,7 +117,7 @@ export class Sandbox {
       if (parsed.statements.length !== 1) return at(0, 'Not allowed: one statement expected here');
       const d =
         selectDenial(parsed.statements[0], this.#ctx) ??
-        (await viewDenial(parsed.statements[0], this.#ctx, () => this.#viewCatalog(), (sql) => parse(this.#conn, sql)));
+        (await viewDenial(parsed.statements[0], this.#ctx, () => this.#viewCatalog(), (sql) => parse(this.#conn, sql), (key) => this.#storedDenial(key)));
       return d ? this.#located(text, base, d) : undefined;
     }
     return this.#checkShaped(text, base, depth, tokenize(text));
@@ -127,6 +144,7 @@ export class Sandbox {
       if (parsedBody.kind !== 'query') return at(t.start, `Not allowed: this form of ${what}; write ${what} followed by a plain query`);
       return body(i);
     };
+    if (word === 'create' || word === 'insert' || word === 'drop') this.#statementWrites = true;
     switch (word) {
       case 'create':
         return this.#create(tokens, at, bodyQuery);
@@ -134,9 +152,12 @@ export class Sandbox {
         return this.#insert(tokens, at, bodyQuery);
       case 'drop':
         return this.#drop(tokens, at);
-      case 'explain':
-        if (valueAt(tokens, 1) === '(') return body(skipParens(tokens, 1));
-        return body(valueAt(tokens, 1) === 'analyze' ? 2 : 1);
+      case 'explain': {
+        if (valueAt(tokens, 1) !== '(') return body(valueAt(tokens, 1) === 'analyze' ? 2 : 1);
+        // Options are words (FORMAT JSON), never an expression (columnDefinitions.ts).
+        const after = explainOptions(tokens, 1);
+        return typeof after === 'number' ? body(after) : at(startAt(tokens, after.at), after.message);
+      }
       case 'pragma':
         return this.#pragma(tokens, at);
       default:
@@ -159,6 +180,20 @@ export class Sandbox {
       .runAndReadAll('SELECT lower(database_name), lower(schema_name), lower(view_name), sql FROM duckdb_views() WHERE NOT internal')
       .then((r) => new Map(r.getRowsJson().map(([db, schema, view, sql]) => [`${String(db)}.${String(schema)}.${String(view)}`, String(sql)])));
     return this.#views;
+  }
+
+  /** What an insert evaluates for its target (defaults, checks), judged by what DuckDB holds for every table the name may bind to. */
+  async #targetDenial(parts: string[]): Promise<string | undefined> {
+    for (const key of candidates(parts, this.#ctx.mainCatalog, undefined)) {
+      const held = await this.#storedDenial(key);
+      if (held !== undefined) return held;
+    }
+    return undefined;
+  }
+
+  async #storedDenial(key: string): Promise<string | undefined> {
+    this.#expressions ??= readExpressionCatalog(this.#conn);
+    return storedExpressionDenial(key, await this.#expressions, this.#ctx, (sql) => parse(this.#conn, sql));
   }
 
   async #statementCount(text: string): Promise<number> {
@@ -195,7 +230,12 @@ export class Sandbox {
     if (why) return at(startAt(tokens, i), why);
     if (!temp && object.value === 'table') this.#noteWrite(name.parts);
     i = name.next;
-    if (valueAt(tokens, i) === '(') i = skipParens(tokens, i);
+    if (valueAt(tokens, i) === '(') {
+      // Column definitions hold no expression the engine would evaluate (columnDefinitions.ts).
+      const after = object.value === 'table' ? columnDefinitions(tokens, i) : nameList(tokens, i);
+      if (typeof after !== 'number') return at(startAt(tokens, after.at), after.message);
+      i = after;
+    }
     if (i >= tokens.length) return undefined;
     const what = `CREATE ${object.value.toUpperCase()}`;
     if (valueAt(tokens, i) === 'as') return bodyQuery(i + 1, `${what} ... AS`);
@@ -215,9 +255,15 @@ export class Sandbox {
     if (!name) return at(startAt(tokens, i), 'Not allowed: INSERT INTO needs a table name');
     const why = tableWriteDenial(name.parts, false, this.#ctx);
     if (why) return at(startAt(tokens, i), why);
+    const held = await this.#targetDenial(name.parts);
+    if (held !== undefined) return at(startAt(tokens, i), held);
     this.#noteWrite(name.parts);
     i = name.next;
-    if (valueAt(tokens, i) === '(') i = skipParens(tokens, i);
+    if (valueAt(tokens, i) === '(') {
+      const after = nameList(tokens, i);
+      if (typeof after !== 'number') return at(startAt(tokens, after.at), after.message);
+      i = after;
+    }
     if (valueAt(tokens, i) === 'by' && (valueAt(tokens, i + 1) === 'name' || valueAt(tokens, i + 1) === 'position')) i += 2;
     if (valueAt(tokens, i) === 'default' && valueAt(tokens, i + 1) === 'values' && i + 2 === tokens.length) return undefined;
     return bodyQuery(i, 'INSERT INTO <table>');

@@ -9,6 +9,8 @@ export interface SqlStatement {
   text: string;
   /** Offset (UTF-16 units) of `text` in the submitted SQL. */
   start: number;
+  /** When `text` is a translation (dialect/): the offset in the submitted statement of an offset in `text`. */
+  sourceOffset?: (at: number) => number;
 }
 
 export function splitStatements(sql: string): SqlStatement[] {

@@ -42,7 +42,7 @@ function tableRefs(tree: unknown, out: TableRef[] = []): TableRef[] {
  * main database or catalog x's main schema. Every candidate is checked, so the check holds
  * whichever of them DuckDB binds.
  */
-function candidates(parts: string[], mainCatalog: string, home: string | undefined): string[] {
+export function candidates(parts: string[], mainCatalog: string, home: string | undefined): string[] {
   const p = parts.map((x) => x.toLowerCase());
   if (p.length >= 3) return [p.slice(-3).join('.')];
   if (p.length === 2) return [`${mainCatalog}.${p[0]}.${p[1]}`, `${p[0]}.main.${p[1]}`];
@@ -70,21 +70,25 @@ export function viewQuery(sql: string): string | undefined {
 
 /**
  * The first reason a view read by `tree` (directly or through other views) may not be read by
- * this caller, located at the reference in `tree`; undefined when every view passes.
+ * this caller, located at the reference in `tree`; undefined when every view passes. `table`, when
+ * given, judges every table or view a reference may bind to, at any depth (storedExpressions.ts).
  */
 export async function viewDenial(
   tree: unknown,
   ctx: AccessContext,
   views: () => Promise<ViewCatalog>,
   parse: (sql: string) => Promise<Parsed>,
+  table?: (key: string) => Promise<string | undefined>,
 ): Promise<Denial | undefined> {
   const refs = tableRefs(tree);
   if (refs.length === 0) return undefined;
   const catalog = await views();
-  if (catalog.size === 0) return undefined;
+  if (catalog.size === 0 && table === undefined) return undefined;
   const walk = async (tree: unknown, home: string | undefined, path: string[]): Promise<string | undefined> => {
     for (const ref of tableRefs(tree)) {
       for (const key of candidates(ref.parts, ctx.mainCatalog, home)) {
+        const held = await table?.(key);
+        if (held !== undefined) return held;
         const sql = catalog.get(key);
         if (sql === undefined) continue;
         const why = await viewBodyDenial(key, sql, path);
@@ -107,8 +111,7 @@ export async function viewDenial(
   for (const ref of refs) {
     for (const key of candidates(ref.parts, ctx.mainCatalog, undefined)) {
       const sql = catalog.get(key);
-      if (sql === undefined) continue;
-      const why = await viewBodyDenial(key, sql, []);
+      const why = (await table?.(key)) ?? (sql === undefined ? undefined : await viewBodyDenial(key, sql, []));
       if (why !== undefined) return ref.location === undefined ? { message: why } : { message: why, location: ref.location };
     }
   }

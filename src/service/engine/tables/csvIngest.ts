@@ -75,7 +75,7 @@ async function inferTypes(conn: TableConnection, raw: string, names: readonly st
 }
 
 /** DuckDB's "CSV Error on Line: N / Original Line: ... / reason / Possible fixes..." as one clear message. */
-function csvError(err: unknown): Error {
+export function csvError(err: unknown): Error {
   let text = err instanceof Error ? err.message : String(err);
   if (text.startsWith('{')) {
     try {

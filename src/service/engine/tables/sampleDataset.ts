@@ -1,10 +1,10 @@
 // The `sample` dataset: sample.all_types holds every column type of protocol.md section 5
 // (extremes, nesting, NULLs), sample.events is a generated table of `rows` rows for paging and
 // benchmarks. Both live in the engine's main database, so they survive restarts; loading is
-// idempotent (events is regenerated only when its row count differs).
+// idempotent (events is regenerated only when its row count differs, or an older generator made it).
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { INT256_MAX, INT256_MIN, UINT256_MAX } from '../customTypes.ts';
-import { sampleEventsSelect } from './sampleEvents.ts';
+import { SAMPLE_EVENTS_VERSION, sampleEventsSelect } from './sampleEvents.ts';
 
 export { sampleEventsSelect };
 
@@ -65,19 +65,26 @@ ${sampleEventsSelect(rows)}`;
 /**
  * Creates the sample tables that are missing, sample.events with `rows` rows (the default when
  * unset). An existing sample.events is kept whatever its size unless `rows` asks for another
- * count: starting without a count never replaces a table made with one.
+ * count, or an older generator made it (its size is kept): starting without a count never
+ * replaces a table made with one. Returns what was made, for the service's log, or undefined.
  */
-export async function loadSampleDataset(conn: DuckDBConnection, rows: number | undefined, defaultRows: number): Promise<void> {
+export async function loadSampleDataset(conn: DuckDBConnection, rows: number | undefined, defaultRows: number): Promise<string | undefined> {
   await conn.run('CREATE SCHEMA IF NOT EXISTS sample');
   const existing = await conn.runAndReadAll(
-    "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'sample'",
+    "SELECT table_name, comment FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'sample'",
   );
-  const names = new Set(existing.getRowObjectsJson().map((r) => String(r['table_name'])));
-  if (!names.has('all_types')) await conn.run(SAMPLE_ALL_TYPES_SQL);
-  let eventsOk = names.has('events') && rows === undefined;
-  if (names.has('events') && rows !== undefined) {
-    const count = await conn.runAndReadAll('SELECT count(*)::BIGINT AS n FROM sample.events');
-    eventsOk = Number(count.getRowObjectsJson()[0]?.['n']) === rows;
-  }
-  if (!eventsOk) await conn.run(sampleEventsSql(rows ?? defaultRows));
+  const tables = new Map(existing.getRowObjectsJson().map((r) => [String(r['table_name']), r['comment'] === null ? '' : String(r['comment'])]));
+  if (!tables.has('all_types')) await conn.run(SAMPLE_ALL_TYPES_SQL);
+  const comment = tables.get('events');
+  const held = comment === undefined ? undefined : Number((await conn.runAndReadAll('SELECT count(*)::BIGINT AS n FROM sample.events')).getRowObjectsJson()[0]?.['n']);
+  const current = comment === VERSION_COMMENT;
+  if (held !== undefined && current && (rows === undefined || rows === held)) return undefined;
+  const count = rows ?? held ?? defaultRows;
+  await conn.run(sampleEventsSql(count));
+  await conn.run(`COMMENT ON TABLE sample.events IS '${VERSION_COMMENT}'`);
+  const made = `sample.events ${held === undefined ? 'generated' : 'rebuilt'} with ${count.toLocaleString('en-US')} rows`;
+  if (held === undefined) return made;
+  return current ? `${made} (it held ${held.toLocaleString('en-US')}; the job or command asked for ${count.toLocaleString('en-US')})` : `${made}: an older version of sluice made it (its day column was not the date of ts)`;
 }
+
+const VERSION_COMMENT = `sluice sample.events v${SAMPLE_EVENTS_VERSION}`;

@@ -16,7 +16,8 @@ import { sqlIdent, sqlString } from '../../sql.ts';
 import { uniqueColumnNames } from '../results/columnNames.ts';
 import { ingestCsvSql } from './csvIngest.ts';
 import { copyRows } from '../results/copyRows.ts';
-import type { IngestedCsv, ServiceTables } from '../types.ts';
+import type { IngestedCsv, ServiceTables, UploadTableColumn } from '../types.ts';
+import { clearTableSql, createTableSql, insertRowsSql } from './uploadTables.ts';
 import { teamTableBytes, type TeamTableSizes } from './teamStorage.ts';
 
 /** The part of a DuckDB connection the table code uses. */
@@ -98,6 +99,27 @@ export class DuckDbServiceTables implements ServiceTables {
     } finally {
       await rm(file, { force: true });
     }
+  }
+
+  async createTable(team: string, name: string, columns: readonly UploadTableColumn[]): Promise<void> {
+    await this.#host.withConnection((conn) => createTableSql(conn, team, name, columns));
+  }
+
+  async insertRows(team: string, name: string, columns: readonly UploadTableColumn[], rows: { format: 'csv' | 'ndjson'; data: Uint8Array; header?: readonly string[] }): Promise<{ rowsWritten: number }> {
+    return this.#host.withConnection((conn) =>
+      insertRowsSql(conn, {
+        team,
+        name,
+        columns,
+        ...rows,
+        scratchPath: (n) => this.#host.scratchPath(n),
+        copyIn: (select, work) => this.#host.withFiles((files) => copyInto(conn, files, team, work, select)),
+      }),
+    );
+  }
+
+  async clearTable(team: string, name: string): Promise<void> {
+    await this.#host.withConnection((conn) => clearTableSql(conn, team, name));
   }
 
   async rename(team: string, from: string, to: string): Promise<void> {

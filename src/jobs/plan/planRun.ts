@@ -1,0 +1,167 @@
+import { decodePlan, type DecodePlan } from '../run/nativeOutputs.ts';
+import type { ServiceClient } from '../../client/service-client.ts';
+import { contractQuarantines, type Job } from '../../config/jobSchema.ts';
+import { commitTarget } from '../../export/commitFor.ts';
+import type { CatalogTarget } from '../../export/iceberg/catalog/catalogConfig.ts';
+import type { SplitBlock } from '../../export/splitRule.ts';
+import type { DriftPolicy } from '../../config/notifySchema.ts';
+import { type BackfillPlan, planBackfill } from '../backfill/backfillPlan.ts';
+import { driftPolicyOf, watchesPolicy } from '../drift/drift.ts';
+import { creditsAllowed, executionCost } from '../run/budget.ts';
+import { type OutputSession, OutputSessions } from '../output/outputSession.ts';
+import { whyNotSharded, whyOneThread } from '../output/splitRule.ts';
+import { type ContractCheckPlan, contractPlan } from '../contracts/contractPlan.ts';
+import { type CursorPlan, planCursor } from '../incremental/incremental.ts';
+import { jobRunState, RunStateStore } from '../run/runState.ts';
+import { partsPerShard, rowsPerPart } from '../shards/plan.ts';
+import { decideSource, type SourceDecision } from '../run/sourceDecision.ts';
+
+/** What a run of one job would do, found by reading only: nothing is executed, nothing written. */
+export interface JobPlan {
+  readonly job: string;
+  /** execute: a new execution (charged); reuse: a stored result of a saved query; resume: an interrupted run's execution. */
+  readonly action: 'execute' | 'reuse' | 'resume';
+  /** Credits the run would spend (0 to reuse or resume). */
+  readonly credits: number;
+  /** The execution it would read, when it is one that exists. */
+  readonly executionId: string | undefined;
+  /** Why this action: the source kind, the stored result's age, the interrupted run. */
+  readonly reason: string;
+  /** Rows and bytes of the result, when it exists already. */
+  readonly rows: number | undefined;
+  readonly bytes: number | undefined;
+  readonly budget: { readonly maxCredits: number | undefined; readonly withinBudget: boolean };
+  readonly shards: number;
+  readonly outputs: readonly OutputPlan[];
+  /** An incremental job: the cursor value the run's query would receive, and the committed one it comes from. */
+  readonly cursor?: CursorPreview;
+  /** A job with `expect` (its own or an output's): what the run would check, when, and what a violation does. */
+  readonly contract?: readonly ContractCheckPlan[];
+  /** A backfill: its chunks, what a run executes and what a killed run's chunks spare it. */
+  readonly backfill?: BackfillPlan;
+  /** The split rule, as the run and the shard check read it: why one thread writes every output (undefined: part threads may), and why the job cannot run sharded (empty: it can). */
+  readonly split: { readonly oneThread: string | undefined; readonly notSharded: readonly SplitBlock[] };
+}
+
+export interface CursorPreview {
+  readonly column: string;
+  /** The committed value (the lowest over the outputs); null while an output holds none. */
+  readonly from: string | null;
+  /** What the query receives: `from` less the lookback, or the initial value. */
+  readonly value: string | number;
+  readonly lookback?: string | number;
+}
+
+export interface OutputPlan {
+  readonly url: string;
+  readonly format: string;
+  /** skip: the output holds this execution already, written the same way. */
+  readonly action: 'write' | 'skip';
+  /** Part files, when the row count is known and parts roll by rows (undefined otherwise). */
+  readonly parts: number | undefined;
+  readonly rowsPerPart: number | undefined;
+  /** Parts per shard (shard i writes a contiguous range), when sharded and the count is known. */
+  readonly partsPerShard: readonly number[] | undefined;
+  /** The execution the output's committed export holds now (undefined: none). */
+  readonly committedExecution: string | undefined;
+  /** A table output: the catalog and table it commits to (`commitTarget`). */
+  readonly commitsTo?: CatalogTarget | undefined;
+  /** Its `schema_drift` policy (its own, else the job's), when the job sets one anywhere. */
+  readonly schemaDrift?: DriftPolicy | undefined;
+  /** The decode path its rows would take: native (DuckDB writes from the JSON pages) or general, and why. */
+  readonly decode: DecodePlan;
+}
+
+export interface PlanRunOptions {
+  readonly client: ServiceClient;
+  readonly stateDir: string;
+  readonly signal: AbortSignal;
+  /** `--fresh`: never resume. */
+  readonly resume: boolean;
+  readonly shards?: number;
+  /** `--execution`: the run would read this one. */
+  readonly executionId?: string;
+}
+
+/**
+ * `sluice run --plan`: the phases of a run (see `JobRun`) up to where it would start an execution,
+ * reading only, and their report: whether the run would execute (and what that costs), reuse a
+ * stored result or resume an interrupted run's execution, the result's size when it exists, and
+ * what each output would get. It asks what the run asks, the same way: the outputs' commits,
+ * the run state (left as it is), the service's latest stored result (a page of one row, which starts
+ * nothing) and execution statuses.
+ */
+export async function planRun(job: Job, options: PlanRunOptions): Promise<JobPlan> {
+  const sessions = new OutputSessions(job);
+  try {
+    return await plan(job, options, sessions);
+  } finally {
+    await sessions.close();
+  }
+}
+
+async function plan(job: Job, options: PlanRunOptions, sessions: OutputSessions): Promise<JobPlan> {
+  const { client, signal } = options;
+  const shards = options.shards ?? 1;
+  const cursor = job.incremental === undefined ? undefined : await planCursor(job, await sessions.committed(signal), client, signal);
+  // A sharded run never resumes: shard 0 starts or reuses its execution afresh.
+  const state = options.resume && shards === 1 ? jobRunState(new RunStateStore(options.stateDir), job) : undefined;
+  const backfill = job.backfill === undefined || (cursor !== undefined && cursor.from !== null) ? undefined : await planBackfill(job, { client, signal, stateDir: options.stateDir, resume: options.resume });
+  const decision = backfill?.decision ?? (await decideSource(job, { client, signal, executionId: options.executionId, state, readOnly: true }, cursor?.argument));
+  const credits = backfill?.plan.credits ?? (decision.action === 'execute' ? executionCost(job) : 0);
+  const outputs: OutputPlan[] = [];
+  for (const session of sessions.all) outputs.push(await planOutput(job, session, decision, shards, signal));
+  const maxCredits = job.budget?.max_credits;
+  const contract = contractPlan(job);
+  return {
+    job: job.name,
+    action: decision.action,
+    credits,
+    executionId: decision.executionId,
+    reason: decision.reason,
+    rows: decision.rows,
+    bytes: decision.bytes,
+    budget: { maxCredits, withinBudget: creditsAllowed(job, 0, credits) },
+    shards,
+    outputs,
+    ...(cursor === undefined ? {} : { cursor: cursorPreview(cursor) }),
+    ...(contract.length === 0 ? {} : { contract }),
+    ...(backfill === undefined ? {} : { backfill: backfill.plan }),
+    split: { oneThread: whyOneThread(job), notSharded: whyNotSharded(job, sessions.all.map((s) => s.traits)) },
+  };
+}
+
+/**
+ * What one output would get: skipped where the run would skip it (the execution exists and the
+ * output's commit holds it, written the same way: `wouldSkip`, the run's own rule; a sharded run
+ * always writes), else its parts when the row count is known and parts roll by rows.
+ */
+async function planOutput(job: Job, session: OutputSession, decision: SourceDecision, shards: number, signal: AbortSignal): Promise<OutputPlan> {
+  const { url } = session;
+  const output = job.outputs[session.index]!;
+  const committed = await session.committed(signal).catch(() => undefined);
+  const rows = job.result?.filters === undefined ? decision.rows : undefined;
+  // An output some rows of which a contract sets aside holds fewer than the result: no count to match, as in a run.
+  const held = contractQuarantines(job.expect) || contractQuarantines(output.expect) ? undefined : rows;
+  const skip = shards === 1 && decision.executionId !== undefined && (await session.find(decision.executionId, held, signal)) !== undefined;
+  const perPart = rowsPerPart(output, rows, shards);
+  const parts = rows === undefined || perPart === undefined ? undefined : Math.max(1, Math.ceil(rows / perPart));
+  return {
+    url,
+    format: output.format.type,
+    action: skip ? 'skip' : 'write',
+    parts,
+    rowsPerPart: perPart,
+    partsPerShard: parts === undefined || shards === 1 ? undefined : partsPerShard(parts, shards),
+    committedExecution: committed?.executionId,
+    commitsTo: commitTarget(output, url),
+    ...(watchesPolicy(job) ? { schemaDrift: driftPolicyOf(job, output) } : {}),
+    decode: decodePlan(job, output),
+  };
+}
+
+/** The cursor a run would start from, planned as the run plans it (from the outputs' commits). */
+function cursorPreview(plan: CursorPlan): CursorPreview {
+  const lookback = plan.from === null ? undefined : plan.incremental.lookback;
+  return { column: plan.incremental.cursor, from: plan.from, value: plan.argument.value, ...(lookback === undefined ? {} : { lookback }) };
+}

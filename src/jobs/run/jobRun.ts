@@ -1,0 +1,384 @@
+import type { ServiceClient } from '../../client/service-client.ts';
+import { DEFAULT_STATE_DIR, type Job } from '../../config/jobSchema.ts';
+import { knownWire, type Workers } from '../../export/partPlan.ts';
+import type { ExportSummary } from '../../export/writeExport.ts';
+import { type Ready, stream } from '../../pipeline/stream.ts';
+import { type BackfillStart, type BackfillSummary, startBackfill } from '../backfill/backfillRun.ts';
+import type { RunResult } from '../backfill/backfillStream.ts';
+import { checkBytes, checkCredits, TIER_COST } from './budget.ts';
+import type { OutputSessions } from '../output/outputSession.ts';
+import { ContractSet, type ContractSummary } from '../contracts/contractSet.ts';
+import { type OutputDrift, RunDrift, watchesDrift } from '../drift/drift.ts';
+import type { Delivery } from './notify.ts';
+import { compareCursor, type CursorKind } from '../incremental/cursor.ts';
+import { policyOf } from './errorPolicy.ts';
+import { checkResultColumns, type CursorPlan, explainInitial, planCursor } from '../incremental/incremental.ts';
+import { readOptions } from './readOptions.ts';
+import type { RunRecord } from './runHistory.ts';
+import type { JobRunState, ResumeDecision } from './runState.ts';
+import type { Progress } from '../../pipeline/progress.ts';
+import { decideSource, type SourceDecision } from './sourceDecision.ts';
+import { writeOutputs, type Written } from './writeOutputs.ts';
+import { askedWorkers, runWorkers, startRunThreads } from '../output/workers.ts';
+
+export interface OutputSummary {
+  readonly url: string;
+  readonly format: string;
+  readonly rows: number;
+  readonly files: number;
+  readonly bytes: number;
+  /** Already committed for this execution by an earlier (interrupted) run. */
+  readonly skipped: boolean;
+  /** Part files a killed run had completed and this run kept instead of writing them again. */
+  readonly resumedFiles: number;
+  /** For a table format output (`table: iceberg`): the snapshot the output is at. */
+  readonly snapshot?: string;
+}
+
+export interface JobSummary {
+  readonly job: string;
+  readonly executionId: string;
+  /** This run started the execution (false: a stored result, or one resumed from a killed run). */
+  readonly startedExecution: boolean;
+  /** Picked up the execution of an earlier run that did not finish. */
+  readonly resumed: boolean;
+  /** Whether an interrupted run's execution was picked up, and why not when it was not (undefined: none known). */
+  readonly resume: ResumeDecision | undefined;
+  readonly rows: number;
+  /** Rows this run read from the service and handed to the outputs (fewer than `rows` when parts of a killed run were kept). */
+  readonly fetchedRows: number;
+  /**
+   * The result pages this run read, in bytes: as they crossed the wire (compressed, when the
+   * service compressed them) and decoded. Part threads' pages included; retried attempts not.
+   */
+  readonly pageBytes: { readonly wire: number; readonly decoded: number };
+  readonly files: number;
+  readonly bytes: number;
+  /** Credits spent by this run's executions (failed attempts included). */
+  readonly credits: number;
+  readonly durationMs: number;
+  readonly attempts: number;
+  readonly outputs: readonly OutputSummary[];
+  /** Credits left in the team's billing cycle after the run (absent when the key may not read usage). */
+  readonly creditsLeft?: number;
+  /** Incremental jobs: the committed cursor value the run started after (null: none yet), and the one committed now. */
+  readonly cursor?: { readonly from: string | null; readonly to: string | null };
+  /** Jobs with `expect` (or an output's): the checks a `warn` contract let through, with how many rows broke each (empty: the result met the contract), and what `quarantine` set aside and where. */
+  readonly contract?: ContractSummary;
+  /** Jobs with `backfill`: its chunks, the executions started and read again, the chunks halved. */
+  readonly backfill?: BackfillSummary;
+  /** The outputs whose committed columns differ from the result's, and what their schema_drift policy did (absent: none, or not looked for). */
+  readonly drift?: readonly OutputDrift[];
+}
+
+export interface RunEvents {
+  /** An interrupted run of this job was found: whether this run resumes its execution, and why not. */
+  onResume?(decision: ResumeDecision): void;
+  onExecution?(event: { executionId: string; started: boolean; resumed: boolean }): void;
+  onProgress?(progress: Progress & { totalPages: number | undefined }): void;
+  onOutput?(output: OutputSummary): void;
+  onRetry?(event: { attempt: number; error: unknown; delayMs: number }): void;
+  /** The run's record, as appended to the run history, whatever the outcome. */
+  onRecorded?(record: RunRecord): void;
+  onWarning?(message: string, fields: Record<string, unknown>): void;
+  /** An output's committed columns differ from the result's (before any page): what its schema_drift policy does. */
+  onDrift?(drift: OutputDrift): void;
+  /** A webhook notification was delivered, or given up on after its retries (it never fails the run). */
+  onNotification?(delivery: Delivery): void;
+}
+
+/** What a run has done so far, across its attempts: enough to record it however it ends. */
+export interface RunTally {
+  readonly startedAt: Date;
+  readonly began: number;
+  credits: number;
+  attempts: number;
+  executionId?: string;
+  /** An incremental run: the committed cursor value it started after (null: from the initial value). */
+  cursorFrom?: string | null;
+}
+
+export interface AttemptOptions {
+  readonly client: ServiceClient;
+  readonly signal: AbortSignal;
+  readonly executionId?: string | undefined;
+  /** Pick up an interrupted run's execution (false: `--fresh`). */
+  readonly resume: boolean;
+  readonly events?: RunEvents | undefined;
+  readonly workers?: Workers | undefined;
+  /** Where a backfill keeps its chunk records (the run state's folder). */
+  readonly stateDir?: string | undefined;
+  /** The job's outputs, opened once for the run (closed by the caller). */
+  readonly outputs: OutputSessions;
+}
+
+export type AttemptResult = Omit<JobSummary, 'credits' | 'attempts' | 'durationMs'>;
+
+/** The execution a run reads, once the pipeline has it ready. */
+interface Started {
+  readonly result: RunResult;
+  readonly ready: Ready;
+  /** An incremental run: the cursor column's kind, checked against the result's columns. */
+  readonly kind: CursorKind | undefined;
+}
+
+/**
+ * One attempt of a run of one job, walking the phases once: where an incremental job starts (its
+ * outputs' commits) -> what to read (`decideSource`) -> the budget -> start or reuse the execution
+ * and wait (the pipeline) -> skip the outputs that hold it already -> write the others from one
+ * read -> forget the run state. A plan (`planRun`) walks the same first phases, reading only, and
+ * stops before starting anything; a shard (`runShard`) walks them with a plan file shared by the
+ * shards between the execution and the writes.
+ */
+export class JobRun {
+  readonly #job: Job;
+  readonly #options: AttemptOptions;
+  readonly #state: JobRunState;
+  readonly #tally: RunTally;
+  /** Linked to the caller's signal; aborted by the first failing output too. */
+  readonly #controller = new AbortController();
+  readonly #contracts: ContractSet | undefined;
+  readonly #drift: RunDrift | undefined;
+  #pageSize: number | undefined;
+  #contractSummary: ContractSummary | undefined;
+
+  constructor(job: Job, options: AttemptOptions, state: JobRunState, tally: RunTally) {
+    this.#job = job;
+    this.#options = options;
+    this.#state = state;
+    this.#tally = tally;
+    this.#contracts = ContractSet.of(job, options.events?.onWarning);
+    this.#drift = watchesDrift(job) ? new RunDrift(job, (drift) => options.events?.onDrift?.(drift)) : undefined;
+  }
+
+  async attempt(): Promise<AttemptResult> {
+    const { signal } = this.#options;
+    const onAbort = (): void => this.#controller.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      const cursor = await this.cursor();
+      // A backfill is the job's first load: an incremental job's later runs read from its cursor.
+      if (this.#job.backfill !== undefined && (cursor === undefined || cursor.from === null)) return await this.#backfill(cursor);
+      const decision = await this.decide(cursor);
+      const started = await this.start(decision, cursor);
+      const outputs = await this.writeAll(started, cursor);
+      await this.#state.forget();
+      return this.#summary(decision, started, cursor, outputs);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /**
+   * A backfill walks the same phases: its start executes every chunk (`startBackfill`), the
+   * result's checks read their summed status, and one write commits all their rows.
+   */
+  async #backfill(cursor: CursorPlan | undefined): Promise<AttemptResult> {
+    const { client, resume, events } = this.#options;
+    const begun: BackfillStart = await startBackfill(this.#job, {
+      client,
+      signal: this.#controller.signal,
+      stateDir: this.#options.stateDir ?? DEFAULT_STATE_DIR,
+      resume,
+      executionId: this.#options.executionId,
+      events,
+      onCredits: (credits) => (this.#tally.credits += credits),
+      onProgress: (p) => events?.onProgress?.({ ...p, totalPages: undefined }),
+    });
+    this.#tally.executionId = begun.ready.executionId;
+    const started: Started = { result: begun.result, ready: begun.ready, kind: await this.#checkResult(begun.ready, cursor) };
+    const outputs = await this.writeAll(started, cursor);
+    await this.#state.forget();
+    return { ...this.#summary(begun.decision, started, cursor, outputs), backfill: begun.summary };
+  }
+
+  /** Phase 1: an incremental job starts after what its outputs committed (their commits carry the cursor). */
+  async cursor(): Promise<CursorPlan | undefined> {
+    const job = this.#job;
+    if (job.incremental === undefined) return undefined;
+    const plan = await planCursor(job, await this.#options.outputs.committed(this.#options.signal), this.#options.client, this.#options.signal);
+    this.#tally.cursorFrom = plan.from;
+    return plan;
+  }
+
+  /** Phase 2: what to read, and whether the budget allows a new execution (before anything starts). */
+  async decide(cursor: CursorPlan | undefined): Promise<SourceDecision> {
+    const { client, signal, executionId, resume, events } = this.#options;
+    const decision = await decideSource(this.#job, { client, signal, executionId, state: resume ? this.#state : undefined }, cursor?.argument);
+    if (decision.resume) events?.onResume?.(decision.resume);
+    if (decision.action === 'execute') checkCredits(this.#job, this.#tally.credits);
+    return decision;
+  }
+
+  /** Phase 3: the pipeline starts or finds the execution and waits; on a stop it cancels what this job started. */
+  async start(decision: SourceDecision, cursor: CursorPlan | undefined): Promise<Started> {
+    const job = this.#job;
+    const resumed = decision.action === 'resume';
+    let remembering: Promise<void> | undefined;
+    let startedNow = false;
+    const result = stream(this.#options.client, decision.source, {
+      ...readOptions(job),
+      signal: this.#controller.signal,
+      cancelOnAbort: decision.cancellable,
+      onExecution: (executionId, { started }) => {
+        this.#tally.executionId = executionId;
+        // Remembered before waiting: a kill from here on resumes this execution.
+        startedNow = started && !resumed;
+        if (startedNow && this.#options.executionId === undefined) remembering = this.#state.remember(executionId, started);
+        this.#options.events?.onExecution?.({ executionId, started: startedNow, resumed });
+      },
+      onProgress: (p) => {
+        const totalPages = this.#pageSize !== undefined && p.totalRows !== undefined ? Math.max(1, Math.ceil(p.totalRows / this.#pageSize)) : undefined;
+        this.#options.events?.onProgress?.({ ...p, totalPages });
+      },
+    });
+    let ready: Ready;
+    try {
+      ready = await result.ready();
+      await remembering;
+    } catch (error) {
+      await remembering?.catch(() => undefined);
+      throw await this.#notReady(error, startedNow, cursor);
+    }
+    if (ready.started && !resumed) this.#tally.credits += ready.status.execution_cost_credits ?? TIER_COST[job.performance ?? 'medium'];
+    return { result, ready, kind: await this.#checkResult(ready, cursor) };
+  }
+
+  /** The execution could not be read: charged if it ran, and resumable only if the error table says the failure can pass. */
+  async #notReady(error: unknown, startedNow: boolean, cursor: CursorPlan | undefined): Promise<unknown> {
+    const { client, signal } = this.#options;
+    // An execution that ran and then failed is charged too: the run's credits say so.
+    if (startedNow && this.#tally.executionId !== undefined && isExecutionOutcome(error)) this.#tally.credits += await chargedFor(client, this.#tally.executionId);
+    // Stopped while waiting (the pipeline cancelled it); otherwise the error table says whether it can be resumed.
+    if (signal.aborted || !policyOf(error).keepRunState) await this.#state.forget();
+    return cursor === undefined ? error : explainInitial(cursor, error);
+  }
+
+  /**
+   * `max_bytes`, the contract's columns and row count, and an incremental job's cursor column
+   * against the result's columns, all from the execution's metadata before any page is fetched:
+   * each ends the resume.
+   */
+  async #checkResult(ready: Ready, cursor: CursorPlan | undefined): Promise<CursorKind | undefined> {
+    try {
+      const overBytes = checkBytes(this.#job, ready.status);
+      if (overBytes) throw overBytes;
+      this.#contracts?.beforeFetch(ready.status);
+      await this.#drift?.beforeFetch(ready.status, (i) => this.#options.outputs.at(i).committed(this.#options.signal));
+      const metadata = ready.status.result_metadata;
+      return cursor === undefined ? undefined : checkResultColumns(cursor, metadata?.column_names ?? [], metadata?.column_types ?? []);
+    } catch (error) {
+      await this.#state.forget();
+      throw error;
+    }
+  }
+
+  /** Phase 4: skip the outputs already committed for this execution, write the rest from one read. */
+  async writeAll(started: Started, cursor: CursorPlan | undefined): Promise<{ outputs: OutputSummary[]; written: Written | undefined }> {
+    const job = this.#job;
+    const { executionId, status } = started.ready;
+    const totalRows = job.result?.filters === undefined ? status.result_metadata?.total_row_count : undefined;
+    const asked = askedWorkers(job, this.#options.workers);
+    startRunThreads(job, asked, totalRows);
+    const summaries: (OutputSummary | undefined)[] = new Array(job.outputs.length).fill(undefined);
+    const pending: number[] = [];
+    const contracts = this.#contracts;
+    const quarantines = await contracts?.committedQuarantines(executionId, this.#options.outputs, this.#options.signal);
+    for (const [i, output] of job.outputs.entries()) {
+      // A contract that sets rows aside leaves an output fewer rows than the result: no count to match.
+      const done = await this.#options.outputs.at(i).skipIfCommitted(executionId, contracts?.filters(i) === true ? undefined : totalRows, this.#options.signal);
+      if (done === undefined || (quarantines !== undefined && contracts!.rewrites(i, quarantines))) pending.push(i);
+      else this.#report(summaries, i, { url: done.url, format: output.format.type, rows: done.rows, files: done.files, bytes: done.bytes, skipped: true, resumedFiles: 0, ...(done.snapshot ? { snapshot: done.snapshot } : {}) });
+    }
+    const quarantine = quarantines === undefined ? [] : contracts!.jobQuarantinesToWrite(quarantines);
+    this.#contractSummary = contracts?.summary(quarantines, []);
+    if (pending.length === 0 && quarantine.length === 0) return { outputs: summaries.map((s) => s!), written: undefined };
+    const warn = this.#options.events?.onWarning;
+    const written = await writeOutputs({
+      job,
+      outputs: this.#options.outputs,
+      pending,
+      executionId,
+      result: started.result,
+      controller: this.#controller,
+      stop: this.#options.signal,
+      onPageSize: (pageSize) => (this.#pageSize = pageSize),
+      // A frozen output's rows are reshaped from the one read, which part threads would bypass.
+      workers: this.#drift?.reshapes === true ? 1 : runWorkers(job, asked, warn),
+      totalRows,
+      wire: knownWire(job.wire),
+      warn,
+      incremental: cursor === undefined || started.kind === undefined ? undefined : { plan: cursor, kind: started.kind },
+      contract: contracts?.job,
+      outputContracts: contracts?.outputs,
+      quarantine,
+      drift: this.#drift,
+    });
+    this.#contractSummary = contracts?.summary(quarantines, written.quarantine);
+    pending.forEach((index, k) => this.#report(summaries, index, writtenSummary(written.summaries[k]!, job.outputs[index]!.format.type, warn)));
+    return { outputs: summaries.map((s) => s!), written: { ...written, cursors: spread(job.outputs.length, pending, written.cursors, cursor) } };
+  }
+
+  #report(summaries: (OutputSummary | undefined)[], index: number, summary: OutputSummary): void {
+    summaries[index] = summary;
+    this.#options.events?.onOutput?.(summary);
+  }
+
+  #summary(decision: SourceDecision, started: Started, cursor: CursorPlan | undefined, done: { outputs: OutputSummary[]; written: Written | undefined }): AttemptResult {
+    const { outputs, written } = done;
+    const { result, ready } = started;
+    const resumed = decision.action === 'resume';
+    const cursors = written?.cursors ?? cursor?.committed.map((c) => c?.value) ?? [];
+    return {
+      job: this.#job.name,
+      executionId: ready.executionId,
+      startedExecution: ready.started && !resumed,
+      resumed,
+      resume: decision.resume,
+      rows: outputs[0]?.rows ?? 0,
+      fetchedRows: written?.fetchedRows ?? 0,
+      pageBytes: { wire: result.progress?.wireBytes ?? 0, decoded: result.progress?.httpBytes ?? 0 },
+      files: outputs.reduce((n, o) => n + o.files, 0),
+      bytes: outputs.reduce((n, o) => n + o.bytes, 0),
+      outputs,
+      ...(cursor === undefined ? {} : { cursor: { from: cursor.from, to: lowest(started.kind ?? cursor.kind, cursors) } }),
+      ...(this.#contracts === undefined ? {} : { contract: this.#contractSummary ?? this.#contracts.summary(undefined, []) }),
+      ...(this.#drift === undefined || this.#drift.found.length === 0 ? {} : { drift: this.#drift.found }),
+    };
+  }
+}
+
+/** An output written now, as the summary reports it; a mixed-schema output is said out loud (older files lack the new columns). */
+function writtenSummary(s: ExportSummary, format: string, warn: RunEvents['onWarning']): OutputSummary {
+  if (s.addedColumns) warn?.('appended rows with new columns: the older files of the output lack them (readers that merge files by name read NULL there)', { output: s.url, columns: s.addedColumns });
+  const snapshot = s.commit?.snapshot;
+  return { url: s.url, format, rows: s.rows, files: s.files.length, bytes: s.bytes, skipped: false, resumedFiles: s.resumedFiles, ...(snapshot ? { snapshot } : {}) };
+}
+
+/** Every output's committed cursor: the written ones' new values in place of what the others committed before. */
+function spread(count: number, pending: readonly number[], written: readonly (string | undefined)[], cursor: CursorPlan | undefined): (string | undefined)[] {
+  const all: (string | undefined)[] = cursor === undefined ? new Array(count).fill(undefined) : cursor.committed.map((c) => c?.value);
+  pending.forEach((index, k) => (all[index] = written[k]));
+  return all;
+}
+
+/** The lowest of the outputs' committed cursor values: where every output has got to. */
+function lowest(kind: CursorKind | undefined, values: readonly (string | undefined)[]): string | null {
+  if (kind === undefined || values.some((v) => v === undefined)) return null;
+  return (values as string[]).reduce((a, b) => (compareCursor(kind, a, b) <= 0 ? a : b));
+}
+
+/** What the service charged for a finished execution (0 when it cannot be asked). */
+async function chargedFor(client: ServiceClient, executionId: string): Promise<number> {
+  try {
+    const status = await client.getStatus(executionId, { signal: AbortSignal.timeout(5_000) });
+    return status.execution_cost_credits ?? 0;
+  } catch {
+    return 0;
+  }
+}
+
+function isExecutionOutcome(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'EXECUTION_FAILED' || code === 'EXECUTION_CANCELED' || code === 'EXECUTION_EXPIRED' || code === 'PARTIAL_RESULT';
+}

@@ -1,0 +1,104 @@
+import { readFileSync } from 'node:fs';
+import { context, metrics, propagation, trace, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
+import { MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter } from '@opentelemetry/sdk-metrics';
+import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, type Sampler, type SpanExporter, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
+import type { IncomingMessage } from 'node:http';
+import { type OtelWanted, otlpProtocol, otlpTimeoutMs } from './env.ts';
+import type { RequestSpan, Telemetry } from './index.ts';
+import { runInstruments } from './instruments.ts';
+import { runTelemetry } from './runSpans.ts';
+
+type Env = Record<string, string | undefined>;
+
+const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+/**
+ * The SDK as the environment configures it: OTLP/HTTP exporters (protobuf or JSON) for traces and
+ * metrics, the resource from OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (service.name
+ * `sluice` otherwise), the sampler from OTEL_TRACES_SAMPLER, W3C trace context, async context.
+ */
+export async function startSdk(env: Env, wanted: OtelWanted, warn: (message: string) => void): Promise<{ telemetry: Telemetry; requestSpan: RequestSpan } | undefined> {
+  const resource = resourceFromAttributes({ 'service.name': 'sluice', 'service.version': VERSION }).merge(detectResources({ detectors: [envDetector] }));
+  const timeoutMs = otlpTimeoutMs(env);
+  const traceProtocol = otlpProtocol(env, 'TRACES');
+  const metricProtocol = otlpProtocol(env, 'METRICS');
+  for (const [signal, protocol] of [['TRACES', traceProtocol], ['METRICS', metricProtocol]] as const) {
+    if (protocol === undefined) warn(`OpenTelemetry: OTEL_EXPORTER_OTLP_${signal}_PROTOCOL / OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json (grpc is not offered): ${signal.toLowerCase()} are not exported`);
+  }
+  const exportTraces = wanted.traces && traceProtocol !== undefined;
+  const exportMetrics = wanted.metrics && metricProtocol !== undefined;
+  if (!exportTraces && !exportMetrics) return undefined;
+
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  const tracerProvider = exportTraces
+    ? new TracerProvider({ resource, sampler: samplerFromEnv(env, warn), spanProcessors: [new BatchSpanProcessor({ exporter: await spanExporter(traceProtocol!), exportTimeoutMillis: timeoutMs })] })
+    : undefined;
+  if (tracerProvider) trace.setGlobalTracerProvider(tracerProvider);
+  const meterProvider = exportMetrics
+    ? new MeterProvider({ resource, readers: [new PeriodicExportingMetricReader({ exporter: await metricExporter(metricProtocol!), exportIntervalMillis: intervalMs(env), exportTimeoutMillis: timeoutMs })] })
+    : undefined;
+  if (meterProvider) metrics.setGlobalMeterProvider(meterProvider);
+
+  const tracer = trace.getTracer('sluice', VERSION);
+  const instruments = runInstruments(metrics.getMeter('sluice', VERSION));
+  // A collector that is down costs at most the exporter's timeout, and never an error.
+  const bounded = (work: () => Promise<unknown>) => Promise.race([work().catch(() => undefined), new Promise((r) => setTimeout(r, timeoutMs).unref())]).then(() => undefined);
+  const telemetry: Telemetry = {
+    ...runTelemetry(tracer, instruments),
+    flush: () => bounded(() => Promise.all([tracerProvider?.forceFlush(), meterProvider?.forceFlush()])),
+    shutdown: () => bounded(() => Promise.all([tracerProvider?.shutdown(), meterProvider?.shutdown()])),
+  };
+  const requestSpan: RequestSpan = (req: IncomingMessage) => {
+    const parent = propagation.extract(context.active(), req.headers);
+    // The path only: a query may carry an API key (`?api_key=`), and attributes must never hold one.
+    const path = (req.url ?? '/').split('?')[0]!;
+    const span = tracer.startSpan(`service ${req.method} ${path.replace(/\/01[0-9A-Z]{24}(?=\/|$)/g, '/{id}')}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method ?? '', 'url.path': path } }, parent);
+    return (status) => {
+      span.setAttribute('http.response.status_code', status);
+      if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+    };
+  };
+  return { telemetry, requestSpan };
+}
+
+async function spanExporter(protocol: 'http/protobuf' | 'http/json'): Promise<SpanExporter> {
+  // The exporters read OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, _HEADERS, _TIMEOUT and _COMPRESSION themselves.
+  if (protocol === 'http/json') return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter();
+  return new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter();
+}
+
+async function metricExporter(protocol: 'http/protobuf' | 'http/json'): Promise<PushMetricExporter> {
+  if (protocol === 'http/json') return new (await import('@opentelemetry/exporter-metrics-otlp-http')).OTLPMetricExporter();
+  return new (await import('@opentelemetry/exporter-metrics-otlp-proto')).OTLPMetricExporter();
+}
+
+function intervalMs(env: Env): number {
+  const ms = Number(env.OTEL_METRIC_EXPORT_INTERVAL);
+  return Number.isFinite(ms) && ms > 0 ? ms : 60_000;
+}
+
+/** OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG as the specification defines them; default parentbased_always_on. */
+export function samplerFromEnv(env: Env, warn: (message: string) => void): Sampler {
+  const name = (env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on').trim();
+  const arg = Number(env.OTEL_TRACES_SAMPLER_ARG ?? '1');
+  const ratio = Number.isFinite(arg) && arg >= 0 && arg <= 1 ? arg : 1;
+  const samplers: Record<string, () => Sampler> = {
+    always_on: () => new AlwaysOnSampler(),
+    always_off: () => new AlwaysOffSampler(),
+    traceidratio: () => new TraceIdRatioBasedSampler(ratio),
+    parentbased_always_on: () => new ParentBasedSampler({ root: new AlwaysOnSampler() }),
+    parentbased_always_off: () => new ParentBasedSampler({ root: new AlwaysOffSampler() }),
+    parentbased_traceidratio: () => new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) }),
+  };
+  const make = samplers[name];
+  if (make !== undefined) return make();
+  warn(`OpenTelemetry: OTEL_TRACES_SAMPLER=${name} is not one of ${Object.keys(samplers).join(', ')}: sampling every trace`);
+  return samplers.parentbased_always_on!();
+}
+
+

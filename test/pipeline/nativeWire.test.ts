@@ -1,0 +1,192 @@
+// The native decode path of the JSON wire: pages handed to DuckDB typed from column_types, written
+// to Parquet by DuckDB. Its files must hold the values the general path (JS decoders, apache-arrow,
+// parquet-wasm) writes: both are read back by two independent readers (DuckDB, hyparquet) and
+// compared value by value, over the type matrix of sample.all_types and over parts cut across pages.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { copyFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parquetReadObjects } from 'hyparquet';
+import { compressors } from 'hyparquet-compressors';
+import { builtins } from '../../connectors/index.ts';
+import { ServiceClient } from '../../src/client/index.ts';
+import { resolveOutput, writeExport } from '../../src/export/index.ts';
+import { stream } from '../../src/pipeline/stream.ts';
+import { nativeColumns, type NativeColumn } from '../../src/pipeline/nativeWire/duckdbColumns.ts';
+import { writeNativeParts, type NativePart } from '../../src/pipeline/nativeWire/nativeParts.ts';
+import { ValueDecodeError } from '../../src/types/errors.ts';
+import { ALL_TYPES_COLUMN_TYPES } from '../helpers/allTypes.ts';
+import { withDuckDb } from '../helpers/duckdb.ts';
+import { startTestService, TEST_KEYS, type TestService } from '../helpers/service.ts';
+import { startMisbehavingServer } from '../client/misbehaving-server.ts';
+
+let svc: TestService;
+let dir: string;
+
+beforeAll(async () => {
+  svc = await startTestService({ limits: { page_rows: 5 } });
+  dir = await mkdtemp(join(tmpdir(), 'sluice-native-test-'));
+});
+afterAll(async () => {
+  await svc?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The columns of sample.all_types the native path takes (the others are refused, with a reason). */
+const NATIVE_TYPES = Object.entries(ALL_TYPES_COLUMN_TYPES).filter(([name, type]) => 'columns' in nativeColumns([{ name, type }]));
+
+async function runSql(client: ServiceClient, sql: string): Promise<string> {
+  const execution = await client.execute({ sql });
+  await execution.wait();
+  return execution.id;
+}
+
+/** The general path's file: writeExport over JSON pages, one thread. */
+async function generalFile(client: ServiceClient, executionId: string, out: string): Promise<string> {
+  const s = stream(client, { executionId }, { wire: 'json' });
+  const info = await s.info();
+  const output = resolveOutput({ format: 'parquet', path: out }, builtins);
+  await writeExport({ schema: await s.schema(), batches: s.batches(), meta: { executionId, totalRowCount: info.totalRows } }, output);
+  const names = (await readdir(out)).filter((n) => n.endsWith('.parquet'));
+  return join(out, names[0]!);
+}
+
+/** The native path's files: one per part, in part order. */
+async function nativeFiles(client: ServiceClient, executionId: string, parts: readonly NativePart[], out: string): Promise<string[]> {
+  const s = stream(client, { executionId }, { wire: 'json' });
+  const info = await s.info();
+  const reader = (await s.rangeReader())!;
+  const native = nativeColumns(info.columns);
+  if (!('columns' in native)) throw new Error(native.reason);
+  const files: string[] = [];
+  await writeNativeParts({
+    reader,
+    specs: info.columns,
+    columns: native.columns as NativeColumn[],
+    parts,
+    parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
+    store: async (part, file) => {
+      const target = join(out, `part-${part.index}.parquet`);
+      await copyFile(file, target);
+      files.push(target);
+    },
+  });
+  return files;
+}
+
+async function duckRead(files: readonly string[]): Promise<Record<string, unknown>[]> {
+  return withDuckDb(async (con) => (await con.runAndReadAll(`SELECT * FROM read_parquet([${files.map((f) => `'${f}'`).join(', ')}])`)).getRowObjectsJS());
+}
+
+async function hypRead(files: readonly string[]): Promise<Record<string, unknown>[]> {
+  const rows: Record<string, unknown>[] = [];
+  for (const f of files) {
+    const b = await readFile(f);
+    rows.push(...(await parquetReadObjects({ file: b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer, compressors })));
+  }
+  return rows;
+}
+
+describe('native JSON wire to Parquet', () => {
+  it('refuses, with the column and why, the types DuckDB cannot hold as the general writer does', () => {
+    const refused = nativeColumns([
+      { name: 'id', type: 'bigint' },
+      { name: 'big', type: 'uint256' },
+    ]);
+    expect(refused).toEqual({ reason: expect.stringContaining('column "big" (uint256)') });
+    expect(nativeColumns([{ name: 'a', type: 'integer' }, { name: 'A', type: 'integer' }])).toEqual({ reason: expect.stringContaining('differ only in case') });
+    expect(NATIVE_TYPES.map(([n]) => n)).toEqual(
+      expect.arrayContaining(['c_boolean', 'c_tinyint', 'c_bigint', 'c_real', 'c_double', 'c_decimal', 'c_varchar', 'c_date', 'c_timestamp', 'c_timestamptz', 'c_timestamp_ms', 'c_timestamp_ns', 'c_uuid']),
+    );
+  });
+
+  it('writes the values of the type matrix the general path writes (DuckDB and hyparquet read both)', async () => {
+    const client = new ServiceClient({ baseUrl: svc.url, apiKey: TEST_KEYS.demo.admin });
+    try {
+      const sql = `SELECT ${NATIVE_TYPES.map(([n]) => n).join(', ')} FROM sample.all_types
+        UNION ALL SELECT 5, true, 0, 0, 0, 9007199254740993, 'NaN'::REAL, '-Infinity'::DOUBLE, 0.5, 'x''y', DATE '2026-01-01',
+          TIMESTAMP '2026-01-01 00:00:00.5', TIMESTAMPTZ '2026-01-01 00:00:00.000001+00', TIMESTAMP_MS '2026-01-01 00:00:00.001', TIMESTAMP_NS '2026-01-01 00:00:00.000000001', uuid()
+        ORDER BY id`;
+      const id = await runSql(client, sql);
+      const general = await generalFile(client, id, join(dir, 'matrix-general'));
+      const native = await nativeFiles(client, id, [{ index: 0, firstRow: 0, rows: 5 }], await mkdtemp(join(dir, 'matrix-native-')));
+      const [g, n] = [await duckRead([general]), await duckRead(native)];
+      expect(n).toHaveLength(5);
+      expect(n).toEqual(g);
+      expect(n[1]!['c_bigint']).toBe(9223372036854775807n);
+      expect(Number.isNaN(n[4]!['c_real'])).toBe(true);
+      const [hg, hn] = [await hypRead([general]), await hypRead(native)];
+      expect(hn).toEqual(hg);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('cuts parts across pages of 5 rows as the part plan asks, in order, every row once', async () => {
+    const client = new ServiceClient({ baseUrl: svc.url, apiKey: TEST_KEYS.demo.admin });
+    try {
+      const id = await runSql(client, 'SELECT * FROM sample.events WHERE id < 23 ORDER BY id');
+      const parts = [0, 1, 2, 3].map((index) => ({ index, firstRow: index * 7, rows: Math.min(7, 23 - index * 7) }));
+      // A resumed export writes only the parts it misses: part 1 is left out.
+      const files = await nativeFiles(client, id, [parts[0]!, parts[2]!, parts[3]!], await mkdtemp(join(dir, 'parts-')));
+      const ids = await Promise.all(files.map(async (f) => (await duckRead([f])).map((r) => r['id'])));
+      expect(ids).toEqual([[0n, 1n, 2n, 3n, 4n, 5n, 6n], [14n, 15n, 16n, 17n, 18n, 19n, 20n], [21n, 22n]]);
+      const general = await generalFile(client, id, join(dir, 'parts-general'));
+      expect(await duckRead(files)).toEqual((await duckRead([general])).filter((r) => (r['id'] as bigint) < 7n || (r['id'] as bigint) >= 14n));
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('native JSON wire, bad pages', () => {
+  const ID = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
+  const page = (rows: unknown[]) =>
+    JSON.stringify({
+      execution_id: ID,
+      query_id: 0,
+      state: 'QUERY_STATE_COMPLETED',
+      is_execution_finished: true,
+      result: { rows, metadata: { column_names: ['id', 'n'], column_types: ['bigint', 'integer'], row_count: rows.length, result_set_bytes: 10, total_row_count: 3, total_result_set_bytes: 10, datapoint_count: 6 } },
+    });
+
+  for (const [what, bad, reason] of [
+    ['a string in a bigint column', { id: 'abc', n: 1 }, 'id'],
+    ['a fraction in an integer column (DuckDB alone would round it)', { id: 2, n: 1.5 }, 'n'],
+  ] as const) {
+    it(`names the column, row and value of ${what}, and stores no part`, async () => {
+      const server = await startMisbehavingServer((req) =>
+        req.url?.includes('/status')
+          ? { body: JSON.stringify({ execution_id: ID, state: 'QUERY_STATE_COMPLETED', is_execution_finished: true }) }
+          : { body: page([{ id: 0, n: 0 }, { id: 1, n: 1 }, bad]) },
+      );
+      const client = new ServiceClient({ baseUrl: server.baseUrl, apiKey: 'k', retry: { attempts: 1 } });
+      try {
+        const specs = [
+          { name: 'id', type: 'bigint' },
+          { name: 'n', type: 'integer' },
+        ];
+        const native = nativeColumns(specs);
+        if (!('columns' in native)) throw new Error(native.reason);
+        let stored = 0;
+        const error = await writeNativeParts({
+          reader: { connection: { baseUrl: server.baseUrl, apiKey: 'k', retry: { attempts: 1 } }, executionId: ID, totalRows: 3, options: { wire: 'json', pageSize: 3 }, page: () => undefined },
+          specs,
+          columns: native.columns as NativeColumn[],
+          parts: [{ index: 0, firstRow: 0, rows: 3 }],
+          parquet: { compression: 'zstd', rowGroupSize: 1000, metadata: {} },
+          store: async () => {
+            stored++;
+          },
+        }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ValueDecodeError);
+        expect((error as ValueDecodeError).column).toBe(reason);
+        expect((error as ValueDecodeError).rowOffset).toBe(2);
+        expect(stored).toBe(0);
+      } finally {
+        await client.close();
+        await server.close();
+      }
+    });
+  }
+});

@@ -107,10 +107,18 @@ export class PageReader {
       } catch (err) {
         // A sample is one page of its own size: it is not cut.
         if (!WideRead.isMemoryShort(err) || req.sampleCount !== undefined) throw err;
-        if (limit > 1) limit = Math.max(1, Math.floor(limit / 2));
-        else return this.#attempt(id, { ...req, limit }, fn, true);
+        if (limit <= 1) return this.#attempt(id, { ...req, limit }, fn, true);
+        // Halved from the rows the page can hold at most (a page of 32,000 asked of 3 rows left is 3 rows).
+        limit = Math.max(1, Math.floor(Math.min(limit, await this.#rowsFrom(id, req.offset)) / 2));
       }
     }
+  }
+
+  /** Rows of the stored result from `offset` on (at least one). */
+  async #rowsFrom(id: string, offset: number): Promise<number> {
+    const { open, release } = await this.#o.acquire(id);
+    release();
+    return Math.max(1, open.info.rowCount - offset);
   }
 
   /** Runs a page query on a connection of the files instance while holding a page slot (`wide`: the whole gate, and more memory). */

@@ -27,6 +27,8 @@ export const FIGURES = [
   { id: 'quickstart-peak', area: 'jobs', what: 'peak RSS of the quickstart job, the embedded service and DuckDB in the process' },
   { id: 'dialect-translate', area: 'dialect', what: 'DuneSQL -> DuckDB SQL translation, time per statement of the conformance cases and of a 3 KB query; heap the translator keeps' },
   { id: 'dialect-execute', area: 'dialect', what: 'an execution of a short aggregate as DuneSQL, time against the same SQL as DuckDB SQL (translation and session setting included)' },
+  { id: 'soak-schedule', area: 'soak', what: '`sluice schedule` soak (two every-minute jobs, a 200,000-row Parquet export and an append, on the embedded service, clock x20, results kept 60 s): slopes after warm-up, disk, median run time first -> last third' },
+  { id: 'soak-serve', area: 'soak', what: '`sluice serve` soak (an execution of 5,000 rows and a page read every 250 ms): slopes after warm-up, disk, median request time first -> last third' },
 ] as const;
 
 export type FigureId = (typeof FIGURES)[number]['id'];
@@ -81,6 +83,12 @@ Sizes are those of \`sample.events\` (8 columns); "1M rows" is 1,000,000 rows re
 service running in a process of its own, each result read once the service had finished encoding
 it. "The image's memory settings" are the Dockerfile's \`NODE_OPTIONS=--max-semi-space-size=8\` and
 \`MALLOC_MMAP_THRESHOLD_=131072\` ([operations.md](operations.md#memory)).
+
+The soak (\`npm run bench -- soak\`, \`SOAK_MINUTES\` long, 4 by default) fits a line to each process's
+RSS, open descriptors and data folder on disk after its first third: over minutes on a shared
+machine a slope of a few MiB or descriptors an hour is noise (the samples swing more than that
+between runs); what it shows is the absence of a steady climb (before results were detached
+when idle, \`sluice schedule\` gained a descriptor a run) and disk held by the retention it sets.
 `;
 
 /** The page with this run's figures, every other row kept as the previous page had it. */

@@ -7,6 +7,7 @@ import { commandHelp, commandUsage, mainHelp } from './help.ts';
 import { processIo, type CliIo } from './io.ts';
 import { createLogger, resolveLogFormat, type Logger } from './log.ts';
 import { UsageError } from './usage-error.ts';
+import { shouldWatchParent, watchParent } from './parentWatch.ts';
 import { runExitHooks } from '../exitHooks.ts';
 
 /** Options every command takes. */
@@ -97,7 +98,7 @@ export async function dispatch(commands: readonly Command[], argv: readonly stri
   const log: Logger = createLogger(io.stderr, { format: resolveLogFormat(logFormat, io.stderr), level: values.quiet === true ? 'warn' : 'info' });
 
   const controller = new AbortController();
-  const cleanup = options.signal ? linkSignal(options.signal, controller) : trapProcessSignals(controller, log);
+  const cleanup = options.signal ? linkSignal(options.signal, controller) : trapProcessSignals(controller, log, shouldWatchParent(io.env));
   try {
     const code = await command.run({ io, values, positionals, log, signal: controller.signal });
     return controller.signal.aborted && !command.handlesSignals ? EXIT.interrupted : code;
@@ -153,9 +154,11 @@ const HARD_EXIT_BOUND_MS = 5_000;
 
 /**
  * The first SIGINT/SIGTERM aborts the command, which cancels remote executions and aborts
- * uploads before it returns 130; a second one exits at once (the user means it).
+ * uploads before it returns 130; a second one exits at once (the user means it). With
+ * `watchParentToo` (run under npm), the death of the parent process stops it as a SIGTERM does:
+ * the wrapper was stopped, and did not pass the signal on (./parentWatch.ts).
  */
-function trapProcessSignals(controller: AbortController, log: Logger): () => void {
+function trapProcessSignals(controller: AbortController, log: Logger, watchParentToo: boolean): () => void {
   let exiting = false;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (controller.signal.aborted) {
@@ -172,7 +175,17 @@ function trapProcessSignals(controller: AbortController, log: Logger): () => voi
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  const unwatch = watchParentToo
+    ? watchParent((parent) => {
+        if (controller.signal.aborted) return;
+        log.warn('the parent process is gone (npx or npm was stopped and did not pass the signal on): stopping as on SIGTERM', { parent_pid: parent });
+        const error = new Error(`interrupted: parent process ${parent} is gone`);
+        error.name = 'AbortError';
+        controller.abort(error);
+      })
+    : () => undefined;
   return () => {
+    unwatch();
     // A stopping command returns before the process has exited (the embedded service still
     // closes): a second signal in that window must still exit 130 through the exit hooks, not
     // take the default action and kill the process by the signal. Signal listeners do not keep

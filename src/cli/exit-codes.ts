@@ -12,7 +12,7 @@ export const EXIT_CODE_DOCS: readonly { code: ExitCode; meaning: string }[] = [
   { code: EXIT.execution, meaning: 'the execution failed, was cancelled elsewhere, expired, or is a partial result' },
   { code: EXIT.io, meaning: 'I/O: the output (disk, S3, stdout) cannot be written (checked before the query runs where possible), or reading an input file failed' },
   { code: EXIT.paymentChallenge, meaning: 'a payment challenge (402 with `WWW-Authenticate: Payment`): the service asks to be paid for the request itself; never retried' },
-  { code: EXIT.interrupted, meaning: 'interrupted by SIGINT or SIGTERM (`run`, `query`, ...: executions this command started are cancelled)' },
+  { code: EXIT.interrupted, meaning: 'interrupted by SIGINT or SIGTERM (`query` cancels the execution it started; `run` keeps its execution for the next run to resume)' },
 ];
 
 /**

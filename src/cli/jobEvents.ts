@@ -50,6 +50,19 @@ export function jobEvents(job: string, log: Logger, stderr: OutputStream, showBa
       bar?.clear();
       jobLog.warn(message, fields);
     },
+    onKept: ({ executionId, state }) => {
+      bar?.clear();
+      if (executionId === undefined) {
+        jobLog.warn('stopped before an execution started: nothing kept; the next run starts one');
+        return;
+      }
+      const running = state === 'QUERY_STATE_PENDING' || state === 'QUERY_STATE_EXECUTING';
+      const now = state === undefined ? 'state unknown: the service did not answer' : running ? 'still running: not cancelled' : state === 'QUERY_STATE_COMPLETED' ? 'completed' : state;
+      jobLog.warn(
+        `stopped: kept execution ${executionId} (${now}) and the parts already written; the next run of this job resumes it without a new execution or a new charge (unless it has expired, failed or the job changed; --fresh starts anew; sluice cancel ${executionId} stops it)`,
+        { execution_id: executionId, execution_state: state ?? null },
+      );
+    },
     onNotification: (n) => {
       // Not delivered: onWarning says so, with the reason.
       if (n.delivered) jobLog.info('notification sent', { event: n.event, attempts: n.attempts });

@@ -47,61 +47,61 @@ export class Catalog {
   }
 
   /** GET /v1/queries: the team's saved queries, newest first (temporary ones left out). */
-  listQueries(options: ListOptions = {}): Promise<z.output<typeof QueryListSchema>> {
+  async listQueries(options: ListOptions = {}): Promise<z.output<typeof QueryListSchema>> {
     return this.#http.json(this.#spec('listQueries', 'GET', PATHS.queries(), options, 'idempotent', page(options)), QueryListSchema);
   }
 
   /** POST /v1/query/{id}/private or /unprivate. */
-  setQueryPrivate(queryId: number, isPrivate: boolean, options: CatalogCallOptions = {}): Promise<z.output<typeof QueryIdResponseSchema>> {
+  async setQueryPrivate(queryId: number, isPrivate: boolean, options: CatalogCallOptions = {}): Promise<z.output<typeof QueryIdResponseSchema>> {
     const path = isPrivate ? PATHS.privateQuery(queryId) : PATHS.unprivateQuery(queryId);
     return this.#http.json(this.#spec(isPrivate ? 'makePrivate' : 'makePublic', 'POST', path, options, 'idempotent'), QueryIdResponseSchema);
   }
 
   /** GET /v1/uploads: the team's tables. */
-  listTables(options: ListOptions = {}): Promise<z.output<typeof UploadListSchema>> {
+  async listTables(options: ListOptions = {}): Promise<z.output<typeof UploadListSchema>> {
     return this.#http.json(this.#spec('listTables', 'GET', PATHS.uploads(), options, 'idempotent', page(options)), UploadListSchema);
   }
 
   /** POST /v1/uploads: a new empty table `service.<namespace>.<table_name>` of these columns (409 if it exists). */
-  createTable(req: z.input<typeof CreateTableRequestSchema>, options: CatalogCallOptions = {}): Promise<z.output<typeof CreateTableResponseSchema>> {
+  async createTable(req: z.input<typeof CreateTableRequestSchema>, options: CatalogCallOptions = {}): Promise<z.output<typeof CreateTableResponseSchema>> {
     const spec = this.#spec('createTable', 'POST', PATHS.uploads(), options, 'creates');
     spec.body = checked('createTable', req);
     return this.#http.json(spec, CreateTableResponseSchema);
   }
 
   /** POST /v1/uploads/{namespace}/{table}/insert: appends CSV (header first) or NDJSON rows, all or none. */
-  insertRows(namespace: string, table: string, data: string | Uint8Array, format: 'csv' | 'ndjson', options: CatalogCallOptions = {}): Promise<z.output<typeof InsertResponseSchema>> {
+  async insertRows(namespace: string, table: string, data: string | Uint8Array, format: 'csv' | 'ndjson', options: CatalogCallOptions = {}): Promise<z.output<typeof InsertResponseSchema>> {
     const spec = this.#spec('insertRows', 'POST', PATHS.uploadInsert(namespace, table), options, 'creates');
     spec.rawBody = { data, contentType: INSERT_MEDIA_TYPES[format] };
     return this.#http.json(spec, InsertResponseSchema);
   }
 
   /** POST /v1/uploads/{namespace}/{table}/clear: removes every row, keeps the table. */
-  clearTable(namespace: string, table: string, options: CatalogCallOptions = {}): Promise<z.output<typeof MessageResponseSchema>> {
+  async clearTable(namespace: string, table: string, options: CatalogCallOptions = {}): Promise<z.output<typeof MessageResponseSchema>> {
     return this.#http.json(this.#spec('clearTable', 'POST', PATHS.uploadClear(namespace, table), options, 'idempotent'), MessageResponseSchema);
   }
 
   /** DELETE /v1/uploads/{namespace}/{table}. */
-  deleteTable(namespace: string, table: string, options: CatalogCallOptions = {}): Promise<z.output<typeof MessageResponseSchema>> {
+  async deleteTable(namespace: string, table: string, options: CatalogCallOptions = {}): Promise<z.output<typeof MessageResponseSchema>> {
     return this.#http.json(this.#spec('deleteTable', 'DELETE', PATHS.uploadTable(namespace, table), options, 'creates'), MessageResponseSchema);
   }
 
   /** GET /v1/datasets. */
-  listDatasets(options: DatasetListOptions = {}): Promise<z.output<typeof DatasetListSchema>> {
+  async listDatasets(options: DatasetListOptions = {}): Promise<z.output<typeof DatasetListSchema>> {
     const query = { ...page(options), owner_handle: options.ownerHandle, type: options.type };
     return this.#http.json(this.#spec('listDatasets', 'GET', PATHS.datasets(), options, 'idempotent', query), DatasetListSchema);
   }
 
   /** GET /v1/datasets/{full_name}. */
-  getDataset(fullName: string, options: CatalogCallOptions = {}): Promise<z.output<typeof DatasetSchema>> {
+  async getDataset(fullName: string, options: CatalogCallOptions = {}): Promise<z.output<typeof DatasetSchema>> {
     return this.#http.json(this.#spec('getDataset', 'GET', PATHS.dataset(fullName), options, 'idempotent'), DatasetSchema);
   }
 
   /** POST /v1/datasets/search. */
-  searchDatasets(req: SearchDatasetsRequest = {}, options: CatalogCallOptions = {}): Promise<z.output<typeof SearchDatasetsResponseSchema>> {
+  async searchDatasets(req: SearchDatasetsRequest = {}, options: CatalogCallOptions = {}): Promise<z.output<typeof SearchDatasetsResponseSchema>> {
     const spec = this.#spec('searchDatasets', 'POST', PATHS.searchDatasets(), options, 'idempotent');
     const parsed = SearchDatasetsRequestSchema.safeParse(req);
-    if (!parsed.success) throw new InvalidArgumentError(`searchDatasets: ${describeIssues(parsed.error)}`, { method: 'searchDatasets' });
+    if (!parsed.success) throw new InvalidArgumentError(describeIssues(parsed.error), { method: 'searchDatasets' });
     spec.body = parsed.data;
     return this.#http.json(spec, SearchDatasetsResponseSchema);
   }
@@ -117,6 +117,6 @@ function page(options: ListOptions): Record<string, string | undefined> {
 
 function checked(operation: string, req: z.input<typeof CreateTableRequestSchema>): CreateTableRequest {
   const parsed = CreateTableRequestSchema.safeParse(req);
-  if (!parsed.success) throw new InvalidArgumentError(`${operation}: ${describeIssues(parsed.error)}`, { method: operation });
+  if (!parsed.success) throw new InvalidArgumentError(describeIssues(parsed.error), { method: operation });
   return parsed.data;
 }

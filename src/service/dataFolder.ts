@@ -18,6 +18,8 @@ const OTHERS = 0o077;
  */
 export async function secureDataFolder(dir: string, warn: (message: string) => void): Promise<void> {
   await mkdir(dir, { recursive: true, mode: FOLDER_MODE });
+  // Windows has no mode bits to speak of (ACLs decide): nothing to check or tighten there.
+  if (process.platform === 'win32') return;
   const mode = (await lstat(dir)).mode & 0o777;
   if ((mode & OTHERS) === 0) return;
   await chmod(dir, FOLDER_MODE);
@@ -30,6 +32,7 @@ export async function secureDataFolder(dir: string, warn: (message: string) => v
  */
 export async function tightenContents(dir: string): Promise<number> {
   let changed = 0;
+  if (process.platform === 'win32') return changed;
   const walk = async (at: string): Promise<void> => {
     let names: string[];
     try {

@@ -5,6 +5,7 @@ import { LineCounter, parseDocument } from 'yaml';
 import { interpolateDocument, type Env } from '../config/interpolate.ts';
 import { ConfigError } from '../errors.ts';
 import { RATE_PLAN_NAMES, RATE_PLANS, SCOPES, TEAM_NAME, type Performance } from '../protocol/index.ts';
+import { SQL_DIALECTS } from './engine/dialect/dialects.ts';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
@@ -45,7 +46,7 @@ export const TeamSchema = z.strictObject({
   name: z.string().regex(TEAM_NAME, 'a team name starts with a-z and holds a-z, 0-9 and _').describe('Team name'),
   plan: PlanSchema.prefault({}).describe("The team's credits, concurrency, storage quota and request rates"),
   keys: z.array(KeySchema).default([]).describe("The team's API keys and their scopes"),
-  sql_dialect: z.enum(['dunesql', 'duckdb']).optional().describe("The dialect of the team's SQL (statements, saved queries, materialized views); unset: the service's sql_dialect"),
+  sql_dialect: z.enum(SQL_DIALECTS).optional().describe("The dialect of the team's SQL (statements, saved queries, materialized views); unset: the service's sql_dialect"),
 });
 
 export const TierSchema = z.strictObject({
@@ -122,11 +123,11 @@ export const ServiceSettingsSchema = z
     faults: FaultsSchema.prefault({}).describe('Misbehaviour on purpose (latency, error answers, reset connections), to test clients against; all off by default'),
     datasets: z.array(z.enum(['sample'])).default(['sample']).describe('Datasets loaded when the service starts'),
     sql_dialect: z
-      .enum(['dunesql', 'duckdb'])
+      .enum(SQL_DIALECTS)
       .default('dunesql')
       .describe("The dialect submitted SQL, saved queries and materialized views are read in: dunesql (the real service's: Trino's syntax and functions, 0x varbinary literals, uint256 / int256, Dune's varbinary functions; translated to DuckDB SQL, docs/dunesql.md) or duckdb (DuckDB's own SQL, as written); a team's sql_dialect overrides it"),
     dune_sample_transactions: nonNegInt()
-      .default(20_000)
+      .default(10_000)
       .describe('Transactions of the Dune-shaped sample tables loaded with the sample dataset (ethereum.transactions, ethereum.logs, erc20_ethereum.evt_Transfer, tokens.erc20, prices.usd); transfers and logs are about six in ten of them, prices one per token per minute of their span'),
     engine: EngineSchema.prefault({}).describe("The query engine's memory, temporary disk and threads"),
     public_url: z

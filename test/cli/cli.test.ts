@@ -225,7 +225,7 @@ describe('sluice (spawned)', () => {
     }
   });
 
-  it('SIGTERM during a run cancels the execution and exits 130', async () => {
+  it('SIGTERM during a run keeps the execution for the next run and exits 130', async () => {
     const file = await jobFile(
       'slow.yaml',
       `${remote}jobs:\n  - name: slow\n    source: { sql: "select sum(a.i * b.i) as s from range(100000) a(i), range(100000) b(i)" }\n    outputs: [{ format: csv, path: "\${OUT}/slow" }]\n`,
@@ -235,8 +235,11 @@ describe('sluice (spawned)', () => {
     const { result, ms } = await terminate(proc);
     expect(result.code).toBe(130);
     expect(ms).toBeLessThan(10_000);
-    expect(await executionState(svc.url, svc.keys.demo.admin, id)).toBe('QUERY_STATE_CANCELLED');
+    expect(await executionState(svc.url, svc.keys.demo.admin, id)).toMatch(/^QUERY_STATE_(PENDING|EXECUTING)$/);
     expect(logLines(result.stderr).some((l) => l.msg === 'interrupted')).toBe(true);
+    expect(logLines(result.stderr).find((l) => /^stopped: kept execution/.test(String(l.msg)))).toMatchObject({ execution_id: id });
+    // It would run for minutes: cancelled by hand.
+    expect((await startSluice(['cancel', id], { env }).done).code).toBe(0);
   });
 
   it('serve takes --help like every other command', async () => {
@@ -271,7 +274,7 @@ describe('sluice (spawned)', () => {
     expect(JSON.parse(refreshed.stdout)).toMatchObject({ execution_id: expect.stringMatching(/^01/), state: 'QUERY_STATE_COMPLETED' });
     const badTier = await sluice(['views', 'refresh', 'result_cli_days', '--performance', 'huge'], { env });
     expect(badTier.code).toBe(2);
-    expect(badTier.stderr).toContain('--performance must be medium or large, got "huge"');
+    expect(badTier.stderr).toContain('--performance must be one of small, medium, large, free, got "huge"');
 
     // A job: refresh the view, then export what the refresh produced.
     const out = join(dir, 'view-job');

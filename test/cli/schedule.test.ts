@@ -115,14 +115,17 @@ describe('sluice schedule (spawned)', () => {
     expect(bad.stderr).toMatch(/--last must be a whole number of runs, got "ten"/);
   });
 
-  it('on SIGTERM cancels the remote execution of a run in flight and still exits within the bound', async () => {
+  it('on SIGTERM keeps the remote execution of a run in flight for the next run, and exits within the bound', async () => {
     const file = await scheduleFile('busy', 'select sum(a.i * b.i) as s from range(100000) a(i), range(100000) b(i)');
     const proc = startSluice(['schedule', file, '--run-now', '--grace-seconds', '5'], { env });
     const id = await startedExecutionId(proc);
     const { result, ms } = await terminate(proc);
     expect(result.code).toBe(0);
     expect(ms).toBeLessThan(10_000);
-    expect(await executionState(svc.url, svc.keys.demo.admin, id)).toBe('QUERY_STATE_CANCELLED');
+    expect(await executionState(svc.url, svc.keys.demo.admin, id)).toMatch(/^QUERY_STATE_(PENDING|EXECUTING)$/);
+    expect(logLines(result.stderr).find((l) => /^stopped: kept execution/.test(String(l.msg)))).toMatchObject({ job: 'busy', execution_id: id });
+    // It would run for minutes: cancelled by hand, as `sluice cancel` does.
+    expect((await startSluice(['cancel', id], { env }).done).code).toBe(0);
   });
 
   it('a file without any scheduled job is a configuration error', async () => {

@@ -91,7 +91,7 @@ jobs:
       'jobs.yaml:6:17 jobs[0].outputs[0].format: expected one of parquet|arrow|csv|ndjson, got "parqet"',
     ]);
     expect(messages(base('    retries: three\n'))).toEqual(['jobs.yaml:8:14 jobs[0].retries: expected number, got string "three"']);
-    expect(messages(base('    performance: huge\n'))).toEqual(['jobs.yaml:8:18 jobs[0].performance: expected one of medium|large, got "huge"']);
+    expect(messages(base('    performance: huge\n'))).toEqual(['jobs.yaml:8:18 jobs[0].performance: expected one of small|medium|large|free, got "huge"']);
     expect(messages(base('    wire: avro\n'))).toEqual(['jobs.yaml:8:11 jobs[0].wire: expected one of auto|json|arrow, got "avro"']);
     const rate = (value: string) => messages(`connection:\n  rate_limit: ${value}\n${base()}`);
     expect(rate('gold')).toEqual(['jobs.yaml:2:15 connection.rate_limit: expected one of free|plus|enterprise, got "gold"']);

@@ -24,6 +24,8 @@ export interface TestServiceOverrides {
   tiers?: ServiceSettingsInput['tiers'];
   /** max_inflight of both teams (default 3). */
   maxInflight?: number;
+  /** credits_per_cycle of both teams (default 10,000). */
+  creditsPerCycle?: number;
   /** Reuse a data directory (restart tests); it is then not deleted by close(). */
   dataDir?: string;
   /** Rows of sample.events (default 2000). */
@@ -56,7 +58,7 @@ export const TEST_KEYS = {
 export function testSettings(overrides: TestServiceOverrides = {}): ServiceSettingsInput {
   const team = (name: 'demo' | 'other') => ({
     name,
-    plan: { credits_per_cycle: 10_000, max_inflight: overrides.maxInflight ?? 3, storage_quota_bytes: 1_048_576 },
+    plan: { credits_per_cycle: overrides.creditsPerCycle ?? 10_000, max_inflight: overrides.maxInflight ?? 3, storage_quota_bytes: 1_048_576 },
     keys: [
       { key: TEST_KEYS[name].admin, scopes: ['Admin' as const] },
       { key: TEST_KEYS[name].write, scopes: ['Write' as const] },

@@ -134,7 +134,7 @@ describe('the plan agrees with the run it describes', () => {
     expect(again.summary.cursor).toEqual({ from: '40', to: '40' });
   });
 
-  it('an interrupted run: the plan says resume, and the run resumes that execution at no charge', async () => {
+  it('an interrupted run: the plan says resume, and the run resumes that execution at no new charge, counting the credits the killed run could not record', async () => {
     const j = job(`  - name: resumed
     source: { sql: "select id, amount from sample.events order by id" }
     outputs: [{ format: csv, path: "\${DIR}/resumed" }]
@@ -144,7 +144,7 @@ describe('the plan agrees with the run it describes', () => {
     const stateDir = join(dir, 'state-resumed');
     await new RunStateStore(stateDir).write({ version: 1, job: 'resumed', fingerprint: jobFingerprint(j), outputs: outputsFingerprint(j), execution_id: old.id, started: true, started_at: new Date().toISOString() });
     const { plan: p } = await planThenRun(j, stateDir);
-    expect(p).toMatchObject({ action: 'resume', executionId: old.id, credits: 0, rows: 2500 });
+    expect(p).toMatchObject({ action: 'resume', executionId: old.id, credits: 10, rows: 2500, budget: { withinBudget: true } });
   });
 
   it('a latest source whose stored result is too old executes, and is held to max_credits as the plan says', async () => {

@@ -161,7 +161,8 @@ describe('resume after a kill', () => {
     await utimes(stale, longAgo, longAgo);
 
     const second = await runCounted(['run', file]);
-    expect(second.summary).toMatchObject({ execution_id: executionId, resumed: true, credits: 0, rows: 20_000, files: 10 });
+    // No new execution; the killed run recorded nothing, so this run's history holds the execution's credits.
+    expect(second.summary).toMatchObject({ execution_id: executionId, resumed: true, credits: 10, rows: 20_000, files: 10 });
     expect(logLines(second.stderr).some((l) => l.msg === 'resuming the execution of an interrupted run' && l.execution_id === executionId)).toBe(true);
     expect(existsSync(join(dir, 'state', 'resumable.json'))).toBe(false);
     // The parts of the killed run were kept as they were: same inode, same modification time.
@@ -265,7 +266,7 @@ describe('resume after a kill', () => {
     const kept = Object.fromEntries(journaled.map((p) => [p.path, statSync(join(dirname(out), ours!, p.path))]));
 
     const second = await runCounted(['run', file, '--workers', '4']);
-    expect(second.summary).toMatchObject({ execution_id: executionId, resumed: true, credits: 0, rows: 20_000, files: 10, fetched_rows: 20_000 - journaled.length * 2000 });
+    expect(second.summary).toMatchObject({ execution_id: executionId, resumed: true, credits: 10, rows: 20_000, files: 10, fetched_rows: 20_000 - journaled.length * 2000 });
     for (const [path, before] of Object.entries(kept)) {
       const after = statSync(join(out, path));
       expect([after.ino, after.mtimeMs], path).toEqual([before.ino, before.mtimeMs]);

@@ -65,7 +65,7 @@ describe('resume never exports stale data', () => {
     const summary = await runJob(moved, { client, stateDir, signal: signal(), events: { onResume: (d) => decisions.push(d) } });
     expect(summary).toMatchObject({ resumed: false, startedExecution: true, rows: 3 });
     expect(summary.executionId).not.toBe(execution.id);
-    expect(decisions).toEqual([{ resume: false, executionId: execution.id, reason: "the job's outputs changed since" }]);
+    expect(decisions).toEqual([{ resume: false, executionId: execution.id, reason: "the job's outputs changed since", uncounted: true }]);
     expect(summaryFields(summary)).toMatchObject({ resume: { execution_id: execution.id, not_resumed: "the job's outputs changed since" } });
     expect(await values(newPath)).toEqual([7, 8, 9]);
 

@@ -86,7 +86,7 @@ describe('cancelled calls stay within the session budget', () => {
       // Every execution the team got was started by a call that knows it, and cancelled by it.
       expect(after.executions - before.executions).toBe(started.length);
       expect(started.length).toBeGreaterThan(0);
-      for (const r of started) expect((await other.getStatus(r.execution_id)).state).toBe('QUERY_STATE_CANCELED');
+      for (const r of started) expect((await other.getStatus(r.execution_id)).state).toBe('QUERY_STATE_CANCELLED');
       // What the team was charged is what the session counted, never past its budget.
       expect(after.credits_used - before.credits_used).toBe(budget.session_spent);
       expect(budget.session_spent).toBeLessThanOrEqual(30);

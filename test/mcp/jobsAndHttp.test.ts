@@ -30,7 +30,7 @@ describe('sluice mcp FILE on the embedded service: no key, no cost', () => {
         'state_dir: ./state',
         'jobs:',
         '  - name: daily',
-        '    source: { sql: "select day, count(*) as events from sample.events group by day" }',
+        '    source: { sql: "select id % 365 as day_of_year, count(*) as events from sample.events group by 1" }',
         '    outputs:',
         '      - { format: parquet, path: ./lake/daily }',
         '',

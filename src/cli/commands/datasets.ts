@@ -39,6 +39,7 @@ export const datasetsSearchCommand = defineCommand({
   name: 'datasets search',
   summary: 'Search datasets by words of their name or description',
   args: '[WORDS...]',
+  maxArgs: 100,
   options: {
     type: { type: 'string', valueName: 'TYPE', description: `Only this type: ${DATASET_TYPES.join(', ')}` },
     mine: { type: 'boolean', description: "Only the team's own" },

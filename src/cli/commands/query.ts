@@ -46,7 +46,7 @@ export const queryCommand = defineCommand({
     'query-id': { type: 'string', valueName: 'ID', description: 'Run this saved query instead of SQL' },
     param: { type: 'string', multiple: true, valueName: 'KEY=VALUE', description: 'A parameter of the saved query (repeatable)' },
     latest: { type: 'boolean', description: "With --query-id: read the query's latest stored result instead of running it" },
-    performance: { type: 'string', valueName: 'TIER', description: 'medium or large', default: 'medium' },
+    performance: { type: 'string', valueName: 'TIER', description: PERFORMANCE_TIERS.join(', '), default: 'medium' },
     ...CONNECTION_OPTIONS,
   },
   details: [
@@ -61,7 +61,7 @@ export const queryCommand = defineCommand({
   ].join('\n'),
   async run(ctx) {
     const performance = stringOption(ctx.values, 'performance') ?? 'medium';
-    if (!(PERFORMANCE_TIERS as readonly string[]).includes(performance)) throw new UsageError(`--performance must be medium or large, got ${JSON.stringify(performance)}`);
+    if (!(PERFORMANCE_TIERS as readonly string[]).includes(performance)) throw new UsageError(`--performance must be one of ${PERFORMANCE_TIERS.join(', ')}, got ${JSON.stringify(performance)}`);
     return printRows(ctx, await querySource(ctx, performance as Performance));
   },
 });

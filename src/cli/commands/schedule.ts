@@ -6,6 +6,7 @@ import type { RunRecord } from '../../jobs/run/runHistory.ts';
 import { runJob, type RunEvents } from '../../jobs/run/runJob.ts';
 import { systemClock } from '../../scheduler/clock.ts';
 import { DEFAULT_HEALTH_HOST, startHealthServer, type HealthServer } from '../../scheduler/healthServer.ts';
+import { DEFAULT_FAILING_AFTER, JobHealth, type HealthChange } from '../../scheduler/jobHealth.ts';
 import { Metrics } from '../../scheduler/metrics.ts';
 import { Scheduler } from '../../scheduler/scheduler.ts';
 import { connectLogged } from '../connection.ts';
@@ -13,10 +14,11 @@ import { defineCommand, flag, stringOption } from '../command.ts';
 import { EXIT } from '../exit-codes.ts';
 import { jobEvents } from '../jobEvents.ts';
 import { finishedLogFields } from '../output/summary.ts';
+import type { Logger } from '../log.ts';
 import { UsageError } from '../usage-error.ts';
 import { startTelemetry, withRunTelemetry } from '../../telemetry/index.ts';
 
-/** Runs get this long after SIGTERM to cancel executions and abort uploads (Docker waits 10 s). */
+/** Runs get this long after SIGTERM to abort uploads and record what they kept (Docker waits 10 s). */
 const DEFAULT_GRACE_SECONDS = 8;
 
 export const scheduleCommand = defineCommand({
@@ -30,11 +32,15 @@ export const scheduleCommand = defineCommand({
     'health-host': { type: 'string', valueName: 'HOST', description: `Interface of the health server (default $SLUICE_HEALTH_HOST, else ${DEFAULT_HEALTH_HOST}; 0.0.0.0 = every interface, as a container needs)` },
     'grace-seconds': { type: 'string', valueName: 'S', description: 'On SIGTERM, how long runs in flight get to stop', default: String(DEFAULT_GRACE_SECONDS) },
     'run-now': { type: 'boolean', description: 'Also run every scheduled job once at start' },
+    'failing-after': { type: 'string', valueName: 'N', description: 'A job whose last N runs failed is failing: /readyz answers 503 and the log says so once', default: String(DEFAULT_FAILING_AFTER) },
   },
   details: [
     'Never two runs of one job at once: a tick that comes while the previous run is going is skipped.',
-    'On SIGTERM or SIGINT: no new runs; runs in flight cancel their executions and abort their',
-    'uploads; exits 0 within the grace period (1 if a run had to be abandoned).',
+    'On SIGTERM or SIGINT: no new runs; runs in flight abort their uploads and keep their executions',
+    '(the next run resumes them, as `sluice run` does); exits 0 within the grace period (1 if a run',
+    'had to be abandoned).',
+    'With --health-port: /healthz (liveness), /readyz (503 while a job is failing, with why),',
+    '/status (every job\'s recent runs, JSON) and /metrics (Prometheus).',
   ].join('\n'),
   async run({ io, values, positionals, log, signal }) {
     const file = positionals[0]!;
@@ -47,12 +53,16 @@ export const scheduleCommand = defineCommand({
     const portText = stringOption(values, 'health-port') ?? io.env.SLUICE_HEALTH_PORT;
     const port = portText === undefined || portText === '' ? undefined : Number(portText);
     if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) throw new UsageError(`--health-port must be a port number, got ${JSON.stringify(portText)}`);
+    const failingAfterText = stringOption(values, 'failing-after') ?? String(DEFAULT_FAILING_AFTER);
+    const failingAfter = Number(failingAfterText);
+    if (!(Number.isInteger(failingAfter) && failingAfter >= 1)) throw new UsageError(`--failing-after must be a whole number of runs, at least 1; got ${JSON.stringify(failingAfterText)}`);
 
     const stateDir = resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
     const telemetry = await startTelemetry(io.env, 'cli', (message) => log.warn(message));
     const connection = await connectLogged(jobFile.connection, io, log, signal, true);
     const metrics = new Metrics(scheduled.map((j) => j.name));
-    let health: HealthServer | undefined;
+    const health = new JobHealth(scheduled.map((j) => j.name), { failingAfter, onChange: (change) => logHealthChange(log, change, failingAfter) });
+    let healthServer: HealthServer | undefined;
     let scheduler: Scheduler | undefined;
     try {
       scheduler = new Scheduler({
@@ -80,15 +90,26 @@ export const scheduleCommand = defineCommand({
           onStart: (job) => log.info('run started', { job }),
           onSkip: (job, at) => log.warn('previous run still going: tick skipped', { job, tick: at.toISOString() }),
           onFinish: (job, outcome) => {
-            if (!outcome.ok && !signal.aborted) log.error(outcome.error instanceof Error ? outcome.error.message : String(outcome.error), { job, duration_ms: Math.round(outcome.durationMs) });
+            const at = new Date();
+            if (outcome.ok) health.succeeded(job, at);
+            else if (signal.aborted) health.stopped(job, at);
+            else {
+              health.failed(job, at, outcome.error);
+              // A failing job's runs that fail the same way are said once (logHealthChange), not every run.
+              if (!health.isFailing(job)) log.error(outcome.error instanceof Error ? outcome.error.message : String(outcome.error), { job, duration_ms: Math.round(outcome.durationMs) });
+            }
           },
         },
       });
       if (port !== undefined) {
         const s = scheduler;
         const host = stringOption(values, 'health-host') ?? (io.env.SLUICE_HEALTH_HOST || DEFAULT_HEALTH_HOST);
-        health = await startHealthServer({ port, host, metrics, healthy: () => !s.stopping });
-        log.info('health server listening', { url: health.url, host: health.host });
+        const next = (name: string) => {
+          const job = scheduled.find((j) => j.name === name);
+          return job === undefined ? undefined : Scheduler.nextRun({ name, schedule: job.schedule!, timezone: job.timezone }, new Date());
+        };
+        healthServer = await startHealthServer({ port, host, metrics, healthy: () => !s.stopping, health, nextRun: next });
+        log.info('health server listening', { url: healthServer.url, host: healthServer.host });
       }
       scheduler.start();
       for (const job of scheduled) {
@@ -100,7 +121,7 @@ export const scheduleCommand = defineCommand({
         if (signal.aborted) resolveWait();
         signal.addEventListener('abort', () => resolveWait(), { once: true });
       });
-      log.info('stopping: no new runs; cancelling runs in flight', { running: scheduler.running, grace_seconds: grace });
+      log.info('stopping: no new runs; stopping runs in flight (their executions are kept for the next run)', { running: scheduler.running, grace_seconds: grace });
       const { abandoned } = await scheduler.stop(grace * 1000, signal.reason);
       if (abandoned.length > 0) {
         log.error('runs did not stop within the grace period', { jobs: abandoned });
@@ -109,10 +130,24 @@ export const scheduleCommand = defineCommand({
       log.info('stopped');
       return EXIT.ok;
     } finally {
-      await health?.close();
+      await healthServer?.close();
       // Closing the embedded service interrupts whatever is left; bounded so exit stays prompt.
       await Promise.race([connection.close(), new Promise((r) => setTimeout(r, 2000).unref())]);
       await telemetry?.shutdown();
     }
   },
 });
+
+/** Said once per change of a job's health, not once per failed run. */
+function logHealthChange(log: Logger, change: HealthChange, failingAfter: number): void {
+  const { state } = change;
+  const cause = state.lastFailure;
+  const fields = { job: state.job, consecutive_failures: state.consecutiveFailures, ...(cause ? { code: cause.code } : {}) };
+  if (change.kind === 'failing') {
+    log.error(`job failing: its last ${failingAfter} runs failed (${cause?.code}: ${cause?.message}); /readyz answers 503 until a run succeeds, and further failures of this kind are not logged one by one`, fields);
+  } else if (change.kind === 'cause changed') {
+    log.error(`job still failing, now for another reason (${cause?.code}: ${cause?.message}; was ${change.previous.code})`, fields);
+  } else {
+    log.info(`job recovered: a run succeeded after failing (${cause?.code})`, fields);
+  }
+}

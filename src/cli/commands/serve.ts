@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { startService } from '../../service/index.ts';
 import { SettingsError } from '../../service/settings.ts';
 import { commandUsage } from '../help.ts';
+import { shouldWatchParent, watchParent } from '../parentWatch.ts';
 import { SERVE_OPTIONS, SERVE_SUMMARY } from './serveOptions.ts';
 
 /** `serve` parses its own arguments; the CLI table wraps it as a passthrough command. */
@@ -59,10 +60,14 @@ export const serveCommand: ServeCommand = {
       process.stdout.write(`generated API key (team demo, Admin scope; set SERVICE_API_KEY to choose one): ${service.generatedKey}\n`);
     }
     process.stdout.write(`listening on ${service.url}\n`);
+    let unwatch = (): void => undefined;
     const signal = await new Promise<string>((resolve) => {
       process.once('SIGTERM', () => resolve('SIGTERM'));
       process.once('SIGINT', () => resolve('SIGINT'));
+      // Under npx or npm, a stopped wrapper does not pass SIGTERM on (../parentWatch.ts).
+      if (shouldWatchParent(process.env)) unwatch = watchParent((parent) => resolve(`parent process ${parent} gone`));
     });
+    unwatch();
     process.stdout.write(`${signal}: stopping (send it again to stop at once)\n`);
     // A second signal stops the engine at once (interrupting what runs) and exits 130; never
     // under a native call in flight, which would abort the process.

@@ -1,6 +1,7 @@
 // `sluice upload create|insert|clear|delete|list`: tables created with a schema and filled from
 // CSV or NDJSON files (the uploads API beside the one-shot `sluice upload FILE`).
 import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { buffer as streamBuffer } from 'node:stream/consumers';
 import { UPLOAD_COLUMN_TYPES, type UploadColumnType } from '../../protocol/index.ts';
 import { defineCommand, flag, listOption, stringOption } from '../command.ts';
@@ -71,7 +72,7 @@ export const uploadInsertCommand = defineCommand({
     if (given !== undefined && given !== 'csv' && given !== 'ndjson') throw new UsageError(`--format must be csv or ndjson, got ${JSON.stringify(given)}`);
     const format = given ?? (/\.(ndjson|jsonl)$/i.test(file) ? 'ndjson' : 'csv');
     // The endpoint takes the rows as one body: the file is read whole (the service's body limit bounds it).
-    const data = file === '-' ? await streamBuffer(io.stdin) : await readFile(file);
+    const data = file === '-' ? await streamBuffer(io.stdin) : await readFile(resolve(io.cwd, file));
     return printAnswer(values, io, log, signal, ({ client }) => client.catalog.insertRows(namespace, table, data, format, { signal }));
   },
 });

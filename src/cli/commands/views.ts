@@ -61,7 +61,7 @@ export const viewsUpsertCommand = defineCommand({
   options: {
     'query-id': { type: 'string', valueName: 'ID', description: 'The saved query (required)' },
     cron: { type: 'string', valueName: 'EXPR', description: 'Refresh schedule, five-field cron (every 15 minutes at most)' },
-    performance: { type: 'string', valueName: 'TIER', description: 'medium or large' },
+    performance: { type: 'string', valueName: 'TIER', description: PERFORMANCE_TIERS.join(', ') },
     private: { type: 'boolean', description: 'Only the team sees it' },
     wait: WAIT_OPTION,
     ...CONNECTION_OPTIONS,
@@ -104,7 +104,7 @@ export const viewsRefreshCommand = defineCommand({
   args: 'NAME',
   minArgs: 1,
   options: {
-    performance: { type: 'string', valueName: 'TIER', description: 'medium or large' },
+    performance: { type: 'string', valueName: 'TIER', description: PERFORMANCE_TIERS.join(', ') },
     wait: WAIT_OPTION,
     ...CONNECTION_OPTIONS,
   },
@@ -142,6 +142,6 @@ export function intOption(values: OptionValues, name: string): number | undefine
 export function performanceOption(values: OptionValues): Performance | undefined {
   const p = stringOption(values, 'performance');
   if (p === undefined) return undefined;
-  if (!(PERFORMANCE_TIERS as readonly string[]).includes(p)) throw new UsageError(`--performance must be medium or large, got ${JSON.stringify(p)}`);
+  if (!(PERFORMANCE_TIERS as readonly string[]).includes(p)) throw new UsageError(`--performance must be one of ${PERFORMANCE_TIERS.join(', ')}, got ${JSON.stringify(p)}`);
   return p as Performance;
 }

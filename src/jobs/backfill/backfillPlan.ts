@@ -51,7 +51,6 @@ export async function planBackfill(job: Job, options: { client: ServiceClient; s
     rows: undefined,
     bytes: undefined,
     resume: undefined,
-    cancellable: false,
   };
   return { plan, decision };
 }

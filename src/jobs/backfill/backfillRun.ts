@@ -74,7 +74,6 @@ export async function startBackfill(job: Job, options: StartBackfillOptions): Pr
     rows: result.totalRows,
     bytes: info.status.result_metadata?.total_result_set_bytes,
     resume: undefined,
-    cancellable: false,
   };
   return { decision, result, ready, summary: summaryOf(chunks, tally) };
 }

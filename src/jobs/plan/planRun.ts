@@ -21,7 +21,10 @@ export interface JobPlan {
   readonly job: string;
   /** execute: a new execution (charged); reuse: a stored result of a saved query; resume: an interrupted run's execution. */
   readonly action: 'execute' | 'reuse' | 'resume';
-  /** Credits the run would spend (0 to reuse or resume). */
+  /**
+   * Credits the run would record: a new execution's (0 to reuse), or, to resume, the interrupted
+   * run's execution's when no run's history holds them yet (that run was killed, or stopped before its cost was known).
+   */
   readonly credits: number;
   /** The execution it would read, when it is one that exists. */
   readonly executionId: string | undefined;
@@ -108,7 +111,9 @@ async function plan(job: Job, options: PlanRunOptions, sessions: OutputSessions)
   const state = options.resume && shards === 1 ? jobRunState(new RunStateStore(options.stateDir), job) : undefined;
   const backfill = job.backfill === undefined || (cursor !== undefined && cursor.from !== null) ? undefined : await planBackfill(job, { client, signal, stateDir: options.stateDir, resume: options.resume });
   const decision = backfill?.decision ?? (await decideSource(job, { client, signal, executionId: options.executionId, state, readOnly: true }, cursor?.argument));
-  const credits = backfill?.plan.credits ?? (decision.action === 'execute' ? executionCost(job) : 0);
+  const spent = backfill?.plan.credits ?? (decision.action === 'execute' ? executionCost(job) : 0);
+  const carried = backfill === undefined && decision.action === 'resume' && decision.resume?.uncounted === true ? executionCost(job) : 0;
+  const credits = spent + carried;
   const outputs: OutputPlan[] = [];
   for (const session of sessions.all) outputs.push(await planOutput(job, session, decision, shards, signal));
   const maxCredits = job.budget?.max_credits;
@@ -121,7 +126,7 @@ async function plan(job: Job, options: PlanRunOptions, sessions: OutputSessions)
     reason: decision.reason,
     rows: decision.rows,
     bytes: decision.bytes,
-    budget: { maxCredits, withinBudget: creditsAllowed(job, 0, credits) },
+    budget: { maxCredits, withinBudget: creditsAllowed(job, 0, spent) },
     shards,
     outputs,
     ...(cursor === undefined ? {} : { cursor: cursorPreview(cursor) }),

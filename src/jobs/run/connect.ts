@@ -5,6 +5,7 @@ import type { ClientOptions } from '../../client/config.ts';
 import { ConfigError as ClientConfigError } from '../../client/errors.ts';
 import { DEFAULT_API_KEY_ENV, DEFAULT_EMBEDDED_DATA_DIR, type Connection } from '../../config/jobSchema.ts';
 import type { ServiceSettingsInput } from '../../service/settings.ts';
+import { embeddedSettings } from './embeddedDefaults.ts';
 import { findOwner, isLockConflict, takeLease } from '../../service/owner.ts';
 
 export interface Connected {
@@ -97,7 +98,7 @@ async function embeddedKey(settingsFile: string | undefined, key: string | undef
   if (settingsFile === undefined) {
     // The embedded service is private to this process: any key works, the environment's if set.
     const apiKey = key ?? `sk_local_${randomBytes(12).toString('hex')}`;
-    return { settings: { teams: [{ name: 'demo', keys: [{ key: apiKey, scopes: ['Admin'] }] }] }, apiKey, apiKeyFrom: fromEnv };
+    return { settings: await embeddedSettings(apiKey), apiKey, apiKeyFrom: fromEnv };
   }
   const { loadSettingsFile } = await import('../../service/settings.ts');
   const loaded = await loadSettingsFile(settingsFile);

@@ -3,6 +3,7 @@ import { DEFAULT_STATE_DIR, type Job } from '../../config/jobSchema.ts';
 import { knownWire, type Workers } from '../../export/partPlan.ts';
 import type { ExportSummary } from '../../export/writeExport.ts';
 import { type Ready, stream } from '../../pipeline/stream.ts';
+import { isTerminal } from '../../protocol/index.ts';
 import { type BackfillStart, type BackfillSummary, startBackfill } from '../backfill/backfillRun.ts';
 import type { RunResult } from '../backfill/backfillStream.ts';
 import { checkBytes, checkCredits, TIER_COST } from './budget.ts';
@@ -80,6 +81,11 @@ export interface RunEvents {
   onRetry?(event: { attempt: number; error: unknown; delayMs: number }): void;
   /** The run's record, as appended to the run history, whatever the outcome. */
   onRecorded?(record: RunRecord): void;
+  /**
+   * A stopped run: the execution it kept for the next run (undefined: none had started) and its
+   * state then (undefined: the service could not say). Finished parts are kept beside the outputs.
+   */
+  onKept?(kept: { executionId: string | undefined; state: string | undefined }): void;
   onWarning?(message: string, fields: Record<string, unknown>): void;
   /** An output's committed columns differ from the result's (before any page): what its schema_drift policy does. */
   onDrift?(drift: OutputDrift): void;
@@ -94,6 +100,8 @@ export interface RunTally {
   credits: number;
   attempts: number;
   executionId?: string;
+  /** The execution whose cost `credits` holds (the run state is marked so when the run is recorded). */
+  chargedExecution?: string;
   /** An incremental run: the committed cursor value it started after (null: from the initial value). */
   cursorFrom?: string | null;
 }
@@ -206,11 +214,17 @@ export class JobRun {
     const { client, signal, executionId, resume, events } = this.#options;
     const decision = await decideSource(this.#job, { client, signal, executionId, state: resume ? this.#state : undefined }, cursor?.argument);
     if (decision.resume) events?.onResume?.(decision.resume);
+    // An interrupted run's execution that is not resumed (gone, or the job changed) was still
+    // charged; no run has counted it when that run was stopped before its cost was known, or killed.
+    if (decision.resume?.resume === false && decision.resume.uncounted) this.#tally.credits += await chargedFor(client, decision.resume.executionId);
     if (decision.action === 'execute') checkCredits(this.#job, this.#tally.credits);
     return decision;
   }
 
-  /** Phase 3: the pipeline starts or finds the execution and waits; on a stop it cancels what this job started. */
+  /**
+   * Phase 3: the pipeline starts or finds the execution and waits. A stop leaves the execution
+   * running (its state is kept): the next run resumes it, as after a kill, and pays nothing more.
+   */
   async start(decision: SourceDecision, cursor: CursorPlan | undefined): Promise<Started> {
     const job = this.#job;
     const resumed = decision.action === 'resume';
@@ -219,7 +233,7 @@ export class JobRun {
     const result = stream(this.#options.client, decision.source, {
       ...readOptions(job),
       signal: this.#controller.signal,
-      cancelOnAbort: decision.cancellable,
+      cancelOnAbort: false,
       onExecution: (executionId, { started }) => {
         this.#tally.executionId = executionId;
         // Remembered before waiting: a kill from here on resumes this execution.
@@ -238,19 +252,38 @@ export class JobRun {
       await remembering;
     } catch (error) {
       await remembering?.catch(() => undefined);
-      throw await this.#notReady(error, startedNow, cursor);
+      throw await this.#notReady(error, startedNow || (resumed && decision.resume?.uncounted === true), cursor);
     }
-    if (ready.started && !resumed) this.#tally.credits += ready.status.execution_cost_credits ?? TIER_COST[job.performance ?? 'medium'];
+    // Charged once: by the run that started it, or by the one resuming it if no history holds its cost.
+    if (ready.started && (!resumed || decision.resume?.uncounted === true)) this.#charge(ready.executionId, ready.status.execution_cost_credits ?? TIER_COST[job.performance ?? 'medium']);
     return { result, ready, kind: await this.#checkResult(ready, cursor) };
   }
 
-  /** The execution could not be read: charged if it ran, and resumable only if the error table says the failure can pass. */
-  async #notReady(error: unknown, startedNow: boolean, cursor: CursorPlan | undefined): Promise<unknown> {
+  #charge(executionId: string, credits: number): void {
+    this.#tally.credits += credits;
+    this.#tally.chargedExecution = executionId;
+  }
+
+  /**
+   * The execution could not be read: charged if it ran, and resumable only if the error table
+   * says the failure can pass. `ours`: its cost is this run's to count (it started it, or resumes
+   * one no history has counted).
+   */
+  async #notReady(error: unknown, ours: boolean, cursor: CursorPlan | undefined): Promise<unknown> {
     const { client, signal } = this.#options;
+    const executionId = this.#tally.executionId;
+    if (signal.aborted) {
+      // Stopped while waiting: the execution goes on and the state stays, so the next run resumes
+      // it. If it has ended already, its cost is final and counted here; otherwise the next run counts it.
+      if (ours && executionId !== undefined) {
+        const cost = await finalCost(client, executionId);
+        if (cost !== undefined) this.#charge(executionId, cost);
+      }
+      return error;
+    }
     // An execution that ran and then failed is charged too: the run's credits say so.
-    if (startedNow && this.#tally.executionId !== undefined && isExecutionOutcome(error)) this.#tally.credits += await chargedFor(client, this.#tally.executionId);
-    // Stopped while waiting (the pipeline cancelled it); otherwise the error table says whether it can be resumed.
-    if (signal.aborted || !policyOf(error).keepRunState) await this.#state.forget();
+    if (ours && executionId !== undefined && isExecutionOutcome(error)) this.#charge(executionId, await chargedFor(client, executionId));
+    if (!policyOf(error).keepRunState) await this.#state.forget();
     return cursor === undefined ? error : explainInitial(cursor, error);
   }
 
@@ -369,6 +402,16 @@ function lowest(kind: CursorKind | undefined, values: readonly (string | undefin
 }
 
 /** What the service charged for a finished execution (0 when it cannot be asked). */
+/** What an execution was charged, once final (it has ended); undefined while it runs or when it cannot be asked. */
+async function finalCost(client: ServiceClient, executionId: string): Promise<number | undefined> {
+  try {
+    const status = await client.getStatus(executionId, { signal: AbortSignal.timeout(5_000) });
+    return isTerminal(status.state) ? (status.execution_cost_credits ?? 0) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 async function chargedFor(client: ServiceClient, executionId: string): Promise<number> {
   try {
     const status = await client.getStatus(executionId, { signal: AbortSignal.timeout(5_000) });

@@ -48,11 +48,15 @@ export async function runJob(job: Job, options: RunJobOptions): Promise<JobSumma
   try {
     let summary: JobSummary;
     const created = await missingFolders(job.outputs.map((o) => o.path));
+    const state = jobRunState(store, job);
     try {
-      summary = await attemptWithRetries(job, options, jobRunState(store, job), run);
+      summary = await attemptWithRetries(job, options, state, run);
     } catch (error) {
       await removeEmptyFolders(created);
       await recordRun(job, options, run, { error });
+      // The history holds the execution's credits now: the run that resumes it must not count them again.
+      if (run.chargedExecution !== undefined) await state.counted(run.chargedExecution);
+      if (options.signal.aborted) await reportKept(store, job, options);
       if (notifiesFailure(error, options.signal)) notifier?.failed(error, run);
       throw error;
     }
@@ -69,6 +73,22 @@ export async function runJob(job: Job, options: RunJobOptions): Promise<JobSumma
 }
 
 const USAGE_TIMEOUT_MS = 5_000;
+
+/** A stopped run says what it kept for the next run: the execution, still running or ended, or nothing. */
+async function reportKept(store: RunStateStore, job: Job, options: RunJobOptions): Promise<void> {
+  const kept = await store.read(job.name);
+  if (kept === undefined) {
+    options.events?.onKept?.({ executionId: undefined, state: undefined });
+    return;
+  }
+  let state: string | undefined;
+  try {
+    state = (await options.client.getStatus(kept.execution_id, { signal: AbortSignal.timeout(USAGE_TIMEOUT_MS) })).state;
+  } catch {
+    state = undefined; // the service is gone too: the next run asks
+  }
+  options.events?.onKept?.({ executionId: kept.execution_id, state });
+}
 
 async function attemptWithRetries(job: Job, options: RunJobOptions, state: JobRunState, run: RunTally): Promise<JobSummary> {
   // Each output opened once for the run, its attempts included.

@@ -24,9 +24,11 @@ const RunStateSchema = z.object({
   /** What the outputs were (`outputsFingerprint`): a run with other outputs does not resume. Absent in older files: no resume. */
   outputs: z.string().optional(),
   execution_id: z.string(),
-  /** True when this job started the execution (it is then cancelled on SIGTERM while running). */
+  /** True when this job started the execution (and pays for it): a stop keeps it running for the next run. */
   started: z.boolean(),
   started_at: z.string(),
+  /** A run's history holds this execution's credits already (a stopped run that saw its cost): the run that resumes it does not count them again. */
+  counted: z.boolean().optional(),
 });
 export type RunState = z.infer<typeof RunStateSchema>;
 
@@ -43,8 +45,8 @@ export function outputsFingerprint(job: Pick<Job, 'outputs'>): string {
 
 /** Whether this run picks up the execution an interrupted run left, and why (shown in logs and the summary). */
 export type ResumeDecision =
-  | { readonly resume: true; readonly executionId: string; readonly started: boolean; readonly startedAt: string }
-  | { readonly resume: false; readonly executionId: string; readonly reason: string };
+  | { readonly resume: true; readonly executionId: string; readonly started: boolean; readonly startedAt: string; readonly uncounted: boolean }
+  | { readonly resume: false; readonly executionId: string; readonly reason: string; readonly uncounted: boolean };
 
 /** The run state of one job, the only code that reads, writes or clears it (see `jobRunState`). */
 export interface JobRunState {
@@ -59,6 +61,8 @@ export interface JobRunState {
   remember(executionId: string, started: boolean): Promise<void>;
   /** The execution is exported, or can never be: nothing to resume. */
   forget(): Promise<void>;
+  /** A run's history now holds the credits of `executionId`: the run resuming it must not count them again. */
+  counted(executionId: string): Promise<void>;
   /** The run failed for good: keep the state only for a failure a later run could get past (not a stop). */
   failed(error: unknown, signal: AbortSignal, worthResuming: (error: unknown) => boolean): Promise<void>;
 }
@@ -71,6 +75,9 @@ export function jobRunState(store: RunStateStore, job: Job): JobRunState {
       const previous = await store.read(job.name);
       if (previous === undefined) return undefined;
       const executionId = previous.execution_id;
+      // Credits of an execution this job started that no run's history holds yet (the run that
+      // started it was stopped before its cost was known, or killed): the next run counts them.
+      const uncounted = previous.started && previous.counted !== true;
       const reason =
         previous.fingerprint !== fingerprint
           ? "the job's source, result shaping or tier changed since"
@@ -82,13 +89,17 @@ export function jobRunState(store: RunStateStore, job: Job): JobRunState {
       if (reason !== undefined) {
         // A plan only reports: the run it describes clears the state.
         if (options.readOnly !== true) await store.clear(job.name);
-        return { resume: false, executionId, reason };
+        return { resume: false, executionId, reason, uncounted };
       }
-      return { resume: true, executionId, started: previous.started, startedAt: previous.started_at };
+      return { resume: true, executionId, started: previous.started, startedAt: previous.started_at, uncounted };
     },
     remember: (executionId, started) =>
       store.write({ version: 1, job: job.name, fingerprint, outputs, execution_id: executionId, started, started_at: new Date().toISOString() }),
     forget: () => store.clear(job.name),
+    async counted(executionId) {
+      const previous = await store.read(job.name);
+      if (previous?.execution_id === executionId && previous.counted !== true) await store.write({ ...previous, counted: true });
+    },
     async failed(error, signal, worthResuming) {
       if (signal.aborted || worthResuming(error)) return;
       await store.clear(job.name);

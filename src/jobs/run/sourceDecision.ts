@@ -24,8 +24,6 @@ export interface SourceDecision {
   readonly bytes: number | undefined;
   /** An interrupted run was found: whether it is resumed, and why not (undefined: none known, or resume not asked). */
   readonly resume: ResumeDecision | undefined;
-  /** Whether a stop may cancel the execution: only one this job started (now, or in the run it resumes). */
-  readonly cancellable: boolean;
 }
 
 export interface DecideOptions {
@@ -43,7 +41,7 @@ export async function decideSource(job: Job, options: DecideOptions, cursor?: Cu
   if (options.executionId !== undefined) {
     // A plan reports its size; a run learns it from the pipeline, which also says why it cannot be read.
     const status = options.readOnly === true ? await statusOf(options.client, options.executionId, options.signal) : undefined;
-    return { ...existing(options.executionId, status), action: 'reuse', source: { executionId: options.executionId }, reason: `execution ${options.executionId} was given (--execution)`, resume: undefined, cancellable: false };
+    return { ...existing(options.executionId, status), action: 'reuse', source: { executionId: options.executionId }, reason: `execution ${options.executionId} was given (--execution)`, resume: undefined };
   }
   let seen: ExecutionStatus | undefined;
   const readable = async (executionId: string): Promise<boolean> => {
@@ -58,7 +56,6 @@ export async function decideSource(job: Job, options: DecideOptions, cursor?: Cu
       source: { executionId: resume.executionId, started: resume.started },
       reason: `an interrupted run (started ${resume.startedAt}) left execution ${resume.executionId}, which can still be read`,
       resume,
-      cancellable: resume.started,
     };
   }
   return { ...(await fromSource(job, options, cursor)), resume };
@@ -67,7 +64,7 @@ export async function decideSource(job: Job, options: DecideOptions, cursor?: Cu
 /** The one dispatch on what the job's source is: SQL, a saved query, its latest result, a view refresh. */
 async function fromSource(job: Job, options: DecideOptions, cursor: CursorArgument | undefined): Promise<Omit<SourceDecision, 'resume'>> {
   const info = sourceInfo(job);
-  const execute = { action: 'execute' as const, source: jobSource(job, cursor), executionId: undefined, rows: undefined, bytes: undefined, cancellable: true };
+  const execute = { action: 'execute' as const, source: jobSource(job, cursor), executionId: undefined, rows: undefined, bytes: undefined };
   if (info.kind === 'sql') return { ...execute, reason: `SQL runs anew on every run (${job.performance ?? 'medium'} tier)` };
   if (info.kind === 'query') return { ...execute, reason: `saved query ${info.queryId} runs anew (query_id always executes; latest reuses a stored result)` };
   if (info.kind === 'view') return { ...execute, reason: `refreshing view ${info.view} runs its query` };
@@ -87,7 +84,6 @@ async function fromSource(job: Job, options: DecideOptions, cursor: CursorArgume
     executionId: page.execution_id,
     rows: page.result?.metadata.total_row_count,
     bytes: page.result?.metadata.total_result_set_bytes,
-    cancellable: false,
   };
 }
 

@@ -47,6 +47,11 @@ import { sqlIdent } from '../sql.ts';
 /** Stored results kept attached for paging; the least recently used idle ones are detached. */
 const MAX_ATTACHED = 32;
 /**
+ * A stored result nobody has read for this long is detached (its file closed): a client pages
+ * through a result with requests milliseconds apart, and attaching again costs milliseconds.
+ */
+const ATTACHED_IDLE_MS = 5_000;
+/**
  * Results smaller than this (result_set_bytes) are not pre-encoded: their page query costs a few
  * milliseconds, less than writing, syncing and opening the files would.
  */
@@ -133,6 +138,7 @@ export class DuckDbEngine implements SqlEngine {
     };
     this.#attached = new AttachedResults<OpenResult>({
       max: MAX_ATTACHED,
+      idleMs: ATTACHED_IDLE_MS,
       attach: (id) => this.#connections.withTrusted((conn) => this.#files.attach(conn, id), 'files'),
       detach: (open) => this.#connections.withTrusted(async (conn) => void (await conn.run(`DETACH DATABASE IF EXISTS ${open.alias}`)), 'files'),
       closed: () => this.#connections.closed,

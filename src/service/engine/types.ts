@@ -1,5 +1,6 @@
 // The narrow seam between the HTTP service and the SQL engine: the service calls the engine
 // only through these types, so the engine can be swapped or faked without touching routes.
+import type { SqlDialect } from './dialect/dialects.ts';
 
 export interface ResultInfo {
   columnNames: string[];
@@ -58,7 +59,7 @@ export interface ExecuteOptions {
    */
   storageQuota?: { limitBytes: number; otherBytes: number };
   /** The SQL's dialect: DuneSQL is translated to DuckDB SQL first (dialect/). Default: duckdb. */
-  dialect?: 'dunesql' | 'duckdb';
+  dialect?: SqlDialect;
 }
 
 export interface PageRequest {

@@ -6,13 +6,11 @@ import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestService, type TestService } from '../../helpers/service.ts';
-import { CASES_FILE, HERE, loadCases, runDriver, type CaseResult } from './runCases.ts';
+import { CASES_FILE, GO_NA, HERE, loadCases, runDriver, type CaseResult } from './runCases.ts';
 import { goToolchain } from './toolchains.ts';
 
 const go = goToolchain();
 const cases = loadCases();
-/** Cases the Go client has no call for. */
-export const GO_NA: string[] = [];
 
 describe.skipIf(!go.ok)('the official Go client, unmodified, over the shared cases', () => {
   let svc: TestService;

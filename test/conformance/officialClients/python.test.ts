@@ -3,16 +3,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { startTestService, type TestService } from '../../helpers/service.ts';
-import { CASES_FILE, HERE, loadCases, runDriver, type CaseResult } from './runCases.ts';
+import { CASES_FILE, HERE, loadCases, PYTHON_ASYNC_RUNS, PYTHON_SYNC_NA, runDriver, type CaseResult } from './runCases.ts';
 import { pythonToolchain } from './toolchains.ts';
 
 const python = pythonToolchain();
 const cases = loadCases();
 
-/** Cases the async client has no call for (it offers executions and results only). */
-export const PYTHON_ASYNC_RUNS = ['execute_query', 'execution_status', 'execution_results', 'execution_results_csv', 'latest_results', 'cancel_execution', 'run_query', 'compressed_results'];
-/** Cases the sync client has no call for. */
-export const PYTHON_SYNC_NA = ['search_datasets'];
 
 for (const mode of ['sync', 'async'] as const) {
   describe.skipIf(!python.ok)(`the official Python client (${mode}), unmodified, over the shared cases`, () => {

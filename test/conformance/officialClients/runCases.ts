@@ -7,6 +7,12 @@ import { join } from 'node:path';
 export const HERE = import.meta.dirname;
 export const CASES_FILE = join(HERE, 'cases.json');
 
+/** Cases each client has no call for (n/a), and the only ones the async Python client has calls for. */
+export const TS_NA = ['search_datasets'];
+export const PYTHON_SYNC_NA = ['search_datasets'];
+export const PYTHON_ASYNC_RUNS = ['execute_query', 'execution_status', 'execution_results', 'execution_results_csv', 'latest_results', 'cancel_execution', 'run_query', 'compressed_results'];
+export const GO_NA: string[] = [];
+
 export interface CaseSpec {
   id: string;
   endpoint: string;

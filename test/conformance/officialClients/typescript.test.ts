@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { CSV_NEXT_OFFSET_HEADER, CSV_NEXT_URI_HEADER } from '../../../src/protocol/index.ts';
 import { startTestService, type TestService } from '../../helpers/service.ts';
-import { CASES_FILE, loadCases, type CaseResult } from './runCases.ts';
+import { CASES_FILE, loadCases, TS_NA, type CaseResult } from './runCases.ts';
 
 const require = createRequire(import.meta.url);
 const sdk = require('@duneanalytics/client-sdk') as any;
@@ -15,8 +15,6 @@ const log = require(require.resolve('loglevel', { paths: [require.resolve('@dune
 const REAL_BASE = 'https://api.dune.com/api';
 const C = (JSON.parse(readFileSync(CASES_FILE, 'utf8')) as { constants: Record<string, any> }).constants;
 const cases = loadCases();
-/** Cases the TypeScript client has no call for. */
-export const TS_NA = ['search_datasets'];
 
 let svc: TestService;
 let client: any;

@@ -2,11 +2,12 @@
 import { describe, expect, test } from 'vitest';
 import { AttachedResults } from '../../../src/service/engine/results/attachedResults.ts';
 
-function lru(max: number) {
+function lru(max: number, idleMs?: number) {
   const log: string[] = [];
   let detachGate: Promise<void> = Promise.resolve();
   const results = new AttachedResults<string>({
     max,
+    ...(idleMs === undefined ? {} : { idleMs }),
     attach: async (id) => {
       log.push(`attach ${id}`);
       if (id === 'bad') throw new Error('no such result');
@@ -68,5 +69,25 @@ describe('attached results', () => {
     await expect(results.acquire('bad')).rejects.toThrow('no such result');
     await expect(results.acquire('bad')).rejects.toThrow('no such result');
     expect(log).toEqual(['attach bad', 'attach bad']);
+  });
+
+  test('one unused for idleMs is detached, one in use or read again is not', async () => {
+    const { results, log } = lru(32, 30);
+    const a = await results.acquire('a');
+    results.release((await results.acquire('b')).lease);
+    const c = await results.acquire('c');
+    results.release(c.lease);
+    await new Promise((r) => setTimeout(r, 15));
+    // Read again before its time: the clock starts over.
+    results.release((await results.acquire('c')).lease);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(log.filter((l) => l.startsWith('detach'))).toEqual(['detach db_b']);
+    await new Promise((r) => setTimeout(r, 30));
+    expect(log.filter((l) => l.startsWith('detach'))).toEqual(['detach db_b', 'detach db_c']);
+    results.release(a.lease);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(log.filter((l) => l.startsWith('detach'))).toEqual(['detach db_b', 'detach db_c', 'detach db_a']);
+    // Attached again on the next read.
+    expect((await results.acquire('b')).open).toBe('db_b');
   });
 });

@@ -15,10 +15,11 @@ export const FUNCTION_NAMES: ReadonlyMap<string, string> = new Map([
   ['approx_percentile', 'approx_quantile'],
   ['every', 'bool_and'],
   ['count_if', 'trino_count_if'],
+  ['sum', 'trino_sum'],
   ['histogram', 'trino_histogram'],
-  ['bitwise_and_agg', 'bit_and'],
-  ['bitwise_or_agg', 'bit_or'],
-  ['bitwise_xor_agg', 'bit_xor'],
+  ['bitwise_and_agg', 'trino_bitwise_and_agg'],
+  ['bitwise_or_agg', 'trino_bitwise_or_agg'],
+  ['bitwise_xor_agg', 'trino_bitwise_xor_agg'],
   // date and time
   ['date_add', 'trino_date_add'],
   ['date_trunc', 'trino_date_trunc'],
@@ -111,6 +112,11 @@ export const FUNCTION_TEMPLATES: ReadonlyMap<string, { arity: number; sql: strin
   ['all_match', { arity: 2, sql: 'coalesce(list_bool_and(list_transform({0}, {1})), true)' }],
   ['none_match', { arity: 2, sql: '(NOT coalesce(list_bool_or(list_transform({0}, {1})), false))' }],
   ['reduce', { arity: 4, sql: 'list_transform([list_reduce({0}, {2}, {1})], {3})[1]' }],
+  // Lambdas of a map's key and value, or of two zipped arrays' elements (lambdas.ts)
+  ['map_filter', { arity: 2, sql: 'map_from_entries(list_filter(map_entries({0}), __e -> {1@__e.key,__e.value}))' }],
+  ['transform_values', { arity: 2, sql: "map_from_entries(list_transform(map_entries({0}), __e -> {'key': __e.key, 'value': {1@__e.key,__e.value}}))" }],
+  ['transform_keys', { arity: 2, sql: "map_from_entries(list_transform(map_entries({0}), __e -> {'key': {1@__e.key,__e.value}, 'value': __e.value}))" }],
+  ['zip_with', { arity: 3, sql: 'list_transform(list_zip({0}, {1}), __e -> {2@__e[1],__e[2]})' }],
 ]);
 
 const UNITS = `CASE lower(unit)
@@ -164,7 +170,14 @@ const MACROS: readonly string[] = [
   `array_union(a, b) AS list_distinct(list_concat(a, b))`,
   `array_has_duplicates(a) AS len(a) <> len(list_distinct(a))`,
   `map_agg(k, v) AS map(list(k), list(v))`,
+  // Trino's sum of integers is a bigint (overflow an error), of decimals decimal(38, s), of
+  // doubles and reals their type; DuckDB's of integers a 128-bit integer. `x * 0::BIGINT *
+  // 0::BIGINT` has exactly Trino's result type for each (a decimal widens to 38 digits).
+  `trino_sum(x) AS cast_to_type(sum(x), any_value(x) * 0::BIGINT * 0::BIGINT)`,
   `trino_count_if(c) AS CAST(count_if(c) AS BIGINT)`,
+  `trino_bitwise_and_agg(x) AS CAST(bit_and(x) AS BIGINT)`,
+  `trino_bitwise_or_agg(x) AS CAST(bit_or(x) AS BIGINT)`,
+  `trino_bitwise_xor_agg(x) AS CAST(bit_xor(x) AS BIGINT)`,
   `trino_histogram(x) AS map_from_entries(list_transform(map_entries(histogram(x)), e -> {'k': e.key, 'v': CAST(e.value AS BIGINT)}))`,
   // math and bitwise (Trino's bitwise functions work on bigint)
   `trino_bit_count(x, bits) AS CAST(bit_count(CAST(x AS BIGINT) & CASE WHEN bits >= 64 THEN -1 ELSE (1::BIGINT << bits) - 1 END) AS BIGINT)`,

@@ -7,8 +7,9 @@ import { dialectMacroStatements, MACRO_NAMES } from './functions.ts';
 import { NATIVE_FUNCTION_NAMES, registerNativeFunctions } from './nativeFunctions.ts';
 import { translateDuneSql } from './translate.ts';
 
-export const SQL_DIALECTS = ['dunesql', 'duckdb'] as const;
-export type SqlDialect = (typeof SQL_DIALECTS)[number];
+import type { SqlDialect } from './dialects.ts';
+
+export { SQL_DIALECTS, type SqlDialect } from './dialects.ts';
 
 /** Every function the dialect adds to the engine, by name (for the sandbox's list). */
 export const DIALECT_FUNCTION_NAMES: readonly string[] = [...MACRO_NAMES, ...NATIVE_FUNCTION_NAMES];

@@ -101,11 +101,8 @@ function operators(big: Big): DuckDBScalarFunction[] {
   // `//` too: DuckDB binds Trino's integer `/` (integer_division) as `//`.
   ops.push(['//', divide]);
   const out = ops.map(([op, f]) => scalar(op, [T, T], T, ([a, b]) => checked(big, op, f(bigOf(a!), bigOf(b!)))));
-  // With a whole number the result is of the 256-bit type (an INTEGER literal binds here, not to DOUBLE).
-  for (const [op, f] of ops) {
-    out.push(scalar(op, [T, BIGINT], T, ([a, b]) => checked(big, op, f(bigOf(a!), BigInt(b as bigint)))));
-    out.push(scalar(op, [BIGINT, T], T, ([a, b]) => checked(big, op, f(BigInt(a as bigint), bigOf(b!)))));
-  }
+  // No (bigint, uint256) overloads: DuckDB then finds `bigint / 2` ambiguous (the literal casts
+  // to the union as cheaply as to a bigint), which breaks every integer expression.
   // With a fraction the result is a double, as Trino's uint256 / double.
   for (const [op, f] of [
     ['/', (a: number, b: number) => a / b],

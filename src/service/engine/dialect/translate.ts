@@ -14,6 +14,7 @@ import { tokenize, type SqlToken } from '../sandbox/sqlTokens.ts';
 import { FUNCTION_NAMES, FUNCTION_TEMPLATES, MACRO_NAMES } from './functions.ts';
 import { translateFormat } from './formats.ts';
 import { translateType } from './types.ts';
+import { lambdaBody } from './lambdas.ts';
 
 export interface Translation {
   /** The DuckDB SQL to run. */
@@ -177,8 +178,9 @@ function functionCall(text: string, tokens: SqlToken[], at: number, edits: Edit[
   const template = FUNCTION_TEMPLATES.get(t.value);
   if (template !== undefined && applyTemplate(text, tokens, at, template, edits, taken)) return;
   const name = FUNCTION_NAMES.get(t.value);
-  // A macro cannot be a window function nor take FILTER: an aggregate used so keeps DuckDB's own.
-  if (name !== undefined && !(MACRO_NAME_SET.has(name) && windowOrFilter(tokens, at))) {
+  // A macro cannot be a window function nor take FILTER, DISTINCT or ORDER BY: an aggregate
+  // used so keeps DuckDB's own.
+  if (name !== undefined && !(MACRO_NAME_SET.has(name) && aggregateClauses(tokens, at))) {
     edits.push({ start: t.start, end: t.end, text: name });
   }
   // Format patterns (MySQL's for date_format / date_parse, Joda's for format_datetime /
@@ -214,7 +216,15 @@ function applyTemplate(
   const args = argumentsOf(tokens, at + 1, close);
   if (args.length !== template.arity) return false;
   const sqlOf = args.map(([a, b]) => translateDuneSql(text.slice(tokens[a]!.start, tokens[b]!.end)).sql);
-  const sql = template.sql.replace(/\{(\d)\}/g, (_, n: string) => sqlOf[Number(n)]!);
+  // {n}: the n-th argument; {n@x,y}: the body of the n-th argument, a lambda, its parameters replaced by x and y.
+  let ok = true;
+  const sql = template.sql.replace(/\{(\d)(?:@([^}]*))?\}/g, (_, n: string, params: string | undefined) => {
+    if (params === undefined) return sqlOf[Number(n)]!;
+    const body = lambdaBody(sqlOf[Number(n)]!, params.split(','));
+    if (body === undefined) ok = false;
+    return body ?? '';
+  });
+  if (!ok) return false;
   edits.push({ start: tokens[at]!.start, end: tokens[close]!.end, text: sql });
   for (let i = at + 1; i <= close; i += 1) taken.add(i);
   return true;
@@ -222,10 +232,18 @@ function applyTemplate(
 
 const MACRO_NAME_SET: ReadonlySet<string> = new Set(MACRO_NAMES);
 
-/** True when the call at `at` is followed by OVER or FILTER. */
-function windowOrFilter(tokens: SqlToken[], at: number): boolean {
+/** True when the call at `at` takes DISTINCT or ORDER BY, or is followed by OVER or FILTER. */
+function aggregateClauses(tokens: SqlToken[], at: number): boolean {
   const close = closeOf(tokens, at + 1);
-  const after = close < 0 ? undefined : tokens[close + 1];
+  if (close < 0) return false;
+  const first = tokens[at + 2];
+  if (first?.kind === 'word' && (first.value === 'distinct' || first.value === 'all')) return true;
+  const args = argumentsOf(tokens, at + 1, close);
+  const last = args.at(-1);
+  for (let i = last?.[0] ?? close; last !== undefined && i <= last[1]; i += 1) {
+    if (tokens[i]!.kind === 'word' && tokens[i]!.value === 'order' && tokens[i + 1]?.value === 'by') return true;
+  }
+  const after = tokens[close + 1];
   return after?.kind === 'word' && (after.value === 'over' || after.value === 'filter');
 }
 

@@ -1,5 +1,7 @@
 // Stored results kept attached for paging, at most `max` at once: the least recently used idle
-// ones are detached. An attached result is counted while a page uses it and is only detached
+// ones are detached, and so is one nobody has read for `idleMs`. Each attached result holds an
+// open file and engine memory: without the idle bound a process that reads one result per run
+// (`sluice schedule`) gains a descriptor a run until the cap. An attached result is counted while a page uses it and is only detached
 // when unused; attaching a result again waits for its detach to finish (the alias is the same).
 
 /** One attached (or attaching) result; `refs` counts the pages using it right now. */
@@ -11,10 +13,14 @@ export interface Lease<T> {
   lastUsed: number;
   /** Called when refs drops to 0 (drop waits for it). */
   onIdle?: () => void;
+  /** Detaches it once it has stayed unused for `idleMs`. */
+  idleTimer?: NodeJS.Timeout;
 }
 
 export interface AttachedResultsOptions<T> {
   max: number;
+  /** An unused result is detached after this long (undefined: only beyond `max`). */
+  idleMs?: number;
   /** Attaches the stored result (called once per attach; a failure is not kept). */
   attach(id: string): Promise<T>;
   /** Detaches what attach returned. */
@@ -53,6 +59,7 @@ export class AttachedResults<T> {
     }
     lease.refs += 1;
     lease.lastUsed = performance.now();
+    clearTimeout(lease.idleTimer);
     try {
       return { lease, open: await lease.ready };
     } catch (err) {
@@ -68,7 +75,20 @@ export class AttachedResults<T> {
     if (lease.refs === 0) {
       lease.onIdle?.();
       this.#evictIdle();
+      this.#detachWhenIdle(lease);
     }
+  }
+
+  #detachWhenIdle(lease: Lease<T>): void {
+    const { idleMs } = this.#o;
+    if (idleMs === undefined || this.#open.get(lease.id) !== lease) return;
+    clearTimeout(lease.idleTimer);
+    lease.idleTimer = setTimeout(() => {
+      if (lease.refs > 0 || this.#o.closed() || this.#open.get(lease.id) !== lease) return;
+      this.#open.delete(lease.id);
+      void this.#track(lease.id, this.#detach(lease));
+    }, idleMs);
+    lease.idleTimer.unref();
   }
 
   /**
@@ -77,7 +97,10 @@ export class AttachedResults<T> {
    */
   drop(id: string, then: () => Promise<void>): Promise<void> {
     const lease = this.#open.get(id);
-    if (lease !== undefined) this.#open.delete(id);
+    if (lease !== undefined) {
+      this.#open.delete(id);
+      clearTimeout(lease.idleTimer);
+    }
     const work = async (): Promise<void> => {
       if (lease !== undefined) {
         if (lease.refs > 0) await new Promise<void>((ok) => (lease.onIdle = ok));
@@ -108,6 +131,7 @@ export class AttachedResults<T> {
     const idle = [...this.#open.values()].filter((e) => e.refs === 0 && e.opened !== undefined).sort((a, b) => a.lastUsed - b.lastUsed);
     for (const lease of idle.slice(0, this.#open.size - this.#o.max)) {
       this.#open.delete(lease.id);
+      clearTimeout(lease.idleTimer);
       void this.#track(lease.id, this.#detach(lease));
     }
   }

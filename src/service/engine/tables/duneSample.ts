@@ -18,7 +18,7 @@ export const SAMPLE_TOKENS: readonly { address: string; symbol: string; decimals
   { address: '1f9840a85d5af5bf1d1762f925bdaddc4201f984', symbol: 'UNI', decimals: 18, price: 6 },
 ];
 
-export const DEFAULT_DUNE_SAMPLE_TRANSACTIONS = 20_000;
+export const DEFAULT_DUNE_SAMPLE_TRANSACTIONS = 10_000;
 const TX_PER_BLOCK = 20;
 const START = "TIMESTAMPTZ '2024-01-01 00:00:00+00'";
 const TRANSFER_TOPIC = 'ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
@@ -157,4 +157,7 @@ export async function loadDuneSample(conn: DuckDBConnection, transactions: numbe
   }
   if (ok) return;
   for (const stmt of duneSampleStatements(transactions ?? DEFAULT_DUNE_SAMPLE_TRANSACTIONS)) await conn.run(stmt);
+  // Written to the database file now: blocks only in the write-ahead log stay in memory, and the
+  // engine's memory trims (memory/memoryTrim.ts) could not evict them.
+  await conn.run('CHECKPOINT');
 }

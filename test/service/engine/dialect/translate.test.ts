@@ -21,9 +21,11 @@ describe('translateDuneSql', () => {
     ['a cast to uint256 checks the range', "SELECT CAST('5' AS uint256), try_cast(x AS int256)", "SELECT uint256('5'), try_int256(x)"],
     ['renamed functions', 'SELECT approx_distinct(a), date_diff(\'day\', b, c)', "SELECT approx_count_distinct(a), date_sub('day', b, c)"],
     ['a lambda argument rewrites the call', 'SELECT any_match(a, x -> x > 0x01)', "SELECT coalesce(list_bool_or(list_transform(a, x -> x > from_hex('01'))), false)"],
+    ['a lambda of a key and a value', "SELECT map_filter(m, (k, v) -> v > 1 AND t.k = 'k')", "SELECT map_from_entries(list_filter(map_entries(m), __e -> (__e.value > 1 AND t.k = 'k')))"],
     ['MySQL date format patterns', "SELECT date_format(t, '%Y-%m-%d %H:%i:%s')", "SELECT strftime(t, '%Y-%m-%d %H:%M:%S')"],
     ['Joda date format patterns', "SELECT format_datetime(t, 'yyyy-MM-dd HH:mm')", "SELECT strftime(t, '%Y-%m-%d %H:%M')"],
     ['a macro aggregate over a window keeps DuckDB\'s own', 'SELECT count_if(x) OVER (), count_if(x)', 'SELECT count_if(x) OVER (), trino_count_if(x)'],
+    ["sum is Trino's unless it takes DISTINCT, ORDER BY, OVER or FILTER", 'SELECT sum(a), sum(DISTINCT a), sum(a ORDER BY b), sum(a) OVER (), sum(a) FILTER (WHERE a > 0)', 'SELECT trino_sum(a), sum(DISTINCT a), sum(a ORDER BY b), sum(a) OVER (), sum(a) FILTER (WHERE a > 0)'],
     ['FILTER after an aggregate is a clause, not filter()', 'SELECT count(*) FILTER (WHERE x > 1)', 'SELECT count(*) FILTER (WHERE x > 1)'],
   ])('%s', (_name, input, output) => {
     expect(sql(input)).toBe(output);

@@ -1,0 +1,218 @@
+// A soak: `sluice schedule` (two every-minute jobs on the embedded service: a 200,000-row export
+// to Parquet and an append) under a clock SOAK_SPEED times faster than real time (default 20: a
+// run of each job every 3 s), and beside it `sluice serve` under a steady load of executions and
+// page reads, for SOAK_MINUTES of real time (default 4). Results expire after SOAK_RETENTION_S
+// (default 60 s), a compressed retention, so that disk reaches the plateau its settings allow
+// within the run. Every few seconds it samples each process's RSS, open descriptors and data
+// folder on disk; at the end it prints the slopes per hour after the warm-up (the first third),
+// and the run and request latencies of the first and last thirds. Not part of `npm run bench` with
+// no area named: it runs for minutes.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+import { ServiceClient } from '../src/client/index.ts';
+import { LimitsSchema } from '../src/service/settings.ts';
+import { folderBytes } from '../src/cli/output/folderBytes.ts';
+import { recordFigure } from './figures.ts';
+
+const MINUTES = Number(process.env.SOAK_MINUTES ?? 4);
+const SPEED = Number(process.env.SOAK_SPEED ?? 20);
+const RETENTION_S = Number(process.env.SOAK_RETENTION_S ?? 60);
+const SAMPLE_MS = 5_000;
+const ROWS = 200_000;
+const KEY = 'sk_soak_bench_key';
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+interface Sample {
+  readonly t: number;
+  readonly rss: number;
+  readonly fds: number;
+  readonly disk: number;
+}
+
+function sample(pid: number, dir: string, t0: number): Promise<Sample> | undefined {
+  try {
+    const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
+    const fds = readdirSync(`/proc/${pid}/fd`).length;
+    return folderBytes(dir).then((disk) => ({ t: (performance.now() - t0) / 3_600_000, rss, fds, disk }));
+  } catch {
+    return undefined; // the process has gone
+  }
+}
+
+/** Least-squares slope of y over t (hours). */
+function slope(points: readonly { t: number; y: number }[]): number {
+  const n = points.length;
+  if (n < 2) return 0;
+  const mt = points.reduce((s, p) => s + p.t, 0) / n;
+  const my = points.reduce((s, p) => s + p.y, 0) / n;
+  const num = points.reduce((s, p) => s + (p.t - mt) * (p.y - my), 0);
+  const den = points.reduce((s, p) => s + (p.t - mt) ** 2, 0);
+  return den === 0 ? 0 : num / den;
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s[Math.floor(s.length / 2)]!;
+}
+
+const MiB = 1024 * 1024;
+
+function report(name: string, samples: readonly Sample[], latencies: readonly { t: number; ms: number }[]): string {
+  const warm = samples.filter((s) => s.t >= samples.at(-1)!.t / 3);
+  const per = (k: 'rss' | 'fds' | 'disk') => slope(warm.map((s) => ({ t: s.t, y: s[k] })));
+  const last = samples.at(-1)!;
+  const end = latencies.at(-1)?.t ?? 0;
+  const early = median(latencies.filter((l) => l.t < end / 3).map((l) => l.ms));
+  const late = median(latencies.filter((l) => l.t >= (2 * end) / 3).map((l) => l.ms));
+  const lines = [
+    `${name}: ${samples.length} samples over ${(last.t * 60).toFixed(1)} min; after warm-up:`,
+    `  RSS          ${(warm[0]!.rss / MiB).toFixed(0)} -> ${(last.rss / MiB).toFixed(0)} MiB, slope ${(per('rss') / MiB).toFixed(1)} MiB/h`,
+    `  descriptors  ${warm[0]!.fds} -> ${last.fds}, slope ${per('fds').toFixed(1)}/h (min ${Math.min(...warm.map((s) => s.fds))}, max ${Math.max(...warm.map((s) => s.fds))})`,
+    `  disk         ${(warm[0]!.disk / MiB).toFixed(0)} -> ${(last.disk / MiB).toFixed(0)} MiB, slope ${(per('disk') / MiB).toFixed(1)} MiB/h (max ${(Math.max(...samples.map((s) => s.disk)) / MiB).toFixed(0)} MiB)`,
+    `  latency      median ${early.toFixed(0)} ms in the first third, ${late.toFixed(0)} ms in the last (${latencies.length} in all)`,
+  ];
+  return lines.join('\n');
+}
+
+function summaryFigure(samples: readonly Sample[], latencies: readonly { t: number; ms: number }[]): string {
+  const warm = samples.filter((s) => s.t >= samples.at(-1)!.t / 3);
+  const rss = slope(warm.map((s) => ({ t: s.t, y: s.rss }))) / MiB;
+  const fds = slope(warm.map((s) => ({ t: s.t, y: s.fds })));
+  const disk = Math.max(...samples.map((s) => s.disk)) / MiB;
+  const end = latencies.at(-1)?.t ?? 0;
+  const early = median(latencies.filter((l) => l.t < end / 3).map((l) => l.ms));
+  const late = median(latencies.filter((l) => l.t >= (2 * end) / 3).map((l) => l.ms));
+  return `RSS ${rss.toFixed(0)} MiB/h, descriptors ${fds.toFixed(1)}/h after warm-up; disk at most ${disk.toFixed(0)} MiB; median latency ${early.toFixed(0)} -> ${late.toFixed(0)} ms (${MINUTES} min)`;
+}
+
+async function settingsFile(dir: string): Promise<string> {
+  const limits: Record<string, number> = { retention_days: RETENTION_S / 86_400, sweep_interval_ms: 5_000 };
+  if ('result_store_max_bytes' in LimitsSchema.shape) limits.result_store_max_bytes = 256 * MiB;
+  const file = join(dir, 'service.json');
+  await writeFile(file, JSON.stringify({ teams: [{ name: 'demo', plan: { credits_per_cycle: 1_000_000_000 }, keys: [{ key: KEY, scopes: ['Admin'] }] }], limits }));
+  return file;
+}
+
+function lines(child: ChildProcess, onLine: (line: string) => void): void {
+  createInterface({ input: child.stdout! }).on('line', onLine);
+}
+
+async function soakSchedule(dir: string, settings: string, t0: number): Promise<{ samples: Sample[]; runs: { t: number; ms: number }[]; failures: number; stop: () => Promise<void>; pid: number; ready: Promise<void> }> {
+  const file = join(dir, 'jobs.yaml');
+  await writeFile(
+    file,
+    [
+      'connection:',
+      '  embedded:',
+      `    data_dir: ${join(dir, 'service')}`,
+      `    settings: ${settings}`,
+      `    sample_rows: ${ROWS}`,
+      'jobs:',
+      '  - name: snapshot',
+      '    source: { sql: "select * from sample.events" }',
+      `    outputs: [{ format: parquet, path: "${join(dir, 'out', 'snapshot')}" }]`,
+      '    schedule: "* * * * *"',
+      '  - name: append',
+      '    source: { sql: "select * from sample.events order by id limit 100" }',
+      `    outputs: [{ format: parquet, path: "${join(dir, 'out', 'append')}", mode: append }]`,
+      '    schedule: "* * * * *"',
+      '',
+    ].join('\n'),
+  );
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./soakSchedule.ts', import.meta.url)), file, join(dir, 'state')], {
+    cwd: ROOT,
+    env: { ...process.env, SOAK_SPEED: String(SPEED), SERVICE_API_KEY: KEY },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const runs: { t: number; ms: number }[] = [];
+  let failures = 0;
+  let markReady = (): void => undefined;
+  const ready = new Promise<void>((r) => (markReady = r));
+  lines(child, (line) => {
+    if (line === 'ready') return markReady();
+    const run = JSON.parse(line) as { job: string; ok: boolean; ms: number; error?: string };
+    if (!run.ok) {
+      failures++;
+      if (failures <= 3) console.log(`schedule: ${run.job} failed: ${run.error}`);
+    } else if (run.job === 'snapshot') runs.push({ t: (performance.now() - t0) / 3_600_000, ms: run.ms });
+  });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  return {
+    samples: [],
+    runs,
+    get failures() {
+      return failures;
+    },
+    pid: child.pid!,
+    ready,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function soakServe(dir: string, settings: string, t0: number, until: () => boolean): Promise<{ pid: number; requests: { t: number; ms: number }[]; done: Promise<void>; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, [join(ROOT, 'bin/sluice.js'), 'serve', '--port', '0', '--data-dir', join(dir, 'serve'), '--config', settings], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve) => lines(child, (line) => /^listening on (\S+)/.test(line) && resolve(/^listening on (\S+)/.exec(line)![1]!)));
+  const client = new ServiceClient({ baseUrl: url.endsWith('/api') ? url : `${url}/api`, apiKey: KEY, env: {} });
+  const requests: { t: number; ms: number }[] = [];
+  const done = (async () => {
+    for (let i = 0; until(); i++) {
+      const started = performance.now();
+      const execution = await client.execute({ sql: `select id, name, amount from sample.events where id % 97 = ${i % 97} order by id limit 5000` });
+      await execution.wait();
+      await client.getResults(execution.id, { limit: 5000 });
+      requests.push({ t: (performance.now() - t0) / 3_600_000, ms: performance.now() - started });
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  })();
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  return {
+    pid: child.pid!,
+    requests,
+    done,
+    stop: async () => {
+      await client.close();
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+export async function run(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'sluice-bench-soak-'));
+  const settings = await settingsFile(dir);
+  console.log(`soak: ${MINUTES} min, clock x${SPEED} (every-minute jobs every ${(60 / SPEED).toFixed(1)} s), results kept ${RETENTION_S} s, load ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${(await import('node:os')).availableParallelism()} cores`);
+  const t0 = performance.now();
+  const schedule = await soakSchedule(dir, settings, t0);
+  await schedule.ready;
+  const end = performance.now() + MINUTES * 60_000;
+  const serve = await soakServe(dir, settings, t0, () => performance.now() < end);
+  const scheduleSamples: Sample[] = [];
+  const serveSamples: Sample[] = [];
+  try {
+    while (performance.now() < end) {
+      await new Promise((r) => setTimeout(r, SAMPLE_MS));
+      const a = await sample(schedule.pid, join(dir, 'service'), t0);
+      const b = await sample(serve.pid, join(dir, 'serve'), t0);
+      if (a) scheduleSamples.push(a);
+      if (b) serveSamples.push(b);
+    }
+    await serve.done;
+  } finally {
+    await schedule.stop();
+    await serve.stop();
+  }
+  console.log(report(`schedule (${schedule.runs.length} snapshot runs, ${schedule.failures} failed runs)`, scheduleSamples, schedule.runs));
+  console.log(report(`serve (${serve.requests.length} executions read)`, serveSamples, serve.requests));
+  console.log(`load at the end ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  recordFigure('soak-schedule', summaryFigure(scheduleSamples, schedule.runs));
+  recordFigure('soak-serve', summaryFigure(serveSamples, serve.requests));
+  await rm(dir, { recursive: true, force: true });
+}

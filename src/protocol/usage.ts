@@ -11,6 +11,9 @@ export const UsageSchema = z.object({
   executions: z.number().int(),
   storage_bytes: z.number().int(),
   storage_quota_bytes: z.number().int(),
+  /** Extension of the local service: the bytes of its stored results (all teams') and their bound. */
+  result_store_bytes: z.number().int().optional(),
+  result_store_max_bytes: z.number().int().optional(),
 });
 export type Usage = z.infer<typeof UsageSchema>;
 

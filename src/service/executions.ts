@@ -8,6 +8,7 @@ import { TeamQueues } from './teamQueues.ts';
 import { resolveTier, type ServiceSettings } from './settings.ts';
 import type { ExecutionHooks } from './limits/hooks.ts';
 import type { RetentionTarget } from './limits/retention.ts';
+import type { ResultStoreTarget } from './limits/resultStore.ts';
 import { tierPolicy } from './limits/tiers.ts';
 import { ViewRefreshError } from './views/errors.ts';
 import { baseOf, ExecutionRecordSchema, type ExecutionFailure, type ExecutionRecord } from './executionRecord.ts';
@@ -49,10 +50,15 @@ export class Executions {
   readonly #clock: Clock;
   readonly #settings: ServiceSettings;
   readonly #hooks: ExecutionHooks;
+  /** When each stored result was last read (this process's life; its end time before that). */
+  readonly #lastRead = new Map<string, number>();
+  readonly #onStored: (() => void) | undefined;
   #closing = false;
 
-  constructor(deps: { engine: SqlEngine; store: JsonStore<ExecutionRecord>; clock: Clock; settings: ServiceSettings; hooks?: ExecutionHooks }) {
+  /** `onStored`: called after a result is stored and its execution completed (the result store's bound is checked). */
+  constructor(deps: { engine: SqlEngine; store: JsonStore<ExecutionRecord>; clock: Clock; settings: ServiceSettings; hooks?: ExecutionHooks; onStored?: () => void }) {
     this.#hooks = deps.hooks ?? {};
+    this.#onStored = deps.onStored;
     this.#engine = deps.engine;
     this.#store = deps.store;
     this.#clock = deps.clock;
@@ -182,6 +188,28 @@ export class Executions {
    * (a crash in between leaves an EXPIRED execution with a leftover file, which a later sweep
    * deletes; never a COMPLETED one without its result).
    */
+  /** A page of the result was read: it is the last to be dropped when the store is over its bound. */
+  noteRead(id: string): void {
+    this.#lastRead.set(id, this.#clock.now());
+  }
+
+  /**
+   * What the result store's bound works on (limits/resultStore.ts): the results held, with when
+   * each was last read, and the move of one to EXPIRED before its time (its result dropped after).
+   */
+  resultStoreTarget(): ResultStoreTarget {
+    return {
+      held: () =>
+        [...this.#records.values()].flatMap((r) => (holdsResult(r) ? [{ id: r.id, lastUsed: this.#lastRead.get(r.id) ?? r.endedAt }] : [])),
+      expire: async (id) => {
+        const rec = this.#records.get(id);
+        if (rec === undefined || !holdsResult(rec)) return;
+        this.#expire(rec, Math.min(rec.expiresAt, this.#clock.now()));
+        await this.#expiring.get(id);
+      },
+    };
+  }
+
   retentionTarget(): RetentionTarget {
     return {
       executions: () => [...this.#records.values()].map((r) => ({ id: r.id, state: r.state, ...('expiresAt' in r ? { expiresAt: r.expiresAt } : {}) })),
@@ -218,12 +246,18 @@ export class Executions {
   #expireIfDue(rec: ExecutionRecord): ExecutionRecord {
     if (!holdsResult(rec)) return rec;
     if (this.#clock.now() < rec.expiresAt) return rec;
+    return this.#expire(rec, rec.expiresAt);
+  }
+
+  /** Moves a result to EXPIRED as of `at`: persisted, then its stored result dropped. */
+  #expire(rec: ExecutionRecord & { expiresAt: number; startedAt: number; endedAt: number; costCredits: number }, at: number): ExecutionRecord {
+    this.#lastRead.delete(rec.id);
     const expired: ExecutionRecord = {
       ...baseOf(rec),
       state: 'QUERY_STATE_EXPIRED',
       startedAt: rec.startedAt,
       endedAt: rec.endedAt,
-      expiresAt: rec.expiresAt,
+      expiresAt: at,
       costCredits: rec.costCredits,
     };
     this.#records.set(rec.id, expired);
@@ -308,6 +342,7 @@ export class Executions {
       return;
     }
     this.#records.set(id, next);
+    if (holdsResult(next)) this.#onStored?.();
     // Not awaited: the slot is released in this tick (see above). The ledger counts the cost in
     // memory at once; its write lands later (the service flushes it on close).
     void this.#finished(next);

@@ -28,6 +28,7 @@ import { openCreditLedger } from './limits/credits.ts';
 import { executionHooks, readableWhenShared } from './limits/hooks.ts';
 import { rateLimiterFor } from './limits/rate-limit.ts';
 import { RetentionSweeper } from './limits/retention.ts';
+import { ResultStoreBound } from './limits/resultStore.ts';
 import { usageRoutes } from './limits/routes.ts';
 import { uploadRoutes } from './uploads/routes.ts';
 import { datasetRoutes } from './uploads/datasetRoutes.ts';
@@ -221,7 +222,10 @@ async function assemble(engine: SqlEngine, settings: ServiceSettings, clock: Clo
     canRead,
     storageQuota: (team) => ({ limitBytes: storageQuota(team), otherBytes: views.service.storageBytes(team) + uploads.datasets.storageBytes(team) }),
   });
-  const executions = new Executions({ engine, store: executionStore, clock, settings, hooks });
+  // Past limits.result_store_max_bytes, the results read least recently expire (limits/resultStore.ts).
+  let resultStore: ResultStoreBound | undefined;
+  const bound = (): void => void resultStore?.enforce().catch((err: unknown) => console.error('sluice service: bounding the result store failed:', err));
+  const executions = new Executions({ engine, store: executionStore, clock, settings, hooks, onStored: bound });
   const queries = new SavedQueries({ store: queryStore, clock });
   await executions.load();
   await queries.load();
@@ -235,6 +239,7 @@ async function assemble(engine: SqlEngine, settings: ServiceSettings, clock: Clo
       ledger: credits.ledger,
       storageBytes: async (team) => views.service.storageBytes(team) + uploads.datasets.storageBytes(team) + (await engine.tables.teamTableBytes(team)),
       storageQuotaBytes: storageQuota,
+      resultStore: () => resultStore!.measure(),
       privateQueries: (team) => queries.privateCount(team),
     }),
   ];
@@ -245,6 +250,8 @@ async function assemble(engine: SqlEngine, settings: ServiceSettings, clock: Clo
   };
   const faults = new Faults(settings.faults);
   const router = new Router([...executionRoutes(svc), ...classifyRoutes(svc), ...queryRoutes(svc), ...queryListRoutes(svc), ...resultRoutes(svc), ...limitRoutes]);
+  resultStore = new ResultStoreBound(settings.limits.result_store_max_bytes, () => engine.resultStoreBytes(), executions.resultStoreTarget());
+  bound();
   return { executions, views, router, faults, flushLimits, rateLimiter };
 }
 

@@ -61,6 +61,9 @@ export const LimitsSchema = z.strictObject({
   page_rows: posInt().default(32_000).describe('Most rows on one result page'),
   datapoints_per_request: posInt().default(250_000).describe('Most cells on one result page unless ignore_max_datapoints_per_request=true'),
   retention_days: z.number().positive().default(90).describe('Results expire this long after the execution ended'),
+  result_store_max_bytes: posInt()
+    .default(2 * GiB)
+    .describe('Most bytes the stored results (result files, encodings, compressed pages) may take on disk; past it the least recently read results expire early (the one used last is always kept). Shown by sluice usage'),
   max_result_bytes: posInt().default(8 * GiB).describe('Larger results are truncated: COMPLETED_PARTIAL'),
   execution_timeout_ms: posInt().default(30 * 60_000).describe('Default execution timeout of every tier'),
   credits_per_execution: nonNegInt().default(10).describe('Base cost of an execution that ran, times the tier factor'),

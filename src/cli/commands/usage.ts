@@ -50,6 +50,9 @@ export function formatUsage(usage: Usage, local?: LocalDisk): string {
     `  executions  ${n(usage.executions)}`,
     `  storage     ${formatBytes(usage.storage_bytes)} of ${formatBytes(usage.storage_quota_bytes)}`,
     ...(local === undefined ? [] : [`  results     ${formatBytes(local.results_bytes)} on disk (the result store; data folder ${local.path}: ${formatBytes(local.bytes)})`]),
+    ...(usage.result_store_bytes === undefined || usage.result_store_max_bytes === undefined
+      ? []
+      : [`  store bound ${formatBytes(usage.result_store_bytes)} of ${formatBytes(usage.result_store_max_bytes)} (all teams' results; past it the least recently read expire)`]),
     '',
   ].join('\n');
 }

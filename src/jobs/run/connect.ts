@@ -98,7 +98,7 @@ async function embeddedKey(settingsFile: string | undefined, key: string | undef
   if (settingsFile === undefined) {
     // The embedded service is private to this process: any key works, the environment's if set.
     const apiKey = key ?? `sk_local_${randomBytes(12).toString('hex')}`;
-    return { settings: await embeddedSettings(apiKey), apiKey, apiKeyFrom: fromEnv };
+    return { settings: embeddedSettings(apiKey), apiKey, apiKeyFrom: fromEnv };
   }
   const { loadSettingsFile } = await import('../../service/settings.ts');
   const loaded = await loadSettingsFile(settingsFile);

@@ -7,8 +7,8 @@ const GiB = 1024 ** 3;
  * run for months in a container (docs/operations.md, "What grows"):
  * - results kept a day, not the hosted service's 90: long enough to re-export or resume, short
  *   enough that an every-minute schedule does not fill the disk with results nothing reads;
- * - the result store bounded (`limits.result_store_max_bytes`, where the service has it): the
- *   least recently read results go first;
+ * - the result store bounded (`limits.result_store_max_bytes`): the least recently read results
+ *   go first;
  * - credits a schedule cannot spend in a cycle: the local service charges nothing real, and a
  *   demo that stops with PAYMENT_REQUIRED after a few hours teaches nothing.
  * A settings file (`connection.embedded.settings`) replaces all of it.
@@ -20,13 +20,9 @@ export const EMBEDDED_DEFAULTS = {
   result_store_max_bytes: GiB,
 } as const;
 
-export async function embeddedSettings(apiKey: string): Promise<ServiceSettingsInput> {
-  const { LimitsSchema } = await import('../../service/settings.ts');
-  const limits: Record<string, number> = { retention_days: EMBEDDED_DEFAULTS.retention_days };
-  // The bound of the result store comes with the engine's setting; a service without it keeps results by retention alone.
-  if ('result_store_max_bytes' in LimitsSchema.shape) limits.result_store_max_bytes = EMBEDDED_DEFAULTS.result_store_max_bytes;
+export function embeddedSettings(apiKey: string): ServiceSettingsInput {
   return {
     teams: [{ name: 'demo', plan: { credits_per_cycle: EMBEDDED_DEFAULTS.credits_per_cycle }, keys: [{ key: apiKey, scopes: ['Admin'] }] }],
-    limits: limits as ServiceSettingsInput['limits'],
+    limits: { retention_days: EMBEDDED_DEFAULTS.retention_days, result_store_max_bytes: EMBEDDED_DEFAULTS.result_store_max_bytes },
   };
 }

@@ -15,7 +15,7 @@ import type { SqlType } from '../../types/sql-type.ts';
  * Lenient still, and exact: a JSON string of digits in an integer column is read as the number,
  * a JSON number in a varchar column as its text. Dates and timestamps are
  * read typed: DuckDB's JSON reader parses them several times faster than a cast from text does
- * (the figures: docs/performance.md).
+ * (the figures: docs/performance.md); only its infinities are refused after.
  */
 export interface NativeColumn {
   readonly name: string;
@@ -86,7 +86,7 @@ function nativeColumn(name: string, type: SqlType): NativeColumn | string {
     case 'ipaddress':
       return { name, read: 'VARCHAR', type: 'VARCHAR', select: id };
     case 'date':
-      return { name, read: 'DATE', type: 'DATE', select: id };
+      return { name, read: 'DATE', type: 'DATE', select: as(finite(name, 'date', id)) };
     case 'timestamp':
       return timestampColumn(name, id, type.precision, type.withTimeZone);
     default:
@@ -99,10 +99,18 @@ function timestampColumn(name: string, id: string, precision: number, zoned: boo
   if (zoned) {
     // DuckDB keeps zoned instants in microseconds only.
     if (precision > 6) return 'DuckDB keeps zoned timestamps in microseconds';
-    return { name, read: 'TIMESTAMPTZ', type: 'TIMESTAMPTZ', select: id };
+    return { name, read: 'TIMESTAMPTZ', type: 'TIMESTAMPTZ', select: `${finite(name, 'timestamp with time zone', id)} AS ${id}` };
   }
   const read = precision <= 3 ? 'TIMESTAMP_MS' : precision <= 6 ? 'TIMESTAMP' : 'TIMESTAMP_NS';
-  return { name, read, type: read, select: id };
+  return { name, read, type: read, select: `${finite(name, 'timestamp', id)} AS ${id}` };
+}
+
+/**
+ * DuckDB's reader takes `infinity` and `-infinity` for dates and timestamps, which no writer of
+ * sluice's holds (the decoders refuse them, types.md): such a value stops the statement too.
+ */
+function finite(name: string, type: string, id: string): string {
+  return `CASE WHEN ${id} IS NULL OR isfinite(${id}) THEN ${id} ELSE ${misfit(name, type, `CAST(${id} AS VARCHAR)`)} END`;
 }
 
 /** A SQL `error()` naming the column, its type and the value (DuckDB aborts the statement with it). */

@@ -37,9 +37,10 @@ import { AttachedResults } from './results/attachedResults.ts';
 import { checkResultId, ResultFiles, type OpenResult } from './results/resultFiles.ts';
 import { runExecution, type EncodePolicy } from './execution/execution.ts';
 import { PageReader } from './pages/pageReader.ts';
-import { ResourceBounds, type EngineCeilings } from './memory/resourceBounds.ts';
+import { parseDuckDbSize, ResourceBounds, type EngineCeilings } from './memory/resourceBounds.ts';
 import { pageSlots } from './memory/pageSlots.ts';
 import { InstanceUse } from './memory/memoryTrim.ts';
+import { WideRead } from './memory/wideRead.ts';
 import { Connections } from './connections.ts';
 import { sqlIdent } from '../sql.ts';
 
@@ -71,6 +72,13 @@ const TRIM_BEFORE_ENCODING_BYTES = 16 * 1024 * 1024;
 /** Results from this size (result_set_bytes) on are encoded in two passes with a trim between them. */
 const ENCODE_APART_BYTES = 64 * 1024 * 1024;
 
+/** A row too wide for the files instance's part of the memory is read with the engine's whole memory (pages/pageReader.ts). */
+function wideReadLimit(ceilings: EngineCeilings | undefined): string | undefined {
+  const users = ceilings && parseDuckDbSize(ceilings.memoryLimit);
+  const files = ceilings?.filesMemoryLimit === undefined ? undefined : parseDuckDbSize(ceilings.filesMemoryLimit);
+  return users === undefined || files === undefined ? undefined : `${users + files}B`;
+}
+
 export interface DuckDbEngineOptions {
   /** Runs users' SQL: no directory is readable to it (sandbox/lockdown.ts). */
   instance: DuckDBInstance;
@@ -92,6 +100,8 @@ export class DuckDbEngine implements SqlEngine {
   readonly #bounds: ResourceBounds;
   readonly #encodings: Encodings;
   readonly #pages: PageReader;
+  /** Reads and writes of rows wider than the files instance's memory (memory/wideRead.ts). */
+  readonly #wide: WideRead;
   readonly #encode: EncodePolicy;
   readonly #schemas = new Map<string, Promise<void>>();
   /** Aborted when the engine closes: executions waiting for memory room stop waiting. */
@@ -144,10 +154,13 @@ export class DuckDbEngine implements SqlEngine {
       apartBytes: trim?.encodeApartBytes ?? ENCODE_APART_BYTES,
       arrowChunkRows: o.arrowChunkRows ?? defaultArrowChunkRows,
     });
+    const slots = pageSlots(filesLimit);
+    this.#wide = new WideRead(slots, filesLimit, wideReadLimit(ceilings));
     this.#pages = new PageReader({
       connections: this.#connections,
-      slots: pageSlots(filesLimit),
+      slots,
       acquire,
+      wide: this.#wide,
       onPageQuery: (phase) => {
         this.#encodings.touch();
         if (phase === 'start') this.#encodings.preempt();
@@ -177,6 +190,7 @@ export class DuckDbEngine implements SqlEngine {
         serviceDatabase: this.#serviceDatabase,
         systemViews: this.#systemViews,
         teamSchema: (team) => this.#teamSchema(team),
+        wide: this.#wide,
         encode: this.#encode,
       },
       sql,
@@ -249,6 +263,10 @@ export class DuckDbEngine implements SqlEngine {
   frameStore(resultId: string): { dir: string; scratch: string } {
     checkResultId(resultId);
     return { dir: join(encodedDir(this.#files.dir, resultId).dir, 'frames'), scratch: this.#files.scratchPath(`frame-${resultId}-`) };
+  }
+
+  resultStoreBytes(): Promise<Map<string, number>> {
+    return this.#files.sizes();
   }
 
   /** Settles when the result's encoding (if one is scheduled or running) has finished. */

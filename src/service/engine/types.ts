@@ -196,6 +196,8 @@ export interface SqlEngine {
    * there (scratch files a crash left are removed at start). See src/service/http/compressedFrames.ts.
    */
   frameStore(resultId: string): { dir: string; scratch: string };
+  /** Bytes on disk of each stored result (its file, encodings and frames), by result id. */
+  resultStoreBytes(): Promise<Map<string, number>>;
   /** Settles when the result's pre-encoding (scheduled when it was stored) has ended. */
   encodingSettled(resultId: string): Promise<void>;
   hasResult(resultId: string): Promise<boolean>;

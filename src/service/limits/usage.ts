@@ -9,6 +9,8 @@ export interface UsageSources {
   storageQuotaBytes(team: string): number;
   /** Saved queries of the team that are private. */
   privateQueries(team: string): number;
+  /** The stored results of the whole service: their bytes and bound (limits/resultStore.ts). */
+  resultStore?(): Promise<{ bytes: number; maxBytes: number }>;
 }
 
 const DAY_MS = 86_400_000;
@@ -25,7 +27,14 @@ export async function usageOf(team: string, src: UsageSources): Promise<Usage> {
     executions: src.ledger.executions(team),
     storage_bytes: await src.storageBytes(team),
     storage_quota_bytes: src.storageQuotaBytes(team),
+    ...(await resultStoreFields(src)),
   };
+}
+
+async function resultStoreFields(src: UsageSources): Promise<{ result_store_bytes?: number; result_store_max_bytes?: number }> {
+  if (src.resultStore === undefined) return {};
+  const { bytes, maxBytes } = await src.resultStore();
+  return { result_store_bytes: bytes, result_store_max_bytes: maxBytes };
 }
 
 /**

@@ -96,6 +96,8 @@ async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRec
     return jsonText(200, JSON.stringify(executionFields(rec)));
   }
   if (rec.state === 'QUERY_STATE_COMPLETED_PARTIAL' && !shape.allowPartial) throw new HttpError(400, MESSAGES.partialResult);
+  // Read now: the last to expire when the result store is over its bound.
+  svc.executions.noteRead(rec.id);
   const paging = pagingOf(svc, ctx, rec, shape, format);
   if (format === 'arrow') return serveArrow(paging);
   const encoded = paging.plain ? await engineCall(() => svc.engine.encodedPage(rec.id, paging.req.offset, paging.req.limit, format)) : undefined;

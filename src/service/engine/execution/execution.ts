@@ -17,7 +17,8 @@ import { checkAccess, withoutHiddenHints } from '../sandbox/checkAccess.ts';
 import type { AccessContext } from '../sandbox/accessPolicy.ts';
 import { StorageQuota } from './storageQuota.ts';
 import { Stopper } from './stopper.ts';
-import { prepareStatement, runHeld, runStatement, storeLast } from './statements.ts';
+import { isQueryError, prepareStatement, runHeld, runStatement, storeLast } from './statements.ts';
+import { WideRead } from '../memory/wideRead.ts';
 import { checkpoint, checkResultId, detachRetrying, finishResult, type ResultFiles } from '../results/resultFiles.ts';
 import { boundsError, type ResourceBounds } from '../memory/resourceBounds.ts';
 import type { TeamTableSizes } from '../tables/teamStorage.ts';
@@ -52,6 +53,8 @@ export interface ExecutionContext {
   systemViews: ReadonlySet<string>;
   /** Creates `service.<team>` once. */
   teamSchema(team: string): Promise<void>;
+  /** Writes of rows too wide for the files instance's memory. */
+  wide: WideRead;
   encode: EncodePolicy;
 }
 
@@ -110,7 +113,7 @@ class Execution {
     this.#stopper.conns.add(this.#conn);
     try {
       const ran = await this.#runUserSql(this.#conn);
-      const info = await this.#writeResult(ran);
+      const info = await this.#writeResultFitting(this.#conn, ran);
       const encoding = await this.#encode(info);
       await this.#publish(info, encoding);
       return info;
@@ -158,6 +161,36 @@ class Execution {
       this.#quota = undefined;
     }
     return { last, prepared, held };
+  }
+
+  /**
+   * Writes the result; rows too wide for the files instance's memory (a value of tens of MB) are
+   * written again alone with the engine's whole memory (memory/wideRead.ts): the last statement, a
+   * query whose rows nobody saw yet, is run again for it.
+   */
+  async #writeResultFitting(conn: DuckDBConnection, ran: Ran): Promise<ResultInfo> {
+    try {
+      return await this.#writeResult(ran);
+    } catch (err) {
+      if (!WideRead.isMemoryShort(err) || isQueryError(err) || ran.held !== undefined || this.#stopper.stopped) throw err;
+      await this.#discardWrite();
+      this.#stopper.check();
+      const prepared = await prepareStatement(conn, this.#sql, ran.last);
+      const signal = AbortSignal.any([this.#stopper.waiting.signal, this.#ctx.closeSignal]);
+      return this.#ctx.connections.withTrusted((files) => this.#ctx.wide.run(files, () => this.#writeResult({ ...ran, prepared }), signal), 'files');
+    }
+  }
+
+  /** Drops what a failed write of the result left: its file attached, its connection. */
+  async #discardWrite(): Promise<void> {
+    const files = this.#files;
+    if (files === undefined) return;
+    if (this.#attached) await detachRetrying(files, this.#alias);
+    this.#attached = false;
+    this.#stopper.conns.delete(files);
+    this.#ctx.connections.end(files);
+    this.#files = undefined;
+    await this.#ctx.files.removeUnfinished(this.#opts.resultId);
   }
 
   /** Streams the rows into the temporary result file, measures them, writes `meta`, checkpoints. */

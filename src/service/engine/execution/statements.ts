@@ -77,6 +77,13 @@ function heldRows(held: DuckDBDataChunk[]): ChunkSource {
   return { fetchChunk: async () => chunks.next().value ?? null };
 }
 
+/** Errors of the user's query itself (not of writing its rows): a retry with more memory for the writer would not help them. */
+const queryErrors = new WeakSet<object>();
+
+export function isQueryError(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && queryErrors.has(err);
+}
+
 async function streamedRows(prepared: DuckDBPreparedStatement, sql: string, last: SqlStatement): Promise<ChunkSource> {
   let stream: ChunkSource;
   try {

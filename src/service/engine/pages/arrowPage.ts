@@ -7,7 +7,7 @@
 // page text (encode.ts) and decoded per value by the connector's decoder of that type (booleans,
 // integers and floats taken per value as read): one definition of each value, whichever way it travels.
 import duckdb from '@duckdb/node-bindings';
-import type { DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBBlobValue, DuckDBTypeId, type DuckDBConnection } from '@duckdb/node-api';
 import { makeData, RecordBatch, RecordBatchStreamWriter, Struct, type Schema } from 'apache-arrow';
 import { arrowSchema } from '../../../types/arrow.ts';
 import { columnBuilder } from '../../../types/columns.ts';
@@ -81,7 +81,8 @@ async function buildPage(
   schema: Schema,
   direct: Array<VectorColumn | undefined>,
 ): Promise<ArrowPageBody | undefined> {
-  const asRead = plan.cols.map((i) => AS_READ.has(stored.protocolTypes[i]!));
+  // A blob is fetched as its bytes (its 0x text would be twice its size, made several times over).
+  const asRead = plan.cols.map((i) => AS_READ.has(stored.protocolTypes[i]!) || stored.types[i]!.typeId === DuckDBTypeId.BLOB);
   const decoders: Array<ValueDecoder | undefined> = plan.cols.map((_, k) =>
     asRead[k] || direct[k] !== undefined ? undefined : compileDecoder(parseType(plan.columnTypes[k]!), { timestamps: 'string' }),
   );
@@ -121,7 +122,7 @@ async function buildPage(
         const v = vector.getItem(r);
         try {
           if (v === null) builder.append(null);
-          else if (decode === undefined) builder.append(v);
+          else if (decode === undefined) builder.append(v instanceof DuckDBBlobValue ? v.bytes : v);
           else builder.append(decode(parse ? parseJsonLossless(v as string) : v));
         } catch (err) {
           throw unrepresentable(plan.columnNames[k]!, plan.columnTypes[k]!, rowCount - n + r, v, err);

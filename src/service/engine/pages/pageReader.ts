@@ -1,13 +1,21 @@
 // Pages built per request (filtered, sorted, some columns, or of a result not encoded yet) by a
 // page query on the files instance. Each page query holds a slot of the page gate
 // (memory/pageSlots.ts) while it runs, and preempts a background encoding (encoding/encodings.ts).
+//
+// Wide rows: a page query holds the page's rows in memory while it renders them (JSON text of a
+// string takes several times the string), so a page of wide values may not fit the files
+// instance's part of the memory however long one waits. Such a page is served with fewer rows
+// (halved down to one; the page's next_uri continues after them), and a single row that still
+// does not fit is read alone with more memory (memory/wideRead.ts).
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { EngineError, type ArrowPage, type CsvPage, type Page, type PageRequest } from '../types.ts';
 import { toEngineError } from '../duckdbError.ts';
 import { buildArrowPage } from './arrowPage.ts';
 import { planPage, rowBytesSql, type PagePlan } from './pageQuery.ts';
+import { wideRowPage } from './wideRow.ts';
 import type { Connections } from '../connections.ts';
 import type { Gate } from '../memory/gate.ts';
+import { WideRead } from '../memory/wideRead.ts';
 import type { OpenResult } from '../results/resultFiles.ts';
 
 export interface PageReaderOptions {
@@ -18,7 +26,12 @@ export interface PageReaderOptions {
   acquire(id: string): Promise<{ open: OpenResult; release: () => void }>;
   /** Called as a page query starts and ends (background encodings wait for quiet, and stop for a reader). */
   onPageQuery(phase: 'start' | 'end'): void;
+  /** A row that does not fit the files instance's memory is read alone, with more (memory/wideRead.ts). */
+  wide: WideRead;
 }
+
+/** `wide`: the page is one row read alone with more memory (the last resort). */
+type PageQuery<T> = (conn: DuckDBConnection, open: OpenResult, req: PageRequest, wide: boolean) => Promise<T>;
 
 interface RanPage {
   plan: PagePlan;
@@ -54,8 +67,8 @@ export class PageReader {
   }
 
   async arrowPage(id: string, req: PageRequest): Promise<ArrowPage> {
-    return this.#withPageQuery(id, req, async (conn, open) => {
-      const plan = planPage(open.columns, req, 'json');
+    return this.#withPageQuery(id, req, async (conn, open, r) => {
+      const plan = planPage(open.columns, r, 'json');
       const body = await buildArrowPage(conn, open.columns, plan);
       const bytesSql = `SELECT coalesce(sum(${rowBytesSql(plan.cols, open.columns)}), 0)::BIGINT FROM ${plan.source} AS page`;
       const bytes = plan.headerBytes + Number((await conn.runAndReadAll(bytesSql)).getRowsJson()[0]![0]);
@@ -65,21 +78,58 @@ export class PageReader {
   }
 
   #run(id: string, req: PageRequest, format: 'json' | 'csv'): Promise<RanPage> {
-    return this.#withPageQuery(id, req, async (conn, open) => {
-      const plan = planPage(open.columns, req, format);
+    return this.#withPageQuery(id, req, async (conn, open, r, wide) => {
+      const plan = planPage(open.columns, r, format);
+      if (wide) {
+        // One row: rendered by DuckDB if it can, else made here from its stored values.
+        const made = await conn.runAndReadAll(plan.sql).then(
+          (rows) => rows.getRowsJson()[0]!,
+          async (err: unknown) => {
+            if (!WideRead.isMemoryShort(err)) throw err;
+            const w = await wideRowPage(conn, open.columns, plan, format);
+            return [w.rowCount, w.body, w.bytes];
+          },
+        );
+        return { plan, rowCount: Number(made[0]), body: String(made[1]), bytes: Number(made[2]), total: await totalRows(conn, plan) };
+      }
       const row = (await conn.runAndReadAll(plan.sql)).getRowsJson()[0]!;
       const total = await totalRows(conn, plan);
       return { plan, rowCount: Number(row[0]), body: String(row[1]), bytes: Number(row[2]), total };
     });
   }
 
-  /** Runs a page query on a connection of the files instance while holding a page slot. */
-  async #withPageQuery<T>(id: string, req: PageRequest, fn: (conn: DuckDBConnection, open: OpenResult) => Promise<T>): Promise<T> {
+  /** The page, with fewer rows when they do not fit (see the header). */
+  async #withPageQuery<T>(id: string, req: PageRequest, fn: PageQuery<T>): Promise<T> {
+    let limit = req.limit;
+    for (;;) {
+      try {
+        return await this.#attempt(id, { ...req, limit }, fn, false);
+      } catch (err) {
+        // A sample is one page of its own size: it is not cut.
+        if (!WideRead.isMemoryShort(err) || req.sampleCount !== undefined) throw err;
+        if (limit <= 1) return this.#attempt(id, { ...req, limit }, fn, true);
+        // Halved from the rows the page can hold at most (a page of 32,000 asked of 3 rows left is 3 rows).
+        limit = Math.max(1, Math.floor(Math.min(limit, await this.#rowsFrom(id, req.offset)) / 2));
+      }
+    }
+  }
+
+  /** Rows of the stored result from `offset` on (at least one). */
+  async #rowsFrom(id: string, offset: number): Promise<number> {
+    const { open, release } = await this.#o.acquire(id);
+    release();
+    return Math.max(1, open.info.rowCount - offset);
+  }
+
+  /** Runs a page query on a connection of the files instance while holding a page slot (`wide`: the whole gate, and more memory). */
+  async #attempt<T>(id: string, req: PageRequest, fn: PageQuery<T>, wide: boolean): Promise<T> {
     const { open, release } = await this.#o.acquire(id);
     try {
-      const { conn, end } = await this.#connect();
+      // A wide read takes the page gate whole itself (memory/wideRead.ts), not a slot of it.
+      const { conn, end } = await this.#connect(wide ? 0 : 1);
       try {
-        return await fn(conn, open);
+        if (!wide) return await fn(conn, open, req, false);
+        return await this.#o.wide.run(conn, () => fn(conn, open, req, true));
       } catch (err) {
         throw asFilterError(err, req);
       } finally {
@@ -91,9 +141,9 @@ export class PageReader {
   }
 
   /** A connection for a page query: interrupted by close, which waits for it. */
-  async #connect(): Promise<{ conn: DuckDBConnection; end: () => void }> {
+  async #connect(slots: number): Promise<{ conn: DuckDBConnection; end: () => void }> {
     this.#o.onPageQuery('start');
-    const leave = await this.#o.slots.enter(1);
+    const leave = slots === 0 ? () => undefined : await this.#o.slots.enter(slots);
     let conn: DuckDBConnection;
     try {
       conn = await this.#o.connections.open('files');

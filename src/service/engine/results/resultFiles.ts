@@ -5,7 +5,7 @@
 // result is either whole or absent; dropping it is deleting its files. Leftovers of a crash
 // (unfinished files, scratch files, half-written encodings) are removed at start.
 import { existsSync } from 'node:fs';
-import { readdir, rm } from 'node:fs/promises';
+import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { EngineError, type ResultInfo } from '../types.ts';
@@ -88,6 +88,19 @@ export class ResultFiles {
     return { alias, info, columns: await storedColumns(conn, `${alias}.main.result`, info) };
   }
 
+  /** Bytes on disk of each stored result: its file (and WAL) and its encoding directory, by id. */
+  async sizes(): Promise<Map<string, number>> {
+    const sizes = new Map<string, number>();
+    const add = (id: string, n: number): void => void sizes.set(id, (sizes.get(id) ?? 0) + n);
+    for (const entry of await readdir(this.dir, { withFileTypes: true })) {
+      const name = entry.name;
+      const id = /^([A-Za-z0-9_-]{1,100})\.(duckdb|duckdb\.wal|enc)$/.exec(name)?.[1];
+      if (id === undefined) continue;
+      add(id, entry.isDirectory() ? await treeBytes(join(this.dir, name)) : await fileBytes(join(this.dir, name)));
+    }
+    return sizes;
+  }
+
   /** Leftovers of executions (and scratch files of uploads) that were in progress when the process died. */
   static async removeIncomplete(resultsDir: string): Promise<void> {
     const names = await readdir(resultsDir);
@@ -101,6 +114,22 @@ export class ResultFiles {
       else if (name.endsWith(ENCODED_SUFFIX)) await rm(arrowDirs(join(resultsDir, name)).tmp, { recursive: true, force: true });
     }
   }
+}
+
+/** A file's size; 0 when it went meanwhile (a result dropped while counted). */
+async function fileBytes(path: string): Promise<number> {
+  return stat(path).then(
+    (s) => s.size,
+    () => 0,
+  );
+}
+
+/** The bytes of the files under a directory. */
+async function treeBytes(dir: string): Promise<number> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  let total = 0;
+  for (const e of entries) if (e.isFile()) total += await fileBytes(join(e.parentPath, e.name));
+  return total;
 }
 
 /**

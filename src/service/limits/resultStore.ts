@@ -1,0 +1,91 @@
+// The bound of the stored results (limits.result_store_max_bytes): results, their encodings and
+// compressed frames take disk space that retention alone (90 days by default) lets grow without
+// end. Whenever a result is stored, and on every retention sweep, the bytes of the results
+// directory are counted; past the bound, the results read least recently (or never read: their
+// end time counts) are moved to EXPIRED before their time, as retention would (protocol.md:
+// the state, no result), until the rest fits. The result used most recently is always kept,
+// whatever its size: a job reading the result it just made is never cut off.
+
+/** The few operations the bound needs from the executions. */
+export interface ResultStoreTarget {
+  /** The results held now, with when each was last read (or stored, if never read). */
+  held(): Array<{ id: string; lastUsed: number }>;
+  /** Moves the execution to EXPIRED (persisted) and drops its result. */
+  expire(id: string): Promise<void>;
+}
+
+export interface ResultStoreStatus {
+  /** Bytes of the stored results (result files, encodings, frames) when last counted. */
+  bytes: number;
+  maxBytes: number;
+}
+
+export class ResultStoreBound {
+  readonly #maxBytes: number;
+  readonly #sizes: () => Promise<Map<string, number>>;
+  readonly #target: ResultStoreTarget;
+  #bytes = 0;
+  #running: Promise<string[]> | undefined;
+  #again = false;
+
+  /** `sizes`: bytes on disk of each stored result, by id (the engine's `resultStoreBytes`). */
+  constructor(maxBytes: number, sizes: () => Promise<Map<string, number>>, target: ResultStoreTarget) {
+    this.#maxBytes = maxBytes;
+    this.#sizes = sizes;
+    this.#target = target;
+  }
+
+  /** The store's size as last counted, and its bound. */
+  status(): ResultStoreStatus {
+    return { bytes: this.#bytes, maxBytes: this.#maxBytes };
+  }
+
+  /** Counts the store afresh; resolves to its size and bound. */
+  async measure(): Promise<ResultStoreStatus> {
+    this.#bytes = sum(await this.#sizes());
+    return this.status();
+  }
+
+  /**
+   * Expires the least recently read results until the store fits its bound; resolves to their
+   * ids. Calls while one runs are coalesced into one more run after it.
+   */
+  enforce(): Promise<string[]> {
+    if (this.#running !== undefined) {
+      this.#again = true;
+      return this.#running;
+    }
+    this.#running = this.#enforce().finally(() => {
+      this.#running = undefined;
+      if (this.#again) {
+        this.#again = false;
+        void this.enforce().catch((err: unknown) => console.error('sluice service: bounding the result store failed:', err));
+      }
+    });
+    return this.#running;
+  }
+
+  async #enforce(): Promise<string[]> {
+    const sizes = await this.#sizes();
+    let total = sum(sizes);
+    const dropped: string[] = [];
+    if (total > this.#maxBytes) {
+      const held = this.#target.held().filter((h) => sizes.has(h.id)).sort((a, b) => a.lastUsed - b.lastUsed);
+      // The most recently used result stays, whatever its size.
+      for (const h of held.slice(0, -1)) {
+        if (total <= this.#maxBytes) break;
+        await this.#target.expire(h.id);
+        total -= sizes.get(h.id)!;
+        dropped.push(h.id);
+      }
+    }
+    this.#bytes = total;
+    return dropped;
+  }
+}
+
+function sum(sizes: Map<string, number>): number {
+  let total = 0;
+  for (const n of sizes.values()) total += n;
+  return total;
+}

@@ -1,0 +1,62 @@
+// limits.result_store_max_bytes: past it, the results read least recently expire early (the state
+// EXPIRED, no result, as retention would leave them), the one used last is kept, and
+// GET /v1/usage (sluice usage) shows the store's size and bound.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { ResultStoreBound } from '../../src/service/limits/resultStore.ts';
+import { startTestService, type TestService } from '../helpers/service.ts';
+import { call, runSql, status } from './api.ts';
+
+describe('ResultStoreBound', () => {
+  test('expires the least recently used until the rest fits, never the last used', async () => {
+    const sizes = new Map([['a', 40], ['b', 40], ['c', 40], ['d', 100]]);
+    const lastUsed: Record<string, number> = { a: 3, b: 1, c: 2, d: 4 };
+    const expired: string[] = [];
+    const bound = new ResultStoreBound(100, async () => new Map([...sizes].filter(([id]) => !expired.includes(id))), {
+      held: () => Object.keys(lastUsed).filter((id) => !expired.includes(id)).map((id) => ({ id, lastUsed: lastUsed[id]! })),
+      expire: async (id) => void expired.push(id),
+    });
+    expect(await bound.enforce()).toEqual(['b', 'c', 'a']);
+    expect(bound.status()).toEqual({ bytes: 100, maxBytes: 100 });
+    // Alone and over the bound: kept.
+    expect(await bound.enforce()).toEqual([]);
+    expect(await bound.measure()).toEqual({ bytes: 100, maxBytes: 100 });
+  });
+});
+
+describe('a service with a small result store', () => {
+  let svc: TestService;
+  // Each result: 5,000 rows of a 40-character text, about 1.8 MB stored with its encodings.
+  const sql = (n: number): string => `SELECT i, repeat('${n}', 40) || i AS v FROM range(5000) t(i)`;
+  beforeAll(async () => {
+    svc = await startTestService({ limits: { result_store_max_bytes: 6_000_000 } });
+  });
+  afterAll(() => svc?.close());
+
+  test('expires the least recently read results first; their results answer EXPIRED; usage shows the store', async () => {
+    const first = await runSql(svc, sql(1));
+    const second = await runSql(svc, sql(2));
+    // Read the first again: the second is now the least recently read.
+    expect((await call(svc, 'GET', `/v1/execution/${first}/results`, { key: svc.keys.demo.read, query: { limit: 1 } })).status).toBe(200);
+    await runSql(svc, sql(3));
+    const fourth = await runSql(svc, sql(4));
+    const deadline = Date.now() + 20_000;
+    while ((await status(svc, second)).state !== 'QUERY_STATE_EXPIRED' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect((await status(svc, second)).state).toBe('QUERY_STATE_EXPIRED');
+    expect((await status(svc, fourth)).state).toBe('QUERY_STATE_COMPLETED');
+    const page = await call(svc, 'GET', `/v1/execution/${second}/results`, { key: svc.keys.demo.read });
+    expect(page.status).toBe(200);
+    expect(page.json.state).toBe('QUERY_STATE_EXPIRED');
+    expect(page.json.result).toBeUndefined();
+    // The bound is enforced after each result is stored, not awaited by its execution.
+    let usage = await call(svc, 'GET', '/v1/usage', { key: svc.keys.demo.admin });
+    while (usage.json.result_store_bytes > 6_000_000 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      usage = await call(svc, 'GET', '/v1/usage', { key: svc.keys.demo.admin });
+    }
+    expect(usage.json.result_store_max_bytes).toBe(6_000_000);
+    expect(usage.json.result_store_bytes).toBeGreaterThan(0);
+    expect(usage.json.result_store_bytes).toBeLessThanOrEqual(6_000_000);
+    // The first was read after the second was stored: it outlives it.
+    expect((await status(svc, first)).state).toBe('QUERY_STATE_COMPLETED');
+  }, 120_000);
+});

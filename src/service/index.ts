@@ -244,6 +244,8 @@ async function assemble(engine: SqlEngine, settings: ServiceSettings, clock: Clo
     }),
   ];
   const flushLimits = async (): Promise<void> => {
+    // The bound reads the results folder: it settles before the engine closes and the folder may go.
+    await resultStore?.close();
     await credits.flush();
     await views.flush();
     await uploads.flush();

@@ -27,6 +27,7 @@ export class ResultStoreBound {
   #bytes = 0;
   #running: Promise<string[]> | undefined;
   #again = false;
+  #closed = false;
 
   /** `sizes`: bytes on disk of each stored result, by id (the engine's `resultStoreBytes`). */
   constructor(maxBytes: number, sizes: () => Promise<Map<string, number>>, target: ResultStoreTarget) {
@@ -51,6 +52,7 @@ export class ResultStoreBound {
    * ids. Calls while one runs are coalesced into one more run after it.
    */
   enforce(): Promise<string[]> {
+    if (this.#closed) return Promise.resolve([]);
     if (this.#running !== undefined) {
       this.#again = true;
       return this.#running;
@@ -63,6 +65,13 @@ export class ResultStoreBound {
       }
     });
     return this.#running;
+  }
+
+  /** No run starts from now on; resolves once the one running has ended (it reads the results folder). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#again = false;
+    await this.#running?.catch(() => undefined);
   }
 
   async #enforce(): Promise<string[]> {

@@ -1,24 +1,23 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadJobFile, type JobFile } from '../../src/config/index.ts';
 import { connect } from '../../src/jobs/run/connect.ts';
 import { runJob, type JobSummary } from '../../src/jobs/run/runJob.ts';
 import { loadSettingsFile } from '../../src/service/settings.ts';
-import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
+import type { LocalS3 } from '../helpers/s3.ts';
+import { startExampleStores, type ExampleStores } from '../helpers/exampleStores.ts';
 import { BlobServiceClient, StorageSharedKeyCredential } from '@azure/storage-blob';
-import { startDevStore, type DevStore } from '../../scripts/devStore.ts';
+import type { DevStore } from '../../scripts/devStore.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { ROOT } from '../cli/sluiceProcess.ts';
 import { duck } from '../jobs/duck.ts';
 import { icebirdRead } from '../helpers/icebird.ts';
-import { type CatalogStandIn, startCatalogStandIn } from '../helpers/icebergCatalog.ts';
+import type { CatalogStandIn } from '../helpers/icebergCatalog.ts';
 import { IcebergRestCatalog } from 'iceberg-js';
 import { builtins } from '../../connectors/index.ts';
 import { resolveOutput } from '../../src/export/index.ts';
-import { startLocalGcs, type LocalGcs } from '../helpers/gcs.ts';
+import type { LocalGcs } from '../helpers/gcs.ts';
 
 // Habit 11: every file in config/ is loaded and run here. A new file without a case below
 // fails the first test, so examples cannot rot unnoticed.
@@ -35,6 +34,7 @@ const JOB_FILES = ['docker/jobs.yaml', 'examples/azure.yaml', 'examples/backfill
 // config/kubernetes/* are checked and run by test/config/kubernetes.test.ts.
 const OTHER_FILES = ['examples/stream-rows.ts', 'service.yaml', 'kubernetes/aws-batch-job-definition.json', 'kubernetes/aws-batch-submit-job.json', 'kubernetes/indexed-job.yaml'];
 
+let stores: ExampleStores;
 let work: string;
 let s3: LocalS3;
 let azure: DevStore;
@@ -43,43 +43,12 @@ let gcs: LocalGcs;
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  work = await mkdtemp(join(tmpdir(), 'sluice-examples-'));
-  s3 = await startLocalS3();
-  await s3.createBucket('examples');
-  // Azure as a user tries it: `npm run dev:azure`'s store, and the variables it says to export
-  // (the sink reads its credentials from the process environment).
-  azure = await startDevStore('azure', 0, 'examples');
-  for (const [k, v] of Object.entries(azure.env)) process.env[k] = v;
-  // GCS: the stand-in of Google's JSON API, found as Google's clients find an emulator (STORAGE_EMULATOR_HOST).
-  gcs = await startLocalGcs();
-  await gcs.createBucket('examples');
-  process.env.STORAGE_EMULATOR_HOST = gcs.endpoint;
-  // The Iceberg REST catalog stand-in: every request and answer checked against the official OpenAPI document.
-  catalog = await startCatalogStandIn({ auth: { type: 'bearer', token: 'example-token' }, warehouses: { lake: 'lake' } });
-  env = {
-    ICEBERG_CATALOG_URI: catalog.uri,
-    ICEBERG_TOKEN: 'example-token',
-    SLUICE_SAMPLE_ROWS: '3000',
-    SLUICE_OUT: join(work, 'out'),
-    SLUICE_DATA: join(work, 'docker'),
-    S3_BUCKET: 'examples',
-    S3_PREFIX: 'exports/events',
-    S3_ENDPOINT: s3.endpoint,
-    S3_PATH_STYLE: 'true',
-    AWS_REGION: s3.region,
-    GCS_BUCKET: 'examples',
-    ...azure.env,
-  };
+  stores = await startExampleStores('sluice-examples-');
+  ({ work, s3, azure, gcs, catalog, env } = stores);
 });
 afterAll(async () => {
-  await catalog?.stop();
-  await s3?.stop();
-  for (const k of Object.keys(azure?.env ?? {})) delete process.env[k];
-  await azure?.server.stop();
-  delete process.env.STORAGE_EMULATOR_HOST;
   expect(gcs?.violations).toEqual([]);
-  await gcs?.stop();
-  await rm(work, { recursive: true, force: true });
+  await stores?.stop();
 });
 
 /** Runs every job of a file the way `sluice run` does, in this process; `between` runs after each pass but the last. */

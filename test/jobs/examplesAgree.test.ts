@@ -2,8 +2,6 @@
 // the plan's skip and split decisions are the ones the run and the shards then take, against the
 // real local service, a local S3 server and the Iceberg REST catalog stand-in.
 import { readdirSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtins } from '../../connectors/index.ts';
@@ -15,55 +13,21 @@ import { runJob, type JobSummary } from '../../src/jobs/run/runJob.ts';
 import { runShard } from '../../src/jobs/shards/runShard.ts';
 import type { ServiceClient } from '../../src/client/serviceClient.ts';
 import { ROOT } from '../cli/sluiceProcess.ts';
-import { type CatalogStandIn, startCatalogStandIn } from '../helpers/icebergCatalog.ts';
-import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
-import { startDevStore, type DevStore } from '../../scripts/devStore.ts';
-import { startLocalGcs, type LocalGcs } from '../helpers/gcs.ts';
+import { startExampleStores, type ExampleStores } from '../helpers/exampleStores.ts';
 
 const EXAMPLES = join(ROOT, 'config', 'examples');
 const files = readdirSync(EXAMPLES).filter((f) => f.endsWith('.yaml')).sort();
 
+let stores: ExampleStores;
 let work: string;
-let s3: LocalS3;
-let azure: DevStore;
-let gcs: LocalGcs;
-let catalog: CatalogStandIn;
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  work = await mkdtemp(join(tmpdir(), 'sluice-examples-agree-'));
-  s3 = await startLocalS3();
-  await s3.createBucket('examples');
-  // The Azure sink reads its credentials from the process environment, as a user's would.
-  azure = await startDevStore('azure', 0, 'examples');
-  for (const [k, v] of Object.entries(azure.env)) process.env[k] = v;
-  // GCS: the stand-in of Google's JSON API, found as Google's clients find an emulator.
-  gcs = await startLocalGcs();
-  await gcs.createBucket('examples');
-  process.env.STORAGE_EMULATOR_HOST = gcs.endpoint;
-  catalog = await startCatalogStandIn({ auth: { type: 'bearer', token: 'example-token' }, warehouses: { lake: 'lake' } });
-  env = {
-    ICEBERG_CATALOG_URI: catalog.uri,
-    ICEBERG_TOKEN: 'example-token',
-    SLUICE_SAMPLE_ROWS: '3000',
-    SLUICE_OUT: join(work, 'out'),
-    S3_BUCKET: 'examples',
-    S3_PREFIX: 'exports/events',
-    S3_ENDPOINT: s3.endpoint,
-    S3_PATH_STYLE: 'true',
-    AWS_REGION: s3.region,
-    GCS_BUCKET: 'examples',
-    ...azure.env,
-  };
+  stores = await startExampleStores('sluice-examples-agree-');
+  ({ work, env } = stores);
 });
 afterAll(async () => {
-  await catalog?.stop();
-  await s3?.stop();
-  for (const k of Object.keys(azure?.env ?? {})) delete process.env[k];
-  await azure?.server.stop();
-  delete process.env.STORAGE_EMULATOR_HOST;
-  await gcs?.stop();
-  await rm(work, { recursive: true, force: true });
+  await stores?.stop();
 });
 
 const signal = () => new AbortController().signal;

@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { buffer as streamBuffer } from 'node:stream/consumers';
 import { UPLOAD_COLUMN_TYPES, type UploadColumnType } from '../../protocol/index.ts';
+import type { ServiceClient } from '../../client/serviceClient.ts';
 import { defineCommand, flag, listOption, stringOption } from '../command.ts';
 import { CONNECTION_OPTIONS } from '../connection.ts';
 import { printAnswer } from '../printAnswer.ts';
@@ -77,31 +78,25 @@ export const uploadInsertCommand = defineCommand({
   },
 });
 
-export const uploadClearCommand = defineCommand({
-  name: 'upload clear',
-  summary: 'Remove every row of a table, keeping the table',
-  args: 'TEAM.TABLE',
-  minArgs: 1,
-  maxArgs: 1,
-  options: { ...CONNECTION_OPTIONS },
-  async run({ io, values, positionals, log, signal }) {
-    const { namespace, table } = tableRef(positionals[0]);
-    return printAnswer(values, io, log, signal, ({ client }) => client.catalog.clearTable(namespace, table, { signal }));
-  },
-});
+export const uploadClearCommand = tableCommand('upload clear', 'Remove every row of a table, keeping the table', (catalog, ns, table, signal) => catalog.clearTable(ns, table, { signal }));
 
-export const uploadDeleteCommand = defineCommand({
-  name: 'upload delete',
-  summary: 'Delete a table (created or uploaded)',
-  args: 'TEAM.TABLE',
-  minArgs: 1,
-  maxArgs: 1,
-  options: { ...CONNECTION_OPTIONS },
-  async run({ io, values, positionals, log, signal }) {
-    const { namespace, table } = tableRef(positionals[0]);
-    return printAnswer(values, io, log, signal, ({ client }) => client.catalog.deleteTable(namespace, table, { signal }));
-  },
-});
+export const uploadDeleteCommand = tableCommand('upload delete', 'Delete a table (created or uploaded)', (catalog, ns, table, signal) => catalog.deleteTable(ns, table, { signal }));
+
+/** A command on one table, TEAM.TABLE, printing the service's answer. */
+function tableCommand(name: string, summary: string, call: (catalog: ServiceClient['catalog'], namespace: string, table: string, signal: AbortSignal) => Promise<unknown>) {
+  return defineCommand({
+    name,
+    summary,
+    args: 'TEAM.TABLE',
+    minArgs: 1,
+    maxArgs: 1,
+    options: { ...CONNECTION_OPTIONS },
+    async run({ io, values, positionals, log, signal }) {
+      const { namespace, table } = tableRef(positionals[0]);
+      return printAnswer(values, io, log, signal, ({ client }) => call(client.catalog, namespace, table, signal));
+    },
+  });
+}
 
 export const uploadListCommand = defineCommand({
   name: 'upload list',

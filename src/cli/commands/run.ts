@@ -7,7 +7,8 @@ import { runJob, type JobSummary } from '../../jobs/run/runJob.ts';
 import { connectLogged } from '../connection.ts';
 import { defineCommand, flag, listOption, stringOption } from '../command.ts';
 import { EXIT, exitCodeOf } from '../exit-codes.ts';
-import { writeOut } from '../io.ts';
+import { type OutputStream, writeOut } from '../io.ts';
+import type { Logger } from '../log.ts';
 import { jobEvents } from '../jobEvents.ts';
 import { errorCode, failureFields, formatFailure, sqlErrorAt, finishedLogFields, formatSummary, messageOf, summaryFields } from '../output/summary.ts';
 import { UsageError } from '../usage-error.ts';
@@ -126,11 +127,7 @@ export const runCommand = defineCommand({
           return EXIT.ok;
         } catch (error) {
           if (signal.aborted) throw error;
-          const code = exitCodeOf(error);
-          const sqlAt = sqlErrorAt(job.source, error);
-          log.error(messageOf(error), { job: job.name, shard: shard.index, shards: shard.count, run_id: shard.runId, error: errorCode(error), exit_code: code, ...(sqlAt === undefined ? {} : { sql_at: sqlAt }) });
-          await writeOut(summaryOut, json ? `${JSON.stringify({ ...failureFields(job.name, error, code, sqlAt), shard: shard.index, shards: shard.count, run_id: shard.runId })}\n` : formatFailure(job.name, error, code, sqlAt));
-          return code;
+          return reportFailure(job, error, { log, out: summaryOut, json, extra: { shard: shard.index, shards: shard.count, run_id: shard.runId } });
         }
       }
       for (const job of jobs) {
@@ -152,11 +149,8 @@ export const runCommand = defineCommand({
           if (signal.aborted) throw error;
           // One failing job does not stop the others; the exit code is the first failure's, and every
           // job appears in the summary with its outcome, so the reader sees which one failed and why.
-          const code = exitCodeOf(error);
-          const sqlAt = sqlErrorAt(job.source, error);
-          log.error(messageOf(error), { job: job.name, error: errorCode(error), exit_code: code, ...(sqlAt === undefined ? {} : { sql_at: sqlAt }) });
+          const code = await reportFailure(job, error, { log, out: summaryOut, json, extra: {} });
           if (exit === EXIT.ok) exit = code;
-          await writeOut(summaryOut, json ? `${JSON.stringify(failureFields(job.name, error, code, sqlAt))}\n` : formatFailure(job.name, error, code, sqlAt));
           continue;
         }
         done();
@@ -171,6 +165,22 @@ export const runCommand = defineCommand({
     return exit;
   },
 });
+
+/**
+ * A failed job in the log and the summary (the shard's fields beside it when it is one); the
+ * error's place in the job file when it is an SQL error. Resolves to its exit code.
+ */
+async function reportFailure(
+  job: Job,
+  error: unknown,
+  to: { log: Logger; out: OutputStream; json: boolean; extra: Record<string, unknown> },
+): Promise<number> {
+  const code = exitCodeOf(error);
+  const sqlAt = sqlErrorAt(job.source, error);
+  to.log.error(messageOf(error), { job: job.name, ...to.extra, error: errorCode(error), exit_code: code, ...(sqlAt === undefined ? {} : { sql_at: sqlAt }) });
+  await writeOut(to.out, to.json ? `${JSON.stringify({ ...failureFields(job.name, error, code, sqlAt), ...to.extra })}\n` : formatFailure(job.name, error, code, sqlAt));
+  return code;
+}
 
 function isRemote(connection: Connection | undefined): boolean {
   return connection?.base_url !== undefined && connection.base_url !== '';

@@ -169,15 +169,7 @@ async function serveArrow({ svc, rec, req, plain, nextOf, framed }: Paging): Pro
   const next = nextOf(page.rowCount, page.totalRowCount);
   const headers = arrowPageHeaders({
     ...arrowStatusFields(rec),
-    metadata: {
-      column_names: page.columnNames,
-      column_types: page.columnTypes,
-      row_count: page.rowCount,
-      result_set_bytes: page.bytes,
-      total_row_count: rec.result.rowCount,
-      total_result_set_bytes: rec.result.bytes,
-      datapoint_count: page.rowCount * page.columnNames.length,
-    },
+    metadata: pageMetadata(rec, page),
     ...(next === undefined ? {} : { next_offset: next.offset, next_uri: next.uri }),
   });
   const reply: Reply = { status: 200, contentType: ARROW_STREAM_MEDIA_TYPE, body: partsBody('parts' in page ? page.parts : [page.arrow]), headers };
@@ -237,16 +229,7 @@ function resultPageJson(
   page: { rowCount: number; bytes: number; columnNames: string[]; columnTypes: string[] },
   next: { offset: number; uri: string } | undefined,
 ): [string, string] {
-  const metadata: ResultMetadata = {
-    column_names: page.columnNames,
-    column_types: page.columnTypes,
-    row_count: page.rowCount,
-    result_set_bytes: page.bytes,
-    total_row_count: rec.result.rowCount,
-    total_result_set_bytes: rec.result.bytes,
-    datapoint_count: page.rowCount * page.columnNames.length,
-    ...timingOf(rec),
-  };
+  const metadata: ResultMetadata = { ...pageMetadata(rec, page), ...timingOf(rec) };
   const head = JSON.stringify(executionFields(rec)).slice(0, -1);
   const tail = next === undefined ? '' : `,"next_offset":${next.offset},"next_uri":${JSON.stringify(next.uri)}`;
   return [`${head},"result":{"rows":`, `,"metadata":${JSON.stringify(metadata)}}${tail}}`];
@@ -265,4 +248,17 @@ async function engineCall<T>(fn: () => Promise<T>): Promise<T> {
     }
     throw err;
   }
+}
+
+/** A page's `result.metadata` (JSON body or Arrow header): its columns, its rows and bytes, the result's totals. */
+function pageMetadata(rec: CompletedExecution, page: { rowCount: number; bytes: number; columnNames: string[]; columnTypes: string[] }): ResultMetadata {
+  return {
+    column_names: page.columnNames,
+    column_types: page.columnTypes,
+    row_count: page.rowCount,
+    result_set_bytes: page.bytes,
+    total_row_count: rec.result.rowCount,
+    total_result_set_bytes: rec.result.bytes,
+    datapoint_count: page.rowCount * page.columnNames.length,
+  };
 }

@@ -3,10 +3,14 @@
 // run of each job every 3 s), and beside it `sluice serve` under a steady load of executions and
 // page reads, for SOAK_MINUTES of real time (default 4). Results expire after SOAK_RETENTION_S
 // (default 60 s), a compressed retention, so that disk reaches the plateau its settings allow
-// within the run. Every few seconds it samples each process's RSS, open descriptors and data
-// folder on disk; at the end it prints the slopes per hour after the warm-up (the first third),
-// and the run and request latencies of the first and last thirds. Not part of `npm run bench` with
-// no area named: it runs for minutes.
+// within the run. The schedule process runs with the memory settings `sluice` gives itself
+// (SLUICE_MEMORY_DEFAULTS=0: without, to compare). Every few seconds it samples each process's
+// RSS, open descriptors and data folder on disk; at the end it prints, for each, the medians of
+// the run's thirds (the first is the warm-up), the slope per hour over the last two thirds with
+// its standard error and over the last third alone (a plateau being reached shows as a slope that
+// falls and medians that stop rising), the schedule's main-thread memory split, and the run and
+// request latencies of the first and last thirds. Not part of `npm run bench` with no area named:
+// it runs for minutes.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -17,6 +21,7 @@ import { createInterface } from 'node:readline';
 import { ServiceClient } from '../src/client/index.ts';
 import { LimitsSchema } from '../src/service/settings.ts';
 import { folderBytes } from '../src/cli/output/folderBytes.ts';
+import { memoryDefaults } from '../src/memoryDefaults.ts';
 import { recordFigure } from './figures.ts';
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 4);
@@ -26,6 +31,13 @@ const SAMPLE_MS = 5_000;
 const ROWS = 200_000;
 const KEY = 'sk_soak_bench_key';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** A finished run (or a request read), at `t` hours; the schedule's runs carry its main thread's memory. */
+interface Run {
+  readonly t: number;
+  readonly ms: number;
+  readonly mem?: { heapUsed: number; external: number; arrayBuffers: number; wasm: number };
+}
 
 interface Sample {
   readonly t: number;
@@ -44,15 +56,18 @@ function sample(pid: number, dir: string, t0: number): Promise<Sample> | undefin
   }
 }
 
-/** Least-squares slope of y over t (hours). */
-function slope(points: readonly { t: number; y: number }[]): number {
+/** Least-squares slope of y over t (hours), and its standard error (0 with fewer than 3 points). */
+function fit(points: readonly { t: number; y: number }[]): { slope: number; error: number } {
   const n = points.length;
-  if (n < 2) return 0;
+  if (n < 2) return { slope: 0, error: 0 };
   const mt = points.reduce((s, p) => s + p.t, 0) / n;
   const my = points.reduce((s, p) => s + p.y, 0) / n;
   const num = points.reduce((s, p) => s + (p.t - mt) * (p.y - my), 0);
   const den = points.reduce((s, p) => s + (p.t - mt) ** 2, 0);
-  return den === 0 ? 0 : num / den;
+  if (den === 0) return { slope: 0, error: 0 };
+  const slope = num / den;
+  const residuals = points.reduce((s, p) => s + (p.y - my - slope * (p.t - mt)) ** 2, 0);
+  return { slope, error: n < 3 ? 0 : Math.sqrt(residuals / (n - 2) / den) };
 }
 
 function median(xs: readonly number[]): number {
@@ -62,32 +77,70 @@ function median(xs: readonly number[]): number {
 
 const MiB = 1024 * 1024;
 
-function report(name: string, samples: readonly Sample[], latencies: readonly { t: number; ms: number }[]): string {
-  const warm = samples.filter((s) => s.t >= samples.at(-1)!.t / 3);
-  const per = (k: 'rss' | 'fds' | 'disk') => slope(warm.map((s) => ({ t: s.t, y: s[k] })));
-  const last = samples.at(-1)!;
-  const end = latencies.at(-1)?.t ?? 0;
-  const early = median(latencies.filter((l) => l.t < end / 3).map((l) => l.ms));
-  const late = median(latencies.filter((l) => l.t >= (2 * end) / 3).map((l) => l.ms));
-  const lines = [
-    `${name}: ${samples.length} samples over ${(last.t * 60).toFixed(1)} min; after warm-up:`,
-    `  RSS          ${(warm[0]!.rss / MiB).toFixed(0)} -> ${(last.rss / MiB).toFixed(0)} MiB, slope ${(per('rss') / MiB).toFixed(1)} MiB/h`,
-    `  descriptors  ${warm[0]!.fds} -> ${last.fds}, slope ${per('fds').toFixed(1)}/h (min ${Math.min(...warm.map((s) => s.fds))}, max ${Math.max(...warm.map((s) => s.fds))})`,
-    `  disk         ${(warm[0]!.disk / MiB).toFixed(0)} -> ${(last.disk / MiB).toFixed(0)} MiB, slope ${(per('disk') / MiB).toFixed(1)} MiB/h (max ${(Math.max(...samples.map((s) => s.disk)) / MiB).toFixed(0)} MiB)`,
-    `  latency      median ${early.toFixed(0)} ms in the first third, ${late.toFixed(0)} ms in the last (${latencies.length} in all)`,
-  ];
-  return lines.join('\n');
+/** The run's thirds: the first is the warm-up, the other two are compared to tell a plateau from a climb. */
+function thirds<T extends { t: number }>(xs: readonly T[], end: number): [T[], T[], T[]] {
+  return [xs.filter((x) => x.t < end / 3), xs.filter((x) => x.t >= end / 3 && x.t < (2 * end) / 3), xs.filter((x) => x.t >= (2 * end) / 3)];
 }
 
-function summaryFigure(samples: readonly Sample[], latencies: readonly { t: number; ms: number }[]): string {
-  const warm = samples.filter((s) => s.t >= samples.at(-1)!.t / 3);
-  const rss = slope(warm.map((s) => ({ t: s.t, y: s.rss }))) / MiB;
-  const fds = slope(warm.map((s) => ({ t: s.t, y: s.fds })));
-  const disk = Math.max(...samples.map((s) => s.disk)) / MiB;
+/**
+ * A level after warm-up: the slope fitted over the last two thirds, with its standard error (a
+ * slope within twice its error is no trend the samples can show), the slope over the last third
+ * alone (a plateau being reached shows a smaller one), and the median of each third (the median,
+ * not the last sample, which swings with the run in flight).
+ */
+function level(samples: readonly Sample[], k: 'rss' | 'fds' | 'disk', scale: number, unit: string): string {
+  const end = samples.at(-1)!.t;
+  const [early, middle, late] = thirds(samples, end);
+  const all = fit([...middle, ...late].map((s) => ({ t: s.t, y: s[k] / scale })));
+  const last = fit(late.map((s) => ({ t: s.t, y: s[k] / scale })));
+  const med = (xs: readonly Sample[]) => median(xs.map((s) => s[k] / scale)).toFixed(0);
+  return `${med(early)} / ${med(middle)} / ${med(late)}${unit} (medians of the thirds), slope ${all.slope.toFixed(1)} ± ${all.error.toFixed(1)}${unit}/h after warm-up, ${last.slope.toFixed(1)} ± ${last.error.toFixed(1)}${unit}/h over the last third`;
+}
+
+/** Medians of the memory split the schedule process reports per run, first and last third. */
+function memorySplit(runs: readonly Run[]): string | undefined {
+  const withMem = runs.filter((r) => r.mem !== undefined);
+  if (withMem.length === 0) return undefined;
+  const [early, , late] = thirds(withMem, withMem.at(-1)!.t);
+  const med = (xs: readonly Run[], k: keyof NonNullable<Run['mem']>) => (median(xs.map((r) => r.mem![k])) / MiB).toFixed(0);
+  const part = (k: keyof NonNullable<Run['mem']>) => `${med(early, k)} -> ${med(late, k)}`;
+  return `  main thread  V8 heap used ${part('heapUsed')} MiB, external ${part('external')} MiB (ArrayBuffers ${part('arrayBuffers')}), parquet-wasm memory ${part('wasm')} MiB (medians, first -> last third)`;
+}
+
+function report(name: string, samples: readonly Sample[], latencies: readonly Run[]): string {
+  const last = samples.at(-1)!;
   const end = latencies.at(-1)?.t ?? 0;
-  const early = median(latencies.filter((l) => l.t < end / 3).map((l) => l.ms));
-  const late = median(latencies.filter((l) => l.t >= (2 * end) / 3).map((l) => l.ms));
-  return `RSS ${rss.toFixed(0)} MiB/h, descriptors ${fds.toFixed(1)}/h after warm-up; disk at most ${disk.toFixed(0)} MiB; median latency ${early.toFixed(0)} -> ${late.toFixed(0)} ms (${MINUTES} min)`;
+  const [early, , late] = thirds(latencies, end);
+  const lines = [
+    `${name}: ${samples.length} samples over ${(last.t * 60).toFixed(1)} min; first / middle / last third:`,
+    `  RSS          ${level(samples, 'rss', MiB, ' MiB')}; max ${(Math.max(...samples.map((s) => s.rss)) / MiB).toFixed(0)} MiB`,
+    `  descriptors  ${level(samples, 'fds', 1, '')}; max ${Math.max(...samples.map((s) => s.fds))}`,
+    `  disk         ${level(samples, 'disk', MiB, ' MiB')}; max ${(Math.max(...samples.map((s) => s.disk)) / MiB).toFixed(0)} MiB`,
+    memorySplit(latencies),
+    `  latency      median ${median(early.map((l) => l.ms)).toFixed(0)} ms in the first third, ${median(late.map((l) => l.ms)).toFixed(0)} ms in the last (${latencies.length} in all)`,
+  ];
+  return lines.filter((l) => l !== undefined).join('\n');
+}
+
+function summaryFigure(samples: readonly Sample[], latencies: readonly Run[], load: string): string {
+  const end = samples.at(-1)!.t;
+  const [, middle, late] = thirds(samples, end);
+  const warm = [...middle, ...late];
+  const rss = fit(warm.map((s) => ({ t: s.t, y: s.rss / MiB })));
+  const fds = fit(warm.map((s) => ({ t: s.t, y: s.fds })));
+  const rssMed = (xs: readonly Sample[]) => (median(xs.map((s) => s.rss)) / MiB).toFixed(0);
+  const disk = Math.max(...samples.map((s) => s.disk)) / MiB;
+  const lat = thirds(latencies, latencies.at(-1)?.t ?? 0);
+  return `RSS ${rssMed(middle)} -> ${rssMed(late)} MiB (medians of the last two thirds), slope ${rss.slope.toFixed(0)} ± ${rss.error.toFixed(0)} MiB/h; descriptors ${fds.slope.toFixed(1)} ± ${fds.error.toFixed(1)}/h after warm-up; disk at most ${disk.toFixed(0)} MiB; median latency ${median(lat[0].map((l) => l.ms)).toFixed(0)} -> ${median(lat[2].map((l) => l.ms)).toFixed(0)} ms (${MINUTES} min, ${latencies.length} runs or reads, load ${load})`;
+}
+
+/**
+ * The environment of the schedule process: with the memory settings `sluice` gives itself when it
+ * starts (src/memoryDefaults.ts), so that the soak watches the process a user's `sluice schedule`
+ * is; SLUICE_MEMORY_DEFAULTS=0 leaves them out, as it does for the command.
+ */
+export function scheduleEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return { ...(memoryDefaults(env) ?? env), SOAK_SPEED: String(SPEED), SERVICE_API_KEY: KEY };
 }
 
 async function settingsFile(dir: string): Promise<string> {
@@ -102,7 +155,7 @@ function lines(child: ChildProcess, onLine: (line: string) => void): void {
   createInterface({ input: child.stdout! }).on('line', onLine);
 }
 
-async function soakSchedule(dir: string, settings: string, t0: number): Promise<{ samples: Sample[]; runs: { t: number; ms: number }[]; failures: number; stop: () => Promise<void>; pid: number; ready: Promise<void> }> {
+async function soakSchedule(dir: string, settings: string, t0: number): Promise<{ samples: Sample[]; runs: Run[]; failures: number; stop: () => Promise<void>; pid: number; ready: Promise<void> }> {
   const file = join(dir, 'jobs.yaml');
   await writeFile(
     file,
@@ -126,20 +179,20 @@ async function soakSchedule(dir: string, settings: string, t0: number): Promise<
   );
   const child = spawn(process.execPath, [fileURLToPath(new URL('./soakSchedule.ts', import.meta.url)), file, join(dir, 'state')], {
     cwd: ROOT,
-    env: { ...process.env, SOAK_SPEED: String(SPEED), SERVICE_API_KEY: KEY },
+    env: scheduleEnv(process.env),
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const runs: { t: number; ms: number }[] = [];
+  const runs: Run[] = [];
   let failures = 0;
   let markReady = (): void => undefined;
   const ready = new Promise<void>((r) => (markReady = r));
   lines(child, (line) => {
     if (line === 'ready') return markReady();
-    const run = JSON.parse(line) as { job: string; ok: boolean; ms: number; error?: string };
+    const run = JSON.parse(line) as { job: string; ok: boolean; ms: number; mem?: Run['mem']; error?: string };
     if (!run.ok) {
       failures++;
       if (failures <= 3) console.log(`schedule: ${run.job} failed: ${run.error}`);
-    } else if (run.job === 'snapshot') runs.push({ t: (performance.now() - t0) / 3_600_000, ms: run.ms });
+    } else if (run.job === 'snapshot') runs.push({ t: (performance.now() - t0) / 3_600_000, ms: run.ms, ...(run.mem === undefined ? {} : { mem: run.mem }) });
   });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   return {
@@ -157,11 +210,11 @@ async function soakSchedule(dir: string, settings: string, t0: number): Promise<
   };
 }
 
-async function soakServe(dir: string, settings: string, t0: number, until: () => boolean): Promise<{ pid: number; requests: { t: number; ms: number }[]; done: Promise<void>; stop: () => Promise<void> }> {
+async function soakServe(dir: string, settings: string, t0: number, until: () => boolean): Promise<{ pid: number; requests: Run[]; done: Promise<void>; stop: () => Promise<void> }> {
   const child = spawn(process.execPath, [join(ROOT, 'bin/sluice.js'), 'serve', '--port', '0', '--data-dir', join(dir, 'serve'), '--config', settings], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve) => lines(child, (line) => /^listening on (\S+)/.test(line) && resolve(/^listening on (\S+)/.exec(line)![1]!)));
   const client = new ServiceClient({ baseUrl: url.endsWith('/api') ? url : `${url}/api`, apiKey: KEY, env: {} });
-  const requests: { t: number; ms: number }[] = [];
+  const requests: Run[] = [];
   const done = (async () => {
     for (let i = 0; until(); i++) {
       const started = performance.now();
@@ -188,7 +241,9 @@ async function soakServe(dir: string, settings: string, t0: number, until: () =>
 export async function run(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'sluice-bench-soak-'));
   const settings = await settingsFile(dir);
-  console.log(`soak: ${MINUTES} min, clock x${SPEED} (every-minute jobs every ${(60 / SPEED).toFixed(1)} s), results kept ${RETENTION_S} s, load ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${(await import('node:os')).availableParallelism()} cores`);
+  const startLoad = loadavg()[0]!.toFixed(1);
+  const memory = process.env.SLUICE_MEMORY_DEFAULTS === '0' ? 'without the memory settings (SLUICE_MEMORY_DEFAULTS=0)' : "with sluice's memory settings";
+  console.log(`soak: ${MINUTES} min, clock x${SPEED} (every-minute jobs every ${(60 / SPEED).toFixed(1)} s), results kept ${RETENTION_S} s, schedule ${memory}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${(await import('node:os')).availableParallelism()} cores`);
   const t0 = performance.now();
   const schedule = await soakSchedule(dir, settings, t0);
   await schedule.ready;
@@ -211,8 +266,9 @@ export async function run(): Promise<void> {
   }
   console.log(report(`schedule (${schedule.runs.length} snapshot runs, ${schedule.failures} failed runs)`, scheduleSamples, schedule.runs));
   console.log(report(`serve (${serve.requests.length} executions read)`, serveSamples, serve.requests));
-  console.log(`load at the end ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-  recordFigure('soak-schedule', summaryFigure(scheduleSamples, schedule.runs));
-  recordFigure('soak-serve', summaryFigure(serveSamples, serve.requests));
+  const load = `${startLoad} -> ${loadavg()[0]!.toFixed(1)}`;
+  console.log(`load (1 min) at the start -> end: ${load}`);
+  recordFigure('soak-schedule', summaryFigure(scheduleSamples, schedule.runs, load));
+  recordFigure('soak-serve', summaryFigure(serveSamples, serve.requests, load));
   await rm(dir, { recursive: true, force: true });
 }

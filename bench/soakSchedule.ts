@@ -1,7 +1,9 @@
 // The process `npm run bench -- soak` watches: what `sluice schedule FILE` runs (the job file's
 // connection, the embedded service in a thread of this process, the scheduler, runJob, metrics and
 // job health), under a clock that runs SOAK_SPEED times faster than real time, so that an
-// every-minute job runs every 60/SOAK_SPEED seconds. One JSON line per finished run on stdout.
+// every-minute job runs every 60/SOAK_SPEED seconds. One JSON line per finished run on stdout,
+// with this thread's memory split (V8 heap, memory outside it, parquet-wasm's linear memory), so
+// that a climb of RSS can be told apart from a heap that grows.
 import { builtins } from '../connectors/index.ts';
 import { loadJobFile } from '../src/config/index.ts';
 import { connect } from '../src/jobs/run/connect.ts';
@@ -30,6 +32,11 @@ function compressedClock(factor: number): Clock {
   };
 }
 
+/** parquet-wasm's linear memory (it only grows: a WebAssembly memory never shrinks), once loaded. */
+let wasm: typeof import('parquet-wasm') | undefined;
+void import('parquet-wasm').then((m) => (wasm = m));
+const wasmBytes = (): number => wasm?.wasmMemory().buffer.byteLength ?? 0;
+
 const jobFile = await loadJobFile(file, { registry: builtins, env: process.env, cwd: process.cwd() });
 const connection = await connect(jobFile.connection, { env: process.env, cwd: process.cwd(), ownFolder: true });
 const names = jobFile.jobs.map((j) => j.name);
@@ -50,7 +57,9 @@ const scheduler = new Scheduler({
       if (outcome.ok) health.succeeded(job, new Date());
       else health.failed(job, new Date(), outcome.error);
       const error = outcome.ok ? undefined : outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
-      process.stdout.write(`${JSON.stringify({ job, ok: outcome.ok, ms: Math.round(outcome.durationMs), ...(error === undefined ? {} : { error }) })}\n`);
+      const { heapUsed, external, arrayBuffers } = process.memoryUsage();
+      const mem = { heapUsed, external, arrayBuffers, wasm: wasmBytes() };
+      process.stdout.write(`${JSON.stringify({ job, ok: outcome.ok, ms: Math.round(outcome.durationMs), mem, ...(error === undefined ? {} : { error }) })}\n`);
     },
   },
 });

@@ -12,21 +12,19 @@ if (major < 24) {
   process.stderr.write(`sluice needs Node 24 (this is Node ${process.versions.node})${how}\n`);
   process.exit(2);
 }
-// Two memory settings that only work when a process starts (docs/operations.md, "Memory"): glibc's mmap
-// threshold held at its default (128 KiB), so page-sized buffers are unmapped when freed instead
-// of staying in a heap that keeps its high-water mark, and V8's young generation capped (8 MB
-// semi-spaces). Every command gets them unless the environment sets them or
-// SLUICE_MEMORY_DEFAULTS=0: the process replaces itself (same pid, stdio and signals) with one
-// started with them. A platform without process.execve runs as is.
-const env = process.env;
-const semiSpaceSet = /--max-semi-space-size/.test(`${env.NODE_OPTIONS ?? ''} ${process.execArgv.join(' ')}`);
-if (env.SLUICE_MEMORY_DEFAULTS !== '0' && process.platform === 'linux' && typeof process.execve === 'function' && (env.MALLOC_MMAP_THRESHOLD_ === undefined || !semiSpaceSet)) {
-  const tuned = { ...env, MALLOC_MMAP_THRESHOLD_: env.MALLOC_MMAP_THRESHOLD_ ?? '131072' };
-  if (!semiSpaceSet) tuned.NODE_OPTIONS = `${env.NODE_OPTIONS ?? ''} --max-semi-space-size=8`.trim();
-  try {
-    process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], tuned);
-  } catch {
-    // Runs without them.
+// Two memory settings that only work when a process starts (src/memoryDefaults.ts; docs/operations.md,
+// "Memory"): every command gets them unless the environment sets them or SLUICE_MEMORY_DEFAULTS=0:
+// the process replaces itself (same pid, stdio and signals) with one started with them. A platform
+// without process.execve runs as is.
+if (process.platform === 'linux' && typeof process.execve === 'function') {
+  const { memoryDefaults } = await import(fromSource ? '../src/memoryDefaults.ts' : '../dist/src/memoryDefaults.js');
+  const tuned = memoryDefaults(process.env, process.execArgv);
+  if (tuned !== undefined) {
+    try {
+      process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], tuned);
+    } catch {
+      // Runs without them.
+    }
   }
 }
 // Node's module compile cache (NODE_COMPILE_CACHE moves it, NODE_DISABLE_COMPILE_CACHE=1 turns it

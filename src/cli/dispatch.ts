@@ -2,11 +2,11 @@ import { createRequire } from 'node:module';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { closest } from '../kit/closest.ts';
 import type { Command, OptionSpec, OptionValues } from './command.ts';
-import { EXIT, exitCodeOf } from './exit-codes.ts';
+import { EXIT, exitCodeOf } from './exitCodes.ts';
 import { commandHelp, commandUsage, mainHelp } from './help.ts';
 import { processIo, type CliIo } from './io.ts';
 import { createLogger, resolveLogFormat, type Logger } from './log.ts';
-import { UsageError } from './usage-error.ts';
+import { UsageError } from './usageError.ts';
 import { shouldWatchParent, watchParent } from './parentWatch.ts';
 import { runExitHooks } from '../exitHooks.ts';
 

@@ -11,11 +11,11 @@ import { Metrics } from '../../scheduler/metrics.ts';
 import { Scheduler } from '../../scheduler/scheduler.ts';
 import { connectLogged } from '../connection.ts';
 import { defineCommand, flag, stringOption } from '../command.ts';
-import { EXIT } from '../exit-codes.ts';
+import { EXIT } from '../exitCodes.ts';
 import { jobEvents } from '../jobEvents.ts';
 import { finishedLogFields } from '../output/summary.ts';
 import type { Logger } from '../log.ts';
-import { UsageError } from '../usage-error.ts';
+import { UsageError } from '../usageError.ts';
 import { startTelemetry, withRunTelemetry } from '../../telemetry/index.ts';
 
 /** Runs get this long after SIGTERM to abort uploads and record what they kept (Docker waits 10 s). */

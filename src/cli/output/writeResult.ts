@@ -8,7 +8,7 @@ import type { ChosenFormat, OpenedTarget } from './outTarget.ts';
 import { formats } from '../../../connectors/index.ts';
 import type { ResultStream } from '../../pipeline/stream.ts';
 import type { FormatDescriptor } from '../../kit/index.ts';
-import { UsageError } from '../usage-error.ts';
+import { UsageError } from '../usageError.ts';
 import { writeOut, type OutputStream } from '../io.ts';
 import { renderTable } from './table.ts';
 

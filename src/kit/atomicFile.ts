@@ -12,7 +12,7 @@ const TEMP_MARK = '.tmp-';
 
 /** Whether `name` (a file name, no folder) is a temp file `writeFileAtomically` left behind when killed. */
 export function isAtomicTemp(name: string): boolean {
-  return name.startsWith('.') && name.includes(TEMP_MARK);
+  return name.includes(TEMP_MARK);
 }
 
 /**

@@ -27,8 +27,8 @@ export const FIGURES = [
   { id: 'quickstart-peak', area: 'jobs', what: 'peak RSS of the quickstart job, the embedded service and DuckDB in the process' },
   { id: 'dialect-translate', area: 'dialect', what: 'DuneSQL -> DuckDB SQL translation, time per statement of the conformance cases and of a 3 KB query; heap the translator keeps' },
   { id: 'dialect-execute', area: 'dialect', what: 'an execution of a short aggregate as DuneSQL, time against the same SQL as DuckDB SQL (translation and session setting included)' },
-  { id: 'soak-schedule', area: 'soak', what: '`sluice schedule` soak (two every-minute jobs, a 200,000-row Parquet export and an append, on the embedded service, clock x20, results kept 60 s): slopes after warm-up, disk, median run time first -> last third' },
-  { id: 'soak-serve', area: 'soak', what: '`sluice serve` soak (an execution of 5,000 rows and a page read every 250 ms): slopes after warm-up, disk, median request time first -> last third' },
+  { id: 'soak-schedule', area: 'soak', what: '`sluice schedule` soak (two every-minute jobs, a 200,000-row Parquet export and an append, on the embedded service, clock x20, results kept 60 s; the process with the memory settings \`sluice\` gives itself): RSS medians of the middle and last thirds and slope after warm-up (± its standard error), descriptors slope, disk, median run time first -> last third' },
+  { id: 'soak-serve', area: 'soak', what: '`sluice serve` soak (an execution of 5,000 rows and a page read every 250 ms): RSS medians of the middle and last thirds and slope after warm-up (± its standard error), descriptors slope, disk, median request time first -> last third' },
 ] as const;
 
 export type FigureId = (typeof FIGURES)[number]['id'];
@@ -84,11 +84,38 @@ service running in a process of its own, each result read once the service had f
 it. "The image's memory settings" are the Dockerfile's \`NODE_OPTIONS=--max-semi-space-size=8\` and
 \`MALLOC_MMAP_THRESHOLD_=131072\` ([operations.md](operations.md#memory)).
 
-The soak (\`npm run bench -- soak\`, \`SOAK_MINUTES\` long, 4 by default) fits a line to each process's
-RSS, open descriptors and data folder on disk after its first third: over minutes on a shared
-machine a slope of a few MiB or descriptors an hour is noise (the samples swing more than that
-between runs); what it shows is the absence of a steady climb (before results were detached
-when idle, \`sluice schedule\` gained a descriptor a run) and disk held by the retention it sets.
+The soak (\`npm run bench -- soak\`, \`SOAK_MINUTES\` long, 4 by default) samples each process's
+RSS, open descriptors and data folder on disk every 5 s and prints, for each, the medians of the
+run's thirds (the first is the warm-up) and the slope over the last two thirds with its standard
+error. RSS swings by tens of MiB from one sample to the next with the run in flight, so over minutes
+a slope of tens of MiB an hour is within its error; what tells a plateau from a climb is the
+medians of the last two thirds and a slope within twice its error. Disk is held by the retention
+the soak sets (60 s).
+
+The schedule process runs with the memory settings \`sluice\` gives itself
+([operations.md](operations.md#memory)); \`SLUICE_MEMORY_DEFAULTS=0\` runs it without them. Until
+2026-12-02 the bench started it without them, unlike the \`sluice schedule\` a user runs, and
+measured a climb that the command does not have: 336 -> 378 MiB over the 8 minutes after warm-up
+(361 MiB/h, 12 minutes, quiet machine). Without them glibc's malloc raises its mmap threshold (up to
+32 MB) once a big buffer is freed, and the page-sized buffers of the main thread and the service
+thread (page bodies and texts, Arrow columns) come from its arenas, up to 8 per core, each of which
+keeps its high-water mark: RSS creeps up as each arena meets its largest run. Side by side on the
+same machine (2026-12-02, 2 cores shared, load 16-27; 30 and 28 minutes, 91 and 78 snapshot runs;
+the arenas and V8's pages read from \`/proc/PID/smaps\` every 30 s beside the bench):
+
+| \`sluice schedule\` soak | with the settings (as the command runs) | without (\`SLUICE_MEMORY_DEFAULTS=0\`) |
+|---|---|---|
+| RSS, medians of the thirds | 283 / 290 / 294 MiB | 316 / 322 / 332 MiB |
+| RSS slope after warm-up | 25 ± 11 MiB/h | 59 ± 13 MiB/h |
+| malloc's arenas, medians of the thirds | 21 / 24 / 23 MiB | 90 / 94 / 98 MiB |
+| anonymous mappings under 1 MiB (V8's pages), medians of the thirds | 69 / 74 / 76 MiB | 64 / 67 / 70 MiB |
+| main thread's V8 heap used, first -> last third | 31 -> 33 MiB | 31 -> 33 MiB |
+| parquet-wasm's memory | 17 MiB | 18 MiB |
+
+With the settings the arenas stay flat; what still rose, by 4 MiB from the middle third to the last,
+is V8's pages: at this load the soak ran 91 exports in 30 minutes, too few to tell a V8 heap still
+settling from a slow climb (a slope of 25 ± 11 MiB/h is about two standard errors). The
+descriptors and disk were flat in both (disk at most 280 MiB, held by the 60 s retention).
 
 ## Part threads (\`workers\`), measured with the service on another core
 

@@ -95,8 +95,8 @@ the soak sets (60 s).
 The schedule process runs with the memory settings \`sluice\` gives itself
 ([operations.md](operations.md#memory)); \`SLUICE_MEMORY_DEFAULTS=0\` runs it without them. Until
 2026-12-02 the bench started it without them, unlike the \`sluice schedule\` a user runs, and
-measured a climb that the command does not have: 336 -> 378 MiB over the 8 minutes after warm-up
-(361 MiB/h, 12 minutes, quiet machine). Without them glibc's malloc raises its mmap threshold (up to
+measured a climb most of which the command does not have: 336 -> 378 MiB over the 8 minutes after
+warm-up (361 MiB/h, 12 minutes, quiet machine). Without them glibc's malloc raises its mmap threshold (up to
 32 MB) once a big buffer is freed, and the page-sized buffers of the main thread and the service
 thread (page bodies and texts, Arrow columns) come from its arenas, up to 8 per core, each of which
 keeps its high-water mark: RSS creeps up as each arena meets its largest run. Side by side on the
@@ -112,10 +112,13 @@ the arenas and V8's pages read from \`/proc/PID/smaps\` every 30 s beside the be
 | main thread's V8 heap used, first -> last third | 31 -> 33 MiB | 31 -> 33 MiB |
 | parquet-wasm's memory | 17 MiB | 18 MiB |
 
-With the settings the arenas stay flat; what still rose, by 4 MiB from the middle third to the last,
-is V8's pages: at this load the soak ran 91 exports in 30 minutes, too few to tell a V8 heap still
-settling from a slow climb (a slope of 25 ± 11 MiB/h is about two standard errors). The
-descriptors and disk were flat in both (disk at most 280 MiB, held by the 60 s retention).
+A second run with the settings on a quieter machine (28 minutes, load 7-12, 228 snapshot runs):
+RSS medians 292 / 305 / 313 MiB, slope 39 ± 17 MiB/h after warm-up and 30 ± 52 MiB/h over the last
+third; arenas 49 / 52 / 54 MiB, V8's pages 76 / 90 / 91 MiB, main thread's heap used 31 -> 34 MiB.
+So the settings remove most of the climb (the arenas' 70-100 MiB), and what is left rises more
+slowly from one third to the next, but half an hour does not show it at zero: a slope of 25-40 MiB/h
+is two standard errors. The descriptors and disk were flat in every run (disk at most 280 MiB,
+held by the 60 s retention).
 
 ## Part threads (\`workers\`), measured with the service on another core
 

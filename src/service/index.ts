@@ -300,9 +300,10 @@ function linkOriginOf(publicUrl: string | undefined, host: string, port: number)
 function engineBounds(
   settings: ServiceSettings,
   dataDir: string,
-): Pick<OpenEngineOptions, 'memoryLimit' | 'maxTempDirectorySize' | 'tempDirectory' | 'defaultThreads' | 'memoryAdmission' | 'encodeResults'> {
-  const { memory_limit, max_temp_directory_size, temp_directory, threads, memory_admission, encode_results } = settings.engine;
+): Pick<OpenEngineOptions, 'memoryLimit' | 'maxTempDirectorySize' | 'tempDirectory' | 'defaultThreads' | 'memoryAdmission' | 'encodeResults' | 'walledTeams'> {
+  const { memory_limit, max_temp_directory_size, temp_directory, threads, memory_admission, encode_results, walled_teams } = settings.engine;
   return {
+    walledTeams: walled_teams,
     encodeResults: encode_results,
     memoryLimit: memory_limit,
     maxTempDirectorySize: max_temp_directory_size,

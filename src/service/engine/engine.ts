@@ -43,6 +43,9 @@ import { InstanceUse } from './memory/memoryTrim.ts';
 import { WideRead } from './memory/wideRead.ts';
 import { Connections } from './connections.ts';
 import { sqlIdent } from '../sql.ts';
+import { TeamInstances, type TeamInstanceFiles } from './teams/teamInstances.ts';
+import { SharedObjects } from './teams/sharedObjects.ts';
+import { STAGING_PREFIXES } from './tables/serviceTables.ts';
 
 /** Stored results kept attached for paging; the least recently used idle ones are detached. */
 const MAX_ATTACHED = 32;
@@ -91,6 +94,11 @@ export interface DuckDbEngineOptions {
   arrowChunkRows?: ((columnCount: number) => number) | undefined;
   ceilings?: EngineCeilings;
   encodeResults?: 'at_completion' | 'when_idle' | undefined;
+  /**
+   * Each team's SQL on an instance of its own, which cannot open other teams' files
+   * (teams/teamInstances.ts); absent: every team's SQL runs on `instance`, over one `service.duckdb`.
+   */
+  teams?: Pick<TeamInstanceFiles, 'engineFile' | 'teamsDir' | 'publicDir' | 'tempDir' | 'threads' | 'maxTempDirectorySize'> | undefined;
 }
 
 export class DuckDbEngine implements SqlEngine {
@@ -109,6 +117,8 @@ export class DuckDbEngine implements SqlEngine {
   #closing: Promise<void> | undefined;
   readonly #systemViews: ReadonlySet<string>;
   readonly #serviceDatabase: string;
+  readonly #teams: TeamInstances | undefined;
+  readonly #shared: SharedObjects | undefined;
   /** The bytes of each team's own tables, kept between the executions that change them. */
   readonly #sizes = new TeamTableSizes();
   readonly tables: ServiceTables;
@@ -116,14 +126,18 @@ export class DuckDbEngine implements SqlEngine {
   constructor(o: DuckDbEngineOptions) {
     const ceilings = o.ceilings;
     const trim = ceilings?.trim;
-    this.#bounds = new ResourceBounds(ceilings, (stmt) => this.#connections.withTrusted(async (conn) => void (await conn.run(stmt))));
+    this.#bounds = new ResourceBounds(ceilings, (stmt) => this.#connections.withEachSql(async (conn) => void (await conn.run(stmt))));
     const bounds = this.#bounds;
     const idleMs = trim?.afterIdleMs ?? TRIM_AFTER_IDLE_MS;
     const filesLimit = ceilings?.filesMemoryLimit;
+    this.#teams = o.teams && new TeamInstances({ ...o.teams, memoryLimit: () => bounds.memoryLimit ?? ceilings?.memoryLimit, idleMs, stagingPrefixes: STAGING_PREFIXES });
     this.#connections = new Connections(
       new InstanceUse(o.instance, ceilings && (() => bounds.memoryLimit ?? ceilings.memoryLimit), idleMs),
       new InstanceUse(o.files, filesLimit === undefined ? undefined : () => filesLimit, idleMs),
+      this.#teams,
     );
+    const teams = this.#teams;
+    this.#shared = teams && new SharedObjects((team, fn) => this.#connections.withTrusted(fn, 'users', team), teams.publicDir);
     this.#files = new ResultFiles(join(o.dataDir, 'results'));
     this.#serviceDatabase = join(o.dataDir, 'service.duckdb');
     this.#systemViews = o.systemViews ?? new Set();
@@ -166,8 +180,10 @@ export class DuckDbEngine implements SqlEngine {
         if (phase === 'start') this.#encodings.preempt();
       },
     });
+    const shared = this.#shared;
     this.tables = new DuckDbServiceTables({
-      withConnection: (fn) => this.#connections.withTrusted(fn),
+      withConnection: (fn, team) => this.#connections.withTrusted(fn, 'users', team),
+      ...(shared === undefined ? {} : { changed: (team: string) => shared.changed(team) }),
       withFiles: (fn) => this.#connections.withTrusted(fn, 'files'),
       tableSizes: this.#sizes,
       resultPath: (id) => {
@@ -187,7 +203,8 @@ export class DuckDbEngine implements SqlEngine {
         files: this.#files,
         encodings: this.#encodings,
         sizes: this.#sizes,
-        serviceDatabase: this.#serviceDatabase,
+        serviceDatabase: (team) => this.#teams?.serviceFile(team) ?? this.#serviceDatabase,
+        shared: this.#shared,
         systemViews: this.#systemViews,
         teamSchema: (team) => this.#teamSchema(team),
         wide: this.#wide,
@@ -202,7 +219,7 @@ export class DuckDbEngine implements SqlEngine {
     this.#connections.checkOpen();
     if (opts.team !== undefined && !/^[A-Za-z0-9_-]{1,100}$/.test(opts.team)) throw new EngineError('bad_request', `invalid team name "${opts.team}"`);
     if (opts.team !== undefined) await this.#teamSchema(opts.team);
-    return this.#connections.withTrusted((conn) => classifyAccess(conn, sql, opts, this.#systemViews));
+    return this.#connections.withTrusted((conn) => classifyAccess(conn, sql, { ...opts, walled: this.#teams !== undefined }, this.#systemViews), 'users', opts.team);
   }
 
   /**
@@ -215,7 +232,7 @@ export class DuckDbEngine implements SqlEngine {
     if (created === undefined) {
       created = this.#connections.withTrusted(async (conn) => {
         await conn.run(`CREATE SCHEMA IF NOT EXISTS service.${sqlIdent(team)}`);
-      });
+      }, 'users', team);
       this.#schemas.set(key, created);
       created.catch(() => this.#schemas.delete(key));
     }
@@ -295,11 +312,11 @@ export class DuckDbEngine implements SqlEngine {
 
   /**
    * Runs trusted code on a connection of the instance that runs users' SQL (the catalogs; no file
-   * is readable to it); never user SQL. Not part of SqlEngine: the service asks for tables
-   * through `tables`.
+   * is readable to it), or the team's own when teams are walled apart; never user SQL. Not part
+   * of SqlEngine: the service asks for tables through `tables`.
    */
-  withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
-    return this.#connections.withTrusted(fn);
+  withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>, team?: string): Promise<T> {
+    return this.#connections.withTrusted(fn, 'users', team);
   }
 
   /** The same on the files instance (tests read its settings). */
@@ -320,6 +337,7 @@ export class DuckDbEngine implements SqlEngine {
 
   async #close(): Promise<void> {
     this.#connections.markClosed();
+    this.#teams?.markClosed();
     this.#closeSignal.abort(new EngineError('canceled', 'Query was canceled: the service is stopping'));
     this.#bounds.wakeAll();
     await this.#connections.close(() => this.#attached.settled());

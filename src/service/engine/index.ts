@@ -17,6 +17,7 @@ import { sqlString } from '../sql.ts';
 import { lockDown } from './sandbox/lockdown.ts';
 import { parseDuckDbSize, type EngineCeilings } from './memory/resourceBounds.ts';
 import { trimTo } from './memory/memoryTrim.ts';
+import { splitServiceDatabase } from './teams/splitService.ts';
 import type { OpenEngineOptions, SqlEngine } from './types.ts';
 
 export * from './types.ts';
@@ -49,7 +50,8 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
     try {
       await conn.run('SET GLOBAL errors_as_json = true');
       await conn.run("SET GLOBAL TimeZone = 'UTC'");
-      await conn.run(`ATTACH IF NOT EXISTS ${sqlString(join(opts.dataDir, 'service.duckdb'))} AS service`);
+      if (opts.walledTeams === true) for (const notice of await splitServiceDatabase(conn, opts.dataDir, teamsDir(opts.dataDir))) opts.onNotice?.(notice);
+      else await conn.run(`ATTACH IF NOT EXISTS ${sqlString(join(opts.dataDir, 'service.duckdb'))} AS service`);
       const types = await conn.runAndReadAll(
         'SELECT type_name FROM duckdb_types() WHERE database_name = current_database()',
       );
@@ -80,6 +82,8 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
       if (opts.trim !== undefined) ceilings.trim = opts.trim;
       if (opts.encodeAtCompletionMax !== undefined) ceilings.encodeAtCompletionMax = opts.encodeAtCompletionMax;
       files = await openFiles(opts, config, resultsDir, filesMemory);
+      // Team instances open engine.duckdb read-only: all of it on disk, nothing left in a WAL.
+      if (opts.walledTeams === true) await conn.run('CHECKPOINT');
       await lockDown(conn);
     } finally {
       conn.closeSync();
@@ -98,7 +102,22 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
     arrowChunkRows: opts.arrowChunkRows,
     ceilings,
     encodeResults: opts.encodeResults,
+    teams:
+      opts.walledTeams === true
+        ? {
+            engineFile: join(opts.dataDir, 'engine.duckdb'),
+            teamsDir: teamsDir(opts.dataDir),
+            publicDir: join(opts.dataDir, 'public'),
+            tempDir: join(config['temp_directory']!, 'teams'),
+            threads: config['threads'],
+            maxTempDirectorySize: parseDuckDbSize(ceilings.maxTempDirectorySize) === undefined ? undefined : ceilings.maxTempDirectorySize,
+          }
+        : undefined,
   });
+}
+
+function teamsDir(dataDir: string): string {
+  return join(dataDir, 'teams');
 }
 
 /**

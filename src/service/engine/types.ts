@@ -287,6 +287,12 @@ export interface OpenEngineOptions {
   trim?: TrimOptions;
   /** Results larger than this (result_set_bytes, default 1 GiB; rows, default 10M) are encoded when idle even with encodeResults 'at_completion'. */
   encodeAtCompletionMax?: { bytes?: number; rows?: number };
+  /**
+   * Each team's SQL on a DuckDB instance of its own, attaching only the team's own file
+   * (teams/<team>.duckdb) and snapshots of other teams' public objects (engine/teams/); an
+   * existing service.duckdb is split into the teams' files at the first start. Default false.
+   */
+  walledTeams?: boolean;
 }
 
 /** When an instance gives its idle memory back (memoryTrim.ts). */

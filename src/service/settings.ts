@@ -109,9 +109,10 @@ export const EngineSchema = z.strictObject({
     .default('at_completion')
     .describe(
       "When a result's JSON, CSV and Arrow pages are written for reading as byte ranges: at_completion, as the execution's last step (its first read is as fast as any later one; the execution takes longer; a result over 1 GiB or 10M rows is encoded when idle instead), or when_idle, in the background once no execution or page query runs (the first read is built per request)",
-    ),  walled_teams: z
+    ),
+  walled_teams: z
     .boolean()
-    .default(false)
+    .default(true)
     .describe(
       "Each team's SQL runs on a DuckDB instance of its own that attaches only the team's own file (teams/<team>.duckdb) and snapshots of other teams' public views and uploads, so other teams' private objects are out of what DuckDB can open even for SQL past the sandbox's lists. An existing service.duckdb is split into the teams' files at the first start (kept as service.duckdb.split); it is not joined back when this is turned off again (src/service/README.md)",
     ),

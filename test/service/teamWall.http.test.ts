@@ -6,6 +6,9 @@
 // definition, while demo's public upload stays readable by name; making it private takes it out
 // of other's reach, public again brings it back. On one shared instance (walled_teams off) the
 // same attacks read demo's private rows: the second test shows it.
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Sandbox } from '../../src/service/engine/sandbox/sandbox.ts';
@@ -66,10 +69,10 @@ function attacks(dataDir: string): string[] {
   ];
 }
 
-describe('walled_teams: each team on its own DuckDB instance', () => {
+describe('walled_teams (the default): each team on its own DuckDB instance', () => {
   let svc: TestService;
   beforeAll(async () => {
-    svc = await startTestService({ engine: { walled_teams: true } });
+    svc = await startTestService();
     await plant(svc);
   });
   afterAll(async () => {
@@ -130,7 +133,7 @@ describe('walled_teams: each team on its own DuckDB instance', () => {
 describe('on one shared instance (walled_teams off), the sandbox is the only wall', () => {
   let svc: TestService;
   beforeAll(async () => {
-    svc = await startTestService();
+    svc = await startTestService({ engine: { walled_teams: false } });
     await plant(svc);
   });
   afterAll(async () => {
@@ -143,5 +146,39 @@ describe('on one shared instance (walled_teams off), the sandbox is the only wal
       if (JSON.stringify(await asOther(svc, sql, 'off')).includes(CANARY)) leaked.push(sql);
     }
     expect(leaked).toEqual(attacks(svc.dataDir).slice(0, 5));
+  });
+});
+
+describe('a data folder of one service.duckdb, started with walled_teams', () => {
+  it("is split into the teams' files at the first start: tables, uploads, view definitions and keys survive; off again is refused", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'sluice-split-'));
+    try {
+      let svc = await startTestService({ dataDir, engine: { walled_teams: false } });
+      await plant(svc);
+      await asDemo(svc, 'CREATE TABLE service.demo.keyed (id INTEGER PRIMARY KEY, u UNION(uint256 BIGNUM), e ENUM(\'x\', \'y\'))');
+      await asDemo(svc, "INSERT INTO service.demo.keyed VALUES (1, uint256(5), 'y')");
+      await svc.close();
+      svc = await startTestService({ dataDir, engine: { walled_teams: true } });
+      try {
+        expect(existsSync(join(dataDir, 'engine', 'service.duckdb'))).toBe(false);
+        expect(existsSync(join(dataDir, 'engine', 'service.duckdb.split'))).toBe(true);
+        const id = await executeSql(svc, 'SELECT (SELECT s FROM service.demo.mine) AS t, (SELECT s FROM service.demo.spyview) AS v, (SELECT s FROM service.demo.dataset_secret) AS u, (SELECT u FROM service.demo.keyed) AS k, (SELECT e FROM service.demo.keyed) AS e', svc.keys.demo.write);
+        const s = await waitFor(svc, id, undefined, svc.keys.demo.read);
+        expect(s.state, JSON.stringify(s.error)).toBe('QUERY_STATE_COMPLETED');
+        const res = await call(svc, 'GET', `/v1/execution/${id}/results`, { key: svc.keys.demo.read });
+        expect(res.json.result.rows).toEqual([{ t: `${CANARY}-table`, v: `${CANARY}-viewdef`, u: `${CANARY}-upload`, k: '5', e: 'y' }]);
+        expect(res.json.result.metadata.column_types.slice(3)).toEqual(['uint256', 'varchar']);
+        // The primary key came along.
+        const dup = await executeSql(svc, "INSERT INTO service.demo.keyed VALUES (1, uint256(6), 'x')", svc.keys.demo.write);
+        expect((await waitFor(svc, dup, undefined, svc.keys.demo.read)).error?.message).toMatch(/PRIMARY KEY|primary key|Duplicate key/);
+        expect(await asOther(svc, 'SELECT n FROM service.demo.dataset_open ORDER BY n', 'on')).toEqual({ rows: [{ n: 1 }, { n: 2 }] });
+        expect((await asOther(svc, 'SELECT * FROM service.demo.mine', 'off')).error).toMatch(/does not exist/);
+      } finally {
+        await svc.close();
+      }
+      await expect(startTestService({ dataDir, engine: { walled_teams: false } })).rejects.toThrow(/engine.walled_teams is off: turn it on again/);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });

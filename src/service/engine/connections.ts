@@ -20,6 +20,8 @@ export interface TeamUses {
   use(team: string): Promise<InstanceUse>;
   /** Every team instance opened so far. */
   opened(): InstanceUse[];
+  /** The teams whose instance is open. */
+  openedTeams(): string[];
 }
 
 export class Connections {
@@ -41,17 +43,17 @@ export class Connections {
     return this.#teams !== undefined;
   }
 
-  /** Every instance that runs users' SQL: the users' instance and the team instances opened so far. */
-  sqlUses(): InstanceUse[] {
-    return [this.#uses.users, ...(this.#teams?.opened() ?? [])];
-  }
-
   get closed(): boolean {
     return this.#closed;
   }
 
   use(name: InstanceName): InstanceUse {
     return this.#uses[name];
+  }
+
+  /** The instance a connection of this engine belongs to (a team's own, when teams are walled apart). */
+  useOf(conn: DuckDBConnection): InstanceUse | undefined {
+    return this.#useOf.get(conn);
   }
 
   checkOpen(): void {
@@ -77,30 +79,6 @@ export class Connections {
     this.#trusted.add(conn);
     try {
       return await fn(conn);
-    } finally {
-      this.#trusted.delete(conn);
-      this.#disconnect(conn);
-    }
-  }
-
-  /** Runs trusted `fn` on a connection of each instance that runs users' SQL (the engine's limits are set on each). */
-  async withEachSql(fn: (conn: DuckDBConnection) => Promise<void>): Promise<void> {
-    this.checkOpen();
-    await Promise.all(this.sqlUses().map((use) => this.#withUse(use, fn)));
-  }
-
-  async #withUse(use: InstanceUse, fn: (conn: DuckDBConnection) => Promise<void>): Promise<void> {
-    this.#starting += 1;
-    let conn: DuckDBConnection;
-    try {
-      conn = await use.connect();
-      this.#useOf.set(conn, use);
-    } finally {
-      this.#starting -= 1;
-    }
-    this.#trusted.add(conn);
-    try {
-      await fn(conn);
     } finally {
       this.#trusted.delete(conn);
       this.#disconnect(conn);

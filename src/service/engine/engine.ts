@@ -45,7 +45,6 @@ import { Connections } from './connections.ts';
 import { sqlIdent } from '../sql.ts';
 import { TeamInstances, type TeamInstanceFiles } from './teams/teamInstances.ts';
 import { SharedObjects } from './teams/sharedObjects.ts';
-import { STAGING_PREFIXES } from './tables/serviceTables.ts';
 
 /** Stored results kept attached for paging; the least recently used idle ones are detached. */
 const MAX_ATTACHED = 32;
@@ -126,11 +125,14 @@ export class DuckDbEngine implements SqlEngine {
   constructor(o: DuckDbEngineOptions) {
     const ceilings = o.ceilings;
     const trim = ceilings?.trim;
-    this.#bounds = new ResourceBounds(ceilings, (stmt) => this.#connections.withEachSql(async (conn) => void (await conn.run(stmt))));
+    const run = (sql: string, team?: string): Promise<void> => this.#connections.withTrusted(async (conn) => void (await conn.run(sql)), 'users', team);
+    // With an instance per team, each has its own limits: those of the executions running on it.
+    const perInstance = o.teams && { set: run, opened: () => this.#teams?.openedTeams() ?? [] };
+    this.#bounds = new ResourceBounds(ceilings, (sql) => run(sql), perInstance);
     const bounds = this.#bounds;
     const idleMs = trim?.afterIdleMs ?? TRIM_AFTER_IDLE_MS;
     const filesLimit = ceilings?.filesMemoryLimit;
-    this.#teams = o.teams && new TeamInstances({ ...o.teams, memoryLimit: () => bounds.memoryLimit ?? ceilings?.memoryLimit, idleMs, stagingPrefixes: STAGING_PREFIXES });
+    this.#teams = o.teams && new TeamInstances({ ...o.teams, memoryLimit: (team) => bounds.memoryLimitOf(team), idleMs });
     this.#connections = new Connections(
       new InstanceUse(o.instance, ceilings && (() => bounds.memoryLimit ?? ceilings.memoryLimit), idleMs),
       new InstanceUse(o.files, filesLimit === undefined ? undefined : () => filesLimit, idleMs),

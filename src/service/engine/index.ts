@@ -4,7 +4,8 @@
 // After setting up, the instance is locked down with no readable directory (lockdown.ts): user
 // SQL runs sandboxed on it. A second, in-memory instance opens the results directory and nothing
 // else (engine.ts, "Two instances"); the engine's memory_limit is shared between the two.
-import { mkdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { DuckDbEngine } from './engine.ts';
@@ -18,6 +19,8 @@ import { lockDown } from './sandbox/lockdown.ts';
 import { parseDuckDbSize, type EngineCeilings } from './memory/resourceBounds.ts';
 import { trimTo } from './memory/memoryTrim.ts';
 import { splitServiceDatabase } from './teams/splitService.ts';
+import { dropTeamLeftovers } from './teams/leftovers.ts';
+import { STAGING_PREFIXES } from './tables/serviceTables.ts';
 import type { OpenEngineOptions, SqlEngine } from './types.ts';
 
 export * from './types.ts';
@@ -50,8 +53,13 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
     try {
       await conn.run('SET GLOBAL errors_as_json = true');
       await conn.run("SET GLOBAL TimeZone = 'UTC'");
-      if (opts.walledTeams === true) for (const notice of await splitServiceDatabase(conn, opts.dataDir, teamsDir(opts.dataDir))) opts.onNotice?.(notice);
-      else await conn.run(`ATTACH IF NOT EXISTS ${sqlString(join(opts.dataDir, 'service.duckdb'))} AS service`);
+      if (opts.walledTeams === true) {
+        for (const notice of await splitServiceDatabase(conn, opts.dataDir, teamsDir(opts.dataDir))) opts.onNotice?.(notice);
+        await dropTeamLeftovers(conn, teamsDir(opts.dataDir), STAGING_PREFIXES);
+      } else {
+        await refuseSplitFolder(opts.dataDir);
+        await conn.run(`ATTACH IF NOT EXISTS ${sqlString(join(opts.dataDir, 'service.duckdb'))} AS service`);
+      }
       const types = await conn.runAndReadAll(
         'SELECT type_name FROM duckdb_types() WHERE database_name = current_database()',
       );
@@ -114,6 +122,19 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
           }
         : undefined,
   });
+}
+
+/**
+ * With teams not walled apart, a folder whose tables were split into the teams' files (and no
+ * service.duckdb) would start with none of them: refused, so that nothing looks lost.
+ */
+async function refuseSplitFolder(dataDir: string): Promise<void> {
+  if (existsSync(join(dataDir, 'service.duckdb'))) return;
+  const split = (await readdir(teamsDir(dataDir)).catch(() => [])).filter((f) => f.endsWith('.duckdb'));
+  if (split.length === 0) return;
+  throw new Error(
+    `the teams' tables in ${teamsDir(dataDir)} are kept one file per team (engine.walled_teams was on), and engine.walled_teams is off: turn it on again to serve them (they are not joined back into one service.duckdb)`,
+  );
 }
 
 function teamsDir(dataDir: string): string {

@@ -133,7 +133,7 @@ class Execution {
     const check = (): void => this.#stopper.check();
     check();
     const signal = AbortSignal.any([this.#stopper.waiting.signal, this.#ctx.closeSignal]);
-    this.#leaveBounds = await this.#ctx.bounds.enter(opts.bounds, signal);
+    this.#leaveBounds = await this.#ctx.bounds.enter(opts.bounds, signal, opts.team);
     check();
     if (opts.team !== undefined) await this.#ctx.teamSchema(opts.team);
     check();
@@ -262,7 +262,7 @@ class Execution {
     if (info.bytes >= this.#ctx.encode.trimBeforeBytes) {
       // What the query read and wrote is evicted before the encoding reads the result back: the
       // encoder's memory comes instead of it, not on top (only when nothing else runs).
-      await this.#ctx.connections.use('users').trim(1);
+      await (this.#conn === undefined ? undefined : this.#ctx.connections.useOf(this.#conn))?.trim(1);
       await this.#ctx.connections.use('files').trim(1);
     }
     const stopper = this.#stopper;

@@ -33,12 +33,10 @@ export interface TeamInstanceFiles {
   tempDir: string;
   threads?: string | undefined;
   maxTempDirectorySize?: string | undefined;
-  /** The memory_limit a new instance starts with (and is restored to after a trim). */
-  memoryLimit: () => string | undefined;
+  /** The team instance's memory_limit in force: a new instance starts with it, a trim restores it. */
+  memoryLimit: (team: string) => string | undefined;
   /** A team instance with no connection open for this long gives its idle memory back. */
   idleMs: number;
-  /** Work tables a crash left in a team's schema: dropped when its instance opens. */
-  stagingPrefixes: readonly string[];
 }
 
 /** The file of a team's own catalog. */
@@ -50,6 +48,7 @@ export class TeamInstances implements TeamUses {
   readonly #files: TeamInstanceFiles;
   readonly #opening = new Map<string, Promise<InstanceUse>>();
   readonly #open = new Map<string, InstanceUse>();
+  readonly #names = new Map<string, string>();
   #closed = false;
 
   constructor(files: TeamInstanceFiles) {
@@ -77,6 +76,7 @@ export class TeamInstances implements TeamUses {
           throw new EngineError('internal', 'engine is closed');
         }
         this.#open.set(key, use);
+        this.#names.set(key, team);
         return use;
       });
       this.#opening.set(key, opening);
@@ -87,6 +87,10 @@ export class TeamInstances implements TeamUses {
 
   opened(): InstanceUse[] {
     return [...this.#open.values()];
+  }
+
+  openedTeams(): string[] {
+    return [...this.#names.values()];
   }
 
   /** No instance opens from now on (the engine closes those opened). */
@@ -102,14 +106,14 @@ export class TeamInstances implements TeamUses {
     await mkdir(f.publicDir, { recursive: true, mode: 0o700 });
     const config: Record<string, string> = { access_mode: 'READ_ONLY', temp_directory: temp };
     if (f.threads !== undefined) config['threads'] = f.threads;
-    const limit = f.memoryLimit();
+    const limit = f.memoryLimit(team);
     if (limit !== undefined) config['memory_limit'] = limit;
     if (f.maxTempDirectorySize !== undefined) config['max_temp_directory_size'] = f.maxTempDirectorySize;
     const instance = await DuckDBInstance.create(f.engineFile, config);
     try {
       const conn = await instance.connect();
       try {
-        await setUp(conn, team, teamFile(f.teamsDir, team), f.stagingPrefixes);
+        await setUp(conn, team, teamFile(f.teamsDir, team));
         await lockDown(conn, f.publicDir);
       } finally {
         conn.closeSync();
@@ -118,26 +122,19 @@ export class TeamInstances implements TeamUses {
       instance.closeSync();
       throw err;
     }
-    return new InstanceUse(instance, limit === undefined ? undefined : () => f.memoryLimit() ?? limit, f.idleMs);
+    return new InstanceUse(instance, limit === undefined ? undefined : () => f.memoryLimit(team) ?? limit, f.idleMs);
   }
 }
 
 /**
  * The team's catalog attached read-write (the main database is read-only, and DuckDB attaches
- * read-only by default then), its schema made, what an earlier run left dropped: the views over
- * other teams' objects (their snapshots are gone with that run) and crash leftovers.
+ * read-only by default then) and its schema made; what an earlier run left in the file was
+ * dropped at start (leftovers.ts).
  */
-async function setUp(conn: DuckDBConnection, team: string, file: string, stagingPrefixes: readonly string[]): Promise<void> {
+async function setUp(conn: DuckDBConnection, team: string, file: string): Promise<void> {
   await conn.run('SET GLOBAL errors_as_json = true');
   await conn.run("SET GLOBAL TimeZone = 'UTC'");
   await conn.run(`ATTACH ${sqlString(file)} AS service (READ_WRITE)`);
   await conn.run(`CREATE SCHEMA IF NOT EXISTS service.${sqlIdent(team)}`);
-  const others = await conn.runAndReadAll(
-    `SELECT schema_name FROM duckdb_schemas() WHERE database_name = 'service' AND schema_name NOT IN ('main', ${sqlString(team)})`,
-  );
-  for (const [schema] of others.getRowsJson()) await conn.run(`DROP SCHEMA IF EXISTS service.${sqlIdent(String(schema))} CASCADE`);
-  const like = stagingPrefixes.map((p) => `starts_with(table_name, ${sqlString(p)})`).join(' OR ');
-  const left = await conn.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = 'service' AND schema_name = ${sqlString(team)} AND (${like})`);
-  for (const [table] of left.getRowsJson()) await conn.run(`DROP TABLE IF EXISTS service.${sqlIdent(team)}.${sqlIdent(String(table))}`);
   registerNativeFunctions(conn);
 }

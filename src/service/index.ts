@@ -190,6 +190,7 @@ async function assemble(engine: SqlEngine, settings: ServiceSettings, clock: Clo
   await queryStore.init();
   // Work tables of refreshes and uploads a crash left half-written.
   await engine.tables.dropStagingLeftovers();
+  await engine.openTeams?.(settings.teams.map((t) => t.name));
   // Credits and views come before executions: loading executions settles those a restart ended.
   const credits = await openCreditLedger(settings, clock, join(dataDir, 'limits'));
   let svc: ServiceContext | undefined;

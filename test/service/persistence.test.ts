@@ -104,7 +104,9 @@ describe('restart on the same data directory', () => {
     // What a crash in the middle of an upload and of a refresh leaves behind.
     const resultsDir = join(dataDir, 'engine', 'results');
     await writeFile(join(resultsDir, 'scratch~upload-0a1b2c3d.csv'), 'px\n1\n');
-    // Each team's tables are in a file of its own (engine.walled_teams).
+    // Each team's tables are in a file of its own (engine.walled_teams). Connections are closed
+    // before their instance: an instance with one open lives on until it is collected, and then
+    // writes what it holds over the file.
     const teamDb = (team: string): string => join(dataDir, 'engine', 'teams', `${team}.duckdb`);
     const listTables = async (): Promise<string[]> => {
       const out: string[] = [];
@@ -114,6 +116,7 @@ describe('restart on the same data directory', () => {
           const conn = await db.connect();
           const r = await conn.runAndReadAll("SELECT schema_name || '.' || table_name FROM duckdb_tables() UNION ALL SELECT schema_name || '.' || view_name FROM duckdb_views() WHERE NOT internal ORDER BY ALL");
           out.push(...r.getRowsJson().map((row) => String(row[0])));
+          conn.closeSync();
         } finally {
           db.closeSync();
         }
@@ -128,6 +131,7 @@ describe('restart on the same data directory', () => {
       // A view over a snapshot of another team's object, whose catalog went with the run.
       await conn.run('CREATE SCHEMA IF NOT EXISTS demo.other');
       await conn.run('CREATE VIEW demo.other.result_x AS SELECT 1 AS n');
+      conn.closeSync();
       db.closeSync();
     }
     {
@@ -135,6 +139,7 @@ describe('restart on the same data directory', () => {
       const conn = await db.connect();
       await conn.run('CREATE SCHEMA IF NOT EXISTS other.other');
       await conn.run('CREATE TABLE other.other.__staging_result_daily_0a1b2c3d AS SELECT 1 AS n');
+      conn.closeSync();
       db.closeSync();
     }
     expect(await listTables()).toHaveLength(6);

@@ -284,6 +284,10 @@ export class DuckDbEngine implements SqlEngine {
     return { dir: join(encodedDir(this.#files.dir, resultId).dir, 'frames'), scratch: this.#files.scratchPath(`frame-${resultId}-`) };
   }
 
+  async openTeams(teams: readonly string[]): Promise<void> {
+    for (const team of teams) await this.#teams?.use(team);
+  }
+
   resultStoreBytes(): Promise<Map<string, number>> {
     return this.#files.sizes();
   }

@@ -5,9 +5,9 @@
 // SQL runs sandboxed on it. A second, in-memory instance opens the results directory and nothing
 // else (engine.ts, "Two instances"); the engine's memory_limit is shared between the two.
 import { existsSync } from 'node:fs';
-import { mkdir, readdir } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { DuckDbEngine } from './engine.ts';
 import { ResultFiles } from './results/resultFiles.ts';
 import { customTypeStatements } from './customTypes.ts';
@@ -53,13 +53,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
     try {
       await conn.run('SET GLOBAL errors_as_json = true');
       await conn.run("SET GLOBAL TimeZone = 'UTC'");
-      if (opts.walledTeams === true) {
-        for (const notice of await splitServiceDatabase(conn, opts.dataDir, teamsDir(opts.dataDir))) opts.onNotice?.(notice);
-        await dropTeamLeftovers(conn, teamsDir(opts.dataDir), STAGING_PREFIXES);
-      } else {
-        await refuseSplitFolder(opts.dataDir);
-        await conn.run(`ATTACH IF NOT EXISTS ${sqlString(join(opts.dataDir, 'service.duckdb'))} AS service`);
-      }
+      await attachCatalogs(conn, opts);
       const types = await conn.runAndReadAll(
         'SELECT type_name FROM duckdb_types() WHERE database_name = current_database()',
       );
@@ -122,6 +116,22 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
           }
         : undefined,
   });
+}
+
+/**
+ * The teams' tables: one file per team (teams/), an older service.duckdb split into them first,
+ * what a crash left removed; or, with teams not walled apart, service.duckdb attached as `service`.
+ */
+async function attachCatalogs(conn: DuckDBConnection, opts: OpenEngineOptions): Promise<void> {
+  if (opts.walledTeams === true) {
+    for (const notice of await splitServiceDatabase(conn, opts.dataDir, teamsDir(opts.dataDir))) opts.onNotice?.(notice);
+    await dropTeamLeftovers(conn, teamsDir(opts.dataDir), STAGING_PREFIXES);
+    // Snapshots a crash left between their write and their deletion (teams/sharedObjects.ts).
+    await rm(join(opts.dataDir, 'public'), { recursive: true, force: true });
+  } else {
+    await refuseSplitFolder(opts.dataDir);
+    await conn.run(`ATTACH IF NOT EXISTS ${sqlString(join(opts.dataDir, 'service.duckdb'))} AS service`);
+  }
 }
 
 /**

@@ -198,6 +198,11 @@ export interface SqlEngine {
   frameStore(resultId: string): { dir: string; scratch: string };
   /** Bytes on disk of each stored result (its file, encodings and frames), by result id. */
   resultStoreBytes(): Promise<Map<string, number>>;
+  /**
+   * Opens the teams' own instances now (engine/teams/), so that no team's first execution waits
+   * for its instance; nothing to do when teams share one instance.
+   */
+  openTeams?(teams: readonly string[]): Promise<void>;
   /** Settles when the result's pre-encoding (scheduled when it was stored) has ended. */
   encodingSettled(resultId: string): Promise<void>;
   hasResult(resultId: string): Promise<boolean>;

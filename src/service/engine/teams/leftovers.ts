@@ -27,6 +27,8 @@ export async function dropTeamLeftovers(conn: DuckDBConnection, teamsDir: string
         await conn.run(`DROP TABLE IF EXISTS ${ALIAS}.${sqlIdent(String(schema))}.${sqlIdent(String(table))}`);
         dropped.push(`service.${String(schema)}.${String(table)}`);
       }
+      // On disk before the team's instance opens the file (another instance of this process).
+      await conn.run(`CHECKPOINT ${ALIAS}`);
     } finally {
       await conn.run(`DETACH ${ALIAS}`);
     }

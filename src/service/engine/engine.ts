@@ -18,6 +18,11 @@
 // (results/copyRows.ts): the user's last statement is streamed into its result file; an upload or
 // a stored result is streamed into a table of the `service` catalog.
 //
+// With teams walled apart (DuckDbEngineOptions.teams, the service's default), users' SQL runs on
+// the team's own instance instead (teams/teamInstances.ts): the first instance then only sets the
+// engine up and holds the folder's lock, and another team's private objects are not among the
+// files a team's instance may open (teams/sharedObjects.ts brings it the public ones).
+//
 // Threads: DuckDB's `threads` setting is per instance ("cannot be set locally"), so
 // ExecuteOptions.threads cannot give one execution more threads than another; the instance runs
 // with defaultThreads and the option is accepted and ignored. A second instance for the large tier

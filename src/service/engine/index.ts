@@ -1,9 +1,12 @@
-// Opens the engine over dataDir: dataDir/engine.duckdb (custom types, macros, datasets),
-// dataDir/service.duckdb attached as catalog `service` (one schema per team, so
-// `service.<team>.<name>` resolves), dataDir/results/<id>.duckdb (one file per stored result).
-// After setting up, the instance is locked down with no readable directory (lockdown.ts): user
-// SQL runs sandboxed on it. A second, in-memory instance opens the results directory and nothing
-// else (engine.ts, "Two instances"); the engine's memory_limit is shared between the two.
+// Opens the engine over dataDir: dataDir/engine.duckdb (custom types, macros, datasets), the
+// teams' tables (one file per team, dataDir/teams/<team>.duckdb, each attached as catalog
+// `service` by that team's own instance: teams/teamInstances.ts; or, with walledTeams off,
+// dataDir/service.duckdb attached here as catalog `service`, one schema per team, so
+// `service.<team>.<name>` resolves either way), dataDir/results/<id>.duckdb (one file per stored
+// result). After setting up, the instance is locked down with no readable directory
+// (lockdown.ts): user SQL runs sandboxed on it, or on the team's instance. A second, in-memory
+// instance opens the results directory and nothing else (engine.ts, "Two instances"); the
+// engine's memory_limit is shared between the two.
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -63,8 +63,8 @@ export interface ClientOptions {
   onRequest?: (event: RequestEvent) => void;
   /** Called before every retry, with the error that caused it and the delay chosen. */
   onRetry?: (event: RetryEvent) => void;
-  /** Extra headers for every HTTP attempt, asked for as it is sent (trace context: `traceparent`); the client's own headers win. */
-  requestHeaders?: () => Record<string, string>;
+  /** Extra headers for every HTTP attempt, asked for as it is sent, with the client method's name (trace context: `traceparent`); the client's own headers win. */
+  requestHeaders?: (operation: string) => Record<string, string>;
   /** Environment to read defaults from (tests); default `process.env`. */
   env?: Record<string, string | undefined>;
 }

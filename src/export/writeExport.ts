@@ -19,6 +19,7 @@ import { serialReason } from './splitRule.ts';
 import { type OpenedOutput, openOutput } from './openOutput.ts';
 import { startPartThreads, writeParts } from './partWorkers.ts';
 import { type NativeMode, nativeRoute, writeNativeExport } from './nativeExport.ts';
+import { commitSpan } from '../telemetry/outputSpans.ts';
 
 /** What the pipeline hands over: one schema, batches that all use it, and the execution's identity. */
 export interface ExportInput {
@@ -275,7 +276,7 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
           return { url: destination.url, rows: 0, bytes: 0, files: [], resumedFiles: 0, resumedRows: 0, committed: false };
         }
         const manifest = buildManifest(input.meta, { mode: resolved.mode, format: resolved.format.type, partitionBy: resolved.partitionBy }, files, describeSchema(input.schema));
-        const published = commit ? await publish(commit, destination, tx, manifest, previous, end) : await tx.commit([]);
+        const published = commit ? await commitSpan(commit.type, { files: files.length, rows }, () => publish(commit, destination, tx, manifest, previous, end)) : await tx.commit([]);
         const resumedRows = resume.kept.reduce((n, p) => n + p.rows, 0);
         const summary = { url: destination.url, rows, bytes: manifest.total_bytes, files, resumedFiles: resumedFiles.length, resumedRows, ...(addedColumns.length > 0 ? { addedColumns } : {}) };
         return published ? { ...summary, manifest, commit: published } : summary;

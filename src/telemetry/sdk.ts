@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { context, metrics, propagation, trace, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { type Context, context, metrics, propagation, ROOT_CONTEXT, trace, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
@@ -7,7 +7,7 @@ import { MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter }
 import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, type Sampler, type SpanExporter, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { IncomingMessage } from 'node:http';
 import { type OtelWanted, otlpProtocol, otlpTimeoutMs } from './env.ts';
-import type { RequestSpan, Telemetry } from './index.ts';
+import type { RequestSpan, Role, Telemetry } from './index.ts';
 import { runInstruments } from './instruments.ts';
 import { runTelemetry } from './runSpans.ts';
 
@@ -18,9 +18,10 @@ const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.me
 /**
  * The SDK as the environment configures it: OTLP/HTTP exporters (protobuf or JSON) for traces and
  * metrics, the resource from OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (service.name
- * `sluice` otherwise), the sampler from OTEL_TRACES_SAMPLER, W3C trace context, async context.
+ * `sluice` otherwise), the sampler from OTEL_TRACES_SAMPLER, W3C trace context, async context;
+ * for `sluice run`, the trace context of TRACEPARENT / TRACESTATE in its environment.
  */
-export async function startSdk(env: Env, wanted: OtelWanted, warn: (message: string) => void): Promise<{ telemetry: Telemetry; requestSpan: RequestSpan } | undefined> {
+export async function startSdk(env: Env, wanted: OtelWanted, role: Role, warn: (message: string) => void): Promise<{ telemetry: Telemetry; requestSpan: RequestSpan } | undefined> {
   const resource = resourceFromAttributes({ 'service.name': 'sluice', 'service.version': VERSION }).merge(detectResources({ detectors: [envDetector] }));
   const timeoutMs = otlpTimeoutMs(env);
   const traceProtocol = otlpProtocol(env, 'TRACES');
@@ -48,7 +49,7 @@ export async function startSdk(env: Env, wanted: OtelWanted, warn: (message: str
   // A collector that is down costs at most the exporter's timeout, and never an error.
   const bounded = (work: () => Promise<unknown>) => Promise.race([work().catch(() => undefined), new Promise((r) => setTimeout(r, timeoutMs).unref())]).then(() => undefined);
   const telemetry: Telemetry = {
-    ...runTelemetry(tracer, instruments),
+    ...runTelemetry(tracer, instruments, role === 'run' ? environmentContext(env, warn) : ROOT_CONTEXT),
     flush: () => bounded(() => Promise.all([tracerProvider?.forceFlush(), meterProvider?.forceFlush()])),
     shutdown: () => bounded(() => Promise.all([tracerProvider?.shutdown(), meterProvider?.shutdown()])),
   };
@@ -64,6 +65,19 @@ export async function startSdk(env: Env, wanted: OtelWanted, warn: (message: str
     };
   };
   return { telemetry, requestSpan };
+}
+
+/**
+ * The trace a process continues when it was started inside one: TRACEPARENT and TRACESTATE, the
+ * W3C trace context as environment variables (how a run hands its trace to its shard processes,
+ * and how a launcher or workflow engine hands its own to sluice).
+ */
+function environmentContext(env: Env, warn: (message: string) => void): Context {
+  const traceparent = env.TRACEPARENT?.trim();
+  if (!traceparent) return ROOT_CONTEXT;
+  const parent = propagation.extract(ROOT_CONTEXT, { traceparent, ...(env.TRACESTATE ? { tracestate: env.TRACESTATE } : {}) });
+  if (trace.getSpanContext(parent) === undefined) warn(`OpenTelemetry: TRACEPARENT=${traceparent} is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>): this run starts a trace of its own`);
+  return parent;
 }
 
 async function spanExporter(protocol: 'http/protobuf' | 'http/json'): Promise<SpanExporter> {

@@ -16,8 +16,9 @@ import { planRun } from '../../jobs/plan/planRun.ts';
 import { runShard } from '../../jobs/shards/runShard.ts';
 import { formatPlan, formatShard, planFields, shardFields } from '../output/shardSummary.ts';
 import { shardSpec } from '../shardSpec.ts';
-import { spawnShards } from '../shardProcesses.ts';
-import { startTelemetry, withRunTelemetry } from '../../telemetry/index.ts';
+import { spawnShards, type SpawnShardsOptions } from '../shardProcesses.ts';
+import { inSpan, type SpanEnd, startTelemetry, traceEnvironment, withRunTelemetry } from '../../telemetry/index.ts';
+import { shardAttributes, shardDone } from '../../telemetry/shardSpans.ts';
 
 export const runCommand = defineCommand({
   name: 'run',
@@ -68,6 +69,8 @@ export const runCommand = defineCommand({
     const processes = stringOption(values, 'processes');
     // A plan needs the shard count only: no index, no run id.
     const shard = flag(values, 'plan') ? undefined : shardSpec({ shard: stringOption(values, 'shard'), shards: stringOption(values, 'shards'), runId: stringOption(values, 'run-id') }, io.env);
+    // OpenTelemetry when the environment asks for it (OTEL_EXPORTER_OTLP_ENDPOINT): before connecting, so the clients carry trace context.
+    const telemetry = await startTelemetry(io.env, 'run', (message) => log.warn(message));
     if (processes !== undefined && !flag(values, 'plan')) {
       if (shard !== undefined) throw new UsageError(`--processes starts the shards itself: leave out ${shard.from}`);
       if (!flag(values, 'plan') && stringOption(values, 'execution') !== undefined) throw new UsageError('--processes runs the export: leave out --execution');
@@ -83,9 +86,9 @@ export const runCommand = defineCommand({
       // data folder's service and holds it while the shards run; they find it through the folder.
       const shared = isRemote(jobFile.connection) ? undefined : await connectLogged(jobFile.connection, io, log, signal);
       try {
-        return await spawnShards({ io, log, signal, processes, args, runId: stringOption(values, 'run-id') });
+        return await inSpan('sluice.job.run', { 'sluice.job': jobs[0]!.name, 'sluice.shard.count': Number(processes) }, (span) => tracedShards(span, { io, log, signal, processes, args, runId: stringOption(values, 'run-id') }));
       } finally {
-        await shared?.close();
+        await Promise.all([shared?.close(), telemetry?.shutdown()]);
       }
     }
     if (shard !== undefined && jobs.length !== 1) throw new UsageError(`${shard.from}: a sharded run exports one job: name it with --job (the file has ${jobFile.jobs.map((j) => j.name).join(', ')})`);
@@ -99,8 +102,6 @@ export const runCommand = defineCommand({
     const json = flag(values, 'json');
 
     // A shard of N spends 1/N of the key's rate: N shards together stay within it.
-    // OpenTelemetry when the environment asks for it (OTEL_EXPORTER_OTLP_ENDPOINT): before connecting, so the clients carry trace context.
-    const telemetry = await startTelemetry(io.env, 'cli', (message) => log.warn(message));
     const connection = await connectLogged(jobFile.connection, io, log, signal, false, shard === undefined ? 1 : 1 / shard.count);
     let exit: number = EXIT.ok;
     try {
@@ -116,13 +117,13 @@ export const runCommand = defineCommand({
       if (shard !== undefined) {
         const job = jobs[0]!;
         try {
-          const summary = await runShard(job, {
+          const summary = await inSpan('sluice.shard', shardAttributes(job.name, shard), (span) => runShard(job, {
             client: connection.client,
             shard,
             signal,
             events: { onInfo: (message, fields) => log.info(message, fields) },
             ...(workers === undefined ? {} : { workers }),
-          });
+          }).then((s) => (span.set(shardDone(s)), s)));
           await writeOut(summaryOut, json ? `${JSON.stringify(shardFields(summary))}\n` : formatShard(summary));
           return EXIT.ok;
         } catch (error) {
@@ -165,6 +166,14 @@ export const runCommand = defineCommand({
     return exit;
   },
 });
+
+/** The shard processes of a run, started inside its span: each continues the run's trace (TRACEPARENT in its environment). */
+async function tracedShards(span: SpanEnd, options: SpawnShardsOptions): Promise<number> {
+  const exit = await spawnShards({ ...options, io: { ...options.io, env: { ...options.io.env, ...traceEnvironment() } } });
+  span.set({ 'process.exit.code': exit });
+  if (exit !== EXIT.ok) span.failed('SHARD_FAILED');
+  return exit;
+}
 
 /**
  * A failed job in the log and the summary (the shard's fields beside it when it is one); the

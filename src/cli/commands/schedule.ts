@@ -58,7 +58,7 @@ export const scheduleCommand = defineCommand({
     if (!(Number.isInteger(failingAfter) && failingAfter >= 1)) throw new UsageError(`--failing-after must be a whole number of runs, at least 1; got ${JSON.stringify(failingAfterText)}`);
 
     const stateDir = resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
-    const telemetry = await startTelemetry(io.env, 'cli', (message) => log.warn(message));
+    const telemetry = await startTelemetry(io.env, 'schedule', (message) => log.warn(message));
     const connection = await connectLogged(jobFile.connection, io, log, signal, true);
     const metrics = new Metrics(scheduled.map((j) => j.name));
     const health = new JobHealth(scheduled.map((j) => j.name), { failingAfter, onChange: (change) => logHealthChange(log, change, failingAfter) });

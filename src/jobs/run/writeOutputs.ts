@@ -9,6 +9,7 @@ import { sourceInfo } from './jobSource.ts';
 import { mayBeNative, writtenNatively } from './nativeOutputs.ts';
 import { skipRows } from './skipRows.ts';
 import { tee } from './tee.ts';
+import { tracedExport } from '../../telemetry/outputSpans.ts';
 
 /** What the outputs written by this run add up to. */
 export interface Written {
@@ -123,7 +124,7 @@ async function openOne(options: WriteOutputsOptions, index: number): Promise<Ope
   });
   const why = opened.serialReason;
   if (why !== undefined) options.on.warn?.(`output ${session.output.path}: written by one thread (${why})`, { output: session.output.path, workers: asked });
-  return opened;
+  return tracedExport(opened, session.url, session.output.format.type);
 }
 
 /** Seeks to where the serial outputs start, on the killed run's page grid (batches, so row groups, so bytes, are cut at the same rows). */

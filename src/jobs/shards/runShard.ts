@@ -12,6 +12,7 @@ import { areaId, type Plan, PLAN_NAME, type ShardSpec } from './plan.ts';
 import { committedByThisRun, committedOutput, recordParts, type ShardOutput, tryCommit } from './shardFinish.ts';
 import { type Written, writeShardParts } from './shardParts.ts';
 import { checkPlan, makePlans, waitForPlan } from './shardStart.ts';
+import { shardOutputSpan } from '../../telemetry/shardSpans.ts';
 
 export interface ShardEvents {
   onInfo?(message: string, fields: Record<string, unknown>): void;
@@ -82,7 +83,8 @@ export async function runShard(job: Job, options: RunShardOptions): Promise<Shar
     const status = await readableExecution(job, options, plans[0]!.execution_id);
     const outputs: ShardOutputSummary[] = [];
     for (const [index, session] of sessions.all.entries()) {
-      outputs.push(await exportOutput(job, options, { index, session, output: session.output, destination: session.destination, area: areas[index]!, plan: plans[index]! }, status));
+      const out: ShardOutput = { index, session, output: session.output, destination: session.destination, area: areas[index]!, plan: plans[index]! };
+      outputs.push(await shardOutputSpan(session.destination.url, session.output.format.type, () => exportOutput(job, options, out, status)));
     }
     return {
       job: job.name,

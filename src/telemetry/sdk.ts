@@ -36,11 +36,11 @@ export async function startSdk(env: Env, wanted: OtelWanted, role: Role, warn: (
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const tracerProvider = exportTraces
-    ? new TracerProvider({ resource, sampler: samplerFromEnv(env, warn), spanProcessors: [new BatchSpanProcessor({ exporter: await spanExporter(traceProtocol!), exportTimeoutMillis: timeoutMs })] })
+    ? new TracerProvider({ resource, sampler: samplerFromEnv(env, warn), spanProcessors: [new BatchSpanProcessor({ exporter: await spanExporter(env, traceProtocol!), exportTimeoutMillis: timeoutMs })] })
     : undefined;
   if (tracerProvider) trace.setGlobalTracerProvider(tracerProvider);
   const meterProvider = exportMetrics
-    ? new MeterProvider({ resource, readers: [new PeriodicExportingMetricReader({ exporter: await metricExporter(metricProtocol!), exportIntervalMillis: intervalMs(env), exportTimeoutMillis: timeoutMs })] })
+    ? new MeterProvider({ resource, readers: [new PeriodicExportingMetricReader({ exporter: await metricExporter(env, metricProtocol!), exportIntervalMillis: intervalMs(env), exportTimeoutMillis: timeoutMs })] })
     : undefined;
   if (meterProvider) metrics.setGlobalMeterProvider(meterProvider);
 
@@ -80,15 +80,29 @@ function environmentContext(env: Env, warn: (message: string) => void): Context 
   return parent;
 }
 
-async function spanExporter(protocol: 'http/protobuf' | 'http/json'): Promise<SpanExporter> {
-  // The exporters read OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, _HEADERS, _TIMEOUT and _COMPRESSION themselves.
-  if (protocol === 'http/json') return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter();
-  return new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter();
+/**
+ * Where a signal goes and how long an export may take, from the environment given (which the
+ * exporters, reading process.env, would not see): the signal's own endpoint as it is, else the
+ * common one with `/v1/traces` or `/v1/metrics`. The exporters read _HEADERS and _COMPRESSION themselves.
+ */
+function exporterConfig(env: Env, signal: 'TRACES' | 'METRICS'): { url?: string; timeoutMillis?: number } {
+  const own = env[`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`]?.trim();
+  const common = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  const url = own || (common ? `${common.replace(/\/+$/, '')}/v1/${signal.toLowerCase()}` : undefined);
+  const timeout = Number(env[`OTEL_EXPORTER_OTLP_${signal}_TIMEOUT`] || env.OTEL_EXPORTER_OTLP_TIMEOUT);
+  return { ...(url === undefined ? {} : { url }), ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMillis: timeout } : {}) };
 }
 
-async function metricExporter(protocol: 'http/protobuf' | 'http/json'): Promise<PushMetricExporter> {
-  if (protocol === 'http/json') return new (await import('@opentelemetry/exporter-metrics-otlp-http')).OTLPMetricExporter();
-  return new (await import('@opentelemetry/exporter-metrics-otlp-proto')).OTLPMetricExporter();
+async function spanExporter(env: Env, protocol: 'http/protobuf' | 'http/json'): Promise<SpanExporter> {
+  const config = exporterConfig(env, 'TRACES');
+  if (protocol === 'http/json') return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter(config);
+  return new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter(config);
+}
+
+async function metricExporter(env: Env, protocol: 'http/protobuf' | 'http/json'): Promise<PushMetricExporter> {
+  const config = exporterConfig(env, 'METRICS');
+  if (protocol === 'http/json') return new (await import('@opentelemetry/exporter-metrics-otlp-http')).OTLPMetricExporter(config);
+  return new (await import('@opentelemetry/exporter-metrics-otlp-proto')).OTLPMetricExporter(config);
 }
 
 function intervalMs(env: Env): number {

@@ -170,6 +170,21 @@ describe('OpenTelemetry', () => {
     expect(trace.filter((s) => s.name.startsWith('service ') && shardSide.has(s.parentSpanId)).length).toBeGreaterThan(0);
   });
 
+  it('an Iceberg output\'s commit span names its protocol and the snapshot it made', { timeout: 120_000 }, async () => {
+    const file = join(dir, 'lake.yaml');
+    await writeFile(file, `${remote}state_dir: ${join(dir, 'state')}\njobs:\n  - name: lake\n    source: { sql: "select * from sample.events" }\n    retries: 3\n    outputs:\n      - { format: parquet, table: iceberg, path: ${join(dir, 'lake')} }\n`);
+    const run = await sluice(['run', file, '--json'], { env: { ...otel(), SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: svc.keys.demo.admin } });
+    expect(run.code, run.stderr).toBe(0);
+    const snapshot = (JSON.parse(run.stdout) as { outputs: { snapshot: string }[] }).outputs[0]!.snapshot;
+    const root = receiver.spans().find((s) => s.name === 'sluice.job.run' && s.attributes['sluice.job'] === 'lake')!;
+    const trace = receiver.spans().filter((s) => s.traceId === root.traceId);
+    const output = one(trace, 'sluice.output');
+    const commit = one(trace, 'sluice.output.commit');
+    expect(commit.parentSpanId).toBe(output.spanId);
+    expect(commit.attributes).toEqual({ 'sluice.commit.protocol': 'iceberg', 'sluice.files': 1, 'sluice.rows': 1000, 'sluice.output.snapshot': snapshot });
+    expect(output.attributes).toMatchObject({ 'sluice.output.snapshot': snapshot, 'sluice.rows': 1000 });
+  });
+
   it('exports OTLP/HTTP protobuf by default (the specification default)', { timeout: 120_000 }, async () => {
     const before = receiver.requests.length;
     const file = await jobFile('protobuf', remote);

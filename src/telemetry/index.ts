@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { RetryEvent } from '../client/hooks.ts';
+import type { RetryEvent, ThrottleEvent } from '../client/hooks.ts';
 import type { RunEvents } from '../jobs/run/runJob.ts';
 import { otelWanted } from './env.ts';
 
@@ -18,8 +18,11 @@ export interface Telemetry {
   inSpan<T>(name: string, attributes: SpanAttributes, fn: (span: SpanEnd) => Promise<T>): Promise<T>;
   /** The active trace context as environment variables (`TRACEPARENT`, `TRACESTATE`), for a process started now. */
   environment(): Record<string, string>;
-  /** The client hooks: `traceparent` on every request, request retries and rate-limit waits as spans. */
-  readonly client: { requestHeaders(operation: string): Record<string, string>; onRetry(event: RetryEvent): void };
+  /**
+   * The client hooks: `traceparent` on every request, request retries and rate-limit waits as
+   * spans, the waits of the key's rate governor added up on the run's span.
+   */
+  readonly client: { requestHeaders(operation: string): Record<string, string>; onRetry(event: RetryEvent): void; onThrottle(event: ThrottleEvent): void };
   /** Sends what is buffered now (after each scheduled run), within the exporter's timeout; never throws. */
   flush(): Promise<void>;
   /** Flushes and stops, within the exporter's timeout; never throws. */

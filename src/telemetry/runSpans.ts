@@ -1,5 +1,5 @@
 import { type Context, context, createContextKey, propagation, type Span, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
-import type { RetryEvent } from '../client/hooks.ts';
+import type { RetryEvent, ThrottleEvent } from '../client/hooks.ts';
 import type { RunEvents } from '../jobs/run/runJob.ts';
 import type { SpanEnd, Telemetry } from './index.ts';
 import type { RunInstruments } from './instruments.ts';
@@ -90,6 +90,10 @@ export function runTelemetry(tracer: Tracer, instruments: RunInstruments, base: 
         }, requestContext(event.operation));
         span.end(start + event.delayMs);
       },
+      onThrottle(event: ThrottleEvent) {
+        // Many short waits when a run is paced to its key's rate: added up, not a span each.
+        (context.active().getValue(PHASES) as RunPhases | undefined)?.throttled(event.waitedMs);
+      },
     },
   };
 }
@@ -102,6 +106,7 @@ class RunPhases {
   #read = false;
   #progressed = false;
   #last: { pages: number; rows: number; bytes: number } | undefined;
+  #throttled = { waits: 0, ms: 0 };
 
   private readonly tracer: Tracer;
   private readonly ctx: Context;
@@ -174,6 +179,12 @@ class RunPhases {
     return this.#pages;
   }
 
+  /** A request of the run waited for the key's rate governor. */
+  throttled(ms: number): void {
+    this.#throttled.waits += 1;
+    this.#throttled.ms += ms;
+  }
+
   #openPages(): void {
     if (this.#pages !== undefined || this.#read) return;
     const parent = this.#execution === undefined ? this.ctx : trace.setSpan(this.ctx, this.#execution);
@@ -189,6 +200,7 @@ class RunPhases {
   }
 
   end(): void {
+    if (this.#throttled.waits > 0) this.run.setAttributes({ 'sluice.rate_limit.waits': this.#throttled.waits, 'sluice.rate_limit.wait_ms': Math.round(this.#throttled.ms) });
     this.#endPages();
     this.#execution?.end();
   }

@@ -35,7 +35,7 @@ export interface LocalGcs {
    * Workload identity on GKE, Cloud Run or GCE: a metadata server (host:port, for GCE_METADATA_HOST)
    * that hands out this server's access tokens as Google's does, and the scopes it was asked for.
    */
-  metadataServer(): Promise<{ readonly host: string; readonly scopes: string[]; stop(): Promise<void> }>;
+  metadataServer(): Promise<{ readonly host: string; readonly scopes: string[]; readonly asked: string[]; stop(): Promise<void> }>;
   stop(): Promise<void>;
 }
 
@@ -126,10 +126,12 @@ export async function startLocalGcs(options: { auth?: boolean } = {}): Promise<L
  * every request must carry `Metadata-Flavor: Google` (403 otherwise), every answer carries it back,
  * and `instance/service-accounts/default/token` answers an access token for the attached account.
  */
-async function startMetadataServer(issue: () => string): Promise<{ host: string; scopes: string[]; stop(): Promise<void> }> {
+async function startMetadataServer(issue: () => string): Promise<{ host: string; scopes: string[]; asked: string[]; stop(): Promise<void> }> {
   const scopes: string[] = [];
+  const asked: string[] = [];
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://metadata');
+    asked.push(url.pathname);
     const headers = { 'metadata-flavor': 'Google', 'content-type': 'application/json' };
     if (req.headers['metadata-flavor'] !== 'Google') return void res.writeHead(403, headers).end('Missing Metadata-Flavor:Google header.');
     if (url.pathname === '/computeMetadata/v1/instance' || url.pathname === '/computeMetadata/v1/instance/') return void res.writeHead(200, headers).end('{}');
@@ -143,6 +145,7 @@ async function startMetadataServer(issue: () => string): Promise<{ host: string;
   return {
     host: `127.0.0.1:${(server.address() as AddressInfo).port}`,
     scopes,
+    asked,
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -11,13 +11,13 @@ export function shardAttributes(job: string, shard: ShardSpec): SpanAttributes {
   return { 'sluice.job': job, 'sluice.shard.index': shard.index, 'sluice.shard.count': shard.count, 'sluice.run_id': shard.runId };
 }
 
-/** What a finished shard adds: the execution, whether it started it, its credits, rows and bytes. */
+/** What a finished shard adds: the execution, whether it started it, its credits, its rows of the result (as a run's: the first output's) and the bytes of all its outputs. */
 export function shardDone(summary: ShardSummary): SpanAttributes {
   return {
     'sluice.execution_id': summary.executionId,
     'sluice.execution.started': summary.startedExecution,
     'sluice.credits': summary.credits,
-    'sluice.rows': summary.outputs.reduce((n, o) => n + o.rows, 0),
+    'sluice.rows': summary.outputs[0]?.rows ?? 0,
     'sluice.bytes': summary.outputs.reduce((n, o) => n + o.bytes, 0),
   };
 }

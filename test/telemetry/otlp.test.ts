@@ -151,7 +151,7 @@ describe('OpenTelemetry', () => {
     expect(new Set(shards.map((s) => s.attributes['sluice.run_id'])).size).toBe(1);
     expect(new Set(shards.map((s) => s.attributes['sluice.execution_id'])).size).toBe(1);
     expect(shards.map((s) => s.attributes['sluice.execution.started'])).toEqual([true, false]);
-    expect(shards.reduce((n, s) => n + Number(s.attributes['sluice.rows']), 0)).toBe(2000);
+    expect(shards.reduce((n, s) => n + Number(s.attributes['sluice.rows']), 0)).toBe(1000);
     // Each shard writes its parts of both outputs; the rows of an output's parts add up to the result.
     const outputs = trace.filter((s) => s.name === 'sluice.output');
     expect(outputs).toHaveLength(4);

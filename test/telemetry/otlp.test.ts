@@ -201,6 +201,14 @@ describe('OpenTelemetry', () => {
     expect(Buffer.concat(metrics.map((r) => r.body)).includes('sluice_job_rows_total')).toBe(true);
   });
 
+  it('OTEL_TRACES_SAMPLER=always_off: no span is sent, the metrics still are', { timeout: 120_000 }, async () => {
+    const file = await jobFile('unsampled', remote);
+    const run = await sluice(['run', file], { env: { ...otel({ OTEL_TRACES_SAMPLER: 'always_off' }), SERVICE_BASE_URL: svc.url, SERVICE_API_KEY: svc.keys.demo.admin } });
+    expect(run.code, run.stderr).toBe(0);
+    expect(receiver.points().find((p) => p.metric === 'sluice_job_runs_total' && p.attributes.job === 'unsampled')?.value).toBe(1);
+    expect(receiver.spans().filter((s) => s.attributes['sluice.job'] === 'unsampled')).toEqual([]);
+  });
+
   it('a collector that is down neither fails the run nor leaves it waiting', { timeout: 120_000 }, async () => {
     // A port that was free a moment ago: nothing listens there.
     const port = await new Promise<number>((resolve) => {

@@ -100,7 +100,7 @@ describe('OpenTelemetry', () => {
     expect(served.filter((s) => !resultFetches.includes(s)).every((s) => s.parentSpanId === root.spanId)).toBe(true);
     expect(served.map((s) => s.name)).toEqual(expect.arrayContaining([expect.stringMatching(/^service POST \/api\/v1\//), expect.stringMatching(/^service GET \/api\/v1\/execution\/\{id\}\//)]));
 
-    const points = receiver.points().filter((p) => p.attributes.job === 'traced');
+    const points = receiver.points().filter((p) => p.attributes.job === 'traced' && p.resource['service.name'] === 'nightly-export');
     const value = (metric: string) => points.filter((p) => p.metric === metric).reduce((n, p) => n + p.value, 0);
     expect(value('sluice_job_runs_total')).toBe(1);
     expect(value('sluice_job_failures_total')).toBe(0);
@@ -108,6 +108,16 @@ describe('OpenTelemetry', () => {
     expect(value('sluice_job_bytes_total')).toBeGreaterThan(0);
     expect(points.find((p) => p.metric === 'sluice_job_credits_total')).toBeDefined();
     expect(points.find((p) => p.metric === 'sluice_job_duration_seconds')?.count).toBe(1);
+
+    // The same execution again: both outputs hold it already, so each is a span of no length, marked skipped, with no commit.
+    const again = await sluice(['run', file, '--json', '--execution', summary.execution_id], { env: otel() });
+    expect(again.code, again.stderr).toBe(0);
+    const second = receiver.spans().find((s) => s.name === 'sluice.job.run' && s.attributes['sluice.job'] === 'traced' && s.traceId !== root.traceId)!;
+    const skipped = receiver.spans().filter((s) => s.traceId === second.traceId && s.name.startsWith('sluice.output'));
+    expect(skipped.map((o) => [o.name, o.attributes['sluice.output.format'], o.attributes['sluice.output.skipped'], o.attributes['sluice.rows'], o.parentSpanId]).sort()).toEqual([
+      ['sluice.output', 'csv', true, 1000, second.spanId],
+      ['sluice.output', 'parquet', true, 1000, second.spanId],
+    ]);
   });
 
   it('retries and rate-limit waits are spans and counted; no secret in any attribute; TRACEPARENT in the environment is continued', { timeout: 180_000 }, async () => {

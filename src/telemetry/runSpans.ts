@@ -140,12 +140,14 @@ class RunPhases {
         base?.onProgress?.(p);
       },
       onOutput: (o) => {
-        this.#endPages();
-        this.#read = true;
-        // A written output's span is its write (outputSpans.ts); one committed already by an earlier run is told here.
+        // A written output's span is its write (outputSpans.ts), told once every output is written;
+        // one committed already by an earlier run is told before any page is read, and is a span here.
         if (o.skipped) {
           const attributes = { 'sluice.output.url': o.url, 'sluice.output.format': o.format, 'sluice.rows': o.rows, 'sluice.files': o.files, 'sluice.bytes': o.bytes, 'sluice.output.skipped': true };
           this.tracer.startSpan('sluice.output', { attributes: { ...attributes, ...(o.snapshot ? { 'sluice.output.snapshot': o.snapshot } : {}) } }, this.ctx).end();
+        } else {
+          this.#endPages();
+          this.#read = true;
         }
         base?.onOutput?.(o);
       },

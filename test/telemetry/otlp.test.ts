@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -118,6 +118,20 @@ describe('OpenTelemetry', () => {
       ['sluice.output', 'csv', true, 1000, second.spanId],
       ['sluice.output', 'parquet', true, 1000, second.spanId],
     ]);
+
+    // An output added since: the two committed ones are skipped before any page is read, the new one reads them all under sluice.pages.
+    const grown = join(dir, 'traced-grown.yaml');
+    await writeFile(grown, (await readFile(file, 'utf8')) + `      - { format: ndjson, path: ${join(dir, 'traced', 'ndjson')} }\n`);
+    const third = await sluice(['run', grown, '--json', '--execution', summary.execution_id], { env: otel() });
+    expect(third.code, third.stderr).toBe(0);
+    const last = receiver.spans().find((s) => s.name === 'sluice.job.run' && s.attributes['sluice.job'] === 'traced' && s.traceId !== root.traceId && s.traceId !== second.traceId)!;
+    const lastTrace = receiver.spans().filter((s) => s.traceId === last.traceId);
+    expect(lastTrace.filter((s) => s.name === 'sluice.output').map((o) => [o.attributes['sluice.output.format'], o.attributes['sluice.output.skipped']]).sort()).toEqual([['csv', true], ['ndjson', false], ['parquet', true]]);
+    const lastPages = one(lastTrace, 'sluice.pages');
+    expect(lastPages.attributes['sluice.rows']).toBe(1000);
+    const lastFetches = lastTrace.filter((s) => /^service GET .*\/results\b/.test(s.name));
+    expect(lastFetches.length).toBeGreaterThanOrEqual(1);
+    expect(lastFetches.every((s) => s.parentSpanId === lastPages.spanId)).toBe(true);
   });
 
   it('retries and rate-limit waits are spans and counted; no secret in any attribute; TRACEPARENT in the environment is continued', { timeout: 180_000 }, async () => {

@@ -16,8 +16,8 @@ export interface Format {
    */
   encode(schema: Schema, batches: AsyncIterable<RecordBatch>, signal?: AbortSignal): AsyncIterable<Uint8Array>;
   /**
-   * Loads what `encode` loads on first use (a WebAssembly module), ahead of it: a part thread started
-   * before its first part calls it while the export waits for the result. Optional; never required.
+   * Loads what `encode` loads on first use (a WebAssembly module), ahead of it, while the caller
+   * still waits for the result. Optional; never required.
    */
   load?(): Promise<void>;
 }
@@ -34,9 +34,8 @@ export interface FormatDescriptor<C extends z.ZodType = z.ZodType> {
    */
   readonly addsColumns?: boolean;
   /**
-   * The URL of a module that exports this descriptor (`import.meta.url` of the file defining it): a
-   * worker thread imports it to encode the parts of an export in parallel. Without it, an export in
-   * this format is written by the calling thread alone, whatever `workers` says.
+   * The URL of a module that exports this descriptor (`import.meta.url` of the file defining it),
+   * for a thread or process that must load the format by itself. Optional.
    */
   readonly module?: string;
   /** Pure: no I/O, so `validate` can build a Format to check a job without running it. */

@@ -77,12 +77,12 @@ export interface StreamOptions {
   /**
    * @deprecated Accepted and ignored, with one `DeprecationWarning` per process: pages are decoded on
    * the calling thread (decode threads took longer, and more CPU, than the calling thread alone).
-   * To use more cores, write an export in parts (`writeExport`'s part threads, a job's `workers`).
+   * To use more cores, run a job sharded (`sluice run --processes N`).
    */
   decodeThreads?: number;
 }
 
-/** What a thread needs to read rows `[first, end)` of a result as the stream that made it would. */
+/** What a reader of row ranges (the native path) needs to read rows `[first, end)` of a result as the stream that made it would. */
 export interface RangeReader {
   /** A client to the same service (holds the key: keep it in this process). */
   readonly connection: ClientOptions;
@@ -92,7 +92,7 @@ export interface RangeReader {
   readonly wireChosen?: boolean;
   /** The stream's options for the read: the wire the first page settled on, its page grid, columns, order. */
   readonly options: Pick<StreamOptions, 'wire' | 'pageSize' | 'concurrency' | 'prefetch' | 'columns' | 'sortBy' | 'allowPartialResults' | 'int256As'>;
-  /** Counts pages another thread delivered in this stream's `progress` (and its `onProgress`). */
+  /** Counts pages a range read delivered in this stream's `progress` (and its `onProgress`). */
   page(rows: number, bytes: number, httpBytes: number, wireBytes: number): void;
 }
 
@@ -377,8 +377,9 @@ export class ResultStream implements AsyncIterable<Row> {
   }
 
   /**
-   * How another thread reads a row range of this result as this stream would (the same execution,
-   * wire, page grid, columns and order): for an export whose parts are written in parallel. Reads
+   * How a row range of this result is read as this stream would read it (the same execution,
+   * wire, page grid, columns and order): for an export whose parts read their own rows (the native
+   * path, src/export/nativeExport.ts). Reads
    * the first page if it was not read yet. Undefined when rows cannot be addressed by offset
    * (`filters`: the service does not count the matching rows) or the client cannot be copied.
    */
@@ -957,7 +958,7 @@ function checkOptions(options: StreamOptions): void {
   if (options.decodeThreads !== undefined && !decodeThreadsWarned) {
     decodeThreadsWarned = true;
     process.emitWarning(
-      'stream option decodeThreads is ignored: pages are decoded on the calling thread. Remove the option; to use more cores, write an export in parts (writeExport part threads, a job\'s workers).',
+      'stream option decodeThreads is ignored: pages are decoded on the calling thread. Remove the option; to use more cores, run a job sharded (sluice run --processes N).',
       { type: 'DeprecationWarning', code: 'SLUICE_DECODE_THREADS' },
     );
   }

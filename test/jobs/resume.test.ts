@@ -253,32 +253,4 @@ describe('resume after a kill', () => {
       expect(stagingDirs(join(base, name)), name).toEqual([]);
     }
   });
-
-  it('with part threads (--workers 2): every part finished before the kill is kept, gaps or not; a rerun with --workers 4 writes only the others, identical to one thread', { timeout: 120_000 }, async () => {
-    const out = join(dir, 'threads', 'events');
-    const file = join(dir, 'threads.yaml');
-    await writeFile(file, jobYaml('threads', parquetOut(out)));
-    const { executionId, journaled } = await killMidExport(file, () => localJournal<JournalPart>(out), 2, ['--workers', '2']);
-    expect(existsSync(join(out, '_SUCCESS'))).toBe(false);
-    // Each journaled part holds the rows its number says, whichever thread finished it first.
-    for (const p of journaled) expect(p.path).toBe(`part-${String(p.first_row / 2000).padStart(5, '0')}-${executionId}.parquet`);
-    const [ours] = stagingDirs(out);
-    const kept = Object.fromEntries(journaled.map((p) => [p.path, statSync(join(dirname(out), ours!, p.path))]));
-
-    const second = await runCounted(['run', file, '--workers', '4']);
-    expect(second.summary).toMatchObject({ execution_id: executionId, resumed: true, credits: 10, rows: 20_000, files: 10, fetched_rows: 20_000 - journaled.length * 2000 });
-    for (const [path, before] of Object.entries(kept)) {
-      const after = statSync(join(out, path));
-      expect([after.ino, after.mtimeMs], path).toEqual([before.ino, before.mtimeMs]);
-    }
-    expect(stagingDirs(out)).toEqual([]);
-
-    const refOut = join(dir, 'threads-ref', 'events');
-    const refFile = join(dir, 'threads-ref.yaml');
-    await writeFile(refFile, jobYaml('threads-ref', parquetOut(refOut)));
-    await runCounted(['run', refFile, '--execution', executionId, '--workers', '1']);
-    const resumed = await snapshot(out);
-    expect(Object.keys(resumed)).toHaveLength(11);
-    expect(resumed).toEqual(await snapshot(refOut));
-  });
 });

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { builtins } from '../../../connectors/index.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
 import { type Connection, DEFAULT_STATE_DIR, type Job, MAX_WORKERS } from '../../config/jobSchema.ts';
-import type { Workers } from '../../export/partPlan.ts';
+import { WORKERS_IGNORED } from '../../export/partPlan.ts';
 import { runJob, type JobSummary } from '../../jobs/run/runJob.ts';
 import { connectLogged } from '../connection.ts';
 import { defineCommand, flag, listOption, stringOption } from '../command.ts';
@@ -31,7 +31,7 @@ export const runCommand = defineCommand({
     workers: {
       type: 'string',
       valueName: 'N|auto',
-      description: `Threads writing an output's parts side by side (overrides the jobs' workers; auto: one per core; at most ${MAX_WORKERS})`,
+      description: 'Ignored, with a warning: part threads were removed (they made exports slower); use --processes N for more cores',
     },
     json: { type: 'boolean', description: 'Print each job summary as one JSON object instead of text' },
     'no-progress': { type: 'boolean', description: 'No progress bar, even on a terminal' },
@@ -49,20 +49,18 @@ export const runCommand = defineCommand({
     'rest of the result is fetched again. A stopped run logs what it kept. --fresh starts anew.',
     'The summary (rows, files, bytes, credits; one entry per job, failed ones with',
     'their error) goes to stdout, logs to stderr. When an output writes to standard output (path: "-"),',
-    'stdout carries only that data and the summary goes to stderr. With --workers N (or workers: in the',
-    'job), outputs that roll by max_rows_per_file alone are written as parts by N threads side by side,',
-    'the same files byte for byte; other outputs by one thread (a warning says which and why).',
+    'stdout carries only that data and the summary goes to stderr.',
     '',
     'One export across processes or machines: start the same command once per shard with --shard I/N',
     '(or --shards N under a Kubernetes Indexed Job) and a run id they share. Shard 0 starts the',
     'execution once and writes the plan; each shard writes its own parts; the last to finish commits.',
-    '--processes N does the same with N local processes. --workers applies to each shard: its parts are',
-    'written by that many threads side by side.',
+    '--processes N does the same with N local processes.',
   ].join('\n'),
   async run({ io, values, positionals, log, signal }) {
     const file = positionals[0]!;
     // Checked before the file is read: a mistake on the command line is reported as such.
     const workers = workersOption(stringOption(values, 'workers'));
+    if (workers !== undefined) log.warn(`--${WORKERS_IGNORED}`, { workers });
     const jobFile = await loadJobFile(file, { registry: builtins, env: io.env, cwd: io.cwd });
     const jobs = selectJobs(jobFile.jobs, listOption(values, 'job'));
     const processes = stringOption(values, 'processes');
@@ -76,7 +74,6 @@ export const runCommand = defineCommand({
         ...listOption(values, 'job').flatMap((j) => ['--job', j]),
         ...(flag(values, 'json') ? ['--json'] : []),
         ...(flag(values, 'fresh') ? ['--fresh'] : []),
-        ...(workers === undefined ? [] : ['--workers', String(workers)]),
         '--no-progress',
       ];
       // One service for all shards: on the embedded service, this process opens (or finds) the
@@ -115,13 +112,13 @@ export const runCommand = defineCommand({
       }
       if (shard !== undefined) {
         const job = jobs[0]!;
+        if (job.workers !== undefined) log.warn(`jobs.${job.name}.${WORKERS_IGNORED}`, { job: job.name, workers: job.workers });
         try {
           const summary = await runShard(job, {
             client: connection.client,
             shard,
             signal,
             events: { onInfo: (message, fields) => log.info(message, fields) },
-            ...(workers === undefined ? {} : { workers }),
           });
           await writeOut(summaryOut, json ? `${JSON.stringify(shardFields(summary))}\n` : formatShard(summary));
           return EXIT.ok;
@@ -142,7 +139,6 @@ export const runCommand = defineCommand({
             events,
             ...(executionId === undefined ? {} : { executionId }),
             resume: !flag(values, 'fresh'),
-            ...(workers === undefined ? {} : { workers }),
           }));
         } catch (error) {
           done();
@@ -186,7 +182,8 @@ function isRemote(connection: Connection | undefined): boolean {
   return connection?.base_url !== undefined && connection.base_url !== '';
 }
 
-function workersOption(text: string | undefined): Workers | undefined {
+/** `--workers`, checked as before part threads were removed (a mistake is still one), then ignored. */
+function workersOption(text: string | undefined): number | 'auto' | undefined {
   if (text === undefined) return undefined;
   if (text === 'auto') return 'auto';
   const n = Number(text);

@@ -73,7 +73,7 @@ export class RunContract {
     return contractQuarantines(this.#expect);
   }
 
-  /** Whether the rows must be read by this thread, through `watch` (part threads do not pass through it). */
+  /** Whether the rows must be read by this thread, through `watch` (the native path's range reads do not pass through it). */
   get watchesRows(): boolean {
     return this.#expect.checks !== undefined || (this.#expect.rows !== undefined && this.#job.result?.filters !== undefined);
   }

@@ -5,7 +5,7 @@ import type { ClientOptions } from '../client/config.ts';
 import type { Wire } from '../client/serviceClient.ts';
 import type { ExecutionStatus, ResultMetadata, ResultPage } from '../protocol/index.ts';
 import { arrowSchema, type ArrowTypeOptions } from '../types/arrow.ts';
-import { compileJsonRowAppender, compileTextBatchReader, createBatchBuilder, restartRowOffset, type TextBatchReader } from '../types/batch.ts';
+import { type BatchBuilder, compileJsonRowAppender, compileTextBatchReader, createBatchBuilder, restartRowOffset, type TextBatchReader } from '../types/batch.ts';
 import { compileRowDecoder, sameColumns, type ColumnSpec, type DecodeOptions, type Row } from '../types/decode.ts';
 import { compileTextRows, type TextRead, type TextReader } from '../types/textRows.ts';
 import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
@@ -325,15 +325,7 @@ export class ResultStream implements AsyncIterable<Row> {
   /** Arrow RecordBatches, all with the one schema of `schema()`. */
   async *batches(options: BatchOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
     const batchSize = options.batchSize;
-    if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize > 0)) {
-      throw new InvalidArgumentError(`batchSize must be a positive integer, got ${batchSize}`, { method: 'batches' });
-    }
-    const wire = this.#wire();
-    if (wire === 'arrow' && batchSize !== undefined) {
-      throw new InvalidArgumentError(`batchSize re-cuts batches across pages, which the Arrow wire does not do: leave batchSize out or use wire 'auto' or 'json'`, {
-        method: 'batches',
-      });
-    }
+    checkBatchSize(batchSize, this.#wire());
     const started = await this.#start();
     const mode: PageMode = this.#arrowOffered && batchSize === undefined ? 'arrow' : 'rows';
     if (mode === 'rows' && started.first?.ipc !== undefined) started.first = undefined;
@@ -348,30 +340,14 @@ export class ResultStream implements AsyncIterable<Row> {
     for await (const { page, offset, skip, take } of this.#pages(started, mode, text)) {
       if (page.ipc !== undefined) {
         yield* pageBatches(page, schema, skip, take, ctx);
-        continue;
-      }
-      if (page.batch !== undefined) {
-        // The batch starts where this read starts in the page, unless the page before ran past
-        // its limit (a service may send more rows than asked): then rows already delivered are cut.
-        const { from, batch } = page.batch;
-        let kept = batch;
-        if (skip !== from) {
-          kept = new RecordBatch(batch.schema, compact(batch.slice(skip - from)).data);
-          (kept as unknown as { schema: Schema }).schema = batch.schema;
-        }
+      } else if (page.batch !== undefined) {
+        const kept = fromSkip(page.batch, skip);
         if (kept.numRows > 0) yield kept;
-        continue;
+      } else {
+        // Pages read from their text did not go through the builder: it counts from this page.
+        if (text !== undefined) restartRowOffset(builder, offset + skip);
+        yield* builtBatches(builder, (from, to) => append(page.rows, from, to, offset), skip, take, batchSize);
       }
-      // Pages read from their text did not go through the builder: it counts from this page.
-      if (text !== undefined) restartRowOffset(builder, offset + skip);
-      // In runs that end where a batch fills, so batches are cut where a row-by-row loop cuts them.
-      for (let i = skip; i < take; ) {
-        const end = batchSize === undefined ? take : Math.min(take, i + batchSize - builder.length);
-        append(page.rows, i, end, offset);
-        i = end;
-        if (builder.length === batchSize) yield builder.flush();
-      }
-      if (batchSize === undefined && builder.length > 0) yield builder.flush();
     }
     if (builder.length > 0) yield builder.flush();
   }
@@ -739,6 +715,45 @@ export class ResultStream implements AsyncIterable<Row> {
     }
     return { rows: result.rows, ipc, typed, batch, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, httpBytes, wireBytes, metadata: m };
   }
+}
+
+/** `batches()`'s options, checked before anything is read. */
+function checkBatchSize(batchSize: number | undefined, wire: Wire): void {
+  if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize > 0)) {
+    throw new InvalidArgumentError(`batchSize must be a positive integer, got ${batchSize}`, { method: 'batches' });
+  }
+  if (wire === 'arrow' && batchSize !== undefined) {
+    throw new InvalidArgumentError(`batchSize re-cuts batches across pages, which the Arrow wire does not do: leave batchSize out or use wire 'auto' or 'json'`, {
+      method: 'batches',
+    });
+  }
+}
+
+/**
+ * A page's batch read from its text, from the read's row `skip` on. The batch starts where this
+ * read starts in the page, unless the page before ran past its limit (a service may send more rows
+ * than asked): then rows already delivered are cut.
+ */
+function fromSkip({ from, batch }: { readonly from: number; readonly batch: RecordBatch }, skip: number): RecordBatch {
+  if (skip === from) return batch;
+  const kept = new RecordBatch(batch.schema, compact(batch.slice(skip - from)).data);
+  (kept as unknown as { schema: Schema }).schema = batch.schema;
+  return kept;
+}
+
+/**
+ * Rows `[skip, take)` of a page through the builder (`append(from, to)` appends those rows): with
+ * `batchSize`, a batch each time the builder fills (the rest stays for the next page), in runs that
+ * end where a batch fills, so batches are cut where a row-by-row loop cuts them; without, one batch.
+ */
+function* builtBatches(builder: BatchBuilder, append: (from: number, to: number) => void, skip: number, take: number, batchSize: number | undefined): Generator<RecordBatch, void, undefined> {
+  for (let i = skip; i < take; ) {
+    const end = batchSize === undefined ? take : Math.min(take, i + batchSize - builder.length);
+    append(i, end);
+    i = end;
+    if (builder.length === batchSize) yield builder.flush();
+  }
+  if (batchSize === undefined && builder.length > 0) yield builder.flush();
 }
 
 /**

@@ -121,6 +121,17 @@ pinned at load 23-40) found the same. So part threads, like the decode threads b
 removed: \`workers\` (a job's, \`--workers\`, \`writeExport\`'s option) is accepted and ignored with a
 warning, and the files are those one thread wrote anyway. For more cores, a run is sharded
 (\`sluice run --processes N\`, [operations.md](operations.md)): each shard a process of its own.
+
+## The async channel
+
+The export's encoders, the quarantine feed and the run's split of one read into its outputs
+(\`tee\`) hand items over through one channel (src/export/channel.ts). Against the platform's
+WHATWG \`TransformStream\` (which also runs one item further ahead of its reader), 200,000 numbers
+pushed and read one by one, median of five (2026-12-02, 2 cores, load 27): the channel 2.5 us per
+item as a hand-off and 3.3 us with room for two, the hand-off channel it replaced 3.6 us, a
+\`TransformStream\` 18 us. Items are batches of rows, so any of them is noise beside the batch;
+the channel is our own for its semantics (a push resolves when taken; a failure after what was
+pushed; an abort at once).
 `;
 
 /** The page with this run's figures, every other row kept as the previous page had it. */

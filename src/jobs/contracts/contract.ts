@@ -133,7 +133,7 @@ export class RunContract {
       // Before the end reaches the outputs: a count out of range fails the read, so nothing commits.
       if (!this.#rowsChecked) this.#checkRows(row, 'the run read');
       ended = true;
-      feed?.end();
+      feed?.close();
     } catch (error) {
       // The quarantines fail with the read's own error: whichever reports first, the cause is the same.
       feed?.fail(error);

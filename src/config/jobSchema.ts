@@ -388,7 +388,7 @@ export const ConnectionSchema = z
       ])
       .optional()
       .describe(
-        "The API key's request rate, which every page fetcher, status poll and part thread of this process shares (a shard of N takes 1/N): a plan name (free: 40 read / 15 write per minute, plus: 200 / 70, enterprise: 1000 / 350) or { read, write } requests per minute. Unset, or set too high: learned from the service's 429s and Retry-After",
+        "The API key's request rate, which every page fetcher and status poll of this process shares (a shard of N takes 1/N): a plan name (free: 40 read / 15 write per minute, plus: 200 / 70, enterprise: 1000 / 350) or { read, write } requests per minute. Unset, or set too high: learned from the service's 429s and Retry-After",
       ),
     compression: z
       .enum(COMPRESSION_MODES)

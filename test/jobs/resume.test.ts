@@ -117,9 +117,10 @@ async function storeJournal(store: Store, prefix: string): Promise<JournalPart[]
   return (JSON.parse(new TextDecoder().decode(await store.get(key))) as { parts: JournalPart[] }).parts;
 }
 
-/** Starts `sluice run`, waits until `journal()` lists at least `parts` parts, then kills it with SIGKILL. */
-async function killMidExport(file: string, journal: () => Promise<JournalPart[]>, parts = 2, args: string[] = []): Promise<{ executionId: string; journaled: JournalPart[] }> {
-  const first: Running = startSluice(['run', file, ...args], { env });
+/** Starts `sluice run`, waits until `journal()` lists at least two parts, then kills it with SIGKILL. */
+async function killMidExport(file: string, journal: () => Promise<JournalPart[]>): Promise<{ executionId: string; journaled: JournalPart[] }> {
+  const parts = 2;
+  const first: Running = startSluice(['run', file], { env });
   const [, executionId] = (await first.waitFor(/"execution started".*"execution_id":"(01[0-9A-Z]{24})"/)) as unknown as [string, string];
   const deadline = Date.now() + 30_000;
   while ((await journal()).length < parts && first.child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));

@@ -2,7 +2,6 @@ import { ExecutionExpiredError, NotFoundError } from '../../client/errors.ts';
 import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { Job } from '../../config/jobSchema.ts';
 import { ConfigError } from '../../errors.ts';
-import type { Workers } from '../../export/partPlan.ts';
 import type { ShardCommitOutcome } from '../../export/shardCommit.ts';
 import { type ExecutionStatus, holdsResult } from '../../protocol/index.ts';
 import { ShardCommittedError } from '../errors.ts';
@@ -25,8 +24,6 @@ export interface RunShardOptions {
   readonly events?: ShardEvents;
   /** How long a shard other than 0 waits for shard 0's plan (default 30 minutes). */
   readonly planWaitMs?: number;
-  /** Threads writing this shard's parts side by side; overrides the job's `workers` (`--workers`). */
-  readonly workers?: Workers;
 }
 
 export interface ShardOutputSummary {

@@ -77,6 +77,9 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
       const [limitText] = await limits();
       const total = parseDuckDbSize(limitText!);
       const filesMemory = total === undefined ? undefined : Math.floor(total * FILES_MEMORY_SHARE);
+      // Team instances open engine.duckdb read-only: all of it on disk, nothing left in a WAL
+      // (before the trim, which gives back what the checkpoint took).
+      if (opts.walledTeams === true) await conn.run('CHECKPOINT');
       // What setting up read and wrote (a generated sample table and its sort) is evicted and
       // given back (memoryTrim.ts) as the users' part of the limit is set.
       await trimTo(conn, total !== undefined && filesMemory !== undefined ? `${total - filesMemory}B` : limitText!);
@@ -87,8 +90,6 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
       if (opts.trim !== undefined) ceilings.trim = opts.trim;
       if (opts.encodeAtCompletionMax !== undefined) ceilings.encodeAtCompletionMax = opts.encodeAtCompletionMax;
       files = await openFiles(opts, config, resultsDir, filesMemory);
-      // Team instances open engine.duckdb read-only: all of it on disk, nothing left in a WAL.
-      if (opts.walledTeams === true) await conn.run('CHECKPOINT');
       await lockDown(conn);
     } finally {
       conn.closeSync();

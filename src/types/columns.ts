@@ -2,7 +2,7 @@ import { DataType, makeData, type Data, type Field, type Map_, type Struct } fro
 import { canonicalUnscaled, INT256_SAFE_DIGITS, isCanonicalInteger, UINT256_SAFE_DIGITS, unscaledDigits, writeDecimalWords } from './decimal.ts';
 import { keepsText } from './decode.ts';
 import { Misfit, atPath } from './errors.ts';
-import type { SqlType } from './sqlType.ts';
+import type { SqlKind, SqlOf, SqlType } from './sqlType.ts';
 import {
   canonicalDateDays,
   canonicalFracUnits,
@@ -668,62 +668,60 @@ class StructColumn implements ColumnBuilder {
  * (uint256/int256 as Utf8 or Decimal256).
  */
 export function columnBuilder(sql: SqlType, field: Field): ColumnBuilder {
-  const type = field.type as DataType;
-  switch (sql.kind) {
-    case 'boolean':
-      return new BoolColumn(type);
-    case 'tinyint':
-      return new NumberColumn(type, Int8Array, intCheck(-128, 127, 'tinyint'));
-    case 'smallint':
-      return new NumberColumn(type, Int16Array, intCheck(-32_768, 32_767, 'smallint'));
-    case 'integer':
-      return new NumberColumn(type, Int32Array, intCheck(-2_147_483_648, 2_147_483_647, 'integer'));
-    case 'interval_year_to_month':
-      return new NumberColumn(type, Int32Array, intCheck(-2_147_483_648, 2_147_483_647, 'months'));
-    case 'real':
-      return new NumberColumn(type, Float32Array, floatCheck);
-    case 'double':
-      return new NumberColumn(type, Float64Array, floatCheck);
-    case 'bigint':
-      return new Int64Column(type, bigintSlot);
-    case 'uint256':
-    case 'int256':
-      return DataType.isDecimal(type) ? new DecimalColumn(type, 256, int256Decimal) : new Utf8Column(type, int256Text);
-    case 'decimal':
-      return new DecimalColumn(type, sql.precision <= 38 ? 128 : 256, decimalText(sql.precision, sql.scale));
-    case 'varbinary':
-      return new BinaryColumn(type);
-    case 'date':
-      return new DateDayColumn(type, Int32Array, intCheck(-2_147_483_648, 2_147_483_647, 'date'));
-    case 'time':
-      return new Int64Column(type, timeSlot);
-    case 'timestamp':
-      return new Int64Column(type, timestampSlot(sql.precision <= 3 ? 3 : sql.precision <= 6 ? 6 : 9));
-    case 'interval_day_to_second':
-      return new Int64Column(type, durationSlot);
-    case 'array':
-      return new ListColumn(type, columnBuilder(sql.element, type.children[0]!));
-    case 'map': {
-      const entries = (type as Map_).children[0]!;
-      const [keyField, valueField] = entries.type.children as Field[];
-      const key = columnBuilder(sql.key, keyField!);
-      const value = columnBuilder(sql.value, valueField!);
-      return new ListColumn(type, key, { key, value, type: entries.type as DataType });
-    }
-    case 'row':
-      return new StructColumn(
-        type,
-        sql.fields.map((f) => f.name),
-        sql.fields.map((f, j) => columnBuilder(f.type, type.children[j]!)),
-      );
-    case 'varchar':
-    case 'char':
-    case 'json':
-    case 'uuid':
-    case 'ipaddress':
-    case 'unknown':
-      return new Utf8Column(type, stringText);
-  }
+  return (BUILDERS[sql.kind] as BuilderOf<SqlKind>)(sql, field.type as DataType);
+}
+
+type BuilderOf<K extends SqlKind> = (sql: SqlOf<K>, type: DataType) => ColumnBuilder;
+
+const INT32_RANGE = [-2_147_483_648, 2_147_483_647] as const;
+const textColumn = (_sql: SqlType, type: DataType): ColumnBuilder => new Utf8Column(type, stringText);
+
+/** The builder of each SQL type's column, from the Arrow type its field has. */
+const BUILDERS: { [K in SqlKind]: BuilderOf<K> } = {
+  boolean: (_sql, type) => new BoolColumn(type),
+  tinyint: (_sql, type) => new NumberColumn(type, Int8Array, intCheck(-128, 127, 'tinyint')),
+  smallint: (_sql, type) => new NumberColumn(type, Int16Array, intCheck(-32_768, 32_767, 'smallint')),
+  integer: (_sql, type) => new NumberColumn(type, Int32Array, intCheck(...INT32_RANGE, 'integer')),
+  interval_year_to_month: (_sql, type) => new NumberColumn(type, Int32Array, intCheck(...INT32_RANGE, 'months')),
+  real: (_sql, type) => new NumberColumn(type, Float32Array, floatCheck),
+  double: (_sql, type) => new NumberColumn(type, Float64Array, floatCheck),
+  bigint: (_sql, type) => new Int64Column(type, bigintSlot),
+  uint256: (_sql, type) => wideIntegerColumn(type),
+  int256: (_sql, type) => wideIntegerColumn(type),
+  decimal: (sql, type) => new DecimalColumn(type, sql.precision <= 38 ? 128 : 256, decimalText(sql.precision, sql.scale)),
+  varbinary: (_sql, type) => new BinaryColumn(type),
+  date: (_sql, type) => new DateDayColumn(type, Int32Array, intCheck(...INT32_RANGE, 'date')),
+  time: (_sql, type) => new Int64Column(type, timeSlot),
+  timestamp: (sql, type) => new Int64Column(type, timestampSlot(sql.precision <= 3 ? 3 : sql.precision <= 6 ? 6 : 9)),
+  interval_day_to_second: (_sql, type) => new Int64Column(type, durationSlot),
+  array: (sql, type) => new ListColumn(type, columnBuilder(sql.element, type.children[0]!)),
+  map: mapColumn,
+  row: (sql, type) =>
+    new StructColumn(
+      type,
+      sql.fields.map((f) => f.name),
+      sql.fields.map((f, j) => columnBuilder(f.type, type.children[j]!)),
+    ),
+  varchar: textColumn,
+  char: textColumn,
+  json: textColumn,
+  uuid: textColumn,
+  ipaddress: textColumn,
+  unknown: textColumn,
+};
+
+/** uint256 and int256: Decimal256 when the field is one, else their text. */
+function wideIntegerColumn(type: DataType): ColumnBuilder {
+  return DataType.isDecimal(type) ? new DecimalColumn(type, 256, int256Decimal) : new Utf8Column(type, int256Text);
+}
+
+/** A map is a list of key/value structs: one child builder each for the keys and the values. */
+function mapColumn(sql: SqlOf<'map'>, type: DataType): ColumnBuilder {
+  const entries = (type as Map_).children[0]!;
+  const [keyField, valueField] = entries.type.children as Field[];
+  const key = columnBuilder(sql.key, keyField!);
+  const value = columnBuilder(sql.value, valueField!);
+  return new ListColumn(type, key, { key, value, type: entries.type as DataType });
 }
 
 /** varbinary's wire text, as the decoder checks it. */
@@ -741,70 +739,84 @@ export type WireAppender = (value: unknown) => boolean;
  * append would throw. Undefined for types without such a path.
  */
 export function wireAppender(sql: SqlType, builder: ColumnBuilder): WireAppender | undefined {
-  if (keepsText(sql)) {
-    if (!(builder instanceof Utf8Column)) return undefined;
-    return (v) => typeof v === 'string' && builder.appendText(v);
-  }
-  switch (sql.kind) {
-    case 'boolean':
-      if (!(builder instanceof BoolColumn)) return undefined;
-      return (v) => typeof v === 'boolean' && (builder.append(v), true);
-    case 'tinyint':
-    case 'smallint':
-    case 'integer': {
-      if (!(builder instanceof NumberColumn)) return undefined;
-      const [min, max] = sql.kind === 'tinyint' ? [-128, 127] : sql.kind === 'smallint' ? [-32_768, 32_767] : [-2_147_483_648, 2_147_483_647];
-      return (v) => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max && (builder.appendNumber(v), true);
-    }
-    case 'real':
-    case 'double':
-      if (!(builder instanceof NumberColumn)) return undefined;
-      return (v) => typeof v === 'number' && (builder.appendNumber(v), true);
-    case 'bigint':
-      if (!(builder instanceof Int64Column)) return undefined;
-      return (v) => {
-        if (typeof v === 'number') return Number.isSafeInteger(v) && (builder.appendSafe(v), true);
-        return typeof v === 'bigint' && v >= INT64_MIN && v <= INT64_MAX && (builder.append(v), true);
-      };
-    case 'decimal': {
-      // The canonical text only, read where it sits: the same reader as for a page's text.
-      const inText = textAppender(sql, builder);
-      if (inText === undefined) return undefined;
-      return (v) => typeof v === 'string' && inText(v, 0, v.length);
-    }
-    case 'uint256':
-    case 'int256': {
-      // As Utf8 text: a canonical integer text short enough to be in range is its own text, with
-      // no bigint made and printed back (2^256 has 78 digits, 2^255 has 77).
-      if (!(builder instanceof Utf8Column)) return undefined;
-      const signed = sql.kind === 'int256';
-      const maxDigits = signed ? INT256_SAFE_DIGITS : UINT256_SAFE_DIGITS;
-      return (v) => {
-        if (typeof v === 'number') return Number.isSafeInteger(v) && (signed || v >= 0) && builder.appendText(String(v));
-        return typeof v === 'string' && isCanonicalInteger(v, signed, maxDigits) && builder.appendText(v);
-      };
-    }
-    case 'varbinary':
-      if (!(builder instanceof BinaryColumn)) return undefined;
-      return (v) => {
-        if (typeof v !== 'string') return false;
-        return HEX.test(v) && builder.appendHex(v, (v.length - 2) >> 1);
-      };
-    case 'date':
-      if (!(builder instanceof DateDayColumn)) return undefined;
-      return (v) => {
-        if (typeof v !== 'string' || v.length !== 10) return false;
-        const days = parseDateDays(v);
-        return days === days && (builder.appendNumber(days), true);
-      };
-    case 'timestamp': {
-      const inText = textAppender(sql, builder);
-      if (inText === undefined) return undefined;
-      return (v) => typeof v === 'string' && inText(v, 0, v.length);
-    }
-    default:
-      return undefined;
-  }
+  if (keepsText(sql)) return builder instanceof Utf8Column ? (v) => typeof v === 'string' && builder.appendText(v) : undefined;
+  const fused = WIRE_APPENDERS[sql.kind] as WireAppenderOf<SqlKind> | undefined;
+  return fused?.(sql, builder);
+}
+
+type WireAppenderOf<K extends SqlKind> = (sql: SqlOf<K>, builder: ColumnBuilder) => WireAppender | undefined;
+
+/** The fused path of each type that has one, given the column's builder (undefined when the builder is not the one it expects). */
+const WIRE_APPENDERS: { [K in SqlKind]?: WireAppenderOf<K> } = {
+  boolean: (_sql, builder) => (builder instanceof BoolColumn ? (v) => typeof v === 'boolean' && (builder.append(v), true) : undefined),
+  tinyint: (_sql, builder) => smallIntegerAppender(builder, -128, 127),
+  smallint: (_sql, builder) => smallIntegerAppender(builder, -32_768, 32_767),
+  integer: (_sql, builder) => smallIntegerAppender(builder, ...INT32_RANGE),
+  real: (_sql, builder) => floatAppender(builder),
+  double: (_sql, builder) => floatAppender(builder),
+  bigint: bigintAppender,
+  // The canonical text only, read where it sits: the same reader as for a page's text.
+  decimal: canonicalTextAppender,
+  timestamp: canonicalTextAppender,
+  uint256: (_sql, builder) => wideIntegerTextAppender(builder, false),
+  int256: (_sql, builder) => wideIntegerTextAppender(builder, true),
+  varbinary: hexAppender,
+  date: dateAppender,
+};
+
+function smallIntegerAppender(builder: ColumnBuilder, min: number, max: number): WireAppender | undefined {
+  if (!(builder instanceof NumberColumn)) return undefined;
+  return (v) => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max && (builder.appendNumber(v), true);
+}
+
+function floatAppender(builder: ColumnBuilder): WireAppender | undefined {
+  if (!(builder instanceof NumberColumn)) return undefined;
+  return (v) => typeof v === 'number' && (builder.appendNumber(v), true);
+}
+
+function bigintAppender(_sql: SqlType, builder: ColumnBuilder): WireAppender | undefined {
+  if (!(builder instanceof Int64Column)) return undefined;
+  return (v) => {
+    if (typeof v === 'number') return Number.isSafeInteger(v) && (builder.appendSafe(v), true);
+    return typeof v === 'bigint' && v >= INT64_MIN && v <= INT64_MAX && (builder.append(v), true);
+  };
+}
+
+/** A decimal or timestamp string through {@link textAppender}, which reads the canonical text only. */
+function canonicalTextAppender(sql: SqlType, builder: ColumnBuilder): WireAppender | undefined {
+  const inText = textAppender(sql, builder);
+  if (inText === undefined) return undefined;
+  return (v) => typeof v === 'string' && inText(v, 0, v.length);
+}
+
+/**
+ * uint256/int256 as Utf8 text: a canonical integer text short enough to be in range is its own
+ * text, with no bigint made and printed back (2^256 has 78 digits, 2^255 has 77).
+ */
+function wideIntegerTextAppender(builder: ColumnBuilder, signed: boolean): WireAppender | undefined {
+  if (!(builder instanceof Utf8Column)) return undefined;
+  const maxDigits = signed ? INT256_SAFE_DIGITS : UINT256_SAFE_DIGITS;
+  return (v) => {
+    if (typeof v === 'number') return Number.isSafeInteger(v) && (signed || v >= 0) && builder.appendText(String(v));
+    return typeof v === 'string' && isCanonicalInteger(v, signed, maxDigits) && builder.appendText(v);
+  };
+}
+
+function hexAppender(_sql: SqlType, builder: ColumnBuilder): WireAppender | undefined {
+  if (!(builder instanceof BinaryColumn)) return undefined;
+  return (v) => {
+    if (typeof v !== 'string') return false;
+    return HEX.test(v) && builder.appendHex(v, (v.length - 2) >> 1);
+  };
+}
+
+function dateAppender(_sql: SqlType, builder: ColumnBuilder): WireAppender | undefined {
+  if (!(builder instanceof DateDayColumn)) return undefined;
+  return (v) => {
+    if (typeof v !== 'string' || v.length !== 10) return false;
+    const days = parseDateDays(v);
+    return days === days && (builder.appendNumber(days), true);
+  };
 }
 
 /**

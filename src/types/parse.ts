@@ -34,6 +34,7 @@ interface TypeCall {
   args: string[] | undefined;
   /** What follows, lowercased, single-spaced; '' when nothing does. */
   suffix: string;
+  /** How deeply the type is nested; its parameters are parsed one deeper. */
   depth: number;
 }
 
@@ -47,6 +48,7 @@ function parseAt(s: string, depth: number): SqlType {
   return parsed ?? { kind: 'unknown', text: s };
 }
 
+/** The parts of `s`, or undefined when it does not start with a word; throws Malformed on unbalanced parentheses. */
 function splitCall(s: string, depth: number): TypeCall | undefined {
   const word = WORD.exec(s)?.[0];
   if (word === undefined) return undefined;

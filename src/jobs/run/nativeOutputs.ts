@@ -1,6 +1,6 @@
 import type { Schema } from 'apache-arrow';
 import type { Job } from '../../config/jobSchema.ts';
-import { nativeOutputReason, nativeRoute } from '../../export/nativeExport.ts';
+import { NATIVE_PAGES, nativeOutputReason, nativeRoute } from '../../export/nativeExport.ts';
 import type { ResolvedOutput } from '../../export/outputConfig.ts';
 import type { RangeReader } from '../../pipeline/stream.ts';
 import { whyOneThread } from '../output/splitRule.ts';
@@ -34,6 +34,6 @@ export function decodePlan(job: Job, output: ResolvedOutput): DecodePlan {
   if (job.wire === 'json') return { path: 'general', why: 'wire: json asks for JSON pages decoded in JS; the native path is chosen with wire auto' };
   return {
     path: 'native',
-    why: 'over JSON pages (a service without Arrow pages) DuckDB writes the Parquet from the pages, where every column has an exact DuckDB type; over Arrow pages, the general path',
+    why: `from a service without Arrow pages, DuckDB writes the Parquet from the service's ${NATIVE_PAGES.toUpperCase()} pages, where every column has an exact DuckDB type; over Arrow pages, the general path`,
   };
 }

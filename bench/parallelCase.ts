@@ -5,7 +5,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { rm } from 'node:fs/promises';
 import { builtins } from '../connectors/index.ts';
 import { ServiceClient } from '../src/client/index.ts';
-import { resolveOutput, writeExport } from '../src/export/index.ts';
+import { resolveOutput, writeExport, type NativeMode } from '../src/export/index.ts';
 import type { Workers } from '../src/export/partPlan.ts';
 import { startThreadsFor } from '../src/export/writeExport.ts';
 import { stream } from '../src/pipeline/stream.ts';
@@ -17,9 +17,11 @@ export interface CaseInput {
   readonly executionId: string;
   /**
    * The wire the rows come over; `json` decodes them in JS (the general path, `native: false`),
-   * `native` is JSON pages written by DuckDB (src/export/nativeExport.ts).
+   * `native` is a service without Arrow pages written by DuckDB (src/export/nativeExport.ts).
    */
   readonly wire: 'json' | 'arrow' | 'native';
+  /** With wire `native`: which pages and how many DuckDB threads (default `always`: the CSV pages, the default threads). */
+  readonly native?: NativeMode;
   readonly workers: Workers;
   readonly out: string;
   readonly rowsPerFile: number;
@@ -62,7 +64,7 @@ export async function exportCase(input: CaseInput): Promise<void> {
   const summary = await writeExport(
     { schema: await s.schema(), batches: s.batches(), meta: { executionId: info.executionId, totalRowCount: info.totalRows }, parts: await s.rangeReader() },
     output,
-    { workers: input.workers, native: input.wire === 'native' ? 'always' : 'never' },
+    { workers: input.workers, native: input.wire === 'native' ? (input.native ?? 'always') : 'never' },
   );
   const ms = performance.now() - t;
   const used = process.cpuUsage(cpu);

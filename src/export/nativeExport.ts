@@ -21,7 +21,7 @@ import { serialReason } from './splitRule.ts';
  * same values, else the general path; `nativeRoute` says which and why (`--plan` prints it).
  */
 export type NativeRoute =
-  | { readonly native: true; readonly pages: NativePages; readonly columns: readonly NativeColumn[]; readonly specs: readonly ColumnSpec[] }
+  | { readonly native: true; readonly pages: NativePages; readonly threads?: number | undefined; readonly columns: readonly NativeColumn[]; readonly specs: readonly ColumnSpec[] }
   | { readonly native: false; readonly reason: string };
 
 /**
@@ -52,22 +52,24 @@ export function nativeOutputReason(output: ResolvedOutput): string | undefined {
  * When the native path is taken: `auto` (the default), where the stream chose JSON pages because
  * the service serves no Arrow (the real service), so that a service offering both keeps one path;
  * `always` also where the caller asked for JSON pages; `never`. `csv` and `json` are `always`,
- * reading those pages (the default: `NATIVE_PAGES`).
+ * reading those pages (the default: `NATIVE_PAGES`); the object form is `always` with DuckDB's
+ * threads set too (the bench measures how the export scales with them).
  */
-export type NativeMode = 'auto' | 'always' | 'never' | NativePages;
+export type NativeMode = 'auto' | 'always' | 'never' | NativePages | { readonly pages?: NativePages; readonly threads?: number };
 
 /** The path the rows of `schema` take to `output` when read by `reader`. */
 export function nativeRoute(output: ResolvedOutput, schema: Schema, reader: RangeReader | undefined, mode: NativeMode = 'auto'): NativeRoute {
   if (mode === 'never') return { native: false, reason: 'native: never' };
   if (reader === undefined) return { native: false, reason: 'the result cannot be read by row ranges' };
   if (reader.options.wire !== 'json') return { native: false, reason: 'the rows come over Arrow pages' };
+  const settings = typeof mode === 'object' ? mode : mode === 'json' || mode === 'csv' ? { pages: mode } : {};
   if (mode === 'auto' && reader.wireChosen !== true) return { native: false, reason: 'JSON pages were asked for (wire: json); the native path is chosen with wire auto' };
   const why = nativeOutputReason(output);
   if (why !== undefined) return { native: false, reason: why };
   const specs = schema.fields.map((f) => ({ name: f.name, type: f.metadata.get(TYPE_METADATA_KEY) ?? 'unknown' }));
-  const pages = mode === 'json' || mode === 'csv' ? mode : NATIVE_PAGES;
+  const pages = settings.pages ?? NATIVE_PAGES;
   const columns = nativeColumns(specs, pages);
-  return 'columns' in columns ? { native: true, pages, columns: columns.columns, specs } : { native: false, reason: columns.reason };
+  return 'columns' in columns ? { native: true, pages, threads: settings.threads, columns: columns.columns, specs } : { native: false, reason: columns.reason };
 }
 
 export interface NativeExportOptions {
@@ -103,6 +105,7 @@ export async function writeNativeExport(
     specs: route.specs,
     columns: route.columns,
     pages: route.pages,
+    threads: route.threads,
     parts,
     parquet: { compression: config.compression, rowGroupSize: config.row_group_size, rowGroupBytes: config.row_group_bytes, metadata: { 'ARROW:schema': arrowSchemaMetadata(schema) } },
     signal: options.signal,

@@ -130,7 +130,11 @@ export class NativeEngine {
   }
 
   #query(files: readonly string[]): string {
-    return `SELECT ${this.#select} FROM ${this.#read(files, readColumns(this.#input.columns))}`;
+    const read = this.#read(files, readColumns(this.#input.columns));
+    const columns = this.#input.columns;
+    if (columns.every((c) => c.cast === undefined)) return `SELECT ${this.#select} FROM ${read}`;
+    const casts = columns.map((c) => (c.cast === undefined ? quoteIdentifier(c.name) : `${c.cast} AS ${quoteIdentifier(c.name)}`)).join(', ');
+    return `SELECT ${this.#select} FROM (SELECT ${casts} FROM ${read})`;
   }
 
   /**

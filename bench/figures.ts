@@ -119,6 +119,39 @@ one core, where no parallel work is possible), so the wall times say nothing abo
 What the run can say: \`workers: 2\` costs 30-45 % more CPU per export and 130-200 MB more peak RSS,
 on both wires; the \`parallel\` bench measured 0.78x (JSON) and 0.82x (Arrow) at load 2.9, and
 1.10x and 0.59x at load 22 (the table above). Nothing measured shows a gain that holds.
+
+## The native export: DuckDB's threads, with the service on another core
+
+The \`wire\` bench runs the service on the same two cores as the export. To see what a second
+DuckDB thread buys once the service is elsewhere, the service (1M rows of \`sample.events\`) ran
+pinned to core 1 (\`taskset -c 1\`) and the native export over CSV pages (zstd Parquet, 4 parts of
+250,000 rows, run from the TypeScript sources) pinned to core 0 or to both cores, with 1 and 2
+DuckDB threads, twice per case (2026-12-02, 2 cores, load average 30-33: the machine was shared by
+seven sessions). Wall seconds, CPU seconds (user + system, every thread) and peak RSS:
+
+| Export on | 1 DuckDB thread | 2 DuckDB threads |
+|---|---|---|
+| core 0 | 25.9 / 21.3 s; CPU 4.1 / 3.4 s; 286 / 261 MB | 31.2 / 32.9 s; CPU 4.5 / 4.6 s; 261 / 278 MB |
+| cores 0,1 | 39.8 / 30.4 s; CPU 4.1 / 3.4 s; 280 / 279 MB | 25.8 / 15.0 s; CPU 4.2 / 3.6 s; 282 / 267 MB |
+
+As with part threads, at that load the wall times are 4 to 10 times the CPU times and say little
+about parallel work: on both cores the second thread finished 1.5-2x sooner, which is as much a
+larger share of a contended machine as parallel work; on one core it finished later and took
+10-35 % more CPU. What holds: a second DuckDB thread costs little CPU where it has a core of its
+own (3-5 %) and no memory; the default stays one per core but one (the export's own thread
+fetches and stages the pages). Of the CPU an export of 1M rows takes over CSV pages (some 3.5 s),
+DuckDB's statement is about 1.4 s (read, casts, checks, Parquet), the export's own thread about
+0.9 s (HTTP, staging), and most of the rest is V8's collector freeing the page buffers.
+
+What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps
+itself (its cast of zoned text goes through ICU, five times the cost of the rest of the column);
+\`strptime\` for them (twice the cost of cutting \` UTC\` and casting the wall clock); a smaller
+DuckDB memory limit (64 MB, 32 MB: no lower peak, 32 MB fails the Parquet writer) and a smaller
+CSV buffer (no lower peak); smaller row groups lower the peak (61,440 rows: -20 MB) but change the
+files, whose row groups are the output's \`row_group_size\`. Kept: CSV pages (half the bytes of
+JSON ones, and DuckDB reads them at half the CPU, casts included about the same), the casts of
+dates and timestamps computed once below the checks (-20 % of DuckDB's CPU), and DuckDB handing
+back what it frees past 16 MB (-40 MB of peak over a long export).
 `;
 
 /** The page with this run's figures, every other row kept as the previous page had it. */

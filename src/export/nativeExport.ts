@@ -25,9 +25,9 @@ export type NativeRoute =
   | { readonly native: false; readonly reason: string };
 
 /**
- * The pages the native path reads by default: the CSV endpoint's. DuckDB reads CSV text at a
- * third of the CPU its JSON reader takes for the same rows, and the pages are half the bytes
- * (the figures: docs/performance.md).
+ * The pages the native path reads by default: the CSV endpoint's. They are half the bytes of the
+ * JSON pages to fetch, stage and free, for about the same work in DuckDB (the figures:
+ * docs/performance.md).
  */
 export const NATIVE_PAGES: NativePages = 'csv';
 
@@ -81,7 +81,7 @@ export interface NativeExportOptions {
 
 /**
  * Writes the parts still missing natively, each through `tx` under the name the general path gives
- * it, and records each in the journal once stored (resume per part, as for part threads). Files in part order.
+ * it, and records each in the journal once stored (resume per part). Files in part order.
  */
 export async function writeNativeExport(
   route: Extract<NativeRoute, { native: true }>,

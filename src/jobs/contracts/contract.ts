@@ -4,7 +4,7 @@ import { ConfigError } from '../../errors.ts';
 import { valueText } from '../../kit/index.ts';
 import type { ExecutionStatus } from '../../protocol/index.ts';
 import { parseType } from '../../types/parse.ts';
-import { formatType } from '../../types/sql-type.ts';
+import { formatType } from '../../types/sqlType.ts';
 import { canonicalCursor, compareCursor, type CursorKind, cursorKind, cursorValueProblem } from '../incremental/cursor.ts';
 import { ContractViolationError } from '../errors.ts';
 import { QUARANTINE_COLUMNS, type QuarantineFeed, quarantineSplitter } from './contractQuarantine.ts';
@@ -73,7 +73,7 @@ export class RunContract {
     return contractQuarantines(this.#expect);
   }
 
-  /** Whether the rows must be read by this thread, through `watch` (part threads do not pass through it). */
+  /** Whether the rows must be read by this thread, through `watch` (the native path's range reads do not pass through it). */
   get watchesRows(): boolean {
     return this.#expect.checks !== undefined || (this.#expect.rows !== undefined && this.#job.result?.filters !== undefined);
   }
@@ -133,7 +133,7 @@ export class RunContract {
       // Before the end reaches the outputs: a count out of range fails the read, so nothing commits.
       if (!this.#rowsChecked) this.#checkRows(row, 'the run read');
       ended = true;
-      feed?.end();
+      feed?.close();
     } catch (error) {
       // The quarantines fail with the read's own error: whichever reports first, the cause is the same.
       feed?.fail(error);

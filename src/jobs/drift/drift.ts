@@ -8,7 +8,7 @@ import type { ResolvedOutput } from '../../export/outputConfig.ts';
 import type { ExecutionStatus } from '../../protocol/index.ts';
 import { arrowSchema } from '../../types/arrow.ts';
 import { parseType } from '../../types/parse.ts';
-import { formatType } from '../../types/sql-type.ts';
+import { formatType } from '../../types/sqlType.ts';
 import { widens } from '../../export/appendCheck.ts';
 import { type Reshape, reshaped, reshapeTo, serviceTypeOf, type TargetColumn } from './reshape.ts';
 
@@ -181,11 +181,6 @@ export class RunDrift {
   /** The drift found by this run (one entry per output that drifted). */
   get found(): readonly OutputDrift[] {
     return this.#found;
-  }
-
-  /** True when some output's rows are reshaped: part threads, which read their own rows, would bypass it. */
-  get reshapes(): boolean {
-    return this.#targets.size > 0;
   }
 
   /** `committed`: each output's commit, by index, as its session read it. */

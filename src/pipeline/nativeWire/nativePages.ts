@@ -1,6 +1,6 @@
 import { InvalidResponseError, type ErrorContext } from '../../client/errors.ts';
 import type { ServiceClient } from '../../client/serviceClient.ts';
-import { DEFAULT_CONCURRENCY, DEFAULT_PREFETCH, fetchOrdered, type OrderedPage, type PageShape } from '../fetchOrdered.ts';
+import { DEFAULT_CONCURRENCY, fetchOrdered, type OrderedPage, type PageShape } from '../fetchOrdered.ts';
 import type { RangeReader } from '../stream.ts';
 import type { NativePages } from './duckdbColumns.ts';
 import { pageRows } from './pageRows.ts';
@@ -32,7 +32,9 @@ export function rangePages(source: PageSource, firstRow: number, rows: number): 
     pageSize,
     totalRows: firstRow + rows,
     concurrency: o.concurrency ?? DEFAULT_CONCURRENCY,
-    prefetch: o.prefetch ?? DEFAULT_PREFETCH,
+    // Each page goes to disk as soon as it is handed over: pages fetched ahead of that would only
+    // be held in memory (the stream's own prefetch is for consumers that decode).
+    prefetch: 0,
     signal: source.signal,
   });
 }

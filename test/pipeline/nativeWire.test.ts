@@ -15,6 +15,7 @@ import { resolveOutput, writeExport } from '../../src/export/index.ts';
 import { stream } from '../../src/pipeline/stream.ts';
 import { nativeColumns, type NativeColumn, type NativePages } from '../../src/pipeline/nativeWire/duckdbColumns.ts';
 import { writeNativeParts, type NativePart } from '../../src/pipeline/nativeWire/nativeParts.ts';
+import { csvHeaderOf } from '../../src/pipeline/nativeWire/nativePages.ts';
 import { ValueDecodeError } from '../../src/types/errors.ts';
 import { InvalidResponseError } from '../../src/client/errors.ts';
 import { ALL_TYPES_COLUMN_TYPES } from '../helpers/allTypes.ts';
@@ -218,6 +219,14 @@ describe('native wire, bad pages', () => {
     expect(error).toBeInstanceOf(InvalidResponseError);
     expect((error as Error).message).toMatch(/CSV page at row 0 starts with "n,id", not the result's columns "id,n"/);
     expect(stored).toBe(0);
+  });
+
+  it('reads a CSV header however RFC 4180 quotes it, and writes the part', async () => {
+    expect(csvHeaderOf(Buffer.from('a,"b,""c""",\n1,2,3\n'))).toEqual(['a', 'b,"c"', '']);
+    expect(csvHeaderOf(Buffer.from('a,"b'))).toBeUndefined();
+    const { error, stored } = await failure('csv', [{ id: 0, n: 0 }, { id: 1, n: 1 }, { id: 2, n: 2 }], '"id","n"');
+    expect(error).toBeUndefined();
+    expect(stored).toBe(1);
   });
 
   it('refuses a CSV line with a field too many, and stores no part', async () => {

@@ -15,8 +15,8 @@ export interface PageSource {
   readonly client: ServiceClient;
   readonly reader: RangeReader;
   readonly pages: NativePages;
-  /** The CSV header line the pages must start with (`csvHeaderLine` of the result's column names). */
-  readonly csvHeader: Buffer;
+  /** The result's column names: the header every CSV page must start with, in this order. */
+  readonly columns: readonly string[];
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -73,9 +73,10 @@ async function csvPage(source: PageSource, request: { offset: number; limit: num
   const { client, reader } = source;
   let sizes: [number, number] = [0, 0];
   const page = await client.getResultsCsv(reader.executionId, { ...shaping(source, request, signal), onBodyBytes: (wire, decoded) => (sizes = [wire, decoded]) });
-  if (!page.body.subarray(0, source.csvHeader.length).equals(source.csvHeader)) {
+  const header = csvHeaderOf(page.body);
+  if (header === undefined || header.length !== source.columns.length || header.some((name, i) => name !== source.columns[i])) {
     throw new InvalidResponseError(
-      `the CSV page at row ${request.offset} starts with ${JSON.stringify(page.body.subarray(0, 200).toString('utf8').split('\n')[0])}, not the result's columns ${JSON.stringify(source.csvHeader.toString('utf8').trimEnd())}`,
+      `the CSV page at row ${request.offset} starts with ${JSON.stringify(page.body.subarray(0, 200).toString('utf8').split('\n')[0])}, not the result's columns ${JSON.stringify(source.columns.join(','))}`,
       { method: 'writeNativeParts', executionId: reader.executionId },
     );
   }
@@ -85,7 +86,32 @@ async function csvPage(source: PageSource, request: { offset: number; limit: num
   return { bytes: page.body, rowCount, nextOffset: page.nextOffset };
 }
 
-/** The header line of a CSV page of these columns: names joined by `,`, quoted as RFC 4180 asks (protocol.md). */
-export function csvHeaderLine(names: readonly string[]): Buffer {
-  return Buffer.from(`${names.map((n) => (/[",\r\n]/.test(n) || n === '' ? `"${n.replaceAll('"', '""')}"` : n)).join(',')}\n`);
+/**
+ * The fields of a CSV page's header line, RFC 4180 (a field quoted or not, `""` a quote inside
+ * quotes), or undefined when the page has no complete line.
+ */
+export function csvHeaderOf(body: Buffer): string[] | undefined {
+  const text = body.subarray(0, Math.min(body.length, 1 << 20)).toString('utf8');
+  const fields: string[] = [];
+  let i = 0;
+  for (;;) {
+    let field = '';
+    if (text[i] === '"') {
+      for (i++; ; i++) {
+        if (i >= text.length) return undefined;
+        if (text[i] !== '"') field += text[i];
+        else if (text[i + 1] === '"') field += text[i++];
+        else break;
+      }
+      i++;
+    } else {
+      const end = text.slice(i).search(/[,\r\n]/);
+      if (end < 0) return undefined;
+      field = text.slice(i, i + end);
+      i += end;
+    }
+    fields.push(field);
+    if (text[i] === ',') i++;
+    else return text[i] === '\n' || text[i] === '\r' ? fields : undefined;
+  }
 }

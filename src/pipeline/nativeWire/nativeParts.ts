@@ -4,7 +4,7 @@ import type { ColumnSpec } from '../../types/decode.ts';
 import type { RangeReader } from '../stream.ts';
 import type { NativeColumn, NativePages } from './duckdbColumns.ts';
 import { NativeEngine, type StagedPage } from './nativeEngine.ts';
-import { csvHeaderLine, rangePages, type PageSource } from './nativePages.ts';
+import { rangePages, type PageSource } from './nativePages.ts';
 
 /** One part of the output: rows `[firstRow, firstRow + rows)` of the result, written to one file. */
 export interface NativePart {
@@ -55,7 +55,7 @@ export interface NativePartsInput {
 export async function writeNativeParts(input: NativePartsInput): Promise<void> {
   const engine = await NativeEngine.open(input);
   const client = new ServiceClient(input.reader.connection);
-  const source: PageSource = { client, reader: input.reader, pages: input.pages ?? 'json', csvHeader: csvHeaderLine(input.specs.map((s) => s.name)), signal: input.signal };
+  const source: PageSource = { client, reader: input.reader, pages: input.pages ?? 'json', columns: input.specs.map((s) => s.name), signal: input.signal };
   // The part DuckDB writes and stores while the next part's pages come in.
   let writing: Promise<void> | undefined;
   try {

@@ -163,6 +163,18 @@ fetches and stages the pages). Of the CPU an export of 1M rows takes over CSV pa
 DuckDB's statement is about 1.4 s (read, casts, checks, Parquet), the export's own thread about
 0.9 s (HTTP, staging), and most of the rest is V8's collector freeing the page buffers.
 
+The native path against the general one, from the compiled package, the export pinned to core 0
+and the service to core 1, three rounds alternating (2026-12-02, load 13-18; wall seconds, then
+CPU seconds of the whole process and of its main thread): over CSV pages 13.0 / 12.3 / 13.9 s, CPU
+3.73 / 3.64 / 3.78 s (main 1.0 s); the general path over JSON pages 11.7 / 12.1 / 14.5 s, CPU
+4.01 / 3.36 / 3.96 s (main 2.0-2.4 s); natively over JSON pages 12.9 / 19.0 / 17.5 s, CPU 4.48 /
+4.66 / 4.00 s (main 1.1-1.2 s). On one core the native path is not faster than the general one
+today: DuckDB's statement (some 1.4 s) costs about what the JS decoders and parquet-wasm cost on
+the main thread, and in both some 1.3 s go to threads that are neither (V8's collector freeing the
+page buffers, staging, the output's copy and checksum). Its gains are where a second core is
+free (DuckDB writes a part while the main thread fetches the next) and on the main thread, which
+it leaves mostly idle.
+
 What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps
 itself (its cast of zoned text goes through ICU, five times the cost of the rest of the column);
 \`strptime\` for them (twice the cost of cutting \` UTC\` and casting the wall clock); a smaller

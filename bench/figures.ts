@@ -161,7 +161,11 @@ larger share of a contended machine as parallel work; on one core it finished la
 own (3-5 %) and no memory; the default stays one per core but one (the export's own thread
 fetches and stages the pages). Of the CPU an export of 1M rows takes over CSV pages (some 3.5 s),
 DuckDB's statement is about 1.4 s (read, casts, checks, Parquet), the export's own thread about
-0.9 s (HTTP, staging), and most of the rest is V8's collector freeing the page buffers.
+0.9 s (HTTP, staging), V8's collector some 0.5 s (freeing the page buffers: with
+\`--single-threaded-gc\` the main thread takes 0.5 s more), and the rest staging and the output's
+copy and checksum. For comparison, DuckDB's own COPY of the same rows from a table takes 0.3-0.6 s
+of wall time on the same machine at load 9-10, and a bare download of the same CSV pages from the
+service on loopback 0.3-0.5 s: the export's 3.5-4.5 s there are the client's CPU.
 
 The native path against the general one, from the compiled package, the export pinned to core 0
 and the service to core 1, three rounds alternating (2026-12-02, load 13-18; wall seconds, then
@@ -173,7 +177,9 @@ today: DuckDB's statement (some 1.4 s) costs about what the JS decoders and parq
 the main thread, and in both some 1.3 s go to threads that are neither (V8's collector freeing the
 page buffers, staging, the output's copy and checksum). Its gains are where a second core is
 free (DuckDB writes a part while the main thread fetches the next) and on the main thread, which
-it leaves mostly idle.
+it leaves mostly idle. At load 9-10, on both cores (the service pinned to core 1), two
+rounds: over CSV pages 4.55 / 4.07 s (2 DuckDB threads 4.45 / 3.65 s), the general path 4.16 /
+3.39 s, DuckDB's COPY 0.26-0.59 s.
 
 What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps
 itself (its cast of zoned text goes through ICU, five times the cost of the rest of the column);

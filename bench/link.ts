@@ -208,7 +208,7 @@ async function officialRead(url: string, executionId: string, rows: number): Pro
 }
 
 /** The link proxy in a process of its own, in front of the service at `serviceUrl`. */
-async function startProxy(serviceUrl: string, spec: LinkSpec): Promise<{ url: string; bytes(): Promise<number>; close(): Promise<void> }> {
+export async function startProxy(serviceUrl: string, spec: LinkSpec): Promise<{ url: string; bytes(): Promise<number>; close(): Promise<void> }> {
   const target = new URL(serviceUrl);
   const module = new URL('./linkProxy.ts', import.meta.url).href;
   const code = `const m = await import(${JSON.stringify(module)}); await m.serveLinkProxy(${JSON.stringify({ host: target.hostname, port: Number(target.port) })}, ${JSON.stringify(spec)});`;

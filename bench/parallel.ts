@@ -156,8 +156,8 @@ export async function run(): Promise<void> {
           );
         }
       }
-      // The native path (DuckDB writes the Parquet from the JSON pages, with its own threads).
-      const native = await runCase({ url: svc.url, key: KEY, executionId: id, wire: 'native', out: join(dataDir, 'export-native'), rowsPerFile: PART_ROWS });
+      // The native path over JSON pages (DuckDB writes the Parquet from them, with its own threads). Over CSV pages: bench/wire.ts.
+      const native = await runCase({ url: svc.url, key: KEY, executionId: id, wire: 'native', native: 'json', out: join(dataDir, 'export-native'), rowsPerFile: PART_ROWS });
       if (native.rows !== size) throw new Error(`exported ${native.rows} rows natively, expected ${size}`);
       const json = cases.get('json')!;
       console.log(
@@ -168,7 +168,7 @@ export async function run(): Promise<void> {
         record('export-native-duckdb', `${x(native.ms / duckMs)} the time`);
         record('export-native', `${x(json.ms / native.ms)} as fast`);
         // Bounded memory: the same export of 5x the rows peaks as high.
-        const big = await runCase({ url: svc.url, key: KEY, executionId: await bigExecution(), wire: 'native', out: join(dataDir, 'export-native-big'), rowsPerFile: PART_ROWS });
+        const big = await runCase({ url: svc.url, key: KEY, executionId: await bigExecution(), wire: 'native', native: 'json', out: join(dataDir, 'export-native-big'), rowsPerFile: PART_ROWS });
         if (big.rows !== size * 5) throw new Error(`exported ${big.rows} rows natively, expected ${size * 5}`);
         console.log(`native export of ${fmt(size * 5)} rows: ${(big.ms / 1000).toFixed(2)} s, peak RSS ${mb(big.peakRss)} (target <= 300 MB)`);
         record('export-native-peak', `${mb(native.peakRss)} / ${mb(big.peakRss)}`);
@@ -191,7 +191,7 @@ export async function run(): Promise<void> {
  * node_modules), which it returns. A type error stops the bench, as it stops
  * the build.
  */
-async function compileCases(): Promise<string> {
+export async function compileCases(): Promise<string> {
   await mkdir(join(ROOT, '.sluice'), { recursive: true });
   const folder = await mkdtemp(join(ROOT, '.sluice', 'bench-parallel-'));
   const config = join(folder, 'tsconfig.json');

@@ -5,7 +5,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { rm } from 'node:fs/promises';
 import { builtins } from '../connectors/index.ts';
 import { ServiceClient } from '../src/client/index.ts';
-import { resolveOutput, writeExport } from '../src/export/index.ts';
+import { resolveOutput, writeExport, type NativeMode } from '../src/export/index.ts';
 import { stream } from '../src/pipeline/stream.ts';
 import { peakRss } from './peakRss.ts';
 
@@ -15,9 +15,11 @@ export interface CaseInput {
   readonly executionId: string;
   /**
    * The wire the rows come over; `json` decodes them in JS (the general path, `native: false`),
-   * `native` is JSON pages written by DuckDB (src/export/nativeExport.ts).
+   * `native` is a service without Arrow pages written by DuckDB (src/export/nativeExport.ts).
    */
   readonly wire: 'json' | 'arrow' | 'native';
+  /** With wire `native`: which pages and how many DuckDB threads (default `always`: the CSV pages, the default threads). */
+  readonly native?: NativeMode;
   readonly out: string;
   readonly rowsPerFile: number;
   /** The client's `compression` (default: its own, `auto`). */
@@ -55,7 +57,7 @@ export async function exportCase(input: CaseInput): Promise<void> {
   const summary = await writeExport(
     { schema: await s.schema(), batches: s.batches(), meta: { executionId: info.executionId, totalRowCount: info.totalRows }, parts: await s.rangeReader() },
     output,
-    { native: input.wire === 'native' ? 'always' : 'never' },
+    { native: input.wire === 'native' ? (input.native ?? 'always') : 'never' },
   );
   const ms = performance.now() - t;
   const used = process.cpuUsage(cpu);

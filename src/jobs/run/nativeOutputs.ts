@@ -1,7 +1,8 @@
 import type { Schema } from 'apache-arrow';
 import type { Job } from '../../config/jobSchema.ts';
-import { nativeOutputReason, nativeRoute } from '../../export/nativeExport.ts';
+import { NATIVE_PAGES, nativeOutputReason, nativeRoute } from '../../export/nativeExport.ts';
 import type { ResolvedOutput } from '../../export/outputConfig.ts';
+import type { NativePages } from '../../pipeline/nativeWire/duckdbColumns.ts';
 import type { RangeReader } from '../../pipeline/stream.ts';
 import { whyOneRead } from '../output/splitRule.ts';
 
@@ -24,6 +25,8 @@ export function writtenNatively(output: ResolvedOutput, schema: Schema, reader: 
 /** How an output's rows would be decoded and written, for `--plan`: the native path, or the general one and why. */
 export interface DecodePlan {
   readonly path: 'native' | 'general';
+  /** The pages the native path reads (the service's CSV pages unless told otherwise). */
+  readonly pages?: NativePages;
   readonly why: string;
 }
 
@@ -34,6 +37,7 @@ export function decodePlan(job: Job, output: ResolvedOutput): DecodePlan {
   if (job.wire === 'json') return { path: 'general', why: 'wire: json asks for JSON pages decoded in JS; the native path is chosen with wire auto' };
   return {
     path: 'native',
-    why: 'over JSON pages (a service without Arrow pages) DuckDB writes the Parquet from the pages, where every column has an exact DuckDB type; over Arrow pages, the general path',
+    pages: NATIVE_PAGES,
+    why: `from a service without Arrow pages, DuckDB writes the Parquet from the service's ${NATIVE_PAGES.toUpperCase()} pages, where every column has an exact DuckDB type; over Arrow pages, the general path`,
   };
 }

@@ -13,7 +13,7 @@ import { toEngineError } from '../duckdbError.ts';
 import { sqlIdent, sqlString } from '../../sql.ts';
 import { protocolTypeName } from '../typeNames.ts';
 import { headerBytes, rowBytesSql, type StoredColumns } from '../pages/pageQuery.ts';
-import { arrowDirs, encodedDir, ENCODED_SUFFIX, ENCODING_SUFFIX } from '../encoding/encodedResult.ts';
+import { encodedDir, ENCODED_SUFFIX, ENCODING_SUFFIX, FILES, formatDir, STORED_FORMATS } from '../encoding/encodedResult.ts';
 import { SCRATCH_PREFIX } from '../tables/serviceTables.ts';
 
 const RESULT_ID = /^[A-Za-z0-9_-]{1,100}$/;
@@ -110,9 +110,24 @@ export class ResultFiles {
       // Half-written encodings, and encodings whose result was being dropped.
       const orphan = name.endsWith(ENCODED_SUFFIX) && !stored.has(name.slice(0, -ENCODED_SUFFIX.length));
       if (name.endsWith(ENCODING_SUFFIX) || orphan) await rm(join(resultsDir, name), { recursive: true, force: true });
-      // Arrow chunks half-written after the rest was published (that result's Arrow pages are then built per request).
-      else if (name.endsWith(ENCODED_SUFFIX)) await rm(arrowDirs(join(resultsDir, name)).tmp, { recursive: true, force: true });
+      else if (name.endsWith(ENCODED_SUFFIX)) await removeUnfinishedFormats(join(resultsDir, name));
     }
+  }
+}
+
+/**
+ * In a result's encoding directory, the formats an encoder was writing (no info.json: written again
+ * when next read). A directory in the layout of an older version (one index for JSON and CSV at its
+ * top) is removed whole: its formats are encoded again as they are read.
+ */
+async function removeUnfinishedFormats(encoded: string): Promise<void> {
+  if (existsSync(join(encoded, FILES.index))) {
+    await rm(encoded, { recursive: true, force: true });
+    return;
+  }
+  for (const format of STORED_FORMATS) {
+    const dir = formatDir(encoded, format);
+    if (existsSync(dir) && !existsSync(join(dir, FILES.info))) await rm(dir, { recursive: true, force: true });
   }
 }
 

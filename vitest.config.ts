@@ -8,6 +8,6 @@ export default defineConfig({
     // DuckDB and the local service are real: two cores, so at most two files at once.
     maxWorkers: 2,
     pool: 'forks',
-    reporters: ['default', './test/reporters/plain-summary.ts'],
+    reporters: ['default', './test/reporters/plainSummary.ts'],
   },
 });

@@ -4,7 +4,7 @@ import type { CliIo } from './io.ts';
 import type { Logger } from './log.ts';
 import { connect, type Connected } from '../jobs/run/connect.ts';
 import type { Connection } from '../config/jobSchema.ts';
-import { UsageError } from './usage-error.ts';
+import { UsageError } from './usageError.ts';
 import { currentTelemetry } from '../telemetry/index.ts';
 
 /** Options of every command that talks to the service. */

@@ -2,11 +2,11 @@ import { createRequire } from 'node:module';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { closest } from '../kit/closest.ts';
 import type { Command, OptionSpec, OptionValues } from './command.ts';
-import { EXIT, exitCodeOf } from './exit-codes.ts';
+import { EXIT, exitCodeOf } from './exitCodes.ts';
 import { commandHelp, commandUsage, mainHelp } from './help.ts';
 import { processIo, type CliIo } from './io.ts';
 import { createLogger, resolveLogFormat, type Logger } from './log.ts';
-import { UsageError } from './usage-error.ts';
+import { UsageError } from './usageError.ts';
 import { shouldWatchParent, watchParent } from './parentWatch.ts';
 import { runExitHooks } from '../exitHooks.ts';
 
@@ -32,24 +32,11 @@ export function packageVersion(): string {
 /** Finds the command, parses its options, runs it, and maps what it throws to an exit code. */
 export async function dispatch(commands: readonly Command[], argv: readonly string[], options: RunCliOptions = {}): Promise<number> {
   const io = options.io ?? processIo();
-  const first = argv[0];
-  if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
-    const target = first === 'help' ? findCommand(commands, argv.slice(1)) : undefined;
-    io.stdout.write(target ? commandHelp(target.command, target.command.passthrough ? {} : COMMON_OPTIONS) : mainHelp(commands, packageVersion()));
-    return first === undefined ? EXIT.config : EXIT.ok;
-  }
-  if (first === '--version' || first === '-V' || first === 'version') {
-    io.stdout.write(`${packageVersion()}\n`);
-    return EXIT.ok;
-  }
-
+  const answered = answerTopLevel(commands, argv, io);
+  if (answered !== undefined) return answered;
   const found = findCommand(commands, argv);
   if (!found) {
-    const group = commands.filter((c) => c.name.startsWith(`${first} `));
-    const message = group.length > 0
-      ? `sluice ${first}: expected a subcommand: ${group.map((c) => c.name.split(' ')[1]).join(', ')}`
-      : `unknown command "${first}" (run \`sluice --help\` for the list)`;
-    io.stderr.write(`error: ${message}\n`);
+    io.stderr.write(`error: ${unknownCommandText(commands, argv[0]!)}\n`);
     return EXIT.config;
   }
   const { command, rest } = found;
@@ -61,17 +48,46 @@ export async function dispatch(commands: readonly Command[], argv: readonly stri
     }
     return command.passthrough([...rest]);
   }
-  const specs = { ...COMMON_OPTIONS, ...command.options };
+  const parsed = parseCommandLine(command, rest, io);
+  return typeof parsed === 'number' ? parsed : runCommand(command, parsed, io, options.signal);
+}
 
+/** `sluice`, `sluice --help`, `sluice help <command>` and `sluice --version`: the exit code, or undefined for a command. */
+function answerTopLevel(commands: readonly Command[], argv: readonly string[], io: CliIo): number | undefined {
+  const first = argv[0];
+  if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+    const target = first === 'help' ? findCommand(commands, argv.slice(1)) : undefined;
+    io.stdout.write(target ? commandHelp(target.command, target.command.passthrough ? {} : COMMON_OPTIONS) : mainHelp(commands, packageVersion()));
+    return first === undefined ? EXIT.config : EXIT.ok;
+  }
+  if (first === '--version' || first === '-V' || first === 'version') {
+    io.stdout.write(`${packageVersion()}\n`);
+    return EXIT.ok;
+  }
+  return undefined;
+}
+
+function unknownCommandText(commands: readonly Command[], first: string): string {
+  const group = commands.filter((c) => c.name.startsWith(`${first} `));
+  return group.length > 0
+    ? `sluice ${first}: expected a subcommand: ${group.map((c) => c.name.split(' ')[1]).join(', ')}`
+    : `unknown command "${first}" (run \`sluice --help\` for the list)`;
+}
+
+/** A command's arguments as parsed and checked. */
+interface CommandLine {
+  readonly values: OptionValues;
+  readonly positionals: string[];
+  readonly logFormat: 'text' | 'json' | undefined;
+}
+
+/** Parses and checks a command's options and arguments; the exit code when it stops there (an error said, or its help). */
+function parseCommandLine(command: Command, rest: readonly string[], io: CliIo): CommandLine | number {
+  const specs = { ...COMMON_OPTIONS, ...command.options };
   let values: OptionValues;
   let positionals: string[];
   try {
-    const parsed = parseArgs({
-      args: [...rest],
-      options: toParseArgs(specs),
-      allowPositionals: true,
-      strict: true,
-    });
+    const parsed = parseArgs({ args: [...rest], options: toParseArgs(specs), allowPositionals: true, strict: true });
     values = parsed.values as OptionValues;
     positionals = parsed.positionals;
   } catch (error) {
@@ -89,16 +105,19 @@ export async function dispatch(commands: readonly Command[], argv: readonly stri
     io.stderr.write(`error: sluice ${command.name} takes ${expected} argument(s), got ${positionals.length}\nusage: ${commandUsage(command)} (see --help)\n`);
     return EXIT.config;
   }
-
   const logFormat = values['log-format'];
   if (logFormat !== undefined && logFormat !== 'text' && logFormat !== 'json') {
     io.stderr.write(`error: --log-format must be text or json, got ${JSON.stringify(logFormat)}\n`);
     return EXIT.config;
   }
-  const log: Logger = createLogger(io.stderr, { format: resolveLogFormat(logFormat, io.stderr), level: values.quiet === true ? 'warn' : 'info' });
+  return { values, positionals, logFormat };
+}
 
+/** Runs a command under a signal of its own (the caller's, or this process's SIGINT/SIGTERM); what it throws becomes an exit code. */
+async function runCommand(command: Command, { values, positionals, logFormat }: CommandLine, io: CliIo, signal: AbortSignal | undefined): Promise<number> {
+  const log: Logger = createLogger(io.stderr, { format: resolveLogFormat(logFormat, io.stderr), level: values.quiet === true ? 'warn' : 'info' });
   const controller = new AbortController();
-  const cleanup = options.signal ? linkSignal(options.signal, controller) : trapProcessSignals(controller, log, shouldWatchParent(io.env));
+  const cleanup = signal ? linkSignal(signal, controller) : trapProcessSignals(controller, log, shouldWatchParent(io.env));
   try {
     const code = await command.run({ io, values, positionals, log, signal: controller.signal });
     return controller.signal.aborted && !command.handlesSignals ? EXIT.interrupted : code;

@@ -1,5 +1,5 @@
 import type { Command, OptionSpec } from './command.ts';
-import { EXIT_CODE_DOCS } from './exit-codes.ts';
+import { EXIT_CODE_DOCS } from './exitCodes.ts';
 
 export function commandUsage(command: Command): string {
   const hasOptions = Object.keys(command.options ?? {}).length > 0;

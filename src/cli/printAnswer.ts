@@ -1,6 +1,6 @@
 import type { OptionValues } from './command.ts';
 import { withConnection } from './connection.ts';
-import { EXIT } from './exit-codes.ts';
+import { EXIT } from './exitCodes.ts';
 import { writeOut, type CliIo } from './io.ts';
 import type { Logger } from './log.ts';
 import type { Connected } from '../jobs/run/connect.ts';

@@ -2,10 +2,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { EXIT } from './exit-codes.ts';
+import { EXIT } from './exitCodes.ts';
 import type { CliIo } from './io.ts';
 import type { Logger } from './log.ts';
-import { UsageError } from './usage-error.ts';
+import { UsageError } from './usageError.ts';
 
 // The package's own bin, found through its package.json: this module sits at a different depth in
 // the sources (src/cli) and in the compiled output (dist/src/cli).

@@ -1,5 +1,5 @@
 import type { ShardSpec } from '../jobs/shards/plan.ts';
-import { UsageError } from './usage-error.ts';
+import { UsageError } from './usageError.ts';
 
 export interface ShardArgs {
   /** `--shard i/N` */

@@ -295,32 +295,37 @@ function incrementalIssues(
   });
 }
 
+type Issue = (path: PropertyKey[], message: string) => void;
+
 /** What the schema of one field cannot see about a contract: its bounds against each other, its columns against result.columns. */
 function expectIssues(expect: Expect, shaped: readonly string[] | undefined, ctx: z.RefinementCtx, base: PropertyKey[] = ['expect']): void {
-  const issue = (path: PropertyKey[], message: string) => ctx.addIssue({ code: 'custom', path: [...base, ...path], message });
+  const issue: Issue = (path, message) => ctx.addIssue({ code: 'custom', path: [...base, ...path], message });
   const { rows } = expect;
   if (rows !== undefined && rows.min === undefined && rows.max === undefined) issue(['rows'], 'give min, max or both');
   if (rows?.min !== undefined && rows.max !== undefined && rows.min > rows.max) issue(['rows', 'min'], `min ${rows.min} is above max ${rows.max}`);
   for (const [name, type] of Object.entries(expect.columns ?? {})) {
     if (!typeKnown(type)) issue(['columns', name], `"${type}" is not a column type the service reports (e.g. bigint, double, varchar, decimal(18,2), timestamp, date, boolean)`);
   }
-  for (const [name, check] of Object.entries(expect.checks ?? {})) {
-    const given = ['not_null', 'unique', 'accepted_values', 'min', 'max', 'predicate'].filter((k) => check[k as keyof ColumnCheck] !== undefined);
-    if (given.length === 0) issue(['checks', name], 'no check given: add not_null, unique, accepted_values, min, max or predicate');
-    const problem = check.predicate === undefined ? undefined : predicateProblem(check.predicate);
-    if (problem !== undefined) issue(['checks', name, 'predicate'], problem);
-    if (check.predicate !== undefined && problem === undefined && shaped !== undefined) {
-      const missing = parsePredicate(check.predicate).columns.filter((c) => !shaped.includes(c));
-      if (missing.length > 0) issue(['checks', name, 'predicate'], `reads ${missing.join(', ')}, not among result.columns (${shaped.join(', ')})`);
-    }
-    if (typeof check.min === 'number' && typeof check.max === 'number' && check.min > check.max) issue(['checks', name, 'min'], `min ${check.min} is above max ${check.max}`);
-  }
+  for (const [name, check] of Object.entries(expect.checks ?? {})) checkIssues(check, shaped, (path, message) => issue(['checks', name, ...path], message));
   if (shaped === undefined) return;
   for (const part of ['columns', 'checks'] as const) {
     for (const name of Object.keys(expect[part] ?? {})) {
       if (!shaped.includes(name)) issue([part, name], `"${name}" is not among result.columns (${shaped.join(', ')}): it would never be fetched`);
     }
   }
+}
+
+/** One column's checks: at least one given, a predicate that parses and reads fetched columns, bounds in order. */
+function checkIssues(check: ColumnCheck, shaped: readonly string[] | undefined, issue: Issue): void {
+  const given = ['not_null', 'unique', 'accepted_values', 'min', 'max', 'predicate'].filter((k) => check[k as keyof ColumnCheck] !== undefined);
+  if (given.length === 0) issue([], 'no check given: add not_null, unique, accepted_values, min, max or predicate');
+  const problem = check.predicate === undefined ? undefined : predicateProblem(check.predicate);
+  if (problem !== undefined) issue(['predicate'], problem);
+  if (check.predicate !== undefined && problem === undefined && shaped !== undefined) {
+    const missing = parsePredicate(check.predicate).columns.filter((c) => !shaped.includes(c));
+    if (missing.length > 0) issue(['predicate'], `reads ${missing.join(', ')}, not among result.columns (${shaped.join(', ')})`);
+  }
+  if (typeof check.min === 'number' && typeof check.max === 'number' && check.min > check.max) issue(['min'], `min ${check.min} is above max ${check.max}`);
 }
 
 /**

@@ -43,104 +43,154 @@ export interface ParsedPredicate {
 const KEYWORDS = new Set(['and', 'or', 'not', 'is', 'null', 'in', 'between', 'true', 'false']);
 
 export function parsePredicate(text: string): ParsedPredicate {
-  const tokens = tokenize(text);
-  let i = 0;
-  const peek = (): Token => tokens[i]!;
-  const fail = (token: Token, problem: string): never => {
-    throw new PredicateError(text, token.at, `${problem}, got ${token.kind === 'end' ? 'the end of the predicate' : `"${token.text}"`}`);
-  };
-  const isWord = (word: string, token = peek()): boolean => token.kind === 'id' && token.value === word && token.text.toLowerCase() === word;
-  const take = (word: string): boolean => (isWord(word) || (peek().kind === 'op' && peek().value === word) ? (i++, true) : false);
-  const expect = (word: string, what: string): void => {
-    if (!take(word)) fail(peek(), `expected ${what}`);
-  };
+  const tree = new PredicateParser(text).parse();
+  const columns = [...new Set(columnsIn(tree))];
+  return { text, tree, columns };
+}
 
-  const or = (): Node => {
-    let left = and();
-    for (let at = peek().at; take('or'); at = peek().at) left = { t: 'bin', op: 'or', left, right: and(), at };
+/**
+ * Recursive descent over the tokens, one method per precedence level, loosest first:
+ * or, and, not, comparison (and is null, in, between), sum, product, unary minus, primary.
+ */
+class PredicateParser {
+  readonly #text: string;
+  readonly #tokens: Token[];
+  #i = 0;
+
+  constructor(text: string) {
+    this.#text = text;
+    this.#tokens = tokenize(text);
+  }
+
+  parse(): Node {
+    const tree = this.#or();
+    if (this.#peek().kind !== 'end') this.#fail(this.#peek(), 'expected "and", "or", an operator or the end of the predicate');
+    return tree;
+  }
+
+  #peek(): Token {
+    return this.#tokens[this.#i]!;
+  }
+
+  #fail(token: Token, problem: string): never {
+    throw new PredicateError(this.#text, token.at, `${problem}, got ${token.kind === 'end' ? 'the end of the predicate' : `"${token.text}"`}`);
+  }
+
+  #isWord(word: string, token = this.#peek()): boolean {
+    return token.kind === 'id' && token.value === word && token.text.toLowerCase() === word;
+  }
+
+  /** Consumes `word` (a keyword or an operator) when it is next. */
+  #take(word: string): boolean {
+    const next = this.#peek();
+    if (!this.#isWord(word, next) && !(next.kind === 'op' && next.value === word)) return false;
+    this.#i++;
+    return true;
+  }
+
+  #expect(word: string, what: string): void {
+    if (!this.#take(word)) this.#fail(this.#peek(), `expected ${what}`);
+  }
+
+  #or(): Node {
+    let left = this.#and();
+    for (let at = this.#peek().at; this.#take('or'); at = this.#peek().at) left = { t: 'bin', op: 'or', left, right: this.#and(), at };
     return left;
-  };
-  const and = (): Node => {
-    let left = not();
-    for (let at = peek().at; take('and'); at = peek().at) left = { t: 'bin', op: 'and', left, right: not(), at };
+  }
+
+  #and(): Node {
+    let left = this.#not();
+    for (let at = this.#peek().at; this.#take('and'); at = this.#peek().at) left = { t: 'bin', op: 'and', left, right: this.#not(), at };
     return left;
-  };
-  const not = (): Node => {
-    const at = peek().at;
-    return take('not') ? { t: 'not', arg: not(), at } : comparison();
-  };
-  const comparison = (): Node => {
-    const left = sum();
-    const token = peek();
+  }
+
+  #not(): Node {
+    const at = this.#peek().at;
+    return this.#take('not') ? { t: 'not', arg: this.#not(), at } : this.#comparison();
+  }
+
+  #comparison(): Node {
+    const left = this.#sum();
+    const token = this.#peek();
     if (token.kind === 'op' && ['=', '<>', '!=', '<', '<=', '>', '>='].includes(token.value)) {
-      i++;
-      return { t: 'bin', op: token.value === '!=' ? '<>' : token.value, left, right: sum(), at: token.at };
+      this.#i++;
+      return { t: 'bin', op: token.value === '!=' ? '<>' : token.value, left, right: this.#sum(), at: token.at };
     }
-    if (take('is')) {
-      const negated = take('not');
-      expect('null', 'null after "is"');
+    if (this.#take('is')) {
+      const negated = this.#take('not');
+      this.#expect('null', 'null after "is"');
       return { t: 'isnull', arg: left, negated, at: token.at };
     }
-    const negated = take('not');
-    if (take('in')) {
-      expect('(', '"(" after "in"');
-      const list = [sum()];
-      while (take(',')) list.push(sum());
-      expect(')', '"," or ")" in the list of "in"');
+    return this.#membership(left, token);
+  }
+
+  /** `[not] in (...)` and `[not] between ... and ...` after `left`; `left` itself when neither follows. */
+  #membership(left: Node, token: Token): Node {
+    const negated = this.#take('not');
+    if (this.#take('in')) {
+      this.#expect('(', '"(" after "in"');
+      const list = [this.#sum()];
+      while (this.#take(',')) list.push(this.#sum());
+      this.#expect(')', '"," or ")" in the list of "in"');
       return { t: 'in', arg: left, list, negated, at: token.at };
     }
-    if (take('between')) {
-      const low = sum();
-      expect('and', '"and" in "between ... and ..."');
-      return { t: 'between', arg: left, low, high: sum(), negated, at: token.at };
+    if (this.#take('between')) {
+      const low = this.#sum();
+      this.#expect('and', '"and" in "between ... and ..."');
+      return { t: 'between', arg: left, low, high: this.#sum(), negated, at: token.at };
     }
-    if (negated) fail(peek(), 'expected "in" or "between" after "not"');
+    if (negated) this.#fail(this.#peek(), 'expected "in" or "between" after "not"');
     return left;
-  };
-  const sum = (): Node => {
-    let left = product();
-    for (let token = peek(); token.kind === 'op' && (token.value === '+' || token.value === '-'); token = peek()) {
-      i++;
-      left = { t: 'bin', op: token.value, left, right: product(), at: token.at };
-    }
-    return left;
-  };
-  const product = (): Node => {
-    let left = unary();
-    for (let token = peek(); token.kind === 'op' && ['*', '/', '%'].includes(token.value); token = peek()) {
-      i++;
-      left = { t: 'bin', op: token.value, left, right: unary(), at: token.at };
+  }
+
+  #sum(): Node {
+    let left = this.#product();
+    for (let token = this.#peek(); token.kind === 'op' && (token.value === '+' || token.value === '-'); token = this.#peek()) {
+      this.#i++;
+      left = { t: 'bin', op: token.value, left, right: this.#product(), at: token.at };
     }
     return left;
-  };
-  const unary = (): Node => {
-    const at = peek().at;
-    return take('-') ? { t: 'neg', arg: unary(), at } : primary();
-  };
-  const primary = (): Node => {
-    const token = peek();
-    i++;
-    if (token.kind === 'num') return { t: 'lit', value: Number(token.value), at: token.at };
-    if (token.kind === 'str') return { t: 'lit', value: token.value, at: token.at };
+  }
+
+  #product(): Node {
+    let left = this.#unary();
+    for (let token = this.#peek(); token.kind === 'op' && ['*', '/', '%'].includes(token.value); token = this.#peek()) {
+      this.#i++;
+      left = { t: 'bin', op: token.value, left, right: this.#unary(), at: token.at };
+    }
+    return left;
+  }
+
+  #unary(): Node {
+    const at = this.#peek().at;
+    return this.#take('-') ? { t: 'neg', arg: this.#unary(), at } : this.#primary();
+  }
+
+  #primary(): Node {
+    const token = this.#peek();
+    if (token.kind === 'num') return this.#advance({ t: 'lit', value: Number(token.value), at: token.at });
+    if (token.kind === 'str') return this.#advance({ t: 'lit', value: token.value, at: token.at });
     if (token.kind === 'op' && token.value === '(') {
-      const inner = or();
-      expect(')', '")"');
+      this.#i++;
+      const inner = this.#or();
+      this.#expect(')', '")"');
       return inner;
     }
     if (token.kind === 'id') {
       const word = token.text.toLowerCase();
-      if (token.value === word && (word === 'true' || word === 'false')) return { t: 'lit', value: word === 'true', at: token.at };
-      if (token.value === word && word === 'null') return { t: 'lit', value: null, at: token.at };
-      if (!(token.value === word && KEYWORDS.has(word))) return { t: 'col', name: token.value, at: token.at };
+      const keyword = token.value === word;
+      if (keyword && (word === 'true' || word === 'false')) return this.#advance({ t: 'lit', value: word === 'true', at: token.at });
+      if (keyword && word === 'null') return this.#advance({ t: 'lit', value: null, at: token.at });
+      if (!(keyword && KEYWORDS.has(word))) return this.#advance({ t: 'col', name: token.value, at: token.at });
     }
-    i--;
-    return fail(token, 'expected a column, a number, a \'text\', true, false, null or "("');
-  };
+    return this.#fail(token, 'expected a column, a number, a \'text\', true, false, null or "("');
+  }
 
-  const tree = or();
-  if (peek().kind !== 'end') fail(peek(), 'expected "and", "or", an operator or the end of the predicate');
-  const columns = [...new Set(columnsIn(tree))];
-  return { text, tree, columns };
+  /** Consumes the token `node` was made of. */
+  #advance(node: Node): Node {
+    this.#i++;
+    return node;
+  }
 }
 
 /** The problem with a predicate as written (undefined: it parses), for the job file's checks. */

@@ -4,7 +4,7 @@ import { AppendConflictError, SchemaDriftError } from './errors.ts';
 import type { ResolvedOutput } from './outputConfig.ts';
 import { partFileName } from './partFileName.ts';
 import { parseType } from '../types/parse.ts';
-import type { SqlType } from '../types/sql-type.ts';
+import type { SqlType } from '../types/sqlType.ts';
 
 /** Field metadata holding the service's type of a column (see `types/arrow.ts`). */
 const SERVICE_TYPE = 'service.type';

@@ -3,7 +3,7 @@ import { redact } from './redact.ts';
 /**
  * The root of every error sluice throws on purpose. Each failure mode is its own subclass with a
  * stable `code`, so callers branch with `instanceof` or on `code` and the CLI maps classes to exit
- * codes in one table (src/cli/exit-codes.ts). An error is created once, where the failure is
+ * codes in one table (src/cli/exitCodes.ts). An error is created once, where the failure is
  * understood, and passed up unchanged; the original failure stays reachable as `cause`.
  */
 

@@ -20,9 +20,12 @@ export interface RunOutcome {
   readonly error?: unknown;
 }
 
+/** How a run ended: its outcome, or what it threw. */
+export type FinishedRun = { ok: true; result: RunOutcome; durationMs: number } | { ok: false; error: unknown; durationMs: number };
+
 export interface SchedulerEvents {
   onStart?(job: string, at: Date): void;
-  onFinish?(job: string, outcome: { ok: true; result: RunOutcome; durationMs: number } | { ok: false; error: unknown; durationMs: number }): void;
+  onFinish?(job: string, outcome: FinishedRun): void;
   onSkip?(job: string, at: Date): void;
 }
 

@@ -26,7 +26,7 @@ import { advertiseOwner, loopbackUrl, newOwnerToken, waitForBorrowers } from './
 import { defaultPageRows } from './resultShape.ts';
 import { openCreditLedger } from './limits/credits.ts';
 import { executionHooks, readableWhenShared } from './limits/hooks.ts';
-import { rateLimiterFor } from './limits/rate-limit.ts';
+import { rateLimiterFor } from './limits/rateLimit.ts';
 import { RetentionSweeper } from './limits/retention.ts';
 import { ResultStoreBound } from './limits/resultStore.ts';
 import { usageRoutes } from './limits/routes.ts';

@@ -17,10 +17,11 @@
 // Anything less is treated as stale.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { onExitRemove } from '../exitHooks.ts';
+import { writeJsonAtomically } from '../kit/atomicFile.ts';
 import { processRuns } from '../kit/processRuns.ts';
 
 export const OWNER_FILE = 'owner.json';
@@ -68,9 +69,7 @@ export function ownerProof(token: string, challenge: string | string[] | undefin
 export async function advertiseOwner(dataDir: string, record: Omit<OwnerRecord, 'pid' | 'started_at' | 'token'>, token: string): Promise<() => Promise<void>> {
   const file = join(dataDir, OWNER_FILE);
   const full: OwnerRecord = { pid: process.pid, started_at: new Date().toISOString(), token, ...record };
-  const tmp = `${file}.${process.pid}.${token}.tmp`;
-  await writeFile(tmp, `${JSON.stringify(full)}\n`, { mode: 0o600 });
-  await rename(tmp, file);
+  await writeJsonAtomically(file, full, { mode: 0o600 });
   return async () => {
     const current = await readOwnerFile(dataDir);
     if (current?.token === token) await rm(file, { force: true });

@@ -1,11 +1,11 @@
-import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { isAtomicTemp, writeFileAtomically } from '../kit/atomicFile.ts';
 
 /**
- * A directory of JSON documents, one file per record, each written crash-safely: a temp file is
- * written and fsynced, then renamed over the old one, so a reader (or a restart after a crash)
- * sees the old document or the new one, never half of either. Writes to one record are chained
+ * A directory of JSON documents, one file per record, each written crash-safely
+ * (`writeFileAtomically`), so a reader (or a restart after a crash) sees the old document or the
+ * new one, never half of either. Writes to one record are chained
  * so a slow earlier write cannot land after, and clobber, a later one.
  */
 export class JsonStore<T> {
@@ -19,7 +19,7 @@ export class JsonStore<T> {
   async init(): Promise<void> {
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
     // Temp files of writes interrupted by a crash.
-    for (const name of await readdir(this.dir)) if (name.includes('.tmp-')) await rm(join(this.dir, name), { force: true });
+    for (const name of await readdir(this.dir)) if (isAtomicTemp(name)) await rm(join(this.dir, name), { force: true });
   }
 
   async loadAll(parse: (raw: unknown, id: string) => T): Promise<Map<string, T>> {
@@ -67,15 +67,6 @@ export class JsonStore<T> {
   }
 
   async #write(id: string, text: string): Promise<void> {
-    const path = join(this.dir, `${id}.json`);
-    const tmp = `${path}.tmp-${randomBytes(4).toString('hex')}`;
-    const fh = await open(tmp, 'w', 0o600);
-    try {
-      await fh.writeFile(text);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, path);
+    await writeFileAtomically(join(this.dir, `${id}.json`), text, { mode: 0o600 });
   }
 }

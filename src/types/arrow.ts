@@ -24,7 +24,7 @@ import {
 } from 'apache-arrow';
 import type { ColumnSpec } from './decode.ts';
 import { parseType } from './parse.ts';
-import { formatType, type SqlType } from './sql-type.ts';
+import { formatType, type SqlType } from './sqlType.ts';
 
 /** Field metadata key holding a column's type string as the service reported it. */
 export const TYPE_METADATA_KEY = 'service.type';

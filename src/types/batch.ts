@@ -5,7 +5,7 @@ import { compileDecoder, compileRowDecoder, type ColumnSpec, type Row, type Valu
 import { ArrowValueError, Misfit } from './errors.ts';
 import { parseType } from './parse.ts';
 import { generated } from './generated.ts';
-import { formatType, type SqlType } from './sql-type.ts';
+import { formatType, type SqlType } from './sqlType.ts';
 import { cachedReader, compileScan, readRows, type TextRead } from './textRows.ts';
 
 /** Options of {@link createBatchBuilder}. */

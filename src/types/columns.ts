@@ -2,7 +2,7 @@ import { DataType, makeData, type Data, type Field, type Map_, type Struct } fro
 import { canonicalUnscaled, INT256_SAFE_DIGITS, isCanonicalInteger, UINT256_SAFE_DIGITS, unscaledDigits, writeDecimalWords } from './decimal.ts';
 import { keepsText } from './decode.ts';
 import { Misfit, atPath } from './errors.ts';
-import type { SqlType } from './sql-type.ts';
+import type { SqlType } from './sqlType.ts';
 import {
   canonicalDateDays,
   canonicalFracUnits,

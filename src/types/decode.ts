@@ -3,7 +3,7 @@ import { Misfit, ValueDecodeError, atPath } from './errors.ts';
 import { generated } from './generated.ts';
 import { stringifyLossless } from './json.ts';
 import { parseType } from './parse.ts';
-import { formatType, type SqlType } from './sql-type.ts';
+import { formatType, type SqlType } from './sqlType.ts';
 import {
   isTimeText,
   dateText,

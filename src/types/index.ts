@@ -2,8 +2,8 @@
  * Column types of a result: parsing `column_types`, decoding JSON wire values into typed JS
  * values, lossless page parsing, and the Arrow schema and batches (spec: types.md).
  */
-export type { SqlType, SqlKind, RowField } from './sql-type.ts';
-export { formatType } from './sql-type.ts';
+export type { SqlType, SqlKind, RowField } from './sqlType.ts';
+export { formatType } from './sqlType.ts';
 export { parseType } from './parse.ts';
 export {
   compileRowDecoder,

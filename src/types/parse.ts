@@ -1,4 +1,4 @@
-import type { RowField, SqlType } from './sql-type.ts';
+import type { RowField, SqlType } from './sqlType.ts';
 
 /** Deeper than this is not a real column type; treat it as unknown rather than recurse. */
 const MAX_DEPTH = 64;

@@ -1,7 +1,7 @@
 import { compileDecoder, keepsText, textValueReader, type ColumnSpec, type DecodeOptions, type Row, type ValueDecoder } from './decode.ts';
 import { generated } from './generated.ts';
 import { parseType } from './parse.ts';
-import type { SqlType } from './sql-type.ts';
+import type { SqlType } from './sqlType.ts';
 
 /**
  * Rows of a JSON result page read straight from its text, without `JSON.parse` building a row

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS, runCli } from '../../src/cli/commands/index.ts';
-import { EXIT, EXIT_CODE_DOCS, exitCodeOf } from '../../src/cli/exit-codes.ts';
+import { EXIT, EXIT_CODE_DOCS, exitCodeOf } from '../../src/cli/exitCodes.ts';
 import type { CliIo, OutputStream } from '../../src/cli/io.ts';
 import { createLogger } from '../../src/cli/log.ts';
 import { createProgressBar, renderProgress } from '../../src/cli/progress.ts';
@@ -83,7 +83,7 @@ describe('exit codes', () => {
 });
 
 describe('docs/cli.md', () => {
-  it('documents exactly the exit codes of src/cli/exit-codes.ts, which `sluice --help` prints', async () => {
+  it('documents exactly the exit codes of src/cli/exitCodes.ts, which `sluice --help` prints', async () => {
     const doc = readFileSync(join(ROOT, 'docs', 'cli.md'), 'utf8');
     const section = doc.slice(doc.indexOf('## Exit codes'));
     const rows = [...section.slice(0, section.indexOf('\n\n', section.indexOf('| Code |'))).matchAll(/^\| (\d+) \| (.+) \|$/gm)];

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { shardSpec } from '../../src/cli/shardSpec.ts';
-import { UsageError } from '../../src/cli/usage-error.ts';
-import { EXIT, exitCodeOf } from '../../src/cli/exit-codes.ts';
+import { UsageError } from '../../src/cli/usageError.ts';
+import { EXIT, exitCodeOf } from '../../src/cli/exitCodes.ts';
 
 describe('shardSpec: the shard of this process, from the command line or the launcher', () => {
   it('is undefined without any shard option or launcher variable', () => {

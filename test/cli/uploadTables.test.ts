@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/commands/index.ts';
-import { EXIT } from '../../src/cli/exit-codes.ts';
+import { EXIT } from '../../src/cli/exitCodes.ts';
 import type { CliIo, OutputStream } from '../../src/cli/io.ts';
 import { ConflictError, InvalidArgumentError, NotFoundError, ServiceClient } from '../../src/client/index.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';

@@ -6,7 +6,7 @@ import { startMisbehavingServer, type MisbehavingServer } from './misbehavingSer
 /**
  * The resubmission rule at the seams the real service never exercises (it resets GETs only):
  * a POST execute whose answer is lost after it was sent. The rule against the real service's
- * 429/500 faults is tested in service-faults.test.ts.
+ * 429/500 faults is tested in serviceFaults.test.ts.
  */
 const ID = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
 const ANSWER = JSON.stringify({ execution_id: ID, state: 'QUERY_STATE_PENDING' });

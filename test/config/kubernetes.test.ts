@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXIT, EXIT_CODE_DOCS } from '../../src/cli/exit-codes.ts';
+import { EXIT, EXIT_CODE_DOCS } from '../../src/cli/exitCodes.ts';
 import { ROOT, sluice } from '../cli/sluiceProcess.ts';
 import { startPreconditionGate, type PreconditionGate } from '../helpers/preconditionGate.ts';
 import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exitCodeOf, EXIT } from '../../src/cli/exit-codes.ts';
+import { exitCodeOf, EXIT } from '../../src/cli/exitCodes.ts';
 import { SluiceError } from '../../src/errors.ts';
 import { SettingsError, defaultSettings, loadSettingsFile, parseSettings, resolveTier } from '../../src/service/settings.ts';
 

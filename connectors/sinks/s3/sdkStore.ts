@@ -12,7 +12,7 @@ import {
   type StorageClass,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { ConfigError, DestinationCheckError, type ObjectStore, PreconditionFailedError } from '../../../src/kit/index.ts';
+import { ConfigError, DestinationCheckError, type ObjectInfo, type ObjectStore, PreconditionFailedError, type PutOptions, type PutResult, type StoredObject } from '../../../src/kit/index.ts';
 import { keyOf, type S3Location } from './url.ts';
 
 export interface SdkStoreOptions {
@@ -34,97 +34,124 @@ const missing = (error: unknown): boolean => ['NoSuchKey', 'NotFound'].includes(
  * `If-Match: <etag>`), a stream a multipart upload (which appears only when complete).
  */
 export function sdkObjectStore(options: SdkStoreOptions): ObjectStore {
-  const client = new S3Client(options.client);
-  const { location } = options;
-  const Bucket = location.bucket;
-  const url = `s3://${Bucket}${location.prefix ? `/${location.prefix}` : ''}`;
-  const base = location.prefix === '' ? '' : `${location.prefix}/`;
-  const objectParams = {
-    ...(options.sse ? { ServerSideEncryption: options.sse } : {}),
-    ...(options.sseKmsKeyId ? { SSEKMSKeyId: options.sseKmsKeyId } : {}),
-    ...(options.storageClass ? { StorageClass: options.storageClass } : {}),
-  };
-  return {
-    url,
-    async get(name, signal) {
-      try {
-        const out = await client.send(new GetObjectCommand({ Bucket, Key: keyOf(location, name) }), { abortSignal: signal });
-        return { body: out.Body ? await out.Body.transformToByteArray() : new Uint8Array(), version: out.ETag ?? '' };
-      } catch (error) {
-        if (missing(error)) return undefined;
-        throw error;
-      }
-    },
-    async put(name, body, { condition, contentType, signal } = {}) {
-      const Key = keyOf(location, name);
-      if (!(body instanceof Uint8Array)) {
-        if (condition !== undefined) body = await collect(body);
-        else return upload(Key, body, contentType, signal);
-      }
-      const conditional = condition === undefined ? {} : 'ifAbsent' in condition ? { IfNoneMatch: '*' } : { IfMatch: condition.ifVersion };
-      try {
-        const out = await client.send(new PutObjectCommand({ Bucket, Key, Body: body, ContentType: contentType, ...objectParams, ...conditional }), { abortSignal: signal });
-        return { bytes: body.byteLength, version: out.ETag ?? '' };
-      } catch (error) {
-        // 409: another conditional write to the key was in flight.
-        const status = statusOf(error);
-        if (condition !== undefined && (status === 412 || status === 409)) throw new PreconditionFailedError(url, name, `${name} changed since it was read (another writer committed first)`, error);
-        throw error;
-      }
-    },
-    async head(name, signal) {
-      try {
-        const out = await client.send(new HeadObjectCommand({ Bucket, Key: keyOf(location, name) }), { abortSignal: signal });
-        return { size: out.ContentLength ?? 0, version: out.ETag ?? '', modified: out.LastModified?.getTime() ?? 0 };
-      } catch (error) {
-        if (missing(error)) return undefined;
-        throw error;
-      }
-    },
-    async list(prefix, signal) {
-      const names: string[] = [];
-      let token: string | undefined;
-      do {
-        const out = await client.send(new ListObjectsV2Command({ Bucket, Prefix: `${base}${prefix}`, ContinuationToken: token }), { abortSignal: signal });
-        for (const o of out.Contents ?? []) if (o.Key !== undefined) names.push(o.Key.slice(base.length));
-        token = out.IsTruncated ? out.NextContinuationToken : undefined;
-      } while (token !== undefined);
-      return names;
-    },
-    async delete(names, signal) {
-      for (let i = 0; i < names.length; i += 1000) {
-        const chunk = names.slice(i, i + 1000);
-        const out = await client.send(new DeleteObjectsCommand({ Bucket, Delete: { Objects: chunk.map((n) => ({ Key: keyOf(location, n) })), Quiet: true } }), { abortSignal: signal });
-        const failed = out.Errors ?? [];
-        if (failed.length > 0) throw new Error(`could not delete ${failed.length} object(s), first ${failed[0]?.Key}: ${failed[0]?.Message}`);
-      }
-    },
-    async check(signal) {
-      try {
-        await client.config.credentials();
-      } catch (error) {
-        throw new ConfigError(
-          `${url}: no S3 credentials found (${(error as Error).message}): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the s3 block's profile or access_key_id`,
-          { cause: error },
-        );
-      }
-      try {
-        await client.send(new HeadBucketCommand({ Bucket }), { abortSignal: signal });
-      } catch (error) {
-        // 403: the bucket exists, the key only lacks s3:ListBucket, which writing does not need.
-        if (statusOf(error) === 403) return;
-        signal?.throwIfAborted();
-        const e = error as SdkError;
-        const why = statusOf(error) === 404 || e.name === 'NotFound' || e.name === 'NoSuchBucket' ? 'does not exist' : `did not answer (${String(e.message ?? e.name)})`;
-        throw new DestinationCheckError(url, `the bucket ${Bucket} ${why}`, error);
-      }
-    },
-    async close() {
-      client.destroy();
-    },
-  };
+  return new SdkObjectStore(options);
+}
 
-  async function upload(Key: string, body: AsyncIterable<Uint8Array>, contentType: string | undefined, signal: AbortSignal | undefined) {
+class SdkObjectStore implements ObjectStore {
+  readonly url: string;
+  readonly #options: SdkStoreOptions;
+  readonly #client: S3Client;
+  readonly #location: S3Location;
+  readonly #bucket: string;
+  /** The key prefix every name is under ('' or ending in '/'). */
+  readonly #base: string;
+  /** What every object is written with: encryption and storage class. */
+  readonly #objectParams: { ServerSideEncryption?: ServerSideEncryption; SSEKMSKeyId?: string; StorageClass?: StorageClass };
+
+  constructor(options: SdkStoreOptions) {
+    const { location } = options;
+    this.#options = options;
+    this.#client = new S3Client(options.client);
+    this.#location = location;
+    this.#bucket = location.bucket;
+    this.url = `s3://${location.bucket}${location.prefix ? `/${location.prefix}` : ''}`;
+    this.#base = location.prefix === '' ? '' : `${location.prefix}/`;
+    this.#objectParams = {
+      ...(options.sse ? { ServerSideEncryption: options.sse } : {}),
+      ...(options.sseKmsKeyId ? { SSEKMSKeyId: options.sseKmsKeyId } : {}),
+      ...(options.storageClass ? { StorageClass: options.storageClass } : {}),
+    };
+  }
+
+  async get(name: string, signal?: AbortSignal): Promise<StoredObject | undefined> {
+    try {
+      const out = await this.#client.send(new GetObjectCommand({ Bucket: this.#bucket, Key: this.#key(name) }), { abortSignal: signal });
+      return { body: out.Body ? await out.Body.transformToByteArray() : new Uint8Array(), version: out.ETag ?? '' };
+    } catch (error) {
+      if (missing(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async put(name: string, body: Uint8Array | AsyncIterable<Uint8Array>, { condition, contentType, signal }: PutOptions = {}): Promise<PutResult> {
+    const Key = this.#key(name);
+    if (!(body instanceof Uint8Array)) {
+      if (condition !== undefined) body = await collect(body);
+      else return this.#upload(Key, body, contentType, signal);
+    }
+    const conditional = condition === undefined ? {} : 'ifAbsent' in condition ? { IfNoneMatch: '*' } : { IfMatch: condition.ifVersion };
+    try {
+      const out = await this.#client.send(new PutObjectCommand({ Bucket: this.#bucket, Key, Body: body, ContentType: contentType, ...this.#objectParams, ...conditional }), { abortSignal: signal });
+      return { bytes: body.byteLength, version: out.ETag ?? '' };
+    } catch (error) {
+      // 409: another conditional write to the key was in flight.
+      const status = statusOf(error);
+      if (condition !== undefined && (status === 412 || status === 409)) throw new PreconditionFailedError(this.url, name, `${name} changed since it was read (another writer committed first)`, error);
+      throw error;
+    }
+  }
+
+  async head(name: string, signal?: AbortSignal): Promise<ObjectInfo | undefined> {
+    try {
+      const out = await this.#client.send(new HeadObjectCommand({ Bucket: this.#bucket, Key: this.#key(name) }), { abortSignal: signal });
+      return { size: out.ContentLength ?? 0, version: out.ETag ?? '', modified: out.LastModified?.getTime() ?? 0 };
+    } catch (error) {
+      if (missing(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async list(prefix: string, signal?: AbortSignal): Promise<string[]> {
+    const names: string[] = [];
+    let token: string | undefined;
+    do {
+      const out = await this.#client.send(new ListObjectsV2Command({ Bucket: this.#bucket, Prefix: `${this.#base}${prefix}`, ContinuationToken: token }), { abortSignal: signal });
+      for (const o of out.Contents ?? []) if (o.Key !== undefined) names.push(o.Key.slice(this.#base.length));
+      token = out.IsTruncated ? out.NextContinuationToken : undefined;
+    } while (token !== undefined);
+    return names;
+  }
+
+  async delete(names: readonly string[], signal?: AbortSignal): Promise<void> {
+    for (let i = 0; i < names.length; i += 1000) {
+      const Objects = names.slice(i, i + 1000).map((n) => ({ Key: this.#key(n) }));
+      const out = await this.#client.send(new DeleteObjectsCommand({ Bucket: this.#bucket, Delete: { Objects, Quiet: true } }), { abortSignal: signal });
+      const failed = out.Errors ?? [];
+      if (failed.length > 0) throw new Error(`could not delete ${failed.length} object(s), first ${failed[0]?.Key}: ${failed[0]?.Message}`);
+    }
+  }
+
+  async check(signal?: AbortSignal): Promise<void> {
+    try {
+      await this.#client.config.credentials();
+    } catch (error) {
+      throw new ConfigError(
+        `${this.url}: no S3 credentials found (${(error as Error).message}): set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or the s3 block's profile or access_key_id`,
+        { cause: error },
+      );
+    }
+    try {
+      await this.#client.send(new HeadBucketCommand({ Bucket: this.#bucket }), { abortSignal: signal });
+    } catch (error) {
+      // 403: the bucket exists, the key only lacks s3:ListBucket, which writing does not need.
+      if (statusOf(error) === 403) return;
+      signal?.throwIfAborted();
+      const e = error as SdkError;
+      const why = statusOf(error) === 404 || e.name === 'NotFound' || e.name === 'NoSuchBucket' ? 'does not exist' : `did not answer (${String(e.message ?? e.name)})`;
+      throw new DestinationCheckError(this.url, `the bucket ${this.#bucket} ${why}`, error);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#client.destroy();
+  }
+
+  #key(name: string): string {
+    return keyOf(this.#location, name);
+  }
+
+  /** A stream as one multipart upload, which appears only when complete and is aborted on `signal`. */
+  async #upload(Key: string, body: AsyncIterable<Uint8Array>, contentType: string | undefined, signal: AbortSignal | undefined): Promise<PutResult> {
     signal?.throwIfAborted();
     let bytes = 0;
     const counted = async function* () {
@@ -134,10 +161,10 @@ export function sdkObjectStore(options: SdkStoreOptions): ObjectStore {
       }
     };
     const upload = new Upload({
-      client,
-      params: { Bucket, Key, Body: Readable.from(counted()), ContentType: contentType, ...objectParams },
-      partSize: options.partSize,
-      queueSize: options.queueSize,
+      client: this.#client,
+      params: { Bucket: this.#bucket, Key, Body: Readable.from(counted()), ContentType: contentType, ...this.#objectParams },
+      partSize: this.#options.partSize,
+      queueSize: this.#options.queueSize,
       // On failure lib-storage waits for every in-flight part, then aborts the multipart upload.
       leavePartsOnError: false,
     });

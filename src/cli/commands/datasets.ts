@@ -2,7 +2,7 @@ import { DATASET_TYPES } from '../../protocol/index.ts';
 import { defineCommand, flag, stringOption, type OptionValues } from '../command.ts';
 import { CONNECTION_OPTIONS } from '../connection.ts';
 import { printAnswer } from '../printAnswer.ts';
-import { UsageError } from '../usage-error.ts';
+import { UsageError } from '../usageError.ts';
 import { pageOptions } from './uploadTables.ts';
 
 const PAGE = {

@@ -63,7 +63,7 @@ export const COMMANDS: readonly Command[] = [
   serve,
 ];
 
-/** The CLI: `argv` without the node and script paths; resolves to the exit code (src/cli/exit-codes.ts). */
+/** The CLI: `argv` without the node and script paths; resolves to the exit code (src/cli/exitCodes.ts). */
 export function runCli(argv: readonly string[], options: RunCliOptions = {}): Promise<number> {
   return dispatch(COMMANDS, argv, options);
 }

@@ -6,8 +6,8 @@ import { loadJobFile } from '../../config/loadJobFile.ts';
 import { defineCommand, flag, listOption, stringOption, type OptionValues } from '../command.ts';
 import { CONNECTION_OPTIONS, connectFromFlags, connectLogged } from '../connection.ts';
 import { packageVersion } from '../dispatch.ts';
-import { EXIT } from '../exit-codes.ts';
-import { UsageError } from '../usage-error.ts';
+import { EXIT } from '../exitCodes.ts';
+import { UsageError } from '../usageError.ts';
 // The budgets' module loads no MCP SDK: `sluice --help` stays as light as before.
 import { DEFAULT_CALL_CREDITS, DEFAULT_SESSION_CREDITS } from '../../mcp/budget.ts';
 import type { McpServerContext } from '../../mcp/context.ts';

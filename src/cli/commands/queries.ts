@@ -3,7 +3,7 @@ import { PARAMETER_TYPES, type QueryParameter } from '../../protocol/index.ts';
 import { defineCommand, flag, listOption, stringOption, type OptionSpec, type OptionValues } from '../command.ts';
 import { CONNECTION_OPTIONS } from '../connection.ts';
 import { printAnswer } from '../printAnswer.ts';
-import { UsageError } from '../usage-error.ts';
+import { UsageError } from '../usageError.ts';
 
 const QUERY_FIELDS: Readonly<Record<string, OptionSpec>> = {
   name: { type: 'string', valueName: 'NAME', description: 'Query name' },

@@ -4,11 +4,11 @@ import { stream } from '../../pipeline/stream.ts';
 import { PERFORMANCE_TIERS, type ParameterValue, type Performance } from '../../protocol/index.ts';
 import { defineCommand, flag, listOption, stringOption, type OptionSpec, type OptionValues } from '../command.ts';
 import { CONNECTION_OPTIONS, withConnection } from '../connection.ts';
-import { EXIT } from '../exit-codes.ts';
+import { EXIT } from '../exitCodes.ts';
 import { createProgressBar } from '../progress.ts';
 import { chooseFormat, openTarget, parseOut } from '../output/outTarget.ts';
 import { writeResult } from '../output/writeResult.ts';
-import { UsageError } from '../usage-error.ts';
+import { UsageError } from '../usageError.ts';
 import type { CommandContext } from '../command.ts';
 import type { StreamSource } from '../../pipeline/source.ts';
 

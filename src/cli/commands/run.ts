@@ -5,17 +5,19 @@ import { type Connection, DEFAULT_STATE_DIR, type Job, MAX_WORKERS } from '../..
 import type { Workers } from '../../export/partPlan.ts';
 import { runJob, type JobSummary } from '../../jobs/run/runJob.ts';
 import { connectLogged } from '../connection.ts';
-import { defineCommand, flag, listOption, stringOption } from '../command.ts';
-import { EXIT, exitCodeOf } from '../exit-codes.ts';
-import { type OutputStream, writeOut } from '../io.ts';
+import { type CommandContext, defineCommand, flag, listOption, type OptionValues, stringOption } from '../command.ts';
+import { EXIT, exitCodeOf } from '../exitCodes.ts';
+import { type CliIo, type OutputStream, writeOut } from '../io.ts';
 import type { Logger } from '../log.ts';
 import { jobEvents } from '../jobEvents.ts';
 import { errorCode, failureFields, formatFailure, sqlErrorAt, finishedLogFields, formatSummary, messageOf, summaryFields } from '../output/summary.ts';
-import { UsageError } from '../usage-error.ts';
+import { UsageError } from '../usageError.ts';
 import { planRun } from '../../jobs/plan/planRun.ts';
 import { runShard } from '../../jobs/shards/runShard.ts';
 import { formatPlan, formatShard, planFields, shardFields } from '../output/shardSummary.ts';
 import { shardSpec } from '../shardSpec.ts';
+import type { ShardSpec } from '../../jobs/shards/plan.ts';
+import type { ServiceClient } from '../../client/index.ts';
 import { spawnShards } from '../shardProcesses.ts';
 import { startTelemetry, withRunTelemetry } from '../../telemetry/index.ts';
 
@@ -65,106 +67,160 @@ export const runCommand = defineCommand({
     const workers = workersOption(stringOption(values, 'workers'));
     const jobFile = await loadJobFile(file, { registry: builtins, env: io.env, cwd: io.cwd });
     const jobs = selectJobs(jobFile.jobs, listOption(values, 'job'));
-    const processes = stringOption(values, 'processes');
+    const planOnly = flag(values, 'plan');
     // A plan needs the shard count only: no index, no run id.
-    const shard = flag(values, 'plan') ? undefined : shardSpec({ shard: stringOption(values, 'shard'), shards: stringOption(values, 'shards'), runId: stringOption(values, 'run-id') }, io.env);
-    if (processes !== undefined && !flag(values, 'plan')) {
-      if (shard !== undefined) throw new UsageError(`--processes starts the shards itself: leave out ${shard.from}`);
-      if (!flag(values, 'plan') && stringOption(values, 'execution') !== undefined) throw new UsageError('--processes runs the export: leave out --execution');
-      const args = [
-        file,
-        ...listOption(values, 'job').flatMap((j) => ['--job', j]),
-        ...(flag(values, 'json') ? ['--json'] : []),
-        ...(flag(values, 'fresh') ? ['--fresh'] : []),
-        ...(workers === undefined ? [] : ['--workers', String(workers)]),
-        '--no-progress',
-      ];
-      // One service for all shards: on the embedded service, this process opens (or finds) the
-      // data folder's service and holds it while the shards run; they find it through the folder.
-      const shared = isRemote(jobFile.connection) ? undefined : await connectLogged(jobFile.connection, io, log, signal);
-      try {
-        return await spawnShards({ io, log, signal, processes, args, runId: stringOption(values, 'run-id') });
-      } finally {
-        await shared?.close();
-      }
-    }
-    if (shard !== undefined && jobs.length !== 1) throw new UsageError(`${shard.from}: a sharded run exports one job: name it with --job (the file has ${jobFile.jobs.map((j) => j.name).join(', ')})`);
-    if (shard !== undefined && stringOption(values, 'execution') !== undefined) throw new UsageError(`${shard.from}: shard 0 picks the execution; leave out --execution`);
+    const shard = planOnly ? undefined : shardSpec({ shard: stringOption(values, 'shard'), shards: stringOption(values, 'shards'), runId: stringOption(values, 'run-id') }, io.env);
+    const processes = stringOption(values, 'processes');
+    if (processes !== undefined && !planOnly) return runProcesses({ io, values, log, signal }, file, jobFile.connection, processes, shard, workers);
     const executionId = stringOption(values, 'execution');
-    if (executionId !== undefined && jobs.length !== 1) throw new UsageError(`--execution exports one execution: name exactly one job with --job (the file has ${jobFile.jobs.length})`);
-    const stateDir = resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
-    const showBar = io.stderr.isTTY === true && log.format === 'text' && !flag(values, 'no-progress');
-    // With data on stdout, anything else written there would corrupt it (an extra NDJSON line, an unreadable Parquet file).
-    const summaryOut = jobs.some((job) => job.outputs.some((output) => output.path === '-')) ? io.stderr : io.stdout;
-    const json = flag(values, 'json');
-
-    // A shard of N spends 1/N of the key's rate: N shards together stay within it.
+    checkOneExport(jobFile.jobs, jobs, shard, executionId);
+    const run: JobsRun = {
+      io,
+      log,
+      signal,
+      values,
+      jobs,
+      workers,
+      executionId,
+      stateDir: resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR),
+      json: flag(values, 'json'),
+      // With data on stdout, anything else written there would corrupt it (an extra NDJSON line, an unreadable Parquet file).
+      summaryOut: jobs.some((job) => job.outputs.some((output) => output.path === '-')) ? io.stderr : io.stdout,
+    };
     // OpenTelemetry when the environment asks for it (OTEL_EXPORTER_OTLP_ENDPOINT): before connecting, so the clients carry trace context.
     const telemetry = await startTelemetry(io.env, 'cli', (message) => log.warn(message));
+    // A shard of N spends 1/N of the key's rate: N shards together stay within it.
     const connection = await connectLogged(jobFile.connection, io, log, signal, false, shard === undefined ? 1 : 1 / shard.count);
-    let exit: number = EXIT.ok;
     try {
-      if (flag(values, 'plan')) {
-        // Paths as resolved here (relative ones against this folder): where the run would keep its state and write.
-        if (!json) await writeOut(io.stdout, `state_dir: ${stateDir}\n`);
-        for (const job of jobs) {
-          const plan = await planRun(job, { client: connection.client, stateDir, signal, resume: !flag(values, 'fresh'), shards: planShards(values), ...(executionId === undefined ? {} : { executionId }) });
-          await writeOut(io.stdout, json ? `${JSON.stringify({ ...planFields(plan), state_dir: stateDir })}\n` : formatPlan(plan));
-        }
-        return EXIT.ok;
-      }
-      if (shard !== undefined) {
-        const job = jobs[0]!;
-        try {
-          const summary = await runShard(job, {
-            client: connection.client,
-            shard,
-            signal,
-            events: { onInfo: (message, fields) => log.info(message, fields) },
-            ...(workers === undefined ? {} : { workers }),
-          });
-          await writeOut(summaryOut, json ? `${JSON.stringify(shardFields(summary))}\n` : formatShard(summary));
-          return EXIT.ok;
-        } catch (error) {
-          if (signal.aborted) throw error;
-          return reportFailure(job, error, { log, out: summaryOut, json, extra: { shard: shard.index, shards: shard.count, run_id: shard.runId } });
-        }
-      }
-      for (const job of jobs) {
-        if (signal.aborted) break;
-        const { events, done } = jobEvents(job.name, log, io.stderr, showBar);
-        let summary: JobSummary;
-        try {
-          summary = await withRunTelemetry(job.name, events, (events) => runJob(job, {
-            client: connection.client,
-            stateDir,
-            signal,
-            events,
-            ...(executionId === undefined ? {} : { executionId }),
-            resume: !flag(values, 'fresh'),
-            ...(workers === undefined ? {} : { workers }),
-          }));
-        } catch (error) {
-          done();
-          if (signal.aborted) throw error;
-          // One failing job does not stop the others; the exit code is the first failure's, and every
-          // job appears in the summary with its outcome, so the reader sees which one failed and why.
-          const code = await reportFailure(job, error, { log, out: summaryOut, json, extra: {} });
-          if (exit === EXIT.ok) exit = code;
-          continue;
-        }
-        done();
-        log.info('job finished', finishedLogFields(summary, log.format, true));
-        await writeOut(summaryOut, json ? `${JSON.stringify(summaryFields(summary))}\n` : formatSummary(summary));
-      }
+      if (planOnly) return await printPlans(run, connection.client);
+      if (shard !== undefined) return await runOneShard(run, connection.client, shard);
+      return await runJobs(run, connection.client);
     } finally {
       // Side by side: the embedded service flushes its own spans as it closes, and a collector that
       // is down then costs one exporter timeout, not two.
       await Promise.all([connection.close(), telemetry?.shutdown()]);
     }
-    return exit;
   },
 });
+
+/** What one `sluice run` (not --processes) decided from its command line and job file. */
+interface JobsRun {
+  readonly io: CliIo;
+  readonly log: Logger;
+  readonly signal: AbortSignal;
+  readonly values: OptionValues;
+  readonly jobs: readonly Job[];
+  readonly workers: Workers | undefined;
+  readonly executionId: string | undefined;
+  /** Resolved against the current folder: where the run keeps its state. */
+  readonly stateDir: string;
+  readonly json: boolean;
+  /** Where the summaries go: stdout, unless an output writes its data there. */
+  readonly summaryOut: OutputStream;
+}
+
+/** --processes N: this process starts the shards as N child processes and waits for them. */
+async function runProcesses(
+  { io, values, log, signal }: Pick<CommandContext, 'io' | 'values' | 'log' | 'signal'>,
+  file: string,
+  connection: Connection | undefined,
+  processes: string,
+  shard: ShardSpec | undefined,
+  workers: Workers | undefined,
+): Promise<number> {
+  if (shard !== undefined) throw new UsageError(`--processes starts the shards itself: leave out ${shard.from}`);
+  if (stringOption(values, 'execution') !== undefined) throw new UsageError('--processes runs the export: leave out --execution');
+  const args = [
+    file,
+    ...listOption(values, 'job').flatMap((j) => ['--job', j]),
+    ...(flag(values, 'json') ? ['--json'] : []),
+    ...(flag(values, 'fresh') ? ['--fresh'] : []),
+    ...(workers === undefined ? [] : ['--workers', String(workers)]),
+    '--no-progress',
+  ];
+  // One service for all shards: on the embedded service, this process opens (or finds) the
+  // data folder's service and holds it while the shards run; they find it through the folder.
+  const shared = isRemote(connection) ? undefined : await connectLogged(connection, io, log, signal);
+  try {
+    return await spawnShards({ io, log, signal, processes, args, runId: stringOption(values, 'run-id') });
+  } finally {
+    await shared?.close();
+  }
+}
+
+/** A shard and --execution each export one job, and a shard's execution is picked by shard 0. */
+function checkOneExport(all: readonly Job[], jobs: readonly Job[], shard: ShardSpec | undefined, executionId: string | undefined): void {
+  if (shard !== undefined && jobs.length !== 1) throw new UsageError(`${shard.from}: a sharded run exports one job: name it with --job (the file has ${all.map((j) => j.name).join(', ')})`);
+  if (shard !== undefined && executionId !== undefined) throw new UsageError(`${shard.from}: shard 0 picks the execution; leave out --execution`);
+  if (executionId !== undefined && jobs.length !== 1) throw new UsageError(`--execution exports one execution: name exactly one job with --job (the file has ${all.length})`);
+}
+
+/** --plan: what each job would do, executing nothing. */
+async function printPlans(run: JobsRun, client: ServiceClient): Promise<number> {
+  const { io, json, stateDir, executionId } = run;
+  // Paths as resolved here (relative ones against this folder): where the run would keep its state and write.
+  if (!json) await writeOut(io.stdout, `state_dir: ${stateDir}\n`);
+  for (const job of run.jobs) {
+    const plan = await planRun(job, { client, stateDir, signal: run.signal, resume: !flag(run.values, 'fresh'), shards: planShards(run.values), ...(executionId === undefined ? {} : { executionId }) });
+    await writeOut(io.stdout, json ? `${JSON.stringify({ ...planFields(plan), state_dir: stateDir })}\n` : formatPlan(plan));
+  }
+  return EXIT.ok;
+}
+
+/** --shard I/N: this process writes one shard of the one job's export. */
+async function runOneShard(run: JobsRun, client: ServiceClient, shard: ShardSpec): Promise<number> {
+  const { log, signal, json, summaryOut, workers } = run;
+  const job = run.jobs[0]!;
+  try {
+    const summary = await runShard(job, {
+      client,
+      shard,
+      signal,
+      events: { onInfo: (message, fields) => log.info(message, fields) },
+      ...(workers === undefined ? {} : { workers }),
+    });
+    await writeOut(summaryOut, json ? `${JSON.stringify(shardFields(summary))}\n` : formatShard(summary));
+    return EXIT.ok;
+  } catch (error) {
+    if (signal.aborted) throw error;
+    return reportFailure(job, error, { log, out: summaryOut, json, extra: { shard: shard.index, shards: shard.count, run_id: shard.runId } });
+  }
+}
+
+/** The jobs one after another; the exit code is the first failure's. */
+async function runJobs(run: JobsRun, client: ServiceClient): Promise<number> {
+  const { io, log, signal, json, summaryOut, workers, executionId } = run;
+  const showBar = io.stderr.isTTY === true && log.format === 'text' && !flag(run.values, 'no-progress');
+  let exit: number = EXIT.ok;
+  for (const job of run.jobs) {
+    if (signal.aborted) break;
+    const { events, done } = jobEvents(job.name, log, io.stderr, showBar);
+    let summary: JobSummary;
+    try {
+      summary = await withRunTelemetry(job.name, events, (events) => runJob(job, {
+        client,
+        stateDir: run.stateDir,
+        signal,
+        events,
+        ...(executionId === undefined ? {} : { executionId }),
+        resume: !flag(run.values, 'fresh'),
+        ...(workers === undefined ? {} : { workers }),
+      }));
+    } catch (error) {
+      done();
+      if (signal.aborted) throw error;
+      // One failing job does not stop the others; the exit code is the first failure's, and every
+      // job appears in the summary with its outcome, so the reader sees which one failed and why.
+      const code = await reportFailure(job, error, { log, out: summaryOut, json, extra: {} });
+      if (exit === EXIT.ok) exit = code;
+      continue;
+    }
+    done();
+    log.info('job finished', finishedLogFields(summary, log.format, true));
+    await writeOut(summaryOut, json ? `${JSON.stringify(summaryFields(summary))}\n` : formatSummary(summary));
+  }
+  return exit;
+}
 
 /**
  * A failed job in the log and the summary (the shard's fields beside it when it is one); the

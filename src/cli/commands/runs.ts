@@ -4,13 +4,13 @@ import { DEFAULT_STATE_DIR } from '../../config/jobSchema.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
 import { RunHistory, type RunRecord } from '../../jobs/run/runHistory.ts';
 import { defineCommand, flag, stringOption } from '../command.ts';
-import { EXIT } from '../exit-codes.ts';
+import { EXIT } from '../exitCodes.ts';
 import { writeOut } from '../io.ts';
 import { toJson } from '../output/json.ts';
 import { formatBytes } from '../output/summary.ts';
 import { renderTable } from '../output/table.ts';
 import { fmtDuration } from '../progress.ts';
-import { UsageError } from '../usage-error.ts';
+import { UsageError } from '../usageError.ts';
 
 const DEFAULT_LAST = 20;
 

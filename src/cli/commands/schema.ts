@@ -1,7 +1,7 @@
 import { builtins } from '../../../connectors/index.ts';
 import { jobFileJsonSchema } from '../../config/jsonSchema.ts';
 import { defineCommand } from '../command.ts';
-import { EXIT } from '../exit-codes.ts';
+import { EXIT } from '../exitCodes.ts';
 import { writeOut } from '../io.ts';
 
 export const schemaCommand = defineCommand({

@@ -3,7 +3,7 @@ import { text as streamText } from 'node:stream/consumers';
 import { defineCommand, flag, stringOption } from '../command.ts';
 import { CONNECTION_OPTIONS } from '../connection.ts';
 import { printAnswer } from '../printAnswer.ts';
-import { UsageError } from '../usage-error.ts';
+import { UsageError } from '../usageError.ts';
 
 export const uploadCommand = defineCommand({
   name: 'upload',

@@ -8,7 +8,7 @@ import type { ServiceClient } from '../../client/serviceClient.ts';
 import { defineCommand, flag, listOption, stringOption } from '../command.ts';
 import { CONNECTION_OPTIONS } from '../connection.ts';
 import { printAnswer } from '../printAnswer.ts';
-import { UsageError } from '../usage-error.ts';
+import { UsageError } from '../usageError.ts';
 
 /** `TEAM.TABLE` (or `service.TEAM.TABLE`, as the create call prints it) -> namespace and table. */
 export function tableRef(text: string | undefined): { namespace: string; table: string } {

@@ -2,7 +2,7 @@ import { join, resolve } from 'node:path';
 import type { Usage } from '../../protocol/index.ts';
 import { defineCommand, flag, stringOption } from '../command.ts';
 import { CONNECTION_OPTIONS, withConnection } from '../connection.ts';
-import { EXIT } from '../exit-codes.ts';
+import { EXIT } from '../exitCodes.ts';
 import { writeOut } from '../io.ts';
 import { toJson } from '../output/json.ts';
 import { folderBytes } from '../output/folderBytes.ts';

@@ -1,5 +1,5 @@
 import { defineCommand } from '../command.ts';
-import { EXIT } from '../exit-codes.ts';
+import { EXIT } from '../exitCodes.ts';
 import { builtins } from '../../../connectors/index.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
 import { writeOut } from '../io.ts';

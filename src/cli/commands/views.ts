@@ -1,12 +1,12 @@
 import { PERFORMANCE_TIERS, type Performance } from '../../protocol/index.ts';
 import { defineCommand, flag, stringOption, type OptionValues } from '../command.ts';
 import { CONNECTION_OPTIONS, withConnection } from '../connection.ts';
-import { EXIT } from '../exit-codes.ts';
+import { EXIT } from '../exitCodes.ts';
 import { writeOut } from '../io.ts';
 import { toJson } from '../output/json.ts';
 import { renderTable } from '../output/table.ts';
 import { printAnswer } from '../printAnswer.ts';
-import { UsageError } from '../usage-error.ts';
+import { UsageError } from '../usageError.ts';
 import type { Logger } from '../log.ts';
 import type { Connected } from '../../jobs/run/connect.ts';
 

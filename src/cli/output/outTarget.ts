@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { s3 as s3Sink, s3Config } from '../../../connectors/sinks/s3/index.ts';
 import { parseS3Url } from '../../../connectors/sinks/s3/url.ts';
 import { ConfigError, DestinationCheckError, DestinationError, type ObjectStore } from '../../kit/index.ts';
-import { UsageError } from '../usage-error.ts';
+import { UsageError } from '../usageError.ts';
 
 /**
  * Where `--out` writes: the destinations of a job output, for one file. `-` (or no --out) is

@@ -1,14 +1,11 @@
-import { createWriteStream } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
-import { once } from 'node:events';
-import { basename, dirname, join } from 'node:path';
 import { SluiceError } from '../../errors.ts';
+import { writeFileAtomically } from '../../kit/atomicFile.ts';
 import { DestinationError } from '../../kit/index.ts';
 import type { ChosenFormat, OpenedTarget } from './outTarget.ts';
 import { formats } from '../../../connectors/index.ts';
 import type { ResultStream } from '../../pipeline/stream.ts';
 import type { FormatDescriptor } from '../../kit/index.ts';
-import { UsageError } from '../usage-error.ts';
+import { UsageError } from '../usageError.ts';
 import { writeOut, type OutputStream } from '../io.ts';
 import { renderTable } from './table.ts';
 
@@ -65,26 +62,13 @@ export async function writeResult(result: ResultStream, options: WriteResultOpti
       throw asDestinationError(options.target.url, error, options.signal);
     }
   } else {
-    await writeFileAtomically(target.path, options.target.url, encoded, options.signal);
+    try {
+      await writeFileAtomically(target.path, encoded);
+    } catch (error) {
+      throw asDestinationError(options.target.url, error, options.signal);
+    }
   }
   return { rows, bytes };
-}
-
-async function writeFileAtomically(path: string, url: string, chunks: AsyncIterable<Uint8Array>, signal: AbortSignal): Promise<void> {
-  const tmp = join(dirname(path), `.${basename(path)}.sluice-tmp-${process.pid}`);
-  const file = createWriteStream(tmp);
-  try {
-    for await (const chunk of chunks) {
-      if (!file.write(chunk)) await once(file, 'drain');
-    }
-    file.end();
-    await once(file, 'finish');
-    await rename(tmp, path);
-  } catch (error) {
-    file.destroy();
-    await rm(tmp, { force: true });
-    throw asDestinationError(url, error, signal);
-  }
 }
 
 /** A failure of the store itself names the destination; what already says what failed (the query, an abort) passes unchanged. */

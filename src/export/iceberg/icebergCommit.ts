@@ -1,19 +1,34 @@
 import type { Schema } from 'apache-arrow';
-import type { Destination } from '../destination.ts';
-import type { Commit, CommitProtocol, CommittedColumn, CursorState } from '../commit.ts';
+import type { BeginOptions, Destination, Transaction } from '../destination.ts';
+import type { Commit, CommitProtocol, CommittedColumn, CursorState, PreparedData } from '../commit.ts';
+import type { Manifest } from '../manifest.ts';
 import { decodeAvroFile } from './avro.ts';
 import { toTableBatch } from './convert.ts';
 import { destinationStorage } from './destinationStorage.ts';
 import { type Snapshot, SUMMARY_CURSOR, SUMMARY_EXECUTION_ID, SUMMARY_FINGERPRINT, VERSION_HINT, versionOf } from './metadata.ts';
 import type { TablePointer, TableStorage } from './storage.ts';
-import type { CatalogConfig } from './catalog/catalogConfig.ts';
+import type { CatalogConfig, RestCatalogConfig } from './catalog/catalogConfig.ts';
 import { IcebergCatalogError } from './catalog/catalogErrors.ts';
 import { RestCatalog } from './catalog/restCatalog.ts';
 import { restTablePointer } from './catalog/restTable.ts';
 import { prepareSchema, type PreparedSchema } from './tableSchema.ts';
 import { tableLayout } from './tableLayout.ts';
 import { typeText } from './types.ts';
-import { commitSnapshot, committed, type IcebergMode, type LoadedTable, pathPointer, type VendedCredentials, partitionSpec, readManifestList, type Spec, writeHint } from './writeIcebergTable.ts';
+import {
+  commitSnapshot,
+  committed,
+  type IcebergCommitSummary,
+  type IcebergDataFile,
+  type IcebergMode,
+  type LoadedTable,
+  pathPointer,
+  type SnapshotChange,
+  type VendedCredentials,
+  partitionSpec,
+  readManifestList,
+  type Spec,
+  writeHint,
+} from './writeIcebergTable.ts';
 
 export interface IcebergCommitOptions {
   /** `append`: each export adds a snapshot; `replace`: each export replaces the table's data (an `overwrite` snapshot). */
@@ -41,157 +56,218 @@ export interface IcebergCommitOptions {
  * with, for `publish`.
  */
 export function icebergCommit(options: IcebergCommitOptions): CommitProtocol {
-  let table: { storage: TableStorage; pointer: TablePointer; base: LoadedTable } | undefined;
-  let prepared: { result: Schema; schema: PreparedSchema; spec: Spec } | undefined;
-  const rest = options.catalog?.type === 'rest' ? options.catalog : undefined;
-  // One catalog client per export: the warehouse prefix is asked once (OAuth2 tokens are shared per process).
-  const catalog = rest === undefined ? undefined : new RestCatalog(rest);
-  const pointerOf = (storage: TableStorage): TablePointer => (rest === undefined ? pathPointer(storage) : restTablePointer(rest, storage.url, catalog));
+  return new IcebergCommit(options);
+}
 
-  // The output's destination opened with the credentials the catalog vended, when it vended some:
-  // opened when first needed, closed after each read-only call (a plan's) and after the commit.
-  let credentials: VendedCredentials | undefined;
-  let vended: Destination | undefined;
-  const mine = (destination: Destination) => {
-    if (credentials !== undefined && options.reopen !== undefined) vended ??= options.reopen(credentials);
-    return vended ?? destination;
-  };
-  const release = async () => {
-    const open = vended;
-    vended = undefined;
-    await open?.close();
-  };
+/** The table `read` (or `check`) loaded: where it is stored, its pointer and its current metadata. */
+interface LoadedAt {
+  readonly storage: TableStorage;
+  readonly pointer: TablePointer;
+  readonly base: LoadedTable;
+}
 
-  const load = async (destination: Destination, signal?: AbortSignal, create = false) => {
-    const pointer = pointerOf(destinationStorage(destination));
-    const base = await pointer.load(signal, { create });
-    if (JSON.stringify(base.credentials) !== JSON.stringify(credentials)) await release();
-    credentials = base.credentials;
-    table = { storage: destinationStorage(mine(destination)), pointer, base };
-    return table;
-  };
+/** What `prepare` decided for the files of this export: the result's schema and the table's. */
+interface Prepared {
+  readonly result: Schema;
+  readonly schema: PreparedSchema;
+  readonly spec: Spec;
+}
 
-  // What marks a folder as a table sluice writes: its metadata, or the data files of a first export
-  // stopped before its commit. `check` then reads what is there to be sure. A catalog names its
-  // metadata files itself (no version hint).
-  const records = rest === undefined ? [VERSION_HINT, 'data/'] : ['metadata/', 'data/'];
+class IcebergCommit implements CommitProtocol {
+  readonly type = 'iceberg';
+  /**
+   * What marks a folder as a table sluice writes: its metadata, or the data files of a first export
+   * stopped before its commit. `check` then reads what is there to be sure. A catalog names its
+   * metadata files itself (no version hint).
+   */
+  readonly records: readonly string[];
+  /** A catalog may vend the credentials to write with: the destination is checked with those. */
+  readonly checksDestination: boolean;
+  readonly #options: IcebergCommitOptions;
+  readonly #rest: RestCatalogConfig | undefined;
+  /** One catalog client per export: the warehouse prefix is asked once (OAuth2 tokens are shared per process). */
+  readonly #catalog: RestCatalog | undefined;
+  readonly #vended: VendedDestination;
+  #table: LoadedAt | undefined;
+  #prepared: Prepared | undefined;
 
-  return {
-    type: 'iceberg',
-    records,
+  constructor(options: IcebergCommitOptions) {
+    this.#options = options;
+    this.#rest = options.catalog?.type === 'rest' ? options.catalog : undefined;
+    this.#catalog = this.#rest === undefined ? undefined : new RestCatalog(this.#rest);
+    this.#vended = new VendedDestination(options.reopen);
+    this.records = this.#rest === undefined ? [VERSION_HINT, 'data/'] : ['metadata/', 'data/'];
+    this.checksDestination = this.#rest !== undefined;
+  }
 
-    async read(destination, signal) {
-      try {
-        const { storage, base } = await load(destination, signal);
-        if (base.metadata === undefined) return undefined;
-        const current = base.metadata.snapshots?.find((s) => String(s['snapshot-id']) === String(base.metadata?.['current-snapshot-id']));
-        return await commitOf(storage, base, current);
-      } finally {
-        await release();
-      }
-    },
+  async read(destination: Destination, signal?: AbortSignal): Promise<Commit | undefined> {
+    try {
+      const { storage, base } = await this.#load(destination, signal);
+      if (base.metadata === undefined) return undefined;
+      const current = base.metadata.snapshots?.find((s) => String(s['snapshot-id']) === String(base.metadata?.['current-snapshot-id']));
+      return await commitOf(storage, base, current);
+    } finally {
+      await this.#vended.release();
+    }
+  }
 
-    async find(destination, executionId, fingerprint, signal) {
-      const { storage, base } = await load(destination, signal);
-      // The same rule as the commit's own no-op check: in append mode any snapshot since the last overwrite.
-      const snapshot = committed(base, { executionId, fingerprint }, options.mode);
-      try {
-        return snapshot === undefined ? undefined : await commitOf(storage, base, snapshot);
-      } finally {
-        await release();
-      }
-    },
+  async find(destination: Destination, executionId: string, fingerprint: string, signal?: AbortSignal): Promise<Commit | undefined> {
+    const { storage, base } = await this.#load(destination, signal);
+    // The same rule as the commit's own no-op check: in append mode any snapshot since the last overwrite.
+    const snapshot = committed(base, { executionId, fingerprint }, this.#options.mode);
+    try {
+      return snapshot === undefined ? undefined : await commitOf(storage, base, snapshot);
+    } finally {
+      await this.#vended.release();
+    }
+  }
 
-    // A catalog may vend the credentials to write with: the destination is checked with those.
-    checksDestination: rest !== undefined,
+  async check(destination: Destination, signal?: AbortSignal): Promise<void> {
+    // Before a run: a catalog's namespace is made here, so the table's location is checked (staged) before the query runs.
+    await this.#load(destination, signal, true);
+    try {
+      if (this.#rest !== undefined) await this.#vended.of(destination).check?.(signal, { records: this.records });
+    } finally {
+      await this.#vended.release();
+    }
+  }
 
-    async check(destination, signal) {
-      // Before a run: a catalog's namespace is made here, so the table's location is checked (staged) before the query runs.
-      await load(destination, signal, true);
-      try {
-        if (rest !== undefined) await mine(destination).check?.(signal, { records });
-      } finally {
-        await release();
-      }
-    },
+  async finish(destination: Destination, commit: Commit, signal?: AbortSignal): Promise<void> {
+    // A catalog's table is tidied by its commits only: its storage may take the credentials the catalog vends.
+    if (this.#rest !== undefined) return;
+    // What dead writers of the table left that no snapshot references goes, as after a commit.
+    const storage = destinationStorage(destination);
+    await destination.sweep?.(async () => undefined, signal, tableLayout(() => storage, this.#pointerOf(storage)));
+    // The vN file is the commit; the hint, for readers that do not list, may lag after a kill.
+    const version = commit.version === undefined ? undefined : versionOf(commit.version);
+    const hint = await storage.read(VERSION_HINT).then((b) => (b ? new TextDecoder().decode(b).trim() : undefined));
+    if (version !== undefined && hint !== String(version)) await writeHint(storage, version);
+  }
 
-    async finish(destination, commit, signal) {
-      // A catalog's table is tidied by its commits only: its storage may take the credentials the catalog vends.
-      if (rest !== undefined) return;
-      // What dead writers of the table left that no snapshot references goes, as after a commit.
-      const storage = destinationStorage(destination);
-      await destination.sweep?.(async () => undefined, signal, tableLayout(() => storage, pointerOf(storage)));
-      // The vN file is the commit; the hint, for readers that do not list, may lag after a kill.
-      const version = commit.version === undefined ? undefined : versionOf(commit.version);
-      const hint = await storage.read(VERSION_HINT).then((b) => (b ? new TextDecoder().decode(b).trim() : undefined));
-      if (version !== undefined && hint !== String(version)) await writeHint(storage, version);
-    },
+  begin(destination: Destination, beginOptions: BeginOptions): Promise<Transaction> {
+    if (this.#table === undefined) throw new Error('icebergCommit: begin before read');
+    const { pointer } = this.#table;
+    const target = this.#vended.of(destination);
+    // A destination that cannot hold a table (stdout) says so here, before anything is written.
+    destinationStorage(target);
+    // The files of earlier snapshots stay: nothing of the table is replaced, nothing withdrawn.
+    return target.begin({ ...beginOptions, previous: [], markers: [] }, tableLayout(() => destinationStorage(this.#vended.of(destination)), pointer));
+  }
 
-    begin(destination, beginOptions) {
-      if (table === undefined) throw new Error('icebergCommit: begin before read');
-      const { pointer } = table;
-      const target = mine(destination);
-      // A destination that cannot hold a table (stdout) says so here, before anything is written.
-      destinationStorage(target);
-      // The files of earlier snapshots stay: nothing of the table is replaced, nothing withdrawn.
-      return target.begin({ ...beginOptions, previous: [], markers: [] }, tableLayout(() => destinationStorage(mine(destination)), pointer));
-    },
+  prepare(schema: Schema): PreparedData {
+    if (this.#table === undefined) throw new Error('icebergCommit: prepare before read');
+    const { storage, base, pointer } = this.#table;
+    // Messages name the metadata file of a path table, the table in its catalog otherwise.
+    const prepSchema = prepareSchema(schema, base.metadata, storage.url, this.#rest === undefined ? base.file : pointer.target(base));
+    const spec = partitionSpec(prepSchema, this.#options.partitionBy, base.metadata, storage.url);
+    this.#prepared = { result: schema, schema: prepSchema, spec };
+    return { schema: prepSchema.fileSchema, convert: (batch) => toTableBatch(batch, prepSchema.fileSchema, prepSchema.columns) };
+  }
 
-    prepare(schema) {
-      if (table === undefined) throw new Error('icebergCommit: prepare before read');
-      const { storage, base, pointer } = table;
-      // Messages name the metadata file of a path table, the table in its catalog otherwise.
-      const prepSchema = prepareSchema(schema, base.metadata, storage.url, rest === undefined ? base.file : pointer.target(base));
-      const spec = partitionSpec(prepSchema, options.partitionBy, base.metadata, storage.url);
-      prepared = { result: schema, schema: prepSchema, spec };
-      return { schema: prepSchema.fileSchema, convert: (batch) => toTableBatch(batch, prepSchema.fileSchema, prepSchema.columns) };
-    },
-
-    async publish(tx, content, _previous, destination) {
-      if (table === undefined || prepared === undefined) throw new Error('icebergCommit: publish before read and prepare');
-      if (tx.located === undefined) throw new Error('icebergCommit: publish takes the transaction its begin made');
-      const files = content.files.map((f) => ({ path: tx.located!(f.path), rows: f.rows, bytes: f.bytes, partition: f.partition }));
-      const change = {
-        base: table.base,
-        result: prepared.result,
-        schema: prepared.schema,
-        spec: prepared.spec,
-        partitionBy: options.partitionBy,
-        files,
-        meta: {
-          executionId: content.execution_id,
-          ...(content.fingerprint === null ? {} : { fingerprint: content.fingerprint }),
-          // The high-water mark only: a key window (lookback) is refused for Iceberg outputs, a summary is no place for it.
-          ...(content.incremental === null ? {} : { cursor: JSON.stringify({ column: content.incremental.column, type: content.incremental.type, value: content.incremental.value }) }),
-        },
-        mode: options.mode,
-        commitAttempts: options.commitAttempts,
-      };
-      let summary: Awaited<ReturnType<typeof commitSnapshot>> | undefined;
-      // The snapshot is the commit point of the one transaction: under its lease, its sweep after it.
-      // A concurrent writer that committed this very export first makes these files spare (aborted).
-      await tx.commit([], async () => {
-        summary = await commitSnapshot(destinationStorage(mine(destination)), change, table!.pointer).catch((error: unknown) => {
-          if (!(error instanceof IcebergCatalogError && error.unknownOutcome)) throw error;
-          // The table may reference them: they stay (the transaction leaves them), and the error lists them.
-          throw new IcebergCatalogError('CATALOG_COMMIT_FAILED', catalog?.name ?? '', error.message.replace(/^Iceberg catalog [^:]*: /, ''), { cause: error, unknownOutcome: true, orphans: files.map((f) => f.path) });
-        });
-        return !summary.skipped;
+  async publish(tx: Transaction, content: Manifest, _previous: Commit | undefined, destination: Destination): Promise<Commit> {
+    if (this.#table === undefined || this.#prepared === undefined) throw new Error('icebergCommit: publish before read and prepare');
+    if (tx.located === undefined) throw new Error('icebergCommit: publish takes the transaction its begin made');
+    const files = content.files.map((f) => ({ path: tx.located!(f.path), rows: f.rows, bytes: f.bytes, partition: f.partition }));
+    const change = snapshotChange(this.#table.base, this.#prepared, this.#options, files, content);
+    const pointer = this.#table.pointer;
+    let summary: IcebergCommitSummary | undefined;
+    // The snapshot is the commit point of the one transaction: under its lease, its sweep after it.
+    // A concurrent writer that committed this very export first makes these files spare (aborted).
+    await tx.commit([], async () => {
+      summary = await commitSnapshot(destinationStorage(this.#vended.of(destination)), change, pointer).catch((error: unknown) => {
+        throw this.#withOrphans(error, files);
       });
-      await release();
-      if (summary === undefined) throw new Error('icebergCommit: the transaction did not publish');
-      const paths = summary.skipped ? [] : files.map((f) => f.path);
-      return {
-        executionId: content.execution_id,
-        fingerprint: content.fingerprint,
-        rows: summary.skipped ? 0 : summary.rows,
-        bytes: summary.bytes,
-        files: paths,
-        owns: [...paths, summary.metadataFile],
-        version: summary.metadataFile,
-        snapshot: summary.snapshotId,
-      } satisfies Commit;
+      return !summary.skipped;
+    });
+    await this.#vended.release();
+    if (summary === undefined) throw new Error('icebergCommit: the transaction did not publish');
+    return snapshotCommit(content, summary, files);
+  }
+
+  /** A catalog commit whose outcome is unknown: the table may reference the files, which stay, and the error lists them. */
+  #withOrphans(error: unknown, files: readonly { path: string }[]): unknown {
+    if (!(error instanceof IcebergCatalogError && error.unknownOutcome)) return error;
+    return new IcebergCatalogError('CATALOG_COMMIT_FAILED', this.#catalog?.name ?? '', error.message.replace(/^Iceberg catalog [^:]*: /, ''), { cause: error, unknownOutcome: true, orphans: files.map((f) => f.path) });
+  }
+
+  #pointerOf(storage: TableStorage): TablePointer {
+    return this.#rest === undefined ? pathPointer(storage) : restTablePointer(this.#rest, storage.url, this.#catalog);
+  }
+
+  async #load(destination: Destination, signal?: AbortSignal, create = false): Promise<LoadedAt> {
+    const pointer = this.#pointerOf(destinationStorage(destination));
+    const base = await pointer.load(signal, { create });
+    await this.#vended.use(base.credentials);
+    this.#table = { storage: destinationStorage(this.#vended.of(destination)), pointer, base };
+    return this.#table;
+  }
+}
+
+/**
+ * The output's destination opened with the credentials the catalog vended, when it vended some:
+ * opened when first needed, closed after each read-only call (a plan's) and after the commit.
+ */
+class VendedDestination {
+  readonly #reopen: IcebergCommitOptions['reopen'];
+  #credentials: VendedCredentials | undefined;
+  #open: Destination | undefined;
+
+  constructor(reopen: IcebergCommitOptions['reopen']) {
+    this.#reopen = reopen;
+  }
+
+  /** Takes the credentials the table was loaded with: other ones close what the previous opened. */
+  async use(credentials: VendedCredentials | undefined): Promise<void> {
+    if (JSON.stringify(credentials) !== JSON.stringify(this.#credentials)) await this.release();
+    this.#credentials = credentials;
+  }
+
+  /** The destination to write with: reopened with the vended credentials, or `destination` itself. */
+  of(destination: Destination): Destination {
+    if (this.#credentials !== undefined && this.#reopen !== undefined) this.#open ??= this.#reopen(this.#credentials);
+    return this.#open ?? destination;
+  }
+
+  async release(): Promise<void> {
+    const open = this.#open;
+    this.#open = undefined;
+    await open?.close();
+  }
+}
+
+
+/** The snapshot this export adds: its files, its schema and spec, and the summary that names the export. */
+function snapshotChange(base: LoadedTable, prepared: Prepared, options: IcebergCommitOptions, files: IcebergDataFile[], content: Manifest): SnapshotChange {
+  return {
+    base,
+    result: prepared.result,
+    schema: prepared.schema,
+    spec: prepared.spec,
+    partitionBy: options.partitionBy,
+    files,
+    meta: {
+      executionId: content.execution_id,
+      ...(content.fingerprint === null ? {} : { fingerprint: content.fingerprint }),
+      // The high-water mark only: a key window (lookback) is refused for Iceberg outputs, a summary is no place for it.
+      ...(content.incremental === null ? {} : { cursor: JSON.stringify({ column: content.incremental.column, type: content.incremental.type, value: content.incremental.value }) }),
     },
+    mode: options.mode,
+    commitAttempts: options.commitAttempts,
+  };
+}
+
+/** The commit a published (or skipped: another writer committed this export first) snapshot makes. */
+function snapshotCommit(content: Manifest, summary: IcebergCommitSummary, files: readonly IcebergDataFile[]): Commit {
+  const paths = summary.skipped ? [] : files.map((f) => f.path);
+  return {
+    executionId: content.execution_id,
+    fingerprint: content.fingerprint,
+    rows: summary.skipped ? 0 : summary.rows,
+    bytes: summary.bytes,
+    files: paths,
+    owns: [...paths, summary.metadataFile],
+    version: summary.metadataFile,
+    snapshot: summary.snapshotId,
   };
 }
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { Job } from '../../config/jobSchema.ts';
 import { jobFingerprint, outputsFingerprint } from '../run/runState.ts';
-import { writeJsonAtomically } from '../run/stateFile.ts';
+import { writeJsonAtomically } from '../../kit/atomicFile.ts';
 
 /**
  * What survives a killed backfill: each chunk's range, its execution and where it got to, so the
@@ -94,7 +94,7 @@ export class BackfillState {
     else this.#chunks[at] = chunk;
     const state = { ...this.#base, chunks: [...this.#chunks] };
     // One write at a time, in order: the file holds the latest records whatever finishes first.
-    this.#writing = this.#writing.then(() => writeJsonAtomically(this.#file, state));
+    this.#writing = this.#writing.then(() => writeJsonAtomically(this.#file, state, { indent: 2 }));
     await this.#writing;
   }
 }

@@ -4,7 +4,7 @@ import { ConfigError } from '../../errors.ts';
 import { valueText } from '../../kit/index.ts';
 import type { ExecutionStatus } from '../../protocol/index.ts';
 import { parseType } from '../../types/parse.ts';
-import { formatType } from '../../types/sql-type.ts';
+import { formatType } from '../../types/sqlType.ts';
 import { canonicalCursor, compareCursor, type CursorKind, cursorKind, cursorValueProblem } from '../incremental/cursor.ts';
 import { ContractViolationError } from '../errors.ts';
 import { QUARANTINE_COLUMNS, type QuarantineFeed, quarantineSplitter } from './contractQuarantine.ts';

@@ -8,7 +8,7 @@ import type { ResolvedOutput } from '../../export/outputConfig.ts';
 import type { ExecutionStatus } from '../../protocol/index.ts';
 import { arrowSchema } from '../../types/arrow.ts';
 import { parseType } from '../../types/parse.ts';
-import { formatType } from '../../types/sql-type.ts';
+import { formatType } from '../../types/sqlType.ts';
 import { widens } from '../../export/appendCheck.ts';
 import { type Reshape, reshaped, reshapeTo, serviceTypeOf, type TargetColumn } from './reshape.ts';
 

@@ -1,7 +1,7 @@
 import { type Data, DataType, type Field, makeBuilder, makeData, makeVector, type RecordBatch, RecordBatch as Batch, Schema, Struct } from 'apache-arrow';
 import { arrowField, TYPE_METADATA_KEY } from '../../types/arrow.ts';
 import { parseType } from '../../types/parse.ts';
-import { formatType } from '../../types/sql-type.ts';
+import { formatType } from '../../types/sqlType.ts';
 
 /**
  * Rows reshaped to the columns an output keeps (schema drift): columns taken from the result,

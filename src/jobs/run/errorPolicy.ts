@@ -23,7 +23,7 @@ import { IcebergCatalogError } from '../../export/iceberg/catalog/catalogErrors.
 import { IcebergMetadataError, IcebergNotATableError, IcebergPartitionError, IcebergSchemaConflictError, IcebergUnsupportedDestinationError } from '../../export/iceberg/errors.ts';
 
 /**
- * The exit codes of every command. `sluice --help` prints them (src/cli/exit-codes.ts has the
+ * The exit codes of every command. `sluice --help` prints them (src/cli/exitCodes.ts has the
  * words), and a test checks that the table of docs/cli.md says exactly the same.
  */
 export const EXIT = {

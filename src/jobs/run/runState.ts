@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { Job } from '../../config/jobSchema.ts';
 import { describeOutput } from '../../export/outputConfig.ts';
 import { JobBusyError } from '../errors.ts';
-import { writeJsonAtomically } from './stateFile.ts';
+import { writeJsonAtomically } from '../../kit/atomicFile.ts';
 import { onExitRemove } from '../../exitHooks.ts';
 import { processRuns } from '../../kit/processRuns.ts';
 
@@ -136,7 +136,7 @@ export class RunStateStore {
 
   /** Written atomically (temp file + rename): a kill leaves the old state or the new one. */
   async write(state: RunState): Promise<void> {
-    await writeJsonAtomically(this.#file(state.job), state);
+    await writeJsonAtomically(this.#file(state.job), state, { indent: 2 });
   }
 
   async clear(job: string): Promise<void> {

@@ -1,6 +1,6 @@
 import type { ColumnSpec } from '../../types/decode.ts';
 import { parseType } from '../../types/parse.ts';
-import type { SqlType } from '../../types/sql-type.ts';
+import type { SqlType } from '../../types/sqlType.ts';
 
 /**
  * How DuckDB reads one column of a JSON page (`read_json(..., columns = {...})`) and the SQL that

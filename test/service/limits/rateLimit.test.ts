@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/service/clock.ts';
-import { RateLimiter, rateLimiterFor } from '../../../src/service/limits/rate-limit.ts';
+import { RateLimiter, rateLimiterFor } from '../../../src/service/limits/rateLimit.ts';
 import { parseSettings } from '../../../src/service/settings.ts';
 
 describe('RateLimiter', () => {

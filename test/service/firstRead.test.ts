@@ -90,9 +90,19 @@ describe('the first read of a fresh result (encode_results: on_first_read, the d
     expect((await readdir(resultsDir(svc))).filter((n) => n.includes('.tmp'))).toEqual([]);
   });
 
-  it('a result read only as Arrow leaves no JSON or CSV encoding on disk', async () => {
+  it('a result read only as Arrow leaves no JSON or CSV encoding on disk; its pages\' metadata is the JSON pages\'', async () => {
     const id = await runSql(svc, 'SELECT * FROM sample.events ORDER BY id DESC');
     const first = await readAll(svc, id, 'arrow');
+    // result_set_bytes and row counts of each Arrow page (from the Arrow encoding's own index)
+    // equal those of the JSON page of the same rows (built per request: no JSON encoding).
+    const columns = await columnsOf(svc, id);
+    for (const offset of [0, 3 * PAGE, ROWS - (ROWS % PAGE)]) {
+      const arrow = await request(`${svc.url}/v1/execution/${id}/results?offset=${offset}&limit=${PAGE}`, { headers: { 'x-service-api-key': svc.keys.demo.read, accept: ARROW_STREAM_MEDIA_TYPE } });
+      await arrow.body.arrayBuffer();
+      const json = await call(svc, 'GET', `/v1/execution/${id}/results?offset=${offset}&limit=${PAGE}${columns}`, { key: svc.keys.demo.read });
+      expect(Number(arrow.headers['x-sluice-result-set-bytes']), `offset ${offset}`).toBe(json.json.result.metadata.result_set_bytes);
+      expect(Number(arrow.headers['x-sluice-row-count'])).toBe(json.json.result.metadata.row_count);
+    }
     await svc.whenEncoded(id);
     expect(await formatsOnDisk(svc, id)).toEqual(['arrow']);
     expect(stored(svc, id, 'arrow')).toBe(true);

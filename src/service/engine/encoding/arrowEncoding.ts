@@ -32,13 +32,17 @@ export interface ArrowIndex {
   schema: Uint8Array | undefined;
 }
 
-/** result_set_bytes of each chunk of `chunkRows` rows of the stored result, in order (one aggregate query). */
-export async function chunkBytes(conn: DuckDBConnection, columns: StoredColumns, chunkRows: number): Promise<number[]> {
+/**
+ * result_set_bytes of rows [offset, offset + limit) of the stored result: asked chunk by chunk, so
+ * that the first chunk is not held back by a pass over the whole result (DuckDB reads only the
+ * row groups of that range).
+ */
+export async function rowRangeBytes(conn: DuckDBConnection, columns: StoredColumns, offset: number, limit: number): Promise<number> {
   const cols = columns.names.map((_, i) => i);
   const reader = await conn.runAndReadAll(
-    `SELECT (rowid // ${chunkRows})::BIGINT AS k, sum(${rowBytesSql(cols, columns)})::BIGINT AS b FROM ${columns.table} GROUP BY k ORDER BY k`,
+    `SELECT coalesce(sum(${rowBytesSql(cols, columns)}), 0)::BIGINT FROM ${columns.table} WHERE rowid >= ${offset} AND rowid < ${offset + limit}`,
   );
-  return reader.getRowsJson().map((r) => Number(r[1]));
+  return Number(reader.getRowsJson()[0]![0]);
 }
 
 /**
@@ -46,8 +50,9 @@ export async function chunkBytes(conn: DuckDBConnection, columns: StoredColumns,
  * limit)` makes the Arrow IPC stream of those rows (schema, one batch, end) and says how many rows
  * it holds (fewer than `limit` fails the encoding), as an Arrow page of them is built; each
  * stream's batch messages are appended to rows.arrow, its schema message kept once. `stopped()` is
- * asked between chunks. `sizes`: each chunk's result_set_bytes (chunkBytes); `index`, when given,
- * is filled as chunks are written, and `progress` told (readers read the chunks meanwhile).
+ * asked between chunks. `sizeOf(offset, limit)`: the chunk's result_set_bytes (rowRangeBytes);
+ * `index`, when given, is filled as chunks are written, and `progress` told (readers read the
+ * chunks meanwhile).
  */
 export async function writeArrowEncoding(
   dir: string,
@@ -55,7 +60,7 @@ export async function writeArrowEncoding(
   rowCount: number,
   buildChunk: (offset: number, limit: number) => Promise<{ bytes: Uint8Array; rowCount: number }>,
   stopped: () => boolean,
-  opts: { sizes?: number[]; info?: ResultInfo; index?: ArrowIndex; progress?: WriteProgress } = {},
+  opts: { sizeOf?: (offset: number, limit: number) => Promise<number>; info?: ResultInfo; index?: ArrowIndex; progress?: WriteProgress } = {},
 ): Promise<void> {
   const rows = await open(join(dir, ARROW.rows), 'w');
   const index: ArrowIndex = opts.index ?? { chunkRows, starts: [], bytes: [], schema: undefined };
@@ -74,7 +79,7 @@ export async function writeArrowEncoding(
       const body = stream.subarray(schemaEnd, bodyEnd);
       await writeAll(rows, body);
       index.starts.push(index.starts[k]! + body.byteLength);
-      index.bytes.push(index.bytes[k]! + (opts.sizes?.[k] ?? 0));
+      index.bytes.push(index.bytes[k]! + ((await opts.sizeOf?.(offset, limit)) ?? 0));
       opts.progress?.advance(offset + limit);
     }
     await rows.sync();

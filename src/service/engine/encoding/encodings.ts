@@ -30,7 +30,7 @@ import {
   type StoredFormat,
   type WriteProgress,
 } from './encodedResult.ts';
-import { chunkBytes, chunkRange, encodedArrowPage, writeArrowEncoding, type ArrowIndex, type EncodedArrowPage } from './arrowEncoding.ts';
+import { rowRangeBytes, chunkRange, encodedArrowPage, writeArrowEncoding, type ArrowIndex, type EncodedArrowPage } from './arrowEncoding.ts';
 import { LiveEncoding } from './liveEncoding.ts';
 import { EngineError, type ResultInfo } from '../types.ts';
 import { buildArrowPage } from '../pages/arrowPage.ts';
@@ -408,8 +408,8 @@ export class Encodings {
 
   async #arrowInto(conn: DuckDBConnection, columns: StoredColumns, info: ResultInfo, dir: string, stopped: () => boolean, live?: LiveEncoding): Promise<void> {
     const chunkRows = this.#o.arrowChunkRows(columns.names.length);
-    const sizes = await chunkBytes(conn, columns, chunkRows);
-    const opts: { sizes: number[]; info: ResultInfo; index?: ArrowIndex; progress?: WriteProgress } = { sizes, info };
+    const sizeOf = (offset: number, limit: number): Promise<number> => rowRangeBytes(conn, columns, offset, limit);
+    const opts: { sizeOf: typeof sizeOf; info: ResultInfo; index?: ArrowIndex; progress?: WriteProgress } = { sizeOf, info };
     if (live !== undefined) [opts.index, opts.progress] = [live.arrowIndex, live];
     await writeArrowEncoding(dir, chunkRows, info.rowCount, (offset, limit) => buildArrowPage(conn, columns, planPage(columns, { offset, limit }, 'json')), stopped, opts);
   }

@@ -9,11 +9,10 @@
 // - Arrow download + RecordBatchReader against JSON download + JSON.parse (target Arrow >= 5x
 //   faster), first and warm; the Arrow first read is of a second fresh result (the first one's
 //   JSON read has warmed the disk cache for it);
-// - against what the first read cost when results were encoded only in the background: a second
-//   service with pre-encoding off serves every page by the page query; the time from submit to
-//   the last row read, both ways (encoding is now the execution's last step: it costs time before
-//   COMPLETED and saves it on every read);
-// - the service process's peak RSS, both ways;
+// - against the two other ways: every format encoded as the execution's last step (at_completion:
+//   time before COMPLETED, every read a byte range), and pre-encoding off (every page by the page
+//   query); the time from submit to the last row read, each way;
+// - the service process's peak RSS, each way;
 // - the execution time with engine.encode_results at_completion against when_idle, and the service
 //   process's CPU from submit to COMPLETED: two services at once, the same SQL submitted to each in
 //   turn (when_idle's background encoding waited for between turns, not counted);

@@ -31,6 +31,7 @@ import { writeEncodings } from '../src/service/engine/encoding/encodedResult.ts'
 import { writeArrowEncoding } from '../src/service/engine/encoding/arrowEncoding.ts';
 import { planPage, renderedRowsSql } from '../src/service/engine/pages/pageQuery.ts';
 import { SAMPLE_EVENTS_COLUMNS, sampleEventsSelect } from '../src/service/engine/tables/sampleEvents.ts';
+import { recordFigure } from './figures.ts';
 import { ARROW, cpuSeconds, downloadAll, fmt, get, ratio, ROWS, startChild, submitAndWait, type Child } from './service.ts';
 
 const SQL = 'SELECT * FROM sample.events ORDER BY id';
@@ -261,8 +262,13 @@ export async function run(): Promise<void> {
     report('warm read ', r.warm);
   }
   const [now, atCompletion, before] = results as [(typeof results)[0], (typeof results)[0], (typeof results)[0]];
+  const download = (x: (typeof results)[0]): string => ratio(x.r.first.json.ms, x.r.first.json.parseMs);
+  const arrowSpeed = (x: (typeof results)[0]): string => ratio(x.r.first.json.ms + x.r.first.json.parseMs, x.r.first.arrow.ms + x.r.first.arrow.readMs);
+  recordFigure('firstread-download', `${download(now)}; ${download(atCompletion)} at completion`);
+  recordFigure('firstread-arrow', `${arrowSpeed(now)} as fast / ${arrowSpeed(atCompletion)}`);
   const endToEnd = (x: (typeof results)[0], f: 'json' | 'arrow'): number =>
     f === 'json' ? x.r.a.submitToDoneMs + x.r.first.json.ms : x.r.b.submitToDoneMs + x.r.first.arrow.ms;
+  recordFigure('firstread-end-to-end', `${ratio(endToEnd(now, 'json'), endToEnd(atCompletion, 'json'))} / ${ratio(endToEnd(now, 'arrow'), endToEnd(atCompletion, 'arrow'))} the time`);
   for (const f of ['json', 'arrow'] as const) {
     console.log(
       `submit to the last ${f === 'json' ? 'JSON' : 'Arrow'} page of the first read: ${fmt(endToEnd(now, f))} on first read, ${fmt(endToEnd(atCompletion, f))} at completion ` +

@@ -110,6 +110,32 @@ describe('the first read of a fresh result (encode_results: on_first_read, the d
     expect(await formatsOnDisk(svc, id)).toEqual(['arrow']);
   });
 
+  it('a result cut to max_result_bytes: its Arrow pages\' metadata is the JSON pages\' (the chunks summed by the Arrow encoder)', async () => {
+    const s = await startTestService({ sampleRows: ROWS, encodeMinBytes: 0, limits: { max_result_bytes: 1_000_000 } });
+    try {
+      const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
+      const st = await status(s, id);
+      expect(st.state).toBe('QUERY_STATE_COMPLETED_PARTIAL');
+      const total: number = st.result_metadata.total_row_count;
+      expect(total).toBeLessThan(ROWS);
+      const columns = await columnsOf(s, id);
+      const pageRows = Math.floor(250_000 / st.result_metadata.column_names.length);
+      for (let offset = 0; offset < total; offset += pageRows) {
+        const q = `offset=${offset}&limit=${pageRows}&allow_partial_results=true`;
+        const arrow = await request(`${s.url}/v1/execution/${id}/results?${q}`, { headers: { 'x-service-api-key': s.keys.demo.read, accept: ARROW_STREAM_MEDIA_TYPE } });
+        await arrow.body.arrayBuffer();
+        expect(arrow.statusCode).toBe(200);
+        const json = await call(s, 'GET', `/v1/execution/${id}/results?${q}${columns}`, { key: s.keys.demo.read });
+        expect(Number(arrow.headers['x-sluice-result-set-bytes']), `offset ${offset}`).toBe(json.json.result.metadata.result_set_bytes);
+        expect(Number(arrow.headers['x-sluice-row-count'])).toBe(json.json.result.metadata.row_count);
+      }
+      await s.whenEncoded(id);
+      expect(stored(s, id, 'arrow')).toBe(true);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('the first JSON read right after completion is byte-identical to a later read', async () => {
     const id = await runSql(svc, 'SELECT * FROM sample.events ORDER BY id');
     const first = await readAll(svc, id, 'json');

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { FILES, INDEX_RECORD_BYTES, parseRecord, syncFiles, writeRecord, type FileSlice, type WriteProgress } from './encodedResult.ts';
 import { headerBytes, rowBytesSql, type StoredColumns } from '../pages/pageQuery.ts';
+import { chunkBytesTable } from '../results/resultFiles.ts';
 import type { ResultInfo } from '../types.ts';
 
 const ARROW = { rows: 'rows.arrow', schema: 'arrow.schema', index: 'arrow.index' } as const;
@@ -30,6 +31,22 @@ export interface ArrowIndex {
   starts: number[];
   bytes: number[];
   schema: Uint8Array | undefined;
+}
+
+/**
+ * The result_set_bytes of each chunk of `chunkRows` rows, as the execution summed them when it
+ * stored the result (results/resultFiles.ts); undefined for a result stored without them (by an
+ * older version, or cut to max_result_bytes) or with another chunk size.
+ */
+export async function storedChunkBytes(conn: DuckDBConnection, columns: StoredColumns, chunkRows: number): Promise<number[] | undefined> {
+  let rows: unknown[][];
+  try {
+    rows = (await conn.runAndReadAll(`SELECT chunk_rows, b FROM ${chunkBytesTable(columns.table)} ORDER BY k`)).getRowsJson();
+  } catch {
+    return undefined;
+  }
+  if (rows.some((r) => Number(r[0]) !== chunkRows)) return undefined;
+  return rows.map((r) => Number(r[1]));
 }
 
 /**

@@ -30,7 +30,7 @@ import {
   type StoredFormat,
   type WriteProgress,
 } from './encodedResult.ts';
-import { rowRangeBytes, chunkRange, encodedArrowPage, writeArrowEncoding, type ArrowIndex, type EncodedArrowPage } from './arrowEncoding.ts';
+import { rowRangeBytes, storedChunkBytes, chunkRange, encodedArrowPage, writeArrowEncoding, type ArrowIndex, type EncodedArrowPage } from './arrowEncoding.ts';
 import { LiveEncoding } from './liveEncoding.ts';
 import { EngineError, type ResultInfo } from '../types.ts';
 import { buildArrowPage } from '../pages/arrowPage.ts';
@@ -108,6 +108,11 @@ export class Encodings {
   /** A page query or an execution ended (or starts): background encodings wait for quiet. */
   touch(): void {
     this.#lastActivity = performance.now();
+  }
+
+  /** Rows of each Arrow chunk of a result of that many columns. */
+  chunkRows(columnCount: number): number {
+    return this.#o.arrowChunkRows(columnCount);
   }
 
   markFailed(id: string): void {
@@ -408,7 +413,8 @@ export class Encodings {
 
   async #arrowInto(conn: DuckDBConnection, columns: StoredColumns, info: ResultInfo, dir: string, stopped: () => boolean, live?: LiveEncoding): Promise<void> {
     const chunkRows = this.#o.arrowChunkRows(columns.names.length);
-    const sizeOf = (offset: number, limit: number): Promise<number> => rowRangeBytes(conn, columns, offset, limit);
+    const sums = await storedChunkBytes(conn, columns, chunkRows);
+    const sizeOf = async (offset: number, limit: number): Promise<number> => sums?.[offset / chunkRows] ?? (await rowRangeBytes(conn, columns, offset, limit));
     const opts: { sizeOf: typeof sizeOf; info: ResultInfo; index?: ArrowIndex; progress?: WriteProgress } = { sizeOf, info };
     if (live !== undefined) [opts.index, opts.progress] = [live.arrowIndex, live];
     await writeArrowEncoding(dir, chunkRows, info.rowCount, (offset, limit) => buildArrowPage(conn, columns, planPage(columns, { offset, limit }, 'json')), stopped, opts);

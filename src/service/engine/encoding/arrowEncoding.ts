@@ -5,7 +5,8 @@
 //   arrow.index   records of two 12-digit hex numbers and '\n': first `chunkRows` and 0, then one
 //                 per chunk and one after the last: where the chunk starts in rows.arrow, and the
 //                 result_set_bytes of the rows before it (a page's result_set_bytes, as its JSON
-//                 page has it, without reading the JSON encoding)
+//                 page has it, without reading the JSON encoding; each chunk's sum as the execution
+//                 stored it, storedChunkBytes, else summed with the chunk, rowRangeBytes)
 //   info.json     the result's ResultInfo, written last: the directory is whole
 // An Arrow page of all columns, unfiltered, whose rows are whole chunks (it starts on a chunk and
 // ends on one, or at the end) is the schema message, the chunks' batches and the end-of-stream

@@ -18,8 +18,6 @@ export const FIGURES = [
   { id: 'export-native-peak', area: 'parallel', what: 'peak RSS of the native export over JSON pages, 1M rows / 5M rows' },
   { id: 'export-arrow-duckdb', area: 'parallel', what: 'export to zstd Parquet over Arrow pages, one thread, time against DuckDB `COPY ... TO parquet`' },
   { id: 'export-arrow', area: 'parallel', what: 'export to zstd Parquet over Arrow pages, speed against over JSON pages (one thread each)' },
-  { id: 'export-workers-json', area: 'parallel', what: 'export over JSON pages with `workers: 2`, speed against `workers: 1`' },
-  { id: 'export-workers-arrow', area: 'parallel', what: 'export over Arrow pages with `workers: 2`, speed against `workers: 1`' },
   { id: 'export-peak-json', area: 'parallel', what: "peak RSS of the one-thread export over JSON pages, without / with the image's memory settings" },
   { id: 'export-peak-arrow', area: 'parallel', what: "peak RSS of the one-thread export over Arrow pages, without / with the image's memory settings" },
   { id: 'export-time-image', area: 'parallel', what: "time of the one-thread export over JSON pages with the image's memory settings, against without them" },
@@ -93,28 +91,50 @@ machine a slope of a few MiB or descriptors an hour is noise (the samples swing 
 between runs); what it shows is the absence of a steady climb (before results were detached
 when idle, \`sluice schedule\` gained a descriptor a run) and disk held by the retention it sets.
 
-## Part threads (\`workers\`), measured with the service on another core
+## Part threads (\`workers\`): measured, then removed
 
-The \`parallel\` bench runs the service in a process of its own but on the same cores as the
-export. To see whether part threads gain once the service does not take their core, the service
-(\`startService\`, 1M rows of \`sample.events\`) ran pinned to core 1 (\`taskset -c 1\`) and
-\`sluice run --execution ID --workers N\` (zstd Parquet, 4 parts of 250,000 rows) pinned to core 0, or
-to both cores, twice per case (2026-12-01, 2 cores, load average 23-40: the machine was shared
-by eight sessions). Wall seconds, then CPU seconds (user + system) and peak RSS of the export:
+Part threads wrote an output's parts side by side, each part read, decoded and encoded by a worker
+thread. Measured on 2026-12-02 with the service in a process of its own pinned to core 1 (\`taskset
+-c 1\`, 1M rows of \`sample.events\`, its encodings settled first) and the export (the \`parallel\`
+bench's export case, compiled, zstd Parquet, 4 parts of 250,000 rows) pinned to core 0 or left on
+both cores, \`workers: 1\` and \`2\` alternating, three rounds. Wall seconds, CPU seconds of the
+export process (every thread), peak RSS, with the load average (1 min) when each case ended; the
+first round ran on a quiet machine, the other two beside other sessions:
 
-| Wire | Export on | \`workers: 1\` | \`workers: 2\` |
-|---|---|---|---|
-| JSON | core 0 | 70.4 / 94.6 s; CPU 5.9 / 6.3 s; 211-221 MB | 77.7 / 103.7 s; CPU 8.0 / 9.0 s; 388-404 MB |
-| JSON | cores 0,1 | 89.1 / 85.7 s; CPU 6.3 / 6.4 s; 213-232 MB | 66.7 / 93.8 s; CPU 7.8 / 9.1 s; 415-428 MB |
-| Arrow | core 0 | 37.9 / 38.3 s; CPU 3.0 / 3.0 s; 213-215 MB | 29.1 / 28.6 s; CPU 3.9 / 4.2 s; 355-370 MB |
-| Arrow | cores 0,1 | 22.6 / 21.4 s; CPU 2.4 / 3.0 s; 212-227 MB | 9.1 / 19.2 s; CPU 3.2 / 4.2 s; 344-353 MB |
+| Wire | Export on | Round (load) | \`workers: 1\` | \`workers: 2\` | 2 against 1 |
+|---|---|---|---|---|---|
+| JSON | core 0 | 1 (2.1-2.5) | 3.24 s; CPU 3.16 s; 286 MB | 5.87 s; CPU 4.75 s; 484 MB | 0.55x |
+| JSON | cores 0,1 | 1 (2.8-3.8) | 5.70 s; CPU 2.99 s; 277 MB | 8.09 s; CPU 4.80 s; 478 MB | 0.70x |
+| Arrow | core 0 | 1 (3.8-4.0) | 1.86 s; CPU 1.40 s; 248 MB | 3.33 s; CPU 2.57 s; 358 MB | 0.56x |
+| Arrow | cores 0,1 | 1 (4.4-5.2) | 1.69 s; CPU 1.37 s; 224 MB | 4.00 s; CPU 2.53 s; 345 MB | 0.42x |
+| JSON | core 0 | 2 (6.0-8.3) | 10.53 s; CPU 4.17 s; 270 MB | 19.97 s; CPU 6.95 s; 426 MB | 0.53x |
+| JSON | cores 0,1 | 2 (9.6-10.8) | 12.96 s; CPU 4.21 s; 274 MB | 15.72 s; CPU 6.68 s; 476 MB | 0.82x |
+| Arrow | core 0 | 2 (11.0-13.5) | 3.70 s; CPU 1.53 s; 230 MB | 10.77 s; CPU 3.01 s; 340 MB | 0.34x |
+| Arrow | cores 0,1 | 2 (16.9-18.5) | 10.55 s; CPU 1.55 s; 223 MB | 5.89 s; CPU 2.17 s; 368 MB | 1.79x |
+| JSON | core 0 | 3 (19.9-20.6) | 12.90 s; CPU 3.72 s; 275 MB | 17.34 s; CPU 5.70 s; 483 MB | 0.74x |
+| JSON | cores 0,1 | 3 (21.3-22.0) | 10.68 s; CPU 3.27 s; 260 MB | 17.74 s; CPU 5.69 s; 431 MB | 0.60x |
+| Arrow | core 0 | 3 (21.8-22.1) | 3.46 s; CPU 1.26 s; 245 MB | 5.08 s; CPU 2.31 s; 357 MB | 0.68x |
+| Arrow | cores 0,1 | 3 (21.1-21.8) | 4.77 s; CPU 1.41 s; 220 MB | 5.79 s; CPU 2.18 s; 357 MB | 0.82x |
 
-At that load the wall times are 10 to 30 times the CPU times: the export mostly waited for a core,
-and a second thread mainly buys a larger share of a contended machine (the same happens pinned to
-one core, where no parallel work is possible), so the wall times say nothing about parallel work.
-What the run can say: \`workers: 2\` costs 30-45 % more CPU per export and 130-200 MB more peak RSS,
-on both wires; the \`parallel\` bench measured 0.78x (JSON) and 0.82x (Arrow) at load 2.9, and
-1.10x and 0.59x at load 22 (the table above). Nothing measured shows a gain that holds.
+A second thread was slower in 11 cases of 12, on the quiet machine by 1.4 to 2.4 times; the one
+gain (Arrow, both cores, load 17-18) is a one-thread run that waited for a core (1.55 s of CPU in
+10.55 s). Every case took 1.4 to 2.0 times the CPU and 100-210 MB more peak RSS. The earlier
+rounds (2026-12-01: 0.78x and 0.82x at load 2.9, 1.10x and 0.59x at load 22; 30-45 % more CPU
+pinned at load 23-40) found the same. So part threads, like the decode threads before them, were
+removed: \`workers\` (a job's, \`--workers\`, \`writeExport\`'s option) is accepted and ignored with a
+warning, and the files are those one thread wrote anyway. For more cores, a run is sharded
+(\`sluice run --processes N\`, [operations.md](operations.md)): each shard a process of its own.
+
+## The async channel
+
+The export's encoders, the quarantine feed and the run's split of one read into its outputs
+(\`tee\`) hand items over through one channel (src/export/channel.ts). Against the platform's
+WHATWG \`TransformStream\` (which also runs one item further ahead of its reader), 200,000 numbers
+pushed and read one by one, median of five (2026-12-02, 2 cores, load 27): the channel 2.5 us per
+item as a hand-off and 3.3 us with room for two, the hand-off channel it replaced 3.6 us, a
+\`TransformStream\` 18 us. Items are batches of rows, so any of them is noise beside the batch;
+the channel is our own for its semantics (a push resolves when taken; a failure after what was
+pushed; an abort at once).
 `;
 
 /** The page with this run's figures, every other row kept as the previous page had it. */

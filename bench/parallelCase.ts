@@ -6,8 +6,6 @@ import { rm } from 'node:fs/promises';
 import { builtins } from '../connectors/index.ts';
 import { ServiceClient } from '../src/client/index.ts';
 import { resolveOutput, writeExport } from '../src/export/index.ts';
-import type { Workers } from '../src/export/partPlan.ts';
-import { startThreadsFor } from '../src/export/writeExport.ts';
 import { stream } from '../src/pipeline/stream.ts';
 import { peakRss } from './peakRss.ts';
 
@@ -20,7 +18,6 @@ export interface CaseInput {
    * `native` is JSON pages written by DuckDB (src/export/nativeExport.ts).
    */
   readonly wire: 'json' | 'arrow' | 'native';
-  readonly workers: Workers;
   readonly out: string;
   readonly rowsPerFile: number;
   /** The client's `compression` (default: its own, `auto`). */
@@ -54,15 +51,11 @@ export async function exportCase(input: CaseInput): Promise<void> {
   const output = resolveOutput({ format: 'parquet', format_options: { compression: 'zstd' }, path: input.out, max_rows_per_file: input.rowsPerFile }, builtins);
   const wire = input.wire === 'native' ? 'json' : input.wire;
   const s = stream(client, { executionId: input.executionId }, { wire });
-  // As `sluice run` does: the part threads start once the result's size is known, and load their
-  // code while the first page is read.
-  const { status } = await s.ready();
-  if (input.wire !== 'native') startThreadsFor(output, input.workers, status.result_metadata?.total_row_count ?? 0, wire);
   const info = await s.info();
   const summary = await writeExport(
     { schema: await s.schema(), batches: s.batches(), meta: { executionId: info.executionId, totalRowCount: info.totalRows }, parts: await s.rangeReader() },
     output,
-    { workers: input.workers, native: input.wire === 'native' ? 'always' : 'never' },
+    { native: input.wire === 'native' ? 'always' : 'never' },
   );
   const ms = performance.now() - t;
   const used = process.cpuUsage(cpu);

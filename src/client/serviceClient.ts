@@ -164,7 +164,7 @@ export class ServiceClient {
     const transport = new Transport(this.#config, this.#dispatcher, this.stats, options.onRequest, options.requestHeaders);
     this.governor = governorFor(this.#config.baseUrl, this.#config.apiKey, options.governor);
     if (this.#config.rateLimit !== undefined) this.governor.configure(this.#config.rateLimit, this.#config.rateShare);
-    this.#http = new Http(transport, this.governor, this.#config, this.stats, options.onRetry);
+    this.#http = new Http(transport, this.governor, this.#config, this.stats, options.onRetry, options.onThrottle);
     this.catalog = new Catalog(this.#http);
   }
 

@@ -197,7 +197,8 @@ export class Encodings {
 
   /** Settles when the result's encodings (scheduled or running) have ended. */
   async settled(id: string): Promise<void> {
-    await this.#jobs.get(id)?.done;
+    // A background encoding stopped for a reader is scheduled again: that one is waited for too.
+    for (let job = this.#jobs.get(id); job !== undefined; job = this.#jobs.get(id)) await job.done;
     for (const format of ['json', 'csv', 'arrow'] as const) await (await this.#live.get(key(id, format)))?.done;
   }
 

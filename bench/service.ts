@@ -17,12 +17,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RecordBatchReader } from 'apache-arrow';
-import { request, Agent, setGlobalDispatcher } from 'undici';
-
-// Pooled connections left idle (while a bench parses what it downloaded) are closed by the client
-// before the service's 5 s keep-alive timeout closes them: a request sent on one the service is
-// closing failed mid-body ("other side closed"), which ended the firstread bench on a loaded machine.
-setGlobalDispatcher(new Agent({ keepAliveTimeout: 1_000, keepAliveMaxTimeout: 1_000 }));
+import { request } from 'undici';
 
 export const KEY = 'sk_bench_service_key';
 /** 1M rows; BENCH_SERVICE_ROWS overrides it for a quick check of the bench itself. */

@@ -28,6 +28,9 @@ export const FIGURES = [
   { id: 'wire-threads', area: 'wire', what: 'native export over CSV pages with 2 DuckDB threads, speed (and CPU) against 1, the service on the same 2 cores' },
   { id: 'wire-official', area: 'wire', what: 'the official TypeScript client reading a whole result at 50 ms per request, time against `stream()` rows over JSON pages' },
   { id: 'wire-link', area: 'wire', what: 'native export to zstd Parquet over a 100 Mbit/s link with a 50 ms round trip, time against the bare zstd download of the same CSV pages' },
+  { id: 'firstread-download', area: 'firstread', what: 'first read of a fresh 1M-row result right after COMPLETED, encoded on first read (the default): raw download of every JSON page (concurrency 4) against `JSON.parse` of the same bytes; at completion (the earlier default)' },
+  { id: 'firstread-arrow', area: 'firstread', what: 'the same first read as Arrow (download + RecordBatchReader), speed against JSON download + `JSON.parse`; encoded on first read / at completion' },
+  { id: 'firstread-end-to-end', area: 'firstread', what: 'submit to the last page of that first read, encoded on first read against at completion: JSON / Arrow' },
   { id: 'quickstart-rate', area: 'jobs', what: 'the quickstart job (1M rows to Parquet on the embedded service), rows per second against the bare pipeline reading the same rows' },
   { id: 'quickstart-peak', area: 'jobs', what: 'peak RSS of the quickstart job, the embedded service and DuckDB in the process' },
   { id: 'dialect-translate', area: 'dialect', what: 'DuneSQL -> DuckDB SQL translation, time per statement of the conformance cases and of a 3 KB query; heap the translator keeps' },
@@ -86,7 +89,17 @@ the docs rely on, and the docs and code comments link here instead of quoting nu
 const PAGE_TAIL = `
 Sizes are those of \`sample.events\` (8 columns); "1M rows" is 1,000,000 rows read from the local
 service running in a process of its own, each result read once the service had finished encoding
-it. "The image's memory settings" are the Dockerfile's \`NODE_OPTIONS=--max-semi-space-size=8\` and
+it (the \`firstread\` rows: right after COMPLETED, while the format's encoder writes).
+
+Encoding only what is read (\`engine.encode_results: on_first_read\`, the default since 2026-12-02,
+against \`at_completion\`, the earlier default): the quickstart at 5M rows, \`sluice run
+config/examples/quickstart.yaml\` with \`SLUICE_SAMPLE_ROWS=5000000\` in a fresh folder (the sample
+generated: first figure) and again in the same folder, \`/usr/bin/time -v\`, 2 cores at load 13-16
+(machine shared): 2:44 / 2:55 at completion, 1:26 / 1:06 on first read (0.52x / 0.38x the time; the
+job's own time 2:22 / 2:52 against 1:06 / 1:01); CPU 55.8 / 52.9 s against 40.1 / 30.9 s; peak RSS
+369 / 382 MB against 373 / 388 MB; the results folder after the two runs 1.7 GB against 682 MB
+(the job reads Arrow: no JSON or CSV written). The execution alone (\`firstread\`: 1M rows, three
+turns on two services at once, load 27) took 5.6x as long with every format encoded at completion. "The image's memory settings" are the Dockerfile's \`NODE_OPTIONS=--max-semi-space-size=8\` and
 \`MALLOC_MMAP_THRESHOLD_=131072\` ([operations.md](operations.md#memory)).
 
 The soak (\`npm run bench -- soak\`, \`SOAK_MINUTES\` long, 4 by default) fits a line to each process's

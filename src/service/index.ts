@@ -254,6 +254,8 @@ async function assemble(engine: SqlEngine, settings: ServiceSettings, clock: Clo
   const faults = new Faults(settings.faults);
   const router = new Router([...executionRoutes(svc), ...classifyRoutes(svc), ...queryRoutes(svc), ...queryListRoutes(svc), ...resultRoutes(svc), ...limitRoutes]);
   resultStore = new ResultStoreBound(settings.limits.result_store_max_bytes, () => engine.resultStoreBytes(), executions.resultStoreTarget());
+  // Encodings written on a first read grow the store after the result was stored.
+  engine.onResultStoreGrew?.(bound);
   bound();
   return { executions, views, router, faults, flushLimits, rateLimiter };
 }

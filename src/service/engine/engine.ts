@@ -33,9 +33,10 @@ import { join } from 'node:path';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { EngineError, type ArrowPage, type CsvPage, type ExecuteOptions, type Page, type PageRequest, type ResultInfo, type ServiceTables, type SqlClassification, type SqlEngine } from './types.ts';
 import { classifyAccess } from './sandbox/checkAccess.ts';
-import type { EncodedArrowPage, EncodedFormat, EncodedPage } from './encoding/encodedResult.ts';
+import type { EncodedFormat, EncodedPage } from './encoding/encodedResult.ts';
+import type { EncodedArrowPage } from './encoding/arrowEncoding.ts';
 import { encodedDir } from './encoding/encodedResult.ts';
-import { Encodings } from './encoding/encodings.ts';
+import { Encodings, type EncodeMode } from './encoding/encodings.ts';
 import { DuckDbServiceTables } from './tables/serviceTables.ts';
 import { TeamTableSizes } from './tables/teamStorage.ts';
 import { AttachedResults } from './results/attachedResults.ts';
@@ -97,7 +98,7 @@ export interface DuckDbEngineOptions {
   encodeMinBytes?: number | undefined;
   arrowChunkRows?: ((columnCount: number) => number) | undefined;
   ceilings?: EngineCeilings;
-  encodeResults?: 'at_completion' | 'when_idle' | undefined;
+  encodeResults?: EncodeMode | undefined;
   /**
    * Each team's SQL on an instance of its own, which cannot open other teams' files
    * (teams/teamInstances.ts); absent: every team's SQL runs on `instance`, over one `service.duckdb`.
@@ -126,6 +127,8 @@ export class DuckDbEngine implements SqlEngine {
   /** The bytes of each team's own tables, kept between the executions that change them. */
   readonly #sizes = new TeamTableSizes();
   readonly tables: ServiceTables;
+  /** Told when an encoding is written after its result was stored (the service bounds the store then). */
+  #onStoreGrew: (() => void) | undefined;
 
   constructor(o: DuckDbEngineOptions) {
     const ceilings = o.ceilings;
@@ -150,7 +153,7 @@ export class DuckDbEngine implements SqlEngine {
     this.#systemViews = o.systemViews ?? new Set();
     this.#encode = {
       minBytes: o.encodeMinBytes ?? DEFAULT_ENCODE_MIN_BYTES,
-      atCompletion: (o.encodeResults ?? 'at_completion') === 'at_completion',
+      atCompletion: o.encodeResults === 'at_completion',
       atCompletionMax: {
         bytes: ceilings?.encodeAtCompletionMax?.bytes ?? ENCODE_AT_COMPLETION_MAX_BYTES,
         rows: ceilings?.encodeAtCompletionMax?.rows ?? ENCODE_AT_COMPLETION_MAX_ROWS,
@@ -166,16 +169,19 @@ export class DuckDbEngine implements SqlEngine {
       onDetachError: (id, err) => console.error(`sluice engine: detaching result ${id}:`, err),
     });
     const acquire = (id: string): Promise<{ open: OpenResult; release: () => void }> => this.#acquire(id);
+    const slots = pageSlots(filesLimit);
     this.#encodings = new Encodings({
       files: this.#files,
       connections: this.#connections,
       bounds,
+      slots,
+      mode: o.encodeResults ?? 'on_first_read',
+      onWritten: () => this.#onStoreGrew?.(),
       acquire,
       minBytes: this.#encode.minBytes,
       apartBytes: trim?.encodeApartBytes ?? ENCODE_APART_BYTES,
       arrowChunkRows: o.arrowChunkRows ?? defaultArrowChunkRows,
     });
-    const slots = pageSlots(filesLimit);
     this.#wide = new WideRead(slots, filesLimit, wideReadLimit(ceilings));
     this.#pages = new PageReader({
       connections: this.#connections,
@@ -295,6 +301,10 @@ export class DuckDbEngine implements SqlEngine {
 
   resultStoreBytes(): Promise<Map<string, number>> {
     return this.#files.sizes();
+  }
+
+  onResultStoreGrew(listener: () => void): void {
+    this.#onStoreGrew = listener;
   }
 
   /** Settles when the result's encoding (if one is scheduled or running) has finished. */

@@ -189,7 +189,7 @@ export interface SqlEngine {
    * chunks the page spans, end of stream); undefined while the result is not encoded or when the
    * page does not start and end on chunks (serve it with arrowPage then).
    */
-  encodedArrowPage(resultId: string, offset: number, limit: number): Promise<import('./encoding/encodedResult.ts').EncodedArrowPage | undefined>;
+  encodedArrowPage(resultId: string, offset: number, limit: number): Promise<import('./encoding/arrowEncoding.ts').EncodedArrowPage | undefined>;
   /**
    * Where the compressed frames of the result's encoded pages are kept (inside its encoding, so
    * dropped with it), and the scratch path prefix a frame is written under before it is renamed
@@ -203,6 +203,8 @@ export interface SqlEngine {
    * for its instance; nothing to do when teams share one instance.
    */
   openTeams?(teams: readonly string[]): Promise<void>;
+  /** `listener` is called when the stored results grew after a result was stored (an encoding written on a first read). */
+  onResultStoreGrew?(listener: () => void): void;
   /** Settles when the result's pre-encoding (scheduled when it was stored) has ended. */
   encodingSettled(resultId: string): Promise<void>;
   hasResult(resultId: string): Promise<boolean>;
@@ -264,10 +266,10 @@ export interface OpenEngineOptions {
   /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB). */
   encodeMinBytes?: number;
   /**
-   * When they are written: as the execution's last step, before it completes (default), or in the
-   * background once the service is idle.
+   * When they are written: each format when a reader first asks for it (default), every format as
+   * the execution's last step, or every format in the background once the service is idle.
    */
-  encodeResults?: 'at_completion' | 'when_idle';
+  encodeResults?: 'on_first_read' | 'at_completion' | 'when_idle';
   /**
    * Rows per pre-encoded Arrow chunk of a result with that many columns: the page size clients
    * read by (an Arrow page of whole chunks is served from the encoding). Default: 32,000 rows, at

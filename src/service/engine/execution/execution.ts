@@ -239,7 +239,7 @@ class Execution {
     check();
     const columnNames = await storeLast(files, this.#sql, ran.last, ran.prepared, this.#catalog, ran.held);
     check();
-    const info = await finishResult(files, this.#alias, columnNames, this.#opts.maxResultBytes);
+    const info = await finishResult(files, this.#alias, columnNames, this.#opts.maxResultBytes, (n) => this.#ctx.encodings.chunkRows(n));
     check();
     await checkpoint(files, this.#alias, this.#tmpPath);
     return info;

@@ -23,8 +23,7 @@ RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 FROM node:24-slim
 # Two start-up settings for memory (measured by `npm run bench -- parallel`, "image's env"):
 # - V8 sizes the main thread's young generation for throughput (up to 64 MB per semi-space);
-#   capped at 8 MB, a one-thread export over JSON peaks some 20-30 MB lower. Part threads cap their
-#   own.
+#   capped at 8 MB, a one-thread export over JSON peaks some 20-30 MB lower.
 # - glibc's malloc raises its mmap threshold (up to 32 MB) once a big buffer is freed, so later
 #   page-sized buffers (page bodies and texts, Arrow columns) come from its heap, which stays at
 #   its high-water mark after they are freed: 50-70 MB of a one-thread export's peak. Fixed at its

@@ -18,11 +18,19 @@ export const FIGURES = [
   { id: 'export-native-peak', area: 'parallel', what: 'peak RSS of the native export over JSON pages, 1M rows / 5M rows' },
   { id: 'export-arrow-duckdb', area: 'parallel', what: 'export to zstd Parquet over Arrow pages, one thread, time against DuckDB `COPY ... TO parquet`' },
   { id: 'export-arrow', area: 'parallel', what: 'export to zstd Parquet over Arrow pages, speed against over JSON pages (one thread each)' },
-  { id: 'export-workers-json', area: 'parallel', what: 'export over JSON pages with `workers: 2`, speed against `workers: 1`' },
-  { id: 'export-workers-arrow', area: 'parallel', what: 'export over Arrow pages with `workers: 2`, speed against `workers: 1`' },
   { id: 'export-peak-json', area: 'parallel', what: "peak RSS of the one-thread export over JSON pages, without / with the image's memory settings" },
   { id: 'export-peak-arrow', area: 'parallel', what: "peak RSS of the one-thread export over Arrow pages, without / with the image's memory settings" },
   { id: 'export-time-image', area: 'parallel', what: "time of the one-thread export over JSON pages with the image's memory settings, against without them" },
+  { id: 'wire-native-csv', area: 'wire', what: 'export to zstd Parquet over CSV pages by the native path (the default for a service without Arrow pages), time (and CPU) against DuckDB `COPY ... TO parquet` of the same rows' },
+  { id: 'wire-native-json', area: 'wire', what: 'export to zstd Parquet over JSON pages by the native path, time (and CPU) against DuckDB `COPY ... TO parquet` of the same rows' },
+  { id: 'wire-native-general', area: 'wire', what: 'native export over CSV / over JSON pages, speed against the general path over JSON pages (JS decoders, one thread)' },
+  { id: 'wire-native-peak', area: 'wire', what: 'peak RSS of the native export over CSV pages, 1M rows / 5M rows' },
+  { id: 'wire-threads', area: 'wire', what: 'native export over CSV pages with 2 DuckDB threads, speed (and CPU) against 1, the service on the same 2 cores' },
+  { id: 'wire-official', area: 'wire', what: 'the official TypeScript client reading a whole result at 50 ms per request, time against `stream()` rows over JSON pages' },
+  { id: 'wire-link', area: 'wire', what: 'native export to zstd Parquet over a 100 Mbit/s link with a 50 ms round trip, time against the bare zstd download of the same CSV pages' },
+  { id: 'firstread-download', area: 'firstread', what: 'first read of a fresh 1M-row result right after COMPLETED, encoded on first read (the default): raw download of every JSON page (concurrency 4) against `JSON.parse` of the same bytes; at completion (the earlier default)' },
+  { id: 'firstread-arrow', area: 'firstread', what: 'the same first read as Arrow (download + RecordBatchReader), speed against JSON download + `JSON.parse`; encoded on first read / at completion' },
+  { id: 'firstread-end-to-end', area: 'firstread', what: 'submit to the last page of that first read, encoded on first read against at completion: JSON / Arrow' },
   { id: 'quickstart-rate', area: 'jobs', what: 'the quickstart job (1M rows to Parquet on the embedded service), rows per second against the bare pipeline reading the same rows' },
   { id: 'quickstart-peak', area: 'jobs', what: 'peak RSS of the quickstart job, the embedded service and DuckDB in the process' },
   { id: 'dialect-translate', area: 'dialect', what: 'DuneSQL -> DuckDB SQL translation, time per statement of the conformance cases and of a 3 KB query; heap the translator keeps' },
@@ -81,7 +89,17 @@ the docs rely on, and the docs and code comments link here instead of quoting nu
 const PAGE_TAIL = `
 Sizes are those of \`sample.events\` (8 columns); "1M rows" is 1,000,000 rows read from the local
 service running in a process of its own, each result read once the service had finished encoding
-it. "The image's memory settings" are the Dockerfile's \`NODE_OPTIONS=--max-semi-space-size=8\` and
+it (the \`firstread\` rows: right after COMPLETED, while the format's encoder writes).
+
+Encoding only what is read (\`engine.encode_results: on_first_read\`, the default since 2026-12-02,
+against \`at_completion\`, the earlier default): the quickstart at 5M rows, \`sluice run
+config/examples/quickstart.yaml\` with \`SLUICE_SAMPLE_ROWS=5000000\` in a fresh folder (the sample
+generated: first figure) and again in the same folder, \`/usr/bin/time -v\`, 2 cores at load 13-16
+(machine shared): 2:44 / 2:55 at completion, 1:26 / 1:06 on first read (0.52x / 0.38x the time; the
+job's own time 2:22 / 2:52 against 1:06 / 1:01); CPU 55.8 / 52.9 s against 40.1 / 30.9 s; peak RSS
+369 / 382 MB against 373 / 388 MB; the results folder after the two runs 1.7 GB against 682 MB
+(the job reads Arrow: no JSON or CSV written). The execution alone (\`firstread\`: 1M rows, three
+turns on two services at once, load 27) took 5.6x as long with every format encoded at completion. "The image's memory settings" are the Dockerfile's \`NODE_OPTIONS=--max-semi-space-size=8\` and
 \`MALLOC_MMAP_THRESHOLD_=131072\` ([operations.md](operations.md#memory)).
 
 The soak (\`npm run bench -- soak\`, \`SOAK_MINUTES\` long, 4 by default) samples each process's
@@ -120,28 +138,101 @@ slowly from one third to the next, but half an hour does not show it at zero: a 
 is two standard errors. The descriptors and disk were flat in every run (disk at most 280 MiB,
 held by the 60 s retention).
 
-## Part threads (\`workers\`), measured with the service on another core
+## Part threads (\`workers\`): measured, then removed
 
-The \`parallel\` bench runs the service in a process of its own but on the same cores as the
-export. To see whether part threads gain once the service does not take their core, the service
-(\`startService\`, 1M rows of \`sample.events\`) ran pinned to core 1 (\`taskset -c 1\`) and
-\`sluice run --execution ID --workers N\` (zstd Parquet, 4 parts of 250,000 rows) pinned to core 0, or
-to both cores, twice per case (2026-12-01, 2 cores, load average 23-40: the machine was shared
-by eight sessions). Wall seconds, then CPU seconds (user + system) and peak RSS of the export:
+Part threads wrote an output's parts side by side, each part read, decoded and encoded by a worker
+thread. Measured on 2026-12-02 with the service in a process of its own pinned to core 1 (\`taskset
+-c 1\`, 1M rows of \`sample.events\`, its encodings settled first) and the export (the \`parallel\`
+bench's export case, compiled, zstd Parquet, 4 parts of 250,000 rows) pinned to core 0 or left on
+both cores, \`workers: 1\` and \`2\` alternating, three rounds. Wall seconds, CPU seconds of the
+export process (every thread), peak RSS, with the load average (1 min) when each case ended; the
+first round ran on a quiet machine, the other two beside other sessions:
 
-| Wire | Export on | \`workers: 1\` | \`workers: 2\` |
-|---|---|---|---|
-| JSON | core 0 | 70.4 / 94.6 s; CPU 5.9 / 6.3 s; 211-221 MB | 77.7 / 103.7 s; CPU 8.0 / 9.0 s; 388-404 MB |
-| JSON | cores 0,1 | 89.1 / 85.7 s; CPU 6.3 / 6.4 s; 213-232 MB | 66.7 / 93.8 s; CPU 7.8 / 9.1 s; 415-428 MB |
-| Arrow | core 0 | 37.9 / 38.3 s; CPU 3.0 / 3.0 s; 213-215 MB | 29.1 / 28.6 s; CPU 3.9 / 4.2 s; 355-370 MB |
-| Arrow | cores 0,1 | 22.6 / 21.4 s; CPU 2.4 / 3.0 s; 212-227 MB | 9.1 / 19.2 s; CPU 3.2 / 4.2 s; 344-353 MB |
+| Wire | Export on | Round (load) | \`workers: 1\` | \`workers: 2\` | 2 against 1 |
+|---|---|---|---|---|---|
+| JSON | core 0 | 1 (2.1-2.5) | 3.24 s; CPU 3.16 s; 286 MB | 5.87 s; CPU 4.75 s; 484 MB | 0.55x |
+| JSON | cores 0,1 | 1 (2.8-3.8) | 5.70 s; CPU 2.99 s; 277 MB | 8.09 s; CPU 4.80 s; 478 MB | 0.70x |
+| Arrow | core 0 | 1 (3.8-4.0) | 1.86 s; CPU 1.40 s; 248 MB | 3.33 s; CPU 2.57 s; 358 MB | 0.56x |
+| Arrow | cores 0,1 | 1 (4.4-5.2) | 1.69 s; CPU 1.37 s; 224 MB | 4.00 s; CPU 2.53 s; 345 MB | 0.42x |
+| JSON | core 0 | 2 (6.0-8.3) | 10.53 s; CPU 4.17 s; 270 MB | 19.97 s; CPU 6.95 s; 426 MB | 0.53x |
+| JSON | cores 0,1 | 2 (9.6-10.8) | 12.96 s; CPU 4.21 s; 274 MB | 15.72 s; CPU 6.68 s; 476 MB | 0.82x |
+| Arrow | core 0 | 2 (11.0-13.5) | 3.70 s; CPU 1.53 s; 230 MB | 10.77 s; CPU 3.01 s; 340 MB | 0.34x |
+| Arrow | cores 0,1 | 2 (16.9-18.5) | 10.55 s; CPU 1.55 s; 223 MB | 5.89 s; CPU 2.17 s; 368 MB | 1.79x |
+| JSON | core 0 | 3 (19.9-20.6) | 12.90 s; CPU 3.72 s; 275 MB | 17.34 s; CPU 5.70 s; 483 MB | 0.74x |
+| JSON | cores 0,1 | 3 (21.3-22.0) | 10.68 s; CPU 3.27 s; 260 MB | 17.74 s; CPU 5.69 s; 431 MB | 0.60x |
+| Arrow | core 0 | 3 (21.8-22.1) | 3.46 s; CPU 1.26 s; 245 MB | 5.08 s; CPU 2.31 s; 357 MB | 0.68x |
+| Arrow | cores 0,1 | 3 (21.1-21.8) | 4.77 s; CPU 1.41 s; 220 MB | 5.79 s; CPU 2.18 s; 357 MB | 0.82x |
 
-At that load the wall times are 10 to 30 times the CPU times: the export mostly waited for a core,
-and a second thread mainly buys a larger share of a contended machine (the same happens pinned to
-one core, where no parallel work is possible), so the wall times say nothing about parallel work.
-What the run can say: \`workers: 2\` costs 30-45 % more CPU per export and 130-200 MB more peak RSS,
-on both wires; the \`parallel\` bench measured 0.78x (JSON) and 0.82x (Arrow) at load 2.9, and
-1.10x and 0.59x at load 22 (the table above). Nothing measured shows a gain that holds.
+A second thread was slower in 11 cases of 12, on the quiet machine by 1.4 to 2.4 times; the one
+gain (Arrow, both cores, load 17-18) is a one-thread run that waited for a core (1.55 s of CPU in
+10.55 s). Every case took 1.4 to 2.0 times the CPU and 100-210 MB more peak RSS. The earlier
+rounds (2026-12-01: 0.78x and 0.82x at load 2.9, 1.10x and 0.59x at load 22; 30-45 % more CPU
+pinned at load 23-40) found the same. So part threads, like the decode threads before them, were
+removed: \`workers\` (a job's, \`--workers\`, \`writeExport\`'s option) is accepted and ignored with a
+warning, and the files are those one thread wrote anyway. For more cores, a run is sharded
+(\`sluice run --processes N\`, [operations.md](operations.md)): each shard a process of its own.
+
+## The async channel
+
+The export's encoders, the quarantine feed and the run's split of one read into its outputs
+(\`tee\`) hand items over through one channel (src/export/channel.ts). Against the platform's
+WHATWG \`TransformStream\` (which also runs one item further ahead of its reader), 200,000 numbers
+pushed and read one by one, median of five (2026-12-02, 2 cores, load 27): the channel 2.5 us per
+item as a hand-off and 3.3 us with room for two, the hand-off channel it replaced 3.6 us, a
+\`TransformStream\` 18 us. Items are batches of rows, so any of them is noise beside the batch;
+the channel is our own for its semantics (a push resolves when taken; a failure after what was
+pushed; an abort at once).
+
+## The native export: DuckDB's threads, with the service on another core
+
+The \`wire\` bench runs the service on the same two cores as the export. To see what a second
+DuckDB thread buys once the service is elsewhere, the service (1M rows of \`sample.events\`) ran
+pinned to core 1 (\`taskset -c 1\`) and the native export over CSV pages (zstd Parquet, 4 parts of
+250,000 rows, run from the TypeScript sources) pinned to core 0 or to both cores, with 1 and 2
+DuckDB threads, twice per case (2026-12-02, 2 cores, load average 30-33: the machine was shared by
+seven sessions). Wall seconds, CPU seconds (user + system, every thread) and peak RSS:
+
+| Export on | 1 DuckDB thread | 2 DuckDB threads |
+|---|---|---|
+| core 0 | 25.9 / 21.3 s; CPU 4.1 / 3.4 s; 286 / 261 MB | 31.2 / 32.9 s; CPU 4.5 / 4.6 s; 261 / 278 MB |
+| cores 0,1 | 39.8 / 30.4 s; CPU 4.1 / 3.4 s; 280 / 279 MB | 25.8 / 15.0 s; CPU 4.2 / 3.6 s; 282 / 267 MB |
+
+At that load the wall times are 4 to 10 times the CPU times and say little
+about parallel work: on both cores the second thread finished 1.5-2x sooner, which is as much a
+larger share of a contended machine as parallel work; on one core it finished later and took
+10-35 % more CPU. What holds: a second DuckDB thread costs little CPU where it has a core of its
+own (3-5 %) and no memory; the default stays one per core but one (the export's own thread
+fetches and stages the pages). Of the CPU an export of 1M rows takes over CSV pages (some 3.5 s),
+DuckDB's statement is about 1.4 s (read, casts, checks, Parquet), the export's own thread about
+0.9 s (HTTP, staging), V8's collector some 0.5 s (freeing the page buffers: with
+\`--single-threaded-gc\` the main thread takes 0.5 s more), and the rest staging and the output's
+copy and checksum. For comparison, DuckDB's own COPY of the same rows from a table takes 0.3-0.6 s
+of wall time on the same machine at load 9-10, and a bare download of the same CSV pages from the
+service on loopback 0.3-0.5 s: the export's 3.5-4.5 s there are the client's CPU.
+
+The native path against the general one, from the compiled package, the export pinned to core 0
+and the service to core 1, three rounds alternating (2026-12-02, load 13-18; wall seconds, then
+CPU seconds of the whole process and of its main thread): over CSV pages 13.0 / 12.3 / 13.9 s, CPU
+3.73 / 3.64 / 3.78 s (main 1.0 s); the general path over JSON pages 11.7 / 12.1 / 14.5 s, CPU
+4.01 / 3.36 / 3.96 s (main 2.0-2.4 s); natively over JSON pages 12.9 / 19.0 / 17.5 s, CPU 4.48 /
+4.66 / 4.00 s (main 1.1-1.2 s). On one core the native path is not faster than the general one
+today: DuckDB's statement (some 1.4 s) costs about what the JS decoders and parquet-wasm cost on
+the main thread, and in both some 1.3 s go to threads that are neither (V8's collector freeing the
+page buffers, staging, the output's copy and checksum). Its gains are where a second core is
+free (DuckDB writes a part while the main thread fetches the next) and on the main thread, which
+it leaves mostly idle. At load 9-10, on both cores (the service pinned to core 1), two
+rounds: over CSV pages 4.55 / 4.07 s (2 DuckDB threads 4.45 / 3.65 s), the general path 4.16 /
+3.39 s, DuckDB's COPY 0.26-0.59 s.
+
+What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps
+itself (its cast of zoned text goes through ICU, five times the cost of the rest of the column);
+\`strptime\` for them (twice the cost of cutting \` UTC\` and casting the wall clock); a smaller
+DuckDB memory limit (64 MB, 32 MB: no lower peak, 32 MB fails the Parquet writer) and a smaller
+CSV buffer (no lower peak); smaller row groups lower the peak (61,440 rows: -20 MB) but change the
+files, whose row groups are the output's \`row_group_size\`. Kept: CSV pages (half the bytes of
+JSON ones, and DuckDB reads them at half the CPU, casts included about the same), the casts of
+dates and timestamps computed once below the checks (-20 % of DuckDB's CPU), and DuckDB handing
+back what it frees past 16 MB (-40 MB of peak over a long export).
 `;
 
 /** The page with this run's figures, every other row kept as the previous page had it. */

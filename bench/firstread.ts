@@ -1,16 +1,18 @@
 // The first read of a fresh 1M-row x 8-column result (SELECT * FROM sample.events ORDER BY id),
 // right after its status says COMPLETED, and the same read again (warm), the service in a process
-// of its own. Every figure is a ratio against a baseline measured in the same run:
+// of its own: with each format encoded when first read (engine.encode_results: on_first_read, the
+// default: the first read is served by the encoder as it writes), with every format encoded at
+// completion (at_completion, the earlier default), and by the page query alone. Every figure is a
+// ratio against a baseline measured in the same run:
 // - raw download of all pages at concurrency 4 against bare JSON.parse of the same bytes
 //   (target <= 0.5x), first and warm;
 // - Arrow download + RecordBatchReader against JSON download + JSON.parse (target Arrow >= 5x
 //   faster), first and warm; the Arrow first read is of a second fresh result (the first one's
 //   JSON read has warmed the disk cache for it);
-// - against what the first read cost when results were encoded only in the background: a second
-//   service with pre-encoding off serves every page by the page query; the time from submit to
-//   the last row read, both ways (encoding is now the execution's last step: it costs time before
-//   COMPLETED and saves it on every read);
-// - the service process's peak RSS, both ways;
+// - against the two other ways: every format encoded as the execution's last step (at_completion:
+//   time before COMPLETED, every read a byte range), and pre-encoding off (every page by the page
+//   query); the time from submit to the last row read, each way;
+// - the service process's peak RSS, each way;
 // - the execution time with engine.encode_results at_completion against when_idle, and the service
 //   process's CPU from submit to COMPLETED: two services at once, the same SQL submitted to each in
 //   turn (when_idle's background encoding waited for between turns, not counted);
@@ -25,9 +27,11 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { RecordBatchReader } from 'apache-arrow';
 import { buildArrowPage } from '../src/service/engine/pages/arrowPage.ts';
-import { writeArrowEncoding, writeEncodings } from '../src/service/engine/encoding/encodedResult.ts';
+import { writeEncodings } from '../src/service/engine/encoding/encodedResult.ts';
+import { writeArrowEncoding } from '../src/service/engine/encoding/arrowEncoding.ts';
 import { planPage, renderedRowsSql } from '../src/service/engine/pages/pageQuery.ts';
 import { SAMPLE_EVENTS_COLUMNS, sampleEventsSelect } from '../src/service/engine/tables/sampleEvents.ts';
+import { recordFigure } from './figures.ts';
 import { ARROW, cpuSeconds, downloadAll, fmt, get, ratio, ROWS, startChild, submitAndWait, type Child } from './service.ts';
 
 const SQL = 'SELECT * FROM sample.events ORDER BY id';
@@ -236,7 +240,8 @@ export async function run(): Promise<void> {
   // for the files instance, four concurrent page queries of 31,250 rows x 8 can fail with DuckDB's
   // out-of-memory error (500), which ended the bench.
   for (const [label, encodeMinBytes, engine] of [
-    ['encoded as the execution\'s last step (now)', undefined, undefined],
+    ['encoded on first read (encode_results: on_first_read, the default)', undefined, undefined],
+    ['encoded as the execution\'s last step (encode_results: at_completion, the earlier default)', undefined, { encode_results: 'at_completion' }],
     ['not pre-encoded (the first read of a fresh result before: the page query; memory_limit 512MiB)', Number.MAX_SAFE_INTEGER, { memory_limit: '512MiB' }],
   ] as const) {
     const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-first-read-'));
@@ -256,12 +261,18 @@ export async function run(): Promise<void> {
     report('first read', r.first);
     report('warm read ', r.warm);
   }
-  const [now, before] = results as [(typeof results)[0], (typeof results)[0]];
+  const [now, atCompletion, before] = results as [(typeof results)[0], (typeof results)[0], (typeof results)[0]];
+  const download = (x: (typeof results)[0]): string => ratio(x.r.first.json.ms, x.r.first.json.parseMs);
+  const arrowSpeed = (x: (typeof results)[0]): string => ratio(x.r.first.json.ms + x.r.first.json.parseMs, x.r.first.arrow.ms + x.r.first.arrow.readMs);
+  recordFigure('firstread-download', `${download(now)}; ${download(atCompletion)} at completion`);
+  recordFigure('firstread-arrow', `${arrowSpeed(now)} as fast / ${arrowSpeed(atCompletion)}`);
   const endToEnd = (x: (typeof results)[0], f: 'json' | 'arrow'): number =>
     f === 'json' ? x.r.a.submitToDoneMs + x.r.first.json.ms : x.r.b.submitToDoneMs + x.r.first.arrow.ms;
+  recordFigure('firstread-end-to-end', `${ratio(endToEnd(now, 'json'), endToEnd(atCompletion, 'json'))} / ${ratio(endToEnd(now, 'arrow'), endToEnd(atCompletion, 'arrow'))} the time`);
   for (const f of ['json', 'arrow'] as const) {
     console.log(
-      `submit to the last ${f === 'json' ? 'JSON' : 'Arrow'} page of the first read: ${fmt(endToEnd(now, f))} now, ${fmt(endToEnd(before, f))} with the page query (${ratio(endToEnd(now, f), endToEnd(before, f))})`,
+      `submit to the last ${f === 'json' ? 'JSON' : 'Arrow'} page of the first read: ${fmt(endToEnd(now, f))} on first read, ${fmt(endToEnd(atCompletion, f))} at completion ` +
+        `(${ratio(endToEnd(now, f), endToEnd(atCompletion, f))}), ${fmt(endToEnd(before, f))} with the page query (${ratio(endToEnd(now, f), endToEnd(before, f))})`,
     );
   }
 }

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FIGURES_FILE_ENV, performancePage, readRecorded } from './figures.ts';
 
-export const AREAS = ['engine', 'service', 'firstread', 'client', 'types', 'pipeline', 'sinks', 'jobs', 'limits', 'cli', 'parallel', 'shards', 'link', 'dialect'] as const;
+export const AREAS = ['engine', 'service', 'firstread', 'client', 'types', 'pipeline', 'sinks', 'jobs', 'limits', 'cli', 'parallel', 'wire', 'shards', 'link', 'dialect'] as const;
 /** Run only when named: they take minutes (`npm run bench -- soak`). */
 export const NAMED_ONLY = ['soak'] as const;
 

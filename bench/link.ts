@@ -5,7 +5,7 @@
 //   a time as sluice does by default, compressed with zstd, bodies dropped undecoded), Arrow and JSON;
 // - sluice stream(): rows (which it reads over JSON) and .batches() over Arrow, with compression
 //   (and without, where the bench measures what compression costs);
-// - sluice exports to zstd Parquet (writeExport, workers auto, as a job runs) in a process of their own;
+// - sluice exports to zstd Parquet (writeExport, as a job runs) in a process of their own;
 // - the official TypeScript client reading the whole result (getExecutionResults: one page after
 //   another; its fetch asks for gzip) in a process of its own. It writes no Parquet: its read is
 //   the least any export through it would take.
@@ -195,7 +195,7 @@ async function sluiceStream(url: string, executionId: string, rows: number, wire
 }
 
 async function sluiceExport(url: string, executionId: string, rows: number, wire: 'json' | 'arrow', compression: 'on' | 'off', dataDir: string): Promise<{ ms: number }> {
-  const input: CaseInput = { url, key: KEY, executionId, wire, workers: 'auto', out: join(dataDir, `export-${wire}-${compression}`), rowsPerFile: Math.max(1, Math.round(rows / 4)), compression };
+  const input: CaseInput = { url, key: KEY, executionId, wire, out: join(dataDir, `export-${wire}-${compression}`), rowsPerFile: Math.max(1, Math.round(rows / 4)), compression };
   const r = await runChildCase<CaseResult>(new URL('./parallelCase.ts', import.meta.url).href, 'exportCase', input);
   if (r.rows !== rows) throw new Error(`export wrote ${r.rows} rows, expected ${rows}`);
   return { ms: r.ms };
@@ -208,7 +208,7 @@ async function officialRead(url: string, executionId: string, rows: number): Pro
 }
 
 /** The link proxy in a process of its own, in front of the service at `serviceUrl`. */
-async function startProxy(serviceUrl: string, spec: LinkSpec): Promise<{ url: string; bytes(): Promise<number>; close(): Promise<void> }> {
+export async function startProxy(serviceUrl: string, spec: LinkSpec): Promise<{ url: string; bytes(): Promise<number>; close(): Promise<void> }> {
   const target = new URL(serviceUrl);
   const module = new URL('./linkProxy.ts', import.meta.url).href;
   const code = `const m = await import(${JSON.stringify(module)}); await m.serveLinkProxy(${JSON.stringify({ host: target.hostname, port: Number(target.port) })}, ${JSON.stringify(spec)});`;

@@ -9,9 +9,9 @@
 // - .batches() over JSON;
 // - .batches() over Arrow pages, when the service serves them (else said so);
 // - peak RSS of a process reading batches() at 1M and 5M rows (bounded memory: the same peak);
-// - an export to zstd Parquet in parts (writeExport with workers 1, 2, auto and an over-subscribed
-//   4) over each wire, against DuckDB COPY ... TO parquet of the same rows; each case in a process
-//   of its own, with its peak RSS (threads included) and how busy its main thread was.
+// - an export to zstd Parquet in parts (writeExport) over each wire and by the native path, against
+//   DuckDB COPY ... TO parquet of the same rows; each case in a process of its own, with its peak
+//   RSS (threads included) and how busy its main thread was.
 // The processes of their own (peak RSS, exports) run the compiled JavaScript, as the installed
 // package and the image do: run from the TypeScript sources, each process and thread would also
 // hold Node's type stripping (some 15-20 MB). BENCH_FROM_SOURCE=1 runs them from the sources.
@@ -26,7 +26,6 @@ import { promisify } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { ServiceClient } from '../src/client/index.ts';
 import type { BatchesInput, BatchesResult, CaseInput, CaseResult } from './parallelCase.ts';
-import type { Workers } from '../src/export/partPlan.ts';
 import { stream, type StreamOptions } from '../src/pipeline/stream.ts';
 import type { StreamSource } from '../src/pipeline/source.ts';
 import { ARROW_STREAM_MEDIA_TYPE } from '../src/protocol/index.ts';
@@ -134,52 +133,48 @@ export async function run(): Promise<void> {
     }
     record('batches-peak-json', peaks.json.join(' / '));
     if (arrowOffered) record('batches-peak-arrow', peaks.arrow.join(' / '));
-    // Parts in parallel: each case in a process of its own (its peak RSS, threads included, is its own).
+    // Exports: each case in a process of its own (its peak RSS, threads included, is its own).
     const sizes = process.env.BENCH_BIG === '1' ? [ROWS, ROWS * 5] : [ROWS];
-    // auto: as `workers: auto` decides (one thread per core at most, and only as many as the rows pay for on the wire).
-    // Last, one thread again under the image's memory settings (its ENV: NODE_OPTIONS, MALLOC_*).
+    // The export again under the image's memory settings (its ENV: NODE_OPTIONS, MALLOC_*).
     const image = await imageMemoryEnv();
-    const counts: { workers: Workers; env?: Record<string, string> }[] = [{ workers: 1 }, { workers: 2 }, { workers: 'auto' }, { workers: 4 }, { workers: 1, env: image }];
-    const label = (n: Workers, env?: object) =>
-      env !== undefined ? `${n}, image's env` : n === 'auto' ? `auto (${availableParallelism()} cores)` : `${n}${n > availableParallelism() ? ' (over-subscribed)' : ''}`;
+    const settings: { label: string; env?: Record<string, string> }[] = [{ label: 'default' }, { label: "image's env", env: image }];
     for (const size of sizes) {
-      console.log(`\nexport of ${fmt(size)} rows to zstd Parquet, parts of ${fmt(PART_ROWS)} rows (writeExport with workers), vs DuckDB COPY of the same rows:`);
+      console.log(`\nexport of ${fmt(size)} rows to zstd Parquet, parts of ${fmt(PART_ROWS)} rows (writeExport), vs DuckDB COPY of the same rows:`);
       const duckMs = await duckdbCopy(dataDir, size);
       console.log(`DuckDB COPY ... TO parquet (zstd): ${(duckMs / 1000).toFixed(2)} s`);
       const id = size === ROWS ? execution.id : await bigExecution();
-      console.log('wire   workers              seconds  vs DuckDB  speed-up vs 1  CPU s  cores got  peak RSS  main thread busy  loop delay p99');
+      console.log('wire   settings             seconds  vs DuckDB  speed-up vs json  CPU s  cores got  peak RSS  main thread busy  loop delay p99');
       const cases = new Map<string, CaseResult>();
       for (const wire of arrowOffered ? (['json', 'arrow'] as const) : (['json'] as const)) {
-        let one = 0;
-        for (const { workers, env } of counts) {
-          const r = await runCase({ url: svc.url, key: KEY, executionId: id, wire, workers, out: join(dataDir, `export-${wire}-${workers}`), rowsPerFile: PART_ROWS }, env);
+        for (const { label, env } of settings) {
+          const r = await runCase({ url: svc.url, key: KEY, executionId: id, wire, out: join(dataDir, `export-${wire}`), rowsPerFile: PART_ROWS }, env);
           if (r.rows !== size) throw new Error(`exported ${r.rows} rows, expected ${size}`);
-          if (workers === 1 && env === undefined) one = r.ms;
-          cases.set(`${wire} ${workers}${env === undefined ? '' : ' image'}`, r);
+          cases.set(`${wire}${env === undefined ? '' : ' image'}`, r);
+          const json = cases.get('json')!;
           console.log(
-            `${wire.padEnd(5)}  ${label(workers, env).padEnd(19)}  ${(r.ms / 1000).toFixed(2).padStart(7)}  ${x(r.ms / duckMs).padStart(9)}  ${x(one / r.ms).padStart(13)}  ${(r.cpuMs / 1000).toFixed(1).padStart(5)}  ${(r.cpuMs / r.ms).toFixed(2).padStart(9)}  ${mb(r.peakRss).padStart(8)}  ${`${(r.mainBusy * 100).toFixed(0)}%`.padStart(16)}  ${`${r.loopDelayP99.toFixed(0)} ms`.padStart(14)}`,
+            `${wire.padEnd(5)}  ${label.padEnd(19)}  ${(r.ms / 1000).toFixed(2).padStart(7)}  ${x(r.ms / duckMs).padStart(9)}  ${x(json.ms / r.ms).padStart(16)}  ${(r.cpuMs / 1000).toFixed(1).padStart(5)}  ${(r.cpuMs / r.ms).toFixed(2).padStart(9)}  ${mb(r.peakRss).padStart(8)}  ${`${(r.mainBusy * 100).toFixed(0)}%`.padStart(16)}  ${`${r.loopDelayP99.toFixed(0)} ms`.padStart(14)}`,
           );
         }
       }
-      // The native path (DuckDB writes the Parquet from the JSON pages; no part threads: DuckDB's own).
-      const native = await runCase({ url: svc.url, key: KEY, executionId: id, wire: 'native', workers: 1, out: join(dataDir, 'export-native'), rowsPerFile: PART_ROWS });
+      // The native path over JSON pages (DuckDB writes the Parquet from them, with its own threads). Over CSV pages: bench/wire.ts.
+      const native = await runCase({ url: svc.url, key: KEY, executionId: id, wire: 'native', native: 'json', out: join(dataDir, 'export-native'), rowsPerFile: PART_ROWS });
       if (native.rows !== size) throw new Error(`exported ${native.rows} rows natively, expected ${size}`);
-      const json = cases.get('json 1')!;
+      const json = cases.get('json')!;
       console.log(
-        `native 1 (DuckDB)            ${(native.ms / 1000).toFixed(2).padStart(7)}  ${x(native.ms / duckMs).padStart(9)}  ${x(json.ms / native.ms).padStart(13)}  ${(native.cpuMs / 1000).toFixed(1).padStart(5)}  ${(native.cpuMs / native.ms).toFixed(2).padStart(9)}  ${mb(native.peakRss).padStart(8)}  (speed-up: against json 1)`,
+        `native (DuckDB)              ${(native.ms / 1000).toFixed(2).padStart(7)}  ${x(native.ms / duckMs).padStart(9)}  ${x(json.ms / native.ms).padStart(16)}  ${(native.cpuMs / 1000).toFixed(1).padStart(5)}  ${(native.cpuMs / native.ms).toFixed(2).padStart(9)}  ${mb(native.peakRss).padStart(8)}`,
       );
       if (size === ROWS) {
         recordExports(cases, duckMs);
         record('export-native-duckdb', `${x(native.ms / duckMs)} the time`);
         record('export-native', `${x(json.ms / native.ms)} as fast`);
         // Bounded memory: the same export of 5x the rows peaks as high.
-        const big = await runCase({ url: svc.url, key: KEY, executionId: await bigExecution(), wire: 'native', workers: 1, out: join(dataDir, 'export-native-big'), rowsPerFile: PART_ROWS });
+        const big = await runCase({ url: svc.url, key: KEY, executionId: await bigExecution(), wire: 'native', native: 'json', out: join(dataDir, 'export-native-big'), rowsPerFile: PART_ROWS });
         if (big.rows !== size * 5) throw new Error(`exported ${big.rows} rows natively, expected ${size * 5}`);
         console.log(`native export of ${fmt(size * 5)} rows: ${(big.ms / 1000).toFixed(2)} s, peak RSS ${mb(big.peakRss)} (target <= 300 MB)`);
         record('export-native-peak', `${mb(native.peakRss)} / ${mb(big.peakRss)}`);
       }
     }
-    console.log('targets: workers 2 >= 1.7x workers 1; within 5x DuckDB COPY; peak RSS <= 300 MB and the same at 5x the rows');
+    console.log('targets: within 5x DuckDB COPY; peak RSS <= 300 MB and the same at 5x the rows');
     console.log(`"image's env": ${Object.entries(image).map(([k, v]) => `${k}=${v}`).join(' ')}, as the Dockerfile sets them`);
     console.log('"cores got": CPU time of the export process (all its threads) over its wall time; the service process and other programs share the same cores');
   } finally {
@@ -196,7 +191,7 @@ export async function run(): Promise<void> {
  * node_modules), which it returns. A type error stops the bench, as it stops
  * the build.
  */
-async function compileCases(): Promise<string> {
+export async function compileCases(): Promise<string> {
   await mkdir(join(ROOT, '.sluice'), { recursive: true });
   const folder = await mkdtemp(join(ROOT, '.sluice', 'bench-parallel-'));
   const config = join(folder, 'tsconfig.json');
@@ -217,20 +212,18 @@ async function compileCases(): Promise<string> {
   return folder;
 }
 
-/** The export figures of docs/performance.md, from the cases at 1M rows (`wire workers[ image]`). */
+/** The export figures of docs/performance.md, from the cases at 1M rows (`wire[ image]`). */
 function recordExports(cases: ReadonlyMap<string, CaseResult>, duckMs: number): void {
-  const json = cases.get('json 1')!;
-  const jsonImage = cases.get('json 1 image')!;
+  const json = cases.get('json')!;
+  const jsonImage = cases.get('json image')!;
   record('export-json-duckdb', `${x(json.ms / duckMs)} the time`);
-  record('export-workers-json', `${x(json.ms / cases.get('json 2')!.ms)} as fast`);
   record('export-peak-json', `${mb(json.peakRss)} / ${mb(jsonImage.peakRss)}`);
   record('export-time-image', `${x(jsonImage.ms / json.ms)} the time`);
-  const arrow = cases.get('arrow 1');
+  const arrow = cases.get('arrow');
   if (arrow === undefined) return;
   record('export-arrow-duckdb', `${x(arrow.ms / duckMs)} the time`);
   record('export-arrow', `${x(json.ms / arrow.ms)} as fast`);
-  record('export-workers-arrow', `${x(arrow.ms / cases.get('arrow 2')!.ms)} as fast`);
-  record('export-peak-arrow', `${mb(arrow.peakRss)} / ${mb(cases.get('arrow 1 image')!.peakRss)}`);
+  record('export-peak-arrow', `${mb(arrow.peakRss)} / ${mb(cases.get('arrow image')!.peakRss)}`);
 }
 
 async function timed(f: () => Promise<number>): Promise<number> {

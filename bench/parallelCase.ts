@@ -5,9 +5,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { rm } from 'node:fs/promises';
 import { builtins } from '../connectors/index.ts';
 import { ServiceClient } from '../src/client/index.ts';
-import { resolveOutput, writeExport } from '../src/export/index.ts';
-import type { Workers } from '../src/export/partPlan.ts';
-import { startThreadsFor } from '../src/export/writeExport.ts';
+import { resolveOutput, writeExport, type NativeMode } from '../src/export/index.ts';
 import { stream } from '../src/pipeline/stream.ts';
 import { peakRss } from './peakRss.ts';
 
@@ -17,10 +15,11 @@ export interface CaseInput {
   readonly executionId: string;
   /**
    * The wire the rows come over; `json` decodes them in JS (the general path, `native: false`),
-   * `native` is JSON pages written by DuckDB (src/export/nativeExport.ts).
+   * `native` is a service without Arrow pages written by DuckDB (src/export/nativeExport.ts).
    */
   readonly wire: 'json' | 'arrow' | 'native';
-  readonly workers: Workers;
+  /** With wire `native`: which pages and how many DuckDB threads (default `always`: the CSV pages, the default threads). */
+  readonly native?: NativeMode;
   readonly out: string;
   readonly rowsPerFile: number;
   /** The client's `compression` (default: its own, `auto`). */
@@ -54,15 +53,11 @@ export async function exportCase(input: CaseInput): Promise<void> {
   const output = resolveOutput({ format: 'parquet', format_options: { compression: 'zstd' }, path: input.out, max_rows_per_file: input.rowsPerFile }, builtins);
   const wire = input.wire === 'native' ? 'json' : input.wire;
   const s = stream(client, { executionId: input.executionId }, { wire });
-  // As `sluice run` does: the part threads start once the result's size is known, and load their
-  // code while the first page is read.
-  const { status } = await s.ready();
-  if (input.wire !== 'native') startThreadsFor(output, input.workers, status.result_metadata?.total_row_count ?? 0, wire);
   const info = await s.info();
   const summary = await writeExport(
     { schema: await s.schema(), batches: s.batches(), meta: { executionId: info.executionId, totalRowCount: info.totalRows }, parts: await s.rangeReader() },
     output,
-    { workers: input.workers, native: input.wire === 'native' ? 'always' : 'never' },
+    { native: input.wire === 'native' ? (input.native ?? 'always') : 'never' },
   );
   const ms = performance.now() - t;
   const used = process.cpuUsage(cpu);

@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { ConfigError } from './errors.ts';
 import { DEFAULT_RETRY, type RetryPolicy } from './retryPolicy.ts';
-import type { RequestEvent, RetryEvent } from './hooks.ts';
+import type { RequestEvent, RetryEvent, ThrottleEvent } from './hooks.ts';
 import { ACCEPT_ENCODING } from './contentCoding.ts';
 import { RATE_PLANS, rateLimitOf, type RateLimit, type RatePlan } from './governor.ts';
 
@@ -63,8 +63,10 @@ export interface ClientOptions {
   onRequest?: (event: RequestEvent) => void;
   /** Called before every retry, with the error that caused it and the delay chosen. */
   onRetry?: (event: RetryEvent) => void;
-  /** Extra headers for every HTTP attempt, asked for as it is sent (trace context: `traceparent`); the client's own headers win. */
-  requestHeaders?: () => Record<string, string>;
+  /** Called when a request was held back by the key's rate governor, with how long it waited. */
+  onThrottle?: (event: ThrottleEvent) => void;
+  /** Extra headers for every HTTP attempt, asked for as it is sent, with the client method's name (trace context: `traceparent`); the client's own headers win. */
+  requestHeaders?: (operation: string) => Record<string, string>;
   /** Environment to read defaults from (tests); default `process.env`. */
   env?: Record<string, string | undefined>;
 }

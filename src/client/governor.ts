@@ -33,7 +33,7 @@ const BYTES = 8 + CLASSES.length * FIELDS * 8;
 /**
  * One token bucket per rate class of one API key, in a SharedArrayBuffer: every client of the key
  * in this process, and every worker thread handed `shared`, takes from the same bucket, so page
- * fetchers, pollers and part threads together stay within the key's limit. A request reserves a
+ * fetchers, pollers and worker threads together stay within the key's limit. A request reserves a
  * token (the balance may go negative) and waits until that token is due: waiting requests are
  * served in the order they asked, with no polling. The bucket holds a minute's worth at most, as
  * the service's does (less one token, `burstOf`), and starts full.

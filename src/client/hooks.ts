@@ -18,6 +18,12 @@ export interface RetryEvent {
   error: ServiceError;
 }
 
+/** A request the key's rate governor held back before sending it (its token not yet due, or a 429's pause). */
+export interface ThrottleEvent {
+  operation: string;
+  waitedMs: number;
+}
+
 export interface ClientStats {
   /** HTTP attempts started. */
   requests: number;

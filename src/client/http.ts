@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { InvalidResponseError, RateLimitedError, type ErrorContext } from './errors.ts';
 import { rateClassOf, type RateGovernor } from './governor.ts';
 import type { ResolvedConfig } from './config.ts';
-import type { ClientStats, RetryEvent } from './hooks.ts';
+import type { ClientStats, RetryEvent, ThrottleEvent } from './hooks.ts';
 import { withRetry } from './retry.ts';
 import type { RawResponse, RequestSpec, Transport } from './transport.ts';
 
@@ -17,13 +17,15 @@ export class Http {
   readonly #stats: ClientStats;
   readonly #onRetry: ((event: RetryEvent) => void) | undefined;
   readonly #governor: RateGovernor;
+  readonly #onThrottle: ((event: ThrottleEvent) => void) | undefined;
 
-  constructor(transport: Transport, governor: RateGovernor, config: ResolvedConfig, stats: ClientStats, onRetry?: (event: RetryEvent) => void) {
+  constructor(transport: Transport, governor: RateGovernor, config: ResolvedConfig, stats: ClientStats, onRetry?: (event: RetryEvent) => void, onThrottle?: (event: ThrottleEvent) => void) {
     this.#transport = transport;
     this.#governor = governor;
     this.#config = config;
     this.#stats = stats;
     this.#onRetry = onRetry;
+    this.#onThrottle = onThrottle;
   }
 
   context(spec: RequestSpec): ErrorContext {
@@ -43,7 +45,10 @@ export class Http {
   #call(spec: RequestSpec, errorContext: ErrorContext): Promise<RawResponse> {
     const cls = rateClassOf(spec.httpMethod, spec.operation);
     const governed = async (n: number): Promise<RawResponse> => {
+      const asked = performance.now();
       await this.#governor.take(cls, spec.signal, errorContext);
+      const waitedMs = performance.now() - asked;
+      if (waitedMs >= 1) this.#onThrottle?.({ operation: spec.operation, waitedMs });
       try {
         return await this.#transport.send(spec, n);
       } catch (err) {

@@ -86,6 +86,8 @@ export interface LatestResultPageOptions extends ResultCallOptions {
 /** A CSV page: the text (header row included) and where the next page starts, if there is one. */
 export interface CsvPage {
   text: string;
+  /** The same page as bytes (UTF-8): what a reader that takes bytes (DuckDB's CSV reader) is handed, undecoded. */
+  body: Buffer;
   nextOffset?: number;
   nextUri?: string;
 }
@@ -164,7 +166,7 @@ export class ServiceClient {
     const transport = new Transport(this.#config, this.#dispatcher, this.stats, options.onRequest, options.requestHeaders);
     this.governor = governorFor(this.#config.baseUrl, this.#config.apiKey, options.governor);
     if (this.#config.rateLimit !== undefined) this.governor.configure(this.#config.rateLimit, this.#config.rateShare);
-    this.#http = new Http(transport, this.governor, this.#config, this.stats, options.onRetry);
+    this.#http = new Http(transport, this.governor, this.#config, this.stats, options.onRetry, options.onThrottle);
     this.catalog = new Catalog(this.#http);
   }
 
@@ -437,7 +439,12 @@ export class ServiceClient {
   async #csvPage(spec: RequestSpec, onBodyBytes: ResultCallOptions['onBodyBytes']): Promise<CsvPage> {
     const res = await this.#http.call(spec);
     onBodyBytes?.(res.bytes, res.decodedBytes);
-    const page: CsvPage = { text: res.text };
+    const page: CsvPage = {
+      get text() {
+        return res.text;
+      },
+      body: res.body,
+    };
     const next = header(res.headers[CSV_NEXT_OFFSET_HEADER]);
     if (next !== undefined) {
       if (!/^\d+$/.test(next)) {

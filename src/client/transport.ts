@@ -104,9 +104,9 @@ export class Transport {
   readonly #dispatcher: Dispatcher;
   readonly #stats: ClientStats;
   readonly #onRequest: ((event: RequestEvent) => void) | undefined;
-  readonly #requestHeaders: (() => Record<string, string>) | undefined;
+  readonly #requestHeaders: ((operation: string) => Record<string, string>) | undefined;
 
-  constructor(config: ResolvedConfig, dispatcher: Dispatcher, stats: ClientStats, onRequest?: (event: RequestEvent) => void, requestHeaders?: () => Record<string, string>) {
+  constructor(config: ResolvedConfig, dispatcher: Dispatcher, stats: ClientStats, onRequest?: (event: RequestEvent) => void, requestHeaders?: (operation: string) => Record<string, string>) {
     this.#config = config;
     this.#dispatcher = dispatcher;
     this.#stats = stats;
@@ -134,7 +134,7 @@ export class Transport {
 
   /** The request's headers (accept, encoding, the key) and its body, JSON or raw. */
   #outgoing(spec: RequestSpec): { headers: Record<string, string>; body: string | Uint8Array | undefined } {
-    const headers: Record<string, string> = { ...this.#requestHeaders?.(), accept: spec.accept ?? 'application/json', 'user-agent': this.#config.userAgent };
+    const headers: Record<string, string> = { ...this.#requestHeaders?.(spec.operation), accept: spec.accept ?? 'application/json', 'user-agent': this.#config.userAgent };
     if (this.#config.acceptEncoding !== undefined) headers['accept-encoding'] = this.#config.acceptEncoding;
     if (this.#config.apiKeyIn === 'header') headers['x-service-api-key'] = this.#config.apiKey;
     if (spec.rawBody !== undefined) return { headers: { ...headers, 'content-type': spec.rawBody.contentType }, body: spec.rawBody.data };

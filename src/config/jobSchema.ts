@@ -171,7 +171,7 @@ function reportProblem(problemOf: (value: string) => string | undefined) {
   };
 }
 
-/** Part threads a job may ask for: beyond the cores of any machine this runs on, each only costs memory. */
+/** The largest `workers` a job file may still give (ignored since part threads were removed: a file valid before stays valid). */
 export const MAX_WORKERS = 64;
 
 const JOB_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
@@ -217,9 +217,8 @@ function jobSchema(output: ReturnType<typeof withRunFields>) {
         .union([z.literal('auto'), z.number().int().min(1).max(MAX_WORKERS)])
         .optional()
         .describe(
-          `Threads writing an output's parts side by side (default 1; auto: one per core the process may use; at most ${MAX_WORKERS}). ` +
-            'Applies to outputs whose files roll by max_rows_per_file alone (part k holds rows k*N to (k+1)*N): each part is read, decoded and encoded by a thread, files byte for byte as with 1. ' +
-            'Which outputs are written by one thread whatever this asks: see "Outputs written by one thread" at the end of this page.',
+          'Ignored, with a warning: part threads were removed, since a second thread made exports slower and took more CPU (see docs/performance.md). ' +
+            'The files are those one thread writes. Remove the setting; to use more cores, run the job sharded (sluice run --processes N)',
         ),
       retries: z.number().int().min(0).max(20).optional().describe('Times a failed run is retried (default 0)'),
       retry_delay_seconds: z.number().nonnegative().optional().describe('Delay before the first retry, doubled for each next one (default 5)'),
@@ -394,7 +393,7 @@ export const ConnectionSchema = z
       ])
       .optional()
       .describe(
-        "The API key's request rate, which every page fetcher, status poll and part thread of this process shares (a shard of N takes 1/N): a plan name (free: 40 read / 15 write per minute, plus: 200 / 70, enterprise: 1000 / 350) or { read, write } requests per minute. Unset, or set too high: learned from the service's 429s and Retry-After",
+        "The API key's request rate, which every page fetcher and status poll of this process shares (a shard of N takes 1/N): a plan name (free: 40 read / 15 write per minute, plus: 200 / 70, enterprise: 1000 / 350) or { read, write } requests per minute. Unset, or set too high: learned from the service's 429s and Retry-After",
       ),
     compression: z
       .enum(COMPRESSION_MODES)

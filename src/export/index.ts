@@ -1,7 +1,6 @@
 export {
   openExport,
   writeExport,
-  startThreadsFor,
   type OpenedExport,
   type OpenExportOptions,
   type ExportInput,
@@ -23,9 +22,8 @@ export { partFileName } from './partFileName.ts';
 export { nativeOutputReason, nativeRoute, type NativeMode, type NativeRoute } from './nativeExport.ts';
 export { AppendConflictError, ManifestInvalidError, RowCountMismatchError, SchemaDriftError } from './errors.ts';
 export * from './iceberg/index.ts';
-export { MIN_ROWS_PER_THREAD, partThreadCount, planParts, resolveWorkers, type PartRange, type Workers } from './partPlan.ts';
+export { planParts, type PartRange } from './partPlan.ts';
 export { OUTPUT_SPLIT_RULES, outputSplitBlocks, serialReason, type DestinationTraits, type SplitBlock, type SplitWay } from './splitRule.ts';
 export { checkOutput, openOutput, type OpenedOutput } from './openOutput.ts';
-export { startPartThreads, writeParts, CHUNKS_IN_FLIGHT, CHUNK_BYTES, type PartToWrite, type WritePartsOptions, type WrittenPart } from './partWorkers.ts';
 export type { BeginOptions, Destination, Marker, PublishCondition, PublishOptions, SharedArea, StagedStream, Transaction, Versioned, WriteOptions, WriteResult } from './destination.ts';
 export * from './storage/index.ts';

@@ -81,24 +81,6 @@ export function resumablePrefix(journal: Journal, partName: (part: number) => st
   return kept;
 }
 
-/**
- * Every part of `journal` that holds exactly the rows its name says, whatever the parts around it:
- * part k named as part k, starting at row k * maxRows, with at most `maxRows` rows. For an export
- * whose parts are written side by side, which finish in any order: each kept part is one fewer to
- * write (a short one can only be the last; the row count checked before commit says otherwise).
- */
-export function resumableParts(journal: Journal, partName: (part: number) => string, maxRows: number): JournalPart[] {
-  const seen = new Set<string>();
-  return journal.parts
-    .filter((p) => {
-      const part = p.first_row / maxRows;
-      if (!Number.isInteger(part) || p.path !== partName(part) || p.rows > maxRows || seen.has(p.path)) return false;
-      seen.add(p.path);
-      return true;
-    })
-    .sort((a, b) => a.first_row - b.first_row);
-}
-
 export function fileEntryOf(part: JournalPart): FileEntry {
   return { path: part.path, rows: part.rows, bytes: part.bytes, sha256: part.sha256, partition: {} };
 }

@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { Table, tableToIPC, type Schema } from 'apache-arrow';
 import type { Format } from '../kit/index.ts';
 import type { RangeReader } from '../pipeline/stream.ts';
-import { nativeColumns, type NativeColumn } from '../pipeline/nativeWire/duckdbColumns.ts';
+import { nativeColumns, type NativeColumn, type NativePages } from '../pipeline/nativeWire/duckdbColumns.ts';
 import { writeNativeParts, type NativeParquet } from '../pipeline/nativeWire/nativeParts.ts';
 import { TYPE_METADATA_KEY } from '../types/arrow.ts';
 import type { ColumnSpec } from '../types/decode.ts';
@@ -15,12 +15,21 @@ import { planParts } from './partPlan.ts';
 import { serialReason } from './splitRule.ts';
 
 /**
- * The native path of an export: a Parquet output whose rows come over JSON pages is written by
- * DuckDB from the pages' text (src/pipeline/nativeWire), not decoded row by row in JS and encoded
- * by parquet-wasm. Taken automatically where it writes the same values, else the general path;
- * `nativeRoute` says which and why (`--plan` prints it).
+ * The native path of an export: a Parquet output of a service without Arrow pages is written by
+ * DuckDB from the text of the service's CSV pages (or its JSON pages: src/pipeline/nativeWire), not
+ * decoded row by row in JS and encoded by parquet-wasm. Taken automatically where it writes the
+ * same values, else the general path; `nativeRoute` says which and why (`--plan` prints it).
  */
-export type NativeRoute = { readonly native: true; readonly columns: readonly NativeColumn[]; readonly specs: readonly ColumnSpec[] } | { readonly native: false; readonly reason: string };
+export type NativeRoute =
+  | { readonly native: true; readonly pages: NativePages; readonly threads?: number | undefined; readonly columns: readonly NativeColumn[]; readonly specs: readonly ColumnSpec[] }
+  | { readonly native: false; readonly reason: string };
+
+/**
+ * The pages the native path reads by default: the CSV endpoint's. They are half the bytes of the
+ * JSON pages to fetch, stage and free, for about the same work in DuckDB (the figures:
+ * docs/performance.md).
+ */
+export const NATIVE_PAGES: NativePages = 'csv';
 
 /** Parquet settings DuckDB's writer has no counterpart for, and the value each must keep. */
 const PARQUET_DEFAULTS: Readonly<Record<string, unknown>> = { dictionary: 'auto', data_page_size: 1_048_576, statistics: 'page' };
@@ -42,21 +51,25 @@ export function nativeOutputReason(output: ResolvedOutput): string | undefined {
 /**
  * When the native path is taken: `auto` (the default), where the stream chose JSON pages because
  * the service serves no Arrow (the real service), so that a service offering both keeps one path;
- * `always` also where the caller asked for JSON pages; `never`.
+ * `always` also where the caller asked for JSON pages; `never`. `csv` and `json` are `always`,
+ * reading those pages (the default: `NATIVE_PAGES`); the object form is `always` with DuckDB's
+ * threads set too (the bench measures how the export scales with them).
  */
-export type NativeMode = 'auto' | 'always' | 'never';
+export type NativeMode = 'auto' | 'always' | 'never' | NativePages | { readonly pages?: NativePages; readonly threads?: number };
 
 /** The path the rows of `schema` take to `output` when read by `reader`. */
 export function nativeRoute(output: ResolvedOutput, schema: Schema, reader: RangeReader | undefined, mode: NativeMode = 'auto'): NativeRoute {
   if (mode === 'never') return { native: false, reason: 'native: never' };
   if (reader === undefined) return { native: false, reason: 'the result cannot be read by row ranges' };
   if (reader.options.wire !== 'json') return { native: false, reason: 'the rows come over Arrow pages' };
+  const settings = typeof mode === 'object' ? mode : mode === 'json' || mode === 'csv' ? { pages: mode } : {};
   if (mode === 'auto' && reader.wireChosen !== true) return { native: false, reason: 'JSON pages were asked for (wire: json); the native path is chosen with wire auto' };
   const why = nativeOutputReason(output);
   if (why !== undefined) return { native: false, reason: why };
   const specs = schema.fields.map((f) => ({ name: f.name, type: f.metadata.get(TYPE_METADATA_KEY) ?? 'unknown' }));
-  const columns = nativeColumns(specs);
-  return 'columns' in columns ? { native: true, columns: columns.columns, specs } : { native: false, reason: columns.reason };
+  const pages = settings.pages ?? NATIVE_PAGES;
+  const columns = nativeColumns(specs, pages);
+  return 'columns' in columns ? { native: true, pages, threads: settings.threads, columns: columns.columns, specs } : { native: false, reason: columns.reason };
 }
 
 export interface NativeExportOptions {
@@ -68,7 +81,7 @@ export interface NativeExportOptions {
 
 /**
  * Writes the parts still missing natively, each through `tx` under the name the general path gives
- * it, and records each in the journal once stored (resume per part, as for part threads). Files in part order.
+ * it, and records each in the journal once stored (resume per part). Files in part order.
  */
 export async function writeNativeExport(
   route: Extract<NativeRoute, { native: true }>,
@@ -91,6 +104,8 @@ export async function writeNativeExport(
     reader,
     specs: route.specs,
     columns: route.columns,
+    pages: route.pages,
+    threads: route.threads,
     parts,
     parquet: { compression: config.compression, rowGroupSize: config.row_group_size, rowGroupBytes: config.row_group_bytes, metadata: { 'ARROW:schema': arrowSchemaMetadata(schema) } },
     signal: options.signal,

@@ -23,7 +23,7 @@ const common = {
     .boolean()
     .optional()
     .describe('Also keep the partition_by columns in the data files, with their types (default false: Hive convention, values only in the path).'),
-  max_rows_per_file: z.int().min(1).optional().describe('Start a new file after this many rows (default: no limit, one file, per partition with partition_by). Also what makes an output a set of parts that workers write side by side.'),
+  max_rows_per_file: z.int().min(1).optional().describe('Start a new file after this many rows (default: no limit, one file, per partition with partition_by). Also what makes an output a set of parts with fixed row ranges (shards, the native path).'),
   max_bytes_per_file: z
     .int()
     .min(1024)

@@ -1,5 +1,5 @@
 import type { Transaction } from './destination.ts';
-import { encodeJournal, type Journal, type JournalPart, layoutFingerprint, parseJournal, resumableParts, resumablePrefix } from './journal.ts';
+import { encodeJournal, type Journal, type JournalPart, layoutFingerprint, parseJournal, resumablePrefix } from './journal.ts';
 import type { ResolvedOutput } from './outputConfig.ts';
 import { partFileName } from './partFileName.ts';
 
@@ -26,13 +26,6 @@ export interface Resume {
   journal(executionId: string, pageSize: number | undefined): ((part: JournalPart) => Promise<void>) | undefined;
 }
 
-/**
- * Which parts of a killed attempt are worth keeping: only a complete prefix (`prefix`: the export is
- * written from one read, from `startRow` on), or every complete part (`any`: parts are written side
- * by side, each read on its own).
- */
-export type KeepParts = 'prefix' | 'any';
-
 /** Without journaling: nothing kept, nothing recorded. */
 export const noResume: Resume = { kept: [], startRow: 0, pageSize: undefined, journal: () => undefined };
 
@@ -47,7 +40,6 @@ export async function recover(
   executionId: string,
   extension: string,
   journaling: boolean,
-  keep: KeepParts = 'prefix',
 ): Promise<Resume> {
   const layout = layoutFingerprint(resolved);
   let kept: JournalPart[] = [];
@@ -56,15 +48,15 @@ export async function recover(
     const found = parseJournal(tx.journal);
     const usable = journaling && found !== undefined && found.execution_id === executionId && found.layout === layout;
     const partName = (part: number): string => partFileName(executionId, part, extension);
-    const candidates = !usable ? [] : keep === 'any' ? resumableParts(found, partName, resolved.maxRowsPerFile) : resumablePrefix(found, partName, resolved.maxRowsPerFile);
+    const candidates = !usable ? [] : resumablePrefix(found, partName, resolved.maxRowsPerFile);
     const intact = new Set(await tx.retain(candidates.map((p) => ({ name: p.path, bytes: p.bytes }))));
     const firstMissing = candidates.findIndex((p) => !intact.has(p.path));
-    kept = keep === 'any' ? candidates.filter((p) => intact.has(p.path)) : firstMissing === -1 ? candidates : candidates.slice(0, firstMissing);
+    kept = firstMissing === -1 ? candidates : candidates.slice(0, firstMissing);
     pageSize = found?.page_size ?? undefined;
   }
   return {
     kept,
-    startRow: keep === 'any' ? contiguousRows(kept, resolved.maxRowsPerFile) : kept.reduce((n, p) => n + p.rows, 0),
+    startRow: kept.reduce((n, p) => n + p.rows, 0),
     pageSize: kept.length > 0 ? pageSize : undefined,
     journal(execution, readPageSize) {
       if (!journaling || tx.saveJournal === undefined) return undefined;
@@ -84,13 +76,3 @@ export async function recover(
   };
 }
 
-/** Rows held by the kept parts that run without a gap from row 0. */
-function contiguousRows(kept: readonly JournalPart[], maxRows: number): number {
-  let row = 0;
-  for (const p of kept) {
-    if (p.first_row !== row) break;
-    row += p.rows;
-    if (p.rows < maxRows) break;
-  }
-  return row;
-}

@@ -1,14 +1,15 @@
 import type { ResolvedOutput } from './outputConfig.ts';
 
 /**
- * The split rule, output side: why an output's rows cannot be split over several writers. Two ways
- * split them: part threads of one process (`workers`), and shards of one run (`--shard`), each
- * writing parts with fixed row ranges. Both need files that roll by rows alone; shards also need a
- * destination with a shared area and a manifest commit they can make together. The job side (the
- * job features that read once for all outputs) is in src/jobs; together they are the one list the
- * run, the shard check, `--plan` and the generated docs read.
+ * The split rule, output side: why an output's rows cannot be split into parts with fixed row
+ * ranges, each read on its own. Two ways do that: the native path of one process (`parts`: DuckDB
+ * writes each part from the pages of its rows), and shards of one run (`--shard`). Both need files
+ * that roll by rows alone; shards also need a destination with a shared area and a manifest commit
+ * they can make together. The job side (the job features that read once for all outputs) is in
+ * src/jobs; together they are the one list the run, the shard check, `--plan` and the generated
+ * docs read.
  */
-export type SplitWay = 'threads' | 'shards';
+export type SplitWay = 'parts' | 'shards';
 
 /** What the rule needs of an output's destination, once opened. */
 export interface DestinationTraits {
@@ -42,12 +43,11 @@ const rollsByBytes = (o: ResolvedOutput): boolean => Number.isFinite(o.maxBytesP
 
 /** Every output-side reason, in the order they are told (the first is the one a warning names). */
 export const OUTPUT_SPLIT_RULES: readonly OutputSplitRule[] = [
-  { way: 'threads', field: 'path', doc: 'a destination that takes one stream (`-`, stdout)', why: (_o, d) => (d.multiFile ? undefined : 'the destination takes one stream') },
-  { way: 'threads', field: 'partition_by', doc: 'set', why: (o) => (rollsByValues(o) ? 'partition_by decides files by values, not row ranges' : undefined) },
-  { way: 'threads', field: 'max_bytes_per_file', doc: 'set', why: (o) => (rollsByBytes(o) ? 'max_bytes_per_file ends files by size, not row ranges' : undefined) },
-  { way: 'threads', field: 'max_rows_per_file', doc: 'not set (the output is one file)', why: (o) => (Number.isFinite(o.maxRowsPerFile) ? undefined : 'without max_rows_per_file the output is one file') },
-  { way: 'threads', field: 'format', doc: 'a format that names no module a worker thread can load', why: (o) => (o.format.module === undefined ? `the ${o.format.type} format names no module a worker thread can load` : undefined) },
-  { way: 'threads', field: 'table', doc: '`iceberg` (the commit converts the rows of its data files, on the writing thread)', why: (o) => (o.table === 'iceberg' ? 'the iceberg commit converts the rows of its data files' : undefined) },
+  { way: 'parts', field: 'path', doc: 'a destination that takes one stream (`-`, stdout)', why: (_o, d) => (d.multiFile ? undefined : 'the destination takes one stream') },
+  { way: 'parts', field: 'partition_by', doc: 'set', why: (o) => (rollsByValues(o) ? 'partition_by decides files by values, not row ranges' : undefined) },
+  { way: 'parts', field: 'max_bytes_per_file', doc: 'set', why: (o) => (rollsByBytes(o) ? 'max_bytes_per_file ends files by size, not row ranges' : undefined) },
+  { way: 'parts', field: 'max_rows_per_file', doc: 'not set (the output is one file)', why: (o) => (Number.isFinite(o.maxRowsPerFile) ? undefined : 'without max_rows_per_file the output is one file') },
+  { way: 'parts', field: 'table', doc: '`iceberg` (the commit converts the rows of its data files)', why: (o) => (o.table === 'iceberg' ? 'the iceberg commit converts the rows of its data files' : undefined) },
   { way: 'shards', field: 'mode', doc: '`append`', why: (o) => (o.mode === 'append' ? 'a sharded run replaces the output: drop mode: append or run without shards' : undefined), value: (o) => o.mode },
   { way: 'shards', field: 'table', doc: 'other than `manifest`', why: (o) => (o.table === 'manifest' ? undefined : 'a sharded run commits a manifest: run table outputs without shards'), value: (o) => o.table },
   { way: 'shards', field: 'partition_by', doc: 'set', why: (o) => (rollsByValues(o) ? 'a sharded run writes parts by row ranges: drop partition_by or run without shards' : undefined), value: (o) => o.partitionBy },
@@ -71,10 +71,10 @@ export function outputSplitBlocks(output: ResolvedOutput, index: number, way: Sp
 }
 
 /**
- * Why part threads cannot split this output, or undefined when they can (see `OUTPUT_SPLIT_RULES`):
- * such an output is written by one thread, as with `workers: 1`. `multiFile`: whether the
+ * Why this output cannot be written in parts read by row ranges, or undefined when it can (see
+ * `OUTPUT_SPLIT_RULES`): such an output is written from the one read. `multiFile`: whether the
  * destination takes several files (by default, as the output's sink declares).
  */
 export function serialReason(resolved: ResolvedOutput, multiFile: boolean = resolved.sink.multiFile !== false): string | undefined {
-  return outputSplitBlocks(resolved, 0, 'threads', { multiFile, shared: false })[0]?.message;
+  return outputSplitBlocks(resolved, 0, 'parts', { multiFile, shared: false })[0]?.message;
 }

@@ -12,13 +12,12 @@ import { type FileEntry, PartFile } from './partFile.ts';
 import { HeldPartitions } from './heldPartitions.ts';
 import { type PartitionRun, partitioner } from './partitions.ts';
 import type { ResolvedOutput } from './outputConfig.ts';
-import { type KeepParts, noResume, recover, type Resume } from './resume.ts';
+import { noResume, recover, type Resume } from './resume.ts';
 import type { RangeReader } from '../pipeline/stream.ts';
-import { knownWire, partFormatOf, partThreadCount, planParts, resolveWorkers, type Workers } from './partPlan.ts';
-import { serialReason } from './splitRule.ts';
+import { warnWorkersIgnored } from './partPlan.ts';
 import { type OpenedOutput, openOutput } from './openOutput.ts';
-import { startPartThreads, writeParts } from './partWorkers.ts';
 import { type NativeMode, nativeRoute, writeNativeExport } from './nativeExport.ts';
+import { commitSpan } from '../telemetry/outputSpans.ts';
 
 /** What the pipeline hands over: one schema, batches that all use it, and the execution's identity. */
 export interface ExportInput {
@@ -26,9 +25,8 @@ export interface ExportInput {
   batches: AsyncIterable<RecordBatch>;
   meta: ExportMeta;
   /**
-   * How part threads read row ranges of the same result (`ResultStream.rangeReader()`): with
-   * `workers` above 1, an output whose parts have fixed row ranges is written from it, part by
-   * part, and `batches` is not read.
+   * How row ranges of the same result are read (`ResultStream.rangeReader()`): an output the
+   * native path writes (`WriteExportOptions.native`) reads its parts from it, and `batches` is not read.
    */
   parts?: RangeReader | undefined;
 }
@@ -65,13 +63,10 @@ export interface ExportProgress {
 export interface WriteExportOptions {
   signal?: AbortSignal;
   /**
-   * Threads writing parts side by side (`auto`: one per core). Above 1, and for an output whose
-   * parts have fixed row ranges (`max_rows_per_file`, no `partition_by`, no `max_bytes_per_file`,
-   * a multi-file destination), each part is read, decoded and encoded by a thread of its own from
-   * `input.parts`; the files are byte for byte those of one thread. Other outputs are written by
-   * the calling thread (see `serialReason`). Default 1.
+   * @deprecated Ignored, with one DeprecationWarning per process: part threads were removed (they
+   * made exports slower, docs/performance.md). The calling thread writes every output.
    */
-  workers?: Workers;
+  workers?: number | 'auto';
   onProgress?: (progress: ExportProgress) => void;
   /** How the export becomes visible and is found again (default: the output's `table`, see `commitFor`). */
   commit?: CommitProtocol;
@@ -111,47 +106,9 @@ export interface ExportSummary {
  * in-flight write, discards what was staged and rethrows: nothing new becomes visible.
  */
 export async function writeExport(input: ExportInput, output: ResolvedOutput, options: WriteExportOptions = {}): Promise<ExportSummary> {
-  const asked = resolveWorkers(options.workers);
-  if (asked > 1 && input.parts === undefined && serialReason(output) === undefined) {
-    throw new ConfigError('export options', [
-      { path: 'workers', message: 'part threads read their rows themselves: pass input.parts (await stream.rangeReader()), or leave workers at 1', value: asked },
-    ]);
-  }
-  // The native path reads its parts itself, with DuckDB's threads: no part thread to start.
-  const native = nativeRoute(output, input.schema, input.parts, options.native).native;
-  const splits = !native && asked > 1 && input.parts !== undefined && serialReason(output) === undefined;
-  // The threads its parts are worth (one: this thread writes them, no thread to start).
-  const threads = splits ? threadsFor(output, options.workers, input.parts!.totalRows, wireOf(input.parts!)) : undefined;
-  if (threads !== undefined && threads > 1) startPartThreads(threads, partFormatOf(output));
-  const opened = await openExport(output, input.meta, { ...options, workers: input.parts === undefined ? 1 : (threads ?? options.workers ?? 1) });
+  warnWorkersIgnored(options.workers);
+  const opened = await openExport(output, input.meta, options);
   return opened.write(input, options);
-}
-
-/**
- * Starts the part threads an export of `output` will use (see `partThreadCount`), when its parts
- * can be written by threads at all, so that they load their code while the caller still stages the
- * output, waits for the result or reads its first page. `wire`: the wire the rows will come over,
- * when known (the JSON wire's smaller threshold otherwise: at worst, a thread started for nothing
- * idles and ends).
- */
-export function startThreadsFor(output: ResolvedOutput, workers: Workers | undefined, totalRows: number, wire?: 'json' | 'arrow'): void {
-  const count = threadsFor(output, workers, totalRows, wire);
-  // One thread's worth: the calling thread writes the output (see `writeExport`), no thread to start.
-  if (count > 1) startPartThreads(count, partFormatOf(output));
-}
-
-/**
- * The part threads an export of `output` runs (see `partThreadCount`): 1 when `workers` asks for
- * one, or when part threads cannot split the output (`serialReason`). The one count of the export,
- * for library callers and for `auto` once the wire the rows come over is known.
- */
-export function threadsFor(output: ResolvedOutput, workers: Workers | undefined, totalRows: number, wire: 'json' | 'arrow' | undefined): number {
-  if (resolveWorkers(workers) <= 1 || serialReason(output) !== undefined) return 1;
-  return partThreadCount(workers, totalRows, output.maxRowsPerFile, wire);
-}
-
-function wireOf(reader: RangeReader): 'json' | 'arrow' | undefined {
-  return knownWire(reader.options.wire);
 }
 
 export interface OpenExportOptions {
@@ -171,12 +128,8 @@ export interface OpenExportOptions {
    * would, instead of discarding them. Failures of the export itself still discard everything.
    */
   keepOnStop?: AbortSignal;
-  /**
-   * Threads that will write its parts (`WriteExportOptions.workers`). Above 1, for an output whose
-   * parts have fixed row ranges, `write` takes its rows from `input.parts` (which must then be given),
-   * and resume keeps every complete part of a killed run, not only those before the first gap.
-   */
-  workers?: Workers;
+  /** @deprecated Ignored, as `WriteExportOptions.workers` (part threads were removed). */
+  workers?: number | 'auto';
   /**
    * The output opened already (`openOutput`): its destination and commit are used, and left open
    * for the caller to close. Otherwise the export opens them, and closes the destination when done.
@@ -192,10 +145,6 @@ export interface OpenedExport {
   readonly pageSize: number | undefined;
   /** Parts kept from a killed run. */
   readonly resumedFiles: readonly FileEntry[];
-  /** Threads its parts are written by: 1 when the calling thread writes it from `input.batches`. */
-  readonly workers: number;
-  /** Why it is written by one thread although `workers` asked for more (undefined otherwise). */
-  readonly serialReason: string | undefined;
   /** Writes the rows from `startRow` on, then commits; a failure discards everything staged (kept parts too), a stop (`keepOnStop`) keeps the complete parts. */
   write(input: ExportInput, options?: Pick<WriteExportOptions, 'onProgress' | 'signal' | 'native'>): Promise<ExportSummary>;
   /** Gives up before writing: discards the staging area (kept on a stop, see `keepOnStop`), closes the destination. */
@@ -213,14 +162,10 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
   const close = async (): Promise<void> => {
     if (owned) await destination.close();
   };
-  const asked = resolveWorkers(options.workers);
-  // A commit that converts the rows for its data files (a table format's field ids) does so on this thread.
-  const converts = commit?.prepare === undefined ? undefined : `the ${commit.type} commit converts the rows of its data files`;
-  const why = asked > 1 ? (serialReason(resolved, destination.multiFile) ?? converts) : undefined;
-  const workers = asked > 1 && why === undefined ? asked : 1;
+  warnWorkersIgnored(options.workers);
   let staged: Staged;
   try {
-    staged = await stage(destination, commit, resolved, meta.executionId, format.extension, options, workers > 1 ? 'any' : 'prefix');
+    staged = await stage(destination, commit, resolved, meta.executionId, format.extension, options);
   } catch (error) {
     await close();
     // Stopped by the caller: that is the cause, not the read or write it cut short.
@@ -237,8 +182,6 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
     startRow: resume.startRow,
     pageSize: resume.pageSize,
     resumedFiles,
-    workers,
-    serialReason: why,
     async write(input, writeOptions = {}) {
       if (used) throw new Error('openExport: write or discard may be called once');
       used = true;
@@ -257,10 +200,6 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
         const route = commit?.prepare !== undefined ? undefined : nativeRoute(resolved, input.schema, input.parts, writeOptions.native);
         if (route?.native === true) {
           files = await writeNativeExport(route, input.schema, input.meta.executionId, input.parts!, resolved, format, tx, { signal, onProgress: writeOptions.onProgress, kept: resume.kept, record });
-        } else if (workers > 1) {
-          if (input.parts === undefined) throw new Error(`openExport: opened for ${workers} workers, but write was given no input.parts to read the parts from`);
-          const threads = threadsFor(resolved, options.workers === 'auto' ? 'auto' : workers, input.parts.totalRows, wireOf(input.parts));
-          files = await writeInParallel(input, input.parts, threads, resolved, format, tx, { ...writeOptions, signal }, resume.kept, record);
         } else {
           files = await writeFiles(input, resolved, format, tx, { ...writeOptions, signal }, from);
         }
@@ -275,7 +214,7 @@ export async function openExport(resolved: ResolvedOutput, meta: Pick<ExportMeta
           return { url: destination.url, rows: 0, bytes: 0, files: [], resumedFiles: 0, resumedRows: 0, committed: false };
         }
         const manifest = buildManifest(input.meta, { mode: resolved.mode, format: resolved.format.type, partitionBy: resolved.partitionBy }, files, describeSchema(input.schema));
-        const published = commit ? await publish(commit, destination, tx, manifest, previous, end) : await tx.commit([]);
+        const published = commit ? await commitSpan(commit.type, { files: files.length, rows }, () => publish(commit, destination, tx, manifest, previous, end)) : await tx.commit([]);
         const resumedRows = resume.kept.reduce((n, p) => n + p.rows, 0);
         const summary = { url: destination.url, rows, bytes: manifest.total_bytes, files, resumedFiles: resumedFiles.length, resumedRows, ...(addedColumns.length > 0 ? { addedColumns } : {}) };
         return published ? { ...summary, manifest, commit: published } : summary;
@@ -312,7 +251,6 @@ async function stage(
   executionId: string,
   extension: string,
   options: OpenExportOptions,
-  keep: KeepParts,
 ): Promise<Staged> {
   const { signal } = options;
   signal?.throwIfAborted();
@@ -331,7 +269,7 @@ async function stage(
   const tx = await (commit?.begin ? commit.begin(destination, begin, previous) : destination.begin(begin));
   try {
     const journaling = resumable && tx.saveJournal !== undefined && tx.retain !== undefined;
-    const resume = await recover(tx, resolved, executionId, extension, journaling, keep);
+    const resume = await recover(tx, resolved, executionId, extension, journaling);
     return { tx, previous, resume: journaling ? resume : noResume };
   } catch (error) {
     await tx.abort(error);
@@ -476,54 +414,6 @@ async function writeFiles(
   } finally {
     await held?.close();
   }
-}
-
-/**
- * Writes the parts still missing side by side (see `writeParts`), each read from `reader` by a part
- * thread; the kept parts of a killed run are not written again. Files in part order.
- */
-async function writeInParallel(
-  input: ExportInput,
-  reader: RangeReader,
-  workers: number,
-  resolved: ResolvedOutput,
-  format: Format,
-  tx: Transaction,
-  options: Pick<WriteExportOptions, 'onProgress' | 'signal'>,
-  kept: readonly JournalPart[],
-  record: ((part: JournalPart) => Promise<void>) | undefined,
-): Promise<FileEntry[]> {
-  const perPart = resolved.maxRowsPerFile;
-  const executionId = input.meta.executionId;
-  const parts = planParts(reader.totalRows, perPart, new Set(kept.map((p) => p.first_row / perPart)));
-  let rows = kept.reduce((n, p) => n + p.rows, 0);
-  let bytes = kept.reduce((n, p) => n + p.bytes, 0);
-  let files = kept.length;
-  const progress = () => options.onProgress?.({ rows, bytes, files });
-  const written = await writeParts({
-    threads: workers,
-    read: reader,
-    schema: input.schema,
-    format: { ...partFormatOf(resolved), contentType: format.contentType },
-    parts: parts.map((range) => ({ range, name: partFileName(executionId, range.index, format.extension) })),
-    tx,
-    signal: options.signal,
-    onBytes: (n) => {
-      bytes += n;
-      progress();
-    },
-    onPart: async (part) => {
-      await record?.({ path: part.name, first_row: part.range.firstRow, rows: part.range.rows, bytes: part.bytes, sha256: part.sha256 });
-      rows += part.range.rows;
-      files++;
-      progress();
-    },
-  });
-  const entries = [
-    ...kept.map((p) => ({ first: p.first_row, entry: fileEntryOf(p) })),
-    ...written.map((w) => ({ first: w.range.firstRow, entry: { path: w.name, rows: w.range.rows, bytes: w.bytes, sha256: w.sha256, partition: {} } satisfies FileEntry })),
-  ];
-  return entries.sort((a, b) => a.first - b.first).map((e) => e.entry);
 }
 
 function checkColumns(schema: Schema, resolved: ResolvedOutput): void {

@@ -15,10 +15,7 @@ export interface Format {
    * a valid file carrying the schema (a header row, a parquet footer) when the format has one.
    */
   encode(schema: Schema, batches: AsyncIterable<RecordBatch>, signal?: AbortSignal): AsyncIterable<Uint8Array>;
-  /**
-   * Loads what `encode` loads on first use (a WebAssembly module), ahead of it: a part thread started
-   * before its first part calls it while the export waits for the result. Optional; never required.
-   */
+  /** @deprecated No longer called: it preloaded a format in part threads, which were removed. */
   load?(): Promise<void>;
 }
 
@@ -33,11 +30,7 @@ export interface FormatDescriptor<C extends z.ZodType = z.ZodType> {
    * `union_by_name`, NDJSON objects). Appending a result with a new column needs it. Default false.
    */
   readonly addsColumns?: boolean;
-  /**
-   * The URL of a module that exports this descriptor (`import.meta.url` of the file defining it): a
-   * worker thread imports it to encode the parts of an export in parallel. Without it, an export in
-   * this format is written by the calling thread alone, whatever `workers` says.
-   */
+  /** @deprecated No longer read: it told part threads, which were removed, where to load the format from. */
   readonly module?: string;
   /** Pure: no I/O, so `validate` can build a Format to check a job without running it. */
   create(config: z.output<C>): Format;

@@ -29,137 +29,159 @@ function compile(type: DataType): ValueText {
 
 const quote = (s: string): string => JSON.stringify(s);
 
-function readers(type: DataType): { text: Reader; json: Reader } {
-  switch (type.typeId) {
-    case Type.Null:
-      return same(() => 'null');
-    case Type.Bool: {
-      const read: Reader = (d, i) => {
-        const bit = d.offset + i;
-        return ((d.values as Uint8Array)[bit >> 3]! >> (bit & 7)) & 1 ? 'true' : 'false';
-      };
-      return same(read);
-    }
-    case Type.Int:
-      return same((d, i) => String((d.values as ArrayLike<number | bigint>)[i]));
-    case Type.Float: {
-      const precision = (type as unknown as { precision: Precision }).precision;
-      const read: (v: number) => string = precision === Precision.SINGLE ? float32Text : float64Text;
-      if (precision === Precision.HALF) {
-        const get = (d: Data, i: number): number => makeVector(d).get(i) as number;
-        return { text: (d, i) => read(get(d, i)), json: (d, i) => floatJson(get(d, i), read) };
-      }
-      return {
-        text: (d, i) => read((d.values as Float32Array | Float64Array)[i]!),
-        json: (d, i) => floatJson((d.values as Float32Array | Float64Array)[i]!, read),
-      };
-    }
-    case Type.Decimal: {
-      const { scale, bitWidth } = type as unknown as { scale: number; bitWidth: number };
-      const words = bitWidth / 32;
-      const read: Reader = (d, i) => decimalText(d.values as Uint32Array, i * words, words, scale);
-      // JSON numbers with 20+ significant digits are rounded by most readers: keep them strings.
-      return { text: read, json: (d, i) => quote(read(d, i)) };
-    }
-    case Type.Utf8:
-    case Type.LargeUtf8: {
-      const read: Reader = (d, i) => utf8.decode(bytesAt(d, i));
-      return { text: read, json: (d, i) => quote(read(d, i)) };
-    }
-    case Type.Binary:
-    case Type.LargeBinary: {
-      const read: Reader = (d, i) => hex(bytesAt(d, i));
-      return { text: read, json: (d, i) => quote(read(d, i)) };
-    }
-    case Type.FixedSizeBinary: {
-      const width = (type as unknown as { byteWidth: number }).byteWidth;
-      const read: Reader = (d, i) => hex((d.values as Uint8Array).subarray(i * width, (i + 1) * width));
-      return { text: read, json: (d, i) => quote(read(d, i)) };
-    }
-    case Type.Date: {
-      const unit = (type as unknown as { unit: DateUnit }).unit;
-      const read: Reader =
-        unit === DateUnit.DAY
-          ? (d, i) => dateText((d.values as Int32Array)[i]!)
-          : (d, i) => dateText(Math.floor(Number((d.values as unknown as ArrayLike<bigint | number>)[i]) / 86_400_000));
-      return { text: read, json: (d, i) => quote(read(d, i)) };
-    }
-    case Type.Time: {
-      const unit = (type as unknown as { unit: TimeUnit }).unit;
-      const read: Reader = (d, i) => timeOfDay(BigInt((d.values as ArrayLike<number | bigint>)[i]!), unit);
-      return { text: read, json: (d, i) => quote(read(d, i)) };
-    }
-    case Type.Timestamp: {
-      const { unit, timezone } = type as unknown as { unit: TimeUnit; timezone: string | null };
-      // Values are UTC instants whenever a zone is set, so `Z` is exact for any zone name.
-      const suffix = timezone ? 'Z' : '';
-      const read: Reader = (d, i) => isoTimestamp((d.values as BigInt64Array)[i]!, unit) + suffix;
-      return { text: read, json: (d, i) => quote(read(d, i)) };
-    }
-    case Type.Duration:
-      return same((d, i) => String((d.values as BigInt64Array)[i]));
-    case Type.List:
-    case Type.LargeList:
-    case Type.Map: {
-      const child = () => (type.children[0] as Field).type;
-      let item: ValueText | undefined;
-      let entries: { key: ValueText; value: ValueText } | undefined;
-      const isMap = type.typeId === Type.Map;
-      const read: Reader = (d, i) => {
-        const offsets = d.valueOffsets as ArrayLike<number | bigint>;
-        const start = Number(offsets[i]);
-        const end = Number(offsets[i + 1]);
-        const inner = d.children[0]!;
-        if (isMap) {
-          entries ??= mapEntries(child());
-          const [keys, values] = inner.children as [Data, Data];
-          const parts: string[] = [];
-          for (let j = start; j < end; j++) {
-            parts.push(`${quote(entries.key.text(keys, j) ?? 'null')}:${entries.value.json(values, j)}`);
-          }
-          return `{${parts.join(',')}}`;
-        }
-        item ??= compile(child());
-        const parts: string[] = [];
-        for (let j = start; j < end; j++) parts.push(item.json(inner, j));
-        return `[${parts.join(',')}]`;
-      };
-      return same(read);
-    }
-    case Type.FixedSizeList: {
-      const size = (type as unknown as { listSize: number }).listSize;
-      let item: ValueText | undefined;
-      return same((d, i) => {
-        item ??= compile((type.children[0] as Field).type);
-        const parts: string[] = [];
-        for (let j = i * size; j < (i + 1) * size; j++) parts.push(item.json(d.children[0]!, j));
-        return `[${parts.join(',')}]`;
-      });
-    }
-    case Type.Struct: {
-      const fields = type.children as Field[];
-      let members: ValueText[] | undefined;
-      return same((d, i) => {
-        members ??= fields.map((f) => compile(f.type));
-        const parts = fields.map((f, k) => `${quote(f.name)}:${members![k]!.json(d.children[k]!, i)}`);
-        return `{${parts.join(',')}}`;
-      });
-    }
-    default: {
-      // Dictionary, unions, intervals: rare here; Vector.get is exact enough for them.
-      const get = (d: Data, i: number): unknown => makeVector(d).get(i);
-      return {
-        text: (d, i) => {
-          const v = get(d, i);
-          return typeof v === 'string' ? v : jsonOfUnknown(v);
-        },
-        json: (d, i) => jsonOfUnknown(get(d, i)),
-      };
-    }
-  }
+/** The text and the JSON of one column's values. */
+interface Readers {
+  text: Reader;
+  json: Reader;
 }
 
-function same(read: Reader): { text: Reader; json: Reader } {
+function readers(type: DataType): Readers {
+  return (READERS.get(type.typeId) ?? otherReaders)(type);
+}
+
+/** The readers of each Arrow type (by its type id), made once per column from its type. */
+const READERS: ReadonlyMap<Type, (type: DataType) => Readers> = new Map<Type, (type: DataType) => Readers>([
+  [Type.Null, () => same(() => 'null')],
+  [Type.Bool, () => same(boolText)],
+  [Type.Int, () => same((d, i) => String((d.values as ArrayLike<number | bigint>)[i]))],
+  [Type.Float, floatReaders],
+  [Type.Decimal, decimalReaders],
+  [Type.Utf8, () => quoted((d, i) => utf8.decode(bytesAt(d, i)))],
+  [Type.LargeUtf8, () => quoted((d, i) => utf8.decode(bytesAt(d, i)))],
+  [Type.Binary, () => quoted((d, i) => hex(bytesAt(d, i)))],
+  [Type.LargeBinary, () => quoted((d, i) => hex(bytesAt(d, i)))],
+  [Type.FixedSizeBinary, fixedSizeBinaryReaders],
+  [Type.Date, dateReaders],
+  [Type.Time, timeReaders],
+  [Type.Timestamp, timestampReaders],
+  [Type.Duration, () => same((d, i) => String((d.values as BigInt64Array)[i]))],
+  [Type.List, listReaders],
+  [Type.LargeList, listReaders],
+  [Type.Map, mapReaders],
+  [Type.FixedSizeList, fixedSizeListReaders],
+  [Type.Struct, structReaders],
+]);
+
+function boolText(d: Data, i: number): string {
+  const bit = d.offset + i;
+  return ((d.values as Uint8Array)[bit >> 3]! >> (bit & 7)) & 1 ? 'true' : 'false';
+}
+
+function floatReaders(type: DataType): Readers {
+  const precision = (type as unknown as { precision: Precision }).precision;
+  const read: (v: number) => string = precision === Precision.SINGLE ? float32Text : float64Text;
+  if (precision === Precision.HALF) {
+    const get = (d: Data, i: number): number => makeVector(d).get(i) as number;
+    return { text: (d, i) => read(get(d, i)), json: (d, i) => floatJson(get(d, i), read) };
+  }
+  return {
+    text: (d, i) => read((d.values as Float32Array | Float64Array)[i]!),
+    json: (d, i) => floatJson((d.values as Float32Array | Float64Array)[i]!, read),
+  };
+}
+
+function decimalReaders(type: DataType): Readers {
+  const { scale, bitWidth } = type as unknown as { scale: number; bitWidth: number };
+  const words = bitWidth / 32;
+  // JSON numbers with 20+ significant digits are rounded by most readers: keep them strings.
+  return quoted((d, i) => decimalText(d.values as Uint32Array, i * words, words, scale));
+}
+
+function fixedSizeBinaryReaders(type: DataType): Readers {
+  const width = (type as unknown as { byteWidth: number }).byteWidth;
+  return quoted((d, i) => hex((d.values as Uint8Array).subarray(i * width, (i + 1) * width)));
+}
+
+function dateReaders(type: DataType): Readers {
+  const unit = (type as unknown as { unit: DateUnit }).unit;
+  return quoted(
+    unit === DateUnit.DAY
+      ? (d, i) => dateText((d.values as Int32Array)[i]!)
+      : (d, i) => dateText(Math.floor(Number((d.values as unknown as ArrayLike<bigint | number>)[i]) / 86_400_000)),
+  );
+}
+
+function timeReaders(type: DataType): Readers {
+  const unit = (type as unknown as { unit: TimeUnit }).unit;
+  return quoted((d, i) => timeOfDay(BigInt((d.values as ArrayLike<number | bigint>)[i]!), unit));
+}
+
+function timestampReaders(type: DataType): Readers {
+  const { unit, timezone } = type as unknown as { unit: TimeUnit; timezone: string | null };
+  // Values are UTC instants whenever a zone is set, so `Z` is exact for any zone name.
+  const suffix = timezone ? 'Z' : '';
+  return quoted((d, i) => isoTimestamp((d.values as BigInt64Array)[i]!, unit) + suffix);
+}
+
+/** A list as a JSON array of its items' JSON; the item's readers are compiled at the first value. */
+function listReaders(type: DataType): Readers {
+  let item: ValueText | undefined;
+  return same((d, i) => {
+    const offsets = d.valueOffsets as ArrayLike<number | bigint>;
+    const end = Number(offsets[i + 1]);
+    const inner = d.children[0]!;
+    item ??= compile((type.children[0] as Field).type);
+    const parts: string[] = [];
+    for (let j = Number(offsets[i]); j < end; j++) parts.push(item.json(inner, j));
+    return `[${parts.join(',')}]`;
+  });
+}
+
+/** A map as a JSON object: each key's text as a name, each value's JSON. */
+function mapReaders(type: DataType): Readers {
+  let entries: { key: ValueText; value: ValueText } | undefined;
+  return same((d, i) => {
+    const offsets = d.valueOffsets as ArrayLike<number | bigint>;
+    const end = Number(offsets[i + 1]);
+    entries ??= mapEntries((type.children[0] as Field).type);
+    const [keys, values] = d.children[0]!.children as [Data, Data];
+    const parts: string[] = [];
+    for (let j = Number(offsets[i]); j < end; j++) {
+      parts.push(`${quote(entries.key.text(keys, j) ?? 'null')}:${entries.value.json(values, j)}`);
+    }
+    return `{${parts.join(',')}}`;
+  });
+}
+
+function fixedSizeListReaders(type: DataType): Readers {
+  const size = (type as unknown as { listSize: number }).listSize;
+  let item: ValueText | undefined;
+  return same((d, i) => {
+    item ??= compile((type.children[0] as Field).type);
+    const parts: string[] = [];
+    for (let j = i * size; j < (i + 1) * size; j++) parts.push(item.json(d.children[0]!, j));
+    return `[${parts.join(',')}]`;
+  });
+}
+
+function structReaders(type: DataType): Readers {
+  const fields = type.children as Field[];
+  let members: ValueText[] | undefined;
+  return same((d, i) => {
+    members ??= fields.map((f) => compile(f.type));
+    const parts = fields.map((f, k) => `${quote(f.name)}:${members![k]!.json(d.children[k]!, i)}`);
+    return `{${parts.join(',')}}`;
+  });
+}
+
+/** Dictionary, unions, intervals: rare here; Vector.get is exact enough for them. */
+function otherReaders(): Readers {
+  const get = (d: Data, i: number): unknown => makeVector(d).get(i);
+  return {
+    text: (d, i) => {
+      const v = get(d, i);
+      return typeof v === 'string' ? v : jsonOfUnknown(v);
+    },
+    json: (d, i) => jsonOfUnknown(get(d, i)),
+  };
+}
+
+/** A value whose JSON is its text as a JSON string. */
+function quoted(read: Reader): Readers {
+  return { text: read, json: (d, i) => quote(read(d, i)) };
+}
+
+function same(read: Reader): Readers {
   return { text: read, json: read };
 }
 

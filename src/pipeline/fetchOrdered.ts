@@ -78,147 +78,178 @@ export async function* fetchOrdered<P extends PageShape>(
   fetchPage: FetchPage<P>,
   options: FetchOrderedOptions,
 ): AsyncGenerator<OrderedPage<P>, void, undefined> {
-  const concurrency = positiveInt('concurrency', options.concurrency ?? DEFAULT_CONCURRENCY);
-  const prefetch = nonNegativeInt('prefetch', options.prefetch ?? DEFAULT_PREFETCH);
-  const pageSize = positiveInt('pageSize', options.pageSize);
-  const maxAhead = concurrency + prefetch;
-  const totalRows = options.totalRows;
-  const signal = options.signal;
-
-  const window: Slot<P>[] = [];
-  let inFlight = 0;
-  /** The first failed page (by offset): pages before it are still handed over, then this is thrown. */
-  let failure: { error: unknown; offset: number } | undefined;
-  /** Where the next planned page starts; pages are only planned below `planEnd`. */
-  let planFrom = options.start;
-  let planEnd = totalRows ?? Number.POSITIVE_INFINITY;
-  /** Requests of pages given up on (a gap came first): aborted, and awaited before returning. */
-  const detached = new Set<Promise<void>>();
-  let cursor: number | undefined = options.start;
-  let wake: (() => void) | undefined;
-
-  const notify = () => {
-    const w = wake;
-    wake = undefined;
-    w?.();
-  };
-
-  const launch = (slot: Slot<P>) => {
-    slot.state = 'fetching';
-    inFlight++;
-    slot.settled = fetchPage({ offset: slot.offset, limit: slot.limit }, slot.controller.signal).then(
-      (page) => {
-        inFlight--;
-        slot.state = 'done';
-        slot.page = page;
-        // A page without next_offset is the end, whatever total_row_count said.
-        if (page.nextOffset === undefined) markEnd(slot.offset + page.rowCount);
-        fill();
-        notify();
-      },
-      (error: unknown) => {
-        inFlight--;
-        slot.state = 'done';
-        // A request aborted because its page became useless (or the iteration is ending) is not a failure.
-        if (!slot.controller.signal.aborted && (failure === undefined || slot.offset < failure.offset)) {
-          failure = { error, offset: slot.offset };
-          for (const later of window) if (later.offset > slot.offset) later.controller.abort(error);
-        }
-        notify();
-      },
-    );
-  };
-
-  const fill = () => {
-    while (failure === undefined && !signal?.aborted && inFlight < concurrency) {
-      let next = window.find((s) => s.state === 'planned');
-      if (next === undefined) {
-        if (window.length >= maxAhead || planFrom >= planEnd) return;
-        next = { offset: planFrom, limit: Math.min(pageSize, planEnd - planFrom), controller: new AbortController(), state: 'planned' };
-        planFrom += next.limit;
-        window.push(next);
-      }
-      launch(next);
-    }
-  };
-
-  const abortAll = (reason: unknown) => {
-    for (const slot of window) slot.controller.abort(reason);
-  };
-
-  const onAbort = () => {
-    abortAll(signal?.reason);
-    notify();
-  };
-  signal?.addEventListener('abort', onAbort, { once: true });
-
+  const window = new PageWindow(fetchPage, options);
   try {
-    while (cursor !== undefined) {
-      if (signal?.aborted) throw signal.reason;
-      const c: number = cursor;
+    for (let page = await window.next(); page !== undefined; page = await window.next()) yield page;
+  } finally {
+    await window.close();
+  }
+}
 
+/**
+ * The pages `fetchOrdered` has planned, in flight or fetched and not yet handed over, in offset
+ * order, and the cursor: the offset of the next row to hand over (undefined once the last page
+ * was). `next` hands over the page at the cursor once it is fetched, planning and launching the
+ * requests after it; `close` aborts and awaits every request still running.
+ */
+class PageWindow<P extends PageShape> {
+  readonly #fetchPage: FetchPage<P>;
+  readonly #concurrency: number;
+  readonly #pageSize: number;
+  readonly #maxAhead: number;
+  readonly #signal: AbortSignal | undefined;
+  readonly #slots: Slot<P>[] = [];
+  #inFlight = 0;
+  /** The first failed page (by offset): pages before it are still handed over, then this is thrown. */
+  #failure: { error: unknown; offset: number } | undefined;
+  /** Where the next planned page starts; pages are only planned below `planEnd`. */
+  #planFrom: number;
+  #planEnd: number;
+  /** Requests of pages given up on (a gap came first): aborted, and awaited before returning. */
+  readonly #detached = new Set<Promise<void>>();
+  #cursor: number | undefined;
+  #wake: (() => void) | undefined;
+  readonly #onAbort = (): void => {
+    this.#abortAll(this.#signal?.reason);
+    this.#notify();
+  };
+
+  constructor(fetchPage: FetchPage<P>, options: FetchOrderedOptions) {
+    this.#fetchPage = fetchPage;
+    this.#concurrency = positiveInt('concurrency', options.concurrency ?? DEFAULT_CONCURRENCY);
+    this.#pageSize = positiveInt('pageSize', options.pageSize);
+    this.#maxAhead = this.#concurrency + nonNegativeInt('prefetch', options.prefetch ?? DEFAULT_PREFETCH);
+    this.#signal = options.signal;
+    this.#planFrom = options.start;
+    this.#planEnd = options.totalRows ?? Number.POSITIVE_INFINITY;
+    this.#cursor = options.start;
+    this.#signal?.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  /** The next page in offset order, once fetched; undefined after the last. Rejects with the first failure once the pages before it are handed over. */
+  async next(): Promise<OrderedPage<P> | undefined> {
+    while (this.#cursor !== undefined) {
+      if (this.#signal?.aborted) throw this.#signal.reason;
+      const c: number = this.#cursor;
       // Pages that end at or before the cursor will never be needed (the service overshot the plan).
-      while (window.length > 0 && window[0]!.offset + window[0]!.limit <= c) drop(window.shift()!);
-      const head = window[0];
-      // After a failure only pages already asked for, before the failed one, are still handed over.
-      const coming = head !== undefined && head.offset <= c && (head.state === 'fetching' || head.page !== undefined);
-      if (failure !== undefined && !(coming && head.offset < failure.offset)) throw failure.error;
+      while (this.#slots.length > 0 && this.#slots[0]!.offset + this.#slots[0]!.limit <= c) this.#drop(this.#slots.shift()!);
+      const head = this.#slots[0];
+      this.#throwUnlessComing(head, c);
       if (head === undefined || head.offset > c) {
-        // A gap: the page before was shorter than planned. Fetch it first, keeping the bound on pages
-        // held by giving up the furthest planned page (it is planned again later).
-        const limit = Math.min(pageSize, (head?.offset ?? Number.POSITIVE_INFINITY) - c);
-        if (window.length >= maxAhead) {
-          const last = window.pop()!;
-          drop(last);
-          planFrom = last.offset;
-        }
-        window.unshift({ offset: c, limit, controller: new AbortController(), state: 'planned' });
-        // Nothing planned after it: the plan starts over from the cursor.
-        if (head === undefined) planFrom = c + limit;
-        fill();
+        this.#planGap(head, c);
         continue;
       }
-
-      fill();
+      this.#fill();
       if (head.state !== 'done') {
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-        });
+        await new Promise<void>((resolve) => (this.#wake = resolve));
         continue;
       }
       if (head.page === undefined) continue; // aborted, or failed: the checks at the top decide
-
-      window.shift();
-      const page = head.page;
-      const skip = c - head.offset;
-      if (skip >= page.rowCount && page.nextOffset !== undefined) {
-        // The page does not reach the cursor although the result goes on: ask again from the cursor.
-        continue;
-      }
-      if (page.nextOffset !== undefined && page.nextOffset <= c) {
-        throw new PageSequenceError(head.offset, page.nextOffset);
-      }
-      cursor = page.nextOffset;
-      fill();
-      if (skip < page.rowCount) yield { page, offset: head.offset, skip };
+      const page = this.#handOver(head, head.page, c);
+      if (page !== undefined) return page;
     }
-  } finally {
-    signal?.removeEventListener('abort', onAbort);
-    const reason = failure?.error ?? signal?.reason ?? new Error('page iteration ended');
-    abortAll(reason);
-    await Promise.allSettled([...window.map((s) => s.settled), ...detached]);
+    return undefined;
   }
 
-  function markEnd(end: number): void {
-    planEnd = Math.min(planEnd, end);
+  /** Aborts every request still running and waits for all of them: nothing is left running, no rejection unhandled. */
+  async close(): Promise<void> {
+    this.#signal?.removeEventListener('abort', this.#onAbort);
+    this.#abortAll(this.#failure?.error ?? this.#signal?.reason ?? new Error('page iteration ended'));
+    await Promise.allSettled([...this.#slots.map((s) => s.settled), ...this.#detached]);
   }
 
-  function drop(slot: Slot<P>): void {
+  /** After a failure only pages already asked for, before the failed one, are still handed over. */
+  #throwUnlessComing(head: Slot<P> | undefined, c: number): void {
+    if (this.#failure === undefined) return;
+    const coming = head !== undefined && head.offset <= c && (head.state === 'fetching' || head.page !== undefined);
+    if (!(coming && head.offset < this.#failure.offset)) throw this.#failure.error;
+  }
+
+  /**
+   * A gap at the cursor: the page before was shorter than planned. Fetch it first, keeping the bound
+   * on pages held by giving up the furthest planned page (it is planned again later).
+   */
+  #planGap(head: Slot<P> | undefined, c: number): void {
+    const limit = Math.min(this.#pageSize, (head?.offset ?? Number.POSITIVE_INFINITY) - c);
+    if (this.#slots.length >= this.#maxAhead) {
+      const last = this.#slots.pop()!;
+      this.#drop(last);
+      this.#planFrom = last.offset;
+    }
+    this.#slots.unshift({ offset: c, limit, controller: new AbortController(), state: 'planned' });
+    // Nothing planned after it: the plan starts over from the cursor.
+    if (head === undefined) this.#planFrom = c + limit;
+    this.#fill();
+  }
+
+  /** Takes the fetched head page and moves the cursor past it: the page to hand over, or undefined when it holds no row at the cursor. */
+  #handOver(head: Slot<P>, page: P, c: number): OrderedPage<P> | undefined {
+    this.#slots.shift();
+    const skip = c - head.offset;
+    // The page does not reach the cursor although the result goes on: ask again from the cursor.
+    if (skip >= page.rowCount && page.nextOffset !== undefined) return undefined;
+    if (page.nextOffset !== undefined && page.nextOffset <= c) throw new PageSequenceError(head.offset, page.nextOffset);
+    this.#cursor = page.nextOffset;
+    this.#fill();
+    return skip < page.rowCount ? { page, offset: head.offset, skip } : undefined;
+  }
+
+  #notify(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  #launch(slot: Slot<P>): void {
+    slot.state = 'fetching';
+    this.#inFlight++;
+    slot.settled = this.#fetchPage({ offset: slot.offset, limit: slot.limit }, slot.controller.signal).then(
+      (page) => {
+        this.#inFlight--;
+        slot.state = 'done';
+        slot.page = page;
+        // A page without next_offset is the end, whatever total_row_count said.
+        if (page.nextOffset === undefined) this.#planEnd = Math.min(this.#planEnd, slot.offset + page.rowCount);
+        this.#fill();
+        this.#notify();
+      },
+      (error: unknown) => {
+        this.#inFlight--;
+        slot.state = 'done';
+        // A request aborted because its page became useless (or the iteration is ending) is not a failure.
+        if (!slot.controller.signal.aborted && (this.#failure === undefined || slot.offset < this.#failure.offset)) {
+          this.#failure = { error, offset: slot.offset };
+          for (const later of this.#slots) if (later.offset > slot.offset) later.controller.abort(error);
+        }
+        this.#notify();
+      },
+    );
+  }
+
+  /** Launches planned pages, planning more up to `maxAhead`, while fewer than `concurrency` are in flight. */
+  #fill(): void {
+    while (this.#failure === undefined && !this.#signal?.aborted && this.#inFlight < this.#concurrency) {
+      let next = this.#slots.find((s) => s.state === 'planned');
+      if (next === undefined) {
+        if (this.#slots.length >= this.#maxAhead || this.#planFrom >= this.#planEnd) return;
+        next = { offset: this.#planFrom, limit: Math.min(this.#pageSize, this.#planEnd - this.#planFrom), controller: new AbortController(), state: 'planned' };
+        this.#planFrom += next.limit;
+        this.#slots.push(next);
+      }
+      this.#launch(next);
+    }
+  }
+
+  #abortAll(reason: unknown): void {
+    for (const slot of this.#slots) slot.controller.abort(reason);
+  }
+
+  #drop(slot: Slot<P>): void {
     slot.controller.abort(new Error('page no longer needed'));
     const settled = slot.settled;
     if (settled === undefined) return;
-    detached.add(settled);
-    void settled.then(() => detached.delete(settled));
+    this.#detached.add(settled);
+    void settled.then(() => this.#detached.delete(settled));
   }
 }
 

@@ -5,7 +5,7 @@ import type { ClientOptions } from '../client/config.ts';
 import type { Wire } from '../client/serviceClient.ts';
 import type { ExecutionStatus, ResultMetadata, ResultPage } from '../protocol/index.ts';
 import { arrowSchema, type ArrowTypeOptions } from '../types/arrow.ts';
-import { compileJsonRowAppender, compileTextBatchReader, createBatchBuilder, restartRowOffset, type TextBatchReader } from '../types/batch.ts';
+import { type BatchBuilder, compileJsonRowAppender, compileTextBatchReader, createBatchBuilder, restartRowOffset, type TextBatchReader } from '../types/batch.ts';
 import { compileRowDecoder, sameColumns, type ColumnSpec, type DecodeOptions, type Row } from '../types/decode.ts';
 import { compileTextRows, type TextRead, type TextReader } from '../types/textRows.ts';
 import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
@@ -77,12 +77,12 @@ export interface StreamOptions {
   /**
    * @deprecated Accepted and ignored, with one `DeprecationWarning` per process: pages are decoded on
    * the calling thread (decode threads took longer, and more CPU, than the calling thread alone).
-   * To use more cores, write an export in parts (`writeExport`'s part threads, a job's `workers`).
+   * To use more cores, run a job sharded (`sluice run --processes N`).
    */
   decodeThreads?: number;
 }
 
-/** What a thread needs to read rows `[first, end)` of a result as the stream that made it would. */
+/** What a reader of row ranges (the native path) needs to read rows `[first, end)` of a result as the stream that made it would. */
 export interface RangeReader {
   /** A client to the same service (holds the key: keep it in this process). */
   readonly connection: ClientOptions;
@@ -92,7 +92,7 @@ export interface RangeReader {
   readonly wireChosen?: boolean;
   /** The stream's options for the read: the wire the first page settled on, its page grid, columns, order. */
   readonly options: Pick<StreamOptions, 'wire' | 'pageSize' | 'concurrency' | 'prefetch' | 'columns' | 'sortBy' | 'allowPartialResults' | 'int256As'>;
-  /** Counts pages another thread delivered in this stream's `progress` (and its `onProgress`). */
+  /** Counts pages a range read delivered in this stream's `progress` (and its `onProgress`). */
   page(rows: number, bytes: number, httpBytes: number, wireBytes: number): void;
 }
 
@@ -325,15 +325,7 @@ export class ResultStream implements AsyncIterable<Row> {
   /** Arrow RecordBatches, all with the one schema of `schema()`. */
   async *batches(options: BatchOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
     const batchSize = options.batchSize;
-    if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize > 0)) {
-      throw new InvalidArgumentError(`batchSize must be a positive integer, got ${batchSize}`, { method: 'batches' });
-    }
-    const wire = this.#wire();
-    if (wire === 'arrow' && batchSize !== undefined) {
-      throw new InvalidArgumentError(`batchSize re-cuts batches across pages, which the Arrow wire does not do: leave batchSize out or use wire 'auto' or 'json'`, {
-        method: 'batches',
-      });
-    }
+    checkBatchSize(batchSize, this.#wire());
     const started = await this.#start();
     const mode: PageMode = this.#arrowOffered && batchSize === undefined ? 'arrow' : 'rows';
     if (mode === 'rows' && started.first?.ipc !== undefined) started.first = undefined;
@@ -348,37 +340,22 @@ export class ResultStream implements AsyncIterable<Row> {
     for await (const { page, offset, skip, take } of this.#pages(started, mode, text)) {
       if (page.ipc !== undefined) {
         yield* pageBatches(page, schema, skip, take, ctx);
-        continue;
-      }
-      if (page.batch !== undefined) {
-        // The batch starts where this read starts in the page, unless the page before ran past
-        // its limit (a service may send more rows than asked): then rows already delivered are cut.
-        const { from, batch } = page.batch;
-        let kept = batch;
-        if (skip !== from) {
-          kept = new RecordBatch(batch.schema, compact(batch.slice(skip - from)).data);
-          (kept as unknown as { schema: Schema }).schema = batch.schema;
-        }
+      } else if (page.batch !== undefined) {
+        const kept = fromSkip(page.batch, skip);
         if (kept.numRows > 0) yield kept;
-        continue;
+      } else {
+        // Pages read from their text did not go through the builder: it counts from this page.
+        if (text !== undefined) restartRowOffset(builder, offset + skip);
+        yield* builtBatches(builder, (from, to) => append(page.rows, from, to, offset), skip, take, batchSize);
       }
-      // Pages read from their text did not go through the builder: it counts from this page.
-      if (text !== undefined) restartRowOffset(builder, offset + skip);
-      // In runs that end where a batch fills, so batches are cut where a row-by-row loop cuts them.
-      for (let i = skip; i < take; ) {
-        const end = batchSize === undefined ? take : Math.min(take, i + batchSize - builder.length);
-        append(page.rows, i, end, offset);
-        i = end;
-        if (builder.length === batchSize) yield builder.flush();
-      }
-      if (batchSize === undefined && builder.length > 0) yield builder.flush();
     }
     if (builder.length > 0) yield builder.flush();
   }
 
   /**
-   * How another thread reads a row range of this result as this stream would (the same execution,
-   * wire, page grid, columns and order): for an export whose parts are written in parallel. Reads
+   * How a row range of this result is read as this stream would read it (the same execution,
+   * wire, page grid, columns and order): for an export whose parts read their own rows (the native
+   * path, src/export/nativeExport.ts). Reads
    * the first page if it was not read yet. Undefined when rows cannot be addressed by offset
    * (`filters`: the service does not count the matching rows) or the client cannot be copied.
    */
@@ -740,6 +717,45 @@ export class ResultStream implements AsyncIterable<Row> {
   }
 }
 
+/** `batches()`'s options, checked before anything is read. */
+function checkBatchSize(batchSize: number | undefined, wire: Wire): void {
+  if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize > 0)) {
+    throw new InvalidArgumentError(`batchSize must be a positive integer, got ${batchSize}`, { method: 'batches' });
+  }
+  if (wire === 'arrow' && batchSize !== undefined) {
+    throw new InvalidArgumentError(`batchSize re-cuts batches across pages, which the Arrow wire does not do: leave batchSize out or use wire 'auto' or 'json'`, {
+      method: 'batches',
+    });
+  }
+}
+
+/**
+ * A page's batch read from its text, from the read's row `skip` on. The batch starts where this
+ * read starts in the page, unless the page before ran past its limit (a service may send more rows
+ * than asked): then rows already delivered are cut.
+ */
+function fromSkip({ from, batch }: { readonly from: number; readonly batch: RecordBatch }, skip: number): RecordBatch {
+  if (skip === from) return batch;
+  const kept = new RecordBatch(batch.schema, compact(batch.slice(skip - from)).data);
+  (kept as unknown as { schema: Schema }).schema = batch.schema;
+  return kept;
+}
+
+/**
+ * Rows `[skip, take)` of a page through the builder (`append(from, to)` appends those rows): with
+ * `batchSize`, a batch each time the builder fills (the rest stays for the next page), in runs that
+ * end where a batch fills, so batches are cut where a row-by-row loop cuts them; without, one batch.
+ */
+function* builtBatches(builder: BatchBuilder, append: (from: number, to: number) => void, skip: number, take: number, batchSize: number | undefined): Generator<RecordBatch, void, undefined> {
+  for (let i = skip; i < take; ) {
+    const end = batchSize === undefined ? take : Math.min(take, i + batchSize - builder.length);
+    append(i, end);
+    i = end;
+    if (builder.length === batchSize) yield builder.flush();
+  }
+  if (batchSize === undefined && builder.length > 0) yield builder.flush();
+}
+
 /**
  * The batches of a page that came as Arrow, on the stream's one
  * schema, without the first `skip` rows. The stream's schema is the truth: a page whose columns have
@@ -957,7 +973,7 @@ function checkOptions(options: StreamOptions): void {
   if (options.decodeThreads !== undefined && !decodeThreadsWarned) {
     decodeThreadsWarned = true;
     process.emitWarning(
-      'stream option decodeThreads is ignored: pages are decoded on the calling thread. Remove the option; to use more cores, write an export in parts (writeExport part threads, a job\'s workers).',
+      'stream option decodeThreads is ignored: pages are decoded on the calling thread. Remove the option; to use more cores, run a job sharded (sluice run --processes N).',
       { type: 'DeprecationWarning', code: 'SLUICE_DECODE_THREADS' },
     );
   }

@@ -190,6 +190,7 @@ async function assemble(engine: SqlEngine, settings: ServiceSettings, clock: Clo
   await queryStore.init();
   // Work tables of refreshes and uploads a crash left half-written.
   await engine.tables.dropStagingLeftovers();
+  await engine.openTeams?.(settings.teams.map((t) => t.name));
   // Credits and views come before executions: loading executions settles those a restart ended.
   const credits = await openCreditLedger(settings, clock, join(dataDir, 'limits'));
   let svc: ServiceContext | undefined;
@@ -253,6 +254,8 @@ async function assemble(engine: SqlEngine, settings: ServiceSettings, clock: Clo
   const faults = new Faults(settings.faults);
   const router = new Router([...executionRoutes(svc), ...classifyRoutes(svc), ...queryRoutes(svc), ...queryListRoutes(svc), ...resultRoutes(svc), ...limitRoutes]);
   resultStore = new ResultStoreBound(settings.limits.result_store_max_bytes, () => engine.resultStoreBytes(), executions.resultStoreTarget());
+  // Encodings written on a first read grow the store after the result was stored.
+  engine.onResultStoreGrew?.(bound);
   bound();
   return { executions, views, router, faults, flushLimits, rateLimiter };
 }
@@ -300,9 +303,10 @@ function linkOriginOf(publicUrl: string | undefined, host: string, port: number)
 function engineBounds(
   settings: ServiceSettings,
   dataDir: string,
-): Pick<OpenEngineOptions, 'memoryLimit' | 'maxTempDirectorySize' | 'tempDirectory' | 'defaultThreads' | 'memoryAdmission' | 'encodeResults'> {
-  const { memory_limit, max_temp_directory_size, temp_directory, threads, memory_admission, encode_results } = settings.engine;
+): Pick<OpenEngineOptions, 'memoryLimit' | 'maxTempDirectorySize' | 'tempDirectory' | 'defaultThreads' | 'memoryAdmission' | 'encodeResults' | 'walledTeams'> {
+  const { memory_limit, max_temp_directory_size, temp_directory, threads, memory_admission, encode_results, walled_teams } = settings.engine;
   return {
+    walledTeams: walled_teams,
     encodeResults: encode_results,
     memoryLimit: memory_limit,
     maxTempDirectorySize: max_temp_directory_size,

@@ -105,10 +105,16 @@ export const EngineSchema = z.strictObject({
       "How executions running at once share memory_limit. share (default): all run, bounded together by the sum of their tiers' bounds; when they need more together, whichever allocates next fails. reserve: an execution starts only when its tier's memory and temp bounds (at most the engine's) fit beside those running, and waits otherwise (the wait counts toward its timeout): each can use its whole bound, but fewer run at once (src/service/README.md)",
     ),
   encode_results: z
-    .enum(['at_completion', 'when_idle'])
-    .default('at_completion')
+    .enum(['on_first_read', 'at_completion', 'when_idle'])
+    .default('on_first_read')
     .describe(
-      "When a result's JSON, CSV and Arrow pages are written for reading as byte ranges: at_completion, as the execution's last step (its first read is as fast as any later one; the execution takes longer; a result over 1 GiB or 10M rows is encoded when idle instead), or when_idle, in the background once no execution or page query runs (the first read is built per request)",
+      "When a result's JSON, CSV and Arrow pages are written to disk for reading as byte ranges: on_first_read (default), each format when a reader first asks for a page of it, that read served as the encoder writes (a job reading Arrow never pays for JSON or CSV; later reads are byte ranges); at_completion, every format as the execution's last step (the first read of any format as fast as any later one; the execution takes longer and every format takes disk; a result over 1 GiB or 10M rows is encoded when idle instead); or when_idle, every format in the background once no execution or page query runs (reads until then are built per request)",
+    ),
+  walled_teams: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Each team's SQL runs on a DuckDB instance of its own that attaches only the team's own file (teams/<team>.duckdb) and snapshots of other teams' public views and uploads, so other teams' private objects are out of what DuckDB can open even for SQL past the sandbox's lists. An existing service.duckdb is split into the teams' files at the first start (kept as service.duckdb.split); it is not joined back when this is turned off again (src/service/README.md)",
     ),
 });
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { context, metrics, propagation, trace, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { type Context, context, metrics, propagation, ROOT_CONTEXT, trace, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
@@ -7,7 +7,7 @@ import { MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter }
 import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, type Sampler, type SpanExporter, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { IncomingMessage } from 'node:http';
 import { type OtelWanted, otlpProtocol, otlpTimeoutMs } from './env.ts';
-import type { RequestSpan, Telemetry } from './index.ts';
+import type { RequestSpan, Role, Telemetry } from './index.ts';
 import { runInstruments } from './instruments.ts';
 import { runTelemetry } from './runSpans.ts';
 
@@ -18,9 +18,10 @@ const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.me
 /**
  * The SDK as the environment configures it: OTLP/HTTP exporters (protobuf or JSON) for traces and
  * metrics, the resource from OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (service.name
- * `sluice` otherwise), the sampler from OTEL_TRACES_SAMPLER, W3C trace context, async context.
+ * `sluice` otherwise), the sampler from OTEL_TRACES_SAMPLER, W3C trace context, async context;
+ * for `sluice run`, the trace context of TRACEPARENT / TRACESTATE in its environment.
  */
-export async function startSdk(env: Env, wanted: OtelWanted, warn: (message: string) => void): Promise<{ telemetry: Telemetry; requestSpan: RequestSpan } | undefined> {
+export async function startSdk(env: Env, wanted: OtelWanted, role: Role, warn: (message: string) => void): Promise<{ telemetry: Telemetry; requestSpan: RequestSpan } | undefined> {
   const resource = resourceFromAttributes({ 'service.name': 'sluice', 'service.version': VERSION }).merge(detectResources({ detectors: [envDetector] }));
   const timeoutMs = otlpTimeoutMs(env);
   const traceProtocol = otlpProtocol(env, 'TRACES');
@@ -35,11 +36,11 @@ export async function startSdk(env: Env, wanted: OtelWanted, warn: (message: str
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const tracerProvider = exportTraces
-    ? new TracerProvider({ resource, sampler: samplerFromEnv(env, warn), spanProcessors: [new BatchSpanProcessor({ exporter: await spanExporter(traceProtocol!), exportTimeoutMillis: timeoutMs })] })
+    ? new TracerProvider({ resource, sampler: samplerFromEnv(env, warn), spanProcessors: [new BatchSpanProcessor({ exporter: await spanExporter(env, traceProtocol!), exportTimeoutMillis: timeoutMs })] })
     : undefined;
   if (tracerProvider) trace.setGlobalTracerProvider(tracerProvider);
   const meterProvider = exportMetrics
-    ? new MeterProvider({ resource, readers: [new PeriodicExportingMetricReader({ exporter: await metricExporter(metricProtocol!), exportIntervalMillis: intervalMs(env), exportTimeoutMillis: timeoutMs })] })
+    ? new MeterProvider({ resource, readers: [new PeriodicExportingMetricReader({ exporter: await metricExporter(env, metricProtocol!), exportIntervalMillis: intervalMs(env), exportTimeoutMillis: timeoutMs })] })
     : undefined;
   if (meterProvider) metrics.setGlobalMeterProvider(meterProvider);
 
@@ -48,7 +49,7 @@ export async function startSdk(env: Env, wanted: OtelWanted, warn: (message: str
   // A collector that is down costs at most the exporter's timeout, and never an error.
   const bounded = (work: () => Promise<unknown>) => Promise.race([work().catch(() => undefined), new Promise((r) => setTimeout(r, timeoutMs).unref())]).then(() => undefined);
   const telemetry: Telemetry = {
-    ...runTelemetry(tracer, instruments),
+    ...runTelemetry(tracer, instruments, role === 'run' ? environmentContext(env, warn) : ROOT_CONTEXT),
     flush: () => bounded(() => Promise.all([tracerProvider?.forceFlush(), meterProvider?.forceFlush()])),
     shutdown: () => bounded(() => Promise.all([tracerProvider?.shutdown(), meterProvider?.shutdown()])),
   };
@@ -66,15 +67,42 @@ export async function startSdk(env: Env, wanted: OtelWanted, warn: (message: str
   return { telemetry, requestSpan };
 }
 
-async function spanExporter(protocol: 'http/protobuf' | 'http/json'): Promise<SpanExporter> {
-  // The exporters read OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, _HEADERS, _TIMEOUT and _COMPRESSION themselves.
-  if (protocol === 'http/json') return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter();
-  return new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter();
+/**
+ * The trace a process continues when it was started inside one: TRACEPARENT and TRACESTATE, the
+ * W3C trace context as environment variables (how a run hands its trace to its shard processes,
+ * and how a launcher or workflow engine hands its own to sluice).
+ */
+function environmentContext(env: Env, warn: (message: string) => void): Context {
+  const traceparent = env.TRACEPARENT?.trim();
+  if (!traceparent) return ROOT_CONTEXT;
+  const parent = propagation.extract(ROOT_CONTEXT, { traceparent, ...(env.TRACESTATE ? { tracestate: env.TRACESTATE } : {}) });
+  if (trace.getSpanContext(parent) === undefined) warn(`OpenTelemetry: TRACEPARENT=${traceparent} is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>): this run starts a trace of its own`);
+  return parent;
 }
 
-async function metricExporter(protocol: 'http/protobuf' | 'http/json'): Promise<PushMetricExporter> {
-  if (protocol === 'http/json') return new (await import('@opentelemetry/exporter-metrics-otlp-http')).OTLPMetricExporter();
-  return new (await import('@opentelemetry/exporter-metrics-otlp-proto')).OTLPMetricExporter();
+/**
+ * Where a signal goes and how long an export may take, from the environment given (which the
+ * exporters, reading process.env, would not see): the signal's own endpoint as it is, else the
+ * common one with `/v1/traces` or `/v1/metrics`. The exporters read _HEADERS and _COMPRESSION themselves.
+ */
+function exporterConfig(env: Env, signal: 'TRACES' | 'METRICS'): { url?: string; timeoutMillis?: number } {
+  const own = env[`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`]?.trim();
+  const common = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  const url = own || (common ? `${common.replace(/\/+$/, '')}/v1/${signal.toLowerCase()}` : undefined);
+  const timeout = Number(env[`OTEL_EXPORTER_OTLP_${signal}_TIMEOUT`] || env.OTEL_EXPORTER_OTLP_TIMEOUT);
+  return { ...(url === undefined ? {} : { url }), ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMillis: timeout } : {}) };
+}
+
+async function spanExporter(env: Env, protocol: 'http/protobuf' | 'http/json'): Promise<SpanExporter> {
+  const config = exporterConfig(env, 'TRACES');
+  if (protocol === 'http/json') return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter(config);
+  return new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter(config);
+}
+
+async function metricExporter(env: Env, protocol: 'http/protobuf' | 'http/json'): Promise<PushMetricExporter> {
+  const config = exporterConfig(env, 'METRICS');
+  if (protocol === 'http/json') return new (await import('@opentelemetry/exporter-metrics-otlp-http')).OTLPMetricExporter(config);
+  return new (await import('@opentelemetry/exporter-metrics-otlp-proto')).OTLPMetricExporter(config);
 }
 
 function intervalMs(env: Env): number {

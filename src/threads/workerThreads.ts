@@ -36,7 +36,7 @@ export function workerModuleUrl(base: string, importMetaUrl: string): URL {
 /**
  * Starts the worker thread module `base` beside `importMetaUrl` (see `workerModuleUrl`) with the
  * process's loading flags, through threadEntry, which turns on Node's compile cache for the thread
- * first. Every thread sluice starts (part threads, the service thread) starts here.
+ * first. Every thread sluice starts (the service thread) starts here.
  */
 export function startWorker(base: string, importMetaUrl: string, options: Omit<WorkerOptions, 'argv' | 'execArgv' | 'eval'> = {}): Worker {
   return new Worker(ENTRY_URL, { ...options, argv: [workerModuleUrl(base, importMetaUrl).href], execArgv: workerExecArgv() });

@@ -24,7 +24,7 @@ import {
 } from 'apache-arrow';
 import type { ColumnSpec } from './decode.ts';
 import { parseType } from './parse.ts';
-import { formatType, type SqlType } from './sqlType.ts';
+import { formatType, type SqlKind, type SqlOf, type SqlType } from './sqlType.ts';
 
 /** Field metadata key holding a column's type string as the service reported it. */
 export const TYPE_METADATA_KEY = 'service.type';
@@ -89,56 +89,54 @@ export function arrowField(name: string, type: SqlType, options: ArrowTypeOption
 
 /** The Arrow data type of a SQL type (types.md); unknown types are Utf8. */
 export function arrowType(type: SqlType, options: ArrowTypeOptions = {}): DataType {
-  switch (type.kind) {
-    case 'boolean':
-      return new Bool();
-    case 'tinyint':
-      return new Int8();
-    case 'smallint':
-      return new Int16();
-    case 'integer':
-    case 'interval_year_to_month':
-      return new Int32();
-    case 'bigint':
-      return new Int64();
-    case 'uint256':
-    case 'int256':
-      return options.int256As === 'decimal256' ? new Decimal(0, 76, 256) : new Utf8();
-    case 'real':
-      return new Float32();
-    case 'double':
-      return new Float64();
-    case 'decimal':
-      return new Decimal(type.scale, type.precision, type.precision <= 38 ? 128 : 256);
-    case 'varbinary':
-      return new Binary();
-    case 'date':
-      return new DateDay();
-    case 'time':
-      return new TimeMicrosecond();
-    case 'timestamp': {
-      const zone = type.withTimeZone ? 'UTC' : undefined;
-      if (type.precision <= 3) return new TimestampMillisecond(zone);
-      if (type.precision <= 6) return new TimestampMicrosecond(zone);
-      return new TimestampNanosecond(zone);
-    }
-    case 'interval_day_to_second':
-      return new DurationMillisecond();
-    case 'array':
-      return new List(arrowField('item', type.element, options));
-    case 'map': {
-      const key = new Field('key', arrowType(type.key, options), false, new Map([[TYPE_METADATA_KEY, formatType(type.key)]]));
-      const value = arrowField('value', type.value, options);
-      return new Map_(new Field('entries', new Struct<{ key: DataType; value: DataType }>([key, value]), false));
-    }
-    case 'row':
-      return new Struct(type.fields.map((f): Field => arrowField(f.name, f.type, options)));
-    case 'varchar':
-    case 'char':
-    case 'json':
-    case 'uuid':
-    case 'ipaddress':
-    case 'unknown':
-      return new Utf8();
-  }
+  return (ARROW_TYPES[type.kind] as ArrowTypeOf<SqlKind>)(type, options);
+}
+
+type ArrowTypeOf<K extends SqlKind> = (type: SqlOf<K>, options: ArrowTypeOptions) => DataType;
+
+const utf8 = (): DataType => new Utf8();
+const wideInteger = (_type: SqlType, options: ArrowTypeOptions): DataType => (options.int256As === 'decimal256' ? new Decimal(0, 76, 256) : new Utf8());
+
+/** The Arrow type of each SQL type. */
+const ARROW_TYPES: { [K in SqlKind]: ArrowTypeOf<K> } = {
+  boolean: () => new Bool(),
+  tinyint: () => new Int8(),
+  smallint: () => new Int16(),
+  integer: () => new Int32(),
+  interval_year_to_month: () => new Int32(),
+  bigint: () => new Int64(),
+  uint256: wideInteger,
+  int256: wideInteger,
+  real: () => new Float32(),
+  double: () => new Float64(),
+  decimal: (type) => new Decimal(type.scale, type.precision, type.precision <= 38 ? 128 : 256),
+  varbinary: () => new Binary(),
+  date: () => new DateDay(),
+  time: () => new TimeMicrosecond(),
+  timestamp: timestampType,
+  interval_day_to_second: () => new DurationMillisecond(),
+  array: (type, options) => new List(arrowField('item', type.element, options)),
+  map: mapType,
+  row: (type, options) => new Struct(type.fields.map((f): Field => arrowField(f.name, f.type, options))),
+  varchar: utf8,
+  char: utf8,
+  json: utf8,
+  uuid: utf8,
+  ipaddress: utf8,
+  unknown: utf8,
+};
+
+/** Milli-, micro- or nanoseconds, the first that holds the precision; UTC when the type has a zone. */
+function timestampType(type: SqlOf<'timestamp'>): DataType {
+  const zone = type.withTimeZone ? 'UTC' : undefined;
+  if (type.precision <= 3) return new TimestampMillisecond(zone);
+  if (type.precision <= 6) return new TimestampMicrosecond(zone);
+  return new TimestampNanosecond(zone);
+}
+
+/** A map is a list of non-null `entries` structs of a non-null key and a value. */
+function mapType(type: SqlOf<'map'>, options: ArrowTypeOptions): DataType {
+  const key = new Field('key', arrowType(type.key, options), false, new Map([[TYPE_METADATA_KEY, formatType(type.key)]]));
+  const value = arrowField('value', type.value, options);
+  return new Map_(new Field('entries', new Struct<{ key: DataType; value: DataType }>([key, value]), false));
 }

@@ -1,6 +1,7 @@
 import { RecordBatch, Schema, Struct, DataType, makeData } from 'apache-arrow';
 import { arrowSchema, arrowType, TYPE_METADATA_KEY, type ArrowTypeOptions, type ResultMeta } from './arrow.ts';
-import { columnBuilder, textAppender, wireAppender, type ColumnBuilder } from './columns.ts';
+import { columnBuilder, type ColumnBuilder } from './columns.ts';
+import { textAppender, wireAppender } from './wireAppenders.ts';
 import { compileDecoder, compileRowDecoder, type ColumnSpec, type Row, type ValueDecoder } from './decode.ts';
 import { ArrowValueError, Misfit } from './errors.ts';
 import { parseType } from './parse.ts';

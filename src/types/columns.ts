@@ -1,10 +1,8 @@
 import { DataType, makeData, type Data, type Field, type Map_, type Struct } from 'apache-arrow';
-import { canonicalUnscaled, INT256_SAFE_DIGITS, isCanonicalInteger, UINT256_SAFE_DIGITS, unscaledDigits, writeDecimalWords } from './decimal.ts';
-import { keepsText } from './decode.ts';
+import { canonicalUnscaled, unscaledDigits, writeDecimalWords } from './decimal.ts';
 import { Misfit, atPath } from './errors.ts';
-import type { SqlType } from './sqlType.ts';
+import type { SqlKind, SqlOf, SqlType } from './sqlType.ts';
 import {
-  canonicalDateDays,
   canonicalFracUnits,
   dateToDays,
   fracToUnits,
@@ -12,7 +10,6 @@ import {
   parseTimeMicros,
   parseTimestamp,
   scanCanonicalTimestamp,
-  scanFittingTimestamp,
   type CanonicalTimestamp,
   type TimestampParts,
 } from './temporal.ts';
@@ -44,7 +41,7 @@ function grown<T extends FixedArray | Uint8Array | Uint32Array | Int32Array>(val
 }
 
 /** Numbers into an Int8/16/32 or Float32/64 array; `check` says why a value does not fit. */
-class NumberColumn implements ColumnBuilder {
+export class NumberColumn implements ColumnBuilder {
   private values: FixedArray;
   private length = 0;
   private readonly validity = new Validity();
@@ -104,7 +101,7 @@ function floatCheck(v: unknown): string | undefined {
   return typeof v === 'number' ? undefined : 'is not a number';
 }
 
-class BoolColumn implements ColumnBuilder {
+export class BoolColumn implements ColumnBuilder {
   private bits = new Uint8Array(INITIAL >> 3);
   private length = 0;
   private readonly validity = new Validity();
@@ -137,16 +134,16 @@ class BoolColumn implements ColumnBuilder {
 }
 
 const TWO_32 = 4_294_967_296;
-const SAFE = 2 ** 53;
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
+export const SAFE = 2 ** 53;
+export const INT64_MIN = -(2n ** 63n);
+export const INT64_MAX = 2n ** 63n - 1n;
 
 /**
  * 64-bit slots (Int64, Timestamp, Time64, Duration). A safe integer is written as two
  * 32-bit halves, so the common case allocates no bigint; `toSlot` turns a JS value into
  * a number (safe integer) or a bigint, or throws a Misfit.
  */
-class Int64Column implements ColumnBuilder {
+export class Int64Column implements ColumnBuilder {
   private words = new Uint32Array(INITIAL * 2);
   /** The same memory as `words`, for values that arrive as bigints. */
   private big = new BigInt64Array(this.words.buffer);
@@ -247,7 +244,7 @@ function timestampSlot(digits: 3 | 6 | 9): (v: unknown) => number | bigint {
   };
 }
 
-class DateDayColumn extends NumberColumn {
+export class DateDayColumn extends NumberColumn {
   override append(v: unknown): void {
     if (v == null) return super.append(null);
     const days = typeof v === 'string' ? parseDateDays(v) : v instanceof Date ? dateToDays(v) : Number.NaN;
@@ -259,7 +256,7 @@ class DateDayColumn extends NumberColumn {
 }
 
 /** Decimal128/256 slots from exact decimal text (decimal columns) or bigints (int256 as Decimal256). */
-class DecimalColumn implements ColumnBuilder {
+export class DecimalColumn implements ColumnBuilder {
   private words: Uint32Array;
   private length = 0;
   private readonly validity = new Validity();
@@ -339,7 +336,7 @@ function int256Decimal(v: unknown): bigint {
  * made. Nothing but the bytes outlives an append, so a page's values are not kept alive (and copied
  * by the garbage collector) until the batch ends.
  */
-class Utf8Column implements ColumnBuilder {
+export class Utf8Column implements ColumnBuilder {
   private data = new Uint8Array(0);
   private bytes = 0;
   private offsets: Int32Array = new Int32Array(INITIAL + 1);
@@ -477,7 +474,7 @@ function int256Text(v: unknown): string {
   throw new Misfit(v, 'is not a bigint');
 }
 
-class BinaryColumn implements ColumnBuilder {
+export class BinaryColumn implements ColumnBuilder {
   private bytes = new Uint8Array(INITIAL * 16);
   /** `bytes` as a Buffer, for Node's native hex decoding. */
   private view = Buffer.from(this.bytes.buffer);
@@ -668,185 +665,58 @@ class StructColumn implements ColumnBuilder {
  * (uint256/int256 as Utf8 or Decimal256).
  */
 export function columnBuilder(sql: SqlType, field: Field): ColumnBuilder {
-  const type = field.type as DataType;
-  switch (sql.kind) {
-    case 'boolean':
-      return new BoolColumn(type);
-    case 'tinyint':
-      return new NumberColumn(type, Int8Array, intCheck(-128, 127, 'tinyint'));
-    case 'smallint':
-      return new NumberColumn(type, Int16Array, intCheck(-32_768, 32_767, 'smallint'));
-    case 'integer':
-      return new NumberColumn(type, Int32Array, intCheck(-2_147_483_648, 2_147_483_647, 'integer'));
-    case 'interval_year_to_month':
-      return new NumberColumn(type, Int32Array, intCheck(-2_147_483_648, 2_147_483_647, 'months'));
-    case 'real':
-      return new NumberColumn(type, Float32Array, floatCheck);
-    case 'double':
-      return new NumberColumn(type, Float64Array, floatCheck);
-    case 'bigint':
-      return new Int64Column(type, bigintSlot);
-    case 'uint256':
-    case 'int256':
-      return DataType.isDecimal(type) ? new DecimalColumn(type, 256, int256Decimal) : new Utf8Column(type, int256Text);
-    case 'decimal':
-      return new DecimalColumn(type, sql.precision <= 38 ? 128 : 256, decimalText(sql.precision, sql.scale));
-    case 'varbinary':
-      return new BinaryColumn(type);
-    case 'date':
-      return new DateDayColumn(type, Int32Array, intCheck(-2_147_483_648, 2_147_483_647, 'date'));
-    case 'time':
-      return new Int64Column(type, timeSlot);
-    case 'timestamp':
-      return new Int64Column(type, timestampSlot(sql.precision <= 3 ? 3 : sql.precision <= 6 ? 6 : 9));
-    case 'interval_day_to_second':
-      return new Int64Column(type, durationSlot);
-    case 'array':
-      return new ListColumn(type, columnBuilder(sql.element, type.children[0]!));
-    case 'map': {
-      const entries = (type as Map_).children[0]!;
-      const [keyField, valueField] = entries.type.children as Field[];
-      const key = columnBuilder(sql.key, keyField!);
-      const value = columnBuilder(sql.value, valueField!);
-      return new ListColumn(type, key, { key, value, type: entries.type as DataType });
-    }
-    case 'row':
-      return new StructColumn(
-        type,
-        sql.fields.map((f) => f.name),
-        sql.fields.map((f, j) => columnBuilder(f.type, type.children[j]!)),
-      );
-    case 'varchar':
-    case 'char':
-    case 'json':
-    case 'uuid':
-    case 'ipaddress':
-    case 'unknown':
-      return new Utf8Column(type, stringText);
-  }
+  return (BUILDERS[sql.kind] as BuilderOf<SqlKind>)(sql, field.type as DataType);
 }
 
-/** varbinary's wire text, as the decoder checks it. */
-const HEX = /^0x(?:[0-9a-fA-F]{2})*$/;
+type BuilderOf<K extends SqlKind> = (sql: SqlOf<K>, type: DataType) => ColumnBuilder;
 
-/** See {@link wireAppender}. */
-export type WireAppender = (value: unknown) => boolean;
+export const INT32_RANGE = [-2_147_483_648, 2_147_483_647] as const;
+const textColumn = (_sql: SqlType, type: DataType): ColumnBuilder => new Utf8Column(type, stringText);
 
-/**
- * The fused path of a JSON page into Arrow: a non-null wire value in the form the service sends for
- * the column's type goes straight into `builder` (true); any other value is left alone (false), to
- * be decoded and appended in two steps. When it returns true the column holds exactly what
- * `builder.append(decode(value))` would have put there, `decode` being the column's decoder as
- * `compileRowDecoder(columns, { timestamps: 'string' })` compiles it; it throws only what that
- * append would throw. Undefined for types without such a path.
- */
-export function wireAppender(sql: SqlType, builder: ColumnBuilder): WireAppender | undefined {
-  if (keepsText(sql)) {
-    if (!(builder instanceof Utf8Column)) return undefined;
-    return (v) => typeof v === 'string' && builder.appendText(v);
-  }
-  switch (sql.kind) {
-    case 'boolean':
-      if (!(builder instanceof BoolColumn)) return undefined;
-      return (v) => typeof v === 'boolean' && (builder.append(v), true);
-    case 'tinyint':
-    case 'smallint':
-    case 'integer': {
-      if (!(builder instanceof NumberColumn)) return undefined;
-      const [min, max] = sql.kind === 'tinyint' ? [-128, 127] : sql.kind === 'smallint' ? [-32_768, 32_767] : [-2_147_483_648, 2_147_483_647];
-      return (v) => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max && (builder.appendNumber(v), true);
-    }
-    case 'real':
-    case 'double':
-      if (!(builder instanceof NumberColumn)) return undefined;
-      return (v) => typeof v === 'number' && (builder.appendNumber(v), true);
-    case 'bigint':
-      if (!(builder instanceof Int64Column)) return undefined;
-      return (v) => {
-        if (typeof v === 'number') return Number.isSafeInteger(v) && (builder.appendSafe(v), true);
-        return typeof v === 'bigint' && v >= INT64_MIN && v <= INT64_MAX && (builder.append(v), true);
-      };
-    case 'decimal': {
-      // The canonical text only, read where it sits: the same reader as for a page's text.
-      const inText = textAppender(sql, builder);
-      if (inText === undefined) return undefined;
-      return (v) => typeof v === 'string' && inText(v, 0, v.length);
-    }
-    case 'uint256':
-    case 'int256': {
-      // As Utf8 text: a canonical integer text short enough to be in range is its own text, with
-      // no bigint made and printed back (2^256 has 78 digits, 2^255 has 77).
-      if (!(builder instanceof Utf8Column)) return undefined;
-      const signed = sql.kind === 'int256';
-      const maxDigits = signed ? INT256_SAFE_DIGITS : UINT256_SAFE_DIGITS;
-      return (v) => {
-        if (typeof v === 'number') return Number.isSafeInteger(v) && (signed || v >= 0) && builder.appendText(String(v));
-        return typeof v === 'string' && isCanonicalInteger(v, signed, maxDigits) && builder.appendText(v);
-      };
-    }
-    case 'varbinary':
-      if (!(builder instanceof BinaryColumn)) return undefined;
-      return (v) => {
-        if (typeof v !== 'string') return false;
-        return HEX.test(v) && builder.appendHex(v, (v.length - 2) >> 1);
-      };
-    case 'date':
-      if (!(builder instanceof DateDayColumn)) return undefined;
-      return (v) => {
-        if (typeof v !== 'string' || v.length !== 10) return false;
-        const days = parseDateDays(v);
-        return days === days && (builder.appendNumber(days), true);
-      };
-    case 'timestamp': {
-      const inText = textAppender(sql, builder);
-      if (inText === undefined) return undefined;
-      return (v) => typeof v === 'string' && inText(v, 0, v.length);
-    }
-    default:
-      return undefined;
-  }
+/** The builder of each SQL type's column, from the Arrow type its field has. */
+const BUILDERS: { [K in SqlKind]: BuilderOf<K> } = {
+  boolean: (_sql, type) => new BoolColumn(type),
+  tinyint: (_sql, type) => new NumberColumn(type, Int8Array, intCheck(-128, 127, 'tinyint')),
+  smallint: (_sql, type) => new NumberColumn(type, Int16Array, intCheck(-32_768, 32_767, 'smallint')),
+  integer: (_sql, type) => new NumberColumn(type, Int32Array, intCheck(...INT32_RANGE, 'integer')),
+  interval_year_to_month: (_sql, type) => new NumberColumn(type, Int32Array, intCheck(...INT32_RANGE, 'months')),
+  real: (_sql, type) => new NumberColumn(type, Float32Array, floatCheck),
+  double: (_sql, type) => new NumberColumn(type, Float64Array, floatCheck),
+  bigint: (_sql, type) => new Int64Column(type, bigintSlot),
+  uint256: (_sql, type) => wideIntegerColumn(type),
+  int256: (_sql, type) => wideIntegerColumn(type),
+  decimal: (sql, type) => new DecimalColumn(type, sql.precision <= 38 ? 128 : 256, decimalText(sql.precision, sql.scale)),
+  varbinary: (_sql, type) => new BinaryColumn(type),
+  date: (_sql, type) => new DateDayColumn(type, Int32Array, intCheck(...INT32_RANGE, 'date')),
+  time: (_sql, type) => new Int64Column(type, timeSlot),
+  timestamp: (sql, type) => new Int64Column(type, timestampSlot(sql.precision <= 3 ? 3 : sql.precision <= 6 ? 6 : 9)),
+  interval_day_to_second: (_sql, type) => new Int64Column(type, durationSlot),
+  array: (sql, type) => new ListColumn(type, columnBuilder(sql.element, type.children[0]!)),
+  map: mapColumn,
+  row: (sql, type) =>
+    new StructColumn(
+      type,
+      sql.fields.map((f) => f.name),
+      sql.fields.map((f, j) => columnBuilder(f.type, type.children[j]!)),
+    ),
+  varchar: textColumn,
+  char: textColumn,
+  json: textColumn,
+  uuid: textColumn,
+  ipaddress: textColumn,
+  unknown: textColumn,
+};
+
+/** uint256 and int256: Decimal256 when the field is one, else their text. */
+function wideIntegerColumn(type: DataType): ColumnBuilder {
+  return DataType.isDecimal(type) ? new DecimalColumn(type, 256, int256Decimal) : new Utf8Column(type, int256Text);
 }
 
-/**
- * Appends a text, date, timestamp or decimal value read straight from a page's text (`s` from `at`
- * to `end`, without the quotes), with no string made, when it is plain ASCII text (text types) or in
- * the service's canonical form (the others): what the column's {@link wireAppender} appends for that
- * text as a string (for timestamps and decimals it is this reader; for dates it also reads
- * non-canonical text). False, with nothing appended, for any other text (the caller then makes the
- * string and takes the general way). Undefined for other types.
- */
-export function textAppender(sql: SqlType, builder: ColumnBuilder): ((s: string, at: number, end: number) => boolean) | undefined {
-  if (keepsText(sql)) return builder instanceof Utf8Column ? (s, at, end) => builder.appendChars(s, at, end) : undefined;
-  switch (sql.kind) {
-    case 'date': {
-      if (!(builder instanceof DateDayColumn)) return undefined;
-      return (s, at, end) => {
-        if (end - at !== 10) return false;
-        const days = canonicalDateDays(s, at);
-        return days === days && (builder.appendNumber(days), true);
-      };
-    }
-    case 'decimal': {
-      if (!(builder instanceof DecimalColumn)) return undefined;
-      const { precision, scale } = sql;
-      return (s, at, end) => {
-        const unscaled = canonicalUnscaled(s, precision, scale, at, end);
-        return unscaled === unscaled && (builder.appendUnscaled(unscaled), true);
-      };
-    }
-    case 'timestamp': {
-      if (!(builder instanceof Int64Column) || sql.precision > 6) return undefined;
-      const { precision, withTimeZone } = sql;
-      const digits = precision <= 3 ? 3 : 6;
-      const perSecond = digits === 3 ? 1000 : 1_000_000;
-      const t: CanonicalTimestamp = { seconds: 0, fracAt: 0, fracLength: 0, zoned: false };
-      return (s, at, end) => {
-        if (!scanFittingTimestamp(s, t, precision, withTimeZone, at, end)) return false;
-        const n = t.seconds * perSecond + canonicalFracUnits(s, t, digits);
-        return n < SAFE && n > -SAFE && (builder.appendSafe(n), true);
-      };
-    }
-    default:
-      return undefined;
-  }
+/** A map is a list of key/value structs: one child builder each for the keys and the values. */
+function mapColumn(sql: SqlOf<'map'>, type: DataType): ColumnBuilder {
+  const entries = (type as Map_).children[0]!;
+  const [keyField, valueField] = entries.type.children as Field[];
+  const key = columnBuilder(sql.key, keyField!);
+  const value = columnBuilder(sql.value, valueField!);
+  return new ListColumn(type, key, { key, value, type: entries.type as DataType });
 }

@@ -3,7 +3,7 @@ import { Misfit, ValueDecodeError, atPath } from './errors.ts';
 import { generated } from './generated.ts';
 import { stringifyLossless } from './json.ts';
 import { parseType } from './parse.ts';
-import { formatType, type SqlType } from './sqlType.ts';
+import { formatType, type SqlKind, type SqlOf, type SqlType } from './sqlType.ts';
 import {
   isTimeText,
   dateText,
@@ -202,54 +202,39 @@ export function keepsText(type: SqlType): boolean {
 
 /** The decoder of one SQL type (nested types compile their children once, here). */
 export function compileDecoder(type: SqlType, options: DecodeOptions = {}): ValueDecoder {
-  switch (type.kind) {
-    case 'boolean':
-      return decodeBoolean;
-    case 'tinyint':
-      return intDecoder(-128, 127, 'tinyint');
-    case 'smallint':
-      return intDecoder(-32_768, 32_767, 'smallint');
-    case 'integer':
-      return intDecoder(-2_147_483_648, 2_147_483_647, 'integer');
-    case 'bigint':
-      return bigIntDecoder(-(2n ** 63n), 2n ** 63n - 1n, 'bigint');
-    case 'uint256':
-      return bigIntDecoder(0n, 2n ** 256n - 1n, 'uint256');
-    case 'int256':
-      return bigIntDecoder(-(2n ** 255n), 2n ** 255n - 1n, 'int256');
-    case 'real':
-    case 'double':
-      return decodeFloat;
-    case 'decimal':
-      return decimalDecoder(type.precision, type.scale);
-    case 'varchar':
-    case 'char':
-    case 'uuid':
-    case 'ipaddress':
-      return decodeString;
-    case 'json':
-    case 'unknown':
-      return decodeText;
-    case 'varbinary':
-      return decodeVarbinary;
-    case 'date':
-      return options.dates === 'date' ? decodeDateAsDate : decodeDateAsString;
-    case 'time':
-      return decodeTime;
-    case 'timestamp':
-      return timestampDecoder(type.precision, type.withTimeZone, options.timestamps ?? 'auto');
-    case 'interval_day_to_second':
-      return decodeIntervalDayToSecond;
-    case 'interval_year_to_month':
-      return decodeIntervalYearToMonth;
-    case 'array':
-      return arrayDecoder(compileDecoder(type.element, options));
-    case 'map':
-      return mapDecoder(type, options);
-    case 'row':
-      return rowDecoder(type, options);
-  }
+  return (DECODERS[type.kind] as DecoderOf<SqlKind>)(type, options);
 }
+
+type DecoderOf<K extends SqlKind> = (type: SqlOf<K>, options: DecodeOptions) => ValueDecoder;
+
+/** The decoder of each SQL type, from the type and the options. */
+const DECODERS: { [K in SqlKind]: DecoderOf<K> } = {
+  boolean: () => decodeBoolean,
+  tinyint: () => intDecoder(-128, 127, 'tinyint'),
+  smallint: () => intDecoder(-32_768, 32_767, 'smallint'),
+  integer: () => intDecoder(-2_147_483_648, 2_147_483_647, 'integer'),
+  bigint: () => bigIntDecoder(-(2n ** 63n), 2n ** 63n - 1n, 'bigint'),
+  uint256: () => bigIntDecoder(0n, 2n ** 256n - 1n, 'uint256'),
+  int256: () => bigIntDecoder(-(2n ** 255n), 2n ** 255n - 1n, 'int256'),
+  real: () => decodeFloat,
+  double: () => decodeFloat,
+  decimal: (type) => decimalDecoder(type.precision, type.scale),
+  varchar: () => decodeString,
+  char: () => decodeString,
+  uuid: () => decodeString,
+  ipaddress: () => decodeString,
+  json: () => decodeText,
+  unknown: () => decodeText,
+  varbinary: () => decodeVarbinary,
+  date: (_type, options) => (options.dates === 'date' ? decodeDateAsDate : decodeDateAsString),
+  time: () => decodeTime,
+  timestamp: (type, options) => timestampDecoder(type.precision, type.withTimeZone, options.timestamps ?? 'auto'),
+  interval_day_to_second: () => decodeIntervalDayToSecond,
+  interval_year_to_month: () => decodeIntervalYearToMonth,
+  array: (type, options) => arrayDecoder(compileDecoder(type.element, options)),
+  map: (type, options) => mapDecoder(type, options),
+  row: (type, options) => rowDecoder(type, options),
+};
 
 function decodeBoolean(v: unknown): unknown {
   if (v == null) return null;

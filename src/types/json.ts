@@ -35,43 +35,72 @@ const isDigit = (c: number): boolean => c >= 48 && c <= 57;
 function findUnsafeIntegers(s: string, firstOnly: boolean): number[] {
   const found: number[] = [];
   const n = s.length;
-  let c = 0;
   for (let i = Math.min(15, n - 1); i < n; i += 16) {
     if (!isDigit(s.charCodeAt(i))) continue;
     // A run of 16+ digits through i reaches i - 8 or i + 8: without a digit at either, this
     // digit belongs to a shorter run (a date, a small number) and is passed like any other char.
     if (!isDigit(s.charCodeAt(i - 8)) && !isDigit(s.charCodeAt(i + 8))) continue;
-    let a = i - 1;
-    while (a >= 0 && isDigit(s.charCodeAt(a))) a--;
-    const before = a >= 0 ? s.charCodeAt(a) : -1;
-    let p = a;
-    if (before === 45 /* - */) p--;
-    while (p >= 0 && ((c = s.charCodeAt(p)) === 32 || c === 10 || c === 13 || c === 9)) p--;
-    const token = p < 0 || (c = s.charCodeAt(p)) === 58 /* : */ || c === 44 /* , */ || c === 91; /* [ */
-    const numeric =
-      before === 46 /* . */ || before === 43 /* + */ || before === 101 /* e */ || before === 69 /* E */ ||
-      (before === 45 && (c === 101 || c === 69));
-    if (!token && !numeric) {
-      // Inside a string: skip to its end.
+    const a = runBefore(s, i);
+    const place = runPlace(s, a);
+    if (place === IN_STRING) {
       const close = closingQuote(s, i);
       if (close < 0) return found;
       i = close;
       continue;
     }
-    let b = i + 1;
-    while (b < n && isDigit(s.charCodeAt(b))) b++;
+    let b = runAfter(s, i);
     const next = s.charCodeAt(b);
-    const isInteger = next !== 46 && next !== 101 && next !== 69;
-    const digits = b - a - 1;
-    if (token && isInteger && (digits > 16 || (digits === 16 && s.slice(a + 1, b) > MAX_SAFE_TEXT))) {
-      found.push(before === 45 ? a : a + 1, b);
+    if (place === VALUE && next !== 46 /* . */ && next !== 101 /* e */ && next !== 69 /* E */ && isUnsafeRun(s, a + 1, b)) {
+      found.push(s.charCodeAt(a) === 45 /* - */ ? a : a + 1, b);
       if (firstOnly) return found;
     }
     // Step over a fraction in the same pass, so its digits are not sampled again.
-    if (next === 46) while (++b < n && isDigit(s.charCodeAt(b)));
+    if (next === 46) b = runAfter(s, b);
     if (b - 16 > i) i = b - 16;
   }
   return found;
+}
+
+/** Index of the char before the digit run through `i` (-1 at the start of the text). */
+function runBefore(s: string, i: number): number {
+  let a = i - 1;
+  while (a >= 0 && isDigit(s.charCodeAt(a))) a--;
+  return a;
+}
+
+/** Index of the first char after the digit run through `i` (or after `i` when it is not a digit). */
+function runAfter(s: string, i: number): number {
+  const n = s.length;
+  let b = i + 1;
+  while (b < n && isDigit(s.charCodeAt(b))) b++;
+  return b;
+}
+
+/** Where a digit run sits, by {@link runPlace}. */
+const IN_STRING = 0;
+const VALUE = 1;
+const NUMBER_PART = 2;
+
+/**
+ * Where the digit run after index `a` sits: a JSON value of its own (after `:`, `,` or `[`,
+ * then optional whitespace and `-`), the fraction or exponent of a number, or text inside a string.
+ */
+function runPlace(s: string, a: number): number {
+  const before = s.charCodeAt(a); // NaN before the text's start
+  let p = before === 45 /* - */ ? a - 1 : a;
+  let c = 0;
+  while (p >= 0 && ((c = s.charCodeAt(p)) === 32 || c === 10 || c === 13 || c === 9)) p--;
+  if (p < 0 || (c = s.charCodeAt(p)) === 58 /* : */ || c === 44 /* , */ || c === 91 /* [ */) return VALUE;
+  const numberPart =
+    before === 46 /* . */ || before === 43 /* + */ || before === 101 /* e */ || before === 69 /* E */ ||
+    (before === 45 && (c === 101 || c === 69));
+  return numberPart ? NUMBER_PART : IN_STRING;
+}
+
+/** True when the digits in [start, end) are an integer beyond 2^53. */
+function isUnsafeRun(s: string, start: number, end: number): boolean {
+  const digits = end - start;
+  return digits > 16 || (digits === 16 && s.slice(start, end) > MAX_SAFE_TEXT);
 }
 
 /** Index of the first unescaped `"` at or after `from`, or -1. */

@@ -26,11 +26,32 @@ class Malformed extends Error {}
 const WORD = /^[a-z_][a-z0-9_]*/i;
 const INTEGER = /^\d{1,3}$/;
 
+/** A type's head split into its parts: `timestamp(6) with time zone` is `timestamp`, `['6']`, `with time zone`. */
+interface TypeCall {
+  /** The leading word, lowercased. */
+  name: string;
+  /** The parenthesised parameters, each trimmed; undefined without parentheses. */
+  args: string[] | undefined;
+  /** What follows, lowercased, single-spaced; '' when nothing does. */
+  suffix: string;
+  /** How deeply the type is nested; its parameters are parsed one deeper. */
+  depth: number;
+}
+
+/** Parses one construct from its parts, or undefined when they do not make that construct. */
+type ConstructParser = (call: TypeCall) => SqlType | undefined;
+
 function parseAt(s: string, depth: number): SqlType {
   if (depth > MAX_DEPTH) throw new Malformed('too deep');
-  const unknown: SqlType = { kind: 'unknown', text: s };
+  const call = splitCall(s, depth);
+  const parsed = call === undefined ? undefined : (CONSTRUCTS.get(call.name) ?? parseSimple)(call);
+  return parsed ?? { kind: 'unknown', text: s };
+}
+
+/** The parts of `s`, or undefined when it does not start with a word; throws Malformed on unbalanced parentheses. */
+function splitCall(s: string, depth: number): TypeCall | undefined {
   const word = WORD.exec(s)?.[0];
-  if (word === undefined) return unknown;
+  if (word === undefined) return undefined;
   let rest = s.slice(word.length).trimStart();
   let args: string[] | undefined;
   if (rest.startsWith('(')) {
@@ -38,63 +59,72 @@ function parseAt(s: string, depth: number): SqlType {
     args = splitTopLevel(rest.slice(1, close));
     rest = rest.slice(close + 1).trim();
   }
-  const name = word.toLowerCase();
-  const suffix = rest.toLowerCase().split(/\s+/).join(' ');
+  return { name: word.toLowerCase(), args, suffix: rest.toLowerCase().split(/\s+/).join(' '), depth };
+}
 
-  switch (name) {
-    case 'array':
-      if (args?.length !== 1 || suffix !== '') return unknown;
-      return { kind: 'array', element: parseAt(args[0]!, depth + 1) };
-    case 'map':
-      if (args?.length !== 2 || suffix !== '') return unknown;
-      return { kind: 'map', key: parseAt(args[0]!, depth + 1), value: parseAt(args[1]!, depth + 1) };
-    case 'row': {
-      if (args === undefined || suffix !== '') return unknown;
-      const fields = args.map((arg, i) => parseField(arg, i, depth + 1));
-      return { kind: 'row', fields };
-    }
-    case 'decimal': {
-      if (suffix !== '') return unknown;
-      const [p = '38', sc = '0', ...extra] = args ?? [];
-      if (extra.length > 0 || !INTEGER.test(p) || !INTEGER.test(sc)) return unknown;
-      const precision = Number(p);
-      const scale = Number(sc);
-      if (precision < 1 || precision > 76 || scale > precision) return unknown;
-      return { kind: 'decimal', precision, scale };
-    }
-    case 'varchar':
-    case 'char': {
-      if (suffix !== '') return unknown;
-      if (args === undefined) return name === 'varchar' ? { kind: 'varchar' } : { kind: 'char', length: 1 };
-      const n = args.length === 1 ? args[0]! : '';
-      if (!/^\d{1,10}$/.test(n)) return unknown;
-      return { kind: name, length: Number(n) };
-    }
-    case 'time':
-    case 'timestamp': {
-      const precision = precisionOf(args);
-      if (precision === undefined) return unknown;
-      if (suffix === '' || suffix === 'without time zone') {
-        return name === 'time' ? { kind: 'time', precision } : { kind: 'timestamp', precision, withTimeZone: false };
-      }
-      if (suffix === 'with time zone' && name === 'timestamp') {
-        return { kind: 'timestamp', precision, withTimeZone: true };
-      }
-      return unknown;
-    }
-    case 'interval':
-      if (args !== undefined) return unknown;
-      if (suffix === 'day to second') return { kind: 'interval_day_to_second' };
-      if (suffix === 'year to month') return { kind: 'interval_year_to_month' };
-      return unknown;
-    case 'double':
-      return args === undefined && (suffix === '' || suffix === 'precision') ? { kind: 'double' } : unknown;
-    case 'int':
-      return args === undefined && suffix === '' ? { kind: 'integer' } : unknown;
-    default:
-      if (args === undefined && suffix === '' && SIMPLE.has(name)) return { kind: name } as SqlType;
-      return unknown;
+function parseArray({ args, suffix, depth }: TypeCall): SqlType | undefined {
+  if (args?.length !== 1 || suffix !== '') return undefined;
+  return { kind: 'array', element: parseAt(args[0]!, depth + 1) };
+}
+
+function parseMap({ args, suffix, depth }: TypeCall): SqlType | undefined {
+  if (args?.length !== 2 || suffix !== '') return undefined;
+  return { kind: 'map', key: parseAt(args[0]!, depth + 1), value: parseAt(args[1]!, depth + 1) };
+}
+
+function parseRow({ args, suffix, depth }: TypeCall): SqlType | undefined {
+  if (args === undefined || suffix !== '') return undefined;
+  return { kind: 'row', fields: args.map((arg, i) => parseField(arg, i, depth + 1)) };
+}
+
+function parseDecimal({ args, suffix }: TypeCall): SqlType | undefined {
+  if (suffix !== '') return undefined;
+  const [p = '38', sc = '0', ...extra] = args ?? [];
+  if (extra.length > 0 || !INTEGER.test(p) || !INTEGER.test(sc)) return undefined;
+  const precision = Number(p);
+  const scale = Number(sc);
+  if (precision < 1 || precision > 76 || scale > precision) return undefined;
+  return { kind: 'decimal', precision, scale };
+}
+
+/** `varchar` and `char`, with an optional length (`char` alone is `char(1)`). */
+function parseCharacter({ name, args, suffix }: TypeCall): SqlType | undefined {
+  if (suffix !== '') return undefined;
+  if (args === undefined) return name === 'varchar' ? { kind: 'varchar' } : { kind: 'char', length: 1 };
+  const n = args.length === 1 ? args[0]! : '';
+  if (!/^\d{1,10}$/.test(n)) return undefined;
+  return { kind: name as 'varchar' | 'char', length: Number(n) };
+}
+
+/** `time` and `timestamp`, with an optional precision; only a timestamp takes `with time zone`. */
+function parseTemporal({ name, args, suffix }: TypeCall): SqlType | undefined {
+  const precision = precisionOf(args);
+  if (precision === undefined) return undefined;
+  if (suffix === '' || suffix === 'without time zone') {
+    return name === 'time' ? { kind: 'time', precision } : { kind: 'timestamp', precision, withTimeZone: false };
   }
+  if (suffix === 'with time zone' && name === 'timestamp') return { kind: 'timestamp', precision, withTimeZone: true };
+  return undefined;
+}
+
+function parseInterval({ args, suffix }: TypeCall): SqlType | undefined {
+  if (args !== undefined) return undefined;
+  if (suffix === 'day to second') return { kind: 'interval_day_to_second' };
+  if (suffix === 'year to month') return { kind: 'interval_year_to_month' };
+  return undefined;
+}
+
+function parseDouble({ args, suffix }: TypeCall): SqlType | undefined {
+  return args === undefined && (suffix === '' || suffix === 'precision') ? { kind: 'double' } : undefined;
+}
+
+function parseIntAlias({ args, suffix }: TypeCall): SqlType | undefined {
+  return args === undefined && suffix === '' ? { kind: 'integer' } : undefined;
+}
+
+/** A type that is one bare word: `bigint`, `uuid`, ... */
+function parseSimple({ name, args, suffix }: TypeCall): SqlType | undefined {
+  return args === undefined && suffix === '' && SIMPLE.has(name) ? ({ kind: name } as SqlType) : undefined;
 }
 
 const SIMPLE: ReadonlySet<string> = new Set([
@@ -111,6 +141,21 @@ const SIMPLE: ReadonlySet<string> = new Set([
   'date',
   'uuid',
   'ipaddress',
+]);
+
+/** The constructs with parameters or words after them, by their leading word; every other word is tried as a simple type. */
+const CONSTRUCTS: ReadonlyMap<string, ConstructParser> = new Map([
+  ['array', parseArray],
+  ['map', parseMap],
+  ['row', parseRow],
+  ['decimal', parseDecimal],
+  ['varchar', parseCharacter],
+  ['char', parseCharacter],
+  ['time', parseTemporal],
+  ['timestamp', parseTemporal],
+  ['interval', parseInterval],
+  ['double', parseDouble],
+  ['int', parseIntAlias],
 ]);
 
 function precisionOf(args: string[] | undefined): number | undefined {

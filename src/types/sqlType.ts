@@ -45,6 +45,9 @@ export interface RowField {
 
 export type SqlKind = SqlType['kind'];
 
+/** The member of {@link SqlType} of one kind: `SqlOf<'map'>` has `key` and `value`. */
+export type SqlOf<K extends SqlKind> = Extract<SqlType, { kind: K }>;
+
 /**
  * The canonical spelling of a type: lowercase keywords, `, ` between parameters,
  * `timestamp(p)` always with its precision. Unknown types print their original text.

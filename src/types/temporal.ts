@@ -167,44 +167,53 @@ export interface CanonicalTimestamp {
  * where the text is in `s` (a page's text); `out.fracAt` is an index in `s`.
  */
 export function scanCanonicalTimestamp(s: string, out: CanonicalTimestamp, at = 0, end = s.length): boolean {
-  const n = end;
-  if (n - at < 19) return false;
+  if (end - at < 19) return false;
   const days = canonicalDateDays(s, at);
   if (days !== days) return false;
-  const sep = s.charCodeAt(at + 10);
-  if ((sep !== 32 && sep !== 84) || s.charCodeAt(at + 13) !== 58 || s.charCodeAt(at + 16) !== 58) return false;
-  const h0 = s.charCodeAt(at + 11) - 48;
-  const h1 = s.charCodeAt(at + 12) - 48;
-  const m0 = s.charCodeAt(at + 14) - 48;
-  const m1 = s.charCodeAt(at + 15) - 48;
-  const s0 = s.charCodeAt(at + 17) - 48;
-  const s1 = s.charCodeAt(at + 18) - 48;
-  if ((h0 >>> 0) > 2 || (h1 >>> 0) > 9 || (m0 >>> 0) > 5 || (m1 >>> 0) > 9 || (s0 >>> 0) > 5 || (s1 >>> 0) > 9) return false;
-  const h = h0 * 10 + h1;
-  if (h > 23) return false;
-  const m = m0 * 10 + m1;
-  const sec = s0 * 10 + s1;
-  let i = at + 19;
+  const clock = canonicalClockSeconds(s, at + 10);
+  if (clock !== clock) return false;
+  const fracEnd = canonicalFractionEnd(s, at + 19, end);
+  if (fracEnd < 0) return false;
   out.fracAt = at + 20;
-  if (s.charCodeAt(at + 19) === 46 /* . */) {
-    i = at + 20;
-    while (i < n) {
-      const c = s.charCodeAt(i);
-      if (c < 48 || c > 57) break;
-      i++;
-    }
-    if (i === at + 20 || i > at + 32) return false;
-  }
-  out.fracLength = i === at + 19 ? 0 : i - at - 20;
-  if (i === n) {
-    out.zoned = false;
-  } else if (n === i + 4 && s.charCodeAt(i) === 32 && s.charCodeAt(i + 1) === 85 && s.charCodeAt(i + 2) === 84 && s.charCodeAt(i + 3) === 67) {
-    out.zoned = true; /* " UTC" */
-  } else {
-    return false;
-  }
-  out.seconds = days * 86_400 + h * 3600 + m * 60 + sec;
+  out.fracLength = fracEnd === at + 19 ? 0 : fracEnd - at - 20;
+  if (fracEnd === end) out.zoned = false;
+  else if (isUtcSuffix(s, fracEnd, end)) out.zoned = true;
+  else return false;
+  out.seconds = days * 86_400 + clock;
   return true;
+}
+
+/** The seconds of the day of ` HH:MM:SS` (or `THH:MM:SS`) at `at`, or NaN; callers pass at least 9 chars. */
+function canonicalClockSeconds(s: string, at: number): number {
+  const sep = s.charCodeAt(at);
+  if ((sep !== 32 && sep !== 84) || s.charCodeAt(at + 3) !== 58 || s.charCodeAt(at + 6) !== 58) return Number.NaN;
+  const h0 = s.charCodeAt(at + 1) - 48;
+  const h1 = s.charCodeAt(at + 2) - 48;
+  const m0 = s.charCodeAt(at + 4) - 48;
+  const m1 = s.charCodeAt(at + 5) - 48;
+  const s0 = s.charCodeAt(at + 7) - 48;
+  const s1 = s.charCodeAt(at + 8) - 48;
+  if ((h0 >>> 0) > 2 || (h1 >>> 0) > 9 || (m0 >>> 0) > 5 || (m1 >>> 0) > 9 || (s0 >>> 0) > 5 || (s1 >>> 0) > 9) return Number.NaN;
+  const h = h0 * 10 + h1;
+  if (h > 23) return Number.NaN;
+  return h * 3600 + (m0 * 10 + m1) * 60 + s0 * 10 + s1;
+}
+
+/** Index after the `.f{1,12}` fraction at `at` (`at` itself when there is none), or -1 for a fraction of no or too many digits. */
+function canonicalFractionEnd(s: string, at: number, end: number): number {
+  if (s.charCodeAt(at) !== 46 /* . */) return at;
+  let i = at + 1;
+  while (i < end) {
+    const c = s.charCodeAt(i);
+    if (c < 48 || c > 57) break;
+    i++;
+  }
+  return i === at + 1 || i > at + 13 ? -1 : i;
+}
+
+/** Whether `s` from `at` to `end` is exactly ` UTC`. */
+function isUtcSuffix(s: string, at: number, end: number): boolean {
+  return end === at + 4 && s.charCodeAt(at) === 32 && s.charCodeAt(at + 1) === 85 && s.charCodeAt(at + 2) === 84 && s.charCodeAt(at + 3) === 67;
 }
 
 /**

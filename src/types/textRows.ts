@@ -108,23 +108,34 @@ export function readNumber(s: string, p: number, o: ScanState): number {
     } while (c >= 48 && c <= 57);
   }
   if (c === 101 || c === 69) {
-    c = s.charCodeAt(++p);
-    if (c === 43 || c === 45) c = s.charCodeAt(++p);
-    if (c < 48 || c > 57) return -1;
-    do c = s.charCodeAt(++p);
-    while (c >= 48 && c <= 57);
+    p = exponentEnd(s, p);
+    if (p < 0) return -1;
     o.v = Number(s.slice(start, p));
     return p;
   }
   if (digits > 15 || fraction > 22) {
-    const token = s.slice(start, p);
-    const v = Number(token);
-    o.v = fraction === 0 && !Number.isSafeInteger(v) ? BigInt(token) : v;
+    o.v = longNumber(s.slice(start, p), fraction === 0);
     return p;
   }
   const v = fraction === 0 ? m : m / POW10[fraction]!;
   o.v = negative ? -v : v;
   return p;
+}
+
+/** Index after the exponent (`e`, optional sign, digits) whose `e` or `E` is at `p`, or -1 without digits. */
+function exponentEnd(s: string, p: number): number {
+  let c = s.charCodeAt(++p);
+  if (c === 43 || c === 45) c = s.charCodeAt(++p);
+  if (c < 48 || c > 57) return -1;
+  do c = s.charCodeAt(++p);
+  while (c >= 48 && c <= 57);
+  return p;
+}
+
+/** A number of more digits than a double holds exactly: as `JSON.parse` reads it, an integer beyond 2^53 as bigint. */
+function longNumber(token: string, integer: boolean): number | bigint {
+  const v = Number(token);
+  return integer && !Number.isSafeInteger(v) ? BigInt(token) : v;
 }
 
 /** Index of the first non-whitespace character at or after `p`. */

@@ -53,7 +53,7 @@ describe('start-up', () => {
   });
 
   it('a run with an OTLP endpoint in its environment is what loads OpenTelemetry', () => {
-    const { packages, status } = packagesLoadedBy(['--input-type=module', '-e', "const t = await import('./src/telemetry/index.ts'); const on = await t.startTelemetry({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' }, 'cli'); await on?.shutdown();"]);
+    const { packages, status } = packagesLoadedBy(['--input-type=module', '-e', "const t = await import('./src/telemetry/index.ts'); const on = await t.startTelemetry({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' }, 'run'); await on?.shutdown();"]);
     expect(status).toBe(0);
     expect(packages).toEqual(expect.arrayContaining(['@opentelemetry/api', '@opentelemetry/sdk-trace', '@opentelemetry/exporter-trace-otlp-proto']));
   });

@@ -97,23 +97,24 @@ describe('compressed pages of the real service', () => {
     expect(b.progress.wireBytes).toBeLessThan(b.progress.httpBytes / 2);
   });
 
-  it('part threads ask for and decode compressed pages too, and their pages count in the stream progress', async () => {
+  it('range reads (the native path reads its parts so) ask for and decode compressed pages too, and their pages count in the stream progress', async () => {
     const parent = await mkdtemp(join(tmpdir(), 'sluice-compressed-parts-'));
     try {
       const s = stream(packed, { executionId }, { wire: 'json' });
       const info = await s.info();
       const reader = (await s.rangeReader())!;
-      let threadRows = 0;
-      const parts = { ...reader, page: (rows: number, bytes: number, http: number, wire: number) => ((threadRows += rows), reader.page(rows, bytes, http, wire)) };
+      let rangeRows = 0;
+      const parts = { ...reader, page: (rows: number, bytes: number, http: number, wire: number) => ((rangeRows += rows), reader.page(rows, bytes, http, wire)) };
       const summary = await writeExport(
         { schema: await s.schema(), batches: s.batches(), meta: { executionId, totalRowCount: info.totalRows, pageSize: info.pageSize }, parts },
-        resolveOutput({ format: 'parquet', max_rows_per_file: 1_500, path: join(parent, 'out') }, builtins),
-        { workers: 2 },
+        resolveOutput({ format: 'parquet', max_rows_per_file: 1_000, path: join(parent, 'out') }, builtins),
+        { native: 'always' },
       );
-      expect(threadRows).toBe(ROWS);
+      // Every row came through the range reads (a page that straddles two parts is read by both).
+      expect(rangeRows).toBeGreaterThanOrEqual(ROWS);
       expect(summary.rows).toBe(ROWS);
       const p = s.progress!;
-      expect(p.rows).toBe(ROWS);
+      expect(p.rows).toBeGreaterThanOrEqual(ROWS);
       expect(p.wireBytes).toBeLessThan(p.httpBytes / 2);
       const back = await duckRowsJS(`SELECT count(*)::INTEGER AS n, sum(id)::BIGINT AS s FROM '${join(parent, 'out')}/*.parquet'`);
       expect(back).toEqual([{ n: ROWS, s: BigInt((ROWS * (ROWS - 1)) / 2) }]);

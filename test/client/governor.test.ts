@@ -47,12 +47,16 @@ function clientOf(key: string, extra: Partial<ClientOptions> = {}): { client: Se
 
 describe('rate governor', () => {
   it('spends a known per-key limit to the end with no 429', async () => {
-    const { client, refused } = clientOf(TEST_KEYS.demo.write, { rateLimit: { read: READS_PER_MINUTE } });
+    const throttled: { operation: string; waitedMs: number }[] = [];
+    const { client, refused } = clientOf(TEST_KEYS.demo.write, { rateLimit: { read: READS_PER_MINUTE }, onThrottle: (e) => throttled.push(e) });
     try {
       const { execution_id } = await client.executeSql('SELECT 1 AS x');
       // The burst and a few seconds beyond it: without the governor, these would meet 429s.
       expect(await reads(client, execution_id, READS_PER_MINUTE + 8)).toBe(0);
       expect(refused).toEqual([]);
+      // The reads beyond the burst waited for their tokens, and the hook was told (how telemetry counts rate-limit waits).
+      expect(throttled.length).toBeGreaterThan(0);
+      expect(throttled.every((e) => e.operation === 'getStatus' && e.waitedMs >= 1)).toBe(true);
     } finally {
       await client.close();
     }

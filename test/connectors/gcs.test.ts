@@ -113,6 +113,42 @@ describe('gcs object store', () => {
     expect(new TextDecoder().decode(await secured.get('lake', 'wif/a.csv'))).toBe('a\n1\n');
   });
 
+  it('takes credentials from the standard chain: application default credentials, GOOGLE_APPLICATION_CREDENTIALS naming the file', async () => {
+    const keyFile = await secured.externalAccount(dir);
+    const saved = process.env.GOOGLE_APPLICATION_CREDENTIALS;
+    process.env.GOOGLE_APPLICATION_CREDENTIALS = keyFile;
+    try {
+      const s = store('gs://lake/adc', { endpoint: secured.endpoint });
+      await s.check!();
+      await s.put('a.csv', new TextEncoder().encode('a\n3\n'), { condition: { ifAbsent: true } });
+      expect(new TextDecoder().decode(await secured.get('lake', 'adc/a.csv'))).toBe('a\n3\n');
+    } finally {
+      if (saved === undefined) delete process.env.GOOGLE_APPLICATION_CREDENTIALS;
+      else process.env.GOOGLE_APPLICATION_CREDENTIALS = saved;
+    }
+  });
+
+  it('takes credentials from the standard chain: with nothing set, the metadata server of GKE, Cloud Run or GCE (workload identity)', async () => {
+    const metadata = await secured.metadataServer();
+    // No key file, no GOOGLE_APPLICATION_CREDENTIALS, no gcloud folder: what is left is the metadata server.
+    const names = ['GOOGLE_APPLICATION_CREDENTIALS', 'GCE_METADATA_HOST', 'CLOUDSDK_CONFIG'] as const;
+    const saved = names.map((n) => process.env[n]);
+    delete process.env.GOOGLE_APPLICATION_CREDENTIALS;
+    Object.assign(process.env, { GCE_METADATA_HOST: metadata.host, CLOUDSDK_CONFIG: join(dir, 'no-gcloud') });
+    try {
+      const s = store('gs://lake/metadata', { endpoint: secured.endpoint });
+      await s.check!();
+      await s.put('a.csv', new TextEncoder().encode('a\n2\n'), { condition: { ifAbsent: true } });
+      expect(new TextDecoder().decode(await secured.get('lake', 'metadata/a.csv'))).toBe('a\n2\n');
+      expect(metadata.scopes).toEqual(expect.arrayContaining(['https://www.googleapis.com/auth/devstorage.read_write']));
+      // No project looked up: object calls need none (and the lookup costs seconds, or fails outright under workload identity federation).
+      expect(metadata.asked).not.toContain('/computeMetadata/v1/project/project-id');
+    } finally {
+      names.forEach((n, i) => (saved[i] === undefined ? delete process.env[n] : (process.env[n] = saved[i])));
+      await metadata.stop();
+    }
+  });
+
   it('names what to set when no credentials resolve', async () => {
     const s = store('gs://lake/p', { endpoint: open.endpoint, key_file: join(dir, 'missing.json') });
     const failed = s.check!();

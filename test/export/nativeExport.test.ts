@@ -10,7 +10,7 @@ import { tableFromIPC } from 'apache-arrow';
 import { builtins } from '../../connectors/index.ts';
 import { ServiceClient } from '../../src/client/index.ts';
 import { openExport, resolveOutput, writeExport } from '../../src/export/index.ts';
-import { arrowSchemaMetadata, nativeOutputReason, nativeRoute } from '../../src/export/nativeExport.ts';
+import { arrowSchemaMetadata, nativeOutputReason, nativeRoute, type NativeMode } from '../../src/export/nativeExport.ts';
 import { stream, type StreamOptions } from '../../src/pipeline/stream.ts';
 import { duckRowsJS } from '../helpers/duckdb.ts';
 import { startArrowProxy, type ArrowProxy } from '../helpers/arrowProxy.ts';
@@ -46,7 +46,7 @@ async function outDir(): Promise<string> {
   return join(parent, 'out');
 }
 
-async function exportWith(output: Record<string, unknown>, options: { native?: 'auto' | 'never'; wire?: StreamOptions['wire'] } = {}) {
+async function exportWith(output: Record<string, unknown>, options: { native?: NativeMode; wire?: StreamOptions['wire'] } = {}) {
   const path = await outDir();
   const s = stream(client, { executionId }, { wire: options.wire ?? 'auto' });
   const info = await s.info();
@@ -85,6 +85,21 @@ describe('native export over a JSON-only service', () => {
     expect(schema.fields.map((f) => f.metadata.get('service.type'))).toEqual(['bigint', 'varchar', 'decimal(21, 1)', 'decimal(12, 2)', 'date', 'timestamp(6) with time zone']);
     expect(Object.fromEntries(schema.metadata)).toEqual(Object.fromEntries(generalSchema.metadata));
     expect(schema.metadata.get('service.execution_id')).toBe(executionId);
+  });
+
+  it('reads the CSV pages by default, and writes from them the bytes it writes from the JSON pages', async () => {
+    const s = stream(client, { executionId }, { wire: 'auto' });
+    const schema = await s.schema();
+    const output = resolveOutput({ format: 'parquet', path: 'out' }, builtins);
+    expect(nativeRoute(output, schema, await s.rangeReader())).toMatchObject({ native: true, pages: 'csv' });
+    expect(nativeRoute(output, schema, await s.rangeReader(), 'json')).toMatchObject({ native: true, pages: 'json' });
+    const before = jsonOnly.seen.length;
+    const csv = await exportWith({ format: 'parquet', max_rows_per_file: 300 }, { native: 'csv' });
+    // The proxy records JSON result requests: over CSV pages, the export reads none past the stream's first page (16 pages of rows).
+    expect(jsonOnly.seen.length - before).toBeLessThanOrEqual(2);
+    const json = await exportWith({ format: 'parquet', max_rows_per_file: 300 }, { native: 'json' });
+    expect(csv.summary.files.map((f) => f.path)).toEqual(json.summary.files.map((f) => f.path));
+    for (const f of csv.summary.files) expect(Buffer.compare(await readFile(join(csv.path, f.path)), await readFile(join(json.path, f.path)))).toBe(0);
   });
 
   it('a stopped export keeps its stored parts; the next one writes only the rest, the same files', async () => {

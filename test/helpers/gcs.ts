@@ -31,6 +31,11 @@ export interface LocalGcs {
   download(bucket: string, prefix: string, dir: string): Promise<string[]>;
   /** Workload identity federation: an external_account credentials file whose token exchange is this server's. */
   externalAccount(dir: string): Promise<string>;
+  /**
+   * Workload identity on GKE, Cloud Run or GCE: a metadata server (host:port, for GCE_METADATA_HOST)
+   * that hands out this server's access tokens as Google's does, and the scopes it was asked for.
+   */
+  metadataServer(): Promise<{ readonly host: string; readonly scopes: string[]; readonly asked: string[]; stop(): Promise<void> }>;
   stop(): Promise<void>;
 }
 
@@ -108,6 +113,39 @@ export async function startLocalGcs(options: { auth?: boolean } = {}): Promise<L
       }));
       return file;
     },
+    metadataServer: () => startMetadataServer(issue),
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * The compute metadata server as Google documents it (cloud.google.com/compute/docs/metadata):
+ * every request must carry `Metadata-Flavor: Google` (403 otherwise), every answer carries it back,
+ * and `instance/service-accounts/default/token` answers an access token for the attached account.
+ */
+async function startMetadataServer(issue: () => string): Promise<{ host: string; scopes: string[]; asked: string[]; stop(): Promise<void> }> {
+  const scopes: string[] = [];
+  const asked: string[] = [];
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://metadata');
+    asked.push(url.pathname);
+    const headers = { 'metadata-flavor': 'Google', 'content-type': 'application/json' };
+    if (req.headers['metadata-flavor'] !== 'Google') return void res.writeHead(403, headers).end('Missing Metadata-Flavor:Google header.');
+    if (url.pathname === '/computeMetadata/v1/instance' || url.pathname === '/computeMetadata/v1/instance/') return void res.writeHead(200, headers).end('{}');
+    if (url.pathname === '/computeMetadata/v1/instance/service-accounts/default/token') {
+      scopes.push(...(url.searchParams.get('scopes') ?? '').split(',').filter((s) => s !== ''));
+      return void res.writeHead(200, headers).end(JSON.stringify({ access_token: issue(), expires_in: 3599, token_type: 'Bearer' }));
+    }
+    res.writeHead(404, headers).end('{}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    host: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    scopes,
+    asked,
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

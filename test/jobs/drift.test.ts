@@ -130,7 +130,6 @@ describe('schema_drift: freeze', () => {
     const yaml = (where: string, columns: string) => `  - name: frozen
     source: { sql: "${events(where, columns)}" }
     schema_drift: freeze
-    workers: 2
     outputs: [{ format: csv, path: "\${DIR}/frozen", mode: append, max_rows_per_file: 250 }]
 `;
     expect((await run(yaml('id < 1000', 'id, name, quantity'))).summary).toMatchObject({ rows: 1000 });

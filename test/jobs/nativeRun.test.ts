@@ -25,7 +25,7 @@ const signal = () => new AbortController().signal;
 const createdBy = async (folder: string) => (await duck(`select distinct created_by from parquet_file_metadata('${folder}/*.parquet')`)).map((r) => String(r['created_by']));
 
 describe('runJob over a JSON-only service', () => {
-  it('writes Parquet outputs natively with workers 1, the rows a run over Arrow pages writes; CSV the general way', async () => {
+  it('writes Parquet outputs natively, the rows a run over Arrow pages writes; CSV the general way', async () => {
     const yaml = (suffix: string) =>
       job(`  - name: native${suffix}
     source: { sql: "select * from sample.events order by id" }
@@ -34,8 +34,8 @@ describe('runJob over a JSON-only service', () => {
       - { format: parquet, path: "\${DIR}/native/one${suffix}" }
       - { format: csv, path: "\${DIR}/native/csv${suffix}" }
 `);
-    const arrow = await runJob(yaml('-arrow'), { client, stateDir: join(dir, 'state'), signal: signal(), workers: 1 });
-    const summary = await runJob(yaml(''), { client: jsonClient, stateDir: join(dir, 'state'), signal: signal(), workers: 1, executionId: arrow.executionId });
+    const arrow = await runJob(yaml('-arrow'), { client, stateDir: join(dir, 'state'), signal: signal() });
+    const summary = await runJob(yaml(''), { client: jsonClient, stateDir: join(dir, 'state'), signal: signal(), executionId: arrow.executionId });
     expect(summary).toMatchObject({ rows: 3000, files: 7 });
     expect(await createdBy(join(dir, 'native', 'pq'))).toEqual([expect.stringMatching(/DuckDB/i)]);
     expect(await createdBy(join(dir, 'native', 'one'))).toEqual([expect.stringMatching(/DuckDB/i)]);

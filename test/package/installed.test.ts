@@ -98,13 +98,12 @@ try {
     expect(JSON.parse(schema.stdout)).toHaveProperty('properties.jobs');
   }, 60_000);
 
-  // The image runs this compiled output too: the threads sluice starts (the embedded service's,
-  // two part threads: a count given is kept) must load their entry points from dist/ as the main
-  // thread does, or the run fails.
-  it('runs an export with part threads on the embedded service from the installed bin', async () => {
+  // The image runs this compiled output too: the threads sluice starts (the embedded service's)
+  // must load their entry points from dist/ as the main thread does, or the run fails.
+  it('runs an export on the embedded service from the installed bin', async () => {
     const work = await mkdtemp(join(tmpdir(), 'sluice-installed-run-'));
     try {
-      const job = await eventsJob(work, '  embedded:\n    sample_rows: 20000', { workers: 2, rowsPerFile: 6000 });
+      const job = await eventsJob(work, '  embedded:\n    sample_rows: 20000', { rowsPerFile: 6000 });
       const { stdout } = await run(process.execPath, [join(pkgDir, 'bin', 'sluice.js'), 'run', job, '--json'], { cwd: work, env: testEnv() });
       expect(stdout).toContain('"rows":20000');
       const files = (await readdir(join(work, 'out', 'events'))).filter((f) => f.endsWith('.parquet'));
@@ -158,12 +157,11 @@ try {
 });
 
 /** A job file in `dir` exporting sample.events in id order to `./out/events` as Parquet files. */
-async function eventsJob(dir: string, connection: string, options: { workers?: number; rowsPerFile: number }): Promise<string> {
+async function eventsJob(dir: string, connection: string, options: { rowsPerFile: number }): Promise<string> {
   const path = join(dir, 'job.yaml');
-  const workers = options.workers === undefined ? '' : `    workers: ${options.workers}\n`;
   await writeFile(
     path,
-    `version: 1\nconnection:\n${connection}\njobs:\n  - name: events\n${workers}    source:\n      sql: select * from sample.events order by id\n    outputs:\n      - format: parquet\n        path: ./out/events\n        max_rows_per_file: ${options.rowsPerFile}\n`,
+    `version: 1\nconnection:\n${connection}\njobs:\n  - name: events\n    source:\n      sql: select * from sample.events order by id\n    outputs:\n      - format: parquet\n        path: ./out/events\n        max_rows_per_file: ${options.rowsPerFile}\n`,
   );
   return path;
 }

@@ -1,7 +1,8 @@
-// The native decode path of the JSON wire: pages handed to DuckDB typed from column_types, written
-// to Parquet by DuckDB. Its files must hold the values the general path (JS decoders, apache-arrow,
-// parquet-wasm) writes: both are read back by two independent readers (DuckDB, hyparquet) and
-// compared value by value, over the type matrix of sample.all_types and over parts cut across pages.
+// The native decode path of the JSON and CSV wires: pages handed to DuckDB typed from column_types,
+// written to Parquet by DuckDB. Its files must hold the values the general path (JS decoders,
+// apache-arrow, parquet-wasm) writes: both are read back by two independent readers (DuckDB,
+// hyparquet) and compared value by value, over the type matrix of sample.all_types and over parts
+// cut across pages, from JSON pages and from CSV pages.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,9 +13,11 @@ import { builtins } from '../../connectors/index.ts';
 import { ServiceClient } from '../../src/client/index.ts';
 import { resolveOutput, writeExport } from '../../src/export/index.ts';
 import { stream } from '../../src/pipeline/stream.ts';
-import { nativeColumns, type NativeColumn } from '../../src/pipeline/nativeWire/duckdbColumns.ts';
+import { nativeColumns, type NativeColumn, type NativePages } from '../../src/pipeline/nativeWire/duckdbColumns.ts';
 import { writeNativeParts, type NativePart } from '../../src/pipeline/nativeWire/nativeParts.ts';
+import { csvHeaderOf } from '../../src/pipeline/nativeWire/nativePages.ts';
 import { ValueDecodeError } from '../../src/types/errors.ts';
+import { InvalidResponseError } from '../../src/client/errors.ts';
 import { ALL_TYPES_COLUMN_TYPES } from '../helpers/allTypes.ts';
 import { withDuckDb } from '../helpers/duckdb.ts';
 import { startTestService, TEST_KEYS, type TestService } from '../helpers/service.ts';
@@ -52,17 +55,18 @@ async function generalFile(client: ServiceClient, executionId: string, out: stri
 }
 
 /** The native path's files: one per part, in part order. */
-async function nativeFiles(client: ServiceClient, executionId: string, parts: readonly NativePart[], out: string): Promise<string[]> {
+async function nativeFiles(client: ServiceClient, executionId: string, parts: readonly NativePart[], out: string, pages: NativePages): Promise<string[]> {
   const s = stream(client, { executionId }, { wire: 'json' });
   const info = await s.info();
   const reader = (await s.rangeReader())!;
-  const native = nativeColumns(info.columns);
+  const native = nativeColumns(info.columns, pages);
   if (!('columns' in native)) throw new Error(native.reason);
   const files: string[] = [];
   await writeNativeParts({
     reader,
     specs: info.columns,
     columns: native.columns as NativeColumn[],
+    pages,
     parts,
     parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
     store: async (part, file) => {
@@ -100,48 +104,61 @@ describe('native JSON wire to Parquet', () => {
     );
   });
 
-  it('writes the values of the type matrix the general path writes (DuckDB and hyparquet read both)', async () => {
-    const client = new ServiceClient({ baseUrl: svc.url, apiKey: TEST_KEYS.demo.admin });
-    try {
-      const sql = `SELECT ${NATIVE_TYPES.map(([n]) => n).join(', ')} FROM sample.all_types
-        UNION ALL SELECT 5, true, 0, 0, 0, 9007199254740993, 'NaN'::REAL, '-Infinity'::DOUBLE, 0.5, 'x''y', DATE '2026-01-01',
-          TIMESTAMP '2026-01-01 00:00:00.5', TIMESTAMPTZ '2026-01-01 00:00:00.000001+00', TIMESTAMP_MS '2026-01-01 00:00:00.001', TIMESTAMP_NS '2026-01-01 00:00:00.000000001', uuid()
-        ORDER BY id`;
-      const id = await runSql(client, sql);
-      const general = await generalFile(client, id, join(dir, 'matrix-general'));
-      const native = await nativeFiles(client, id, [{ index: 0, firstRow: 0, rows: 5 }], await mkdtemp(join(dir, 'matrix-native-')));
-      const [g, n] = [await duckRead([general]), await duckRead(native)];
-      expect(n).toHaveLength(5);
-      expect(n).toEqual(g);
-      expect(n[1]!['c_bigint']).toBe(9223372036854775807n);
-      expect(Number.isNaN(n[4]!['c_real'])).toBe(true);
-      const [hg, hn] = [await hypRead([general]), await hypRead(native)];
-      expect(hn).toEqual(hg);
-    } finally {
-      await client.close();
-    }
-  });
+  for (const pages of ['json', 'csv'] as const) {
+    it(`writes from ${pages} pages the values of the type matrix the general path writes (DuckDB and hyparquet read both)`, async () => {
+      const client = new ServiceClient({ baseUrl: svc.url, apiKey: TEST_KEYS.demo.admin });
+      try {
+        // Beyond the matrix: NaN, infinities, 2^53 + 1, a quote; the empty string beside NULL, a
+        // comma, quotes and a line end (CSV quoting), the text <nil> (NULL only where it cannot be a value).
+        const sql = `SELECT ${NATIVE_TYPES.map(([n]) => n).join(', ')} FROM sample.all_types
+          UNION ALL SELECT 5, true, 0, 0, 0, 9007199254740993, 'NaN'::REAL, '-Infinity'::DOUBLE, 0.5, 'x''y', DATE '2026-01-01',
+            TIMESTAMP '2026-01-01 00:00:00.5', TIMESTAMPTZ '2026-01-01 00:00:00.000001+00', TIMESTAMP_MS '2026-01-01 00:00:00.001', TIMESTAMP_NS '2026-01-01 00:00:00.000000001', uuid()
+          UNION ALL SELECT 6, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '', NULL, NULL, TIMESTAMPTZ '1969-12-31 23:59:59.999999+00', NULL, NULL, NULL
+          UNION ALL SELECT 7, false, -128, NULL, NULL, -9223372036854775808, 'Infinity'::REAL, 1e-300, -0.5, 'a,"b"' || chr(10) || 'c', DATE '0001-01-01',
+            NULL, TIMESTAMPTZ '2026-06-30 12:00:00+00', NULL, NULL, NULL
+          UNION ALL SELECT 8, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '<nil>', NULL, NULL, NULL, NULL, NULL, NULL
+          ORDER BY id`;
+        const id = await runSql(client, sql);
+        const general = await generalFile(client, id, join(dir, `matrix-general-${pages}`));
+        const native = await nativeFiles(client, id, [{ index: 0, firstRow: 0, rows: 8 }], await mkdtemp(join(dir, 'matrix-native-')), pages);
+        const [g, n] = [await duckRead([general]), await duckRead(native)];
+        expect(n).toHaveLength(8);
+        expect(n).toEqual(g);
+        expect(n[1]!['c_bigint']).toBe(9223372036854775807n);
+        expect(Number.isNaN(n[4]!['c_real'])).toBe(true);
+        expect(n.slice(5).map((r) => r['c_varchar'])).toEqual(['', 'a,"b"\nc', '<nil>']);
+        const [hg, hn] = [await hypRead([general]), await hypRead(native)];
+        expect(hn).toEqual(hg);
+      } finally {
+        await client.close();
+      }
+    });
 
-  it('cuts parts across pages of 5 rows as the part plan asks, in order, every row once', async () => {
-    const client = new ServiceClient({ baseUrl: svc.url, apiKey: TEST_KEYS.demo.admin });
-    try {
-      const id = await runSql(client, 'SELECT * FROM sample.events WHERE id < 23 ORDER BY id');
-      const parts = [0, 1, 2, 3].map((index) => ({ index, firstRow: index * 7, rows: Math.min(7, 23 - index * 7) }));
-      // A resumed export writes only the parts it misses: part 1 is left out.
-      const files = await nativeFiles(client, id, [parts[0]!, parts[2]!, parts[3]!], await mkdtemp(join(dir, 'parts-')));
-      const ids = await Promise.all(files.map(async (f) => (await duckRead([f])).map((r) => r['id'])));
-      expect(ids).toEqual([[0n, 1n, 2n, 3n, 4n, 5n, 6n], [14n, 15n, 16n, 17n, 18n, 19n, 20n], [21n, 22n]]);
-      const general = await generalFile(client, id, join(dir, 'parts-general'));
-      expect(await duckRead(files)).toEqual((await duckRead([general])).filter((r) => (r['id'] as bigint) < 7n || (r['id'] as bigint) >= 14n));
-    } finally {
-      await client.close();
-    }
-  });
+    it(`cuts parts across pages of 5 rows from ${pages} pages as the part plan asks, in order, every row once`, async () => {
+      const client = new ServiceClient({ baseUrl: svc.url, apiKey: TEST_KEYS.demo.admin });
+      try {
+        const id = await runSql(client, 'SELECT * FROM sample.events WHERE id < 23 ORDER BY id');
+        const parts = [0, 1, 2, 3].map((index) => ({ index, firstRow: index * 7, rows: Math.min(7, 23 - index * 7) }));
+        // A resumed export writes only the parts it misses: part 1 is left out.
+        const files = await nativeFiles(client, id, [parts[0]!, parts[2]!, parts[3]!], await mkdtemp(join(dir, 'parts-')), pages);
+        const ids = await Promise.all(files.map(async (f) => (await duckRead([f])).map((r) => r['id'])));
+        expect(ids).toEqual([[0n, 1n, 2n, 3n, 4n, 5n, 6n], [14n, 15n, 16n, 17n, 18n, 19n, 20n], [21n, 22n]]);
+        const general = await generalFile(client, id, join(dir, `parts-general-${pages}`));
+        expect(await duckRead(files)).toEqual((await duckRead([general])).filter((r) => (r['id'] as bigint) < 7n || (r['id'] as bigint) >= 14n));
+      } finally {
+        await client.close();
+      }
+    });
+  }
 });
 
-describe('native JSON wire, bad pages', () => {
+describe('native wire, bad pages', () => {
   const ID = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
-  const page = (rows: unknown[]) =>
+  const specs = [
+    { name: 'id', type: 'bigint' },
+    { name: 'n', type: 'integer' },
+  ];
+  const page = (rows: { id: unknown; n: unknown }[]) =>
     JSON.stringify({
       execution_id: ID,
       query_id: 0,
@@ -149,44 +166,80 @@ describe('native JSON wire, bad pages', () => {
       is_execution_finished: true,
       result: { rows, metadata: { column_names: ['id', 'n'], column_types: ['bigint', 'integer'], row_count: rows.length, result_set_bytes: 10, total_row_count: 3, total_result_set_bytes: 10, datapoint_count: 6 } },
     });
+  const csv = (rows: { id: unknown; n: unknown }[], header = 'id,n') => `${header}\n${rows.map((r) => `${String(r.id)},${String(r.n)}`).join('\n')}\n`;
 
-  for (const [what, bad, reason] of [
-    ['a string in a bigint column', { id: 'abc', n: 1 }, 'id'],
-    ['a fraction in an integer column (DuckDB alone would round it)', { id: 2, n: 1.5 }, 'n'],
-  ] as const) {
-    it(`names the column, row and value of ${what}, and stores no part`, async () => {
-      const server = await startMisbehavingServer((req) =>
-        req.url?.includes('/status')
-          ? { body: JSON.stringify({ execution_id: ID, state: 'QUERY_STATE_COMPLETED', is_execution_finished: true }) }
-          : { body: page([{ id: 0, n: 0 }, { id: 1, n: 1 }, bad]) },
-      );
-      const client = new ServiceClient({ baseUrl: server.baseUrl, apiKey: 'k', retry: { attempts: 1 } });
-      try {
-        const specs = [
-          { name: 'id', type: 'bigint' },
-          { name: 'n', type: 'integer' },
-        ];
-        const native = nativeColumns(specs);
-        if (!('columns' in native)) throw new Error(native.reason);
-        let stored = 0;
-        const error = await writeNativeParts({
-          reader: { connection: { baseUrl: server.baseUrl, apiKey: 'k', retry: { attempts: 1 } }, executionId: ID, totalRows: 3, options: { wire: 'json', pageSize: 3 }, page: () => undefined },
-          specs,
-          columns: native.columns as NativeColumn[],
-          parts: [{ index: 0, firstRow: 0, rows: 3 }],
-          parquet: { compression: 'zstd', rowGroupSize: 1000, metadata: {} },
-          store: async () => {
-            stored++;
-          },
-        }).catch((e: unknown) => e);
+  /** What writeNativeParts raises over a service answering these pages, and how many parts it stored. */
+  async function failure(pages: NativePages, rows: { id: unknown; n: unknown }[], header?: string): Promise<{ error: unknown; stored: number }> {
+    const server = await startMisbehavingServer((req) =>
+      req.url?.includes('/status')
+        ? { body: JSON.stringify({ execution_id: ID, state: 'QUERY_STATE_COMPLETED', is_execution_finished: true }) }
+        : req.url?.includes('/results/csv')
+          ? { body: csv(rows, header), headers: { 'content-type': 'text/csv; charset=utf-8' } }
+          : { body: page(rows) },
+    );
+    try {
+      const native = nativeColumns(specs, pages);
+      if (!('columns' in native)) throw new Error(native.reason);
+      let stored = 0;
+      const error = await writeNativeParts({
+        reader: { connection: { baseUrl: server.baseUrl, apiKey: 'k', retry: { attempts: 1 } }, executionId: ID, totalRows: 3, options: { wire: 'json', pageSize: 3 }, page: () => undefined },
+        specs,
+        columns: native.columns as NativeColumn[],
+        pages,
+        parts: [{ index: 0, firstRow: 0, rows: 3 }],
+        parquet: { compression: 'zstd', rowGroupSize: 1000, metadata: {} },
+        store: async () => {
+          stored++;
+        },
+      }).catch((e: unknown) => e);
+      return { error, stored };
+    } finally {
+      await server.close();
+    }
+  }
+
+  for (const pages of ['json', 'csv'] as const) {
+    for (const [what, bad, reason] of [
+      ['a string in a bigint column', { id: 'abc', n: 1 }, 'id'],
+      ['a fraction in an integer column (DuckDB alone would round it)', { id: 2, n: 1.5 }, 'n'],
+    ] as const) {
+      it(`names the column, row and value of ${what} in ${pages} pages, and stores no part`, async () => {
+        const { error, stored } = await failure(pages, [{ id: 0, n: 0 }, { id: 1, n: 1 }, bad]);
         expect(error).toBeInstanceOf(ValueDecodeError);
         expect((error as ValueDecodeError).column).toBe(reason);
         expect((error as ValueDecodeError).rowOffset).toBe(2);
+        expect(String((error as ValueDecodeError).value)).toBe(String(bad[reason]));
         expect(stored).toBe(0);
-      } finally {
-        await client.close();
-        await server.close();
-      }
-    });
+      });
+    }
   }
+
+  it('refuses CSV pages whose header is not the result columns in order, and stores no part', async () => {
+    const { error, stored } = await failure('csv', [{ id: 0, n: 0 }], 'n,id');
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect((error as Error).message).toMatch(/CSV page at row 0 starts with "n,id", not the result's columns "id,n"/);
+    expect(stored).toBe(0);
+  });
+
+  it('reads a CSV header however RFC 4180 quotes it, and writes the part', async () => {
+    expect(csvHeaderOf(Buffer.from('a,"b,""c""",\n1,2,3\n'))).toEqual(['a', 'b,"c"', '']);
+    expect(csvHeaderOf(Buffer.from('a,"b'))).toBeUndefined();
+    const { error, stored } = await failure('csv', [{ id: 0, n: 0 }, { id: 1, n: 1 }, { id: 2, n: 2 }], '"id","n"');
+    expect(error).toBeUndefined();
+    expect(stored).toBe(1);
+  });
+
+  it('refuses a CSV line with a field too many, and stores no part', async () => {
+    const { error, stored } = await failure('csv', [{ id: 0, n: 0 }, { id: 1, n: '1,2' }, { id: 2, n: 2 }]);
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect((error as Error).message).toMatch(/DuckDB could not read the result's pages/);
+    expect(stored).toBe(0);
+  });
+
+  it('refuses a CSV page holding fewer rows than its paging says, and stores no part', async () => {
+    const { error, stored } = await failure('csv', [{ id: 0, n: 0 }, { id: 1, n: 1 }]);
+    expect(error).toBeInstanceOf(InvalidResponseError);
+    expect((error as Error).message).toMatch(/part 0 should hold 3 rows from row 0, its pages held 2/);
+    expect(stored).toBe(0);
+  });
 });

@@ -92,6 +92,6 @@ describe('the decodeThreads option (pages are decoded on the calling thread)', (
     const ours = warnings.filter((w) => (w as Error & { code?: string }).code === 'SLUICE_DECODE_THREADS');
     expect(ours).toHaveLength(1);
     expect(ours[0]!.name).toBe('DeprecationWarning');
-    expect(ours[0]!.message).toMatch(/decodeThreads is ignored.*calling thread.*workers/);
+    expect(ours[0]!.message).toMatch(/decodeThreads is ignored.*calling thread.*--processes N/);
   });
 });

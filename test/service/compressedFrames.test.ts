@@ -4,7 +4,7 @@
 // gzip with a decoder that reads one member only (as aiohttp and Python's zlib do).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { zstdDecompressSync } from 'node:zlib';
@@ -116,6 +116,7 @@ describe('stored compressed frames', () => {
     const other = await runSql(svc, 'SELECT * FROM sample.events ORDER BY id LIMIT 2500');
     await svc.whenEncoded(other);
     // A file where the frames directory goes: every frame's rename into it fails.
+    await mkdir(join(framesDir(svc, other), '..'), { recursive: true });
     await writeFile(framesDir(svc, other), 'not a directory');
     for (const coding of ['zstd', 'gzip'] as const) {
       for (const format of Object.keys(FORMATS) as Format[]) expect((await compare(svc, other, format, 'offset=0', coding)).stored).toBe(false);

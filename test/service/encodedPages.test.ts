@@ -62,9 +62,11 @@ async function comparePages(s: TestService, id: string, limit: number): Promise<
 describe('pre-encoded results', () => {
   it('serve every page of sample.all_types byte for byte as the page query builds it', async () => {
     const id = await runSql(svc, 'SELECT * FROM sample.all_types ORDER BY 1');
-    await svc.whenEncoded(id);
-    expect(existsSync(join(svc.dataDir, 'engine', 'results', `${id}.enc`, 'info.json'))).toBe(true);
     for (const limit of [1, 2, 1000]) expect(await comparePages(svc, id, limit)).toBeGreaterThan(0);
+    // Encoded by the first reads (JSON and CSV: comparePages reads both).
+    await svc.whenEncoded(id);
+    for (const format of ['json', 'csv']) expect(existsSync(join(svc.dataDir, 'engine', 'results', `${id}.enc`, format, 'info.json'))).toBe(true);
+    for (const limit of [1, 1000]) await comparePages(svc, id, limit);
   });
 
   it('serve odd texts (quotes, commas, control characters, non-ASCII, odd column names) byte for byte', async () => {
@@ -92,6 +94,7 @@ describe('pre-encoded results', () => {
     const s = await startTestService({ clock, limits: { retention_days: 1 }, encodeMinBytes: 0 });
     try {
       const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id LIMIT 20');
+      expect((await call(s, 'GET', `/v1/execution/${id}/results`, { key: s.keys.demo.read })).status).toBe(200);
       await s.whenEncoded(id);
       const enc = join(s.dataDir, 'engine', 'results', `${id}.enc`);
       expect(existsSync(enc)).toBe(true);
@@ -109,14 +112,16 @@ describe('pre-encoded results', () => {
     dirs.push(dataDir);
     const first = await startTestService({ dataDir, sampleRows: 50, encodeMinBytes: 0 });
     const id = await runSql(first, 'SELECT * FROM sample.events ORDER BY id');
-    await first.whenEncoded(id);
     const page = await call(first, 'GET', `/v1/execution/${id}/results`, { key: first.keys.demo.read, query: { limit: 7, offset: 3 } });
+    await first.whenEncoded(id);
     await first.close();
 
-    // What a crash mid-encoding leaves: the encoding under its temporary name, complete or not,
-    // and no finished one; plus an encoding whose result was being dropped.
+    // What a crash mid-encoding leaves: a format written without its info.json (on a first read),
+    // an encoding under its temporary name (at completion), and an encoding whose result was
+    // being dropped.
     const results = join(dataDir, 'engine', 'results');
-    await rm(join(results, `${id}.enc`), { recursive: true });
+    await rm(join(results, `${id}.enc`, 'json', 'info.json'));
+    await writeFile(join(results, `${id}.enc`, 'json', 'rows.json'), '{"id":"torn');
     await mkdir(join(results, `${id}.enc.tmp`));
     await writeFile(join(results, `${id}.enc.tmp`, 'rows.json'), '{"id":"torn');
     await mkdir(join(results, 'gone.enc'));
@@ -127,11 +132,12 @@ describe('pre-encoded results', () => {
       const names = await readdir(results);
       expect(names).not.toContain(`${id}.enc.tmp`);
       expect(names).not.toContain('gone.enc');
+      expect(existsSync(join(results, `${id}.enc`, 'json'))).toBe(false);
       const again = await call(second, 'GET', `/v1/execution/${id}/results`, { key: second.keys.demo.read, query: { limit: 7, offset: 3 } });
       const port = (t: string): string => t.replace(/127\.0\.0\.1:\d+/, 'HOST');
       expect(port(again.text)).toBe(port(page.text));
       await second.whenEncoded(id);
-      expect(existsSync(join(results, `${id}.enc`, 'info.json'))).toBe(true);
+      expect(existsSync(join(results, `${id}.enc`, 'json', 'info.json'))).toBe(true);
       const encoded = await call(second, 'GET', `/v1/execution/${id}/results`, { key: second.keys.demo.read, query: { limit: 7, offset: 3 } });
       expect(port(encoded.text)).toBe(port(page.text));
     } finally {
@@ -139,30 +145,33 @@ describe('pre-encoded results', () => {
     }
   });
 
-  it('after a crash while its Arrow chunks were written: they are removed, the JSON encoding serves, Arrow pages are built per request', async () => {
+  it('after a crash while its Arrow chunks were written: they are removed, the JSON encoding stays, Arrow pages are encoded again', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'sluice-encoded-arrow-restart-'));
     dirs.push(dataDir);
     const first = await startTestService({ dataDir, sampleRows: 50, encodeMinBytes: 0 });
     const id = await runSql(first, 'SELECT * FROM sample.events ORDER BY id');
-    await first.whenEncoded(id);
+    expect((await call(first, 'GET', `/v1/execution/${id}/results`, { key: first.keys.demo.read })).status).toBe(200);
     const arrowPage = async (svc: TestService): Promise<Buffer> => {
       const res = await request(`${svc.url}/v1/execution/${id}/results`, { headers: { 'x-service-api-key': svc.keys.demo.read, accept: ARROW_STREAM_MEDIA_TYPE } });
       expect(res.statusCode).toBe(200);
       return Buffer.from(await res.body.arrayBuffer());
     };
     const before = await arrowPage(first);
+    await first.whenEncoded(id);
     await first.close();
 
-    // The JSON / CSV encoding was published, the Arrow chunks were being written.
+    // The JSON encoding was written, the Arrow chunks were being written.
     const enc = join(dataDir, 'engine', 'results', `${id}.enc`);
-    await rm(join(enc, 'arrow'), { recursive: true });
-    await mkdir(join(enc, 'arrow.tmp'));
-    await writeFile(join(enc, 'arrow.tmp', 'rows.arrow'), 'torn');
+    await rm(join(enc, 'arrow', 'info.json'));
+    await writeFile(join(enc, 'arrow', 'rows.arrow'), 'torn');
 
     const second = await startTestService({ dataDir, sampleRows: 50, encodeMinBytes: 0 });
     try {
-      expect(existsSync(join(enc, 'arrow.tmp'))).toBe(false);
-      expect(existsSync(join(enc, 'rows.json'))).toBe(true);
+      expect(existsSync(join(enc, 'arrow'))).toBe(false);
+      expect(existsSync(join(enc, 'json', 'info.json'))).toBe(true);
+      expect((await arrowPage(second)).equals(before)).toBe(true);
+      await second.whenEncoded(id);
+      expect(existsSync(join(enc, 'arrow', 'info.json'))).toBe(true);
       expect((await arrowPage(second)).equals(before)).toBe(true);
     } finally {
       await second.close();

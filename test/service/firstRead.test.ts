@@ -1,9 +1,11 @@
-// The first read of a fresh result is served from its encodings, like every later read: they are
-// written as the execution's last step and published with the result. A stop while they are
-// written (cancel, or the process killed) leaves nothing half-published.
+// The first read of a fresh result. By default (engine.encode_results: on_first_read) each format is
+// encoded when a reader first asks for it, and that read is served from the files as the encoder
+// writes them; a format nobody reads is never written. With at_completion every format is written
+// as the execution's last step and published with the result. A stop while an encoding is written
+// (cancel, expiry, the process killed) leaves nothing half-written.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { existsSync, statSync } from 'node:fs';
+import { mkdtemp, open, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -52,22 +54,115 @@ function resultsDir(s: TestService): string {
   return join(s.dataDir, 'engine', 'results');
 }
 
-describe('the first read of a fresh result', () => {
-  it('is served from the encodings, published before the status says COMPLETED, and equals the warm read and the page query byte for byte', async () => {
+/** Whether the result's encoding of that format is written whole. */
+function stored(s: TestService, id: string, format: Format): boolean {
+  return existsSync(join(resultsDir(s), `${id}.enc`, format, 'info.json'));
+}
+
+/** The formats of the result's encoding directory, whole or not. */
+async function formatsOnDisk(s: TestService, id: string): Promise<string[]> {
+  const enc = join(resultsDir(s), `${id}.enc`);
+  return existsSync(enc) ? (await readdir(enc)).filter((n) => n !== 'frames').sort() : [];
+}
+
+const columnsOf = async (s: TestService, id: string): Promise<string> =>
+  `&columns=${encodeURIComponent((await status(s, id)).result_metadata.column_names.map((n: string) => `"${n}"`).join(','))}`;
+
+describe('the first read of a fresh result (encode_results: on_first_read, the default)', () => {
+  it('encodes only the format read, serves it from the encoder, and equals the warm read and the page query byte for byte', async () => {
     const id = await runSql(svc, 'SELECT * FROM sample.events ORDER BY id');
-    // Nothing is left to write once the execution is COMPLETED: the encodings are in place.
-    const enc = join(resultsDir(svc), `${id}.enc`);
-    expect(existsSync(join(enc, 'info.json'))).toBe(true);
-    expect(existsSync(join(enc, 'arrow', 'arrow.index'))).toBe(true);
-    expect((await readdir(resultsDir(svc))).filter((n) => n.includes('.tmp') || n.includes('rendered'))).toEqual([]);
-    expect(existsSync(join(enc, 'rows.rendered'))).toBe(false);
-    const columns = `&columns=${encodeURIComponent((await status(svc, id)).result_metadata.column_names.map((n: string) => `"${n}"`).join(','))}`;
+    // COMPLETED with nothing encoded: no format was asked for yet.
+    expect(await formatsOnDisk(svc, id)).toEqual([]);
+    const columns = await columnsOf(svc, id);
+    const written: string[] = [];
     for (const format of ['json', 'csv', 'arrow'] as const) {
       const first = await readAll(svc, id, format);
+      await svc.whenEncoded(id);
+      written.push(format);
+      expect(stored(svc, id, format), format).toBe(true);
+      // Each read wrote its own format, and no other.
+      expect(await formatsOnDisk(svc, id)).toEqual([...written].sort());
       const warm = await readAll(svc, id, format);
       expect(warm, format).toEqual(first);
       // The page query (every column asked for by name) builds the same bytes.
       expect(await readAll(svc, id, format, columns), format).toEqual(first);
+    }
+    expect((await readdir(resultsDir(svc))).filter((n) => n.includes('.tmp'))).toEqual([]);
+  });
+
+  it('a result read only as Arrow leaves no JSON or CSV encoding on disk; its pages\' metadata is the JSON pages\'', async () => {
+    const id = await runSql(svc, 'SELECT * FROM sample.events ORDER BY id DESC');
+    const first = await readAll(svc, id, 'arrow');
+    // result_set_bytes and row counts of each Arrow page (from the Arrow encoding's own index)
+    // equal those of the JSON page of the same rows (built per request: no JSON encoding).
+    const columns = await columnsOf(svc, id);
+    for (const offset of [0, 3 * PAGE, ROWS - (ROWS % PAGE)]) {
+      const arrow = await request(`${svc.url}/v1/execution/${id}/results?offset=${offset}&limit=${PAGE}`, { headers: { 'x-service-api-key': svc.keys.demo.read, accept: ARROW_STREAM_MEDIA_TYPE } });
+      await arrow.body.arrayBuffer();
+      const json = await call(svc, 'GET', `/v1/execution/${id}/results?offset=${offset}&limit=${PAGE}${columns}`, { key: svc.keys.demo.read });
+      expect(Number(arrow.headers['x-sluice-result-set-bytes']), `offset ${offset}`).toBe(json.json.result.metadata.result_set_bytes);
+      expect(Number(arrow.headers['x-sluice-row-count'])).toBe(json.json.result.metadata.row_count);
+    }
+    await svc.whenEncoded(id);
+    expect(await formatsOnDisk(svc, id)).toEqual(['arrow']);
+    expect(stored(svc, id, 'arrow')).toBe(true);
+    expect(await readAll(svc, id, 'arrow')).toEqual(first);
+    expect(await formatsOnDisk(svc, id)).toEqual(['arrow']);
+  });
+
+  it('a result cut to max_result_bytes: its Arrow pages\' metadata is the JSON pages\' (the chunks summed by the Arrow encoder)', async () => {
+    const s = await startTestService({ sampleRows: ROWS, encodeMinBytes: 0, limits: { max_result_bytes: 1_000_000 } });
+    try {
+      const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
+      const st = await status(s, id);
+      expect(st.state).toBe('QUERY_STATE_COMPLETED_PARTIAL');
+      const total: number = st.result_metadata.total_row_count;
+      expect(total).toBeLessThan(ROWS);
+      const columns = await columnsOf(s, id);
+      const pageRows = Math.floor(250_000 / st.result_metadata.column_names.length);
+      for (let offset = 0; offset < total; offset += pageRows) {
+        const q = `offset=${offset}&limit=${pageRows}&allow_partial_results=true`;
+        const arrow = await request(`${s.url}/v1/execution/${id}/results?${q}`, { headers: { 'x-service-api-key': s.keys.demo.read, accept: ARROW_STREAM_MEDIA_TYPE } });
+        await arrow.body.arrayBuffer();
+        expect(arrow.statusCode).toBe(200);
+        const json = await call(s, 'GET', `/v1/execution/${id}/results?${q}${columns}`, { key: s.keys.demo.read });
+        expect(Number(arrow.headers['x-sluice-result-set-bytes']), `offset ${offset}`).toBe(json.json.result.metadata.result_set_bytes);
+        expect(Number(arrow.headers['x-sluice-row-count'])).toBe(json.json.result.metadata.row_count);
+      }
+      await s.whenEncoded(id);
+      expect(stored(s, id, 'arrow')).toBe(true);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('the first JSON read right after completion is byte-identical to a later read', async () => {
+    const id = await runSql(svc, 'SELECT * FROM sample.events ORDER BY id');
+    const first = await readAll(svc, id, 'json');
+    await svc.whenEncoded(id);
+    expect(await readAll(svc, id, 'json')).toEqual(first);
+    expect(await formatsOnDisk(svc, id)).toEqual(['json']);
+  });
+
+  it('two first readers at once share one encoder: identical bytes, one encoding written', async () => {
+    const id = await runSql(svc, 'SELECT * FROM sample.events ORDER BY value DESC, id');
+    const rows = join(resultsDir(svc), `${id}.enc`, 'json', 'rows.json');
+    // The first page of one reader: the encoder runs, its file is there.
+    const head = await page(svc, id, 'json', 0);
+    const written = await open(rows, 'r');
+    try {
+      const [a, b] = await Promise.all([readAll(svc, id, 'json'), readAll(svc, id, 'json')]);
+      expect(b).toEqual(a);
+      expect(a[0]).toBe(head.toString('utf8').replace(/,"next_uri":"[^"]*"/, ''));
+      await svc.whenEncoded(id);
+      // The file being written when the first page was served is the one stored: no second
+      // encoder replaced it.
+      const held = await written.stat();
+      expect(held.nlink).toBe(1);
+      expect(statSync(rows).ino).toBe(held.ino);
+      expect(stored(svc, id, 'json')).toBe(true);
+    } finally {
+      await written.close();
     }
   });
 
@@ -89,7 +184,6 @@ describe('the first read of a fresh result', () => {
       // 250,000 rows: room for a loaded machine (the default wait is 20 s).
       const id = await executeSql(s, 'SELECT * FROM sample.events ORDER BY id');
       expect((await waitFor(s, id, undefined, s.keys.demo.read, 120_000)).state).toBe('QUERY_STATE_COMPLETED');
-      expect(existsSync(join(resultsDir(s), `${id}.enc`, 'info.json'))).toBe(true);
       const columns = (await status(s, id)).result_metadata.column_names.join(',');
       for (const [offset, limit] of [[122_870, 20], [245_750, 20], [249_990, 100], [0, 3]]) {
         for (const path of ['results', 'results/csv']) {
@@ -100,6 +194,8 @@ describe('the first read of a fresh result', () => {
           expect(enc.text.replace(/,"next_uri":"[^"]*"/, ''), `${path} at ${offset}`).toBe(dyn.text.replace(/,"next_uri":"[^"]*"/, ''));
         }
       }
+      await s.whenEncoded(id);
+      expect(stored(s, id, 'json') && stored(s, id, 'csv')).toBe(true);
     } finally {
       await s.close();
     }
@@ -112,13 +208,34 @@ describe('the first read of a fresh result', () => {
       // Texts of 1.3 and 2.8 MB between small rows: the second one's rendered JSON and CSV together
       // pass the split's 4 MB buffers, and are written past them.
       const id = await runSql(s, "SELECT i, CASE WHEN i IN (2, 5) THEN repeat('x', (i * 1024 + 512) * 512) || '\"' ELSE 'small' END AS t FROM range(8) r(i) ORDER BY i");
-      expect(existsSync(join(resultsDir(s), `${id}.enc`, 'info.json'))).toBe(true);
       for (const path of ['results', 'results/csv']) {
         const enc = await call(s, 'GET', `/v1/execution/${id}/${path}`, { key: s.keys.demo.read });
         const dyn = await call(s, 'GET', `/v1/execution/${id}/${path}`, { key: s.keys.demo.read, query: { columns: 'i,t' } });
         expect(enc.status).toBe(200);
         expect(enc.text.length).toBeGreaterThan(4 * 1024 * 1024);
         expect(enc.text.replace(/,"next_uri":"[^"]*"/, '')).toBe(dyn.text.replace(/,"next_uri":"[^"]*"/, ''));
+      }
+      await s.whenEncoded(id);
+      expect(stored(s, id, 'json') && stored(s, id, 'csv')).toBe(true);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('engine.encode_results: at_completion', () => {
+  it('publishes every format before the status says COMPLETED; each read equals the warm read and the page query byte for byte', async () => {
+    const s = await startTestService({ sampleRows: ROWS, limits: { page_rows: PAGE }, encodeMinBytes: 0, engine: { encode_results: 'at_completion' } });
+    try {
+      const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
+      // Nothing is left to write once the execution is COMPLETED: the encodings are in place.
+      for (const format of ['json', 'csv', 'arrow'] as const) expect(stored(s, id, format), format).toBe(true);
+      expect((await readdir(resultsDir(s))).filter((n) => n.includes('.tmp'))).toEqual([]);
+      const columns = await columnsOf(s, id);
+      for (const format of ['json', 'csv', 'arrow'] as const) {
+        const first = await readAll(s, id, format);
+        expect(await readAll(s, id, format), format).toEqual(first);
+        expect(await readAll(s, id, format, columns), format).toEqual(first);
       }
     } finally {
       await s.close();
@@ -131,12 +248,11 @@ describe('engine.encode_results: when_idle', () => {
     const s = await startTestService({ sampleRows: 5_000, encodeMinBytes: 0, engine: { encode_results: 'when_idle' } });
     try {
       const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
-      const enc = join(resultsDir(s), `${id}.enc`);
-      expect(existsSync(enc)).toBe(false);
+      expect(stored(s, id, 'json')).toBe(false);
       const first = await call(s, 'GET', `/v1/execution/${id}/results`, { key: s.keys.demo.read });
       expect(first.status).toBe(200);
       await s.whenEncoded(id);
-      expect(existsSync(join(enc, 'info.json'))).toBe(true);
+      for (const format of ['json', 'csv', 'arrow'] as const) expect(stored(s, id, format), format).toBe(true);
       const again = await call(s, 'GET', `/v1/execution/${id}/results`, { key: s.keys.demo.read });
       expect(again.text).toBe(first.text);
     } finally {
@@ -146,8 +262,8 @@ describe('engine.encode_results: when_idle', () => {
 });
 
 describe('a stop while the encodings are written', () => {
-  it('a cancel fails the execution as CANCELED and leaves no result, no encoding, no temporary file', async () => {
-    const s = await startTestService({ sampleRows: 300_000, encodeMinBytes: 0 });
+  it('at completion, a cancel fails the execution as CANCELED and leaves no result, no encoding, no temporary file', async () => {
+    const s = await startTestService({ sampleRows: 300_000, encodeMinBytes: 0, engine: { encode_results: 'at_completion' } });
     try {
       const id = await executeSql(s, 'SELECT * FROM sample.events ORDER BY id');
       const tmp = join(resultsDir(s), `${id}.enc.tmp`);
@@ -166,13 +282,13 @@ describe('a stop while the encodings are written', () => {
       expect(await left()).toEqual([]);
       // The service goes on: the same query completes, encoded.
       const again = await runSql(s, 'SELECT * FROM sample.events ORDER BY id LIMIT 1000');
-      expect(existsSync(join(resultsDir(s), `${again}.enc`, 'info.json'))).toBe(true);
+      expect(stored(s, again, 'json')).toBe(true);
     } finally {
       await s.close();
     }
   });
 
-  it('the process killed (SIGKILL) mid-encoding: after a restart nothing half-written is left or served', async () => {
+  it('the process killed (SIGKILL) while a first read is encoded: after a restart nothing half-written is left or served', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'sluice-first-read-kill-'));
     dirs.push(dataDir);
     const helpers = new URL('../helpers/service.ts', import.meta.url).href;
@@ -182,17 +298,20 @@ describe('a stop while the encodings are written', () => {
       console.log('url ' + s.url);
       setInterval(() => undefined, 1000);`;
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const results = join(dataDir, 'engine', 'results');
+    let id = '';
     try {
       const url = await new Promise<string>((ok, fail) => {
         createInterface({ input: child.stdout! }).on('line', (line) => line.startsWith('url ') && ok(line.slice(4)));
         child.once('exit', (code) => fail(new Error(`service exited ${code}`)));
       });
-      const first = { url } as TestService;
-      const keys = { demo: { write: 'sk_demo_write', read: 'sk_demo_read' } };
-      const res = await call(first, 'POST', '/v1/sql/execute', { key: keys.demo.write, body: { sql: 'SELECT * FROM sample.events ORDER BY id' } });
-      const id = res.json.execution_id as string;
-      const results = join(dataDir, 'engine', 'results');
-      while (!existsSync(join(results, `${id}.enc.tmp`))) {
+      const first = { url, keys: { demo: { write: 'sk_demo_write', read: 'sk_demo_read' } } } as TestService;
+      id = await runSql(first, 'SELECT * FROM sample.events ORDER BY id');
+      // A reader of the last page: the encoder starts and writes every row before it.
+      void call(first, 'GET', `/v1/execution/${id}/results`, { key: first.keys.demo.read, query: { offset: 290_000, limit: 10_000 } }).catch(() => undefined);
+      const json = join(results, `${id}.enc`, 'json');
+      while (!existsSync(join(json, 'rows.json')) || existsSync(join(json, 'info.json'))) {
+        expect(existsSync(join(json, 'info.json')), 'the encoding ended before it was seen').toBe(false);
         expect(child.exitCode).toBe(null);
         await new Promise((r) => setTimeout(r, 1));
       }
@@ -203,18 +322,62 @@ describe('a stop while the encodings are written', () => {
     }
     const second = await startTestService({ dataDir, sampleRows: 300_000, encodeMinBytes: 0 });
     try {
-      const names = await readdir(join(dataDir, 'engine', 'results'));
-      expect(names.filter((n) => n.includes('.tmp') || n.includes('rendered'))).toEqual([]);
-      // An encoding is published only whole, and only beside its result.
-      for (const n of names.filter((x) => x.endsWith('.enc'))) {
-        expect(existsSync(join(dataDir, 'engine', 'results', n, 'info.json'))).toBe(true);
-        expect(names).toContain(n.replace(/\.enc$/, '.duckdb'));
-      }
-      // The restarted service runs and encodes as before.
-      const id = await runSql(second, 'SELECT * FROM sample.events ORDER BY id LIMIT 5000');
-      expect(existsSync(join(dataDir, 'engine', 'results', `${id}.enc`, 'info.json'))).toBe(true);
+      // The unfinished format is gone; the result is there, and encoded again when read.
+      expect(await formatsOnDisk(second, id)).toEqual([]);
+      expect((await readdir(results)).filter((n) => n.includes('.tmp'))).toEqual([]);
+      const columns = (await status(second, id)).result_metadata.column_names.join(',');
+      const q = { offset: 123_456, limit: 500 };
+      const enc = await call(second, 'GET', `/v1/execution/${id}/results`, { key: second.keys.demo.read, query: q });
+      const dyn = await call(second, 'GET', `/v1/execution/${id}/results`, { key: second.keys.demo.read, query: { ...q, columns } });
+      expect(enc.status).toBe(200);
+      expect(enc.text.replace(/,"next_uri":"[^"]*"/, '')).toBe(dyn.text.replace(/,"next_uri":"[^"]*"/, ''));
+      await second.whenEncoded(id);
+      expect(stored(second, id, 'json')).toBe(true);
     } finally {
       await second.close();
     }
-  });
+  }, 120_000);
+
+  it('a result expired while its first read is encoded answers EXPIRED and leaves no file of it', async () => {
+    // A bound the first result alone passes: it is kept while it is the one used last, and
+    // expires once a newer result is stored.
+    const s = await startTestService({ sampleRows: 300_000, encodeMinBytes: 0, limits: { result_store_max_bytes: 1_000_000 } });
+    try {
+      const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
+      // The first page is served once the encoder has written it; the last page's reader then
+      // waits for the encoder (it is less than eight pages ahead).
+      const pageRows = 31_250;
+      expect((await call(s, 'GET', `/v1/execution/${id}/results`, { key: s.keys.demo.read, query: { limit: pageRows } })).status).toBe(200);
+      const reads = call(s, 'GET', `/v1/execution/${id}/results`, { key: s.keys.demo.read, query: { offset: 300_000 - pageRows, limit: pageRows } });
+      expect(stored(s, id, 'json'), 'the encoding ended before the result expired').toBe(false);
+      await runSql(s, 'SELECT 1 AS x');
+      const deadline = Date.now() + 30_000;
+      while ((await status(s, id)).state !== 'QUERY_STATE_EXPIRED' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      // The read in flight answers as a read of an expired result does: its state, no result.
+      const answer = await reads;
+      expect(answer.status).toBe(200);
+      expect(answer.json.state).toBe('QUERY_STATE_EXPIRED');
+      expect(answer.json.result).toBeUndefined();
+      const later = await call(s, 'GET', `/v1/execution/${id}/results`, { key: s.keys.demo.read });
+      expect(later.json.state).toBe('QUERY_STATE_EXPIRED');
+      const left = async (): Promise<string[]> => (await readdir(resultsDir(s))).filter((n) => n.startsWith(id));
+      for (let i = 0; i < 200 && (await left()).length > 0; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(await left()).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  }, 120_000);
+
+  it('a service stopped while a first read is encoded closes, and leaves nothing half-written', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'sluice-first-read-stop-'));
+    dirs.push(dataDir);
+    const s = await startTestService({ dataDir, sampleRows: 300_000, encodeMinBytes: 0 });
+    const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
+    const reads = call(s, 'GET', `/v1/execution/${id}/results/csv`, { key: s.keys.demo.read, query: { offset: 290_000, limit: 10_000 } }).catch((err: unknown) => err);
+    const csv = join(dataDir, 'engine', 'results', `${id}.enc`, 'csv');
+    while (!existsSync(join(csv, 'rows.csv'))) await new Promise((r) => setTimeout(r, 1));
+    await s.close();
+    await reads;
+    expect(existsSync(join(csv, 'info.json')) || !existsSync(csv)).toBe(true);
+  }, 120_000);
 });

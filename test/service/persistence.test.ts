@@ -104,27 +104,45 @@ describe('restart on the same data directory', () => {
     // What a crash in the middle of an upload and of a refresh leaves behind.
     const resultsDir = join(dataDir, 'engine', 'results');
     await writeFile(join(resultsDir, 'scratch~upload-0a1b2c3d.csv'), 'px\n1\n');
-    const serviceDb = join(dataDir, 'engine', 'service.duckdb');
+    // Each team's tables are in a file of its own (engine.walled_teams). Connections are closed
+    // before their instance: an instance with one open lives on until it is collected, and then
+    // writes what it holds over the file.
+    const teamDb = (team: string): string => join(dataDir, 'engine', 'teams', `${team}.duckdb`);
     const listTables = async (): Promise<string[]> => {
-      const db = await DuckDBInstance.create(serviceDb);
-      try {
-        const conn = await db.connect();
-        const r = await conn.runAndReadAll("SELECT schema_name || '.' || table_name FROM duckdb_tables() ORDER BY ALL");
-        return r.getRowsJson().map((row) => String(row[0]));
-      } finally {
-        db.closeSync();
+      const out: string[] = [];
+      for (const team of ['demo', 'other']) {
+        const db = await DuckDBInstance.create(teamDb(team));
+        try {
+          const conn = await db.connect();
+          const r = await conn.runAndReadAll("SELECT schema_name || '.' || table_name FROM duckdb_tables() UNION ALL SELECT schema_name || '.' || view_name FROM duckdb_views() WHERE NOT internal ORDER BY ALL");
+          out.push(...r.getRowsJson().map((row) => String(row[0])));
+          conn.closeSync();
+        } finally {
+          db.closeSync();
+        }
       }
+      return out;
     };
     {
-      const db = await DuckDBInstance.create(serviceDb);
+      const db = await DuckDBInstance.create(teamDb('demo'));
       const conn = await db.connect();
-      await conn.run('CREATE TABLE demo.__upload_raw_0a1b2c3d AS SELECT 1 AS px');
-      await conn.run('CREATE TABLE demo.__upload_prices_0a1b2c3d AS SELECT 1 AS px');
-      await conn.run('CREATE SCHEMA IF NOT EXISTS other');
-      await conn.run('CREATE TABLE other.__staging_result_daily_0a1b2c3d AS SELECT 1 AS n');
+      await conn.run('CREATE TABLE demo.demo.__upload_raw_0a1b2c3d AS SELECT 1 AS px');
+      await conn.run('CREATE TABLE demo.demo.__upload_prices_0a1b2c3d AS SELECT 1 AS px');
+      // A view over a snapshot of another team's object, whose catalog went with the run.
+      await conn.run('CREATE SCHEMA IF NOT EXISTS demo.other');
+      await conn.run('CREATE VIEW demo.other.result_x AS SELECT 1 AS n');
+      conn.closeSync();
       db.closeSync();
     }
-    expect(await listTables()).toHaveLength(5);
+    {
+      const db = await DuckDBInstance.create(teamDb('other'));
+      const conn = await db.connect();
+      await conn.run('CREATE SCHEMA IF NOT EXISTS other.other');
+      await conn.run('CREATE TABLE other.other.__staging_result_daily_0a1b2c3d AS SELECT 1 AS n');
+      conn.closeSync();
+      db.closeSync();
+    }
+    expect(await listTables()).toHaveLength(6);
 
     const second = await startTestService({ dataDir, sampleRows: 10 });
     try {

@@ -3,6 +3,7 @@
 // GET /v1/usage (sluice usage) shows the store's size and bound.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ResultStoreBound } from '../../src/service/limits/resultStore.ts';
+import { ARROW_STREAM_MEDIA_TYPE } from '../../src/protocol/index.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { call, runSql, status } from './api.ts';
 
@@ -32,13 +33,23 @@ describe('a service with a small result store', () => {
   });
   afterAll(() => svc?.close());
 
+  /** Runs the SQL and reads its result whole as JSON, CSV and Arrow: each format's encoding is written. */
+  const runAndRead = async (n: number): Promise<string> => {
+    const id = await runSql(svc, sql(n));
+    for (const [path, accept] of [['results', 'application/json'], ['results/csv', 'text/csv'], ['results', ARROW_STREAM_MEDIA_TYPE]] as const) {
+      expect((await call(svc, 'GET', `/v1/execution/${id}/${path}`, { key: svc.keys.demo.read, query: { limit: 5000 }, headers: { accept } })).status).toBe(200);
+    }
+    await svc.whenEncoded(id);
+    return id;
+  };
+
   test('expires the least recently read results first; their results answer EXPIRED; usage shows the store', async () => {
-    const first = await runSql(svc, sql(1));
-    const second = await runSql(svc, sql(2));
+    const first = await runAndRead(1);
+    const second = await runAndRead(2);
     // Read the first again: the second is now the least recently read.
     expect((await call(svc, 'GET', `/v1/execution/${first}/results`, { key: svc.keys.demo.read, query: { limit: 1 } })).status).toBe(200);
-    await runSql(svc, sql(3));
-    const fourth = await runSql(svc, sql(4));
+    await runAndRead(3);
+    const fourth = await runAndRead(4);
     const deadline = Date.now() + 20_000;
     while ((await status(svc, second)).state !== 'QUERY_STATE_EXPIRED' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect((await status(svc, second)).state).toBe('QUERY_STATE_EXPIRED');
@@ -58,5 +69,31 @@ describe('a service with a small result store', () => {
     expect(usage.json.result_store_bytes).toBeLessThanOrEqual(6_000_000);
     // The first was read after the second was stored: it outlives it.
     expect((await status(svc, first)).state).toBe('QUERY_STATE_COMPLETED');
+  }, 120_000);
+
+  test('encodings written by a first read count: the store is bounded again once they are written', async () => {
+    const s = await startTestService({ limits: { result_store_max_bytes: 2_000_000 } });
+    try {
+      const a = await runSql(s, sql(5));
+      const b = await runSql(s, sql(6));
+      // Both fit without their encodings.
+      let usage = await call(s, 'GET', '/v1/usage', { key: s.keys.demo.admin });
+      expect(usage.json.result_store_bytes).toBeLessThanOrEqual(2_000_000);
+      expect((await status(s, a)).state).toBe('QUERY_STATE_COMPLETED');
+      // Reading the first in every format writes its encodings: past the bound, the second (read
+      // least recently) expires, though no result was stored since.
+      for (const [path, accept] of [['results', 'application/json'], ['results/csv', 'text/csv'], ['results', ARROW_STREAM_MEDIA_TYPE]] as const) {
+        expect((await call(s, 'GET', `/v1/execution/${a}/${path}`, { key: s.keys.demo.read, query: { limit: 5000 }, headers: { accept } })).status).toBe(200);
+      }
+      await s.whenEncoded(a);
+      const deadline = Date.now() + 20_000;
+      while ((await status(s, b)).state !== 'QUERY_STATE_EXPIRED' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect((await status(s, b)).state).toBe('QUERY_STATE_EXPIRED');
+      expect((await status(s, a)).state).toBe('QUERY_STATE_COMPLETED');
+      usage = await call(s, 'GET', '/v1/usage', { key: s.keys.demo.admin });
+      expect(usage.json.result_store_bytes).toBeGreaterThan(0);
+    } finally {
+      await s.close();
+    }
   }, 120_000);
 });

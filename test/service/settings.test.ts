@@ -116,7 +116,7 @@ describe('service settings', () => {
 
   it('engine: bounds with defaults for a small container; a size is bytes or a number with a unit; errors name the field', async () => {
     const teams = [{ name: 'demo', keys: [{ key: 'sk_engine_key', scopes: ['Admin'] }] }];
-    expect(parseSettings({ teams }).engine).toEqual({ memory_limit: '256MiB', max_temp_directory_size: '8GiB', encode_results: 'at_completion' });
+    expect(parseSettings({ teams }).engine).toEqual({ memory_limit: '256MiB', max_temp_directory_size: '8GiB', encode_results: 'on_first_read', walled_teams: true });
     expect(() => parseSettings({ teams, engine: { encode_results: 'later' } })).toThrow(/engine\.encode_results/);
     expect(parseSettings({ teams, engine: { memory_limit: 536870912, threads: 1, temp_directory: '/tmp/x' } }).engine).toMatchObject({ memory_limit: 536870912, threads: 1, temp_directory: '/tmp/x' });
     expect(() => parseSettings({ teams, engine: { memory_limit: '1 gigabyte' } })).toThrow(/engine\.memory_limit: a size is a number of bytes or a number with a unit/);

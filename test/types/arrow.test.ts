@@ -1,7 +1,8 @@
 import { Schema, Table, Utf8, tableFromIPC, tableToIPC, type DataType, type RecordBatch, type Vector } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { columnBuilder, textAppender } from '../../src/types/columns.ts';
+import { columnBuilder } from '../../src/types/columns.ts';
 import { readDecimalWords } from '../../src/types/decimal.ts';
+import { textAppender } from '../../src/types/wireAppenders.ts';
 import {
   ArrowValueError,
   arrowSchema,

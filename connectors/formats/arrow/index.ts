@@ -13,7 +13,6 @@ export type ArrowConfig = z.output<typeof arrowConfig>;
 
 export const arrow = defineFormat({
   type: 'arrow',
-  module: import.meta.url,
   description: 'Apache Arrow IPC, stream or file container, with the schema and its metadata as given.',
   config: arrowConfig,
   create: (config: ArrowConfig) => ({

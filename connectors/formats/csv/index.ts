@@ -19,7 +19,6 @@ export type CsvConfig = z.output<typeof csvConfig>;
 
 export const csv = defineFormat({
   type: 'csv',
-  module: import.meta.url,
   description: 'RFC 4180 CSV: header, NULL as an empty field, the empty string as "", exact text for every type.',
   config: csvConfig,
   create: (config: CsvConfig) => ({

@@ -7,7 +7,6 @@ export type NdjsonConfig = z.output<typeof ndjsonConfig>;
 
 export const ndjson = defineFormat({
   type: 'ndjson',
-  module: import.meta.url,
   description:
     'Newline-delimited JSON, one object per row. bigint as exact JSON numbers; decimals, 256-bit integers, ' +
     'timestamps and bytes as exact strings; NaN and Infinity as strings; nested values as JSON.',

@@ -77,7 +77,6 @@ export type ParquetConfig = z.output<typeof parquetConfig>;
 
 export const parquet = defineFormat({
   type: 'parquet',
-  module: import.meta.url,
   description: 'Apache Parquet via parquet-wasm, written row group by row group; the Arrow schema is embedded (ARROW:schema).',
   config: parquetConfig,
   addsColumns: true,
@@ -85,9 +84,6 @@ export const parquet = defineFormat({
     extension: 'parquet',
     contentType: 'application/vnd.apache.parquet',
     encode: (schema, batches, signal) => encodeParquet(schema, batches, config, signal),
-    load: async () => {
-      await import('parquet-wasm');
-    },
   }),
 });
 

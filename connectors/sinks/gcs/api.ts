@@ -78,7 +78,12 @@ export function gcsApi(config: GcsConfig, url: string, env: NodeJS.ProcessEnv): 
 function authorizer(config: GcsConfig, url: string): () => Promise<Record<string, string>> {
   let auth: Promise<GoogleAuth> | undefined;
   return async () => {
-    auth ??= import('google-auth-library').then(({ GoogleAuth }) => new GoogleAuth({ scopes: [SCOPE], ...(config.key_file ? { keyFile: config.key_file } : {}) }));
+    // A project id is named so that none is looked up: the object calls take no project (a
+    // requester-pays bucket's comes with each call as userProject), and application default
+    // credentials otherwise look one up before the first token: for workload identity federation
+    // through Cloud Resource Manager, which the identity is seldom allowed to read (the run then
+    // fails), elsewhere by running gcloud or asking the metadata server.
+    auth ??= import('google-auth-library').then(({ GoogleAuth }) => new GoogleAuth({ scopes: [SCOPE], projectId: config.user_project ?? '-', ...(config.key_file ? { keyFile: config.key_file } : {}) }));
     try {
       const headers = await (await auth).getRequestHeaders();
       return Object.fromEntries(headers.entries());

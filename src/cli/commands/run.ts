@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { builtins } from '../../../connectors/index.ts';
 import { loadJobFile } from '../../config/loadJobFile.ts';
 import { type Connection, DEFAULT_STATE_DIR, type Job, MAX_WORKERS } from '../../config/jobSchema.ts';
-import type { Workers } from '../../export/partPlan.ts';
+import { WORKERS_IGNORED } from '../../export/partPlan.ts';
 import { runJob, type JobSummary } from '../../jobs/run/runJob.ts';
 import { connectLogged } from '../connection.ts';
 import { type CommandContext, defineCommand, flag, listOption, type OptionValues, stringOption } from '../command.ts';
@@ -18,8 +18,9 @@ import { formatPlan, formatShard, planFields, shardFields } from '../output/shar
 import { shardSpec } from '../shardSpec.ts';
 import type { ShardSpec } from '../../jobs/shards/plan.ts';
 import type { ServiceClient } from '../../client/index.ts';
-import { spawnShards } from '../shardProcesses.ts';
-import { startTelemetry, withRunTelemetry } from '../../telemetry/index.ts';
+import { spawnShards, type SpawnShardsOptions } from '../shardProcesses.ts';
+import { inSpan, type SpanAttributes, type SpanEnd, startTelemetry, traceEnvironment, withRunTelemetry } from '../../telemetry/index.ts';
+import { shardAttributes, shardDone } from '../../telemetry/shardSpans.ts';
 
 export const runCommand = defineCommand({
   name: 'run',
@@ -33,7 +34,7 @@ export const runCommand = defineCommand({
     workers: {
       type: 'string',
       valueName: 'N|auto',
-      description: `Threads writing an output's parts side by side (overrides the jobs' workers; auto: one per core; at most ${MAX_WORKERS})`,
+      description: 'Ignored, with a warning: part threads were removed (they made exports slower); use --processes N for more cores',
     },
     json: { type: 'boolean', description: 'Print each job summary as one JSON object instead of text' },
     'no-progress': { type: 'boolean', description: 'No progress bar, even on a terminal' },
@@ -51,27 +52,25 @@ export const runCommand = defineCommand({
     'rest of the result is fetched again. A stopped run logs what it kept. --fresh starts anew.',
     'The summary (rows, files, bytes, credits; one entry per job, failed ones with',
     'their error) goes to stdout, logs to stderr. When an output writes to standard output (path: "-"),',
-    'stdout carries only that data and the summary goes to stderr. With --workers N (or workers: in the',
-    'job), outputs that roll by max_rows_per_file alone are written as parts by N threads side by side,',
-    'the same files byte for byte; other outputs by one thread (a warning says which and why).',
+    'stdout carries only that data and the summary goes to stderr.',
     '',
     'One export across processes or machines: start the same command once per shard with --shard I/N',
     '(or --shards N under a Kubernetes Indexed Job) and a run id they share. Shard 0 starts the',
     'execution once and writes the plan; each shard writes its own parts; the last to finish commits.',
-    '--processes N does the same with N local processes. --workers applies to each shard: its parts are',
-    'written by that many threads side by side.',
+    '--processes N does the same with N local processes.',
   ].join('\n'),
   async run({ io, values, positionals, log, signal }) {
     const file = positionals[0]!;
     // Checked before the file is read: a mistake on the command line is reported as such.
     const workers = workersOption(stringOption(values, 'workers'));
+    if (workers !== undefined) log.warn(`--${WORKERS_IGNORED}`, { workers });
     const jobFile = await loadJobFile(file, { registry: builtins, env: io.env, cwd: io.cwd });
     const jobs = selectJobs(jobFile.jobs, listOption(values, 'job'));
     const planOnly = flag(values, 'plan');
     // A plan needs the shard count only: no index, no run id.
     const shard = planOnly ? undefined : shardSpec({ shard: stringOption(values, 'shard'), shards: stringOption(values, 'shards'), runId: stringOption(values, 'run-id') }, io.env);
     const processes = stringOption(values, 'processes');
-    if (processes !== undefined && !planOnly) return runProcesses({ io, values, log, signal }, file, jobFile.connection, processes, shard, workers);
+    if (processes !== undefined && !planOnly) return runProcesses({ io, values, log, signal }, file, jobFile.connection, processes, shard, jobs);
     const executionId = stringOption(values, 'execution');
     checkOneExport(jobFile.jobs, jobs, shard, executionId);
     const run: JobsRun = {
@@ -80,7 +79,6 @@ export const runCommand = defineCommand({
       signal,
       values,
       jobs,
-      workers,
       executionId,
       stateDir: resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR),
       json: flag(values, 'json'),
@@ -88,7 +86,7 @@ export const runCommand = defineCommand({
       summaryOut: jobs.some((job) => job.outputs.some((output) => output.path === '-')) ? io.stderr : io.stdout,
     };
     // OpenTelemetry when the environment asks for it (OTEL_EXPORTER_OTLP_ENDPOINT): before connecting, so the clients carry trace context.
-    const telemetry = await startTelemetry(io.env, 'cli', (message) => log.warn(message));
+    const telemetry = await startTelemetry(io.env, 'run', (message) => log.warn(message));
     // A shard of N spends 1/N of the key's rate: N shards together stay within it.
     const connection = await connectLogged(jobFile.connection, io, log, signal, false, shard === undefined ? 1 : 1 / shard.count);
     try {
@@ -110,7 +108,6 @@ interface JobsRun {
   readonly signal: AbortSignal;
   readonly values: OptionValues;
   readonly jobs: readonly Job[];
-  readonly workers: Workers | undefined;
   readonly executionId: string | undefined;
   /** Resolved against the current folder: where the run keeps its state. */
   readonly stateDir: string;
@@ -126,7 +123,7 @@ async function runProcesses(
   connection: Connection | undefined,
   processes: string,
   shard: ShardSpec | undefined,
-  workers: Workers | undefined,
+  jobs: readonly Job[],
 ): Promise<number> {
   if (shard !== undefined) throw new UsageError(`--processes starts the shards itself: leave out ${shard.from}`);
   if (stringOption(values, 'execution') !== undefined) throw new UsageError('--processes runs the export: leave out --execution');
@@ -135,17 +132,29 @@ async function runProcesses(
     ...listOption(values, 'job').flatMap((j) => ['--job', j]),
     ...(flag(values, 'json') ? ['--json'] : []),
     ...(flag(values, 'fresh') ? ['--fresh'] : []),
-    ...(workers === undefined ? [] : ['--workers', String(workers)]),
     '--no-progress',
   ];
+  // The run's span, whose trace the shards continue, when the environment asks for OpenTelemetry.
+  const telemetry = await startTelemetry(io.env, 'run', (message) => log.warn(message));
   // One service for all shards: on the embedded service, this process opens (or finds) the
   // data folder's service and holds it while the shards run; they find it through the folder.
   const shared = isRemote(connection) ? undefined : await connectLogged(connection, io, log, signal);
   try {
-    return await spawnShards({ io, log, signal, processes, args, runId: stringOption(values, 'run-id') });
+    const job: SpanAttributes = jobs.length === 1 ? { 'sluice.job': jobs[0]!.name } : {};
+    return await inSpan('sluice.job.run', { ...job, 'sluice.shard.count': Number(processes) }, (span) =>
+      tracedShards(span, { io, log, signal, processes, args, runId: stringOption(values, 'run-id') }),
+    );
   } finally {
-    await shared?.close();
+    await Promise.all([shared?.close(), telemetry?.shutdown()]);
   }
+}
+
+/** The shard processes of a run, started inside its span: each continues the run's trace (TRACEPARENT in its environment). */
+async function tracedShards(span: SpanEnd, options: SpawnShardsOptions): Promise<number> {
+  const exit = await spawnShards({ ...options, io: { ...options.io, env: { ...options.io.env, ...traceEnvironment() } } });
+  span.set({ 'process.exit.code': exit });
+  if (exit !== EXIT.ok) span.failed('SHARD_FAILED');
+  return exit;
 }
 
 /** A shard and --execution each export one job, and a shard's execution is picked by shard 0. */
@@ -169,16 +178,16 @@ async function printPlans(run: JobsRun, client: ServiceClient): Promise<number> 
 
 /** --shard I/N: this process writes one shard of the one job's export. */
 async function runOneShard(run: JobsRun, client: ServiceClient, shard: ShardSpec): Promise<number> {
-  const { log, signal, json, summaryOut, workers } = run;
+  const { log, signal, json, summaryOut } = run;
   const job = run.jobs[0]!;
+  if (job.workers !== undefined) log.warn(`jobs.${job.name}.${WORKERS_IGNORED}`, { job: job.name, workers: job.workers });
   try {
-    const summary = await runShard(job, {
+    const summary = await inSpan('sluice.shard', shardAttributes(job.name, shard), (span) => runShard(job, {
       client,
       shard,
       signal,
       events: { onInfo: (message, fields) => log.info(message, fields) },
-      ...(workers === undefined ? {} : { workers }),
-    });
+    }).then((s) => (span.set(shardDone(s)), s)));
     await writeOut(summaryOut, json ? `${JSON.stringify(shardFields(summary))}\n` : formatShard(summary));
     return EXIT.ok;
   } catch (error) {
@@ -189,7 +198,7 @@ async function runOneShard(run: JobsRun, client: ServiceClient, shard: ShardSpec
 
 /** The jobs one after another; the exit code is the first failure's. */
 async function runJobs(run: JobsRun, client: ServiceClient): Promise<number> {
-  const { io, log, signal, json, summaryOut, workers, executionId } = run;
+  const { io, log, signal, json, summaryOut, executionId } = run;
   const showBar = io.stderr.isTTY === true && log.format === 'text' && !flag(run.values, 'no-progress');
   let exit: number = EXIT.ok;
   for (const job of run.jobs) {
@@ -204,7 +213,6 @@ async function runJobs(run: JobsRun, client: ServiceClient): Promise<number> {
         events,
         ...(executionId === undefined ? {} : { executionId }),
         resume: !flag(run.values, 'fresh'),
-        ...(workers === undefined ? {} : { workers }),
       }));
     } catch (error) {
       done();
@@ -242,7 +250,8 @@ function isRemote(connection: Connection | undefined): boolean {
   return connection?.base_url !== undefined && connection.base_url !== '';
 }
 
-function workersOption(text: string | undefined): Workers | undefined {
+/** `--workers`, checked as before part threads were removed (a mistake is still one), then ignored. */
+function workersOption(text: string | undefined): number | 'auto' | undefined {
   if (text === undefined) return undefined;
   if (text === 'auto') return 'auto';
   const n = Number(text);

@@ -53,7 +53,7 @@ export const scheduleCommand = defineCommand({
     const settings = scheduleSettings(values, io.env);
 
     const stateDir = resolve(io.cwd, jobFile.state_dir ?? DEFAULT_STATE_DIR);
-    const telemetry = await startTelemetry(io.env, 'cli', (message) => log.warn(message));
+    const telemetry = await startTelemetry(io.env, 'schedule', (message) => log.warn(message));
     const connection = await connectLogged(jobFile.connection, io, log, signal, true);
     const metrics = new Metrics(scheduled.map((j) => j.name));
     const health = new JobHealth(scheduled.map((j) => j.name), { failingAfter: settings.failingAfter, onChange: (change) => logHealthChange(log, change, settings.failingAfter) });

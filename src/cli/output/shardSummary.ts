@@ -66,7 +66,7 @@ export function planFields(p: JobPlan): Record<string, unknown> {
       committed_execution: o.committedExecution ?? null,
       ...(o.commitsTo === undefined ? {} : { catalog: o.commitsTo.catalog ?? null, catalog_table: o.commitsTo.table }),
       ...(o.schemaDrift === undefined ? {} : { schema_drift: o.schemaDrift }),
-      decode: { path: o.decode.path, why: o.decode.why },
+      decode: { path: o.decode.path, ...(o.decode.pages === undefined ? {} : { pages: o.decode.pages }), why: o.decode.why },
     })),
     ...(p.cursor === undefined ? {} : { cursor: { column: p.cursor.column, from: p.cursor.from, value: p.cursor.value, ...(p.cursor.lookback === undefined ? {} : { lookback: p.cursor.lookback }) } }),
     ...(p.contract === undefined ? {} : { contract: p.contract.map((c) => ({ check: c.check, what: c.what, when: c.when, on_violation: c.onViolation, ...(c.quarantine === undefined ? {} : { quarantine: c.quarantine }) })) }),

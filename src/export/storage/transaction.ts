@@ -89,7 +89,7 @@ async function write(s: TransactionState, name: string, body: AsyncIterable<Uint
   // Recorded before the write starts: one that completes after abort began is still cleaned up.
   const stored = s.located(name);
   s.written.add(stored);
-  // The body's own failure (the rows, a part thread) passes unchanged; only the store's is wrapped.
+  // The body's own failure (the rows, the encoder) passes unchanged; only the store's is wrapped.
   let failed: { error: unknown } | undefined;
   const source = (async function* () {
     try {

@@ -86,7 +86,7 @@ export class BackfillStream implements RunResult {
     }
   }
 
-  /** Part threads read ranges of one execution: a backfill is written by this thread. */
+  /** Range reads address one execution: a backfill's rows come from one per chunk, so none. */
   async rangeReader(): Promise<undefined> {
     return undefined;
   }

@@ -19,7 +19,7 @@ export const backfillFeature: JobFeatureKind<BackfillSummaryPart> = {
   split: [
     {
       field: 'backfill',
-      threads: 'the rows come from one execution per chunk, read in chunk order',
+      parts: 'the rows come from one execution per chunk, read in chunk order',
       shards: 'a backfill reads one execution per chunk and commits them once: run it without shards (backfill.concurrency runs chunks side by side)',
       found: (job) => (job.backfill === undefined ? [] : [{ path: 'backfill', value: job.backfill.chunk }]),
     },

@@ -73,7 +73,7 @@ export class RunContract {
     return contractQuarantines(this.#expect);
   }
 
-  /** Whether the rows must be read by this thread, through `watch` (part threads do not pass through it). */
+  /** Whether the rows must be read by this thread, through `watch` (the native path's range reads do not pass through it). */
   get watchesRows(): boolean {
     return this.#expect.checks !== undefined || (this.#expect.rows !== undefined && this.#job.result?.filters !== undefined);
   }
@@ -133,7 +133,7 @@ export class RunContract {
       // Before the end reaches the outputs: a count out of range fails the read, so nothing commits.
       if (!this.#rowsChecked) this.#checkRows(row, 'the run read');
       ended = true;
-      feed?.end();
+      feed?.close();
     } catch (error) {
       // The quarantines fail with the read's own error: whichever reports first, the cause is the same.
       feed?.fail(error);

@@ -8,6 +8,7 @@ import type { OutputSession, OutputSessions } from '../output/outputSession.ts';
 import type { RunContract } from './contract.ts';
 import { quarantinePath } from '../../config/quarantinePath.ts';
 import { tee } from '../run/tee.ts';
+import { Channel } from '../../export/channel.ts';
 
 /** The columns a quarantined row carries after the result's: the check (`expect.checks.amount.min`), its column, the reason, the result row (1-based). */
 export const QUARANTINE_COLUMNS = ['_check', '_column', '_reason', '_row'] as const;
@@ -38,77 +39,13 @@ export function quarantineOutput(output: ResolvedOutput): ResolvedOutput {
   };
 }
 
-/** The read of the quarantined rows: the contract pushes as it finds them (waiting while the quarantine outputs are behind), the quarantine outputs read. */
-export class QuarantineFeed implements AsyncIterable<RecordBatch> {
-  readonly #queue: RecordBatch[] = [];
-  #ended = false;
-  #failure: { error: unknown } | undefined;
-  #wake: (() => void) | undefined;
-  #room: (() => void) | undefined;
+/** The read of the quarantined rows: the contract pushes as it finds them (waiting while the quarantine outputs are two batches behind), the quarantine outputs read. */
+export type QuarantineFeed = Channel<RecordBatch>;
 
-  /** `signal`: the run's; its abort fails the feed, so a push waiting for a quarantine that stopped returns. */
-  constructor(signal?: AbortSignal) {
-    signal?.addEventListener('abort', () => this.fail(signal.reason), { once: true });
-  }
-
-  async push(batch: RecordBatch): Promise<void> {
-    while (this.#queue.length >= 2 && this.#failure === undefined) await new Promise<void>((resolve) => (this.#room = resolve));
-    if (this.#failure !== undefined) throw this.#failure.error;
-    this.#queue.push(batch);
-    this.#wakeReader();
-  }
-
-  end(): void {
-    this.#ended = true;
-    this.#wakeReader();
-  }
-
-  fail(error: unknown): void {
-    this.#failure ??= { error };
-    this.#wakeReader();
-    this.#makeRoom();
-  }
-
-  [Symbol.asyncIterator](): AsyncIterator<RecordBatch, void, undefined> {
-    return {
-      next: () => {
-        const next = this.#next();
-        // A reader that gave up waiting (its export aborted) leaves this promise behind: its failure is the read's, reported there.
-        next.catch(() => undefined);
-        return next;
-      },
-      return: () => {
-        // The quarantine outputs stopped reading (one failed): the contract's next push fails the read.
-        this.fail(new Error('the quarantine outputs stopped reading'));
-        return Promise.resolve({ done: true, value: undefined });
-      },
-    };
-  }
-
-  async #next(): Promise<IteratorResult<RecordBatch, void>> {
-    for (;;) {
-      if (this.#failure !== undefined) throw this.#failure.error;
-      const batch = this.#queue.shift();
-      if (batch !== undefined) {
-        this.#makeRoom();
-        return { done: false, value: batch };
-      }
-      if (this.#ended) return { done: true, value: undefined };
-      await new Promise<void>((resolve) => (this.#wake = resolve));
-    }
-  }
-
-  #wakeReader(): void {
-    const wake = this.#wake;
-    this.#wake = undefined;
-    wake?.();
-  }
-
-  #makeRoom(): void {
-    const room = this.#room;
-    this.#room = undefined;
-    room?.();
-  }
+/** `signal`: the run's; its abort ends the feed, so a push waiting for a quarantine that stopped returns. */
+export function quarantineFeed(signal?: AbortSignal): QuarantineFeed {
+  // The quarantine outputs stopped reading (one failed): the contract's next push fails the read.
+  return new Channel<RecordBatch>({ capacity: 2, signal, stopped: () => new Error('the quarantine outputs stopped reading') });
 }
 
 /** Splits a batch by the contract's verdicts: the good rows (runs of them, as slices) and the quarantined ones with why. */
@@ -223,7 +160,7 @@ export function writeQuarantineGroups(
   const written: Promise<[number, ExportSummary]>[] = [];
   const drained: Promise<void>[] = [];
   for (const group of groups) {
-    const feed = new QuarantineFeed(input.signal);
+    const feed = quarantineFeed(input.signal);
     group.contract.quarantineTo(feed);
     group.quarantines.write(feed, input.schema, input.meta, input.signal).forEach((p, k) => written.push(p.then((s): [number, ExportSummary] => [group.indexes[k]!, s]).catch(input.failed)));
     if (group.jobWide && input.drainRead !== undefined) drained.push(drain(group.contract.watch(input.drainRead(), input.schema, 0)).catch(input.failed));

@@ -23,14 +23,14 @@ export const contractsFeature: JobFeatureKind<ContractsSummary> = {
   split: [
     {
       field: 'expect.checks',
-      threads: 'every row passes the column checks on its way from the one read',
+      parts: 'every row passes the column checks on its way from the one read',
       shards:
         'not supported on sharded runs yet (each shard reads only its rows, so unique could not see them all): run without shards, or keep expect.columns and expect.rows, which shard 0 checks before any page is fetched',
       found: (job) => (job.expect?.checks === undefined ? [] : [{ path: 'expect.checks', value: Object.keys(job.expect.checks) }]),
     },
     {
       field: 'outputs[].expect.checks',
-      threads: 'every row passes the column checks on its way to the output',
+      parts: 'every row passes the column checks on its way to the output',
       found: (job) => job.outputs.flatMap((o, i) => (o.expect?.checks === undefined ? [] : [{ path: `outputs[${i}].expect.checks`, value: Object.keys(o.expect.checks) }])),
     },
     {

@@ -183,11 +183,6 @@ export class RunDrift {
     return this.#found;
   }
 
-  /** True when some output's rows are reshaped: part threads, which read their own rows, would bypass it. */
-  get reshapes(): boolean {
-    return this.#targets.size > 0;
-  }
-
   /** `committed`: each output's commit, by index, as its session read it. */
   async beforeFetch(status: ExecutionStatus, committedAt: (index: number) => Promise<Commit | undefined>): Promise<void> {
     const job = this.#job;

@@ -21,7 +21,7 @@ export const driftFeature: JobFeatureKind<DriftSummary> = {
     {
       field: 'outputs[].schema_drift',
       when: "is `freeze` (its own, or the job's)",
-      // Part threads: only once a frozen output is found to have drifted (`oneRead`).
+      // Parts read on their own (native): only once a frozen output is found to have drifted (`reshapes`).
       shards: 'freeze reshapes the rows of the one read, and each shard reads its own: use fail or evolve, or run without shards',
       found: (job) => job.outputs.flatMap((o, i) => (driftPolicyOf(job, o) === 'freeze' ? [{ path: `outputs[${i}].schema_drift`, value: 'freeze' }] : [])),
     },
@@ -41,11 +41,6 @@ class DriftRun implements JobFeature<DriftSummary> {
   beforeFetch(status: ExecutionStatus): Promise<void> {
     const { outputs, signal } = this.#run;
     return this.#drift.beforeFetch(status, (i) => outputs.at(i).committed(signal));
-  }
-
-  oneRead(): string | undefined {
-    // Part threads read their own rows: they would bypass the reshaping.
-    return this.#drift.reshapes ? 'schema_drift: an output that drifted is reshaped from the one read' : undefined;
   }
 
   reshapes(index: number, schema: Schema): boolean {

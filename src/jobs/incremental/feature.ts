@@ -23,7 +23,7 @@ export const incrementalFeature: JobFeatureKind<IncrementalSummary> = {
   split: [
     {
       field: 'incremental',
-      threads: 'each drops the rows it holds already, from the one read',
+      parts: 'each drops the rows it holds already, from the one read',
       shards: 'a sharded run replaces its outputs with one result: run incremental jobs without shards',
       found: (job) => (job.incremental === undefined ? [] : [{ path: 'incremental', value: job.incremental.cursor }]),
     },

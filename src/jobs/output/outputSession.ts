@@ -3,12 +3,10 @@ import type { Commit, CommitProtocol } from '../../export/commit.ts';
 import type { Destination } from '../../export/destination.ts';
 import { checkOutput, type OpenedOutput, openOutput } from '../../export/openOutput.ts';
 import type { ResolvedOutput } from '../../export/outputConfig.ts';
-import type { Workers } from '../../export/partPlan.ts';
 import type { DestinationTraits } from '../../export/splitRule.ts';
 import { type ExportMeta, openExport, type OpenExportOptions, type OpenedExport } from '../../export/writeExport.ts';
 import { resumeAttemptId } from '../run/attemptId.ts';
 import { type Committed, findCommitted, outputFingerprint, skipCommitted } from './committedOutput.ts';
-import { outputThreads } from './workers.ts';
 
 /**
  * One output, opened once for a run: its destination and commit protocol (`openOutput`), its
@@ -81,11 +79,6 @@ export class OutputSession {
   /** The staging id an export of `executionId` resumes under (see `resumeAttemptId`). */
   attemptId(executionId: string): string {
     return resumeAttemptId(this.#job, executionId, this.output);
-  }
-
-  /** The part threads this output's rows are worth (see `outputThreads`). */
-  threads(workers: Workers, totalRows: number | undefined, wire: 'json' | 'arrow' | undefined): Workers {
-    return outputThreads(this.output, workers, totalRows, wire);
   }
 
   /** Opens an export of `executionId` through this session's destination and commit (left open). */

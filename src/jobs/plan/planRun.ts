@@ -10,7 +10,7 @@ import { createFeatures } from '../features.ts';
 import type { JobFeature } from '../run/feature.ts';
 import { creditsAllowed, executionCost } from '../run/budget.ts';
 import { type OutputSession, OutputSessions } from '../output/outputSession.ts';
-import { whyNotSharded, whyOneThread } from '../output/splitRule.ts';
+import { whyNotSharded, whyOneRead } from '../output/splitRule.ts';
 import type { ContractCheckPlan } from '../contracts/contractPlan.ts';
 import { jobRunState, RunStateStore } from '../run/runState.ts';
 import { partsPerShard, rowsPerPart } from '../shards/plan.ts';
@@ -42,8 +42,8 @@ export interface JobPlan {
   readonly contract?: readonly ContractCheckPlan[];
   /** A backfill: its chunks, what a run executes and what a killed run's chunks spare it. */
   readonly backfill?: BackfillPlan;
-  /** The split rule, as the run and the shard check read it: why one thread writes every output (undefined: part threads may), and why the job cannot run sharded (empty: it can). */
-  readonly split: { readonly oneThread: string | undefined; readonly notSharded: readonly SplitBlock[] };
+  /** The split rule, as the run and the shard check read it: why every output is written from the one read (undefined: an output may read its own parts, natively), and why the job cannot run sharded (empty: it can). */
+  readonly split: { readonly oneRead: string | undefined; readonly notSharded: readonly SplitBlock[] };
 }
 
 export interface CursorPreview {
@@ -144,7 +144,7 @@ async function plan(job: Job, options: PlanRunOptions, sessions: OutputSessions)
     shards,
     outputs,
     ...Object.assign({}, ...features.map((f) => f.plan?.() ?? {})),
-    split: { oneThread: whyOneThread(job), notSharded: whyNotSharded(job, sessions.all.map((s) => s.traits)) },
+    split: { oneRead: whyOneRead(job), notSharded: whyNotSharded(job, sessions.all.map((s) => s.traits)) },
   };
 }
 

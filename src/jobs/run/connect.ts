@@ -43,7 +43,7 @@ export interface ConnectOptions {
   /** Told when the folder's service runs in another process, which this one then uses. */
   readonly onShared?: (info: { url: string; dataDir: string; pid: number; ignoredSampleRows?: number }) => void;
   /** Hooks for every client made (telemetry: trace context on each request, retries as spans). */
-  readonly clientHooks?: Pick<ClientOptions, 'requestHeaders' | 'onRetry'> | undefined;
+  readonly clientHooks?: Pick<ClientOptions, 'requestHeaders' | 'onRetry' | 'onThrottle'> | undefined;
 }
 
 /**
@@ -79,7 +79,7 @@ export async function connect(connection: Connection | undefined, options: Conne
   return openFolder(folder, rate, options);
 }
 
-type Rate = Pick<ClientOptions, 'rateLimit' | 'rateShare' | 'compression' | 'requestHeaders' | 'onRetry'>;
+type Rate = Pick<ClientOptions, 'rateLimit' | 'rateShare' | 'compression' | 'requestHeaders' | 'onRetry' | 'onThrottle'>;
 
 /** The data folder of the embedded service, and the key this process uses with it. */
 interface Folder {

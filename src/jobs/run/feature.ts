@@ -43,8 +43,6 @@ export interface JobFeature<S extends object = object> {
   drops?(index: number): boolean;
   /** Output `index`'s parts are not a function of row offsets: a killed run's parts are written again. */
   forbidsPartResume?(index: number): boolean;
-  /** Why every output is written by this thread from the one read, found once the metadata is known (undefined: no reason). */
-  oneRead?(): string | undefined;
   /** Watching batches: the one read passes through it, before the outputs' branches. */
   watch?(read: AsyncIterable<RecordBatch>, schema: Schema, startRow: number): AsyncIterable<RecordBatch>;
   /** Whether it changes output `index`'s columns on its branch (such an output is written from the one read, never natively). */
@@ -116,7 +114,7 @@ export interface FeatureRun {
 /** A feature in the list: its part of the split rule, and the plug-in it makes for a run of a job that uses it. */
 export interface JobFeatureKind<S extends object = object> {
   readonly name: string;
-  /** Why it cannot be split over part threads or shards (see the split rule). */
+  /** Why it cannot be split into parts read by row ranges or over shards (see the split rule). */
   readonly split: readonly JobSplitRule[];
   /** The plug-in for one attempt (undefined: the job does not use the feature). */
   create(run: FeatureRun): JobFeature<S> | undefined;

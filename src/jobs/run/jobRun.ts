@@ -1,6 +1,5 @@
 import type { ServiceClient } from '../../client/serviceClient.ts';
 import { DEFAULT_STATE_DIR, type Job } from '../../config/jobSchema.ts';
-import { knownWire, type Workers } from '../../export/partPlan.ts';
 import type { ExportSummary } from '../../export/writeExport.ts';
 import { type Ready, stream } from '../../pipeline/stream.ts';
 import { isTerminal } from '../../protocol/index.ts';
@@ -9,7 +8,6 @@ import type { RunResult } from '../backfill/backfillStream.ts';
 import type { OutputDrift } from '../drift/drift.ts';
 import { createFeatures, type FeatureSummary } from '../features.ts';
 import type { OutputSessions } from '../output/outputSession.ts';
-import { askedWorkers, runWorkers, startRunThreads } from '../output/workers.ts';
 import { checkBytes, checkCredits, TIER_COST } from './budget.ts';
 import { policyOf } from './errorPolicy.ts';
 import type { FeatureRun, FeatureStart, JobFeature } from './feature.ts';
@@ -51,7 +49,7 @@ export interface RunSummary {
   readonly fetchedRows: number;
   /**
    * The result pages this run read, in bytes: as they crossed the wire (compressed, when the
-   * service compressed them) and decoded. Part threads' pages included; retried attempts not.
+   * service compressed them) and decoded. Pages read by row ranges (the native path) included; retried attempts not.
    */
   readonly pageBytes: { readonly wire: number; readonly decoded: number };
   readonly files: number;
@@ -106,7 +104,6 @@ export interface AttemptOptions {
   /** Pick up an interrupted run's execution (false: `--fresh`). */
   readonly resume: boolean;
   readonly events?: RunEvents | undefined;
-  readonly workers?: Workers | undefined;
   /** Where features keep their records (the run state's folder). */
   readonly stateDir?: string | undefined;
   /** The job's outputs, opened once for the run (closed by the caller). */
@@ -285,8 +282,6 @@ export class JobRun {
     const features = this.#features;
     const { executionId, status } = started.ready;
     const totalRows = job.result?.filters === undefined ? status.result_metadata?.total_row_count : undefined;
-    const asked = askedWorkers(job, this.#options.workers);
-    startRunThreads(job, asked, totalRows);
     const summaries: (OutputSummary | undefined)[] = new Array(job.outputs.length).fill(undefined);
     const pending: number[] = [];
     for (const feature of features) await feature.beforeWrite?.(executionId);
@@ -299,7 +294,6 @@ export class JobRun {
     }
     if (pending.length === 0 && !features.some((f) => f.writesBeside?.() === true)) return { outputs: summaries.map((s) => s!), written: undefined };
     const warn = this.#options.events?.onWarning;
-    const oneRead = features.map((f) => f.oneRead?.()).find((why) => why !== undefined);
     const written = await writeOutputs({
       outputs: this.#options.outputs,
       pending,
@@ -308,8 +302,7 @@ export class JobRun {
       controller: this.#controller,
       stop: this.#options.signal,
       features,
-      workers: { asked: oneRead === undefined ? runWorkers(job, asked, warn) : 1, totalRows, wire: knownWire(job.wire) },
-      on: { pageSize: (pageSize) => (this.#pageSize = pageSize), warn },
+      on: { pageSize: (pageSize) => (this.#pageSize = pageSize) },
     });
     pending.forEach((index, k) => this.#report(summaries, index, writtenSummary(written.summaries[k]!, job.outputs[index]!.format.type, warn)));
     return { outputs: summaries.map((s) => s!), written };

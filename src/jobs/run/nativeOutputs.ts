@@ -1,18 +1,19 @@
 import type { Schema } from 'apache-arrow';
 import type { Job } from '../../config/jobSchema.ts';
-import { nativeOutputReason, nativeRoute } from '../../export/nativeExport.ts';
+import { NATIVE_PAGES, nativeOutputReason, nativeRoute } from '../../export/nativeExport.ts';
 import type { ResolvedOutput } from '../../export/outputConfig.ts';
+import type { NativePages } from '../../pipeline/nativeWire/duckdbColumns.ts';
 import type { RangeReader } from '../../pipeline/stream.ts';
-import { whyOneThread } from '../output/splitRule.ts';
+import { whyOneRead } from '../output/splitRule.ts';
 
 /**
  * Outputs the one read would feed that the native path writes instead (src/export/nativeExport.ts):
- * like outputs split over part threads, they read their parts by row ranges themselves. Only where
- * nothing of the run needs to see the rows (no job feature that reads once for all, no drift
- * reshaping the output's rows): the same rule as part threads.
+ * they read their parts by row ranges themselves. Only where nothing of the run needs to see the
+ * rows (no job feature that reads once for all, no drift reshaping the output's rows): the split
+ * rule's `parts` way.
  */
 export function mayBeNative(job: Job, output: ResolvedOutput): boolean {
-  return whyOneThread(job) === undefined && nativeOutputReason(output) === undefined;
+  return whyOneRead(job) === undefined && nativeOutputReason(output) === undefined;
 }
 
 /** Whether an output is written natively, now that the result's schema and the wire are known (`reshaped`: a job feature reshapes its rows). */
@@ -24,16 +25,19 @@ export function writtenNatively(output: ResolvedOutput, schema: Schema, reader: 
 /** How an output's rows would be decoded and written, for `--plan`: the native path, or the general one and why. */
 export interface DecodePlan {
   readonly path: 'native' | 'general';
+  /** The pages the native path reads (the service's CSV pages unless told otherwise). */
+  readonly pages?: NativePages;
   readonly why: string;
 }
 
 export function decodePlan(job: Job, output: ResolvedOutput): DecodePlan {
-  const reason = whyOneThread(job) ?? nativeOutputReason(output);
+  const reason = whyOneRead(job) ?? nativeOutputReason(output);
   if (reason !== undefined) return { path: 'general', why: reason };
   if (job.wire === 'arrow') return { path: 'general', why: 'wire: arrow (Arrow pages, decoded by apache-arrow)' };
   if (job.wire === 'json') return { path: 'general', why: 'wire: json asks for JSON pages decoded in JS; the native path is chosen with wire auto' };
   return {
     path: 'native',
-    why: 'over JSON pages (a service without Arrow pages) DuckDB writes the Parquet from the pages, where every column has an exact DuckDB type; over Arrow pages, the general path',
+    pages: NATIVE_PAGES,
+    why: `from a service without Arrow pages, DuckDB writes the Parquet from the service's ${NATIVE_PAGES.toUpperCase()} pages, where every column has an exact DuckDB type; over Arrow pages, the general path`,
   };
 }

@@ -2,7 +2,7 @@ import { retrying, sleep } from '../../client/retry.ts';
 import type { RetryPolicy } from '../../client/retryPolicy.ts';
 import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { Job } from '../../config/jobSchema.ts';
-import type { Workers } from '../../export/partPlan.ts';
+import { WORKERS_IGNORED } from '../../export/partPlan.ts';
 import { missingFolders, removeEmptyFolders } from './createdFolders.ts';
 import { policyOf } from './errorPolicy.ts';
 import { notifierFor, notifiesFailure, notifyingEvents } from './notify.ts';
@@ -25,8 +25,6 @@ export interface RunJobOptions {
   /** Pick up the execution of an interrupted run (default true; `--fresh` sets false). */
   readonly resume?: boolean;
   readonly events?: RunEvents;
-  /** Threads writing an output's parts side by side; overrides the job's `workers` (`--workers`). */
-  readonly workers?: Workers;
   /** Recorded as the run's `origin` in the run history (`mcp` for a tool call of `sluice mcp`). */
   readonly origin?: string;
   /** Waits between retries (tests shorten it). */
@@ -46,6 +44,7 @@ export async function runJob(job: Job, options: RunJobOptions): Promise<JobSumma
   const run: RunTally = { startedAt: new Date(), began: performance.now(), credits: 0, attempts: 0 };
   const notifier = notifierFor(job, { startedAt: run.startedAt, onDelivery: (d) => options.events?.onNotification?.(d), onWarning: options.events?.onWarning });
   options = { ...options, events: notifyingEvents(options.events, notifier, run) };
+  if (job.workers !== undefined) options.events?.onWarning?.(`jobs.${job.name}.${WORKERS_IGNORED}`, { job: job.name, workers: job.workers });
   try {
     let summary: JobSummary;
     const created = await missingFolders(job.outputs.map((o) => o.path));

@@ -1,96 +1,58 @@
+import { Channel } from '../../export/channel.ts';
+
 /**
  * Splits one async iterable into `n` that each see every item, in order, without buffering the
- * whole source: the source is read only when every consumer still reading has room in its queue
- * (`highWaterMark` items), so the slowest output sets the pace (backpressure) and memory stays
- * at n x highWaterMark items. A source error reaches every consumer; a consumer that stops early
- * (its loop breaks or it is returned) no longer holds the others back; when all stop, the source
- * is returned so it can release what it holds (cancel fetches). `signal` aborting fails every
- * consumer with its reason.
+ * whole source: one pump reads the source and pushes each item into a channel per consumer still
+ * reading, and reads the next only once every such channel has room (`highWaterMark` items each),
+ * so the slowest output sets the pace (backpressure) and memory stays at n x highWaterMark items.
+ * The source is read from the first consumer's first `next`. A source error reaches every consumer
+ * after the items before it; a consumer that stops early (its loop breaks or it is returned) no
+ * longer holds the others back; when all stop, the source is returned so it can release what it
+ * holds (cancel fetches), before the last one's `return` resolves. `signal` aborting fails every
+ * consumer with its reason at once.
  */
 export function tee<T>(source: AsyncIterable<T>, n: number, highWaterMark = 2, signal?: AbortSignal): AsyncIterable<T>[] {
   if (!Number.isInteger(n) || n < 1) throw new RangeError(`tee: n must be a positive integer, got ${n}`);
+  if (!Number.isInteger(highWaterMark) || highWaterMark < 1) throw new RangeError(`tee: highWaterMark must be a positive integer, got ${highWaterMark}`);
   if (n === 1) return [source];
-  const iterator = source[Symbol.asyncIterator]();
-  const queues: T[][] = Array.from({ length: n }, () => []);
-  const active = new Set<number>(Array.from({ length: n }, (_, i) => i));
-  let done = false;
-  let failure: { error: unknown } | undefined;
-  let pulling: Promise<void> | undefined;
-  const waiters = new Set<() => void>();
+  // A push waits once its item would be the highWaterMark-th untaken one: the pump holds that item.
+  const branches = Array.from({ length: n }, () => new Channel<T>({ capacity: highWaterMark - 1, signal }));
+  const reading = new Set(branches);
+  let pumping: Promise<void> | undefined;
 
-  const wakeAll = (): void => {
-    for (const wake of [...waiters]) wake();
-    waiters.clear();
-  };
-  // An abort wakes every consumer, including one parked behind a branch that nobody reads.
-  signal?.addEventListener(
-    'abort',
-    () => {
-      failure ??= { error: signal.reason };
-      done = true;
-      wakeAll();
-      void Promise.resolve(pulling)
-        .catch(() => undefined)
-        .then(() => iterator.return?.())
-        .catch(() => undefined);
-    },
-    { once: true },
-  );
-  const hasRoom = (): boolean => [...active].every((i) => queues[i]!.length < highWaterMark);
-
-  const pull = (): Promise<void> =>
-    (pulling ??= (async () => {
-      try {
+  const pump = async (): Promise<void> => {
+    const iterator = source[Symbol.asyncIterator]();
+    try {
+      while (reading.size > 0 && signal?.aborted !== true) {
         const result = await iterator.next();
-        if (result.done) done = true;
-        else for (const i of active) queues[i]!.push(result.value);
-      } catch (error) {
-        failure = { error };
-        done = true;
-      } finally {
-        pulling = undefined;
-        wakeAll();
+        if (result.done === true) {
+          for (const branch of branches) branch.close();
+          return;
+        }
+        // A branch whose consumer stopped refuses the item: it leaves the pump's set.
+        await Promise.all([...reading].map((branch) => branch.push(result.value).catch(() => reading.delete(branch))));
       }
-    })());
-
-  const stop = async (index: number): Promise<void> => {
-    if (!active.delete(index)) return;
-    queues[index]!.length = 0;
-    wakeAll();
-    if (active.size === 0 && !done) {
-      done = true;
-      await pulling?.catch(() => undefined);
       await iterator.return?.();
+    } catch (error) {
+      for (const branch of branches) branch.fail(error);
     }
   };
 
-  const consumer = (index: number): AsyncIterable<T> => ({
-    [Symbol.asyncIterator]: () => ({
-      async next(): Promise<IteratorResult<T>> {
-        for (;;) {
-          if (!active.has(index)) return { done: true, value: undefined };
-          const queue = queues[index]!;
-          if (failure && signal?.aborted) throw failure.error;
-          if (queue.length > 0) {
-            const value = queue.shift()!;
-            wakeAll();
-            return { done: false, value };
-          }
-          if (failure) throw failure.error;
-          if (done) return { done: true, value: undefined };
-          if (hasRoom() && !pulling) {
-            await pull();
-            continue;
-          }
-          await new Promise<void>((resolve) => waiters.add(resolve));
-        }
-      },
-      async return(): Promise<IteratorResult<T>> {
-        await stop(index);
-        return { done: true, value: undefined };
-      },
-    }),
-  });
-
-  return Array.from({ length: n }, (_, i) => consumer(i));
+  return branches.map((branch) => ({
+    [Symbol.asyncIterator]: (): AsyncIterator<T, undefined, undefined> => {
+      const items = branch[Symbol.asyncIterator]();
+      return {
+        next: () => {
+          pumping ??= pump();
+          return items.next();
+        },
+        return: async () => {
+          await items.return?.();
+          reading.delete(branch);
+          if (reading.size === 0) await pumping;
+          return { value: undefined, done: true };
+        },
+      };
+    },
+  }));
 }

@@ -1,6 +1,5 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { ExportMeta, ExportSummary, OpenedExport } from '../../export/writeExport.ts';
-import type { Workers } from '../../export/partPlan.ts';
 import type { RangeReader } from '../../pipeline/stream.ts';
 import type { RunResult } from '../backfill/backfillStream.ts';
 import type { OutputSessions } from '../output/outputSession.ts';
@@ -9,6 +8,7 @@ import { sourceInfo } from './jobSource.ts';
 import { mayBeNative, writtenNatively } from './nativeOutputs.ts';
 import { skipRows } from './skipRows.ts';
 import { tee } from './tee.ts';
+import { tracedExport } from '../../telemetry/outputSpans.ts';
 
 /** What the outputs written by this run add up to. */
 export interface Written {
@@ -29,9 +29,7 @@ export interface WriteOutputsOptions {
   readonly stop: AbortSignal;
   /** The job's features, in list order: each watches the read, shapes the branches, writes beside. */
   readonly features: readonly JobFeature[];
-  /** The part threads asked for, the result's rows (when counted) and the wire, when known. */
-  readonly workers: { readonly asked: Workers; readonly totalRows: number | undefined; readonly wire: 'json' | 'arrow' | undefined };
-  readonly on: { readonly pageSize: (pageSize: number) => void; readonly warn?: ((message: string, fields: Record<string, unknown>) => void) | undefined };
+  readonly on: { readonly pageSize: (pageSize: number) => void };
 }
 
 type Opened = { readonly o: OpenedExport; readonly k: number };
@@ -65,12 +63,10 @@ export async function writeOutputs(options: WriteOutputsOptions): Promise<Writte
       if (writes !== undefined) beside.push(writes);
     }
     const all = opened.map((o, k) => ({ o, k }));
-    // Outputs written by part threads read their parts themselves; the others share one read here.
-    let serial = all.filter(({ o }) => o.workers === 1);
-    const split = all.filter(({ o }) => o.workers > 1);
+    // Outputs written natively read their parts themselves; the others share one read here.
     const sessionOf = (k: number) => options.outputs.at(options.pending[k]!);
-    const candidates = serial.filter(({ k }) => mayBeNative(options.outputs.job, sessionOf(k).output));
-    const startRow = serial.length > 0 ? Math.min(...serial.map(({ o }) => o.startRow)) : 0;
+    const candidates = all.filter(({ k }) => mayBeNative(options.outputs.job, sessionOf(k).output));
+    const startRow = all.length > 0 ? Math.min(...all.map(({ o }) => o.startRow)) : 0;
     const { schema, meta } = await seekAndDescribe(options, startRow, opened.find((o) => o.pageSize !== undefined)?.pageSize);
     let first: { error: unknown } | undefined;
     const failed = (error: unknown): never => {
@@ -84,18 +80,16 @@ export async function writeOutputs(options: WriteOutputsOptions): Promise<Writte
     const summaries: Promise<ExportSummary>[] = new Array(opened.length);
     const writes: Writes = { schema, meta, summaries, failed };
     // Before any write starts: a failure here leaves nothing running.
-    const reader = split.length > 0 || candidates.length > 0 ? await options.result.rangeReader() : undefined;
-    if (split.length > 0 && reader === undefined) throw new Error('runJob: the result cannot be read by row ranges, yet outputs were opened for part threads');
-    // Written natively: they read their parts by row ranges, as split outputs do (unless a feature reshapes their rows).
+    const reader = candidates.length > 0 ? await options.result.rangeReader() : undefined;
+    // Written natively: they read their parts by row ranges (unless a feature reshapes their rows).
     const reshaped = (index: number) => options.features.some((f) => f.reshapes?.(index, schema) === true);
     const native = reader === undefined ? [] : candidates.filter(({ k }) => writtenNatively(sessionOf(k).output, schema, reader, reshaped(options.pending[k]!)));
-    serial = serial.filter((o) => !native.includes(o));
-    split.push(...native);
+    const serial = all.filter((o) => !native.includes(o));
     // With no output left to write, nothing reads the one read but what is written beside.
     const drainRead = serial.length === 0 && beside.some((b) => b.needsRead) ? () => options.result.batches() : undefined;
     const besides = Promise.allSettled(beside.map((b) => b.start({ schema, meta, signal: options.controller.signal, failed, drainRead })));
     writeSerial(options, serial, startRow, writes);
-    const splitRows = reader === undefined ? { rows: 0 } : writeSplit(options, split, reader, writes);
+    const splitRows = reader === undefined ? { rows: 0 } : writeSplit(options, native, reader, writes);
     const settled = await Promise.allSettled(summaries);
     await besides;
     if (first) throw options.stop.aborted ? options.stop.reason : first.error;
@@ -112,18 +106,14 @@ export async function writeOutputs(options: WriteOutputsOptions): Promise<Writte
 
 async function openOne(options: WriteOutputsOptions, index: number): Promise<OpenedExport> {
   const session = options.outputs.at(index);
-  const { asked, totalRows, wire } = options.workers;
   const opened = await session.openExport({ executionId: options.executionId }, {
     signal: options.controller.signal,
     // A feature may leave an output's parts not a function of row offsets: a killed run's parts are then written again.
     ...(options.features.some((f) => f.forbidsPartResume?.(index) === true) ? {} : { resume: { attemptId: session.attemptId(options.executionId) } }),
     // Stopped from outside (SIGTERM): finished parts survive for the next run, as after a kill.
     keepOnStop: options.stop,
-    workers: session.threads(asked, totalRows, wire),
   });
-  const why = opened.serialReason;
-  if (why !== undefined) options.on.warn?.(`output ${session.output.path}: written by one thread (${why})`, { output: session.output.path, workers: asked });
-  return opened;
+  return tracedExport(opened, session.url, session.output.format.type);
 }
 
 /** Seeks to where the serial outputs start, on the killed run's page grid (batches, so row groups, so bytes, are cut at the same rows). */
@@ -170,7 +160,7 @@ function writeSerial(options: WriteOutputsOptions, serial: readonly Opened[], st
   });
 }
 
-/** The outputs part threads write, one after another, each on every worker: the threads in use stay at `workers`. */
+/** The outputs written natively, one after another (each uses DuckDB's threads), each reading its parts by row ranges. */
 function writeSplit(options: WriteOutputsOptions, split: readonly Opened[], reader: RangeReader, writes: Writes): { rows: number } {
   const { pending, controller } = options;
   const { schema, meta, summaries, failed } = writes;
@@ -187,5 +177,5 @@ function writeSplit(options: WriteOutputsOptions, split: readonly Opened[], read
 }
 
 async function* noBatches(): AsyncGenerator<never, void, undefined> {
-  // Outputs written by part threads take their rows from the range reader.
+  // Outputs written natively take their rows from the range reader.
 }

@@ -2,7 +2,6 @@ import { ExecutionExpiredError, NotFoundError } from '../../client/errors.ts';
 import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { Job } from '../../config/jobSchema.ts';
 import { ConfigError } from '../../errors.ts';
-import type { Workers } from '../../export/partPlan.ts';
 import type { ShardCommitOutcome } from '../../export/shardCommit.ts';
 import { type ExecutionStatus, holdsResult } from '../../protocol/index.ts';
 import { ShardCommittedError } from '../errors.ts';
@@ -12,6 +11,7 @@ import { areaId, type Plan, PLAN_NAME, type ShardSpec } from './plan.ts';
 import { committedByThisRun, committedOutput, recordParts, type ShardOutput, tryCommit } from './shardFinish.ts';
 import { type Written, writeShardParts } from './shardParts.ts';
 import { checkPlan, makePlans, waitForPlan } from './shardStart.ts';
+import { shardOutputSpan } from '../../telemetry/shardSpans.ts';
 
 export interface ShardEvents {
   onInfo?(message: string, fields: Record<string, unknown>): void;
@@ -24,8 +24,6 @@ export interface RunShardOptions {
   readonly events?: ShardEvents;
   /** How long a shard other than 0 waits for shard 0's plan (default 30 minutes). */
   readonly planWaitMs?: number;
-  /** Threads writing this shard's parts side by side; overrides the job's `workers` (`--workers`). */
-  readonly workers?: Workers;
 }
 
 export interface ShardOutputSummary {
@@ -82,7 +80,8 @@ export async function runShard(job: Job, options: RunShardOptions): Promise<Shar
     const status = await readableExecution(job, options, plans[0]!.execution_id);
     const outputs: ShardOutputSummary[] = [];
     for (const [index, session] of sessions.all.entries()) {
-      outputs.push(await exportOutput(job, options, { index, session, output: session.output, destination: session.destination, area: areas[index]!, plan: plans[index]! }, status));
+      const out: ShardOutput = { index, session, output: session.output, destination: session.destination, area: areas[index]!, plan: plans[index]! };
+      outputs.push(await shardOutputSpan(session.destination.url, session.output.format.type, () => exportOutput(job, options, out, status)));
     }
     return {
       job: job.name,

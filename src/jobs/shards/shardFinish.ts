@@ -12,6 +12,7 @@ import type { OutputSession } from '../output/outputSession.ts';
 import { sourceInfo } from '../run/jobSource.ts';
 import { decode, encode, type Plan, RECORD_PREFIX, recordName, recordSchema, type ShardRecord, type ShardSpec } from './plan.ts';
 import type { Written } from './shardParts.ts';
+import { shardCommitSpan } from '../../telemetry/shardSpans.ts';
 
 /**
  * The end of a sharded run, per output: each shard records the parts it wrote create-only, and the
@@ -85,7 +86,7 @@ export async function tryCommit(
   const manifest = shardManifest(job, out, records, shard, status);
   let outcome: ShardCommitOutcome;
   try {
-    outcome = await commitShards(destination, area, manifest, plan.replaces?.version ?? null, output.commit, signal);
+    outcome = await shardCommitSpan({ files: manifest.files.length, rows: manifest.total_rows }, () => commitShards(destination, area, manifest, plan.replaces?.version ?? null, output.commit, signal));
   } catch (error) {
     // A committer that lost the race can fail on the way (the winner removed the area under it).
     const now = await out.session.readNow(signal).catch(() => undefined);

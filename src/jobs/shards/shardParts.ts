@@ -5,14 +5,10 @@ import type { SharedArea } from '../../export/destination.ts';
 import { describeSchema, type Manifest } from '../../export/manifest.ts';
 import type { ResolvedOutput } from '../../export/outputConfig.ts';
 import { PartFile } from '../../export/partFile.ts';
-import { partFormatOf } from '../../export/partPlan.ts';
-import { writeParts as writePartsInThreads } from '../../export/partWorkers.ts';
-import { type RangeReader, type ResultStream, stream } from '../../pipeline/stream.ts';
+import { type ResultStream, stream } from '../../pipeline/stream.ts';
 import { readOptions } from '../run/readOptions.ts';
-import { shardThreads, startShardThreads } from '../output/workers.ts';
 import { decode, encode, journalName, journalSchema, type Plan, type PlannedPart, type ShardSpec, type WrittenPart } from './plan.ts';
 import type { ServiceClient } from '../../client/serviceClient.ts';
-import type { Workers } from '../../export/partPlan.ts';
 
 export interface Written {
   /** Every part of this shard, in part order. */
@@ -27,7 +23,6 @@ export interface PartsOptions {
   readonly shard: ShardSpec;
   readonly signal: AbortSignal;
   readonly events?: { onInfo?(message: string, fields: Record<string, unknown>): void } | undefined;
-  readonly workers?: Workers | undefined;
 }
 
 /** Where one shard's parts of one output go, and what it reports on the way. */
@@ -46,30 +41,22 @@ export async function writeShardParts(job: Job, output: ResolvedOutput, plan: Pl
   const { shard, signal } = options;
   const target: PartsTarget = { job, output, plan, area, shard, signal, info: (message, fields) => options.events?.onInfo?.(message, { job: job.name, shard: shard.index, ...fields }) };
   const mine = plan.parts.filter((p) => p.shard === shard.index);
-  const threads = shardThreads(job, options.workers, mine.reduce((n, p) => n + p.rows, 0), plan.rows_per_part, mine.length);
-  const kept = await keptParts(target, mine, threads);
+  const kept = await keptParts(target, mine);
   const todo = mine.filter((part) => !kept.some((k) => k.path === part.path));
   if (kept.length > 0) target.info('parts kept from a killed attempt', { parts: kept.length });
   const start = todo.length > 0 && todo[0]!.first_row > 0 ? { startOffset: Math.min(todo[0]!.first_row, Math.max(0, plan.total_rows - 1)) } : {};
   const result = stream(options.client, { executionId: plan.execution_id }, { ...readOptions(job), signal, ...start });
-  const parallel = threads > 1 && todo.length > 1;
-  // The part threads load their code while the first page is read.
-  if (parallel) startShardThreads(output, Math.min(threads, todo.length));
   const schema = await result.schema();
   const parts = [...kept];
-  // Shards refuse result filters, so their rows always have offsets and a range reader.
-  const reader = parallel ? await result.rangeReader() : undefined;
-  if (reader !== undefined) await writeInThreads(target, todo, threads, reader, schema, parts);
-  else if (todo.length > 0) await writeHere(target, todo, result, schema, parts);
+  if (todo.length > 0) await writeHere(target, todo, result, schema, parts);
   return { parts, resumed: kept.length, schema: describeSchema(schema) };
 }
 
 /**
- * The parts a killed attempt completed, as its journal lists them with the sizes stored. Parts
- * written by threads complete in any order, so any journaled part can be kept; one thread reads its
- * parts in one pass from the first missing row, so it keeps only a leading run of them.
+ * The parts a killed attempt completed, as its journal lists them with the sizes stored: a shard
+ * reads its parts in one pass from the first missing row, so it keeps only a leading run of them.
  */
-async function keptParts(target: PartsTarget, mine: readonly PlannedPart[], threads: number): Promise<WrittenPart[]> {
+async function keptParts(target: PartsTarget, mine: readonly PlannedPart[]): Promise<WrittenPart[]> {
   const { area, plan, shard, signal } = target;
   const body = await area.read(journalName(shard.index), signal);
   const journal = body === undefined ? undefined : safeDecode(body);
@@ -78,7 +65,7 @@ async function keptParts(target: PartsTarget, mine: readonly PlannedPart[], thre
   for (const part of mine) {
     const entry = journal.parts.find((p) => p.path === part.path && p.first_row === part.first_row && p.rows === part.rows);
     if (entry !== undefined && (await area.size(part.path, signal)) === entry.bytes) kept.push(entry);
-    else if (threads === 1) break;
+    else break;
   }
   return kept;
 }
@@ -91,27 +78,7 @@ async function journaled(target: PartsTarget, parts: WrittenPart[], part: Writte
   target.info('part written', { part: part.path, rows: part.rows, bytes: part.bytes });
 }
 
-/**
- * Side by side, each part read, decoded and encoded by a part thread, stored in the shared area as
- * the serial path stores it; the journal lists parts as they complete, in any order.
- */
-async function writeInThreads(target: PartsTarget, todo: readonly PlannedPart[], threads: number, reader: RangeReader, schema: Schema, parts: WrittenPart[]): Promise<void> {
-  const { output, plan, area, signal } = target;
-  const format = output.format.create(output.formatConfig);
-  target.info('writing parts side by side', { threads, parts: todo.length });
-  await writePartsInThreads({
-    threads,
-    read: reader,
-    schema,
-    format: { ...partFormatOf(output), contentType: format.contentType },
-    parts: todo.map((p) => ({ range: { index: Math.round(p.first_row / plan.rows_per_part), firstRow: p.first_row, rows: p.rows }, name: p.path })),
-    tx: area,
-    signal,
-    onPart: (part) => journaled(target, parts, { path: part.name, first_row: part.range.firstRow, rows: part.range.rows, bytes: part.bytes, sha256: part.sha256 }),
-  });
-}
-
-/** One thread: the parts still to write follow each other (a leading run was kept, or one part is left), from one read. */
+/** The parts still to write follow each other (a leading run was kept), from one read. */
 async function writeHere(target: PartsTarget, todo: readonly PlannedPart[], result: ResultStream, schema: Schema, parts: WrittenPart[]): Promise<void> {
   const { output, plan, area, signal } = target;
   const format = output.format.create(output.formatConfig);

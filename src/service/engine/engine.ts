@@ -18,6 +18,11 @@
 // (results/copyRows.ts): the user's last statement is streamed into its result file; an upload or
 // a stored result is streamed into a table of the `service` catalog.
 //
+// With teams walled apart (DuckDbEngineOptions.teams, the service's default), users' SQL runs on
+// the team's own instance instead (teams/teamInstances.ts): the first instance then only sets the
+// engine up and holds the folder's lock, and another team's private objects are not among the
+// files a team's instance may open (teams/sharedObjects.ts brings it the public ones).
+//
 // Threads: DuckDB's `threads` setting is per instance ("cannot be set locally"), so
 // ExecuteOptions.threads cannot give one execution more threads than another; the instance runs
 // with defaultThreads and the option is accepted and ignored. A second instance for the large tier
@@ -28,9 +33,10 @@ import { join } from 'node:path';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { EngineError, type ArrowPage, type CsvPage, type ExecuteOptions, type Page, type PageRequest, type ResultInfo, type ServiceTables, type SqlClassification, type SqlEngine } from './types.ts';
 import { classifyAccess } from './sandbox/checkAccess.ts';
-import type { EncodedArrowPage, EncodedFormat, EncodedPage } from './encoding/encodedResult.ts';
+import type { EncodedFormat, EncodedPage } from './encoding/encodedResult.ts';
+import type { EncodedArrowPage } from './encoding/arrowEncoding.ts';
 import { encodedDir } from './encoding/encodedResult.ts';
-import { Encodings } from './encoding/encodings.ts';
+import { Encodings, type EncodeMode } from './encoding/encodings.ts';
 import { DuckDbServiceTables } from './tables/serviceTables.ts';
 import { TeamTableSizes } from './tables/teamStorage.ts';
 import { AttachedResults } from './results/attachedResults.ts';
@@ -43,6 +49,8 @@ import { InstanceUse } from './memory/memoryTrim.ts';
 import { WideRead } from './memory/wideRead.ts';
 import { Connections } from './connections.ts';
 import { sqlIdent } from '../sql.ts';
+import { TeamInstances, type TeamInstanceFiles } from './teams/teamInstances.ts';
+import { SharedObjects } from './teams/sharedObjects.ts';
 
 /** Stored results kept attached for paging; the least recently used idle ones are detached. */
 const MAX_ATTACHED = 32;
@@ -90,7 +98,12 @@ export interface DuckDbEngineOptions {
   encodeMinBytes?: number | undefined;
   arrowChunkRows?: ((columnCount: number) => number) | undefined;
   ceilings?: EngineCeilings;
-  encodeResults?: 'at_completion' | 'when_idle' | undefined;
+  encodeResults?: EncodeMode | undefined;
+  /**
+   * Each team's SQL on an instance of its own, which cannot open other teams' files
+   * (teams/teamInstances.ts); absent: every team's SQL runs on `instance`, over one `service.duckdb`.
+   */
+  teams?: Pick<TeamInstanceFiles, 'engineFile' | 'teamsDir' | 'publicDir' | 'tempDir' | 'threads' | 'maxTempDirectorySize'> | undefined;
 }
 
 export class DuckDbEngine implements SqlEngine {
@@ -109,27 +122,38 @@ export class DuckDbEngine implements SqlEngine {
   #closing: Promise<void> | undefined;
   readonly #systemViews: ReadonlySet<string>;
   readonly #serviceDatabase: string;
+  readonly #teams: TeamInstances | undefined;
+  readonly #shared: SharedObjects | undefined;
   /** The bytes of each team's own tables, kept between the executions that change them. */
   readonly #sizes = new TeamTableSizes();
   readonly tables: ServiceTables;
+  /** Told when an encoding is written after its result was stored (the service bounds the store then). */
+  #onStoreGrew: (() => void) | undefined;
 
   constructor(o: DuckDbEngineOptions) {
     const ceilings = o.ceilings;
     const trim = ceilings?.trim;
-    this.#bounds = new ResourceBounds(ceilings, (stmt) => this.#connections.withTrusted(async (conn) => void (await conn.run(stmt))));
+    const run = (sql: string, team?: string): Promise<void> => this.#connections.withTrusted(async (conn) => void (await conn.run(sql)), 'users', team);
+    // With an instance per team, each has its own limits: those of the executions running on it.
+    const perInstance = o.teams && { set: run, opened: () => this.#teams?.openedTeams() ?? [] };
+    this.#bounds = new ResourceBounds(ceilings, (sql) => run(sql), perInstance);
     const bounds = this.#bounds;
     const idleMs = trim?.afterIdleMs ?? TRIM_AFTER_IDLE_MS;
     const filesLimit = ceilings?.filesMemoryLimit;
+    this.#teams = o.teams && new TeamInstances({ ...o.teams, memoryLimit: (team) => bounds.memoryLimitOf(team), idleMs });
     this.#connections = new Connections(
       new InstanceUse(o.instance, ceilings && (() => bounds.memoryLimit ?? ceilings.memoryLimit), idleMs),
       new InstanceUse(o.files, filesLimit === undefined ? undefined : () => filesLimit, idleMs),
+      this.#teams,
     );
+    const teams = this.#teams;
+    this.#shared = teams && new SharedObjects((team, fn) => this.#connections.withTrusted(fn, 'users', team), teams.publicDir);
     this.#files = new ResultFiles(join(o.dataDir, 'results'));
     this.#serviceDatabase = join(o.dataDir, 'service.duckdb');
     this.#systemViews = o.systemViews ?? new Set();
     this.#encode = {
       minBytes: o.encodeMinBytes ?? DEFAULT_ENCODE_MIN_BYTES,
-      atCompletion: (o.encodeResults ?? 'at_completion') === 'at_completion',
+      atCompletion: o.encodeResults === 'at_completion',
       atCompletionMax: {
         bytes: ceilings?.encodeAtCompletionMax?.bytes ?? ENCODE_AT_COMPLETION_MAX_BYTES,
         rows: ceilings?.encodeAtCompletionMax?.rows ?? ENCODE_AT_COMPLETION_MAX_ROWS,
@@ -145,16 +169,19 @@ export class DuckDbEngine implements SqlEngine {
       onDetachError: (id, err) => console.error(`sluice engine: detaching result ${id}:`, err),
     });
     const acquire = (id: string): Promise<{ open: OpenResult; release: () => void }> => this.#acquire(id);
+    const slots = pageSlots(filesLimit);
     this.#encodings = new Encodings({
       files: this.#files,
       connections: this.#connections,
       bounds,
+      slots,
+      mode: o.encodeResults ?? 'on_first_read',
+      onWritten: () => this.#onStoreGrew?.(),
       acquire,
       minBytes: this.#encode.minBytes,
       apartBytes: trim?.encodeApartBytes ?? ENCODE_APART_BYTES,
       arrowChunkRows: o.arrowChunkRows ?? defaultArrowChunkRows,
     });
-    const slots = pageSlots(filesLimit);
     this.#wide = new WideRead(slots, filesLimit, wideReadLimit(ceilings));
     this.#pages = new PageReader({
       connections: this.#connections,
@@ -166,8 +193,10 @@ export class DuckDbEngine implements SqlEngine {
         if (phase === 'start') this.#encodings.preempt();
       },
     });
+    const shared = this.#shared;
     this.tables = new DuckDbServiceTables({
-      withConnection: (fn) => this.#connections.withTrusted(fn),
+      withConnection: (fn, team) => this.#connections.withTrusted(fn, 'users', team),
+      ...(shared === undefined ? {} : { changed: (team: string) => shared.changed(team) }),
       withFiles: (fn) => this.#connections.withTrusted(fn, 'files'),
       tableSizes: this.#sizes,
       resultPath: (id) => {
@@ -187,7 +216,8 @@ export class DuckDbEngine implements SqlEngine {
         files: this.#files,
         encodings: this.#encodings,
         sizes: this.#sizes,
-        serviceDatabase: this.#serviceDatabase,
+        serviceDatabase: (team) => this.#teams?.serviceFile(team) ?? this.#serviceDatabase,
+        shared: this.#shared,
         systemViews: this.#systemViews,
         teamSchema: (team) => this.#teamSchema(team),
         wide: this.#wide,
@@ -202,7 +232,7 @@ export class DuckDbEngine implements SqlEngine {
     this.#connections.checkOpen();
     if (opts.team !== undefined && !/^[A-Za-z0-9_-]{1,100}$/.test(opts.team)) throw new EngineError('bad_request', `invalid team name "${opts.team}"`);
     if (opts.team !== undefined) await this.#teamSchema(opts.team);
-    return this.#connections.withTrusted((conn) => classifyAccess(conn, sql, opts, this.#systemViews));
+    return this.#connections.withTrusted((conn) => classifyAccess(conn, sql, { ...opts, walled: this.#teams !== undefined }, this.#systemViews), 'users', opts.team);
   }
 
   /**
@@ -215,7 +245,7 @@ export class DuckDbEngine implements SqlEngine {
     if (created === undefined) {
       created = this.#connections.withTrusted(async (conn) => {
         await conn.run(`CREATE SCHEMA IF NOT EXISTS service.${sqlIdent(team)}`);
-      });
+      }, 'users', team);
       this.#schemas.set(key, created);
       created.catch(() => this.#schemas.delete(key));
     }
@@ -265,8 +295,16 @@ export class DuckDbEngine implements SqlEngine {
     return { dir: join(encodedDir(this.#files.dir, resultId).dir, 'frames'), scratch: this.#files.scratchPath(`frame-${resultId}-`) };
   }
 
+  async openTeams(teams: readonly string[]): Promise<void> {
+    for (const team of teams) await this.#teams?.use(team);
+  }
+
   resultStoreBytes(): Promise<Map<string, number>> {
     return this.#files.sizes();
+  }
+
+  onResultStoreGrew(listener: () => void): void {
+    this.#onStoreGrew = listener;
   }
 
   /** Settles when the result's encoding (if one is scheduled or running) has finished. */
@@ -295,11 +333,11 @@ export class DuckDbEngine implements SqlEngine {
 
   /**
    * Runs trusted code on a connection of the instance that runs users' SQL (the catalogs; no file
-   * is readable to it); never user SQL. Not part of SqlEngine: the service asks for tables
-   * through `tables`.
+   * is readable to it), or the team's own when teams are walled apart; never user SQL. Not part
+   * of SqlEngine: the service asks for tables through `tables`.
    */
-  withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
-    return this.#connections.withTrusted(fn);
+  withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>, team?: string): Promise<T> {
+    return this.#connections.withTrusted(fn, 'users', team);
   }
 
   /** The same on the files instance (tests read its settings). */
@@ -320,6 +358,7 @@ export class DuckDbEngine implements SqlEngine {
 
   async #close(): Promise<void> {
     this.#connections.markClosed();
+    this.#teams?.markClosed();
     this.#closeSignal.abort(new EngineError('canceled', 'Query was canceled: the service is stopping'));
     this.#bounds.wakeAll();
     await this.#connections.close(() => this.#attached.settled());

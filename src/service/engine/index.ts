@@ -1,12 +1,16 @@
-// Opens the engine over dataDir: dataDir/engine.duckdb (custom types, macros, datasets),
-// dataDir/service.duckdb attached as catalog `service` (one schema per team, so
-// `service.<team>.<name>` resolves), dataDir/results/<id>.duckdb (one file per stored result).
-// After setting up, the instance is locked down with no readable directory (lockdown.ts): user
-// SQL runs sandboxed on it. A second, in-memory instance opens the results directory and nothing
-// else (engine.ts, "Two instances"); the engine's memory_limit is shared between the two.
-import { mkdir } from 'node:fs/promises';
+// Opens the engine over dataDir: dataDir/engine.duckdb (custom types, macros, datasets), the
+// teams' tables (one file per team, dataDir/teams/<team>.duckdb, each attached as catalog
+// `service` by that team's own instance: teams/teamInstances.ts; or, with walledTeams off,
+// dataDir/service.duckdb attached here as catalog `service`, one schema per team, so
+// `service.<team>.<name>` resolves either way), dataDir/results/<id>.duckdb (one file per stored
+// result). After setting up, the instance is locked down with no readable directory
+// (lockdown.ts): user SQL runs sandboxed on it, or on the team's instance. A second, in-memory
+// instance opens the results directory and nothing else (engine.ts, "Two instances"); the
+// engine's memory_limit is shared between the two.
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { DuckDbEngine } from './engine.ts';
 import { ResultFiles } from './results/resultFiles.ts';
 import { customTypeStatements } from './customTypes.ts';
@@ -17,6 +21,9 @@ import { sqlString } from '../sql.ts';
 import { lockDown } from './sandbox/lockdown.ts';
 import { parseDuckDbSize, type EngineCeilings } from './memory/resourceBounds.ts';
 import { trimTo } from './memory/memoryTrim.ts';
+import { splitServiceDatabase } from './teams/splitService.ts';
+import { dropTeamLeftovers } from './teams/leftovers.ts';
+import { STAGING_PREFIXES } from './tables/serviceTables.ts';
 import type { OpenEngineOptions, SqlEngine } from './types.ts';
 
 export * from './types.ts';
@@ -49,7 +56,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
     try {
       await conn.run('SET GLOBAL errors_as_json = true');
       await conn.run("SET GLOBAL TimeZone = 'UTC'");
-      await conn.run(`ATTACH IF NOT EXISTS ${sqlString(join(opts.dataDir, 'service.duckdb'))} AS service`);
+      await attachCatalogs(conn, opts);
       const types = await conn.runAndReadAll(
         'SELECT type_name FROM duckdb_types() WHERE database_name = current_database()',
       );
@@ -70,6 +77,9 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
       const [limitText] = await limits();
       const total = parseDuckDbSize(limitText!);
       const filesMemory = total === undefined ? undefined : Math.floor(total * FILES_MEMORY_SHARE);
+      // Team instances open engine.duckdb read-only: all of it on disk, nothing left in a WAL
+      // (before the trim, which gives back what the checkpoint took).
+      if (opts.walledTeams === true) await conn.run('CHECKPOINT');
       // What setting up read and wrote (a generated sample table and its sort) is evicted and
       // given back (memoryTrim.ts) as the users' part of the limit is set.
       await trimTo(conn, total !== undefined && filesMemory !== undefined ? `${total - filesMemory}B` : limitText!);
@@ -98,7 +108,51 @@ export async function openEngine(opts: OpenEngineOptions): Promise<SqlEngine> {
     arrowChunkRows: opts.arrowChunkRows,
     ceilings,
     encodeResults: opts.encodeResults,
+    teams:
+      opts.walledTeams === true
+        ? {
+            engineFile: join(opts.dataDir, 'engine.duckdb'),
+            teamsDir: teamsDir(opts.dataDir),
+            publicDir: join(opts.dataDir, 'public'),
+            tempDir: join(config['temp_directory']!, 'teams'),
+            threads: config['threads'],
+            maxTempDirectorySize: parseDuckDbSize(ceilings.maxTempDirectorySize) === undefined ? undefined : ceilings.maxTempDirectorySize,
+          }
+        : undefined,
   });
+}
+
+/**
+ * The teams' tables: one file per team (teams/), an older service.duckdb split into them first,
+ * what a crash left removed; or, with teams not walled apart, service.duckdb attached as `service`.
+ */
+async function attachCatalogs(conn: DuckDBConnection, opts: OpenEngineOptions): Promise<void> {
+  if (opts.walledTeams === true) {
+    for (const notice of await splitServiceDatabase(conn, opts.dataDir, teamsDir(opts.dataDir))) opts.onNotice?.(notice);
+    await dropTeamLeftovers(conn, teamsDir(opts.dataDir), STAGING_PREFIXES);
+    // Snapshots a crash left between their write and their deletion (teams/sharedObjects.ts).
+    await rm(join(opts.dataDir, 'public'), { recursive: true, force: true });
+  } else {
+    await refuseSplitFolder(opts.dataDir);
+    await conn.run(`ATTACH IF NOT EXISTS ${sqlString(join(opts.dataDir, 'service.duckdb'))} AS service`);
+  }
+}
+
+/**
+ * With teams not walled apart, a folder whose tables were split into the teams' files (and no
+ * service.duckdb) would start with none of them: refused, so that nothing looks lost.
+ */
+async function refuseSplitFolder(dataDir: string): Promise<void> {
+  if (existsSync(join(dataDir, 'service.duckdb'))) return;
+  const split = (await readdir(teamsDir(dataDir)).catch(() => [])).filter((f) => f.endsWith('.duckdb'));
+  if (split.length === 0) return;
+  throw new Error(
+    `the teams' tables in ${teamsDir(dataDir)} are kept one file per team (engine.walled_teams was on), and engine.walled_teams is off: turn it on again to serve them (they are not joined back into one service.duckdb)`,
+  );
+}
+
+function teamsDir(dataDir: string): string {
+  return join(dataDir, 'teams');
 }
 
 /**

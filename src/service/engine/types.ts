@@ -189,7 +189,7 @@ export interface SqlEngine {
    * chunks the page spans, end of stream); undefined while the result is not encoded or when the
    * page does not start and end on chunks (serve it with arrowPage then).
    */
-  encodedArrowPage(resultId: string, offset: number, limit: number): Promise<import('./encoding/encodedResult.ts').EncodedArrowPage | undefined>;
+  encodedArrowPage(resultId: string, offset: number, limit: number): Promise<import('./encoding/arrowEncoding.ts').EncodedArrowPage | undefined>;
   /**
    * Where the compressed frames of the result's encoded pages are kept (inside its encoding, so
    * dropped with it), and the scratch path prefix a frame is written under before it is renamed
@@ -198,6 +198,13 @@ export interface SqlEngine {
   frameStore(resultId: string): { dir: string; scratch: string };
   /** Bytes on disk of each stored result (its file, encodings and frames), by result id. */
   resultStoreBytes(): Promise<Map<string, number>>;
+  /**
+   * Opens the teams' own instances now (engine/teams/), so that no team's first execution waits
+   * for its instance; nothing to do when teams share one instance.
+   */
+  openTeams?(teams: readonly string[]): Promise<void>;
+  /** `listener` is called when the stored results grew after a result was stored (an encoding written on a first read). */
+  onResultStoreGrew?(listener: () => void): void;
   /** Settles when the result's pre-encoding (scheduled when it was stored) has ended. */
   encodingSettled(resultId: string): Promise<void>;
   hasResult(resultId: string): Promise<boolean>;
@@ -259,10 +266,10 @@ export interface OpenEngineOptions {
   /** Results of at least this many result_set_bytes get pre-encoded pages (default 64 KiB). */
   encodeMinBytes?: number;
   /**
-   * When they are written: as the execution's last step, before it completes (default), or in the
-   * background once the service is idle.
+   * When they are written: each format when a reader first asks for it (default), every format as
+   * the execution's last step, or every format in the background once the service is idle.
    */
-  encodeResults?: 'at_completion' | 'when_idle';
+  encodeResults?: 'on_first_read' | 'at_completion' | 'when_idle';
   /**
    * Rows per pre-encoded Arrow chunk of a result with that many columns: the page size clients
    * read by (an Arrow page of whole chunks is served from the encoding). Default: 32,000 rows, at
@@ -287,6 +294,12 @@ export interface OpenEngineOptions {
   trim?: TrimOptions;
   /** Results larger than this (result_set_bytes, default 1 GiB; rows, default 10M) are encoded when idle even with encodeResults 'at_completion'. */
   encodeAtCompletionMax?: { bytes?: number; rows?: number };
+  /**
+   * Each team's SQL on a DuckDB instance of its own, attaching only the team's own file
+   * (teams/<team>.duckdb) and snapshots of other teams' public objects (engine/teams/); an
+   * existing service.duckdb is split into the teams' files at the first start. Default false.
+   */
+  walledTeams?: boolean;
 }
 
 /** When an instance gives its idle memory back (memoryTrim.ts). */

@@ -90,6 +90,18 @@ function mediaFormat(ctx: RequestContext, format: 'json' | 'csv'): Format | Repl
 }
 
 async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRecord, shape: ResultShape, format: Format): Promise<Reply> {
+  try {
+    return await serveRecord(svc, ctx, rec, shape, format);
+  } catch (err) {
+    // Expired (retention, the result store's bound) while this read waited for it: answered as a
+    // read of it now is, with its state and no result.
+    const now = svc.executions.get(rec.id);
+    if (err instanceof HttpError && err.status === 404 && now !== undefined && !holdsResult(now)) return serveRecord(svc, ctx, now, shape, format);
+    throw err;
+  }
+}
+
+async function serveRecord(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRecord, shape: ResultShape, format: Format): Promise<Reply> {
   if (!holdsResult(rec)) {
     if (format === 'csv') throw new HttpError(400, MESSAGES.csvNotReady(rec.state));
     // Not finished, failed, canceled or expired: the state (and error) without a result.

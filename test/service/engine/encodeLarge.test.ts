@@ -1,4 +1,4 @@
-// Encoding at completion stops at a size: a larger result (in result_set_bytes or in rows)
+// Encoding at completion (engine.encode_results: at_completion) stops at a size: a larger result (in result_set_bytes or in rows)
 // completes without its encodings (its first pages are page queries) and is encoded in the
 // background once the engine is idle; a smaller one is encoded before it completes, as always.
 // A large one encoded at completion takes two passes with a trim between them: same files.
@@ -16,7 +16,7 @@ test.each([
   { by: 'rows', max: { rows: 100 } },
 ])('a result above encodeAtCompletionMax ($by) is encoded when idle, one below it at completion', async ({ max }) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-encode-large-'));
-  const engine = await openEngine({ dataDir, datasets: ['sample'], sampleRows: 2_000, defaultThreads: 1, encodeMinBytes: 0, encodeAtCompletionMax: max });
+  const engine = await openEngine({ dataDir, datasets: ['sample'], sampleRows: 2_000, defaultThreads: 1, encodeMinBytes: 0, encodeAtCompletionMax: max, encodeResults: 'at_completion' });
   try {
     const run = (id: string, sql: string) => engine.execute(sql, { resultId: id, signal: new AbortController().signal });
     const small = await run('small', 'SELECT * FROM sample.events ORDER BY id LIMIT 20');
@@ -28,7 +28,7 @@ test.each([
     expect(existsSync(join(dataDir, 'results', 'large.enc'))).toBe(false);
     const first = await engine.page('large', { offset: 0, limit: 2_000 });
     expect(first.rowCount).toBe(2_000);
-    await vi.waitFor(() => expect(existsSync(join(dataDir, 'results', 'large.enc', 'info.json'))).toBe(true), { timeout: 30_000, interval: 100 });
+    await vi.waitFor(() => expect(existsSync(join(dataDir, 'results', 'large.enc', 'json', 'info.json'))).toBe(true), { timeout: 30_000, interval: 100 });
     expect((await engine.page('large', { offset: 0, limit: 2_000 })).rowsJson).toBe(first.rowsJson);
   } finally {
     await engine.close();
@@ -41,8 +41,8 @@ test('a result encoded in two passes (JSON/CSV, a trim, then Arrow) gets the sam
   // No trim before the encoding nor when idle: the only trim is the one between the two passes.
   const trim = { beforeEncodingBytes: Number.MAX_SAFE_INTEGER, afterIdleMs: 600_000 };
   const [apart, together] = (await Promise.all([
-    openEngine({ dataDir: dirs[0]!, datasets: [], memoryLimit: '256MiB', defaultThreads: 1, encodeMinBytes: 0, trim: { ...trim, encodeApartBytes: 0 } }),
-    openEngine({ dataDir: dirs[1]!, datasets: [], memoryLimit: '256MiB', defaultThreads: 1, encodeMinBytes: 0, trim: { ...trim, encodeApartBytes: Number.MAX_SAFE_INTEGER } }),
+    openEngine({ dataDir: dirs[0]!, datasets: [], memoryLimit: '256MiB', defaultThreads: 1, encodeMinBytes: 0, encodeResults: 'at_completion', trim: { ...trim, encodeApartBytes: 0 } }),
+    openEngine({ dataDir: dirs[1]!, datasets: [], memoryLimit: '256MiB', defaultThreads: 1, encodeMinBytes: 0, encodeResults: 'at_completion', trim: { ...trim, encodeApartBytes: Number.MAX_SAFE_INTEGER } }),
   ])) as DuckDbEngine[];
   try {
     const sql = "SELECT i AS id, 'row ' || i AS name, i * 0.5 AS half, CASE WHEN i % 7 = 0 THEN NULL ELSE DATE '2024-01-01' + (i % 400)::INTEGER END AS day FROM range(70000) t(i) ORDER BY i";

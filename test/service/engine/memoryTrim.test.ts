@@ -92,7 +92,7 @@ describe('on the engine', () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'sluice-trim-engine-'));
     // A statement failed by a dip in the service's own work (an encoding) is only logged.
     const logged = vi.spyOn(console, 'error');
-    const engine = (await openEngine({ dataDir, datasets: ['sample'], sampleRows: 20_000, memoryLimit: '256MiB', defaultThreads: 2, encodeMinBytes: 0, trim: { afterIdleMs: 20, beforeEncodingBytes: 0 } })) as DuckDbEngine;
+    const engine = (await openEngine({ dataDir, datasets: ['sample'], sampleRows: 20_000, memoryLimit: '256MiB', defaultThreads: 2, encodeMinBytes: 0, encodeResults: 'at_completion', trim: { afterIdleMs: 20, beforeEncodingBytes: 0 } })) as DuckDbEngine;
     try {
       const limits = async (): Promise<string[]> => [
         await engine.withConnection((c) => one(c, "SELECT current_setting('memory_limit')")),

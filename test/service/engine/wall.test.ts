@@ -31,6 +31,9 @@ beforeAll(async () => {
   const o = opts({ team: 'other' });
   await fx.engine.execute(`SELECT range AS n, '${CANARY}-' || range AS secret FROM range(20000)`, o);
   await fx.engine.page(o.resultId, { offset: 0, limit: 1 });
+  // Its first reads, as JSON, CSV and Arrow, write those encodings.
+  for (const format of ['json', 'csv'] as const) await (await fx.engine.encodedPage(o.resultId, 0, 1, format))?.rows?.handle.close();
+  await (await fx.engine.encodedArrowPage(o.resultId, 0, 20_000))?.parts[1].handle.close();
   await fx.engine.encodingSettled(o.resultId);
   stored = filesUnder(resultsDir);
 });

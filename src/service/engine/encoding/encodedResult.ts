@@ -1,33 +1,31 @@
-// Pre-encoded results. A completed result never changes, so its JSON and CSV page encodings are
-// written once, streaming (DuckDB renders every row once into a file, split here into the files
-// below with bounded buffers), and an unfiltered page is then served as a byte range of a file:
-// no SQL, no string building, no copy of the rows through JS strings.
+// Pre-encoded results. A completed result never changes, so each of its page formats (JSON, CSV,
+// Arrow) is written once, streaming, and an unfiltered page is then served as a byte range of a
+// file: no SQL, no string building, no copy of the rows through JS strings. Each format is written
+// on its own (by default when a reader first asks for it: encodings.ts), so a result read only as
+// Arrow never has its JSON or CSV written.
 //
-// Layout, dataDir/results/<id>.enc/ (chosen by measurement, see bench/service.ts):
-//   rows.json  every row's JSON object text, each followed by ','
-//   rows.csv   every row's CSV line, each followed by '\n'
-//   index      one fixed-width record per row, and one more after the last row: three 12-digit
-//              hex numbers (where the row starts in rows.json, where in rows.csv, and the
-//              result_set_bytes of all rows before it), then '\n'. Row i's record is at i * 37.
-//   info.json  the result's ResultInfo; written last
-//   arrow/     written after the rest (under arrow.tmp/, then renamed):
-//     rows.arrow    the rows as Arrow record batch messages, one batch per chunk of `chunkRows`
-//                   rows (the page size clients read by), each as an Arrow page of them has it
-//     arrow.schema  the Arrow schema message every page stream starts with
-//     arrow.index   `chunkRows` as a 12-digit hex record, then one record per chunk and one after
-//                   the last: where the chunk starts in rows.arrow
+// Layout, dataDir/results/<id>.enc/ (chosen by measurement, see bench/service.ts), one directory
+// per format, each whole once its info.json is there (written last, synced):
+//   json/rows.json  every row's JSON object text, each followed by ','
+//   csv/rows.csv    every row's CSV line, each followed by '\n'
+//   json/index, csv/index  one fixed-width record per row, and one more after the last row: two
+//                   12-digit hex numbers (where the row starts in the rows file, and the
+//                   result_set_bytes of all rows before it), then '\n'. Row i's record is at i * 25.
+//   <format>/info.json  the result's ResultInfo
+//   arrow/          see arrowEncoding.ts
+//   frames/         stored compressed frames of pages (src/service/http/compressedFrames.ts)
 // So page [o, o + n) is rows.json[json(o), json(o + n) - 1) (the trailing ',' cut), and its
-// result_set_bytes is the header line plus bytes(o + n) - bytes(o). An Arrow page whose rows are
-// whole chunks is the schema message, the chunks' batches and the end-of-stream marker: a valid IPC
-// stream of the same values as one built per request; other Arrow pages are built per request.
+// result_set_bytes is the header line plus bytes(o + n) - bytes(o).
 //
 // The rows are rendered by the expressions of the dynamic page query (pageQuery.ts
 // renderedRowsSql: each value's text once, the row's JSON and CSV made from it as jsonRowSql and
 // csvRowSql make them), so a page read from the files is byte for byte the page the query builds.
 //
-// Crash safety: everything is written under <id>.enc.tmp and renamed to <id>.enc when complete;
-// a directory named .enc is therefore whole; so is arrow/ inside it. Leftover .enc.tmp and
-// arrow.tmp directories are removed at start.
+// Readers may read a format directory while it is written (the first read is served by its
+// encoder): the rows and index records below the encoder's reported progress are on disk (written,
+// not yet synced) and never change. Crash safety: a format directory without its info.json is
+// unfinished; it is removed at start and whenever an encoder starts it again. Encodings written
+// at completion go under <id>.enc.tmp, renamed to <id>.enc when complete.
 import { mkdir, open, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import duckdb from '@duckdb/node-bindings';
@@ -37,31 +35,39 @@ import { headerBytes, renderedRowsSql, type StoredColumns } from '../pages/pageQ
 import type { ResultInfo } from '../types.ts';
 
 const HEX = 12;
-/** Bytes of one index record: three numbers and '\n'. */
-export const INDEX_RECORD_BYTES = 3 * HEX + 1;
+/** Bytes of one index record: two numbers and '\n'. */
+export const INDEX_RECORD_BYTES = 2 * HEX + 1;
 export const ENCODED_SUFFIX = '.enc';
 export const ENCODING_SUFFIX = '.enc.tmp';
 
 export type EncodedFormat = 'json' | 'csv';
 
-const FILES = {
+/** A page format stored as its own directory of a result's encoding. */
+export type StoredFormat = EncodedFormat | 'arrow';
+export const STORED_FORMATS: readonly StoredFormat[] = ['json', 'csv', 'arrow'];
+
+export const FILES = {
   json: 'rows.json',
   csv: 'rows.csv',
   index: 'index',
+  /** Written last: a format directory holding it is whole. */
   info: 'info.json',
-  arrow: 'rows.arrow',
-  arrowSchema: 'arrow.schema',
-  arrowIndex: 'arrow.index',
 } as const;
 
-/** The Arrow encoding's directory inside a published encoding, and where it is written first. */
-export function arrowDirs(encoded: string): { dir: string; tmp: string } {
-  return { dir: join(encoded, 'arrow'), tmp: join(encoded, 'arrow.tmp') };
+/** A format's directory inside a result's encoding directory. */
+export function formatDir(encoded: string, format: StoredFormat): string {
+  return join(encoded, format);
 }
 
-/** The IPC stream's end-of-stream marker: a continuation token and a zero length. */
-const ARROW_EOS = Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0);
-const ARROW_RECORD_BYTES = HEX + 1;
+/**
+ * Told by the writers how far they are, so that readers can read what is written: `hungry()` says
+ * a reader waits for rows not on disk yet (the buffers are then written out at once), `advance(n)`
+ * that the first n rows are readable.
+ */
+export interface WriteProgress {
+  hungry(): boolean;
+  advance(rows: number): void;
+}
 
 /** A byte range of an open file; the reader closes the handle. */
 export interface FileSlice {
@@ -85,75 +91,149 @@ export interface EncodedPage {
 /** The three files are written this many bytes at a time (a row larger than that alone). */
 const SPLIT_CHUNK_BYTES = 4 * 1024 * 1024;
 
+/** Where the JSON and CSV encodings are written: either or both. */
+export interface RowEncodingDirs {
+  json?: string;
+  csv?: string;
+}
+
 /**
- * Writes the encodings of a stored result into `dir` (created; empty if it exists), streaming:
- * DuckDB renders the rows once (renderedRowsSql: each row's number, JSON text, CSV line and
- * result_set_bytes), and the rows are read from its result chunks (2,048 rows each, bounded by
- * DuckDB's streaming buffer) straight into rows.json, rows.csv and the index, in buffers of
- * SPLIT_CHUNK_BYTES. Memory stays bounded whatever the result's size: no table of rendered rows, no
- * sort, no window over the rows, no intermediate file. `conn` runs the query; interrupting it, or
- * `stopped()` turning true, stops the work (the caller removes `dir`).
+ * Writes the JSON and CSV encodings of a stored result into `dir`/json and `dir`/csv (see
+ * writeRowEncodings).
+ */
+export function writeEncodings(conn: DuckDBConnection, stored: StoredColumns, info: ResultInfo, dir: string, stopped: () => boolean = () => false): Promise<void> {
+  return writeRowEncodings(conn, stored, info, { json: formatDir(dir, 'json'), csv: formatDir(dir, 'csv') }, stopped);
+}
+
+/**
+ * Writes the JSON and/or CSV encodings of a stored result into their directories (created; emptied
+ * first by the caller), streaming: DuckDB renders the rows once (renderedRowsSql: each row's
+ * number, JSON text, CSV line and result_set_bytes; a format not asked for is not rendered), and
+ * the rows are read from its result chunks (2,048 rows each, bounded by DuckDB's streaming buffer)
+ * straight into the rows files and their indexes, in buffers of SPLIT_CHUNK_BYTES (written out
+ * sooner when `progress` has a reader waiting). Memory stays bounded whatever the result's size:
+ * no table of rendered rows, no sort, no window over the rows, no intermediate file. `conn` runs
+ * the query; interrupting it, or `stopped()` turning true, stops the work (the caller removes the
+ * directories). Each directory's info.json is written last.
  *
  * Measured on 1M rows x 8 columns of sample.events against the former COPY of each row group into
  * a file of hex-framed rows read back and split here: about half the CPU (the COPY's writer, the
  * file and the hex framing are gone) and no rendered file on disk.
  */
-export async function writeEncodings(conn: DuckDBConnection, stored: StoredColumns, info: ResultInfo, dir: string, stopped: () => boolean = () => false): Promise<void> {
-  await mkdir(dir, { recursive: true });
+export async function writeRowEncodings(
+  conn: DuckDBConnection,
+  stored: StoredColumns,
+  info: ResultInfo,
+  dirs: RowEncodingDirs,
+  stopped: () => boolean = () => false,
+  progress?: WriteProgress,
+): Promise<void> {
+  const targets = [dirs.json, dirs.csv].filter((d) => d !== undefined);
+  for (const d of targets) await mkdir(d, { recursive: true });
   const cols = stored.names.map((_, i) => i);
-  const outs = await Promise.all([FILES.json, FILES.csv, FILES.index].map((f) => open(join(dir, f), 'w')));
+  const outs = {
+    json: dirs.json === undefined ? undefined : await RowFiles.open(dirs.json, FILES.json),
+    csv: dirs.csv === undefined ? undefined : await RowFiles.open(dirs.csv, FILES.csv),
+  };
+  const all = [outs.json, outs.csv].filter((o) => o !== undefined);
   try {
-    const split = new RenderedSplit(outs as [FileHandle, FileHandle, FileHandle]);
+    const split = new RenderedSplit(outs.json, outs.csv);
+    await split.start();
     if (cols.length > 0 && info.rowCount > 0) {
-      // One text a row, its JSON then its CSV line: one read of DuckDB's memory a row.
-      const rows = await conn.stream(`SELECT rn, strlen(j) AS lj, b, concat(j, c) AS jc FROM (${renderedRowsSql(stored, cols, 'true')})`);
+      // One text a row (its JSON then its CSV line when both are written): one read of DuckDB's memory a row.
+      const text = outs.json && outs.csv ? 'strlen(j) AS lj, b, concat(j, c) AS jc' : outs.json ? 'strlen(j) AS lj, b, j AS jc' : '0::BIGINT AS lj, b, c AS jc';
+      const rows = await conn.stream(`SELECT rn, ${text} FROM (${renderedRowsSql(stored, cols, 'true')})`);
       for (;;) {
         if (stopped()) throw new Error('encoding stopped');
         const chunk = await rows.fetchChunk();
         if (!chunk || chunk.rowCount === 0) break;
         chunkFetched();
         await split.chunk(chunk);
+        if (progress?.hungry()) progress.advance(await split.flush());
       }
       // An interrupted stream ends early, as if it were whole: the count check below would say so too.
       if (stopped()) throw new Error('encoding stopped');
     }
     await split.finish(info.rowCount);
-    // Durable before the directory is renamed into place; the three flushed at once.
-    await Promise.all(outs.map((h) => h.sync()));
+    progress?.advance(info.rowCount);
+    // Durable before info.json says the directory is whole; the files flushed at once.
+    await Promise.all(all.flatMap((o) => o.sync()));
   } finally {
-    for (const h of outs) await h.close();
+    for (const o of all) await o.close();
   }
-  await writeFile(join(dir, FILES.info), JSON.stringify(info));
-  await syncFiles(dir, [FILES.info]);
+  for (const d of targets) {
+    await writeFile(join(d, FILES.info), JSON.stringify(info));
+    await syncFiles(d, [FILES.info]);
+  }
 }
 
 /** DuckDB's string_t: a 4-byte length, then up to 12 bytes inline or a 4-byte prefix and a pointer. */
 const STRING_T = 16;
 const INLINE = 12;
 
+/** One format's rows file and index, with their write buffers and the rows file's length so far. */
+class RowFiles {
+  readonly rows: FileHandle;
+  readonly index: FileHandle;
+  readonly rowsOut = new OutBuffer();
+  readonly indexOut = new OutBuffer();
+  /** Bytes of the rows file so far (buffered ones included). */
+  at = 0;
+
+  private constructor(rows: FileHandle, index: FileHandle) {
+    this.rows = rows;
+    this.index = index;
+  }
+
+  static async open(dir: string, rowsFile: string): Promise<RowFiles> {
+    const rows = await open(join(dir, rowsFile), 'w');
+    try {
+      return new RowFiles(rows, await open(join(dir, FILES.index), 'w'));
+    } catch (err) {
+      await rows.close();
+      throw err;
+    }
+  }
+
+  /** The index record of the next row: where it starts and the result_set_bytes before it (nothing to wait for unless it wrote). */
+  record(bytesBefore: number): Promise<void> | undefined {
+    if (this.indexOut.room() < INDEX_RECORD_BYTES) return this.indexOut.flush(this.index).then(() => this.record(bytesBefore));
+    writeRecord(this.indexOut.buf, this.indexOut.take(INDEX_RECORD_BYTES), this.at, bytesBefore);
+    return undefined;
+  }
+
+  /** Both buffers written out (the rows first: a reader trusts an index record only over rows on disk). */
+  async flush(): Promise<void> {
+    await this.rowsOut.flush(this.rows);
+    await this.indexOut.flush(this.index);
+  }
+
+  sync(): Array<Promise<void>> {
+    return [this.rows.sync(), this.index.sync()];
+  }
+
+  async close(): Promise<void> {
+    await this.rows.close();
+    await this.index.close();
+  }
+}
+
 /**
  * Splits rendered rows (rn, the length of the JSON text lj, result_set_bytes b, and jc: the JSON
- * text then the CSV line) into rows.json, rows.csv and the index, chunk after chunk, copying the
- * bytes from the chunk's memory. The rows must come
- * in order (a streamed query keeps the table's order): a row number out of place, a NULL or a count
- * other than the result's fails the encoding rather than publish a wrong one.
+ * text then the CSV line, or only one of them) into the rows files and indexes, chunk after chunk,
+ * copying the bytes from the chunk's memory. The rows must come in order (a streamed query keeps
+ * the table's order): a row number out of place, a NULL or a count other than the result's fails
+ * the encoding rather than publish a wrong one.
  */
 class RenderedSplit {
-  readonly #json: FileHandle;
-  readonly #csv: FileHandle;
-  readonly #index: FileHandle;
-  readonly #jsonOut = new OutBuffer();
-  readonly #csvOut = new OutBuffer();
-  readonly #indexOut = new OutBuffer();
+  readonly #json: RowFiles | undefined;
+  readonly #csv: RowFiles | undefined;
   #row = 0;
-  #sumJson = 0;
-  #sumCsv = 0;
   #sumBytes = 0;
 
-  constructor([json, csv, index]: [FileHandle, FileHandle, FileHandle]) {
+  constructor(json: RowFiles | undefined, csv: RowFiles | undefined) {
     this.#json = json;
     this.#csv = csv;
-    this.#index = index;
   }
 
   async chunk(chunk: DuckDBDataChunk): Promise<void> {
@@ -165,38 +245,51 @@ class RenderedSplit {
     }
     const [rowNumbers, jsonLengths, rowBytes] = vectors.slice(0, 3).map((v) => int64Words(duckdb.vector_get_data(v, n * 8), n)) as [Uint32Array, Uint32Array, Uint32Array];
     const texts = duckdb.vector_get_data(vectors[3]!, n * STRING_T);
-    const index = this.#indexOut;
+    const [json, csv] = [this.#json, this.#csv];
     for (let i = 0; i < n; i++) {
       const row = this.#row;
       if (rowNumbers[2 * i] !== row % 0x1_0000_0000 || rowNumbers[2 * i + 1] !== Math.floor(row / 0x1_0000_0000)) {
         throw new Error(`encoding: rendered row ${row} is out of place`);
       }
-      if (index.room() < INDEX_RECORD_BYTES) await index.flush(this.#index);
-      writeRecord(index.buf, index.take(INDEX_RECORD_BYTES), this.#sumJson, this.#sumCsv, this.#sumBytes);
       const at = i * STRING_T;
       const len = (texts[at]! | (texts[at + 1]! << 8) | (texts[at + 2]! << 16)) + texts[at + 3]! * 0x100_0000;
       const text = len <= INLINE ? texts.subarray(at + 4, at + 4 + len) : duckdb.get_data_from_pointer(texts.buffer as ArrayBuffer, texts.byteOffset + at + 8, len);
-      const json = jsonLengths[2 * i]! + jsonLengths[2 * i + 1]! * 0x1_0000_0000;
+      const split = csv === undefined ? len : jsonLengths[2 * i]! + jsonLengths[2 * i + 1]! * 0x1_0000_0000;
       // Awaited only when a buffer was written out (an await per row would cost a turn each).
-      const wroteJson = this.#jsonOut.append(this.#json, text, 0, json, 0x2c); // ','
-      if (wroteJson !== undefined) await wroteJson;
-      const wroteCsv = this.#csvOut.append(this.#csv, text, json, len, 0x0a);
-      if (wroteCsv !== undefined) await wroteCsv;
-      this.#sumJson += json + 1;
-      this.#sumCsv += len - json + 1;
+      if (json !== undefined) {
+        const wrote = json.rowsOut.append(json.rows, text, 0, split, 0x2c); // ','
+        if (wrote !== undefined) await wrote;
+        json.at += split + 1;
+      }
+      if (csv !== undefined) {
+        const from = json === undefined ? 0 : split;
+        const wrote = csv.rowsOut.append(csv.rows, text, from, len, 0x0a);
+        if (wrote !== undefined) await wrote;
+        csv.at += len - from + 1;
+      }
       this.#sumBytes += rowBytes[2 * i + 1]! * 0x1_0000_0000 + rowBytes[2 * i]!;
       this.#row = row + 1;
+      // The record after the row (where the next one starts): row r's page end is readable with it.
+      const recorded = [json?.record(this.#sumBytes), csv?.record(this.#sumBytes)];
+      for (const r of recorded) if (r !== undefined) await r;
     }
   }
 
-  /** The index's last record (the totals), once every row is written; the buffers written out. */
+  /** The first index record (row 0 starts at 0, nothing before it). */
+  async start(): Promise<void> {
+    for (const o of [this.#json, this.#csv]) await o?.record(0);
+  }
+
+  /** Every buffer written out; resolves to the rows now readable from the files. */
+  async flush(): Promise<number> {
+    for (const o of [this.#json, this.#csv]) await o?.flush();
+    return this.#row;
+  }
+
+  /** Once every row is written (the last record holds the totals): the buffers written out. */
   async finish(rowCount: number): Promise<void> {
     if (this.#row !== rowCount) throw new Error(`encoding: ${this.#row} rows rendered, the result has ${rowCount}`);
-    if (this.#indexOut.room() < INDEX_RECORD_BYTES) await this.#indexOut.flush(this.#index);
-    writeRecord(this.#indexOut.buf, this.#indexOut.take(INDEX_RECORD_BYTES), this.#sumJson, this.#sumCsv, this.#sumBytes);
-    await this.#jsonOut.flush(this.#json);
-    await this.#csvOut.flush(this.#csv);
-    await this.#indexOut.flush(this.#index);
+    await this.flush();
   }
 }
 
@@ -268,12 +361,11 @@ async function writeFully(h: FileHandle, buf: Uint8Array, length: number): Promi
   while (done < length) done += (await h.write(buf, done, length - done)).bytesWritten;
 }
 
-/** An index record (three 12-digit hex numbers, '\n') at `at`. */
-function writeRecord(buf: Buffer, at: number, json: number, csv: number, bytes: number): void {
-  writeHex(buf, at, json);
-  writeHex(buf, at + HEX, csv);
-  writeHex(buf, at + 2 * HEX, bytes);
-  buf[at + 3 * HEX] = 0x0a;
+/** An index record (two 12-digit hex numbers, '\n') at `at`. */
+export function writeRecord(buf: Buffer, at: number, start: number, bytes: number): void {
+  writeHex(buf, at, start);
+  writeHex(buf, at + HEX, bytes);
+  buf[at + 2 * HEX] = 0x0a;
 }
 
 /** `n` as 12 upper-case hex digits at `at`. */
@@ -286,69 +378,8 @@ function writeHex(buf: Buffer, at: number, n: number): void {
   }
 }
 
-/**
- * Writes the Arrow encoding into `dir` (arrowDirs' tmp, renamed to its dir when this returns):
- * `buildChunk(offset, limit)` makes the Arrow IPC stream of those rows (schema, one batch, end)
- * and says how many rows it holds (fewer than `limit` fails the encoding),
- * as an Arrow page of them is built; each stream's batch messages are appended to rows.arrow, its
- * schema message kept once. `stopped()` is asked between chunks.
- */
-export async function writeArrowEncoding(
-  dir: string,
-  chunkRows: number,
-  rowCount: number,
-  buildChunk: (offset: number, limit: number) => Promise<{ bytes: Uint8Array; rowCount: number }>,
-  stopped: () => boolean,
-): Promise<void> {
-  const rows = await open(join(dir, FILES.arrow), 'w');
-  const index: string[] = [record(chunkRows)];
-  let schema: Uint8Array | undefined;
-  let at = 0;
-  try {
-    for (let offset = 0; offset < rowCount; offset += chunkRows) {
-      if (stopped()) throw new Error('Arrow encoding stopped');
-      const limit = Math.min(chunkRows, rowCount - offset);
-      const { bytes: stream, rowCount: built } = await buildChunk(offset, limit);
-      // A page query interrupted (the execution stopped) ends early, as if it were whole.
-      if (built !== limit) throw new Error(`Arrow encoding: the chunk at row ${offset} has ${built} rows, not ${limit}`);
-      const { schemaEnd, bodyEnd } = splitIpcStream(stream);
-      schema ??= stream.subarray(0, schemaEnd);
-      index.push(record(at));
-      const body = stream.subarray(schemaEnd, bodyEnd);
-      await rows.write(body);
-      at += body.byteLength;
-    }
-    index.push(record(at));
-    await rows.sync();
-  } finally {
-    await rows.close();
-  }
-  await writeFile(join(dir, FILES.arrowSchema), schema ?? new Uint8Array());
-  await writeFile(join(dir, FILES.arrowIndex), index.join(''));
-  await syncFiles(dir, [FILES.arrowSchema, FILES.arrowIndex]);
-}
-
-function record(n: number): string {
-  return `${n.toString(16).padStart(HEX, '0')}\n`;
-}
-
-/**
- * Where a single-schema IPC stream's schema message ends and its end-of-stream marker starts.
- * Each message is a continuation token (0xFFFFFFFF), a little-endian int32 metadata length and the
- * metadata; a schema message has no body. Anything else is refused (the chunk is not stored).
- */
-function splitIpcStream(stream: Uint8Array): { schemaEnd: number; bodyEnd: number } {
-  const view = new DataView(stream.buffer, stream.byteOffset, stream.byteLength);
-  if (stream.byteLength < 16 || view.getUint32(0, true) !== 0xffffffff) throw new Error('Arrow chunk: not an IPC stream with continuation tokens');
-  const schemaEnd = 8 + view.getInt32(4, true);
-  const bodyEnd = stream.byteLength - ARROW_EOS.byteLength;
-  const eos = stream.subarray(bodyEnd);
-  if (schemaEnd > bodyEnd || !eos.every((b, i) => b === ARROW_EOS[i])) throw new Error('Arrow chunk: no end-of-stream marker after the batches');
-  return { schemaEnd, bodyEnd };
-}
-
-/** Durable before the directory is renamed into place (a power loss must not leave a torn .enc). */
-async function syncFiles(dir: string, names: readonly string[]): Promise<void> {
+/** Durable before info.json or a rename says they are whole (a power loss must not leave a torn encoding). */
+export async function syncFiles(dir: string, names: readonly string[]): Promise<void> {
   await Promise.all(
     names.map(async (name) => {
       const h = await open(join(dir, name), 'r');
@@ -367,7 +398,7 @@ export async function publishEncodings(tmpDir: string, dir: string): Promise<voi
   await rename(tmpDir, dir);
 }
 
-/** The ResultInfo of an encoded result, or undefined when it has no (complete) encoding. */
+/** The ResultInfo of a format's encoding directory, or undefined when it is not (completely) written. */
 export async function readEncodedInfo(dir: string): Promise<ResultInfo | undefined> {
   let text: string;
   try {
@@ -378,7 +409,7 @@ export async function readEncodedInfo(dir: string): Promise<ResultInfo | undefin
   return JSON.parse(text) as ResultInfo;
 }
 
-/** Reads the index records of rows `a` and `b` (a <= b <= rowCount). */
+/** Reads the index records of rows `a` and `b` (a <= b <= rowCount) of a format directory. */
 async function records(dir: string, a: number, b: number): Promise<[Rec, Rec]> {
   const h = await open(join(dir, FILES.index), 'r');
   try {
@@ -398,7 +429,7 @@ async function records(dir: string, a: number, b: number): Promise<[Rec, Rec]> {
   }
 }
 
-async function readFully(h: FileHandle, buf: Buffer, at: number, length: number, position: number): Promise<void> {
+export async function readFully(h: FileHandle, buf: Buffer, at: number, length: number, position: number): Promise<void> {
   let done = 0;
   while (done < length) {
     const { bytesRead } = await h.read(buf, at + done, length - done, position + done);
@@ -408,17 +439,16 @@ async function readFully(h: FileHandle, buf: Buffer, at: number, length: number,
 }
 
 interface Rec {
-  json: number;
-  csv: number;
+  start: number;
   bytes: number;
 }
 
-function parseRecord(buf: Buffer, at: number): Rec {
+export function parseRecord(buf: Buffer, at: number): Rec {
   const num = (k: number): number => Number.parseInt(buf.toString('latin1', at + k * HEX, at + (k + 1) * HEX), 16);
-  return { json: num(0), csv: num(1), bytes: num(2) };
+  return { start: num(0), bytes: num(1) };
 }
 
-/** Page [offset, offset + limit) of an encoded result, its rows as an open byte range. */
+/** Page [offset, offset + limit) of a result's JSON or CSV encoding (`dir`: the format's directory), its rows as an open byte range. */
 export async function encodedPage(dir: string, info: ResultInfo, offset: number, limit: number, format: EncodedFormat): Promise<EncodedPage> {
   const from = Math.min(Math.max(0, Math.trunc(offset)), info.rowCount);
   const to = Math.min(info.rowCount, from + Math.max(0, Math.trunc(limit)));
@@ -435,7 +465,7 @@ export async function encodedPage(dir: string, info: ResultInfo, offset: number,
   page.bytes += b.bytes - a.bytes;
   const handle = await open(join(dir, format === 'json' ? FILES.json : FILES.csv), 'r');
   // JSON rows each end with ',': the page's last one is cut. CSV lines keep their '\n'.
-  page.rows = format === 'json' ? { handle, start: a.json, end: b.json - 1 } : { handle, start: a.csv, end: b.csv };
+  page.rows = { handle, start: a.start, end: format === 'json' ? b.start - 1 : b.start };
   return page;
 }
 
@@ -444,65 +474,3 @@ export function encodedDir(resultsDir: string, id: string): { dir: string; tmp: 
   return { dir: join(resultsDir, `${id}${ENCODED_SUFFIX}`), tmp: join(resultsDir, `${id}${ENCODING_SUFFIX}`) };
 }
 
-/** An Arrow page of an encoded result: the IPC stream as parts to write one after the other. */
-export interface EncodedArrowPage {
-  rowCount: number;
-  /** result_set_bytes of the page, as for the JSON page of the same rows. */
-  bytes: number;
-  totalRowCount: number;
-  columnNames: string[];
-  columnTypes: string[];
-  /** Schema message, the chunks' batch messages (a byte range of rows.arrow), end-of-stream. */
-  parts: [Uint8Array, FileSlice, Uint8Array];
-}
-
-/**
- * Page [offset, offset + limit) as Arrow from the encoding, when its rows are whole chunks (it
- * starts on a chunk and ends on one, or at the end of the result); undefined otherwise, or when
- * the result has no Arrow encoding (empty, column-less, or written before Arrow was encoded).
- */
-export async function encodedArrowPage(dir: string, info: ResultInfo, offset: number, limit: number): Promise<EncodedArrowPage | undefined> {
-  const from = Math.min(Math.max(0, Math.trunc(offset)), info.rowCount);
-  const to = Math.min(info.rowCount, from + Math.max(0, Math.trunc(limit)));
-  if (to === from) return undefined;
-  const arrow = arrowDirs(dir).dir;
-  let h: FileHandle;
-  try {
-    h = await open(join(arrow, FILES.arrowIndex), 'r');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
-  let start: number;
-  let end: number;
-  try {
-    const head = Buffer.allocUnsafe(ARROW_RECORD_BYTES);
-    await readFully(h, head, 0, ARROW_RECORD_BYTES, 0);
-    const chunkRows = parseHex(head, 0);
-    if (from % chunkRows !== 0 || (to % chunkRows !== 0 && to !== info.rowCount)) return undefined;
-    const at = async (chunk: number): Promise<number> => {
-      const buf = Buffer.allocUnsafe(ARROW_RECORD_BYTES);
-      await readFully(h, buf, 0, ARROW_RECORD_BYTES, (1 + chunk) * ARROW_RECORD_BYTES);
-      return parseHex(buf, 0);
-    };
-    start = await at(from / chunkRows);
-    end = await at(Math.ceil(to / chunkRows));
-  } finally {
-    await h.close();
-  }
-  const [a, b] = await records(dir, from, to);
-  const schema = await readFile(join(arrow, FILES.arrowSchema));
-  const handle = await open(join(arrow, FILES.arrow), 'r');
-  return {
-    rowCount: to - from,
-    bytes: headerBytes(info.columnNames) + b.bytes - a.bytes,
-    totalRowCount: info.rowCount,
-    columnNames: info.columnNames,
-    columnTypes: info.columnTypes,
-    parts: [schema, { handle, start, end }, ARROW_EOS],
-  };
-}
-
-function parseHex(buf: Buffer, at: number): number {
-  return Number.parseInt(buf.toString('latin1', at, at + HEX), 16);
-}

@@ -13,7 +13,7 @@ import { toEngineError } from '../duckdbError.ts';
 import { sqlIdent, sqlString } from '../../sql.ts';
 import { splitStatements, type SqlStatement } from '../sandbox/splitStatements.ts';
 import { dialectSessionSql, inDuckDbSql } from '../dialect/index.ts';
-import { checkAccess, withoutHiddenHints } from '../sandbox/checkAccess.ts';
+import { checkAccess, withoutHiddenHints, type CheckedAccess } from '../sandbox/checkAccess.ts';
 import type { AccessContext } from '../sandbox/accessPolicy.ts';
 import { StorageQuota } from './storageQuota.ts';
 import { Stopper } from './stopper.ts';
@@ -24,6 +24,7 @@ import { boundsError, type ResourceBounds } from '../memory/resourceBounds.ts';
 import type { TeamTableSizes } from '../tables/teamStorage.ts';
 import type { Encodings } from '../encoding/encodings.ts';
 import type { Connections } from '../connections.ts';
+import type { SharedObjects } from '../teams/sharedObjects.ts';
 
 const TEAM_NAME = /^[A-Za-z0-9_-]{1,100}$/;
 
@@ -48,8 +49,10 @@ export interface ExecutionContext {
   files: ResultFiles;
   encodings: Encodings;
   sizes: TeamTableSizes;
-  /** The file of the `service` catalog, watched while SQL writes a team's schema. */
-  serviceDatabase: string;
+  /** The file of the team's `service` catalog, watched while SQL writes the team's schema. */
+  serviceDatabase: (team: string) => string;
+  /** With teams walled apart: other teams' public objects, as snapshots (teams/sharedObjects.ts). */
+  shared: SharedObjects | undefined;
   systemViews: ReadonlySet<string>;
   /** Creates `service.<team>` once. */
   teamSchema(team: string): Promise<void>;
@@ -109,7 +112,7 @@ class Execution {
   }
 
   async run(): Promise<ResultInfo> {
-    this.#conn = await this.#ctx.connections.open('users');
+    this.#conn = await this.#ctx.connections.open('users', this.#opts.team);
     this.#stopper.conns.add(this.#conn);
     try {
       const ran = await this.#runUserSql(this.#conn);
@@ -130,18 +133,25 @@ class Execution {
     const check = (): void => this.#stopper.check();
     check();
     const signal = AbortSignal.any([this.#stopper.waiting.signal, this.#ctx.closeSignal]);
-    this.#leaveBounds = await this.#ctx.bounds.enter(opts.bounds, signal);
+    this.#leaveBounds = await this.#ctx.bounds.enter(opts.bounds, signal, opts.team);
     check();
     if (opts.team !== undefined) await this.#ctx.teamSchema(opts.team);
     check();
     await conn.run(dialectSessionSql(opts.dialect ?? 'duckdb'));
-    const checked = await checkAccess(conn, sql, this.#statements, opts, this.#ctx.systemViews);
+    const checked = await this.#check(conn);
     this.#access = checked.ctx;
-    if (checked.changesTeamTables && opts.team !== undefined) this.#endWrite = this.#ctx.sizes.beginWrite(opts.team);
+    if (checked.changesTeamTables && opts.team !== undefined) {
+      const endWrite = this.#ctx.sizes.beginWrite(opts.team);
+      const team = opts.team;
+      this.#endWrite = (bytes) => {
+        endWrite(bytes);
+        this.#ctx.shared?.changed(team);
+      };
+    }
     // SQL that stores rows in the team's schema runs in one transaction, kept only if the
     // team's storage stays within its quota (storageQuota.ts).
     if (checked.writesTeamSchema && opts.team !== undefined && opts.storageQuota !== undefined) {
-      this.#quota = await StorageQuota.begin(conn, opts.team, opts.storageQuota, this.#ctx.serviceDatabase);
+      this.#quota = await StorageQuota.begin(conn, opts.team, opts.storageQuota, this.#ctx.serviceDatabase(opts.team));
     }
     const last = this.#statements.at(-1)!;
     for (const st of this.#statements.slice(0, -1)) {
@@ -161,6 +171,26 @@ class Execution {
       this.#quota = undefined;
     }
     return { last, prepared, held };
+  }
+
+  /**
+   * The sandbox's check; with teams walled apart, then the other teams' objects the SQL may read
+   * made current in the team's instance, and those it may no longer read taken out of it.
+   */
+  async #check(conn: DuckDBConnection): Promise<CheckedAccess> {
+    const { opts, ctx } = { opts: this.#opts, ctx: this.#ctx };
+    if (ctx.shared === undefined || opts.team === undefined) return checkAccess(conn, this.#sql, this.#statements, opts, ctx.systemViews);
+    const canRead = opts.canRead ?? ((): boolean => false);
+    const named: [string, string][] = [];
+    const recording = (owner: string, name: string): boolean => {
+      const ok = canRead(owner, name);
+      if (ok) named.push([owner, name]);
+      return ok;
+    };
+    const checked = await checkAccess(conn, this.#sql, this.#statements, { ...opts, canRead: recording, walled: true }, ctx.systemViews);
+    this.#stopper.check();
+    await ctx.shared.prepare(opts.team, canRead, named);
+    return checked;
   }
 
   /**
@@ -209,7 +239,7 @@ class Execution {
     check();
     const columnNames = await storeLast(files, this.#sql, ran.last, ran.prepared, this.#catalog, ran.held);
     check();
-    const info = await finishResult(files, this.#alias, columnNames, this.#opts.maxResultBytes);
+    const info = await finishResult(files, this.#alias, columnNames, this.#opts.maxResultBytes, (n) => this.#ctx.encodings.chunkRows(n));
     check();
     await checkpoint(files, this.#alias, this.#tmpPath);
     return info;
@@ -232,7 +262,7 @@ class Execution {
     if (info.bytes >= this.#ctx.encode.trimBeforeBytes) {
       // What the query read and wrote is evicted before the encoding reads the result back: the
       // encoder's memory comes instead of it, not on top (only when nothing else runs).
-      await this.#ctx.connections.use('users').trim(1);
+      await (this.#conn === undefined ? undefined : this.#ctx.connections.useOf(this.#conn))?.trim(1);
       await this.#ctx.connections.use('files').trim(1);
     }
     const stopper = this.#stopper;

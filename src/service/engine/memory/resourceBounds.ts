@@ -69,6 +69,18 @@ export type MemoryAdmission = 'share' | 'reserve';
 /** One execution held by the gate: its bounds, when it has them (an engine without ceilings, a caller without a tier). */
 interface Held {
   bounds?: ExecutionBounds;
+  /** The instance it runs on, when each team has its own (lowercased team; see `perInstance`). */
+  instance?: string;
+}
+
+/**
+ * With an instance per team (teams/teamInstances.ts): each team instance's limits are the sum of
+ * the bounds of the executions running on it (plus the reserve), its ceilings when none runs.
+ * `set(sql, team)` runs a SET on that team's instance; `opened()` names the team instances open.
+ */
+export interface PerInstance {
+  set(sql: string, team: string): Promise<void>;
+  opened(): string[];
 }
 
 /**
@@ -82,15 +94,17 @@ export class ResourceBounds {
   readonly #memoryCeiling: number;
   readonly #tempCeiling: number;
   readonly #gate: Gate<Held>;
+  readonly #perInstance: PerInstance | undefined;
   /** SETs are applied one after the other, each with the set of executions at that moment. */
   #applying: Promise<void> = Promise.resolve();
-  #applied = '';
-  #memoryInForce: string | undefined;
+  /** Per instance ('' the users' instance, else the team's): the limits last applied, and the memory_limit in force. */
+  readonly #applied = new Map<string, string>();
+  readonly #memoryInForce = new Map<string, string>();
 
-  constructor(ceilings: EngineCeilings | undefined, set: (sql: string) => Promise<void>) {
+  constructor(ceilings: EngineCeilings | undefined, set: (sql: string) => Promise<void>, perInstance?: PerInstance) {
     this.#ceilings = ceilings;
     this.#set = set;
-    this.#memoryInForce = ceilings?.memoryLimit;
+    this.#perInstance = perInstance;
     this.#memoryCeiling = (ceilings && parseDuckDbSize(ceilings.memoryLimit)) ?? Number.POSITIVE_INFINITY;
     this.#tempCeiling = (ceilings && parseDuckDbSize(ceilings.maxTempDirectorySize)) ?? Number.POSITIVE_INFINITY;
     const reserve = ceilings?.admission === 'reserve';
@@ -99,7 +113,14 @@ export class ResourceBounds {
 
   /** The instance's memory_limit as last set (a trim restores it: memoryTrim.ts); undefined without ceilings. */
   get memoryLimit(): string | undefined {
-    return this.#memoryInForce;
+    return this.memoryLimitOf(undefined);
+  }
+
+  /** The same for a team's own instance (before any is set: the limits of what runs on it). */
+  memoryLimitOf(team: string | undefined): string | undefined {
+    if (this.#ceilings === undefined) return undefined;
+    const key = team?.toLowerCase() ?? '';
+    return this.#memoryInForce.get(key) ?? this.#limitsOf(key).memory;
   }
 
   /** Executions waiting for room to start ('reserve'). */
@@ -125,8 +146,9 @@ export class ResourceBounds {
    * Counts the execution in until the returned function is called (once it has stopped). Under
    * 'reserve' it first waits for room; `signal` ends the wait (rejecting with its reason).
    */
-  async enter(bounds: ExecutionBounds | undefined, signal?: AbortSignal): Promise<() => Promise<void>> {
+  async enter(bounds: ExecutionBounds | undefined, signal?: AbortSignal, team?: string): Promise<() => Promise<void>> {
     const own: Held = bounds === undefined ? {} : { bounds: { ...bounds } };
+    if (this.#perInstance !== undefined && team !== undefined) own.instance = team.toLowerCase();
     const leave = await this.#gate.enter(own, signal);
     if (own.bounds !== undefined) await this.#apply();
     return async () => {
@@ -152,43 +174,47 @@ export class ResourceBounds {
     return memory <= this.#memoryCeiling && temp <= this.#tempCeiling;
   }
 
+  /** The limits of an instance ('' the users' one) for the executions running on it. */
+  #limitsOf(key: string): { memory: string; temp: string } {
+    const ceilings = this.#ceilings!;
+    const running = this.#gate.held.flatMap((h) => (h.bounds === undefined || (h.instance ?? '') !== key ? [] : [h.bounds]));
+    if (running.length === 0) return { memory: ceilings.memoryLimit, temp: ceilings.maxTempDirectorySize };
+    let m = SERVICE_RESERVE_BYTES;
+    let t = 0;
+    for (const b of running) {
+      m += b.memoryBytes;
+      t += b.tempBytes;
+    }
+    return { memory: `${Math.min(m, this.#memoryCeiling)}B`, temp: `${Math.min(t, this.#tempCeiling)}B` };
+  }
+
   #apply(): Promise<void> {
-    const ceilings = this.#ceilings;
-    if (ceilings === undefined) return Promise.resolve();
+    if (this.#ceilings === undefined) return Promise.resolve();
     const next = this.#applying.then(async () => {
-      let memory = ceilings.memoryLimit;
-      let temp = ceilings.maxTempDirectorySize;
-      const running = this.#gate.held.flatMap((h) => (h.bounds === undefined ? [] : [h.bounds]));
-      if (running.length > 0) {
-        let m = SERVICE_RESERVE_BYTES;
-        let t = 0;
-        for (const b of running) {
-          m += b.memoryBytes;
-          t += b.tempBytes;
-        }
-        memory = `${Math.min(m, this.#memoryCeiling)}B`;
-        temp = `${Math.min(t, this.#tempCeiling)}B`;
-      }
-      const key = `${memory}|${temp}`;
-      if (key === this.#applied) return;
-      this.#applied = key;
-      // DuckDB refuses a memory limit below what is in use and cannot free: the previous one
-      // stays until the next change (the executions in use finish and it is applied again).
-      await this.#set(`SET GLOBAL memory_limit = '${memory}'`).then(
-        () => {
-          this.#memoryInForce = memory;
-        },
-        () => {
-          this.#applied = '';
-        },
-      );
-      await this.#set(`SET GLOBAL max_temp_directory_size = '${temp}'`).catch(async () => {
-        if (running.length === 0) await this.#set('RESET GLOBAL max_temp_directory_size').catch(() => undefined);
-        else this.#applied = '';
-      });
+      const per = this.#perInstance;
+      if (per === undefined) return this.#applyTo('', (sql) => this.#set(sql));
+      for (const team of per.opened()) await this.#applyTo(team.toLowerCase(), (sql) => per.set(sql, team));
     });
     this.#applying = next.catch(() => undefined);
     return next;
+  }
+
+  async #applyTo(key: string, set: (sql: string) => Promise<void>): Promise<void> {
+    const { memory, temp } = this.#limitsOf(key);
+    const running = this.#gate.held.some((h) => h.bounds !== undefined && (h.instance ?? '') === key);
+    const applied = `${memory}|${temp}`;
+    if (applied === this.#applied.get(key)) return;
+    this.#applied.set(key, applied);
+    // DuckDB refuses a memory limit below what is in use and cannot free: the previous one
+    // stays until the next change (the executions in use finish and it is applied again).
+    await set(`SET GLOBAL memory_limit = '${memory}'`).then(
+      () => void this.#memoryInForce.set(key, memory),
+      () => void this.#applied.delete(key),
+    );
+    await set(`SET GLOBAL max_temp_directory_size = '${temp}'`).catch(async () => {
+      if (!running) await set('RESET GLOBAL max_temp_directory_size').catch(() => undefined);
+      else this.#applied.delete(key);
+    });
   }
 }
 

@@ -13,7 +13,7 @@ import { toEngineError } from '../duckdbError.ts';
 import { sqlIdent, sqlString } from '../../sql.ts';
 import { protocolTypeName } from '../typeNames.ts';
 import { headerBytes, rowBytesSql, type StoredColumns } from '../pages/pageQuery.ts';
-import { arrowDirs, encodedDir, ENCODED_SUFFIX, ENCODING_SUFFIX } from '../encoding/encodedResult.ts';
+import { encodedDir, ENCODED_SUFFIX, ENCODING_SUFFIX, FILES, formatDir, STORED_FORMATS } from '../encoding/encodedResult.ts';
 import { SCRATCH_PREFIX } from '../tables/serviceTables.ts';
 
 const RESULT_ID = /^[A-Za-z0-9_-]{1,100}$/;
@@ -110,9 +110,24 @@ export class ResultFiles {
       // Half-written encodings, and encodings whose result was being dropped.
       const orphan = name.endsWith(ENCODED_SUFFIX) && !stored.has(name.slice(0, -ENCODED_SUFFIX.length));
       if (name.endsWith(ENCODING_SUFFIX) || orphan) await rm(join(resultsDir, name), { recursive: true, force: true });
-      // Arrow chunks half-written after the rest was published (that result's Arrow pages are then built per request).
-      else if (name.endsWith(ENCODED_SUFFIX)) await rm(arrowDirs(join(resultsDir, name)).tmp, { recursive: true, force: true });
+      else if (name.endsWith(ENCODED_SUFFIX)) await removeUnfinishedFormats(join(resultsDir, name));
     }
+  }
+}
+
+/**
+ * In a result's encoding directory, the formats an encoder was writing (no info.json: written again
+ * when next read). A directory in the layout of an older version (one index for JSON and CSV at its
+ * top) is removed whole: its formats are encoded again as they are read.
+ */
+async function removeUnfinishedFormats(encoded: string): Promise<void> {
+  if (existsSync(join(encoded, FILES.index))) {
+    await rm(encoded, { recursive: true, force: true });
+    return;
+  }
+  for (const format of STORED_FORMATS) {
+    const dir = formatDir(encoded, format);
+    if (existsSync(dir) && !existsSync(join(dir, FILES.info))) await rm(dir, { recursive: true, force: true });
   }
 }
 
@@ -165,20 +180,30 @@ export async function detachRetrying(conn: DuckDBConnection, alias: string): Pro
 }
 
 /** Counts rows and bytes, truncates to maxResultBytes, and writes `meta`. */
-export async function finishResult(conn: DuckDBConnection, alias: string, names: string[], maxResultBytes?: number): Promise<ResultInfo> {
-  const info = names.length === 0 ? { columnNames: [], columnTypes: [], rowCount: 0, bytes: 0, truncated: false } : await measure(conn, alias, names, maxResultBytes);
+export async function finishResult(conn: DuckDBConnection, alias: string, names: string[], maxResultBytes?: number, chunkRows?: (columnCount: number) => number): Promise<ResultInfo> {
+  const info = names.length === 0 ? { columnNames: [], columnTypes: [], rowCount: 0, bytes: 0, truncated: false } : await measure(conn, alias, names, maxResultBytes, chunkRows?.(names.length));
   await conn.run(`CREATE TABLE ${alias}.main.meta AS SELECT ${sqlString(JSON.stringify(info))} AS info`);
   return info;
 }
 
-async function measure(conn: DuckDBConnection, alias: string, names: string[], maxResultBytes: number | undefined): Promise<ResultInfo> {
+async function measure(conn: DuckDBConnection, alias: string, names: string[], maxResultBytes: number | undefined, chunkRows: number | undefined): Promise<ResultInfo> {
   const table = `${alias}.main.result`;
   const typesReader = await conn.runAndReadAll(`SELECT * FROM ${table} LIMIT 0`);
   const types = typesReader.columnTypes();
   const columns: StoredColumns = { table, names, protocolTypes: types.map(protocolTypeName), types, rowCount: 0 };
   const cols = names.map((_, i) => i);
   const header = headerBytes(names);
-  const totals = await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n, coalesce(sum(${rowBytesSql(cols, columns)}), 0)::BIGINT AS b FROM ${table}`);
+  let totals;
+  if (chunkRows === undefined) totals = await conn.runAndReadAll(`SELECT count(*)::BIGINT AS n, coalesce(sum(${rowBytesSql(cols, columns)}), 0)::BIGINT AS b FROM ${table}`);
+  else {
+    // The same pass sums each Arrow chunk's rows (encoding/arrowEncoding.ts): the Arrow encoding
+    // then needs no pass of its own over the rows' text.
+    const chunks = chunkBytesTable(table);
+    await conn.run(
+      `CREATE TABLE ${chunks} AS SELECT (rowid // ${chunkRows})::BIGINT AS k, ${chunkRows}::BIGINT AS chunk_rows, count(*)::BIGINT AS n, sum(${rowBytesSql(cols, columns)})::BIGINT AS b FROM ${table} GROUP BY k`,
+    );
+    totals = await conn.runAndReadAll(`SELECT coalesce(sum(n), 0)::BIGINT, coalesce(sum(b), 0)::BIGINT FROM ${chunks}`);
+  }
   let rowCount = Number(totals.getRowsJson()[0]![0]);
   let bytes = header + Number(totals.getRowsJson()[0]![1]);
   let truncated = false;
@@ -191,8 +216,15 @@ async function measure(conn: DuckDBConnection, alias: string, names: string[], m
     bytes = header + Number(cut.getRowsJson()[0]![1]);
     truncated = true;
     await conn.run(`DELETE FROM ${table} WHERE rowid >= ${rowCount}`);
+    // Its chunks' sums no longer hold: the Arrow encoding sums each chunk itself.
+    if (chunkRows !== undefined) await conn.run(`DROP TABLE ${chunkBytesTable(table)}`);
   }
   return { columnNames: names, columnTypes: columns.protocolTypes, rowCount, bytes, truncated };
+}
+
+/** Beside a stored result's table: the result_set_bytes of each chunk of its rows (k, chunk_rows, n, b), when written. */
+export function chunkBytesTable(resultTable: string): string {
+  return resultTable.replace(/\.result$/, '.chunk_bytes');
 }
 
 /** The stored table's columns, as page queries and encoders take them. */

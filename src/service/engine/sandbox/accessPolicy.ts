@@ -27,6 +27,12 @@ export interface AccessContext {
   team?: string;
   /** Lets the caller read `service.<owner>.<name>` of another team (names lowercased). */
   canRead?: (owner: string, name: string) => boolean;
+  /**
+   * The SQL runs on the team's own instance (teams/teamInstances.ts): views in other teams'
+   * schemas of `service` there are the engine's own, over snapshots of public objects
+   * (teams/sharedObjects.ts), read as the tables they copy.
+   */
+  walled?: boolean;
   /** Name of the engine's main database (catalog), e.g. 'engine'. */
   mainCatalog: string;
   /** Schemas of the main database user SQL may read, lowercased (e.g. main, sample). */

@@ -16,12 +16,15 @@ export interface CheckedAccess {
   changesTeamTables: boolean;
 }
 
+/** Who runs the SQL; `walled`: on the team's own instance (teams/teamInstances.ts). */
+export type AccessOptions = Pick<ExecuteOptions, 'team' | 'canRead'> & { walled?: boolean };
+
 /** Refuses the user's SQL before any of it runs when one statement is not allowed. */
 export async function checkAccess(
   conn: DuckDBConnection,
   sql: string,
   statements: SqlStatement[],
-  opts: Pick<ExecuteOptions, 'team' | 'canRead'>,
+  opts: AccessOptions,
   systemViews: ReadonlySet<string>,
 ): Promise<CheckedAccess> {
   const ctx = await accessContext(conn, opts, systemViews);
@@ -43,7 +46,7 @@ export async function checkAccess(
 export async function classifyAccess(
   conn: DuckDBConnection,
   sql: string,
-  opts: Pick<ExecuteOptions, 'team' | 'canRead'>,
+  opts: AccessOptions,
   systemViews: ReadonlySet<string>,
 ): Promise<SqlClassification> {
   const sandbox = new Sandbox(conn, await accessContext(conn, opts, systemViews));
@@ -60,7 +63,7 @@ export async function classifyAccess(
   return out;
 }
 
-async function accessContext(conn: DuckDBConnection, opts: Pick<ExecuteOptions, 'team' | 'canRead'>, systemViews: ReadonlySet<string>): Promise<AccessContext> {
+async function accessContext(conn: DuckDBConnection, opts: AccessOptions, systemViews: ReadonlySet<string>): Promise<AccessContext> {
   const db = await conn.runAndReadAll(
     "SELECT current_database() AS db, list(lower(schema_name)) AS schemas FROM duckdb_schemas() WHERE database_name = current_database() AND schema_name NOT IN ('information_schema', 'pg_catalog')",
   );
@@ -69,6 +72,7 @@ async function accessContext(conn: DuckDBConnection, opts: Pick<ExecuteOptions, 
   const ctx: AccessContext = { mainCatalog: String(row[0]).toLowerCase(), readableSchemas: new Set(schemas), systemViews };
   if (opts.team !== undefined) ctx.team = opts.team;
   if (opts.canRead !== undefined) ctx.canRead = opts.canRead;
+  if (opts.walled === true) ctx.walled = true;
   return ctx;
 }
 

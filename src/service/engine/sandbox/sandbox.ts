@@ -23,6 +23,7 @@ import { readName, splitNameText, tokenize, type SqlToken } from './sqlTokens.ts
 import { candidates, viewDenial, type ViewCatalog } from './viewExpansion.ts';
 import { readExpressionCatalog, storedExpressionDenial, type ExpressionCatalog } from './storedExpressions.ts';
 import { utf16IndexOf } from './sqlPosition.ts';
+import { sqlString } from '../../sql.ts';
 
 /** A denial located in the checked text (UTF-16 offset). */
 export interface StatementDenial {
@@ -175,9 +176,16 @@ export class Sandbox {
     return at(first.start, 'Not allowed: this form of query cannot be checked (PIVOT, UNPIVOT); write it with plain SELECT');
   }
 
+  /** Walled: the engine's views over other teams' public objects are not the team's SQL (accessPolicy.ts `walled`). */
+  #sharedViewsOut(): string {
+    const { walled, team } = this.#ctx;
+    if (walled !== true || team === undefined) return '';
+    return ` AND NOT (database_name = 'service' AND lower(schema_name) <> ${sqlString(team.toLowerCase())})`;
+  }
+
   #viewCatalog(): Promise<ViewCatalog> {
     this.#views ??= this.#conn
-      .runAndReadAll('SELECT lower(database_name), lower(schema_name), lower(view_name), sql FROM duckdb_views() WHERE NOT internal')
+      .runAndReadAll(`SELECT lower(database_name), lower(schema_name), lower(view_name), sql FROM duckdb_views() WHERE NOT internal${this.#sharedViewsOut()}`)
       .then((r) => new Map(r.getRowsJson().map(([db, schema, view, sql]) => [`${String(db)}.${String(schema)}.${String(view)}`, String(sql)])));
     return this.#views;
   }

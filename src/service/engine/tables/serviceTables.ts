@@ -25,8 +25,13 @@ export type TableConnection = Pick<DuckDBConnection, 'run' | 'runAndReadAll'>;
 
 /** What the tables need of the engine's instances: trusted connections and where files live. */
 export interface TableHost {
-  /** Runs `fn` on a connection of the instance (catalog `service` attached), closed afterwards. */
-  withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` on a connection of the instance (catalog `service` attached), closed afterwards:
+   * the team's own instance when teams are walled apart (teams/teamInstances.ts).
+   */
+  withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>, team?: string): Promise<T>;
+  /** Told after each write of a team's tables (snapshots of them are stale: teams/sharedObjects.ts). */
+  changed?(team: string): void;
   /** Runs `fn` on a connection of the files instance (the only one that reads the results directory). */
   withFiles<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T>;
   /** The DuckDB file of a stored result: table `result` with columns c0..cN-1, rows in result order. */
@@ -81,7 +86,8 @@ export class DuckDbServiceTables implements ServiceTables {
         throw err;
       }
       await swapTable(conn, team, stagingName, name);
-    });
+    }, team);
+    this.#host.changed?.(team);
   }
 
   async ingestCsv(team: string, name: string, csv: string, columnNames: readonly string[]): Promise<IngestedCsv> {
@@ -95,18 +101,20 @@ export class DuckDbServiceTables implements ServiceTables {
         const ingested = await ingestCsvSql(conn, { team, file, columnNames, rawName: `__upload_raw_${suffix}`, stagingName, copyIn });
         await swapTable(conn, team, stagingName, name);
         return ingested;
-      });
+      }, team);
     } finally {
       await rm(file, { force: true });
+      this.#host.changed?.(team);
     }
   }
 
   async createTable(team: string, name: string, columns: readonly UploadTableColumn[]): Promise<void> {
-    await this.#host.withConnection((conn) => createTableSql(conn, team, name, columns));
+    await this.#host.withConnection((conn) => createTableSql(conn, team, name, columns), team);
+    this.#host.changed?.(team);
   }
 
   async insertRows(team: string, name: string, columns: readonly UploadTableColumn[], rows: { format: 'csv' | 'ndjson'; data: Uint8Array; header?: readonly string[] }): Promise<{ rowsWritten: number }> {
-    return this.#host.withConnection((conn) =>
+    const written = this.#host.withConnection((conn) =>
       insertRowsSql(conn, {
         team,
         name,
@@ -115,31 +123,35 @@ export class DuckDbServiceTables implements ServiceTables {
         scratchPath: (n) => this.#host.scratchPath(n),
         copyIn: (select, work) => this.#host.withFiles((files) => copyInto(conn, files, team, work, select)),
       }),
+      team,
     );
+    return written.finally(() => this.#host.changed?.(team));
   }
 
   async clearTable(team: string, name: string): Promise<void> {
-    await this.#host.withConnection((conn) => clearTableSql(conn, team, name));
+    await this.#host.withConnection((conn) => clearTableSql(conn, team, name), team).finally(() => this.#host.changed?.(team));
   }
 
   async rename(team: string, from: string, to: string): Promise<void> {
     await this.#host.withConnection(async (conn) => {
       if (await exists(conn, team, from)) await conn.run(`ALTER TABLE service.${sqlIdent(team)}.${sqlIdent(from)} RENAME TO ${sqlIdent(to)}`);
-    });
+    }, team);
+    this.#host.changed?.(team);
   }
 
   async drop(team: string, name: string): Promise<void> {
     await this.#host.withConnection(async (conn) => {
       await conn.run(`DROP TABLE IF EXISTS service.${sqlIdent(team)}.${sqlIdent(name)}`);
-    });
+    }, team);
+    this.#host.changed?.(team);
   }
 
   async exists(team: string, name: string): Promise<boolean> {
-    return this.#host.withConnection((conn) => exists(conn, team, name));
+    return this.#host.withConnection((conn) => exists(conn, team, name), team);
   }
 
   teamTableBytes(team: string): Promise<number> {
-    const measure = (): Promise<number> => this.#host.withConnection((conn) => teamTableBytes(conn, team));
+    const measure = (): Promise<number> => this.#host.withConnection((conn) => teamTableBytes(conn, team), team);
     return this.#host.tableSizes === undefined ? measure() : this.#host.tableSizes.bytes(team, measure);
   }
 

@@ -1,0 +1,165 @@
+// The wires of the real service (JSON and CSV pages, no Arrow) read at DuckDB's speed: the native
+// export (src/export/nativeExport.ts) against DuckDB's own `COPY ... TO parquet` of the same rows,
+// measured in the same run. Figures:
+// - the native export to zstd Parquet over CSV pages (the default) and over JSON pages, and the
+//   general path over JSON pages (JS decoders, one thread), each in a process of its own (compiled,
+//   as parallel.ts runs them): time and CPU against COPY's, peak RSS; over CSV pages at 5x the rows
+//   too (bounded memory);
+// - the native export over CSV pages with 1 and 2 DuckDB threads (the service shares the cores
+//   here; docs/performance.md has the run with the service pinned to a core of its own);
+// - at 50 ms of latency per request (the service's `faults`): the official TypeScript client
+//   reading the whole result against stream() rows over JSON pages;
+// - over a simulated 100 Mbit/s link with a 50 ms round trip (bench/linkProxy.ts): the native
+//   export against the bare compressed download of the same CSV pages (4 at a time, zstd).
+// `npm run bench -- wire`; BENCH_WIRE_ROWS overrides 1M.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { request } from 'undici';
+import { ServiceClient } from '../src/client/index.ts';
+import type { NativeMode } from '../src/export/nativeExport.ts';
+import { stream } from '../src/pipeline/stream.ts';
+import { sampleEventsSelect } from '../src/service/engine/tables/sampleEvents.ts';
+import { runChildCase } from './childCase.ts';
+import { recordFigure } from './figures.ts';
+import { startProxy } from './link.ts';
+import type { OfficialInput } from './linkCase.ts';
+import { compileCases, encodingsSettled } from './parallel.ts';
+import type { CaseInput, CaseResult } from './parallelCase.ts';
+import { startChildService } from './pipeline.ts';
+
+const ROWS = Number(process.env.BENCH_WIRE_ROWS ?? 1_000_000);
+const KEY = 'sk_bench_admin_key';
+const record: typeof recordFigure = (id, value) => {
+  if (ROWS === 1_000_000) recordFigure(id, value);
+};
+const x = (n: number) => `${n.toFixed(2)}x`;
+const secs = (ms: number) => (ms / 1000).toFixed(2);
+const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+
+export async function run(): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-wire-'));
+  const svc = await startChildService(dataDir, ROWS);
+  const client = new ServiceClient({ baseUrl: svc.url, apiKey: KEY, env: {} });
+  const build = await compileCases();
+  const caseModule = pathToFileURL(join(build, 'out', 'bench', 'parallelCase.js')).href;
+  try {
+    console.log(`${fmt(ROWS)} rows x 8 columns (sample.events); ${availableParallelism()} cores; the service in a process of its own on the same cores`);
+    const id = await executed(client, sampleEventsSelect(ROWS), dataDir);
+    const exportCase = async (label: string, executionId: string, native: NativeMode | undefined) => {
+      const input: CaseInput = { url: svc.url, key: KEY, executionId, wire: native === undefined ? 'json' : 'native', ...(native === undefined ? {} : { native }), out: join(dataDir, `out-${label}`), rowsPerFile: Math.max(1, Math.round(ROWS / 4)) };
+      const r = await runChildCase<CaseResult>(caseModule, 'exportCase', input);
+      if (r.rows !== (executionId === id ? ROWS : ROWS * 5)) throw new Error(`${label}: exported ${r.rows} rows`);
+      return r;
+    };
+    const copy = await copyBaseline(dataDir, ROWS);
+    console.log(`\nDuckDB COPY ... TO parquet (zstd) of the same rows: ${secs(copy.ms)} s, CPU ${secs(copy.cpuMs)} s`);
+    console.log('export to zstd Parquet, parts of a quarter of the rows   seconds  vs COPY  CPU s  CPU vs COPY  peak RSS');
+    const line = (label: string, r: CaseResult) =>
+      console.log(`${label.padEnd(55)} ${secs(r.ms).padStart(8)}  ${x(r.ms / copy.ms).padStart(7)}  ${secs(r.cpuMs).padStart(5)}  ${x(r.cpuMs / copy.cpuMs).padStart(11)}  ${mb(r.peakRss).padStart(8)}`);
+    const csv = await exportCase('csv', id, 'csv');
+    line('native, CSV pages (the default)', csv);
+    const json = await exportCase('json', id, 'json');
+    line('native, JSON pages', json);
+    const general = await exportCase('general', id, undefined);
+    line('general path, JSON pages (JS decoders, one thread)', general);
+    const threads = [];
+    for (const n of [1, 2]) {
+      const r = await exportCase(`threads-${n}`, id, { pages: 'csv', threads: n });
+      line(`native, CSV pages, DuckDB threads: ${n}`, r);
+      threads.push(r);
+    }
+    const bigId = await executed(client, sampleEventsSelect(ROWS * 5), dataDir);
+    const big = await exportCase('big', bigId, 'csv');
+    line(`native, CSV pages, ${fmt(ROWS * 5)} rows`, big);
+    console.log('targets: over CSV and JSON pages at most 3x the time of COPY; peak RSS <= 300 MB, the same at 5x the rows');
+    record('wire-native-csv', `${x(csv.ms / copy.ms)} the time (CPU ${x(csv.cpuMs / copy.cpuMs)})`);
+    record('wire-native-json', `${x(json.ms / copy.ms)} the time (CPU ${x(json.cpuMs / copy.cpuMs)})`);
+    record('wire-native-general', `${x(general.ms / csv.ms)} / ${x(general.ms / json.ms)} as fast`);
+    record('wire-native-peak', `${mb(csv.peakRss)} / ${mb(big.peakRss)}`);
+    record('wire-threads', `${x(threads[0]!.ms / threads[1]!.ms)} as fast (CPU ${x(threads[1]!.cpuMs / threads[0]!.cpuMs)})`);
+
+    await svc.setFaults({ latency_ms: 50 });
+    const rowsMs = await streamRows(client, id);
+    const official = await runChildCase<{ ms: number; rows: number }>(new URL('./linkCase.ts', import.meta.url).href, 'officialCase', { url: svc.url, key: KEY, executionId: id } satisfies OfficialInput);
+    await svc.setFaults({ latency_ms: 0 });
+    if (official.rows !== ROWS) throw new Error(`the official client read ${official.rows} rows`);
+    console.log(`\n50 ms per request: stream() rows over JSON pages ${secs(rowsMs)} s; the official TypeScript client (whole result) ${secs(official.ms)} s = ${x(official.ms / rowsMs)} the time (target >= 2.5x)`);
+    record('wire-official', `${x(official.ms / rowsMs)} the time`);
+
+    const proxy = await startProxy(svc.url, { bitsPerSecond: 1e8, rttMs: 50 });
+    try {
+      const pageSize = (await stream(client, { executionId: id }).info()).pageSize;
+      const bare = await bareCsv(proxy.url, id, ROWS, pageSize);
+      // Compression on, as `auto` has it on any address but loopback (the proxy listens on loopback).
+      const link: CaseInput = { url: proxy.url, key: KEY, executionId: id, wire: 'native', native: 'csv', out: join(dataDir, 'out-link'), rowsPerFile: Math.max(1, Math.round(ROWS / 4)), compression: 'on' };
+      const r = await runChildCase<CaseResult>(caseModule, 'exportCase', link);
+      console.log(`100 Mbit/s, 50 ms round trip: bare zstd download of the CSV pages ${secs(bare.ms)} s (${mb(bare.bytes)}); native export ${secs(r.ms)} s = ${x(r.ms / bare.ms)} the time (target <= 1.2x)`);
+      record('wire-link', `${x(r.ms / bare.ms)} the time`);
+    } finally {
+      await proxy.close();
+    }
+  } finally {
+    await client.close();
+    await svc.close();
+    await rm(dataDir, { recursive: true, force: true });
+    await rm(build, { recursive: true, force: true });
+  }
+}
+
+/** DuckDB's own COPY of the same rows from a table to zstd Parquet (default threads: one per core), its time and CPU. */
+async function copyBaseline(dir: string, rows: number): Promise<{ ms: number; cpuMs: number }> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const connection = await instance.connect();
+  try {
+    await connection.run(`CREATE TABLE events AS ${sampleEventsSelect(rows)}`);
+    const file = join(dir, 'duckdb.parquet');
+    const cpu = process.cpuUsage();
+    const t = performance.now();
+    await connection.run(`COPY events TO '${file}' (FORMAT parquet, COMPRESSION zstd)`);
+    const ms = performance.now() - t;
+    const used = process.cpuUsage(cpu);
+    await rm(file, { force: true });
+    return { ms, cpuMs: (used.user + used.system) / 1000 };
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+  }
+}
+
+async function executed(client: ServiceClient, sql: string, dataDir: string): Promise<string> {
+  const e = await client.execute({ sql });
+  await e.wait();
+  await encodingsSettled(dataDir);
+  return e.id;
+}
+
+async function streamRows(client: ServiceClient, executionId: string): Promise<number> {
+  const t = performance.now();
+  let n = 0;
+  for await (const _ of stream(client, { executionId }, { wire: 'json' })) n++;
+  if (n !== ROWS) throw new Error(`stream() read ${n} rows`);
+  return performance.now() - t;
+}
+
+/** Every CSV page of the result, 4 at a time, in zstd, each body read to its end and dropped: the floor of any export of it. */
+async function bareCsv(url: string, executionId: string, rows: number, pageSize: number): Promise<{ ms: number; bytes: number }> {
+  const offsets: number[] = [];
+  for (let o = 0; o < rows; o += pageSize) offsets.push(o);
+  let bytes = 0;
+  const t = performance.now();
+  const worker = async () => {
+    for (let o = offsets.shift(); o !== undefined; o = offsets.shift()) {
+      const res = await request(`${url}/v1/execution/${executionId}/results/csv?offset=${o}&limit=${pageSize}`, { headers: { 'x-service-api-key': KEY, 'accept-encoding': 'zstd' } });
+      if (res.statusCode !== 200) throw new Error(`bare download: ${res.statusCode} at offset ${o}`);
+      for await (const chunk of res.body) bytes += (chunk as Buffer).length;
+    }
+  };
+  await Promise.all(Array.from({ length: 4 }, worker));
+  return { ms: performance.now() - t, bytes };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await run();

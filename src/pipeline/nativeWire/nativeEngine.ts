@@ -1,0 +1,205 @@
+import { availableParallelism, tmpdir } from 'node:os';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { InvalidResponseError } from '../../client/errors.ts';
+import { compileRowDecoder } from '../../types/decode.ts';
+import { ValueDecodeError } from '../../types/errors.ts';
+import { parseJsonLossless } from '../../types/json.ts';
+import { quoteIdentifier, quoteString, readColumns } from './duckdbColumns.ts';
+import type { NativePage } from './nativePages.ts';
+import type { NativePart, NativePartsInput } from './nativeParts.ts';
+
+/** A page's rows in a file of the engine's folder, and which of them the part takes. */
+export interface StagedPage {
+  readonly file: string;
+  /** The page's rows. */
+  readonly rowCount: number;
+  /** The page's first row in the result. */
+  readonly offset: number;
+  readonly skip: number;
+  readonly take: number;
+}
+
+/**
+ * DuckDB's threads when the caller sets none: one per core but one, which fetches and stages the
+ * pages (how the export scales with DuckDB's threads: docs/performance.md).
+ */
+export function defaultThreads(): number {
+  return Math.max(1, availableParallelism() - 1);
+}
+
+/** One DuckDB for the export, and the folder its pages and parts are staged in. */
+export class NativeEngine {
+  readonly #instance: DuckDBInstance;
+  readonly #connection: DuckDBConnection;
+  readonly #dir: string;
+  readonly #input: NativePartsInput;
+  readonly #select: string;
+  #pageFiles = 0;
+
+  private constructor(instance: DuckDBInstance, connection: DuckDBConnection, dir: string, input: NativePartsInput) {
+    this.#instance = instance;
+    this.#connection = connection;
+    this.#dir = dir;
+    this.#input = input;
+    this.#select = input.columns.map((c) => `${c.value} AS ${quoteIdentifier(c.name)}`).join(', ');
+  }
+
+  static async open(input: NativePartsInput): Promise<NativeEngine> {
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-native-'));
+    try {
+      const { DuckDBInstance } = await import('@duckdb/node-api');
+      const instance = await DuckDBInstance.create(':memory:', {
+        threads: String(input.threads ?? defaultThreads()),
+        memory_limit: input.memoryLimit ?? '128MB',
+        temp_directory: join(dir, 'spill'),
+        preserve_insertion_order: 'true',
+        // Memory DuckDB frees goes back to the system past 16 MB held, not its default 128 MB: the
+        // peak of a long export stays some 40 MB lower (docs/performance.md).
+        allocator_flush_threshold: '16MB',
+        allocator_bulk_deallocation_flush_threshold: '16MB',
+        autoinstall_known_extensions: 'false',
+        autoload_known_extensions: 'false',
+      });
+      const connection = await instance.connect();
+      await connection.run(`SET TimeZone = 'UTC'`);
+      return new NativeEngine(instance, connection, dir, input);
+    } catch (error) {
+      await rm(dir, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  /** Stores a page's rows in this engine's folder, for the part that takes rows `[skip, skip + take)` of it. */
+  async stage(page: NativePage, offset: number, skip: number, take: number): Promise<StagedPage> {
+    const file = join(this.#dir, `page-${this.#pageFiles++}.${this.#input.pages ?? 'json'}`);
+    await writeFile(file, page.bytes);
+    return { file, rowCount: page.rowCount, offset, skip, take };
+  }
+
+  /**
+   * Writes a part from its staged pages to a Parquet file of this engine's folder (returned): one
+   * statement reading every page, so DuckDB reads them side by side. A page DuckDB refuses is
+   * looked for and named (`#misfit`); row counts are checked against the pages' row counts.
+   */
+  async write(part: NativePart, pages: readonly StagedPage[]): Promise<string> {
+    const file = join(this.#dir, `part-${part.index}.parquet`);
+    try {
+      const whole = pages.every((p) => p.skip === 0 && p.take === p.rowCount);
+      const skip = pages[0]?.skip ?? 0;
+      const query = pages.length === 0 ? `SELECT ${this.#emptySelect()} LIMIT 0` : `${this.#query(pages.map((p) => p.file))}${whole ? '' : ` LIMIT ${part.rows} OFFSET ${skip}`}`;
+      let written: number;
+      // An abort stops the statement too: DuckDB checks for an interrupt between chunks.
+      const interrupt = () => this.#connection.interrupt();
+      this.#input.signal?.addEventListener('abort', interrupt, { once: true });
+      try {
+        written = (await this.#connection.run(`COPY (${query}) TO ${quoteString(file)} (${this.#copyOptions()})`)).rowsChanged;
+      } catch (error) {
+        this.#input.signal?.throwIfAborted();
+        throw await this.#misfit(pages, error);
+      } finally {
+        this.#input.signal?.removeEventListener('abort', interrupt);
+      }
+      if (written !== part.rows) {
+        throw new InvalidResponseError(`part ${part.index} should hold ${part.rows} rows from row ${part.firstRow}, its pages held ${written}`, {
+          method: 'writeNativeParts',
+          executionId: this.#input.reader.executionId,
+        });
+      }
+      return file;
+    } finally {
+      await Promise.all(pages.map((p) => rm(p.file, { force: true })));
+    }
+  }
+
+  #copyOptions(): string {
+    const p = this.#input.parquet;
+    return [
+      'FORMAT parquet',
+      `COMPRESSION ${p.compression === 'none' ? 'uncompressed' : p.compression}`,
+      `ROW_GROUP_SIZE ${p.rowGroupSize}`,
+      ...(p.rowGroupBytes === undefined ? [] : [`ROW_GROUP_SIZE_BYTES ${p.rowGroupBytes}`]),
+      ...(Object.keys(p.metadata).length === 0 ? [] : [`KV_METADATA {${Object.entries(p.metadata).map(([k, v]) => `${quoteString(k)}: ${quoteString(v)}`).join(', ')}}`]),
+    ].join(', ');
+  }
+
+  /** NULLs of the columns' types: the select of a part with no rows (the file still has the columns). */
+  #emptySelect(): string {
+    return this.#input.columns.map((c) => `CAST(NULL AS ${c.type}) AS ${quoteIdentifier(c.name)}`).join(', ');
+  }
+
+  #query(files: readonly string[]): string {
+    const read = this.#read(files, readColumns(this.#input.columns));
+    const columns = this.#input.columns;
+    if (columns.every((c) => c.cast === undefined)) return `SELECT ${this.#select} FROM ${read}`;
+    const casts = columns.map((c) => (c.cast === undefined ? quoteIdentifier(c.name) : `${c.cast} AS ${quoteIdentifier(c.name)}`)).join(', ');
+    return `SELECT ${this.#select} FROM (SELECT ${casts} FROM ${read})`;
+  }
+
+  /**
+   * The table function reading the staged pages. CSV: the service's dialect (protocol.md), read by
+   * position with the header line skipped, an unquoted empty field as NULL and a quoted one as the
+   * empty string; a line with more or fewer fields than columns stops the statement.
+   */
+  #read(files: readonly string[], columns: string): string {
+    const list = `[${files.map(quoteString).join(', ')}]`;
+    if (this.#input.pages !== 'csv') return `read_json(${list}, format = 'array', columns = ${columns})`;
+    return `read_csv(${list}, header = true, auto_detect = false, delim = ',', quote = '"', escape = '"', nullstr = '', allow_quoted_nulls = false, strict_mode = true, columns = ${columns})`;
+  }
+
+  /**
+   * The error for pages DuckDB refused: the first value the general decoders refuse, named with its
+   * column, row and value (a `ValueDecodeError`); if they take every value, DuckDB's own message.
+   */
+  async #misfit(pages: readonly StagedPage[], cause: unknown): Promise<Error> {
+    const found = this.#input.pages === 'csv' ? await this.#csvMisfit(pages, cause) : await this.#jsonMisfit(pages);
+    if (found !== undefined) return found;
+    const message = cause instanceof Error ? cause.message : String(cause);
+    return new InvalidResponseError(`DuckDB could not read the result's pages: ${message}`, { method: 'writeNativeParts', executionId: this.#input.reader.executionId, cause });
+  }
+
+  async #jsonMisfit(pages: readonly StagedPage[]): Promise<Error | undefined> {
+    const decode = compileRowDecoder(this.#input.specs);
+    for (const { file, offset } of pages) {
+      try {
+        const rows = parseJsonLossless(await readFile(file, 'utf8'));
+        if (Array.isArray(rows)) rows.forEach((row, i) => decode(row, offset + i));
+      } catch (error) {
+        return error as Error;
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * A value of a CSV page that does not fit its column: the column and text the statement's
+   * `error()` named (duckdbColumns.ts), found again in the pages for its row.
+   */
+  async #csvMisfit(pages: readonly StagedPage[], cause: unknown): Promise<Error | undefined> {
+    const message = cause instanceof Error ? cause.message : String(cause);
+    for (const spec of this.#input.specs) {
+      const named = new RegExp(`column "${escapeRegExp(spec.name)}" \\((.+?)\\): (.*) is not a \\1`, 's').exec(message);
+      if (named === null) continue;
+      const [, type, value] = named as unknown as [string, string, string];
+      const id = quoteIdentifier(spec.name);
+      const text = readColumns(this.#input.columns.map((c) => ({ ...c, read: 'VARCHAR' })));
+      const sql = `SELECT n FROM (SELECT row_number() OVER () - 1 AS n, ${id} AS v FROM ${this.#read(pages.map((p) => p.file), text)}) WHERE v = ${quoteString(value)} LIMIT 1`;
+      const rows = (await this.#connection.runAndReadAll(sql)).getRows();
+      const n = rows[0]?.[0];
+      if (n === undefined) continue;
+      return new ValueDecodeError({ column: spec.name, type: spec.type, rowOffset: pages[0]!.offset + Number(n), path: '', value, reason: `is not a ${type}` });
+    }
+    return undefined;
+  }
+
+  async close(): Promise<void> {
+    this.#connection.closeSync();
+    this.#instance.closeSync();
+    await rm(this.#dir, { recursive: true, force: true });
+  }
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

@@ -1,0 +1,117 @@
+import { InvalidResponseError, type ErrorContext } from '../../client/errors.ts';
+import type { ServiceClient } from '../../client/serviceClient.ts';
+import { DEFAULT_CONCURRENCY, fetchOrdered, type OrderedPage, type PageShape } from '../fetchOrdered.ts';
+import type { RangeReader } from '../stream.ts';
+import type { NativePages } from './duckdbColumns.ts';
+import { pageRows } from './pageRows.ts';
+
+/** A page as DuckDB reads it: the JSON body's rows array, or the CSV page whole (its header line included). */
+export interface NativePage extends PageShape {
+  readonly bytes: Uint8Array;
+}
+
+/** Where the pages come from and in which encoding. */
+export interface PageSource {
+  readonly client: ServiceClient;
+  readonly reader: RangeReader;
+  readonly pages: NativePages;
+  /** The result's column names: the header every CSV page must start with, in this order. */
+  readonly columns: readonly string[];
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
+ * The pages holding rows `[firstRow, firstRow + rows)`, on the stream's page grid (the first may
+ * start before `firstRow`), fetched bounded and in order.
+ */
+export function rangePages(source: PageSource, firstRow: number, rows: number): AsyncIterable<OrderedPage<NativePage>> {
+  const o = source.reader.options;
+  const pageSize = o.pageSize ?? rows;
+  return fetchOrdered<NativePage>((request, signal) => (source.pages === 'csv' ? csvPage(source, request, signal) : jsonPage(source, request, signal)), {
+    start: Math.floor(firstRow / pageSize) * pageSize,
+    pageSize,
+    totalRows: firstRow + rows,
+    concurrency: o.concurrency ?? DEFAULT_CONCURRENCY,
+    // Each page goes to disk as soon as it is handed over: pages fetched ahead of that would only
+    // be held in memory (the stream's own prefetch is for consumers that decode).
+    prefetch: 0,
+    signal: source.signal,
+  });
+}
+
+function shaping(source: PageSource, request: { offset: number; limit: number }, signal: AbortSignal) {
+  const o = source.reader.options;
+  return {
+    offset: request.offset,
+    limit: request.limit,
+    ...(o.columns === undefined ? {} : { columns: o.columns }),
+    ...(o.sortBy === undefined ? {} : { sortBy: o.sortBy }),
+    ...(o.allowPartialResults ? { allowPartialResults: true } : {}),
+    signal,
+  };
+}
+
+async function jsonPage(source: PageSource, request: { offset: number; limit: number }, signal: AbortSignal): Promise<NativePage> {
+  const { client, reader } = source;
+  const ctx: ErrorContext = { method: 'writeNativeParts', executionId: reader.executionId };
+  const answer = await client.getResultsWire(reader.executionId, { ...shaping(source, request, signal), accept: 'json' });
+  if (answer.format !== 'json') throw new InvalidResponseError('asked for a JSON page, got Arrow', ctx);
+  const { page, rows } = pageRows(answer.body, answer.context ?? ctx);
+  const result = page.result;
+  if (result === undefined) throw new InvalidResponseError(`result page of a ${page.state} execution has no result`, ctx);
+  reader.page(result.metadata.row_count, result.metadata.result_set_bytes, answer.decodedBytes, answer.bytes);
+  return { bytes: rows, rowCount: result.metadata.row_count, nextOffset: page.next_offset };
+}
+
+/**
+ * A CSV page. It tells its rows only by where the next page starts (`x-service-next-offset`; the
+ * last page runs to the end of the result): the part's statement checks the rows it wrote against
+ * that count. Its header must be the result's column names in their order, as DuckDB reads the
+ * columns by position.
+ */
+async function csvPage(source: PageSource, request: { offset: number; limit: number }, signal: AbortSignal): Promise<NativePage> {
+  const { client, reader } = source;
+  let sizes: [number, number] = [0, 0];
+  const page = await client.getResultsCsv(reader.executionId, { ...shaping(source, request, signal), onBodyBytes: (wire, decoded) => (sizes = [wire, decoded]) });
+  const header = csvHeaderOf(page.body);
+  if (header === undefined || header.length !== source.columns.length || header.some((name, i) => name !== source.columns[i])) {
+    throw new InvalidResponseError(
+      `the CSV page at row ${request.offset} starts with ${JSON.stringify(page.body.subarray(0, 200).toString('utf8').split('\n')[0])}, not the result's columns ${JSON.stringify(source.columns.join(','))}`,
+      { method: 'writeNativeParts', executionId: reader.executionId },
+    );
+  }
+  const end = page.nextOffset ?? reader.totalRows;
+  const rowCount = Math.max(0, end - request.offset);
+  reader.page(rowCount, sizes[1], sizes[1], sizes[0]);
+  return { bytes: page.body, rowCount, nextOffset: page.nextOffset };
+}
+
+/**
+ * The fields of a CSV page's header line, RFC 4180 (a field quoted or not, `""` a quote inside
+ * quotes), or undefined when the page has no complete line.
+ */
+export function csvHeaderOf(body: Buffer): string[] | undefined {
+  const text = body.subarray(0, Math.min(body.length, 1 << 20)).toString('utf8');
+  const fields: string[] = [];
+  let i = 0;
+  for (;;) {
+    let field = '';
+    if (text[i] === '"') {
+      for (i++; ; i++) {
+        if (i >= text.length) return undefined;
+        if (text[i] !== '"') field += text[i];
+        else if (text[i + 1] === '"') field += text[i++];
+        else break;
+      }
+      i++;
+    } else {
+      const end = text.slice(i).search(/[,\r\n]/);
+      if (end < 0) return undefined;
+      field = text.slice(i, i + end);
+      i += end;
+    }
+    fields.push(field);
+    if (text[i] === ',') i++;
+    else return text[i] === '\n' || text[i] === '\r' ? fields : undefined;
+  }
+}

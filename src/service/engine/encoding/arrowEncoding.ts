@@ -1,0 +1,192 @@
+// The Arrow encoding of a result, in arrow/ of its encoding directory (encodedResult.ts):
+//   rows.arrow    the rows as Arrow record batch messages, one batch per chunk of `chunkRows`
+//                 rows (the page size clients read by), each as an Arrow page of them has it
+//   arrow.schema  the Arrow schema message every page stream starts with
+//   arrow.index   records of two 12-digit hex numbers and '\n': first `chunkRows` and 0, then one
+//                 per chunk and one after the last: where the chunk starts in rows.arrow, and the
+//                 result_set_bytes of the rows before it (a page's result_set_bytes, as its JSON
+//                 page has it, without reading the JSON encoding; each chunk's sum as the execution
+//                 stored it, storedChunkBytes, else summed with the chunk, rowRangeBytes)
+//   info.json     the result's ResultInfo, written last: the directory is whole
+// An Arrow page of all columns, unfiltered, whose rows are whole chunks (it starts on a chunk and
+// ends on one, or at the end) is the schema message, the chunks' batches and the end-of-stream
+// marker: a valid IPC stream of the same values as one built per request; other Arrow pages are
+// built per request. While it is written, the chunks written so far are read from the encoder's
+// own index (ArrowIndex), kept in memory until it is written out at the end.
+import { open, readFile, writeFile, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { FILES, INDEX_RECORD_BYTES, parseRecord, syncFiles, writeRecord, type FileSlice, type WriteProgress } from './encodedResult.ts';
+import { headerBytes, rowBytesSql, type StoredColumns } from '../pages/pageQuery.ts';
+import { chunkBytesTable } from '../results/resultFiles.ts';
+import type { ResultInfo } from '../types.ts';
+
+const ARROW = { rows: 'rows.arrow', schema: 'arrow.schema', index: 'arrow.index' } as const;
+
+/** The IPC stream's end-of-stream marker: a continuation token and a zero length. */
+const ARROW_EOS = Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0);
+
+/** Where each chunk starts in rows.arrow and the result_set_bytes before it; one entry more than chunks written. */
+export interface ArrowIndex {
+  chunkRows: number;
+  starts: number[];
+  bytes: number[];
+  schema: Uint8Array | undefined;
+}
+
+/**
+ * The result_set_bytes of each chunk of `chunkRows` rows, as the execution summed them when it
+ * stored the result (results/resultFiles.ts); undefined for a result stored without them (by an
+ * older version, or cut to max_result_bytes) or with another chunk size.
+ */
+export async function storedChunkBytes(conn: DuckDBConnection, columns: StoredColumns, chunkRows: number): Promise<number[] | undefined> {
+  let rows: unknown[][];
+  try {
+    rows = (await conn.runAndReadAll(`SELECT chunk_rows, b FROM ${chunkBytesTable(columns.table)} ORDER BY k`)).getRowsJson();
+  } catch {
+    return undefined;
+  }
+  if (rows.some((r) => Number(r[0]) !== chunkRows)) return undefined;
+  return rows.map((r) => Number(r[1]));
+}
+
+/**
+ * result_set_bytes of rows [offset, offset + limit) of the stored result: asked chunk by chunk, so
+ * that the first chunk is not held back by a pass over the whole result (DuckDB reads only the
+ * row groups of that range).
+ */
+export async function rowRangeBytes(conn: DuckDBConnection, columns: StoredColumns, offset: number, limit: number): Promise<number> {
+  const cols = columns.names.map((_, i) => i);
+  const reader = await conn.runAndReadAll(
+    `SELECT coalesce(sum(${rowBytesSql(cols, columns)}), 0)::BIGINT FROM ${columns.table} WHERE rowid >= ${offset} AND rowid < ${offset + limit}`,
+  );
+  return Number(reader.getRowsJson()[0]![0]);
+}
+
+/**
+ * Writes the Arrow encoding into `dir` (created and emptied by the caller): `buildChunk(offset,
+ * limit)` makes the Arrow IPC stream of those rows (schema, one batch, end) and says how many rows
+ * it holds (fewer than `limit` fails the encoding), as an Arrow page of them is built; each
+ * stream's batch messages are appended to rows.arrow, its schema message kept once. `stopped()` is
+ * asked between chunks. `sizeOf(offset, limit)`: the chunk's result_set_bytes (rowRangeBytes);
+ * `index`, when given, is filled as chunks are written, and `progress` told (readers read the
+ * chunks meanwhile).
+ */
+export async function writeArrowEncoding(
+  dir: string,
+  chunkRows: number,
+  rowCount: number,
+  buildChunk: (offset: number, limit: number) => Promise<{ bytes: Uint8Array; rowCount: number }>,
+  stopped: () => boolean,
+  opts: { sizeOf?: (offset: number, limit: number) => Promise<number>; info?: ResultInfo; index?: ArrowIndex; progress?: WriteProgress } = {},
+): Promise<void> {
+  const rows = await open(join(dir, ARROW.rows), 'w');
+  const index: ArrowIndex = opts.index ?? { chunkRows, starts: [], bytes: [], schema: undefined };
+  index.chunkRows = chunkRows;
+  index.starts = [0];
+  index.bytes = [0];
+  try {
+    for (let offset = 0, k = 0; offset < rowCount; offset += chunkRows, k++) {
+      if (stopped()) throw new Error('Arrow encoding stopped');
+      const limit = Math.min(chunkRows, rowCount - offset);
+      const { bytes: stream, rowCount: built } = await buildChunk(offset, limit);
+      // A page query interrupted (the execution stopped) ends early, as if it were whole.
+      if (built !== limit) throw new Error(`Arrow encoding: the chunk at row ${offset} has ${built} rows, not ${limit}`);
+      const { schemaEnd, bodyEnd } = splitIpcStream(stream);
+      index.schema ??= stream.slice(0, schemaEnd);
+      const body = stream.subarray(schemaEnd, bodyEnd);
+      await writeAll(rows, body);
+      index.starts.push(index.starts[k]! + body.byteLength);
+      index.bytes.push(index.bytes[k]! + ((await opts.sizeOf?.(offset, limit)) ?? 0));
+      opts.progress?.advance(offset + limit);
+    }
+    await rows.sync();
+  } finally {
+    await rows.close();
+  }
+  const records = Buffer.allocUnsafe((index.starts.length + 1) * INDEX_RECORD_BYTES);
+  writeRecord(records, 0, chunkRows, 0);
+  index.starts.forEach((start, k) => writeRecord(records, (k + 1) * INDEX_RECORD_BYTES, start, index.bytes[k]!));
+  await writeFile(join(dir, ARROW.schema), index.schema ?? new Uint8Array());
+  await writeFile(join(dir, ARROW.index), records);
+  await syncFiles(dir, [ARROW.schema, ARROW.index]);
+  if (opts.info === undefined) return;
+  await writeFile(join(dir, FILES.info), JSON.stringify(opts.info));
+  await syncFiles(dir, [FILES.info]);
+}
+
+async function writeAll(h: FileHandle, buf: Uint8Array): Promise<void> {
+  let done = 0;
+  while (done < buf.byteLength) done += (await h.write(buf, done, buf.byteLength - done)).bytesWritten;
+}
+
+/**
+ * Where a single-schema IPC stream's schema message ends and its end-of-stream marker starts.
+ * Each message is a continuation token (0xFFFFFFFF), a little-endian int32 metadata length and the
+ * metadata; a schema message has no body. Anything else is refused (the chunk is not stored).
+ */
+function splitIpcStream(stream: Uint8Array): { schemaEnd: number; bodyEnd: number } {
+  const view = new DataView(stream.buffer, stream.byteOffset, stream.byteLength);
+  if (stream.byteLength < 16 || view.getUint32(0, true) !== 0xffffffff) throw new Error('Arrow chunk: not an IPC stream with continuation tokens');
+  const schemaEnd = 8 + view.getInt32(4, true);
+  const bodyEnd = stream.byteLength - ARROW_EOS.byteLength;
+  const eos = stream.subarray(bodyEnd);
+  if (schemaEnd > bodyEnd || !eos.every((b, i) => b === ARROW_EOS[i])) throw new Error('Arrow chunk: no end-of-stream marker after the batches');
+  return { schemaEnd, bodyEnd };
+}
+
+/** The index of a written Arrow encoding. */
+export async function readArrowIndex(dir: string): Promise<ArrowIndex> {
+  const buf = await readFile(join(dir, ARROW.index));
+  const head = parseRecord(buf, 0);
+  const starts: number[] = [];
+  const bytes: number[] = [];
+  for (let at = INDEX_RECORD_BYTES; at + INDEX_RECORD_BYTES <= buf.length; at += INDEX_RECORD_BYTES) {
+    const r = parseRecord(buf, at);
+    starts.push(r.start);
+    bytes.push(r.bytes);
+  }
+  return { chunkRows: head.start, starts, bytes, schema: await readFile(join(dir, ARROW.schema)) };
+}
+
+/** An Arrow page of an encoded result: the IPC stream as parts to write one after the other. */
+export interface EncodedArrowPage {
+  rowCount: number;
+  /** result_set_bytes of the page, as for the JSON page of the same rows. */
+  bytes: number;
+  totalRowCount: number;
+  columnNames: string[];
+  columnTypes: string[];
+  /** Schema message, the chunks' batch messages (a byte range of rows.arrow), end-of-stream. */
+  parts: [Uint8Array, FileSlice, Uint8Array];
+}
+
+/** Whether page [offset, offset + limit) of a result of `rowCount` rows is made of whole chunks; its row range if so. */
+export function chunkRange(chunkRows: number, rowCount: number, offset: number, limit: number): { from: number; to: number } | undefined {
+  const from = Math.min(Math.max(0, Math.trunc(offset)), rowCount);
+  const to = Math.min(rowCount, from + Math.max(0, Math.trunc(limit)));
+  if (to === from || from % chunkRows !== 0 || (to % chunkRows !== 0 && to !== rowCount)) return undefined;
+  return { from, to };
+}
+
+/**
+ * Page [offset, offset + limit) as Arrow from the encoding in `dir` (its arrow/ directory), when
+ * its rows are whole chunks written (in `index`: the encoder's, or the one on disk when omitted);
+ * undefined otherwise.
+ */
+export async function encodedArrowPage(dir: string, info: ResultInfo, offset: number, limit: number, live?: ArrowIndex): Promise<EncodedArrowPage | undefined> {
+  const index = live ?? (await readArrowIndex(dir));
+  const range = chunkRange(index.chunkRows, info.rowCount, offset, limit);
+  if (range === undefined || index.schema === undefined) return undefined;
+  const [a, b] = [range.from / index.chunkRows, Math.ceil(range.to / index.chunkRows)];
+  if (b >= index.starts.length) return undefined;
+  const handle = await open(join(dir, ARROW.rows), 'r');
+  return {
+    rowCount: range.to - range.from,
+    bytes: headerBytes(info.columnNames) + index.bytes[b]! - index.bytes[a]!,
+    totalRowCount: info.rowCount,
+    columnNames: info.columnNames,
+    columnTypes: info.columnTypes,
+    parts: [index.schema, { handle, start: index.starts[a]!, end: index.starts[b]! }, ARROW_EOS],
+  };
+}

@@ -55,6 +55,11 @@ export class Executions {
   readonly #lastRead = new Map<string, number>();
   readonly #onStored: (() => void) | undefined;
   readonly #forgotten: ForgottenExecutions;
+  /**
+   * Expired executions whose stored result is known to be gone (an id never gets one again): each
+   * sweep asks the engine only about the others.
+   */
+  readonly #resultGone = new Set<string>();
   #closing = false;
 
   /**
@@ -241,10 +246,16 @@ export class Executions {
         if (rec !== undefined) this.#expireIfDue(rec);
         await this.#expiring.get(id);
       },
-      hasResult: (id) => this.#engine.hasResult(id),
+      hasResult: async (id) => {
+        if (this.#resultGone.has(id)) return false;
+        const has = await this.#engine.hasResult(id);
+        if (!has) this.#resultGone.add(id);
+        return has;
+      },
       dropResult: async (id) => {
         await this.#expiring.get(id);
         await this.#engine.dropResult(id);
+        this.#resultGone.add(id);
       },
       forget: async (ids) => {
         const now = this.#clock.now();
@@ -274,6 +285,7 @@ export class Executions {
       if (rec.state !== 'QUERY_STATE_FAILED' && rec.state !== 'QUERY_STATE_CANCELLED') await this.#engine.dropResult(rec.id).catch(() => {});
       this.#records.delete(rec.id);
       this.#lastRead.delete(rec.id);
+      this.#resultGone.delete(rec.id);
       await this.#store.remove(rec.id);
     }
     await this.#forgotten.note(recs.map((r) => r.submittedAt));

@@ -249,7 +249,7 @@ export class DateDayColumn extends NumberColumn {
     if (v == null) return super.append(null);
     const days = typeof v === 'string' ? parseDateDays(v) : v instanceof Date ? dateToDays(v) : Number.NaN;
     if (Number.isNaN(days) || days < -2_147_483_648 || days > 2_147_483_647) {
-      throw new Misfit(v, 'is not a date (YYYY-MM-DD text or Date)');
+      throw new Misfit(v, 'is not a valid date (YYYY-MM-DD text or Date)');
     }
     super.append(days);
   }

@@ -18,11 +18,13 @@ const q = (s: string): string => s.replaceAll("'", "''");
 
 describe("another team's stored results", () => {
   it('json_serialize_plan cannot bind read_csv over a pre-encoded result of another team', async () => {
-    // A result of 64 KiB or more gets its CSV encoding on disk, under the results directory.
+    // A result of 64 KiB or more gets its CSV encoding on disk, under the results directory, once read.
     const res = await call(svc, 'POST', '/v1/sql/execute', { key: svc.keys.other.write, body: { sql: "SELECT range AS id, 'SECRET-' || range AS s FROM range(6000)" } });
     const id = res.json.execution_id as string;
     await waitFor(svc, id, undefined, svc.keys.other.read);
-    const csv = join(svc.dataDir, 'engine', 'results', `${id}.enc`, 'rows.csv');
+    // Encodings are written when a format is first read: the owner reads its CSV once.
+    await call(svc, 'GET', `/v1/execution/${id}/results/csv`, { key: svc.keys.other.read, query: { limit: 10 } });
+    const csv = join(svc.dataDir, 'engine', 'results', `${id}.enc`, 'csv', 'rows.csv');
     await eventually('the encoding', async () => ((await import('node:fs')).existsSync(csv) ? true : undefined), 20_000);
     for (const sql of [
       `SELECT json_serialize_plan('${q(`SELECT * FROM read_csv('${csv}', skip = 5, header = true, names = ['a', 'b', 'c'])`)}') AS p`,

@@ -148,7 +148,7 @@ function finite(name: string, type: string, id: string): string {
 
 /** A SQL `error()` naming the column, its type and the value (DuckDB aborts the statement with it). */
 function misfit(name: string, type: string, id: string): string {
-  return `error(${quoteString(`column "${name}" (${type}): `)} || ${id} || ${quoteString(` is not a ${type}`)})`;
+  return `error(${quoteString(`column "${name}" (${type}): `)} || ${id} || ${quoteString(` is not a valid ${type}`)})`;
 }
 
 export function quoteIdentifier(name: string): string {

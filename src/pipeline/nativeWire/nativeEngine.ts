@@ -179,7 +179,7 @@ export class NativeEngine {
   async #csvMisfit(pages: readonly StagedPage[], cause: unknown): Promise<Error | undefined> {
     const message = cause instanceof Error ? cause.message : String(cause);
     for (const spec of this.#input.specs) {
-      const named = new RegExp(`column "${escapeRegExp(spec.name)}" \\((.+?)\\): (.*) is not a \\1`, 's').exec(message);
+      const named = new RegExp(`column "${escapeRegExp(spec.name)}" \\((.+?)\\): (.*) is not a valid \\1`, 's').exec(message);
       if (named === null) continue;
       const [, type, value] = named as unknown as [string, string, string];
       const id = quoteIdentifier(spec.name);
@@ -188,7 +188,7 @@ export class NativeEngine {
       const rows = (await this.#connection.runAndReadAll(sql)).getRows();
       const n = rows[0]?.[0];
       if (n === undefined) continue;
-      return new ValueDecodeError({ column: spec.name, type: spec.type, rowOffset: pages[0]!.offset + Number(n), path: '', value, reason: `is not a ${type}` });
+      return new ValueDecodeError({ column: spec.name, type: spec.type, rowOffset: pages[0]!.offset + Number(n), path: '', value, reason: `is not a valid ${type}` });
     }
     return undefined;
   }

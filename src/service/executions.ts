@@ -11,6 +11,7 @@ import type { RetentionTarget } from './limits/retention.ts';
 import type { ResultStoreTarget } from './limits/resultStore.ts';
 import { tierPolicy } from './limits/tiers.ts';
 import { ViewRefreshError } from './views/errors.ts';
+import { ForgottenExecutions, forgetAt } from './forgotten.ts';
 import { baseOf, ExecutionRecordSchema, type ExecutionFailure, type ExecutionRecord } from './executionRecord.ts';
 
 export interface Submission {
@@ -53,11 +54,21 @@ export class Executions {
   /** When each stored result was last read (this process's life; its end time before that). */
   readonly #lastRead = new Map<string, number>();
   readonly #onStored: (() => void) | undefined;
+  readonly #forgotten: ForgottenExecutions;
+  /**
+   * Expired executions whose stored result is known to be gone (an id never gets one again): each
+   * sweep asks the engine only about the others.
+   */
+  readonly #resultGone = new Set<string>();
   #closing = false;
 
-  /** `onStored`: called after a result is stored and its execution completed (the result store's bound is checked). */
-  constructor(deps: { engine: SqlEngine; store: JsonStore<ExecutionRecord>; clock: Clock; settings: ServiceSettings; hooks?: ExecutionHooks; onStored?: () => void }) {
+  /**
+   * `onStored`: called after a result is stored and its execution completed (the result store's
+   * bound is checked). `forgotten`: what is remembered of forgotten records (persisted by the service).
+   */
+  constructor(deps: { engine: SqlEngine; store: JsonStore<ExecutionRecord>; clock: Clock; settings: ServiceSettings; hooks?: ExecutionHooks; onStored?: () => void; forgotten?: ForgottenExecutions }) {
     this.#hooks = deps.hooks ?? {};
+    this.#forgotten = deps.forgotten ?? new ForgottenExecutions();
     this.#onStored = deps.onStored;
     this.#engine = deps.engine;
     this.#store = deps.store;
@@ -65,12 +76,19 @@ export class Executions {
     this.#settings = deps.settings;
   }
 
-  /** Loads persisted executions; the unfinished ones become FAILED (cost 0) with RESTART_MESSAGE. */
+  /**
+   * Loads persisted executions; the unfinished ones become FAILED (cost 0) with RESTART_MESSAGE.
+   * Records past their retention (`limits.execution_record_retention_days`) are deleted instead.
+   */
   async load(): Promise<void> {
+    await this.#forgotten.load();
     const loaded = await this.#store.loadAll((raw) => ExecutionRecordSchema.parse(raw));
     const now = this.#clock.now();
+    const stale: ExecutionRecord[] = [];
     for (const rec of loaded.values()) {
-      if (rec.state === 'QUERY_STATE_PENDING' || rec.state === 'QUERY_STATE_EXECUTING') {
+      if ((forgetAt(rec, this.#recordRetentionDays()) ?? Infinity) <= now) {
+        stale.push(rec);
+      } else if (rec.state === 'QUERY_STATE_PENDING' || rec.state === 'QUERY_STATE_EXECUTING') {
         const failed: ExecutionRecord = {
           ...baseOf(rec),
           state: 'QUERY_STATE_FAILED',
@@ -87,6 +105,12 @@ export class Executions {
         this.#records.set(rec.id, rec);
       }
     }
+    await this.#drop(stale);
+  }
+
+  /** The 404 message for an id the caller cannot see (says so when it may be a forgotten one). */
+  notFoundMessage(id: string): string {
+    return this.#forgotten.notFoundMessage(id, this.#recordRetentionDays());
   }
 
   maxInflight(team: string): number {
@@ -212,18 +236,59 @@ export class Executions {
 
   retentionTarget(): RetentionTarget {
     return {
-      executions: () => [...this.#records.values()].map((r) => ({ id: r.id, state: r.state, ...('expiresAt' in r ? { expiresAt: r.expiresAt } : {}) })),
+      executions: () =>
+        [...this.#records.values()].map((r) => {
+          const forget = forgetAt(r, this.#recordRetentionDays());
+          return { id: r.id, state: r.state, ...('expiresAt' in r ? { expiresAt: r.expiresAt } : {}), ...(forget === undefined ? {} : { forgetAt: forget }) };
+        }),
       markExpired: async (id) => {
         const rec = this.#records.get(id);
         if (rec !== undefined) this.#expireIfDue(rec);
         await this.#expiring.get(id);
       },
-      hasResult: (id) => this.#engine.hasResult(id),
+      hasResult: async (id) => {
+        if (this.#resultGone.has(id)) return false;
+        const has = await this.#engine.hasResult(id);
+        if (!has) this.#resultGone.add(id);
+        return has;
+      },
       dropResult: async (id) => {
         await this.#expiring.get(id);
         await this.#engine.dropResult(id);
+        this.#resultGone.add(id);
+      },
+      forget: async (ids) => {
+        const now = this.#clock.now();
+        const due: ExecutionRecord[] = [];
+        for (const id of ids) {
+          const rec = this.#records.get(id);
+          // Checked again: a record is forgotten only when finished, past its time and not still settling.
+          if (rec !== undefined && !this.#aborts.has(id) && !this.#expiring.has(id) && (forgetAt(rec, this.#recordRetentionDays()) ?? Infinity) <= now) due.push(rec);
+        }
+        await this.#drop(due);
       },
     };
+  }
+
+  #recordRetentionDays(): number {
+    return this.#settings.limits.execution_record_retention_days;
+  }
+
+  /**
+   * Deletes records past their retention: the stored result first (a crash may have left one), then
+   * the record from memory and disk, then what is remembered of them. A crash in between leaves a
+   * record the next sweep or start deletes.
+   */
+  async #drop(recs: readonly ExecutionRecord[]): Promise<void> {
+    if (recs.length === 0) return;
+    for (const rec of recs) {
+      if (rec.state !== 'QUERY_STATE_FAILED' && rec.state !== 'QUERY_STATE_CANCELLED') await this.#engine.dropResult(rec.id).catch(() => {});
+      this.#records.delete(rec.id);
+      this.#lastRead.delete(rec.id);
+      this.#resultGone.delete(rec.id);
+      await this.#store.remove(rec.id);
+    }
+    await this.#forgotten.note(recs.map((r) => r.submittedAt));
   }
 
   /**

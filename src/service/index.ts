@@ -28,6 +28,7 @@ import { openCreditLedger } from './limits/credits.ts';
 import { executionHooks, readableWhenShared } from './limits/hooks.ts';
 import { rateLimiterFor } from './limits/rateLimit.ts';
 import { RetentionSweeper } from './limits/retention.ts';
+import { ForgottenExecutions } from './forgotten.ts';
 import { ResultStoreBound } from './limits/resultStore.ts';
 import { usageRoutes } from './limits/routes.ts';
 import { uploadRoutes } from './uploads/routes.ts';
@@ -226,7 +227,8 @@ async function assemble(engine: SqlEngine, settings: ServiceSettings, clock: Clo
   // Past limits.result_store_max_bytes, the results read least recently expire (limits/resultStore.ts).
   let resultStore: ResultStoreBound | undefined;
   const bound = (): void => void resultStore?.enforce().catch((err: unknown) => console.error('sluice service: bounding the result store failed:', err));
-  const executions = new Executions({ engine, store: executionStore, clock, settings, hooks, onStored: bound });
+  const forgotten = new ForgottenExecutions(join(dataDir, 'catalog', 'forgotten-executions.json'));
+  const executions = new Executions({ engine, store: executionStore, clock, settings, hooks, onStored: bound, forgotten });
   const queries = new SavedQueries({ store: queryStore, clock });
   await executions.load();
   await queries.load();

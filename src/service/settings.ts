@@ -61,6 +61,11 @@ export const LimitsSchema = z.strictObject({
   page_rows: posInt().default(32_000).describe('Most rows on one result page'),
   datapoints_per_request: posInt().default(250_000).describe('Most cells on one result page unless ignore_max_datapoints_per_request=true'),
   retention_days: z.number().positive().default(90).describe('Results expire this long after the execution ended'),
+  execution_record_retention_days: z
+    .number()
+    .nonnegative()
+    .default(7)
+    .describe("How long an execution's record (its state, cost and error) is kept after its result expired, or after it ended without one (failed, cancelled); then it is deleted from memory and disk by the retention sweep (and at start), and its status answers 404 saying so. Bounds the records an every-minute schedule leaves"),
   result_store_max_bytes: posInt()
     .default(2 * GiB)
     .describe('Most bytes the stored results (result files, encodings, compressed pages) may take on disk; past it the least recently read results expire early (the one used last is always kept). Shown by sluice usage'),

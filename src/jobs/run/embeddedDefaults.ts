@@ -7,6 +7,8 @@ const GiB = 1024 ** 3;
  * run for months in a container (docs/operations.md, "What grows"):
  * - results kept a day, not the hosted service's 90: long enough to re-export or resume, short
  *   enough that an every-minute schedule does not fill the disk with results nothing reads;
+ * - execution records kept 2 days after their result expired, then forgotten (a run resuming a
+ *   forgotten execution starts a fresh one);
  * - the result store bounded (`limits.result_store_max_bytes`): the least recently read results
  *   go first;
  * - credits a schedule cannot spend in a cycle: the local service charges nothing real, and a
@@ -17,12 +19,18 @@ export const EMBEDDED_DEFAULTS = {
   /** One execution a second of the large tier (20 credits) spends 52M in a 30-day cycle. */
   credits_per_cycle: 1_000_000_000,
   retention_days: 1,
+  /** Execution records kept 2 days after their result expired: two every-minute jobs keep about 8,640. */
+  execution_record_retention_days: 2,
   result_store_max_bytes: GiB,
 } as const;
 
 export function embeddedSettings(apiKey: string): ServiceSettingsInput {
   return {
     teams: [{ name: 'demo', plan: { credits_per_cycle: EMBEDDED_DEFAULTS.credits_per_cycle }, keys: [{ key: apiKey, scopes: ['Admin'] }] }],
-    limits: { retention_days: EMBEDDED_DEFAULTS.retention_days, result_store_max_bytes: EMBEDDED_DEFAULTS.result_store_max_bytes },
+    limits: {
+      retention_days: EMBEDDED_DEFAULTS.retention_days,
+      execution_record_retention_days: EMBEDDED_DEFAULTS.execution_record_retention_days,
+      result_store_max_bytes: EMBEDDED_DEFAULTS.result_store_max_bytes,
+    },
   };
 }

@@ -56,8 +56,9 @@ export interface JobRunState {
    * result shaping, tier), the same outputs, whose execution can still be read, and that did not
    * end in a failure that would fail again (`failed` forgets those). Anything else is forgotten.
    * Undefined when no interrupted run is known. `readOnly`: decide, forget nothing (a plan).
+   * `readable`: true when the execution can still be read, else why not.
    */
-  decide(readable: (executionId: string) => Promise<boolean>, options?: { readonly readOnly?: boolean }): Promise<ResumeDecision | undefined>;
+  decide(readable: (executionId: string) => Promise<true | string>, options?: { readonly readOnly?: boolean }): Promise<ResumeDecision | undefined>;
   /** Remembers the execution this run started, before waiting for it: a kill from there on resumes it. */
   remember(executionId: string, started: boolean): Promise<void>;
   /** The execution is exported, or can never be: nothing to resume. */
@@ -84,9 +85,7 @@ export function jobRunState(store: RunStateStore, job: Job): JobRunState {
           ? "the job's source, result shaping or tier changed since"
           : previous.outputs !== outputs
             ? "the job's outputs changed since"
-            : !(await readable(executionId))
-              ? 'its execution can no longer be read (expired, failed or cancelled)'
-              : undefined;
+            : await readable(executionId).then((r) => (r === true ? undefined : r));
       if (reason !== undefined) {
         // A plan only reports: the run it describes clears the state.
         if (options.readOnly !== true) await store.clear(job.name);

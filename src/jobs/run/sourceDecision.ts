@@ -1,4 +1,5 @@
 import { findLatest } from '../../client/execution.ts';
+import { NotFoundError } from '../../client/errors.ts';
 import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { Job } from '../../config/jobSchema.ts';
 import type { StreamSource } from '../../pipeline/source.ts';
@@ -44,9 +45,11 @@ export async function decideSource(job: Job, options: DecideOptions, cursor?: Cu
     return { ...existing(options.executionId, status), action: 'reuse', source: { executionId: options.executionId }, reason: `execution ${options.executionId} was given (--execution)`, resume: undefined };
   }
   let seen: ExecutionStatus | undefined;
-  const readable = async (executionId: string): Promise<boolean> => {
-    seen = await statusOf(options.client, executionId, options.signal);
-    return seen !== undefined && (!isTerminal(seen.state) || holdsResult(seen));
+  const readable = async (executionId: string): Promise<true | string> => {
+    const probed = await probeStatus(options.client, executionId, options.signal);
+    if (!('status' in probed)) return probed.why;
+    seen = probed.status;
+    return !isTerminal(seen.state) || holdsResult(seen) ? true : `its execution can no longer be read (${seen.state}); a fresh execution starts`;
   };
   const resume = await options.state?.decide(readable, { readOnly: options.readOnly === true });
   if (resume?.resume === true) {
@@ -98,5 +101,20 @@ async function statusOf(client: ServiceClient, executionId: string, signal: Abor
   } catch (error) {
     if (signal.aborted) throw error;
     return undefined;
+  }
+}
+
+/**
+ * An execution's status, or why it cannot be asked: a 404 is an execution the service no longer
+ * knows (its record was forgotten after its retention, or the service's data was reset).
+ */
+async function probeStatus(client: ServiceClient, executionId: string, signal: AbortSignal): Promise<{ status: ExecutionStatus } | { why: string }> {
+  try {
+    return { status: await client.getStatus(executionId, { signal }) };
+  } catch (error) {
+    if (signal.aborted) throw error;
+    const message = error instanceof Error ? error.message : String(error);
+    if (error instanceof NotFoundError) return { why: `the service no longer knows its execution (${message}); a fresh execution starts` };
+    return { why: `its execution's status cannot be read (${message}); a fresh execution starts` };
   }
 }

@@ -5,11 +5,14 @@ import type { ExecutionRecord } from '../executionRecord.ts';
 import { HttpError } from '../http/errors.ts';
 import type { QueryRecord } from '../savedQueries.ts';
 
-/** The caller's execution: 400 for a malformed id, 404 for an unknown one or another team's. */
+/**
+ * The caller's execution: 400 for a malformed id, 404 for an unknown one or another team's (the
+ * message says why when the id may be of an execution whose record was forgotten).
+ */
 export function executionOf(svc: ServiceContext, principal: Principal, id: string | undefined): ExecutionRecord {
   if (id === undefined || !isExecutionId(id)) throw new HttpError(400, MESSAGES.invalidExecutionId(id ?? ''));
   const rec = svc.executions.get(id);
-  if (rec === undefined || rec.team !== principal.team) throw new HttpError(404, MESSAGES.notFound);
+  if (rec === undefined || rec.team !== principal.team) throw new HttpError(404, svc.executions.notFoundMessage(id));
   return rec;
 }
 

@@ -31,6 +31,11 @@ async function fileTarget(dir: string, failDropOnce = false): Promise<RetentionT
       }
       await rm(join(dir, `${id}.result`));
     },
+    async forget(ids) {
+      const all = (await read()).filter((e) => !ids.includes(e.id));
+      await writeFile(catalog, JSON.stringify(all));
+      snapshot = all;
+    },
     async states() {
       return Object.fromEntries((await read()).map((e) => [e.id, e.state]));
     },
@@ -55,13 +60,13 @@ describe('retention sweep', () => {
   it('expires results at expires_at by the clock and deletes their stored results', async () => {
     const dir = await setup();
     const t = await fileTarget(dir);
-    expect(await sweepExpired(t, 999)).toEqual({ expired: [], reclaimed: [] });
-    expect(await sweepExpired(t, 1500)).toEqual({ expired: ['old', 'partial'], reclaimed: ['old', 'partial'] });
+    expect(await sweepExpired(t, 999)).toEqual({ expired: [], reclaimed: [], forgotten: [] });
+    expect(await sweepExpired(t, 1500)).toEqual({ expired: ['old', 'partial'], reclaimed: ['old', 'partial'], forgotten: [] });
     expect(await t.states()).toMatchObject({ old: 'QUERY_STATE_EXPIRED', partial: 'QUERY_STATE_EXPIRED', fresh: 'QUERY_STATE_COMPLETED', failed: 'QUERY_STATE_FAILED' });
     expect(await t.hasResult('old')).toBe(false);
     expect(await t.hasResult('fresh')).toBe(true);
     // Idempotent: nothing more to do.
-    expect(await sweepExpired(t, 1500)).toEqual({ expired: [], reclaimed: [] });
+    expect(await sweepExpired(t, 1500)).toEqual({ expired: [], reclaimed: [], forgotten: [] });
   });
 
   it('after a crash between the state change and the delete, the next sweep (a restart) reclaims the space', async () => {
@@ -75,6 +80,27 @@ describe('retention sweep', () => {
     const report = await new RetentionSweeper(restarted, () => 2000).sweep();
     expect(report.reclaimed.sort()).toEqual(['old', 'partial']);
     expect(await restarted.hasResult('old')).toBe(false);
+  });
+
+  it('forgets the records past their own retention, a result a crash left deleted first, and never a running one', async () => {
+    const dir = await setup();
+    await writeFile(
+      join(dir, 'executions.json'),
+      JSON.stringify([
+        { id: 'old', state: 'QUERY_STATE_COMPLETED', expiresAt: 1000, forgetAt: 3000 },
+        { id: 'gone', state: 'QUERY_STATE_EXPIRED', expiresAt: 500, forgetAt: 2500 },
+        { id: 'failed', state: 'QUERY_STATE_FAILED', forgetAt: 2000 },
+        { id: 'fresh', state: 'QUERY_STATE_COMPLETED', expiresAt: 5000, forgetAt: 7000 },
+        { id: 'running', state: 'QUERY_STATE_EXECUTING' },
+      ]),
+    );
+    await writeFile(join(dir, 'gone.result'), 'left by a crash');
+    const t = await fileTarget(dir);
+    expect(await sweepExpired(t, 2000)).toEqual({ expired: ['old'], reclaimed: ['old', 'gone'], forgotten: ['failed'] });
+    expect(await sweepExpired(t, 3000)).toEqual({ expired: [], reclaimed: [], forgotten: ['old', 'gone'] });
+    expect(Object.keys(await t.states()).sort()).toEqual(['fresh', 'running']);
+    expect(await sweepExpired(t, 1e12)).toEqual({ expired: ['fresh'], reclaimed: ['fresh'], forgotten: ['fresh'] });
+    expect(Object.keys(await t.states())).toEqual(['running']);
   });
 
   it('coalesces overlapping sweeps', async () => {

@@ -158,16 +158,16 @@ async function storedFrameCosts(svc: { url: string; cpuMs(): Promise<number> }, 
   }
 }
 
-/** Every page of the result, CONCURRENCY at a time, in zstd (unless said), each body read to its end and dropped. */
-async function bare(url: string, executionId: string, rows: number, pageSize: number, wire: 'json' | 'arrow', coding: 'zstd' | 'gzip' = 'zstd'): Promise<{ ms: number; wire: number }> {
+/** Every page of the result (JSON, Arrow or CSV pages), CONCURRENCY at a time, in zstd (unless said), each body read to its end and dropped: the floor of any export of it. */
+export async function bare(url: string, executionId: string, rows: number, pageSize: number, wire: 'json' | 'arrow' | 'csv', coding: 'zstd' | 'gzip' = 'zstd'): Promise<{ ms: number; wire: number }> {
   const offsets: number[] = [];
   for (let o = 0; o < rows; o += pageSize) offsets.push(o);
   let bytes = 0;
   const t = performance.now();
   const worker = async () => {
     for (let o = offsets.shift(); o !== undefined; o = offsets.shift()) {
-      const res = await request(`${url}/v1/execution/${executionId}/results?offset=${o}&limit=${pageSize}`, {
-        headers: { 'x-service-api-key': KEY, 'accept-encoding': coding, accept: wire === 'arrow' ? ARROW_STREAM_MEDIA_TYPE : 'application/json' },
+      const res = await request(`${url}/v1/execution/${executionId}/results${wire === 'csv' ? '/csv' : ''}?offset=${o}&limit=${pageSize}`, {
+        headers: { 'x-service-api-key': KEY, 'accept-encoding': coding, accept: wire === 'arrow' ? ARROW_STREAM_MEDIA_TYPE : wire === 'csv' ? 'text/csv' : 'application/json' },
       });
       if (res.statusCode !== 200) throw new Error(`bare download: ${res.statusCode} at offset ${o}`);
       for await (const chunk of res.body) bytes += (chunk as Buffer).length;

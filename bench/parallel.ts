@@ -280,8 +280,8 @@ async function duckdbCopy(dir: string, rows: number): Promise<number> {
 }
 
 /**
- * Waits until the local service has written every encoding of its results (JSON, CSV, then Arrow,
- * in the background after an execution completes): until then it spends a core the client's
+ * Waits until the local service has written every encoding of its results (JSON, CSV and Arrow;
+ * the bench's service encodes them as an execution's last step): until then it spends a core the client's
  * figures would be measured against, which a real service, on machines of its own, does not.
  */
 export async function encodingsSettled(dataDir: string): Promise<void> {
@@ -290,8 +290,9 @@ export async function encodingsSettled(dataDir: string): Promise<void> {
   for (;;) {
     const names = await readdir(results);
     const encoded = names.filter((n) => n.endsWith('.enc'));
-    const busy = names.some((n) => n.endsWith('.tmp')) || encoded.length === 0;
-    if (!busy && (await Promise.all(encoded.map((n) => exists(join(results, n, 'arrow'))))).every(Boolean)) return;
+    // Each format's directory is whole once its info.json is written (last).
+    const whole = encoded.flatMap((n) => ['json', 'csv', 'arrow'].map((format) => exists(join(results, n, format, 'info.json'))));
+    if (encoded.length > 0 && (await Promise.all(whole)).every(Boolean)) return;
     if (performance.now() > deadline) throw new Error(`the service's encodings under ${results} did not settle in 5 minutes`);
     await new Promise((r) => setTimeout(r, 100));
   }

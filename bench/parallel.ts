@@ -140,7 +140,7 @@ export async function run(): Promise<void> {
     const settings: { label: string; env?: Record<string, string> }[] = [{ label: 'default' }, { label: "image's env", env: image }];
     for (const size of sizes) {
       console.log(`\nexport of ${fmt(size)} rows to zstd Parquet, parts of ${fmt(PART_ROWS)} rows (writeExport), vs DuckDB COPY of the same rows:`);
-      const duckMs = await duckdbCopy(dataDir, size);
+      const duckMs = (await duckdbCopy(dataDir, size)).ms;
       console.log(`DuckDB COPY ... TO parquet (zstd): ${(duckMs / 1000).toFixed(2)} s`);
       const id = size === ROWS ? execution.id : await bigExecution();
       console.log('wire   settings             seconds  vs DuckDB  speed-up vs json  CPU s  cores got  peak RSS  main thread busy  loop delay p99');
@@ -262,17 +262,20 @@ function runChild<T>(name: string, input: object, env?: Record<string, string>):
   return runChildCase<T>(caseModule, name, input, env);
 }
 
-async function duckdbCopy(dir: string, rows: number): Promise<number> {
+/** DuckDB's own COPY of the same rows from a table to zstd Parquet (default threads: one per core), its time and CPU. */
+export async function duckdbCopy(dir: string, rows: number): Promise<{ ms: number; cpuMs: number }> {
   const instance = await DuckDBInstance.create(':memory:');
   const connection = await instance.connect();
   try {
     await connection.run(`CREATE TABLE events AS ${sampleEventsSelect(rows)}`);
     const file = join(dir, 'duckdb.parquet');
+    const cpu = process.cpuUsage();
     const t = performance.now();
     await connection.run(`COPY events TO '${file}' (FORMAT parquet, COMPRESSION zstd)`);
     const ms = performance.now() - t;
+    const used = process.cpuUsage(cpu);
     await rm(file, { force: true });
-    return ms;
+    return { ms, cpuMs: (used.user + used.system) / 1000 };
   } finally {
     connection.closeSync();
     instance.closeSync();

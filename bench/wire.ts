@@ -16,7 +16,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { ServiceClient } from '../src/client/index.ts';
 import type { NativeMode } from '../src/export/nativeExport.ts';
 import { stream } from '../src/pipeline/stream.ts';
@@ -25,7 +24,7 @@ import { runChildCase } from './childCase.ts';
 import { recordFigure } from './figures.ts';
 import { bare, startProxy } from './link.ts';
 import type { OfficialInput } from './linkCase.ts';
-import { compileCases, encodingsSettled } from './parallel.ts';
+import { compileCases, duckdbCopy, encodingsSettled } from './parallel.ts';
 import type { CaseInput, CaseResult } from './parallelCase.ts';
 import { startChildService } from './pipeline.ts';
 
@@ -54,7 +53,7 @@ export async function run(): Promise<void> {
       if (r.rows !== (executionId === id ? ROWS : ROWS * 5)) throw new Error(`${label}: exported ${r.rows} rows`);
       return r;
     };
-    const copy = await copyBaseline(dataDir, ROWS);
+    const copy = await duckdbCopy(dataDir, ROWS);
     console.log(`\nDuckDB COPY ... TO parquet (zstd) of the same rows: ${secs(copy.ms)} s, CPU ${secs(copy.cpuMs)} s`);
     console.log('export to zstd Parquet, parts of a quarter of the rows   seconds  vs COPY  CPU s  CPU vs COPY  peak RSS');
     const line = (label: string, r: CaseResult) =>
@@ -106,26 +105,6 @@ export async function run(): Promise<void> {
     await svc.close();
     await rm(dataDir, { recursive: true, force: true });
     await rm(build, { recursive: true, force: true });
-  }
-}
-
-/** DuckDB's own COPY of the same rows from a table to zstd Parquet (default threads: one per core), its time and CPU. */
-async function copyBaseline(dir: string, rows: number): Promise<{ ms: number; cpuMs: number }> {
-  const instance = await DuckDBInstance.create(':memory:');
-  const connection = await instance.connect();
-  try {
-    await connection.run(`CREATE TABLE events AS ${sampleEventsSelect(rows)}`);
-    const file = join(dir, 'duckdb.parquet');
-    const cpu = process.cpuUsage();
-    const t = performance.now();
-    await connection.run(`COPY events TO '${file}' (FORMAT parquet, COMPRESSION zstd)`);
-    const ms = performance.now() - t;
-    const used = process.cpuUsage(cpu);
-    await rm(file, { force: true });
-    return { ms, cpuMs: (used.user + used.system) / 1000 };
-  } finally {
-    connection.closeSync();
-    instance.closeSync();
   }
 }
 

@@ -1,7 +1,6 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RecordBatch } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Commit, type CommitProtocol, writeExport } from '../../src/export/index.ts';
 import { committedExport } from '../../src/jobs/output/committedOutput.ts';
@@ -17,6 +16,7 @@ import { startLocalS3, type LocalS3 } from '../helpers/s3.ts';
 import { startAzurite, type LocalAzure } from '../helpers/azurite.ts';
 import { startLocalGcs, type LocalGcs } from '../helpers/gcs.ts';
 import { duckRowsJS as query } from '../helpers/duckdb.ts';
+import { barrier } from '../helpers/barrier.ts';
 
 const dirs: string[] = [];
 async function outDir(): Promise<string> {
@@ -84,17 +84,6 @@ describe('commit protocol seam', () => {
   });
 });
 
-/** Batches that wait until `parties` exports have all begun reading: each read the commit before either publishes. */
-function barrier(parties: number): (batches: AsyncIterable<RecordBatch>) => AsyncIterable<RecordBatch> {
-  let arrived = 0;
-  let open!: () => void;
-  const opened = new Promise<void>((resolve) => (open = resolve));
-  return async function* (batches) {
-    if (++arrived === parties) open();
-    await opened;
-    yield* batches;
-  };
-}
 
 const s3Output = (prefix: string): OutputConfig => ({ format: 'csv', path: `s3://commits/${prefix}`, s3: { endpoint: gate.endpoint, region: s3.region, force_path_style: true } });
 

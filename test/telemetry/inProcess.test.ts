@@ -1,7 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RecordBatch } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeExport } from '../../src/export/index.ts';
 import { ServiceClient } from '../../src/client/index.ts';
@@ -11,6 +10,7 @@ import { startTelemetry, type Telemetry } from '../../src/telemetry/index.ts';
 import { numbered, numberedSchema, resolved } from '../connectors/fixtures.ts';
 import { startOtlpReceiver, type OtlpReceiver } from '../helpers/otlpReceiver.ts';
 import { testSettings, TEST_KEYS } from '../helpers/service.ts';
+import { barrier } from '../helpers/barrier.ts';
 
 // Telemetry in this process, where what a CLI run cannot stage can be: a commit race (two exports
 // to one place, both written before either commits; the loser's commit span ends failed, named by
@@ -38,17 +38,6 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** Holds every racer's batches until all have arrived: both write before either commits. */
-function barrier(parties: number): (batches: AsyncIterable<RecordBatch>) => AsyncIterable<RecordBatch> {
-  let arrived = 0;
-  let open!: () => void;
-  const opened = new Promise<void>((resolve) => (open = resolve));
-  return async function* (batches) {
-    if (++arrived === parties) open();
-    await opened;
-    yield* batches;
-  };
-}
 
 describe('telemetry in one process', () => {
   it('two exports racing to commit at one place: the winner\'s commit span succeeds, the loser\'s ends with PRECONDITION_FAILED', async () => {

@@ -31,20 +31,25 @@ if (process.platform === 'linux' && typeof process.execve === 'function') {
 // off): later runs skip compiling (and, from the sources, type-stripping) what they load. A cache
 // directory that cannot be created or written only means no cache.
 (await import('node:module')).enableCompileCache?.();
+const exitHooks = () => import(fromSource ? '../src/exitHooks.ts' : '../dist/src/exitHooks.js');
+// SIGINT/SIGTERM are handled here for the whole life of the process, so that there is never a moment
+// in which one ends it by the signal instead of with an exit code. While a command runs, its own
+// handlers (src/cli/dispatch.ts) stop it and this one stands aside; before one has started, the
+// process exits 130; once the command has finished, it exits with the command's code.
+let finished = false;
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    if (finished || process.listenerCount(signal) > 1) return;
+    void exitHooks().then(({ runExitHooks }) => runExitHooks(5_000)).finally(() => process.exit(130));
+  });
+}
 const { main } = await import(fromSource ? '../src/cli/main.ts' : '../dist/src/cli/main.js');
 
 const code = await main(process.argv.slice(2));
-// Native work is stopped first (the exit hooks, as a second signal runs them): ending the
-// process under a DuckDB call would abort it.
-const exitNow = async () => {
-  const { runExitHooks } = await import(fromSource ? '../src/exitHooks.ts' : '../dist/src/exitHooks.js');
-  await runExitHooks(5_000);
-  process.exit(code);
-};
-// Interrupted: exit now rather than let Node wind down on its own, which takes as long as the
-// embedded service's close.
-if (code === 130) await exitNow();
-process.exitCode = code;
-// The command has finished and its code stands: a SIGINT/SIGTERM that lands while Node winds down
-// (the command gave up its own handlers) ends the process with that code, never by the signal.
-for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => void exitNow());
+finished = true;
+// The command has closed what it opened (the embedded service included): the process exits now,
+// through the exit hooks (native work is stopped first: ending the process under a DuckDB call would
+// abort it), rather than wind down on its own, which takes as long as the native teardown.
+const { runExitHooks } = await exitHooks();
+await runExitHooks(5_000);
+process.exit(code);

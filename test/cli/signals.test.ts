@@ -106,6 +106,18 @@ describe('signals over a real export on the embedded service', () => {
     }
   }, 600_000);
 
+  it('run: a signal that lands after the job finished (the service closing, the process exiting) never ends it by the signal', async () => {
+    for (const [delay, signal] of [[0, 'SIGINT'], [30, 'SIGTERM'], [80, 'SIGINT'], [150, 'SIGTERM'], [300, 'SIGINT']] as [number, NodeJS.Signals][]) {
+      const where = `${signal} ${delay} ms after the job finished`;
+      const result = await stopAt(['run', file], /"job finished"|job finished/, delay, [signal]);
+      // While the command still closes the embedded service, the signal stops that (130); once the
+      // command has returned, the process exits with its code (0).
+      expect(result.signal, `${where}\n${result.stderr.slice(-2000)}`).toBeNull();
+      expect([0, 130], `${where}\n${result.stderr.slice(-2000)}`).toContain(result.code);
+      expect(await locksLeft(), where).toEqual([]);
+    }
+  }, 300_000);
+
   it('schedule --run-now: SIGTERM during its run exits 0 within its grace; query: SIGINT exits 130', async () => {
     for (const delay of [200, 1500]) {
       const where = `schedule SIGTERM ${delay} ms after the run started`;

@@ -20,11 +20,13 @@ import { FILES, INDEX_RECORD_BYTES, parseRecord, syncFiles, writeRecord, type Fi
 import { headerBytes, rowBytesSql, type StoredColumns } from '../pages/pageQuery.ts';
 import { chunkBytesTable } from '../results/resultFiles.ts';
 import type { ResultInfo } from '../types.ts';
+import { arrowChunks, type ArrowChunk } from './arrowChunks.ts';
+import { IPC_EOS as ARROW_EOS } from '../pages/arrowBatch.ts';
+import { buildArrowPage } from '../pages/arrowPage.ts';
+import { planPage } from '../pages/pageQuery.ts';
 
 const ARROW = { rows: 'rows.arrow', schema: 'arrow.schema', index: 'arrow.index' } as const;
 
-/** The IPC stream's end-of-stream marker: a continuation token and a zero length. */
-const ARROW_EOS = Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0);
 
 /** Where each chunk starts in rows.arrow and the result_set_bytes before it; one entry more than chunks written. */
 export interface ArrowIndex {
@@ -64,13 +66,41 @@ export async function rowRangeBytes(conn: DuckDBConnection, columns: StoredColum
 }
 
 /**
+ * Writes the Arrow encoding of the stored result `columns` (`info`) into `dir` (created and emptied
+ * by the caller), in chunks of `chunkRows` rows, on `conn`. With the chunks' result_set_bytes
+ * stored by the execution, the chunks come from one scan of the table (arrowChunks.ts); without
+ * them (a result cut to max_result_bytes, or stored by an older version), each chunk is a page
+ * query and its bytes summed beside it (rowRangeBytes), on the same connection. `live`: the
+ * index to fill and the progress to tell while readers read the chunks written.
+ */
+export async function encodeArrow(
+  conn: DuckDBConnection,
+  columns: StoredColumns,
+  info: ResultInfo,
+  dir: string,
+  chunkRows: number,
+  stopped: () => boolean,
+  live?: { index: ArrowIndex; progress: WriteProgress },
+): Promise<void> {
+  const sums = await storedChunkBytes(conn, columns, chunkRows);
+  const perChunk = async (offset: number, limit: number): Promise<ArrowChunk> => streamChunk(await buildArrowPage(conn, columns, planPage(columns, { offset, limit }, 'json')));
+  const opts: ArrowEncodingOptions = { info, ...live };
+  if (sums !== undefined) {
+    opts.sizeOf = async (offset) => sums[offset / chunkRows]!;
+    await writeArrowChunks(dir, chunkRows, info.rowCount, arrowChunks(conn, columns, chunkRows, info.rowCount, perChunk), stopped, opts);
+    return;
+  }
+  opts.sizeOf = (offset, limit) => rowRangeBytes(conn, columns, offset, limit);
+  async function* chunks(): AsyncGenerator<ArrowChunk> {
+    for (let offset = 0; offset < info.rowCount; offset += chunkRows) yield perChunk(offset, Math.min(chunkRows, info.rowCount - offset));
+  }
+  await writeArrowChunks(dir, chunkRows, info.rowCount, chunks(), stopped, opts);
+}
+
+/**
  * Writes the Arrow encoding into `dir` (created and emptied by the caller): `buildChunk(offset,
  * limit)` makes the Arrow IPC stream of those rows (schema, one batch, end) and says how many rows
- * it holds (fewer than `limit` fails the encoding), as an Arrow page of them is built; each
- * stream's batch messages are appended to rows.arrow, its schema message kept once. `stopped()` is
- * asked between chunks. `sizeOf(offset, limit)`: the chunk's result_set_bytes (rowRangeBytes);
- * `index`, when given, is filled as chunks are written, and `progress` told (readers read the
- * chunks meanwhile).
+ * it holds, as an Arrow page of them is built; see writeArrowChunks for the rest.
  */
 export async function writeArrowEncoding(
   dir: string,
@@ -78,30 +108,71 @@ export async function writeArrowEncoding(
   rowCount: number,
   buildChunk: (offset: number, limit: number) => Promise<{ bytes: Uint8Array; rowCount: number }>,
   stopped: () => boolean,
-  opts: { sizeOf?: (offset: number, limit: number) => Promise<number>; info?: ResultInfo; index?: ArrowIndex; progress?: WriteProgress } = {},
+  opts: ArrowEncodingOptions = {},
 ): Promise<void> {
+  async function* chunks(): AsyncGenerator<ArrowChunk> {
+    for (let offset = 0; offset < rowCount; offset += chunkRows) yield streamChunk(await buildChunk(offset, Math.min(chunkRows, rowCount - offset)));
+  }
+  await writeArrowChunks(dir, chunkRows, rowCount, chunks(), stopped, opts);
+}
+
+/** A chunk from the IPC stream of its rows (schema, one batch, end-of-stream). */
+export function streamChunk({ bytes, rowCount }: { bytes: Uint8Array; rowCount: number }): ArrowChunk {
+  const { schemaEnd, bodyEnd } = splitIpcStream(bytes);
+  return { schema: bytes.slice(0, schemaEnd), batch: [bytes.subarray(schemaEnd, bodyEnd)], batchBytes: bodyEnd - schemaEnd, rowCount };
+}
+
+export interface ArrowEncodingOptions {
+  /** The chunk's result_set_bytes (rowRangeBytes). */
+  sizeOf?: (offset: number, limit: number) => Promise<number>;
+  info?: ResultInfo;
+  /** Filled as chunks are written, and `progress` told (readers read the chunks meanwhile). */
+  index?: ArrowIndex;
+  progress?: WriteProgress;
+}
+
+/**
+ * Writes the Arrow encoding into `dir` (created and emptied by the caller) from `chunks`, the
+ * result's chunks of `chunkRows` rows in order (fewer rows than due fails the encoding: a page
+ * query interrupted ends early, as if it were whole); each chunk's batch message is appended to
+ * rows.arrow, the schema message kept once. `stopped()` is asked between chunks. A chunk is
+ * written while the next one is built (at most one write in flight); readers are told of it
+ * once it is written.
+ */
+export async function writeArrowChunks(dir: string, chunkRows: number, rowCount: number, chunks: AsyncIterable<ArrowChunk>, stopped: () => boolean, opts: ArrowEncodingOptions = {}): Promise<void> {
   const rows = await open(join(dir, ARROW.rows), 'w');
   const index: ArrowIndex = opts.index ?? { chunkRows, starts: [], bytes: [], schema: undefined };
   index.chunkRows = chunkRows;
   index.starts = [0];
   index.bytes = [0];
+  let writing: Promise<void> = Promise.resolve();
+  let written = 0;
   try {
-    for (let offset = 0, k = 0; offset < rowCount; offset += chunkRows, k++) {
+    let offset = 0;
+    for await (const chunk of chunks) {
       if (stopped()) throw new Error('Arrow encoding stopped');
       const limit = Math.min(chunkRows, rowCount - offset);
-      const { bytes: stream, rowCount: built } = await buildChunk(offset, limit);
-      // A page query interrupted (the execution stopped) ends early, as if it were whole.
-      if (built !== limit) throw new Error(`Arrow encoding: the chunk at row ${offset} has ${built} rows, not ${limit}`);
-      const { schemaEnd, bodyEnd } = splitIpcStream(stream);
-      index.schema ??= stream.slice(0, schemaEnd);
-      const body = stream.subarray(schemaEnd, bodyEnd);
-      await writeAll(rows, body);
-      index.starts.push(index.starts[k]! + body.byteLength);
-      index.bytes.push(index.bytes[k]! + ((await opts.sizeOf?.(offset, limit)) ?? 0));
-      opts.progress?.advance(offset + limit);
+      if (offset >= rowCount || chunk.rowCount !== limit) throw new Error(`Arrow encoding: the chunk at row ${offset} has ${chunk.rowCount} rows, not ${limit}`);
+      index.schema ??= chunk.schema;
+      const bytes = (await opts.sizeOf?.(offset, limit)) ?? 0;
+      const [at, end] = [written, written + chunk.batchBytes];
+      written = end;
+      await writing;
+      writing = writeAll(rows, chunk.batch, at).then(() => {
+        const k = index.starts.length - 1;
+        index.starts.push(end);
+        index.bytes.push(index.bytes[k]! + bytes);
+        opts.progress?.advance(offset + limit);
+      });
+      // Settled here too, so that a failure while the next chunk is built is never unhandled.
+      writing.catch(() => undefined);
+      offset += limit;
     }
+    await writing;
+    if (offset !== rowCount) throw new Error(`Arrow encoding: ${offset} rows written, not ${rowCount}`);
     await rows.sync();
   } finally {
+    await writing.catch(() => undefined);
     await rows.close();
   }
   const records = Buffer.allocUnsafe((index.starts.length + 1) * INDEX_RECORD_BYTES);
@@ -115,9 +186,18 @@ export async function writeArrowEncoding(
   await syncFiles(dir, [FILES.info]);
 }
 
-async function writeAll(h: FileHandle, buf: Uint8Array): Promise<void> {
-  let done = 0;
-  while (done < buf.byteLength) done += (await h.write(buf, done, buf.byteLength - done)).bytesWritten;
+/** Writes the pieces one after the other from `position`. */
+async function writeAll(h: FileHandle, pieces: Uint8Array[], position: number): Promise<void> {
+  let at = position;
+  let left = pieces;
+  while (left.length > 0) {
+    let { bytesWritten } = await h.writev(left, at);
+    at += bytesWritten;
+    // A short write: the rest of the piece it stopped in, and the pieces after it.
+    let k = 0;
+    while (k < left.length && bytesWritten >= left[k]!.byteLength) bytesWritten -= left[k++]!.byteLength;
+    left = k < left.length ? [left[k]!.subarray(bytesWritten), ...left.slice(k + 1)] : [];
+  }
 }
 
 /**

@@ -30,11 +30,10 @@ import {
   type StoredFormat,
   type WriteProgress,
 } from './encodedResult.ts';
-import { rowRangeBytes, storedChunkBytes, chunkRange, encodedArrowPage, writeArrowEncoding, type ArrowIndex, type EncodedArrowPage } from './arrowEncoding.ts';
+import { chunkRange, encodeArrow, encodedArrowPage, type EncodedArrowPage } from './arrowEncoding.ts';
 import { LiveEncoding } from './liveEncoding.ts';
 import { EngineError, type ResultInfo } from '../types.ts';
-import { buildArrowPage } from '../pages/arrowPage.ts';
-import { planPage, type StoredColumns } from '../pages/pageQuery.ts';
+import type { StoredColumns } from '../pages/pageQuery.ts';
 import { storedColumns, type OpenResult, type ResultFiles } from '../results/resultFiles.ts';
 import { INTERRUPT_REPEAT_MS, type Connections } from '../connections.ts';
 import type { ResourceBounds } from '../memory/resourceBounds.ts';
@@ -414,11 +413,7 @@ export class Encodings {
 
   async #arrowInto(conn: DuckDBConnection, columns: StoredColumns, info: ResultInfo, dir: string, stopped: () => boolean, live?: LiveEncoding): Promise<void> {
     const chunkRows = this.#o.arrowChunkRows(columns.names.length);
-    const sums = await storedChunkBytes(conn, columns, chunkRows);
-    const sizeOf = async (offset: number, limit: number): Promise<number> => sums?.[offset / chunkRows] ?? (await rowRangeBytes(conn, columns, offset, limit));
-    const opts: { sizeOf: typeof sizeOf; info: ResultInfo; index?: ArrowIndex; progress?: WriteProgress } = { sizeOf, info };
-    if (live !== undefined) [opts.index, opts.progress] = [live.arrowIndex, live];
-    await writeArrowEncoding(dir, chunkRows, info.rowCount, (offset, limit) => buildArrowPage(conn, columns, planPage(columns, { offset, limit }, 'json')), stopped, opts);
+    await encodeArrow(conn, columns, info, dir, chunkRows, stopped, live === undefined ? undefined : { index: live.arrowIndex, progress: live });
   }
 }
 

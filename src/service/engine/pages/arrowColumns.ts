@@ -16,23 +16,25 @@ import { makeData, type Data, type DataType } from 'apache-arrow';
 /** One column of an Arrow page, filled chunk by chunk from DuckDB's vectors. */
 export interface VectorColumn {
   /**
-   * Appends the first `n` values of `vector` (a flat vector of the column's DuckDB type); false
+   * Appends values [from, from + n) of `vector` (a flat vector of the column's DuckDB type); false
    * (the column is then unusable) when one of them must take the per-value path.
    */
-  append(vector: duckdb.Vector, n: number): boolean;
-  /** The values appended, as Arrow data of the column's type. */
+  append(vector: duckdb.Vector, from: number, n: number): boolean;
+  /** The values appended, as Arrow data of the column's type (over the column's buffers: nothing is appended after). */
   finish(): Data;
 }
 
 /**
  * The column reading `type` straight from its vectors into Arrow data of `arrow` (the connector's
- * type for the column), or undefined when `type` takes the per-value path.
+ * type for the column), or undefined when `type` takes the per-value path. Its buffers start with
+ * room for `rows` rows (the rows the page will hold, when known: they then never grow).
  */
-export function vectorColumn(type: DuckDBType, arrow: DataType): VectorColumn | undefined {
-  const fixed = (width: number, slot: number, copy: Copy): VectorColumn => new FixedColumn(arrow, width, slot, copy);
+export function vectorColumn(type: DuckDBType, arrow: DataType, rows?: number): VectorColumn | undefined {
+  const capacity = initialRows(rows);
+  const fixed = (width: number, slot: number, copy: Copy): VectorColumn => new FixedColumn(arrow, width, slot, copy, capacity);
   switch (type.typeId) {
     case DuckDBTypeId.BOOLEAN:
-      return new BoolColumn(arrow);
+      return new BoolColumn(arrow, capacity);
     case DuckDBTypeId.TINYINT:
       return fixed(1, 1, same(1));
     case DuckDBTypeId.SMALLINT:
@@ -71,7 +73,7 @@ export function vectorColumn(type: DuckDBType, arrow: DataType): VectorColumn | 
       // timestamp(0) is milliseconds in Arrow.
       return fixed(8, 8, secondsToMillis);
     case DuckDBTypeId.VARCHAR:
-      return type.alias === undefined ? new Utf8Column(arrow) : undefined;
+      return type.alias === undefined ? new Utf8Column(arrow, capacity) : undefined;
     default:
       return undefined;
   }
@@ -190,6 +192,10 @@ class Bytes {
 }
 
 const INITIAL_ROWS = 2048;
+/** Rows a column makes room for at first, whatever the page's size: past them, its buffers grow. */
+const MAX_INITIAL_ROWS = 65_536;
+
+const initialRows = (rows: number | undefined): number => Math.max(1, Math.min(rows ?? INITIAL_ROWS, MAX_INITIAL_ROWS));
 
 const valid = (mask: Uint8Array, i: number): boolean => (mask[i >> 3]! & (1 << (i & 7))) !== 0;
 
@@ -203,13 +209,12 @@ class VectorValidity {
   #nullCount = 0;
 
   /**
-   * Takes the validity of the vector's first `n` rows, after the `at` rows taken. Returns DuckDB's
-   * mask when one of them is null (the caller zeroes their slots), else undefined.
+   * Takes the validity of the vector's rows [from, from + n), after the `at` rows taken. Returns
+   * DuckDB's mask when one of them is null (the caller zeroes their slots), else undefined.
    */
-  add(vector: duckdb.Vector, at: number, n: number): Uint8Array | undefined {
-    const mask = duckdb.vector_get_validity(vector, Math.ceil(n / 64) * 8) as Uint8Array | null;
-    let nulls = 0;
-    if (mask !== null) for (let i = 0; i < n; i++) if (!valid(mask, i)) nulls++;
+  add(vector: duckdb.Vector, at: number, from: number, n: number): Uint8Array | undefined {
+    const mask = duckdb.vector_get_validity(vector, Math.ceil((from + n) / 64) * 8) as Uint8Array | null;
+    const nulls = mask === null ? 0 : countNulls(mask, from, n);
     if (nulls === 0) {
       if (this.#bits !== undefined) setValid(this.#bits.reserve((at + n + 7) >> 3), at, at + n);
       return undefined;
@@ -221,7 +226,7 @@ class VectorValidity {
     const bits = this.#bits.reserve((at + n + 7) >> 3);
     for (let i = 0; i < n; i++) {
       const j = at + i;
-      if (valid(mask!, i)) bits[j >> 3]! |= 1 << (j & 7);
+      if (valid(mask!, from + i)) bits[j >> 3]! |= 1 << (j & 7);
       else bits[j >> 3]! &= ~(1 << (j & 7));
     }
     this.#nullCount += nulls;
@@ -235,6 +240,20 @@ class VectorValidity {
     if ((length & 7) !== 0) bitmap[bitmap.length - 1]! &= (1 << (length & 7)) - 1;
     return { nullCount: this.#nullCount, nullBitmap: bitmap };
   }
+}
+
+/** Nulls among rows [from, from + n) of a validity mask; whole bytes of valid rows at a time. */
+function countNulls(mask: Uint8Array, from: number, n: number): number {
+  let nulls = 0;
+  for (let i = from, end = from + n; i < end; ) {
+    if ((i & 7) === 0 && i + 8 <= end && mask[i >> 3] === 0xff) {
+      i += 8;
+      continue;
+    }
+    if (!valid(mask, i)) nulls++;
+    i++;
+  }
+  return nulls;
 }
 
 /** Marks rows [from, to) valid. */
@@ -252,22 +271,22 @@ class FixedColumn implements VectorColumn {
   readonly #validity = new VectorValidity();
   #length = 0;
 
-  constructor(type: DataType, width: number, slot: number, copy: Copy) {
+  constructor(type: DataType, width: number, slot: number, copy: Copy, capacity: number) {
     this.#type = type;
     this.#width = width;
     this.#slot = slot;
     this.#copy = copy;
-    this.#data = new Bytes(INITIAL_ROWS * slot);
+    this.#data = new Bytes(capacity * slot);
   }
 
-  append(vector: duckdb.Vector, n: number): boolean {
+  append(vector: duckdb.Vector, from: number, n: number): boolean {
     const at = this.#length;
-    const nulls = this.#validity.add(vector, at, n);
-    const src = duckdb.vector_get_data(vector, n * this.#width);
+    const nulls = this.#validity.add(vector, at, from, n);
+    const src = duckdb.vector_get_data(vector, (from + n) * this.#width).subarray(from * this.#width);
     const dst = this.#data.reserve((at + n) * this.#slot);
     if (!this.#copy(src, n, dst, at * this.#slot)) return false;
     if (nulls !== undefined) {
-      for (let i = 0; i < n; i++) if (!valid(nulls, i)) dst.fill(0, (at + i) * this.#slot, (at + i + 1) * this.#slot);
+      for (let i = 0; i < n; i++) if (!valid(nulls, from + i)) dst.fill(0, (at + i) * this.#slot, (at + i + 1) * this.#slot);
     }
     this.#length = at + n;
     return true;
@@ -275,29 +294,30 @@ class FixedColumn implements VectorColumn {
 
   finish(): Data {
     const length = this.#length;
-    return makeData({ type: this.#type, length, data: this.#data.buf.slice(0, length * this.#slot), ...this.#validity.take(length) } as never);
+    return makeData({ type: this.#type, length, data: this.#data.buf.subarray(0, length * this.#slot), ...this.#validity.take(length) } as never);
   }
 }
 
 /** DuckDB's booleans (a byte each) as Arrow's bits. */
 class BoolColumn implements VectorColumn {
   readonly #type: DataType;
-  readonly #bits = new Bytes(INITIAL_ROWS >> 3);
+  readonly #bits: Bytes;
   readonly #validity = new VectorValidity();
   #length = 0;
 
-  constructor(type: DataType) {
+  constructor(type: DataType, capacity: number) {
     this.#type = type;
+    this.#bits = new Bytes((capacity + 7) >> 3);
   }
 
-  append(vector: duckdb.Vector, n: number): boolean {
+  append(vector: duckdb.Vector, from: number, n: number): boolean {
     const at = this.#length;
-    const nulls = this.#validity.add(vector, at, n);
-    const src = duckdb.vector_get_data(vector, n);
+    const nulls = this.#validity.add(vector, at, from, n);
+    const src = duckdb.vector_get_data(vector, from + n);
     const bits = this.#bits.reserve((at + n + 7) >> 3);
     for (let i = 0; i < n; i++) {
       const j = at + i;
-      if (src[i] !== 0 && (nulls === undefined || valid(nulls, i))) bits[j >> 3]! |= 1 << (j & 7);
+      if (src[from + i] !== 0 && (nulls === undefined || valid(nulls, from + i))) bits[j >> 3]! |= 1 << (j & 7);
       else bits[j >> 3]! &= ~(1 << (j & 7));
     }
     this.#length = at + n;
@@ -306,7 +326,10 @@ class BoolColumn implements VectorColumn {
 
   finish(): Data {
     const length = this.#length;
-    return makeData({ type: this.#type, length, data: this.#bits.buf.slice(0, (length + 7) >> 3), ...this.#validity.take(length) } as never);
+    const data = this.#bits.buf.subarray(0, (length + 7) >> 3);
+    // Bits past the last row are zero: the same rows always give the same bytes.
+    if ((length & 7) !== 0) data[data.length - 1]! &= (1 << (length & 7)) - 1;
+    return makeData({ type: this.#type, length, data, ...this.#validity.take(length) } as never);
   }
 }
 
@@ -319,20 +342,22 @@ const INLINE = 12;
 /** VARCHAR as Utf8: each value's bytes copied as DuckDB holds them (UTF-8), no string made. */
 class Utf8Column implements VectorColumn {
   readonly #type: DataType;
-  #offsets = new Int32Array(INITIAL_ROWS + 1);
-  readonly #data = new Bytes(INITIAL_ROWS * 16);
+  #offsets: Int32Array;
+  readonly #data: Bytes;
   #bytes = 0;
   readonly #validity = new VectorValidity();
   #length = 0;
 
-  constructor(type: DataType) {
+  constructor(type: DataType, capacity: number) {
     this.#type = type;
+    this.#offsets = new Int32Array(capacity + 1);
+    this.#data = new Bytes(capacity * 16);
   }
 
-  append(vector: duckdb.Vector, n: number): boolean {
+  append(vector: duckdb.Vector, from: number, n: number): boolean {
     const at = this.#length;
-    const nulls = this.#validity.add(vector, at, n);
-    const src = duckdb.vector_get_data(vector, n * STRING_T);
+    const nulls = this.#validity.add(vector, at, from, n);
+    const src = duckdb.vector_get_data(vector, (from + n) * STRING_T).subarray(from * STRING_T);
     const lengths = words(src, n * STRING_T);
     if (at + n + 1 > this.#offsets.length) {
       const next = new Int32Array(Math.max(this.#offsets.length * 2, at + n + 1));
@@ -342,7 +367,7 @@ class Utf8Column implements VectorColumn {
     const offsets = this.#offsets;
     let b = this.#bytes;
     for (let i = 0; i < n; i++) {
-      if (nulls === undefined || valid(nulls, i)) {
+      if (nulls === undefined || valid(nulls, from + i)) {
         const len = lengths[i * (STRING_T >> 2)]!;
         // Past what a batch can hold: the per-value path says so about the value.
         if (b + len > MAX_UTF8_BYTES) return false;
@@ -367,8 +392,8 @@ class Utf8Column implements VectorColumn {
     return makeData({
       type: this.#type,
       length,
-      valueOffsets: this.#offsets.slice(0, length + 1),
-      data: this.#data.buf.slice(0, this.#bytes),
+      valueOffsets: this.#offsets.subarray(0, length + 1),
+      data: this.#data.buf.subarray(0, this.#bytes),
       ...this.#validity.take(length),
     } as never);
   }

@@ -50,10 +50,11 @@ export interface RequestSpec {
 }
 
 /**
- * Content codings a caller reads itself (DuckDB reads zstd-compressed CSV): they alone are asked
- * for, and an answer in one of them keeps its body as received, not decoded here, once `whole`
- * finds it complete (a body cut short is then a ContentEncodingError, retried like a body lost on
- * the way). An answer in another coding is decoded as usual.
+ * Content codings a caller reads itself (DuckDB reads zstd-compressed CSV): asked for, alone when
+ * the client asks for no compression of its own (else its Accept-Encoding is sent as ever), and an
+ * answer in one of them keeps its body as received, not decoded here, once `whole` finds it
+ * complete (a body cut short is then a ContentEncodingError, retried like a body lost on the way).
+ * An answer in another coding is decoded as usual.
  */
 export interface KeepCoded {
   readonly codings: readonly string[];
@@ -151,8 +152,8 @@ export class Transport {
   /** The request's headers (accept, encoding, the key) and its body, JSON or raw. */
   #outgoing(spec: RequestSpec): { headers: Record<string, string>; body: string | Uint8Array | undefined } {
     const headers: Record<string, string> = { ...this.#requestHeaders?.(spec.operation), accept: spec.accept ?? 'application/json', 'user-agent': this.#config.userAgent };
-    if (spec.keepCoded !== undefined) headers['accept-encoding'] = spec.keepCoded.codings.join(', ');
-    else if (this.#config.acceptEncoding !== undefined) headers['accept-encoding'] = this.#config.acceptEncoding;
+    const accept = this.#config.acceptEncoding ?? spec.keepCoded?.codings.join(', ');
+    if (accept !== undefined) headers['accept-encoding'] = accept;
     if (this.#config.apiKeyIn === 'header') headers['x-service-api-key'] = this.#config.apiKey;
     if (spec.rawBody !== undefined) return { headers: { ...headers, 'content-type': spec.rawBody.contentType }, body: spec.rawBody.data };
     if (spec.body !== undefined) return { headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(spec.body) };

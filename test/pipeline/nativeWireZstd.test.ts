@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { constants, zstdCompressSync } from 'node:zlib';
+import { constants, gzipSync, zstdCompressSync } from 'node:zlib';
 import { builtins } from '../../connectors/index.ts';
 import { ContentEncodingError } from '../../src/client/errors.ts';
 import { ServiceClient } from '../../src/client/index.ts';
@@ -73,19 +73,19 @@ describe('native CSV pages kept in zstd', () => {
   const ROWS = 20_000;
   const page = zstd(manyRows(ROWS));
 
-  /** writeNativeParts over a service answering the page in zstd, cut short on the first `cut` answers. */
-  async function run(answers: readonly Buffer[], attempts: number) {
+  /** writeNativeParts over a service answering the page with `answers` in turn (the last one from then on), in `coding`. */
+  async function run(answers: readonly Buffer[], attempts: number, coding = 'zstd', compression?: 'on') {
     const server = await startMisbehavingServer((req, n) =>
       req.url?.includes('/status')
         ? { body: JSON.stringify({ execution_id: ID, state: 'QUERY_STATE_COMPLETED', is_execution_finished: true }) }
-        : { body: answers[Math.min(n - 1, answers.length - 1)]!, headers: { 'content-type': 'text/csv; charset=utf-8', 'content-encoding': 'zstd' } },
+        : { body: answers[Math.min(n - 1, answers.length - 1)]!, headers: { 'content-type': 'text/csv; charset=utf-8', 'content-encoding': coding } },
     );
     const native = nativeColumns(specs, 'csv');
     if (!('columns' in native)) throw new Error(native.reason);
     const files: string[] = [];
     try {
       const error = await writeNativeParts({
-        reader: { connection: { baseUrl: server.baseUrl, apiKey: 'sk_test_zstd_key', retry: { attempts, baseDelayMs: 1, maxDelayMs: 1 } }, executionId: ID, totalRows: ROWS, options: { wire: 'json', pageSize: ROWS }, page: () => undefined },
+        reader: { connection: { baseUrl: server.baseUrl, apiKey: 'sk_test_zstd_key', retry: { attempts, baseDelayMs: 1, maxDelayMs: 1 }, ...(compression === undefined ? {} : { compression }) }, executionId: ID, totalRows: ROWS, options: { wire: 'json', pageSize: ROWS }, page: () => undefined },
         specs,
         columns: native.columns,
         pages: 'csv',
@@ -109,6 +109,19 @@ describe('native CSV pages kept in zstd', () => {
     expect(received.map((r) => r.headers['accept-encoding'])).toEqual(['zstd']);
     const rows = await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT count(*) AS n, max(id) AS top, min(name) AS low FROM read_parquet('${files[0]}')`)).getRowObjectsJS());
     expect(rows).toEqual([{ n: BigInt(ROWS), top: BigInt(ROWS - 1), low: expect.stringContaining('row ') }]);
+  });
+
+  it('with compression on, asks as the client does, and decodes a gzip page itself (DuckDB would not check it whole)', async () => {
+    const { error, files, received } = await run([gzipSync(manyRows(ROWS))], 1, 'gzip', 'on');
+    expect(error).toBeUndefined();
+    expect(received.map((r) => r.headers['accept-encoding'])).toEqual(['zstd, br, gzip']);
+    const rows = await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT count(*) AS n FROM read_parquet('${files[0]}')`)).getRowObjectsJS());
+    expect(rows).toEqual([{ n: BigInt(ROWS) }]);
+    // A gzip page cut short is the client's decoding error, as on every other call.
+    const cut = gzipSync(manyRows(ROWS));
+    const failed = await run([cut.subarray(0, cut.length - 100)], 1, 'gzip', 'on');
+    expect(failed.error).toBeInstanceOf(ContentEncodingError);
+    expect(failed.files).toHaveLength(0);
   });
 
   it('fetches a page cut short at a block boundary again (a whole answer per HTTP, short in zstd), and writes every row', async () => {

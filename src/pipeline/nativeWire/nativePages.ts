@@ -15,10 +15,11 @@ export interface NativePage extends PageShape {
 }
 
 /**
- * How CSV pages are asked for when the client may ask for compressed answers: in zstd alone, kept
- * as they come (DuckDB's CSV reader decodes zstd at about no cost beside the parsing, so the
- * client never decodes, joins or frees the page's text, a fifth of the bytes), once walked whole
- * (zstdFrames.ts). A service that answers in another coding is decoded as usual.
+ * How CSV pages are asked for unless the client's compression is off: in zstd (alone where the
+ * client asks for no compression of its own, as on loopback), kept as they come: DuckDB's CSV
+ * reader decodes zstd at about no cost beside the parsing, so the client never decodes, joins or
+ * frees the page's text, a fifth of the bytes. Each is walked whole first (zstdFrames.ts). A page
+ * in another coding (gzip, which DuckDB would read without checking it whole) is decoded as usual.
  */
 const KEEP_ZSTD: KeepCoded = { codings: ['zstd'], whole: (_coding, body) => zstdIncomplete(body) };
 

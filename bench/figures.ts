@@ -224,6 +224,18 @@ it leaves mostly idle. At load 9-10, on both cores (the service pinned to core 1
 rounds: over CSV pages 4.55 / 4.07 s (2 DuckDB threads 4.45 / 3.65 s), the general path 4.16 /
 3.39 s, DuckDB's COPY 0.26-0.59 s.
 
+The native export over a 100 Mbit/s link with a 50 ms round trip (the \`wire\` bench's link row,
+bench/linkProxy.ts: one link's bandwidth shared by every connection through it, as on a real link;
+the bare download and the export both keep 4 requests in flight) was 4.05x the bare download
+because each part's read, ending at the part's last row, took that end for a too-low total and
+followed \`next_offset\` to the end of the result, one request at a time: an export of four parts
+fetched 2.5x the result's bytes (46.8 MB against 18.5 MB on the link, counted by the proxy). Each
+part now asks for the pages holding its rows only (19.1 MB: the CSV pages and the first JSON page
+the stream reads for the result's columns). The same fix took the export's CPU on loopback from
+3.5-4.1 s to some 2.5 s (the \`wire\` rows above). What is left of the gap is the client's CPU, not
+the link: the 18.5 MB of pages take 1.5 s at 100 Mbit/s, and the export's 2.5 s of CPU (DuckDB's
+statement, HTTP and zstd, staging) share two cores with the service and the link's proxy.
+
 What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps
 itself (its cast of zoned text goes through ICU, five times the cost of the rest of the column);
 \`strptime\` for them (twice the cost of cutting \` UTC\` and casting the wall clock); a smaller

@@ -232,8 +232,8 @@ followed \`next_offset\` to the end of the result, one request at a time: an exp
 fetched 2.5x the result's bytes (46.8 MB against 18.5 MB on the link, counted by the proxy). Each
 part now asks for the pages holding its rows only (19.1 MB: the CSV pages and the first JSON page
 the stream reads for the result's columns). The same fix took the export's CPU on loopback from
-3.5-4.1 s to some 2.5 s (the \`wire\` rows above). What is left of the gap is the client's CPU, not
-the link: the 18.5 MB of pages take 1.5 s at 100 Mbit/s, and the export's 2.5 s of CPU (DuckDB's
+3.5-4.1 s to 2.5-2.8 s (two runs at load 18-32; the \`wire\` rows above). What is left of the gap is the client's CPU, not
+the link: the 18.5 MB of pages take 1.5 s at 100 Mbit/s, and the export's 2.5-2.8 s of CPU (DuckDB's
 statement, HTTP and zstd, staging) share two cores with the service and the link's proxy.
 
 What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { ARROW_STREAM_MEDIA_TYPE } from '../../src/protocol/index.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
-import { call, executeSql, runSql, status, waitFor } from './api.ts';
+import { call, executeSql, LONG_SQL, runSql, status, waitFor, waitRunning } from './api.ts';
 
 const ROWS = 20_000;
 const PAGE = 3_000;
@@ -249,10 +249,17 @@ describe('engine.encode_results: when_idle', () => {
   it('completes without the encodings, serves the first read by the page query, and encodes once the service is idle', async () => {
     const s = await startTestService({ walledTeams: false, sampleRows: 5_000, encodeMinBytes: 0, engine: { encode_results: 'when_idle' } });
     try {
+      // An execution kept running holds the service busy, so no encoding may start however late
+      // this test looks (a loaded machine saw the result encoded by the time its completion was
+      // polled): the check does not race the idle wait.
+      const busy = await executeSql(s, LONG_SQL);
+      await waitRunning(s, busy);
       const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
       expect(stored(s, id, 'json')).toBe(false);
       const first = await call(s, 'GET', `/v1/execution/${id}/results`, { key: s.keys.demo.read });
       expect(first.status).toBe(200);
+      expect(stored(s, id, 'json')).toBe(false);
+      expect((await call(s, 'POST', `/v1/execution/${busy}/cancel`, { key: s.keys.demo.write })).status).toBe(200);
       await s.whenEncoded(id);
       for (const format of ['json', 'csv', 'arrow'] as const) expect(stored(s, id, format), format).toBe(true);
       const again = await call(s, 'GET', `/v1/execution/${id}/results`, { key: s.keys.demo.read });

@@ -27,6 +27,8 @@ import { recordFigure } from './figures.ts';
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 4);
 const SPEED = Number(process.env.SOAK_SPEED ?? 20);
 const RETENTION_S = Number(process.env.SOAK_RETENTION_S ?? 60);
+/** Execution records kept after their result expired: twice the results' time, as the embedded defaults (1 day, 2 days). */
+const RECORD_RETENTION_S = Number(process.env.SOAK_RECORD_RETENTION_S ?? 2 * RETENTION_S);
 const SAMPLE_MS = 5_000;
 const ROWS = 200_000;
 const KEY = 'sk_soak_bench_key';
@@ -44,15 +46,26 @@ interface Sample {
   readonly rss: number;
   readonly fds: number;
   readonly disk: number;
+  /** Execution records the service keeps (one JSON file each, each also held in its memory). */
+  readonly records: number;
 }
 
 function sample(pid: number, dir: string, t0: number): Promise<Sample> | undefined {
   try {
     const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
     const fds = readdirSync(`/proc/${pid}/fd`).length;
-    return folderBytes(dir).then((disk) => ({ t: (performance.now() - t0) / 3_600_000, rss, fds, disk }));
+    const records = entries(join(dir, 'catalog', 'executions'));
+    return folderBytes(dir).then((disk) => ({ t: (performance.now() - t0) / 3_600_000, rss, fds, disk, records }));
   } catch {
     return undefined; // the process has gone
+  }
+}
+
+function entries(folder: string): number {
+  try {
+    return readdirSync(folder).length;
+  } catch {
+    return 0; // not made yet
   }
 }
 
@@ -88,13 +101,19 @@ function thirds<T extends { t: number }>(xs: readonly T[], end: number): [T[], T
  * alone (a plateau being reached shows a smaller one), and the median of each third (the median,
  * not the last sample, which swings with the run in flight).
  */
-function level(samples: readonly Sample[], k: 'rss' | 'fds' | 'disk', scale: number, unit: string): string {
+function level(samples: readonly Sample[], k: 'rss' | 'fds' | 'disk' | 'records', scale: number, unit: string): string {
   const end = samples.at(-1)!.t;
   const [early, middle, late] = thirds(samples, end);
   const all = fit([...middle, ...late].map((s) => ({ t: s.t, y: s[k] / scale })));
   const last = fit(late.map((s) => ({ t: s.t, y: s[k] / scale })));
   const med = (xs: readonly Sample[]) => median(xs.map((s) => s[k] / scale)).toFixed(0);
-  return `${med(early)} / ${med(middle)} / ${med(late)}${unit} (medians of the thirds), slope ${all.slope.toFixed(1)} ± ${all.error.toFixed(1)}${unit}/h after warm-up, ${last.slope.toFixed(1)} ± ${last.error.toFixed(1)}${unit}/h over the last third`;
+  return `${med(early)} / ${med(middle)} / ${med(late)}${unit} (medians of the thirds), slope ${all.slope.toFixed(1)} ± ${all.error.toFixed(1)}${unit}/h after warm-up (${verdict(all)}), ${last.slope.toFixed(1)} ± ${last.error.toFixed(1)}${unit}/h over the last third`;
+}
+
+/** Whether a fitted slope is 0 within twice its standard error (no trend the samples can show), or how many errors away it is. */
+export function verdict({ slope, error }: { slope: number; error: number }): string {
+  if (Math.abs(slope) <= 2 * error) return '0 within 2 standard errors';
+  return error === 0 ? 'not 0' : `not 0: ${(Math.abs(slope) / error).toFixed(1)} standard errors`;
 }
 
 /** Medians of the memory split the schedule process reports per run, first and last third. */
@@ -116,6 +135,7 @@ function report(name: string, samples: readonly Sample[], latencies: readonly Ru
     `  RSS          ${level(samples, 'rss', MiB, ' MiB')}; max ${(Math.max(...samples.map((s) => s.rss)) / MiB).toFixed(0)} MiB`,
     `  descriptors  ${level(samples, 'fds', 1, '')}; max ${Math.max(...samples.map((s) => s.fds))}`,
     `  disk         ${level(samples, 'disk', MiB, ' MiB')}; max ${(Math.max(...samples.map((s) => s.disk)) / MiB).toFixed(0)} MiB`,
+    `  records      ${level(samples, 'records', 1, '')}; max ${Math.max(...samples.map((s) => s.records))}`,
     memorySplit(latencies),
     `  latency      median ${median(early.map((l) => l.ms)).toFixed(0)} ms in the first third, ${median(late.map((l) => l.ms)).toFixed(0)} ms in the last (${latencies.length} in all)`,
   ];
@@ -131,7 +151,7 @@ function summaryFigure(samples: readonly Sample[], latencies: readonly Run[], lo
   const rssMed = (xs: readonly Sample[]) => (median(xs.map((s) => s.rss)) / MiB).toFixed(0);
   const disk = Math.max(...samples.map((s) => s.disk)) / MiB;
   const lat = thirds(latencies, latencies.at(-1)?.t ?? 0);
-  return `RSS ${rssMed(middle)} -> ${rssMed(late)} MiB (medians of the last two thirds), slope ${rss.slope.toFixed(0)} ± ${rss.error.toFixed(0)} MiB/h; descriptors ${fds.slope.toFixed(1)} ± ${fds.error.toFixed(1)}/h after warm-up; disk at most ${disk.toFixed(0)} MiB; median latency ${median(lat[0].map((l) => l.ms)).toFixed(0)} -> ${median(lat[2].map((l) => l.ms)).toFixed(0)} ms (${MINUTES} min, ${latencies.length} runs or reads, load ${load})`;
+  return `RSS ${rssMed(middle)} -> ${rssMed(late)} MiB (medians of the last two thirds), slope ${rss.slope.toFixed(0)} ± ${rss.error.toFixed(0)} MiB/h (${verdict(rss)}); descriptors ${fds.slope.toFixed(1)} ± ${fds.error.toFixed(1)}/h after warm-up (${verdict(fds)}); disk at most ${disk.toFixed(0)} MiB; median latency ${median(lat[0].map((l) => l.ms)).toFixed(0)} -> ${median(lat[2].map((l) => l.ms)).toFixed(0)} ms (${MINUTES} min, ${latencies.length} runs or reads, load ${load})`;
 }
 
 /**
@@ -144,7 +164,7 @@ export function scheduleEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 }
 
 async function settingsFile(dir: string): Promise<string> {
-  const limits: Record<string, number> = { retention_days: RETENTION_S / 86_400, sweep_interval_ms: 5_000 };
+  const limits: Record<string, number> = { retention_days: RETENTION_S / 86_400, execution_record_retention_days: RECORD_RETENTION_S / 86_400, sweep_interval_ms: 5_000 };
   if ('result_store_max_bytes' in LimitsSchema.shape) limits.result_store_max_bytes = 256 * MiB;
   const file = join(dir, 'service.json');
   await writeFile(file, JSON.stringify({ teams: [{ name: 'demo', plan: { credits_per_cycle: 1_000_000_000 }, keys: [{ key: KEY, scopes: ['Admin'] }] }], limits }));

@@ -73,7 +73,8 @@ export class NativeEngine {
 
   /** Stores a page's rows in this engine's folder, for the part that takes rows `[skip, skip + take)` of it. */
   async stage(page: NativePage, offset: number, skip: number, take: number): Promise<StagedPage> {
-    const file = join(this.#dir, `page-${this.#pageFiles++}.${this.#input.pages ?? 'json'}`);
+    // DuckDB's readers take a file's compression from its name.
+    const file = join(this.#dir, `page-${this.#pageFiles++}.${this.#input.pages ?? 'json'}${page.coding === 'zstd' ? '.zst' : ''}`);
     await writeFile(file, page.bytes);
     return { file, rowCount: page.rowCount, offset, skip, take };
   }

@@ -92,6 +92,23 @@ Sizes are those of \`sample.events\` (8 columns); "1M rows" is 1,000,000 rows re
 service running in a process of its own, each result read once the service had finished encoding
 it (the \`firstread\` rows: right after COMPLETED, while the format's encoder writes).
 
+The first JSON read (\`firstread\`, 1M rows, encoded on first read): its pages come as fast as the
+encoder writes them, DuckDB rendering each row's text (\`renderedRowsSql\`) and the service copying
+the texts into the rows files and indexes. Copying a run of adjacent rows at a time
+(\`engine/encoding/rowSplit.ts\`, since 2026-12-02) instead of one row at a time took the encoder's
+process CPU for 1M rows from 3.2-3.6 s to 2.0-2.2 s for JSON alone and from 6.0 s to 2.5 s for JSON
+and CSV (load 24; the files byte for byte the same), and the bench's "JSON + CSV encoding" from
+3.8 s of CPU (2.3 s of it beyond DuckDB's rendering, load 1-5) to 2.7 s (0.7 s beyond it, load 30).
+The first read, raw download against \`JSON.parse\`: 1.41x (load 10-12) and 1.75x / 1.77x (two runs
+at load 17-18) before, 1.23x after (load 28). What is left is DuckDB's rendering, about 1.7 s of CPU
+for 1M rows x 8 columns, the \`timestamp with time zone\` column's text the largest part of it: the
+target of 0.5x is not reached on two shared cores. Tried and not kept: a 16 MB
+\`streaming_buffer_size\` for the encoder's stream (DuckDB's threads render ahead: 5-10% less CPU at
+load 29, and the setting is per connection, which the files instance's locked configuration does
+not allow), and rendering blocks of 31,250 rows on two or three connections at once, materialized
+(20-30% more CPU; the wall time at load 33 said nothing either way, and a block of wide rows would
+not fit the files instance's memory).
+
 Encoding only what is read (\`engine.encode_results: on_first_read\`, the default since 2026-12-02,
 against \`at_completion\`, the earlier default): the quickstart at 5M rows, \`sluice run
 config/examples/quickstart.yaml\` with \`SLUICE_SAMPLE_ROWS=5000000\` in a fresh folder (the sample
@@ -255,6 +272,21 @@ columns and the page size: 0.2-0.3 s). At load 38 every wall time of the run is 
 not the export's (COPY itself took 1.96 s there, 0.3 s on a quiet machine); the 3x target is not
 met: with DuckDB's own statement at some 3x COPY's CPU, it needs DuckDB's second thread on a core
 of its own, which the bench's service shares.
+
+### The native export over a 100 Mbit/s link
+
+The native export over a 100 Mbit/s link with a 50 ms round trip (the \`wire\` bench's link row,
+bench/linkProxy.ts: one link's bandwidth shared by every connection through it, as on a real link;
+the bare download and the export both keep 4 requests in flight) was 4.05x the bare download
+because each part's read, ending at the part's last row, took that end for a too-low total and
+followed \`next_offset\` to the end of the result, one request at a time: an export of four parts
+fetched 2.5x the result's bytes (46.8 MB against 18.5 MB on the link, counted by the proxy). Each
+part now asks for the pages holding its rows only (19.1 MB: the CSV pages and the first JSON page
+the stream reads for the result's columns). The same fix took the export's CPU on loopback from
+3.5-4.1 s to 2.5-2.8 s (two \`wire\` runs at load 18-32, pages staged as text; the link row is
+the second of them). What is left of the gap is the client's CPU, not
+the link: the 18.5 MB of pages take 1.5 s at 100 Mbit/s, and the export's 2.5-2.8 s of CPU (DuckDB's
+statement, HTTP and zstd, staging) share two cores with the service and the link's proxy.
 
 What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps
 itself (its cast of zoned text goes through ICU, five times the cost of the rest of the column);

@@ -35,7 +35,7 @@ export const FIGURES = [
   { id: 'quickstart-peak', area: 'jobs', what: 'peak RSS of the quickstart job, the embedded service and DuckDB in the process' },
   { id: 'dialect-translate', area: 'dialect', what: 'DuneSQL -> DuckDB SQL translation, time per statement of the conformance cases and of a 3 KB query; heap the translator keeps' },
   { id: 'dialect-execute', area: 'dialect', what: 'an execution of a short aggregate as DuneSQL, time against the same SQL as DuckDB SQL (translation and session setting included)' },
-  { id: 'soak-schedule', area: 'soak', what: '`sluice schedule` soak (two every-minute jobs, a 200,000-row Parquet export and an append, on the embedded service, clock x20, results kept 60 s; the process with the memory settings \`sluice\` gives itself): RSS medians of the middle and last thirds and slope after warm-up (± its standard error), descriptors slope, disk, median run time first -> last third' },
+  { id: 'soak-schedule', area: 'soak', what: '`sluice schedule` soak (two every-minute jobs, a 200,000-row Parquet export and an append, on the embedded service, clock x20, results kept 60 s and execution records 120 s more; the process with the memory settings \`sluice\` gives itself): RSS medians of the middle and last thirds and slope after warm-up (± its standard error), descriptors slope, disk, median run time first -> last third' },
   { id: 'soak-serve', area: 'soak', what: '`sluice serve` soak (an execution of 5,000 rows and a page read every 250 ms): RSS medians of the middle and last thirds and slope after warm-up (± its standard error), descriptors slope, disk, median request time first -> last third' },
 ] as const;
 

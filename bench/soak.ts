@@ -168,11 +168,19 @@ export function scheduleEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return { ...(memoryDefaults(env) ?? env), SOAK_SPEED: String(SPEED), SERVICE_API_KEY: KEY };
 }
 
-async function settingsFile(dir: string): Promise<string> {
+/**
+ * The service's limits in the soak: every bound in time compressed (results, then their records),
+ * and the result store bounded, so that each reaches its plateau within minutes.
+ */
+export function soakLimits(): Record<string, number> {
   const limits: Record<string, number> = { retention_days: RETENTION_S / 86_400, execution_record_retention_days: RECORD_RETENTION_S / 86_400, sweep_interval_ms: 5_000 };
   if ('result_store_max_bytes' in LimitsSchema.shape) limits.result_store_max_bytes = 256 * MiB;
+  return limits;
+}
+
+async function settingsFile(dir: string): Promise<string> {
   const file = join(dir, 'service.json');
-  await writeFile(file, JSON.stringify({ teams: [{ name: 'demo', plan: { credits_per_cycle: 1_000_000_000 }, keys: [{ key: KEY, scopes: ['Admin'] }] }], limits }));
+  await writeFile(file, JSON.stringify({ teams: [{ name: 'demo', plan: { credits_per_cycle: 1_000_000_000 }, keys: [{ key: KEY, scopes: ['Admin'] }] }], limits: soakLimits() }));
   return file;
 }
 

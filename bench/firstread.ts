@@ -59,6 +59,17 @@ async function fresh(child: Child): Promise<Fresh> {
   return { id, base, urls, submitToDoneMs, execMs: Date.parse(status.execution_ended_at) - Date.parse(status.execution_started_at) };
 }
 
+/**
+ * One turn of the event loop's I/O phase. The parse and the Arrow read below hold this process's
+ * loop for seconds (7 s at load 20): the service closes connections idle for its keep-alive timeout
+ * (5 s) meanwhile, and undici's pool learns of it only once the loop reads their FIN. A request sent
+ * before that goes out on a closed connection: a GET is retried (service.ts get()), but the next
+ * submit's POST is not, and failed with 'other side closed' (the socket's counts were those of the
+ * pages it had served before, which made it look like a page cut mid-body: the service had sent
+ * every page whole). Letting the loop read first drops those connections from the pool.
+ */
+const ioTurn = (): Promise<void> => new Promise((done) => setImmediate(done));
+
 function parseAll(bodies: Buffer[]): { ms: number; rows: number } {
   const t = performance.now();
   let rows = 0;
@@ -87,9 +98,11 @@ async function reads(child: Child): Promise<{ first: Reads; warm: Reads; a: Fres
   const a = await fresh(child);
   const jsonFirst = await downloadAll(a.urls, 4);
   const parsed = parseAll(jsonFirst.bodies);
+  await ioTurn();
   const b = await fresh(child);
   const arrowFirst = await downloadAll(b.urls, 4, ARROW);
   const arrowRead = readArrow(arrowFirst.bodies);
+  await ioTurn();
   const jsonWarm = await downloadAll(a.urls, 4);
   const arrowWarm = await downloadAll(b.urls, 4, ARROW);
   const bytes = jsonFirst.bodies.reduce((n, x) => n + x.length, 0);

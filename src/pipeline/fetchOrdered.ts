@@ -37,6 +37,12 @@ export interface FetchOrderedOptions {
    * pages' `next_offset` is still followed, one request at a time.
    */
   totalRows?: number | undefined;
+  /**
+   * Where the read ends (a range of the result, such as one part of an export): pages are planned
+   * up to this offset, and the iteration ends with the page that reaches it. Unlike `totalRows`, no
+   * page past it is asked for, whatever the pages' `next_offset` says.
+   */
+  endOffset?: number | undefined;
   /** Requests in flight at most. */
   concurrency?: number | undefined;
   /** Pages beyond `concurrency` that may be fetched ahead of the consumer. */
@@ -105,6 +111,8 @@ class PageWindow<P extends PageShape> {
   /** Where the next planned page starts; pages are only planned below `planEnd`. */
   #planFrom: number;
   #planEnd: number;
+  /** `endOffset`: the cursor never moves past it. */
+  readonly #end: number;
   /** Requests of pages given up on (a gap came first): aborted, and awaited before returning. */
   readonly #detached = new Set<Promise<void>>();
   #cursor: number | undefined;
@@ -121,8 +129,9 @@ class PageWindow<P extends PageShape> {
     this.#maxAhead = this.#concurrency + nonNegativeInt('prefetch', options.prefetch ?? DEFAULT_PREFETCH);
     this.#signal = options.signal;
     this.#planFrom = options.start;
-    this.#planEnd = options.totalRows ?? Number.POSITIVE_INFINITY;
-    this.#cursor = options.start;
+    this.#end = options.endOffset === undefined ? Number.POSITIVE_INFINITY : nonNegativeInt('endOffset', options.endOffset);
+    this.#planEnd = Math.min(options.totalRows ?? Number.POSITIVE_INFINITY, this.#end);
+    this.#cursor = options.start < this.#end ? options.start : undefined;
     this.#signal?.addEventListener('abort', this.#onAbort, { once: true });
   }
 
@@ -170,7 +179,7 @@ class PageWindow<P extends PageShape> {
    * on pages held by giving up the furthest planned page (it is planned again later).
    */
   #planGap(head: Slot<P> | undefined, c: number): void {
-    const limit = Math.min(this.#pageSize, (head?.offset ?? Number.POSITIVE_INFINITY) - c);
+    const limit = Math.min(this.#pageSize, (head?.offset ?? Number.POSITIVE_INFINITY) - c, this.#end - c);
     if (this.#slots.length >= this.#maxAhead) {
       const last = this.#slots.pop()!;
       this.#drop(last);
@@ -189,7 +198,8 @@ class PageWindow<P extends PageShape> {
     // The page does not reach the cursor although the result goes on: ask again from the cursor.
     if (skip >= page.rowCount && page.nextOffset !== undefined) return undefined;
     if (page.nextOffset !== undefined && page.nextOffset <= c) throw new PageSequenceError(head.offset, page.nextOffset);
-    this.#cursor = page.nextOffset;
+    // At `endOffset` the read is over: no page after it is wanted.
+    this.#cursor = page.nextOffset !== undefined && page.nextOffset < this.#end ? page.nextOffset : undefined;
     this.#fill();
     return skip < page.rowCount ? { page, offset: head.offset, skip } : undefined;
   }

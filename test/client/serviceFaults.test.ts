@@ -98,7 +98,9 @@ describe('faults', () => {
   });
 
   it('gives up at once when Retry-After lies beyond the time budget', async () => {
-    const client = new ServiceClient({ apiKey: svc.keys.demo.read, baseUrl: svc.url, retry: { maxElapsedMs: 500 } });
+    // A 429 pauses its key's requests in the whole process (the rate governor is per URL and key):
+    // a key no other test here uses, or the next test's first request would wait out the 30 s.
+    const client = new ServiceClient({ apiKey: svc.keys.other.read, baseUrl: svc.url, retry: { maxElapsedMs: 500 } });
     svc.setFaults({ error_rate: 1, error_statuses: [429], retry_after_seconds: 30 });
     try {
       await expect(client.getStatus('01ARZ3NDEKTSV4RRFFQ69G5FAV')).rejects.toMatchObject({ code: 'RATE_LIMITED', retryAfterMs: 30_000 });

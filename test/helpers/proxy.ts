@@ -1,6 +1,8 @@
 // A proxy in front of the local service for tests that need to see or change the traffic: it
 // forwards every request, and `fault(url)` may answer one with an error status instead (or just
-// count it, returning undefined); `hold(url)` may hold a request's answer back until it resolves.
+// count it, returning undefined); `hold(url)` may hold a request's answer back until it resolves;
+// `answered(url, status, error)` hears how each request ended: the status sent, or 'failed' (and
+// why) when the service could not be reached and the client's connection was destroyed instead.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -9,6 +11,7 @@ export async function startProxy(
   target: string,
   fault: (url: string) => number | undefined,
   hold?: (url: string) => Promise<void>,
+  answered?: (url: string, status: number | 'failed', error?: unknown) => void,
 ): Promise<{ url: string; close(): Promise<void> }> {
   const origin = new URL(target).origin;
   const server: Server = createServer((req, res) => {
@@ -16,6 +19,7 @@ export async function startProxy(
     if (status !== undefined) {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: 'execution not found (injected by the test proxy)' }));
+      answered?.(req.url ?? '', status);
       return;
     }
     const chunks: Buffer[] = [];
@@ -33,8 +37,12 @@ export async function startProxy(
           });
           res.writeHead(answer.status, out);
           res.end(bytes);
+          answered?.(req.url ?? '', answer.status);
         })
-        .catch(() => res.destroy());
+        .catch((error: unknown) => {
+          answered?.(req.url ?? '', 'failed', error);
+          res.destroy();
+        });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -81,6 +81,32 @@ describe('fetchOrdered: order and completeness', () => {
     expect(rows).toEqual(range(45));
   });
 
+  it('asks for no page at or past endOffset, whatever the total and next_offset say', async () => {
+    for (const totalRows of [100, 45, undefined]) {
+      const { fetchPage, stats } = memorySource({ total: 100 });
+      const rows: number[] = [];
+      for await (const { page, skip } of fetchOrdered(fetchPage, { start: 20, pageSize: 10, totalRows, endOffset: 55, concurrency: 4 })) rows.push(...page.rows.slice(skip));
+      // The last page is asked for up to the end only.
+      expect(rows).toEqual(range(35, 20));
+      expect(stats.calls.every((c) => c.offset + c.limit <= 55)).toBe(true);
+      // A total too low (45) is planned up to, then next_offset is followed, up to the end.
+      expect(stats.calls.map((c) => `${c.offset}+${c.limit}`)).toEqual(totalRows === 45 ? ['20+10', '30+10', '40+5', '45+10'] : ['20+10', '30+10', '40+10', '50+5']);
+    }
+  });
+
+  it('fetches the gap of a short page up to endOffset only', async () => {
+    const { rows, stats } = await collect({ total: 100, rowsAt: (offset) => (offset === 40 ? 3 : undefined) }, { pageSize: 10, endOffset: 50, concurrency: 2 });
+    expect(rows).toEqual(range(50));
+    expect(stats.calls.every((c) => c.offset + c.limit <= 50)).toBe(true);
+    expect(stats.calls.map((c) => `${c.offset}+${c.limit}`)).toContain('43+7');
+  });
+
+  it('reads nothing when endOffset is at the start', async () => {
+    const { rows, stats } = await collect({ total: 100 }, { start: 30, pageSize: 10, endOffset: 30 });
+    expect(rows).toEqual([]);
+    expect(stats.calls).toEqual([]);
+  });
+
   it('rejects a next_offset that does not move forward', async () => {
     await expect(collect({ total: 100, nextOffsetAt: (offset) => (offset === 30 ? 30 : undefined) }, { pageSize: 10 })).rejects.toThrow(
       PageSequenceError,
@@ -91,6 +117,7 @@ describe('fetchOrdered: order and completeness', () => {
     await expect(collect({ total: 10 }, { pageSize: 10, concurrency: 0 })).rejects.toThrow('concurrency must be a positive integer, got 0');
     await expect(collect({ total: 10 }, { pageSize: 2.5 })).rejects.toThrow('pageSize must be a positive integer, got 2.5');
     await expect(collect({ total: 10 }, { pageSize: 10, prefetch: -1 })).rejects.toThrow('prefetch must be a non-negative integer, got -1');
+    await expect(collect({ total: 10 }, { pageSize: 10, endOffset: 1.5 })).rejects.toThrow('endOffset must be a non-negative integer, got 1.5');
   });
 });
 

@@ -3,7 +3,7 @@
 // The real local service behind a proxy that sees the order of the requests and can hold the
 // status answer back until the first page has been asked for.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExecutionFailedError, PartialResultError, ServiceClient } from '../../src/client/index.ts';
+import { ExecutionFailedError, PartialResultError, ServiceClient, type RetryEvent } from '../../src/client/index.ts';
 import { stream } from '../../src/pipeline/stream.ts';
 import { startProxy } from '../helpers/proxy.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
@@ -25,14 +25,29 @@ afterAll(async () => {
   await svc?.close();
 });
 
+/** How one request through the proxy ended: its status, or 'failed' (the service unreachable), and why. */
+interface Answer {
+  entry: string;
+  status: number | 'failed';
+  error?: unknown;
+}
+
 /**
- * A proxy logging every request (`status`, or `results@offset`) in arrival order. With `gate`, a
+ * A proxy logging every request (`status`, or `results@offset`) in arrival order, how each was
+ * answered (`answers`), and the client's retries with their reasons (`retries`). With `gate`, a
  * status answer is held back until a result page has been asked for, or 10 s have passed: a
  * stream that asks for its first page only after the status answer then waits the 10 s, and
  * `statusWaited` says so.
  */
 async function watched(options: { gate?: boolean } = {}) {
   const log: string[] = [];
+  const answers: Answer[] = [];
+  const retries: RetryEvent[] = [];
+  const entryOf = (url: string) => {
+    const u = new URL(url, 'http://x');
+    if (u.pathname.endsWith('/status')) return 'status';
+    return u.pathname.endsWith('/results') ? `results@${u.searchParams.get('offset') ?? 0}` : u.pathname;
+  };
   let pageAsked!: () => void;
   const asked = new Promise<void>((resolve) => (pageAsked = resolve));
   let statusWaited = false;
@@ -56,11 +71,14 @@ async function watched(options: { gate?: boolean } = {}) {
       await Promise.race([asked, late]);
       clearTimeout(timer);
     },
+    (url, status, error) => answers.push({ entry: entryOf(url), status, ...(error === undefined ? {} : { error }) }),
   );
-  const own = new ServiceClient({ baseUrl: proxy.url, apiKey: svc.keys.demo.write });
+  const own = new ServiceClient({ baseUrl: proxy.url, apiKey: svc.keys.demo.write, onRetry: (e) => retries.push(e) });
   return {
     client: own,
     log,
+    answers,
+    retries,
     statusWaited: () => statusWaited,
     /** True once `entry` (`results@offset`) has been asked for; false after 10 s without. */
     seen: (entry: string) =>
@@ -95,13 +113,22 @@ describe('a finished execution', () => {
       else expect(await collect(s)).toEqual(expected);
       if (wire === 'auto') expect(rows).toBe(expected.length);
       expect(w.statusWaited()).toBe(false);
-      // One status, then every page once: the early first page stood for the first page.
+      // One status, then every page served once: the early first page stood for the first page.
       const pages = Math.ceil(expected.length / PAGE_ROWS);
+      const grid = Array.from({ length: pages }, (_, i) => `results@${i * PAGE_ROWS}`);
       expect(w.log.filter((r) => r === 'status')).toHaveLength(1);
       expect(w.log.filter((r) => r === 'results@0')).toHaveLength(1);
-      expect(w.log.filter((r) => r.startsWith('results@'))).toHaveLength(pages);
+      const served = w.answers.filter((a) => a.entry.startsWith('results@') && a.status === 200).map((a) => a.entry);
+      expect(served.toSorted(), 'each page of the grid served exactly once').toEqual(grid.toSorted());
+      // A request the service refused (503 short of memory, 429) or that never reached it is the
+      // client's retry, not a page read twice: each is one retry of the client, with its reason.
+      const refused = w.answers.filter((a) => a.entry.startsWith('results@') && a.status !== 200);
+      const why = JSON.stringify({ refused, retries: w.retries.map((r) => ({ operation: r.operation, attempt: r.attempt, error: `${r.error.code}: ${r.error.message}` })) });
+      expect(w.retries.every((r) => r.operation === 'getResults'), why).toBe(true);
+      expect(refused.length, why).toBe(w.retries.length);
+      expect(w.log.filter((r) => r.startsWith('results@'))).toHaveLength(pages + w.retries.length);
       expect(s.progress?.rows).toBe(expected.length);
-      expect(w.client.stats.requests).toBe(1 + pages);
+      expect(w.client.stats).toEqual({ requests: 1 + pages + w.retries.length, retries: w.retries.length });
     } finally {
       await w.close();
     }

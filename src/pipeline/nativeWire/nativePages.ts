@@ -31,6 +31,7 @@ export function rangePages(source: PageSource, firstRow: number, rows: number): 
     start: Math.floor(firstRow / pageSize) * pageSize,
     pageSize,
     totalRows: firstRow + rows,
+    endOffset: firstRow + rows,
     concurrency: o.concurrency ?? DEFAULT_CONCURRENCY,
     // Each page goes to disk as soon as it is handed over: pages fetched ahead of that would only
     // be held in memory (the stream's own prefetch is for consumers that decode).

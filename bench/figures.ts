@@ -159,8 +159,19 @@ What grows was then looked for inside the schedule process (2026-12-02, 2 cores 
 - Creating, using and closing a DuckDB instance as each native export does (400 times in a loop)
   leaves RSS flat (98-99 MiB).
 
-So nothing a run makes is kept: what rises after warm-up is allocators keeping room (V8's pages,
-malloc's arenas), which levels off. The append job's manifest, which lists every part file of its
+So nothing a run makes is kept. With the records' retention compressed, a 70-minute soak
+(2026-12-02, 668 snapshot runs beside 3,109 \`serve\` executions; load 14.8 at the start, 18-45
+during it from other work, 9.7 at the end) still did not show RSS flat: the schedule's medians
+307 / 316 / 326 MiB, slope 24.5 ± 4.2 MiB/h after warm-up; \`serve\`'s 212 / 215 / 218 MiB,
+11.2 ± 0.6 MiB/h; descriptors 47 / 47 / 48 and 33 / 33 / 35; the records held at 64-75 and
+112-142 (at most 115 and 280), disk at most 266 and 151 MiB. The errors assume independent
+samples (5 s apart, they are not), and the load fell over the last third, when more runs were
+done (records and disk rose with them). What rose is V8's pages (256 KiB mappings: 96 MiB of the
+schedule's RSS at the end, the two heaps' totals) above heaps whose live objects stay flat (heap
+snapshots of \`serve\` 520 executions apart: +0.9 MiB, compiled code). Whether that room levels off
+is not shown yet: at x20 the process is never idle, so V8's memory reducer, which shrinks the heap
+of a process that stops allocating (a real every-minute schedule between its runs), never runs.
+The append job's manifest, which lists every part file of its
 output (about 250 bytes each), is read and rewritten by each run: it grows with the output, not
 with the process ([operations.md](operations.md#what-grows-and-what-bounds-it)).
 

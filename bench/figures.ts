@@ -21,7 +21,8 @@ export const FIGURES = [
   { id: 'export-peak-json', area: 'parallel', what: "peak RSS of the one-thread export over JSON pages, without / with the image's memory settings" },
   { id: 'export-peak-arrow', area: 'parallel', what: "peak RSS of the one-thread export over Arrow pages, without / with the image's memory settings" },
   { id: 'export-time-image', area: 'parallel', what: "time of the one-thread export over JSON pages with the image's memory settings, against without them" },
-  { id: 'wire-native-csv', area: 'wire', what: 'export to zstd Parquet over CSV pages by the native path (the default for a service without Arrow pages), time (and CPU) against DuckDB `COPY ... TO parquet` of the same rows' },
+  { id: 'wire-native-csv', area: 'wire', what: 'export to zstd Parquet over CSV pages by the native path (the default for a service without Arrow pages; pages in zstd, handed to DuckDB as received), time (and CPU) against DuckDB `COPY ... TO parquet` of the same rows' },
+  { id: 'wire-native-csv-plain', area: 'wire', what: "the same over CSV pages uncompressed (the client's `compression: off`: each page received, joined and staged by the client as text)" },
   { id: 'wire-native-json', area: 'wire', what: 'export to zstd Parquet over JSON pages by the native path, time (and CPU) against DuckDB `COPY ... TO parquet` of the same rows' },
   { id: 'wire-native-general', area: 'wire', what: 'native export over CSV / over JSON pages, speed against the general path over JSON pages (JS decoders, one thread)' },
   { id: 'wire-native-peak', area: 'wire', what: 'peak RSS of the native export over CSV pages, 1M rows / 5M rows' },
@@ -90,6 +91,23 @@ const PAGE_TAIL = `
 Sizes are those of \`sample.events\` (8 columns); "1M rows" is 1,000,000 rows read from the local
 service running in a process of its own, each result read once the service had finished encoding
 it (the \`firstread\` rows: right after COMPLETED, while the format's encoder writes).
+
+The first JSON read (\`firstread\`, 1M rows, encoded on first read): its pages come as fast as the
+encoder writes them, DuckDB rendering each row's text (\`renderedRowsSql\`) and the service copying
+the texts into the rows files and indexes. Copying a run of adjacent rows at a time
+(\`engine/encoding/rowSplit.ts\`, since 2026-12-02) instead of one row at a time took the encoder's
+process CPU for 1M rows from 3.2-3.6 s to 2.0-2.2 s for JSON alone and from 6.0 s to 2.5 s for JSON
+and CSV (load 24; the files byte for byte the same), and the bench's "JSON + CSV encoding" from
+3.8 s of CPU (2.3 s of it beyond DuckDB's rendering, load 1-5) to 2.7 s (0.7 s beyond it, load 30).
+The first read, raw download against \`JSON.parse\`: 1.41x (load 10-12) and 1.75x / 1.77x (two runs
+at load 17-18) before, 1.23x after (load 28). What is left is DuckDB's rendering, about 1.7 s of CPU
+for 1M rows x 8 columns, the \`timestamp with time zone\` column's text the largest part of it: the
+target of 0.5x is not reached on two shared cores. Tried and not kept: a 16 MB
+\`streaming_buffer_size\` for the encoder's stream (DuckDB's threads render ahead: 5-10% less CPU at
+load 29, and the setting is per connection, which the files instance's locked configuration does
+not allow), and rendering blocks of 31,250 rows on two or three connections at once, materialized
+(20-30% more CPU; the wall time at load 33 said nothing either way, and a block of wide rows would
+not fit the files instance's memory).
 
 Encoding only what is read (\`engine.encode_results: on_first_read\`, the default since 2026-12-02,
 against \`at_completion\`, the earlier default): the quickstart at 5M rows, \`sluice run
@@ -260,6 +278,52 @@ free (DuckDB writes a part while the main thread fetches the next) and on the ma
 it leaves mostly idle. At load 9-10, on both cores (the service pinned to core 1), two
 rounds: over CSV pages 4.55 / 4.07 s (2 DuckDB threads 4.45 / 3.65 s), the general path 4.16 /
 3.39 s, DuckDB's COPY 0.26-0.59 s.
+
+### CSV pages in zstd, handed to DuckDB as received
+
+Profiled (2026-12-02, 2 cores, load 15-25; CPU of every thread of the export process, 1M rows of
+\`sample.events\`, zstd Parquet in 4 parts, run from the sources against a service whose result
+was encoded and whose frames were stored): over uncompressed CSV pages the export took 3.3-3.6 s
+of CPU: the main thread 0.85 s, libuv's threads 1.8 s (DuckDB's statement, some 1.05 s of it, and
+the writes), and V8's helper threads 1.3 s: 21 full collections of a 30 MB heap, each asked for
+by the 85 MB of page bodies (and as much again of 64 KB chunks) passing through JS. DuckDB's CSV
+reader reads the same pages in zstd at the CPU it reads them plain (1.05-1.08 s against 1.03-1.07 s,
+one thread; gzip 1.20-1.22 s), and the zstd pages are 18 MB, not 85. Asked for in zstd and staged
+as received, the export took 2.0-2.2 s of CPU (V8's helpers 0.5 s, 4 full collections); in one
+\`wire\` run (load 38.6) 2.63 s against 3.74 s over uncompressed pages: 30 % less. A body so staged
+is walked block by block first (some 20 block headers per page, no decoding): DuckDB reads the
+blocks a cut stream has and writes a part short of rows without an error (a page one byte short
+lost its last block, 382 of 31,250 rows), and it reads a gzip page cut short of its trailer as whole; gzip
+pages are therefore decoded by the client, as before.
+
+Measured and not kept, or not taken: the response body streamed to its staging file chunk by
+chunk (85 MB fetched and staged: 0.39 s of CPU against 0.36 s buffered and written once; the zstd
+bodies leave little to save); reading integers, decimals and booleans typed by DuckDB's CSV reader
+instead of as text checked by a pattern (about the same CPU, 0.96-1.12 s against 1.05 s, and not
+exact: it reads \`1.5\` as 2 in a bigint column, \`1e3\`, \`0x10\`, \`1_000\` and \` 12\` as integers,
+\`1.005\` as 1.01 in a decimal(3, 2) and \`yes\` as true). Fewer statements are already the rule (one
+COPY per part over all its pages). What remains of the export's CPU is DuckDB's statement (about
+1.1 s, some three times COPY's from a table: parsing the text, the checks and casts, Parquet of
+text-read columns) and, before any part, the stream's first page (JSON, parsed whole to learn the
+columns and the page size: 0.2-0.3 s). At load 38 every wall time of the run is the machine's,
+not the export's (COPY itself took 1.96 s there, 0.3 s on a quiet machine); the 3x target is not
+met: with DuckDB's own statement at some 3x COPY's CPU, it needs DuckDB's second thread on a core
+of its own, which the bench's service shares.
+
+### The native export over a 100 Mbit/s link
+
+The native export over a 100 Mbit/s link with a 50 ms round trip (the \`wire\` bench's link row,
+bench/linkProxy.ts: one link's bandwidth shared by every connection through it, as on a real link;
+the bare download and the export both keep 4 requests in flight) was 4.05x the bare download
+because each part's read, ending at the part's last row, took that end for a too-low total and
+followed \`next_offset\` to the end of the result, one request at a time: an export of four parts
+fetched 2.5x the result's bytes (46.8 MB against 18.5 MB on the link, counted by the proxy). Each
+part now asks for the pages holding its rows only (19.1 MB: the CSV pages and the first JSON page
+the stream reads for the result's columns). The same fix took the export's CPU on loopback from
+3.5-4.1 s to 2.5-2.8 s (two \`wire\` runs at load 18-32, pages staged as text; the link row is
+the second of them). What is left of the gap is the client's CPU, not
+the link: the 18.5 MB of pages take 1.5 s at 100 Mbit/s, and the export's 2.5-2.8 s of CPU (DuckDB's
+statement, HTTP and zstd, staging) share two cores with the service and the link's proxy.
 
 What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps
 itself (its cast of zoned text goes through ICU, five times the cost of the rest of the column);

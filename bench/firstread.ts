@@ -217,7 +217,7 @@ async function encodingParts(): Promise<Part[]> {
       parts.push({ label, wallMs: performance.now() - t, cpuMs: (used.user + used.system) / 1000, fsyncMs });
     };
     await timed('DuckDB renders the rows (read, not written)', async () => {
-      const rows = await conn.stream(`SELECT concat(j, c) FROM (${renderedRowsSql(stored, names.map((_, i) => i), 'true')})`);
+      const rows = await conn.stream(`SELECT rn, b, j, c FROM (${renderedRowsSql(stored, names.map((_, i) => i), 'true', true)})`);
       while (((await rows.fetchChunk())?.rowCount ?? 0) > 0);
     });
     await timed('JSON + CSV encoding (render, split, fsync)', () => writeEncodings(conn, stored, info, join(dir, 'rows')));

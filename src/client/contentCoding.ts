@@ -1,6 +1,6 @@
 // The content codings the client asks for and decodes (RFC 9110 section 8.4): those Node's zlib
 // decodes natively, most compact first. A body is decoded as it arrives, chunk by chunk.
-import { createBrotliDecompress, createGunzip, createInflate, createZstdDecompress } from 'node:zlib';
+import { brotliDecompressSync, createBrotliDecompress, createGunzip, createInflate, createZstdDecompress, gunzipSync, inflateSync, zstdDecompressSync } from 'node:zlib';
 import { Transform } from 'node:stream';
 
 /** The Accept-Encoding the client sends when it asks for compressed answers. */
@@ -65,4 +65,13 @@ export function decodersFor(header: string | undefined): { decoders: Transform[]
   if (unknown !== undefined) return { unknown };
   if (codings.length === 0) return { decoders: [], codings };
   return { decoders: [blocks(), ...codings.toReversed().map((c) => DECODERS[c]!())], codings };
+}
+
+const SYNC_DECODERS: Record<string, (body: Buffer) => Buffer> = { zstd: zstdDecompressSync, br: brotliDecompressSync, gzip: gunzipSync, 'x-gzip': gunzipSync, deflate: inflateSync };
+
+/** A whole body decoded from one coding at once (a body a caller kept coded, read as text after all). */
+export function decodeSync(coding: string, body: Buffer): Buffer {
+  const decode = SYNC_DECODERS[coding];
+  if (decode === undefined) throw new Error(`no decoder for the content coding ${JSON.stringify(coding)}`);
+  return decode(body);
 }

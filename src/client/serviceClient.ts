@@ -55,7 +55,7 @@ import type { Row } from '../types/decode.ts';
 import { ACCEPT_ARROW, arrowPageEnvelope } from './arrowPage.ts';
 import { resultParams } from './resultOptions.ts';
 import { salvageExecuteResponse, salvageQueryIdResponse, salvageRefreshResponse } from './salvage.ts';
-import { Transport, type RequestSpec } from './transport.ts';
+import { Transport, type KeepCoded, type RequestSpec } from './transport.ts';
 import { Catalog } from './catalog.ts';
 
 export interface CallOptions {
@@ -88,6 +88,8 @@ export interface CsvPage {
   text: string;
   /** The same page as bytes (UTF-8): what a reader that takes bytes (DuckDB's CSV reader) is handed, undecoded. */
   body: Buffer;
+  /** The content coding `body` is still in, when the call's `keepCoded` kept it (`text` is decoded). */
+  coding?: string;
   nextOffset?: number;
   nextUri?: string;
 }
@@ -274,9 +276,10 @@ export class ServiceClient {
     };
   }
 
-  async getResultsCsv(executionId: string, options: ResultCallOptions = {}): Promise<CsvPage> {
+  async getResultsCsv(executionId: string, options: ResultCallOptions & { keepCoded?: KeepCoded } = {}): Promise<CsvPage> {
     const spec = this.#exec('getResultsCsv', 'GET', PATHS.resultsCsv(executionId), executionId, options);
     spec.query = resultParams('getResultsCsv', options);
+    spec.keepCoded = options.keepCoded;
     return this.#csvPage(spec, options.onBodyBytes);
   }
 
@@ -444,6 +447,7 @@ export class ServiceClient {
         return res.text;
       },
       body: res.body,
+      ...(res.coding === undefined ? {} : { coding: res.coding }),
     };
     const next = header(res.headers[CSV_NEXT_OFFSET_HEADER]);
     if (next !== undefined) {

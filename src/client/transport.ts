@@ -18,7 +18,7 @@ import type { Idempotency } from './retryPolicy.ts';
 import { redactUrl, scrub } from './redact.ts';
 import { errorText, statusError } from './statusErrors.ts';
 import { madeBody } from './pageBody.ts';
-import { decodersFor } from './contentCoding.ts';
+import { decodeSync, decodersFor } from './contentCoding.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
@@ -45,6 +45,21 @@ export interface RequestSpec {
   salvage?: (partialBody: string) => string | undefined;
   /** The `Accept` header (default `application/json`): result pages may ask for Arrow. */
   accept?: string | undefined;
+  /** Content codings the caller reads itself: see {@link KeepCoded}. */
+  keepCoded?: KeepCoded | undefined;
+}
+
+/**
+ * Content codings a caller reads itself (DuckDB reads zstd-compressed CSV): asked for, alone when
+ * the client asks for no compression of its own (else its Accept-Encoding is sent as ever), and an
+ * answer in one of them keeps its body as received, not decoded here, once `whole` finds it
+ * complete (a body cut short is then a ContentEncodingError, retried like a body lost on the way).
+ * An answer in another coding is decoded as usual.
+ */
+export interface KeepCoded {
+  readonly codings: readonly string[];
+  /** Why the body, in `coding`, is not complete; undefined when it is. */
+  readonly whole: (coding: string, body: Buffer) => string | undefined;
 }
 
 export interface RawResponse {
@@ -52,8 +67,10 @@ export interface RawResponse {
   headers: IncomingHttpHeaders;
   /** The body as UTF-8 text (decoded on first use: a page handed to a worker is never decoded here). */
   readonly text: string;
-  /** The body, decoded from its content coding (as received when it had none). */
+  /** The body, decoded from its content coding (as received when it had none, or was kept in it: `coding`). */
   body: Buffer;
+  /** The content coding `body` is still in (one the request's `keepCoded` named), when it was kept. */
+  coding?: string;
   /** Bytes of the body as received: what crossed the wire, before any decoding (compressed, when it was). */
   bytes: number;
   /** Bytes of the body once decoded from its content coding (`body.length`; `bytes` when it had none). */
@@ -135,7 +152,8 @@ export class Transport {
   /** The request's headers (accept, encoding, the key) and its body, JSON or raw. */
   #outgoing(spec: RequestSpec): { headers: Record<string, string>; body: string | Uint8Array | undefined } {
     const headers: Record<string, string> = { ...this.#requestHeaders?.(spec.operation), accept: spec.accept ?? 'application/json', 'user-agent': this.#config.userAgent };
-    if (this.#config.acceptEncoding !== undefined) headers['accept-encoding'] = this.#config.acceptEncoding;
+    const accept = this.#config.acceptEncoding ?? spec.keepCoded?.codings.join(', ');
+    if (accept !== undefined) headers['accept-encoding'] = accept;
     if (this.#config.apiKeyIn === 'header') headers['x-service-api-key'] = this.#config.apiKey;
     if (spec.rawBody !== undefined) return { headers: { ...headers, 'content-type': spec.rawBody.contentType }, body: spec.rawBody.data };
     if (spec.body !== undefined) return { headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(spec.body) };
@@ -180,8 +198,10 @@ export class Transport {
       status = res.statusCode;
       resHeaders = res.headers;
       phase = 'response-body';
-      for await (const chunk of decodedBody(res.body, res.headers['content-encoding'], wire)) chunks.push(chunk as Buffer);
+      const kept = status >= 200 && status < 300 ? keptCoding(spec.keepCoded, res.headers['content-encoding']) : undefined;
+      for await (const chunk of kept === undefined ? decodedBody(res.body, res.headers['content-encoding'], wire) : res.body) chunks.push(chunk as Buffer);
       const raw = concat(chunks);
+      if (kept !== undefined) return keptResponse(status, res.headers, raw, url, kept, spec.keepCoded!);
       if (status >= 200 && status < 300) return rawResponse(status, res.headers, raw, url, wire.coded ? wire.bytes : raw.length);
       throw statusError(status, scrub(errorText(raw.toString('utf8')), this.#config.apiKey), res.headers['retry-after'], ctx, this.#config.apiKeyFrom, res.headers['www-authenticate']);
     } catch (err) {
@@ -277,7 +297,20 @@ function decodedBody(body: Readable, contentEncoding: string | string[] | undefi
   })();
 }
 
-function rawResponse(status: number, headers: IncomingHttpHeaders, body: Buffer, url: string, wireBytes: number): RawResponse {
+/** The coding of a body the caller keeps coded (`keepCoded`): one coding it named, alone. */
+function keptCoding(keep: KeepCoded | undefined, contentEncoding: string | string[] | undefined): string | undefined {
+  if (keep === undefined || typeof contentEncoding !== 'string') return undefined;
+  const coding = contentEncoding.trim().toLowerCase();
+  return keep.codings.includes(coding) ? coding : undefined;
+}
+
+function keptResponse(status: number, headers: IncomingHttpHeaders, body: Buffer, url: string, coding: string, keep: KeepCoded): RawResponse {
+  const short = keep.whole(coding, body);
+  if (short !== undefined) throw new UndecodableBody(`the answer's body is not valid ${coding} (${short})`);
+  return rawResponse(status, headers, body, url, body.length, coding);
+}
+
+function rawResponse(status: number, headers: IncomingHttpHeaders, body: Buffer, url: string, wireBytes: number, coding?: string): RawResponse {
   let text: string | undefined;
   return {
     status,
@@ -286,8 +319,9 @@ function rawResponse(status: number, headers: IncomingHttpHeaders, body: Buffer,
     bytes: wireBytes,
     decodedBytes: body.length,
     url,
+    ...(coding === undefined ? {} : { coding }),
     get text() {
-      text ??= body.toString('utf8');
+      text ??= (coding === undefined ? body : decodeSync(coding, body)).toString('utf8');
       return text;
     },
   };

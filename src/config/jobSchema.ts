@@ -398,7 +398,7 @@ export const ConnectionSchema = z
     compression: z
       .enum(COMPRESSION_MODES)
       .optional()
-      .describe('Whether to ask the service for compressed answers (zstd, br or gzip): auto (default) does, except for a service on this machine (a loopback address), where compressing costs more time than the bytes save; on and off force it'),
+      .describe('Whether to ask the service for compressed answers (zstd, br or gzip): auto (default) does, except for a service on this machine (a loopback address), where compressing costs more time than the bytes save; on and off force it. The native path asks for its CSV pages in zstd (handed to DuckDB undecoded) unless off'),
   })
   .describe('How to reach the service');
 export type Connection = z.infer<typeof ConnectionSchema>;

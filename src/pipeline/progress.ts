@@ -6,7 +6,10 @@ export interface Progress {
   readonly rows: number;
   /** Result bytes delivered, as the service counts them (`result_set_bytes`: values as text, no JSON overhead). */
   readonly bytes: number;
-  /** HTTP body bytes of the pages delivered, decoded (JSON overhead included; retried attempts not counted). */
+  /**
+   * HTTP body bytes of the pages delivered, decoded (JSON overhead included; retried attempts not
+   * counted); a page the native path hands to DuckDB in zstd, as received.
+   */
   readonly httpBytes: number;
   /** The same bodies' bytes as they crossed the wire: fewer than `httpBytes` when the service compressed them. */
   readonly wireBytes: number;

@@ -14,6 +14,8 @@ export interface Scripted {
   resetAfterBytes?: number;
   /** Answer after this many ms (unless the client has gone by then). */
   delayMs?: number;
+  /** Answer once this settles (then `delayMs` on): a page held until other requests have arrived. */
+  after?: Promise<unknown>;
 }
 
 export interface MisbehavingServer {
@@ -45,8 +47,9 @@ export async function startMisbehavingServer(script: (req: IncomingMessage, n: n
           res.end(body);
         }
       };
-      if (answer.delayMs) setTimeout(send, answer.delayMs);
-      else send();
+      const delayed = () => (answer.delayMs ? setTimeout(send, answer.delayMs) : send());
+      if (answer.after === undefined) delayed();
+      else void answer.after.then(delayed, delayed);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -305,12 +305,15 @@ describe('wait()', () => {
   });
 
   it('a deadline reached while a status request is unanswered names the last state seen', async () => {
-    const server = await scripted((_req, n) => ({ body: statusBody('QUERY_STATE_EXECUTING', false), delayMs: n === 1 ? 0 : 1_000 }));
+    // The first status is answered at once, the second not before the deadline: the deadline is
+    // ample for the first answer on a loaded machine (at 150 ms, a slow first answer made the
+    // message 'no state known yet'), and the second request holds the rest of it.
+    const server = await scripted((_req, n) => ({ body: statusBody('QUERY_STATE_EXECUTING', false), delayMs: n === 1 ? 0 : 60_000 }));
     const c = new ServiceClient({ apiKey: 'k', baseUrl: server.baseUrl });
     try {
-      const err = await c.execution(ID).wait({ deadlineMs: 150, pollIntervalMs: 20 }).catch((e: unknown) => e);
+      const err = await c.execution(ID).wait({ deadlineMs: 1_000, pollIntervalMs: 20 }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(TimeoutError);
-      expect((err as Error).message).toMatch(/: status request unanswered \(last known state QUERY_STATE_EXECUTING\) after \d+ ms \(deadlineMs 150\)$/);
+      expect((err as Error).message).toMatch(/: status request unanswered \(last known state QUERY_STATE_EXECUTING\) after \d+ ms \(deadlineMs 1000\)$/);
       expect(server.requests).toHaveLength(2);
     } finally {
       await c.close();

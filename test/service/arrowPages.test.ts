@@ -1,5 +1,7 @@
 // Arrow pages over HTTP: the same rows as the JSON pages, value by value, with the page metadata
 // in headers; Accept negotiation; JSON wherever there is no result.
+// Results are served the same whoever ran the SQL: these services do not wall teams apart
+// (walledTeams: false saves each start the team instances; tenancy is tested in walls.http.test.ts).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -15,7 +17,7 @@ import { call, executeSql, LONG_SQL, runSql, waitRunning } from './api.ts';
 
 let svc: TestService;
 beforeAll(async () => {
-  svc = await startTestService({ limits: { page_rows: 1000 } });
+  svc = await startTestService({ walledTeams: false, limits: { page_rows: 1000 } });
 });
 afterAll(() => svc?.close());
 
@@ -103,7 +105,7 @@ describe('Arrow pages', () => {
   it('whose rows are whole pre-encoded chunks are served from the encoding: the bytes of the page built per request, or one batch per chunk', async () => {
     // Chunks of 500 rows: 2,000 values a page at 4 columns; a page may hold 1,000 rows when the
     // datapoint cap is lifted, so a page can span two chunks.
-    const own = await startTestService({ limits: { page_rows: 1000, datapoints_per_request: 2000 }, encodeMinBytes: 0 });
+    const own = await startTestService({ walledTeams: false, limits: { page_rows: 1000, datapoints_per_request: 2000 }, encodeMinBytes: 0 });
     try {
       const id = await runSql(own, `SELECT i, 'v' || i AS s, (i / 7)::DECIMAL(12, 3) AS d, TIMESTAMP '2026-01-01' + i * INTERVAL 1 SECOND AS t FROM range(1250) r(i) ORDER BY i`);
       await own.whenEncoded(id);
@@ -144,7 +146,7 @@ describe('Arrow pages', () => {
   });
 
   it('holding a value its Arrow type cannot hold are 406 naming the column and value; the JSON pages serve it, from their encoding', async () => {
-    const own = await startTestService({ encodeMinBytes: 0 });
+    const own = await startTestService({ walledTeams: false, encodeMinBytes: 0 });
     try {
       const id = await runSql(own, `SELECT i, CASE WHEN i = 3 THEN INTERVAL '0.000001 second' ELSE i * INTERVAL 1 SECOND END AS d FROM range(5) r(i) ORDER BY i`);
       await own.whenEncoded(id);
@@ -266,7 +268,7 @@ FROM range(3000) r(i) ORDER BY i`;
 describe('Arrow pages read from DuckDB\'s vectors', () => {
   let own: TestService;
   beforeAll(async () => {
-    own = await startTestService({ limits: { page_rows: 5000, datapoints_per_request: 200_000 }, encodeMinBytes: 0 });
+    own = await startTestService({ walledTeams: false, limits: { page_rows: 5000, datapoints_per_request: 200_000 }, encodeMinBytes: 0 });
   });
   afterAll(() => own?.close());
 

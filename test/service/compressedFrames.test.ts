@@ -2,6 +2,8 @@
 // served from it in zstd and gzip (head and tail compressed per request around it); every answer
 // decodes (with zlib, independently of the client) to the very bytes of the uncompressed answer,
 // gzip with a decoder that reads one member only (as aiohttp and Python's zlib do).
+// Results are served the same whoever ran the SQL: these services do not wall teams apart
+// (walledTeams: false saves each start the team instances; tenancy is tested in walls.http.test.ts).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
@@ -28,7 +30,7 @@ type Format = keyof typeof FORMATS;
 let svc: TestService;
 let id: string;
 beforeAll(async () => {
-  svc = await startTestService({ sampleRows: ROWS, encodeMinBytes: 0, limits: { page_rows: PAGE } });
+  svc = await startTestService({ walledTeams: false, sampleRows: ROWS, encodeMinBytes: 0, limits: { page_rows: PAGE } });
   id = await runSql(svc, 'SELECT * FROM sample.events ORDER BY id');
   await svc.whenEncoded(id);
 });
@@ -142,7 +144,7 @@ describe('stored frames across a restart', () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'sluice-frames-restart-'));
     dirs.push(dataDir);
     const overrides = { dataDir, sampleRows: ROWS, encodeMinBytes: 0, limits: { page_rows: PAGE } };
-    const first = await startTestService(overrides);
+    const first = await startTestService({ walledTeams: false, ...overrides });
     let result: string;
     let stored: string[];
     try {
@@ -157,7 +159,7 @@ describe('stored frames across a restart', () => {
     // What a SIGKILL during a frame's write leaves: its scratch file (the frame is not yet renamed).
     const leftover = join(dataDir, 'engine', 'results', `scratch~frame-${result}-0123456789abcdef`);
     await writeFile(leftover, 'half a frame');
-    const second = await startTestService(overrides);
+    const second = await startTestService({ walledTeams: false, ...overrides });
     try {
       expect(existsSync(leftover)).toBe(false);
       expect(await frames(second, result)).toEqual(stored);
@@ -173,7 +175,7 @@ describe('stored frames of full-size pages', () => {
   let result: string;
   beforeAll(async () => {
     // Default page size: a JSON page of several MB, so the stored zstd frame has many blocks.
-    big = await startTestService({ sampleRows: 40_000, encodeMinBytes: 0 });
+    big = await startTestService({ walledTeams: false, sampleRows: 40_000, encodeMinBytes: 0 });
     result = await runSql(big, 'SELECT * FROM sample.events ORDER BY id');
     await big.whenEncoded(result);
   });

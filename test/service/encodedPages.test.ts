@@ -1,6 +1,8 @@
 // Pre-encoded results: unfiltered pages are byte ranges of files the engine wrote once. Each page
 // is compared with the page the per-request query builds for the same rows (asking for every
 // column by name takes that path), byte for byte.
+// Results are served the same whoever ran the SQL: these services do not wall teams apart
+// (walledTeams: false saves each start the team instances; tenancy is tested in walls.http.test.ts).
 import { existsSync } from 'node:fs';
 import { get, type IncomingMessage } from 'node:http';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
@@ -24,7 +26,7 @@ const ODD_SQL = `SELECT * FROM (VALUES
 let svc: TestService;
 const dirs: string[] = [];
 beforeAll(async () => {
-  svc = await startTestService({ limits: { page_rows: 1000 }, encodeMinBytes: 0 });
+  svc = await startTestService({ walledTeams: false, limits: { page_rows: 1000 }, encodeMinBytes: 0 });
 });
 afterAll(async () => {
   await svc?.close();
@@ -91,7 +93,7 @@ describe('pre-encoded results', () => {
 
   it('are deleted with their result when it expires', async () => {
     const clock = new ManualClock();
-    const s = await startTestService({ clock, limits: { retention_days: 1 }, encodeMinBytes: 0 });
+    const s = await startTestService({ walledTeams: false, clock, limits: { retention_days: 1 }, encodeMinBytes: 0 });
     try {
       const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id LIMIT 20');
       expect((await call(s, 'GET', `/v1/execution/${id}/results`, { key: s.keys.demo.read })).status).toBe(200);
@@ -110,7 +112,7 @@ describe('pre-encoded results', () => {
   it('after a crash while encoding: the half-written encoding is removed, never served, and the result is encoded again', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'sluice-encoded-restart-'));
     dirs.push(dataDir);
-    const first = await startTestService({ dataDir, sampleRows: 50, encodeMinBytes: 0 });
+    const first = await startTestService({ walledTeams: false, dataDir, sampleRows: 50, encodeMinBytes: 0 });
     const id = await runSql(first, 'SELECT * FROM sample.events ORDER BY id');
     const page = await call(first, 'GET', `/v1/execution/${id}/results`, { key: first.keys.demo.read, query: { limit: 7, offset: 3 } });
     await first.whenEncoded(id);
@@ -127,7 +129,7 @@ describe('pre-encoded results', () => {
     await mkdir(join(results, 'gone.enc'));
     await writeFile(join(results, 'gone.enc', 'info.json'), '{}');
 
-    const second = await startTestService({ dataDir, sampleRows: 50, encodeMinBytes: 0 });
+    const second = await startTestService({ walledTeams: false, dataDir, sampleRows: 50, encodeMinBytes: 0 });
     try {
       const names = await readdir(results);
       expect(names).not.toContain(`${id}.enc.tmp`);
@@ -148,7 +150,7 @@ describe('pre-encoded results', () => {
   it('after a crash while its Arrow chunks were written: they are removed, the JSON encoding stays, Arrow pages are encoded again', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'sluice-encoded-arrow-restart-'));
     dirs.push(dataDir);
-    const first = await startTestService({ dataDir, sampleRows: 50, encodeMinBytes: 0 });
+    const first = await startTestService({ walledTeams: false, dataDir, sampleRows: 50, encodeMinBytes: 0 });
     const id = await runSql(first, 'SELECT * FROM sample.events ORDER BY id');
     expect((await call(first, 'GET', `/v1/execution/${id}/results`, { key: first.keys.demo.read })).status).toBe(200);
     const arrowPage = async (svc: TestService): Promise<Buffer> => {
@@ -165,7 +167,7 @@ describe('pre-encoded results', () => {
     await rm(join(enc, 'arrow', 'info.json'));
     await writeFile(join(enc, 'arrow', 'rows.arrow'), 'torn');
 
-    const second = await startTestService({ dataDir, sampleRows: 50, encodeMinBytes: 0 });
+    const second = await startTestService({ walledTeams: false, dataDir, sampleRows: 50, encodeMinBytes: 0 });
     try {
       expect(existsSync(join(enc, 'arrow'))).toBe(false);
       expect(existsSync(join(enc, 'json', 'info.json'))).toBe(true);
@@ -206,7 +208,7 @@ describe('pre-encoded results', () => {
     // The service reads files into buffers it reuses once the socket has written them: responses
     // in flight together must not share one. (A buffer handed back before its write completes
     // cannot be provoked here: the loopback's kernel buffers take a whole page at once.)
-    const big = await startTestService({ sampleRows: 64_000, encodeMinBytes: 0 });
+    const big = await startTestService({ walledTeams: false, sampleRows: 64_000, encodeMinBytes: 0 });
     const id = await runSql(big, 'SELECT * FROM sample.events ORDER BY id');
     await big.whenEncoded(id);
     const pages = [0, 32_000];
@@ -237,7 +239,7 @@ describe('pre-encoded results', () => {
 
   it('a result that expires while a page is streamed: the page is completed, later requests see EXPIRED', async () => {
     const clock = new ManualClock();
-    const s = await startTestService({ clock, limits: { retention_days: 1 }, encodeMinBytes: 0 });
+    const s = await startTestService({ walledTeams: false, clock, limits: { retention_days: 1 }, encodeMinBytes: 0 });
     try {
       const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
       await s.whenEncoded(id);

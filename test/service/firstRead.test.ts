@@ -3,6 +3,8 @@
 // writes them; a format nobody reads is never written. With at_completion every format is written
 // as the execution's last step and published with the result. A stop while an encoding is written
 // (cancel, expiry, the process killed) leaves nothing half-written.
+// Results are served the same whoever ran the SQL: these services do not wall teams apart
+// (walledTeams: false saves each start the team instances; tenancy is tested in walls.http.test.ts).
 import { spawn } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, open, readdir, rm } from 'node:fs/promises';
@@ -13,14 +15,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { ARROW_STREAM_MEDIA_TYPE } from '../../src/protocol/index.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
-import { call, executeSql, runSql, status, waitFor } from './api.ts';
+import { call, executeSql, LONG_SQL, runSql, status, waitFor, waitRunning } from './api.ts';
 
 const ROWS = 20_000;
 const PAGE = 3_000;
 let svc: TestService;
 const dirs: string[] = [];
 beforeAll(async () => {
-  svc = await startTestService({ sampleRows: ROWS, limits: { page_rows: PAGE }, encodeMinBytes: 0 });
+  svc = await startTestService({ walledTeams: false, sampleRows: ROWS, limits: { page_rows: PAGE }, encodeMinBytes: 0 });
 });
 afterAll(async () => {
   await svc?.close();
@@ -111,7 +113,7 @@ describe('the first read of a fresh result (encode_results: on_first_read, the d
   });
 
   it('a result cut to max_result_bytes: its Arrow pages\' metadata is the JSON pages\' (the chunks summed by the Arrow encoder)', async () => {
-    const s = await startTestService({ sampleRows: ROWS, encodeMinBytes: 0, limits: { max_result_bytes: 1_000_000 } });
+    const s = await startTestService({ walledTeams: false, sampleRows: ROWS, encodeMinBytes: 0, limits: { max_result_bytes: 1_000_000 } });
     try {
       const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
       const st = await status(s, id);
@@ -179,7 +181,7 @@ describe('the first read of a fresh result (encode_results: on_first_read, the d
   });
 
   it('of a result of several DuckDB row groups (122,880 rows) and many result chunks equals the page query across their boundaries', async () => {
-    const s = await startTestService({ sampleRows: 250_000, encodeMinBytes: 0 });
+    const s = await startTestService({ walledTeams: false, sampleRows: 250_000, encodeMinBytes: 0 });
     try {
       // 250,000 rows: room for a loaded machine (the default wait is 20 s).
       const id = await executeSql(s, 'SELECT * FROM sample.events ORDER BY id');
@@ -203,7 +205,7 @@ describe('the first read of a fresh result (encode_results: on_first_read, the d
 
   it('of rows larger than the encoder\'s buffers (4 MB) equals the page query', async () => {
     // Rendering a row copies its text a few times (each `||`): room for that in the engine.
-    const s = await startTestService({ sampleRows: 10, encodeMinBytes: 0, engine: { memory_limit: '1GiB' } });
+    const s = await startTestService({ walledTeams: false, sampleRows: 10, encodeMinBytes: 0, engine: { memory_limit: '1GiB' } });
     try {
       // Texts of 1.3 and 2.8 MB between small rows: the second one's rendered JSON and CSV together
       // pass the split's 4 MB buffers, and are written past them.
@@ -225,7 +227,7 @@ describe('the first read of a fresh result (encode_results: on_first_read, the d
 
 describe('engine.encode_results: at_completion', () => {
   it('publishes every format before the status says COMPLETED; each read equals the warm read and the page query byte for byte', async () => {
-    const s = await startTestService({ sampleRows: ROWS, limits: { page_rows: PAGE }, encodeMinBytes: 0, engine: { encode_results: 'at_completion' } });
+    const s = await startTestService({ walledTeams: false, sampleRows: ROWS, limits: { page_rows: PAGE }, encodeMinBytes: 0, engine: { encode_results: 'at_completion' } });
     try {
       const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
       // Nothing is left to write once the execution is COMPLETED: the encodings are in place.
@@ -245,12 +247,19 @@ describe('engine.encode_results: at_completion', () => {
 
 describe('engine.encode_results: when_idle', () => {
   it('completes without the encodings, serves the first read by the page query, and encodes once the service is idle', async () => {
-    const s = await startTestService({ sampleRows: 5_000, encodeMinBytes: 0, engine: { encode_results: 'when_idle' } });
+    const s = await startTestService({ walledTeams: false, sampleRows: 5_000, encodeMinBytes: 0, engine: { encode_results: 'when_idle' } });
     try {
+      // An execution kept running holds the service busy, so no encoding may start however late
+      // this test looks (a loaded machine saw the result encoded by the time its completion was
+      // polled): the check does not race the idle wait.
+      const busy = await executeSql(s, LONG_SQL);
+      await waitRunning(s, busy);
       const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
       expect(stored(s, id, 'json')).toBe(false);
       const first = await call(s, 'GET', `/v1/execution/${id}/results`, { key: s.keys.demo.read });
       expect(first.status).toBe(200);
+      expect(stored(s, id, 'json')).toBe(false);
+      expect((await call(s, 'POST', `/v1/execution/${busy}/cancel`, { key: s.keys.demo.write })).status).toBe(200);
       await s.whenEncoded(id);
       for (const format of ['json', 'csv', 'arrow'] as const) expect(stored(s, id, format), format).toBe(true);
       const again = await call(s, 'GET', `/v1/execution/${id}/results`, { key: s.keys.demo.read });
@@ -263,7 +272,7 @@ describe('engine.encode_results: when_idle', () => {
 
 describe('a stop while the encodings are written', () => {
   it('at completion, a cancel fails the execution as CANCELED and leaves no result, no encoding, no temporary file', async () => {
-    const s = await startTestService({ sampleRows: 300_000, encodeMinBytes: 0, engine: { encode_results: 'at_completion' } });
+    const s = await startTestService({ walledTeams: false, sampleRows: 300_000, encodeMinBytes: 0, engine: { encode_results: 'at_completion' } });
     try {
       const id = await executeSql(s, 'SELECT * FROM sample.events ORDER BY id');
       const tmp = join(resultsDir(s), `${id}.enc.tmp`);
@@ -294,7 +303,7 @@ describe('a stop while the encodings are written', () => {
     const helpers = new URL('../helpers/service.ts', import.meta.url).href;
     const script = `
       const { startTestService } = await import(${JSON.stringify(helpers)});
-      const s = await startTestService({ dataDir: ${JSON.stringify(dataDir)}, sampleRows: 300000, encodeMinBytes: 0 });
+      const s = await startTestService({ walledTeams: false, dataDir: ${JSON.stringify(dataDir)}, sampleRows: 300000, encodeMinBytes: 0 });
       console.log('url ' + s.url);
       setInterval(() => undefined, 1000);`;
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -320,7 +329,7 @@ describe('a stop while the encodings are written', () => {
     } finally {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }
-    const second = await startTestService({ dataDir, sampleRows: 300_000, encodeMinBytes: 0 });
+    const second = await startTestService({ walledTeams: false, dataDir, sampleRows: 300_000, encodeMinBytes: 0 });
     try {
       // The unfinished format is gone; the result is there, and encoded again when read.
       expect(await formatsOnDisk(second, id)).toEqual([]);
@@ -341,7 +350,7 @@ describe('a stop while the encodings are written', () => {
   it('a result expired while its first read is encoded answers EXPIRED and leaves no file of it', async () => {
     // A bound the first result alone passes: it is kept while it is the one used last, and
     // expires once a newer result is stored.
-    const s = await startTestService({ sampleRows: 300_000, encodeMinBytes: 0, limits: { result_store_max_bytes: 1_000_000 } });
+    const s = await startTestService({ walledTeams: false, sampleRows: 300_000, encodeMinBytes: 0, limits: { result_store_max_bytes: 1_000_000 } });
     try {
       const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
       // The first page is served once the encoder has written it; the last page's reader then
@@ -371,7 +380,7 @@ describe('a stop while the encodings are written', () => {
   it('a service stopped while a first read is encoded closes, and leaves nothing half-written', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'sluice-first-read-stop-'));
     dirs.push(dataDir);
-    const s = await startTestService({ dataDir, sampleRows: 300_000, encodeMinBytes: 0 });
+    const s = await startTestService({ walledTeams: false, dataDir, sampleRows: 300_000, encodeMinBytes: 0 });
     const id = await runSql(s, 'SELECT * FROM sample.events ORDER BY id');
     const reads = call(s, 'GET', `/v1/execution/${id}/results/csv`, { key: s.keys.demo.read, query: { offset: 290_000, limit: 10_000 } }).catch((err: unknown) => err);
     const csv = join(dataDir, 'engine', 'results', `${id}.enc`, 'csv');

@@ -2,15 +2,17 @@
 // to Parquet and an append) under a clock SOAK_SPEED times faster than real time (default 20: a
 // run of each job every 3 s), and beside it `sluice serve` under a steady load of executions and
 // page reads, for SOAK_MINUTES of real time (default 4). Results expire after SOAK_RETENTION_S
-// (default 60 s), a compressed retention, so that disk reaches the plateau its settings allow
-// within the run. The schedule process runs with the memory settings `sluice` gives itself
+// (default 60 s) and execution records are forgotten SOAK_RECORD_RETENTION_S later (default
+// twice that, as the embedded defaults' 1 and 2 days): compressed retentions, so that disk and
+// the records the service holds in memory reach the plateau their settings allow within the run.
+// The schedule process runs with the memory settings `sluice` gives itself
 // (SLUICE_MEMORY_DEFAULTS=0: without, to compare). Every few seconds it samples each process's
-// RSS, open descriptors and data folder on disk; at the end it prints, for each, the medians of
-// the run's thirds (the first is the warm-up), the slope per hour over the last two thirds with
-// its standard error and over the last third alone (a plateau being reached shows as a slope that
-// falls and medians that stop rising), the schedule's main-thread memory split, and the run and
-// request latencies of the first and last thirds. Not part of `npm run bench` with no area named:
-// it runs for minutes.
+// RSS, open descriptors, data folder on disk and execution records; at the end it prints, for
+// each, the medians of the run's thirds (the first is the warm-up), the slope per hour over the
+// last two thirds with its standard error (and whether it is 0 within two of them) and over the
+// last third alone (a plateau being reached shows as a slope that falls and medians that stop
+// rising), the schedule's main-thread memory split, and the run and request latencies of the
+// first and last thirds. Not part of `npm run bench` with no area named: it runs for minutes.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -38,7 +40,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 interface Run {
   readonly t: number;
   readonly ms: number;
-  readonly mem?: { heapUsed: number; external: number; arrayBuffers: number; wasm: number };
+  readonly mem?: { heapUsed: number; external: number; arrayBuffers: number; wasm: number; serviceHeapUsed: number; serviceExternal: number };
 }
 
 interface Sample {
@@ -123,7 +125,10 @@ function memorySplit(runs: readonly Run[]): string | undefined {
   const [early, , late] = thirds(withMem, withMem.at(-1)!.t);
   const med = (xs: readonly Run[], k: keyof NonNullable<Run['mem']>) => (median(xs.map((r) => r.mem![k])) / MiB).toFixed(0);
   const part = (k: keyof NonNullable<Run['mem']>) => `${med(early, k)} -> ${med(late, k)}`;
-  return `  main thread  V8 heap used ${part('heapUsed')} MiB, external ${part('external')} MiB (ArrayBuffers ${part('arrayBuffers')}), parquet-wasm memory ${part('wasm')} MiB (medians, first -> last third)`;
+  return [
+    `  main thread  V8 heap used ${part('heapUsed')} MiB, external ${part('external')} MiB (ArrayBuffers ${part('arrayBuffers')}), parquet-wasm memory ${part('wasm')} MiB (medians, first -> last third)`,
+    `  service thread V8 heap used ${part('serviceHeapUsed')} MiB, external ${part('serviceExternal')} MiB (medians, first -> last third)`,
+  ].join('\n');
 }
 
 function report(name: string, samples: readonly Sample[], latencies: readonly Run[]): string {
@@ -163,11 +168,19 @@ export function scheduleEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return { ...(memoryDefaults(env) ?? env), SOAK_SPEED: String(SPEED), SERVICE_API_KEY: KEY };
 }
 
-async function settingsFile(dir: string): Promise<string> {
+/**
+ * The service's limits in the soak: every bound in time compressed (results, then their records),
+ * and the result store bounded, so that each reaches its plateau within minutes.
+ */
+export function soakLimits(): Record<string, number> {
   const limits: Record<string, number> = { retention_days: RETENTION_S / 86_400, execution_record_retention_days: RECORD_RETENTION_S / 86_400, sweep_interval_ms: 5_000 };
   if ('result_store_max_bytes' in LimitsSchema.shape) limits.result_store_max_bytes = 256 * MiB;
+  return limits;
+}
+
+async function settingsFile(dir: string): Promise<string> {
   const file = join(dir, 'service.json');
-  await writeFile(file, JSON.stringify({ teams: [{ name: 'demo', plan: { credits_per_cycle: 1_000_000_000 }, keys: [{ key: KEY, scopes: ['Admin'] }] }], limits }));
+  await writeFile(file, JSON.stringify({ teams: [{ name: 'demo', plan: { credits_per_cycle: 1_000_000_000 }, keys: [{ key: KEY, scopes: ['Admin'] }] }], limits: soakLimits() }));
   return file;
 }
 

@@ -2,8 +2,8 @@
 // connection, the embedded service in a thread of this process, the scheduler, runJob, metrics and
 // job health), under a clock that runs SOAK_SPEED times faster than real time, so that an
 // every-minute job runs every 60/SOAK_SPEED seconds. One JSON line per finished run on stdout,
-// with this thread's memory split (V8 heap, memory outside it, parquet-wasm's linear memory), so
-// that a climb of RSS can be told apart from a heap that grows.
+// with this thread's memory split (V8 heap, memory outside it, parquet-wasm's linear memory) and
+// the service thread's V8 heap, so that a climb of RSS can be told apart from a heap that grows.
 import { builtins } from '../connectors/index.ts';
 import { loadJobFile } from '../src/config/index.ts';
 import { connect } from '../src/jobs/run/connect.ts';
@@ -57,12 +57,18 @@ const scheduler = new Scheduler({
       if (outcome.ok) health.succeeded(job, new Date());
       else health.failed(job, new Date(), outcome.error);
       const error = outcome.ok ? undefined : outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
-      const { heapUsed, external, arrayBuffers } = process.memoryUsage();
-      const mem = { heapUsed, external, arrayBuffers, wasm: wasmBytes() };
-      process.stdout.write(`${JSON.stringify({ job, ok: outcome.ok, ms: Math.round(outcome.durationMs), mem, ...(error === undefined ? {} : { error }) })}\n`);
+      void report(job, outcome, error);
     },
   },
 });
+/** One line for a finished run, with the memory split of this thread and of the service thread. */
+async function report(job: string, outcome: { ok: boolean; durationMs: number }, error: string | undefined): Promise<void> {
+  const { heapUsed, external, arrayBuffers } = process.memoryUsage();
+  const service = await connection.serviceHeap?.();
+  const mem = { heapUsed, external, arrayBuffers, wasm: wasmBytes(), serviceHeapUsed: service?.used_heap_size ?? 0, serviceExternal: service?.external_memory ?? 0 };
+  process.stdout.write(`${JSON.stringify({ job, ok: outcome.ok, ms: Math.round(outcome.durationMs), mem, ...(error === undefined ? {} : { error }) })}\n`);
+}
+
 scheduler.start();
 process.stdout.write('ready\n');
 process.once('SIGTERM', () => {

@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import type { HeapInfo } from 'node:v8';
 import type { Worker } from 'node:worker_threads';
 import { reviveError, sendError, type SentError } from '../threads/threadErrors.ts';
 import { startWorker } from '../threads/workerThreads.ts';
@@ -23,6 +24,8 @@ export interface ServiceThread {
   close(borrowers?: AbortSignal): Promise<void>;
   /** Stops its engine at once (`ServiceHandle.halt`): the process may then exit without aborting. */
   halt(): Promise<void>;
+  /** The thread's V8 heap, as `v8.getHeapStatistics()` there (a process's memory split by thread). */
+  heapStatistics(): Promise<HeapInfo>;
 }
 
 /**
@@ -92,6 +95,7 @@ export async function startServiceThread(options: Omit<ServiceOptions, 'clock' |
       return closing;
     },
     halt,
+    heapStatistics: () => worker.getHeapStatistics(),
   };
 }
 

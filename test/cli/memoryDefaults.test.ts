@@ -6,7 +6,8 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { MMAP_THRESHOLD, SEMI_SPACE_FLAG, memoryDefaults } from '../../src/memoryDefaults.ts';
-import { scheduleEnv } from '../../bench/soak.ts';
+import { scheduleEnv, soakLimits, verdict } from '../../bench/soak.ts';
+import { LimitsSchema } from '../../src/service/settings.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
 
@@ -53,5 +54,21 @@ describe('the soak bench', () => {
     expect(env.MALLOC_MMAP_THRESHOLD_).toBe(MMAP_THRESHOLD);
     expect(env.NODE_OPTIONS).toContain(SEMI_SPACE_FLAG);
     expect(scheduleEnv({ SLUICE_MEMORY_DEFAULTS: '0' }).MALLOC_MMAP_THRESHOLD_).toBeUndefined();
+  });
+
+  it('compresses every retention of the service, so that what each bounds plateaus within the run', () => {
+    const limits = LimitsSchema.parse(soakLimits());
+    const minutes = (days: number): number => (days * 86_400) / 60;
+    // The settings' default record retention (7 days) kept every execution record of the run in
+    // the service thread's memory: the soak measured their climb as part of the slope.
+    expect(minutes(limits.retention_days)).toBeLessThanOrEqual(2);
+    expect(minutes(limits.execution_record_retention_days)).toBeLessThanOrEqual(4);
+    expect(limits.sweep_interval_ms).toBeLessThanOrEqual(10_000);
+  });
+
+  it('says a slope is 0 only within twice its standard error', () => {
+    expect(verdict({ slope: 3, error: 2 })).toBe('0 within 2 standard errors');
+    expect(verdict({ slope: -39, error: 17 })).toBe('not 0: 2.3 standard errors');
+    expect(verdict({ slope: 1, error: 0 })).toBe('not 0');
   });
 });

@@ -243,3 +243,42 @@ describe('native wire, bad pages', () => {
     expect(stored).toBe(0);
   });
 });
+
+describe('native wire, DuckDB opening beside the first pages', () => {
+  it('a DuckDB that cannot open fails the export, naming its settings, once the pages are in; no part stored, no staging folder left', async () => {
+    const client = new ServiceClient({ baseUrl: svc.url, apiKey: TEST_KEYS.demo.admin });
+    // The staging folder goes under TMPDIR (os.tmpdir() reads it on each call): one of this test's own.
+    const staging = await mkdtemp(join(dir, 'tmp-'));
+    const saved = process.env.TMPDIR;
+    try {
+      const executionId = await runSql(client, 'select range AS id from range(12)');
+      const s = stream(client, { executionId }, { wire: 'json' });
+      const info = await s.info();
+      const reader = (await s.rangeReader())!;
+      const native = nativeColumns(info.columns, 'json');
+      if (!('columns' in native)) throw new Error(native.reason);
+      process.env.TMPDIR = staging;
+      let stored = 0;
+      const error = await writeNativeParts({
+        reader,
+        specs: info.columns,
+        columns: native.columns as NativeColumn[],
+        pages: 'json',
+        parts: [{ index: 0, firstRow: 0, rows: 12 }],
+        parquet: { compression: 'zstd', rowGroupSize: 1000, metadata: {} },
+        memoryLimit: 'a lot',
+        store: async () => {
+          stored++;
+        },
+      }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(Error);
+      expect((error as Error).message).toMatch(/DuckDB .*did not start.*memory_limit "a lot"/);
+      expect(stored).toBe(0);
+      expect(await readdir(staging)).toEqual([]);
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+      await client.close();
+    }
+  });
+});

@@ -50,6 +50,10 @@ describe('startServiceThread', () => {
     try {
       expect(connection.embedded).toBe(true);
       expect(await connection.client.run('SELECT count(*) AS n FROM sample.events')).toEqual([{ n: 100n }]);
+      // The thread's own heap (the soak splits the process's memory by thread with it).
+      const heap = await connection.serviceHeap!();
+      expect(heap.used_heap_size).toBeGreaterThan(0);
+      expect(heap.used_heap_size).toBeLessThanOrEqual(heap.total_heap_size);
     } finally {
       await connection.close();
     }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { HeapInfo } from 'node:v8';
 import { resolve } from 'node:path';
 import { ServiceClient } from '../../client/serviceClient.ts';
 import type { ClientOptions } from '../../client/config.ts';
@@ -16,6 +17,8 @@ export interface Connected {
   readonly embedded: boolean;
   /** Closes the client, then the embedded service if one was started. */
   close(): Promise<void>;
+  /** The embedded service thread's V8 heap, when this process started it (its memory split by thread). */
+  readonly serviceHeap?: () => Promise<HeapInfo>;
 }
 
 export interface ConnectOptions {
@@ -164,7 +167,7 @@ async function startOwn(folder: Folder, rate: Rate, options: ConnectOptions): Pr
   options.onEmbedded?.({ url: service.url, dataDir: folder.dataDir, notices: service.notices });
   const client = new ServiceClient({ baseUrl: service.url, apiKey: folder.apiKey, apiKeyFrom: folder.apiKeyFrom, env: {}, ...rate });
   // Other processes using this service finish first, unless this command was stopped.
-  return connected(client, service.url, true, () => service.close(options.signal));
+  return { ...connected(client, service.url, true, () => service.close(options.signal)), serviceHeap: () => service.heapStatistics() };
 }
 
 /** A connection whose close closes the client, then what holds the service (a lease, the service itself). */

@@ -31,44 +31,30 @@ export function defaultThreads(): number {
 
 /** One DuckDB for the export, and the folder its pages and parts are staged in. */
 export class NativeEngine {
-  readonly #instance: DuckDBInstance;
-  readonly #connection: DuckDBConnection;
+  /** DuckDB, opening while the first pages are fetched and staged (which does not need it). */
+  readonly #duck: Promise<OpenDuckDb>;
   readonly #dir: string;
   readonly #input: NativePartsInput;
   readonly #select: string;
   #pageFiles = 0;
 
-  private constructor(instance: DuckDBInstance, connection: DuckDBConnection, dir: string, input: NativePartsInput) {
-    this.#instance = instance;
-    this.#connection = connection;
+  private constructor(duck: Promise<OpenDuckDb>, dir: string, input: NativePartsInput) {
+    this.#duck = duck;
+    // Awaited by write and close; a failure to open is theirs to report.
+    duck.catch(() => undefined);
     this.#dir = dir;
     this.#input = input;
     this.#select = input.columns.map((c) => `${c.value} AS ${quoteIdentifier(c.name)}`).join(', ');
   }
 
+  /**
+   * The engine's folder at once, and DuckDB opening in the background: its start (loading the
+   * module, creating the instance) overlaps the first part's page requests instead of preceding
+   * them. A DuckDB that cannot open fails the first part's write.
+   */
   static async open(input: NativePartsInput): Promise<NativeEngine> {
     const dir = await mkdtemp(join(tmpdir(), 'sluice-native-'));
-    try {
-      const { DuckDBInstance } = await import('@duckdb/node-api');
-      const instance = await DuckDBInstance.create(':memory:', {
-        threads: String(input.threads ?? defaultThreads()),
-        memory_limit: input.memoryLimit ?? '128MB',
-        temp_directory: join(dir, 'spill'),
-        preserve_insertion_order: 'true',
-        // Memory DuckDB frees goes back to the system past 16 MB held, not its default 128 MB: the
-        // peak of a long export stays some 40 MB lower (docs/performance.md).
-        allocator_flush_threshold: '16MB',
-        allocator_bulk_deallocation_flush_threshold: '16MB',
-        autoinstall_known_extensions: 'false',
-        autoload_known_extensions: 'false',
-      });
-      const connection = await instance.connect();
-      await connection.run(`SET TimeZone = 'UTC'`);
-      return new NativeEngine(instance, connection, dir, input);
-    } catch (error) {
-      await rm(dir, { recursive: true, force: true });
-      throw error;
-    }
+    return new NativeEngine(openDuckDb(input, dir), dir, input);
   }
 
   /** Stores a page's rows in this engine's folder, for the part that takes rows `[skip, skip + take)` of it. */
@@ -91,11 +77,12 @@ export class NativeEngine {
       const skip = pages[0]?.skip ?? 0;
       const query = pages.length === 0 ? `SELECT ${this.#emptySelect()} LIMIT 0` : `${this.#query(pages.map((p) => p.file))}${whole ? '' : ` LIMIT ${part.rows} OFFSET ${skip}`}`;
       let written: number;
+      const { connection } = await this.#duck;
       // An abort stops the statement too: DuckDB checks for an interrupt between chunks.
-      const interrupt = () => this.#connection.interrupt();
+      const interrupt = () => connection.interrupt();
       this.#input.signal?.addEventListener('abort', interrupt, { once: true });
       try {
-        written = (await this.#connection.run(`COPY (${query}) TO ${quoteString(file)} (${this.#copyOptions()})`)).rowsChanged;
+        written = (await connection.run(`COPY (${query}) TO ${quoteString(file)} (${this.#copyOptions()})`)).rowsChanged;
       } catch (error) {
         this.#input.signal?.throwIfAborted();
         throw await this.#misfit(pages, error);
@@ -186,7 +173,7 @@ export class NativeEngine {
       const id = quoteIdentifier(spec.name);
       const text = readColumns(this.#input.columns.map((c) => ({ ...c, read: 'VARCHAR' })));
       const sql = `SELECT n FROM (SELECT row_number() OVER () - 1 AS n, ${id} AS v FROM ${this.#read(pages.map((p) => p.file), text)}) WHERE v = ${quoteString(value)} LIMIT 1`;
-      const rows = (await this.#connection.runAndReadAll(sql)).getRows();
+      const rows = (await (await this.#duck).connection.runAndReadAll(sql)).getRows();
       const n = rows[0]?.[0];
       if (n === undefined) continue;
       return new ValueDecodeError({ column: spec.name, type: spec.type, rowOffset: pages[0]!.offset + Number(n), path: '', value, reason: `is not a valid ${type}` });
@@ -195,9 +182,49 @@ export class NativeEngine {
   }
 
   async close(): Promise<void> {
-    this.#connection.closeSync();
-    this.#instance.closeSync();
-    await rm(this.#dir, { recursive: true, force: true });
+    try {
+      const { instance, connection } = await this.#duck;
+      connection.closeSync();
+      instance.closeSync();
+    } catch {
+      // It never opened: its error was the write's to report (or nothing was written).
+    } finally {
+      await rm(this.#dir, { recursive: true, force: true });
+    }
+  }
+}
+
+interface OpenDuckDb {
+  readonly instance: DuckDBInstance;
+  readonly connection: DuckDBConnection;
+}
+
+async function openDuckDb(input: NativePartsInput, dir: string): Promise<OpenDuckDb> {
+  const { DuckDBInstance } = await import('@duckdb/node-api');
+  const threads = input.threads ?? defaultThreads();
+  const memoryLimit = input.memoryLimit ?? '128MB';
+  const instance = await DuckDBInstance.create(':memory:', {
+    threads: String(threads),
+    memory_limit: memoryLimit,
+    temp_directory: join(dir, 'spill'),
+    preserve_insertion_order: 'true',
+    // Memory DuckDB frees goes back to the system past 16 MB held, not its default 128 MB: the
+    // peak of a long export stays some 40 MB lower (docs/performance.md).
+    allocator_flush_threshold: '16MB',
+    allocator_bulk_deallocation_flush_threshold: '16MB',
+    autoinstall_known_extensions: 'false',
+    autoload_known_extensions: 'false',
+  }).catch((error: unknown) => {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new Error(`the native export's DuckDB did not start (threads ${threads}, memory_limit ${JSON.stringify(memoryLimit)}): ${message}`, { cause: error });
+  });
+  try {
+    const connection = await instance.connect();
+    await connection.run(`SET TimeZone = 'UTC'`);
+    return { instance, connection };
+  } catch (error) {
+    instance.closeSync();
+    throw error;
   }
 }
 

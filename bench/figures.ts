@@ -117,7 +117,29 @@ generated: first figure) and again in the same folder, \`/usr/bin/time -v\`, 2 c
 job's own time 2:22 / 2:52 against 1:06 / 1:01); CPU 55.8 / 52.9 s against 40.1 / 30.9 s; peak RSS
 369 / 382 MB against 373 / 388 MB; the results folder after the two runs 1.7 GB against 682 MB
 (the job reads Arrow: no JSON or CSV written). The execution alone (\`firstread\`: 1M rows, three
-turns on two services at once, load 27) took 5.6x as long with every format encoded at completion. "The image's memory settings" are the Dockerfile's \`NODE_OPTIONS=--max-semi-space-size=8\` and
+turns on two services at once, load 27) took 5.6x as long with every format encoded at completion.
+
+The Arrow encoder from one scan of the result (2026-12-02; engine/encoding/arrowChunks.ts, before:
+a page query and a sort per chunk of 31,250 rows). The encoder alone on 1M rows of \`sample.events\`
+(stored as the engine stores a result, the files instance's settings, this process, load 30-36):
+0.72-0.84 s of process CPU (0.30-0.34 s of it on the JS thread) against 1.22-1.52 s (0.45-0.47 s);
+the scan itself is 0.08 s. The first Arrow read of the \`firstread\` bench (load 12-19): 4.48 s
+of download and 0.02 s of RecordBatchReader, 2.86x as fast as JSON's 9.16 s + 3.73 s of
+\`JSON.parse\` (1.60x before, at load 10-12); short of the 5x target. What is left is mostly V8's collector, on its own threads (about 0.4
+s: the column buffers and DuckDB's chunk views of each chunk), and the column copies. The
+quickstart at 5M rows as above, before -> after, each run in a fresh folder then reused, on 2
+shared cores (loads between 17 and 38 and never the same for two runs: the times say little, the
+CPU more): on first read 2:26 / 3:10 -> 3:00 / 3:16 (CPU 37.8 / 32.8 s -> 34.3 / 29.4 s; peak RSS
+381 / 396 MB -> 381 / 408 MB); at completion 6:51 / 8:25 -> 5:13 / 3:54 (CPU 61.6 / 58.3 s -> 60.3
+/ 53.2 s; 383 / 392 MB -> 382 / 393 MB). On first read against at completion, CPU 0.61x / 0.56x ->
+0.57x / 0.55x. The Arrow encoding is about 4 s of the job's 30-35 s of CPU at 5M rows: the rest
+is the sample's generation (fresh folder), the execution and the job's own reading and Parquet
+writing, which this change does not touch. On a quieter machine (load 6-10), one reused run each
+after the change: on first read 1:05 (CPU 24.4 s, peak RSS 404 MB) against at completion 0:54 (CPU
+32.8 s, 400 MB): 1.21x the time. With every format written at completion (DuckDB rendering on its
+threads beside the Arrow chunks) the job then reads byte ranges; on first read the job waits on the
+one Arrow encoder (one JS thread), and a reader more than eight pages ahead of it is served by page
+queries meanwhile. The 0.5x target is not met; where the time goes in that run is not measured yet. "The image's memory settings" are the Dockerfile's \`NODE_OPTIONS=--max-semi-space-size=8\` and
 \`MALLOC_MMAP_THRESHOLD_=131072\` ([operations.md](operations.md#memory)).
 
 The soak (\`npm run bench -- soak\`, \`SOAK_MINUTES\` long, 4 by default) samples each process's

@@ -40,7 +40,7 @@ let finished = false;
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
     if (finished || process.listenerCount(signal) > 1) return;
-    void exitHooks().then(({ runExitHooks }) => runExitHooks(5_000)).finally(() => process.exit(130));
+    void exitHooks().then(({ exitAfterHooks }) => exitAfterHooks(130));
   });
 }
 const { main } = await import(fromSource ? '../src/cli/main.ts' : '../dist/src/cli/main.js');
@@ -50,6 +50,4 @@ finished = true;
 // The command has closed what it opened (the embedded service included): the process exits now,
 // through the exit hooks (native work is stopped first: ending the process under a DuckDB call would
 // abort it), rather than wind down on its own, which takes as long as the native teardown.
-const { runExitHooks } = await exitHooks();
-await runExitHooks(5_000);
-process.exit(code);
+await (await exitHooks()).exitAfterHooks(code);

@@ -45,3 +45,18 @@ export async function runExitHooks(boundMs: number): Promise<void> {
   await Promise.race([Promise.all(stops), new Promise((resolve) => (timer = setTimeout(resolve, boundMs)))]);
   clearTimeout(timer);
 }
+
+/** How long an exit waits for the stop hooks before it exits anyway. */
+export const EXIT_HOOKS_BOUND_MS = 5_000;
+
+/**
+ * Exits with `code` once the exit hooks have run (at most `EXIT_HOOKS_BOUND_MS`): what every exit
+ * of the process that is not Node's own wind-down goes through.
+ */
+export async function exitAfterHooks(code: number): Promise<never> {
+  try {
+    await runExitHooks(EXIT_HOOKS_BOUND_MS);
+  } finally {
+    process.exit(code);
+  }
+}

@@ -8,7 +8,7 @@ import { processIo, type CliIo } from './io.ts';
 import { createLogger, resolveLogFormat, type Logger } from './log.ts';
 import { UsageError } from './usageError.ts';
 import { shouldWatchParent, watchParent } from './parentWatch.ts';
-import { runExitHooks } from '../exitHooks.ts';
+import { exitAfterHooks } from '../exitHooks.ts';
 
 /** Options every command takes. */
 export const COMMON_OPTIONS: Readonly<Record<string, OptionSpec>> = {
@@ -168,9 +168,6 @@ function linkSignal(signal: AbortSignal, controller: AbortController): () => voi
   return () => signal.removeEventListener('abort', abort);
 }
 
-/** How long a second signal waits for native work to stop before exiting anyway. */
-const HARD_EXIT_BOUND_MS = 5_000;
-
 /**
  * The first SIGINT/SIGTERM aborts the command, which cancels remote executions and aborts
  * uploads before it returns 130; a second one exits at once (the user means it). With
@@ -184,7 +181,7 @@ function trapProcessSignals(controller: AbortController, log: Logger, watchParen
       if (exiting) return;
       exiting = true;
       // At once, but not under DuckDB's feet (that aborts the process) and not leaving lock files.
-      void runExitHooks(HARD_EXIT_BOUND_MS).finally(() => process.exit(EXIT.interrupted));
+      void exitAfterHooks(EXIT.interrupted);
       return;
     }
     log.warn(`received ${signal}: stopping (send it again to exit at once)`, { signal });

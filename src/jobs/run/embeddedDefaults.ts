@@ -13,7 +13,8 @@ const GiB = 1024 ** 3;
  *   go first;
  * - credits a schedule cannot spend in a cycle: the local service charges nothing real, and a
  *   demo that stops with PAYMENT_REQUIRED after a few hours teaches nothing.
- * A settings file (`connection.embedded.settings`) replaces all of it.
+ * A settings file (`connection.embedded.settings`) is read over these (src/service/settings.ts,
+ * mergeSettings): it changes what it names; its `teams`, if any, replace the team.
  */
 export const EMBEDDED_DEFAULTS = {
   /** One execution a second of the large tier (20 credits) spends 52M in a 30-day cycle. */

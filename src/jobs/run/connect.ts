@@ -6,7 +6,7 @@ import type { ClientOptions } from '../../client/config.ts';
 import { ConfigError as ClientConfigError } from '../../client/errors.ts';
 import { DEFAULT_API_KEY_ENV, DEFAULT_EMBEDDED_DATA_DIR, type Connection } from '../../config/jobSchema.ts';
 import type { ServiceSettingsInput } from '../../service/settings.ts';
-import { embeddedSettings } from './embeddedDefaults.ts';
+import { embeddedSettings, embeddedSettingsFile } from './embeddedDefaults.ts';
 import { findOwner, isLockConflict, takeLease } from '../../service/owner.ts';
 
 export interface Connected {
@@ -104,10 +104,8 @@ async function embeddedKey(settingsFile: string | undefined, key: string | undef
   // The embedded service is private to this process: any key works, the environment's if set.
   const madeUp = key ?? `sk_local_${randomBytes(12).toString('hex')}`;
   if (settingsFile === undefined) return { settings: embeddedSettings(madeUp), apiKey: madeUp, apiKeyFrom: fromEnv, defaultSettings: true };
-  const { mergeSettings, parseSettings, readSettingsFile } = await import('../../service/settings.ts');
-  const fields = await readSettingsFile(settingsFile);
-  const settings = parseSettings(mergeSettings(embeddedSettings(madeUp), fields), settingsFile);
-  if (fields.teams === undefined) return { settings, apiKey: madeUp, apiKeyFrom: fromEnv, defaultSettings: true };
+  const { settings, ownTeams } = await embeddedSettingsFile(settingsFile, madeUp);
+  if (!ownTeams) return { settings, apiKey: madeUp, apiKeyFrom: fromEnv, defaultSettings: true };
   const apiKey = key ?? firstWriteKey(settings.teams) ?? '';
   if (apiKey === '') throw new ClientConfigError(`${settingsFile}: no API key with the Write or Admin scope; add one or set ${keyEnv}`);
   return { settings, apiKey, apiKeyFrom: key !== undefined ? fromEnv : `the first Write or Admin key of ${settingsFile}`, defaultSettings: false };

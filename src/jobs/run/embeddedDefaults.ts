@@ -1,4 +1,4 @@
-import type { ServiceSettingsInput } from '../../service/settings.ts';
+import type { ServiceSettings, ServiceSettingsInput } from '../../service/settings.ts';
 
 const GiB = 1024 ** 3;
 
@@ -34,4 +34,15 @@ export function embeddedSettings(apiKey: string): ServiceSettingsInput {
       result_store_max_bytes: EMBEDDED_DEFAULTS.result_store_max_bytes,
     },
   };
+}
+
+/**
+ * The embedded service's settings from a settings file read over these defaults (it need only name
+ * what it changes); `ownTeams` when the file names its teams, which then replace the team of `apiKey`.
+ */
+export async function embeddedSettingsFile(path: string, apiKey: string, env: Readonly<Record<string, string | undefined>> = process.env): Promise<{ settings: ServiceSettings; ownTeams: boolean }> {
+  // Imported here so that a job on a remote service never loads the service's schema.
+  const { mergeSettings, parseSettings, readSettingsFile } = await import('../../service/settings.ts');
+  const fields = await readSettingsFile(path, env);
+  return { settings: parseSettings(mergeSettings(embeddedSettings(apiKey), fields), path), ownTeams: fields.teams !== undefined };
 }

@@ -1,7 +1,7 @@
 // `sluice run --plan` says the decode path each output takes for the service it talks to, asked the
 // way the run asks (the first page of the result, requested as Arrow): the general path over a
 // service that serves Arrow pages, the native one (DuckDB writes the Parquet) over one that serves
-// only JSON. Then the run takes that path: its Parquet files are written by DuckDB or not.
+// only JSON. Then the run takes that path: its summary says which, and its Parquet files are written by DuckDB or not.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -40,9 +40,11 @@ async function planned(file: string, env: Record<string, string>): Promise<Recor
   return line.outputs[0]!.decode;
 }
 
-async function ran(file: string, env: Record<string, string>): Promise<void> {
+/** Runs the job; the path its summary records for the output. */
+async function ran(file: string, env: Record<string, string>): Promise<unknown> {
   const run = await sluice(['run', file, '--json'], { env });
   expect(run.code, run.stderr).toBe(0);
+  return (JSON.parse(run.stdout.trim()) as { outputs: { decode?: string }[] }).outputs[0]!.decode;
 }
 
 describe('sluice run --plan: the decode path for the service it talks to', () => {
@@ -54,19 +56,19 @@ describe('sluice run --plan: the decode path for the service it talks to', () =>
 
     const arrowFile = await jobFile('arrow', source, svc.url);
     expect(await planned(arrowFile, env)).toEqual({ path: 'general', why: expect.stringContaining('the service serves Arrow pages (it answered the first page with one)') });
-    await ran(arrowFile, env);
+    expect(await ran(arrowFile, env)).toBe('general');
     expect(await createdBy(join(dir, 'arrow'))).not.toEqual([expect.stringMatching(/DuckDB/i)]);
 
     const jsonFile = await jobFile('json', source, `${jsonOnly.url}${new URL(svc.url).pathname}`);
     expect(await planned(jsonFile, env)).toEqual({ path: 'native', pages: 'csv', why: expect.stringContaining('the service answered the first page as JSON (it serves no Arrow pages)') });
-    await ran(jsonFile, env);
+    expect(await ran(jsonFile, env)).toBe('native');
     expect(await createdBy(join(dir, 'json'))).toEqual([expect.stringMatching(/DuckDB/i)]);
   });
 
   it('a run that would execute: the embedded service serves Arrow pages (general); another service is not asked, and the plan says so', async () => {
     const embedded = await jobFile('embedded', '{ sql: "select * from sample.events" }', undefined);
     expect(await planned(embedded, {})).toEqual({ path: 'general', why: expect.stringContaining('the embedded service serves Arrow pages') });
-    await ran(embedded, {});
+    expect(await ran(embedded, {})).toBe('general');
     expect(await createdBy(join(dir, 'embedded'))).not.toEqual([expect.stringMatching(/DuckDB/i)]);
 
     const remote = await jobFile('remote', '{ sql: "select * from sample.events" }', `${jsonOnly.url}${new URL(svc.url).pathname}`);

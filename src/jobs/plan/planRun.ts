@@ -1,4 +1,4 @@
-import { decodePlan, type DecodePlan } from '../run/nativeOutputs.ts';
+import { decodePlan, mayBeNative, type DecodePlan } from '../run/nativeOutputs.ts';
 import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { Job } from '../../config/jobSchema.ts';
 import { commitTarget } from '../../export/commitFor.ts';
@@ -132,7 +132,9 @@ async function plan(job: Job, options: PlanRunOptions, sessions: OutputSessions)
   // An interrupted run's execution resumed that no run has counted yet: this run counts its cost.
   const carried = started === undefined && decision.action === 'resume' && decision.resume?.uncounted === true ? executionCost(job) : 0;
   const credits = spent + carried;
-  const served = await servedWire(job, decision, { client, signal, embedded: options.embedded });
+  // Asked only where an output's path depends on what the service serves (the job's outputs may take the native path).
+  const asks = (job.wire ?? 'auto') === 'auto' && sessions.all.some((s) => mayBeNative(job, s.output));
+  const served: ServedWire = asks ? await servedWire(job, decision, { client, signal, embedded: options.embedded }) : { unknown: 'not needed' };
   const outputs: OutputPlan[] = [];
   for (const session of sessions.all) outputs.push(await planOutput(job, session, { decision, shards, features, served }, signal));
   const maxCredits = job.budget?.max_credits;

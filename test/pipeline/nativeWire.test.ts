@@ -284,54 +284,62 @@ describe('native wire, DuckDB opening beside the first pages', () => {
   });
 });
 
-// The native path reads each part of an export as a row range: the pages holding the part's rows
-// and no others. Counted on the wire, through a proxy in front of the local service: a part must
-// not follow next_offset past its last row (each part read the result to its end before, some
-// 2.5x the bytes of the result for an export of four parts).
+// The native path reads the parts of an export as row ranges: the pages holding the parts' rows
+// and no others, parts that follow each other as one stream of pages. Counted on the wire, through
+// a proxy in front of the local service: a part must not follow next_offset past its last row (each
+// part read the result to its end once, some 2.5x the bytes of the result for an export of four
+// parts), and a page holding rows of two parts is asked for once (each part asked for its own pages,
+// so such a page twice, and the requests in flight ran dry at every part's end).
 describe('native parts read their own pages', () => {
+  // Parts of 12 rows on pages of 5: the second part starts and the third ends mid-page. Rows
+  // [0,12) on pages 0,5,10; [12,24) on 10,15,20; [24,36) on 20,25,30,35; [36,40) on 35.
+  const cases = [
+    { what: 'every part', indexes: [0, 1, 2, 3], offsets: [0, 5, 10, 15, 20, 25, 30, 35] },
+    // A resumed export with part 1 kept: part 0, then parts 2 and 3 from the page holding row 24.
+    { what: 'the parts a resumed export misses', indexes: [0, 2, 3], offsets: [0, 5, 10, 20, 25, 30, 35] },
+  ];
   for (const pages of ['csv', 'json'] as const) {
-    it(`asks over ${pages} pages for the pages of each part only, and writes every row once`, async () => {
-      const requests: string[] = [];
-      const proxy = await startProxy(svc.url, (url) => {
-        if (url.includes('/results')) requests.push(new URL(url, 'http://x').searchParams.get('offset') ?? '');
-        return undefined;
-      });
-      const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
-      try {
-        const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 40' });
-        await execution.wait();
-        const s = stream(client, { executionId: execution.id }, { wire: 'json' });
-        const info = await s.info();
-        const reader = (await s.rangeReader())!;
-        const native = nativeColumns(info.columns, pages);
-        if (!('columns' in native)) throw new Error(native.reason);
-        requests.length = 0;
-        // Parts of 12 rows on pages of 5: the second part starts and the third ends mid-page.
-        const parts: NativePart[] = [0, 1, 2, 3].map((index) => ({ index, firstRow: index * 12, rows: Math.min(12, 40 - index * 12) }));
-        const files: string[] = [];
-        await writeNativeParts({
-          reader,
-          specs: info.columns,
-          columns: native.columns as NativeColumn[],
-          pages,
-          parts,
-          parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
-          store: async (part, file) => {
-            const target = join(dir, `ranges-${pages}-${part.index}.parquet`);
-            await copyFile(file, target);
-            files.push(target);
-          },
+    for (const { what, indexes, offsets } of cases) {
+      it(`asks over ${pages} pages, for ${what}, for each page of the parts once, and writes every row once`, async () => {
+        const requests: string[] = [];
+        const proxy = await startProxy(svc.url, (url) => {
+          if (url.includes('/results')) requests.push(new URL(url, 'http://x').searchParams.get('offset') ?? '');
+          return undefined;
         });
-        // Rows [0,12) on pages 0,5,10; [12,24) on 10,15,20; [24,36) on 20,25,30,35; [36,40) on 35.
-        // Requests in flight together may reach the proxy in any order.
-        expect(requests.map(Number).sort((a, b) => a - b)).toEqual([0, 5, 10, 10, 15, 20, 20, 25, 30, 35, 35]);
-        const ids = await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet([${files.map((f) => `'${f}'`).join(', ')}]) ORDER BY id`)).getRowObjectsJS());
-        expect(ids.map((r) => Number(r['id']))).toHaveLength(40);
-        expect(new Set(ids.map((r) => Number(r['id']))).size).toBe(40);
-      } finally {
-        await client.close();
-        await proxy.close();
-      }
-    });
+        const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
+        try {
+          const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 40' });
+          await execution.wait();
+          const s = stream(client, { executionId: execution.id }, { wire: 'json' });
+          const info = await s.info();
+          const reader = (await s.rangeReader())!;
+          const native = nativeColumns(info.columns, pages);
+          if (!('columns' in native)) throw new Error(native.reason);
+          requests.length = 0;
+          const parts: NativePart[] = indexes.map((index) => ({ index, firstRow: index * 12, rows: Math.min(12, 40 - index * 12) }));
+          const files: string[] = [];
+          await writeNativeParts({
+            reader,
+            specs: info.columns,
+            columns: native.columns as NativeColumn[],
+            pages,
+            parts,
+            parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
+            store: async (part, file) => {
+              const target = join(dir, `ranges-${pages}-${indexes.length}-${part.index}.parquet`);
+              await copyFile(file, target);
+              files.push(target);
+            },
+          });
+          // Requests in flight together may reach the proxy in any order.
+          expect(requests.map(Number).sort((a, b) => a - b)).toEqual(offsets);
+          const ids = await Promise.all(files.map(async (f) => (await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet('${f}')`)).getRowObjectsJS())).map((r) => Number(r['id']))));
+          expect(ids).toEqual(parts.map((p) => Array.from({ length: p.rows }, (_, i) => p.firstRow + i)));
+        } finally {
+          await client.close();
+          await proxy.close();
+        }
+      });
+    }
   }
 });

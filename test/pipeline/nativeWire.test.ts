@@ -343,3 +343,55 @@ describe('native parts read their own pages', () => {
     }
   }
 });
+
+// DuckDB writes a part while the next one's pages come in; one that writes (or stores) more slowly
+// than the link brings the next part must not stop the link: the part after waits its turn on disk.
+describe('native parts, a slow write', () => {
+  it('fetches the pages of the part after next while the first part is still being stored, and writes every row once', async () => {
+    const requests: number[] = [];
+    let seen: (() => void) | undefined;
+    // The last page of part 2 (parts of 40 rows over pages of 5: pages 80 to 115).
+    const lastOfPart2 = new Promise<void>((resolve) => (seen = resolve));
+    const proxy = await startProxy(svc.url, (url) => {
+      if (!url.includes('/results')) return undefined;
+      const offset = Number(new URL(url, 'http://x').searchParams.get('offset'));
+      requests.push(offset);
+      if (offset === 115) seen!();
+      return undefined;
+    });
+    const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
+    try {
+      const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 120' });
+      await execution.wait();
+      const s = stream(client, { executionId: execution.id }, { wire: 'json' });
+      const info = await s.info();
+      const reader = (await s.rangeReader())!;
+      const native = nativeColumns(info.columns, 'csv');
+      if (!('columns' in native)) throw new Error(native.reason);
+      requests.length = 0;
+      const parts: NativePart[] = [0, 1, 2].map((index) => ({ index, firstRow: index * 40, rows: 40 }));
+      const ids: number[][] = [];
+      await writeNativeParts({
+        reader,
+        specs: info.columns,
+        columns: native.columns as NativeColumn[],
+        pages: 'csv',
+        parts,
+        parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
+        store: async (part, file) => {
+          if (part.index === 0) {
+            // Eight pages past the pages in flight: only fetched if the pages run ahead of the writes.
+            const late = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('part 2 was not fetched while part 0 was being stored')), 5_000));
+            await Promise.race([lastOfPart2, late]);
+          }
+          ids.push(await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet('${file}')`)).getRowObjectsJS().map((r) => Number(r['id']))));
+        },
+      });
+      expect(ids).toEqual(parts.map((p) => Array.from({ length: p.rows }, (_, i) => p.firstRow + i)));
+      expect(requests.sort((a, b) => a - b)).toEqual(Array.from({ length: 24 }, (_, k) => k * 5));
+    } finally {
+      await client.close();
+      await proxy.close();
+    }
+  });
+});

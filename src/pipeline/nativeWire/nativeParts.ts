@@ -2,10 +2,13 @@ import { rm } from 'node:fs/promises';
 import { ServiceClient } from '../../client/serviceClient.ts';
 import type { ColumnSpec } from '../../types/decode.ts';
 import type { RangeReader } from '../stream.ts';
+import type { OrderedPage } from '../fetchOrdered.ts';
 import type { NativeColumn, NativePages } from './duckdbColumns.ts';
 import { NativeEngine, type StagedPage } from './nativeEngine.ts';
-import type { OrderedPage } from '../fetchOrdered.ts';
 import { rangePages, type PageSource } from './nativePages.ts';
+
+/** Parts whose pages are in and not yet written: the one DuckDB writes, and one waiting its turn. */
+const WRITES_AHEAD = 2;
 
 /** One part of the output: rows `[firstRow, firstRow + rows)` of the result, written to one file. */
 export interface NativePart {
@@ -62,11 +65,16 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
   const engine = await NativeEngine.open(input);
   const client = new ServiceClient(input.reader.connection);
   const source: PageSource = { client, reader: input.reader, pages: input.pages ?? 'json', columns: input.specs.map((s) => s.name), signal: input.signal };
-  // The part DuckDB writes and stores while the next part's pages come in.
+  // The parts whose pages are in, written by DuckDB and stored one after another while the pages
+  // of the parts after them come in. Up to WRITES_AHEAD parts wait for DuckDB (their pages on disk,
+  // not in memory): a part DuckDB writes more slowly than the link brings the next one does not stop
+  // the link.
   let writing: Promise<void> | undefined;
+  const queued: Promise<void>[] = [];
   const write = async (part: NativePart, pages: StagedPage[]) => {
-    await writing;
-    writing = (async () => {
+    const previous = writing;
+    const mine = (async () => {
+      await previous;
       const file = await engine.write(part, pages);
       try {
         await input.store(part, file);
@@ -74,6 +82,11 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
         await rm(file, { force: true });
       }
     })();
+    // Its failure is met by whoever awaits it (the next write, or the export's end).
+    mine.catch(() => undefined);
+    writing = mine;
+    queued.push(mine);
+    while (queued.length > WRITES_AHEAD) await queued.shift();
   };
   try {
     for (const run of partRuns(input.parts)) {

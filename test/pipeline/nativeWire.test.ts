@@ -316,6 +316,7 @@ describe('native parts read their own pages', () => {
           const native = nativeColumns(info.columns, pages);
           if (!('columns' in native)) throw new Error(native.reason);
           requests.length = 0;
+          const sent = client.stats.requests;
           const parts: NativePart[] = indexes.map((index) => ({ index, firstRow: index * 12, rows: Math.min(12, 40 - index * 12) }));
           const files: string[] = [];
           await writeNativeParts({
@@ -333,6 +334,8 @@ describe('native parts read their own pages', () => {
           });
           // Requests in flight together may reach the proxy in any order.
           expect(requests.map(Number).sort((a, b) => a - b)).toEqual(offsets);
+          // Over the stream's own client, whose connections are open (not a client of their own).
+          expect(client.stats.requests - sent).toBe(offsets.length);
           const ids = await Promise.all(files.map(async (f) => (await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet('${f}')`)).getRowObjectsJS())).map((r) => Number(r['id']))));
           expect(ids).toEqual(parts.map((p) => Array.from({ length: p.rows }, (_, i) => p.firstRow + i)));
         } finally {

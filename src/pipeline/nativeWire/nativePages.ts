@@ -1,8 +1,7 @@
 import { InvalidResponseError, type ErrorContext } from '../../client/errors.ts';
-import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { KeepCoded } from '../../client/transport.ts';
 import { DEFAULT_CONCURRENCY, fetchOrdered, type OrderedPage, type PageShape } from '../fetchOrdered.ts';
-import type { RangeReader } from '../stream.ts';
+import type { RangeClient, RangeReader } from '../stream.ts';
 import type { NativePages } from './duckdbColumns.ts';
 import { pageRows } from './pageRows.ts';
 import { zstdHead, zstdIncomplete } from './zstdFrames.ts';
@@ -25,7 +24,7 @@ const KEEP_ZSTD: KeepCoded = { codings: ['zstd'], whole: (_coding, body) => zstd
 
 /** Where the pages come from and in which encoding. */
 export interface PageSource {
-  readonly client: ServiceClient;
+  readonly client: RangeClient;
   readonly reader: RangeReader;
   readonly pages: NativePages;
   /** The result's column names: the header every CSV page must start with, in this order. */

@@ -63,7 +63,9 @@ export interface NativePartsInput {
  */
 export async function writeNativeParts(input: NativePartsInput): Promise<void> {
   const engine = await NativeEngine.open(input);
-  const client = new ServiceClient(input.reader.connection);
+  // The stream's own client where it has one (its connections are open), else one of our own.
+  const own = input.reader.client === undefined ? new ServiceClient(input.reader.connection) : undefined;
+  const client = input.reader.client ?? own!;
   const source: PageSource = { client, reader: input.reader, pages: input.pages ?? 'json', columns: input.specs.map((s) => s.name), signal: input.signal };
   // The parts whose pages are in, written by DuckDB and stored one after another while the pages
   // of the parts after them come in. Up to WRITES_AHEAD parts wait for DuckDB (their pages on disk,
@@ -101,7 +103,7 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
     await writing?.catch(() => undefined);
     throw error;
   } finally {
-    await client.close();
+    await own?.close();
     await engine.close();
   }
 }

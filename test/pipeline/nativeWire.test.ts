@@ -398,3 +398,55 @@ describe('native parts, a slow write', () => {
     }
   });
 });
+
+// Pages come in out of order (on a real link, most of the time): a page done before the one at the
+// cursor must not hold its request's place, or fewer requests are in flight until the late one comes.
+describe('native range reads, a late page', () => {
+  it('keeps its requests in flight while the first page is late, and writes every row once', async () => {
+    let csvRequests = 0;
+    let whileLate = 0;
+    let release: (() => void) | undefined;
+    const late = new Promise<void>((resolve) => (release = resolve));
+    const proxy = await startProxy(
+      svc.url,
+      (url) => {
+        if (url.includes('/results/csv')) csvRequests++;
+        // Six requests: the late page, and five after it (four in flight, two done and waiting).
+        if (csvRequests >= 6) release!();
+        return undefined;
+      },
+      async (url) => {
+        if (!url.includes('/results/csv') || new URL(url, 'http://x').searchParams.get('offset') !== '0') return;
+        await Promise.race([late, new Promise((resolve) => setTimeout(resolve, 2_000))]);
+        whileLate = csvRequests;
+      },
+    );
+    const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
+    try {
+      const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 40' });
+      await execution.wait();
+      const s = stream(client, { executionId: execution.id }, { wire: 'json' });
+      const info = await s.info();
+      const reader = (await s.rangeReader())!;
+      const native = nativeColumns(info.columns, 'csv');
+      if (!('columns' in native)) throw new Error(native.reason);
+      const ids: number[] = [];
+      await writeNativeParts({
+        reader,
+        specs: info.columns,
+        columns: native.columns as NativeColumn[],
+        pages: 'csv',
+        parts: [{ index: 0, firstRow: 0, rows: 40 }],
+        parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
+        store: async (_part, file) => {
+          ids.push(...(await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet('${file}')`)).getRowObjectsJS())).map((r) => Number(r['id'])));
+        },
+      });
+      expect(whileLate).toBeGreaterThanOrEqual(6);
+      expect(ids).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    } finally {
+      await client.close();
+      await proxy.close();
+    }
+  });
+});

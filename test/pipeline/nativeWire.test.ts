@@ -450,3 +450,47 @@ describe('native range reads, a late page', () => {
     }
   });
 });
+
+describe('native parts, stopped while a part waits its turn', () => {
+  it('writes and stores no part after the stop, though its pages are in', async () => {
+    let seen: (() => void) | undefined;
+    // Asked for once the pages have run past part 1's end (parts of 40 rows over pages of 5,
+    // 6 pages ahead at most): part 1 then waits its turn behind part 0's store.
+    const partOneIn = new Promise<void>((resolve) => (seen = resolve));
+    const proxy = await startProxy(svc.url, (url) => {
+      if (url.includes('/results/csv') && new URL(url, 'http://x').searchParams.get('offset') === '115') seen!();
+      return undefined;
+    });
+    const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
+    try {
+      const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 120' });
+      await execution.wait();
+      const s = stream(client, { executionId: execution.id }, { wire: 'json' });
+      const info = await s.info();
+      const reader = (await s.rangeReader())!;
+      const native = nativeColumns(info.columns, 'csv');
+      if (!('columns' in native)) throw new Error(native.reason);
+      const stop = new AbortController();
+      const stored: number[] = [];
+      const failed = await writeNativeParts({
+        reader,
+        specs: info.columns,
+        columns: native.columns as NativeColumn[],
+        pages: 'csv',
+        parts: [0, 1, 2].map((index) => ({ index, firstRow: index * 40, rows: 40 })),
+        parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
+        signal: stop.signal,
+        store: async (part) => {
+          stored.push(part.index);
+          if (part.index !== 0) return;
+          await partOneIn;
+          stop.abort(new Error('stopped by the test'));
+        },
+      }).catch((e: unknown) => e);
+      expect([(failed as Error).message, stored]).toEqual(['stopped by the test', [0]]);
+    } finally {
+      await client.close();
+      await proxy.close();
+    }
+  });
+});

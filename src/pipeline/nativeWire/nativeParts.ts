@@ -77,6 +77,8 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
     const previous = writing;
     const mine = (async () => {
       await previous;
+      // A part that waited its turn is not written once the export is stopped.
+      input.signal?.throwIfAborted();
       const file = await engine.write(part, pages);
       try {
         await input.store(part, file);

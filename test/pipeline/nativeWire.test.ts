@@ -306,7 +306,10 @@ describe('native parts read their own pages', () => {
           if (url.includes('/results')) requests.push(new URL(url, 'http://x').searchParams.get('offset') ?? '');
           return undefined;
         });
-        const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
+        // The client's request hooks (telemetry's traceparent) see every request it sends.
+        const hooked: string[] = [];
+        const requestHeaders = (operation: string) => (hooked.push(operation), {});
+        const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin, requestHeaders });
         try {
           const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 40' });
           await execution.wait();
@@ -317,6 +320,7 @@ describe('native parts read their own pages', () => {
           if (!('columns' in native)) throw new Error(native.reason);
           requests.length = 0;
           const sent = client.stats.requests;
+          hooked.length = 0;
           const parts: NativePart[] = indexes.map((index) => ({ index, firstRow: index * 12, rows: Math.min(12, 40 - index * 12) }));
           const files: string[] = [];
           await writeNativeParts({
@@ -336,6 +340,7 @@ describe('native parts read their own pages', () => {
           expect(requests.map(Number).sort((a, b) => a - b)).toEqual(offsets);
           // Over the stream's own client, whose connections are open (not a client of their own).
           expect(client.stats.requests - sent).toBe(offsets.length);
+          expect(hooked).toHaveLength(offsets.length);
           const ids = await Promise.all(files.map(async (f) => (await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet('${f}')`)).getRowObjectsJS())).map((r) => Number(r['id']))));
           expect(ids).toEqual(parts.map((p) => Array.from({ length: p.rows }, (_, i) => p.firstRow + i)));
         } finally {

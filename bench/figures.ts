@@ -360,7 +360,9 @@ waiting on disk, so a part DuckDB writes more slowly than the link brings the ne
 the link; and the range reads go over the stream's own client, whose connections are open. Old and
 new code alternating in one harness at load 9-15 (bare download 1.59-1.77 s): the time from the
 columns to the last page went from 2.1-3.3 s to 1.9-2.3 s, 1.8-2.1 s with the prefetch; in the
-\`wire\` run of the table, 1.83 s against 1.71 s for the bare download, at load 11.
+\`wire\` run of the table's row (load 9), 1.69 s against 1.62 s for the bare download, the export
+1.68x the download with 0.39 s before its first page request and 0.63 s after its last page (the
+row was 2.89x in a run of the code before at load 10, 1.57x on the quiet machine of the morning).
 
 What is left are the two ends of the export, both CPU on this machine: before the first page request, the stream's first page
 (status and the first JSON page, read for the columns and the page size: two round trips, 0.6 MB

@@ -90,6 +90,9 @@ function mediaFormat(ctx: RequestContext, format: 'json' | 'csv'): Format | Repl
 }
 
 async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRecord, shape: ResultShape, format: Format): Promise<Reply> {
+  // Held while the page is made: the result store's bound does not drop it under this read (its
+  // body streams from handles opened meanwhile, which a drop does not cut).
+  const end = holdsResult(rec) ? svc.executions.readLeases.begin(rec.id) : undefined;
   try {
     return await serveRecord(svc, ctx, rec, shape, format);
   } catch (err) {
@@ -98,6 +101,8 @@ async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRec
     const now = svc.executions.get(rec.id);
     if (err instanceof HttpError && err.status === 404 && now !== undefined && !holdsResult(now)) return serveRecord(svc, ctx, now, shape, format);
     throw err;
+  } finally {
+    end?.();
   }
 }
 
@@ -154,7 +159,10 @@ function pagingOf(svc: ServiceContext, ctx: RequestContext, rec: Paging['rec'], 
   const apiPath = format === 'csv' ? PATHS.resultsCsv(rec.id) : PATHS.results(rec.id);
   const nextOf = (rowCount: number, matching: number): NextPage => {
     const next = shape.offset + rowCount;
-    if (req.sampleCount !== undefined || rowCount === 0 || next >= matching) return undefined;
+    const more = req.sampleCount === undefined && rowCount > 0 && next < matching;
+    // The reader holds the result until it asks for the next page (limits/readLeases.ts).
+    svc.executions.readLeases.paged(rec.id, shape.offset, more ? next : undefined);
+    if (!more) return undefined;
     return { offset: next, uri: nextUri(ctx.origin, apiPath, shape, next) };
   };
 

@@ -33,18 +33,23 @@ describe('ReadLeases', () => {
     leases.onRelease(() => released++);
     leases.stored('a');
     expect(leases.held('a')).toBe(true);
-    leases.paged('a', 0, 10);
-    leases.paged('a', 10, 20);
+    leases.paged('a', 0, 10, leases.mark());
+    leases.paged('a', 10, 20, leases.mark());
     now += 99;
     expect(leases.held('a')).toBe(true);
     expect(leases.nextLapse(['a', 'b'])).toBe(1);
     // The last page: nothing is left to hold it.
-    leases.paged('a', 20, undefined);
+    leases.paged('a', 20, undefined, leases.mark());
     expect(leases.held('a')).toBe(false);
     // A reader that stopped half-way: held until its lease lapses.
-    leases.paged('b', 0, 10);
+    leases.paged('b', 0, 10, leases.mark());
     now += 100;
     expect(leases.held('b')).toBe(false);
+    // Pages fetched at once, answered out of order: the first, made while the second was read, takes no lease.
+    const first = leases.mark();
+    leases.paged('c', 10, undefined, leases.mark());
+    leases.paged('c', 0, 10, first);
+    expect(leases.held('c')).toBe(false);
     expect(leases.nextLapse(['b'])).toBeUndefined();
     // In flight, whatever the leases; the end is told once.
     const end = leases.begin('b');

@@ -6,6 +6,9 @@
 //   first page), and by a lease taken by every page read that has a next page. A lease is keyed
 //   by the offset its reader asks for next: the read of that offset ends it (and takes the next
 //   one), the read of the last page takes none, so a reader that read to the end holds nothing.
+//   A reader fetching several pages at once (the connector's ordered fetch) gets them out of
+//   order: a page whose next one was already read while it was made takes no lease (that next
+//   page's reader has moved on), so no lease outlives the reading.
 //   A lease not followed lapses `limits.result_read_lease_ms` after it was taken (a reader that
 //   gave up, or a result nobody reads).
 // When a hold ends the bound is told, so that a store past its bound is bounded again at once.
@@ -17,6 +20,10 @@ export class ReadLeases {
   readonly #inFlight = new Map<string, number>();
   /** Leases by result id, then by the offset asked for next: when each lapses (several readers at one offset: the latest). */
   readonly #leases = new Map<string, Map<number, number>>();
+  /** By result id, then by offset: the count of page reads done when that offset was last read. */
+  readonly #readAt = new Map<string, Map<number, number>>();
+  /** Page reads done (a sequence, not a time: a manual clock does not move). */
+  #reads = 0;
   #released: () => void = () => {};
 
   constructor(leaseMs: number, now: () => number) {
@@ -48,10 +55,21 @@ export class ReadLeases {
     };
   }
 
-  /** A page at `offset` was read: the lease at that offset ends, one at `next` (if there is a next page) begins. */
-  paged(id: string, offset: number, next: number | undefined): void {
+  /** Taken when a page starts being made; passed to `paged` when it is made. */
+  mark(): number {
+    return this.#reads;
+  }
+
+  /**
+   * A page at `offset`, begun at `since` (`mark()`), was read: the lease at that offset ends, one
+   * at `next` (if there is a next page not read meanwhile) begins.
+   */
+  paged(id: string, offset: number, next: number | undefined, since: number): void {
+    let readAt = this.#readAt.get(id);
+    if (readAt === undefined) this.#readAt.set(id, (readAt = new Map()));
+    readAt.set(offset, ++this.#reads);
     this.#leases.get(id)?.delete(offset);
-    if (next !== undefined) this.#lease(id, next);
+    if (next !== undefined && (readAt.get(next) ?? 0) <= since) this.#lease(id, next);
     else if (this.#leases.get(id)?.size === 0) this.#leases.delete(id);
   }
 
@@ -80,6 +98,7 @@ export class ReadLeases {
   /** The result is gone (expired, deleted): nothing of it is kept. */
   forget(id: string): void {
     this.#leases.delete(id);
+    this.#readAt.delete(id);
   }
 
   #lease(id: string, offset: number): void {

@@ -263,6 +263,8 @@ async function engineCall<T>(fn: () => Promise<T>): Promise<T> {
   } catch (err) {
     if (err instanceof EngineError && err.kind === 'bad_request') throw new HttpError(400, `Bad Request: ${err.message}`);
     if (err instanceof EngineError && err.kind === 'not_found') throw new HttpError(404, MESSAGES.notFound);
+    // A page query is interrupted only by the service's own stop: the read is retried, not an internal error.
+    if (err instanceof EngineError && err.kind === 'canceled') throw new HttpError(503, `Service Unavailable: the service is stopping (${err.message}); retry once it is started again`, { 'retry-after': '1' });
     // The page did not fit in the engine's memory beside what else runs: the same page fits later.
     if (err instanceof EngineError && err.kind === 'capacity') {
       throw new HttpError(503, `Service Unavailable: the engine is short of memory for this page now (${err.message.split('\n')[0]}); retry after a moment, or ask for fewer rows (limit)`, { 'retry-after': '1' });

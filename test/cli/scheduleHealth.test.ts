@@ -37,6 +37,7 @@ describe('sluice schedule: readiness', () => {
     const failing = logLines(result.stderr).filter((l) => /job failing/.test(String(l.msg)));
     expect(failing).toHaveLength(1);
     expect(failing[0]).toMatchObject({ job: 'broke', code: 'PAYMENT_REQUIRED' });
+    expect(String(failing[0]!.msg)).toMatch(/credits for this billing cycle are spent: runs fail until the cycle ends \(`sluice usage` says when\)/);
   }, 60_000);
 
   it('refuses --failing-after 0', async () => {

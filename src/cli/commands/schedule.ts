@@ -187,10 +187,16 @@ function logHealthChange(log: Logger, change: HealthChange, failingAfter: number
   const cause = state.lastFailure;
   const fields = { job: state.job, consecutive_failures: state.consecutiveFailures, ...(cause ? { code: cause.code } : {}) };
   if (change.kind === 'failing') {
-    log.error(`job failing: its last ${failingAfter} runs failed (${cause?.code}: ${cause?.message}); /readyz answers 503 until a run succeeds, and further failures of this kind are not logged one by one`, fields);
+    log.error(`job failing: its last ${failingAfter} runs failed (${cause?.code}: ${cause?.message})${failingHint(cause?.code)}; /readyz answers 503 until a run succeeds, and further failures of this kind are not logged one by one`, fields);
   } else if (change.kind === 'cause changed') {
     log.error(`job still failing, now for another reason (${cause?.code}: ${cause?.message}; was ${change.previous.code})`, fields);
   } else {
     log.info(`job recovered: a run succeeded after failing (${cause?.code})`, fields);
   }
+}
+
+/** What a failing job's cause means for the runs to come, where retrying alone does not help. */
+function failingHint(code: string | undefined): string {
+  if (code === 'PAYMENT_REQUIRED') return "; the team's credits for this billing cycle are spent: runs fail until the cycle ends (`sluice usage` says when) or the plan grants more";
+  return '';
 }

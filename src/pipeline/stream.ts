@@ -321,7 +321,7 @@ export class ResultStream implements AsyncIterable<Row> {
   }
 
   /** The first CSV page's request, when `headStart()` asked for it and the execution's result can be read. */
-  #startHead(executionId: string, offset: number): CsvHead | undefined {
+  #startHead(executionId: string, offset: number, total: () => number | undefined): CsvHead | undefined {
     if (!this.#headWanted) return undefined;
     const client = this.#client;
     const o = this.#options;
@@ -333,6 +333,8 @@ export class ResultStream implements AsyncIterable<Row> {
       sortBy: o.sortBy,
       allowPartialResults: o.allowPartialResults,
       compressionOff: client.connectionOptions!().compression === 'off',
+      ahead: o.concurrency ?? DEFAULT_CONCURRENCY,
+      total,
       signal: o.signal,
     });
     return this.#csvHead;
@@ -533,7 +535,10 @@ export class ResultStream implements AsyncIterable<Row> {
     try {
       early = this.#firstPageEarly(firstOffset);
       // With the early page (an execution id, its status not known yet), the first CSV page too.
-      if (early !== undefined) head = this.#startHead((this.#source as { executionId: string }).executionId, firstOffset);
+      // No page is asked for ahead past the result's end, once the status tells it.
+      let total: number | undefined;
+      const totalRows = () => total;
+      if (early !== undefined) head = this.#startHead((this.#source as { executionId: string }).executionId, firstOffset, totalRows);
       let found: Resolution;
       try {
         found = await this.#resolution();
@@ -543,9 +548,10 @@ export class ResultStream implements AsyncIterable<Row> {
         throw error;
       }
       const resolved = found.resolved;
+      total = found.status.result_metadata?.total_row_count;
       // Pages of an execution whose result cannot be read (not finished, partial) are not wanted.
       if (found.status.state !== 'QUERY_STATE_COMPLETED' && !(found.status.state === 'QUERY_STATE_COMPLETED_PARTIAL' && this.#options.allowPartialResults)) head?.stop();
-      else head ??= this.#startHead(resolved.execution.id, firstOffset);
+      else head ??= this.#startHead(resolved.execution.id, firstOffset, totalRows);
       const earlyPage = await early?.usable(found.status);
       const firstRequestedAt = earlyPage === undefined ? performance.now() : early!.requestedAt;
       const firstPage = earlyPage ?? (await this.#fetchFirst(resolved.execution.id, firstOffset, signal));

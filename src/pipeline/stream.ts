@@ -310,8 +310,9 @@ export class ResultStream implements AsyncIterable<Row> {
   /**
    * For a caller about to export natively over CSV pages (src/export/nativeExport.ts): the first
    * CSV page is asked for together with the first page (which tells the columns), not one round trip
-   * and a page's transfer after it, and `rangeReader()` hands it to the range read starting there.
-   * A page not used (the export took another path) costs one request; under `auto`, a service that
+   * and a page's transfer after it, then the pages after it up to `concurrency` (nativeWire/csvHead.ts),
+   * and `rangeReader()` hands them to the range read starting there. Pages not used (the export
+   * took another path) cost their requests; under `auto`, a service that
    * answers the first page as Arrow has it stopped. Only before the first page was read, and where
    * rows can be read by range over JSON pages (no `filters`, not `wire: arrow`, a client that reads
    * CSV pages).

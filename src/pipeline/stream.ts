@@ -9,6 +9,7 @@ import { type BatchBuilder, compileJsonRowAppender, compileTextBatchReader, crea
 import { compileRowDecoder, sameColumns, type ColumnSpec, type DecodeOptions, type Row } from '../types/decode.ts';
 import { compileTextRows, type TextRead, type TextReader } from '../types/textRows.ts';
 import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
+import { startCsvHead, type CsvHead } from './nativeWire/csvHead.ts';
 import { releaseBody } from '../client/pageBody.ts';
 import { DEFAULT_CONCURRENCY, DEFAULT_PREFETCH, fetchOrdered, type OrderedPage, type PageRequest, type PageShape } from './fetchOrdered.ts';
 import { ProgressTracker, type Progress, type ProgressListener } from './progress.ts';
@@ -95,6 +96,8 @@ export interface RangeReader {
    * page). Closing it stays its owner's.
    */
   readonly client?: RangeClient | undefined;
+  /** The first CSV page, asked for ahead (`ResultStream.headStart()`), for the range read that starts there. */
+  readonly csvHead?: CsvHead | undefined;
   readonly executionId: string;
   readonly totalRows: number;
   /** The wire was chosen by the stream (`auto`: Arrow when the service serves it, else JSON), not asked for. */
@@ -267,6 +270,9 @@ export class ResultStream implements AsyncIterable<Row> {
   #progress: ProgressTracker | undefined;
   /** Whether the service answered the first page with Arrow (known once the first page arrived). */
   #arrowOffered = false;
+  /** `headStart()` was called: the first CSV page is asked for with the first page. */
+  #headWanted = false;
+  #csvHead: CsvHead | undefined;
 
   constructor(client: StreamClient, source: StreamSource, options: StreamOptions = {}) {
     checkOptions(options);
@@ -299,6 +305,40 @@ export class ResultStream implements AsyncIterable<Row> {
     checkOptions(position);
     if (position.startOffset !== undefined) this.#options.startOffset = position.startOffset;
     if (position.pageSize !== undefined) this.#options.pageSize = position.pageSize;
+  }
+
+  /**
+   * For a caller about to export natively over CSV pages (src/export/nativeExport.ts): the first
+   * CSV page is asked for together with the first page (which tells the columns), not one round trip
+   * and a page's transfer after it, then the pages after it up to `concurrency` (nativeWire/csvHead.ts),
+   * and `rangeReader()` hands them to the range read starting there. Pages not used (the export
+   * took another path) cost their requests; under `auto`, a service that
+   * answers the first page as Arrow has it stopped. Only before the first page was read, and where
+   * rows can be read by range over JSON pages (no `filters`, not `wire: arrow`, a client that reads
+   * CSV pages).
+   */
+  headStart(): void {
+    this.#headWanted = this.#started === undefined && this.#wire() !== 'arrow' && this.#options.filters === undefined && this.#client.getResultsCsv !== undefined && this.#client.connectionOptions !== undefined;
+  }
+
+  /** The first CSV page's request, when `headStart()` asked for it and the execution's result can be read. */
+  #startHead(executionId: string, offset: number, total: () => number | undefined): CsvHead | undefined {
+    if (!this.#headWanted) return undefined;
+    const client = this.#client;
+    const o = this.#options;
+    this.#csvHead = startCsvHead({ getResultsWire: client.getResultsWire.bind(client), getResultsCsv: client.getResultsCsv!.bind(client) }, {
+      executionId,
+      offset,
+      limit: o.pageSize,
+      columns: o.columns,
+      sortBy: o.sortBy,
+      allowPartialResults: o.allowPartialResults,
+      compressionOff: client.connectionOptions!().compression === 'off',
+      ahead: o.concurrency ?? DEFAULT_CONCURRENCY,
+      total,
+      signal: o.signal,
+    });
+    return this.#csvHead;
   }
 
   /** Typed rows, keyed by column name in `column_names` order. */
@@ -380,6 +420,7 @@ export class ResultStream implements AsyncIterable<Row> {
     return {
       connection: client.connectionOptions(),
       client: csv === undefined ? undefined : { getResultsWire: client.getResultsWire.bind(client), getResultsCsv: csv },
+      csvHead: this.#csvHead,
       executionId: info.executionId,
       totalRows: total,
       wireChosen: this.#wire() === 'auto',
@@ -491,20 +532,32 @@ export class ResultStream implements AsyncIterable<Row> {
     const start = this.#options.startOffset ?? 0;
     const firstOffset = this.#options.pageSize === undefined ? start : start - (start % this.#options.pageSize);
     let early: EarlyPage | undefined;
+    let head: CsvHead | undefined;
     try {
       early = this.#firstPageEarly(firstOffset);
+      // With the early page (an execution id, its status not known yet), the first CSV page too.
+      // No page is asked for ahead past the result's end, once the status tells it.
+      let total: number | undefined;
+      const totalRows = () => total;
+      if (early !== undefined) head = this.#startHead((this.#source as { executionId: string }).executionId, firstOffset, totalRows);
       let found: Resolution;
       try {
         found = await this.#resolution();
       } catch (error) {
-        // Nothing waits for the early page once the wait has failed: stop it.
+        // Nothing waits for the early pages once the wait has failed: stop them.
         early?.stop();
         throw error;
       }
       const resolved = found.resolved;
+      total = found.status.result_metadata?.total_row_count;
+      // Pages of an execution whose result cannot be read (not finished, partial) are not wanted.
+      if (found.status.state !== 'QUERY_STATE_COMPLETED' && !(found.status.state === 'QUERY_STATE_COMPLETED_PARTIAL' && this.#options.allowPartialResults)) head?.stop();
+      else head ??= this.#startHead(resolved.execution.id, firstOffset, totalRows);
       const earlyPage = await early?.usable(found.status);
       const firstRequestedAt = earlyPage === undefined ? performance.now() : early!.requestedAt;
       const firstPage = earlyPage ?? (await this.#fetchFirst(resolved.execution.id, firstOffset, signal));
+      // Over Arrow pages, nothing is exported natively: the CSV page is not wanted.
+      if (this.#arrowOffered) head?.stop();
       const first = this.#check(resolved, firstPage, undefined);
       checkUniqueNames(first.metadata.column_names, resolved.execution.id);
       const metadata = first.metadata;
@@ -523,6 +576,8 @@ export class ResultStream implements AsyncIterable<Row> {
       };
       return { info, resolved, first, firstOffset, firstRequestedAt };
     } catch (error) {
+      head?.stop();
+      this.#csvHead = undefined;
       // A later call must not see this failure cached: let it try again.
       this.#started = undefined;
       throw abortError(error, signal, 'stream');

@@ -187,6 +187,17 @@ describe('sources', () => {
     expect((await other.info()).started).toBe(true);
   });
 
+  it('a failed execution rejects with the same error when its first CSV page was asked for early (headStart)', async () => {
+    const e = await client.execute({ sql: 'SELECT no_such_column FROM sample.events' });
+    const plain: unknown = await stream(client, { executionId: e.id }).info().catch((error: unknown) => error);
+    const early = stream(client, { executionId: e.id });
+    early.headStart();
+    const got: unknown = await early.info().catch((error: unknown) => error);
+    expect(plain).toBeInstanceOf(ExecutionFailedError);
+    expect(got).toBeInstanceOf(ExecutionFailedError);
+    expect((got as Error).message).toBe((plain as Error).message);
+  });
+
   it('a failed execution rejects with ExecutionFailedError', async () => {
     await expect(collect(stream(client, { sql: 'SELECT no_such_column FROM sample.events' }))).rejects.toThrow(ExecutionFailedError);
   });

@@ -9,7 +9,7 @@ import type { ReadyChunk } from './backfillChunks.ts';
 import { readOptions } from '../run/readOptions.ts';
 
 /** What the write phase reads of a result (`writeOutputs`): one execution's stream, or a backfill's chunks as one. */
-export type RunResult = Pick<ResultStream, 'seek' | 'info' | 'schema' | 'batches' | 'rangeReader' | 'progress'>;
+export type RunResult = Pick<ResultStream, 'seek' | 'info' | 'schema' | 'batches' | 'rangeReader' | 'progress'> & Partial<Pick<ResultStream, 'headStart'>>;
 
 /**
  * A backfill's chunks read as one result: their rows in chunk order, one row offset across them,

@@ -1,5 +1,6 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { ExportMeta, ExportSummary, OpenedExport } from '../../export/writeExport.ts';
+import { NATIVE_PAGES } from '../../export/nativeExport.ts';
 import type { RangeReader } from '../../pipeline/stream.ts';
 import type { RunResult } from '../backfill/backfillStream.ts';
 import type { OutputSessions } from '../output/outputSession.ts';
@@ -69,7 +70,7 @@ export async function writeOutputs(options: WriteOutputsOptions): Promise<Writte
     const sessionOf = (k: number) => options.outputs.at(options.pending[k]!);
     const candidates = all.filter(({ k }) => mayBeNative(options.outputs.job, sessionOf(k).output));
     const startRow = all.length > 0 ? Math.min(...all.map(({ o }) => o.startRow)) : 0;
-    const { schema, meta } = await seekAndDescribe(options, startRow, opened.find((o) => o.pageSize !== undefined)?.pageSize);
+    const { schema, meta } = await seekAndDescribe(options, startRow, opened.find((o) => o.pageSize !== undefined)?.pageSize, candidates.length > 0);
     let first: { error: unknown } | undefined;
     const failed = (error: unknown): never => {
       // Stop the others: outputs of one run are all written, or the run fails. The abort also
@@ -86,6 +87,7 @@ export async function writeOutputs(options: WriteOutputsOptions): Promise<Writte
     // Written natively: they read their parts by row ranges (unless a feature reshapes their rows).
     const reshaped = (index: number) => options.features.some((f) => f.reshapes?.(index, schema) === true);
     const native = reader === undefined ? [] : candidates.filter(({ k }) => writtenNatively(sessionOf(k).output, schema, reader, reshaped(options.pending[k]!)));
+    dropUnusedHead(reader, native.length);
     const serial = all.filter((o) => !native.includes(o));
     // With no output left to write, nothing reads the one read but what is written beside.
     const drainRead = serial.length === 0 && beside.some((b) => b.needsRead) ? () => options.result.batches() : undefined;
@@ -119,10 +121,12 @@ async function openOne(options: WriteOutputsOptions, index: number): Promise<Ope
 }
 
 /** Seeks to where the serial outputs start, on the killed run's page grid (batches, so row groups, so bytes, are cut at the same rows). */
-async function seekAndDescribe(options: WriteOutputsOptions, startRow: number, pageSize: number | undefined): Promise<{ schema: Schema; meta: ExportMeta }> {
+async function seekAndDescribe(options: WriteOutputsOptions, startRow: number, pageSize: number | undefined, maybeNative: boolean): Promise<{ schema: Schema; meta: ExportMeta }> {
   const { result } = options;
   const job = options.outputs.job;
   result.seek({ ...(startRow > 0 ? { startOffset: startRow } : {}), ...(pageSize === undefined ? {} : { pageSize }) });
+  // An output that may be written natively (over CSV pages) has its first page asked for with the columns.
+  if (maybeNative && NATIVE_PAGES === 'csv') result.headStart?.();
   const info = await result.info();
   options.on.pageSize(info.pageSize);
   const schema = await result.schema();
@@ -137,6 +141,11 @@ async function seekAndDescribe(options: WriteOutputsOptions, startRow: number, p
     ...(parameters ? { parameters } : {}),
   };
   return { schema, meta };
+}
+
+/** The first CSV page asked for ahead (`headStart`) is stopped and let go when no output is written natively. */
+function dropUnusedHead(reader: RangeReader | undefined, native: number): void {
+  if (native === 0) reader?.csvHead?.stop();
 }
 
 /** The outputs this thread writes, each from its branch of the one read, as each feature shapes it. */

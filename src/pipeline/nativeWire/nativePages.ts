@@ -20,7 +20,7 @@ export interface NativePage extends PageShape {
  * frees the page's text, a fifth of the bytes. Each is walked whole first (zstdFrames.ts). A page
  * in another coding (gzip, which DuckDB would read without checking it whole) is decoded as usual.
  */
-const KEEP_ZSTD: KeepCoded = { codings: ['zstd'], whole: (_coding, body) => zstdIncomplete(body) };
+export const KEEP_ZSTD: KeepCoded = { codings: ['zstd'], whole: (_coding, body) => zstdIncomplete(body) };
 
 /** Where the pages come from and in which encoding. */
 export interface PageSource {
@@ -88,7 +88,10 @@ async function csvPage(source: PageSource, request: { offset: number; limit: num
   const { client, reader } = source;
   let sizes: [number, number] = [0, 0];
   const keep = reader.connection.compression === 'off' ? {} : { keepCoded: KEEP_ZSTD };
-  const page = await client.getResultsCsv(reader.executionId, { ...shaping(source, request, signal), ...keep, onBodyBytes: (wire, decoded) => (sizes = [wire, decoded]) });
+  // The first page may be under way already, asked for while the stream learnt the columns.
+  const ahead = await reader.csvHead?.take(request, signal);
+  if (ahead !== undefined) sizes = [ahead.wireBytes, ahead.decodedBytes];
+  const page = ahead?.page ?? (await client.getResultsCsv(reader.executionId, { ...shaping(source, request, signal), ...keep, onBodyBytes: (wire, decoded) => (sizes = [wire, decoded]) }));
   const coding = page.coding === 'zstd' ? 'zstd' : undefined;
   const head = coding === undefined ? page.body : csvHead(page.body);
   const header = csvHeaderOf(head);

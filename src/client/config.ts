@@ -59,6 +59,12 @@ export interface ClientOptions {
    * it saves: see docs/protocol.md section 7.
    */
   compression?: Compression;
+  /**
+   * The service is known to serve Arrow pages (the embedded local service): a read that may go
+   * native asks for no CSV pages ahead of its first page (`ResultStream.headStart`), which such a
+   * service would answer by encoding CSV that no output reads.
+   */
+  servesArrowPages?: boolean;
   /** Called before every HTTP attempt (the URL is key-free). */
   onRequest?: (event: RequestEvent) => void;
   /** Called before every retry, with the error that caused it and the delay chosen. */

@@ -154,8 +154,11 @@ export class ServiceClient {
   readonly #ownsDispatcher: boolean;
   readonly #http: Http;
 
+  readonly #servesArrowPages: boolean;
+
   constructor(options: ClientOptions = {}) {
     this.#config = resolveConfig(options);
+    this.#servesArrowPages = options.servesArrowPages === true;
     this.baseUrl = this.#config.baseUrl;
     this.#ownsDispatcher = options.dispatcher === undefined;
     // Idle sockets are dropped well before common server keep-alive timeouts (Node's is 5 s; undici also
@@ -184,7 +187,7 @@ export class ServiceClient {
    */
   connectionOptions(): ClientOptions {
     const c = this.#config;
-    return { apiKey: c.apiKey, apiKeyFrom: c.apiKeyFrom, baseUrl: c.baseUrl, apiKeyIn: c.apiKeyIn, timeoutMs: c.timeoutMs, retry: { ...c.retry }, keepAlive: c.keepAlive, userAgent: c.userAgent, compression: c.compression, governor: this.governor.shared, env: {} };
+    return { apiKey: c.apiKey, apiKeyFrom: c.apiKeyFrom, baseUrl: c.baseUrl, apiKeyIn: c.apiKeyIn, timeoutMs: c.timeoutMs, retry: { ...c.retry }, keepAlive: c.keepAlive, userAgent: c.userAgent, compression: c.compression, governor: this.governor.shared, servesArrowPages: this.#servesArrowPages, env: {} };
   }
 
   // ---- executions ----

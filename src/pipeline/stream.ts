@@ -313,12 +313,14 @@ export class ResultStream implements AsyncIterable<Row> {
    * and a page's transfer after it, then the pages after it up to `concurrency` (nativeWire/csvHead.ts),
    * and `rangeReader()` hands them to the range read starting there. Pages not used (the export
    * took another path) cost their requests; under `auto`, a service that
-   * answers the first page as Arrow has it stopped. Only before the first page was read, and where
+   * answers the first page as Arrow has it stopped; a client told its service serves Arrow pages
+   * (the embedded service) asks for none, since that service would encode CSV pages no output
+   * reads. Only before the first page was read, and where
    * rows can be read by range over JSON pages (no `filters`, not `wire: arrow`, a client that reads
    * CSV pages).
    */
   headStart(): void {
-    this.#headWanted = this.#started === undefined && this.#wire() !== 'arrow' && this.#options.filters === undefined && this.#client.getResultsCsv !== undefined && this.#client.connectionOptions !== undefined;
+    this.#headWanted = this.#started === undefined && this.#wire() !== 'arrow' && this.#options.filters === undefined && this.#client.getResultsCsv !== undefined && this.#client.connectionOptions !== undefined && this.#client.connectionOptions().servesArrowPages !== true;
   }
 
   /** The first CSV page's request, when `headStart()` asked for it and the execution's result can be read. */

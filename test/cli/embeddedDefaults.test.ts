@@ -1,6 +1,7 @@
 // The embedded service a job file starts without a settings file is made to run for months:
 // results kept a day, credits a schedule cannot spend in a cycle; `sluice usage` shows what its
 // data folder holds on disk.
+import { readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +24,9 @@ describe('the embedded service defaults', () => {
     const run = await startSluice(['run', file, '--json'], { env: { SERVICE_API_KEY: 'sk_embedded_defaults_test' } }).done;
     expect(run.code, run.stderr).toBe(0);
     const summary = JSON.parse(run.stdout) as { execution_id: string; credits: number };
+    // A job reading Arrow pages has the embedded service encode Arrow only: no CSV pages asked for ahead.
+    const enc = join(dir, 'service', 'engine', 'results', `${summary.execution_id}.enc`);
+    expect(readdirSync(enc).filter((n) => n !== 'frames').sort()).toEqual(['arrow']);
 
     const env = { SERVICE_API_KEY: 'sk_embedded_defaults_test' };
     const usage = await startSluice(['usage', '--json', '--data-dir', join(dir, 'service')], { env }).done;

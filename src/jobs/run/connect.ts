@@ -151,7 +151,7 @@ function useOwner(folder: Folder, owner: Owner, releaseLease: () => Promise<void
   // The other process made sample.events with its own row count; this job's cannot apply.
   const ignored = folder.sampleRows === undefined || folder.sampleRows === owner.sample_rows ? {} : { ignoredSampleRows: folder.sampleRows };
   options.onShared?.({ url: owner.url, dataDir: folder.dataDir, pid: owner.pid, ...ignored });
-  const client = new ServiceClient({ baseUrl: owner.url, apiKey, apiKeyFrom: folder.defaultSettings ? `the owner record of ${folder.dataDir}` : folder.apiKeyFrom, env: {}, ...rate });
+  const client = new ServiceClient({ baseUrl: owner.url, apiKey, apiKeyFrom: folder.defaultSettings ? `the owner record of ${folder.dataDir}` : folder.apiKeyFrom, env: {}, servesArrowPages: true, ...rate });
   return connected(client, owner.url, false, releaseLease);
 }
 
@@ -166,7 +166,7 @@ async function startOwn(folder: Folder, rate: Rate, options: ConnectOptions): Pr
     advertise: folder.defaultSettings ? { key: folder.apiKey } : {},
   });
   options.onEmbedded?.({ url: service.url, dataDir: folder.dataDir, notices: service.notices });
-  const client = new ServiceClient({ baseUrl: service.url, apiKey: folder.apiKey, apiKeyFrom: folder.apiKeyFrom, env: {}, ...rate });
+  const client = new ServiceClient({ baseUrl: service.url, apiKey: folder.apiKey, apiKeyFrom: folder.apiKeyFrom, env: {}, servesArrowPages: true, ...rate });
   // Other processes using this service finish first, unless this command was stopped.
   return { ...connected(client, service.url, true, () => service.close(options.signal)), serviceHeap: () => service.heapStatistics() };
 }

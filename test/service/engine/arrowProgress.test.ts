@@ -31,7 +31,7 @@ test('each advance(n) of the Arrow encoder comes once the chunks of rows [0, n) 
   const seen: Array<{ rows: number; page: Uint8Array | undefined; pageRows: number | undefined }> = [];
   const checks: Array<Promise<void>> = [];
   const progress = {
-    hungry: () => true,
+    hungry: () => true as boolean,
     advance(rows: number): void {
       // What a reader woken now for the last chunk announced reads (before the encoder goes on).
       const last = Math.floor((rows - 1) / chunkRows) * chunkRows;

@@ -60,12 +60,14 @@ export function formatDir(encoded: string, format: StoredFormat): string {
 }
 
 /**
- * Told by the writers how far they are, so that readers can read what is written: `hungry()` says
- * a reader waits for rows not on disk yet (the buffers are then written out at once), `advance(n)`
+ * Told by the writers how far they are, so that readers can read what is written: `hungry(n)`
+ * says a reader waits for rows not on disk yet that are all among the first n (written or in the
+ * buffers: the buffers are then written out at once; a reader waiting for rows not rendered yet
+ * gains nothing from a write of part of them, and each write holds the encoder up), `advance(n)`
  * that the first n rows are readable.
  */
 export interface WriteProgress {
-  hungry(): boolean;
+  hungry(rows: number): boolean;
   advance(rows: number): void;
 }
 
@@ -148,7 +150,7 @@ export async function writeRowEncodings(
         if (!chunk || chunk.rowCount === 0) break;
         chunkFetched();
         await split.chunk(chunk);
-        if (progress?.hungry()) progress.advance(await split.flush());
+        if (progress?.hungry(split.rows)) progress.advance(await split.flush());
       }
       // An interrupted stream ends early, as if it were whole: the count check below would say so too.
       if (stopped()) throw new Error('encoding stopped');

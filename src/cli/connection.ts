@@ -12,6 +12,7 @@ export const CONNECTION_OPTIONS: Readonly<Record<string, OptionSpec>> = {
   'base-url': { type: 'string', valueName: 'URL', description: 'Service URL (default $SERVICE_BASE_URL; unset: the embedded local service)' },
   'api-key-env': { type: 'string', valueName: 'NAME', description: 'Environment variable holding the API key', default: 'SERVICE_API_KEY' },
   'data-dir': { type: 'string', valueName: 'DIR', description: 'Data directory of the embedded local service', default: '.sluice/service' },
+  settings: { type: 'string', valueName: 'FILE', description: "Settings file of the embedded local service, as a job file's connection.embedded.settings (read over the embedded defaults): give the job's, so that its teams, keys and bounds apply" },
   'sample-rows': { type: 'string', valueName: 'N', description: 'Rows of sample.events in the embedded service: created with N rows, or rebuilt if it holds another count (unset: 1,000,000 when created; an existing table is kept)' },
 };
 
@@ -20,6 +21,7 @@ export async function connectFromFlags(values: OptionValues, io: CliIo, log: Log
   const sampleRows = stringOption(values, 'sample-rows');
   if (sampleRows !== undefined && !/^\d+$/.test(sampleRows)) throw new UsageError(`--sample-rows must be a whole number, got ${JSON.stringify(sampleRows)}`);
   const baseUrl = stringOption(values, 'base-url') ?? io.env.SERVICE_BASE_URL;
+  const settings = stringOption(values, 'settings');
   return connectLogged(
     {
       ...(baseUrl ? { base_url: baseUrl } : {}),
@@ -27,6 +29,7 @@ export async function connectFromFlags(values: OptionValues, io: CliIo, log: Log
       embedded: {
         data_dir: stringOption(values, 'data-dir') ?? '.sluice/service',
         ...(sampleRows === undefined ? {} : { sample_rows: Number(sampleRows) }),
+        ...(settings === undefined ? {} : { settings }),
       },
     },
     io,

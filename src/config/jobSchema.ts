@@ -366,7 +366,7 @@ function typeKnown(type: string): boolean {
 export const EmbeddedServiceSchema = z
   .strictObject({
     data_dir: z.string().min(1).optional().describe('Where the embedded service keeps its database (default ./.sluice/service)'),
-    settings: z.string().min(1).optional().describe('A service settings file (YAML), e.g. config/service.yaml'),
+    settings: z.string().min(1).optional().describe('A service settings file (YAML), read over the embedded defaults: it need only name what it changes (e.g. engine: { memory_limit: 1GiB }); config/service.yaml is a whole one'),
     sample_rows: z.number().int().nonnegative().optional().describe('Rows of sample.events: created with this many, or rebuilt when it holds another count (unset: 1,000,000 when created; an existing table is kept)'),
   })
   .describe('The local service started in-process when base_url is absent');

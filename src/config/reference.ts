@@ -60,6 +60,8 @@ current. -->
 Every field of the local query service's settings file (\`sluice serve --config FILE\`, or
 \`connection.embedded.settings\` in a job file), with its type, default and meaning;
 \`config/service.yaml\` is an example. What the service does with them: [local-service.md](local-service.md).
+A file need only name what it changes: one without \`teams\` keeps the default team and its key, and
+the embedded service reads its file over its own defaults ([local-service.md](local-service.md#settings)).
 `;
 
 /** Markdown of every field of the job file schema, one section per object. */

@@ -205,9 +205,16 @@ export function parseSettings(input: unknown, source = 'settings'): ServiceSetti
 /**
  * Loads a YAML settings file. `${VAR}` and `${VAR:-default}` in its values are replaced from
  * `env` first (the job files' rules, src/config/interpolate.ts; `$${` is a literal `${`), so a
- * settings file in a repository can take its API keys from the environment.
+ * settings file in a repository can take its API keys from the environment. With `base`, the file
+ * is read over it (`mergeSettings`): it need only name what it changes.
  */
-export async function loadSettingsFile(path: string, env: Env = process.env): Promise<ServiceSettings> {
+export async function loadSettingsFile(path: string, env: Env = process.env, base?: ServiceSettingsInput): Promise<ServiceSettings> {
+  const given = await readSettingsFile(path, env);
+  return parseSettings(base === undefined ? given : mergeSettings(base, given), path);
+}
+
+/** A settings file's fields as written, `${VAR}` replaced, not yet checked against the schema. */
+export async function readSettingsFile(path: string, env: Env = process.env): Promise<Record<string, unknown>> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -222,7 +229,29 @@ export async function loadSettingsFile(path: string, env: Env = process.env): Pr
   if (issues.length > 0) {
     throw new SettingsError(issues.map((i) => `${path}${i.line === undefined ? '' : `:${i.line}:${i.col ?? 1}`} ${i.path}: ${i.message}`).join('; '));
   }
-  return parseSettings(doc.toJS(), path);
+  const fields: unknown = doc.toJS();
+  if (fields === null || fields === undefined) return {};
+  if (!isPlainObject(fields)) throw new SettingsError(`${path}: expected settings fields (teams, limits, engine, ...), got ${Array.isArray(fields) ? 'a list' : JSON.stringify(fields)}`);
+  return fields;
+}
+
+/**
+ * `over` read over `base`: a field `over` gives replaces the base's, except that two objects
+ * (limits, engine, tiers, faults, a tier) are merged field by field; lists (teams, keys,
+ * datasets) are replaced whole. So a file that names only `engine.memory_limit` keeps every
+ * other setting of the base, teams and keys included.
+ */
+export function mergeSettings(base: object, over: Record<string, unknown>): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...base };
+  for (const [name, value] of Object.entries(over)) {
+    const under = merged[name];
+    merged[name] = isPlainObject(under) && isPlainObject(value) ? mergeSettings(under, value) : value;
+  }
+  return merged;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

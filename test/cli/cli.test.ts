@@ -74,7 +74,9 @@ describe('sluice (spawned)', () => {
 
   it('validate reports each kind of mistake with file, line, path and what is expected (exit 2)', async () => {
     const good = `jobs:\n  - name: a\n    source: { sql: select 1 }\n    outputs:\n      - format: csv\n        path: ./o\n`;
+    const badSettings = await jobFile('bad-settings.yaml', 'engine: { memory_limit: lots }\n');
     const cases: [string, string, RegExp][] = [
+      ['settings.yaml', `connection:\n  embedded: { settings: ${badSettings} }\n${good}`, /bad-settings\.yaml: engine\.memory_limit: a size is a number of bytes or a number with a unit/],
       ['unknown.yaml', good.replace('path: ./o', 'path: ./o\n        compresion: zstd'), /unknown\.yaml:7:9 jobs\[0\]\.outputs\[0\]\.compresion: unknown field/],
       ['type.yaml', `${good}    retries: many\n`, /type\.yaml:7:14 jobs\[0\]\.retries: expected number, got string "many"/],
       ['cron.yaml', `${good}    schedule: "every hour"\n`, /cron\.yaml:7:15 jobs\[0\]\.schedule: invalid cron expression "every hour"/],

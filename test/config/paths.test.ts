@@ -54,12 +54,14 @@ describe('paths in a job file', () => {
     const dir = await mkdtemp(join(tmpdir(), 'sluice-paths-'));
     try {
       await mkdir(join(dir, 'etc'));
-      await writeFile(join(dir, 'service.yaml'), 'teams: [{ name: demo, keys: [{ key: sk_x, scopes: [Admin] }] }]\n');
-      await writeFile(join(dir, 'etc', 'jobs.yaml'), JOBS);
+      // validate reads the settings file too: it must be where the job file's path says.
+      await writeFile(join(dir, 'service.yaml'), 'teams: [{ name: demo, keys: [{ key: sk_paths_admin, scopes: [Admin] }] }]\n');
+      await writeFile(join(dir, 'etc', 'jobs.yaml'), JOBS.replace('../service.yaml', './service.yaml'));
       const result = await startSluice(['validate', 'etc/jobs.yaml'], { cwd: dir, env: testEnv() }).done;
       expect(result.code, result.stderr).toBe(0);
       expect(result.stdout).toContain(`state_dir: ${join(dir, 'state')}`);
       expect(result.stdout).toContain(`embedded service data: ${join(dir, 'svc')}`);
+      expect(result.stdout).toContain(`embedded service settings: ${join(dir, 'service.yaml')}`);
       expect(result.stdout).toContain(`a: ${join(dir, 'out', 'a')} (csv)`);
       expect(result.stdout).toContain(join(dir, 'etc', 'beside'));
       expect(result.stdout).toContain('s3://bucket/a');

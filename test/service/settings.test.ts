@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exitCodeOf, EXIT } from '../../src/cli/exitCodes.ts';
 import { SluiceError } from '../../src/errors.ts';
-import { SettingsError, defaultSettings, loadSettingsFile, parseSettings, resolveTier } from '../../src/service/settings.ts';
+import { SettingsError, defaultSettings, loadSettingsFile, parseSettings, readSettingsFile, resolveTier } from '../../src/service/settings.ts';
+import { startService } from '../../src/service/index.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -151,5 +152,49 @@ describe('service settings', () => {
     const generated = defaultSettings({});
     expect(generated.generatedKey).toMatch(/^sk_.{20,}$/);
     expect(generated.settings.teams[0]?.keys[0]?.key).toBe(generated.generatedKey);
+  });
+  it('a file read over base settings names only what it changes: objects merge field by field, lists are replaced', async () => {
+    const base = { teams: [{ name: 'demo', plan: { credits_per_cycle: 5 }, keys: [{ key: 'sk_base_admin', scopes: ['Admin'] }] }], limits: { retention_days: 1, result_store_max_bytes: 1024 } };
+    const path = join(dir, 'partial.yaml');
+    await writeFile(path, 'limits: { retention_days: 3 }\nengine: { memory_limit: 300MiB }\ntiers: { small: { threads: 2 } }\n');
+    const s = await loadSettingsFile(path, {}, base);
+    expect(s.teams).toEqual([expect.objectContaining({ name: 'demo', plan: expect.objectContaining({ credits_per_cycle: 5 }), keys: [{ key: 'sk_base_admin', scopes: ['Admin'] }] })]);
+    expect([s.limits.retention_days, s.limits.result_store_max_bytes, s.limits.page_rows]).toEqual([3, 1024, 32_000]);
+    expect([s.engine.memory_limit, s.engine.max_temp_directory_size, s.tiers.small.threads]).toEqual(['300MiB', '8GiB', 2]);
+    // A file's teams replace the base's whole (a team's plan is not taken from another team).
+    await writeFile(path, 'teams: [{ name: ops, keys: [{ key: sk_ops_admin, scopes: [Admin] }] }]\n');
+    const replaced = await loadSettingsFile(path, {}, base);
+    expect(replaced.teams.map((t) => [t.name, t.plan.credits_per_cycle])).toEqual([['ops', 10_000]]);
+    expect(replaced.limits.retention_days).toBe(1);
+    // Without a base a file still needs its teams; a bad value is named with its field, base or not.
+    await writeFile(path, 'engine: { memory_limit: lots }\n');
+    await expect(loadSettingsFile(path, {}, base)).rejects.toThrow(`${path}: engine.memory_limit: a size is a number of bytes`);
+    await expect(loadSettingsFile(path, {})).rejects.toThrow(/teams: /);
+    await writeFile(path, '- teams\n');
+    await expect(readSettingsFile(path, {})).rejects.toThrow(`${path}: expected settings fields (teams, limits, engine, ...), got a list`);
+    await writeFile(path, '');
+    expect(await readSettingsFile(path, {})).toEqual({});
+  });
+
+  it('sluice serve --config with a file without teams keeps the default team and its key', async () => {
+    const path = join(dir, 'serve-partial.yaml');
+    await writeFile(path, 'datasets: []\nlimits: { retention_days: 2 }\n');
+    const service = await startService({ dataDir: join(dir, 'serve-partial'), port: 0, settings: path });
+    try {
+      const key = service.generatedKey ?? process.env.SERVICE_API_KEY;
+      expect(key).toBeDefined();
+      const usage = await fetch(`${service.url}/v1/usage`, { headers: { 'X-Service-Api-Key': key! } });
+      expect(usage.status).toBe(200);
+      const executed = await fetch(`${service.url}/v1/sql/execute`, { method: 'POST', headers: { 'X-Service-Api-Key': key!, 'content-type': 'application/json' }, body: JSON.stringify({ sql: 'select 1 as x' }) });
+      const { execution_id } = (await executed.json()) as { execution_id: string };
+      let status: { state: string; execution_ended_at?: string; expires_at?: string };
+      do {
+        await new Promise((ok) => setTimeout(ok, 50));
+        status = (await (await fetch(`${service.url}/v1/execution/${execution_id}/status`, { headers: { 'X-Service-Api-Key': key! } })).json()) as typeof status;
+      } while (status.execution_ended_at === undefined);
+      expect(Date.parse(status.expires_at!) - Date.parse(status.execution_ended_at)).toBe(2 * 86_400_000);
+    } finally {
+      await service.close();
+    }
   });
 });

@@ -56,7 +56,7 @@ export const mcpCommand = defineCommand({
     const jobFile = file === undefined ? undefined : await loadJobFile(file, { registry: builtins, env: io.env, cwd: io.cwd, variablesRead });
     if (jobFile !== undefined) {
       // --data-dir and --api-key-env have defaults, so only these can be told apart from not given.
-      const flags = ['base-url', 'sample-rows', 'state-dir'].filter((name) => values[name] !== undefined);
+      const flags = ['base-url', 'sample-rows', 'settings', 'state-dir'].filter((name) => values[name] !== undefined);
       if (flags.length > 0) throw new UsageError(`${flags.map((f) => `--${f}`).join(', ')}: the job file's connection and state_dir apply; leave them out or leave out FILE`);
     }
     const mcp = await import('../../mcp/index.ts');

@@ -30,7 +30,7 @@ export const scheduleCommand = defineCommand({
   minArgs: 1,
   handlesSignals: true,
   options: {
-    'health-port': { type: 'string', valueName: 'PORT', description: 'Serve /healthz and /metrics on this port (default $SLUICE_HEALTH_PORT; 0 = any free port)' },
+    'health-port': { type: 'string', valueName: 'PORT', description: 'Serve /healthz, /readyz, /status and /metrics on this port (default $SLUICE_HEALTH_PORT; 0 = any free port)' },
     'health-host': { type: 'string', valueName: 'HOST', description: `Interface of the health server (default $SLUICE_HEALTH_HOST, else ${DEFAULT_HEALTH_HOST}; 0.0.0.0 = every interface, as a container needs)` },
     'grace-seconds': { type: 'string', valueName: 'S', description: 'On SIGTERM, how long runs in flight get to stop', default: String(DEFAULT_GRACE_SECONDS) },
     'run-now': { type: 'boolean', description: 'Also run every scheduled job once at start' },

@@ -17,7 +17,7 @@ export const SERVE_OPTIONS = {
   config: {
     type: 'string',
     valueName: 'FILE',
-    description: 'Service settings YAML (teams, keys, limits, faults); without it: team demo with one Admin key from SERVICE_API_KEY, or a generated key printed once',
+    description: 'Service settings YAML (teams, keys, limits, engine, faults); without it, or a file without teams: team demo with one Admin key from SERVICE_API_KEY, or a generated key printed once',
   },
 } as const satisfies Record<string, OptionSpec>;
 

@@ -7,10 +7,11 @@ import { commitTarget } from '../../export/commitFor.ts';
 import { targetText } from '../../export/iceberg/catalog/catalogConfig.ts';
 import { resolve } from 'node:path';
 import { DEFAULT_EMBEDDED_DATA_DIR, type JobFile } from '../../config/jobSchema.ts';
+import { embeddedSettingsFile } from '../../jobs/run/embeddedDefaults.ts';
 
 export const validateCommand = defineCommand({
   name: 'validate',
-  summary: 'Check job files without running them (schema, ${VAR} interpolation, cron, output options)',
+  summary: 'Check job files without running them (schema, ${VAR} interpolation, cron, output options, the embedded service\'s settings file)',
   args: 'FILE...',
   minArgs: 1,
   maxArgs: Number.POSITIVE_INFINITY,
@@ -25,6 +26,8 @@ export const validateCommand = defineCommand({
       // A file that does not load is reported and the next one still checked.
       try {
         const jobFile = await loadJobFile(file, { registry: builtins, env: io.env, cwd: io.cwd });
+        const settings = jobFile.connection?.base_url ? undefined : jobFile.connection?.embedded?.settings;
+        if (settings !== undefined) await embeddedSettingsFile(resolve(io.cwd, settings), 'sk_validate_only', io.env);
         await writeOut(io.stdout, `${file}: ok (${jobFile.jobs.length} job${jobFile.jobs.length === 1 ? '' : 's'}: ${jobFile.jobs.map((j) => j.name).join(', ')})\n${resolvedPaths(jobFile, io.cwd)}`);
       } catch (error) {
         failed = true;

@@ -6,7 +6,7 @@ import type { ClientOptions } from '../../client/config.ts';
 import { ConfigError as ClientConfigError } from '../../client/errors.ts';
 import { DEFAULT_API_KEY_ENV, DEFAULT_EMBEDDED_DATA_DIR, type Connection } from '../../config/jobSchema.ts';
 import type { ServiceSettingsInput } from '../../service/settings.ts';
-import { embeddedSettings } from './embeddedDefaults.ts';
+import { embeddedSettings, embeddedSettingsFile } from './embeddedDefaults.ts';
 import { findOwner, isLockConflict, takeLease } from '../../service/owner.ts';
 
 export interface Connected {
@@ -76,7 +76,6 @@ export async function connect(connection: Connection | undefined, options: Conne
   const folder: Folder = {
     dataDir: resolve(options.cwd, embedded?.data_dir ?? DEFAULT_EMBEDDED_DATA_DIR),
     sampleRows: embedded?.sample_rows,
-    defaultSettings: embedded?.settings === undefined,
     ...(await embeddedKey(embedded?.settings === undefined ? undefined : resolve(options.cwd, embedded.settings), key, keyEnv)),
   };
   return openFolder(folder, rate, options);
@@ -88,26 +87,28 @@ type Rate = Pick<ClientOptions, 'rateLimit' | 'rateShare' | 'compression' | 'req
 interface Folder {
   readonly dataDir: string;
   readonly sampleRows: number | undefined;
-  /** No settings file: the service's one team and key are made up here (and advertised to other processes). */
+  /** No settings file, or one without teams: the service's one team and key are made up here (and advertised to other processes). */
   readonly defaultSettings: boolean;
-  readonly settings: ServiceSettingsInput | string;
+  readonly settings: ServiceSettingsInput;
   readonly apiKey: string;
   readonly apiKeyFrom: string;
 }
 
-/** The settings the embedded service starts with, and the key to use: the environment's, else the settings file's first Write or Admin key, else a made-up one. */
-async function embeddedKey(settingsFile: string | undefined, key: string | undefined, keyEnv: string): Promise<Pick<Folder, 'settings' | 'apiKey' | 'apiKeyFrom'>> {
+/**
+ * The settings the embedded service starts with, and the key to use: the environment's, else the
+ * settings file's first Write or Admin key, else a made-up one. A settings file is read over the
+ * embedded defaults (it need only name what it changes); one without `teams` keeps their team.
+ */
+async function embeddedKey(settingsFile: string | undefined, key: string | undefined, keyEnv: string): Promise<Pick<Folder, 'settings' | 'apiKey' | 'apiKeyFrom' | 'defaultSettings'>> {
   const fromEnv = `the environment variable ${keyEnv}`;
-  if (settingsFile === undefined) {
-    // The embedded service is private to this process: any key works, the environment's if set.
-    const apiKey = key ?? `sk_local_${randomBytes(12).toString('hex')}`;
-    return { settings: embeddedSettings(apiKey), apiKey, apiKeyFrom: fromEnv };
-  }
-  const { loadSettingsFile } = await import('../../service/settings.ts');
-  const loaded = await loadSettingsFile(settingsFile);
-  const apiKey = key ?? firstWriteKey(loaded.teams) ?? '';
+  // The embedded service is private to this process: any key works, the environment's if set.
+  const madeUp = key ?? `sk_local_${randomBytes(12).toString('hex')}`;
+  if (settingsFile === undefined) return { settings: embeddedSettings(madeUp), apiKey: madeUp, apiKeyFrom: fromEnv, defaultSettings: true };
+  const { settings, ownTeams } = await embeddedSettingsFile(settingsFile, madeUp);
+  if (!ownTeams) return { settings, apiKey: madeUp, apiKeyFrom: fromEnv, defaultSettings: true };
+  const apiKey = key ?? firstWriteKey(settings.teams) ?? '';
   if (apiKey === '') throw new ClientConfigError(`${settingsFile}: no API key with the Write or Admin scope; add one or set ${keyEnv}`);
-  return { settings: settingsFile, apiKey, apiKeyFrom: key !== undefined ? fromEnv : `the first Write or Admin key of ${settingsFile}` };
+  return { settings, apiKey, apiKeyFrom: key !== undefined ? fromEnv : `the first Write or Admin key of ${settingsFile}`, defaultSettings: false };
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { ServiceSettingsInput } from '../../service/settings.ts';
+import type { ServiceSettings, ServiceSettingsInput } from '../../service/settings.ts';
 
 const GiB = 1024 ** 3;
 
@@ -13,7 +13,8 @@ const GiB = 1024 ** 3;
  *   go first;
  * - credits a schedule cannot spend in a cycle: the local service charges nothing real, and a
  *   demo that stops with PAYMENT_REQUIRED after a few hours teaches nothing.
- * A settings file (`connection.embedded.settings`) replaces all of it.
+ * A settings file (`connection.embedded.settings`) is read over these (src/service/settings.ts,
+ * mergeSettings): it changes what it names; its `teams`, if any, replace the team.
  */
 export const EMBEDDED_DEFAULTS = {
   /** One execution a second of the large tier (20 credits) spends 52M in a 30-day cycle. */
@@ -33,4 +34,15 @@ export function embeddedSettings(apiKey: string): ServiceSettingsInput {
       result_store_max_bytes: EMBEDDED_DEFAULTS.result_store_max_bytes,
     },
   };
+}
+
+/**
+ * The embedded service's settings from a settings file read over these defaults (it need only name
+ * what it changes); `ownTeams` when the file names its teams, which then replace the team of `apiKey`.
+ */
+export async function embeddedSettingsFile(path: string, apiKey: string, env: Readonly<Record<string, string | undefined>> = process.env): Promise<{ settings: ServiceSettings; ownTeams: boolean }> {
+  // Imported here so that a job on a remote service never loads the service's schema.
+  const { mergeSettings, parseSettings, readSettingsFile } = await import('../../service/settings.ts');
+  const fields = await readSettingsFile(path, env);
+  return { settings: parseSettings(mergeSettings(embeddedSettings(apiKey), fields), path), ownTeams: fields.teams !== undefined };
 }

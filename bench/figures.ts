@@ -163,7 +163,10 @@ with time zone\` is not the largest part: 0.24 s of CPU of about 0.75 s for the 
 rendered alone, aggregated), and a cheaper guard for years before 1 (a comparison for \`year()\`)
 was no faster. Tried and not kept: no forced collection in the JSON encoder (5M rows: no CPU saved,
 18 MB more RSS); no look on disk for a format being written (a read racing its result's expiry then
-answered COMPLETED where EXPIRED was due).
+answered COMPLETED where EXPIRED was due). The \`firstread\` bench before and after, each run once
+on the shared machine: before (load 9-11) the first JSON read 1.98x \`JSON.parse\` and the first
+Arrow read 1.91x as fast as JSON (on a quiet machine, load 3-4: 1.39x and 2.63x); after, 2.29x and
+6.37x (load 6-10), and 2.15x and 5.64x (load 10-16, the run in the table).
 
 "The image's memory settings" are the Dockerfile's \`NODE_OPTIONS=--max-semi-space-size=8\` and
 \`MALLOC_MMAP_THRESHOLD_=131072\` ([operations.md](operations.md#memory)).

@@ -376,6 +376,41 @@ the second of them). What is left of the gap is the client's CPU, not
 the link: the 18.5 MB of pages take 1.5 s at 100 Mbit/s, and the export's 2.5-2.8 s of CPU (DuckDB's
 statement, HTTP and zstd, staging) share two cores with the service and the link's proxy.
 
+Then the export's own timeline (the bench prints it: when the stream's first page was read for the
+columns, when the CSV pages came in, how long after the last page it ended) showed the link idle
+for want of requests. Each part read its own pages, so the 4 requests drained at the end of a
+part and ramped up again for the next (some 0.1 s per boundary at 50 ms), and a page holding rows
+of two parts was fetched twice; and the range reads held no page beyond the 4 in flight, so a page
+done before the one at the cursor held its request's place until that one came (pages come in out
+of order on a link most of the time). Parts that follow each other are now one ordered stream of
+pages cut at the parts' boundaries (src/pipeline/nativeWire/nativeParts.ts) with the stream's
+prefetch (2 pages) beside the 4 requests; the pages run ahead of DuckDB's writes by one part
+waiting on disk, so a part DuckDB writes more slowly than the link brings the next no longer stops
+the link; and the range reads go over the stream's own client, whose connections are open. Old and
+new code alternating in one harness at load 9-15 (bare download 1.59-1.77 s): the time from the
+columns to the last page went from 2.1-3.3 s to 1.9-2.3 s, 1.8-2.1 s with the prefetch; in the
+\`wire\` run of the table's row (load 9), 1.69 s against 1.62 s for the bare download, the export
+1.68x the download with 0.39 s before its first page request and 0.63 s after its last page (the
+row was 2.89x in a run of the code before at load 10, 1.57x on the quiet machine of the morning).
+
+What is left are the two ends of the export, both CPU on this machine: before the first page request, the stream's first page
+(status and the first JSON page, read for the columns and the page size: two round trips, 0.6 MB
+and its parse; 0.23-0.45 s at load 5-11); after the last page, that page's part written by DuckDB
+(one COPY of 250,000 rows, some 0.25 s of CPU) and, where DuckDB fell behind the link, the parts
+still waiting. With a link time of 1.6 s that floor is some 2.1 s, about 1.3x, on a quiet machine
+(an estimate from the parts, not measured: the machine was not quiet); under load the export is
+bound by DuckDB's CPU (about 1 s per 1M rows for read_csv and the Parquet writer: the checks and
+casts are a small part of it, the same statement reading the pages as text costs as much), not by
+the link.
+
+Tried for the two ends and not kept: every core for DuckDB once the last part's pages are in (the
+same bytes; one part's COPY with two threads took 20-90 % more CPU and longer at load 7-10, as two
+threads throughout did); staging a part's pages into a DuckDB table as they arrive, so that only
+the last page and the Parquet writer are left after the link, because the file DuckDB then writes
+depends on how the pages were grouped into statements (three different files for the same rows in
+four groupings) and differs from the file one COPY writes: resumed and fresh exports would not
+write the same bytes.
+
 What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps
 itself (its cast of zoned text goes through ICU, five times the cost of the rest of the column);
 \`strptime\` for them (twice the cost of cutting \` UTC\` and casting the wall clock); a smaller

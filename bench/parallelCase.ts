@@ -40,6 +40,12 @@ export interface CaseResult {
   readonly cpuMs: number;
   /** 99th percentile of the main thread's event-loop delay during the export, ms. */
   readonly loopDelayP99: number;
+  /**
+   * When, since the export started (ms), the stream had read its first page (`info`: the columns),
+   * and the first and last page of the rows' reads came in (the native path's range reads count
+   * from zero again: the stream's first page is not among them).
+   */
+  readonly timeline: { readonly info: number; readonly firstPage: number | undefined; readonly lastPage: number | undefined };
 }
 
 export async function exportCase(input: CaseInput): Promise<void> {
@@ -52,8 +58,16 @@ export async function exportCase(input: CaseInput): Promise<void> {
   const t = performance.now();
   const output = resolveOutput({ format: 'parquet', format_options: { compression: 'zstd' }, path: input.out, max_rows_per_file: input.rowsPerFile }, builtins);
   const wire = input.wire === 'native' ? 'json' : input.wire;
-  const s = stream(client, { executionId: input.executionId }, { wire });
+  let firstPage: number | undefined;
+  let lastPage: number | undefined;
+  const onProgress = (p: { pages: number }) => {
+    if (p.pages === 0) return;
+    firstPage ??= performance.now() - t;
+    lastPage = performance.now() - t;
+  };
+  const s = stream(client, { executionId: input.executionId }, { wire, onProgress });
   const info = await s.info();
+  const infoMs = performance.now() - t;
   const summary = await writeExport(
     { schema: await s.schema(), batches: s.batches(), meta: { executionId: info.executionId, totalRowCount: info.totalRows }, parts: await s.rangeReader() },
     output,
@@ -74,6 +88,7 @@ export async function exportCase(input: CaseInput): Promise<void> {
     mainBusy: busy,
     cpuMs: (used.user + used.system) / 1000,
     loopDelayP99: delay.percentile(99) / 1e6,
+    timeline: { info: infoMs, firstPage, lastPage },
   };
   console.log(JSON.stringify(result));
 }

@@ -26,7 +26,7 @@ export type StreamSource =
     };
 
 /** The part of `ServiceClient` the pipeline uses (the tests and the bench pass the real client). */
-export type StreamClient = Pick<ServiceClient, 'execute' | 'execution' | 'getLatestResult' | 'getResults' | 'getResultsWire'> & Partial<Pick<ServiceClient, 'refreshView' | 'connectionOptions'>>;
+export type StreamClient = Pick<ServiceClient, 'execute' | 'execution' | 'getLatestResult' | 'getResults' | 'getResultsWire'> & Partial<Pick<ServiceClient, 'refreshView' | 'connectionOptions' | 'getResultsCsv'>>;
 
 export interface ResolvedSource {
   readonly execution: Execution;

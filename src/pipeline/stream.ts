@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { RecordBatch, RecordBatchReader, RecordBatchStreamWriter, type Schema } from 'apache-arrow';
 import { AbortedError, InvalidArgumentError, InvalidResponseError, type ErrorContext } from '../client/errors.ts';
 import type { ClientOptions } from '../client/config.ts';
-import type { Wire } from '../client/serviceClient.ts';
+import type { ServiceClient, Wire } from '../client/serviceClient.ts';
 import type { ExecutionStatus, ResultMetadata, ResultPage } from '../protocol/index.ts';
 import { arrowSchema, type ArrowTypeOptions } from '../types/arrow.ts';
 import { type BatchBuilder, compileJsonRowAppender, compileTextBatchReader, createBatchBuilder, restartRowOffset, type TextBatchReader } from '../types/batch.ts';
@@ -83,9 +83,18 @@ export interface StreamOptions {
 }
 
 /** What a reader of row ranges (the native path) needs to read rows `[first, end)` of a result as the stream that made it would. */
+/** What a range read asks the service for: result pages, JSON or CSV. */
+export type RangeClient = Pick<ServiceClient, 'getResultsWire' | 'getResultsCsv'>;
+
 export interface RangeReader {
   /** A client to the same service (holds the key: keep it in this process). */
   readonly connection: ClientOptions;
+  /**
+   * The stream's own client, when it reads CSV pages too: range reads go over its connections,
+   * already open (a client made from `connection` opens its own, a round trip each before the first
+   * page). Closing it stays its owner's.
+   */
+  readonly client?: RangeClient | undefined;
   readonly executionId: string;
   readonly totalRows: number;
   /** The wire was chosen by the stream (`auto`: Arrow when the service serves it, else JSON), not asked for. */
@@ -360,14 +369,17 @@ export class ResultStream implements AsyncIterable<Row> {
    * (`filters`: the service does not count the matching rows) or the client cannot be copied.
    */
   async rangeReader(): Promise<RangeReader | undefined> {
-    if (this.#options.filters !== undefined || this.#client.connectionOptions === undefined) return undefined;
+    const client = this.#client;
+    if (this.#options.filters !== undefined || client.connectionOptions === undefined) return undefined;
     const { info } = await this.#start();
     const o = this.#options;
     const total = info.totalRows;
     const progress = new ProgressTracker(o.onProgress);
     this.#progress = progress;
+    const csv = client.getResultsCsv?.bind(client);
     return {
-      connection: this.#client.connectionOptions(),
+      connection: client.connectionOptions(),
+      client: csv === undefined ? undefined : { getResultsWire: client.getResultsWire.bind(client), getResultsCsv: csv },
       executionId: info.executionId,
       totalRows: total,
       wireChosen: this.#wire() === 'auto',

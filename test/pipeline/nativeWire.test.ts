@@ -284,54 +284,218 @@ describe('native wire, DuckDB opening beside the first pages', () => {
   });
 });
 
-// The native path reads each part of an export as a row range: the pages holding the part's rows
-// and no others. Counted on the wire, through a proxy in front of the local service: a part must
-// not follow next_offset past its last row (each part read the result to its end before, some
-// 2.5x the bytes of the result for an export of four parts).
+// The native path reads the parts of an export as row ranges: the pages holding the parts' rows
+// and no others, parts that follow each other as one stream of pages. Counted on the wire, through
+// a proxy in front of the local service: a part must not follow next_offset past its last row (each
+// part read the result to its end once, some 2.5x the bytes of the result for an export of four
+// parts), and a page holding rows of two parts is asked for once (each part asked for its own pages,
+// so such a page twice, and the requests in flight ran dry at every part's end).
 describe('native parts read their own pages', () => {
+  // Parts of 12 rows on pages of 5: the second part starts and the third ends mid-page. Rows
+  // [0,12) on pages 0,5,10; [12,24) on 10,15,20; [24,36) on 20,25,30,35; [36,40) on 35.
+  const cases = [
+    { what: 'every part', indexes: [0, 1, 2, 3], offsets: [0, 5, 10, 15, 20, 25, 30, 35] },
+    // A resumed export with part 1 kept: part 0, then parts 2 and 3 from the page holding row 24.
+    { what: 'the parts a resumed export misses', indexes: [0, 2, 3], offsets: [0, 5, 10, 20, 25, 30, 35] },
+  ];
   for (const pages of ['csv', 'json'] as const) {
-    it(`asks over ${pages} pages for the pages of each part only, and writes every row once`, async () => {
-      const requests: string[] = [];
-      const proxy = await startProxy(svc.url, (url) => {
-        if (url.includes('/results')) requests.push(new URL(url, 'http://x').searchParams.get('offset') ?? '');
-        return undefined;
-      });
-      const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
-      try {
-        const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 40' });
-        await execution.wait();
-        const s = stream(client, { executionId: execution.id }, { wire: 'json' });
-        const info = await s.info();
-        const reader = (await s.rangeReader())!;
-        const native = nativeColumns(info.columns, pages);
-        if (!('columns' in native)) throw new Error(native.reason);
-        requests.length = 0;
-        // Parts of 12 rows on pages of 5: the second part starts and the third ends mid-page.
-        const parts: NativePart[] = [0, 1, 2, 3].map((index) => ({ index, firstRow: index * 12, rows: Math.min(12, 40 - index * 12) }));
-        const files: string[] = [];
-        await writeNativeParts({
-          reader,
-          specs: info.columns,
-          columns: native.columns as NativeColumn[],
-          pages,
-          parts,
-          parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
-          store: async (part, file) => {
-            const target = join(dir, `ranges-${pages}-${part.index}.parquet`);
-            await copyFile(file, target);
-            files.push(target);
-          },
+    for (const { what, indexes, offsets } of cases) {
+      it(`asks over ${pages} pages, for ${what}, for each page of the parts once, and writes every row once`, async () => {
+        const requests: string[] = [];
+        const proxy = await startProxy(svc.url, (url) => {
+          if (url.includes('/results')) requests.push(new URL(url, 'http://x').searchParams.get('offset') ?? '');
+          return undefined;
         });
-        // Rows [0,12) on pages 0,5,10; [12,24) on 10,15,20; [24,36) on 20,25,30,35; [36,40) on 35.
-        // Requests in flight together may reach the proxy in any order.
-        expect(requests.map(Number).sort((a, b) => a - b)).toEqual([0, 5, 10, 10, 15, 20, 20, 25, 30, 35, 35]);
-        const ids = await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet([${files.map((f) => `'${f}'`).join(', ')}]) ORDER BY id`)).getRowObjectsJS());
-        expect(ids.map((r) => Number(r['id']))).toHaveLength(40);
-        expect(new Set(ids.map((r) => Number(r['id']))).size).toBe(40);
-      } finally {
-        await client.close();
-        await proxy.close();
-      }
-    });
+        // The client's request hooks (telemetry's traceparent) see every request it sends.
+        const hooked: string[] = [];
+        const requestHeaders = (operation: string) => (hooked.push(operation), {});
+        const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin, requestHeaders });
+        try {
+          const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 40' });
+          await execution.wait();
+          const s = stream(client, { executionId: execution.id }, { wire: 'json' });
+          const info = await s.info();
+          const reader = (await s.rangeReader())!;
+          const native = nativeColumns(info.columns, pages);
+          if (!('columns' in native)) throw new Error(native.reason);
+          requests.length = 0;
+          const sent = client.stats.requests;
+          hooked.length = 0;
+          const parts: NativePart[] = indexes.map((index) => ({ index, firstRow: index * 12, rows: Math.min(12, 40 - index * 12) }));
+          const files: string[] = [];
+          await writeNativeParts({
+            reader,
+            specs: info.columns,
+            columns: native.columns as NativeColumn[],
+            pages,
+            parts,
+            parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
+            store: async (part, file) => {
+              const target = join(dir, `ranges-${pages}-${indexes.length}-${part.index}.parquet`);
+              await copyFile(file, target);
+              files.push(target);
+            },
+          });
+          // Requests in flight together may reach the proxy in any order.
+          expect(requests.map(Number).sort((a, b) => a - b)).toEqual(offsets);
+          // Over the stream's own client, whose connections are open (not a client of their own).
+          expect(client.stats.requests - sent).toBe(offsets.length);
+          expect(hooked).toHaveLength(offsets.length);
+          const ids = await Promise.all(files.map(async (f) => (await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet('${f}')`)).getRowObjectsJS())).map((r) => Number(r['id']))));
+          expect(ids).toEqual(parts.map((p) => Array.from({ length: p.rows }, (_, i) => p.firstRow + i)));
+        } finally {
+          await client.close();
+          await proxy.close();
+        }
+      });
+    }
   }
+});
+
+// DuckDB writes a part while the next one's pages come in; one that writes (or stores) more slowly
+// than the link brings the next part must not stop the link: the part after waits its turn on disk.
+describe('native parts, a slow write', () => {
+  it('fetches the pages of the part after next while the first part is still being stored, and writes every row once', async () => {
+    const requests: number[] = [];
+    let seen: (() => void) | undefined;
+    // The last page of part 2 (parts of 40 rows over pages of 5: pages 80 to 115).
+    const lastOfPart2 = new Promise<void>((resolve) => (seen = resolve));
+    const proxy = await startProxy(svc.url, (url) => {
+      if (!url.includes('/results')) return undefined;
+      const offset = Number(new URL(url, 'http://x').searchParams.get('offset'));
+      requests.push(offset);
+      if (offset === 115) seen!();
+      return undefined;
+    });
+    const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
+    try {
+      const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 120' });
+      await execution.wait();
+      const s = stream(client, { executionId: execution.id }, { wire: 'json' });
+      const info = await s.info();
+      const reader = (await s.rangeReader())!;
+      const native = nativeColumns(info.columns, 'csv');
+      if (!('columns' in native)) throw new Error(native.reason);
+      requests.length = 0;
+      const parts: NativePart[] = [0, 1, 2].map((index) => ({ index, firstRow: index * 40, rows: 40 }));
+      const ids: number[][] = [];
+      await writeNativeParts({
+        reader,
+        specs: info.columns,
+        columns: native.columns as NativeColumn[],
+        pages: 'csv',
+        parts,
+        parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
+        store: async (part, file) => {
+          if (part.index === 0) {
+            // Eight pages past the pages in flight: only fetched if the pages run ahead of the writes.
+            const late = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('part 2 was not fetched while part 0 was being stored')), 5_000));
+            await Promise.race([lastOfPart2, late]);
+          }
+          ids.push(await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet('${file}')`)).getRowObjectsJS().map((r) => Number(r['id']))));
+        },
+      });
+      expect(ids).toEqual(parts.map((p) => Array.from({ length: p.rows }, (_, i) => p.firstRow + i)));
+      expect(requests.sort((a, b) => a - b)).toEqual(Array.from({ length: 24 }, (_, k) => k * 5));
+    } finally {
+      await client.close();
+      await proxy.close();
+    }
+  });
+});
+
+// Pages come in out of order (on a real link, most of the time): a page done before the one at the
+// cursor must not hold its request's place, or fewer requests are in flight until the late one comes.
+describe('native range reads, a late page', () => {
+  it('keeps its requests in flight while the first page is late, and writes every row once', async () => {
+    let csvRequests = 0;
+    let whileLate = 0;
+    let release: (() => void) | undefined;
+    const late = new Promise<void>((resolve) => (release = resolve));
+    const proxy = await startProxy(
+      svc.url,
+      (url) => {
+        if (url.includes('/results/csv')) csvRequests++;
+        // Six requests: the late page, and five after it (four in flight, two done and waiting).
+        if (csvRequests >= 6) release!();
+        return undefined;
+      },
+      async (url) => {
+        if (!url.includes('/results/csv') || new URL(url, 'http://x').searchParams.get('offset') !== '0') return;
+        await Promise.race([late, new Promise((resolve) => setTimeout(resolve, 2_000))]);
+        whileLate = csvRequests;
+      },
+    );
+    const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
+    try {
+      const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 40' });
+      await execution.wait();
+      const s = stream(client, { executionId: execution.id }, { wire: 'json' });
+      const info = await s.info();
+      const reader = (await s.rangeReader())!;
+      const native = nativeColumns(info.columns, 'csv');
+      if (!('columns' in native)) throw new Error(native.reason);
+      const ids: number[] = [];
+      await writeNativeParts({
+        reader,
+        specs: info.columns,
+        columns: native.columns as NativeColumn[],
+        pages: 'csv',
+        parts: [{ index: 0, firstRow: 0, rows: 40 }],
+        parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
+        store: async (_part, file) => {
+          ids.push(...(await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet('${file}')`)).getRowObjectsJS())).map((r) => Number(r['id'])));
+        },
+      });
+      expect(whileLate).toBeGreaterThanOrEqual(6);
+      expect(ids).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    } finally {
+      await client.close();
+      await proxy.close();
+    }
+  });
+});
+
+describe('native parts, stopped while a part waits its turn', () => {
+  it('writes and stores no part after the stop, though its pages are in', async () => {
+    let seen: (() => void) | undefined;
+    // Asked for once the pages have run past part 1's end (parts of 40 rows over pages of 5,
+    // 6 pages ahead at most): part 1 then waits its turn behind part 0's store.
+    const partOneIn = new Promise<void>((resolve) => (seen = resolve));
+    const proxy = await startProxy(svc.url, (url) => {
+      if (url.includes('/results/csv') && new URL(url, 'http://x').searchParams.get('offset') === '115') seen!();
+      return undefined;
+    });
+    const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
+    try {
+      const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 120' });
+      await execution.wait();
+      const s = stream(client, { executionId: execution.id }, { wire: 'json' });
+      const info = await s.info();
+      const reader = (await s.rangeReader())!;
+      const native = nativeColumns(info.columns, 'csv');
+      if (!('columns' in native)) throw new Error(native.reason);
+      const stop = new AbortController();
+      const stored: number[] = [];
+      const failed = await writeNativeParts({
+        reader,
+        specs: info.columns,
+        columns: native.columns as NativeColumn[],
+        pages: 'csv',
+        parts: [0, 1, 2].map((index) => ({ index, firstRow: index * 40, rows: 40 })),
+        parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
+        signal: stop.signal,
+        store: async (part) => {
+          stored.push(part.index);
+          if (part.index !== 0) return;
+          await partOneIn;
+          stop.abort(new Error('stopped by the test'));
+        },
+      }).catch((e: unknown) => e);
+      expect([(failed as Error).message, stored]).toEqual(['stopped by the test', [0]]);
+    } finally {
+      await client.close();
+      await proxy.close();
+    }
+  });
 });

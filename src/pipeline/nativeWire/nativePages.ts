@@ -1,8 +1,7 @@
 import { InvalidResponseError, type ErrorContext } from '../../client/errors.ts';
-import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { KeepCoded } from '../../client/transport.ts';
-import { DEFAULT_CONCURRENCY, fetchOrdered, type OrderedPage, type PageShape } from '../fetchOrdered.ts';
-import type { RangeReader } from '../stream.ts';
+import { DEFAULT_CONCURRENCY, DEFAULT_PREFETCH, fetchOrdered, type OrderedPage, type PageShape } from '../fetchOrdered.ts';
+import type { RangeClient, RangeReader } from '../stream.ts';
 import type { NativePages } from './duckdbColumns.ts';
 import { pageRows } from './pageRows.ts';
 import { zstdHead, zstdIncomplete } from './zstdFrames.ts';
@@ -25,7 +24,7 @@ const KEEP_ZSTD: KeepCoded = { codings: ['zstd'], whole: (_coding, body) => zstd
 
 /** Where the pages come from and in which encoding. */
 export interface PageSource {
-  readonly client: ServiceClient;
+  readonly client: RangeClient;
   readonly reader: RangeReader;
   readonly pages: NativePages;
   /** The result's column names: the header every CSV page must start with, in this order. */
@@ -46,9 +45,11 @@ export function rangePages(source: PageSource, firstRow: number, rows: number): 
     totalRows: firstRow + rows,
     endOffset: firstRow + rows,
     concurrency: o.concurrency ?? DEFAULT_CONCURRENCY,
-    // Each page goes to disk as soon as it is handed over: pages fetched ahead of that would only
-    // be held in memory (the stream's own prefetch is for consumers that decode).
-    prefetch: 0,
+    // Each page goes to disk as soon as it is handed over, so the pages held beyond those in
+    // flight are not for a slow consumer but for pages that come in out of order: without room
+    // for them, a page done before the one at the cursor holds its request's place, and fewer
+    // requests are in flight until that one comes in (on a link of some latency, most of the time).
+    prefetch: o.prefetch ?? DEFAULT_PREFETCH,
     signal: source.signal,
   });
 }

@@ -2,9 +2,13 @@ import { rm } from 'node:fs/promises';
 import { ServiceClient } from '../../client/serviceClient.ts';
 import type { ColumnSpec } from '../../types/decode.ts';
 import type { RangeReader } from '../stream.ts';
+import type { OrderedPage } from '../fetchOrdered.ts';
 import type { NativeColumn, NativePages } from './duckdbColumns.ts';
 import { NativeEngine, type StagedPage } from './nativeEngine.ts';
 import { rangePages, type PageSource } from './nativePages.ts';
+
+/** Parts whose pages are in and not yet written: the one DuckDB writes, and one waiting its turn. */
+const WRITES_AHEAD = 2;
 
 /** One part of the output: rows `[firstRow, firstRow + rows)` of the result, written to one file. */
 export interface NativePart {
@@ -51,38 +55,109 @@ export interface NativePartsInput {
  * the part before. One COPY per part rather than one INSERT per page: per-page statements cost
  * more CPU than the JS decoders they replace (docs/performance.md). Parts are written in the order
  * given, one file each; the pages on disk are removed as each part is written.
+ *
+ * Parts that follow each other are read as one ordered stream of pages, cut at the parts'
+ * boundaries (`partRuns`): the requests in flight never drain at the end of a part to ramp up again
+ * for the next, which on a link of some latency costs a round trip or more per part, and a page
+ * holding the end of one part and the start of the next is fetched once.
  */
 export async function writeNativeParts(input: NativePartsInput): Promise<void> {
   const engine = await NativeEngine.open(input);
-  const client = new ServiceClient(input.reader.connection);
+  // The stream's own client where it has one (its connections are open), else one of our own.
+  const own = input.reader.client === undefined ? new ServiceClient(input.reader.connection) : undefined;
+  const client = input.reader.client ?? own!;
   const source: PageSource = { client, reader: input.reader, pages: input.pages ?? 'json', columns: input.specs.map((s) => s.name), signal: input.signal };
-  // The part DuckDB writes and stores while the next part's pages come in.
+  // The parts whose pages are in, written by DuckDB and stored one after another while the pages
+  // of the parts after them come in. Up to WRITES_AHEAD parts wait for DuckDB (their pages on disk,
+  // not in memory): a part DuckDB writes more slowly than the link brings the next one does not stop
+  // the link.
   let writing: Promise<void> | undefined;
-  try {
-    for (const part of input.parts) {
+  const queued: Promise<void>[] = [];
+  const write = async (part: NativePart, pages: StagedPage[]) => {
+    const previous = writing;
+    const mine = (async () => {
+      await previous;
+      // A part that waited its turn is not written once the export is stopped.
       input.signal?.throwIfAborted();
-      const pages: StagedPage[] = [];
-      for await (const { page, offset, skip } of rangePages(source, part.firstRow, part.rows)) {
-        const first = Math.max(part.firstRow, offset + skip);
-        const take = Math.min(page.rowCount, part.firstRow + part.rows - offset) - (first - offset);
-        if (take > 0) pages.push(await engine.stage(page, offset, first - offset, take));
+      const file = await engine.write(part, pages);
+      try {
+        await input.store(part, file);
+      } finally {
+        await rm(file, { force: true });
       }
-      await writing;
-      writing = (async () => {
-        const file = await engine.write(part, pages);
-        try {
-          await input.store(part, file);
-        } finally {
-          await rm(file, { force: true });
-        }
-      })();
+    })();
+    // Its failure is met by whoever awaits it (the next write, or the export's end).
+    mine.catch(() => undefined);
+    writing = mine;
+    queued.push(mine);
+    while (queued.length > WRITES_AHEAD) await queued.shift();
+  };
+  try {
+    for (const run of partRuns(input.parts)) {
+      input.signal?.throwIfAborted();
+      const first = run[0]!.firstRow;
+      const last = run.at(-1)!;
+      const pages = rangePages(source, first, last.firstRow + last.rows - first);
+      await cutParts(run, pages, (page, offset, skip, take) => engine.stage(page, offset, skip, take), write);
     }
     await writing;
   } catch (error) {
     await writing?.catch(() => undefined);
     throw error;
   } finally {
-    await client.close();
+    await own?.close();
     await engine.close();
   }
+}
+
+/** The parts in runs of parts that follow each other (`[0, 1, 3]`, part 2 kept from before: `[[0, 1], [3]]`). */
+export function partRuns(parts: readonly NativePart[]): NativePart[][] {
+  const runs: NativePart[][] = [];
+  for (const part of parts) {
+    const run = runs.at(-1);
+    const previous = run?.at(-1);
+    if (run !== undefined && previous !== undefined && previous.firstRow + previous.rows === part.firstRow) run.push(part);
+    else runs.push([part]);
+  }
+  return runs;
+}
+
+/**
+ * Cuts the ordered pages of a run of parts at the parts' boundaries: each page's rows go to every
+ * part they belong to (`stage`: the page, its offset, and the rows `[skip, skip + take)` the part
+ * takes), and each part is handed to `done` once the pages reach its end. Parts the pages never
+ * reach (the result ended early) are handed over with what they got: their write finds the rows
+ * missing.
+ */
+export async function cutParts<T, P extends { readonly rowCount: number }>(
+  run: readonly NativePart[],
+  pages: AsyncIterable<OrderedPage<P>>,
+  stage: (page: P, offset: number, skip: number, take: number) => Promise<T>,
+  done: (part: NativePart, staged: T[]) => Promise<void>,
+): Promise<void> {
+  let i = 0;
+  let staged: T[] = [];
+  // Parts that end where the pages so far end (an empty part: before any page).
+  const finished = async (reached: number) => {
+    while (i < run.length && run[i]!.firstRow + run[i]!.rows <= reached) {
+      await done(run[i]!, staged);
+      staged = [];
+      i++;
+    }
+  };
+  await finished(run[0]?.firstRow ?? 0);
+  for await (const { page, offset, skip } of pages) {
+    const end = offset + page.rowCount;
+    for (let k = i; k < run.length && run[k]!.firstRow < end; k++) {
+      const part = run[k]!;
+      const from = Math.max(part.firstRow, offset + skip);
+      const to = Math.min(end, part.firstRow + part.rows);
+      if (to <= from) continue;
+      // A page reaching past the part in the making (parts smaller than a page) waits for it to be handed over.
+      if (k > i) await finished(part.firstRow);
+      staged.push(await stage(page, offset, from - offset, to - from));
+    }
+    await finished(end);
+  }
+  while (i < run.length) await finished(Number.POSITIVE_INFINITY);
 }

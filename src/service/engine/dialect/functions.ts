@@ -43,6 +43,7 @@ export const FUNCTION_NAMES: ReadonlyMap<string, string> = new Map([
   ['date', 'trino_date'],
   // strings
   ['codepoint', 'unicode'],
+  ['chr', 'trino_chr'],
   ['levenshtein_distance', 'levenshtein'],
   ['hamming_distance', 'hamming'],
   ['to_utf8', 'encode'],
@@ -165,6 +166,8 @@ const MACROS: readonly string[] = [
   `trino_element_at(c, k) AS c[k]`,
   `trino_slice(a, start, n) AS list_slice(a, start, start + n - 1)`,
   `trino_repeat(x, n) AS list_transform(range(n), i -> x)`,
+  // Trino's chr takes a bigint (what integer arithmetic gives); DuckDB's only an INTEGER.
+  `trino_chr(n) AS chr(CAST(n AS INTEGER))`,
   `array_remove(a, x) AS list_filter(a, e -> e IS DISTINCT FROM x)`,
   `array_except(a, b) AS list_filter(a, (e, i) -> NOT list_contains(b, e) AND list_position(a, e) = i)`,
   `array_union(a, b) AS list_distinct(list_concat(a, b))`,

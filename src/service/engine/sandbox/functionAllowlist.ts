@@ -140,7 +140,7 @@ export const ALLOWED_FUNCTIONS: ReadonlySet<string> = new Set([
   'bitwise_xor', 'current_timezone', 'e', 'from_base', 'from_iso8601_date', 'from_iso8601_timestamp', 'infinity',
   'is_json_scalar', 'json_array_contains', 'json_array_get', 'json_extract_scalar', 'json_format', 'json_size',
   'keccak', 'map_agg', 'nan', 'regexp_count', 'regexp_position', 'to_iso8601', 'trino_array_position',
-  'trino_bit_count', 'trino_bitwise_and_agg', 'trino_bitwise_or_agg', 'trino_bitwise_xor_agg', 'trino_cardinality', 'trino_count_if', 'trino_date', 'trino_date_add', 'trino_date_trunc',
+  'trino_bit_count', 'trino_bitwise_and_agg', 'trino_bitwise_or_agg', 'trino_bitwise_xor_agg', 'trino_cardinality', 'trino_chr', 'trino_count_if', 'trino_date', 'trino_date_add', 'trino_date_trunc',
   'trino_element_at', 'trino_from_hex', 'trino_from_unixtime', 'trino_histogram', 'trino_if',
   'trino_json_array_length', 'trino_md5', 'trino_millisecond', 'trino_regexp_extract', 'trino_regexp_replace',
   'trino_repeat', 'trino_replace', 'trino_sha256', 'trino_sign', 'trino_slice', 'trino_sum', 'try_int256', 'try_uint256',

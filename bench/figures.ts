@@ -36,8 +36,8 @@ export const FIGURES = [
   { id: 'quickstart-peak', area: 'jobs', what: 'peak RSS of the quickstart job, the embedded service and DuckDB in the process' },
   { id: 'dialect-translate', area: 'dialect', what: 'DuneSQL -> DuckDB SQL translation, time per statement of the conformance cases and of a 3 KB query; heap the translator keeps' },
   { id: 'dialect-execute', area: 'dialect', what: 'an execution of a short aggregate as DuneSQL, time against the same SQL as DuckDB SQL (translation and session setting included)' },
-  { id: 'soak-schedule', area: 'soak', what: '`sluice schedule` soak (two every-minute jobs, a 200,000-row Parquet export and an append, on the embedded service, clock x20, results kept 60 s and execution records 120 s more; the process with the memory settings \`sluice\` gives itself): RSS medians of the middle and last thirds and slope after warm-up (± its standard error), descriptors slope, disk, median run time first -> last third' },
-  { id: 'soak-serve', area: 'soak', what: '`sluice serve` soak (an execution of 5,000 rows and a page read every 250 ms): RSS medians of the middle and last thirds and slope after warm-up (± its standard error), descriptors slope, disk, median request time first -> last third' },
+  { id: 'soak-schedule', area: 'soak', what: '`sluice schedule` soak (two every-minute jobs, a 200,000-row Parquet export and an append, on the embedded service under a compressed clock, its speed first in the figure; results kept 60 s and execution records 120 s more; the process with the memory settings \`sluice\` gives itself): RSS, descriptors and records, medians of the middle and last thirds and slope after warm-up (± its standard error); disk; median run time first -> last third' },
+  { id: 'soak-serve', area: 'soak', what: '`sluice serve` soak (an execution of 5,000 rows and its page read at a steady pace, first in the figure; same retentions): RSS, descriptors and records, medians of the middle and last thirds and slope after warm-up (± its standard error); disk; median request time first -> last third' },
 ] as const;
 
 export type FigureId = (typeof FIGURES)[number]['id'];
@@ -171,15 +171,22 @@ Arrow read 1.91x as fast as JSON (on a quiet machine, load 3-4: 1.39x and 2.63x)
 "The image's memory settings" are the Dockerfile's \`NODE_OPTIONS=--max-semi-space-size=8\` and
 \`MALLOC_MMAP_THRESHOLD_=131072\` ([operations.md](operations.md#memory)).
 
-The soak (\`npm run bench -- soak\`, \`SOAK_MINUTES\` long, 4 by default) samples each process's
-RSS, open descriptors, data folder on disk and the execution records its service keeps every 5 s
-and prints, for each, the medians of the run's thirds (the first is the warm-up) and the slope over
-the last two thirds with its standard error, saying whether it is 0 within two of them. RSS swings
-by tens of MiB from one sample to the next with the run in flight, so over minutes a slope of tens
-of MiB an hour is within its error; what tells a plateau from a climb is the medians of the last
-two thirds and a slope within twice its error. Disk and records are held by the retentions the
-soak sets (results 60 s, their records 120 s more); the schedule's lines also split the main
-thread's memory and give the service thread's V8 heap.
+The soak (\`npm run bench -- soak\`, \`SOAK_MINUTES\` long, 4 by default; \`SOAK_SPEED\` the
+schedule's clock, x20 by default; \`SOAK_ONLY=schedule\` or \`serve\` watches one process alone)
+samples each process's RSS, open descriptors, data folder on disk and the execution records its
+service keeps every 5 s (and every 30 s the RSS split by mapping from \`/proc/PID/smaps\`: V8's
+256 KiB pages, glibc's arenas, mapped files, the rest) and prints, for each, the medians of the
+run's thirds (the first is the warm-up) and the slope over the last two thirds with its standard
+error, saying whether it is 0 within two of them. RSS swings by tens of MiB from one sample to the
+next with the run in flight, so over minutes a slope of tens of MiB an hour is within its error;
+what tells a plateau from a climb is the medians of the last two thirds and a slope within twice
+its error. Disk and records are held by the retentions the soak sets (results 60 s, their records
+120 s more: an execution is held some 185 s, which the first third must cover, and the bench says
+so when it does not); it prints the pace of each third and the records the retentions hold at
+that pace beside the count. \`serve\` is given an execution and its page read at a steady pace
+(\`SOAK_SERVE_PERIOD_MS\`, one started every 500 ms), so that what it holds does not follow the
+machine's load; the schedule's lines also split the main thread's memory and give the service
+thread's V8 heap.
 
 The schedule process runs with the memory settings \`sluice\` gives itself
 ([operations.md](operations.md#memory)); \`SLUICE_MEMORY_DEFAULTS=0\` runs it without them. Until
@@ -240,6 +247,31 @@ schedule's RSS at the end, the two heaps' totals) above heaps whose live objects
 snapshots of \`serve\` 520 executions apart: +0.9 MiB, compiled code). Whether that room levels off
 is not shown yet: at x20 the process is never idle, so V8's memory reducer, which shrinks the heap
 of a process that stops allocating (a real every-minute schedule between its runs), never runs.
+At a real pace the schedule's RSS is flat. Two soaks at clock x2 (each every-minute job every
+30 s, so the process is idle between runs as a real schedule is), on 2026-12-02, 2 cores shared by
+other work:
+
+| soak at clock x2 | load | \`schedule\`: RSS (thirds), slope after warm-up | \`serve\`: RSS (thirds), slope after warm-up; last third | records (thirds) against what the retentions hold at the pace |
+|---|---|---|---|---|
+| 60 min, \`serve\` pausing 250 ms after each request | 5.8 falling to 1.7 | 245 / 252 / 253 MiB, 0.6 ± 2.2 MiB/h: 0 | 221 / 227 / 234 MiB, 17.6 ± 0.5 MiB/h: not 0; 7.0 ± 1.2 | \`serve\` 344 / 374 / 415, rising with its pace as the load fell |
+| 55 min, \`serve\` at a steady pace (one started every 500 ms) | 9.6, 7.2-22.4 during, 9.9 | 252 / 256 / 258 MiB, 4.4 ± 3.2 MiB/h: 0 | 219 / 225 / 226 MiB, 5.0 ± 0.7 MiB/h: not 0; 3.1 ± 2.2: 0 | \`serve\` 318 / 308 / 274 against 314 / 311 / 276; schedule 12 / 12 / 12 against 12 |
+
+- **The records are swept as the retentions say**: their count is, within 1 %, the pace times the
+  time an execution is held (running, 60 s with its result, 120 s as a record, half a 5 s sweep).
+  The \`serve\` records that rose over the first hour-long run followed its pace: \`serve\` paused
+  250 ms after each request, so it ran more executions as the machine's load fell. At a steady
+  pace (a 12-minute \`SOAK_ONLY=serve\` run, load 5-10) they held at 336 / 347 against 335 / 344,
+  descriptors 39 / 39 / 39 by every kind, disk 149 / 144 / 150 MiB. In the 55-minute run the load
+  (up to 22) slowed \`serve\` below its pace (2,084 of 5,436 executions started late), and its
+  records, disk and open results fell with it.
+- **The schedule at x2**: RSS, descriptors (33 / 33 / 33), disk (36 MiB, at most 51) and records
+  flat within their errors; V8's pages 65 / 67 / 68 MiB, arenas 33 / 35 / 36 MiB, heaps used flat
+  (main thread 31 -> 32 MiB, service thread 25 MiB). The 24.5 MiB/h at x20 is a process never idle.
+- **\`serve\`'s slope** is its arenas: V8's pages 54 / 54 / 54 MiB, files and the rest flat,
+  glibc's arenas 36 / 41 / 42 MiB (12-minute run: 40 / 42 / 44). Each arena keeps the high-water
+  mark of what its threads allocated, up to 8 per core: bounded, but the last of them were still
+  being met in the second third; over the last third the slope is 0 within its errors.
+
 The append job's manifest, which lists every part file of its
 output (about 250 bytes each), is read and rewritten by each run: it grows with the output, not
 with the process ([operations.md](operations.md#what-grows-and-what-bounds-it)).

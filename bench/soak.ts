@@ -1,22 +1,25 @@
 // A soak: `sluice schedule` (two every-minute jobs on the embedded service: a 200,000-row export
 // to Parquet and an append) under a clock SOAK_SPEED times faster than real time (default 20: a
-// run of each job every 3 s), and beside it `sluice serve` under a steady load of executions and
-// page reads, for SOAK_MINUTES of real time (default 4). Results expire after SOAK_RETENTION_S
-// (default 60 s) and execution records are forgotten SOAK_RECORD_RETENTION_S later (default
-// twice that, as the embedded defaults' 1 and 2 days): compressed retentions, so that disk and
-// the records the service holds in memory reach the plateau their settings allow within the run.
-// The schedule process runs with the memory settings `sluice` gives itself
-// (SLUICE_MEMORY_DEFAULTS=0: without, to compare). Every few seconds it samples each process's
-// RSS, open descriptors, data folder on disk and execution records; at the end it prints, for
-// each, the medians of the run's thirds (the first is the warm-up), the slope per hour over the
-// last two thirds with its standard error (and whether it is 0 within two of them) and over the
-// last third alone (a plateau being reached shows as a slope that falls and medians that stop
-// rising), the schedule's main-thread memory split, and the run and request latencies of the
-// first and last thirds. Not part of `npm run bench` with no area named: it runs for minutes.
+// run of each job every 3 s), and beside it `sluice serve` under a steady load (an execution and a
+// page read started every SOAK_SERVE_PERIOD_MS, default 500: a steady pace, so that what the
+// retentions hold is steady too), for SOAK_MINUTES of real time (default 4). SOAK_ONLY=schedule or
+// SOAK_ONLY=serve watches one of them alone. Results expire after SOAK_RETENTION_S (default 60 s)
+// and execution records are forgotten SOAK_RECORD_RETENTION_S later (default twice that, as the
+// embedded defaults' 1 and 2 days): compressed retentions, so that disk and the records the
+// service holds in memory reach the plateau their settings allow within the run's first third
+// (the warm-up; the bench says so when it is too short for that). The schedule process runs with
+// the memory settings `sluice` gives itself (SLUICE_MEMORY_DEFAULTS=0: without, to compare). Every
+// few seconds it samples each process's RSS (and, less often, its split by mapping), open
+// descriptors (by kind), data folder on disk and execution records; at the end it prints, for
+// each, the medians of the run's thirds, the slope per hour over the last two thirds with its
+// standard error (and whether it is 0 within two of them) and over the last third alone, the pace
+// of each third with the records its retentions should hold at it, the schedule's memory split by
+// thread, and the run and request latencies of the first and last thirds. Not part of `npm run
+// bench` with no area named: it runs for minutes.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
@@ -25,39 +28,34 @@ import { LimitsSchema } from '../src/service/settings.ts';
 import { folderBytes } from '../src/cli/output/folderBytes.ts';
 import { memoryDefaults } from '../src/memoryDefaults.ts';
 import { recordFigure } from './figures.ts';
+import { descriptorsOf, rssOf, rssSplitOf } from './soakProc.ts';
+import { MiB, report, summaryFigure, type Held, type Run, type Sample } from './soakReport.ts';
+import { warmupCovers } from './soakStats.ts';
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 4);
 const SPEED = Number(process.env.SOAK_SPEED ?? 20);
 const RETENTION_S = Number(process.env.SOAK_RETENTION_S ?? 60);
 /** Execution records kept after their result expired: twice the results' time, as the embedded defaults (1 day, 2 days). */
 const RECORD_RETENTION_S = Number(process.env.SOAK_RECORD_RETENTION_S ?? 2 * RETENTION_S);
+const SWEEP_INTERVAL_MS = 5_000;
+const SERVE_PERIOD_MS = Number(process.env.SOAK_SERVE_PERIOD_MS ?? 500);
+const ONLY = process.env.SOAK_ONLY;
 const SAMPLE_MS = 5_000;
+/** Every how many samples the RSS is split by mapping (/proc/PID/smaps is long to read). */
+const SPLIT_EVERY = 6;
 const ROWS = 200_000;
 const KEY = 'sk_soak_bench_key';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const HELD: Held = { retentionS: RETENTION_S, recordRetentionS: RECORD_RETENTION_S, sweepIntervalS: SWEEP_INTERVAL_MS / 1000 };
 
-/** A finished run (or a request read), at `t` hours; the schedule's runs carry its main thread's memory. */
-interface Run {
-  readonly t: number;
-  readonly ms: number;
-  readonly mem?: { heapUsed: number; external: number; arrayBuffers: number; wasm: number; serviceHeapUsed: number; serviceExternal: number };
-}
-
-interface Sample {
-  readonly t: number;
-  readonly rss: number;
-  readonly fds: number;
-  readonly disk: number;
-  /** Execution records the service keeps (one JSON file each, each also held in its memory). */
-  readonly records: number;
-}
-
-function sample(pid: number, dir: string, t0: number): Promise<Sample> | undefined {
+function sample(pid: number, dir: string, t0: number, split: boolean): Promise<Sample> | undefined {
   try {
-    const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
-    const fds = readdirSync(`/proc/${pid}/fd`).length;
+    const rss = rssOf(pid);
+    const fdKinds = descriptorsOf(pid, dir);
+    const fds = Object.values(fdKinds).reduce((a, b) => a + b, 0);
     const records = entries(join(dir, 'catalog', 'executions'));
-    return folderBytes(dir).then((disk) => ({ t: (performance.now() - t0) / 3_600_000, rss, fds, disk, records }));
+    const more = split ? { split: rssSplitOf(pid) } : {};
+    return folderBytes(dir).then((disk) => ({ t: (performance.now() - t0) / 3_600_000, rss, fds, fdKinds, disk, records, ...more }));
   } catch {
     return undefined; // the process has gone
   }
@@ -69,94 +67,6 @@ function entries(folder: string): number {
   } catch {
     return 0; // not made yet
   }
-}
-
-/** Least-squares slope of y over t (hours), and its standard error (0 with fewer than 3 points). */
-function fit(points: readonly { t: number; y: number }[]): { slope: number; error: number } {
-  const n = points.length;
-  if (n < 2) return { slope: 0, error: 0 };
-  const mt = points.reduce((s, p) => s + p.t, 0) / n;
-  const my = points.reduce((s, p) => s + p.y, 0) / n;
-  const num = points.reduce((s, p) => s + (p.t - mt) * (p.y - my), 0);
-  const den = points.reduce((s, p) => s + (p.t - mt) ** 2, 0);
-  if (den === 0) return { slope: 0, error: 0 };
-  const slope = num / den;
-  const residuals = points.reduce((s, p) => s + (p.y - my - slope * (p.t - mt)) ** 2, 0);
-  return { slope, error: n < 3 ? 0 : Math.sqrt(residuals / (n - 2) / den) };
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? NaN : s[Math.floor(s.length / 2)]!;
-}
-
-const MiB = 1024 * 1024;
-
-/** The run's thirds: the first is the warm-up, the other two are compared to tell a plateau from a climb. */
-function thirds<T extends { t: number }>(xs: readonly T[], end: number): [T[], T[], T[]] {
-  return [xs.filter((x) => x.t < end / 3), xs.filter((x) => x.t >= end / 3 && x.t < (2 * end) / 3), xs.filter((x) => x.t >= (2 * end) / 3)];
-}
-
-/**
- * A level after warm-up: the slope fitted over the last two thirds, with its standard error (a
- * slope within twice its error is no trend the samples can show), the slope over the last third
- * alone (a plateau being reached shows a smaller one), and the median of each third (the median,
- * not the last sample, which swings with the run in flight).
- */
-function level(samples: readonly Sample[], k: 'rss' | 'fds' | 'disk' | 'records', scale: number, unit: string): string {
-  const end = samples.at(-1)!.t;
-  const [early, middle, late] = thirds(samples, end);
-  const all = fit([...middle, ...late].map((s) => ({ t: s.t, y: s[k] / scale })));
-  const last = fit(late.map((s) => ({ t: s.t, y: s[k] / scale })));
-  const med = (xs: readonly Sample[]) => median(xs.map((s) => s[k] / scale)).toFixed(0);
-  return `${med(early)} / ${med(middle)} / ${med(late)}${unit} (medians of the thirds), slope ${all.slope.toFixed(1)} ± ${all.error.toFixed(1)}${unit}/h after warm-up (${verdict(all)}), ${last.slope.toFixed(1)} ± ${last.error.toFixed(1)}${unit}/h over the last third`;
-}
-
-/** Whether a fitted slope is 0 within twice its standard error (no trend the samples can show), or how many errors away it is. */
-export function verdict({ slope, error }: { slope: number; error: number }): string {
-  if (Math.abs(slope) <= 2 * error) return '0 within 2 standard errors';
-  return error === 0 ? 'not 0' : `not 0: ${(Math.abs(slope) / error).toFixed(1)} standard errors`;
-}
-
-/** Medians of the memory split the schedule process reports per run, first and last third. */
-function memorySplit(runs: readonly Run[]): string | undefined {
-  const withMem = runs.filter((r) => r.mem !== undefined);
-  if (withMem.length === 0) return undefined;
-  const [early, , late] = thirds(withMem, withMem.at(-1)!.t);
-  const med = (xs: readonly Run[], k: keyof NonNullable<Run['mem']>) => (median(xs.map((r) => r.mem![k])) / MiB).toFixed(0);
-  const part = (k: keyof NonNullable<Run['mem']>) => `${med(early, k)} -> ${med(late, k)}`;
-  return [
-    `  main thread  V8 heap used ${part('heapUsed')} MiB, external ${part('external')} MiB (ArrayBuffers ${part('arrayBuffers')}), parquet-wasm memory ${part('wasm')} MiB (medians, first -> last third)`,
-    `  service thread V8 heap used ${part('serviceHeapUsed')} MiB, external ${part('serviceExternal')} MiB (medians, first -> last third)`,
-  ].join('\n');
-}
-
-function report(name: string, samples: readonly Sample[], latencies: readonly Run[]): string {
-  const last = samples.at(-1)!;
-  const end = latencies.at(-1)?.t ?? 0;
-  const [early, , late] = thirds(latencies, end);
-  const lines = [
-    `${name}: ${samples.length} samples over ${(last.t * 60).toFixed(1)} min; first / middle / last third:`,
-    `  RSS          ${level(samples, 'rss', MiB, ' MiB')}; max ${(Math.max(...samples.map((s) => s.rss)) / MiB).toFixed(0)} MiB`,
-    `  descriptors  ${level(samples, 'fds', 1, '')}; max ${Math.max(...samples.map((s) => s.fds))}`,
-    `  disk         ${level(samples, 'disk', MiB, ' MiB')}; max ${(Math.max(...samples.map((s) => s.disk)) / MiB).toFixed(0)} MiB`,
-    `  records      ${level(samples, 'records', 1, '')}; max ${Math.max(...samples.map((s) => s.records))}`,
-    memorySplit(latencies),
-    `  latency      median ${median(early.map((l) => l.ms)).toFixed(0)} ms in the first third, ${median(late.map((l) => l.ms)).toFixed(0)} ms in the last (${latencies.length} in all)`,
-  ];
-  return lines.filter((l) => l !== undefined).join('\n');
-}
-
-function summaryFigure(samples: readonly Sample[], latencies: readonly Run[], load: string): string {
-  const end = samples.at(-1)!.t;
-  const [, middle, late] = thirds(samples, end);
-  const warm = [...middle, ...late];
-  const rss = fit(warm.map((s) => ({ t: s.t, y: s.rss / MiB })));
-  const fds = fit(warm.map((s) => ({ t: s.t, y: s.fds })));
-  const rssMed = (xs: readonly Sample[]) => (median(xs.map((s) => s.rss)) / MiB).toFixed(0);
-  const disk = Math.max(...samples.map((s) => s.disk)) / MiB;
-  const lat = thirds(latencies, latencies.at(-1)?.t ?? 0);
-  return `RSS ${rssMed(middle)} -> ${rssMed(late)} MiB (medians of the last two thirds), slope ${rss.slope.toFixed(0)} ± ${rss.error.toFixed(0)} MiB/h (${verdict(rss)}); descriptors ${fds.slope.toFixed(1)} ± ${fds.error.toFixed(1)}/h after warm-up (${verdict(fds)}); disk at most ${disk.toFixed(0)} MiB; median latency ${median(lat[0].map((l) => l.ms)).toFixed(0)} -> ${median(lat[2].map((l) => l.ms)).toFixed(0)} ms (${MINUTES} min, ${latencies.length} runs or reads, load ${load})`;
 }
 
 /**
@@ -173,7 +83,7 @@ export function scheduleEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
  * and the result store bounded, so that each reaches its plateau within minutes.
  */
 export function soakLimits(): Record<string, number> {
-  const limits: Record<string, number> = { retention_days: RETENTION_S / 86_400, execution_record_retention_days: RECORD_RETENTION_S / 86_400, sweep_interval_ms: 5_000 };
+  const limits: Record<string, number> = { retention_days: RETENTION_S / 86_400, execution_record_retention_days: RECORD_RETENTION_S / 86_400, sweep_interval_ms: SWEEP_INTERVAL_MS };
   if ('result_store_max_bytes' in LimitsSchema.shape) limits.result_store_max_bytes = 256 * MiB;
   return limits;
 }
@@ -188,7 +98,17 @@ function lines(child: ChildProcess, onLine: (line: string) => void): void {
   createInterface({ input: child.stdout! }).on('line', onLine);
 }
 
-async function soakSchedule(dir: string, settings: string, t0: number): Promise<{ samples: Sample[]; runs: Run[]; failures: number; stop: () => Promise<void>; pid: number; ready: Promise<void> }> {
+interface Watched {
+  readonly pid: number;
+  /** The runs whose latency is compared (the schedule's snapshot runs, serve's requests). */
+  readonly runs: Run[];
+  /** Every execution the process's service finished (for the pace). */
+  readonly done: Run[];
+  readonly failures: number;
+  stop(): Promise<void>;
+}
+
+async function soakSchedule(dir: string, settings: string, t0: number): Promise<Watched & { ready: Promise<void> }> {
   const file = join(dir, 'jobs.yaml');
   await writeFile(
     file,
@@ -216,6 +136,7 @@ async function soakSchedule(dir: string, settings: string, t0: number): Promise<
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const runs: Run[] = [];
+  const done: Run[] = [];
   let failures = 0;
   let markReady = (): void => undefined;
   const ready = new Promise<void>((r) => (markReady = r));
@@ -225,12 +146,16 @@ async function soakSchedule(dir: string, settings: string, t0: number): Promise<
     if (!run.ok) {
       failures++;
       if (failures <= 3) console.log(`schedule: ${run.job} failed: ${run.error}`);
-    } else if (run.job === 'snapshot') runs.push({ t: (performance.now() - t0) / 3_600_000, ms: run.ms, ...(run.mem === undefined ? {} : { mem: run.mem }) });
+      return;
+    }
+    const finished = { t: (performance.now() - t0) / 3_600_000, ms: run.ms, ...(run.mem === undefined ? {} : { mem: run.mem }) };
+    done.push(finished);
+    if (run.job === 'snapshot') runs.push(finished);
   });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   return {
-    samples: [],
     runs,
+    done,
     get failures() {
       return failures;
     },
@@ -243,26 +168,42 @@ async function soakSchedule(dir: string, settings: string, t0: number): Promise<
   };
 }
 
-async function soakServe(dir: string, settings: string, t0: number, until: () => boolean): Promise<{ pid: number; requests: Run[]; done: Promise<void>; stop: () => Promise<void> }> {
+/**
+ * `sluice serve` under a steady load: an execution of 5,000 rows and its page read started every
+ * SOAK_SERVE_PERIOD_MS (one at a time; one that ends late starts the next at once), so that the pace,
+ * and what the retentions hold at it, does not follow the machine's load.
+ */
+async function soakServe(dir: string, settings: string, t0: number, until: () => boolean): Promise<Watched & { late: () => number; finished: Promise<void> }> {
   const child = spawn(process.execPath, [join(ROOT, 'bin/sluice.js'), 'serve', '--port', '0', '--data-dir', join(dir, 'serve'), '--config', settings], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve) => lines(child, (line) => /^listening on (\S+)/.test(line) && resolve(/^listening on (\S+)/.exec(line)![1]!)));
   const client = new ServiceClient({ baseUrl: url.endsWith('/api') ? url : `${url}/api`, apiKey: KEY, env: {} });
   const requests: Run[] = [];
-  const done = (async () => {
+  let late = 0;
+  const finished = (async () => {
+    let next = performance.now();
     for (let i = 0; until(); i++) {
       const started = performance.now();
       const execution = await client.execute({ sql: `select id, name, amount from sample.events where id % 97 = ${i % 97} order by id limit 5000` });
       await execution.wait();
       await client.getResults(execution.id, { limit: 5000 });
       requests.push({ t: (performance.now() - t0) / 3_600_000, ms: performance.now() - started });
-      await new Promise((r) => setTimeout(r, 250));
+      next += SERVE_PERIOD_MS;
+      const wait = next - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      else {
+        late++;
+        next = performance.now();
+      }
     }
   })();
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   return {
     pid: child.pid!,
-    requests,
-    done,
+    runs: requests,
+    done: requests,
+    failures: 0,
+    late: () => late,
+    finished,
     stop: async () => {
       await client.close();
       child.kill('SIGTERM');
@@ -274,34 +215,46 @@ async function soakServe(dir: string, settings: string, t0: number, until: () =>
 export async function run(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'sluice-bench-soak-'));
   const settings = await settingsFile(dir);
-  const startLoad = loadavg()[0]!.toFixed(1);
+  const loads: number[] = [loadavg()[0]!];
   const memory = process.env.SLUICE_MEMORY_DEFAULTS === '0' ? 'without the memory settings (SLUICE_MEMORY_DEFAULTS=0)' : "with sluice's memory settings";
-  console.log(`soak: ${MINUTES} min, clock x${SPEED} (every-minute jobs every ${(60 / SPEED).toFixed(1)} s), results kept ${RETENTION_S} s, schedule ${memory}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${(await import('node:os')).availableParallelism()} cores`);
+  const clock = `clock x${SPEED} (each every-minute job every ${(60 / SPEED).toFixed(1)} s)`;
+  const period = `an execution of 5,000 rows and its page read started every ${SERVE_PERIOD_MS} ms`;
+  console.log(
+    `soak: ${MINUTES} min, ${ONLY === 'serve' ? '' : `schedule ${memory}, ${clock}, `}${ONLY === 'schedule' ? '' : `serve with ${period}, `}results kept ${RETENTION_S} s and their records ${RECORD_RETENTION_S} s more, load ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${availableParallelism()} cores`,
+  );
+  const horizon = RETENTION_S + RECORD_RETENTION_S + SWEEP_INTERVAL_MS / 1000;
+  if (!warmupCovers(MINUTES, horizon)) console.log(`soak: the warm-up (the first third, ${((MINUTES * 60) / 3).toFixed(0)} s) is shorter than the ${horizon} s an execution is held: the records and disk cannot level off in it; run for ${Math.ceil((3 * horizon) / 60)} minutes or more`);
   const t0 = performance.now();
-  const schedule = await soakSchedule(dir, settings, t0);
-  await schedule.ready;
+  const schedule = ONLY === 'serve' ? undefined : await soakSchedule(dir, settings, t0);
+  await schedule?.ready;
   const end = performance.now() + MINUTES * 60_000;
-  const serve = await soakServe(dir, settings, t0, () => performance.now() < end);
+  const serve = ONLY === 'schedule' ? undefined : await soakServe(dir, settings, t0, () => performance.now() < end);
   const scheduleSamples: Sample[] = [];
   const serveSamples: Sample[] = [];
   try {
-    while (performance.now() < end) {
+    for (let i = 0; performance.now() < end; i++) {
       await new Promise((r) => setTimeout(r, SAMPLE_MS));
-      const a = await sample(schedule.pid, join(dir, 'service'), t0);
-      const b = await sample(serve.pid, join(dir, 'serve'), t0);
+      const split = i % SPLIT_EVERY === 0;
+      const a = schedule === undefined ? undefined : await sample(schedule.pid, join(dir, 'service'), t0, split);
+      const b = serve === undefined ? undefined : await sample(serve.pid, join(dir, 'serve'), t0, split);
       if (a) scheduleSamples.push(a);
       if (b) serveSamples.push(b);
+      loads.push(loadavg()[0]!);
     }
-    await serve.done;
+    await serve?.finished;
   } finally {
-    await schedule.stop();
-    await serve.stop();
+    await schedule?.stop();
+    await serve?.stop();
   }
-  console.log(report(`schedule (${schedule.runs.length} snapshot runs, ${schedule.failures} failed runs)`, scheduleSamples, schedule.runs));
-  console.log(report(`serve (${serve.requests.length} executions read)`, serveSamples, serve.requests));
-  const load = `${startLoad} -> ${loadavg()[0]!.toFixed(1)}`;
-  console.log(`load (1 min) at the start -> end: ${load}`);
-  recordFigure('soak-schedule', summaryFigure(scheduleSamples, schedule.runs, load));
-  recordFigure('soak-serve', summaryFigure(serveSamples, serve.requests, load));
+  const load = `${loads[0]!.toFixed(1)} at the start, ${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)} during, ${loads.at(-1)!.toFixed(1)} at the end`;
+  if (schedule !== undefined) {
+    console.log(report(`schedule (${schedule.runs.length} snapshot runs, ${schedule.done.length} runs in all, ${schedule.failures} failed runs)`, scheduleSamples, schedule.runs, schedule.done, HELD));
+    recordFigure('soak-schedule', summaryFigure(clock, scheduleSamples, schedule.runs, load));
+  }
+  if (serve !== undefined) {
+    console.log(report(`serve (${serve.runs.length} executions read, ${serve.late()} started late)`, serveSamples, serve.runs, serve.done, HELD));
+    recordFigure('soak-serve', summaryFigure(period, serveSamples, serve.runs, load));
+  }
+  console.log(`load (1 min): ${load}`);
   await rm(dir, { recursive: true, force: true });
 }

@@ -12,6 +12,12 @@ if (major < 24) {
   process.stderr.write(`sluice needs Node 24 (this is Node ${process.versions.node})${how}\n`);
   process.exit(2);
 }
+// Node's module compile cache (NODE_COMPILE_CACHE moves it, NODE_DISABLE_COMPILE_CACHE=1 turns it
+// off): later runs skip compiling (and, from the sources, type-stripping) what they load. It is on
+// before the first TypeScript module is imported: a single module stripped outside the cache loads
+// Node's type stripper, ~15 MB of the process's peak. A cache directory that cannot be created or
+// written only means no cache.
+(await import('node:module')).enableCompileCache?.();
 // Two memory settings that only work when a process starts (src/memoryDefaults.ts; docs/operations.md,
 // "Memory"): every command gets them unless the environment sets them or SLUICE_MEMORY_DEFAULTS=0:
 // the process replaces itself (same pid, stdio and signals) with one started with them. A platform
@@ -27,10 +33,6 @@ if (process.platform === 'linux' && typeof process.execve === 'function') {
     }
   }
 }
-// Node's module compile cache (NODE_COMPILE_CACHE moves it, NODE_DISABLE_COMPILE_CACHE=1 turns it
-// off): later runs skip compiling (and, from the sources, type-stripping) what they load. A cache
-// directory that cannot be created or written only means no cache.
-(await import('node:module')).enableCompileCache?.();
 const exitHooks = () => import(fromSource ? '../src/exitHooks.ts' : '../dist/src/exitHooks.js');
 // SIGINT/SIGTERM are handled here for the whole life of the process, so that there is never a moment
 // in which one ends it by the signal instead of with an exit code. While a command runs, its own

@@ -40,6 +40,7 @@ export function jobEvents(job: string, log: Logger, stderr: OutputStream, showBa
         bytes: o.bytes,
         ...(o.resumedFiles > 0 ? { resumed_files: o.resumedFiles } : {}),
         ...(o.snapshot ? { snapshot: o.snapshot } : {}),
+        ...(o.decode === undefined ? {} : { decode: o.decode }),
       });
     },
     onRetry: ({ attempt, error, delayMs }) => {

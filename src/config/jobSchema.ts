@@ -212,7 +212,9 @@ function jobSchema(output: ReturnType<typeof withRunFields>) {
       wire: z
         .enum(['auto', 'json', 'arrow'])
         .optional()
-        .describe('Result pages as Arrow streams when the service offers them, else JSON (auto, the default), only JSON (json), or only Arrow (an error if the service does not serve Arrow)'),
+        .describe(
+          "Result pages as Arrow streams when the service offers them (auto, the default); from a service without Arrow pages, a Parquet output DuckDB can write with the same values reads the service's CSV pages (the native path), and every other output JSON pages; only JSON (json), or only Arrow (an error if the service does not serve Arrow). `sluice run --plan` says which path each output takes",
+        ),
       workers: z
         .union([z.literal('auto'), z.number().int().min(1).max(MAX_WORKERS)])
         .optional()

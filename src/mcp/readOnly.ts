@@ -9,7 +9,7 @@ import { ToolRefusedError } from './budget.ts';
 import type { ToolCall } from './context.ts';
 import type { SourceArgs } from './source.ts';
 
-/** Throws READ_ONLY when the SQL (or saved query) the call would execute writes, or cannot be classified. */
+/** Throws READ_ONLY when the SQL (or saved query) the call would execute writes, cannot be classified, or is denied by the service's check (not proven to only read). */
 export async function refuseWrites(args: SourceArgs, call: ToolCall): Promise<void> {
   const { client } = call.server;
   let answer: ClassifyResponse;
@@ -25,11 +25,21 @@ export async function refuseWrites(args: SourceArgs, call: ToolCall): Promise<vo
     );
   }
   const writing = answer.statements.findIndex((s) => s.writes);
-  if (writing === -1) return;
-  const at = answer.statements[writing]!;
+  if (writing !== -1) {
+    const at = answer.statements[writing]!;
+    throw new ToolRefusedError(
+      'READ_ONLY',
+      `refused: statement ${writing + 1} (line ${at.line}:${at.column}) creates, fills or drops a table or view, and this server is read-only (--read-only); nothing was executed`,
+      { statements: answer.statements },
+    );
+  }
+  // A statement the sandbox denies was judged by no reading that shows it only reads (a WITH
+  // before INSERT or DELETE is one): not proven read-only, so not submitted.
+  const denial = answer.denial;
+  if (denial === undefined) return;
   throw new ToolRefusedError(
     'READ_ONLY',
-    `refused: statement ${writing + 1} (line ${at.line}:${at.column}) creates, fills or drops a table or view, and this server is read-only (--read-only); nothing was executed`,
-    { statements: answer.statements },
+    `refused: the statement at line ${denial.line}:${denial.column} cannot be shown to only read (the service's check: ${denial.message}), and this server is read-only (--read-only); nothing was submitted. Write it as a plain query (SELECT, or WITH ... SELECT)`,
+    { statements: answer.statements, denial },
   );
 }

@@ -9,6 +9,7 @@ import { resolveTier, type ServiceSettings } from './settings.ts';
 import type { ExecutionHooks } from './limits/hooks.ts';
 import type { RetentionTarget } from './limits/retention.ts';
 import type { ResultStoreTarget } from './limits/resultStore.ts';
+import { ReadLeases } from './limits/readLeases.ts';
 import { tierPolicy } from './limits/tiers.ts';
 import { ViewRefreshError } from './views/errors.ts';
 import { ForgottenExecutions, forgetAt } from './forgotten.ts';
@@ -61,6 +62,8 @@ export class Executions {
    */
   readonly #resultGone = new Set<string>();
   #closing = false;
+  /** The results being read, which the result store's bound does not drop (limits/readLeases.ts). */
+  readonly readLeases: ReadLeases;
 
   /**
    * `onStored`: called after a result is stored and its execution completed (the result store's
@@ -74,6 +77,7 @@ export class Executions {
     this.#store = deps.store;
     this.#clock = deps.clock;
     this.#settings = deps.settings;
+    this.readLeases = new ReadLeases(deps.settings.limits.result_read_lease_ms, () => this.#clock.now());
   }
 
   /**
@@ -285,6 +289,7 @@ export class Executions {
       if (rec.state !== 'QUERY_STATE_FAILED' && rec.state !== 'QUERY_STATE_CANCELLED') await this.#engine.dropResult(rec.id).catch(() => {});
       this.#records.delete(rec.id);
       this.#lastRead.delete(rec.id);
+      this.readLeases.forget(rec.id);
       this.#resultGone.delete(rec.id);
       await this.#store.remove(rec.id);
     }
@@ -317,6 +322,7 @@ export class Executions {
   /** Moves a result to EXPIRED as of `at`: persisted, then its stored result dropped. */
   #expire(rec: ExecutionRecord & { expiresAt: number; startedAt: number; endedAt: number; costCredits: number }, at: number): ExecutionRecord {
     this.#lastRead.delete(rec.id);
+    this.readLeases.forget(rec.id);
     const expired: ExecutionRecord = {
       ...baseOf(rec),
       state: 'QUERY_STATE_EXPIRED',
@@ -407,7 +413,10 @@ export class Executions {
       return;
     }
     this.#records.set(id, next);
-    if (holdsResult(next)) this.#onStored?.();
+    if (holdsResult(next)) {
+      this.readLeases.stored(id);
+      this.#onStored?.();
+    }
     // Not awaited: the slot is released in this tick (see above). The ledger counts the cost in
     // memory at once; its write lands later (the service flushes it on close).
     void this.#finished(next);

@@ -255,7 +255,9 @@ async function assemble(engine: SqlEngine, settings: ServiceSettings, clock: Clo
   };
   const faults = new Faults(settings.faults);
   const router = new Router([...executionRoutes(svc), ...classifyRoutes(svc), ...queryRoutes(svc), ...queryListRoutes(svc), ...resultRoutes(svc), ...limitRoutes]);
-  resultStore = new ResultStoreBound(settings.limits.result_store_max_bytes, () => engine.resultStoreBytes(), executions.resultStoreTarget());
+  resultStore = new ResultStoreBound(settings.limits.result_store_max_bytes, () => engine.resultStoreBytes(), executions.resultStoreTarget(), executions.readLeases);
+  // A read that held a result ended: the store, if over its bound, is bounded again at once.
+  executions.readLeases.onRelease(() => resultStore?.enforceIfOver());
   // Encodings written on a first read grow the store after the result was stored.
   engine.onResultStoreGrew?.(bound);
   bound();

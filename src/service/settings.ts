@@ -68,7 +68,10 @@ export const LimitsSchema = z.strictObject({
     .describe("How long an execution's record (its state, cost and error) is kept after its result expired, or after it ended without one (failed, cancelled); then it is deleted from memory and disk by the retention sweep (and at start), and its status answers 404 saying so. Bounds the records an every-minute schedule leaves"),
   result_store_max_bytes: posInt()
     .default(2 * GiB)
-    .describe('Most bytes the stored results (result files, encodings, compressed pages) may take on disk; past it the least recently read results expire early (the one used last is always kept). Shown by sluice usage'),
+    .describe('Most bytes the stored results (result files, encodings, compressed pages) may take on disk; past it the least recently read results expire early. A result being read (a page request in flight, or a reader paging through it: see result_read_lease_ms) and the one used last are kept: the store exceeds its bound while they are read, and is bounded again once reading ends. Shown by sluice usage'),
+  result_read_lease_ms: posInt()
+    .default(300_000)
+    .describe("How long a result stays protected from the result store's bound after it was stored, or after a page of it with a next page was read, when its next page is not asked for (a reader that reads to the end releases it at once). Longer than a client's whole retry budget (60 s) and a slow sink's stall between pages"),
   max_result_bytes: posInt().default(8 * GiB).describe('Larger results are truncated: COMPLETED_PARTIAL'),
   execution_timeout_ms: posInt().default(30 * 60_000).describe('Default execution timeout of every tier'),
   credits_per_execution: nonNegInt().default(10).describe('Base cost of an execution that ran, times the tier factor'),

@@ -35,11 +35,29 @@ export function workerModuleUrl(base: string, importMetaUrl: string): URL {
 
 /**
  * Starts the worker thread module `base` beside `importMetaUrl` (see `workerModuleUrl`) with the
- * process's loading flags, through threadEntry, which turns on Node's compile cache for the thread
+ * process's loading flags, through THREAD_ENTRY, which turns on Node's compile cache for the thread
  * first. Every thread sluice starts (the service thread) starts here.
  */
 export function startWorker(base: string, importMetaUrl: string, options: Omit<WorkerOptions, 'argv' | 'execArgv' | 'eval'> = {}): Worker {
-  return new Worker(ENTRY_URL, { ...options, argv: [workerModuleUrl(base, importMetaUrl).href], execArgv: workerExecArgv() });
+  return new Worker(THREAD_ENTRY, { ...options, argv: [workerModuleUrl(base, importMetaUrl).href], execArgv: workerExecArgv() });
 }
 
-const ENTRY_URL = workerModuleUrl('threadEntry', import.meta.url);
+/**
+ * The first module of every worker thread: turns on Node's module compile cache for the thread,
+ * then loads the thread's own module (its URL is the thread's last argv, so `workerData` stays the
+ * module's). A thread loads the client, apache-arrow and undici again (an isolate shares no
+ * compiled code with another): from the cache that costs about half the CPU. The cache is Node's
+ * own (`NODE_COMPILE_CACHE` moves it, `NODE_DISABLE_COMPILE_CACHE=1` turns it off); a directory that
+ * cannot be created or written only means no cache. Plain JavaScript in a data: URL, not a module
+ * file: run from the sources, a TypeScript entry would be type-stripped before the cache is on, and
+ * a single module stripped outside the cache loads Node's type stripper into the thread (about
+ * 15 MB of the process's peak). A module, not `eval` code, so that the process's `--import`
+ * preloads run in the thread too. The cache is written once the module has loaded rather than at
+ * the thread's end: a thread ended by terminate() would never write it.
+ */
+const THREAD_ENTRY = new URL(
+  `data:text/javascript,${encodeURIComponent(`import { enableCompileCache, flushCompileCache } from 'node:module';
+enableCompileCache();
+await import(process.argv.at(-1));
+flushCompileCache();`)}`,
+);

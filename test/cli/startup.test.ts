@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -14,13 +14,13 @@ const HEAVY = /^(?:@duckdb\/|parquet-wasm|@aws-sdk\/|@modelcontextprotocol\/|@op
 const work = mkdtempSync(join(tmpdir(), 'sluice-startup-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-/** The packages a Node process resolved, recorded by test/helpers/trackImports.ts. */
-function packagesLoadedBy(args: readonly string[]): { packages: string[]; status: number | null; stderr: string } {
+/** The packages a Node process resolved in its main thread, recorded by test/helpers/trackImports.ts. */
+function packagesLoadedBy(args: readonly string[], options: { cwd?: string; env?: Record<string, string> } = {}): { packages: string[]; status: number | null; stderr: string } {
   const out = join(work, `${Math.random().toString(36).slice(2)}.json`);
   const child = spawnSync('node', ['--import', join(ROOT, 'test/helpers/trackImports.ts'), ...args], {
-    cwd: ROOT,
+    cwd: options.cwd ?? ROOT,
     encoding: 'utf8',
-    env: testEnv({ SLUICE_TRACK_IMPORTS: out }),
+    env: testEnv({ ...options.env, SLUICE_TRACK_IMPORTS: out }),
   });
   return { packages: JSON.parse(readFileSync(out, 'utf8')) as string[], status: child.status, stderr: child.stderr };
 }
@@ -42,6 +42,18 @@ describe('start-up', () => {
     const help = packagesLoadedBy([sluiceEntry(), '--help']);
     expect(help.status).toBe(0);
     expect(help.packages.filter((p) => HEAVY.test(p))).toEqual([]);
+  });
+
+  it('`sluice run` of the quickstart (embedded service, Parquet to a folder) loads no object store SDK, MCP SDK, OpenTelemetry nor Google auth', () => {
+    // Each is memory the run's peak would carry (tens of MB between them) for nothing it does.
+    const dir = mkdtempSync(join(work, 'run-'));
+    copyFileSync(join(ROOT, 'config/examples/quickstart.yaml'), join(dir, 'quickstart.yaml'));
+    const run = packagesLoadedBy([sluiceEntry(), 'run', 'quickstart.yaml'], { cwd: dir, env: { SLUICE_SAMPLE_ROWS: '2000' } });
+    expect(run.stderr).toContain('"outcome":"ok"');
+    expect(run.status).toBe(0);
+    // The hook did record what the run needs in this thread (the embedded service's DuckDB is in its own): the Parquet writer, the HTTP client.
+    expect(run.packages).toEqual(expect.arrayContaining(['parquet-wasm', 'undici']));
+    expect(run.packages.filter((p) => /^(?:@aws-sdk\/|@smithy\/|@azure\/|google-auth-library|@modelcontextprotocol\/|@opentelemetry\/)/.test(p))).toEqual([]);
   });
 
   it("`import 'sluice'` (the library's entry) loads no OpenTelemetry and no Google auth", () => {

@@ -1,7 +1,9 @@
 // Loaded with `node --import` by tests that check what a command or module pulls in: records every
-// package specifier resolved in the process and writes them, at exit, to $SLUICE_TRACK_IMPORTS.
+// package specifier resolved in the process's main thread and writes them, at exit, to
+// $SLUICE_TRACK_IMPORTS (a worker thread, which runs the process's --import too, writes nothing).
 import { writeFileSync } from 'node:fs';
 import { registerHooks } from 'node:module';
+import { isMainThread } from 'node:worker_threads';
 
 const packages = new Set<string>();
 registerHooks({
@@ -12,5 +14,5 @@ registerHooks({
 });
 process.on('exit', () => {
   const out = process.env.SLUICE_TRACK_IMPORTS;
-  if (out) writeFileSync(out, JSON.stringify([...packages].sort()));
+  if (out && isMainThread) writeFileSync(out, JSON.stringify([...packages].sort()));
 });

@@ -37,6 +37,9 @@ describe('runJob over a JSON-only service', () => {
     const arrow = await runJob(yaml('-arrow'), { client, stateDir: join(dir, 'state'), signal: signal() });
     const summary = await runJob(yaml(''), { client: jsonClient, stateDir: join(dir, 'state'), signal: signal(), executionId: arrow.executionId });
     expect(summary).toMatchObject({ rows: 3000, files: 7 });
+    // The run's own record of the path each output took.
+    expect(summary.outputs.map((o) => o.decode)).toEqual(['native', 'native', 'general']);
+    expect(arrow.outputs.map((o) => o.decode)).toEqual(['general', 'general', 'general']);
     expect(await createdBy(join(dir, 'native', 'pq'))).toEqual([expect.stringMatching(/DuckDB/i)]);
     expect(await createdBy(join(dir, 'native', 'one'))).toEqual([expect.stringMatching(/DuckDB/i)]);
     expect(await createdBy(join(dir, 'native', 'pq-arrow'))).not.toEqual([expect.stringMatching(/DuckDB/i)]);

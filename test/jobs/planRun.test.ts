@@ -44,8 +44,8 @@ describe('sluice run --plan', () => {
     expect(saved).toMatchObject({ job: 'saved', action: 'reuse', credits: 0, execution_id: stored.id, rows: 2000, max_credits: 5, within_budget: true, shards: 2 });
     expect(saved!.bytes).toBeGreaterThan(0);
     expect((saved!.outputs as Record<string, unknown>[])[0]).toMatchObject({ format: 'parquet', action: 'write', parts: 7, rows_per_part: 300, parts_per_shard: [3, 4] });
-    // Which decode path each output takes: Parquet natively from the CSV pages, CSV the general way (and why).
-    expect((saved!.outputs as Record<string, unknown>[])[0]!['decode']).toMatchObject({ path: 'native', pages: 'csv', why: expect.stringContaining("service's CSV pages") });
+    // Which decode path each output takes, as the service answers the result's first page: it serves Arrow pages, so Parquet the general way; CSV the general way whatever the service (and why).
+    expect((saved!.outputs as Record<string, unknown>[])[0]!['decode']).toEqual({ path: 'general', why: expect.stringContaining('the service serves Arrow pages') });
     expect((adhoc!.outputs as Record<string, unknown>[])[0]!['decode']).toEqual({ path: 'general', why: expect.stringContaining('csv format') });
 
     const text = await sluice(['run', file, '--plan', '--job', 'adhoc'], { env });

@@ -191,4 +191,21 @@ describe('--read-only refuses SQL that writes, as the service classifies it, bef
     expect(read.isError, textOf(read)).toBeFalsy();
     expect((read.structuredContent as { rows: unknown[] }).rows).toEqual([{ n: '1' }]);
   });
+
+  it('a statement the service cannot show to only read (WITH before INSERT or DELETE) is refused before submission, saying which and why; a plain query still runs', async () => {
+    await (await demo.execute({ sql: 'CREATE TABLE service.demo.held AS SELECT 1 AS x' })).wait();
+    const before = (await demo.getUsage()).executions;
+    for (const sql of ['with x as (select 2 as x) insert into service.demo.held select x from x', 'with x as (select 1 as x) delete from service.demo.held where x in (select x from x)']) {
+      for (const tool of ['preview', 'plan']) {
+        const result = await mcp.call(tool, { sql });
+        expect(result.isError, sql).toBe(true);
+        expect(textOf(result), sql).toMatch(/^READ_ONLY: refused: the statement at line 1:\d+ cannot be shown to only read \(the service's check: line 1:1: Not allowed: this form of query cannot be checked \(a WITH before INSERT, UPDATE or DELETE, say\); write it with plain SELECT\), and this server is read-only \(--read-only\); nothing was submitted\. Write it as a plain query/);
+      }
+    }
+    // Nothing was submitted: no execution started (the service's own refusal would count one).
+    expect((await demo.getUsage()).executions).toBe(before);
+    const read = await mcp.call('preview', { sql: 'with x as (select 1 as x) select count(*) as n from service.demo.held' });
+    expect(read.isError, textOf(read)).toBeFalsy();
+    expect((read.structuredContent as { rows: unknown[] }).rows).toEqual([{ n: '1' }]);
+  });
 });

@@ -3,6 +3,7 @@
 // GET /v1/usage (sluice usage) shows the store's size and bound.
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ResultStoreBound } from '../../src/service/limits/resultStore.ts';
+import { ReadLeases } from '../../src/service/limits/readLeases.ts';
 import { ARROW_STREAM_MEDIA_TYPE } from '../../src/protocol/index.ts';
 import { startTestService, type TestService } from '../helpers/service.ts';
 import { call, runSql, status } from './api.ts';
@@ -21,6 +22,73 @@ describe('ResultStoreBound', () => {
     // Alone and over the bound: kept.
     expect(await bound.enforce()).toEqual([]);
     expect(await bound.measure()).toEqual({ bytes: 100, maxBytes: 100 });
+  });
+});
+
+describe('ReadLeases', () => {
+  test('a reader holds a result until it reads the last page; an unfollowed lease lapses; a request in flight holds it', () => {
+    let now = 1_000;
+    let released = 0;
+    const leases = new ReadLeases(100, () => now);
+    leases.onRelease(() => released++);
+    leases.stored('a');
+    expect(leases.held('a')).toBe(true);
+    leases.paged('a', 0, 10, leases.mark());
+    leases.paged('a', 10, 20, leases.mark());
+    now += 99;
+    expect(leases.held('a')).toBe(true);
+    expect(leases.nextLapse(['a', 'b'])).toBe(1);
+    // The last page: nothing is left to hold it.
+    leases.paged('a', 20, undefined, leases.mark());
+    expect(leases.held('a')).toBe(false);
+    // A reader that stopped half-way: held until its lease lapses.
+    leases.paged('b', 0, 10, leases.mark());
+    now += 100;
+    expect(leases.held('b')).toBe(false);
+    // Pages fetched at once, answered out of order: the first, made while the second was read, takes no lease.
+    const first = leases.mark();
+    leases.paged('c', 10, undefined, leases.mark());
+    leases.paged('c', 0, 10, first);
+    expect(leases.held('c')).toBe(false);
+    expect(leases.nextLapse(['b'])).toBeUndefined();
+    // In flight, whatever the leases; the end is told once.
+    const end = leases.begin('b');
+    expect(leases.held('b')).toBe(true);
+    end();
+    end();
+    expect(leases.held('b')).toBe(false);
+    expect(released).toBe(1);
+  });
+});
+
+describe('ResultStoreBound with results being read', () => {
+  test('keeps them past the bound; drops them, least recently read first, once released or lapsed', async () => {
+    const sizes = new Map([['a', 60], ['b', 60], ['c', 60]]);
+    const lastUsed: Record<string, number> = { a: 1, b: 2, c: 3 };
+    const expired: string[] = [];
+    const held = new Set(['a', 'b']);
+    let lapse: number | undefined = 20;
+    const bound = new ResultStoreBound(
+      100,
+      async () => new Map([...sizes].filter(([id]) => !expired.includes(id))),
+      {
+        held: () => Object.keys(lastUsed).filter((id) => !expired.includes(id)).map((id) => ({ id, lastUsed: lastUsed[id]! })),
+        expire: async (id) => void expired.push(id),
+      },
+      { held: (id) => held.has(id), nextLapse: () => lapse },
+    );
+    // Both older ones are being read, the newest is the last used: the store stays over its bound.
+    expect(await bound.enforce()).toEqual([]);
+    expect(bound.status()).toEqual({ bytes: 180, maxBytes: 100 });
+    // The first lease lapses: the bound runs again by itself and drops what it may, the oldest first.
+    held.delete('a');
+    held.delete('b');
+    lapse = undefined;
+    const deadline = Date.now() + 5_000;
+    while (bound.status().bytes > 100 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    expect(expired).toEqual(['a', 'b']);
+    expect(bound.status()).toEqual({ bytes: 60, maxBytes: 100 });
+    await bound.close();
   });
 });
 
@@ -72,7 +140,8 @@ describe('a service with a small result store', () => {
   }, 120_000);
 
   test('encodings written by a first read count: the store is bounded again once they are written', async () => {
-    const s = await startTestService({ limits: { result_store_max_bytes: 2_000_000 } });
+    // A result not read yet is held for result_read_lease_ms after it was stored (its job is about to read it): short here.
+    const s = await startTestService({ limits: { result_store_max_bytes: 2_000_000, result_read_lease_ms: 300 } });
     try {
       const a = await runSql(s, sql(5));
       const b = await runSql(s, sql(6));
@@ -81,7 +150,8 @@ describe('a service with a small result store', () => {
       expect(usage.json.result_store_bytes).toBeLessThanOrEqual(2_000_000);
       expect((await status(s, a)).state).toBe('QUERY_STATE_COMPLETED');
       // Reading the first in every format writes its encodings: past the bound, the second (read
-      // least recently) expires, though no result was stored since.
+      // least recently, never) expires once its lease from being stored lapses, though no result
+      // was stored since.
       for (const [path, accept] of [['results', 'application/json'], ['results/csv', 'text/csv'], ['results', ARROW_STREAM_MEDIA_TYPE]] as const) {
         expect((await call(s, 'GET', `/v1/execution/${a}/${path}`, { key: s.keys.demo.read, query: { limit: 5000 }, headers: { accept } })).status).toBe(200);
       }

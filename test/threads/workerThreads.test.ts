@@ -21,6 +21,7 @@ writeFileSync(notADirectory, 'not a directory');
 interface Probe {
   readonly workerData: unknown;
   readonly cacheDir: string | undefined;
+  readonly typeStripper: boolean;
 }
 
 /** This process's environment with the cache variables as given (left out when undefined). */
@@ -54,6 +55,14 @@ describe('startWorker', () => {
     expect(readdirSync(answer.cacheDir!).length).toBeGreaterThan(0);
   });
 
+  it('a thread started again from the sources finds them stripped in the cache: the type stripper of Node (~15 MB) is never loaded', async () => {
+    // The cache in its default place (below TMPDIR): a NODE_COMPILE_CACHE would turn it on before the thread's first line.
+    const env = { TMPDIR: join(work, 'tmp-thread') };
+    // The first thread strips the TypeScript (the probe) and stores it; the second reads it back.
+    expect((await probe(env)).typeStripper).toBe(true);
+    expect((await probe(env)).typeStripper).toBe(false);
+  });
+
   it('NODE_DISABLE_COMPILE_CACHE=1 turns the cache off: nothing written', async () => {
     const dir = join(work, 'disabled');
     const answer = await probe({ NODE_COMPILE_CACHE: dir, NODE_DISABLE_COMPILE_CACHE: '1' });
@@ -75,7 +84,21 @@ describe('startWorker', () => {
   });
 });
 
+/** A module given to `node --import` that writes, as the process exits, whether Node's type stripper was loaded. */
+const STRIPPER_REPORT = `data:text/javascript,${encodeURIComponent("process.on('exit', () => process.stderr.write('type stripper loaded: ' + process.moduleLoadList.some((m) => m.includes('amaro')) + '\\n'))")}`;
+
 describe('the CLI and the compile cache', () => {
+  it('a second run of sluice from the sources takes every module from the cache: the type stripper is never loaded', () => {
+    // As a user runs it: no NODE_COMPILE_CACHE (which would turn the cache on before the first line), the cache in its default place below TMPDIR.
+    const env = testEnv({ NODE_COMPILE_CACHE: undefined, TMPDIR: join(work, 'tmp-cli'), NODE_OPTIONS: `--import=${STRIPPER_REPORT}` });
+    const runs = [0, 1].map(() => spawnSync('node', [sluiceEntry(), '--help'], { cwd: ROOT, encoding: 'utf8', env }));
+    for (const run of runs) expect(run.status).toBe(0);
+    // The process that replaces itself with its memory settings writes nothing: it never exits.
+    expect(runs[0]!.stderr.trim()).toBe('type stripper loaded: true');
+    expect(runs[1]!.stderr.trim()).toBe('type stripper loaded: false');
+  });
+
+
   it('sluice runs with the cache moved, with it off, and with a directory that cannot be created', () => {
     const cases: [Record<string, string>, boolean][] = [
       [{ NODE_COMPILE_CACHE: join(work, 'cli-cache') }, true],

@@ -90,7 +90,7 @@ export const runCommand = defineCommand({
     // A shard of N spends 1/N of the key's rate: N shards together stay within it.
     const connection = await connectLogged(jobFile.connection, io, log, signal, false, shard === undefined ? 1 : 1 / shard.count);
     try {
-      if (planOnly) return await printPlans(run, connection.client);
+      if (planOnly) return await printPlans(run, connection.client, connection.embedded);
       if (shard !== undefined) return await runOneShard(run, connection.client, shard);
       return await runJobs(run, connection.client);
     } finally {
@@ -165,12 +165,12 @@ function checkOneExport(all: readonly Job[], jobs: readonly Job[], shard: ShardS
 }
 
 /** --plan: what each job would do, executing nothing. */
-async function printPlans(run: JobsRun, client: ServiceClient): Promise<number> {
+async function printPlans(run: JobsRun, client: ServiceClient, embedded: boolean): Promise<number> {
   const { io, json, stateDir, executionId } = run;
   // Paths as resolved here (relative ones against this folder): where the run would keep its state and write.
   if (!json) await writeOut(io.stdout, `state_dir: ${stateDir}\n`);
   for (const job of run.jobs) {
-    const plan = await planRun(job, { client, stateDir, signal: run.signal, resume: !flag(run.values, 'fresh'), shards: planShards(run.values), ...(executionId === undefined ? {} : { executionId }) });
+    const plan = await planRun(job, { client, stateDir, signal: run.signal, resume: !flag(run.values, 'fresh'), shards: planShards(run.values), embedded, ...(executionId === undefined ? {} : { executionId }) });
     await writeOut(io.stdout, json ? `${JSON.stringify({ ...planFields(plan), state_dir: stateDir })}\n` : formatPlan(plan));
   }
   return EXIT.ok;

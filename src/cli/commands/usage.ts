@@ -52,7 +52,7 @@ export function formatUsage(usage: Usage, local?: LocalDisk): string {
     ...(local === undefined ? [] : [`  results     ${formatBytes(local.results_bytes)} on disk (the result store; data folder ${local.path}: ${formatBytes(local.bytes)})`]),
     ...(usage.result_store_bytes === undefined || usage.result_store_max_bytes === undefined
       ? []
-      : [`  store bound ${formatBytes(usage.result_store_bytes)} of ${formatBytes(usage.result_store_max_bytes)} (all teams' results; past it the least recently read expire)`]),
+      : [`  store bound ${formatBytes(usage.result_store_bytes)} of ${formatBytes(usage.result_store_max_bytes)} (all teams' results; past it the least recently read expire, once no one is reading them)`]),
     '',
   ].join('\n');
 }

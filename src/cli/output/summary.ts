@@ -85,6 +85,7 @@ export function summaryFields(s: JobSummary): Record<string, unknown> {
       skipped: o.skipped,
       resumed_files: o.resumedFiles,
       ...(o.snapshot ? { snapshot: o.snapshot } : {}),
+      ...(o.decode === undefined ? {} : { decode: o.decode }),
     })),
   };
 }

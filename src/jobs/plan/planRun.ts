@@ -1,4 +1,4 @@
-import { decodePlan, type DecodePlan } from '../run/nativeOutputs.ts';
+import { decodePlan, mayBeNative, type DecodePlan } from '../run/nativeOutputs.ts';
 import type { ServiceClient } from '../../client/serviceClient.ts';
 import type { Job } from '../../config/jobSchema.ts';
 import { commitTarget } from '../../export/commitFor.ts';
@@ -15,6 +15,7 @@ import type { ContractCheckPlan } from '../contracts/contractPlan.ts';
 import { jobRunState, RunStateStore } from '../run/runState.ts';
 import { partsPerShard, rowsPerPart } from '../shards/plan.ts';
 import { decideSource, type SourceDecision } from '../run/sourceDecision.ts';
+import { servedWire, type ServedWire } from './servedWire.ts';
 
 /** What a run of one job would do, found by reading only: nothing is executed, nothing written. */
 export interface JobPlan {
@@ -71,7 +72,7 @@ export interface OutputPlan {
   readonly commitsTo?: CatalogTarget | undefined;
   /** Its `schema_drift` policy (its own, else the job's), when the job sets one anywhere. */
   readonly schemaDrift?: DriftPolicy | undefined;
-  /** The decode path its rows would take: native (DuckDB writes from the JSON pages) or general, and why. */
+  /** The decode path its rows would take: native (DuckDB writes from the service's CSV pages) or general, and why (what the service answered, when it could be asked). */
   readonly decode: DecodePlan;
 }
 
@@ -84,6 +85,8 @@ export interface PlanRunOptions {
   readonly shards?: number;
   /** `--execution`: the run would read this one. */
   readonly executionId?: string;
+  /** The client talks to the embedded service (which serves Arrow pages): said when no result can be asked yet. */
+  readonly embedded?: boolean;
 }
 
 /**
@@ -129,8 +132,11 @@ async function plan(job: Job, options: PlanRunOptions, sessions: OutputSessions)
   // An interrupted run's execution resumed that no run has counted yet: this run counts its cost.
   const carried = started === undefined && decision.action === 'resume' && decision.resume?.uncounted === true ? executionCost(job) : 0;
   const credits = spent + carried;
+  // Asked only where an output's path depends on what the service serves (the job's outputs may take the native path).
+  const asks = (job.wire ?? 'auto') === 'auto' && sessions.all.some((s) => mayBeNative(job, s.output));
+  const served: ServedWire = asks ? await servedWire(job, decision, { client, signal, embedded: options.embedded }) : { unknown: 'not needed' };
   const outputs: OutputPlan[] = [];
-  for (const session of sessions.all) outputs.push(await planOutput(job, session, { decision, shards, features }, signal));
+  for (const session of sessions.all) outputs.push(await planOutput(job, session, { decision, shards, features, served }, signal));
   const maxCredits = job.budget?.max_credits;
   return {
     job: job.name,
@@ -153,7 +159,12 @@ async function plan(job: Job, options: PlanRunOptions, sessions: OutputSessions)
  * output's commit holds it, written the same way: the session's `find`, the run's own rule; a
  * sharded run always writes), else its parts when the row count is known and parts roll by rows.
  */
-async function planOutput(job: Job, session: OutputSession, run: { decision: SourceDecision; shards: number; features: readonly JobFeature[] }, signal: AbortSignal): Promise<OutputPlan> {
+async function planOutput(
+  job: Job,
+  session: OutputSession,
+  run: { decision: SourceDecision; shards: number; features: readonly JobFeature[]; served: ServedWire },
+  signal: AbortSignal,
+): Promise<OutputPlan> {
   const { decision, shards, features } = run;
   const { url, index } = session;
   const output = job.outputs[index]!;
@@ -174,6 +185,6 @@ async function planOutput(job: Job, session: OutputSession, run: { decision: Sou
     committedExecution: committed?.executionId,
     commitsTo: commitTarget(output, url),
     ...Object.assign({}, ...features.map((f) => f.planOutput?.(index) ?? {})),
-    decode: decodePlan(job, output),
+    decode: decodePlan(job, output, run.served),
   };
 }

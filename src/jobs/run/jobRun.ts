@@ -30,6 +30,8 @@ export interface OutputSummary {
   readonly resumedFiles: number;
   /** For a table format output (`table: iceberg`): the snapshot the output is at. */
   readonly snapshot?: string;
+  /** An output written now: the path its rows took, native (DuckDB wrote it from the service's pages) or general (`--plan` says which beforehand). */
+  readonly decode?: 'native' | 'general';
 }
 
 /** A run's summary: what every run reports, and each job feature's part (`FeatureSummary`). */
@@ -304,7 +306,7 @@ export class JobRun {
       features,
       on: { pageSize: (pageSize) => (this.#pageSize = pageSize) },
     });
-    pending.forEach((index, k) => this.#report(summaries, index, writtenSummary(written.summaries[k]!, job.outputs[index]!.format.type, warn)));
+    pending.forEach((index, k) => this.#report(summaries, index, writtenSummary(written.summaries[k]!, job.outputs[index]!.format.type, written.native[k] === true, warn)));
     return { outputs: summaries.map((s) => s!), written };
   }
 
@@ -338,10 +340,10 @@ export class JobRun {
 }
 
 /** An output written now, as the summary reports it; a mixed-schema output is said out loud (older files lack the new columns). */
-function writtenSummary(s: ExportSummary, format: string, warn: RunEvents['onWarning']): OutputSummary {
+function writtenSummary(s: ExportSummary, format: string, native: boolean, warn: RunEvents['onWarning']): OutputSummary {
   if (s.addedColumns) warn?.('appended rows with new columns: the older files of the output lack them (readers that merge files by name read NULL there)', { output: s.url, columns: s.addedColumns });
   const snapshot = s.commit?.snapshot;
-  return { url: s.url, format, rows: s.rows, files: s.files.length, bytes: s.bytes, skipped: false, resumedFiles: s.resumedFiles, ...(snapshot ? { snapshot } : {}) };
+  return { url: s.url, format, rows: s.rows, files: s.files.length, bytes: s.bytes, skipped: false, resumedFiles: s.resumedFiles, ...(snapshot ? { snapshot } : {}), decode: native ? 'native' : 'general' };
 }
 
 /** What an execution was charged, once final (it has ended); undefined while it runs or when it cannot be asked. */

@@ -4,6 +4,7 @@ import { NATIVE_PAGES, nativeOutputReason, nativeRoute } from '../../export/nati
 import type { ResolvedOutput } from '../../export/outputConfig.ts';
 import type { NativePages } from '../../pipeline/nativeWire/duckdbColumns.ts';
 import type { RangeReader } from '../../pipeline/stream.ts';
+import type { ServedWire } from '../plan/servedWire.ts';
 import { whyOneRead } from '../output/splitRule.ts';
 
 /**
@@ -30,14 +31,35 @@ export interface DecodePlan {
   readonly why: string;
 }
 
-export function decodePlan(job: Job, output: ResolvedOutput): DecodePlan {
+/**
+ * The path for `--plan`. With what the service answered the run's first-page request (`served`:
+ * see src/jobs/plan/servedWire.ts), the run's own choice (`nativeRoute`, as `writtenNatively`);
+ * without it, the condition the run settles it by, and why the service was not asked.
+ */
+export function decodePlan(job: Job, output: ResolvedOutput, served?: ServedWire): DecodePlan {
   const reason = whyOneRead(job) ?? nativeOutputReason(output);
   if (reason !== undefined) return { path: 'general', why: reason };
   if (job.wire === 'arrow') return { path: 'general', why: 'wire: arrow (Arrow pages, decoded by apache-arrow)' };
   if (job.wire === 'json') return { path: 'general', why: 'wire: json asks for JSON pages decoded in JS; the native path is chosen with wire auto' };
+  if (served !== undefined && 'reader' in served) {
+    const route = nativeRoute(output, served.schema, served.reader);
+    if (route.native) return { path: 'native', pages: route.pages, why: `the service answered the first page as JSON (it serves no Arrow pages): ${nativeWhy(route.pages)}` };
+    if (served.reader.options.wire === 'arrow') return { path: 'general', why: 'the service serves Arrow pages (it answered the first page with one), decoded by apache-arrow' };
+    return { path: 'general', why: route.reason };
+  }
+  if (served?.embedded === true) {
+    return {
+      path: 'general',
+      why: 'the embedded service serves Arrow pages, which the run asks for on its first page and decodes with apache-arrow; a first page holding a value Arrow cannot hold comes as JSON, and the output is then written natively',
+    };
+  }
   return {
     path: 'native',
     pages: NATIVE_PAGES,
-    why: `from a service without Arrow pages, DuckDB writes the Parquet from the service's ${NATIVE_PAGES.toUpperCase()} pages, where every column has an exact DuckDB type; over Arrow pages, the general path`,
+    why: `from a service without Arrow pages, ${nativeWhy(NATIVE_PAGES)}; over Arrow pages, the general path${served === undefined ? '' : ` (not asked: ${served.unknown})`}`,
   };
+}
+
+function nativeWhy(pages: NativePages): string {
+  return `DuckDB writes the Parquet from the service's ${pages.toUpperCase()} pages, where every column has an exact DuckDB type`;
 }

@@ -14,6 +14,8 @@ import { tracedExport } from '../../telemetry/outputSpans.ts';
 export interface Written {
   readonly summaries: ExportSummary[];
   readonly fetchedRows: number;
+  /** Per written output (as `summaries`): whether the native path wrote it (`--plan` says which it will be). */
+  readonly native: readonly boolean[];
 }
 
 export interface WriteOutputsOptions {
@@ -97,7 +99,7 @@ export async function writeOutputs(options: WriteOutputsOptions): Promise<Writte
     const byOutput = new Map(done.map((s, k) => [options.pending[k]!, s]));
     for (const feature of options.features) feature.afterCommit?.(byOutput);
     const serialRows = serial.length > 0 || drainRead !== undefined ? (options.result.progress?.rows ?? 0) : 0;
-    return { summaries: done, fetchedRows: serialRows + splitRows.rows };
+    return { summaries: done, fetchedRows: serialRows + splitRows.rows, native: all.map((o) => native.includes(o)) };
   } finally {
     // Exports that never got to write (the read could not start) give their staging back.
     await Promise.allSettled([...opened, ...beside.flatMap((b) => b.opened)].map((o) => o.discard(options.controller.signal.reason)));

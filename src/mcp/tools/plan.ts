@@ -53,7 +53,7 @@ async function jobPlan(name: string, args: Record<string, unknown>, call: ToolCa
   const extra = Object.keys(SOURCE_ARGS).filter((k) => args[k] !== undefined);
   if (extra.length > 0) throw new ToolRefusedError('INVALID_ARGUMENTS', `job plans a job of the job file: leave out ${extra.join(', ')}`);
   const job = findJob(name, call);
-  const plan = await planRun(job, { client: call.server.client, stateDir: call.server.stateDir, signal: call.signal, resume: true });
+  const plan = await planRun(job, { client: call.server.client, stateDir: call.server.stateDir, signal: call.signal, resume: true, embedded: call.server.embedded });
   return {
     action: plan.action,
     credits: plan.credits,

@@ -28,7 +28,7 @@ export const runJobTool = defineTool({
   readOnly: false,
   async run(args, call) {
     const job = findJob(args.job, call);
-    const plan = await planRun(job, { client: call.server.client, stateDir: call.server.stateDir, signal: call.signal, resume: args.fresh !== true });
+    const plan = await planRun(job, { client: call.server.client, stateDir: call.server.stateDir, signal: call.signal, resume: args.fresh !== true, embedded: call.server.embedded });
     const worst = plan.credits * (1 + (job.retries ?? 0));
     const settle = call.session.budget.reserve(worst, { job: job.name, action: plan.action, credits: plan.credits, worst_case_credits: worst, reason: plan.reason });
     let summary: JobSummary | undefined;

@@ -90,6 +90,9 @@ function mediaFormat(ctx: RequestContext, format: 'json' | 'csv'): Format | Repl
 }
 
 async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRecord, shape: ResultShape, format: Format): Promise<Reply> {
+  // Held while the page is made: the result store's bound does not drop it under this read (its
+  // body streams from handles opened meanwhile, which a drop does not cut).
+  const end = holdsResult(rec) ? svc.executions.readLeases.begin(rec.id) : undefined;
   try {
     return await serveRecord(svc, ctx, rec, shape, format);
   } catch (err) {
@@ -98,6 +101,8 @@ async function serve(svc: ServiceContext, ctx: RequestContext, rec: ExecutionRec
     const now = svc.executions.get(rec.id);
     if (err instanceof HttpError && err.status === 404 && now !== undefined && !holdsResult(now)) return serveRecord(svc, ctx, now, shape, format);
     throw err;
+  } finally {
+    end?.();
   }
 }
 
@@ -152,9 +157,13 @@ function pagingOf(svc: ServiceContext, ctx: RequestContext, rec: Paging['rec'], 
   // next_uri names the execution, not the query: following it keeps reading the same result even
   // when a newer execution of the query completes meanwhile.
   const apiPath = format === 'csv' ? PATHS.resultsCsv(rec.id) : PATHS.results(rec.id);
+  const since = svc.executions.readLeases.mark();
   const nextOf = (rowCount: number, matching: number): NextPage => {
     const next = shape.offset + rowCount;
-    if (req.sampleCount !== undefined || rowCount === 0 || next >= matching) return undefined;
+    const more = req.sampleCount === undefined && rowCount > 0 && next < matching;
+    // The reader holds the result until it asks for the next page (limits/readLeases.ts).
+    svc.executions.readLeases.paged(rec.id, shape.offset, more ? next : undefined, since);
+    if (!more) return undefined;
     return { offset: next, uri: nextUri(ctx.origin, apiPath, shape, next) };
   };
 
@@ -254,6 +263,8 @@ async function engineCall<T>(fn: () => Promise<T>): Promise<T> {
   } catch (err) {
     if (err instanceof EngineError && err.kind === 'bad_request') throw new HttpError(400, `Bad Request: ${err.message}`);
     if (err instanceof EngineError && err.kind === 'not_found') throw new HttpError(404, MESSAGES.notFound);
+    // A page query is interrupted only by the service's own stop: the read is retried, not an internal error.
+    if (err instanceof EngineError && err.kind === 'canceled') throw new HttpError(503, `Service Unavailable: the service is stopping (${err.message}); retry once it is started again`, { 'retry-after': '1' });
     // The page did not fit in the engine's memory beside what else runs: the same page fits later.
     if (err instanceof EngineError && err.kind === 'capacity') {
       throw new HttpError(503, `Service Unavailable: the engine is short of memory for this page now (${err.message.split('\n')[0]}); retry after a moment, or ask for fewer rows (limit)`, { 'retry-after': '1' });

@@ -173,7 +173,7 @@ export class Sandbox {
     // anything), or a form DuckDB cannot serialize (PIVOT in 1.5.6).
     const pivot = word === 'pivot' || word === 'unpivot';
     if (!pivot && (await this.#statementCount(text)) !== 1) return at(0, 'Not allowed: one statement expected here');
-    return at(first.start, 'Not allowed: this form of query cannot be checked (PIVOT, UNPIVOT); write it with plain SELECT');
+    return at(first.start, `Not allowed: this form of query cannot be checked (${pivot ? 'PIVOT, UNPIVOT' : 'a WITH before INSERT, UPDATE or DELETE, say'}); write it with plain SELECT`);
   }
 
   /** Walled: the engine's views over other teams' public objects are not the team's SQL (accessPolicy.ts `walled`). */

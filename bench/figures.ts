@@ -139,7 +139,36 @@ after the change: on first read 1:05 (CPU 24.4 s, peak RSS 404 MB) against at co
 32.8 s, 400 MB): 1.21x the time. With every format written at completion (DuckDB rendering on its
 threads beside the Arrow chunks) the job then reads byte ranges; on first read the job waits on the
 one Arrow encoder (one JS thread), and a reader more than eight pages ahead of it is served by page
-queries meanwhile. The 0.5x target is not met; where the time goes in that run is not measured yet. "The image's memory settings" are the Dockerfile's \`NODE_OPTIONS=--max-semi-space-size=8\` and
+queries meanwhile. The 0.5x target is not met; where the time goes in that run is not measured yet.
+
+Where a first read's time went, and what changed (2026-12-02, later; pages timed one by one against
+the encoder's progress in the service, load 6-12). The Arrow encoder told its readers each chunk was
+written one chunk early (its write's callback read the loop's offset after the loop had moved on):
+every reader woken found its page missing and had it built by a page query beside the encoder, so
+the first Arrow read of 1M rows took 3.1 s (service CPU 2.4 s) where the encoder took 1.2 s. Fixed
+(\`test/service/engine/arrowProgress.test.ts\`), each page is served as soon as its chunk is written:
+1.0-1.3 s (CPU 0.8-1.0 s). The Arrow scan also no longer forces a full collection every 100 DuckDB
+chunks (20-90 ms each on the service's heap): its own buffers make V8 collect incrementally at
+about that pace (first Arrow read of 4M rows: 6.5 s against 8.4 s, the service's RSS while read 297
+MB against 285 MB). The JSON and CSV encoder fetches DuckDB's next chunk while it splits one (DuckDB
+renders it meanwhile; the JSON encoder alone on 1M rows: 1.4-1.6 s against 1.8-3.6 s, load 9-12),
+and writes its buffers out early only once they hold all of a waiting reader's rows (33 early writes
+for 1M rows instead of 490). No page waits for an fsync: each format is synced once, before its
+info.json. The quickstart at 5M rows in a reused folder (\`/usr/bin/time -v\`, load 9-12, two runs
+each): 0:50 / 0:53 before, 0:42 / 0:42 after the Arrow fixes (CPU 22.2 / 22.2 s against 16.6 / 19.1 s; peak RSS
+423 / 404 MB against 427 / 440 MB). The JSON first read stays near its encoder's time, and 0.5x
+\`JSON.parse\` is out of its reach: DuckDB's rendering of the JSON rows alone is 0.86 s of CPU for
+1M rows, the encoder 1.5 s, \`JSON.parse\` of the same 153 MB 1.6-2.3 s. The text of \`timestamp
+with time zone\` is not the largest part: 0.24 s of CPU of about 0.75 s for the 8 columns (each
+rendered alone, aggregated), and a cheaper guard for years before 1 (a comparison for \`year()\`)
+was no faster. Tried and not kept: no forced collection in the JSON encoder (5M rows: no CPU saved,
+18 MB more RSS); no look on disk for a format being written (a read racing its result's expiry then
+answered COMPLETED where EXPIRED was due). The \`firstread\` bench before and after, each run once
+on the shared machine: before (load 9-11) the first JSON read 1.98x \`JSON.parse\` and the first
+Arrow read 1.91x as fast as JSON (on a quiet machine, load 3-4: 1.39x and 2.63x); after, 2.29x and
+6.37x (load 6-10), and 2.15x and 5.64x (load 10-16, the run in the table).
+
+"The image's memory settings" are the Dockerfile's \`NODE_OPTIONS=--max-semi-space-size=8\` and
 \`MALLOC_MMAP_THRESHOLD_=131072\` ([operations.md](operations.md#memory)).
 
 The soak (\`npm run bench -- soak\`, \`SOAK_MINUTES\` long, 4 by default; \`SOAK_SPEED\` the

@@ -156,13 +156,15 @@ export async function writeArrowChunks(dir: string, chunkRows: number, rowCount:
       index.schema ??= chunk.schema;
       const bytes = (await opts.sizeOf?.(offset, limit)) ?? 0;
       const [at, end] = [written, written + chunk.batchBytes];
+      // The rows readable once this chunk is written (taken now: `offset` moves on before the write ends).
+      const readable = offset + limit;
       written = end;
       await writing;
       writing = writeAll(rows, chunk.batch, at).then(() => {
         const k = index.starts.length - 1;
         index.starts.push(end);
         index.bytes.push(index.bytes[k]! + bytes);
-        opts.progress?.advance(offset + limit);
+        opts.progress?.advance(readable);
       });
       // Settled here too, so that a failure while the next chunk is built is never unhandled.
       writing.catch(() => undefined);

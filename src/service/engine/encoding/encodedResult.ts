@@ -28,7 +28,7 @@
 // at completion go under <id>.enc.tmp, renamed to <id>.enc when complete.
 import { mkdir, open, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBDataChunk } from '@duckdb/node-api';
 import { chunkFetched } from '../memory/chunkGarbage.ts';
 import { headerBytes, renderedRowsSql, type StoredColumns } from '../pages/pageQuery.ts';
 import type { ResultInfo } from '../types.ts';
@@ -60,12 +60,14 @@ export function formatDir(encoded: string, format: StoredFormat): string {
 }
 
 /**
- * Told by the writers how far they are, so that readers can read what is written: `hungry()` says
- * a reader waits for rows not on disk yet (the buffers are then written out at once), `advance(n)`
+ * Told by the writers how far they are, so that readers can read what is written: `hungry(n)`
+ * says a reader waits for rows not on disk yet that are all among the first n (written or in the
+ * buffers: the buffers are then written out at once; a reader waiting for rows not rendered yet
+ * gains nothing from a write of part of them, and each write holds the encoder up), `advance(n)`
  * that the first n rows are readable.
  */
 export interface WriteProgress {
-  hungry(): boolean;
+  hungry(rows: number): boolean;
   advance(rows: number): void;
 }
 
@@ -107,8 +109,9 @@ export function writeEncodings(conn: DuckDBConnection, stored: StoredColumns, in
  * first by the caller), streaming: DuckDB renders the rows once (renderedRowsSql: each row's
  * number, JSON text, CSV line and result_set_bytes; a format not asked for is not rendered; each
  * text with its end, ',' or '\n'), and the rows are copied from its result chunks (2,048 rows each,
- * bounded by DuckDB's streaming buffer) straight into the rows files and their indexes,
- * a run of adjacent rows at a time (rowSplit.ts), through 4 MB buffers (written out sooner when
+ * bounded by DuckDB's streaming buffer; the next one is fetched while one is split, two at most held
+ * at once) straight into the rows files and their indexes, a run of adjacent rows at a time
+ * (rowSplit.ts), through 4 MB buffers (written out sooner when
  * `progress` has a reader waiting). Memory stays bounded whatever the result's size:
  * no table of rendered rows, no sort, no window over the rows, no intermediate file. `conn` runs
  * the query; interrupting it, or `stopped()` turning true, stops the work (the caller removes the
@@ -142,13 +145,28 @@ export async function writeRowEncodings(
       // Each row's text with its end, as it is stored (rowSplit.ts copies whole runs of rows).
       const texts = [json && 'j', csv && 'c'].filter((t) => t !== undefined);
       const rows = await conn.stream(`SELECT rn, b, ${texts.join(', ')} FROM (${renderedRowsSql(stored, cols, 'true', true)})`);
-      for (;;) {
-        if (stopped()) throw new Error('encoding stopped');
-        const chunk = await rows.fetchChunk();
-        if (!chunk || chunk.rowCount === 0) break;
-        chunkFetched();
-        await split.chunk(chunk);
-        if (progress?.hungry()) progress.advance(await split.flush());
+      const fetch = (): Promise<DuckDBDataChunk | null> => {
+        const next = rows.fetchChunk();
+        // Read or not (a stop or a failed split ends the loop first), a failed fetch is not an unhandled rejection.
+        next.catch(() => undefined);
+        return next;
+      };
+      let next: Promise<DuckDBDataChunk | null> | undefined = fetch();
+      try {
+        while (next !== undefined) {
+          if (stopped()) throw new Error('encoding stopped');
+          const chunk = await next;
+          next = undefined;
+          if (!chunk || chunk.rowCount === 0) break;
+          chunkFetched();
+          // DuckDB renders the next chunk (on a thread of its own) while this one is split here.
+          next = fetch();
+          await split.chunk(chunk);
+          if (progress?.hungry(split.rows)) progress.advance(await split.flush());
+        }
+      } finally {
+        // The connection runs one query at a time: the fetch ahead ends before it is handed back.
+        await next?.catch(() => undefined);
       }
       // An interrupted stream ends early, as if it were whole: the count check below would say so too.
       if (stopped()) throw new Error('encoding stopped');

@@ -1,7 +1,7 @@
 // One format of one result being encoded for the readers that asked for it (encodings.ts): how far
 // the encoder is, and the readers waiting for rows it has not written yet. Readers read what is
-// written straight from the files as they grow; the encoder writes its buffers out early when one
-// waits (WriteProgress.hungry).
+// written straight from the files as they grow; the encoder writes its buffers out early once they
+// hold every row a waiting reader needs (WriteProgress.hungry).
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { StoredFormat, WriteProgress } from './encodedResult.ts';
 import type { ArrowIndex } from './arrowEncoding.ts';
@@ -41,8 +41,8 @@ export class LiveEncoding implements WriteProgress {
     return this.#rows;
   }
 
-  hungry(): boolean {
-    return this.#waiters.some((w) => w.rows > this.#rows);
+  hungry(rows: number): boolean {
+    return this.#waiters.some((w) => w.rows > this.#rows && w.rows <= rows);
   }
 
   advance(rows: number): void {

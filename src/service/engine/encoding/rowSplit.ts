@@ -134,6 +134,11 @@ export class RenderedSplit {
     this.#outs = outs;
   }
 
+  /** Rows split so far (written or in the buffers). */
+  get rows(): number {
+    return this.#row;
+  }
+
   async chunk(chunk: DuckDBDataChunk): Promise<void> {
     const n = chunk.rowCount;
     const vectors = Array.from({ length: 2 + this.#outs.length }, (_, k) => duckdb.data_chunk_get_vector(chunk.chunk, k));

@@ -1,0 +1,67 @@
+// The Arrow encoder tells the readers of a first read how far it is (WriteProgress.advance): a
+// reader woken for rows [a, b) must find every chunk of them written, in the encoder's index and
+// in rows.arrow. A reader woken too early finds its page missing and falls back to a page query,
+// which costs the first read the time of building the page again beside the encoder.
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, expect, test } from 'vitest';
+import { encodedArrowPage, writeArrowChunks, type ArrowIndex } from '../../../src/service/engine/encoding/arrowEncoding.ts';
+import type { ArrowChunk } from '../../../src/service/engine/encoding/arrowChunks.ts';
+import type { ResultInfo } from '../../../src/service/engine/types.ts';
+
+let dir: string | undefined;
+afterEach(async () => {
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+/** Chunk k: a schema message and a batch message of 100 + k bytes, all bytes k (told apart when read back). */
+function chunkOf(k: number, rowCount: number): ArrowChunk {
+  const batch = new Uint8Array(100 + k).fill(k);
+  return { schema: Uint8Array.of(1, 2, 3), batch: [batch.subarray(0, 10), batch.subarray(10)], batchBytes: batch.byteLength, rowCount };
+}
+
+test('each advance(n) of the Arrow encoder comes once the chunks of rows [0, n) are written and readable as pages', async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sluice-arrow-progress-'));
+  const chunkRows = 1000;
+  const rowCount = 5500;
+  const info: ResultInfo = { columnNames: ['a'], columnTypes: ['bigint'], rowCount, bytes: 0, truncated: false };
+  const index: ArrowIndex = { chunkRows: 1, starts: [0], bytes: [0], schema: undefined };
+  const seen: Array<{ rows: number; page: Uint8Array | undefined; pageRows: number | undefined }> = [];
+  const checks: Array<Promise<void>> = [];
+  const progress = {
+    hungry: () => true as boolean,
+    advance(rows: number): void {
+      // What a reader woken now for the last chunk announced reads (before the encoder goes on).
+      const last = Math.floor((rows - 1) / chunkRows) * chunkRows;
+      const entry: (typeof seen)[number] = { rows, page: undefined, pageRows: undefined };
+      seen.push(entry);
+      checks.push(
+        encodedArrowPage(dir!, info, last, chunkRows, index).then(async (page) => {
+          if (page === undefined) return;
+          entry.pageRows = page.rowCount;
+          const slice = page.parts[1];
+          entry.page = Uint8Array.from((await slice.handle.readFile()).subarray(slice.start, slice.end));
+          await slice.handle.close();
+        }),
+      );
+    },
+  };
+  async function* chunks(): AsyncGenerator<ArrowChunk> {
+    for (let k = 0; k * chunkRows < rowCount; k++) {
+      // The next chunk takes a moment to build: the write of the one before ends meanwhile.
+      await new Promise((wake) => setTimeout(wake, 5));
+      yield chunkOf(k, Math.min(chunkRows, rowCount - k * chunkRows));
+    }
+  }
+  await writeArrowChunks(dir, chunkRows, rowCount, chunks(), () => false, { info, index, progress });
+  await Promise.all(checks);
+
+  expect(seen.map((s) => s.rows)).toEqual([1000, 2000, 3000, 4000, 5000, 5500]);
+  for (const [k, s] of seen.entries()) {
+    expect(s.pageRows, `the page of rows ${k * chunkRows}.. when told ${s.rows} rows are written`).toBe(Math.min(chunkRows, rowCount - k * chunkRows));
+    expect(s.page, `chunk ${k}'s bytes`).toEqual(new Uint8Array(100 + k).fill(k));
+  }
+  expect((await readFile(join(dir, 'rows.arrow'))).byteLength).toBe(Array.from({ length: 6 }, (_, k) => 100 + k).reduce((a, b) => a + b));
+});

@@ -44,7 +44,7 @@ export function createRequestHandler(deps: HandlerDeps): (req: IncomingMessage, 
     const span = serviceRequestSpan(req);
     if (span !== undefined) res.once('close', () => span(res.statusCode));
     void handle(deps, req)
-      .catch((err: unknown) => replyForError(err))
+      .catch((err: unknown) => replyForError(err, req))
       .then((reply) => send(req, res, reply, deps.faults.shouldReset(req.method)))
       .catch((err: unknown) => {
         console.error('sluice service: writing a response failed:', err);
@@ -90,10 +90,17 @@ async function handle(deps: HandlerDeps, req: IncomingMessage): Promise<Reply> {
   });
 }
 
-function replyForError(err: unknown): Reply {
+function replyForError(err: unknown, req: IncomingMessage): Reply {
   if (err instanceof HttpError) return errorReply(err.status, err.message, err.headers);
+  // The client went away while its request body was read (a killed or stopped process): nobody
+  // is there for the answer, and nothing went wrong in the service.
+  if (clientAborted(err, req)) return errorReply(400, 'Bad Request: the client closed the connection before its request was read');
   console.error('sluice service: internal error:', err);
   return errorReply(500, MESSAGES.internal);
+}
+
+function clientAborted(err: unknown, req: IncomingMessage): boolean {
+  return req.destroyed && err instanceof Error && (err as NodeJS.ErrnoException).code === 'ECONNRESET';
 }
 
 /**

@@ -7,13 +7,17 @@ import { describe, expect, it } from 'vitest';
 import { runJob } from '../../src/jobs/run/runJob.ts';
 import { call } from '../service/api.ts';
 import { duck } from './duck.ts';
-import { client, dir, job, svc, useJobHarness } from './jobHarness.ts';
+import { ServiceClient } from '../../src/client/serviceClient.ts';
+import { dir, job, svc, useJobHarness } from './jobHarness.ts';
 
 const BOUND = 15 * 1024 * 1024;
 useJobHarness({ sampleRows: 200_000, walledTeams: false, limits: { result_store_max_bytes: BOUND } }, 'sluice-store-bound-');
 
 describe('two jobs exporting at once under a small result store', () => {
   it('both complete; the store is bounded again once they are done', async () => {
+    // As the embedded service's client is: told the service serves Arrow pages, so no CSV pages are
+    // asked for ahead (a service answers those by encoding CSV, which would count in the store).
+    const client = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.admin, env: {}, servesArrowPages: true });
     const runs = ['first', 'second'].map((name) =>
       runJob(
         job(`  - name: ${name}
@@ -38,5 +42,6 @@ describe('two jobs exporting at once under a small result store', () => {
     }
     expect(bytes).toBeGreaterThan(0);
     expect(bytes).toBeLessThanOrEqual(BOUND);
+    await client.close();
   }, 120_000);
 });

@@ -33,23 +33,27 @@ describe('ReadLeases', () => {
     leases.onRelease(() => released++);
     leases.stored('a');
     expect(leases.held('a')).toBe(true);
-    leases.paged('a', 0, 10, leases.mark());
-    leases.paged('a', 10, 20, leases.mark());
+    leases.paged('a', 0, 10);
+    leases.paged('a', 10, 20);
     now += 99;
     expect(leases.held('a')).toBe(true);
     expect(leases.nextLapse(['a', 'b'])).toBe(1);
     // The last page: nothing is left to hold it.
-    leases.paged('a', 20, undefined, leases.mark());
+    leases.paged('a', 20, undefined);
     expect(leases.held('a')).toBe(false);
     // A reader that stopped half-way: held until its lease lapses.
-    leases.paged('b', 0, 10, leases.mark());
+    leases.paged('b', 0, 10);
     now += 100;
     expect(leases.held('b')).toBe(false);
-    // Pages fetched at once, answered out of order: the first, made while the second was read, takes no lease.
-    const first = leases.mark();
-    leases.paged('c', 10, undefined, leases.mark());
-    leases.paged('c', 0, 10, first);
+    // Pages fetched at once, answered out of order: the first, read after the second, takes no lease.
+    leases.paged('c', 10, undefined);
+    leases.paged('c', 0, 10);
     expect(leases.held('c')).toBe(false);
+    // The same when the next page was read before this one's request even began (it waited for a slot).
+    leases.paged('d', 20, 30);
+    leases.paged('d', 30, undefined);
+    leases.paged('d', 10, 20);
+    expect(leases.held('d')).toBe(false);
     expect(leases.nextLapse(['b'])).toBeUndefined();
     // In flight, whatever the leases; the end is told once.
     const end = leases.begin('b');

@@ -7,8 +7,9 @@
 //   by the offset its reader asks for next: the read of that offset ends it (and takes the next
 //   one), the read of the last page takes none, so a reader that read to the end holds nothing.
 //   A reader fetching several pages at once (the connector's ordered fetch) gets them out of
-//   order: a page whose next one was already read while it was made takes no lease (that next
-//   page's reader has moved on), so no lease outlives the reading.
+//   order: a page whose next one was already read, before or while it was made, takes no lease
+//   (that next page's reader has moved on), so no lease outlives the reading. A second reader of
+//   pages read before is held by its requests in flight only.
 //   A lease not followed lapses `limits.result_read_lease_ms` after it was taken (a reader that
 //   gave up, or a result nobody reads).
 // When a hold ends the bound is told, so that a store past its bound is bounded again at once.
@@ -20,10 +21,8 @@ export class ReadLeases {
   readonly #inFlight = new Map<string, number>();
   /** Leases by result id, then by the offset asked for next: when each lapses (several readers at one offset: the latest). */
   readonly #leases = new Map<string, Map<number, number>>();
-  /** By result id, then by offset: the count of page reads done when that offset was last read. */
-  readonly #readAt = new Map<string, Map<number, number>>();
-  /** Page reads done (a sequence, not a time: a manual clock does not move). */
-  #reads = 0;
+  /** By result id: the offsets read. */
+  readonly #read = new Map<string, Set<number>>();
   #released: () => void = () => {};
 
   constructor(leaseMs: number, now: () => number) {
@@ -55,21 +54,13 @@ export class ReadLeases {
     };
   }
 
-  /** Taken when a page starts being made; passed to `paged` when it is made. */
-  mark(): number {
-    return this.#reads;
-  }
-
-  /**
-   * A page at `offset`, begun at `since` (`mark()`), was read: the lease at that offset ends, one
-   * at `next` (if there is a next page not read meanwhile) begins.
-   */
-  paged(id: string, offset: number, next: number | undefined, since: number): void {
-    let readAt = this.#readAt.get(id);
-    if (readAt === undefined) this.#readAt.set(id, (readAt = new Map()));
-    readAt.set(offset, ++this.#reads);
+  /** A page at `offset` was read: the lease at that offset ends, one at `next` (if there is a next page, not read yet) begins. */
+  paged(id: string, offset: number, next: number | undefined): void {
+    let read = this.#read.get(id);
+    if (read === undefined) this.#read.set(id, (read = new Set()));
+    read.add(offset);
     this.#leases.get(id)?.delete(offset);
-    if (next !== undefined && (readAt.get(next) ?? 0) <= since) this.#lease(id, next);
+    if (next !== undefined && !read.has(next)) this.#lease(id, next);
     else if (this.#leases.get(id)?.size === 0) this.#leases.delete(id);
   }
 
@@ -98,7 +89,7 @@ export class ReadLeases {
   /** The result is gone (expired, deleted): nothing of it is kept. */
   forget(id: string): void {
     this.#leases.delete(id);
-    this.#readAt.delete(id);
+    this.#read.delete(id);
   }
 
   #lease(id: string, offset: number): void {

@@ -157,12 +157,11 @@ function pagingOf(svc: ServiceContext, ctx: RequestContext, rec: Paging['rec'], 
   // next_uri names the execution, not the query: following it keeps reading the same result even
   // when a newer execution of the query completes meanwhile.
   const apiPath = format === 'csv' ? PATHS.resultsCsv(rec.id) : PATHS.results(rec.id);
-  const since = svc.executions.readLeases.mark();
   const nextOf = (rowCount: number, matching: number): NextPage => {
     const next = shape.offset + rowCount;
     const more = req.sampleCount === undefined && rowCount > 0 && next < matching;
     // The reader holds the result until it asks for the next page (limits/readLeases.ts).
-    svc.executions.readLeases.paged(rec.id, shape.offset, more ? next : undefined, since);
+    svc.executions.readLeases.paged(rec.id, shape.offset, more ? next : undefined);
     if (!more) return undefined;
     return { offset: next, uri: nextUri(ctx.origin, apiPath, shape, next) };
   };

@@ -43,8 +43,14 @@ export function createMcpServer(context: McpServerContext, version: string): Mcp
         outputSchema: tool.output,
         annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: tool.writes, idempotentHint: tool.readOnly, openWorldHint: false },
       },
-      ((args: Record<string, unknown>, extra: RequestExtra) =>
-        callTool(tool, args, { server: context, session, signal: AbortSignal.any([extra.signal, context.signal]), facts: { credits: 0 }, progress: progressOf(extra) })) as never,
+      (async (args: Record<string, unknown>, extra: RequestExtra) => {
+        const progress = progressOf(extra);
+        const result = await callTool(tool, args, { server: context, session, signal: AbortSignal.any([extra.signal, context.signal]), facts: { credits: 0 }, progress: progress.report });
+        // A progress notification sent after the call's result is dropped by the client (its
+        // progress handler ends with the result): the notifications go out first.
+        await progress.sent();
+        return result;
+      }) as never,
     );
   }
   return server;
@@ -60,19 +66,22 @@ interface RequestExtra {
 /** Progress notifications at most this often: a client needs to see the call move, not every page. */
 const PROGRESS_INTERVAL_MS = 1_000;
 
-function progressOf(extra: RequestExtra): ToolCall['progress'] {
+function progressOf(extra: RequestExtra): { report: ToolCall['progress']; sent: () => Promise<void> } {
   const token = extra._meta?.progressToken;
-  if (token === undefined) return () => undefined;
-  let last = 0;
+  if (token === undefined) return { report: () => undefined, sent: () => Promise.resolve() };
+  let last = Number.NEGATIVE_INFINITY;
   let sent = -1;
-  return (done, total, message) => {
+  let sending: Promise<void> = Promise.resolve();
+  const report: ToolCall['progress'] = (done, total, message) => {
     const now = performance.now();
     // Progress must increase with each notification; a lost one is harmless.
     if (done <= sent || now - last < PROGRESS_INTERVAL_MS) return;
     last = now;
     sent = done;
-    extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: done, ...(total === undefined ? {} : { total }), message } }).catch(() => undefined);
+    const notified = extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: done, ...(total === undefined ? {} : { total }), message } }).catch(() => undefined);
+    sending = sending.then(() => notified);
   };
+  return { report, sent: () => sending };
 }
 
 /** Runs a tool: its result (secrets scrubbed) or a tool error naming what went wrong; logged and recorded either way. */

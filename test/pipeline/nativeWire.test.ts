@@ -369,13 +369,7 @@ describe('native parts, a slow write', () => {
     });
     const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
     try {
-      const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 120' });
-      await execution.wait();
-      const s = stream(client, { executionId: execution.id }, { wire: 'json' });
-      const info = await s.info();
-      const reader = (await s.rangeReader())!;
-      const native = nativeColumns(info.columns, 'csv');
-      if (!('columns' in native)) throw new Error(native.reason);
+      const { info, reader, native } = await idsOverCsv(client);
       requests.length = 0;
       const parts: NativePart[] = [0, 1, 2].map((index) => ({ index, firstRow: index * 40, rows: 40 }));
       const ids: number[][] = [];
@@ -468,13 +462,7 @@ describe('native parts, stopped while a part waits its turn', () => {
     });
     const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
     try {
-      const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 120' });
-      await execution.wait();
-      const s = stream(client, { executionId: execution.id }, { wire: 'json' });
-      const info = await s.info();
-      const reader = (await s.rangeReader())!;
-      const native = nativeColumns(info.columns, 'csv');
-      if (!('columns' in native)) throw new Error(native.reason);
+      const { info, reader, native } = await idsOverCsv(client);
       const stop = new AbortController();
       const stored: number[] = [];
       const failed = await writeNativeParts({
@@ -499,3 +487,15 @@ describe('native parts, stopped while a part waits its turn', () => {
     }
   });
 });
+
+/** 120 ids in order, executed, and what a native export over their CSV pages reads them by. */
+async function idsOverCsv(client: ServiceClient) {
+  const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 120' });
+  await execution.wait();
+  const s = stream(client, { executionId: execution.id }, { wire: 'json' });
+  const info = await s.info();
+  const reader = (await s.rangeReader())!;
+  const native = nativeColumns(info.columns, 'csv');
+  if (!('columns' in native)) throw new Error(native.reason);
+  return { info, reader, native };
+}

@@ -83,10 +83,10 @@ export interface StreamOptions {
   decodeThreads?: number;
 }
 
-/** What a reader of row ranges (the native path) needs to read rows `[first, end)` of a result as the stream that made it would. */
 /** What a range read asks the service for: result pages, JSON or CSV. */
 export type RangeClient = Pick<ServiceClient, 'getResultsWire' | 'getResultsCsv'>;
 
+/** What a reader of row ranges (the native path) needs to read rows `[first, end)` of a result as the stream that made it would. */
 export interface RangeReader {
   /** A client to the same service (holds the key: keep it in this process). */
   readonly connection: ClientOptions;
@@ -328,7 +328,7 @@ export class ResultStream implements AsyncIterable<Row> {
     if (!this.#headWanted) return undefined;
     const client = this.#client;
     const o = this.#options;
-    this.#csvHead = startCsvHead({ getResultsWire: client.getResultsWire.bind(client), getResultsCsv: client.getResultsCsv!.bind(client) }, {
+    this.#csvHead = startCsvHead(this.#rangeClient()!, {
       executionId,
       offset,
       limit: o.pageSize,
@@ -341,6 +341,13 @@ export class ResultStream implements AsyncIterable<Row> {
       signal: o.signal,
     });
     return this.#csvHead;
+  }
+
+  /** The stream's own client as range reads use it, when it reads CSV pages. */
+  #rangeClient(): RangeClient | undefined {
+    const client = this.#client;
+    const csv = client.getResultsCsv?.bind(client);
+    return csv === undefined ? undefined : { getResultsWire: client.getResultsWire.bind(client), getResultsCsv: csv };
   }
 
   /** Typed rows, keyed by column name in `column_names` order. */
@@ -418,10 +425,9 @@ export class ResultStream implements AsyncIterable<Row> {
     const total = info.totalRows;
     const progress = new ProgressTracker(o.onProgress);
     this.#progress = progress;
-    const csv = client.getResultsCsv?.bind(client);
     return {
       connection: client.connectionOptions(),
-      client: csv === undefined ? undefined : { getResultsWire: client.getResultsWire.bind(client), getResultsCsv: csv },
+      client: this.#rangeClient(),
       csvHead: this.#csvHead,
       executionId: info.executionId,
       totalRows: total,

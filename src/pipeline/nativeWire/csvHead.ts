@@ -1,6 +1,6 @@
 import type { CsvPage } from '../../client/serviceClient.ts';
 import type { RangeClient } from '../stream.ts';
-import { KEEP_ZSTD } from './nativePages.ts';
+import { KEEP_ZSTD, shapedPage } from './nativePages.ts';
 
 /** A CSV page asked for ahead of the range read that wants it, and its sizes on the wire and decoded. */
 export interface HeadPage {
@@ -63,14 +63,9 @@ export function startCsvHead(client: RangeClient, request: CsvHeadRequest): CsvH
     let sizes: [number, number] = [0, 0];
     const page = client
       .getResultsCsv(request.executionId, {
-        offset,
-        ...(limit === undefined ? {} : { limit }),
-        ...(request.columns === undefined ? {} : { columns: request.columns }),
-        ...(request.sortBy === undefined ? {} : { sortBy: request.sortBy }),
-        ...(request.allowPartialResults ? { allowPartialResults: true } : {}),
+        ...shapedPage(request, { offset, limit }, signal),
         ...(request.compressionOff ? {} : { keepCoded: KEEP_ZSTD }),
         onBodyBytes: (wire, decoded) => (sizes = [wire, decoded]),
-        signal,
       })
       .then(
         (got) => ({ page: got, wireBytes: sizes[0], decodedBytes: sizes[1] }),

@@ -54,11 +54,11 @@ export function rangePages(source: PageSource, firstRow: number, rows: number): 
   });
 }
 
-function shaping(source: PageSource, request: { offset: number; limit: number }, signal: AbortSignal) {
-  const o = source.reader.options;
+/** A page request's options, shaped as the stream's reads are: its columns, its order, partial results. */
+export function shapedPage(o: { readonly columns?: string[] | undefined; readonly sortBy?: string | undefined; readonly allowPartialResults?: boolean | undefined }, request: { offset: number; limit?: number | undefined }, signal: AbortSignal) {
   return {
     offset: request.offset,
-    limit: request.limit,
+    ...(request.limit === undefined ? {} : { limit: request.limit }),
     ...(o.columns === undefined ? {} : { columns: o.columns }),
     ...(o.sortBy === undefined ? {} : { sortBy: o.sortBy }),
     ...(o.allowPartialResults ? { allowPartialResults: true } : {}),
@@ -69,7 +69,7 @@ function shaping(source: PageSource, request: { offset: number; limit: number },
 async function jsonPage(source: PageSource, request: { offset: number; limit: number }, signal: AbortSignal): Promise<NativePage> {
   const { client, reader } = source;
   const ctx: ErrorContext = { method: 'writeNativeParts', executionId: reader.executionId };
-  const answer = await client.getResultsWire(reader.executionId, { ...shaping(source, request, signal), accept: 'json' });
+  const answer = await client.getResultsWire(reader.executionId, { ...shapedPage(source.reader.options, request, signal), accept: 'json' });
   if (answer.format !== 'json') throw new InvalidResponseError('asked for a JSON page, got Arrow', ctx);
   const { page, rows } = pageRows(answer.body, answer.context ?? ctx);
   const result = page.result;
@@ -91,7 +91,7 @@ async function csvPage(source: PageSource, request: { offset: number; limit: num
   // The first page may be under way already, asked for while the stream learnt the columns.
   const ahead = await reader.csvHead?.take(request, signal);
   if (ahead !== undefined) sizes = [ahead.wireBytes, ahead.decodedBytes];
-  const page = ahead?.page ?? (await client.getResultsCsv(reader.executionId, { ...shaping(source, request, signal), ...keep, onBodyBytes: (wire, decoded) => (sizes = [wire, decoded]) }));
+  const page = ahead?.page ?? (await client.getResultsCsv(reader.executionId, { ...shapedPage(source.reader.options, request, signal), ...keep, onBodyBytes: (wire, decoded) => (sizes = [wire, decoded]) }));
   const coding = page.coding === 'zstd' ? 'zstd' : undefined;
   const head = coding === undefined ? page.body : csvHead(page.body);
   const header = csvHeaderOf(head);

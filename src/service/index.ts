@@ -19,7 +19,7 @@ import { queryRoutes } from './routes/queryRoutes.ts';
 import { queryListRoutes } from './routes/queryListRoutes.ts';
 import { resultRoutes } from './routes/resultRoutes.ts';
 import { SavedQueries, type QueryRecord } from './savedQueries.ts';
-import { defaultSettings, mergeSettings, parseSettings, readSettingsFile, type FaultSettings, type FaultSettingsInput, type ServiceSettings, type ServiceSettingsInput } from './settings.ts';
+import { defaultSettings, loadSettingsOver, parseSettings, type FaultSettings, type FaultSettingsInput, type ServiceSettings, type ServiceSettingsInput } from './settings.ts';
 import { JsonStore } from './store.ts';
 import { secureDataFolder, tightenContents } from './dataFolder.ts';
 import { advertiseOwner, loopbackUrl, newOwnerToken, waitForBorrowers } from './owner.ts';
@@ -323,11 +323,10 @@ function engineBounds(
 async function resolveSettings(given: ServiceOptions['settings']): Promise<{ settings: ServiceSettings; generatedKey?: string }> {
   if (given === undefined) return defaultSettings();
   if (typeof given === 'string') {
-    // A file without teams keeps the default team and its key, and changes what it names.
-    const fields = await readSettingsFile(given);
-    if (fields.teams !== undefined) return { settings: parseSettings(fields, given) };
+    // A file changes what it names; one without teams keeps the default team and its key.
     const defaults = defaultSettings();
-    return { ...defaults, settings: parseSettings(mergeSettings(defaults.settings, fields), given) };
+    const { settings, ownTeams } = await loadSettingsOver(given, defaults.settings);
+    return ownTeams ? { settings } : { ...defaults, settings };
   }
   return { settings: parseSettings(given) };
 }

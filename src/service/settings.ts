@@ -208,12 +208,19 @@ export function parseSettings(input: unknown, source = 'settings'): ServiceSetti
 /**
  * Loads a YAML settings file. `${VAR}` and `${VAR:-default}` in its values are replaced from
  * `env` first (the job files' rules, src/config/interpolate.ts; `$${` is a literal `${`), so a
- * settings file in a repository can take its API keys from the environment. With `base`, the file
- * is read over it (`mergeSettings`): it need only name what it changes.
+ * settings file in a repository can take its API keys from the environment.
  */
-export async function loadSettingsFile(path: string, env: Env = process.env, base?: ServiceSettingsInput): Promise<ServiceSettings> {
-  const given = await readSettingsFile(path, env);
-  return parseSettings(base === undefined ? given : mergeSettings(base, given), path);
+export async function loadSettingsFile(path: string, env: Env = process.env): Promise<ServiceSettings> {
+  return parseSettings(await readSettingsFile(path, env), path);
+}
+
+/**
+ * A settings file read over `base` (`mergeSettings`): it need only name what it changes.
+ * `ownTeams` when it names its teams, which then replace the base's.
+ */
+export async function loadSettingsOver(path: string, base: object, env: Env = process.env): Promise<{ settings: ServiceSettings; ownTeams: boolean }> {
+  const fields = await readSettingsFile(path, env);
+  return { settings: parseSettings(mergeSettings(base, fields), path), ownTeams: fields.teams !== undefined };
 }
 
 /** A settings file's fields as written, `${VAR}` replaced, not yet checked against the schema. */

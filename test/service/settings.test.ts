@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exitCodeOf, EXIT } from '../../src/cli/exitCodes.ts';
 import { SluiceError } from '../../src/errors.ts';
-import { SettingsError, defaultSettings, loadSettingsFile, parseSettings, readSettingsFile, resolveTier } from '../../src/service/settings.ts';
+import { SettingsError, defaultSettings, loadSettingsFile, loadSettingsOver, parseSettings, readSettingsFile, resolveTier } from '../../src/service/settings.ts';
 import { startService } from '../../src/service/index.ts';
 
 let dir: string;
@@ -157,18 +157,20 @@ describe('service settings', () => {
     const base = { teams: [{ name: 'demo', plan: { credits_per_cycle: 5 }, keys: [{ key: 'sk_base_admin', scopes: ['Admin'] }] }], limits: { retention_days: 1, result_store_max_bytes: 1024 } };
     const path = join(dir, 'partial.yaml');
     await writeFile(path, 'limits: { retention_days: 3 }\nengine: { memory_limit: 300MiB }\ntiers: { small: { threads: 2 } }\n');
-    const s = await loadSettingsFile(path, {}, base);
+    const { settings: s, ownTeams } = await loadSettingsOver(path, base, {});
+    expect(ownTeams).toBe(false);
     expect(s.teams).toEqual([expect.objectContaining({ name: 'demo', plan: expect.objectContaining({ credits_per_cycle: 5 }), keys: [{ key: 'sk_base_admin', scopes: ['Admin'] }] })]);
     expect([s.limits.retention_days, s.limits.result_store_max_bytes, s.limits.page_rows]).toEqual([3, 1024, 32_000]);
     expect([s.engine.memory_limit, s.engine.max_temp_directory_size, s.tiers.small.threads]).toEqual(['300MiB', '8GiB', 2]);
     // A file's teams replace the base's whole (a team's plan is not taken from another team).
     await writeFile(path, 'teams: [{ name: ops, keys: [{ key: sk_ops_admin, scopes: [Admin] }] }]\n');
-    const replaced = await loadSettingsFile(path, {}, base);
+    const { settings: replaced, ownTeams: named } = await loadSettingsOver(path, base, {});
+    expect(named).toBe(true);
     expect(replaced.teams.map((t) => [t.name, t.plan.credits_per_cycle])).toEqual([['ops', 10_000]]);
     expect(replaced.limits.retention_days).toBe(1);
     // Without a base a file still needs its teams; a bad value is named with its field, base or not.
     await writeFile(path, 'engine: { memory_limit: lots }\n');
-    await expect(loadSettingsFile(path, {}, base)).rejects.toThrow(`${path}: engine.memory_limit: a size is a number of bytes`);
+    await expect(loadSettingsOver(path, base, {})).rejects.toThrow(`${path}: engine.memory_limit: a size is a number of bytes`);
     await expect(loadSettingsFile(path, {})).rejects.toThrow(/teams: /);
     await writeFile(path, '- teams\n');
     await expect(readSettingsFile(path, {})).rejects.toThrow(`${path}: expected settings fields (teams, limits, engine, ...), got a list`);

@@ -42,7 +42,6 @@ export function embeddedSettings(apiKey: string): ServiceSettingsInput {
  */
 export async function embeddedSettingsFile(path: string, apiKey: string, env: Readonly<Record<string, string | undefined>> = process.env): Promise<{ settings: ServiceSettings; ownTeams: boolean }> {
   // Imported here so that a job on a remote service never loads the service's schema.
-  const { mergeSettings, parseSettings, readSettingsFile } = await import('../../service/settings.ts');
-  const fields = await readSettingsFile(path, env);
-  return { settings: parseSettings(mergeSettings(embeddedSettings(apiKey), fields), path), ownTeams: fields.teams !== undefined };
+  const { loadSettingsOver } = await import('../../service/settings.ts');
+  return loadSettingsOver(path, embeddedSettings(apiKey), env);
 }

@@ -1,5 +1,5 @@
 import type { CsvPage } from '../../client/serviceClient.ts';
-import type { RangeClient } from '../stream.ts';
+import type { RangeClient } from '../stream/rangeReader.ts';
 import { KEEP_ZSTD, shapedPage } from './nativePages.ts';
 
 /** A CSV page asked for ahead of the range read that wants it, and its sizes on the wire and decoded. */

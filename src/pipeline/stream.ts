@@ -4,7 +4,8 @@
  * native path its range reader. Its parts live in ./stream/: the options (options.ts), the source
  * resolved (resolution.ts), the first page (firstPage.ts), one page's request (pageFetch.ts), the
  * pages of a read (pageSequence.ts), rows read from a page's text (textPages.ts), batches
- * (arrowBatches.ts), the row cursor (rowCursor.ts) and the range reader (rangeReader.ts).
+ * (arrowBatches.ts), the row cursor (rowCursor.ts), the range reader (rangeReader.ts) and what a
+ * client's service was seen to serve (arrowServed.ts).
  */
 import { Readable } from 'node:stream';
 import type { RecordBatch, Schema } from 'apache-arrow';
@@ -102,7 +103,8 @@ export class ResultStream implements AsyncIterable<Row> {
    * and `rangeReader()` hands them to the range read starting there. Pages not used (the export
    * took another path) cost their requests; under `auto`, a service that
    * answers the first page as Arrow has it stopped; a client told its service serves Arrow pages
-   * (the embedded service) asks for none, since that service would encode CSV pages no output
+   * (the embedded service), or under `auto` one whose service answered an earlier page as Arrow
+   * (stream/arrowServed.ts), asks for none, since that service would encode CSV pages no output
    * reads. Only before the first page was read, and where
    * rows can be read by range over JSON pages (no `filters`, not `wire: arrow`, a client that reads
    * CSV pages).

@@ -7,6 +7,7 @@ import { InvalidResponseError } from '../../client/errors.ts';
 import { releaseBody } from '../../client/pageBody.ts';
 import { sameColumns, type ColumnSpec } from '../../types/decode.ts';
 import type { ResolvedSource, StreamClient } from '../source.ts';
+import { learnArrowServed } from './arrowServed.ts';
 import { streamWire, type StreamOptions } from './options.ts';
 import type { Fetched, PageMode, RawPage } from './rawPage.ts';
 import type { TextPages } from './textPages.ts';
@@ -41,6 +42,7 @@ export class PageFetcher {
     const answer = await this.#client.getResultsWire(executionId, { ...this.#resultOptions({ offset, limit: this.#options.pageSize }, signal), accept: 'arrow' });
     if (answer.format === 'arrow') {
       this.#arrowOffered = true;
+      learnArrowServed(this.#client);
       return { page: answer.page, httpBytes: answer.decodedBytes, wireBytes: answer.bytes, ipc: answer.ipc };
     }
     const page = answer.parse();

@@ -9,6 +9,7 @@ import { startCsvHead, type CsvHead } from '../nativeWire/csvHead.ts';
 import type { ProgressTracker } from '../progress.ts';
 import type { StreamClient } from '../source.ts';
 import type { ResultInfo } from './firstPage.ts';
+import { arrowServedTo } from './arrowServed.ts';
 import { streamWire, type StreamOptions } from './options.ts';
 
 /** What a range read asks the service for: result pages, JSON or CSV. */
@@ -45,10 +46,14 @@ export function rangeClientOf(client: StreamClient): RangeClient | undefined {
 /**
  * Whether the first CSV pages can be asked for ahead: where rows can be read by range over JSON
  * pages (no `filters`, not `wire: arrow`, a client that reads CSV pages), and not from a service
- * known to serve Arrow pages (the embedded one), which would encode CSV pages no output reads.
+ * known to serve Arrow pages, which would encode CSV pages no output reads: the client was told so
+ * (the embedded service), or, under `auto` (whose first page such a service answers as Arrow, which
+ * stops them), an earlier page of this client came as Arrow.
  */
 export function headWanted(client: StreamClient, options: StreamOptions): boolean {
-  return streamWire(options) !== 'arrow' && options.filters === undefined && client.getResultsCsv !== undefined && client.connectionOptions !== undefined && client.connectionOptions().servesArrowPages !== true;
+  const wire = streamWire(options);
+  if (wire === 'arrow' || options.filters !== undefined || client.getResultsCsv === undefined || client.connectionOptions === undefined) return false;
+  return client.connectionOptions().servesArrowPages !== true && !(wire === 'auto' && arrowServedTo(client));
 }
 
 /** Asks for the first CSV page at `offset` of the execution, and the pages after it, as the stream's range read would. */

@@ -188,14 +188,20 @@ describe('sources', () => {
   });
 
   it('a failed execution rejects with the same error when its first CSV page was asked for early (headStart)', async () => {
-    const e = await client.execute({ sql: 'SELECT no_such_column FROM sample.events' });
-    const plain: unknown = await stream(client, { executionId: e.id }).info().catch((error: unknown) => error);
-    const early = stream(client, { executionId: e.id });
-    early.headStart();
-    const got: unknown = await early.info().catch((error: unknown) => error);
-    expect(plain).toBeInstanceOf(ExecutionFailedError);
-    expect(got).toBeInstanceOf(ExecutionFailedError);
-    expect((got as Error).message).toBe((plain as Error).message);
+    // A client of its own: one that has had an Arrow page from this service asks for no CSV page ahead.
+    const own = new ServiceClient({ baseUrl: svc.url, apiKey: svc.keys.demo.write });
+    try {
+      const e = await own.execute({ sql: 'SELECT no_such_column FROM sample.events' });
+      const plain: unknown = await stream(own, { executionId: e.id }).info().catch((error: unknown) => error);
+      const early = stream(own, { executionId: e.id });
+      early.headStart();
+      const got: unknown = await early.info().catch((error: unknown) => error);
+      expect(plain).toBeInstanceOf(ExecutionFailedError);
+      expect(got).toBeInstanceOf(ExecutionFailedError);
+      expect((got as Error).message).toBe((plain as Error).message);
+    } finally {
+      await own.close();
+    }
   });
 
   it('a failed execution rejects with ExecutionFailedError', async () => {

@@ -196,9 +196,9 @@ async function serveArrow({ svc, rec, req, plain, nextOf, framed }: Paging): Pro
   if ('parts' in page && framed(page)) {
     const [schema, eos] = [page.parts[0], page.parts.at(-1)];
     // The batches' range open in the body, else (sent from the encoder's buffers) by its path.
-    const open = page.parts.length === 3 && !(page.parts[1] instanceof Uint8Array) ? page.parts[1]! : page.rows;
+    const range = page.parts.length === 3 && !(page.parts[1] instanceof Uint8Array) ? page.parts[1]! : page.rows;
     if (schema instanceof Uint8Array && eos instanceof Uint8Array) {
-      reply.precompressed = storedFrames({ store: svc.engine.frameStore(rec.id), file: 'rows.arrow', head: schema, rows: open, tail: eos });
+      reply.precompressed = storedFrames({ store: svc.engine.frameStore(rec.id), file: 'rows.arrow', head: schema, rows: range, tail: eos });
     }
   }
   return reply;

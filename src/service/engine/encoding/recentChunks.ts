@@ -7,6 +7,8 @@
 //
 // Bounded: at most `maxBytes` of batches, the oldest dropped first (readers ask for the chunks just
 // written; one that lags goes to the file). A chunk larger than the bound on its own is not kept.
+// The bound counts the messages' bytes; the column buffers behind them may be somewhat larger (a
+// text column's is reserved ahead), and they would be garbage otherwise, not yet collected.
 
 /** What a ring keeps by default: a few chunks of a default page (about 2 MB of a 1M-row x 8 result). */
 export const RECENT_CHUNK_BYTES = 8 * 1024 * 1024;

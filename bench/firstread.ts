@@ -20,6 +20,10 @@
 //   rendering the JSON rows, the JSON encoding alone as a first JSON read writes it (render + split
 //   into the files + fsync), the same for JSON and CSV together as at completion, the Arrow chunks
 //   from one scan, and all at once as at completion; process CPU and fsync time beside each.
+// BENCH_FIRSTREAD_ONLY=on_first_read runs only the reads with the default setting, ROUNDS times
+// (BENCH_FIRSTREAD_ROUNDS, default 3), each in a fresh service, and prints their ratios and
+// medians (about 20 s a round; for comparing two versions of the code turn by turn): no figures
+// are recorded then.
 import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -242,7 +246,30 @@ async function encodingParts(): Promise<Part[]> {
   return parts;
 }
 
+/** The default's reads alone, in fresh services one after the other (BENCH_FIRSTREAD_ONLY, see the header). */
+async function firstReadsOnly(): Promise<void> {
+  const rounds = Number(process.env.BENCH_FIRSTREAD_ROUNDS ?? 3);
+  const speed: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const dataDir = await mkdtemp(join(tmpdir(), 'sluice-bench-first-read-'));
+    const child = await startChild(dataDir);
+    try {
+      const { first } = await reads(child);
+      report(`round ${i + 1}, first read`, first);
+      speed.push((first.json.ms + first.json.parseMs) / (first.arrow.ms + first.arrow.readMs));
+    } finally {
+      child.proc.stdin!.write('stop\n');
+      await new Promise((ok) => child.proc.once('exit', ok));
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }
+  console.log(`first read, Arrow against JSON, median of ${rounds}: ${median(speed).toFixed(2)}x as fast (${speed.map((x) => x.toFixed(2)).join(', ')})`);
+}
+
 export async function run(): Promise<void> {
+  const only = process.env.BENCH_FIRSTREAD_ONLY;
+  if (only !== undefined && only !== 'on_first_read') throw new Error(`BENCH_FIRSTREAD_ONLY: only on_first_read is known, not ${JSON.stringify(only)}`);
+  if (only !== undefined) return firstReadsOnly();
   const rows = ROWS;
   const parts = await encodingParts();
   console.log(`where the encoding of ${rows} rows x 8 columns goes (this process, the files instance's settings; machine shared):`);

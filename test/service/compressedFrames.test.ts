@@ -206,3 +206,39 @@ describe('one gzip member around a stored deflate stream', () => {
     }
   });
 });
+
+describe('a frame of a byte range given by its path', () => {
+  // An Arrow page sent from the encoder's buffers has no file open: its frame is compressed from
+  // rows.arrow, opened for that alone.
+  it.each(['zstd', 'gzip'] as const)('is stored and served as for an open range (%s)', async (coding) => {
+    const { storedFrames } = await import('../../src/service/http/compressedFrames.ts');
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-frame-path-'));
+    try {
+      const file = join(dir, 'rows.arrow');
+      const bytes = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7919) % 251));
+      await writeFile(file, bytes);
+      const [head, tail] = [Buffer.from('schema'), Buffer.from('eos')];
+      const page = { store: { dir: join(dir, 'frames'), scratch: join(dir, 'frame-') }, file: 'rows.arrow' as const, head, rows: { path: file, start: 1000, end: 250_000 }, tail };
+      for (const turn of ['compressed and stored', 'from the stored frame']) {
+        const body = (await storedFrames(page)(coding))!;
+        const pieces: Buffer[] = [];
+        for (const p of body.parts) {
+          if (typeof p === 'string') pieces.push(Buffer.from(p));
+          else if (p instanceof Uint8Array) pieces.push(Buffer.from(p));
+          else {
+            pieces.push((await p.handle.readFile()).subarray(p.start, p.end));
+            await p.handle.close();
+          }
+        }
+        const packed = Buffer.concat(pieces);
+        expect(packed.length, turn).toBe(body.length);
+        expect(DECODE[coding](packed).equals(Buffer.concat([head, bytes.subarray(1000, 250_000), tail])), turn).toBe(true);
+      }
+      expect(await readdir(join(dir, 'frames'))).toEqual([`rows.arrow.1000-250000.${coding === 'gzip' ? 'deflate' : 'zstd'}`]);
+      // Nothing left under the scratch prefix.
+      expect((await readdir(dir)).sort()).toEqual(['frames', 'rows.arrow']);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -39,13 +39,24 @@ export interface FrameStore {
   scratch: string;
 }
 
-/** A page that can be served from a stored frame: `rows` is a range of the encoded file `file`. */
+/**
+ * A page that can be served from a stored frame: `rows` is a range of the encoded file `file`, open
+ * (the caller closes it), or by its path (opened only to write the frame: an Arrow page sent from
+ * the encoder's buffers has no file open).
+ */
 export interface FramedPage {
   store: FrameStore;
   file: 'rows.json' | 'rows.csv' | 'rows.arrow';
   head: string | Uint8Array;
-  rows: FileRange;
+  rows: FileRange | PathRange;
   tail: string | Uint8Array;
+}
+
+/** Bytes [start, end) of the file at `path`. */
+export interface PathRange {
+  path: string;
+  start: number;
+  end: number;
 }
 
 /** What a reply offers the server: its body in `coding` from stored frames, or undefined (compress per request then). */
@@ -163,10 +174,13 @@ async function writeFrame(page: FramedPage, coding: 'zstd' | 'gzip', path: strin
   await mkdir(page.store.dir).catch((err: NodeJS.ErrnoException) => {
     if (err.code !== 'EEXIST') throw err;
   });
+  const rows = 'handle' in page.rows ? page.rows : { handle: await open(page.rows.path, 'r'), start: page.rows.start, end: page.rows.end };
   const scratch = `${page.store.scratch}${randomBytes(8).toString('hex')}`;
-  const out = await open(scratch, 'w+');
+  const out = await open(scratch, 'w+').catch(async (err: unknown) => {
+    if (rows !== page.rows) await rows.handle.close();
+    throw err;
+  });
   try {
-    const { rows } = page;
     const z = coding === 'gzip' ? storedDeflate() : compressor(coding, rows.end - rows.start);
     // The range is read into the compressor (waiting when it is full) while what it makes is
     // written out; a failed read fails the compressor, which ends the loop below.
@@ -186,6 +200,8 @@ async function writeFrame(page: FramedPage, coding: 'zstd' | 'gzip', path: strin
     await out.close().catch(() => undefined);
     await rm(scratch, { force: true });
     throw err;
+  } finally {
+    if (rows !== page.rows) await rows.handle.close().catch(() => undefined);
   }
 }
 

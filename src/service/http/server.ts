@@ -227,14 +227,24 @@ const SPARE_CHUNKS = 16;
 
 async function writeParts(res: Writable, body: PartsBody, budget: number): Promise<void> {
   let left = budget;
-  for (const p of body.parts) {
+  for (let i = 0; i < body.parts.length; ) {
     if (left <= 0) return;
+    const p = body.parts[i]!;
     if (typeof p === 'string' || p instanceof Uint8Array) {
-      const bytes = typeof p === 'string' ? Buffer.from(p, 'utf8') : p;
-      await write(res, bytes.subarray(0, left), undefined);
-      left -= bytes.byteLength;
+      // A run of pieces in memory (an Arrow page sent from the encoder's buffers is dozens of
+      // them, some of a few bytes) goes out in one writev, not a send per piece.
+      const run: Uint8Array[] = [];
+      for (; i < body.parts.length && left > 0; i++) {
+        const q = body.parts[i]!;
+        if (typeof q !== 'string' && !(q instanceof Uint8Array)) break;
+        const bytes = typeof q === 'string' ? Buffer.from(q, 'utf8') : q;
+        run.push(bytes.subarray(0, left));
+        left -= bytes.byteLength;
+      }
+      await writeRun(res, run);
       continue;
     }
+    i++;
     const end = Math.min(p.end, p.start + left);
     for (let at = p.start; at < end; ) {
       const chunk = spareChunks.pop() ?? Buffer.allocUnsafeSlow(CHUNK_BYTES);
@@ -245,6 +255,17 @@ async function writeParts(res: Writable, body: PartsBody, budget: number): Promi
     }
     left -= end - p.start;
   }
+}
+
+/** Writes the pieces corked (one writev), then waits for the socket to drain if its buffer is full. */
+function writeRun(res: Writable, pieces: Uint8Array[]): Promise<void> {
+  if (pieces.length === 1) return write(res, pieces[0]!, undefined);
+  if (res.destroyed) return Promise.reject(new Error('the response was closed'));
+  res.cork();
+  for (let k = 0; k < pieces.length - 1; k++) res.write(pieces[k]!);
+  const last = write(res, pieces.at(-1)!, undefined);
+  res.uncork();
+  return last;
 }
 
 /**

@@ -194,8 +194,12 @@ async function serveArrow({ svc, rec, req, plain, nextOf, framed }: Paging): Pro
   });
   const reply: Reply = { status: 200, contentType: ARROW_STREAM_MEDIA_TYPE, body: partsBody('parts' in page ? page.parts : [page.arrow]), headers };
   if ('parts' in page && framed(page)) {
-    const [schema, rows, eos] = page.parts;
-    reply.precompressed = storedFrames({ store: svc.engine.frameStore(rec.id), file: 'rows.arrow', head: schema, rows, tail: eos });
+    const [schema, eos] = [page.parts[0], page.parts.at(-1)];
+    // The batches' range open in the body, else (sent from the encoder's buffers) by its path.
+    const range = page.parts.length === 3 && !(page.parts[1] instanceof Uint8Array) ? page.parts[1]! : page.rows;
+    if (schema instanceof Uint8Array && eos instanceof Uint8Array) {
+      reply.precompressed = storedFrames({ store: svc.engine.frameStore(rec.id), file: 'rows.arrow', head: schema, rows: range, tail: eos });
+    }
   }
   return reply;
 }

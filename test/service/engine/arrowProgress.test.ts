@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
-import { encodedArrowPage, writeArrowChunks, type ArrowIndex } from '../../../src/service/engine/encoding/arrowEncoding.ts';
+import { encodedArrowPage, writeArrowChunks, type ArrowIndex, type EncodedArrowPage } from '../../../src/service/engine/encoding/arrowEncoding.ts';
 import type { ArrowChunk } from '../../../src/service/engine/encoding/arrowChunks.ts';
 import type { ResultInfo } from '../../../src/service/engine/types.ts';
 
@@ -15,6 +15,21 @@ afterEach(async () => {
   if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   dir = undefined;
 });
+
+/** The page's batch messages (between its schema and end-of-stream), from memory or read from rows.arrow; the file closed. */
+async function batchesOf(page: EncodedArrowPage): Promise<{ bytes: Uint8Array; fromFile: boolean }> {
+  const pieces: Uint8Array[] = [];
+  let fromFile = false;
+  for (const part of page.parts.slice(1, -1)) {
+    if (part instanceof Uint8Array) pieces.push(part);
+    else {
+      fromFile = true;
+      pieces.push((await part.handle.readFile()).subarray(part.start, part.end));
+      await part.handle.close();
+    }
+  }
+  return { bytes: Uint8Array.from(Buffer.concat(pieces)), fromFile };
+}
 
 /** Chunk k: a schema message and a batch message of 100 + k bytes, all bytes k (told apart when read back). */
 function chunkOf(k: number, rowCount: number): ArrowChunk {
@@ -41,9 +56,7 @@ test('each advance(n) of the Arrow encoder comes once the chunks of rows [0, n) 
         encodedArrowPage(dir!, info, last, chunkRows, index).then(async (page) => {
           if (page === undefined) return;
           entry.pageRows = page.rowCount;
-          const slice = page.parts[1];
-          entry.page = Uint8Array.from((await slice.handle.readFile()).subarray(slice.start, slice.end));
-          await slice.handle.close();
+          entry.page = (await batchesOf(page)).bytes;
         }),
       );
     },
@@ -64,4 +77,41 @@ test('each advance(n) of the Arrow encoder comes once the chunks of rows [0, n) 
     expect(s.page, `chunk ${k}'s bytes`).toEqual(new Uint8Array(100 + k).fill(k));
   }
   expect((await readFile(join(dir, 'rows.arrow'))).byteLength).toBe(Array.from({ length: 6 }, (_, k) => 100 + k).reduce((a, b) => a + b));
+});
+
+test('while the encoder runs, a page of chunks just written is sent from its buffers, the same bytes as the page read from rows.arrow once stored', async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sluice-arrow-recent-'));
+  const chunkRows = 1000;
+  const rowCount = 5500;
+  const info: ResultInfo = { columnNames: ['a'], columnTypes: ['bigint'], rowCount, bytes: 0, truncated: false };
+  const index: ArrowIndex = { chunkRows: 1, starts: [0], bytes: [0], schema: undefined };
+  const live: Array<Promise<{ offset: number; limit: number; bytes: Uint8Array; fromFile: boolean; kept: number | undefined }>> = [];
+  const progress = {
+    hungry: () => true as boolean,
+    advance(rows: number): void {
+      // The reader of the chunk just written, and one of the two chunks before it together.
+      const last = Math.floor((rows - 1) / chunkRows) * chunkRows;
+      const pages = last >= chunkRows ? [[last, chunkRows], [last - chunkRows, 2 * chunkRows]] : [[last, chunkRows]];
+      const kept = index.recent?.bytes;
+      for (const [offset, limit] of pages as Array<[number, number]>) {
+        live.push(encodedArrowPage(dir!, info, offset, limit, index).then(async (page) => ({ offset, limit, kept, ...(await batchesOf(page!)) })));
+      }
+    },
+  };
+  async function* chunks(): AsyncGenerator<ArrowChunk> {
+    for (let k = 0; k * chunkRows < rowCount; k++) yield chunkOf(k, Math.min(chunkRows, rowCount - k * chunkRows));
+  }
+  await writeArrowChunks(dir, chunkRows, rowCount, chunks(), () => false, { info, index, progress });
+  const served = await Promise.all(live);
+  expect(served).toHaveLength(11);
+  // Nothing kept once the encoder has ended: later readers read the stored files.
+  expect(index.recent).toBeUndefined();
+  for (const s of served) {
+    expect(s.fromFile, `page ${s.offset}+${s.limit} from the encoder's buffers`).toBe(false);
+    expect(s.kept).toBeGreaterThan(0);
+    const stored = await encodedArrowPage(dir, info, s.offset, s.limit);
+    const fromFile = await batchesOf(stored!);
+    expect(fromFile.fromFile).toBe(true);
+    expect(s.bytes, `page ${s.offset}+${s.limit}`).toEqual(fromFile.bytes);
+  }
 });

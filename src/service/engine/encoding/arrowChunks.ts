@@ -45,7 +45,7 @@ export async function* arrowChunks(conn: DuckDBConnection, stored: StoredColumns
       const limit = Math.min(chunkRows, rowCount - offset);
       const batch = await scan.fill(new ArrowBatch(layout, limit), limit);
       if (batch === undefined) break;
-      yield { ...(await ipcPieces(batch.finish())), rowCount: batch.rowCount };
+      yield { ...(await ipcPieces(batch.finish(), layout.schema)), rowCount: batch.rowCount };
     }
   } finally {
     await scan.close();

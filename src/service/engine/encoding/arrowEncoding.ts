@@ -12,7 +12,8 @@
 // ends on one, or at the end) is the schema message, the chunks' batches and the end-of-stream
 // marker: a valid IPC stream of the same values as one built per request; other Arrow pages are
 // built per request. While it is written, the chunks written so far are read from the encoder's
-// own index (ArrowIndex), kept in memory until it is written out at the end.
+// own index (ArrowIndex), kept in memory until it is written out at the end, and the chunks just
+// written are sent from the encoder's own buffers (recentChunks.ts) rather than read back.
 import { open, readFile, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
@@ -24,6 +25,7 @@ import { arrowChunks, type ArrowChunk } from './arrowChunks.ts';
 import { IPC_EOS as ARROW_EOS } from '../pages/arrowBatch.ts';
 import { buildArrowPage } from '../pages/arrowPage.ts';
 import { planPage } from '../pages/pageQuery.ts';
+import { RecentChunks } from './recentChunks.ts';
 
 const ARROW = { rows: 'rows.arrow', schema: 'arrow.schema', index: 'arrow.index' } as const;
 
@@ -34,6 +36,8 @@ export interface ArrowIndex {
   starts: number[];
   bytes: number[];
   schema: Uint8Array | undefined;
+  /** While an encoder with readers runs: the batch messages of the chunks it wrote last. */
+  recent?: RecentChunks | undefined;
 }
 
 /**
@@ -137,7 +141,8 @@ export interface ArrowEncodingOptions {
  * query interrupted ends early, as if it were whole); each chunk's batch message is appended to
  * rows.arrow, the schema message kept once. `stopped()` is asked between chunks. A chunk is
  * written while the next one is built (at most one write in flight); readers are told of it
- * once it is written.
+ * once it is written, and meanwhile (with `progress`) the last chunks written are kept in the
+ * index's RecentChunks for them, until the encoder ends.
  */
 export async function writeArrowChunks(dir: string, chunkRows: number, rowCount: number, chunks: AsyncIterable<ArrowChunk>, stopped: () => boolean, opts: ArrowEncodingOptions = {}): Promise<void> {
   const rows = await open(join(dir, ARROW.rows), 'w');
@@ -145,6 +150,7 @@ export async function writeArrowChunks(dir: string, chunkRows: number, rowCount:
   index.chunkRows = chunkRows;
   index.starts = [0];
   index.bytes = [0];
+  index.recent = opts.progress === undefined ? undefined : new RecentChunks();
   let writing: Promise<void> = Promise.resolve();
   let written = 0;
   try {
@@ -162,6 +168,7 @@ export async function writeArrowChunks(dir: string, chunkRows: number, rowCount:
       await writing;
       writing = writeAll(rows, chunk.batch, at).then(() => {
         const k = index.starts.length - 1;
+        index.recent?.add(k, chunk.batch, chunk.batchBytes);
         index.starts.push(end);
         index.bytes.push(index.bytes[k]! + bytes);
         opts.progress?.advance(readable);
@@ -175,6 +182,8 @@ export async function writeArrowChunks(dir: string, chunkRows: number, rowCount:
     await rows.sync();
   } finally {
     await writing.catch(() => undefined);
+    index.recent?.clear();
+    index.recent = undefined;
     await rows.close();
   }
   const records = Buffer.allocUnsafe((index.starts.length + 1) * INDEX_RECORD_BYTES);
@@ -239,8 +248,14 @@ export interface EncodedArrowPage {
   totalRowCount: number;
   columnNames: string[];
   columnTypes: string[];
-  /** Schema message, the chunks' batch messages (a byte range of rows.arrow), end-of-stream. */
-  parts: [Uint8Array, FileSlice, Uint8Array];
+  /**
+   * Schema message, the chunks' batch messages, end-of-stream, to write one after the other: the
+   * batches as a byte range of rows.arrow, or, for chunks an encoder running has just written, as
+   * its own buffers of them (the same bytes).
+   */
+  parts: Array<Uint8Array | FileSlice>;
+  /** The batches' byte range of rows.arrow (stored compressed frames are made from it). */
+  rows: { path: string; start: number; end: number };
 }
 
 /** Whether page [offset, offset + limit) of a result of `rowCount` rows is made of whole chunks; its row range if so. */
@@ -262,13 +277,17 @@ export async function encodedArrowPage(dir: string, info: ResultInfo, offset: nu
   if (range === undefined || index.schema === undefined) return undefined;
   const [a, b] = [range.from / index.chunkRows, Math.ceil(range.to / index.chunkRows)];
   if (b >= index.starts.length) return undefined;
-  const handle = await open(join(dir, ARROW.rows), 'r');
-  return {
+  const schema = index.schema;
+  const rows = { path: join(dir, ARROW.rows), start: index.starts[a]!, end: index.starts[b]! };
+  const page = {
     rowCount: range.to - range.from,
     bytes: headerBytes(info.columnNames) + index.bytes[b]! - index.bytes[a]!,
     totalRowCount: info.rowCount,
     columnNames: info.columnNames,
     columnTypes: info.columnTypes,
-    parts: [index.schema, { handle, start: index.starts[a]!, end: index.starts[b]! }, ARROW_EOS],
+    rows,
   };
+  const kept = index.recent?.take(a, b);
+  if (kept !== undefined) return { ...page, parts: [schema, ...kept, ARROW_EOS] };
+  return { ...page, parts: [schema, { handle: await open(rows.path, 'r'), start: rows.start, end: rows.end }, ARROW_EOS] };
 }

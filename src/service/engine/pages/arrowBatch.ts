@@ -178,13 +178,58 @@ export interface IpcPieces {
 export const IPC_EOS = Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0);
 
 /**
+ * The schema message of a batch layout's schema, once ipcPieces has written it: the Arrow encoder
+ * writes one batch per chunk, all of one layout, and encoding that message again for each chunk (a
+ * flatbuffer of every field) cost about as much as the batch's own message. Kept while the layout is.
+ */
+const schemaMessages = new WeakMap<Schema, Uint8Array>();
+
+/** RecordBatchStreamWriter, writing `schemaMessage` (when known) as the schema's message. */
+class ChunkStreamWriter extends RecordBatchStreamWriter {
+  readonly #schemaMessage: Uint8Array | undefined;
+
+  constructor(schemaMessage: Uint8Array | undefined) {
+    super();
+    this.#schemaMessage = schemaMessage;
+  }
+
+  protected override _writeSchema(schema: Schema): this {
+    return this.#schemaMessage === undefined ? super._writeSchema(schema) : this._write(this.#schemaMessage);
+  }
+}
+
+const sameEntries = (a: Map<string, string>, b: Map<string, string>): boolean => a.size === b.size && [...a].every(([k, v]) => b.get(k) === v);
+
+/**
+ * Whether the batch's schema message is that of `layout`: a RecordBatch copies the schema it is
+ * given, each field cloned around the same type object; what the message holds (names,
+ * nullability, types, metadata) is then the same unless the batch had to change a field.
+ */
+function sameSchema(batch: RecordBatch, layout: Schema): boolean {
+  const { fields, metadata } = batch.schema;
+  return (
+    fields.length === layout.fields.length &&
+    sameEntries(metadata, layout.metadata) &&
+    fields.every((f, i) => {
+      const l = layout.fields[i]!;
+      return f.name === l.name && f.nullable === l.nullable && f.type === l.type && sameEntries(f.metadata, l.metadata);
+    })
+  );
+}
+
+/**
  * The bytes of ipcStream(batch), split into its messages. Each message is a continuation token
  * (0xFFFFFFFF), a little-endian int32 metadata length and the metadata, then its body; a schema
- * message has no body. Anything else is refused.
+ * message has no body. Anything else is refused. `layout`: the schema the batch was built with
+ * (BatchLayout.schema), whose message is then encoded once for all its batches.
  */
-export async function ipcPieces(batch: RecordBatch): Promise<IpcPieces> {
+export async function ipcPieces(batch: RecordBatch, layout?: Schema): Promise<IpcPieces> {
   const parts: Uint8Array[] = [];
-  for await (const part of RecordBatchStreamWriter.writeAll([batch])) parts.push(part);
+  const cached = layout !== undefined && sameSchema(batch, layout);
+  const writer = new ChunkStreamWriter(cached ? schemaMessages.get(layout) : undefined);
+  writer.write(batch);
+  writer.finish();
+  for await (const part of writer) parts.push(part);
   const head = concat(parts, 0, 8);
   const view = new DataView(head.buffer, head.byteOffset, 8);
   if (view.getUint32(0, true) !== 0xffffffff) throw new Error('Arrow chunk: not an IPC stream with continuation tokens');
@@ -197,7 +242,9 @@ export async function ipcPieces(batch: RecordBatch): Promise<IpcPieces> {
     throw new Error('Arrow chunk: not one schema message, a batch and an end-of-stream marker');
   }
   const pieces = parts.slice(k, -1);
-  return { schema: concat(parts.slice(0, k), 0, schemaEnd), batch: pieces, batchBytes: pieces.reduce((n, p) => n + p.byteLength, 0) };
+  const schema = concat(parts.slice(0, k), 0, schemaEnd);
+  if (cached && !schemaMessages.has(layout)) schemaMessages.set(layout, schema);
+  return { schema, batch: pieces, batchBytes: pieces.reduce((n, p) => n + p.byteLength, 0) };
 }
 
 /** Bytes [from, to) of the pieces, as one buffer. */

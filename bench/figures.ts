@@ -460,6 +460,38 @@ depends on how the pages were grouped into statements (three different files for
 four groupings) and differs from the file one COPY writes: resumed and fresh exports would not
 write the same bytes.
 
+DuckDB now writes a part as soon as it has written the one before, not once the caller has stored it
+(the file copied to its destination and hashed, the journal written: 10-160 ms a part at load 9):
+the stores run beside the next statement, and the last part's statement waits for none of them. Over
+the 100 Mbit/s link (the link case of \`wire\`), eight runs each alternated with the code before at
+load 6.7-9.5, a bare download before each: the time after the last page 0.51-1.84 s against
+0.67-3.53 s (medians about 1.1 and 1.5 s), the export 1.46-1.84x the bare download against
+1.58-2.27x in the four runs timed against one; at load 2-4, where DuckDB keeps up with the link, no
+difference (\`BENCH_WIRE_LINK=3\` alternated, medians 1.39 and 1.42x against 1.46 and 1.40x); the same
+CPU, and the same peak RSS (the 5M-row export on loopback 281-302 MB against 270-303 MB, three runs
+each at load 4-9: at this load both touch the 300 MB bound).
+
+Tried for the tail and not kept: a part's CSV pages fed to DuckDB through a named pipe as they come
+in (one COPY per part reading a FIFO that the client writes the part's rows into, decoded from zstd,
+header lines after the first dropped), so that the statement ends shortly after the part's last
+page. DuckDB reads a pipe as it reads a file of the same text (the Parquet bytes the same whatever
+the page size and the pages' timing, with \`buffer_size\` at 2 MB: its default, 32 MB, is filled from
+the pipe before any of it is parsed, so a whole part was read before its statement started working)
+and opens no FIFO as compressed, so the client decodes the zstd pages. At load 5-10 on 2 cores it
+gained no time over the link (DuckDB, starved, fell behind the pages as before), cost 0.3-0.45 s
+more client CPU per 1M rows (the decoding, and the garbage of 85 MB of text: decoding each page as a
+stream of 64 KB pieces halved that), and raised the peak RSS of the 5M-row export to 337 and 342 MB,
+against 259-303 MB without it (DuckDB's statements, each reading its pipe on whichever libuv thread,
+keep memory per thread: the same 20 statements on a threadpool of one thread peaked 40 MB lower),
+over the 300 MB bound. DuckDB's \`allocator_flush_threshold\` at 1 MB brought that peak back (281 MB)
+but the 5M-row export on loopback then took 1.34x the time and 1.38x the CPU. On a quieter machine
+(load 0.5-2, the link case of \`wire\`, three pairs of three runs) the pipe gave medians of 1.36, 1.39
+and 1.40x the bare download against 1.51, 1.47 and 1.39x, the time after the last page 0.34-0.49 s
+against 0.34-0.60 s, for 0.3-0.4 s more CPU: not the 0.1-0.15 s after the last page it was for. What
+stays after the last page whatever reads the pages: the part's last full row group (its rows 122,880
+to 245,760 end in the part's last page) encoded, the rest of the part and the footer, the store and
+the commit.
+
 What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps
 itself (its cast of zoned text goes through ICU, five times the cost of the rest of the column);
 \`strptime\` for them (twice the cost of cutting \` UTC\` and casting the wall clock); a smaller

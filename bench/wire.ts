@@ -12,7 +12,8 @@
 //   reading the whole result against stream() rows over JSON pages;
 // - over a simulated 100 Mbit/s link with a 50 ms round trip (bench/linkProxy.ts): the native
 //   export against the bare compressed download of the same CSV pages (4 at a time, zstd).
-// `npm run bench -- wire`; BENCH_WIRE_ROWS overrides 1M.
+// `npm run bench -- wire`; BENCH_WIRE_ROWS overrides 1M. BENCH_WIRE_LINK=N runs the link case
+// alone, N times (the median last): for comparing two versions of the native path run by run.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +31,8 @@ import type { CaseInput, CaseResult } from './parallelCase.ts';
 import { startChildService } from './pipeline.ts';
 
 const ROWS = Number(process.env.BENCH_WIRE_ROWS ?? 1_000_000);
+/** Runs of the link case alone (undefined: every case once). */
+const LINK_RUNS = process.env.BENCH_WIRE_LINK === undefined ? undefined : Math.max(1, Number(process.env.BENCH_WIRE_LINK));
 const KEY = 'sk_bench_admin_key';
 const record: typeof recordFigure = (id, value) => {
   if (ROWS === 1_000_000) recordFigure(id, value);
@@ -63,60 +66,14 @@ export async function run(): Promise<void> {
       if (r.rows !== (executionId === id ? ROWS : ROWS * 5)) throw new Error(`${label}: exported ${r.rows} rows`);
       return r;
     };
-    const copy = await duckdbCopy(dataDir, ROWS);
-    console.log(`\nDuckDB COPY ... TO parquet (zstd) of the same rows: ${secs(copy.ms)} s, CPU ${secs(copy.cpuMs)} s`);
-    console.log('export to zstd Parquet, parts of a quarter of the rows   seconds  vs COPY  CPU s  CPU vs COPY  peak RSS');
-    const line = (label: string, r: CaseResult) =>
-      console.log(`${label.padEnd(55)} ${secs(r.ms).padStart(8)}  ${x(r.ms / copy.ms).padStart(7)}  ${secs(r.cpuMs).padStart(5)}  ${x(r.cpuMs / copy.cpuMs).padStart(11)}  ${mb(r.peakRss).padStart(8)}`);
-    const csv = await exportCase('csv', id, 'csv');
-    line('native, CSV pages in zstd (the default)', csv);
-    const plain = await exportCase('csv-plain', id, 'csv', 'off');
-    line('native, CSV pages uncompressed (compression: off)', plain);
-    const json = await exportCase('json', id, 'json');
-    line('native, JSON pages', json);
-    const general = await exportCase('general', id, undefined);
-    line('general path, JSON pages (JS decoders, one thread)', general);
-    const threads = [];
-    for (const n of [1, 2]) {
-      const r = await exportCase(`threads-${n}`, id, { pages: 'csv', threads: n });
-      line(`native, CSV pages, DuckDB threads: ${n}`, r);
-      threads.push(r);
-    }
-    const bigId = await executed(client, sampleEventsSelect(ROWS * 5), dataDir, svc.url);
-    const big = await exportCase('big', bigId, 'csv');
-    line(`native, CSV pages, ${fmt(ROWS * 5)} rows`, big);
-    console.log('targets: over CSV and JSON pages at most 3x the time of COPY; peak RSS <= 300 MB, the same at 5x the rows');
-    record('wire-native-csv', `${x(csv.ms / copy.ms)} the time (CPU ${x(csv.cpuMs / copy.cpuMs)})`);
-    record('wire-native-csv-plain', `${x(plain.ms / copy.ms)} the time (CPU ${x(plain.cpuMs / copy.cpuMs)})`);
-    record('wire-native-json', `${x(json.ms / copy.ms)} the time (CPU ${x(json.cpuMs / copy.cpuMs)})`);
-    record('wire-native-general', `${x(general.ms / csv.ms)} / ${x(general.ms / json.ms)} as fast`);
-    record('wire-native-peak', `${mb(csv.peakRss)} / ${mb(big.peakRss)}`);
-    record('wire-threads', `${x(threads[0]!.ms / threads[1]!.ms)} as fast (CPU ${x(threads[1]!.cpuMs / threads[0]!.cpuMs)})`);
-
-    await svc.setFaults({ latency_ms: 50 });
-    const rowsMs = await streamRows(client, id);
-    const official = await runChildCase<{ ms: number; rows: number }>(new URL('./linkCase.ts', import.meta.url).href, 'officialCase', { url: svc.url, key: KEY, executionId: id } satisfies OfficialInput);
-    await svc.setFaults({ latency_ms: 0 });
-    if (official.rows !== ROWS) throw new Error(`the official client read ${official.rows} rows`);
-    console.log(`\n50 ms per request: stream() rows over JSON pages ${secs(rowsMs)} s; the official TypeScript client (whole result) ${secs(official.ms)} s = ${x(official.ms / rowsMs)} the time (target >= 2.5x)`);
-    record('wire-official', `${x(official.ms / rowsMs)} the time`);
+    if (LINK_RUNS === undefined) await everyCase(svc, client, id, dataDir, exportCase);
 
     const proxy = await startProxy(svc.url, { bitsPerSecond: 1e8, rttMs: 50 });
     try {
       const pageSize = (await stream(client, { executionId: id }).info()).pageSize;
-      const floor = await bare(proxy.url, id, ROWS, pageSize, 'csv');
-      // Compression on, as `auto` has it on any address but loopback (the proxy listens on loopback).
-      const link: CaseInput = { url: proxy.url, key: KEY, executionId: id, wire: 'native', native: 'csv', out: join(dataDir, 'out-link'), rowsPerFile: Math.max(1, Math.round(ROWS / 4)), compression: 'on' };
-      const r = await runChildCase<CaseResult>(caseModule, 'exportCase', link);
-      console.log(`100 Mbit/s, 50 ms round trip: bare zstd download of the CSV pages ${secs(floor.ms)} s (${mb(floor.wire)}); native export ${secs(r.ms)} s = ${x(r.ms / floor.ms)} the time (target <= 1.2x)`);
-      const { info, firstRequest, firstPage, lastPage } = r.timeline;
-      // Where the export's time goes beside the download: before its first page request (asked for
-      // with the stream's first page, which tells the columns), the pages themselves, after the last page (its part's
-      // COPY and store).
-      console.log(
-        `  the export's timeline: first page request at ${secs(firstRequest ?? Number.NaN)} s; first page read (columns) at ${secs(info)} s; the CSV pages came in from ${secs(firstPage ?? Number.NaN)} to ${secs(lastPage ?? Number.NaN)} s (${secs((lastPage ?? Number.NaN) - (firstRequest ?? info))} s after the first request, against ${secs(floor.ms)} s for the bare download); the last part written and stored ${secs(r.ms - (lastPage ?? Number.NaN))} s after its last page; CPU ${secs(r.cpuMs)} s`,
-      );
-      record('wire-link', `${x(r.ms / floor.ms)} the time`);
+      const ratios: number[] = [];
+      for (let k = 0; k < (LINK_RUNS ?? 1); k++) ratios.push(await linkCase(proxy.url, id, pageSize, dataDir, caseModule));
+      if (LINK_RUNS !== undefined) console.log(`median of ${ratios.length} runs: ${x(ratios.sort((a, b) => a - b)[Math.floor(ratios.length / 2)]!)} the time`);
     } finally {
       await proxy.close();
     }
@@ -126,6 +83,67 @@ export async function run(): Promise<void> {
     await rm(dataDir, { recursive: true, force: true });
     await rm(build, { recursive: true, force: true });
   }
+}
+
+type ExportCase = (label: string, executionId: string, native: NativeMode | undefined, compression?: CaseInput['compression']) => Promise<CaseResult>;
+
+/** Every case but the link's: the exports on loopback against COPY, and the official client at 50 ms per request. */
+async function everyCase(svc: { url: string; setFaults(faults: { latency_ms: number }): Promise<unknown> }, client: ServiceClient, id: string, dataDir: string, exportCase: ExportCase): Promise<void> {
+  const copy = await duckdbCopy(dataDir, ROWS);
+  console.log(`\nDuckDB COPY ... TO parquet (zstd) of the same rows: ${secs(copy.ms)} s, CPU ${secs(copy.cpuMs)} s`);
+  console.log('export to zstd Parquet, parts of a quarter of the rows   seconds  vs COPY  CPU s  CPU vs COPY  peak RSS');
+  const line = (label: string, r: CaseResult) =>
+    console.log(`${label.padEnd(55)} ${secs(r.ms).padStart(8)}  ${x(r.ms / copy.ms).padStart(7)}  ${secs(r.cpuMs).padStart(5)}  ${x(r.cpuMs / copy.cpuMs).padStart(11)}  ${mb(r.peakRss).padStart(8)}`);
+  const csv = await exportCase('csv', id, 'csv');
+  line('native, CSV pages in zstd (the default)', csv);
+  const plain = await exportCase('csv-plain', id, 'csv', 'off');
+  line('native, CSV pages uncompressed (compression: off)', plain);
+  const json = await exportCase('json', id, 'json');
+  line('native, JSON pages', json);
+  const general = await exportCase('general', id, undefined);
+  line('general path, JSON pages (JS decoders, one thread)', general);
+  const threads = [];
+  for (const n of [1, 2]) {
+    const r = await exportCase(`threads-${n}`, id, { pages: 'csv', threads: n });
+    line(`native, CSV pages, DuckDB threads: ${n}`, r);
+    threads.push(r);
+  }
+  const bigId = await executed(client, sampleEventsSelect(ROWS * 5), dataDir, svc.url);
+  const big = await exportCase('big', bigId, 'csv');
+  line(`native, CSV pages, ${fmt(ROWS * 5)} rows`, big);
+  console.log('targets: over CSV and JSON pages at most 3x the time of COPY; peak RSS <= 300 MB, the same at 5x the rows');
+  record('wire-native-csv', `${x(csv.ms / copy.ms)} the time (CPU ${x(csv.cpuMs / copy.cpuMs)})`);
+  record('wire-native-csv-plain', `${x(plain.ms / copy.ms)} the time (CPU ${x(plain.cpuMs / copy.cpuMs)})`);
+  record('wire-native-json', `${x(json.ms / copy.ms)} the time (CPU ${x(json.cpuMs / copy.cpuMs)})`);
+  record('wire-native-general', `${x(general.ms / csv.ms)} / ${x(general.ms / json.ms)} as fast`);
+  record('wire-native-peak', `${mb(csv.peakRss)} / ${mb(big.peakRss)}`);
+  record('wire-threads', `${x(threads[0]!.ms / threads[1]!.ms)} as fast (CPU ${x(threads[1]!.cpuMs / threads[0]!.cpuMs)})`);
+
+  await svc.setFaults({ latency_ms: 50 });
+  const rowsMs = await streamRows(client, id);
+  const official = await runChildCase<{ ms: number; rows: number }>(new URL('./linkCase.ts', import.meta.url).href, 'officialCase', { url: svc.url, key: KEY, executionId: id } satisfies OfficialInput);
+  await svc.setFaults({ latency_ms: 0 });
+  if (official.rows !== ROWS) throw new Error(`the official client read ${official.rows} rows`);
+  console.log(`\n50 ms per request: stream() rows over JSON pages ${secs(rowsMs)} s; the official TypeScript client (whole result) ${secs(official.ms)} s = ${x(official.ms / rowsMs)} the time (target >= 2.5x)`);
+  record('wire-official', `${x(official.ms / rowsMs)} the time`);
+}
+
+/** The native export over the link against the bare download of the same pages: printed, the ratio returned. */
+async function linkCase(url: string, id: string, pageSize: number, dataDir: string, caseModule: string): Promise<number> {
+  const floor = await bare(url, id, ROWS, pageSize, 'csv');
+  // Compression on, as `auto` has it on any address but loopback (the proxy listens on loopback).
+  const link: CaseInput = { url, key: KEY, executionId: id, wire: 'native', native: 'csv', out: join(dataDir, 'out-link'), rowsPerFile: Math.max(1, Math.round(ROWS / 4)), compression: 'on' };
+  const r = await runChildCase<CaseResult>(caseModule, 'exportCase', link);
+  console.log(`100 Mbit/s, 50 ms round trip: bare zstd download of the CSV pages ${secs(floor.ms)} s (${mb(floor.wire)}); native export ${secs(r.ms)} s = ${x(r.ms / floor.ms)} the time (target <= 1.2x)`);
+  const { info, firstRequest, firstPage, lastPage } = r.timeline;
+  // Where the export's time goes beside the download: before its first page request (asked for
+  // with the stream's first page, which tells the columns), the pages themselves, after the last page (its part's
+  // COPY and store).
+  console.log(
+    `  the export's timeline: first page request at ${secs(firstRequest ?? Number.NaN)} s; first page read (columns) at ${secs(info)} s; the CSV pages came in from ${secs(firstPage ?? Number.NaN)} to ${secs(lastPage ?? Number.NaN)} s (${secs((lastPage ?? Number.NaN) - (firstRequest ?? info))} s after the first request, against ${secs(floor.ms)} s for the bare download); the last part written and stored ${secs(r.ms - (lastPage ?? Number.NaN))} s after its last page; CPU ${secs(r.cpuMs)} s`,
+  );
+  if (LINK_RUNS === undefined) record('wire-link', `${x(r.ms / floor.ms)} the time`);
+  return r.ms / floor.ms;
 }
 
 /**

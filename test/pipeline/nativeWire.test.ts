@@ -4,9 +4,10 @@
 // hyparquet) and compared value by value, over the type matrix of sample.all_types and over parts
 // cut across pages, from JSON pages and from CSV pages.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
 import { copyFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 import { builtins } from '../../connectors/index.ts';
@@ -394,6 +395,45 @@ describe('native parts, a slow write', () => {
     } finally {
       await client.close();
       await proxy.close();
+    }
+  });
+});
+
+// DuckDB writes a part as soon as it has written the one before, not once that one is stored: the
+// store runs beside the next statement, and the last part (the export's tail) waits for no store.
+describe('native parts, a store beside the next write', () => {
+  it('writes part 1 while part 0 is still being stored, stores them in order, and writes every row once', async () => {
+    const client = new ServiceClient({ baseUrl: svc.url, apiKey: TEST_KEYS.demo.admin });
+    try {
+      const { info, reader, native } = await idsOverCsv(client);
+      const parts: NativePart[] = [0, 1, 2].map((index) => ({ index, firstRow: index * 40, rows: 40 }));
+      const order: number[] = [];
+      const ids: number[][] = [];
+      await writeNativeParts({
+        reader,
+        specs: info.columns,
+        columns: native.columns as NativeColumn[],
+        pages: 'csv',
+        parts,
+        parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
+        store: async (part, file) => {
+          order.push(part.index);
+          if (part.index === 0) {
+            // Part 1's file appears in the engine's folder once DuckDB has started writing it.
+            const next = join(dirname(file), 'part-1.parquet');
+            const deadline = Date.now() + 5_000;
+            while (!existsSync(next)) {
+              if (Date.now() > deadline) throw new Error('part 1 was not written while part 0 was being stored');
+              await new Promise((resolve) => setTimeout(resolve, 10));
+            }
+          }
+          ids.push(await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet('${file}')`)).getRowObjectsJS().map((r) => Number(r['id']))));
+        },
+      });
+      expect(order).toEqual([0, 1, 2]);
+      expect(ids).toEqual(parts.map((p) => Array.from({ length: p.rows }, (_, i) => p.firstRow + i)));
+    } finally {
+      await client.close();
     }
   });
 });

@@ -51,8 +51,8 @@ export interface NativePartsInput {
  * (a JSON page's rows array cut from its body unparsed by `pageRows`, a CSV page whole) go into a
  * file of a private folder, and once a part's pages are in, one `COPY` reads them with DuckDB's
  * JSON or CSV reader, typed from `column_types` (`nativeColumns`), into DuckDB's Parquet writer.
- * The next part's pages are fetched (bounded, in order) while DuckDB writes and the caller stores
- * the part before. One COPY per part rather than one INSERT per page: per-page statements cost
+ * The next part's pages are fetched (bounded, in order) while DuckDB writes, and DuckDB writes a
+ * part while the caller stores the part before. One COPY per part rather than one INSERT per page: per-page statements cost
  * more CPU than the JS decoders they replace (docs/performance.md). Parts are written in the order
  * given, one file each; the pages on disk are removed as each part is written.
  *
@@ -67,28 +67,43 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
   const own = input.reader.client === undefined ? new ServiceClient(input.reader.connection) : undefined;
   const client = input.reader.client ?? own!;
   const source: PageSource = { client, reader: input.reader, pages: input.pages ?? 'json', columns: input.specs.map((s) => s.name), signal: input.signal };
-  // The parts whose pages are in, written by DuckDB and stored one after another while the pages
-  // of the parts after them come in. Up to WRITES_AHEAD parts wait for DuckDB (their pages on disk,
-  // not in memory): a part DuckDB writes more slowly than the link brings the next one does not stop
-  // the link.
-  let writing: Promise<void> | undefined;
+  // The parts whose pages are in, written by DuckDB one after another and stored one after another
+  // while the pages of the parts after them come in. DuckDB writes a part as soon as it has written
+  // the one before, not once that one is stored: the store (the file copied to its destination and
+  // hashed, the journal written) then runs beside the next statement instead of before it, and the
+  // last part's statement, the export's tail, does not wait for the stores before it. Up to
+  // WRITES_AHEAD parts wait for DuckDB or their store (their pages and files on disk, not in
+  // memory): a part DuckDB writes more slowly than the link brings the next one does not stop the
+  // link.
+  let written: Promise<unknown> | undefined;
+  let stored: Promise<void> | undefined;
   const queued: Promise<void>[] = [];
   const write = async (part: NativePart, pages: StagedPage[]) => {
-    const previous = writing;
-    const mine = (async () => {
-      await previous;
-      // A part that waited its turn is not written once the export is stopped.
+    const [writtenBefore, storedBefore] = [written, stored];
+    const file = (async () => {
+      // None after a part DuckDB could not write; a part that waited its turn is not written once
+      // the export is stopped.
+      await writtenBefore;
       input.signal?.throwIfAborted();
-      const file = await engine.write(part, pages);
+      return engine.write(part, pages);
+    })();
+    const mine = (async () => {
+      let path: string | undefined;
       try {
-        await input.store(part, file);
+        path = await file;
+        // Stored in order, none after a part that failed, none once the export is stopped.
+        await storedBefore;
+        input.signal?.throwIfAborted();
+        await input.store(part, path);
       } finally {
-        await rm(file, { force: true });
+        if (path !== undefined) await rm(path, { force: true });
       }
     })();
-    // Its failure is met by whoever awaits it (the next write, or the export's end).
+    // Its failure is met by whoever awaits it (the next part, or the export's end).
+    file.catch(() => undefined);
     mine.catch(() => undefined);
-    writing = mine;
+    written = file;
+    stored = mine;
     queued.push(mine);
     while (queued.length > WRITES_AHEAD) await queued.shift();
   };
@@ -100,9 +115,9 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
       const pages = rangePages(source, first, last.firstRow + last.rows - first);
       await cutParts(run, pages, (page, offset, skip, take) => engine.stage(page, offset, skip, take), write);
     }
-    await writing;
+    await stored;
   } catch (error) {
-    await writing?.catch(() => undefined);
+    await Promise.all([written?.catch(() => undefined), stored?.catch(() => undefined)]);
     throw error;
   } finally {
     await own?.close();

@@ -91,8 +91,28 @@ const same = (width: number): Copy => (src, n, dst, at) => {
   return true;
 };
 
-/** Little-endian integers of `from` bytes widened to `to` bytes, sign-extended or not. */
-const widened = (from: number, to: number, signed: boolean): Copy => (src, n, dst, at) => {
+/**
+ * Little-endian integers of `from` bytes widened to `to` bytes, sign-extended or not. Whole 32-bit
+ * words at a time where both sizes are words (a DECIMAL(18, 4) of 8 bytes to Arrow's 16: a quarter
+ * of the byte loop's steps, on every value of every such column of a first read); bytes otherwise.
+ */
+const widened = (from: number, to: number, signed: boolean): Copy => (from % 4 === 0 ? widenedWords(from >> 2, to >> 2, signed, widenedBytes(from, to, signed)) : widenedBytes(from, to, signed));
+
+const widenedWords = (fromWords: number, toWords: number, signed: boolean, unaligned: Copy): Copy => (src, n, dst, at) => {
+  if ((dst.byteOffset + at) % 4 !== 0) return unaligned(src, n, dst, at);
+  const s = words(src, n * fromWords * 4);
+  const d = new Uint32Array(dst.buffer, dst.byteOffset + at, n * toWords);
+  for (let i = 0; i < n; i++) {
+    const si = i * fromWords;
+    const di = i * toWords;
+    for (let k = 0; k < fromWords; k++) d[di + k] = s[si + k]!;
+    const fill = signed && (s[si + fromWords - 1]! & 0x8000_0000) !== 0 ? 0xffff_ffff : 0;
+    for (let k = fromWords; k < toWords; k++) d[di + k] = fill;
+  }
+  return true;
+};
+
+const widenedBytes = (from: number, to: number, signed: boolean): Copy => (src, n, dst, at) => {
   for (let i = 0; i < n; i++) {
     const s = i * from;
     const d = at + i * to;

@@ -37,16 +37,17 @@ import type { EncodedFormat, EncodedPage } from './encoding/encodedResult.ts';
 import type { EncodedArrowPage } from './encoding/arrowEncoding.ts';
 import { encodedDir } from './encoding/encodedResult.ts';
 import { Encodings, type EncodeMode } from './encoding/encodings.ts';
+import { defaultArrowChunkRows, ENCODE_APART_BYTES, encodePolicy } from './encoding/encodePolicy.ts';
 import { DuckDbServiceTables } from './tables/serviceTables.ts';
 import { TeamTableSizes } from './tables/teamStorage.ts';
 import { AttachedResults } from './results/attachedResults.ts';
 import { checkResultId, ResultFiles, type OpenResult } from './results/resultFiles.ts';
 import { runExecution, type EncodePolicy } from './execution/execution.ts';
 import { PageReader } from './pages/pageReader.ts';
-import { parseDuckDbSize, ResourceBounds, type EngineCeilings } from './memory/resourceBounds.ts';
+import { ResourceBounds, type EngineCeilings } from './memory/resourceBounds.ts';
 import { pageSlots } from './memory/pageSlots.ts';
 import { InstanceUse } from './memory/memoryTrim.ts';
-import { WideRead } from './memory/wideRead.ts';
+import { WideRead, wideReadLimit } from './memory/wideRead.ts';
 import { Connections } from './connections.ts';
 import { sqlIdent } from '../sql.ts';
 import { TeamInstances, type TeamInstanceFiles } from './teams/teamInstances.ts';
@@ -59,33 +60,8 @@ const MAX_ATTACHED = 32;
  * through a result with requests milliseconds apart, and attaching again costs milliseconds.
  */
 const ATTACHED_IDLE_MS = 5_000;
-/**
- * Results smaller than this (result_set_bytes) are not pre-encoded: their page query costs a few
- * milliseconds, less than writing, syncing and opening the files would.
- */
-export const DEFAULT_ENCODE_MIN_BYTES = 64 * 1024;
-/** The protocol's default page size (32,000 rows, at most 250,000 values). */
-const defaultArrowChunkRows = (columnCount: number): number => Math.min(32_000, Math.max(1, Math.floor(250_000 / Math.max(1, columnCount))));
 /** An instance with no connection open for this long gives its idle memory back (memory/memoryTrim.ts). */
 const TRIM_AFTER_IDLE_MS = 1_000;
-/**
- * Results larger than this (result_set_bytes), or of more rows, are encoded in the background
- * when idle, even with encoding at completion: 100M rows of one BIGINT (800 MB) took over 30
- * minutes to encode on a loaded machine (the execution's default timeout), 37 bytes of index a row.
- */
-export const ENCODE_AT_COMPLETION_MAX_BYTES = 1024 ** 3;
-export const ENCODE_AT_COMPLETION_MAX_ROWS = 10_000_000;
-/** Results from this size (result_set_bytes) on are encoded after a trim (execution/execution.ts). */
-const TRIM_BEFORE_ENCODING_BYTES = 16 * 1024 * 1024;
-/** Results from this size (result_set_bytes) on are encoded in two passes with a trim between them. */
-const ENCODE_APART_BYTES = 64 * 1024 * 1024;
-
-/** A row too wide for the files instance's part of the memory is read with the engine's whole memory (pages/pageReader.ts). */
-function wideReadLimit(ceilings: EngineCeilings | undefined): string | undefined {
-  const users = ceilings && parseDuckDbSize(ceilings.memoryLimit);
-  const files = ceilings?.filesMemoryLimit === undefined ? undefined : parseDuckDbSize(ceilings.filesMemoryLimit);
-  return users === undefined || files === undefined ? undefined : `${users + files}B`;
-}
 
 export interface DuckDbEngineOptions {
   /** Runs users' SQL: no directory is readable to it (sandbox/lockdown.ts). */
@@ -151,15 +127,7 @@ export class DuckDbEngine implements SqlEngine {
     this.#files = new ResultFiles(join(o.dataDir, 'results'));
     this.#serviceDatabase = join(o.dataDir, 'service.duckdb');
     this.#systemViews = o.systemViews ?? new Set();
-    this.#encode = {
-      minBytes: o.encodeMinBytes ?? DEFAULT_ENCODE_MIN_BYTES,
-      atCompletion: o.encodeResults === 'at_completion',
-      atCompletionMax: {
-        bytes: ceilings?.encodeAtCompletionMax?.bytes ?? ENCODE_AT_COMPLETION_MAX_BYTES,
-        rows: ceilings?.encodeAtCompletionMax?.rows ?? ENCODE_AT_COMPLETION_MAX_ROWS,
-      },
-      trimBeforeBytes: trim?.beforeEncodingBytes ?? TRIM_BEFORE_ENCODING_BYTES,
-    };
+    this.#encode = encodePolicy(o.encodeMinBytes, o.encodeResults, ceilings);
     this.#attached = new AttachedResults<OpenResult>({
       max: MAX_ATTACHED,
       idleMs: ATTACHED_IDLE_MS,

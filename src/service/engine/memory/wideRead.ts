@@ -8,6 +8,14 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { EngineError } from '../types.ts';
 import { toEngineError } from '../duckdbError.ts';
 import type { Gate } from './gate.ts';
+import { parseDuckDbSize, type EngineCeilings } from './resourceBounds.ts';
+
+/** A row too wide for the files instance's part of the memory is read with the engine's whole memory (pages/pageReader.ts). */
+export function wideReadLimit(ceilings: EngineCeilings | undefined): string | undefined {
+  const users = ceilings && parseDuckDbSize(ceilings.memoryLimit);
+  const files = ceilings?.filesMemoryLimit === undefined ? undefined : parseDuckDbSize(ceilings.filesMemoryLimit);
+  return users === undefined || files === undefined ? undefined : `${users + files}B`;
+}
 
 export class WideRead {
   readonly #slots: Gate<number>;

@@ -370,25 +370,16 @@ describe('native parts, a slow write', () => {
     });
     const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
     try {
-      const { info, reader, native } = await idsOverCsv(client);
+      const { parts, write } = await idsOverCsv(client);
       requests.length = 0;
-      const parts: NativePart[] = [0, 1, 2].map((index) => ({ index, firstRow: index * 40, rows: 40 }));
       const ids: number[][] = [];
-      await writeNativeParts({
-        reader,
-        specs: info.columns,
-        columns: native.columns as NativeColumn[],
-        pages: 'csv',
-        parts,
-        parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
-        store: async (part, file) => {
-          if (part.index === 0) {
-            // Eight pages past the pages in flight: only fetched if the pages run ahead of the writes.
-            const late = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('part 2 was not fetched while part 0 was being stored')), 5_000));
-            await Promise.race([lastOfPart2, late]);
-          }
-          ids.push(await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet('${file}')`)).getRowObjectsJS().map((r) => Number(r['id']))));
-        },
+      await write(async (part, file) => {
+        if (part.index === 0) {
+          // Eight pages past the pages in flight: only fetched if the pages run ahead of the writes.
+          const late = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('part 2 was not fetched while part 0 was being stored')), 5_000));
+          await Promise.race([lastOfPart2, late]);
+        }
+        ids.push(await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet('${file}')`)).getRowObjectsJS().map((r) => Number(r['id']))));
       });
       expect(ids).toEqual(parts.map((p) => Array.from({ length: p.rows }, (_, i) => p.firstRow + i)));
       expect(requests.sort((a, b) => a - b)).toEqual(Array.from({ length: 24 }, (_, k) => k * 5));
@@ -405,30 +396,21 @@ describe('native parts, a store beside the next write', () => {
   it('writes part 1 while part 0 is still being stored, stores them in order, and writes every row once', async () => {
     const client = new ServiceClient({ baseUrl: svc.url, apiKey: TEST_KEYS.demo.admin });
     try {
-      const { info, reader, native } = await idsOverCsv(client);
-      const parts: NativePart[] = [0, 1, 2].map((index) => ({ index, firstRow: index * 40, rows: 40 }));
+      const { parts, write } = await idsOverCsv(client);
       const order: number[] = [];
       const ids: number[][] = [];
-      await writeNativeParts({
-        reader,
-        specs: info.columns,
-        columns: native.columns as NativeColumn[],
-        pages: 'csv',
-        parts,
-        parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
-        store: async (part, file) => {
-          order.push(part.index);
-          if (part.index === 0) {
-            // Part 1's file appears in the engine's folder once DuckDB has started writing it.
-            const next = join(dirname(file), 'part-1.parquet');
-            const deadline = Date.now() + 5_000;
-            while (!existsSync(next)) {
-              if (Date.now() > deadline) throw new Error('part 1 was not written while part 0 was being stored');
-              await new Promise((resolve) => setTimeout(resolve, 10));
-            }
+      await write(async (part, file) => {
+        order.push(part.index);
+        if (part.index === 0) {
+          // Part 1's file appears in the engine's folder once DuckDB has started writing it.
+          const next = join(dirname(file), 'part-1.parquet');
+          const deadline = Date.now() + 5_000;
+          while (!existsSync(next)) {
+            if (Date.now() > deadline) throw new Error('part 1 was not written while part 0 was being stored');
+            await new Promise((resolve) => setTimeout(resolve, 10));
           }
-          ids.push(await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet('${file}')`)).getRowObjectsJS().map((r) => Number(r['id']))));
-        },
+        }
+        ids.push(await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet('${file}')`)).getRowObjectsJS().map((r) => Number(r['id']))));
       });
       expect(order).toEqual([0, 1, 2]);
       expect(ids).toEqual(parts.map((p) => Array.from({ length: p.rows }, (_, i) => p.firstRow + i)));
@@ -502,24 +484,15 @@ describe('native parts, stopped while a part waits its turn', () => {
     });
     const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
     try {
-      const { info, reader, native } = await idsOverCsv(client);
+      const { write } = await idsOverCsv(client);
       const stop = new AbortController();
       const stored: number[] = [];
-      const failed = await writeNativeParts({
-        reader,
-        specs: info.columns,
-        columns: native.columns as NativeColumn[],
-        pages: 'csv',
-        parts: [0, 1, 2].map((index) => ({ index, firstRow: index * 40, rows: 40 })),
-        parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
-        signal: stop.signal,
-        store: async (part) => {
-          stored.push(part.index);
-          if (part.index !== 0) return;
-          await partOneIn;
-          stop.abort(new Error('stopped by the test'));
-        },
-      }).catch((e: unknown) => e);
+      const failed = await write(async (part) => {
+        stored.push(part.index);
+        if (part.index !== 0) return;
+        await partOneIn;
+        stop.abort(new Error('stopped by the test'));
+      }, stop.signal).catch((e: unknown) => e);
       expect([(failed as Error).message, stored]).toEqual(['stopped by the test', [0]]);
     } finally {
       await client.close();
@@ -537,5 +510,9 @@ async function idsOverCsv(client: ServiceClient) {
   const reader = (await s.rangeReader())!;
   const native = nativeColumns(info.columns, 'csv');
   if (!('columns' in native)) throw new Error(native.reason);
-  return { info, reader, native };
+  const parts: NativePart[] = [0, 1, 2].map((index) => ({ index, firstRow: index * 40, rows: 40 }));
+  /** The three parts written over CSV pages, each handed to `store`. */
+  const write = (store: (part: NativePart, file: string) => Promise<void>, signal?: AbortSignal) =>
+    writeNativeParts({ reader, specs: info.columns, columns: native.columns as NativeColumn[], pages: 'csv', parts, parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} }, store, signal });
+  return { info, reader, native, parts, write };
 }

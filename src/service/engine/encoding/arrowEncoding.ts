@@ -17,7 +17,7 @@
 import { open, readFile, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { FILES, INDEX_RECORD_BYTES, parseRecord, syncFiles, writeRecord, type FileSlice, type WriteProgress } from './encodedResult.ts';
+import { INDEX_RECORD_BYTES, parseRecord, syncFiles, writeEncodedInfo, writeRecord, type FileSlice, type WriteProgress } from './encodedResult.ts';
 import { headerBytes, rowBytesSql, type StoredColumns } from '../pages/pageQuery.ts';
 import { chunkBytesTable } from '../results/resultFiles.ts';
 import type { ResultInfo } from '../types.ts';
@@ -193,8 +193,7 @@ export async function writeArrowChunks(dir: string, chunkRows: number, rowCount:
   await writeFile(join(dir, ARROW.index), records);
   await syncFiles(dir, [ARROW.schema, ARROW.index]);
   if (opts.info === undefined) return;
-  await writeFile(join(dir, FILES.info), JSON.stringify(opts.info));
-  await syncFiles(dir, [FILES.info]);
+  await writeEncodedInfo(dir, opts.info);
 }
 
 /** Writes the pieces one after the other from `position`. */

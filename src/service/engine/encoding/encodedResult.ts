@@ -178,10 +178,21 @@ export async function writeRowEncodings(
   } finally {
     for (const o of outs) await o.close();
   }
-  for (const d of targets) {
-    await writeFile(join(d, FILES.info), JSON.stringify(info));
-    await syncFiles(d, [FILES.info]);
-  }
+  for (const d of targets) await writeEncodedInfo(d, info);
+}
+
+/**
+ * Writes a format directory's info.json, which says the directory is whole: durable, under a
+ * temporary name renamed into place, so that a reader looking for it meanwhile (a page asked
+ * while the encoder of its first read ends) finds no file or the whole file, never an empty or
+ * half-written one. A temporary file a crash leaves goes with its directory, which has no
+ * info.json (results/resultFiles.ts).
+ */
+export async function writeEncodedInfo(dir: string, info: ResultInfo): Promise<void> {
+  const temporary = `${FILES.info}.tmp`;
+  await writeFile(join(dir, temporary), JSON.stringify(info));
+  await syncFiles(dir, [temporary]);
+  await rename(join(dir, temporary), join(dir, FILES.info));
 }
 
 /** Durable before info.json or a rename says they are whole (a power loss must not leave a torn encoding). */

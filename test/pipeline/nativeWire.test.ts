@@ -15,7 +15,7 @@ import { ServiceClient } from '../../src/client/index.ts';
 import { resolveOutput, writeExport } from '../../src/export/index.ts';
 import { stream } from '../../src/pipeline/stream.ts';
 import { nativeColumns, type NativeColumn, type NativePages } from '../../src/pipeline/nativeWire/duckdbColumns.ts';
-import { writeNativeParts, type NativePart } from '../../src/pipeline/nativeWire/nativeParts.ts';
+import { writeNativeParts, type NativePart, type NativePartsInput } from '../../src/pipeline/nativeWire/nativeParts.ts';
 import { csvHeaderOf } from '../../src/pipeline/nativeWire/nativePages.ts';
 import { ValueDecodeError } from '../../src/types/errors.ts';
 import { InvalidResponseError } from '../../src/client/errors.ts';
@@ -56,26 +56,29 @@ async function generalFile(client: ServiceClient, executionId: string, out: stri
   return join(out, names[0]!);
 }
 
-/** The native path's files: one per part, in part order. */
-async function nativeFiles(client: ServiceClient, executionId: string, parts: readonly NativePart[], out: string, pages: NativePages): Promise<string[]> {
+/**
+ * A result read the native way over `pages`: its columns, and `write`, which writes `parts` of it
+ * with the stream's range reader (zstd, DuckDB's default row groups unless `more` says otherwise).
+ */
+async function nativeOver(client: ServiceClient, executionId: string, pages: NativePages) {
   const s = stream(client, { executionId }, { wire: 'json' });
   const info = await s.info();
   const reader = (await s.rangeReader())!;
   const native = nativeColumns(info.columns, pages);
   if (!('columns' in native)) throw new Error(native.reason);
+  const write = (parts: readonly NativePart[], store: NativePartsInput['store'], more: Partial<NativePartsInput> = {}) =>
+    writeNativeParts({ reader, specs: info.columns, columns: native.columns as NativeColumn[], pages, parts, parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} }, store, ...more });
+  return { info, write };
+}
+
+/** The native path's files: one per part, in part order. */
+async function nativeFiles(client: ServiceClient, executionId: string, parts: readonly NativePart[], out: string, pages: NativePages): Promise<string[]> {
+  const { write } = await nativeOver(client, executionId, pages);
   const files: string[] = [];
-  await writeNativeParts({
-    reader,
-    specs: info.columns,
-    columns: native.columns as NativeColumn[],
-    pages,
-    parts,
-    parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
-    store: async (part, file) => {
-      const target = join(out, `part-${part.index}.parquet`);
-      await copyFile(file, target);
-      files.push(target);
-    },
+  await write(parts, async (part, file) => {
+    const target = join(out, `part-${part.index}.parquet`);
+    await copyFile(file, target);
+    files.push(target);
   });
   return files;
 }
@@ -254,25 +257,16 @@ describe('native wire, DuckDB opening beside the first pages', () => {
     const saved = process.env.TMPDIR;
     try {
       const executionId = await runSql(client, 'select range AS id from range(12)');
-      const s = stream(client, { executionId }, { wire: 'json' });
-      const info = await s.info();
-      const reader = (await s.rangeReader())!;
-      const native = nativeColumns(info.columns, 'json');
-      if (!('columns' in native)) throw new Error(native.reason);
+      const { write } = await nativeOver(client, executionId, 'json');
       process.env.TMPDIR = staging;
       let stored = 0;
-      const error = await writeNativeParts({
-        reader,
-        specs: info.columns,
-        columns: native.columns as NativeColumn[],
-        pages: 'json',
-        parts: [{ index: 0, firstRow: 0, rows: 12 }],
-        parquet: { compression: 'zstd', rowGroupSize: 1000, metadata: {} },
-        memoryLimit: 'a lot',
-        store: async () => {
+      const error = await write(
+        [{ index: 0, firstRow: 0, rows: 12 }],
+        async () => {
           stored++;
         },
-      }).catch((e: unknown) => e);
+        { parquet: { compression: 'zstd', rowGroupSize: 1000, metadata: {} }, memoryLimit: 'a lot' },
+      ).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(Error);
       expect((error as Error).message).toMatch(/DuckDB .*did not start.*memory_limit "a lot"/);
       expect(stored).toBe(0);
@@ -314,28 +308,16 @@ describe('native parts read their own pages', () => {
         try {
           const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 40' });
           await execution.wait();
-          const s = stream(client, { executionId: execution.id }, { wire: 'json' });
-          const info = await s.info();
-          const reader = (await s.rangeReader())!;
-          const native = nativeColumns(info.columns, pages);
-          if (!('columns' in native)) throw new Error(native.reason);
+          const { write } = await nativeOver(client, execution.id, pages);
           requests.length = 0;
           const sent = client.stats.requests;
           hooked.length = 0;
           const parts: NativePart[] = indexes.map((index) => ({ index, firstRow: index * 12, rows: Math.min(12, 40 - index * 12) }));
           const files: string[] = [];
-          await writeNativeParts({
-            reader,
-            specs: info.columns,
-            columns: native.columns as NativeColumn[],
-            pages,
-            parts,
-            parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
-            store: async (part, file) => {
-              const target = join(dir, `ranges-${pages}-${indexes.length}-${part.index}.parquet`);
-              await copyFile(file, target);
-              files.push(target);
-            },
+          await write(parts, async (part, file) => {
+            const target = join(dir, `ranges-${pages}-${indexes.length}-${part.index}.parquet`);
+            await copyFile(file, target);
+            files.push(target);
           });
           // Requests in flight together may reach the proxy in any order.
           expect(requests.map(Number).sort((a, b) => a - b)).toEqual(offsets);
@@ -446,22 +428,10 @@ describe('native range reads, a late page', () => {
     try {
       const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 40' });
       await execution.wait();
-      const s = stream(client, { executionId: execution.id }, { wire: 'json' });
-      const info = await s.info();
-      const reader = (await s.rangeReader())!;
-      const native = nativeColumns(info.columns, 'csv');
-      if (!('columns' in native)) throw new Error(native.reason);
+      const { write } = await nativeOver(client, execution.id, 'csv');
       const ids: number[] = [];
-      await writeNativeParts({
-        reader,
-        specs: info.columns,
-        columns: native.columns as NativeColumn[],
-        pages: 'csv',
-        parts: [{ index: 0, firstRow: 0, rows: 40 }],
-        parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} },
-        store: async (_part, file) => {
-          ids.push(...(await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet('${file}')`)).getRowObjectsJS())).map((r) => Number(r['id'])));
-        },
+      await write([{ index: 0, firstRow: 0, rows: 40 }], async (_part, file) => {
+        ids.push(...(await withDuckDb(async (con) => (await con.runAndReadAll(`SELECT id FROM read_parquet('${file}')`)).getRowObjectsJS())).map((r) => Number(r['id'])));
       });
       expect(whileLate).toBeGreaterThanOrEqual(6);
       expect(ids).toEqual(Array.from({ length: 40 }, (_, i) => i));
@@ -505,14 +475,9 @@ describe('native parts, stopped while a part waits its turn', () => {
 async function idsOverCsv(client: ServiceClient) {
   const execution = await client.execute({ sql: 'SELECT id FROM sample.events ORDER BY id LIMIT 120' });
   await execution.wait();
-  const s = stream(client, { executionId: execution.id }, { wire: 'json' });
-  const info = await s.info();
-  const reader = (await s.rangeReader())!;
-  const native = nativeColumns(info.columns, 'csv');
-  if (!('columns' in native)) throw new Error(native.reason);
+  const native = await nativeOver(client, execution.id, 'csv');
   const parts: NativePart[] = [0, 1, 2].map((index) => ({ index, firstRow: index * 40, rows: 40 }));
   /** The three parts written over CSV pages, each handed to `store`. */
-  const write = (store: (part: NativePart, file: string) => Promise<void>, signal?: AbortSignal) =>
-    writeNativeParts({ reader, specs: info.columns, columns: native.columns as NativeColumn[], pages: 'csv', parts, parquet: { compression: 'zstd', rowGroupSize: 122_880, metadata: {} }, store, signal });
-  return { info, reader, native, parts, write };
+  const write = (store: NativePartsInput['store'], signal?: AbortSignal) => native.write(parts, store, { signal });
+  return { parts, write };
 }

@@ -52,9 +52,10 @@ export interface NativePartsInput {
  * file of a private folder, and once a part's pages are in, one `COPY` reads them with DuckDB's
  * JSON or CSV reader, typed from `column_types` (`nativeColumns`), into DuckDB's Parquet writer.
  * The next part's pages are fetched (bounded, in order) while DuckDB writes, and DuckDB writes a
- * part while the caller stores the part before. One COPY per part rather than one INSERT per page: per-page statements cost
- * more CPU than the JS decoders they replace (docs/performance.md). Parts are written in the order
- * given, one file each; the pages on disk are removed as each part is written.
+ * part while the caller stores the part before. One COPY per part rather than one INSERT per
+ * page: per-page statements cost more CPU than the JS decoders they replace (docs/performance.md).
+ * Parts are written in the order given, one file each; the pages on disk are removed as each part
+ * is written.
  *
  * Parts that follow each other are read as one ordered stream of pages, cut at the parts'
  * boundaries (`partRuns`): the requests in flight never drain at the end of a part to ramp up again

@@ -174,13 +174,12 @@ async function writeFrame(page: FramedPage, coding: 'zstd' | 'gzip', path: strin
   await mkdir(page.store.dir).catch((err: NodeJS.ErrnoException) => {
     if (err.code !== 'EEXIST') throw err;
   });
-  const rows = 'handle' in page.rows ? page.rows : { handle: await open(page.rows.path, 'r'), start: page.rows.start, end: page.rows.end };
   const scratch = `${page.store.scratch}${randomBytes(8).toString('hex')}`;
-  const out = await open(scratch, 'w+').catch(async (err: unknown) => {
-    if (rows !== page.rows) await rows.handle.close();
-    throw err;
-  });
+  const out = await open(scratch, 'w+');
+  // A range given by its path is opened here, for the frame alone, and closed here.
+  let opened: FileHandle | undefined;
   try {
+    const rows = 'handle' in page.rows ? page.rows : { handle: (opened = await open(page.rows.path, 'r')), start: page.rows.start, end: page.rows.end };
     const z = coding === 'gzip' ? storedDeflate() : compressor(coding, rows.end - rows.start);
     // The range is read into the compressor (waiting when it is full) while what it makes is
     // written out; a failed read fails the compressor, which ends the loop below.
@@ -201,7 +200,7 @@ async function writeFrame(page: FramedPage, coding: 'zstd' | 'gzip', path: strin
     await rm(scratch, { force: true });
     throw err;
   } finally {
-    if (rows !== page.rows) await rows.handle.close().catch(() => undefined);
+    await opened?.close().catch(() => undefined);
   }
 }
 

@@ -22,6 +22,7 @@ export const FIGURES = [
   { id: 'export-peak-arrow', area: 'parallel', what: "peak RSS of the one-thread export over Arrow pages, without / with the image's memory settings" },
   { id: 'export-time-image', area: 'parallel', what: "time of the one-thread export over JSON pages with the image's memory settings, against without them" },
   { id: 'wire-native-csv', area: 'wire', what: 'export to zstd Parquet over CSV pages by the native path (the default for a service without Arrow pages; pages in zstd, handed to DuckDB as received), time (and CPU) against DuckDB `COPY ... TO parquet` of the same rows' },
+  { id: 'wire-csv-floor', area: 'wire', what: "the floor of any reader of those CSV pages with DuckDB: the pages already on disk, one plain typed `read_csv` statement to zstd Parquet (no checks, nothing fetched or stored), 1 / 2 DuckDB threads, time (and CPU) against the same `COPY`" },
   { id: 'wire-native-csv-plain', area: 'wire', what: "the same over CSV pages uncompressed (the client's `compression: off`: each page received, joined and staged by the client as text)" },
   { id: 'wire-native-json', area: 'wire', what: 'export to zstd Parquet over JSON pages by the native path, time (and CPU) against DuckDB `COPY ... TO parquet` of the same rows' },
   { id: 'wire-native-general', area: 'wire', what: 'native export over CSV / over JSON pages, speed against the general path over JSON pages (JS decoders, one thread)' },

@@ -4,8 +4,8 @@
 // hyparquet) and compared value by value, over the type matrix of sample.all_types and over parts
 // cut across pages, from JSON pages and from CSV pages.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync } from 'node:fs';
-import { copyFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
@@ -401,6 +401,138 @@ describe('native parts, a store beside the next write', () => {
     }
   });
 });
+
+// Once every page is in, the last part is written at once, beside the part before if DuckDB is still
+// writing that one (the export's tail over a link): part 0, 300,000 rows, takes DuckDB a while; the
+// last part, 40 rows, is complete by the time part 0 is (before, it started only then).
+describe('native parts, the last part beside the one before', () => {
+  it('writes the last part while the part before is still being written, stores them in order, and writes every row once', async () => {
+    // Tenancy is not tested here: no team instances opened at start.
+    const big = await startTestService({ walledTeams: false });
+    const client = new ServiceClient({ baseUrl: big.url, apiKey: TEST_KEYS.demo.admin });
+    try {
+      const execution = await client.execute({ sql: 'SELECT a.id * 2000 + b.id AS id, a.name FROM sample.events a CROSS JOIN sample.events b ORDER BY id LIMIT 300040' });
+      await execution.wait();
+      const { write } = await nativeOver(client, execution.id, 'csv');
+      const parts: NativePart[] = [
+        { index: 0, firstRow: 0, rows: 300_000 },
+        { index: 1, firstRow: 300_000, rows: 40 },
+      ];
+      const lastDone: boolean[] = [];
+      const counts: number[] = [];
+      await write(
+        parts,
+        async (part, file) => {
+          // Looked at as soon as part 0 is handed over, before anything else runs: the last part's
+          // file is whole (its footer written) only if its statement ran beside part 0's.
+          if (part.index === 0) lastDone.push(wholeParquet(join(dirname(file), 'part-1.parquet')));
+          counts.push(await withDuckDb(async (con) => Number((await con.runAndReadAll(`SELECT count(DISTINCT id) FROM read_parquet('${file}')`)).getRows()[0]![0])));
+        },
+        { statements: 2 },
+      );
+      expect([lastDone, counts]).toEqual([[true], [300_000, 40]]);
+    } finally {
+      await client.close();
+      await big.close();
+    }
+  });
+});
+
+// The last part is read by DuckDB as its pages come in (tailStream.ts): its statement, begun with
+// its first page, ends shortly after its last one instead of starting then. Through pipes, one per
+// page, DuckDB reads the text it reads from the staged pages, in the same chunks: the same file.
+describe('native parts, the last part read as its pages come in', () => {
+  // Part 1 starts mid-page (row 37, on the page at 35) and ends with the result; pages of 5 rows.
+  const parts: NativePart[] = [
+    { index: 0, firstRow: 0, rows: 37 },
+    { index: 1, firstRow: 37, rows: 83 },
+  ];
+
+  it('begins the last part before its last page is served, and writes the bytes a statement over its staged pages writes', async () => {
+    const staging = await mkdtemp(join(dir, 'tmp-'));
+    const saved = process.env.TMPDIR;
+    let holding = true;
+    let begunBefore: boolean | undefined;
+    // The last page is served once the last part's file is begun (or after 5 s, when it is not).
+    const proxy = await startProxy(svc.url, () => undefined, async (url) => {
+      if (!holding || !url.includes('/results/csv') || new URL(url, 'http://x').searchParams.get('offset') !== '115') return;
+      const deadline = Date.now() + 5_000;
+      while (!(begunBefore = await stagedFile(staging, 'part-1.parquet')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    });
+    const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
+    try {
+      process.env.TMPDIR = staging;
+      const executionId = await runSql(client, 'SELECT * FROM sample.events ORDER BY id LIMIT 120');
+      const { write } = await nativeOver(client, executionId, 'csv');
+      const written = async (statements: number) => {
+        const files: Buffer[] = [];
+        await write(parts, async (_part, file) => void files.push(await readFile(file)), { statements });
+        return files;
+      };
+      const streamed = await written(2);
+      holding = false;
+      // One connection: the last part waits for the one before, and is read from its staged pages.
+      const staged = await written(1);
+      expect(begunBefore).toBe(true);
+      expect(streamed.map((b, i) => b.equals(staged[i]!))).toEqual([true, true]);
+      const out = join(staging, 'part-1.parquet');
+      await writeFile(out, streamed[1]!);
+      expect((await duckRead([out])).map((r) => Number(r['id']))).toEqual(Array.from({ length: 83 }, (_, i) => 37 + i));
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+      await client.close();
+      await proxy.close();
+    }
+  });
+
+  it('stops, on a stop while DuckDB waits for the last page, at once: no part after the stop, no staging folder left', async () => {
+    const staging = await mkdtemp(join(dir, 'tmp-'));
+    const saved = process.env.TMPDIR;
+    const release = Promise.withResolvers<void>();
+    // The last page is not served until the test ends.
+    const proxy = await startProxy(svc.url, () => undefined, async (url) => {
+      if (url.includes('/results/csv') && new URL(url, 'http://x').searchParams.get('offset') === '115') await release.promise;
+    });
+    const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
+    try {
+      process.env.TMPDIR = staging;
+      const executionId = await runSql(client, 'SELECT * FROM sample.events ORDER BY id LIMIT 120');
+      const { write } = await nativeOver(client, executionId, 'csv');
+      const stop = new AbortController();
+      const stored: number[] = [];
+      const watch = (async () => {
+        const deadline = Date.now() + 5_000;
+        // Part 0 stored, and the last part's statement begun (its file there) and waiting for its last page.
+        while (!(stored.length === 1 && (await stagedFile(staging, 'part-1.parquet'))) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+        stop.abort(new Error('stopped by the test'));
+      })();
+      const failed = await write(parts, async (part) => void stored.push(part.index), { statements: 2, signal: stop.signal }).catch((e: unknown) => e);
+      await watch;
+      expect([(failed as Error).message, stored]).toEqual(['stopped by the test', [0]]);
+      expect(await readdir(staging)).toEqual([]);
+    } finally {
+      release.resolve();
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+      await client.close();
+      await proxy.close();
+    }
+  });
+});
+
+/** Whether a file of that name is in a staging folder under `root` (the engine's, while it runs). */
+async function stagedFile(root: string, name: string): Promise<boolean> {
+  for (const folder of await readdir(root).catch(() => [])) if (existsSync(join(root, folder, name))) return true;
+  return false;
+}
+
+/** A Parquet file whose writer has closed it: its footer's magic at its end (read now, synchronously). */
+function wholeParquet(file: string): boolean {
+  if (!existsSync(file)) return false;
+  const bytes = readFileSync(file);
+  return bytes.length > 8 && bytes.subarray(-4).toString('latin1') === 'PAR1';
+}
 
 // Pages come in out of order (on a real link, most of the time): a page done before the one at the
 // cursor must not hold its request's place, or fewer requests are in flight until the late one comes.

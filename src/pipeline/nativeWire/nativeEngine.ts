@@ -29,6 +29,17 @@ export function defaultThreads(): number {
   return Math.max(1, availableParallelism() - 1);
 }
 
+/**
+ * DuckDB's connections, each running one statement at once: two where there are two cores, so that
+ * the last part is written (or read as its pages come in: tailStream.ts) beside the part before
+ * (nativeParts.ts). A part's statement over page files this small runs on one thread whatever
+ * DuckDB's threads (its CSV reader splits no such file), and the same statement on another
+ * connection writes the same bytes.
+ */
+export function defaultStatements(): number {
+  return Math.min(2, availableParallelism());
+}
+
 /** One DuckDB for the export, and the folder its pages and parts are staged in. */
 export class NativeEngine {
   /** DuckDB, opening while the first pages are fetched and staged (which does not need it). */
@@ -37,6 +48,9 @@ export class NativeEngine {
   readonly #input: NativePartsInput;
   readonly #select: string;
   #pageFiles = 0;
+  /** Connections no statement runs on, and the writes waiting for one (in the order they asked). */
+  #idle: DuckDBConnection[] | undefined;
+  readonly #waiting: ((connection: DuckDBConnection) => void)[] = [];
 
   private constructor(duck: Promise<OpenDuckDb>, dir: string, input: NativePartsInput) {
     this.#duck = duck;
@@ -69,36 +83,91 @@ export class NativeEngine {
    * Writes a part from its staged pages to a Parquet file of this engine's folder (returned): one
    * statement reading every page, so DuckDB reads them side by side. A page DuckDB refuses is
    * looked for and named (`#misfit`); row counts are checked against the pages' row counts.
+   * `stop` (the failure of a part written beside it) or the export's signal stops it, its reason
+   * the error.
    */
-  async write(part: NativePart, pages: readonly StagedPage[]): Promise<string> {
-    const file = join(this.#dir, `part-${part.index}.parquet`);
+  async write(part: NativePart, pages: readonly StagedPage[], stop?: AbortSignal): Promise<string> {
+    const file = this.partFile(part);
     try {
       const whole = pages.every((p) => p.skip === 0 && p.take === p.rowCount);
-      const skip = pages[0]?.skip ?? 0;
-      const query = pages.length === 0 ? `SELECT ${this.#emptySelect()} LIMIT 0` : `${this.#query(pages.map((p) => p.file))}${whole ? '' : ` LIMIT ${part.rows} OFFSET ${skip}`}`;
+      const query = pages.length === 0 ? `SELECT ${this.#emptySelect()} LIMIT 0` : this.partQuery(part, pages.map((p) => p.file), whole, pages[0]?.skip ?? 0);
       let written: number;
-      const { connection } = await this.#duck;
-      // An abort stops the statement too: DuckDB checks for an interrupt between chunks.
-      const interrupt = () => connection.interrupt();
-      this.#input.signal?.addEventListener('abort', interrupt, { once: true });
       try {
-        written = (await connection.run(`COPY (${query}) TO ${quoteString(file)} (${this.#copyOptions()})`)).rowsChanged;
+        written = await this.copy(query, file, stop);
       } catch (error) {
-        this.#input.signal?.throwIfAborted();
+        if (stop?.aborted || this.#input.signal?.aborted) throw error;
         throw await this.#misfit(pages, error);
-      } finally {
-        this.#input.signal?.removeEventListener('abort', interrupt);
       }
-      if (written !== part.rows) {
-        throw new InvalidResponseError(`part ${part.index} should hold ${part.rows} rows from row ${part.firstRow}, its pages held ${written}`, {
-          method: 'writeNativeParts',
-          executionId: this.#input.reader.executionId,
-        });
-      }
+      if (written !== part.rows) throw this.rowsError(part, written);
       return file;
     } finally {
-      await Promise.all(pages.map((p) => rm(p.file, { force: true })));
+      await this.discard(pages);
     }
+  }
+
+  /** Where a part is written in this engine's folder. */
+  partFile(part: NativePart): string {
+    return join(this.#dir, `part-${part.index}.parquet`);
+  }
+
+  /** A path of this engine's folder, for a file of its own. */
+  path(name: string): string {
+    return join(this.#dir, name);
+  }
+
+  /** The select of a part's rows from its pages' files (`whole`: every row of every page, else a `LIMIT` from `skip`). */
+  partQuery(part: NativePart, files: readonly string[], whole: boolean, skip: number): string {
+    return `${this.#query(files)}${whole ? '' : ` LIMIT ${part.rows} OFFSET ${skip}`}`;
+  }
+
+  rowsError(part: NativePart, written: number): Error {
+    return new InvalidResponseError(`part ${part.index} should hold ${part.rows} rows from row ${part.firstRow}, its pages held ${written}`, {
+      method: 'writeNativeParts',
+      executionId: this.#input.reader.executionId,
+    });
+  }
+
+  /** Removes staged pages (once their part is written). */
+  async discard(pages: readonly StagedPage[]): Promise<void> {
+    await Promise.all(pages.map((p) => rm(p.file, { force: true })));
+  }
+
+  /**
+   * `COPY (query) TO file` with the part's Parquet settings, on a connection no statement runs on
+   * (waited for): its rows written. `stop` or the export's signal stops it, its reason the error.
+   */
+  async copy(query: string, file: string, stop?: AbortSignal): Promise<number> {
+    const signal = AbortSignal.any([this.#input.signal, stop].filter((s) => s !== undefined));
+    const connection = await this.#lease();
+    // An abort stops the statement too: DuckDB checks for an interrupt between chunks.
+    const interrupt = () => connection.interrupt();
+    signal.addEventListener('abort', interrupt, { once: true });
+    try {
+      // A statement that waited for a connection does not start once stopped.
+      signal.throwIfAborted();
+      return (await connection.run(`COPY (${query}) TO ${quoteString(file)} (${this.#copyOptions()})`)).rowsChanged;
+    } catch (error) {
+      signal.throwIfAborted();
+      throw error;
+    } finally {
+      signal.removeEventListener('abort', interrupt);
+      this.#release(connection);
+    }
+  }
+
+  /** A connection no statement runs on, once there is one: writes get them in the order they asked. */
+  async #lease(): Promise<DuckDBConnection> {
+    const { connections } = await this.#duck;
+    this.#idle ??= [...connections];
+    const idle = this.#idle.shift();
+    if (idle !== undefined) return idle;
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  #release(connection: DuckDBConnection): void {
+    const next = this.#waiting.shift();
+    if (next === undefined) this.#idle!.push(connection);
+    else next(connection);
   }
 
   #copyOptions(): string {
@@ -173,7 +242,13 @@ export class NativeEngine {
       const id = quoteIdentifier(spec.name);
       const text = readColumns(this.#input.columns.map((c) => ({ ...c, read: 'VARCHAR' })));
       const sql = `SELECT n FROM (SELECT row_number() OVER () - 1 AS n, ${id} AS v FROM ${this.#read(pages.map((p) => p.file), text)}) WHERE v = ${quoteString(value)} LIMIT 1`;
-      const rows = (await (await this.#duck).connection.runAndReadAll(sql)).getRows();
+      const connection = await this.#lease();
+      let rows: unknown[][];
+      try {
+        rows = (await connection.runAndReadAll(sql)).getRows();
+      } finally {
+        this.#release(connection);
+      }
       const n = rows[0]?.[0];
       if (n === undefined) continue;
       return new ValueDecodeError({ column: spec.name, type: spec.type, rowOffset: pages[0]!.offset + Number(n), path: '', value, reason: `is not a valid ${type}` });
@@ -183,8 +258,8 @@ export class NativeEngine {
 
   async close(): Promise<void> {
     try {
-      const { instance, connection } = await this.#duck;
-      connection.closeSync();
+      const { instance, connections } = await this.#duck;
+      for (const connection of connections) connection.closeSync();
       instance.closeSync();
     } catch {
       // It never opened: its error was the write's to report (or nothing was written).
@@ -196,7 +271,8 @@ export class NativeEngine {
 
 interface OpenDuckDb {
   readonly instance: DuckDBInstance;
-  readonly connection: DuckDBConnection;
+  /** One per part written at once (`statements`). */
+  readonly connections: readonly DuckDBConnection[];
 }
 
 async function openDuckDb(input: NativePartsInput, dir: string): Promise<OpenDuckDb> {
@@ -218,11 +294,16 @@ async function openDuckDb(input: NativePartsInput, dir: string): Promise<OpenDuc
     const message = error instanceof Error ? error.message : String(error);
     throw new Error(`the native export's DuckDB did not start (threads ${threads}, memory_limit ${JSON.stringify(memoryLimit)}): ${message}`, { cause: error });
   });
+  const connections: DuckDBConnection[] = [];
   try {
-    const connection = await instance.connect();
-    await connection.run(`SET TimeZone = 'UTC'`);
-    return { instance, connection };
+    for (let i = 0; i < (input.statements ?? defaultStatements()); i++) {
+      const connection = await instance.connect();
+      connections.push(connection);
+      await connection.run(`SET TimeZone = 'UTC'`);
+    }
+    return { instance, connections };
   } catch (error) {
+    for (const connection of connections) connection.closeSync();
     instance.closeSync();
     throw error;
   }

@@ -486,6 +486,48 @@ describe('native parts, the last part read as its pages come in', () => {
     }
   });
 
+  it('writes the last part from its staged pages when a page is not where the page grid said (a page of fewer rows)', async () => {
+    const ID = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
+    // 20 rows on pages of 5, but the page at 5 holds 3 rows (its next offset 8).
+    const server = await startMisbehavingServer((req) => {
+      const url = new URL(req.url ?? '', 'http://x');
+      if (!url.pathname.includes('/results/csv')) return { body: JSON.stringify({ execution_id: ID, state: 'QUERY_STATE_COMPLETED', is_execution_finished: true }) };
+      const offset = Number(url.searchParams.get('offset') ?? 0);
+      const end = offset === 5 ? 8 : Math.min(20, offset + Number(url.searchParams.get('limit') ?? 5));
+      const headers: Record<string, string> = { 'content-type': 'text/csv; charset=utf-8', ...(end < 20 ? { 'x-service-next-offset': String(end) } : {}) };
+      return { body: `id\n${Array.from({ length: end - offset }, (_, i) => `${offset + i}\n`).join('')}`, headers };
+    });
+    try {
+      const specs = [{ name: 'id', type: 'bigint' }];
+      const native = nativeColumns(specs, 'csv');
+      if (!('columns' in native)) throw new Error(native.reason);
+      const written = async (statements: number) => {
+        const files: Buffer[] = [];
+        await writeNativeParts({
+          reader: { connection: { baseUrl: server.baseUrl, apiKey: 'k', retry: { attempts: 1 } }, executionId: ID, totalRows: 20, options: { wire: 'json', pageSize: 5 }, page: () => undefined },
+          specs,
+          columns: native.columns as NativeColumn[],
+          pages: 'csv',
+          parts: [
+            { index: 0, firstRow: 0, rows: 4 },
+            { index: 1, firstRow: 4, rows: 16 },
+          ],
+          parquet: { compression: 'zstd', rowGroupSize: 1000, metadata: {} },
+          statements,
+          store: async (_part, file) => void files.push(await readFile(file)),
+        });
+        return files;
+      };
+      const [streamed, staged] = [await written(2), await written(1)];
+      expect(streamed.map((b, i) => b.equals(staged[i]!))).toEqual([true, true]);
+      const out = join(dir, 'grid-part-1.parquet');
+      await writeFile(out, streamed[1]!);
+      expect((await duckRead([out])).map((r) => Number(r['id']))).toEqual(Array.from({ length: 16 }, (_, i) => 4 + i));
+    } finally {
+      await server.close();
+    }
+  });
+
   it('stops, on a stop while DuckDB waits for the last page, at once: no part after the stop, no staging folder left', async () => {
     const staging = await mkdtemp(join(dir, 'tmp-'));
     const saved = process.env.TMPDIR;

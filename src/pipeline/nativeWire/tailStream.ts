@@ -49,6 +49,13 @@ export function gridPages(part: NativePart, first: PageShape, pageSize: number, 
  * until then), tried again every millisecond, and given up once the statement ended. Once stopped,
  * each pipe DuckDB opens is closed at once, so that it sees every page end and the interrupt.
  */
+/**
+ * A stream runs in this process: one at a time. Its statement holds a thread of libuv's pool while
+ * it waits for a page, and its pages are read on that pool; streams of exports run side by side
+ * could hold every thread waiting for pages that need one. Other statements never wait on anything.
+ */
+let streaming = false;
+
 export class TailStream {
   readonly #part: NativePart;
   readonly #shapes: readonly PageShape[];
@@ -80,17 +87,24 @@ export class TailStream {
     };
     this.#written.then(settle, settle);
     this.#fed = this.#feed();
+    const free = () => {
+      streaming = false;
+    };
+    void Promise.allSettled([this.#written, this.#fed]).then(free);
   }
 
   /**
    * Starts reading `part` (its pages `shapes`, the first one in) through pipes of the engine's
-   * folder; undefined where pipes cannot be made (no `mkfifo`). `stop` stops it.
+   * folder; undefined where pipes cannot be made (no `mkfifo`) or another stream runs. `stop` stops it.
    */
   static async start(engine: NativeEngine, part: NativePart, shapes: readonly PageShape[], stop: AbortSignal): Promise<TailStream | undefined> {
+    if (streaming) return undefined;
+    streaming = true;
     const pipes = shapes.map((_, i) => engine.path(`tail-${part.index}-${i}.csv`));
     try {
       await promisify(execFile)('mkfifo', ['-m', '600', ...pipes]);
     } catch {
+      streaming = false;
       return undefined;
     }
     return new TailStream(engine, part, shapes, pipes, stop);

@@ -517,7 +517,9 @@ s against 1.58-2.21 s, with 1.91-2.00 s of CPU against 1.77-1.83 s (+7 %: two st
 beside the service, and the last part's pages decoded into the pipes) and a peak RSS of 265-276 MB
 against 219-234 MB (two statements' buffers at once, at the end); the 5M-row export 9.5-9.8 s and
 247-253 MB against 11.0 s and 250-280 MB (two runs each, load 3-4), within the 300 MB bound: its
-peak is not at its end. Not 1.2x: at this load DuckDB's CPU, not the link, sets the tail.
+peak is not at its end. Not 1.2x: at this load DuckDB's CPU, not the link, sets the tail. Over
+JSON pages DuckDB keeps one statement at a time: the last JSON part beside the one before peaked at
+291-317 MB for 1M rows against 281-298 MB (two runs each of two pairs, load 6-7).
 
 What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps
 itself (its cast of zoned text goes through ICU, five times the cost of the rest of the column);

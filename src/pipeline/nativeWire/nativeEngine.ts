@@ -30,14 +30,15 @@ export function defaultThreads(): number {
 }
 
 /**
- * DuckDB's connections, each running one statement at once: two where there are two cores, so that
- * the last part is written (or read as its pages come in: tailStream.ts) beside the part before
- * (nativeParts.ts). A part's statement over page files this small runs on one thread whatever
- * DuckDB's threads (its CSV reader splits no such file), and the same statement on another
- * connection writes the same bytes.
+ * DuckDB's connections, each running one statement at once: over CSV pages two where there are two
+ * cores, so that the last part is read as its pages come in (tailStream.ts), or written, beside the
+ * part before (nativeParts.ts). A part's statement over page files this small runs on one thread
+ * whatever DuckDB's threads (its CSV reader splits no such file), and the same statement on another
+ * connection writes the same bytes. Over JSON pages one: two of DuckDB's JSON statements at once
+ * took the peak RSS of a 1M-row export past 300 MB (docs/performance.md).
  */
-export function defaultStatements(): number {
-  return Math.min(2, availableParallelism());
+export function defaultStatements(input: Pick<NativePartsInput, 'pages' | 'statements'>): number {
+  return input.statements ?? (input.pages === 'csv' ? Math.min(2, availableParallelism()) : 1);
 }
 
 /** One DuckDB for the export, and the folder its pages and parts are staged in. */
@@ -296,7 +297,7 @@ async function openDuckDb(input: NativePartsInput, dir: string): Promise<OpenDuc
   });
   const connections: DuckDBConnection[] = [];
   try {
-    for (let i = 0; i < (input.statements ?? defaultStatements()); i++) {
+    for (let i = 0; i < Math.max(1, defaultStatements(input)); i++) {
       const connection = await instance.connect();
       connections.push(connection);
       await connection.run(`SET TimeZone = 'UTC'`);

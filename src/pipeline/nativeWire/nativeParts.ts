@@ -43,7 +43,7 @@ export interface NativePartsInput {
   readonly signal?: AbortSignal | undefined;
   /** DuckDB's threads (default: `defaultThreads()`, one per core but one). */
   readonly threads?: number | undefined;
-  /** Parts DuckDB writes at once (default: `defaultStatements()`, two where there are two cores). */
+  /** DuckDB's statements at once (default: `defaultStatements`, over CSV pages two where there are two cores). */
   readonly statements?: number | undefined;
   /** DuckDB's memory limit; beyond it, it spills to its folder (default 128MB). */
   readonly memoryLimit?: string | undefined;
@@ -74,10 +74,10 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
   // The parts whose pages are in, written by DuckDB one after another and stored one after another
   // while the pages of the parts after them come in. DuckDB writes a part as soon as it has written
   // the one before, not once that one is stored: the store (the file copied to its destination and
-  // hashed, the journal written) then runs beside the next statement instead of before it. The last
-  // part does not wait for the part before: on a connection of its own (`defaultStatements`), it is
-  // read as its pages come in over CSV pages (tailStream.ts), else written once its pages are in,
-  // beside the part before if DuckDB is still writing that one. The export's tail is then what is
+  // hashed, the journal written) then runs beside the next statement instead of before it. Over CSV
+  // pages the last part does not wait for the part before: on a connection of its own
+  // (`defaultStatements`), it is read as its pages come in (tailStream.ts), or where it cannot be,
+  // written once its pages are in, beside the part before if DuckDB is still writing that one. The export's tail is then what is
   // left of the last part's statement after its last page, not the rest of the part before and then
   // the last part's whole statement. Up to WRITES_AHEAD parts wait for DuckDB or their store (their
   // pages and files on disk, not in memory): a part DuckDB writes more slowly than the link brings
@@ -92,7 +92,9 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
   const queued: Promise<void>[] = [];
   // The last part read by DuckDB as its pages come in (tailStream.ts), where it can be.
   let tail: Promise<TailStream | undefined> | undefined;
-  const streams = input.pages === 'csv' && (input.statements ?? defaultStatements()) >= 2 && pipesUsable();
+  // With one connection, the last part waits for the part before like any other.
+  const beside = defaultStatements(input) >= 2;
+  const streams = beside && input.pages === 'csv' && pipesUsable();
   const stage = async (page: NativePage, offset: number, skip: number, take: number, part: NativePart) => {
     const staged = await engine.stage(page, offset, skip, take);
     if (part === lastPart && streams) {
@@ -110,7 +112,7 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
     const [writtenBefore, storedBefore] = [written, stored];
     const file = (async () => {
       // None after a part DuckDB could not write (the last part, not waiting: stopped by `failed`).
-      if (part !== lastPart) await writtenBefore;
+      if (part !== lastPart || !beside) await writtenBefore;
       const streamed = part === lastPart ? await (await tail)?.result(pages, input.signal) : undefined;
       if (streamed === undefined) return engine.write(part, pages, failed.signal);
       await engine.discard(pages);

@@ -492,34 +492,41 @@ stays after the last page whatever reads the pages: the part's last full row gro
 to 245,760 end in the part's last page) encoded, the rest of the part and the footer, the store and
 the commit.
 
-The last part is now read as its pages come in, beside the part before
-(src/pipeline/nativeWire/tailStream.ts): the engine has a second DuckDB connection, the last part's
-statement starts with its first page and reads one named pipe per page, in the page grid's order,
-each page written into its pipe (decoded) once it is in. One pipe per page, not one per part, keeps
-the bytes: DuckDB reads each pipe as it reads the page's file, its chunks ending where each page
-ends, so the row groups are cut where the statement over the staged pages cuts them (a 250,000-row
-part: row groups of 124,470, 122,952 and 2,578 rows, the same sha256 both ways; an export of 1M
-rows over the link and on loopback wrote the four files of the old code, byte for byte). A
-statement with two DuckDB threads is no faster: its CSV reader read these page files on one thread
-(CPU time equal to the wall time), and with two threads DuckDB plans the batch COPY, which took
-1.0-1.7x the time and CPU of one thread for the same file; two statements on two connections of one thread each do run side
-by side (two parts in 0.35 s against 0.67 s one after the other, the same CPU, the same files).
-Where the time went after the last page, traced (load 3): the last part's COPY started 0.2 s after
-its last page (DuckDB still writing the part before) and took 0.34 s; with the stream, DuckDB reads
-the last part's pages from its first page on, but beside the part before's COPY, the service and
-the link on 2 cores it reads them at some 45 ms a page, and ends 0.3-0.4 s after the last page. The
-link case of \`wire\`, \`BENCH_WIRE_LINK=3\` alternated with the code before, five pairs at load
-2.7-4.6 (the machine shared with another session): medians 1.36, 1.45, 1.50, 1.43 and 1.64x the
-bare download against 1.43, 1.61, 1.61, 1.80 and 1.49x; the time after the last page 0.29-0.82 s
-(median 0.46 s; one run 1.65 s) against 0.34-1.00 s (median 0.61 s); CPU 2.0-2.4 s against
-1.9-2.5 s. On loopback (1M rows, three pairs of three runs, load 3.0-3.4) the export took 1.64-2.10
-s against 1.58-2.21 s, with 1.91-2.00 s of CPU against 1.77-1.83 s (+7 %: two statements at once
-beside the service, and the last part's pages decoded into the pipes) and a peak RSS of 265-276 MB
-against 219-234 MB (two statements' buffers at once, at the end); the 5M-row export 9.5-9.8 s and
-247-253 MB against 11.0 s and 250-280 MB (two runs each, load 3-4), within the 300 MB bound: its
-peak is not at its end. Not 1.2x: at this load DuckDB's CPU, not the link, sets the tail. Over
-JSON pages DuckDB keeps one statement at a time: the last JSON part beside the one before peaked at
-291-317 MB for 1M rows against 281-298 MB (two runs each of two pairs, load 6-7).
+Over CSV pages the last part, once its pages are in, is now written at once on a second DuckDB
+connection, beside the part before if DuckDB is still writing that one (two statements on two
+connections of one thread each run side by side: two parts in 0.35 s against 0.67 s one after the
+other, the same CPU, the same files), so that the tail is the last part's statement, not also the
+rest of the one before (traced at load 3: the last part's COPY had started 0.2 s after its last
+page). A statement with two DuckDB threads is no faster: its CSV reader read these page files on
+one thread (CPU time equal to the wall time), and with two threads DuckDB plans the batch COPY,
+which took 1.0-1.7x the time and CPU of one thread for the same file. Measured at load 2.7-8 (the
+machine shared with another session), the link case of \`wire\` (\`BENCH_WIRE_LINK=3\`) alternated
+with the code before: 24 runs, medians 1.42x the bare download and 0.45 s after the last page,
+against 1.50x and 0.53 s in 39 runs (ranges 1.28-1.81x against 1.31-1.84x): a hint, inside the
+noise. On loopback (1M rows, pairs of three runs alternated, load 5-6) the same time and CPU
+(1.77-2.36 s and 1.78-1.87 s against 1.92-2.29 s and 1.79-1.92 s), 10-25 MB more peak RSS
+(239-264 MB against 215-236 MB); the 5M-row export 6.8-7.0 s and 244-246 MB against 7.2 s and
+243-275 MB. Over JSON pages DuckDB keeps one statement at a time: the last JSON part beside the one
+before peaked at 291-317 MB for 1M rows against 281-298 MB.
+
+Tried for the tail and not kept: beside that, the last part read by DuckDB as its pages come in.
+Its statement started with its first page and read one named pipe per page, in the page grid's
+order, each page written into its pipe decoded once in (DuckDB reads no zstd from a pipe); its pages
+were staged as always, and any page not where the grid said, failed statement or other row count
+fell back to the statement over the staged pages. One pipe per page, not one per part, keeps the
+bytes: DuckDB reads each pipe as it reads the page's file, its chunks ending where each page ends,
+so its row groups are cut where the statement over the staged pages cuts them (a 250,000-row part:
+row groups of 124,470, 122,952 and 2,578 rows, the same sha256 both ways; a 1M-row export over the
+link and on loopback wrote the old code's four files byte for byte). Traced (load 3), DuckDB read
+the last part's pages beside the part before's COPY, the service and the link on 2 cores at some
+45 ms a page and ended 0.3-0.4 s after the last page all the same. Over the link, 24 runs: medians
+1.46x and 0.48 s after the last page (0.29-1.65 s), no better than the last part only written
+beside the one before; on loopback 4-8 % more CPU (1.92-2.10 s against 1.77-1.89 s: the pages
+decoded into the pipes) and 20-40 MB more peak RSS. At this load the tail is DuckDB's CPU: the part
+before's COPY and the last part's need some 0.66 s of CPU in the last 0.4 s of the link, on cores
+the service, the link and the client share. On a quiet machine the stream would leave the last page
+and the last row group (some 0.1 s) after the link, against the last part's whole statement (0.3
+s); that was not measurable here.
 
 What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps
 itself (its cast of zoned text goes through ICU, five times the cost of the rest of the column);

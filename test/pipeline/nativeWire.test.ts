@@ -5,7 +5,7 @@
 // cut across pages, from JSON pages and from CSV pages.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
-import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
@@ -420,6 +420,7 @@ describe('native parts, the last part beside the one before', () => {
       ];
       const lastDone: boolean[] = [];
       const counts: number[] = [];
+      const beside: Buffer[] = [];
       await write(
         parts,
         async (part, file) => {
@@ -427,147 +428,21 @@ describe('native parts, the last part beside the one before', () => {
           // file is whole (its footer written) only if its statement ran beside part 0's.
           if (part.index === 0) lastDone.push(wholeParquet(join(dirname(file), 'part-1.parquet')));
           counts.push(await withDuckDb(async (con) => Number((await con.runAndReadAll(`SELECT count(DISTINCT id) FROM read_parquet('${file}')`)).getRows()[0]![0])));
+          beside.push(await readFile(file));
         },
         { statements: 2 },
       );
       expect([lastDone, counts]).toEqual([[true], [300_000, 40]]);
+      // One connection, one part after the other: the same files, byte for byte.
+      const alone: Buffer[] = [];
+      await write(parts, async (_part, file) => void alone.push(await readFile(file)), { statements: 1 });
+      expect(beside.map((b, i) => b.equals(alone[i]!))).toEqual([true, true]);
     } finally {
       await client.close();
       await big.close();
     }
   });
 });
-
-// The last part is read by DuckDB as its pages come in (tailStream.ts): its statement, begun with
-// its first page, ends shortly after its last one instead of starting then. Through pipes, one per
-// page, DuckDB reads the text it reads from the staged pages, in the same chunks: the same file.
-describe('native parts, the last part read as its pages come in', () => {
-  // Part 1 starts mid-page (row 37, on the page at 35) and ends with the result; pages of 5 rows.
-  const parts: NativePart[] = [
-    { index: 0, firstRow: 0, rows: 37 },
-    { index: 1, firstRow: 37, rows: 83 },
-  ];
-
-  it('begins the last part before its last page is served, and writes the bytes a statement over its staged pages writes', async () => {
-    const staging = await mkdtemp(join(dir, 'tmp-'));
-    const saved = process.env.TMPDIR;
-    let holding = true;
-    let begunBefore: boolean | undefined;
-    // The last page is served once the last part's file is begun (or after 5 s, when it is not).
-    const proxy = await startProxy(svc.url, () => undefined, async (url) => {
-      if (!holding || !url.includes('/results/csv') || new URL(url, 'http://x').searchParams.get('offset') !== '115') return;
-      const deadline = Date.now() + 5_000;
-      while (!(begunBefore = await stagedFile(staging, 'part-1.parquet')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
-    });
-    const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
-    try {
-      process.env.TMPDIR = staging;
-      const executionId = await runSql(client, 'SELECT * FROM sample.events ORDER BY id LIMIT 120');
-      const { write } = await nativeOver(client, executionId, 'csv');
-      const written = async (statements: number) => {
-        const files: Buffer[] = [];
-        await write(parts, async (_part, file) => void files.push(await readFile(file)), { statements });
-        return files;
-      };
-      const streamed = await written(2);
-      holding = false;
-      // One connection: the last part waits for the one before, and is read from its staged pages.
-      const staged = await written(1);
-      expect(begunBefore).toBe(true);
-      expect(streamed.map((b, i) => b.equals(staged[i]!))).toEqual([true, true]);
-      const out = join(staging, 'part-1.parquet');
-      await writeFile(out, streamed[1]!);
-      expect((await duckRead([out])).map((r) => Number(r['id']))).toEqual(Array.from({ length: 83 }, (_, i) => 37 + i));
-    } finally {
-      if (saved === undefined) delete process.env.TMPDIR;
-      else process.env.TMPDIR = saved;
-      await client.close();
-      await proxy.close();
-    }
-  });
-
-  it('writes the last part from its staged pages when a page is not where the page grid said (a page of fewer rows)', async () => {
-    const ID = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
-    // 20 rows on pages of 5, but the page at 5 holds 3 rows (its next offset 8).
-    const server = await startMisbehavingServer((req) => {
-      const url = new URL(req.url ?? '', 'http://x');
-      if (!url.pathname.includes('/results/csv')) return { body: JSON.stringify({ execution_id: ID, state: 'QUERY_STATE_COMPLETED', is_execution_finished: true }) };
-      const offset = Number(url.searchParams.get('offset') ?? 0);
-      const end = offset === 5 ? 8 : Math.min(20, offset + Number(url.searchParams.get('limit') ?? 5));
-      const headers: Record<string, string> = { 'content-type': 'text/csv; charset=utf-8', ...(end < 20 ? { 'x-service-next-offset': String(end) } : {}) };
-      return { body: `id\n${Array.from({ length: end - offset }, (_, i) => `${offset + i}\n`).join('')}`, headers };
-    });
-    try {
-      const specs = [{ name: 'id', type: 'bigint' }];
-      const native = nativeColumns(specs, 'csv');
-      if (!('columns' in native)) throw new Error(native.reason);
-      const written = async (statements: number) => {
-        const files: Buffer[] = [];
-        await writeNativeParts({
-          reader: { connection: { baseUrl: server.baseUrl, apiKey: 'k', retry: { attempts: 1 } }, executionId: ID, totalRows: 20, options: { wire: 'json', pageSize: 5 }, page: () => undefined },
-          specs,
-          columns: native.columns as NativeColumn[],
-          pages: 'csv',
-          parts: [
-            { index: 0, firstRow: 0, rows: 4 },
-            { index: 1, firstRow: 4, rows: 16 },
-          ],
-          parquet: { compression: 'zstd', rowGroupSize: 1000, metadata: {} },
-          statements,
-          store: async (_part, file) => void files.push(await readFile(file)),
-        });
-        return files;
-      };
-      const [streamed, staged] = [await written(2), await written(1)];
-      expect(streamed.map((b, i) => b.equals(staged[i]!))).toEqual([true, true]);
-      const out = join(dir, 'grid-part-1.parquet');
-      await writeFile(out, streamed[1]!);
-      expect((await duckRead([out])).map((r) => Number(r['id']))).toEqual(Array.from({ length: 16 }, (_, i) => 4 + i));
-    } finally {
-      await server.close();
-    }
-  });
-
-  it('stops, on a stop while DuckDB waits for the last page, at once: no part after the stop, no staging folder left', async () => {
-    const staging = await mkdtemp(join(dir, 'tmp-'));
-    const saved = process.env.TMPDIR;
-    const release = Promise.withResolvers<void>();
-    // The last page is not served until the test ends.
-    const proxy = await startProxy(svc.url, () => undefined, async (url) => {
-      if (url.includes('/results/csv') && new URL(url, 'http://x').searchParams.get('offset') === '115') await release.promise;
-    });
-    const client = new ServiceClient({ baseUrl: proxy.url, apiKey: TEST_KEYS.demo.admin });
-    try {
-      process.env.TMPDIR = staging;
-      const executionId = await runSql(client, 'SELECT * FROM sample.events ORDER BY id LIMIT 120');
-      const { write } = await nativeOver(client, executionId, 'csv');
-      const stop = new AbortController();
-      const stored: number[] = [];
-      const watch = (async () => {
-        const deadline = Date.now() + 5_000;
-        // Part 0 stored, and the last part's statement begun (its file there) and waiting for its last page.
-        while (!(stored.length === 1 && (await stagedFile(staging, 'part-1.parquet'))) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
-        stop.abort(new Error('stopped by the test'));
-      })();
-      const failed = await write(parts, async (part) => void stored.push(part.index), { statements: 2, signal: stop.signal }).catch((e: unknown) => e);
-      await watch;
-      expect([(failed as Error).message, stored]).toEqual(['stopped by the test', [0]]);
-      expect(await readdir(staging)).toEqual([]);
-    } finally {
-      release.resolve();
-      if (saved === undefined) delete process.env.TMPDIR;
-      else process.env.TMPDIR = saved;
-      await client.close();
-      await proxy.close();
-    }
-  });
-});
-
-/** Whether a file of that name is in a staging folder under `root` (the engine's, while it runs). */
-async function stagedFile(root: string, name: string): Promise<boolean> {
-  for (const folder of await readdir(root).catch(() => [])) if (existsSync(join(root, folder, name))) return true;
-  return false;
-}
 
 /** A Parquet file whose writer has closed it: its footer's magic at its end (read now, synchronously). */
 function wholeParquet(file: string): boolean {

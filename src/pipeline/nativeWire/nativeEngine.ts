@@ -31,14 +31,14 @@ export function defaultThreads(): number {
 
 /**
  * DuckDB's connections, each running one statement at once: over CSV pages two where there are two
- * cores, so that the last part is read as its pages come in (tailStream.ts), or written, beside the
- * part before (nativeParts.ts). A part's statement over page files this small runs on one thread
- * whatever DuckDB's threads (its CSV reader splits no such file), and the same statement on another
- * connection writes the same bytes. Over JSON pages one: two of DuckDB's JSON statements at once
- * took the peak RSS of a 1M-row export past 300 MB (docs/performance.md).
+ * cores, so that the last part is written beside the part before (nativeParts.ts). A part's
+ * statement over page files this small runs on one thread whatever DuckDB's threads (its CSV reader
+ * splits no such file), and the same statement on another connection writes the same bytes. Over
+ * JSON pages one: two of DuckDB's JSON statements at once took the peak RSS of a 1M-row export
+ * past 300 MB (docs/performance.md).
  */
 export function defaultStatements(input: Pick<NativePartsInput, 'pages' | 'statements'>): number {
-  return input.statements ?? (input.pages === 'csv' ? Math.min(2, availableParallelism()) : 1);
+  return Math.max(1, input.statements ?? (input.pages === 'csv' ? Math.min(2, availableParallelism()) : 1));
 }
 
 /** One DuckDB for the export, and the folder its pages and parts are staged in. */
@@ -88,71 +88,37 @@ export class NativeEngine {
    * the error.
    */
   async write(part: NativePart, pages: readonly StagedPage[], stop?: AbortSignal): Promise<string> {
-    const file = this.partFile(part);
+    const file = join(this.#dir, `part-${part.index}.parquet`);
     try {
       const whole = pages.every((p) => p.skip === 0 && p.take === p.rowCount);
-      const query = pages.length === 0 ? `SELECT ${this.#emptySelect()} LIMIT 0` : this.partQuery(part, pages.map((p) => p.file), whole, pages[0]?.skip ?? 0);
+      const skip = pages[0]?.skip ?? 0;
+      const query = pages.length === 0 ? `SELECT ${this.#emptySelect()} LIMIT 0` : `${this.#query(pages.map((p) => p.file))}${whole ? '' : ` LIMIT ${part.rows} OFFSET ${skip}`}`;
       let written: number;
+      const signal = AbortSignal.any([this.#input.signal, stop].filter((s) => s !== undefined));
+      const connection = await this.#lease();
+      // An abort stops the statement too: DuckDB checks for an interrupt between chunks.
+      const interrupt = () => connection.interrupt();
+      signal.addEventListener('abort', interrupt, { once: true });
       try {
-        written = await this.copy(query, file, stop);
+        // A part that waited for a connection is not written once stopped.
+        signal.throwIfAborted();
+        written = (await connection.run(`COPY (${query}) TO ${quoteString(file)} (${this.#copyOptions()})`)).rowsChanged;
       } catch (error) {
-        if (stop?.aborted || this.#input.signal?.aborted) throw error;
-        throw await this.#misfit(pages, error);
+        signal.throwIfAborted();
+        throw await this.#misfit(connection, pages, error);
+      } finally {
+        signal.removeEventListener('abort', interrupt);
+        this.#release(connection);
       }
-      if (written !== part.rows) throw this.rowsError(part, written);
+      if (written !== part.rows) {
+        throw new InvalidResponseError(`part ${part.index} should hold ${part.rows} rows from row ${part.firstRow}, its pages held ${written}`, {
+          method: 'writeNativeParts',
+          executionId: this.#input.reader.executionId,
+        });
+      }
       return file;
     } finally {
-      await this.discard(pages);
-    }
-  }
-
-  /** Where a part is written in this engine's folder. */
-  partFile(part: NativePart): string {
-    return join(this.#dir, `part-${part.index}.parquet`);
-  }
-
-  /** A path of this engine's folder, for a file of its own. */
-  path(name: string): string {
-    return join(this.#dir, name);
-  }
-
-  /** The select of a part's rows from its pages' files (`whole`: every row of every page, else a `LIMIT` from `skip`). */
-  partQuery(part: NativePart, files: readonly string[], whole: boolean, skip: number): string {
-    return `${this.#query(files)}${whole ? '' : ` LIMIT ${part.rows} OFFSET ${skip}`}`;
-  }
-
-  rowsError(part: NativePart, written: number): Error {
-    return new InvalidResponseError(`part ${part.index} should hold ${part.rows} rows from row ${part.firstRow}, its pages held ${written}`, {
-      method: 'writeNativeParts',
-      executionId: this.#input.reader.executionId,
-    });
-  }
-
-  /** Removes staged pages (once their part is written). */
-  async discard(pages: readonly StagedPage[]): Promise<void> {
-    await Promise.all(pages.map((p) => rm(p.file, { force: true })));
-  }
-
-  /**
-   * `COPY (query) TO file` with the part's Parquet settings, on a connection no statement runs on
-   * (waited for): its rows written. `stop` or the export's signal stops it, its reason the error.
-   */
-  async copy(query: string, file: string, stop?: AbortSignal): Promise<number> {
-    const signal = AbortSignal.any([this.#input.signal, stop].filter((s) => s !== undefined));
-    const connection = await this.#lease();
-    // An abort stops the statement too: DuckDB checks for an interrupt between chunks.
-    const interrupt = () => connection.interrupt();
-    signal.addEventListener('abort', interrupt, { once: true });
-    try {
-      // A statement that waited for a connection does not start once stopped.
-      signal.throwIfAborted();
-      return (await connection.run(`COPY (${query}) TO ${quoteString(file)} (${this.#copyOptions()})`)).rowsChanged;
-    } catch (error) {
-      signal.throwIfAborted();
-      throw error;
-    } finally {
-      signal.removeEventListener('abort', interrupt);
-      this.#release(connection);
+      await Promise.all(pages.map((p) => rm(p.file, { force: true })));
     }
   }
 
@@ -210,8 +176,8 @@ export class NativeEngine {
    * The error for pages DuckDB refused: the first value the general decoders refuse, named with its
    * column, row and value (a `ValueDecodeError`); if they take every value, DuckDB's own message.
    */
-  async #misfit(pages: readonly StagedPage[], cause: unknown): Promise<Error> {
-    const found = this.#input.pages === 'csv' ? await this.#csvMisfit(pages, cause) : await this.#jsonMisfit(pages);
+  async #misfit(connection: DuckDBConnection, pages: readonly StagedPage[], cause: unknown): Promise<Error> {
+    const found = this.#input.pages === 'csv' ? await this.#csvMisfit(connection, pages, cause) : await this.#jsonMisfit(pages);
     if (found !== undefined) return found;
     const message = cause instanceof Error ? cause.message : String(cause);
     return new InvalidResponseError(`DuckDB could not read the result's pages: ${message}`, { method: 'writeNativeParts', executionId: this.#input.reader.executionId, cause });
@@ -234,7 +200,7 @@ export class NativeEngine {
    * A value of a CSV page that does not fit its column: the column and text the statement's
    * `error()` named (duckdbColumns.ts), found again in the pages for its row.
    */
-  async #csvMisfit(pages: readonly StagedPage[], cause: unknown): Promise<Error | undefined> {
+  async #csvMisfit(connection: DuckDBConnection, pages: readonly StagedPage[], cause: unknown): Promise<Error | undefined> {
     const message = cause instanceof Error ? cause.message : String(cause);
     for (const spec of this.#input.specs) {
       const named = new RegExp(`column "${escapeRegExp(spec.name)}" \\((.+?)\\): (.*) is not a valid \\1`, 's').exec(message);
@@ -243,13 +209,7 @@ export class NativeEngine {
       const id = quoteIdentifier(spec.name);
       const text = readColumns(this.#input.columns.map((c) => ({ ...c, read: 'VARCHAR' })));
       const sql = `SELECT n FROM (SELECT row_number() OVER () - 1 AS n, ${id} AS v FROM ${this.#read(pages.map((p) => p.file), text)}) WHERE v = ${quoteString(value)} LIMIT 1`;
-      const connection = await this.#lease();
-      let rows: unknown[][];
-      try {
-        rows = (await connection.runAndReadAll(sql)).getRows();
-      } finally {
-        this.#release(connection);
-      }
+      const rows = (await connection.runAndReadAll(sql)).getRows();
       const n = rows[0]?.[0];
       if (n === undefined) continue;
       return new ValueDecodeError({ column: spec.name, type: spec.type, rowOffset: pages[0]!.offset + Number(n), path: '', value, reason: `is not a valid ${type}` });
@@ -297,7 +257,7 @@ async function openDuckDb(input: NativePartsInput, dir: string): Promise<OpenDuc
   });
   const connections: DuckDBConnection[] = [];
   try {
-    for (let i = 0; i < Math.max(1, defaultStatements(input)); i++) {
+    for (let i = 0; i < defaultStatements(input); i++) {
       const connection = await instance.connect();
       connections.push(connection);
       await connection.run(`SET TimeZone = 'UTC'`);

@@ -5,8 +5,7 @@ import type { RangeReader } from '../stream.ts';
 import type { OrderedPage } from '../fetchOrdered.ts';
 import type { NativeColumn, NativePages } from './duckdbColumns.ts';
 import { defaultStatements, NativeEngine, type StagedPage } from './nativeEngine.ts';
-import { rangePages, type NativePage, type PageSource } from './nativePages.ts';
-import { gridPages, TailStream } from './tailStream.ts';
+import { rangePages, type PageSource } from './nativePages.ts';
 
 /** Parts whose pages are in and not yet written: the one DuckDB writes, and one waiting its turn. */
 const WRITES_AHEAD = 2;
@@ -57,8 +56,8 @@ export interface NativePartsInput {
  * The next part's pages are fetched (bounded, in order) while DuckDB writes, and DuckDB writes a
  * part while the caller stores the part before. One COPY per part rather than one INSERT per
  * page: per-page statements cost more CPU than the JS decoders they replace (docs/performance.md).
- * Parts are stored in the order given, one file each; the pages on disk are removed as each part
- * is written. The last part is read by DuckDB as its pages come in where it can be (tailStream.ts).
+ * Parts are written in the order given, one file each; the pages on disk are removed as each part
+ * is written.
  *
  * Parts that follow each other are read as one ordered stream of pages, cut at the parts'
  * boundaries (`partRuns`): the requests in flight never drain at the end of a part to ramp up again
@@ -75,48 +74,28 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
   // while the pages of the parts after them come in. DuckDB writes a part as soon as it has written
   // the one before, not once that one is stored: the store (the file copied to its destination and
   // hashed, the journal written) then runs beside the next statement instead of before it. Over CSV
-  // pages the last part does not wait for the part before: on a connection of its own
-  // (`defaultStatements`), it is read as its pages come in (tailStream.ts), or where it cannot be,
-  // written once its pages are in, beside the part before if DuckDB is still writing that one. The export's tail is then what is
-  // left of the last part's statement after its last page, not the rest of the part before and then
-  // the last part's whole statement. Up to WRITES_AHEAD parts wait for DuckDB or their store (their
-  // pages and files on disk, not in memory): a part DuckDB writes more slowly than the link brings
-  // the next one does not stop the link.
+  // pages the last part, once every page is in (the link and the service idle), is written at once,
+  // beside the part before if DuckDB is still writing it (a connection of its own:
+  // `defaultStatements`): the export's tail is that part's statement alone, not the rest of the one
+  // before and then its own.
+  // Up to WRITES_AHEAD parts wait for DuckDB or their store (their pages and files on disk, not in
+  // memory): a part DuckDB writes more slowly than the link brings the next one does not stop the
+  // link.
   const writing = new Set<Promise<unknown>>();
   // Once a part before the last failed, the last part, written beside it, stops (a failure of the
   // last part stops none before it: they are written and stored, as resume per part wants).
   const failed = new AbortController();
-  const lastPart = input.parts.at(-1);
+  // With one connection, the last part waits for the part before like any other.
+  const lastPart = defaultStatements(input) >= 2 ? input.parts.at(-1) : undefined;
   let written: Promise<unknown> | undefined;
   let stored: Promise<void> | undefined;
   const queued: Promise<void>[] = [];
-  // The last part read by DuckDB as its pages come in (tailStream.ts), where it can be.
-  let tail: Promise<TailStream | undefined> | undefined;
-  // With one connection, the last part waits for the part before like any other.
-  const beside = defaultStatements(input) >= 2;
-  const streams = beside && input.pages === 'csv' && pipesUsable();
-  const stage = async (page: NativePage, offset: number, skip: number, take: number, part: NativePart) => {
-    const staged = await engine.stage(page, offset, skip, take);
-    if (part === lastPart && streams) {
-      if (tail === undefined) {
-        const pageSize = input.reader.options.pageSize;
-        const shapes = pageSize === undefined ? [] : gridPages(part, { offset, rowCount: page.rowCount, skip, take }, pageSize, input.reader.totalRows);
-        const stop = AbortSignal.any([failed.signal, input.signal].filter((s) => s !== undefined));
-        tail = shapes.length > 1 ? TailStream.start(engine, part, shapes, stop) : Promise.resolve(undefined);
-      }
-      (await tail)?.add(staged);
-    }
-    return staged;
-  };
   const write = async (part: NativePart, pages: StagedPage[]) => {
     const [writtenBefore, storedBefore] = [written, stored];
     const file = (async () => {
       // None after a part DuckDB could not write (the last part, not waiting: stopped by `failed`).
-      if (part !== lastPart || !beside) await writtenBefore;
-      const streamed = part === lastPart ? await (await tail)?.result(pages, input.signal) : undefined;
-      if (streamed === undefined) return engine.write(part, pages, failed.signal);
-      await engine.discard(pages);
-      return streamed;
+      if (part !== lastPart) await writtenBefore;
+      return engine.write(part, pages, failed.signal);
     })();
     const mine = (async () => {
       let path: string | undefined;
@@ -151,26 +130,17 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
       const first = run[0]!.firstRow;
       const last = run.at(-1)!;
       const pages = rangePages(source, first, last.firstRow + last.rows - first);
-      await cutParts(run, pages, stage, write);
+      await cutParts(run, pages, (page, offset, skip, take) => engine.stage(page, offset, skip, take), write);
     }
     await stored;
   } catch (error) {
     // DuckDB's statements end before it is closed.
-    await Promise.all([...writing, tail?.then((t) => t?.ended()), stored?.catch(() => undefined)]);
+    await Promise.all([...writing, stored?.catch(() => undefined)]);
     throw error;
   } finally {
     await own?.close();
     await engine.close();
   }
-}
-
-/**
- * Whether the last part may be read through pipes here (tailStream.ts): a system with named pipes,
- * and a libuv threadpool of three threads or more (the statement reading the pipes waits on one of
- * them, the part before's statement may hold another, and the pages' staging and feeding need one).
- */
-function pipesUsable(): boolean {
-  return process.platform !== 'win32' && Number(process.env['UV_THREADPOOL_SIZE'] ?? 4) >= 3;
 }
 
 /** The parts in runs of parts that follow each other (`[0, 1, 3]`, part 2 kept from before: `[[0, 1], [3]]`). */
@@ -195,7 +165,7 @@ export function partRuns(parts: readonly NativePart[]): NativePart[][] {
 export async function cutParts<T, P extends { readonly rowCount: number }>(
   run: readonly NativePart[],
   pages: AsyncIterable<OrderedPage<P>>,
-  stage: (page: P, offset: number, skip: number, take: number, part: NativePart) => Promise<T>,
+  stage: (page: P, offset: number, skip: number, take: number) => Promise<T>,
   done: (part: NativePart, staged: T[]) => Promise<void>,
 ): Promise<void> {
   let i = 0;
@@ -218,7 +188,7 @@ export async function cutParts<T, P extends { readonly rowCount: number }>(
       if (to <= from) continue;
       // A page reaching past the part in the making (parts smaller than a page) waits for it to be handed over.
       if (k > i) await finished(part.firstRow);
-      staged.push(await stage(page, offset, from - offset, to - from, part));
+      staged.push(await stage(page, offset, from - offset, to - from));
     }
     await finished(end);
   }

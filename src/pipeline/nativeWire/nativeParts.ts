@@ -77,10 +77,9 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
   // pages the last part, once every page is in (the link and the service idle), is written at once,
   // beside the part before if DuckDB is still writing it (a connection of its own:
   // `defaultStatements`): the export's tail is that part's statement alone, not the rest of the one
-  // before and then its own.
-  // Up to WRITES_AHEAD parts wait for DuckDB or their store (their pages and files on disk, not in
-  // memory): a part DuckDB writes more slowly than the link brings the next one does not stop the
-  // link.
+  // before and then its own. Up to WRITES_AHEAD parts wait for DuckDB or their store (their pages and
+  // files on disk, not in memory): a part DuckDB writes more slowly than the link brings the next
+  // one does not stop the link.
   const writing = new Set<Promise<unknown>>();
   // Once a part before the last failed, the last part, written beside it, stops (a failure of the
   // last part stops none before it: they are written and stored, as resume per part wants).

@@ -503,7 +503,8 @@ which took 1.0-1.7x the time and CPU of one thread for the same file. Measured a
 machine shared with another session), the link case of \`wire\` (\`BENCH_WIRE_LINK=3\`) alternated
 with the code before: 24 runs, medians 1.42x the bare download and 0.45 s after the last page,
 against 1.50x and 0.53 s in 39 runs (ranges 1.28-1.81x against 1.31-1.84x): a hint, inside the
-noise. On loopback (1M rows, pairs of three runs alternated, load 5-6) the same time and CPU
+noise; two more pairs of three runs at load 2.2-3.4, medians 1.40 and 1.47x against 1.54 and 1.51x,
+0.36-0.52 s after the last page against 0.50-0.60 s. On loopback (1M rows, pairs of three runs alternated, load 5-6) the same time and CPU
 (1.77-2.36 s and 1.78-1.87 s against 1.92-2.29 s and 1.79-1.92 s), 10-25 MB more peak RSS
 (239-264 MB against 215-236 MB); the 5M-row export 6.8-7.0 s and 244-246 MB against 7.2 s and
 243-275 MB. Over JSON pages DuckDB keeps one statement at a time: the last JSON part beside the one

@@ -493,6 +493,43 @@ stays after the last page whatever reads the pages: the part's last full row gro
 to 245,760 end in the part's last page) encoded, the rest of the part and the footer, the store and
 the commit.
 
+Over CSV pages the last part, once its pages are in, is now written at once on a second DuckDB
+connection, beside the part before if DuckDB is still writing that one (two statements on two
+connections of one thread each run side by side: two parts in 0.35 s against 0.67 s one after the
+other, the same CPU, the same files), so that the tail is the last part's statement, not also the
+rest of the one before (traced at load 3: the last part's COPY had started 0.2 s after its last
+page). A statement with two DuckDB threads is no faster: its CSV reader read these page files on
+one thread (CPU time equal to the wall time), and with two threads DuckDB plans the batch COPY,
+which took 1.0-1.7x the time and CPU of one thread for the same file. Measured at load 2.7-8 (the
+machine shared with another session), the link case of \`wire\` (\`BENCH_WIRE_LINK=3\`) alternated
+with the code before: 24 runs, medians 1.42x the bare download and 0.45 s after the last page,
+against 1.50x and 0.53 s in 39 runs (ranges 1.28-1.81x against 1.31-1.84x): a hint, inside the
+noise; two more pairs of three runs at load 2.2-3.4, medians 1.40 and 1.47x against 1.54 and 1.51x,
+0.36-0.52 s after the last page against 0.50-0.60 s. On loopback (1M rows, pairs of three runs alternated, load 5-6) the same time and CPU
+(1.77-2.36 s and 1.78-1.87 s against 1.92-2.29 s and 1.79-1.92 s), 10-25 MB more peak RSS
+(239-264 MB against 215-236 MB); the 5M-row export 6.8-7.0 s and 244-246 MB against 7.2 s and
+243-275 MB. Over JSON pages DuckDB keeps one statement at a time: the last JSON part beside the one
+before peaked at 291-317 MB for 1M rows against 281-298 MB.
+
+Tried for the tail and not kept: beside that, the last part read by DuckDB as its pages come in.
+Its statement started with its first page and read one named pipe per page, in the page grid's
+order, each page written into its pipe decoded once in (DuckDB reads no zstd from a pipe); its pages
+were staged as always, and any page not where the grid said, failed statement or other row count
+fell back to the statement over the staged pages. One pipe per page, not one per part, keeps the
+bytes: DuckDB reads each pipe as it reads the page's file, its chunks ending where each page ends,
+so its row groups are cut where the statement over the staged pages cuts them (a 250,000-row part:
+row groups of 124,470, 122,952 and 2,578 rows, the same sha256 both ways; a 1M-row export over the
+link and on loopback wrote the old code's four files byte for byte). Traced (load 3), DuckDB read
+the last part's pages beside the part before's COPY, the service and the link on 2 cores at some
+45 ms a page and ended 0.3-0.4 s after the last page all the same. Over the link, 24 runs: medians
+1.46x and 0.48 s after the last page (0.29-1.65 s), no better than the last part only written
+beside the one before; on loopback 4-8 % more CPU (1.92-2.10 s against 1.77-1.89 s: the pages
+decoded into the pipes) and 20-40 MB more peak RSS. At this load the tail is DuckDB's CPU: the part
+before's COPY and the last part's need some 0.66 s of CPU in the last 0.4 s of the link, on cores
+the service, the link and the client share. On a quiet machine the stream would leave the last page
+and the last row group (some 0.1 s) after the link, against the last part's whole statement (0.3
+s); that was not measurable here.
+
 What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps
 itself (its cast of zoned text goes through ICU, five times the cost of the rest of the column);
 \`strptime\` for them (twice the cost of cutting \` UTC\` and casting the wall clock); a smaller

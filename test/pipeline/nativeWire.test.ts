@@ -4,7 +4,7 @@
 // hyparquet) and compared value by value, over the type matrix of sample.all_types and over parts
 // cut across pages, from JSON pages and from CSV pages.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { copyFile, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -401,6 +401,55 @@ describe('native parts, a store beside the next write', () => {
     }
   });
 });
+
+// Once every page is in, the last part is written at once, beside the part before if DuckDB is still
+// writing that one (the export's tail over a link): part 0, 300,000 rows, takes DuckDB a while; the
+// last part, 40 rows, is complete by the time part 0 is (before, it started only then).
+describe('native parts, the last part beside the one before', () => {
+  it('writes the last part while the part before is still being written, stores them in order, and writes every row once', async () => {
+    // Tenancy is not tested here: no team instances opened at start.
+    const big = await startTestService({ walledTeams: false });
+    const client = new ServiceClient({ baseUrl: big.url, apiKey: TEST_KEYS.demo.admin });
+    try {
+      const execution = await client.execute({ sql: 'SELECT a.id * 2000 + b.id AS id, a.name FROM sample.events a CROSS JOIN sample.events b ORDER BY id LIMIT 300040' });
+      await execution.wait();
+      const { write } = await nativeOver(client, execution.id, 'csv');
+      const parts: NativePart[] = [
+        { index: 0, firstRow: 0, rows: 300_000 },
+        { index: 1, firstRow: 300_000, rows: 40 },
+      ];
+      const lastDone: boolean[] = [];
+      const counts: number[] = [];
+      const beside: Buffer[] = [];
+      await write(
+        parts,
+        async (part, file) => {
+          // Looked at as soon as part 0 is handed over, before anything else runs: the last part's
+          // file is whole (its footer written) only if its statement ran beside part 0's.
+          if (part.index === 0) lastDone.push(wholeParquet(join(dirname(file), 'part-1.parquet')));
+          counts.push(await withDuckDb(async (con) => Number((await con.runAndReadAll(`SELECT count(DISTINCT id) FROM read_parquet('${file}')`)).getRows()[0]![0])));
+          beside.push(await readFile(file));
+        },
+        { statements: 2 },
+      );
+      expect([lastDone, counts]).toEqual([[true], [300_000, 40]]);
+      // One connection, one part after the other: the same files, byte for byte.
+      const alone: Buffer[] = [];
+      await write(parts, async (_part, file) => void alone.push(await readFile(file)), { statements: 1 });
+      expect(beside.map((b, i) => b.equals(alone[i]!))).toEqual([true, true]);
+    } finally {
+      await client.close();
+      await big.close();
+    }
+  });
+});
+
+/** A Parquet file whose writer has closed it: its footer's magic at its end (read now, synchronously). */
+function wholeParquet(file: string): boolean {
+  if (!existsSync(file)) return false;
+  const bytes = readFileSync(file);
+  return bytes.length > 8 && bytes.subarray(-4).toString('latin1') === 'PAR1';
+}
 
 // Pages come in out of order (on a real link, most of the time): a page done before the one at the
 // cursor must not hold its request's place, or fewer requests are in flight until the late one comes.

@@ -29,6 +29,18 @@ export function defaultThreads(): number {
   return Math.max(1, availableParallelism() - 1);
 }
 
+/**
+ * DuckDB's connections, each running one statement at once: over CSV pages two where there are two
+ * cores, so that the last part is written beside the part before (nativeParts.ts). A part's
+ * statement over page files this small runs on one thread whatever DuckDB's threads (its CSV reader
+ * splits no such file), and the same statement on another connection writes the same bytes. Over
+ * JSON pages one: two of DuckDB's JSON statements at once took the peak RSS of a 1M-row export
+ * past 300 MB (docs/performance.md).
+ */
+export function defaultStatements(input: Pick<NativePartsInput, 'pages' | 'statements'>): number {
+  return Math.max(1, input.statements ?? (input.pages === 'csv' ? Math.min(2, availableParallelism()) : 1));
+}
+
 /** One DuckDB for the export, and the folder its pages and parts are staged in. */
 export class NativeEngine {
   /** DuckDB, opening while the first pages are fetched and staged (which does not need it). */
@@ -37,6 +49,9 @@ export class NativeEngine {
   readonly #input: NativePartsInput;
   readonly #select: string;
   #pageFiles = 0;
+  /** Connections no statement runs on, and the writes waiting for one (in the order they asked). */
+  #idle: DuckDBConnection[] | undefined;
+  readonly #waiting: ((connection: DuckDBConnection) => void)[] = [];
 
   private constructor(duck: Promise<OpenDuckDb>, dir: string, input: NativePartsInput) {
     this.#duck = duck;
@@ -69,25 +84,31 @@ export class NativeEngine {
    * Writes a part from its staged pages to a Parquet file of this engine's folder (returned): one
    * statement reading every page, so DuckDB reads them side by side. A page DuckDB refuses is
    * looked for and named (`#misfit`); row counts are checked against the pages' row counts.
+   * `stop` (the failure of a part written beside it) or the export's signal stops it, its reason
+   * the error.
    */
-  async write(part: NativePart, pages: readonly StagedPage[]): Promise<string> {
+  async write(part: NativePart, pages: readonly StagedPage[], stop?: AbortSignal): Promise<string> {
     const file = join(this.#dir, `part-${part.index}.parquet`);
     try {
       const whole = pages.every((p) => p.skip === 0 && p.take === p.rowCount);
       const skip = pages[0]?.skip ?? 0;
       const query = pages.length === 0 ? `SELECT ${this.#emptySelect()} LIMIT 0` : `${this.#query(pages.map((p) => p.file))}${whole ? '' : ` LIMIT ${part.rows} OFFSET ${skip}`}`;
       let written: number;
-      const { connection } = await this.#duck;
+      const signal = AbortSignal.any([this.#input.signal, stop].filter((s) => s !== undefined));
+      const connection = await this.#lease();
       // An abort stops the statement too: DuckDB checks for an interrupt between chunks.
       const interrupt = () => connection.interrupt();
-      this.#input.signal?.addEventListener('abort', interrupt, { once: true });
+      signal.addEventListener('abort', interrupt, { once: true });
       try {
+        // A part that waited for a connection is not written once stopped.
+        signal.throwIfAborted();
         written = (await connection.run(`COPY (${query}) TO ${quoteString(file)} (${this.#copyOptions()})`)).rowsChanged;
       } catch (error) {
-        this.#input.signal?.throwIfAborted();
-        throw await this.#misfit(pages, error);
+        signal.throwIfAborted();
+        throw await this.#misfit(connection, pages, error);
       } finally {
-        this.#input.signal?.removeEventListener('abort', interrupt);
+        signal.removeEventListener('abort', interrupt);
+        this.#release(connection);
       }
       if (written !== part.rows) {
         throw new InvalidResponseError(`part ${part.index} should hold ${part.rows} rows from row ${part.firstRow}, its pages held ${written}`, {
@@ -99,6 +120,21 @@ export class NativeEngine {
     } finally {
       await Promise.all(pages.map((p) => rm(p.file, { force: true })));
     }
+  }
+
+  /** A connection no statement runs on, once there is one: writes get them in the order they asked. */
+  async #lease(): Promise<DuckDBConnection> {
+    const { connections } = await this.#duck;
+    this.#idle ??= [...connections];
+    const idle = this.#idle.shift();
+    if (idle !== undefined) return idle;
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  #release(connection: DuckDBConnection): void {
+    const next = this.#waiting.shift();
+    if (next === undefined) this.#idle!.push(connection);
+    else next(connection);
   }
 
   #copyOptions(): string {
@@ -140,8 +176,8 @@ export class NativeEngine {
    * The error for pages DuckDB refused: the first value the general decoders refuse, named with its
    * column, row and value (a `ValueDecodeError`); if they take every value, DuckDB's own message.
    */
-  async #misfit(pages: readonly StagedPage[], cause: unknown): Promise<Error> {
-    const found = this.#input.pages === 'csv' ? await this.#csvMisfit(pages, cause) : await this.#jsonMisfit(pages);
+  async #misfit(connection: DuckDBConnection, pages: readonly StagedPage[], cause: unknown): Promise<Error> {
+    const found = this.#input.pages === 'csv' ? await this.#csvMisfit(connection, pages, cause) : await this.#jsonMisfit(pages);
     if (found !== undefined) return found;
     const message = cause instanceof Error ? cause.message : String(cause);
     return new InvalidResponseError(`DuckDB could not read the result's pages: ${message}`, { method: 'writeNativeParts', executionId: this.#input.reader.executionId, cause });
@@ -164,7 +200,7 @@ export class NativeEngine {
    * A value of a CSV page that does not fit its column: the column and text the statement's
    * `error()` named (duckdbColumns.ts), found again in the pages for its row.
    */
-  async #csvMisfit(pages: readonly StagedPage[], cause: unknown): Promise<Error | undefined> {
+  async #csvMisfit(connection: DuckDBConnection, pages: readonly StagedPage[], cause: unknown): Promise<Error | undefined> {
     const message = cause instanceof Error ? cause.message : String(cause);
     for (const spec of this.#input.specs) {
       const named = new RegExp(`column "${escapeRegExp(spec.name)}" \\((.+?)\\): (.*) is not a valid \\1`, 's').exec(message);
@@ -173,7 +209,7 @@ export class NativeEngine {
       const id = quoteIdentifier(spec.name);
       const text = readColumns(this.#input.columns.map((c) => ({ ...c, read: 'VARCHAR' })));
       const sql = `SELECT n FROM (SELECT row_number() OVER () - 1 AS n, ${id} AS v FROM ${this.#read(pages.map((p) => p.file), text)}) WHERE v = ${quoteString(value)} LIMIT 1`;
-      const rows = (await (await this.#duck).connection.runAndReadAll(sql)).getRows();
+      const rows = (await connection.runAndReadAll(sql)).getRows();
       const n = rows[0]?.[0];
       if (n === undefined) continue;
       return new ValueDecodeError({ column: spec.name, type: spec.type, rowOffset: pages[0]!.offset + Number(n), path: '', value, reason: `is not a valid ${type}` });
@@ -183,8 +219,8 @@ export class NativeEngine {
 
   async close(): Promise<void> {
     try {
-      const { instance, connection } = await this.#duck;
-      connection.closeSync();
+      const { instance, connections } = await this.#duck;
+      for (const connection of connections) connection.closeSync();
       instance.closeSync();
     } catch {
       // It never opened: its error was the write's to report (or nothing was written).
@@ -196,7 +232,8 @@ export class NativeEngine {
 
 interface OpenDuckDb {
   readonly instance: DuckDBInstance;
-  readonly connection: DuckDBConnection;
+  /** One per part written at once (`statements`). */
+  readonly connections: readonly DuckDBConnection[];
 }
 
 async function openDuckDb(input: NativePartsInput, dir: string): Promise<OpenDuckDb> {
@@ -218,11 +255,16 @@ async function openDuckDb(input: NativePartsInput, dir: string): Promise<OpenDuc
     const message = error instanceof Error ? error.message : String(error);
     throw new Error(`the native export's DuckDB did not start (threads ${threads}, memory_limit ${JSON.stringify(memoryLimit)}): ${message}`, { cause: error });
   });
+  const connections: DuckDBConnection[] = [];
   try {
-    const connection = await instance.connect();
-    await connection.run(`SET TimeZone = 'UTC'`);
-    return { instance, connection };
+    for (let i = 0; i < defaultStatements(input); i++) {
+      const connection = await instance.connect();
+      connections.push(connection);
+      await connection.run(`SET TimeZone = 'UTC'`);
+    }
+    return { instance, connections };
   } catch (error) {
+    for (const connection of connections) connection.closeSync();
     instance.closeSync();
     throw error;
   }

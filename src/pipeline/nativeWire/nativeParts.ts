@@ -4,7 +4,7 @@ import type { ColumnSpec } from '../../types/decode.ts';
 import type { RangeReader } from '../stream.ts';
 import type { OrderedPage } from '../fetchOrdered.ts';
 import type { NativeColumn, NativePages } from './duckdbColumns.ts';
-import { NativeEngine, type StagedPage } from './nativeEngine.ts';
+import { defaultStatements, NativeEngine, type StagedPage } from './nativeEngine.ts';
 import { rangePages, type PageSource } from './nativePages.ts';
 
 /** Parts whose pages are in and not yet written: the one DuckDB writes, and one waiting its turn. */
@@ -42,6 +42,8 @@ export interface NativePartsInput {
   readonly signal?: AbortSignal | undefined;
   /** DuckDB's threads (default: `defaultThreads()`, one per core but one). */
   readonly threads?: number | undefined;
+  /** DuckDB's statements at once (default: `defaultStatements`, over CSV pages two where there are two cores). */
+  readonly statements?: number | undefined;
   /** DuckDB's memory limit; beyond it, it spills to its folder (default 128MB). */
   readonly memoryLimit?: string | undefined;
 }
@@ -71,22 +73,28 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
   // The parts whose pages are in, written by DuckDB one after another and stored one after another
   // while the pages of the parts after them come in. DuckDB writes a part as soon as it has written
   // the one before, not once that one is stored: the store (the file copied to its destination and
-  // hashed, the journal written) then runs beside the next statement instead of before it, and the
-  // last part's statement, the export's tail, does not wait for the stores before it. Up to
-  // WRITES_AHEAD parts wait for DuckDB or their store (their pages and files on disk, not in
-  // memory): a part DuckDB writes more slowly than the link brings the next one does not stop the
-  // link.
+  // hashed, the journal written) then runs beside the next statement instead of before it. Over CSV
+  // pages the last part, once every page is in (the link and the service idle), is written at once,
+  // beside the part before if DuckDB is still writing it (a connection of its own:
+  // `defaultStatements`): the export's tail is that part's statement alone, not the rest of the one
+  // before and then its own. Up to WRITES_AHEAD parts wait for DuckDB or their store (their pages and
+  // files on disk, not in memory): a part DuckDB writes more slowly than the link brings the next
+  // one does not stop the link.
+  const writing = new Set<Promise<unknown>>();
+  // Once a part before the last failed, the last part, written beside it, stops (a failure of the
+  // last part stops none before it: they are written and stored, as resume per part wants).
+  const failed = new AbortController();
+  // With one connection, the last part waits for the part before like any other.
+  const lastPart = defaultStatements(input) >= 2 ? input.parts.at(-1) : undefined;
   let written: Promise<unknown> | undefined;
   let stored: Promise<void> | undefined;
   const queued: Promise<void>[] = [];
   const write = async (part: NativePart, pages: StagedPage[]) => {
     const [writtenBefore, storedBefore] = [written, stored];
     const file = (async () => {
-      // None after a part DuckDB could not write; a part that waited its turn is not written once
-      // the export is stopped.
-      await writtenBefore;
-      input.signal?.throwIfAborted();
-      return engine.write(part, pages);
+      // None after a part DuckDB could not write (the last part, not waiting: stopped by `failed`).
+      if (part !== lastPart) await writtenBefore;
+      return engine.write(part, pages, failed.signal);
     })();
     const mine = (async () => {
       let path: string | undefined;
@@ -101,7 +109,14 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
       }
     })();
     // Its failure is met by whoever awaits it (the next part, or the export's end).
-    file.catch(() => undefined);
+    const settled = file.then(
+      () => undefined,
+      (error: unknown) => {
+        if (part !== lastPart) failed.abort(error);
+      },
+    );
+    writing.add(settled);
+    void settled.then(() => writing.delete(settled));
     mine.catch(() => undefined);
     written = file;
     stored = mine;
@@ -118,7 +133,8 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
     }
     await stored;
   } catch (error) {
-    await Promise.all([written?.catch(() => undefined), stored?.catch(() => undefined)]);
+    // DuckDB's statements end before it is closed.
+    await Promise.all([...writing, stored?.catch(() => undefined)]);
     throw error;
   } finally {
     await own?.close();

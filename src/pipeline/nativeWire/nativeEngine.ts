@@ -31,7 +31,7 @@ export function defaultThreads(): number {
 
 /**
  * DuckDB's connections, each running one statement at once: over CSV pages two where there are two
- * cores, so that the last part is written beside the part before (nativeParts.ts). A part's
+ * cores, so that two parts are written side by side (nativeParts.ts). A part's
  * statement over page files this small runs on one thread whatever DuckDB's threads (its CSV reader
  * splits no such file), and the same statement on another connection writes the same bytes. Over
  * JSON pages one: two of DuckDB's JSON statements at once took the peak RSS of a 1M-row export

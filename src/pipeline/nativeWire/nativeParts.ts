@@ -7,7 +7,10 @@ import type { NativeColumn, NativePages } from './duckdbColumns.ts';
 import { defaultStatements, NativeEngine, type StagedPage } from './nativeEngine.ts';
 import { rangePages, type PageSource } from './nativePages.ts';
 
-/** Parts whose pages are in and not yet written: the one DuckDB writes, and one waiting its turn. */
+/**
+ * Parts whose pages are in and not yet stored, with one statement at once: the one DuckDB writes,
+ * and one waiting its turn (each statement more at once, one more part).
+ */
 const WRITES_AHEAD = 2;
 
 /** One part of the output: rows `[firstRow, firstRow + rows)` of the result, written to one file. */
@@ -70,32 +73,31 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
   const own = input.reader.client === undefined ? new ServiceClient(input.reader.connection) : undefined;
   const client = input.reader.client ?? own!;
   const source: PageSource = { client, reader: input.reader, pages: input.pages ?? 'json', columns: input.specs.map((s) => s.name), signal: input.signal };
-  // The parts whose pages are in, written by DuckDB one after another and stored one after another
-  // while the pages of the parts after them come in. DuckDB writes a part as soon as it has written
-  // the one before, not once that one is stored: the store (the file copied to its destination and
-  // hashed, the journal written) then runs beside the next statement instead of before it. Over CSV
-  // pages the last part, once every page is in (the link and the service idle), is written at once,
-  // beside the part before if DuckDB is still writing it (a connection of its own:
-  // `defaultStatements`): the export's tail is that part's statement alone, not the rest of the one
-  // before and then its own. Up to WRITES_AHEAD parts wait for DuckDB or their store (their pages and
-  // files on disk, not in memory): a part DuckDB writes more slowly than the link brings the next
-  // one does not stop the link.
+  // The parts whose pages are in, written by DuckDB and stored one after another while the pages
+  // of the parts after them come in. DuckDB writes a part as soon as its pages are in, on a
+  // connection of its own: over CSV pages two parts at once where there are two cores
+  // (`defaultStatements`), so that DuckDB does not fall behind a link that brings a part in about
+  // the time one statement writes it, and the export's tail is the last part's statement alone.
+  // The store (the file copied to its destination and hashed, the journal written) runs beside the
+  // statements after it. Up to WRITES_AHEAD parts more than DuckDB writes at once wait for DuckDB or
+  // their store (their pages and files on disk, not in memory): a part DuckDB writes more slowly
+  // than the link brings the next one does not stop the link.
+  const statements = defaultStatements(input);
   const writing = new Set<Promise<unknown>>();
-  // Once a part before the last failed, the last part, written beside it, stops (a failure of the
-  // last part stops none before it: they are written and stored, as resume per part wants).
-  const failed = new AbortController();
-  // With one connection, the last part waits for the part before like any other.
-  const lastPart = defaultStatements(input) >= 2 ? input.parts.at(-1) : undefined;
-  let written: Promise<unknown> | undefined;
+  // A part DuckDB could not write stops the parts after it, written beside it or waiting for a
+  // connection; the parts before it are still written and stored, as resume per part wants.
+  const after = new Map<number, AbortController>();
+  let failure: { readonly at: number; readonly error: unknown } | undefined;
+  let begun = 0;
   let stored: Promise<void> | undefined;
   const queued: Promise<void>[] = [];
   const write = async (part: NativePart, pages: StagedPage[]) => {
-    const [writtenBefore, storedBefore] = [written, stored];
-    const file = (async () => {
-      // None after a part DuckDB could not write (the last part, not waiting: stopped by `failed`).
-      if (part !== lastPart) await writtenBefore;
-      return engine.write(part, pages, failed.signal);
-    })();
+    const at = begun++;
+    const stop = new AbortController();
+    if (failure !== undefined) stop.abort(failure.error);
+    after.set(at, stop);
+    const storedBefore = stored;
+    const file = engine.write(part, pages, stop.signal);
     const mine = (async () => {
       let path: string | undefined;
       try {
@@ -112,16 +114,20 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
     const settled = file.then(
       () => undefined,
       (error: unknown) => {
-        if (part !== lastPart) failed.abort(error);
+        if (failure !== undefined && failure.at < at) return;
+        failure = { at, error };
+        for (const [later, controller] of after) if (later > at) controller.abort(error);
       },
     );
     writing.add(settled);
-    void settled.then(() => writing.delete(settled));
+    void settled.then(() => {
+      writing.delete(settled);
+      after.delete(at);
+    });
     mine.catch(() => undefined);
-    written = file;
     stored = mine;
     queued.push(mine);
-    while (queued.length > WRITES_AHEAD) await queued.shift();
+    while (queued.length > statements - 1 + WRITES_AHEAD) await queued.shift();
   };
   try {
     for (const run of partRuns(input.parts)) {

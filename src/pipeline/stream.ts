@@ -13,6 +13,7 @@ import { InvalidArgumentError } from '../client/errors.ts';
 import { arrowSchema } from '../types/arrow.ts';
 import { compileJsonRowAppender, compileTextBatchReader, createBatchBuilder, restartRowOffset } from '../types/batch.ts';
 import { compileRowDecoder, type Row } from '../types/decode.ts';
+import { compileTextRowReader } from '../types/textRowReader.ts';
 import { compileTextRows } from '../types/textRows.ts';
 import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
 import type { CsvHead } from './nativeWire/csvHead.ts';
@@ -136,13 +137,12 @@ export class ResultStream implements AsyncIterable<Row> {
     if (started.first?.ipc !== undefined) started.first = undefined;
     const typing = { dates: this.#options.dates, timestamps: this.#options.timestamps };
     const decode = compileRowDecoder(started.info.columns, typing);
-    const reader = compileTextRows(started.info.columns, typing);
-    const text = reader === undefined ? undefined : new TextPages({ rows: reader });
+    const reader = compileTextRowReader(started.info.columns, typing);
+    const text = reader === undefined ? undefined : new TextPages({ rows: reader, eager: compileTextRows(started.info.columns, typing), decode });
     for await (const { page, offset, skip, take } of this.#pages(started, 'rows', text)) {
       const typed = page.typed;
       if (typed !== undefined) {
-        const { from, rows } = typed;
-        yield { at: (i) => rows[i - from]!, next: skip, end: take };
+        yield { at: typed.at, next: skip, end: take };
         continue;
       }
       const rows = page.rows;

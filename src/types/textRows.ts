@@ -24,8 +24,11 @@ import type { SqlType } from './sqlType.ts';
 /** Where the rows of a page were, what they made, and how many the page holds. */
 export interface TextRead<T> {
   readonly value: T;
-  /** Rows in the page's `rows` array (all of them, not only the ones read). */
-  readonly count: number;
+  /**
+   * Rows in the page's `rows` array (all of them, not only the ones read); undefined when they are
+   * read later, one at a time as they are used (`compileTextRowReader`), which checks the count then.
+   */
+  readonly count: number | undefined;
   /** Index of the array's `[` and one past its `]`. */
   readonly start: number;
   readonly end: number;
@@ -204,7 +207,71 @@ export const TAKEN: unique symbol = Symbol('taken');
  * a read in column order cannot give), or code cannot be generated here.
  */
 export function compileScan(columns: readonly ColumnSpec[], types: readonly SqlType[], code: ScanCode): Scanner | undefined {
-  const { emit, copyLong, direct = [] } = code;
+  const values = rowSource(columns, types, code);
+  if (values === undefined) return undefined;
+  const locals = columns.map((_, i) => `v${i}`).join(', ');
+  const body = `return function scan(s, p, from, to, out) {
+let c, q, ${locals};
+let i = 0;
+p = skipSpace(s, p + 1);
+if (s.charCodeAt(p) === 93) { o.count = 0; return p + 1; }
+for (;;) {
+if (s.charCodeAt(p) !== 123) return -1;
+if (s.charCodeAt(++p) <= 32) p = skipSpace(s, p);
+${values}
+if (i >= from && i < to) {
+${code.emit}
+}
+i++;
+if (c <= 32) { p = skipSpace(s, p); c = s.charCodeAt(p); }
+p++;
+if (c === 93) { o.count = i; return p; }
+if (c !== 44) return -1;
+if (s.charCodeAt(p) <= 32) p = skipSpace(s, p);
+}
+};`;
+  return made(body, code);
+}
+
+/** Reads the row whose `{` is at `p`, runs the emit over it, and returns where the next row starts (see {@link compileRowScan}). */
+export type RowScan = (s: string, p: number, out: unknown) => number;
+
+/**
+ * The reader of one row of a column list: `row(s, p, out)` reads the row whose `{` is at `p` (the
+ * same shape `compileScan` reads, each value as it reads it), runs `emit` for it, and returns the
+ * index after the `,` and whitespace that follow it (the next row's `{`), or after the array's `]`
+ * (then the char before that index is the `]`); -1 when the text there is not such a row. For
+ * rows read one at a time as they are used, where a page's rows built at once would all outlive
+ * a young-generation collection. Undefined where `compileScan` is.
+ */
+export function compileRowScan(columns: readonly ColumnSpec[], types: readonly SqlType[], code: ScanCode): RowScan | undefined {
+  const values = rowSource(columns, types, code);
+  if (values === undefined) return undefined;
+  const locals = columns.map((_, i) => `v${i}`).join(', ');
+  // The value code reads `i`, `from` and `to` (rows outside the range are only checked): one row, in range.
+  const body = `return function row(s, p, out) {
+let c, q, ${locals};
+const i = 0, from = 0, to = 1;
+if (s.charCodeAt(p) !== 123) return -1;
+if (s.charCodeAt(++p) <= 32) p = skipSpace(s, p);
+${values}
+${code.emit}
+if (c <= 32) { p = skipSpace(s, p); c = s.charCodeAt(p); }
+p++;
+if (c === 93) return p;
+if (c !== 44) return -1;
+if (s.charCodeAt(p) <= 32) p = skipSpace(s, p);
+return p;
+};`;
+  return made(body, code)?.scan as RowScan | undefined;
+}
+
+/**
+ * The code reading one row's values in column order into `v0..vN`, from the char after its `{` to
+ * the char after its `}` (in `c`, `p` past the `}`); undefined when the columns cannot be read so.
+ */
+function rowSource(columns: readonly ColumnSpec[], types: readonly SqlType[], code: ScanCode): string | undefined {
+  const { copyLong, direct = [] } = code;
   if (columns.length === 0 || !types.every(scalar) || new Set(columns.map((c) => c.name)).size !== columns.length) return undefined;
   const n = columns.length;
   const values = columns.map((c, i) => {
@@ -223,28 +290,12 @@ export function compileScan(columns: readonly ColumnSpec[], types: readonly SqlT
       i === n - 1 ? '' : `if (c <= 32) { p = skipSpace(s, p); }`,
     ].join('\n');
   });
-  const locals = columns.map((_, i) => `v${i}`).join(', ');
-  const body = `return function scan(s, p, from, to, out) {
-let c, q, ${locals};
-let i = 0;
-p = skipSpace(s, p + 1);
-if (s.charCodeAt(p) === 93) { o.count = 0; return p + 1; }
-for (;;) {
-if (s.charCodeAt(p) !== 123) return -1;
-if (s.charCodeAt(++p) <= 32) p = skipSpace(s, p);
-${values.join('\n')}
-if (i >= from && i < to) {
-${emit}
+  return values.join('\n');
 }
-i++;
-if (c <= 32) { p = skipSpace(s, p); c = s.charCodeAt(p); }
-p++;
-if (c === 93) { o.count = i; return p; }
-if (c !== 44) return -1;
-if (s.charCodeAt(p) <= 32) p = skipSpace(s, p);
-}
-};`;
-  const directReaders = direct.flatMap((d, i): [string, unknown][] => (d === undefined ? [] : [[`t${i}`, d]]));
+
+/** The generated function of `body` bound to what it closes over, with the state it writes. */
+function made(body: string, code: ScanCode): Scanner | undefined {
+  const directReaders = (code.direct ?? []).flatMap((d, i): [string, unknown][] => (d === undefined ? [] : [[`t${i}`, d]]));
   const bound = new Map<string, unknown>([['TAKEN', TAKEN], ...directReaders, ...code.bound]);
   const make = generated(['o', 'readNumber', 'skipSpace', ...bound.keys()], body);
   if (make === undefined) return undefined;
@@ -317,7 +368,7 @@ function textRows(columns: readonly ColumnSpec[], options: DecodeOptions): TextR
  * decoders are the library's own and never read a page (a reader is shared by every stream of
  * its column list, as are the scanner's own state and holders).
  */
-function typedValues(types: readonly SqlType[], options: DecodeOptions) {
+export function typedValues(types: readonly SqlType[], options: DecodeOptions) {
   const bound = new Map<string, unknown>(types.map((t, i): [string, ValueDecoder] => [`d${i}`, compileDecoder(t, options)]));
   const direct = types.map((t, i) => {
     const taken = { value: undefined as unknown };

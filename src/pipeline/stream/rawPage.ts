@@ -10,7 +10,7 @@ export interface RawPage extends PageShape {
   readonly rows: readonly unknown[];
   /** The page's rows as an Arrow IPC stream, from the Arrow wire. */
   readonly ipc: Uint8Array | undefined;
-  /** The page's typed rows read from its text on this thread (`rows[i - from]` is row i), for `rows()`. */
+  /** The page's typed rows read from its text on this thread, for `rows()`. */
   readonly typed?: TypedRows | undefined;
   /** The page's rows from its row `from` on, read from its text into one batch, for `batches()`. */
   readonly batch?: TextBatch | undefined;
@@ -32,10 +32,9 @@ export interface Fetched {
   readonly batch?: TextBatch | undefined;
 }
 
-/** Typed rows of a page from its row `from` on. */
+/** Typed rows of a page: row i of the page is `at(i)`, asked for in order. */
 export interface TypedRows {
-  readonly from: number;
-  readonly rows: readonly Row[];
+  readonly at: (i: number) => Row;
 }
 
 /** A page's rows from its row `from` on, as one batch. */

@@ -1,14 +1,14 @@
-import type { ColumnSpec, DecodeOptions, Row } from './decode.ts';
+import type { ColumnSpec, DecodeOptions } from './decode.ts';
 import { parseType } from './parse.ts';
-import { cachedReader, compileRowScan, rowsArrayStart, skipSpace, typedValues, type RowScan } from './textRows.ts';
+import { cachedReader, compileRowsScan, rowsArrayStart, skipSpace, typedValues, type RowsScan, type ScanState } from './textRows.ts';
 
 /**
- * Typed rows of a JSON result page read from its text one at a time, as they are used: the page's
- * rows array is located when the page arrives, and each row is read (its values decoded, its
- * object made) only when the reader gets to it. Rows built a page at a time, ahead of the
- * consumer, all outlive a young-generation collection and are copied out of it; a row made when
- * it is used dies young (measured: a third less time reading a page's rows; docs/performance.md).
- * Each row is exactly what `compileTextRows` makes of it (the same generated value code).
+ * Typed rows of a JSON result page read from its text a few at a time, as they are used: the
+ * page's rows array is located when the page arrives, and its rows are read (their values decoded,
+ * their objects made) only when the reader gets near them. Rows built a page at a time, ahead of
+ * the consumer, all outlive a young-generation collection and are copied out of it; rows made when
+ * they are used die young. Each row is exactly what `compileTextRows` makes of it (the same
+ * generated value code).
  */
 export interface TextRowReader {
   /**
@@ -18,17 +18,14 @@ export interface TextRowReader {
    */
   readonly locate: (text: string) => { start: number; end: number; first: number } | undefined;
   /**
-   * Reads the row whose `{` is at `p` into `out.row` and returns the index where the next row
-   * starts, or one past the array's `]` after the last row (the char before it is then the `]`);
-   * -1, or a throw from a decoder, when the row is not one read here (then the page is parsed and
-   * its rows decoded the general way, which raises the error, if any).
+   * Reads up to `n` rows from the one whose `{` is at `p`, pushing them onto `out`, with
+   * `state.count` the rows read; returns the index where the next row starts, or one past the
+   * array's `]` after its last row (the char before it is then the `]`); -1, or a throw from a
+   * decoder, when a row is not one read here (then the page is parsed and its rows decoded the
+   * general way, which raises the error, if any).
    */
-  readonly row: RowScan;
-}
-
-/** Where a row read writes it. */
-export interface RowOut {
-  row: Row | undefined;
+  readonly rows: RowsScan;
+  readonly state: ScanState;
 }
 
 /**
@@ -46,8 +43,8 @@ function rowReader(columns: readonly ColumnSpec[], options: DecodeOptions): Text
   const types = columns.map((c) => parseType(c.type));
   const values = typedValues(types, options);
   const literal = names.map((name, i) => `${JSON.stringify(name)}: ${values.of(i)}`).join(',\n');
-  const row = compileRowScan(columns, types, { emit: `out.row = {\n${literal}\n};`, bound: values.bound, copyLong: true, direct: values.direct });
-  return row === undefined ? undefined : { locate: locateRows, row };
+  const scanner = compileRowsScan(columns, types, { emit: `out.push({\n${literal}\n});`, bound: values.bound, copyLong: true, direct: values.direct });
+  return scanner === undefined ? undefined : { locate: locateRows, rows: scanner.scan, state: scanner.state };
 }
 
 /** Tries of `"metadata"` found back from the page's end that are not the envelope's key (a column of that name). */

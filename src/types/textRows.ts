@@ -233,37 +233,46 @@ if (s.charCodeAt(p) <= 32) p = skipSpace(s, p);
   return made(body, code);
 }
 
-/** Reads the row whose `{` is at `p`, runs the emit over it, and returns where the next row starts (see {@link compileRowScan}). */
-export type RowScan = (s: string, p: number, out: unknown) => number;
+/**
+ * Reads up to `n` rows from the one whose `{` is at `p`, runs the emit over each, sets `o.count` to
+ * the rows read, and returns where the next row starts (see {@link compileRowsScan}).
+ */
+export type RowsScan = (s: string, p: number, n: number, out: unknown) => number;
 
 /**
- * The reader of one row of a column list: `row(s, p, out)` reads the row whose `{` is at `p` (the
- * same shape `compileScan` reads, each value as it reads it), runs `emit` for it, and returns the
- * index after the `,` and whitespace that follow it (the next row's `{`), or after the array's `]`
- * (then the char before that index is the `]`); -1 when the text there is not such a row. For
- * rows read one at a time as they are used, where a page's rows built at once would all outlive
- * a young-generation collection. Undefined where `compileScan` is.
+ * The reader of the next `n` rows of an array: `rows(s, p, n, out)` reads rows from the one whose
+ * `{` is at `p` (the shape `compileScan` reads, each value as it reads it), runs `emit` for each,
+ * and stops after the n-th or at the array's `]`, with `o.count` the rows read; it returns the
+ * index after the `,` and whitespace following the last row read (the next row's `{`), or after
+ * the `]` (then the char before that index is the `]`); -1 when the text there is not such a row.
+ * For rows read a few at a time as they are used, where a page's rows built at once would all
+ * outlive a young-generation collection. Undefined where `compileScan` is.
  */
-export function compileRowScan(columns: readonly ColumnSpec[], types: readonly SqlType[], code: ScanCode): RowScan | undefined {
+export function compileRowsScan(columns: readonly ColumnSpec[], types: readonly SqlType[], code: ScanCode): { scan: RowsScan; state: ScanState } | undefined {
   const values = rowSource(columns, types, code);
   if (values === undefined) return undefined;
   const locals = columns.map((_, i) => `v${i}`).join(', ');
-  // The value code reads `i`, `from` and `to` (rows outside the range are only checked): one row, in range.
-  const body = `return function row(s, p, out) {
+  // The value code reads `i`, `from` and `to` (rows outside the range are only checked): every row here is in range.
+  const body = `return function rows(s, p, n, out) {
 let c, q, ${locals};
 const i = 0, from = 0, to = 1;
+let k = 0;
+for (;;) {
 if (s.charCodeAt(p) !== 123) return -1;
 if (s.charCodeAt(++p) <= 32) p = skipSpace(s, p);
 ${values}
 ${code.emit}
+k++;
 if (c <= 32) { p = skipSpace(s, p); c = s.charCodeAt(p); }
 p++;
-if (c === 93) return p;
+if (c === 93) { o.count = k; return p; }
 if (c !== 44) return -1;
 if (s.charCodeAt(p) <= 32) p = skipSpace(s, p);
-return p;
+if (k === n) { o.count = k; return p; }
+}
 };`;
-  return made(body, code)?.scan as RowScan | undefined;
+  const scanner = made(body, code);
+  return scanner === undefined ? undefined : { scan: scanner.scan as unknown as RowsScan, state: scanner.state };
 }
 
 /**

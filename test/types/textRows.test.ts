@@ -406,7 +406,7 @@ describe('parseResultPageText', () => {
   });
 });
 
-describe('rows read one at a time as they are used (compileTextRowReader, TextPages)', () => {
+describe('rows read a few at a time as they are used (compileTextRowReader, TextPages)', () => {
   const ctx = { method: 'getResults' };
   /** A page's answer as the client hands it over, counting its general parses. */
   const answer = (text: string) => {
@@ -487,24 +487,47 @@ describe('rows read one at a time as they are used (compileTextRowReader, TextPa
     expect(errors).toBeGreaterThan(200);
   });
 
-  it('reads a row only when it is asked for: rows before one that does not decode come from the text, that one raises the general error', () => {
+  it('reads rows only when they are near: rows before a chunk with a value that does not decode come from the text, that value raises the general error', () => {
     const columns = [
       { name: 'id', type: 'integer' },
       { name: 'day', type: 'date' },
     ];
     let n = 0;
-    const { text } = page(columns, 5, (c) => (c.type === 'integer' ? String(n++) : n === 3 ? '"2026-02-30"' : '"2026-01-01"'), 0);
+    const { text } = page(columns, 1100, (c) => (c.type === 'integer' ? String(n++) : n === 701 ? '"2026-02-30"' : '"2026-01-01"'), 0);
     const a = answer(text);
-    const rows = new TextPages({ rows: compileTextRowReader(columns)!, eager: undefined, decode: compileRowDecoder(columns) }).read(a, 700, 0, 5)!.typed!;
-    expect([rows.at(0), rows.at(1)]).toEqual([
-      { id: 0, day: '2026-01-01' },
-      { id: 1, day: '2026-01-01' },
-    ]);
+    const rows = new TextPages({ rows: compileTextRowReader(columns)!, eager: undefined, decode: compileRowDecoder(columns) }).read(a, 7000, 0, 1100)!.typed!;
+    for (let i = 0; i < 512; i++) expect(rows.at(i)).toEqual({ id: i, day: '2026-01-01' });
+    // Row 700 is in the next chunk of rows, not read yet.
     expect(a.parses).toBe(0);
-    expect(() => rows.at(2)).toThrow(/day.*702|702.*day/s);
+    expect(rows.at(512)).toEqual({ id: 512, day: '2026-01-01' });
     expect(a.parses).toBe(1);
+    expect(() => rows.at(700)).toThrow(/day.*7700|7700.*day/s);
     // The general path serves the page's rest.
-    expect(rows.at(3)).toEqual({ id: 3, day: '2026-01-01' });
+    expect(rows.at(701)).toEqual({ id: 701, day: '2026-01-01' });
+  });
+
+  it('reads pages of many chunks of rows from any row to any row, as the parsed page gives them', () => {
+    const columns = [
+      { name: 'id', type: 'bigint' },
+      { name: 'ts', type: 'timestamp(6) with time zone' },
+      { name: 'name', type: 'varchar' },
+      { name: 'amount', type: 'decimal(18, 4)' },
+    ];
+    const { text } = page(columns, 1300, (c) => pick(VALID[c.type as (typeof TYPES)[number]].filter((v) => !v.includes('+') && !v.includes('(BC)'))), 0);
+    for (const [from, to] of [
+      [0, 1300],
+      [600, 1300],
+      [511, 513],
+      [1023, 1025],
+      [5, 1000],
+      [1299, 1300],
+    ] as const) {
+      const got = textPath(text, columns, from, to, {}, 0)!;
+      expect(got.parses, `${from}-${to}`).toBe(0);
+      const expected = parsedPath(text, columns, from, to, {}, 0);
+      expect(got.outcome.rows.length, `${from}-${to}`).toBe(to - from);
+      expect(sameRows(got.outcome.rows, expected.rows), `${from}-${to}`).toBe(true);
+    }
   });
 
   it('locates the rows around whitespace and a column named "metadata", and parses a page whose rows do not end where its envelope starts', () => {
@@ -521,9 +544,9 @@ describe('rows read one at a time as they are used (compileTextRowReader, TextPa
     }
     const fewer = text.replace('"row_count":3', '"row_count":4');
     expect(textPath(fewer, columns, 0, 9, {}, 0)!.outcome.error).toMatch('result.rows holds 3 rows but result.metadata.row_count says 4');
-    // Row 1 is not the last: the parse's error, after the row before it.
+    // Row 1 is not the last: the parse's error.
     const more = text.replace('"row_count":3', '"row_count":2');
-    expect(textPath(more, columns, 0, 9, {}, 0)!.outcome).toEqual({ rows: [{ metadata: 'metadata', id: 7 }], error: expect.stringContaining('result.rows holds 3 rows but result.metadata.row_count says 2') });
+    expect(textPath(more, columns, 0, 9, {}, 0)!.outcome).toEqual({ rows: [], error: expect.stringContaining('result.rows holds 3 rows but result.metadata.row_count says 2') });
   });
 
   it('never hands out the rows of an array that JSON does not keep as result.rows', () => {

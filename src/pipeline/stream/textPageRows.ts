@@ -1,26 +1,36 @@
-/** The typed rows of one JSON page, read from its text one at a time as `rows()` asks for them. */
+/** The typed rows of one JSON page, read from its text a few at a time as `rows()` asks for them. */
 import type { Row } from '../../types/decode.ts';
 import type { TextRowReader } from '../../types/textRowReader.ts';
 import type { TypedRows } from './rawPage.ts';
 
 /**
- * Row i is read when it is asked for (rows are asked for in order), so that it dies young when
- * its consumer lets it go (see `compileTextRowReader`). The first row that is not read from the
- * text (a value that does not decode, a shape the reader does not take, an array that does not
- * end as the page's envelope says) hands it and every later row to `general`, which parses the
- * page and decodes them the general way: the same rows, or the error the general path raises.
+ * Rows read from the text at a time: few enough that the rows a read holds ahead of its consumer
+ * stay a small part of the young generation (they die there once used), enough that the generated
+ * reader runs its loop rather than a call per row.
+ */
+const CHUNK = 512;
+
+/**
+ * Rows are read when they are asked for (in order), `CHUNK` at a time (see `compileTextRowReader`).
+ * The first rows that are not read from the text (a value that does not decode, a shape the reader
+ * does not take, an array that does not end as the page's envelope says) hand themselves and every
+ * later row to `general`, which parses the page and decodes them the general way: the same rows, or
+ * the error the general path raises. A page is checked as far as its rows are read: the rows
+ * before those of a page that turns out not to parse are handed out (each what its text says),
+ * then the parse's error.
  */
 export class TextPageRows implements TypedRows {
-  /** The row read last (the reader's generated code writes it here). */
-  row: Row | undefined = undefined;
   readonly #reader: TextRowReader;
   readonly #text: string;
   /** Index of the array's end (one past its `]`), and the page's row count. */
   readonly #end: number;
   readonly #count: number;
-  /** Where row `#next` starts in the text. */
+  /** Where row `#next` (the first not read yet) starts in the text. */
   #p: number;
   #next = 0;
+  /** The rows read last, from row `#from` on. */
+  #rows: Row[] = [];
+  #from = 0;
   readonly #general: () => (i: number) => Row;
   #parsed: ((i: number) => Row) | undefined;
 
@@ -34,33 +44,37 @@ export class TextPageRows implements TypedRows {
   }
 
   readonly at = (i: number): Row => {
-    if (this.#parsed === undefined && i >= this.#next) {
-      for (;;) {
-        const k = this.#next;
-        if (!this.#read(k)) break;
-        if (k === i) return this.row!;
-      }
-    }
+    const k = i - this.#from;
+    if (k >= 0 && k < this.#rows.length) return this.#rows[k]!;
+    if (this.#parsed === undefined && i >= this.#next && this.#read(i)) return this.#rows[i - this.#from]!;
     this.#parsed ??= this.#general();
     return this.#parsed(i);
   };
 
-  /** Reads row `k` (the next one) into `row`; false when it is not one read from the text. */
-  #read(k: number): boolean {
+  /** Reads the rows from `#next` on up to row `i` (at least) into `#rows`; false when they are not read from the text. */
+  #read(i: number): boolean {
     const text = this.#text;
-    let p: number;
-    try {
-      p = this.#reader.row(text, this.#p, this);
-    } catch {
-      return false;
+    const reader = this.#reader;
+    for (;;) {
+      const from = this.#next;
+      const n = Math.min(CHUNK, this.#count - from);
+      const rows: Row[] = [];
+      let p: number;
+      try {
+        p = n > 0 ? reader.rows(text, this.#p, n, rows) : -1;
+      } catch {
+        return false;
+      }
+      if (p < 0 || reader.state.count !== n) return false;
+      // The page's last row (its row_count) ends the array, where the envelope was found to
+      // start; any other row is followed by another.
+      const last = text.charCodeAt(p - 1) === 93;
+      if (last !== (from + n === this.#count) || (last && p !== this.#end)) return false;
+      this.#p = p;
+      this.#next = from + n;
+      this.#rows = rows;
+      this.#from = from;
+      if (i < this.#next) return true;
     }
-    if (p < 0) return false;
-    // The array's last row is the page's last (its row_count), and ends the array where the
-    // envelope was found to start; any other row is followed by another.
-    const last = text.charCodeAt(p - 1) === 93;
-    if (last !== (k === this.#count - 1) || (last && p !== this.#end)) return false;
-    this.#p = p;
-    this.#next = k + 1;
-    return true;
   }
 }

@@ -56,7 +56,7 @@ const METADATA_TRIES = 4;
  * without reading the rows (a `"metadata"` key inside them is a column of that name, before the
  * envelope's). Rows are read only as they are used, the last one checked to end exactly there.
  */
-function locateRows(text: string): { start: number; end: number; first: number } | undefined {
+export function locateRows(text: string): { start: number; end: number; first: number } | undefined {
   const start = rowsArrayStart(text);
   if (start < 0) return undefined;
   let key = text.length;

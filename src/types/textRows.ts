@@ -74,6 +74,11 @@ function numeric(type: SqlType): boolean {
   }
 }
 
+/** Integer types: their values are JSON integers. */
+function integral(type: SqlType): boolean {
+  return type.kind === 'tinyint' || type.kind === 'smallint' || type.kind === 'integer' || type.kind === 'bigint';
+}
+
 const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
 
 /**
@@ -167,7 +172,16 @@ function valueSource(i: number, type: SqlType, copyLong: boolean, direct: boolea
   // Taken straight from the text by the column's own reader (no string made), else as a string.
   const value = direct ? `if (i >= from && i < to && t${i}(s, p + 1, q)) ${v} = TAKEN;\nelse ${take}` : take;
   const str = `if (c === 34) {\nq = s.indexOf('"', p + 1);\nif (q < 0) return -1;\n${controlCheck}${value}\np = q + 1;\n}`;
-  const num = `if (c === 45 || (c >= 48 && c <= 57)) {\np = readNumber(s, p, o);\nif (p < 0) return -1;\n${v} = o.v;\n}`;
+  const read = `p = readNumber(s, p, o);\nif (p < 0) return -1;\n${v} = o.v;`;
+  // An integer column's usual value, a positive integer of up to 15 digits (exact as the digits'
+  // double, as readNumber reads it), is read here without the call; anything else by readNumber.
+  const integer = `if (c >= 49 && c <= 57) {
+let m = c - 48, e = p + 1, d = s.charCodeAt(e);
+while (d >= 48 && d <= 57) { m = m * 10 + (d - 48); d = s.charCodeAt(++e); }
+if (e - p <= 15 && d !== 46 && d !== 101 && d !== 69) { ${v} = m; p = e; }
+else { ${read} }
+} else if (c === 45 || c === 48) {\n${read}\n}`;
+  const num = integral(type) ? integer : `if (c === 45 || (c >= 48 && c <= 57)) {\n${read}\n}`;
   const rest = [
     `if (c === 110 && s.startsWith('null', p)) {\n${v} = null;\np += 4;\n}`,
     `if (c === 116 && s.startsWith('true', p)) {\n${v} = true;\np += 4;\n}`,

@@ -47,5 +47,22 @@ describe('RowCursor', () => {
       'done',
       'done',
     ]);
+    // Across a row that waits a turn of the event loop too: calls made at once around it.
+    const long = new RowCursor(pages(1, 5000));
+    for (let i = 0; i < 2040; i++) await long.next();
+    const answered: number[] = [];
+    await Promise.all(Array.from({ length: 20 }, () => long.next().then((r) => answered.push((r.value as { i: number }).i))));
+    expect(answered).toEqual(Array.from({ length: 20 }, (_, i) => 2040 + i));
+  });
+
+  it('lets the event loop turn while a long page is used up (the pages fetched ahead come in meanwhile), rows still in order', async () => {
+    let turned: number | undefined;
+    const got: { page: number; i: number }[] = [];
+    for await (const row of new RowCursor(pages(1, 10_000))) {
+      if (got.length === 0) setImmediate(() => (turned = got.length));
+      got.push(row as { page: number; i: number });
+    }
+    expect(got.map((r) => r.i)).toEqual(Array.from({ length: 10_000 }, (_, i) => i));
+    expect(turned).toBeLessThan(5000);
   });
 });

@@ -11,6 +11,14 @@ export interface RowPage {
 const DONE: IteratorResult<Row, void> = Object.freeze({ done: true, value: undefined });
 
 /**
+ * Rows handed out at once between two turns of the event loop. A `for await` over rows that are
+ * all handed out at once never leaves the microtask queue: the sockets of the pages fetched ahead
+ * are not read meanwhile, their data waits in the kernel (and the server with it) until the page
+ * is used up, and the next page then arrives late. One row in so many waits a turn (setImmediate).
+ */
+const ROWS_PER_TURN = 2048;
+
+/**
  * The rows of a stream as an async generator, served from the current page without the machinery
  * of an async generator per row (measured: a generator's `yield` costs about twice a settled
  * promise, some 0.2 s per million rows). Calls are handled in order as a generator handles them;
@@ -25,6 +33,8 @@ export class RowCursor implements AsyncGenerator<Row, void, undefined> {
   #queue: Promise<unknown> | undefined;
   /** Calls queued and not settled yet: while there are any, a row cannot be handed out at once. */
   #busy = 0;
+  /** Rows handed out at once since the last turn of the event loop. */
+  #handed = 0;
 
   constructor(pages: AsyncGenerator<RowPage, void, undefined>) {
     this.#pages = pages;
@@ -39,7 +49,11 @@ export class RowCursor implements AsyncGenerator<Row, void, undefined> {
       } catch (error) {
         return this.#enqueue(() => this.#fail(error));
       }
-      return Promise.resolve({ done: false, value });
+      if (++this.#handed < ROWS_PER_TURN) return Promise.resolve({ done: false, value });
+      this.#handed = 0;
+      // Queued, so that a call made meanwhile is answered after this one.
+      const result: IteratorResult<Row, void> = { done: false, value };
+      return this.#enqueue(() => new Promise<IteratorResult<Row, void>>((resolve) => setImmediate(resolve, result)));
     }
     return this.#enqueue(() => this.#advance());
   }

@@ -25,6 +25,7 @@ export interface TextRowReader {
    * general way, which raises the error, if any).
    */
   readonly rows: RowsScan;
+  /** `count`: the rows the last call of `rows` read. */
   readonly state: ScanState;
 }
 

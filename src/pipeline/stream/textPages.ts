@@ -15,7 +15,7 @@ interface TextAnswer {
 
 /** How typed rows are read from a page's text. */
 export interface TextRowsRead {
-  /** One at a time, as they are used, where the page's rows array can be located without reading it. */
+  /** A few at a time, as they are used, where the page's rows array can be located without reading it. */
   readonly rows: TextRowReader;
   /** The rows of a page where it cannot: all read when the page arrives. */
   readonly eager: TextReader<Row[]> | undefined;
@@ -25,7 +25,7 @@ export interface TextRowsRead {
 
 /**
  * How this thread reads JSON pages whose columns it knows: straight from the text into typed rows
- * (one at a time, as they are used) or into a batch (no parsed page in between). A page of
+ * (a few at a time, as they are used) or into a batch (no parsed page in between). A page of
  * another shape is parsed the general way; after a few such pages the stream stops trying.
  */
 export class TextPages {
@@ -59,7 +59,7 @@ export class TextPages {
     return got;
   }
 
-  /** The page's rows to be read one at a time from its text, once its rows array is located. */
+  /** The page's rows to be read a few at a time from its text, once its rows array is located. */
   #typed(answer: TextAnswer, read: TextRowsRead, offset: number): Omit<Fetched, 'httpBytes' | 'wireBytes'> | undefined {
     const { rows: reader, decode } = read;
     const r = answer.parseText?.((text) => {
@@ -67,7 +67,7 @@ export class TextPages {
       return where === undefined ? undefined : { value: { text, where }, count: undefined, start: where.start, end: where.end };
     });
     if (r === undefined) return undefined;
-    // A row not read from the text: the page parsed (the answer keeps its text), and this row and
+    // Rows not read from the text: the page parsed (the answer keeps its text), and those rows and
     // the rest decoded from it, which raises the errors the general path raises.
     const general = () => {
       this.#misses++;

@@ -26,7 +26,7 @@ export interface TextRead<T> {
   readonly value: T;
   /**
    * Rows in the page's `rows` array (all of them, not only the ones read); undefined when they are
-   * read later, one at a time as they are used (`compileTextRowReader`), which checks the count then.
+   * read later, a few at a time as they are used (`compileTextRowReader`), which checks the count then.
    */
   readonly count: number | undefined;
   /** Index of the array's `[` and one past its `]`. */

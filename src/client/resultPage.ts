@@ -35,9 +35,10 @@ export function parseResultPage(res: { readonly text: string }, ctx: ErrorContex
 
 /**
  * A JSON result page whose rows `read` takes straight from the text (`compileTextRows`,
- * `compileTextBatchReader`): the envelope, with `result.rows` empty, is validated as
- * {@link parseResultPage} validates it and raises the same errors. Undefined when `read` gave up
- * or the array it read is not `result.rows`: the caller then parses the page with `parseResultPage`.
+ * `compileTextBatchReader`), or locates there to read later (`compileTextRowReader`: no `count`):
+ * the envelope, with `result.rows` empty, is validated as {@link parseResultPage} validates it and
+ * raises the same errors. Undefined when `read` gave up or the array it read is not `result.rows`:
+ * the caller then parses the page with `parseResultPage`.
  */
 export function parseResultPageText<T>(res: { readonly text: string }, ctx: ErrorContext, read: (text: string) => TextRead<T> | undefined): { page: ResultPage; value: T } | undefined {
   const text = res.text;
@@ -55,9 +56,19 @@ export function parseResultPageText<T>(res: { readonly text: string }, ctx: Erro
   const result = isRecord(value) && isRecord(value['result']) ? value['result'] : undefined;
   if (result?.['rows'] !== ROWS_MARKER) return undefined;
   result['rows'] = [];
-  const page = validEnvelope(value, ctx);
+  let page: ResultPage;
+  if (got.count === undefined) {
+    // Rows read later, as they are used: the array's end is where the reader located it, not yet
+    // where a read of the rows found it; an envelope off the protocol is the general path's to
+    // raise, from the page as it parses it (the same text, raising the same error).
+    const parsed = ResultPageSchema.safeParse(value);
+    if (!parsed.success) return undefined;
+    page = parsed.data;
+  } else {
+    page = validEnvelope(value, ctx);
+  }
   if (page.result === undefined) return undefined;
-  checkRowCount(got.count, page.result.metadata.row_count, ctx);
+  if (got.count !== undefined) checkRowCount(got.count, page.result.metadata.row_count, ctx);
   return { page, value: got.value };
 }
 

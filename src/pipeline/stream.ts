@@ -12,7 +12,8 @@ import type { RecordBatch, Schema } from 'apache-arrow';
 import { InvalidArgumentError } from '../client/errors.ts';
 import { arrowSchema } from '../types/arrow.ts';
 import { compileJsonRowAppender, compileTextBatchReader, createBatchBuilder, restartRowOffset } from '../types/batch.ts';
-import { compileRowDecoder, type Row } from '../types/decode.ts';
+import { compileRowDecoder, type Row, type RowDecoder } from '../types/decode.ts';
+import { compileTextRowReader, type TextRowReader } from '../types/textRowReader.ts';
 import { compileTextRows } from '../types/textRows.ts';
 import { toDataFrame, type PolarsDataFrame } from './dataFrame.ts';
 import type { CsvHead } from './nativeWire/csvHead.ts';
@@ -24,9 +25,10 @@ import { checkBatchSize, checkOptions, streamWire, type BatchOptions, type NodeS
 import { PageFetcher } from './stream/pageFetch.ts';
 import { pageSequence } from './stream/pageSequence.ts';
 import { headWanted, rangeReaderOf, startStreamHead, type RangeReader } from './stream/rangeReader.ts';
-import type { PageMode } from './stream/rawPage.ts';
+import type { PageMode, RawPage, RowsLater } from './stream/rawPage.ts';
 import { resolveReady, type Ready, type Resolution } from './stream/resolution.ts';
 import { RowCursor, type RowPage } from './stream/rowCursor.ts';
+import { TextPageRows } from './stream/textPageRows.ts';
 import { TextPages } from './stream/textPages.ts';
 
 // The types of the stream's API, where its callers find them.
@@ -136,13 +138,12 @@ export class ResultStream implements AsyncIterable<Row> {
     if (started.first?.ipc !== undefined) started.first = undefined;
     const typing = { dates: this.#options.dates, timestamps: this.#options.timestamps };
     const decode = compileRowDecoder(started.info.columns, typing);
-    const reader = compileTextRows(started.info.columns, typing);
-    const text = reader === undefined ? undefined : new TextPages({ rows: reader });
+    const reader = compileTextRowReader(started.info.columns, typing);
+    const text = reader === undefined ? undefined : new TextPages({ rows: reader, eager: compileTextRows(started.info.columns, typing), decode });
     for await (const { page, offset, skip, take } of this.#pages(started, 'rows', text)) {
-      const typed = page.typed;
+      const typed = page.typed ?? (page.later === undefined || reader === undefined ? undefined : laterRows(reader, page, page.later, decode, offset));
       if (typed !== undefined) {
-        const { from, rows } = typed;
-        yield { at: (i) => rows[i - from]!, next: skip, end: take };
+        yield { at: typed.at, next: skip, end: take };
         continue;
       }
       const rows = page.rows;
@@ -278,4 +279,12 @@ export class ResultStream implements AsyncIterable<Row> {
   #pages(started: Started, mode: PageMode, text?: TextPages) {
     return pageSequence({ options: this.#options, fetcher: this.#fetcher, track: (progress) => (this.#progress = progress) }, started, mode, text);
   }
+}
+
+/** The rows of a page left in its text (the first page), read from it as any other page's; parsed from the first row that is not. */
+function laterRows(reader: TextRowReader, page: RawPage, later: RowsLater, decode: RowDecoder, offset: number): TextPageRows {
+  return new TextPageRows(reader, later.text, later.where, page.rowCount, () => {
+    const rows = page.rows;
+    return (i) => decode(rows[i], offset + i);
+  });
 }

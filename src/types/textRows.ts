@@ -24,8 +24,11 @@ import type { SqlType } from './sqlType.ts';
 /** Where the rows of a page were, what they made, and how many the page holds. */
 export interface TextRead<T> {
   readonly value: T;
-  /** Rows in the page's `rows` array (all of them, not only the ones read). */
-  readonly count: number;
+  /**
+   * Rows in the page's `rows` array (all of them, not only the ones read); undefined when they are
+   * read later, a few at a time as they are used (`compileTextRowReader`), which checks the count then.
+   */
+  readonly count: number | undefined;
   /** Index of the array's `[` and one past its `]`. */
   readonly start: number;
   readonly end: number;
@@ -69,6 +72,11 @@ function numeric(type: SqlType): boolean {
     default:
       return false;
   }
+}
+
+/** Integer types: their values are JSON integers. */
+function integral(type: SqlType): boolean {
+  return type.kind === 'tinyint' || type.kind === 'smallint' || type.kind === 'integer' || type.kind === 'bigint';
 }
 
 const POW10 = Array.from({ length: 23 }, (_, i) => 10 ** i);
@@ -164,7 +172,16 @@ function valueSource(i: number, type: SqlType, copyLong: boolean, direct: boolea
   // Taken straight from the text by the column's own reader (no string made), else as a string.
   const value = direct ? `if (i >= from && i < to && t${i}(s, p + 1, q)) ${v} = TAKEN;\nelse ${take}` : take;
   const str = `if (c === 34) {\nq = s.indexOf('"', p + 1);\nif (q < 0) return -1;\n${controlCheck}${value}\np = q + 1;\n}`;
-  const num = `if (c === 45 || (c >= 48 && c <= 57)) {\np = readNumber(s, p, o);\nif (p < 0) return -1;\n${v} = o.v;\n}`;
+  const read = `p = readNumber(s, p, o);\nif (p < 0) return -1;\n${v} = o.v;`;
+  // An integer column's usual value, a positive integer of up to 15 digits (exact as the digits'
+  // double, as readNumber reads it), is read here without the call; anything else by readNumber.
+  const integer = `if (c >= 49 && c <= 57) {
+let m = c - 48, e = p + 1, d = s.charCodeAt(e);
+while (d >= 48 && d <= 57) { m = m * 10 + (d - 48); d = s.charCodeAt(++e); }
+if (e - p <= 15 && d !== 46 && d !== 101 && d !== 69) { ${v} = m; p = e; }
+else { ${read} }
+} else if (c === 45 || c === 48) {\n${read}\n}`;
+  const num = integral(type) ? integer : `if (c === 45 || (c >= 48 && c <= 57)) {\n${read}\n}`;
   const rest = [
     `if (c === 110 && s.startsWith('null', p)) {\n${v} = null;\np += 4;\n}`,
     `if (c === 116 && s.startsWith('true', p)) {\n${v} = true;\np += 4;\n}`,
@@ -204,7 +221,80 @@ export const TAKEN: unique symbol = Symbol('taken');
  * a read in column order cannot give), or code cannot be generated here.
  */
 export function compileScan(columns: readonly ColumnSpec[], types: readonly SqlType[], code: ScanCode): Scanner | undefined {
-  const { emit, copyLong, direct = [] } = code;
+  const values = rowSource(columns, types, code);
+  if (values === undefined) return undefined;
+  const locals = columns.map((_, i) => `v${i}`).join(', ');
+  const body = `return function scan(s, p, from, to, out) {
+let c, q, ${locals};
+let i = 0;
+p = skipSpace(s, p + 1);
+if (s.charCodeAt(p) === 93) { o.count = 0; return p + 1; }
+for (;;) {
+if (s.charCodeAt(p) !== 123) return -1;
+if (s.charCodeAt(++p) <= 32) p = skipSpace(s, p);
+${values}
+if (i >= from && i < to) {
+${code.emit}
+}
+i++;
+if (c <= 32) { p = skipSpace(s, p); c = s.charCodeAt(p); }
+p++;
+if (c === 93) { o.count = i; return p; }
+if (c !== 44) return -1;
+if (s.charCodeAt(p) <= 32) p = skipSpace(s, p);
+}
+};`;
+  return made(body, code);
+}
+
+/**
+ * Reads up to `n` rows from the one whose `{` is at `p`, runs the emit over each, sets `o.count` to
+ * the rows read, and returns where the next row starts (see {@link compileRowsScan}).
+ */
+export type RowsScan = (s: string, p: number, n: number, out: unknown) => number;
+
+/**
+ * The reader of the next `n` rows of an array: `rows(s, p, n, out)` reads rows from the one whose
+ * `{` is at `p` (the shape `compileScan` reads, each value as it reads it), runs `emit` for each,
+ * and stops after the n-th or at the array's `]`, with `o.count` the rows read; it returns the
+ * index after the `,` and whitespace following the last row read (the next row's `{`), or after
+ * the `]` (then the char before that index is the `]`); -1 when the text there is not such a row.
+ * For rows read a few at a time as they are used, where a page's rows built at once would all
+ * outlive a young-generation collection. Undefined where `compileScan` is.
+ */
+export function compileRowsScan(columns: readonly ColumnSpec[], types: readonly SqlType[], code: ScanCode): { scan: RowsScan; state: ScanState } | undefined {
+  const values = rowSource(columns, types, code);
+  if (values === undefined) return undefined;
+  const locals = columns.map((_, i) => `v${i}`).join(', ');
+  // The value code reads `i`, `from` and `to` (rows outside the range are only checked): every row here is in range.
+  const body = `return function rows(s, p, n, out) {
+let c, q, ${locals};
+const i = 0, from = 0, to = 1;
+let k = 0;
+for (;;) {
+if (s.charCodeAt(p) !== 123) return -1;
+if (s.charCodeAt(++p) <= 32) p = skipSpace(s, p);
+${values}
+${code.emit}
+k++;
+if (c <= 32) { p = skipSpace(s, p); c = s.charCodeAt(p); }
+p++;
+if (c === 93) { o.count = k; return p; }
+if (c !== 44) return -1;
+if (s.charCodeAt(p) <= 32) p = skipSpace(s, p);
+if (k === n) { o.count = k; return p; }
+}
+};`;
+  const scanner = made(body, code);
+  return scanner === undefined ? undefined : { scan: scanner.scan as unknown as RowsScan, state: scanner.state };
+}
+
+/**
+ * The code reading one row's values in column order into `v0..vN`, from the char after its `{` to
+ * the char after its `}` (in `c`, `p` past the `}`); undefined when the columns cannot be read so.
+ */
+function rowSource(columns: readonly ColumnSpec[], types: readonly SqlType[], code: ScanCode): string | undefined {
+  const { copyLong, direct = [] } = code;
   if (columns.length === 0 || !types.every(scalar) || new Set(columns.map((c) => c.name)).size !== columns.length) return undefined;
   const n = columns.length;
   const values = columns.map((c, i) => {
@@ -223,28 +313,12 @@ export function compileScan(columns: readonly ColumnSpec[], types: readonly SqlT
       i === n - 1 ? '' : `if (c <= 32) { p = skipSpace(s, p); }`,
     ].join('\n');
   });
-  const locals = columns.map((_, i) => `v${i}`).join(', ');
-  const body = `return function scan(s, p, from, to, out) {
-let c, q, ${locals};
-let i = 0;
-p = skipSpace(s, p + 1);
-if (s.charCodeAt(p) === 93) { o.count = 0; return p + 1; }
-for (;;) {
-if (s.charCodeAt(p) !== 123) return -1;
-if (s.charCodeAt(++p) <= 32) p = skipSpace(s, p);
-${values.join('\n')}
-if (i >= from && i < to) {
-${emit}
+  return values.join('\n');
 }
-i++;
-if (c <= 32) { p = skipSpace(s, p); c = s.charCodeAt(p); }
-p++;
-if (c === 93) { o.count = i; return p; }
-if (c !== 44) return -1;
-if (s.charCodeAt(p) <= 32) p = skipSpace(s, p);
-}
-};`;
-  const directReaders = direct.flatMap((d, i): [string, unknown][] => (d === undefined ? [] : [[`t${i}`, d]]));
+
+/** The generated function of `body` bound to what it closes over, with the state it writes. */
+function made(body: string, code: ScanCode): Scanner | undefined {
+  const directReaders = (code.direct ?? []).flatMap((d, i): [string, unknown][] => (d === undefined ? [] : [[`t${i}`, d]]));
   const bound = new Map<string, unknown>([['TAKEN', TAKEN], ...directReaders, ...code.bound]);
   const make = generated(['o', 'readNumber', 'skipSpace', ...bound.keys()], body);
   if (make === undefined) return undefined;
@@ -317,7 +391,7 @@ function textRows(columns: readonly ColumnSpec[], options: DecodeOptions): TextR
  * decoders are the library's own and never read a page (a reader is shared by every stream of
  * its column list, as are the scanner's own state and holders).
  */
-function typedValues(types: readonly SqlType[], options: DecodeOptions) {
+export function typedValues(types: readonly SqlType[], options: DecodeOptions) {
   const bound = new Map<string, unknown>(types.map((t, i): [string, ValueDecoder] => [`d${i}`, compileDecoder(t, options)]));
   const direct = types.map((t, i) => {
     const taken = { value: undefined as unknown };

@@ -7,7 +7,9 @@ import { compileJsonRowAppender, compileTextBatchReader } from '../../src/types/
 import { arrowSchema, compileRowDecoder, createBatchBuilder, parseJsonLossless, type ColumnSpec, type DecodeOptions, type Row } from '../../src/types/index.ts';
 import { textValueReader } from '../../src/types/decode.ts';
 import { parseType } from '../../src/types/parse.ts';
-import { compileTextRows, readNumber, type ScanState } from '../../src/types/textRows.ts';
+import { TextPages } from '../../src/pipeline/stream/textPages.ts';
+import { compileTextRowReader } from '../../src/types/textRowReader.ts';
+import { compileTextRows, readNumber, type ScanState, type TextRead } from '../../src/types/textRows.ts';
 import { seeded } from '../helpers/seeded.ts';
 
 /**
@@ -401,5 +403,170 @@ describe('parseResultPageText', () => {
     const decoy = text.replace('"query_id":0,', '"query_id":0,"extra":{"rows":[{"id":1,"name":"decoy"}]},');
     expect(read(decoy)).toBeUndefined();
     expect(parseResultPage({ text: decoy }, ctx).result!.rows).toHaveLength(2);
+  });
+});
+
+describe('rows read a few at a time as they are used (compileTextRowReader, TextPages)', () => {
+  const ctx = { method: 'getResults' };
+  /** A page's answer as the client hands it over, counting its general parses. */
+  const answer = (text: string) => {
+    const a = {
+      parses: 0,
+      parse: () => {
+        a.parses++;
+        return parseResultPage({ text }, ctx);
+      },
+      parseText: <T,>(read: (t: string) => TextRead<T> | undefined) => parseResultPageText({ text }, ctx, read),
+    };
+    return a;
+  };
+  type Outcome = { rows: Row[]; error?: string };
+  /** The stream's general path: the page parsed, then rows `from` to `to - 1` decoded until one throws. */
+  const parsedPath = (text: string, columns: ColumnSpec[], from: number, to: number, options: DecodeOptions, offset: number): Outcome => {
+    const out: Row[] = [];
+    try {
+      const rows = parseResultPage({ text }, ctx).result!.rows;
+      const decode = compileRowDecoder(columns, options);
+      for (let i = from; i < Math.min(to, rows.length); i++) out.push(decode(rows[i], offset + i));
+      return { rows: out };
+    } catch (error) {
+      return { rows: out, error: String(error) };
+    }
+  };
+  /** The rows read from the text, one at a time, until one throws; undefined when the page is parsed at once. */
+  const textPath = (text: string, columns: ColumnSpec[], from: number, to: number, options: DecodeOptions, offset: number) => {
+    const reader = compileTextRowReader(columns, options)!;
+    const a = answer(text);
+    let got;
+    try {
+      got = new TextPages({ rows: reader, eager: undefined, decode: compileRowDecoder(columns, options) }).read(a, offset, from, to);
+    } catch (error) {
+      return { outcome: { rows: [], error: String(error) } as Outcome, parses: a.parses, lastRead: false };
+    }
+    if (got === undefined) return undefined;
+    const out: Row[] = [];
+    const count = got.page.result!.metadata.row_count;
+    try {
+      for (let i = from; i < Math.min(to, count); i++) out.push(got.typed!.at(i));
+      return { outcome: { rows: out } as Outcome, parses: a.parses, lastRead: from < count && to >= count };
+    } catch (error) {
+      return { outcome: { rows: out, error: String(error) } as Outcome, parses: a.parses, lastRead: from < count && to >= count };
+    }
+  };
+
+  it('gives the rows and the errors of the parsed page, row for row, and parses only pages with a row it does not read', () => {
+    let read = 0;
+    let parsed = 0;
+    let errors = 0;
+    for (let k = 0; k < 1500; k++) {
+      const columns = randomColumns();
+      const canonical = rnd() < 0.5;
+      const p = page(columns, 1 + int(6), (c) => (canonical && rnd() < 0.97 ? valid(c) : token()), canonical ? 0 : 0.15);
+      const from = int(3);
+      const to = from + int(6);
+      const options: DecodeOptions = pick([{}, {}, { dates: 'date' }, { timestamps: 'string' }, { timestamps: 'micros' }]);
+      const offset = int(2) * 1000;
+      const got = textPath(p.text, columns, from, to, options, offset);
+      if (got === undefined) continue;
+      read++;
+      if (got.parses > 0) parsed++;
+      const expected = parsedPath(p.text, columns, from, to, options, offset);
+      if (expected.error !== undefined) errors++;
+      // A page that does not parse: the rows before the row where that shows are handed out (each
+      // what its text says), then the parse's error; no error when the read ends before the page's
+      // last row (the page is checked as far as it is read). Every other page: the same rows, the same error.
+      const unparsed = expected.error !== undefined && expected.rows.length === 0 && /response is not JSON|does not match the protocol|row_count/.test(expected.error);
+      const sameError = got.outcome.error === expected.error || (unparsed && got.outcome.error === undefined && !got.lastRead);
+      if ((!unparsed && !sameRows(got.outcome.rows, expected.rows)) || !sameError) {
+        throw new Error(`differs for\n${p.text}\nfrom ${from} to ${to}: ${JSON.stringify(got.outcome, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))}\nparsed: ${expected.error}`);
+      }
+    }
+    expect(read).toBeGreaterThan(600);
+    expect(parsed).toBeGreaterThan(200);
+    expect(read - parsed).toBeGreaterThan(300);
+    expect(errors).toBeGreaterThan(200);
+  });
+
+  it('reads rows only when they are near: rows before a chunk with a value that does not decode come from the text, that value raises the general error', () => {
+    const columns = [
+      { name: 'id', type: 'integer' },
+      { name: 'day', type: 'date' },
+    ];
+    let n = 0;
+    const { text } = page(columns, 1100, (c) => (c.type === 'integer' ? String(n++) : n === 701 ? '"2026-02-30"' : '"2026-01-01"'), 0);
+    const a = answer(text);
+    const rows = new TextPages({ rows: compileTextRowReader(columns)!, eager: undefined, decode: compileRowDecoder(columns) }).read(a, 7000, 0, 1100)!.typed!;
+    for (let i = 0; i < 512; i++) expect(rows.at(i)).toEqual({ id: i, day: '2026-01-01' });
+    // Row 700 is in the next chunk of rows, not read yet.
+    expect(a.parses).toBe(0);
+    expect(rows.at(512)).toEqual({ id: 512, day: '2026-01-01' });
+    expect(a.parses).toBe(1);
+    expect(() => rows.at(700)).toThrow(/day.*7700|7700.*day/s);
+    // The general path serves the page's rest.
+    expect(rows.at(701)).toEqual({ id: 701, day: '2026-01-01' });
+  });
+
+  it('reads pages of many chunks of rows from any row to any row, as the parsed page gives them', () => {
+    const columns = [
+      { name: 'id', type: 'bigint' },
+      { name: 'ts', type: 'timestamp(6) with time zone' },
+      { name: 'name', type: 'varchar' },
+      { name: 'amount', type: 'decimal(18, 4)' },
+    ];
+    const { text } = page(columns, 1300, (c) => pick(VALID[c.type as (typeof TYPES)[number]].filter((v) => !v.includes('+') && !v.includes('(BC)'))), 0);
+    for (const [from, to] of [
+      [0, 1300],
+      [600, 1300],
+      [511, 513],
+      [1023, 1025],
+      [5, 1000],
+      [1299, 1300],
+    ] as const) {
+      const got = textPath(text, columns, from, to, {}, 0)!;
+      expect(got.parses, `${from}-${to}`).toBe(0);
+      const expected = parsedPath(text, columns, from, to, {}, 0);
+      expect(got.outcome.rows.length, `${from}-${to}`).toBe(to - from);
+      expect(sameRows(got.outcome.rows, expected.rows), `${from}-${to}`).toBe(true);
+    }
+  });
+
+  it('locates the rows around whitespace and a column named "metadata", and parses a page whose rows do not end where its envelope starts', () => {
+    const columns = [
+      { name: 'metadata', type: 'varchar' },
+      { name: 'id', type: 'integer' },
+    ];
+    const { text } = page(columns, 3, (c) => (c.type === 'integer' ? '7' : '"metadata"'), 0);
+    const spaced = text.replace('}],"metadata":', '}\n] ,\n "metadata" :');
+    for (const t of [text, spaced]) {
+      const got = textPath(t, columns, 0, 9, {}, 0)!;
+      expect(got.outcome).toEqual({ rows: Array.from({ length: 3 }, () => ({ metadata: 'metadata', id: 7 })) });
+      expect(got.parses, t).toBe(0);
+    }
+    const fewer = text.replace('"row_count":3', '"row_count":4');
+    expect(textPath(fewer, columns, 0, 9, {}, 0)!.outcome.error).toMatch('result.rows holds 3 rows but result.metadata.row_count says 4');
+    // Row 1 is not the last: the parse's error.
+    const more = text.replace('"row_count":3', '"row_count":2');
+    expect(textPath(more, columns, 0, 9, {}, 0)!.outcome).toEqual({ rows: [], error: expect.stringContaining('result.rows holds 3 rows but result.metadata.row_count says 2') });
+  });
+
+  it('never hands out the rows of an array that JSON does not keep as result.rows', () => {
+    const columns = [
+      { name: 'id', type: 'integer' },
+      { name: 'name', type: 'varchar' },
+    ];
+    const { text } = page(columns, 3, (c) => (c.type === 'integer' ? '7' : '"real"'), 0);
+    const decoy = '{"id":1,"name":"decoy"},{"id":2,"name":"decoy"},{"id":3,"name":"decoy"}';
+    const real = Array.from({ length: 3 }, () => ({ id: 7, name: 'real' }));
+    for (const twice of [text.replace('"rows":[', `"rows":[${decoy}],"rows":[`), text.replace('"rows":[', `"rows":[${decoy}] ,\n"other":1,"rows":[`)]) {
+      expect(parseResultPage({ text: twice }, ctx).result!.rows).toEqual(real.map((r) => ({ ...r })));
+      // Not located: the page goes the eager way (which finds the array it read is not result.rows) or is parsed.
+      expect(compileTextRowReader(columns)!.locate(twice), twice).toBeUndefined();
+      expect(textPath(twice, columns, 0, 9, {}, 0), twice).toBeUndefined();
+    }
+    // A `]` inside a string is no array's end: such a page is still read from its text.
+    const bracket = page(columns, 2, (c) => (c.type === 'integer' ? '7' : '"a],b]}"'), 0).text;
+    expect(textPath(bracket, columns, 0, 9, {}, 0)).toBeUndefined();
+    const inString = page(columns, 2, (c) => (c.type === 'integer' ? '7' : '"[1] [2]"'), 0).text;
+    expect(textPath(inString, columns, 0, 9, {}, 0)).toMatchObject({ outcome: { rows: [{ id: 7, name: '[1] [2]' }, { id: 7, name: '[1] [2]' }] }, parses: 0 });
   });
 });

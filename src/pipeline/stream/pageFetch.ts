@@ -5,7 +5,9 @@
  */
 import { InvalidResponseError } from '../../client/errors.ts';
 import { releaseBody } from '../../client/pageBody.ts';
+import type { WirePage } from '../../client/serviceClient.ts';
 import { sameColumns, type ColumnSpec } from '../../types/decode.ts';
+import { locateRows } from '../../types/textRowReader.ts';
 import type { ResolvedSource, StreamClient } from '../source.ts';
 import { learnArrowServed } from './arrowServed.ts';
 import { streamWire, type StreamOptions } from './options.ts';
@@ -31,7 +33,16 @@ export class PageFetcher {
 
   /** The first page: on the JSON wire, or asking for Arrow (which tells whether the service serves it). */
   fetchFirst(executionId: string, offset: number, signal: AbortSignal | undefined): Promise<Fetched> {
-    return streamWire(this.#options) === 'json' ? this.fetch(executionId, { offset, limit: this.#options.pageSize }, signal) : this.#fetchFirstArrow(executionId, offset, signal);
+    return streamWire(this.#options) === 'json' ? this.#fetchFirstJson(executionId, offset, signal) : this.#fetchFirstArrow(executionId, offset, signal);
+  }
+
+  /** The first page on the JSON wire (see {@link firstJson}). */
+  async #fetchFirstJson(executionId: string, offset: number, signal: AbortSignal | undefined): Promise<Fetched> {
+    const answer = await this.#client.getResultsWire(executionId, { ...this.#resultOptions({ offset, limit: this.#options.pageSize }, signal), accept: 'json' });
+    if (answer.format === 'arrow') {
+      throw new InvalidResponseError('response does not match the protocol: JSON was asked for and an Arrow stream came back', { method: 'getResults', executionId });
+    }
+    return firstJson(answer);
   }
 
   /**
@@ -45,14 +56,14 @@ export class PageFetcher {
       learnArrowServed(this.#client);
       return { page: answer.page, httpBytes: answer.decodedBytes, wireBytes: answer.bytes, ipc: answer.ipc };
     }
-    const page = answer.parse();
-    if (this.#options.wire === 'arrow' && (answer.refused || page.result !== undefined)) {
+    const first = firstJson(answer);
+    if (this.#options.wire === 'arrow' && (answer.refused || first.page.result !== undefined)) {
       throw new InvalidResponseError(
         `wire 'arrow' was asked for, but the service ${answer.refused ? 'refused Arrow pages (406)' : 'answered a result page as JSON'}: it does not serve Arrow pages; use wire 'auto' (Arrow when offered, else JSON) or 'json'`,
         { method: 'stream', executionId },
       );
     }
-    return { page, httpBytes: answer.decodedBytes, wireBytes: answer.bytes };
+    return first;
   }
 
   /**
@@ -112,7 +123,7 @@ export class PageFetcher {
   }
 
   /** A page with a result, and the same columns as the first page: one schema for the whole stream. */
-  check(resolved: ResolvedSource, { page, httpBytes, wireBytes, ipc, typed, batch }: Fetched, columns: readonly ColumnSpec[] | undefined): RawPage {
+  check(resolved: ResolvedSource, { page, httpBytes, wireBytes, ipc, typed, batch, later }: Fetched, columns: readonly ColumnSpec[] | undefined): RawPage {
     const result = page.result;
     const ctx = { method: 'stream', executionId: resolved.execution.id };
     if (result === undefined) {
@@ -129,8 +140,33 @@ export class PageFetcher {
         ctx,
       );
     }
-    return { rows: result.rows, ipc, typed, batch, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, httpBytes, wireBytes, metadata: m };
+    const checked = { ipc, typed, batch, later, rowCount: m.row_count, nextOffset: page.next_offset, bytes: m.result_set_bytes, httpBytes, wireBytes, metadata: m };
+    if (later === undefined) return { rows: result.rows, ...checked };
+    // Rows left in the text are parsed only if something asks for them parsed (the general path).
+    let parsed: readonly unknown[] | undefined;
+    return {
+      get rows() {
+        return (parsed ??= later.parse().result?.rows ?? []);
+      },
+      ...checked,
+    };
   }
+}
+
+/**
+ * A first page that came as JSON: its rows located in its text and left there (`later`), its
+ * envelope validated as a parse validates it; parsed whole when its rows cannot be located. Its
+ * columns are not known yet: parsing a page of a few MB here would cost the time of reading its
+ * rows from the text, and hold back the requests of the pages after it.
+ */
+function firstJson(answer: Extract<WirePage, { format: 'json' }>): Fetched {
+  const bytes = { httpBytes: answer.decodedBytes, wireBytes: answer.bytes };
+  const r = answer.parseText?.((text) => {
+    const where = locateRows(text);
+    return where === undefined ? undefined : { value: { text, where }, count: undefined, start: where.start, end: where.end };
+  });
+  if (r === undefined) return { page: answer.parse(), ...bytes };
+  return { page: r.page, later: { text: r.value.text, where: r.value.where, parse: () => answer.parse() }, ...bytes };
 }
 
 function describeColumns(columns: readonly ColumnSpec[]): string {

@@ -10,10 +10,12 @@ export interface RawPage extends PageShape {
   readonly rows: readonly unknown[];
   /** The page's rows as an Arrow IPC stream, from the Arrow wire. */
   readonly ipc: Uint8Array | undefined;
-  /** The page's typed rows read from its text on this thread (`rows[i - from]` is row i), for `rows()`. */
+  /** The page's typed rows read from its text on this thread, for `rows()`. */
   readonly typed?: TypedRows | undefined;
   /** The page's rows from its row `from` on, read from its text into one batch, for `batches()`. */
   readonly batch?: TextBatch | undefined;
+  /** The page's rows located in its text, not read yet (`rows` parses the page when asked for). */
+  readonly later?: RowsLater | undefined;
   /** `result_set_bytes`: the service's count of the values as text. */
   readonly bytes: number;
   /** The HTTP body, decoded from its content coding. */
@@ -30,12 +32,25 @@ export interface Fetched {
   readonly ipc?: Uint8Array | undefined;
   readonly typed?: TypedRows | undefined;
   readonly batch?: TextBatch | undefined;
+  readonly later?: RowsLater | undefined;
 }
 
-/** Typed rows of a page from its row `from` on. */
+/**
+ * A JSON page's rows array located in its text and not read: the first page, read before its
+ * columns (and so its reader) are known, whose rows `rows()` then reads from the text as it
+ * reads every other page's, and anything else parses.
+ */
+export interface RowsLater {
+  readonly text: string;
+  /** Where the first row starts, and one past the array's `]`. */
+  readonly where: { readonly first: number; readonly end: number };
+  /** The page parsed whole (its text kept by the answer). */
+  readonly parse: () => ResultPage;
+}
+
+/** Typed rows of a page: row i of the page is `at(i)`, asked for in order. */
 export interface TypedRows {
-  readonly from: number;
-  readonly rows: readonly Row[];
+  readonly at: (i: number) => Row;
 }
 
 /** A page's rows from its row `from` on, as one batch. */

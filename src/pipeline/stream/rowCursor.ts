@@ -11,6 +11,14 @@ export interface RowPage {
 const DONE: IteratorResult<Row, void> = Object.freeze({ done: true, value: undefined });
 
 /**
+ * Rows handed out at once between two turns of the event loop. A `for await` over rows that are
+ * all handed out at once never leaves the microtask queue: the sockets of the pages fetched ahead
+ * are not read meanwhile, their data waits in the kernel (and the server with it) until the page
+ * is used up, and the next page then arrives late. One row in so many waits a turn (setImmediate).
+ */
+const ROWS_PER_TURN = 2048;
+
+/**
  * The rows of a stream as an async generator, served from the current page without the machinery
  * of an async generator per row (measured: a generator's `yield` costs about twice a settled
  * promise, some 0.2 s per million rows). Calls are handled in order as a generator handles them;
@@ -21,8 +29,12 @@ export class RowCursor implements AsyncGenerator<Row, void, undefined> {
   readonly #pages: AsyncGenerator<RowPage, void, undefined>;
   #page: RowPage | undefined;
   #done = false;
-  /** The call still running (a page being read, the pages being closed); later calls wait for it. */
+  /** The last call queued (a page being read, the pages being closed); later calls wait for it. */
   #queue: Promise<unknown> | undefined;
+  /** Calls queued and not settled yet: while there are any, a row cannot be handed out at once. */
+  #busy = 0;
+  /** Rows handed out at once since the last turn of the event loop. */
+  #handed = 0;
 
   constructor(pages: AsyncGenerator<RowPage, void, undefined>) {
     this.#pages = pages;
@@ -30,14 +42,18 @@ export class RowCursor implements AsyncGenerator<Row, void, undefined> {
 
   next(): Promise<IteratorResult<Row, void>> {
     const page = this.#page;
-    if (this.#queue === undefined && !this.#done && page !== undefined && page.next < page.end) {
+    if (this.#busy === 0 && !this.#done && page !== undefined && page.next < page.end) {
       let value: Row;
       try {
         value = page.at(page.next++);
       } catch (error) {
         return this.#enqueue(() => this.#fail(error));
       }
-      return Promise.resolve({ done: false, value });
+      if (++this.#handed < ROWS_PER_TURN) return Promise.resolve({ done: false, value });
+      this.#handed = 0;
+      // Queued, so that a call made meanwhile is answered after this one.
+      const result: IteratorResult<Row, void> = { done: false, value };
+      return this.#enqueue(() => new Promise<IteratorResult<Row, void>>((resolve) => setImmediate(resolve, result)));
     }
     return this.#enqueue(() => this.#advance());
   }
@@ -68,16 +84,19 @@ export class RowCursor implements AsyncGenerator<Row, void, undefined> {
     await this.return();
   }
 
+  /**
+   * Runs `step` after the calls queued before it. The count of calls not settled drops as the step
+   * settles, before the caller (whose reaction to `run` comes after this one's) resumes: its next
+   * call finds none and takes the row at once. (Clearing the queue one reaction later, as this
+   * did, left every call after a page's first on the queue: six promises a row instead of two.)
+   */
   #enqueue<T>(step: () => Promise<T>): Promise<T> {
+    this.#busy++;
     const run = (this.#queue ?? Promise.resolve()).then(step);
-    const settled = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.#queue = settled;
-    void settled.then(() => {
-      if (this.#queue === settled) this.#queue = undefined;
-    });
+    const done = () => {
+      this.#busy--;
+    };
+    this.#queue = run.then(done, done);
     return run;
   }
 

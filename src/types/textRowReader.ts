@@ -1,0 +1,97 @@
+import type { ColumnSpec, DecodeOptions } from './decode.ts';
+import { parseType } from './parse.ts';
+import { cachedReader, compileRowsScan, rowsArrayStart, skipSpace, typedValues, type RowsScan, type ScanState } from './textRows.ts';
+
+/**
+ * Typed rows of a JSON result page read from its text a few at a time, as they are used: the
+ * page's rows array is located when the page arrives, and its rows are read (their values decoded,
+ * their objects made) only when the reader gets near them. Rows built a page at a time, ahead of
+ * the consumer, all outlive a young-generation collection and are copied out of it; rows made when
+ * they are used die young. Each row is exactly what `compileTextRows` makes of it (the same
+ * generated value code).
+ */
+export interface TextRowReader {
+  /**
+   * Where the page's `result.rows` array is: `start` the index of its `[`, `end` one past its `]`,
+   * `first` where its first row starts. Undefined when the page is not of the shape read here (an
+   * escape anywhere, no `"metadata"` key after the array): the page is then parsed.
+   */
+  readonly locate: (text: string) => { start: number; end: number; first: number } | undefined;
+  /**
+   * Reads up to `n` rows from the one whose `{` is at `p`, pushing them onto `out`, with
+   * `state.count` the rows read; returns the index where the next row starts, or one past the
+   * array's `]` after its last row (the char before it is then the `]`); -1, or a throw from a
+   * decoder, when a row is not one read here (then the page is parsed and its rows decoded the
+   * general way, which raises the error, if any).
+   */
+  readonly rows: RowsScan;
+  /** `count`: the rows the last call of `rows` read. */
+  readonly state: ScanState;
+}
+
+/**
+ * The row reader of a column list (see {@link TextRowReader}); undefined where `compileTextRows`
+ * is (a nested column, a column named `__proto__`, no code generation).
+ */
+export function compileTextRowReader(columns: readonly ColumnSpec[], options: DecodeOptions = {}): TextRowReader | undefined {
+  return cachedReader('row', columns, options, () => rowReader(columns, options));
+}
+
+function rowReader(columns: readonly ColumnSpec[], options: DecodeOptions): TextRowReader | undefined {
+  const names = columns.map((c) => c.name);
+  // An object literal would take a `__proto__` key as the prototype.
+  if (names.includes('__proto__')) return undefined;
+  const types = columns.map((c) => parseType(c.type));
+  const values = typedValues(types, options);
+  const literal = names.map((name, i) => `${JSON.stringify(name)}: ${values.of(i)}`).join(',\n');
+  const scanner = compileRowsScan(columns, types, { emit: `out.push({\n${literal}\n});`, bound: values.bound, copyLong: true, direct: values.direct });
+  return scanner === undefined ? undefined : { locate: locateRows, rows: scanner.scan, state: scanner.state };
+}
+
+/** Tries of `"metadata"` found back from the page's end that are not the envelope's key (a column of that name). */
+const METADATA_TRIES = 4;
+
+/**
+ * The rows array of a page whose envelope has the `"metadata"` key right after it, as the service
+ * writes `{"rows":[...],"metadata":{...}}`: its end is found from the key, back over `,` and `]`,
+ * without reading the rows (a `"metadata"` key inside them is a column of that name, before the
+ * envelope's). Rows are read only as they are used, the last one checked to end exactly there.
+ */
+export function locateRows(text: string): { start: number; end: number; first: number } | undefined {
+  const start = rowsArrayStart(text);
+  if (start < 0) return undefined;
+  let key = text.length;
+  for (let k = 0; k < METADATA_TRIES; k++) {
+    key = text.lastIndexOf('"metadata"', key - 1);
+    if (key <= start) return undefined;
+    if (text.charCodeAt(skipSpace(text, key + 10)) !== 58) continue;
+    let p = skipSpaceBack(text, key - 1);
+    if (text.charCodeAt(p) !== 44) return undefined;
+    p = skipSpaceBack(text, p - 1);
+    if (text.charCodeAt(p) !== 93 || p <= start || !onlyArray(text, start, p)) return undefined;
+    return { start, end: p + 1, first: skipSpace(text, start + 1) };
+  }
+  return undefined;
+}
+
+/**
+ * Whether no array closes between `start` and the `]` at `close` but at `close`: no `]` there is
+ * followed by `,`, `}` or `]` (a string may hold any other `]`, which cannot end it). Else the
+ * text there could be an array followed by more of the envelope, such as a second `"rows"` key,
+ * whose array JSON keeps instead of the first: rows read from the first must never be handed out.
+ * A `]` is rare in rows of scalars, so the search runs at the speed of a byte search.
+ */
+function onlyArray(text: string, start: number, close: number): boolean {
+  for (let q = text.indexOf(']', start + 1); q < close; q = text.indexOf(']', q + 1)) {
+    const c = text.charCodeAt(skipSpace(text, q + 1));
+    if (c === 44 || c === 125 || c === 93) return false;
+  }
+  return true;
+}
+
+/** Index of the last non-whitespace character at or before `p`. */
+function skipSpaceBack(s: string, p: number): number {
+  let c = s.charCodeAt(p);
+  while (c === 32 || c === 10 || c === 13 || c === 9) c = s.charCodeAt(--p);
+  return p;
+}

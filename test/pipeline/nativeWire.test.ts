@@ -402,41 +402,52 @@ describe('native parts, a store beside the next write', () => {
   });
 });
 
-// Once every page is in, the last part is written at once, beside the part before if DuckDB is still
-// writing that one (the export's tail over a link): part 0, 300,000 rows, takes DuckDB a while; the
-// last part, 40 rows, is complete by the time part 0 is (before, it started only then).
-describe('native parts, the last part beside the one before', () => {
-  it('writes the last part while the part before is still being written, stores them in order, and writes every row once', async () => {
+// Over CSV pages a part is written as soon as its pages are in, beside a part DuckDB is still
+// writing (two connections): part 0, 300,000 rows, takes DuckDB a while; parts 1 and 2, 40 rows
+// each, are complete by the time part 0 is (before, each started only once the part before was
+// written). The last part, the export's tail, on more of DuckDB's threads: the same bytes.
+describe('native parts, written side by side', () => {
+  it('writes later parts while the first is still being written, stores them in order, and writes the files one connection and one thread write', async () => {
     // Tenancy is not tested here: no team instances opened at start.
     const big = await startTestService({ walledTeams: false });
     const client = new ServiceClient({ baseUrl: big.url, apiKey: TEST_KEYS.demo.admin });
     try {
-      const execution = await client.execute({ sql: 'SELECT a.id * 2000 + b.id AS id, a.name FROM sample.events a CROSS JOIN sample.events b ORDER BY id LIMIT 300040' });
+      const execution = await client.execute({ sql: 'SELECT a.id * 2000 + b.id AS id, a.name FROM sample.events a CROSS JOIN sample.events b ORDER BY id LIMIT 300080' });
       await execution.wait();
       const { write } = await nativeOver(client, execution.id, 'csv');
       const parts: NativePart[] = [
         { index: 0, firstRow: 0, rows: 300_000 },
         { index: 1, firstRow: 300_000, rows: 40 },
+        { index: 2, firstRow: 300_040, rows: 40 },
       ];
-      const lastDone: boolean[] = [];
+      const laterDone: boolean[][] = [];
       const counts: number[] = [];
       const beside: Buffer[] = [];
       await write(
         parts,
         async (part, file) => {
-          // Looked at as soon as part 0 is handed over, before anything else runs: the last part's
+          // Looked at as soon as part 0 is handed over, before anything else runs: a later part's
           // file is whole (its footer written) only if its statement ran beside part 0's.
-          if (part.index === 0) lastDone.push(wholeParquet(join(dirname(file), 'part-1.parquet')));
+          if (part.index === 0) laterDone.push([1, 2].map((i) => wholeParquet(join(dirname(file), `part-${i}.parquet`))));
           counts.push(await withDuckDb(async (con) => Number((await con.runAndReadAll(`SELECT count(DISTINCT id) FROM read_parquet('${file}')`)).getRows()[0]![0])));
           beside.push(await readFile(file));
         },
         { statements: 2 },
       );
-      expect([lastDone, counts]).toEqual([[true], [300_000, 40]]);
-      // One connection, one part after the other: the same files, byte for byte.
+      expect([laterDone, counts]).toEqual([[[true, true]], [300_000, 40, 40]]);
+      // One connection and one thread, one part after the other: the same files, byte for byte.
       const alone: Buffer[] = [];
-      await write(parts, async (_part, file) => void alone.push(await readFile(file)), { statements: 1 });
-      expect(beside.map((b, i) => b.equals(alone[i]!))).toEqual([true, true]);
+      await write(parts, async (_part, file) => void alone.push(await readFile(file)), { statements: 1, threads: 1 });
+      expect(beside.map((b, i) => b.equals(alone[i]!))).toEqual([true, true, true]);
+      // A last part of ten pages, on DuckDB's threads for the tail (the default), against one thread.
+      const tail: NativePart[] = [
+        { index: 0, firstRow: 0, rows: 80 },
+        { index: 1, firstRow: 80, rows: 300_000 },
+      ];
+      const files: Buffer[][] = [[], []];
+      await write(tail, async (_part, file) => void files[0]!.push(await readFile(file)), { statements: 2 });
+      await write(tail, async (_part, file) => void files[1]!.push(await readFile(file)), { statements: 1, threads: 1 });
+      expect(files[0]!.map((b, i) => b.equals(files[1]![i]!))).toEqual([true, true]);
     } finally {
       await client.close();
       await big.close();

@@ -493,25 +493,34 @@ stays after the last page whatever reads the pages: the part's last full row gro
 to 245,760 end in the part's last page) encoded, the rest of the part and the footer, the store and
 the commit.
 
-Over CSV pages the last part, once its pages are in, is now written at once on a second DuckDB
-connection, beside the part before if DuckDB is still writing that one (two statements on two
-connections of one thread each run side by side: two parts in 0.35 s against 0.67 s one after the
-other, the same CPU, the same files), so that the tail is the last part's statement, not also the
-rest of the one before (traced at load 3: the last part's COPY had started 0.2 s after its last
-page). A statement with two DuckDB threads is no faster: its CSV reader read these page files on
-one thread (CPU time equal to the wall time), and with two threads DuckDB plans the batch COPY,
-which took 1.0-1.7x the time and CPU of one thread for the same file. Measured at load 2.7-8 (the
-machine shared with another session), the link case of \`wire\` (\`BENCH_WIRE_LINK=3\`) alternated
-with the code before: 24 runs, medians 1.42x the bare download and 0.45 s after the last page,
-against 1.50x and 0.53 s in 39 runs (ranges 1.28-1.81x against 1.31-1.84x): a hint, inside the
-noise; two more pairs of three runs at load 2.2-3.4, medians 1.40 and 1.47x against 1.54 and 1.51x,
-0.36-0.52 s after the last page against 0.50-0.60 s. On loopback (1M rows, pairs of three runs alternated, load 5-6) the same time and CPU
-(1.77-2.36 s and 1.78-1.87 s against 1.92-2.29 s and 1.79-1.92 s), 10-25 MB more peak RSS
-(239-264 MB against 215-236 MB); the 5M-row export 6.8-7.0 s and 244-246 MB against 7.2 s and
-243-275 MB. Over JSON pages DuckDB keeps one statement at a time: the last JSON part beside the one
-before peaked at 291-317 MB for 1M rows against 281-298 MB.
+Over CSV pages DuckDB now writes two parts at once, each on a connection of its own, a part as
+soon as its pages are in (\`defaultStatements\` in src/pipeline/nativeWire/nativeEngine.ts): on a
+link that brings a part in about the time one statement writes it, DuckDB no longer falls behind
+(traced at load 3 before: the last part's COPY started 0.2 s after its last page, the part before
+still being written). Two statements on two connections of one thread each run side by side (two
+parts in 0.35 s against 0.67 s one after the other, the same CPU, the same files: a test compares
+them with one connection's). Over JSON pages DuckDB keeps one statement at a time: two at once
+peaked at 291-317 MB for 1M rows against 281-298 MB. The link case, three alternated rounds of two
+runs at load 1.9-3.4: the code before 1.29-1.58x the bare download (0.37-0.67 s after the last
+page), the last part only beside the one before 1.25-1.40x (0.34-0.56 s), every part 1.27-1.37x
+(0.34-0.37 s). On loopback (the \`wire\` run of the table, load 1.7-3.0) the export over CSV pages
+took 1.02 s (5.82x \`COPY\`) against 1.87 s (9.99x, load 1.2) in the morning's run; its 5M-row
+export peaked at 269 MB.
 
-Tried for the tail and not kept: beside that, the last part read by DuckDB as its pages come in.
+The last part, the export's tail, runs on more of DuckDB's threads (\`tailSettings\`: one per core
+up to 4, and 32 MB more memory per thread beyond the first; only when the caller set neither): its
+pages are in, the link and the service idle. DuckDB's CSV reader reads the part's page files side by
+side, the same bytes as one thread (sha256 compared; a test too); a 250,000-row part of
+sample.events took 0.20-0.21 s with two threads against 0.30 s with one. Its Parquet writer runs
+threads only as its memory limit allows: at the export's 128 MB two threads ran as one (0.30-0.33
+s), from 160 MB as two (0.20 s at 160, 192 and 256 MB), which is why an earlier trial with
+\`SET threads = 2\` alone found no gain. The link case, two alternated rounds of two runs at load
+0.8-1.1: 1.29-1.39x the bare download and 0.36-0.40 s after the last page before, 1.22-1.34x and
+0.27-0.31 s after; peak RSS on loopback the same (1M rows 278-288 MB, 5M rows 280-296 MB, both
+versions run from the sources).
+
+Tried for the tail and not kept: the last part read by DuckDB as its pages come in (with the last
+part only beside the one before).
 Its statement started with its first page and read one named pipe per page, in the page grid's
 order, each page written into its pipe decoded once in (DuckDB reads no zstd from a pipe); its pages
 were staged as always, and any page not where the grid said, failed statement or other row count

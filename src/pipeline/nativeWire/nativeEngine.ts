@@ -29,14 +29,27 @@ export function defaultThreads(): number {
   return Math.max(1, availableParallelism() - 1);
 }
 
+/** DuckDB's memory limit when the caller sets none; beyond it, it spills to the engine's folder. */
+const DEFAULT_MEMORY_MB = 128;
+
+/** DuckDB's threads and memory limit for a statement. */
+export interface EngineSettings {
+  readonly threads: number;
+  readonly memoryLimit: string;
+}
+
 /**
- * DuckDB's threads for the last part over CSV pages, when the caller sets none: once its pages are
- * in, the link and the service are idle, and its statement is the export's tail alone. DuckDB's CSV
- * reader reads the part's page files side by side (a file each), the same bytes as with one thread;
- * a 250,000-row part of sample.events took 0.21 s against 0.30 s with two threads.
+ * DuckDB's settings for the last part over CSV pages, when the caller sets neither threads nor a
+ * memory limit: once its pages are in, the link and the service are idle, and its statement is the
+ * export's tail alone. DuckDB's CSV reader reads the part's page files side by side (a file each),
+ * the same bytes as with one thread; its Parquet writer runs threads only as its memory limit
+ * allows them (at 128 MB, two ran as one). A 250,000-row part of sample.events: 0.20 s with two
+ * threads and 160 MB against 0.30 s with one (docs/performance.md).
  */
-export function lastPartThreads(input: Pick<NativePartsInput, 'pages' | 'threads'>): number | undefined {
-  return input.threads === undefined && input.pages === 'csv' ? Math.min(4, availableParallelism()) : undefined;
+export function tailSettings(input: Pick<NativePartsInput, 'pages' | 'threads' | 'memoryLimit'>): EngineSettings | undefined {
+  if (input.threads !== undefined || input.memoryLimit !== undefined || input.pages !== 'csv') return undefined;
+  const threads = Math.max(defaultThreads(), Math.min(4, availableParallelism()));
+  return { threads, memoryLimit: `${DEFAULT_MEMORY_MB + 32 * (threads - 1)}MB` };
 }
 
 /**
@@ -59,8 +72,8 @@ export class NativeEngine {
   readonly #input: NativePartsInput;
   readonly #select: string;
   #pageFiles = 0;
-  /** DuckDB's threads now (`write` may raise them for a part). */
-  #threads: number;
+  /** DuckDB's settings, once `write` changed them for a part. */
+  #settings: EngineSettings | undefined;
   /** Connections no statement runs on, and the writes waiting for one (in the order they asked). */
   #idle: DuckDBConnection[] | undefined;
   readonly #waiting: ((connection: DuckDBConnection) => void)[] = [];
@@ -71,7 +84,6 @@ export class NativeEngine {
     duck.catch(() => undefined);
     this.#dir = dir;
     this.#input = input;
-    this.#threads = input.threads ?? defaultThreads();
     this.#select = input.columns.map((c) => `${c.value} AS ${quoteIdentifier(c.name)}`).join(', ');
   }
 
@@ -100,7 +112,7 @@ export class NativeEngine {
    * `stop` (the failure of a part written beside it) or the export's signal stops it, its reason
    * the error.
    */
-  async write(part: NativePart, pages: readonly StagedPage[], stop?: AbortSignal, threads?: number): Promise<string> {
+  async write(part: NativePart, pages: readonly StagedPage[], stop?: AbortSignal, settings?: EngineSettings): Promise<string> {
     const file = join(this.#dir, `part-${part.index}.parquet`);
     try {
       const whole = pages.every((p) => p.skip === 0 && p.take === p.rowCount);
@@ -115,10 +127,11 @@ export class NativeEngine {
       try {
         // A part that waited for a connection is not written once stopped.
         signal.throwIfAborted();
-        // DuckDB's threads are the instance's: a raise also serves a statement still running beside.
-        if (threads !== undefined && threads !== this.#threads) {
-          await connection.run(`SET threads = ${threads}`);
-          this.#threads = threads;
+        // DuckDB's settings are the instance's: a raise also serves a statement still running beside.
+        if (settings !== undefined && settings !== this.#settings) {
+          await connection.run(`SET threads = ${settings.threads}`);
+          await connection.run(`SET memory_limit = ${quoteString(settings.memoryLimit)}`);
+          this.#settings = settings;
         }
         written = (await connection.run(`COPY (${query}) TO ${quoteString(file)} (${this.#copyOptions()})`)).rowsChanged;
       } catch (error) {
@@ -257,7 +270,7 @@ interface OpenDuckDb {
 async function openDuckDb(input: NativePartsInput, dir: string): Promise<OpenDuckDb> {
   const { DuckDBInstance } = await import('@duckdb/node-api');
   const threads = input.threads ?? defaultThreads();
-  const memoryLimit = input.memoryLimit ?? '128MB';
+  const memoryLimit = input.memoryLimit ?? `${DEFAULT_MEMORY_MB}MB`;
   const instance = await DuckDBInstance.create(':memory:', {
     threads: String(threads),
     memory_limit: memoryLimit,

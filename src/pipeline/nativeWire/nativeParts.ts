@@ -4,7 +4,7 @@ import type { ColumnSpec } from '../../types/decode.ts';
 import type { RangeReader } from '../stream.ts';
 import type { OrderedPage } from '../fetchOrdered.ts';
 import type { NativeColumn, NativePages } from './duckdbColumns.ts';
-import { defaultStatements, lastPartThreads, NativeEngine, type StagedPage } from './nativeEngine.ts';
+import { defaultStatements, NativeEngine, tailSettings, type StagedPage } from './nativeEngine.ts';
 import { rangePages, type PageSource } from './nativePages.ts';
 
 /**
@@ -85,7 +85,7 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
   const statements = defaultStatements(input);
   // The last part, the export's tail, on more of DuckDB's threads (the link and the service idle).
   const lastPart = input.parts.at(-1);
-  const lastThreads = lastPartThreads(input);
+  const tail = tailSettings(input);
   const writing = new Set<Promise<unknown>>();
   // A part DuckDB could not write stops the parts after it, written beside it or waiting for a
   // connection; the parts before it are still written and stored, as resume per part wants.
@@ -100,7 +100,7 @@ export async function writeNativeParts(input: NativePartsInput): Promise<void> {
     if (failure !== undefined) stop.abort(failure.error);
     after.set(at, stop);
     const storedBefore = stored;
-    const file = engine.write(part, pages, stop.signal, part === lastPart ? lastThreads : undefined);
+    const file = engine.write(part, pages, stop.signal, part === lastPart ? tail : undefined);
     const mine = (async () => {
       let path: string | undefined;
       try {

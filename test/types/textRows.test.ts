@@ -166,6 +166,18 @@ function page(columns: ColumnSpec[], rows: number, values: (column: ColumnSpec) 
   return { text, columns };
 }
 
+/**
+ * A random read: random columns, a page of 1-6 rows (canonical half the time, else with odd shapes
+ * and tokens), rows `[from, to)` of it, and one of `options`.
+ */
+function randomRead(options: readonly DecodeOptions[]) {
+  const columns = randomColumns();
+  const canonical = rnd() < 0.5;
+  const p = page(columns, 1 + int(6), (c) => (canonical && rnd() < 0.97 ? valid(c) : token()), canonical ? 0 : 0.15);
+  const from = int(3);
+  return { columns, p, from, to: from + int(6), options: pick(options) };
+}
+
 function randomColumns(): ColumnSpec[] {
   const n = 1 + int(6);
   return Array.from({ length: n }, (_, i) => ({ name: pick(['id', 'ts', 'name', 'value', 'a b', 'ключ', 'x"y', '1', '🎉k', 'a_column_name_longer_than_twenty_four']) + i, type: pick(TYPES) }));
@@ -210,12 +222,7 @@ describe('text scanner against JSON.parse and the decoders', () => {
     let gaveUp = 0;
     let generalThrew = 0;
     for (let k = 0; k < 1500; k++) {
-      const columns = randomColumns();
-      const canonical = rnd() < 0.5;
-      const p = page(columns, 1 + int(6), (c) => (canonical && rnd() < 0.97 ? valid(c) : token()), canonical ? 0 : 0.15);
-      const from = int(3);
-      const to = from + int(6);
-      const options: DecodeOptions = pick([{}, {}, { dates: 'date' }, { timestamps: 'string' }, { timestamps: 'micros' }, { timestamps: 'nanos' }]);
+      const { columns, p, from, to, options } = randomRead([{}, {}, { dates: 'date' }, { timestamps: 'string' }, { timestamps: 'micros' }, { timestamps: 'nanos' }]);
       const expected = general(p.text, columns, from, to, options);
       const reader = compileTextRows(columns, options);
       expect(reader).toBeDefined();
@@ -459,12 +466,7 @@ describe('rows read a few at a time as they are used (compileTextRowReader, Text
     let parsed = 0;
     let errors = 0;
     for (let k = 0; k < 1500; k++) {
-      const columns = randomColumns();
-      const canonical = rnd() < 0.5;
-      const p = page(columns, 1 + int(6), (c) => (canonical && rnd() < 0.97 ? valid(c) : token()), canonical ? 0 : 0.15);
-      const from = int(3);
-      const to = from + int(6);
-      const options: DecodeOptions = pick([{}, {}, { dates: 'date' }, { timestamps: 'string' }, { timestamps: 'micros' }]);
+      const { columns, p, from, to, options } = randomRead([{}, {}, { dates: 'date' }, { timestamps: 'string' }, { timestamps: 'micros' }]);
       const offset = int(2) * 1000;
       const got = textPath(p.text, columns, from, to, options, offset);
       if (got === undefined) continue;

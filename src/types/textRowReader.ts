@@ -1,6 +1,6 @@
 import type { ColumnSpec, DecodeOptions } from './decode.ts';
-import { parseType } from './parse.ts';
-import { cachedReader, compileRowsScan, rowsArrayStart, skipSpace, typedValues, type RowsScan, type ScanState } from './textRows.ts';
+import type { SqlType } from './sqlType.ts';
+import { cachedReader, rowEnd, rowsArrayStart, rowSource, scannerOf, skipSpace, typedRowsCode, type ScanCode, type ScanState } from './textRows.ts';
 
 /**
  * Typed rows of a JSON result page read from its text a few at a time, as they are used: the
@@ -38,14 +38,44 @@ export function compileTextRowReader(columns: readonly ColumnSpec[], options: De
 }
 
 function rowReader(columns: readonly ColumnSpec[], options: DecodeOptions): TextRowReader | undefined {
-  const names = columns.map((c) => c.name);
-  // An object literal would take a `__proto__` key as the prototype.
-  if (names.includes('__proto__')) return undefined;
-  const types = columns.map((c) => parseType(c.type));
-  const values = typedValues(types, options);
-  const literal = names.map((name, i) => `${JSON.stringify(name)}: ${values.of(i)}`).join(',\n');
-  const scanner = compileRowsScan(columns, types, { emit: `out.push({\n${literal}\n});`, bound: values.bound, copyLong: true, direct: values.direct });
+  const rows = typedRowsCode(columns, options);
+  const scanner = rows === undefined ? undefined : compileRowsScan(columns, rows.types, rows.code);
   return scanner === undefined ? undefined : { locate: locateRows, rows: scanner.scan, state: scanner.state };
+}
+
+/**
+ * Reads up to `n` rows from the one whose `{` is at `p`, runs the emit over each, sets `o.count` to
+ * the rows read, and returns where the next row starts (see {@link compileRowsScan}).
+ */
+export type RowsScan = (s: string, p: number, n: number, out: unknown) => number;
+
+/**
+ * The reader of the next `n` rows of an array: `rows(s, p, n, out)` reads rows from the one whose
+ * `{` is at `p` (the shape `compileScan` reads, each value as it reads it), runs `emit` for each,
+ * and stops after the n-th or at the array's `]`, with `o.count` the rows read; it returns the
+ * index after the `,` and whitespace following the last row read (the next row's `{`), or after
+ * the `]` (then the char before that index is the `]`); -1 when the text there is not such a row.
+ * Undefined where `compileScan` is.
+ */
+function compileRowsScan(columns: readonly ColumnSpec[], types: readonly SqlType[], code: ScanCode): { scan: RowsScan; state: ScanState } | undefined {
+  const values = rowSource(columns, types, code);
+  if (values === undefined) return undefined;
+  const locals = columns.map((_, i) => `v${i}`).join(', ');
+  // The value code reads `i`, `from` and `to` (rows outside the range are only checked): every row here is in range.
+  const body = `return function rows(s, p, n, out) {
+let c, q, ${locals};
+const i = 0, from = 0, to = 1;
+let k = 0;
+for (;;) {
+${values}
+${code.emit}
+k++;
+${rowEnd('k')}
+if (k === n) { o.count = k; return p; }
+}
+};`;
+  const scanner = scannerOf(body, code);
+  return scanner === undefined ? undefined : { scan: scanner.scan as unknown as RowsScan, state: scanner.state };
 }
 
 /** Tries of `"metadata"` found back from the page's end that are not the envelope's key (a column of that name). */

@@ -230,70 +230,22 @@ let i = 0;
 p = skipSpace(s, p + 1);
 if (s.charCodeAt(p) === 93) { o.count = 0; return p + 1; }
 for (;;) {
-if (s.charCodeAt(p) !== 123) return -1;
-if (s.charCodeAt(++p) <= 32) p = skipSpace(s, p);
 ${values}
 if (i >= from && i < to) {
 ${code.emit}
 }
 i++;
-if (c <= 32) { p = skipSpace(s, p); c = s.charCodeAt(p); }
-p++;
-if (c === 93) { o.count = i; return p; }
-if (c !== 44) return -1;
-if (s.charCodeAt(p) <= 32) p = skipSpace(s, p);
+${rowEnd('i')}
 }
 };`;
-  return made(body, code);
+  return scannerOf(body, code);
 }
 
 /**
- * Reads up to `n` rows from the one whose `{` is at `p`, runs the emit over each, sets `o.count` to
- * the rows read, and returns where the next row starts (see {@link compileRowsScan}).
+ * The code reading one row's values in column order into `v0..vN`, from its `{` (at `p`) to the
+ * char after its `}` (in `c`, `p` past the `}`); undefined when the columns cannot be read so.
  */
-export type RowsScan = (s: string, p: number, n: number, out: unknown) => number;
-
-/**
- * The reader of the next `n` rows of an array: `rows(s, p, n, out)` reads rows from the one whose
- * `{` is at `p` (the shape `compileScan` reads, each value as it reads it), runs `emit` for each,
- * and stops after the n-th or at the array's `]`, with `o.count` the rows read; it returns the
- * index after the `,` and whitespace following the last row read (the next row's `{`), or after
- * the `]` (then the char before that index is the `]`); -1 when the text there is not such a row.
- * For rows read a few at a time as they are used, where a page's rows built at once would all
- * outlive a young-generation collection. Undefined where `compileScan` is.
- */
-export function compileRowsScan(columns: readonly ColumnSpec[], types: readonly SqlType[], code: ScanCode): { scan: RowsScan; state: ScanState } | undefined {
-  const values = rowSource(columns, types, code);
-  if (values === undefined) return undefined;
-  const locals = columns.map((_, i) => `v${i}`).join(', ');
-  // The value code reads `i`, `from` and `to` (rows outside the range are only checked): every row here is in range.
-  const body = `return function rows(s, p, n, out) {
-let c, q, ${locals};
-const i = 0, from = 0, to = 1;
-let k = 0;
-for (;;) {
-if (s.charCodeAt(p) !== 123) return -1;
-if (s.charCodeAt(++p) <= 32) p = skipSpace(s, p);
-${values}
-${code.emit}
-k++;
-if (c <= 32) { p = skipSpace(s, p); c = s.charCodeAt(p); }
-p++;
-if (c === 93) { o.count = k; return p; }
-if (c !== 44) return -1;
-if (s.charCodeAt(p) <= 32) p = skipSpace(s, p);
-if (k === n) { o.count = k; return p; }
-}
-};`;
-  const scanner = made(body, code);
-  return scanner === undefined ? undefined : { scan: scanner.scan as unknown as RowsScan, state: scanner.state };
-}
-
-/**
- * The code reading one row's values in column order into `v0..vN`, from the char after its `{` to
- * the char after its `}` (in `c`, `p` past the `}`); undefined when the columns cannot be read so.
- */
-function rowSource(columns: readonly ColumnSpec[], types: readonly SqlType[], code: ScanCode): string | undefined {
+export function rowSource(columns: readonly ColumnSpec[], types: readonly SqlType[], code: ScanCode): string | undefined {
   const { copyLong, direct = [] } = code;
   if (columns.length === 0 || !types.every(scalar) || new Set(columns.map((c) => c.name)).size !== columns.length) return undefined;
   const n = columns.length;
@@ -313,11 +265,24 @@ function rowSource(columns: readonly ColumnSpec[], types: readonly SqlType[], co
       i === n - 1 ? '' : `if (c <= 32) { p = skipSpace(s, p); }`,
     ].join('\n');
   });
-  return values.join('\n');
+  return ['if (s.charCodeAt(p) !== 123) return -1;', 'if (s.charCodeAt(++p) <= 32) p = skipSpace(s, p);', ...values].join('\n');
+}
+
+/**
+ * The code after a row's `}` (in `c`): past the `,` and the whitespace after it to the next row,
+ * or past the array's `]`, returning there with `o.count` the rows counted in `count`; -1 on
+ * anything else.
+ */
+export function rowEnd(count: string): string {
+  return `if (c <= 32) { p = skipSpace(s, p); c = s.charCodeAt(p); }
+p++;
+if (c === 93) { o.count = ${count}; return p; }
+if (c !== 44) return -1;
+if (s.charCodeAt(p) <= 32) p = skipSpace(s, p);`;
 }
 
 /** The generated function of `body` bound to what it closes over, with the state it writes. */
-function made(body: string, code: ScanCode): Scanner | undefined {
+export function scannerOf(body: string, code: ScanCode): Scanner | undefined {
   const directReaders = (code.direct ?? []).flatMap((d, i): [string, unknown][] => (d === undefined ? [] : [[`t${i}`, d]]));
   const bound = new Map<string, unknown>([['TAKEN', TAKEN], ...directReaders, ...code.bound]);
   const make = generated(['o', 'readNumber', 'skipSpace', ...bound.keys()], body);
@@ -372,15 +337,24 @@ export function compileTextRows(columns: readonly ColumnSpec[], options: DecodeO
 }
 
 function textRows(columns: readonly ColumnSpec[], options: DecodeOptions): TextReader<Row[]> | undefined {
+  const rows = typedRowsCode(columns, options);
+  const scanner = rows === undefined ? undefined : compileScan(columns, rows.types, rows.code);
+  if (scanner === undefined) return undefined;
+  return (text, from, to) => readRows(scanner, text, from, to, [] as Row[]);
+}
+
+/**
+ * The columns' types and the scan code pushing each row as its typed row object onto `out`, for
+ * every reader of typed rows from a page's text; undefined for a column named `__proto__` (an
+ * object literal would take that key as the prototype).
+ */
+export function typedRowsCode(columns: readonly ColumnSpec[], options: DecodeOptions): { types: SqlType[]; code: ScanCode } | undefined {
   const names = columns.map((c) => c.name);
-  // An object literal would take a `__proto__` key as the prototype.
   if (names.includes('__proto__')) return undefined;
   const types = columns.map((c) => parseType(c.type));
   const values = typedValues(types, options);
   const literal = names.map((name, i) => `${JSON.stringify(name)}: ${values.of(i)}`).join(',\n');
-  const scanner = compileScan(columns, types, { emit: `out.push({\n${literal}\n});`, bound: values.bound, copyLong: true, direct: values.direct });
-  if (scanner === undefined) return undefined;
-  return (text, from, to) => readRows(scanner, text, from, to, [] as Row[]);
+  return { types, code: { emit: `out.push({\n${literal}\n});`, bound: values.bound, copyLong: true, direct: values.direct } };
 }
 
 /**
@@ -391,7 +365,7 @@ function textRows(columns: readonly ColumnSpec[], options: DecodeOptions): TextR
  * decoders are the library's own and never read a page (a reader is shared by every stream of
  * its column list, as are the scanner's own state and holders).
  */
-export function typedValues(types: readonly SqlType[], options: DecodeOptions) {
+function typedValues(types: readonly SqlType[], options: DecodeOptions) {
   const bound = new Map<string, unknown>(types.map((t, i): [string, ValueDecoder] => [`d${i}`, compileDecoder(t, options)]));
   const direct = types.map((t, i) => {
     const taken = { value: undefined as unknown };

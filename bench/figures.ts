@@ -25,6 +25,7 @@ export const FIGURES = [
   { id: 'wire-csv-floor', area: 'wire', what: "the floor of any reader of those CSV pages with DuckDB: the pages already on disk, one plain typed `read_csv` statement to zstd Parquet (no checks, nothing fetched or stored), 1 / 2 DuckDB threads, time (and CPU) against the same `COPY`" },
   { id: 'wire-native-csv-plain', area: 'wire', what: "the same over CSV pages uncompressed (the client's `compression: off`: each page received, joined and staged by the client as text)" },
   { id: 'wire-native-json', area: 'wire', what: 'export to zstd Parquet over JSON pages by the native path, time (and CPU) against DuckDB `COPY ... TO parquet` of the same rows' },
+  { id: 'wire-json-floor', area: 'wire', what: "the floor of any reader of those JSON pages with DuckDB: each page's rows array already on disk, one plain typed `read_json` statement to zstd Parquet (no checks, nothing fetched or stored), 1 / 2 DuckDB threads, time (and CPU) against the same `COPY`" },
   { id: 'wire-native-general', area: 'wire', what: 'native export over CSV / over JSON pages, speed against the general path over JSON pages (JS decoders, one thread)' },
   { id: 'wire-native-peak', area: 'wire', what: 'peak RSS of the native export over CSV pages, 1M rows / 5M rows' },
   { id: 'wire-threads', area: 'wire', what: 'native export over CSV pages with 2 DuckDB threads, speed (and CPU) against 1, the service on the same 2 cores' },
@@ -538,6 +539,34 @@ before's COPY and the last part's need some 0.66 s of CPU in the last 0.4 s of t
 the service, the link and the client share. On a quiet machine the stream would leave the last page
 and the last row group (some 0.1 s) after the link, against the last part's whole statement (0.3
 s); that was not measurable here.
+
+Where the rest of the link case's time goes, traced with the link proxy (each piece it carried, and
+when the link stood idle) on a quiet machine (load 0.5-1.7): the export carries the bare download's
+18.5 MB and the first JSON page's 0.57 MB (the columns, the total and the page grid; 0.05 s of the
+link), and the link stands idle 1-113 ms in a run (most often some 50 ms): once at the start, while
+the first CSV pages after the first go out over new connections, and, now and then, once in the
+middle, when the page at the head of the ordered window takes six times as long as the others (the
+link shares its bandwidth unevenly) and the pages done behind it fill the window. The last page is
+in 1.67-1.85 s after the first request (bare download: 1.53-1.63 s); the client has it within 3 ms
+of the proxy delivering it. What follows is the last part's statement and store, 0.21-0.30 s. Each
+of these was tried against the code before, alternated, eight link runs a side, and changed no
+median beyond the runs' spread: the first CSV pages all asked for at once (the page grid given, an
+upper bound of any earlier start: medians 1.30 and 1.38x against 1.32 and 1.33x); a window of 12
+pages instead of 6 (1.28 and 1.32x against 1.31 and 1.32x); the proxy's and the service's processes
+at a higher priority (\`renice -10\`: no change, so neither is starved by the client's CPU); and the
+last part's pages inserted into a DuckDB table as they come in, one statement per page with the
+part's typed columns and checks, so that after the last page only its insert and a \`COPY\` of the
+table are left (a \`COPY\` of the table: 0.05-0.09 s against 0.20 s for the part's statement; the same
+bytes whatever the threads; 20 % more of DuckDB's CPU for the part). The inserts, 40-50 ms a page on
+one thread beside the part before's statement, fell behind pages that come in some 45 ms apart and in
+bursts: two or three were still to run at the last page, the file written 0.17 s after it; the link
+case 1.30 and 1.34x against 1.30 and 1.29x without (every part so: no better). Not kept.
+
+Over JSON pages the floor is higher still: DuckDB's own \`read_json\` of the pages' rows arrays
+already on disk into zstd Parquet, typed and unchecked, takes 2.78x \`COPY\`'s time with two threads
+and 5.06x with one (CPU about 3x: the \`wire-json-floor\` row, load 1.6), which leaves a 3x target
+0.2x of \`COPY\` for the fetch, the checks, the staging and the stores; the JS decoders' path is above
+it too (\`JSON.parse\` of the pages alone costs some 5x \`COPY\` on one core).
 
 What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps
 itself (its cast of zoned text goes through ICU, five times the cost of the rest of the column);

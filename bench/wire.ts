@@ -6,7 +6,7 @@
 //   pages were kept in zstd) and over JSON pages, and the general path over JSON pages (JS decoders,
 //   one thread), each in a process of its own (compiled, as parallel.ts runs them): time and CPU
 //   against COPY's, peak RSS; over CSV pages at 5x the rows too (bounded memory);
-// - the floor of any reader of the CSV pages with DuckDB (bench/csvFloor.ts): the pages already on
+// - the floor of any reader of the CSV or JSON pages with DuckDB (bench/readerFloor.ts): the pages already on
 //   disk read by one plain typed statement into Parquet, with 1 and 2 threads, against COPY;
 // - the native export over CSV pages with 1 and 2 DuckDB threads (the service shares the cores
 //   here; docs/performance.md has the run with the service pinned to a core of its own);
@@ -30,7 +30,7 @@ import type { NativeMode } from '../src/export/nativeExport.ts';
 import { stream } from '../src/pipeline/stream.ts';
 import { sampleEventsSelect } from '../src/service/engine/tables/sampleEvents.ts';
 import { runChildCase } from './childCase.ts';
-import { csvFloor } from './csvFloor.ts';
+import { readerFloor } from './readerFloor.ts';
 import { recordFigure } from './figures.ts';
 import { bare, startProxy } from './link.ts';
 import type { OfficialInput } from './linkCase.ts';
@@ -106,9 +106,13 @@ type ExportCase = (label: string, executionId: string, native: NativeMode | unde
 async function everyCase(svc: Faulty, client: ServiceClient, id: string, dataDir: string, exportCase: ExportCase): Promise<void> {
   const copy = await duckdbCopy(dataDir, ROWS);
   console.log(`\nDuckDB COPY ... TO parquet (zstd) of the same rows: ${secs(copy.ms)} s, CPU ${secs(copy.cpuMs)} s`);
-  const floors = await csvFloor(svc.url, KEY, id, ROWS, (await stream(client, { executionId: id }).info()).pageSize, dataDir);
-  for (const f of floors) console.log(`the floor: DuckDB reading the same CSV pages (zstd, on disk) to Parquet, ${f.threads} thread(s): ${secs(f.ms)} s = ${x(f.ms / copy.ms)} COPY, CPU ${secs(f.cpuMs)} s = ${x(f.cpuMs / copy.cpuMs)}`);
-  record('wire-csv-floor', floors.map((f) => `${x(f.ms / copy.ms)}`).join(' / ') + ` the time (CPU ${floors.map((f) => x(f.cpuMs / copy.cpuMs)).join(' / ')})`);
+  const pageSize = (await stream(client, { executionId: id }).info()).pageSize;
+  for (const pages of ['csv', 'json'] as const) {
+    const floors = await readerFloor(svc.url, KEY, id, ROWS, pageSize, dataDir, pages);
+    const what = pages === 'csv' ? 'CSV pages (zstd, on disk)' : "JSON pages' rows arrays (on disk)";
+    for (const f of floors) console.log(`the floor: DuckDB reading the same ${what} to Parquet, ${f.threads} thread(s): ${secs(f.ms)} s = ${x(f.ms / copy.ms)} COPY, CPU ${secs(f.cpuMs)} s = ${x(f.cpuMs / copy.cpuMs)}`);
+    record(`wire-${pages}-floor`, floors.map((f) => `${x(f.ms / copy.ms)}`).join(' / ') + ` the time (CPU ${floors.map((f) => x(f.cpuMs / copy.cpuMs)).join(' / ')})`);
+  }
   console.log('export to zstd Parquet, parts of a quarter of the rows   seconds  vs COPY  CPU s  CPU vs COPY  peak RSS');
   const line = (label: string, r: CaseResult) =>
     console.log(`${label.padEnd(55)} ${secs(r.ms).padStart(8)}  ${x(r.ms / copy.ms).padStart(7)}  ${secs(r.cpuMs).padStart(5)}  ${x(r.cpuMs / copy.cpuMs).padStart(11)}  ${mb(r.peakRss).padStart(8)}`);

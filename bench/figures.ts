@@ -23,6 +23,7 @@ export const FIGURES = [
   { id: 'export-time-image', area: 'parallel', what: "time of the one-thread export over JSON pages with the image's memory settings, against without them" },
   { id: 'wire-native-csv', area: 'wire', what: 'export to zstd Parquet over CSV pages by the native path (the default for a service without Arrow pages; pages in zstd, handed to DuckDB as received), time (and CPU) against DuckDB `COPY ... TO parquet` of the same rows' },
   { id: 'wire-csv-floor', area: 'wire', what: "the floor of any reader of those CSV pages with DuckDB: the pages already on disk, one plain typed `read_csv` statement to zstd Parquet (no checks, nothing fetched or stored), 1 / 2 DuckDB threads, time (and CPU) against the same `COPY`" },
+  { id: 'wire-csv-checked', area: 'wire', what: "the same CSV pages on disk read by the native path's own statement (every column as text, checked and cast as an export checks them; nothing fetched or stored), 1 / 2 DuckDB threads, time (and CPU) against the same `COPY`" },
   { id: 'wire-native-csv-plain', area: 'wire', what: "the same over CSV pages uncompressed (the client's `compression: off`: each page received, joined and staged by the client as text)" },
   { id: 'wire-native-json', area: 'wire', what: 'export to zstd Parquet over JSON pages by the native path, time (and CPU) against DuckDB `COPY ... TO parquet` of the same rows' },
   { id: 'wire-json-floor', area: 'wire', what: "the floor of any reader of those JSON pages with DuckDB: each page's rows array already on disk, one plain typed `read_json` statement to zstd Parquet (no checks, nothing fetched or stored), 1 / 2 DuckDB threads, time (and CPU) against the same `COPY`" },
@@ -562,11 +563,20 @@ one thread beside the part before's statement, fell behind pages that come in so
 bursts: two or three were still to run at the last page, the file written 0.17 s after it; the link
 case 1.30 and 1.34x against 1.30 and 1.29x without (every part so: no better). Not kept.
 
-Over JSON pages the floor is higher still: DuckDB's own \`read_json\` of the pages' rows arrays
-already on disk into zstd Parquet, typed and unchecked, takes 2.78x \`COPY\`'s time with two threads
-and 5.06x with one (CPU about 3x: the \`wire-json-floor\` row, load 1.6), which leaves a 3x target
-0.2x of \`COPY\` for the fetch, the checks, the staging and the stores; the JS decoders' path is above
-it too (\`JSON.parse\` of the pages alone costs some 5x \`COPY\` on one core).
+The bench now reads the same pages on disk three ways (\`readerFloor\` in bench/readerFloor.ts,
+two runs at load 0.8-1.6): DuckDB's plainest typed \`read_csv\` of the CSV pages to zstd Parquet,
+2.47-2.64x \`COPY\`'s time with two threads (4.59-4.90x with one); the native path's own statement
+over the same files (every column read as text, checked and cast: \`pagesSelect\` in
+src/pipeline/nativeWire/duckdbColumns.ts), 3.36x with two threads (6.24x with one; its CPU 1.2x the
+plain read's); and \`read_json\` of the JSON pages' rows arrays, typed and unchecked, 2.78-2.91x with
+two threads (5.06-5.46x with one). So the export's own statement, with nothing fetched, staged or
+stored and the service idle, is already past 3x \`COPY\` on this machine, and over JSON pages a
+reader with no checks at all leaves a 3x target 0.1-0.2x of \`COPY\` for the rest. The checks are
+what exactness costs: read typed, DuckDB's CSV reader rounds \`1.5\` into a bigint and takes \`0x10\`,
+\`1_000\` and \`yes\`; reading the checked columns as text costs as much as the checks and casts
+together (the same statement with every column read as text and nothing cast: the same CPU), and a
+cheaper-looking check (\`ltrim\` of the digits against the regular expression) cost 1.6x the
+statement.
 
 What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps
 itself (its cast of zoned text goes through ICU, five times the cost of the rest of the column);

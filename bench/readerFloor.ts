@@ -9,15 +9,23 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { request } from 'undici';
+import { nativeColumns, pagesSelect } from '../src/pipeline/nativeWire/duckdbColumns.ts';
 import { pageRows } from '../src/pipeline/nativeWire/pageRows.ts';
+import { SAMPLE_EVENTS_COLUMNS } from '../src/service/engine/tables/sampleEvents.ts';
 
 export interface ReaderFloor {
   readonly threads: number;
+  /** The plain typed read, or the native path's own statement (its columns read as text, checked and cast). */
+  readonly read: 'plain' | 'checked';
   readonly ms: number;
   readonly cpuMs: number;
 }
 
-/** The result's pages in `pages`' encoding, fetched into `dir` (untimed), then read by DuckDB with 1 and 2 threads. */
+/**
+ * The result's pages in `pages`' encoding, fetched into `dir` (untimed), then read by DuckDB with 1
+ * and 2 threads; CSV pages also by the native path's own statement (every column read as text,
+ * checked and cast: what exactness costs beside the plain read).
+ */
 export async function readerFloor(url: string, key: string, executionId: string, rows: number, pageSize: number, dir: string, pages: 'csv' | 'json'): Promise<ReaderFloor[]> {
   const folder = await mkdtemp(join(dir, `${pages}-floor-`));
   try {
@@ -28,7 +36,9 @@ export async function readerFloor(url: string, key: string, executionId: string,
       files.push(file);
     }
     const out: ReaderFloor[] = [];
-    for (const threads of [1, 2]) out.push({ threads, ...(await readPages(files, threads, join(folder, `floor-${threads}.parquet`), rows, pages)) });
+    for (const read of pages === 'csv' ? (['plain', 'checked'] as const) : (['plain'] as const)) {
+      for (const threads of [1, 2]) out.push({ threads, read, ...(await readPages(files, threads, join(folder, `floor-${read}-${threads}.parquet`), rows, pages, read)) });
+    }
     return out;
   } finally {
     await rm(folder, { recursive: true, force: true });
@@ -47,7 +57,7 @@ async function fetchPage(url: string, key: string, executionId: string, offset: 
   return csv ? body : pageRows(body, { method: 'readerFloor' }).rows;
 }
 
-async function readPages(files: readonly string[], threads: number, file: string, rows: number, pages: 'csv' | 'json'): Promise<{ ms: number; cpuMs: number }> {
+async function readPages(files: readonly string[], threads: number, file: string, rows: number, pages: 'csv' | 'json', read: 'plain' | 'checked'): Promise<{ ms: number; cpuMs: number }> {
   const instance = await DuckDBInstance.create(':memory:', { threads: String(threads), preserve_insertion_order: 'true' });
   const connection = await instance.connect();
   try {
@@ -55,8 +65,12 @@ async function readPages(files: readonly string[], threads: number, file: string
     const list = `[${files.map((f) => `'${f}'`).join(', ')}]`;
     // The JSON reader parses the zoned timestamps itself (as the native path reads them from JSON pages).
     const columns = `{'id': 'BIGINT', 'ts': '${pages === 'csv' ? 'VARCHAR' : 'TIMESTAMPTZ'}', 'name': 'VARCHAR', 'value': 'DOUBLE', 'amount': 'DECIMAL(18, 4)', 'quantity': 'INTEGER', 'flag': 'BOOLEAN', 'day': 'DATE'}`;
+    const native = nativeColumns(SAMPLE_EVENTS_COLUMNS, pages);
+    if (!('columns' in native)) throw new Error(`sample.events is not read natively: ${native.reason}`);
     const select =
-      pages === 'csv'
+      read === 'checked'
+        ? pagesSelect(native.columns, files, pages)
+        : pages === 'csv'
         ? `SELECT id, make_timestamptz(epoch_us(CAST(left(ts, -4) AS TIMESTAMP))) AS ts, name, value, amount, quantity, flag, day FROM read_csv(${list}, header = true, auto_detect = false, delim = ',', quote = '"', escape = '"', columns = ${columns})`
         : `SELECT * FROM read_json(${list}, format = 'array', columns = ${columns})`;
     const cpu = process.cpuUsage();

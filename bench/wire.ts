@@ -7,7 +7,8 @@
 //   one thread), each in a process of its own (compiled, as parallel.ts runs them): time and CPU
 //   against COPY's, peak RSS; over CSV pages at 5x the rows too (bounded memory);
 // - the floor of any reader of the CSV or JSON pages with DuckDB (bench/readerFloor.ts): the pages already on
-//   disk read by one plain typed statement into Parquet, with 1 and 2 threads, against COPY;
+//   disk read by one plain typed statement into Parquet, with 1 and 2 threads, against COPY; and the
+//   CSV pages by the native path's own statement (every column as text, checked and cast);
 // - the native export over CSV pages with 1 and 2 DuckDB threads (the service shares the cores
 //   here; docs/performance.md has the run with the service pinned to a core of its own);
 // - at 50 ms of latency per request (the service's `faults`): the official TypeScript client
@@ -110,8 +111,14 @@ async function everyCase(svc: Faulty, client: ServiceClient, id: string, dataDir
   for (const pages of ['csv', 'json'] as const) {
     const floors = await readerFloor(svc.url, KEY, id, ROWS, pageSize, dataDir, pages);
     const what = pages === 'csv' ? 'CSV pages (zstd, on disk)' : "JSON pages' rows arrays (on disk)";
-    for (const f of floors) console.log(`the floor: DuckDB reading the same ${what} to Parquet, ${f.threads} thread(s): ${secs(f.ms)} s = ${x(f.ms / copy.ms)} COPY, CPU ${secs(f.cpuMs)} s = ${x(f.cpuMs / copy.cpuMs)}`);
-    record(`wire-${pages}-floor`, floors.map((f) => `${x(f.ms / copy.ms)}`).join(' / ') + ` the time (CPU ${floors.map((f) => x(f.cpuMs / copy.cpuMs)).join(' / ')})`);
+    for (const f of floors) {
+      const how = f.read === 'plain' ? 'the floor: DuckDB reading' : "the native path's own statement (checks and casts) reading";
+      console.log(`${how} the same ${what} to Parquet, ${f.threads} thread(s): ${secs(f.ms)} s = ${x(f.ms / copy.ms)} COPY, CPU ${secs(f.cpuMs)} s = ${x(f.cpuMs / copy.cpuMs)}`);
+    }
+    for (const read of ['plain', 'checked'] as const) {
+      const of = floors.filter((f) => f.read === read);
+      if (of.length > 0) record(read === 'checked' ? 'wire-csv-checked' : `wire-${pages}-floor`, of.map((f) => `${x(f.ms / copy.ms)}`).join(' / ') + ` the time (CPU ${of.map((f) => x(f.cpuMs / copy.cpuMs)).join(' / ')})`);
+    }
   }
   console.log('export to zstd Parquet, parts of a quarter of the rows   seconds  vs COPY  CPU s  CPU vs COPY  peak RSS');
   const line = (label: string, r: CaseResult) =>

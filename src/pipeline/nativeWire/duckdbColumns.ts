@@ -163,3 +163,27 @@ export function quoteString(text: string): string {
 export function readColumns(columns: readonly NativeColumn[]): string {
   return `{${columns.map((c) => `${quoteString(c.name)}: ${quoteString(c.read)}`).join(', ')}}`;
 }
+
+/**
+ * The select of a part's staged pages, as the part's statement reads them: each column's value
+ * (its checks) over its cast, read by `readPages` with the columns' read types.
+ */
+export function pagesSelect(columns: readonly NativeColumn[], files: readonly string[], pages: NativePages): string {
+  const read = readPages(files, readColumns(columns), pages);
+  const select = columns.map((c) => `${c.value} AS ${quoteIdentifier(c.name)}`).join(', ');
+  if (columns.every((c) => c.cast === undefined)) return `SELECT ${select} FROM ${read}`;
+  const casts = columns.map((c) => (c.cast === undefined ? quoteIdentifier(c.name) : `${c.cast} AS ${quoteIdentifier(c.name)}`)).join(', ');
+  return `SELECT ${select} FROM (SELECT ${casts} FROM ${read})`;
+}
+
+/**
+ * The table function reading staged pages, with `columns` (`readColumns`' argument). CSV: the
+ * service's dialect (protocol.md), read by position with the header line skipped, an unquoted
+ * empty field as NULL and a quoted one as the empty string; a line with more or fewer fields than
+ * columns stops the statement. JSON: each file a page's rows array.
+ */
+export function readPages(files: readonly string[], columns: string, pages: NativePages): string {
+  const list = `[${files.map(quoteString).join(', ')}]`;
+  if (pages !== 'csv') return `read_json(${list}, format = 'array', columns = ${columns})`;
+  return `read_csv(${list}, header = true, auto_detect = false, delim = ',', quote = '"', escape = '"', nullstr = '', allow_quoted_nulls = false, strict_mode = true, columns = ${columns})`;
+}

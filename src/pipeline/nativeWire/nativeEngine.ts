@@ -6,7 +6,7 @@ import { InvalidResponseError } from '../../client/errors.ts';
 import { compileRowDecoder } from '../../types/decode.ts';
 import { ValueDecodeError } from '../../types/errors.ts';
 import { parseJsonLossless } from '../../types/json.ts';
-import { quoteIdentifier, quoteString, readColumns } from './duckdbColumns.ts';
+import { pagesSelect, quoteIdentifier, quoteString, readColumns, readPages } from './duckdbColumns.ts';
 import type { NativePage } from './nativePages.ts';
 import type { NativePart, NativePartsInput } from './nativeParts.ts';
 
@@ -70,7 +70,6 @@ export class NativeEngine {
   readonly #duck: Promise<OpenDuckDb>;
   readonly #dir: string;
   readonly #input: NativePartsInput;
-  readonly #select: string;
   #pageFiles = 0;
   /** DuckDB's settings, once `write` changed them for a part. */
   #settings: EngineSettings | undefined;
@@ -84,7 +83,6 @@ export class NativeEngine {
     duck.catch(() => undefined);
     this.#dir = dir;
     this.#input = input;
-    this.#select = input.columns.map((c) => `${c.value} AS ${quoteIdentifier(c.name)}`).join(', ');
   }
 
   /**
@@ -185,22 +183,7 @@ export class NativeEngine {
   }
 
   #query(files: readonly string[]): string {
-    const read = this.#read(files, readColumns(this.#input.columns));
-    const columns = this.#input.columns;
-    if (columns.every((c) => c.cast === undefined)) return `SELECT ${this.#select} FROM ${read}`;
-    const casts = columns.map((c) => (c.cast === undefined ? quoteIdentifier(c.name) : `${c.cast} AS ${quoteIdentifier(c.name)}`)).join(', ');
-    return `SELECT ${this.#select} FROM (SELECT ${casts} FROM ${read})`;
-  }
-
-  /**
-   * The table function reading the staged pages. CSV: the service's dialect (protocol.md), read by
-   * position with the header line skipped, an unquoted empty field as NULL and a quoted one as the
-   * empty string; a line with more or fewer fields than columns stops the statement.
-   */
-  #read(files: readonly string[], columns: string): string {
-    const list = `[${files.map(quoteString).join(', ')}]`;
-    if (this.#input.pages !== 'csv') return `read_json(${list}, format = 'array', columns = ${columns})`;
-    return `read_csv(${list}, header = true, auto_detect = false, delim = ',', quote = '"', escape = '"', nullstr = '', allow_quoted_nulls = false, strict_mode = true, columns = ${columns})`;
+    return pagesSelect(this.#input.columns, files, this.#input.pages ?? 'json');
   }
 
   /**
@@ -239,7 +222,7 @@ export class NativeEngine {
       const [, type, value] = named as unknown as [string, string, string];
       const id = quoteIdentifier(spec.name);
       const text = readColumns(this.#input.columns.map((c) => ({ ...c, read: 'VARCHAR' })));
-      const sql = `SELECT n FROM (SELECT row_number() OVER () - 1 AS n, ${id} AS v FROM ${this.#read(pages.map((p) => p.file), text)}) WHERE v = ${quoteString(value)} LIMIT 1`;
+      const sql = `SELECT n FROM (SELECT row_number() OVER () - 1 AS n, ${id} AS v FROM ${readPages(pages.map((p) => p.file), text, this.#input.pages ?? 'json')}) WHERE v = ${quoteString(value)} LIMIT 1`;
       const rows = (await connection.runAndReadAll(sql)).getRows();
       const n = rows[0]?.[0];
       if (n === undefined) continue;

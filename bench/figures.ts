@@ -27,6 +27,7 @@ export const FIGURES = [
   { id: 'wire-native-csv-plain', area: 'wire', what: "the same over CSV pages uncompressed (the client's `compression: off`: each page received, joined and staged by the client as text)" },
   { id: 'wire-native-json', area: 'wire', what: 'export to zstd Parquet over JSON pages by the native path, time (and CPU) against DuckDB `COPY ... TO parquet` of the same rows' },
   { id: 'wire-json-floor', area: 'wire', what: "the floor of any reader of those JSON pages with DuckDB: each page's rows array already on disk, one plain typed `read_json` statement to zstd Parquet (no checks, nothing fetched or stored), 1 / 2 DuckDB threads, time (and CPU) against the same `COPY`" },
+  { id: 'wire-json-checked', area: 'wire', what: "the same JSON pages' rows arrays on disk read by the native path's own statement (its typed columns, checked and cast as an export checks them; nothing fetched or stored), 1 / 2 DuckDB threads, time (and CPU) against the same `COPY`" },
   { id: 'wire-native-general', area: 'wire', what: 'native export over CSV / over JSON pages, speed against the general path over JSON pages (JS decoders, one thread)' },
   { id: 'wire-native-peak', area: 'wire', what: 'peak RSS of the native export over CSV pages, 1M rows / 5M rows' },
   { id: 'wire-threads', area: 'wire', what: 'native export over CSV pages with 2 DuckDB threads, speed (and CPU) against 1, the service on the same 2 cores' },
@@ -563,20 +564,29 @@ one thread beside the part before's statement, fell behind pages that come in so
 bursts: two or three were still to run at the last page, the file written 0.17 s after it; the link
 case 1.30 and 1.34x against 1.30 and 1.29x without (every part so: no better). Not kept.
 
-The bench now reads the same pages on disk three ways (\`readerFloor\` in bench/readerFloor.ts,
-two runs at load 0.8-1.6): DuckDB's plainest typed \`read_csv\` of the CSV pages to zstd Parquet,
-2.47-2.64x \`COPY\`'s time with two threads (4.59-4.90x with one); the native path's own statement
-over the same files (every column read as text, checked and cast: \`pagesSelect\` in
-src/pipeline/nativeWire/duckdbColumns.ts), 3.36x with two threads (6.24x with one; its CPU 1.2x the
-plain read's); and \`read_json\` of the JSON pages' rows arrays, typed and unchecked, 2.78-2.91x with
-two threads (5.06-5.46x with one). So the export's own statement, with nothing fetched, staged or
-stored and the service idle, is already past 3x \`COPY\` on this machine, and over JSON pages a
-reader with no checks at all leaves a 3x target 0.1-0.2x of \`COPY\` for the rest. The checks are
-what exactness costs: read typed, DuckDB's CSV reader rounds \`1.5\` into a bigint and takes \`0x10\`,
-\`1_000\` and \`yes\`; reading the checked columns as text costs as much as the checks and casts
-together (the same statement with every column read as text and nothing cast: the same CPU), and a
-cheaper-looking check (\`ltrim\` of the digits against the regular expression) cost 1.6x the
-statement.
+The bench now reads the same pages on disk two ways each (\`readerFloor\` in bench/readerFloor.ts;
+three runs at load 0.8-2.8, the JSON pages' checked statement in the last): DuckDB's plainest typed
+\`read_csv\` of the CSV pages to zstd Parquet, 2.37-2.64x \`COPY\`'s time with two threads
+(4.24-4.90x with one); the native path's own statement over the same files (every column read as
+text, checked and cast: \`pagesSelect\` in src/pipeline/nativeWire/duckdbColumns.ts), 3.06-3.36x
+with two threads (5.66-6.24x with one; its CPU 1.2-1.3x the plain read's); \`read_json\` of the JSON
+pages' rows arrays, typed and unchecked, 2.65-2.91x with two threads (4.85-5.46x with one), and the
+native path's statement over them 3.85x (6.73x). So the export's own statement, with nothing
+fetched, staged or stored and the service idle, is already at or past 3x \`COPY\` on this machine;
+over JSON pages a reader with no checks at all leaves a 3x target 0.1-0.35x of \`COPY\` for the
+rest. The checks are what exactness costs: read typed, DuckDB's CSV reader rounds \`1.5\` into a
+bigint and takes \`0x10\`, \`1_000\` and \`yes\`; reading the checked columns as text costs as much
+as the checks and casts together (the same statement with every column read as text and nothing
+cast: the same CPU), and a cheaper-looking check (\`ltrim\` of the digits against the regular
+expression) cost 1.6x the statement.
+
+On loopback, where every page is in within 0.3 s, the last part's two threads cost time: its
+statement starts with the part before's and three threads share two cores (the export
+with DuckDB's threads set to 1, which keeps the tail on one thread too, 0.96-1.06 s against
+1.04-1.18 s by default in the three runs). Over the link the part before is nearly done when the
+last part starts, and the tail's threads take some 0.1 s off it; the threads are chosen when the
+statement starts, before it is known when the part before will end. Left as it is: the link is
+where the tail matters.
 
 What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps
 itself (its cast of zoned text goes through ICU, five times the cost of the rest of the column);

@@ -4,7 +4,8 @@
 // statement with the plainest typed read (no checks, no `<nil>`, each column parsed as its type;
 // the zoned timestamp's ` UTC` cut from CSV text as the native path cuts it). Fetching, staging and
 // storing are not in it: what stays is DuckDB's own reading of the text, which no reader of these
-// pages goes below. For bench/wire.ts, which sets it beside `COPY` of the same rows from a table.
+// pages goes below. Beside it, the native path's own statement over the same files: what its checks
+// and casts add. For bench/wire.ts, which sets both beside `COPY` of the same rows from a table.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -23,8 +24,8 @@ export interface ReaderFloor {
 
 /**
  * The result's pages in `pages`' encoding, fetched into `dir` (untimed), then read by DuckDB with 1
- * and 2 threads; CSV pages also by the native path's own statement (every column read as text,
- * checked and cast: what exactness costs beside the plain read).
+ * and 2 threads, plainly typed and by the native path's own statement (its columns read as text,
+ * checked and cast, as an export reads them: what exactness costs beside the plain read).
  */
 export async function readerFloor(url: string, key: string, executionId: string, rows: number, pageSize: number, dir: string, pages: 'csv' | 'json'): Promise<ReaderFloor[]> {
   const folder = await mkdtemp(join(dir, `${pages}-floor-`));
@@ -36,7 +37,7 @@ export async function readerFloor(url: string, key: string, executionId: string,
       files.push(file);
     }
     const out: ReaderFloor[] = [];
-    for (const read of pages === 'csv' ? (['plain', 'checked'] as const) : (['plain'] as const)) {
+    for (const read of ['plain', 'checked'] as const) {
       for (const threads of [1, 2]) out.push({ threads, read, ...(await readPages(files, threads, join(folder, `floor-${read}-${threads}.parquet`), rows, pages, read)) });
     }
     return out;

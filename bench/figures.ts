@@ -581,12 +581,18 @@ cast: the same CPU), and a cheaper-looking check (\`ltrim\` of the digits agains
 expression) cost 1.6x the statement.
 
 On loopback, where every page is in within 0.3 s, the last part's two threads cost time: its
-statement starts with the part before's and three threads share two cores (the export
-with DuckDB's threads set to 1, which keeps the tail on one thread too, 0.96-1.06 s against
-1.04-1.18 s by default in the three runs). Over the link the part before is nearly done when the
-last part starts, and the tail's threads take some 0.1 s off it; the threads are chosen when the
-statement starts, before it is known when the part before will end. Left as it is: the link is
-where the tail matters.
+statement starts with the part before's and three threads share two cores (the export with DuckDB's
+threads set to 1, which keeps the tail on one thread too, 0.96-1.06 s against 1.04-1.18 s by
+default in the three runs). Over the link the part before is nearly done when the last part starts,
+and the tail's threads take some 0.1 s off it. The threads are chosen when the statement starts,
+before it is known when the part before will end; what tells the two apart is whether the last part
+waited for a connection (DuckDB behind the pages, both connections busy). It now keeps one thread
+then. Loopback, five runs alternated with the code before (load 1-2): 0.99-1.03 s (median 1.01 s)
+and 1.73-1.77 s of CPU, against 1.03-1.46 s (1.07 s) and 1.77-1.89 s; peak RSS 268-288 against
+278-293 MB. The link case, two rounds of eight runs a side at load 1.3-2.2: medians 1.32 and 1.33x
+against 1.27 and 1.31x, the time after the last page 0.23-0.28 s both ways (where DuckDB keeps up
+with the link the last part does not wait, and nothing changes; the medians differ by less than
+the runs' spread).
 
 What was tried for the native path and not kept: CSV pages with DuckDB casting \` UTC\` timestamps
 itself (its cast of zoned text goes through ICU, five times the cost of the rest of the column);

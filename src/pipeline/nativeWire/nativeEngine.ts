@@ -41,7 +41,8 @@ export interface EngineSettings {
 /**
  * DuckDB's settings for the last part over CSV pages, when the caller sets neither threads nor a
  * memory limit: once its pages are in, the link and the service are idle, and its statement is the
- * export's tail alone. DuckDB's CSV reader reads the part's page files side by side (a file each),
+ * export's tail alone (unless it waited for a connection: then DuckDB is behind the pages, and the
+ * part before is written beside it on the other core). DuckDB's CSV reader reads the part's page files side by side (a file each),
  * the same bytes as with one thread; its Parquet writer runs threads only as its memory limit
  * allows them (at 128 MB, two ran as one). A 250,000-row part of sample.events: 0.20 s with two
  * threads and 160 MB against 0.30 s with one (docs/performance.md).
@@ -108,7 +109,7 @@ export class NativeEngine {
    * statement reading every page, so DuckDB reads them side by side. A page DuckDB refuses is
    * looked for and named (`#misfit`); row counts are checked against the pages' row counts.
    * `stop` (the failure of a part written beside it) or the export's signal stops it, its reason
-   * the error.
+   * the error. `settings` raise DuckDB's for the statement unless it waited for a connection.
    */
   async write(part: NativePart, pages: readonly StagedPage[], stop?: AbortSignal, settings?: EngineSettings): Promise<string> {
     const file = join(this.#dir, `part-${part.index}.parquet`);
@@ -118,7 +119,11 @@ export class NativeEngine {
       const query = pages.length === 0 ? `SELECT ${this.#emptySelect()} LIMIT 0` : `${this.#query(pages.map((p) => p.file))}${whole ? '' : ` LIMIT ${part.rows} OFFSET ${skip}`}`;
       let written: number;
       const signal = AbortSignal.any([this.#input.signal, stop].filter((s) => s !== undefined));
-      const connection = await this.#lease();
+      const { connection, waited } = await this.#lease();
+      // A part that waited for a connection finds DuckDB behind the pages, every core on a
+      // statement: more threads would only share them (on loopback the last part with two threads
+      // beside the part before took 5 % more time and CPU), so its settings are not raised.
+      const raise = waited ? undefined : settings;
       // An abort stops the statement too: DuckDB checks for an interrupt between chunks.
       const interrupt = () => connection.interrupt();
       signal.addEventListener('abort', interrupt, { once: true });
@@ -126,10 +131,10 @@ export class NativeEngine {
         // A part that waited for a connection is not written once stopped.
         signal.throwIfAborted();
         // DuckDB's settings are the instance's: a raise also serves a statement still running beside.
-        if (settings !== undefined && settings !== this.#settings) {
-          await connection.run(`SET threads = ${settings.threads}`);
-          await connection.run(`SET memory_limit = ${quoteString(settings.memoryLimit)}`);
-          this.#settings = settings;
+        if (raise !== undefined && raise !== this.#settings) {
+          await connection.run(`SET threads = ${raise.threads}`);
+          await connection.run(`SET memory_limit = ${quoteString(raise.memoryLimit)}`);
+          this.#settings = raise;
         }
         written = (await connection.run(`COPY (${query}) TO ${quoteString(file)} (${this.#copyOptions()})`)).rowsChanged;
       } catch (error) {
@@ -151,13 +156,13 @@ export class NativeEngine {
     }
   }
 
-  /** A connection no statement runs on, once there is one: writes get them in the order they asked. */
-  async #lease(): Promise<DuckDBConnection> {
+  /** A connection no statement runs on, once there is one (and whether it had to wait): writes get them in the order they asked. */
+  async #lease(): Promise<{ connection: DuckDBConnection; waited: boolean }> {
     const { connections } = await this.#duck;
     this.#idle ??= [...connections];
     const idle = this.#idle.shift();
-    if (idle !== undefined) return idle;
-    return new Promise((resolve) => this.#waiting.push(resolve));
+    if (idle !== undefined) return { connection: idle, waited: false };
+    return new Promise((resolve) => this.#waiting.push((connection) => resolve({ connection, waited: true })));
   }
 
   #release(connection: DuckDBConnection): void {

@@ -565,13 +565,13 @@ bursts: two or three were still to run at the last page, the file written 0.17 s
 case 1.30 and 1.34x against 1.30 and 1.29x without (every part so: no better). Not kept.
 
 The bench now reads the same pages on disk two ways each (\`readerFloor\` in bench/readerFloor.ts;
-three runs at load 0.8-2.8, the JSON pages' checked statement in the last): DuckDB's plainest typed
-\`read_csv\` of the CSV pages to zstd Parquet, 2.37-2.64x \`COPY\`'s time with two threads
+four runs at load 0.8-3.5, the JSON pages' checked statement in the last two): DuckDB's plainest typed
+\`read_csv\` of the CSV pages to zstd Parquet, 2.37-2.65x \`COPY\`'s time with two threads
 (4.24-4.90x with one); the native path's own statement over the same files (every column read as
-text, checked and cast: \`pagesSelect\` in src/pipeline/nativeWire/duckdbColumns.ts), 3.06-3.36x
+text, checked and cast: \`pagesSelect\` in src/pipeline/nativeWire/duckdbColumns.ts), 3.06-3.59x
 with two threads (5.66-6.24x with one; its CPU 1.2-1.3x the plain read's); \`read_json\` of the JSON
 pages' rows arrays, typed and unchecked, 2.65-2.91x with two threads (4.85-5.46x with one), and the
-native path's statement over them 3.85x (6.73x). So the export's own statement, with nothing
+native path's statement over them 3.82-3.85x (6.73-7.21x). So the export's own statement, with nothing
 fetched, staged or stored and the service idle, is already at or past 3x \`COPY\` on this machine;
 over JSON pages a reader with no checks at all leaves a 3x target 0.1-0.35x of \`COPY\` for the
 rest. The checks are what exactness costs: read typed, DuckDB's CSV reader rounds \`1.5\` into a

@@ -12,12 +12,6 @@ import { cachedReader, rowEnd, rowsArrayStart, rowSource, scannerOf, skipSpace, 
  */
 export interface TextRowReader {
   /**
-   * Where the page's `result.rows` array is: `start` the index of its `[`, `end` one past its `]`,
-   * `first` where its first row starts. Undefined when the page is not of the shape read here (an
-   * escape anywhere, no `"metadata"` key after the array): the page is then parsed.
-   */
-  readonly locate: (text: string) => { start: number; end: number; first: number } | undefined;
-  /**
    * Reads up to `n` rows from the one whose `{` is at `p`, pushing them onto `out`, with
    * `state.count` the rows read; returns the index where the next row starts, or one past the
    * array's `]` after its last row (the char before it is then the `]`); -1, or a throw from a
@@ -40,7 +34,7 @@ export function compileTextRowReader(columns: readonly ColumnSpec[], options: De
 function rowReader(columns: readonly ColumnSpec[], options: DecodeOptions): TextRowReader | undefined {
   const rows = typedRowsCode(columns, options);
   const scanner = rows === undefined ? undefined : compileRowsScan(columns, rows.types, rows.code);
-  return scanner === undefined ? undefined : { locate: locateRows, rows: scanner.scan, state: scanner.state };
+  return scanner === undefined ? undefined : { rows: scanner.scan, state: scanner.state };
 }
 
 /**
@@ -82,10 +76,12 @@ if (k === n) { o.count = k; return p; }
 const METADATA_TRIES = 4;
 
 /**
- * The rows array of a page whose envelope has the `"metadata"` key right after it, as the service
- * writes `{"rows":[...],"metadata":{...}}`: its end is found from the key, back over `,` and `]`,
- * without reading the rows (a `"metadata"` key inside them is a column of that name, before the
- * envelope's). Rows are read only as they are used, the last one checked to end exactly there.
+ * Where a page's `result.rows` array is: `start` the index of its `[`, `end` one past its `]`,
+ * `first` where its first row starts. Its envelope must have the `"metadata"` key right after it,
+ * as the service writes `{"rows":[...],"metadata":{...}}`: the end is found from the key, back over
+ * `,` and `]`, without reading the rows (a `"metadata"` key inside them is a column of that name,
+ * before the envelope's). Rows are read only as they are used, the last one checked to end
+ * exactly there. Undefined when the page is not of that shape: it is then parsed.
  */
 export function locateRows(text: string): { start: number; end: number; first: number } | undefined {
   const start = rowsArrayStart(text);

@@ -8,7 +8,7 @@ import { arrowSchema, compileRowDecoder, createBatchBuilder, parseJsonLossless, 
 import { textValueReader } from '../../src/types/decode.ts';
 import { parseType } from '../../src/types/parse.ts';
 import { TextPages } from '../../src/pipeline/stream/textPages.ts';
-import { compileTextRowReader } from '../../src/types/textRowReader.ts';
+import { compileTextRowReader, locateRows } from '../../src/types/textRowReader.ts';
 import { compileTextRows, readNumber, type ScanState, type TextRead } from '../../src/types/textRows.ts';
 import { seeded } from '../helpers/seeded.ts';
 
@@ -562,7 +562,7 @@ describe('rows read a few at a time as they are used (compileTextRowReader, Text
     for (const twice of [text.replace('"rows":[', `"rows":[${decoy}],"rows":[`), text.replace('"rows":[', `"rows":[${decoy}] ,\n"other":1,"rows":[`)]) {
       expect(parseResultPage({ text: twice }, ctx).result!.rows).toEqual(real.map((r) => ({ ...r })));
       // Not located: the page goes the eager way (which finds the array it read is not result.rows) or is parsed.
-      expect(compileTextRowReader(columns)!.locate(twice), twice).toBeUndefined();
+      expect(locateRows(twice), twice).toBeUndefined();
       expect(textPath(twice, columns, 0, 9, {}, 0), twice).toBeUndefined();
     }
     // A `]` inside a string is no array's end: such a page is still read from its text.

@@ -7,11 +7,11 @@ import { InvalidResponseError } from '../../client/errors.ts';
 import { releaseBody } from '../../client/pageBody.ts';
 import type { WirePage } from '../../client/serviceClient.ts';
 import { sameColumns, type ColumnSpec } from '../../types/decode.ts';
-import { locateRows } from '../../types/textRowReader.ts';
 import type { ResolvedSource, StreamClient } from '../source.ts';
 import { learnArrowServed } from './arrowServed.ts';
 import { streamWire, type StreamOptions } from './options.ts';
 import type { Fetched, PageMode, RawPage } from './rawPage.ts';
+import { locatedRows } from './textPageRows.ts';
 import type { TextPages } from './textPages.ts';
 
 /** Asks the service for pages of one stream, with its options; learns from the first page whether the service serves Arrow. */
@@ -161,12 +161,9 @@ export class PageFetcher {
  */
 function firstJson(answer: Extract<WirePage, { format: 'json' }>): Fetched {
   const bytes = { httpBytes: answer.decodedBytes, wireBytes: answer.bytes };
-  const r = answer.parseText?.((text) => {
-    const where = locateRows(text);
-    return where === undefined ? undefined : { value: { text, where }, count: undefined, start: where.start, end: where.end };
-  });
+  const r = locatedRows(answer);
   if (r === undefined) return { page: answer.parse(), ...bytes };
-  return { page: r.page, later: { text: r.value.text, where: r.value.where, parse: () => answer.parse() }, ...bytes };
+  return { page: r.page, later: { text: r.text, where: r.where, parse: () => answer.parse() }, ...bytes };
 }
 
 function describeColumns(columns: readonly ColumnSpec[]): string {

@@ -3,6 +3,7 @@ import type { RecordBatch } from 'apache-arrow';
 import type { ResultMetadata, ResultPage } from '../../protocol/index.ts';
 import type { Row } from '../../types/decode.ts';
 import type { PageShape } from '../fetchOrdered.ts';
+import type { RowsWhere } from './textPageRows.ts';
 
 /** One page as the pipeline passes it on: raw rows of the wire, and where they sit in the result. */
 export interface RawPage extends PageShape {
@@ -43,7 +44,7 @@ export interface Fetched {
 export interface RowsLater {
   readonly text: string;
   /** Where the first row starts, and one past the array's `]`. */
-  readonly where: { readonly first: number; readonly end: number };
+  readonly where: RowsWhere;
   /** The page parsed whole (its text kept by the answer). */
   readonly parse: () => ResultPage;
 }

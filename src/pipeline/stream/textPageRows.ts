@@ -1,7 +1,28 @@
 /** The typed rows of one JSON page, read from its text a few at a time as `rows()` asks for them. */
+import type { ResultPage } from '../../protocol/index.ts';
 import type { Row } from '../../types/decode.ts';
-import type { TextRowReader } from '../../types/textRowReader.ts';
+import { locateRows, type TextRowReader } from '../../types/textRowReader.ts';
+import type { TextRead } from '../../types/textRows.ts';
 import type { TypedRows } from './rawPage.ts';
+
+/** Where a page's rows array is in its text: one past its `]`, and where its first row starts. */
+export interface RowsWhere {
+  readonly end: number;
+  readonly first: number;
+}
+
+/**
+ * The page's envelope, validated as a parse validates it, and its rows array located in its text
+ * and not read (`locateRows`); undefined where the answer offers no text or the array cannot be
+ * located that way (the page is then read otherwise, or parsed).
+ */
+export function locatedRows(answer: { parseText?: <T>(read: (text: string) => TextRead<T> | undefined) => { page: ResultPage; value: T } | undefined }): { page: ResultPage; text: string; where: RowsWhere } | undefined {
+  const r = answer.parseText?.((text) => {
+    const where = locateRows(text);
+    return where === undefined ? undefined : { value: { text, where }, count: undefined, start: where.start, end: where.end };
+  });
+  return r === undefined ? undefined : { page: r.page, ...r.value };
+}
 
 /**
  * Rows read from the text at a time: few enough that the rows a read holds ahead of its consumer
@@ -34,7 +55,7 @@ export class TextPageRows implements TypedRows {
   readonly #general: () => (i: number) => Row;
   #parsed: ((i: number) => Row) | undefined;
 
-  constructor(reader: TextRowReader, text: string, where: { end: number; first: number }, count: number, general: () => (i: number) => Row) {
+  constructor(reader: TextRowReader, text: string, where: RowsWhere, count: number, general: () => (i: number) => Row) {
     this.#reader = reader;
     this.#text = text;
     this.#end = where.end;

@@ -5,7 +5,7 @@ import type { TextRowReader } from '../../types/textRowReader.ts';
 import type { TextRead, TextReader } from '../../types/textRows.ts';
 import type { ResultPage } from '../../protocol/index.ts';
 import type { Fetched } from './rawPage.ts';
-import { TextPageRows } from './textPageRows.ts';
+import { locatedRows, TextPageRows } from './textPageRows.ts';
 
 /** What a page's answer offers to read it: its envelope with the rows read from the text, or parsed whole. */
 interface TextAnswer {
@@ -62,10 +62,7 @@ export class TextPages {
   /** The page's rows to be read a few at a time from its text, once its rows array is located. */
   #typed(answer: TextAnswer, read: TextRowsRead, offset: number): Omit<Fetched, 'httpBytes' | 'wireBytes'> | undefined {
     const { rows: reader, decode } = read;
-    const r = answer.parseText?.((text) => {
-      const where = reader.locate(text);
-      return where === undefined ? undefined : { value: { text, where }, count: undefined, start: where.start, end: where.end };
-    });
+    const r = locatedRows(answer);
     if (r === undefined) return undefined;
     // Rows not read from the text: the page parsed (the answer keeps its text), and those rows and
     // the rest decoded from it, which raises the errors the general path raises.
@@ -75,7 +72,7 @@ export class TextPages {
       const rows = answer.parse().result?.rows ?? [];
       return (i: number) => decode(rows[i], offset + i);
     };
-    return { page: r.page, typed: new TextPageRows(reader, r.value.text, r.value.where, r.page.result!.metadata.row_count, general) };
+    return { page: r.page, typed: new TextPageRows(reader, r.text, r.where, r.page.result!.metadata.row_count, general) };
   }
 
   /** The page's rows `from` to `to - 1` all read from its text now. */

@@ -82,11 +82,11 @@ export async function run(): Promise<void> {
       await officialRuns(svc, OFFICIAL_RUNS, id, () => executed(client, sampleEventsSelect(ROWS), dataDir, svc.url));
       return;
     }
-    if (LINK_RUNS === undefined) await everyCase(svc, client, id, dataDir, exportCase);
+    const pageSize = (await stream(client, { executionId: id }).info()).pageSize;
+    if (LINK_RUNS === undefined) await everyCase(svc, client, id, pageSize, dataDir, exportCase);
 
     const proxy = await startProxy(svc.url, { bitsPerSecond: 1e8, rttMs: 50 });
     try {
-      const pageSize = (await stream(client, { executionId: id }).info()).pageSize;
       const ratios: number[] = [];
       for (let k = 0; k < (LINK_RUNS ?? 1); k++) ratios.push(await linkCase(proxy.url, id, pageSize, dataDir, caseModule));
       if (LINK_RUNS !== undefined) console.log(`median of ${ratios.length} runs: ${x(ratios.sort((a, b) => a - b)[Math.floor(ratios.length / 2)]!)} the time`);
@@ -104,10 +104,9 @@ export async function run(): Promise<void> {
 type ExportCase = (label: string, executionId: string, native: NativeMode | undefined, compression?: CaseInput['compression']) => Promise<CaseResult>;
 
 /** Every case but the link's: the exports on loopback against COPY, and the official client at 50 ms per request. */
-async function everyCase(svc: Faulty, client: ServiceClient, id: string, dataDir: string, exportCase: ExportCase): Promise<void> {
+async function everyCase(svc: Faulty, client: ServiceClient, id: string, pageSize: number, dataDir: string, exportCase: ExportCase): Promise<void> {
   const copy = await duckdbCopy(dataDir, ROWS);
   console.log(`\nDuckDB COPY ... TO parquet (zstd) of the same rows: ${secs(copy.ms)} s, CPU ${secs(copy.cpuMs)} s`);
-  const pageSize = (await stream(client, { executionId: id }).info()).pageSize;
   for (const pages of ['csv', 'json'] as const) {
     const floors = await readerFloor(svc.url, KEY, id, ROWS, pageSize, dataDir, pages);
     const what = pages === 'csv' ? 'CSV pages (zstd, on disk)' : "JSON pages' rows arrays (on disk)";

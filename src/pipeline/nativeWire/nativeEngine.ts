@@ -42,10 +42,10 @@ export interface EngineSettings {
  * DuckDB's settings for the last part over CSV pages, when the caller sets neither threads nor a
  * memory limit: once its pages are in, the link and the service are idle, and its statement is the
  * export's tail alone (unless it waited for a connection: then DuckDB is behind the pages, and the
- * part before is written beside it on the other core). DuckDB's CSV reader reads the part's page files side by side (a file each),
- * the same bytes as with one thread; its Parquet writer runs threads only as its memory limit
- * allows them (at 128 MB, two ran as one). A 250,000-row part of sample.events: 0.20 s with two
- * threads and 160 MB against 0.30 s with one (docs/performance.md).
+ * part before is written beside it on the other core). DuckDB's CSV reader reads the part's page
+ * files side by side (a file each), the same bytes as with one thread; its Parquet writer runs
+ * threads only as its memory limit allows them (at 128 MB, two ran as one). A 250,000-row part of
+ * sample.events: 0.20 s with two threads and 160 MB against 0.30 s with one (docs/performance.md).
  */
 export function tailSettings(input: Pick<NativePartsInput, 'pages' | 'threads' | 'memoryLimit'>): EngineSettings | undefined {
   if (input.threads !== undefined || input.memoryLimit !== undefined || input.pages !== 'csv') return undefined;
